@@ -1,0 +1,113 @@
+/**
+ * Every error the PKI can raise, in one list. Each has a stable code (for tests and callers that branch),
+ * a one-line message saying what is wrong, and a hint saying what to do next. Messages name files and
+ * certificate names, never key material.
+ */
+export type PkiErrorCode =
+  | "KEY_EXISTS"
+  | "CERT_EXISTS"
+  | "FILE_EXISTS"
+  | "CA_MISMATCH"
+  | "NO_CA"
+  | "NO_CA_KEY"
+  | "NO_NODE_CERT"
+  | "NO_NODE_KEY"
+  | "BAD_BUNDLE"
+  | "BAD_NAME"
+  | "BAD_SAN"
+  | "BAD_DAYS"
+  | "BAD_PEM"
+  | "BAD_KEY"
+  | "KEY_MISMATCH"
+  | "NOT_A_CA"
+  | "OUTLIVES_CA"
+  | "INSECURE_PERMISSIONS"
+  | "NOT_ISSUED_BY_CA"
+  | "EXPIRED"
+  | "NOT_YET_VALID"
+  | "READ_FAILED";
+
+export class PkiError extends Error {
+  constructor(
+    readonly code: PkiErrorCode,
+    message: string,
+    readonly hint?: string,
+  ) {
+    super(message);
+    this.name = "PkiError";
+  }
+}
+
+const INIT_HINT = "run 'a2a-node init-pki --name NAME' (or --bundle FILE)";
+
+/** Named constructors, so the wording of each error lives here and nowhere else. */
+export const pkiErrors = {
+  keyExists: (path: string) =>
+    new PkiError(
+      "KEY_EXISTS",
+      `refusing to overwrite ${path}: it already exists`,
+      "use another --home, or remove the file yourself if you really mean to replace this node's identity",
+    ),
+  certExists: (path: string) =>
+    new PkiError(
+      "CERT_EXISTS",
+      `refusing to overwrite ${path}: it already exists`,
+      "use another --home, or remove the file yourself if you really mean to replace this node's identity",
+    ),
+  fileExists: (path: string) =>
+    new PkiError("FILE_EXISTS", `refusing to overwrite ${path}: it already exists`, "choose another path, or pass --force to replace it"),
+  caMismatch: (path: string) =>
+    new PkiError(
+      "CA_MISMATCH",
+      `${path} holds a different fleet CA than the bundle`,
+      "a home belongs to one fleet: use a fresh --home, or ask for a bundle issued by this home's CA",
+    ),
+  noCa: (path: string) => new PkiError("NO_CA", `no fleet CA certificate at ${path}`, INIT_HINT),
+  noCaKey: (path: string, hint: string) => new PkiError("NO_CA_KEY", `no fleet CA key at ${path}`, hint),
+  noNodeCert: (path: string) => new PkiError("NO_NODE_CERT", `no node certificate at ${path}`, INIT_HINT),
+  noNodeKey: (path: string) =>
+    new PkiError(
+      "NO_NODE_KEY",
+      `no node key at ${path} (the certificate is there, its key is not)`,
+      "restore the key from a backup, or start over in a fresh --home with 'a2a-node init-pki'",
+    ),
+  badBundle: (path: string, reason: string) =>
+    new PkiError(
+      "BAD_BUNDLE",
+      `bad bundle ${path}: ${reason}`,
+      "ask the CA machine for a fresh one: a2a-node pki issue NAME --out FILE",
+    ),
+  badName: (name: string, rule: string) =>
+    new PkiError("BAD_NAME", `invalid name ${JSON.stringify(name)}: ${rule}`, "use letters, digits and inner dashes, e.g. 'build-box-2'"),
+  badSan: (san: string, reason = "not a DNS name or an IP address") =>
+    new PkiError("BAD_SAN", `invalid --san ${JSON.stringify(san)}: ${reason}`, "give a DNS name (host.example.com, *.example.com) or an IP (10.0.0.5, fd00::5)"),
+  badDays: (what: string, days: number, max: number) =>
+    new PkiError("BAD_DAYS", `invalid ${what} validity ${days}: must be a whole number of days from 1 to ${max}`, "pass a number of days such as 365"),
+  badPem: (what: string) =>
+    new PkiError("BAD_PEM", `${what} is not a valid PEM certificate`, "check that the file was not truncated or edited"),
+  badKey: (what: string, expected = "a PKCS#8 ECDSA P-256 private key") =>
+    new PkiError("BAD_KEY", `${what} is not ${expected}`, "check that the file was not truncated or edited"),
+  keyMismatch: (keyWhat: string, certWhat: string) =>
+    new PkiError("KEY_MISMATCH", `${keyWhat} does not belong to ${certWhat}`, "the key and certificate come from different identities; restore the matching pair"),
+  notACa: (what: string) =>
+    new PkiError("NOT_A_CA", `${what} is not a CA certificate`, "point at the fleet CA certificate (certs/ca.crt)"),
+  outlivesCa: (days: number, caNotAfter: Date, maxDays: number) =>
+    new PkiError(
+      "OUTLIVES_CA",
+      `a certificate valid for ${days} days would outlive the fleet CA (it expires ${caNotAfter.toISOString()})`,
+      maxDays >= 1 ? `pass --days ${maxDays} or less` : "the fleet CA is about to expire; create a new fleet",
+    ),
+  insecurePermissions: (path: string, mode: number) =>
+    new PkiError(
+      "INSECURE_PERMISSIONS",
+      `refusing to use ${path}: it is readable by others (mode ${(mode & 0o777).toString(8).padStart(4, "0")})`,
+      `chmod 600 ${path}`,
+    ),
+  notIssuedByCa: (what: string, reason: string) =>
+    new PkiError("NOT_ISSUED_BY_CA", `${what} was not issued by the fleet CA: ${reason}`, "use a certificate issued by this fleet's CA (a2a-node pki issue)"),
+  expired: (what: string, notAfter: Date) =>
+    new PkiError("EXPIRED", `${what} expired on ${notAfter.toISOString()}`, "issue a new certificate on the CA machine: a2a-node pki issue NAME --out FILE"),
+  notYetValid: (what: string, notBefore: Date) =>
+    new PkiError("NOT_YET_VALID", `${what} is not valid before ${notBefore.toISOString()}`, "check this machine's clock"),
+  readFailed: (path: string, reason: string) => new PkiError("READ_FAILED", `cannot read ${path}: ${reason}`, "check the path and its permissions"),
+} as const;

@@ -1,0 +1,28 @@
+/**
+ * The a2a-node certificate library: a fleet CA, node certificates for mutual TLS, bundles that carry an
+ * identity to another machine, and the home-level operations the CLI and daemon call. It knows nothing
+ * of the server; it reads and writes only the files it is given.
+ */
+export { PkiError, pkiErrors, type PkiErrorCode } from "./errors";
+export { writeFileAtomic, readSecret, readPublic, SECRET_MODE, PUBLIC_MODE, type WriteOptions } from "./secure-file";
+export { generateKeyPair, exportPrivateKeyPem, exportPublicKeyPem, importPrivateKeyPem, assertKeyMatchesCert } from "./keys";
+export { normalizeNodeName, parseSan, normalizeSans, isValidSan, MAX_DAYS, type San } from "./names";
+export type { CertAndKey } from "./cert-params";
+export { createCa, defaultCaName, type CreateCaOptions } from "./ca";
+export { issueLeaf, signPublicKey, type LeafOptions } from "./leaf";
+export { inspectCert, verifyIssuedBy, fingerprint256, type CertInfo, type VerifyOptions } from "./inspect";
+export { readBundle, writeBundle, BUNDLE_FORMAT, type Bundle } from "./bundle";
+export {
+  initPki,
+  installBundle,
+  issueBundle,
+  loadNodeIdentity,
+  type PkiPaths,
+  type InitPkiOptions,
+  type InitResult,
+  type CaSummary,
+  type NodeSummary,
+  type IssueBundleOptions,
+  type IssueResult,
+  type NodeIdentity,
+} from "./node-pki";

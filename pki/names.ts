@@ -1,0 +1,99 @@
+import { isIP } from "node:net";
+import { pkiErrors } from "./errors";
+
+// A node name doubles as a DNS label (it is the first SAN of the node's certificate and peers may dial
+// it), so it follows the DNS label rule: 1-63 letters, digits and inner dashes.
+const LABEL = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+const MAX_LABEL = 63;
+const MAX_DNS_NAME = 253;
+
+/**
+ * Checks a node name and returns its canonical (lowercase) form. Names compare case-insensitively in DNS,
+ * so storing one spelling keeps "Alice" and "alice" from becoming two identities.
+ */
+export function normalizeNodeName(name: string): string {
+  if (name.length < 1 || name.length > MAX_LABEL) throw pkiErrors.badName(name, `must be 1 to ${MAX_LABEL} characters`);
+  const lower = name.toLowerCase();
+  if (!LABEL.test(lower)) throw pkiErrors.badName(name, "only letters, digits and dashes, not starting or ending with a dash");
+  return lower;
+}
+
+/** A subject alternative name: a DNS name or an IP literal, in canonical form. */
+export interface San {
+  type: "dns" | "ip";
+  value: string;
+}
+
+/**
+ * Parses one SAN. IPs are recognised first (IPv6 is canonicalised, so "::0001" and "::1" are the same
+ * entry); anything else must be a DNS name, optionally with a leading "*." wildcard label.
+ */
+export function parseSan(input: string): San {
+  // A zone ("fe80::1%eth0") names a local interface; it cannot go in a certificate. Some runtimes'
+  // isIP() accept it, so refuse it first.
+  if (input.includes("%")) throw pkiErrors.badSan(input, "an IPv6 zone (%...) cannot go in a certificate");
+  const ipVersion = isIP(input);
+  if (ipVersion === 4) return { type: "ip", value: input };
+  if (ipVersion === 6) return { type: "ip", value: canonicalIpv6(input) };
+  if (input.startsWith("[") && input.endsWith("]")) throw pkiErrors.badSan(input, "write an IPv6 address without brackets");
+  const name = input.toLowerCase();
+  if (name.length < 1 || name.length > MAX_DNS_NAME) throw pkiErrors.badSan(input, `a DNS name has 1 to ${MAX_DNS_NAME} characters`);
+  const labels = name.split(".");
+  const first = labels[0] === "*" && labels.length > 1 ? 1 : 0;
+  for (const label of labels.slice(first)) {
+    if (label.length > MAX_LABEL || !LABEL.test(label)) throw pkiErrors.badSan(input);
+  }
+  // WHATWG URLs read an all-digit last label as IPv4 ("10.1" is 10.0.0.1), so such a "name" is ambiguous.
+  if (/^[0-9]+$/.test(labels[labels.length - 1])) throw pkiErrors.badSan(input);
+  return { type: "dns", value: name };
+}
+
+function canonicalIpv6(input: string): string {
+  try {
+    // The URL parser prints IPv6 in RFC 5952 form: lowercase, zeros compressed.
+    return new URL(`http://[${input}]/`).hostname.slice(1, -1);
+  } catch {
+    throw pkiErrors.badSan(input);
+  }
+}
+
+/** Parses and de-duplicates SANs, keeping the first occurrence's position. */
+export function normalizeSans(inputs: string[]): San[] {
+  const seen = new Set<string>();
+  const out: San[] = [];
+  for (const input of inputs) {
+    const san = parseSan(input);
+    const key = `${san.type}:${san.value}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push(san);
+  }
+  return out;
+}
+
+/** True when `input` is a usable SAN; for optional extras such as the machine's hostname. */
+export function isValidSan(input: string): boolean {
+  try {
+    parseSan(input);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// A CA name is free text for people, but kept to characters that need no escaping in a distinguished name.
+const CA_NAME = /^[A-Za-z0-9][A-Za-z0-9 ._()@:/-]{0,63}$/;
+
+export function checkCaName(name: string): string {
+  if (!CA_NAME.test(name)) throw pkiErrors.badName(name, "a CA name has 1 to 64 letters, digits, spaces and . _ ( ) @ : / -");
+  return name;
+}
+
+/** Longest validity accepted, for CA and leaves alike. */
+export const MAX_DAYS = 36500;
+
+/** Validity in whole days; `what` says which ("certificate", "CA") in the error. */
+export function checkDays(days: number, what: string): number {
+  if (!Number.isInteger(days) || days < 1 || days > MAX_DAYS) throw pkiErrors.badDays(what, days, MAX_DAYS);
+  return days;
+}

@@ -1,0 +1,244 @@
+import { chmodSync, existsSync, mkdirSync, statSync } from "node:fs";
+import { hostname } from "node:os";
+import { dirname } from "node:path";
+import { PkiError, pkiErrors } from "./errors";
+import { assertKeyMatchesCert } from "./keys";
+import { createCa, defaultCaName } from "./ca";
+import { issueLeaf } from "./leaf";
+import { type CertInfo, inspectCert, verifyIssuedBy } from "./inspect";
+import { type Bundle, BUNDLE_FORMAT, readBundle, writeBundle } from "./bundle";
+import { isValidSan, normalizeNodeName, normalizeSans, checkDays } from "./names";
+import { PUBLIC_MODE, SECRET_MODE, readPublic, readSecret, writeFileAtomic } from "./secure-file";
+import type { CertAndKey } from "./cert-params";
+
+/** The files of a node home the PKI uses (src/home.ts HomePaths satisfies this). */
+export interface PkiPaths {
+  caCert: string;
+  caKey: string;
+  nodeCert: string;
+  nodeKey: string;
+}
+
+export interface CaSummary {
+  created: boolean;
+  subjectCn: string;
+  fingerprint256: string;
+  notAfter: Date;
+  certPath: string;
+  /** Present only when this home holds the CA key (it can issue certificates). */
+  keyPath?: string;
+}
+
+export interface NodeSummary {
+  name: string;
+  sans: string[];
+  fingerprint256: string;
+  notAfter: Date;
+  certPath: string;
+  keyPath: string;
+}
+
+export interface InitResult {
+  ca: CaSummary;
+  node: NodeSummary;
+}
+
+export interface InitPkiOptions {
+  name: string;
+  sans?: string[];
+  days?: number;
+  caDays?: number;
+  /** Defaults to os.hostname(); added as a SAN only when it is a valid DNS name. */
+  hostname?: string;
+  now?: Date;
+}
+
+const NO_CA_KEY_FOR_INIT =
+  "this home has a fleet CA certificate but not its key (it was set up from a bundle): install a bundle with 'a2a-node init-pki --bundle FILE', or use a fresh --home";
+const NO_CA_KEY_FOR_ISSUE = "run this on the machine that ran 'a2a-node init-pki' first (it holds secrets/ca.key)";
+
+/**
+ * Gives a home its identity: creates the fleet CA if the home has none, then this node's key and
+ * certificate signed by it. SANs: the name, localhost, 127.0.0.1, this machine's hostname, and `sans`.
+ * Never replaces an existing node key or certificate (KEY_EXISTS / CERT_EXISTS).
+ *
+ * @example await initPki(homePaths(home), { name: "alice", sans: ["10.0.0.5"] })
+ */
+export async function initPki(paths: PkiPaths, opts: InitPkiOptions): Promise<InitResult> {
+  // Check every input before touching the disk, so a typo never leaves a half-made home.
+  const name = normalizeNodeName(opts.name);
+  const host = (opts.hostname ?? hostname()).toLowerCase();
+  const sans = ["localhost", "127.0.0.1", ...(isValidSan(host) ? [host] : []), ...(opts.sans ?? [])];
+  normalizeSans(sans);
+  const days = checkDays(opts.days ?? 365, "certificate");
+  const caDays = checkDays(opts.caDays ?? 3650, "CA");
+  refuseExistingNode(paths);
+
+  const hasCaCert = existsSync(paths.caCert);
+  const hasCaKey = existsSync(paths.caKey);
+  if (hasCaCert && !hasCaKey) throw pkiErrors.noCaKey(paths.caKey, NO_CA_KEY_FOR_INIT);
+  if (!hasCaCert && hasCaKey) throw pkiErrors.noCa(paths.caCert);
+  prepareDirs(paths);
+
+  // Make everything in memory first, so a refusal (e.g. a leaf that would outlive the CA) writes nothing.
+  const ca = hasCaCert ? readCa(paths) : await createCa({ name: defaultCaName(name), days: caDays, now: opts.now });
+  const leaf = await issueLeaf({ ca, name, sans, days, now: opts.now });
+  if (!hasCaCert) {
+    // Key first: a certificate without its key is useless, a key without its certificate is just retried.
+    writeFileAtomic(paths.caKey, ca.keyPem, { mode: SECRET_MODE, onExists: pkiErrors.keyExists });
+    writeFileAtomic(paths.caCert, ca.certPem, { mode: PUBLIC_MODE, onExists: pkiErrors.certExists });
+  }
+  writeNode(paths, leaf);
+  return { ca: caSummary(paths, ca.certPem, !hasCaCert, true), node: nodeSummary(paths, leaf.certPem) };
+}
+
+/**
+ * Sets up a home from a bundle made by `pki issue` on the CA machine. The home gets the CA certificate
+ * (not its key) and the node's key and certificate. Refuses an existing node identity, and a home that
+ * already belongs to another fleet (CA_MISMATCH).
+ */
+export async function installBundle(paths: PkiPaths, bundlePath: string, opts: { now?: Date } = {}): Promise<InitResult> {
+  const bundle = await readBundle(bundlePath, opts);
+  refuseExistingNode(paths);
+  const caFingerprint = inspectCert(bundle.caCert).fingerprint256;
+  const hasCaCert = existsSync(paths.caCert);
+  if (hasCaCert && inspectCert(readPublic(paths.caCert), paths.caCert).fingerprint256 !== caFingerprint)
+    throw pkiErrors.caMismatch(paths.caCert);
+  const hasCaKey = existsSync(paths.caKey);
+  if (hasCaKey) {
+    try {
+      assertKeyMatchesCert(readSecret(paths.caKey), bundle.caCert, paths.caKey, "the bundle's CA");
+    } catch (err) {
+      if (err instanceof PkiError && err.code === "KEY_MISMATCH") throw pkiErrors.caMismatch(paths.caKey);
+      throw err;
+    }
+  }
+  prepareDirs(paths);
+  if (!hasCaCert) writeFileAtomic(paths.caCert, bundle.caCert, { mode: PUBLIC_MODE, onExists: pkiErrors.certExists });
+  writeNode(paths, { certPem: bundle.cert, keyPem: bundle.key });
+  return { ca: caSummary(paths, bundle.caCert, false, hasCaKey), node: nodeSummary(paths, bundle.cert) };
+}
+
+export interface IssueBundleOptions {
+  name: string;
+  sans?: string[];
+  days?: number;
+  /** Where to write the bundle (0600). */
+  out: string;
+  /** Replace an existing file at `out`. */
+  overwrite?: boolean;
+  now?: Date;
+}
+
+export interface IssueResult extends Omit<NodeSummary, "certPath" | "keyPath"> {
+  out: string;
+}
+
+/**
+ * On the CA machine: issues a key and certificate for another machine and writes them, with the CA
+ * certificate, to a bundle file. SANs: the name, localhost, 127.0.0.1 and `sans`.
+ *
+ * @example await issueBundle(paths, { name: "bob", sans: ["10.0.0.6"], out: "bob.bundle" })
+ */
+export async function issueBundle(paths: PkiPaths, opts: IssueBundleOptions): Promise<IssueResult> {
+  const name = normalizeNodeName(opts.name);
+  const sans = ["localhost", "127.0.0.1", ...(opts.sans ?? [])];
+  normalizeSans(sans);
+  const days = checkDays(opts.days ?? 365, "certificate");
+  if (!opts.overwrite && existsSync(opts.out)) throw pkiErrors.fileExists(opts.out);
+  if (!existsSync(paths.caKey)) throw pkiErrors.noCaKey(paths.caKey, NO_CA_KEY_FOR_ISSUE);
+  if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert);
+  const ca = readCa(paths);
+  const leaf = await issueLeaf({ ca, name, sans, days, now: opts.now });
+  const bundle: Bundle = { format: BUNDLE_FORMAT, name, caCert: ca.certPem, cert: leaf.certPem, key: leaf.keyPem };
+  writeBundle(opts.out, bundle, { overwrite: opts.overwrite });
+  const info = inspectCert(leaf.certPem);
+  return { name, sans: info.sans, fingerprint256: info.fingerprint256, notAfter: info.notAfter, out: opts.out };
+}
+
+/** Everything the daemon needs to serve and dial over mutual TLS, already checked. */
+export interface NodeIdentity {
+  caPem: string;
+  certPem: string;
+  keyPem: string;
+  /** The certificate's CN: this node's name in the fleet. */
+  name: string;
+  sans: string[];
+  fingerprint256: string;
+  serialNumber: string;
+  notBefore: Date;
+  notAfter: Date;
+  ca: CertInfo;
+  /** True when this home holds secrets/ca.key and can issue certificates. */
+  hasCaKey: boolean;
+}
+
+/**
+ * Loads and checks this node's identity: the files exist, the key is private (0600) and belongs to the
+ * certificate, and the certificate was issued by the fleet CA and is valid now (unless `allowExpired`,
+ * for `pki show`, which must still describe an expired certificate).
+ */
+export async function loadNodeIdentity(paths: PkiPaths, opts: { now?: Date; allowExpired?: boolean } = {}): Promise<NodeIdentity> {
+  if (!existsSync(paths.nodeCert)) throw pkiErrors.noNodeCert(paths.nodeCert);
+  if (!existsSync(paths.nodeKey)) throw pkiErrors.noNodeKey(paths.nodeKey);
+  if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert);
+  const certPem = readPublic(paths.nodeCert);
+  const caPem = readPublic(paths.caCert);
+  const keyPem = readSecret(paths.nodeKey);
+  const info = inspectCert(certPem, paths.nodeCert);
+  const ca = inspectCert(caPem, paths.caCert);
+  assertKeyMatchesCert(keyPem, certPem, paths.nodeKey, paths.nodeCert);
+  await verifyIssuedBy(certPem, caPem, { now: opts.now, what: paths.nodeCert, ignoreValidity: opts.allowExpired });
+  return {
+    caPem,
+    certPem,
+    keyPem,
+    name: info.subjectCn,
+    sans: info.sans,
+    fingerprint256: info.fingerprint256,
+    serialNumber: info.serialNumber,
+    notBefore: info.notBefore,
+    notAfter: info.notAfter,
+    ca,
+    hasCaKey: existsSync(paths.caKey),
+  };
+}
+
+function refuseExistingNode(paths: PkiPaths): void {
+  if (existsSync(paths.nodeKey)) throw pkiErrors.keyExists(paths.nodeKey);
+  if (existsSync(paths.nodeCert)) throw pkiErrors.certExists(paths.nodeCert);
+}
+
+function readCa(paths: PkiPaths): CertAndKey {
+  return { certPem: readPublic(paths.caCert), keyPem: readSecret(paths.caKey) };
+}
+
+function writeNode(paths: PkiPaths, leaf: CertAndKey): void {
+  writeFileAtomic(paths.nodeKey, leaf.keyPem, { mode: SECRET_MODE, onExists: pkiErrors.keyExists });
+  writeFileAtomic(paths.nodeCert, leaf.certPem, { mode: PUBLIC_MODE, onExists: pkiErrors.certExists });
+}
+
+/** Key and certificate folders exist and are private (0700), as src/home.ts lays them out. */
+function prepareDirs(paths: PkiPaths): void {
+  for (const dir of new Set([dirname(paths.caKey), dirname(paths.nodeKey), dirname(paths.caCert), dirname(paths.nodeCert)])) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
+  }
+}
+
+function caSummary(paths: PkiPaths, certPem: string, created: boolean, hasKey: boolean): CaSummary {
+  const info = inspectCert(certPem);
+  return {
+    created,
+    subjectCn: info.subjectCn,
+    fingerprint256: info.fingerprint256,
+    notAfter: info.notAfter,
+    certPath: paths.caCert,
+    ...(hasKey ? { keyPath: paths.caKey } : {}),
+  };
+}
+
+function nodeSummary(paths: PkiPaths, certPem: string): NodeSummary {
+  const info = inspectCert(certPem);
+  return { name: info.subjectCn, sans: info.sans, fingerprint256: info.fingerprint256, notAfter: info.notAfter, certPath: paths.nodeCert, keyPath: paths.nodeKey };
+}

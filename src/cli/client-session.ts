@@ -1,0 +1,56 @@
+import { existsSync } from "node:fs";
+import { loadNodeIdentity } from "../../pki";
+import { A2AClient } from "../client/a2a-client";
+import { explainFailure, resolveTarget, type Target } from "../client/connect";
+import { mtlsFetch } from "../client/mtls-fetch";
+import { homePaths } from "../home";
+import { openDatabase, type OpenDatabase } from "../store/database";
+import { SqlitePeerRegistry } from "../store/sqlite-peer-registry";
+import { CliError, ExitCode } from "./errors";
+
+/** Opens the home's database (creating it if new) and its peer registry, for commands that manage peers. */
+export function openPeers(home: string): { peers: SqlitePeerRegistry; close(): void } {
+  const paths = homePaths(home);
+  if (!existsSync(paths.root))
+    throw new CliError(`no a2a-node home at ${home}`, ExitCode.NotFound, "run 'a2a-node init-pki --name NAME' first, or pass --home");
+  const database: OpenDatabase = openDatabase(paths.database);
+  return { peers: new SqlitePeerRegistry(database.db), close: () => database.close() };
+}
+
+export interface ClientSession {
+  client: A2AClient;
+  target: Target;
+  /** Turns any failure of a call into a CliError with the next step. */
+  fail(err: unknown): never;
+}
+
+/** Everything `send` and `status` need: this node's identity, the target, and an mTLS client for it. */
+export async function openClientSession(home: string, agent: string): Promise<ClientSession> {
+  const identity = await loadNodeIdentity(homePaths(home));
+  const { peers, close } = openPeers(home);
+  let target: Target | undefined;
+  try {
+    target = resolveTarget(agent, peers);
+  } catch {
+    throw new CliError(`--agent '${agent}' is not a valid URL`, ExitCode.Usage);
+  } finally {
+    close();
+  }
+  if (!target)
+    throw new CliError(`no peer named '${agent}'`, ExitCode.NotFound, `add it with 'a2a-node peers add ${agent} https://HOST:9443', or pass a URL`);
+  const fetchFn = mtlsFetch(
+    { cert: identity.certPem, key: identity.keyPem, ca: identity.caPem },
+    { name: target.peer?.name, fingerprint: target.peer?.fingerprint },
+  );
+  const t = target;
+  return {
+    client: new A2AClient(t.rpcUrl, fetchFn),
+    target: t,
+    fail(err: unknown): never {
+      const why = explainFailure(err, t);
+      const code =
+        why.kind === "unreachable" || why.kind === "refused" ? ExitCode.Unreachable : why.kind === "remote" && (err as { code?: number }).code === -32001 ? ExitCode.NotFound : ExitCode.Failure;
+      throw new CliError(why.message, code, why.hint);
+    },
+  };
+}

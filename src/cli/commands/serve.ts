@@ -1,0 +1,106 @@
+import { DEFAULTS, EXECUTOR_KINDS, redacted, resolveServeConfig } from "../../config";
+import { createLogger } from "../../log";
+import { startNode } from "../../node";
+import type { Command } from "../command";
+import { CliError, ExitCode } from "../errors";
+import { parseFlags } from "../flags";
+
+const flags = {
+  host: { type: "string", value: "ADDR" },
+  port: { type: "number", value: "PORT" },
+  "advertise-url": { type: "string", value: "URL" },
+  executor: { type: "string", value: "KIND" },
+  "model-url": { type: "string", value: "URL" },
+  model: { type: "string", value: "NAME" },
+  "system-prompt": { type: "string", value: "TEXT" },
+  "max-body": { type: "number", value: "BYTES" },
+  "max-concurrent": { type: "number", value: "N" },
+  "max-queued": { type: "number", value: "N" },
+  description: { type: "string", value: "TEXT" },
+  check: { type: "boolean" },
+  quiet: { type: "boolean" },
+} as const;
+
+export const serveCommand: Command = {
+  name: "serve",
+  summary: "run the node: A2A over mutual TLS, tasks in SQLite",
+  help: `Run the node: an A2A v1.0 JSON-RPC server behind mutual TLS. Only clients with a certificate from this
+fleet's CA get past the TLS handshake; their certificate's CN is their identity. Tasks, their history and
+artifacts are kept in HOME/a2a-node.db. Stops gracefully on SIGTERM/SIGINT: running tasks get a grace period,
+then end FAILED ("interrupted") so no accepted task is left without an outcome.
+
+USAGE
+  a2a-node serve [--host ADDR] [--port PORT] [--executor ${EXECUTOR_KINDS.join("|")}] [--model-url URL] [--model NAME]
+
+FLAGS
+  --host ADDR            address to listen on (env A2A_NODE_HOST; default ${DEFAULTS.host})
+  --port PORT            port (env A2A_NODE_PORT; default ${DEFAULTS.port})
+  --advertise-url URL    base URL written in the agent card (env A2A_NODE_ADVERTISE_URL; default: the bound
+                         address, the host name, or the node name, whichever the certificate covers)
+  --executor KIND        echo: answer with the message's own text; openai: ask an OpenAI-compatible model
+                         server (env A2A_NODE_EXECUTOR; default ${DEFAULTS.executor})
+  --model-url URL        OpenAI-compatible API base (env A2A_NODE_MODEL_URL; default ${DEFAULTS.modelUrl}, Ollama)
+  --model NAME           model name sent to it (env A2A_NODE_MODEL; default ${DEFAULTS.model})
+  --system-prompt TEXT   system prompt for the model
+  --max-body BYTES       largest request body accepted (default ${DEFAULTS.maxBodyBytes})
+  --max-concurrent N     tasks executing at once (env A2A_NODE_MAX_CONCURRENT; default ${DEFAULTS.maxConcurrent})
+  --max-queued N         tasks waiting for a slot before new ones are refused (default ${DEFAULTS.maxQueued})
+  --description TEXT     description in the agent card
+  --check                print the effective configuration (secrets redacted) and exit
+  --quiet                log only warnings and errors
+  The model API key is read from A2A_NODE_MODEL_API_KEY or OPENAI_API_KEY, never from a flag.
+
+EXAMPLES
+  a2a-node serve --executor echo --port 9443
+  a2a-node serve --model-url http://127.0.0.1:8080/v1 --model qwen2.5   # llama.cpp server
+  A2A_NODE_HOME=/var/lib/a2a-node a2a-node serve --host 10.0.0.7
+
+EXIT CODES
+  0 stopped by a signal   1 could not start (no certificate, port in use, ...)   2 usage error
+`,
+  async run(argv, { io, home }) {
+    const { flags: f } = parseFlags(argv, flags);
+    const config = resolveServeConfig(
+      {
+        host: f.host,
+        port: f.port,
+        advertiseUrl: f["advertise-url"],
+        executor: f.executor,
+        modelUrl: f["model-url"],
+        model: f.model,
+        systemPrompt: f["system-prompt"],
+        maxBody: f["max-body"],
+        maxConcurrent: f["max-concurrent"],
+        maxQueued: f["max-queued"],
+        description: f.description,
+      },
+      io.env,
+    );
+    if (f.check) {
+      io.stdout.write(`${JSON.stringify({ home, ...redacted(config) }, null, 2)}\n`);
+      return ExitCode.Ok;
+    }
+    const log = createLogger((line) => io.stderr.write(line), f.quiet);
+    let node;
+    try {
+      node = await startNode(home, config, log);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code === "EADDRINUSE")
+        throw new CliError(`port ${config.port} on ${config.host} is already in use`, ExitCode.Failure, "stop the other process, or pass --port");
+      if (e.code === "EACCES")
+        throw new CliError(`not allowed to listen on ${config.host}:${config.port}`, ExitCode.Failure, "use a port above 1023");
+      throw err;
+    }
+    const stop = io.stopSignal;
+    if (stop) {
+      await new Promise<void>((resolve) => {
+        if (stop.aborted) resolve();
+        else stop.addEventListener("abort", () => resolve(), { once: true });
+      });
+      log.info("stopping", { signal: String(stop.reason ?? "") });
+    }
+    await node.stop();
+    return ExitCode.Ok;
+  },
+};

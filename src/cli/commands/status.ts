@@ -1,0 +1,59 @@
+import type { Command } from "../command";
+import { openClientSession } from "../client-session";
+import { UsageError } from "../errors";
+import { parseFlags } from "../flags";
+import { artifactsText, statusLine } from "../render-task";
+
+const flags = {
+  agent: { type: "string", value: "NAME|URL" },
+  "task-id": { type: "string", value: "ID" },
+  "history-length": { type: "number", value: "N" },
+  json: { type: "boolean" },
+} as const;
+
+export const statusCommand: Command = {
+  name: "status",
+  summary: "show a delegated task's state and result",
+  help: `Show the state of a task this node delegated to a peer, and its result if it has one. A peer shows
+each caller only its own tasks.
+
+USAGE
+  a2a-node status --agent NAME|URL --task-id ID [--json]
+
+FLAGS
+  --agent NAME|URL     the peer the task was sent to
+  --task-id ID         the id 'a2a-node send' printed
+  --history-length N   with --json: include at most N messages of the task's history
+  --json               print the Task (A2A v1.0 JSON) on one line on stdout
+
+EXAMPLES
+  a2a-node status --agent beta --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S
+  a2a-node status --agent beta --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S --json | jq .status.state
+
+EXIT CODES
+  0 the task was found (whatever its state)   1 the peer answered an error   2 usage error
+  3 no such task (or not yours)   4 peer unreachable or refused our certificate
+`,
+  async run(argv, { io, home }) {
+    const { flags: f, positionals } = parseFlags(argv, flags);
+    if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
+    if (!f.agent) throw new UsageError("--agent is required (a peer name or an https URL)");
+    if (!f["task-id"]) throw new UsageError("--task-id is required");
+    const hl = f["history-length"];
+    if (hl !== undefined && (!Number.isInteger(hl) || hl < 0)) throw new UsageError("--history-length must be 0 or more");
+    const session = await openClientSession(home, f.agent);
+    let task;
+    try {
+      task = await session.client.getTask({ id: f["task-id"], historyLength: hl });
+    } catch (err) {
+      return session.fail(err);
+    }
+    if (f.json) io.stdout.write(`${JSON.stringify(task)}\n`);
+    else {
+      io.stdout.write(`${statusLine(task, session.target.label)}\n`);
+      const out = artifactsText(task);
+      if (out) io.stdout.write(out.endsWith("\n") ? out : `${out}\n`);
+    }
+    return 0;
+  },
+};

@@ -1,0 +1,49 @@
+/**
+ * The outside world a command may touch. Commands never reach for `process` directly, so tests run them
+ * against buffers and a fake environment.
+ */
+export interface TextSink {
+  write(text: string): void;
+}
+
+export interface Io {
+  stdout: TextSink;
+  stderr: TextSink;
+  env: Record<string, string | undefined>;
+  /** Resolves when the command should stop (SIGINT/SIGTERM for the daemon; never in tests unless asked). */
+  stopSignal?: AbortSignal;
+}
+
+/** An Io that records everything, for tests. */
+export function bufferIo(env: Record<string, string | undefined> = {}): Io & { out(): string; err(): string } {
+  let out = "";
+  let err = "";
+  return {
+    stdout: { write: (t) => void (out += t) },
+    stderr: { write: (t) => void (err += t) },
+    env,
+    out: () => out,
+    err: () => err,
+  };
+}
+
+/**
+ * The real process. Signal handlers are installed only when a command asks for `stopSignal` (the daemon), so
+ * Ctrl-C still ends every other command the usual way.
+ */
+export function processIo(): Io {
+  let stop: AbortController | undefined;
+  return {
+    stdout: { write: (t) => void process.stdout.write(t) },
+    stderr: { write: (t) => void process.stderr.write(t) },
+    env: process.env,
+    get stopSignal() {
+      if (!stop) {
+        const ctrl = new AbortController();
+        for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => ctrl.abort(sig));
+        stop = ctrl;
+      }
+      return stop.signal;
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import type { Task } from "../protocol/types";
+import { isTerminal } from "../protocol/types";
+import { ExitCode } from "./errors";
+
+/** "TASK_STATE_INPUT_REQUIRED" → "input-required": how people read states. */
+export const shortState = (state: string): string => state.replace(/^TASK_STATE_/, "").toLowerCase().replace(/_/g, "-");
+
+function partsText(parts: { text?: string; data?: unknown; url?: string; raw?: string; filename?: string }[]): string {
+  return parts
+    .map((p) =>
+      p.text !== undefined
+        ? p.text
+        : p.data !== undefined
+          ? JSON.stringify(p.data)
+          : p.url !== undefined
+            ? `<file ${p.url}>`
+            : `<${p.filename ?? "binary"}: ${p.raw?.length ?? 0} base64 chars>`,
+    )
+    .join("\n");
+}
+
+/** The status line: id, state, and the agent's status message if any. */
+export function statusLine(task: Task, where: string): string {
+  const msg = task.status.message ? `: ${partsText(task.status.message.parts)}` : "";
+  return `task ${task.id} ${shortState(task.status.state)} (${where})${msg}`;
+}
+
+/** The result a person (or a pipe) wants: the artifacts' text, one after another. */
+export function artifactsText(task: Task): string {
+  return (task.artifacts ?? []).map((a) => partsText(a.parts)).join("\n");
+}
+
+/**
+ * Exit code for a task someone waited for: 0 completed, 6 waiting for input, 1 any other end.
+ */
+export function exitCodeFor(task: Task): number {
+  if (task.status.state === "TASK_STATE_COMPLETED") return ExitCode.Ok;
+  if (!isTerminal(task.status.state)) return ExitCode.NeedsInput;
+  return ExitCode.Failure;
+}

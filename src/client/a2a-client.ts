@@ -1,0 +1,79 @@
+import type { GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, Task, AgentCard } from "../protocol/types";
+import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
+
+/** How the client reaches a server: a fetch that already carries the TLS identity and pinning. */
+export type FetchFn = (url: string, init: RequestInit) => Promise<Response>;
+
+/** An error the remote agent answered with (a JSON-RPC error object). */
+export class RemoteError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+    this.name = "RemoteError";
+  }
+}
+
+/** The server answered, but not with JSON-RPC (wrong URL, a proxy page, ...). */
+export class ProtocolError extends Error {}
+
+/**
+ * A minimal A2A v1.0 JSON-RPC client. It never imports server code; every request names the protocol
+ * version it speaks (A2A-Version: 1.0).
+ */
+export class A2AClient {
+  private nextId = 1;
+
+  constructor(
+    /** The JSON-RPC interface URL, e.g. https://beta:9443/ */
+    readonly rpcUrl: string,
+    private readonly fetchFn: FetchFn,
+  ) {}
+
+  sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult> {
+    return this.call("SendMessage", params, signal);
+  }
+
+  getTask(params: GetTaskParams, signal?: AbortSignal): Promise<Task> {
+    return this.call("GetTask", params, signal);
+  }
+
+  listTasks(params: ListTasksParams, signal?: AbortSignal): Promise<ListTasksResult> {
+    return this.call("ListTasks", params, signal);
+  }
+
+  cancelTask(id: string, signal?: AbortSignal): Promise<Task> {
+    return this.call("CancelTask", { id }, signal);
+  }
+
+  async getAgentCard(baseUrl: string, signal?: AbortSignal): Promise<AgentCard> {
+    const res = await this.fetchFn(new URL("/.well-known/agent-card.json", baseUrl).toString(), {
+      headers: { accept: "application/json", "a2a-version": CURRENT_PROTOCOL_VERSION },
+      signal,
+    });
+    if (!res.ok) throw new ProtocolError(`agent card request answered HTTP ${res.status}`);
+    return (await res.json()) as AgentCard;
+  }
+
+  private async call<T>(method: string, params: unknown, signal?: AbortSignal): Promise<T> {
+    const id = this.nextId++;
+    const res = await this.fetchFn(this.rpcUrl, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "application/json", "a2a-version": CURRENT_PROTOCOL_VERSION },
+      body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
+      signal,
+    });
+    const text = await res.text();
+    let body: { result?: T; error?: { code: number; message: string; data?: unknown } };
+    try {
+      body = JSON.parse(text);
+    } catch {
+      throw new ProtocolError(`${method}: the server answered HTTP ${res.status} with something that is not JSON-RPC: ${text.slice(0, 120)}`);
+    }
+    if (body.error) throw new RemoteError(body.error.code, body.error.message, body.error.data);
+    if (!("result" in body)) throw new ProtocolError(`${method}: the answer has neither result nor error`);
+    return body.result as T;
+  }
+}

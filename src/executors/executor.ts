@@ -1,0 +1,49 @@
+import type { Artifact, Message, TaskState } from "../protocol/types";
+
+/** Everything an executor gets to do one task. */
+export interface ExecutionRequest {
+  taskId: string;
+  contextId: string;
+  /** The message that started (or continues) the task. */
+  message: Message;
+  /**
+   * Earlier messages of the same context, oldest first, bounded by the node. A function, so executors that
+   * do not use history (echo) cost no read.
+   */
+  history(): Message[];
+  /** Certificate name of the peer that asked. */
+  caller: string;
+  /** Aborted when the task is canceled or the node shuts down; executors pass it to their I/O. */
+  signal: AbortSignal;
+}
+
+/**
+ * How a task ended, as the executor sees it. The runner records it once, as the task's final (or interrupted)
+ * state; an executor never writes task state itself.
+ */
+export interface ExecutionOutcome {
+  state: Extract<
+    TaskState,
+    "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_REJECTED" | "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_CANCELED"
+  >;
+  /** Human-readable status text (the reason for a failure, the question for input-required). */
+  message?: string;
+  artifacts?: Artifact[];
+  metadata?: Record<string, unknown>;
+}
+
+/** Runs tasks. Implementations are named for what backs them (EchoExecutor, OpenAiCompatibleExecutor). */
+export interface AgentExecutor {
+  /** Short name recorded with each task ("echo", "openai"). */
+  readonly kind: string;
+  execute(request: ExecutionRequest): Promise<ExecutionOutcome>;
+}
+
+/** The text of a message: its text parts joined by newlines. */
+export function messageText(message: Message): string {
+  let out = "";
+  for (const p of message.parts) {
+    if (typeof p.text === "string") out = out ? `${out}\n${p.text}` : p.text;
+  }
+  return out;
+}

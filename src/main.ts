@@ -1,0 +1,5 @@
+import "reflect-metadata"; // @peculiar/x509's dependency injection needs it loaded first
+import { processIo } from "./cli/io";
+import { runCli } from "./cli/registry";
+
+process.exit(await runCli(process.argv.slice(2), processIo()));

@@ -1,0 +1,121 @@
+import { A2AError } from "./errors";
+import type { CancelTaskParams, GetTaskParams, ListTasksParams, Message, Part, SendMessageParams, TaskState } from "./types";
+import { TASK_STATES } from "./types";
+
+/**
+ * Hand-written checks of method params: they run on every request, name the exact field that is wrong, and
+ * cost next to nothing. Each returns the params typed, or throws -32602 InvalidParams.
+ */
+type Obj = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
+const bad = (msg: string) => A2AError.invalidParams(msg);
+
+function optString(o: Obj, key: string, where: string): string | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "string") throw bad(`${where}.${key} must be a string`);
+  return v;
+}
+
+function optInt(o: Obj, key: string, where: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max)
+    throw bad(`${where}.${key} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? " up" : ` to ${max}`}`);
+  return v;
+}
+
+function optBool(o: Obj, key: string, where: string): boolean | undefined {
+  const v = o[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "boolean") throw bad(`${where}.${key} must be true or false`);
+  return v;
+}
+
+function params(p: unknown): Obj {
+  if (!isObj(p)) throw bad("params must be an object");
+  return p;
+}
+
+function part(p: unknown, where: string): Part {
+  if (!isObj(p)) throw bad(`${where} must be an object`);
+  let kinds = 0;
+  if (p.text !== undefined) {
+    if (typeof p.text !== "string") throw bad(`${where}.text must be a string`);
+    kinds++;
+  }
+  if (p.raw !== undefined) {
+    if (typeof p.raw !== "string") throw bad(`${where}.raw must be base64 text`);
+    kinds++;
+  }
+  if (p.url !== undefined) {
+    if (typeof p.url !== "string") throw bad(`${where}.url must be a string`);
+    kinds++;
+  }
+  if (p.data !== undefined) kinds++;
+  if (kinds !== 1) throw bad(`${where} must have exactly one of text, raw, url or data`);
+  if (p.metadata !== undefined && !isObj(p.metadata)) throw bad(`${where}.metadata must be an object`);
+  return p as Part;
+}
+
+export function message(m: unknown, where = "params.message"): Message {
+  if (!isObj(m)) throw bad(`${where} is required and must be an object`);
+  if (typeof m.messageId !== "string" || m.messageId.length === 0) throw bad(`${where}.messageId must be a non-empty string`);
+  if (m.messageId.length > 200) throw bad(`${where}.messageId is longer than 200 characters`);
+  if (m.role !== "ROLE_USER" && m.role !== "ROLE_AGENT") throw bad(`${where}.role must be ROLE_USER or ROLE_AGENT`);
+  if (!Array.isArray(m.parts) || m.parts.length === 0) throw bad(`${where}.parts must be a non-empty array`);
+  for (let i = 0; i < m.parts.length; i++) part(m.parts[i], `${where}.parts[${i}]`);
+  optString(m, "contextId", where);
+  optString(m, "taskId", where);
+  if (m.metadata !== undefined && m.metadata !== null && !isObj(m.metadata)) throw bad(`${where}.metadata must be an object`);
+  return m as unknown as Message;
+}
+
+export function sendMessageParams(p: unknown): SendMessageParams {
+  const o = params(p);
+  message(o.message);
+  if (o.configuration !== undefined && o.configuration !== null) {
+    const c = o.configuration;
+    if (!isObj(c)) throw bad("params.configuration must be an object");
+    optInt(c, "historyLength", "params.configuration", 0);
+    optBool(c, "returnImmediately", "params.configuration");
+    if (c.acceptedOutputModes !== undefined && !Array.isArray(c.acceptedOutputModes))
+      throw bad("params.configuration.acceptedOutputModes must be an array of strings");
+  }
+  if (o.metadata !== undefined && o.metadata !== null && !isObj(o.metadata)) throw bad("params.metadata must be an object");
+  return o as unknown as SendMessageParams;
+}
+
+function taskId(o: Obj): string {
+  if (typeof o.id !== "string" || o.id.length === 0) throw bad("params.id must be a non-empty task id");
+  return o.id;
+}
+
+export function getTaskParams(p: unknown): GetTaskParams {
+  const o = params(p);
+  return { id: taskId(o), historyLength: optInt(o, "historyLength", "params", 0) };
+}
+
+export function cancelTaskParams(p: unknown): CancelTaskParams {
+  return { id: taskId(params(p)) };
+}
+
+export function listTasksParams(p: unknown): ListTasksParams {
+  const o = p === undefined || p === null ? {} : params(p);
+  const status = optString(o, "status", "params");
+  if (status !== undefined && status !== "" && !TASK_STATES.includes(status as TaskState))
+    throw bad(`params.status must be one of ${TASK_STATES.join(", ")}`);
+  const after = optString(o, "statusTimestampAfter", "params");
+  if (after !== undefined && Number.isNaN(Date.parse(after)))
+    throw bad("params.statusTimestampAfter must be an ISO-8601 timestamp");
+  return {
+    contextId: optString(o, "contextId", "params") || undefined,
+    status: (status || undefined) as TaskState | undefined,
+    pageSize: optInt(o, "pageSize", "params", 1, 100),
+    pageToken: optString(o, "pageToken", "params") || undefined,
+    historyLength: optInt(o, "historyLength", "params", 0),
+    statusTimestampAfter: after,
+    includeArtifacts: optBool(o, "includeArtifacts", "params"),
+  };
+}

@@ -1,0 +1,37 @@
+import { Database } from "bun:sqlite";
+import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
+import { chmodSync, existsSync } from "node:fs";
+import { migrations } from "./migrations.gen";
+import * as schema from "./schema";
+
+export type Db = BunSQLiteDatabase<typeof schema>;
+
+export interface OpenDatabase {
+  db: Db;
+  sqlite: Database;
+  close(): void;
+}
+
+/**
+ * Opens (creating if absent) the node's SQLite database and brings its schema up to date.
+ * WAL lets readers run beside the single writer; synchronous=NORMAL keeps every commit durable against a
+ * process crash (the case we promise) while skipping an fsync per commit. busy_timeout covers a second
+ * process (the CLI) touching the file while the daemon writes.
+ */
+export function openDatabase(path: string): OpenDatabase {
+  const fresh = path !== ":memory:" && !existsSync(path);
+  const sqlite = new Database(path, { create: true, strict: true });
+  if (fresh) chmodSync(path, 0o600);
+  sqlite.exec("PRAGMA journal_mode = WAL");
+  sqlite.exec("PRAGMA synchronous = NORMAL");
+  sqlite.exec("PRAGMA foreign_keys = ON");
+  sqlite.exec("PRAGMA busy_timeout = 5000");
+  const db = drizzle(sqlite, { schema });
+  // drizzle's migrate() reads a folder; the binary has the migrations embedded, so apply them directly.
+  (db as unknown as { dialect: { migrate: Function }; session: unknown }).dialect.migrate(
+    migrations,
+    (db as unknown as { session: unknown }).session,
+    { migrationsFolder: "embedded" },
+  );
+  return { db, sqlite, close: () => sqlite.close() };
+}

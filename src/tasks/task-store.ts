@@ -1,0 +1,44 @@
+import type { Artifact, ListTasksParams, ListTasksResult, Message, Task, TaskStatus } from "../protocol/types";
+
+/** What the store needs to create a task; the task starts SUBMITTED with `message` as its first history entry. */
+export interface NewTask {
+  id: string;
+  contextId: string;
+  owner: string;
+  message: Message;
+  executor: string;
+  metadata?: Record<string, unknown>;
+  timestamp: string;
+}
+
+/** A task that had not reached a terminal state when the node last stopped. */
+export interface UnfinishedTask {
+  id: string;
+  owner: string;
+  state: string;
+  executor: string;
+}
+
+/**
+ * Durable home of tasks, their history and artifacts. Every read is scoped to the owner (the peer identity
+ * from the client certificate): another owner's task is indistinguishable from one that does not exist.
+ */
+export interface TaskStore {
+  /** Commits a new SUBMITTED task. Returns the existing task instead when (owner, message.messageId) was seen. */
+  create(task: NewTask): { task: Task; created: boolean };
+  get(id: string, owner: string, historyLength?: number): Task | undefined;
+  list(owner: string, params: ListTasksParams): ListTasksResult;
+  /** Adds a message to a task's history (a follow-up turn). */
+  appendMessage(taskId: string, message: Message, timestamp: string): void;
+  /** Records a non-final state (WORKING, INPUT_REQUIRED, ...). */
+  setStatus(taskId: string, status: TaskStatus): void;
+  /**
+   * Records the outcome in one transaction: final (or interrupted) status, the artifacts, the agent's reply in
+   * history, and metadata merged into the task's.
+   */
+  finish(taskId: string, status: TaskStatus, artifacts: Artifact[], metadata?: Record<string, unknown>): void;
+  /** Tasks left SUBMITTED/WORKING by a previous run of the node. */
+  unfinished(): UnfinishedTask[];
+  /** The latest messages of a context, oldest first, for multi-turn executors. */
+  contextHistory(contextId: string, owner: string, limit: number): Message[];
+}
