@@ -62,7 +62,7 @@ export const pkiErrors = {
       `${path} holds a different fleet CA than the bundle`,
       "a home belongs to one fleet: use a fresh --home, or ask for a bundle issued by this home's CA",
     ),
-  noCa: (path: string) => new PkiError("NO_CA", `no fleet CA certificate at ${path}`, INIT_HINT),
+  noCa: (path: string, hint = INIT_HINT) => new PkiError("NO_CA", `no fleet CA certificate at ${path}`, hint),
   noCaKey: (path: string, hint: string) => new PkiError("NO_CA_KEY", `no fleet CA key at ${path}`, hint),
   noNodeCert: (path: string) => new PkiError("NO_NODE_CERT", `no node certificate at ${path}`, INIT_HINT),
   noNodeKey: (path: string) =>

@@ -77,7 +77,7 @@ export async function initPki(paths: PkiPaths, opts: InitPkiOptions): Promise<In
   const hasCaCert = existsSync(paths.caCert);
   const hasCaKey = existsSync(paths.caKey);
   if (hasCaCert && !hasCaKey) throw pkiErrors.noCaKey(paths.caKey, NO_CA_KEY_FOR_INIT);
-  if (!hasCaCert && hasCaKey) throw pkiErrors.noCa(paths.caCert);
+  if (!hasCaCert && hasCaKey) throw pkiErrors.noCa(paths.caCert, `restore it from a backup; ${paths.caKey} is there without it`);
   prepareDirs(paths);
 
   // Make everything in memory first, so a refusal (e.g. a leaf that would outlive the CA) writes nothing.

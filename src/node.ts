@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { isIP } from "node:net";
-import { inspectCert, loadNodeIdentity } from "../pki";
+import { loadNodeIdentity } from "../pki";
 import type { ServeConfig } from "./config";
 import { EchoExecutor } from "./executors/echo-executor";
 import type { AgentExecutor } from "./executors/executor";
@@ -55,7 +55,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger):
     onRequest: createRequestRouter({ transport, web: web.handle, maxBodyBytes: config.maxBodyBytes }),
     onHandshakeError: (err, remote) => log.warn("refused a TLS client", { remote, reason: err.message }),
   });
-  const advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.certPem, identity.name, config.host, listener.port);
+  const advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, listener.port);
   card = buildAgentCard({
     name: identity.name,
     description: config.description,
@@ -104,8 +104,7 @@ function createExecutor(config: ServeConfig): AgentExecutor {
  * A URL peers can use that the certificate vouches for: the bound address if the certificate names it,
  * otherwise this machine's host name if the certificate names that, otherwise the node name.
  */
-function defaultAdvertisedUrl(certPem: string, name: string, bound: string, port: number): string {
-  const sans = inspectCert(certPem).sans;
+function defaultAdvertisedUrl(sans: string[], name: string, bound: string, port: number): string {
   const wildcard = bound === "0.0.0.0" || bound === "::" || bound === "";
   const host = !wildcard && sans.includes(bound) ? bound : sans.includes(hostname()) ? hostname() : name;
   return `https://${isIP(host) === 6 ? `[${host}]` : host}:${port}`;

@@ -75,7 +75,7 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
   } catch (err) {
     throw asCliError(err);
   }
-  ctx.io.stdout.write(f.json ? JSON.stringify(toJson(result)) + "\n" : summary(result, f.bundle !== undefined));
+  ctx.io.stdout.write(f.json ? JSON.stringify(toJson(result)) + "\n" : summary(result, f.bundle && resolve(f.bundle)));
   return 0;
 }
 
@@ -86,7 +86,8 @@ function toJson(r: InitResult) {
   };
 }
 
-function summary(r: InitResult, fromBundle: boolean): string {
+function summary(r: InitResult, bundlePath: string | undefined): string {
+  const fromBundle = bundlePath !== undefined;
   const ca = r.ca.created ? "created fleet CA" : fromBundle ? "installed fleet CA" : "using existing fleet CA";
   const lines = [
     `${ca} "${r.ca.subjectCn}"`,
@@ -103,6 +104,7 @@ function summary(r: InitResult, fromBundle: boolean): string {
     `  key          ${r.node.keyPath}`,
   ];
   if (r.ca.keyPath) lines.push("next: make identities for other machines with 'a2a-node pki issue NAME --out NAME.bundle'");
+  if (bundlePath) lines.push(`next: delete ${bundlePath} (it holds this node's private key)`);
   return lines.join("\n") + "\n";
 }
 

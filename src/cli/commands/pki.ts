@@ -143,7 +143,8 @@ function showText(id: NodeIdentity, paths: ReturnType<typeof homePaths>): string
 /** "2027-11-30 04:50 UTC (in 364 days)", or "... (EXPIRED)". */
 export function expiresIn(at: Date, now = new Date()): string {
   const when = at.toISOString().slice(0, 16).replace("T", " ") + " UTC";
-  const days = Math.floor((at.getTime() - now.getTime()) / 86_400_000);
+  // Rounded, so a certificate issued a moment ago for 365 days reads "in 365 days".
+  const days = Math.round((at.getTime() - now.getTime()) / 86_400_000);
   return at.getTime() < now.getTime() ? `${when} (EXPIRED)` : `${when} (in ${days} day${days === 1 ? "" : "s"})`;
 }
 

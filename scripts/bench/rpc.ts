@@ -1,0 +1,60 @@
+/**
+ * What the bench sends and how it checks answers; shared by the load client and the orchestrator so that
+ * every server is judged by the same rules.
+ */
+import { readFileSync } from "node:fs";
+
+/** The JSON bundle `a2a-node pki issue` writes. */
+export interface Bundle {
+  name: string;
+  caCert: string;
+  cert: string;
+  key: string;
+}
+
+export function readBundle(path: string): Bundle {
+  return JSON.parse(readFileSync(path, "utf8")) as Bundle;
+}
+
+/** Bun's fetch TLS options for presenting `bundle`'s identity and trusting only the fleet CA. */
+export function clientTls(bundle: Bundle) {
+  return { cert: bundle.cert, key: bundle.key, ca: bundle.caCert };
+}
+
+/** A SendMessage request whose text is derived from its unique messageId, so each answer can be matched. */
+export function sendMessageBody(messageId: string, rpcId: number): { body: string; text: string } {
+  const text = `echo ${messageId}`;
+  const body = JSON.stringify({
+    jsonrpc: "2.0",
+    id: rpcId,
+    method: "SendMessage",
+    params: { message: { messageId, role: "ROLE_USER", parts: [{ text }] } },
+  });
+  return { body, text };
+}
+
+export const RPC_HEADERS = { "content-type": "application/json", "A2A-Version": "1.0" };
+
+/**
+ * Cheap check for every answer: the completed state and our own text appear in it. The full check, on a
+ * sample, parses the answer and requires a COMPLETED task whose artifact echoes exactly the text sent.
+ * Returns an error message, or undefined when the answer is right.
+ */
+export function checkAnswer(status: number, body: string, text: string, full: boolean): string | undefined {
+  if (status !== 200) return `HTTP ${status}: ${body.slice(0, 200)}`;
+  if (!full) {
+    if (body.includes('"TASK_STATE_COMPLETED"') && body.includes(text)) return undefined;
+    return `unexpected answer: ${body.slice(0, 300)}`;
+  }
+  let task: any;
+  try {
+    task = JSON.parse(body)?.result?.task;
+  } catch {
+    return `answer is not JSON: ${body.slice(0, 200)}`;
+  }
+  if (!task?.id) return `answer has no task: ${body.slice(0, 300)}`;
+  if (task.status?.state !== "TASK_STATE_COMPLETED") return `task state is ${task.status?.state}, not TASK_STATE_COMPLETED`;
+  const echoed = task.artifacts?.[0]?.parts?.[0]?.text;
+  if (echoed !== text) return `artifact text is ${JSON.stringify(echoed)}, expected ${JSON.stringify(text)}`;
+  return undefined;
+}
