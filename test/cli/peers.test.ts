@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runCli } from "../../src/cli/registry";
+import { bufferIo } from "../../src/cli/io";
+
+let root: string;
+let home: string;
+const FP = Array.from({ length: 32 }, (_, i) => i.toString(16).padStart(2, "0").toUpperCase()).join(":");
+
+async function cli(...args: string[]) {
+  const io = bufferIo();
+  const code = await runCli(["--home", home, ...args], io);
+  return { code, out: io.out(), err: io.err() };
+}
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), "a2a-peers-"));
+  home = join(root, "home");
+  expect((await cli("init-pki", "--name", "alpha")).code).toBe(0);
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+describe("peers", () => {
+  it("starts empty, with a hint", async () => {
+    const r = await cli("peers", "list");
+    expect(r.code).toBe(0);
+    expect(r.out).toContain("no peers yet");
+    expect(JSON.parse((await cli("peers", "list", "--json")).out)).toEqual([]);
+  });
+
+  it("adds, lists (text and JSON), refuses duplicates unless --replace, and removes", async () => {
+    expect(await cli("peers", "add", "beta", "https://10.0.0.7:9443")).toMatchObject({ code: 0, out: "added peer beta at https://10.0.0.7:9443\n" });
+    const dup = await cli("peers", "add", "beta", "https://10.0.0.8:9443");
+    expect(dup.code).toBe(1);
+    expect(dup.err).toContain("peer 'beta' already exists");
+    expect(dup.err).toContain("next: pass --replace");
+    expect((await cli("peers", "add", "beta", "https://10.0.0.8:9443", "--replace", "--fingerprint", FP.toLowerCase())).code).toBe(0);
+    expect((await cli("peers", "add", "gamma", "https://gamma:9443")).code).toBe(0);
+    const list = JSON.parse((await cli("peers", "list", "--json")).out);
+    expect(list.map((p: { name: string; url: string; fingerprint?: string }) => [p.name, p.url, p.fingerprint])).toEqual([
+      ["beta", "https://10.0.0.8:9443", FP],
+      ["gamma", "https://gamma:9443", undefined],
+    ]);
+    const text = (await cli("peers", "list")).out;
+    expect(text).toMatch(/^NAME\s+URL\n/);
+    expect(text).toContain(`beta   https://10.0.0.8:9443  pinned ${FP}`);
+    expect(await cli("peers", "remove", "gamma")).toMatchObject({ code: 0, out: "removed peer gamma\n" });
+    const gone = await cli("peers", "remove", "gamma");
+    expect(gone.code).toBe(3);
+    expect(gone.err).toContain("no peer named 'gamma'");
+  });
+
+  it.each([
+    [["peers"], "peers needs a subcommand"],
+    [["peers", "frob"], "unknown peers subcommand 'frob'"],
+    [["peers", "add", "beta"], "peers add needs NAME and URL"],
+    [["peers", "add", "bad name!", "https://x:1"], "not a valid peer name"],
+    [["peers", "add", "beta", "not a url"], "is not a URL"],
+    [["peers", "add", "beta", "http://x:9443"], "must be https://"],
+    [["peers", "add", "beta", "https://x:9443", "--fingerprint", "abc"], "--fingerprint must be a SHA-256"],
+    [["peers", "remove"], "exactly one NAME"],
+    [["peers", "list", "extra"], "takes no arguments"],
+  ])("%j is a usage error: %s", async (args, message) => {
+    const r = await cli(...(args as string[]));
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(message);
+    expect(r.err).toContain("see 'a2a-node peers --help'");
+  });
+
+  it("says how to start when the home does not exist", async () => {
+    const io = bufferIo();
+    const code = await runCli(["--home", join(root, "nowhere"), "peers", "list"], io);
+    expect(code).toBe(3);
+    expect(io.err()).toContain("next: run 'a2a-node init-pki --name NAME' first");
+  });
+});
