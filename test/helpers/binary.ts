@@ -1,7 +1,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 
-export const BINARY = join(import.meta.dir, "..", "..", "dist", "a2a-node");
+// import.meta.dirname, not Bun's import.meta.dir: vitest's module runner provides only the standard fields.
+export const BINARY = join(import.meta.dirname, "..", "..", "dist", "a2a-node");
 
 export function requireBinary(): string {
   if (!existsSync(BINARY)) throw new Error(`${BINARY} is missing: run 'npm run build' (npm test does it for you)`);

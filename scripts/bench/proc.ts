@@ -1,0 +1,64 @@
+/**
+ * Child processes of the bench and what Linux says they cost. Every child is registered here so that one
+ * call (on success, error or Ctrl-C) ends them all; nothing is ever found by name.
+ */
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import type { Subprocess } from "bun";
+
+/** USER_HZ: /proc times are in ticks of 10 ms on Linux (getconf CLK_TCK = 100). */
+export const CLK_TCK = 100;
+
+const children = new Set<Subprocess>();
+
+export function spawnTracked<T extends Parameters<typeof Bun.spawn>[1]>(cmd: string[], options: T) {
+  const child = Bun.spawn(cmd, options);
+  children.add(child);
+  void child.exited.then(() => children.delete(child));
+  return child;
+}
+
+/** SIGTERM (a2a-node stops gracefully on it), then SIGKILL if the child is still there after `graceMs`. */
+export async function stop(child: Subprocess, graceMs = 3000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
+  await child.exited;
+  clearTimeout(timer);
+}
+
+export async function stopAll(): Promise<void> {
+  await Promise.all([...children].map((c) => stop(c)));
+}
+
+/** For the process "exit" event, where nothing can be awaited. */
+export function killAllNow(): void {
+  for (const c of children) c.kill("SIGKILL");
+}
+
+/** utime + stime of every thread of `pid`, in ticks. */
+export function cpuTicks(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // The command name (field 2) may hold spaces; count fields after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of proc(5)
+}
+
+/** Peak resident set size (VmHWM) of `pid`, in bytes. */
+export function peakRssBytes(pid: number): number {
+  const match = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  if (!match) throw new Error(`no VmHWM in /proc/${pid}/status`);
+  return Number(match[1]) * 1024;
+}
+
+/** A loopback port nobody listens on right now (the kernel picks it; we release it for the server). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}

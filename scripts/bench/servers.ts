@@ -1,0 +1,109 @@
+/**
+ * The three servers under test, each started in its own process on a loopback port, and the fleet PKI they
+ * and the load client share (made by our own binary, so the bench also proves its certificates work with
+ * node:https and the SDK).
+ */
+import { join } from "node:path";
+import { readFileSync } from "node:fs";
+import type { Subprocess } from "bun";
+import { checkAnswer, clientTls, readBundle, RPC_HEADERS, sendMessageBody, type Bundle } from "./rpc";
+import { freePort, spawnTracked } from "./proc";
+
+export const ROOT = join(import.meta.dir, "..", "..");
+export const BINARY = join(ROOT, "dist", "a2a-node");
+const BUN = process.execPath; // the bench itself runs under Bun
+
+export type ServerName = "a2a-node" | "sdk" | "bare";
+export const SERVER_NAMES: ServerName[] = ["a2a-node", "sdk", "bare"];
+export const SERVER_LABELS: Record<ServerName, string> = {
+  "a2a-node": "a2a-node",
+  sdk: "@a2a-js/sdk",
+  bare: "bare echo",
+};
+
+export interface Pki {
+  /** Home made by `init-pki`: the fleet CA and a2a-node's own identity. */
+  a2aHome: string;
+  /** Bundles from `pki issue`, by purpose. */
+  bundles: { sdk: string; bare: string; client: string; startup: string };
+}
+
+export interface RunningServer {
+  name: ServerName;
+  url: string;
+  proc: Subprocess;
+  logFile: string;
+}
+
+function run(args: string[]): void {
+  const r = Bun.spawnSync([BINARY, ...args], { stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`a2a-node ${args.join(" ")} failed: ${r.stderr.toString() || r.stdout.toString()}`);
+}
+
+export function makePki(dir: string): Pki {
+  const a2aHome = join(dir, "a2a-home");
+  run(["--home", a2aHome, "init-pki", "--name", "bench-a2a-node"]);
+  const issue = (name: string) => {
+    const out = join(dir, `${name}.bundle.json`);
+    run(["--home", a2aHome, "pki", "issue", name, "--out", out]);
+    return out;
+  };
+  return {
+    a2aHome,
+    bundles: { sdk: issue("bench-sdk"), bare: issue("bench-bare"), client: issue("bench-load"), startup: issue("bench-startup") },
+  };
+}
+
+/** A fresh a2a-node home (no database yet) holding the `startup` identity, for start-to-first-answer runs. */
+export function freshHome(dir: string, pki: Pki, n: number): string {
+  const home = join(dir, `startup-home-${n}`);
+  run(["--home", home, "init-pki", "--bundle", pki.bundles.startup]);
+  return home;
+}
+
+export async function startServer(name: ServerName, pki: Pki, dir: string, home = pki.a2aHome): Promise<RunningServer> {
+  const port = await freePort();
+  const cmd =
+    name === "a2a-node"
+      ? [BINARY, "--home", home, "serve", "--executor", "echo", "--host", "127.0.0.1", "--port", String(port), "--max-concurrent", "64", "--quiet"]
+      : [BUN, join(import.meta.dir, name === "sdk" ? "sdk-server.ts" : "bare-echo-server.ts"), String(port), pki.bundles[name]];
+  const logFile = join(dir, `${name}-${port}.log`);
+  const proc = spawnTracked(cmd, { cwd: ROOT, stdin: "ignore", stdout: "ignore", stderr: Bun.file(logFile) });
+  return { name, url: `https://127.0.0.1:${port}/`, proc, logFile };
+}
+
+/**
+ * Polls SendMessage until the server answers correctly; returns ms from `since` to that first right answer.
+ * Connection refusals while the server boots come back in well under a millisecond, so a 1 ms pause between
+ * tries keeps the measured time honest without burning a core the server needs to start.
+ */
+export async function waitUntilAnswering(server: RunningServer, clientBundle: Bundle, since: number, timeoutMs = 20_000): Promise<number> {
+  const tls = clientTls(clientBundle);
+  let lastError = "";
+  for (let attempt = 0; performance.now() - since < timeoutMs; attempt++) {
+    if (server.proc.exitCode !== null || server.proc.signalCode !== null)
+      throw new Error(`${server.name} exited (${server.proc.exitCode ?? server.proc.signalCode}) before answering:\n${logTail(server)}`);
+    const { body, text } = sendMessageBody(`bench-ready-${server.proc.pid}-${attempt}`, attempt);
+    try {
+      const res = await fetch(server.url, { method: "POST", headers: RPC_HEADERS, body, tls } as RequestInit);
+      const error = checkAnswer(res.status, await res.text(), text, true);
+      if (!error) return performance.now() - since;
+      throw new Error(`${server.name} answered wrongly: ${error}`); // listening but broken: no point waiting
+    } catch (err) {
+      if ((err as Error).message.includes("answered wrongly")) throw err;
+      lastError = (err as Error).message;
+    }
+    await Bun.sleep(1);
+  }
+  throw new Error(`${server.name} did not answer within ${timeoutMs} ms (last error: ${lastError}):\n${logTail(server)}`);
+}
+
+export function logTail(server: RunningServer): string {
+  try {
+    return readFileSync(server.logFile, "utf8").split("\n").slice(-15).join("\n");
+  } catch {
+    return "(no log)";
+  }
+}
+
+export { readBundle };
