@@ -9,5 +9,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // End-to-end files start compiled binaries; two cores are shared, so keep file parallelism modest.
     maxWorkers: 2,
+    reporters: ["default", "./test/summary-reporter.ts"],
   },
 });

@@ -11,8 +11,8 @@ export const CLK_TCK = 100;
 
 const children = new Set<Subprocess>();
 
-export function spawnTracked<T extends Parameters<typeof Bun.spawn>[1]>(cmd: string[], options: T) {
-  const child = Bun.spawn(cmd, options);
+/** Registers a just-spawned child (wrap the Bun.spawn call, which keeps its precise type). */
+export function track<T extends Subprocess>(child: T): T {
   children.add(child);
   void child.exited.then(() => children.delete(child));
   return child;

@@ -17,6 +17,8 @@ export function readBundle(path: string): Bundle {
 }
 
 /** Bun's fetch TLS options for presenting `bundle`'s identity and trusting only the fleet CA. */
+export type ClientTls = ReturnType<typeof clientTls>;
+
 export function clientTls(bundle: Bundle) {
   return { cert: bundle.cert, key: bundle.key, ca: bundle.caCert };
 }

@@ -48,7 +48,7 @@ class EchoExecutor implements AgentExecutor {
           artifactId: `${taskId}-echo`,
           name: "echo",
           description: "",
-          parts: [{ content: { $case: "text", value: text } }],
+          parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" }],
           metadata: undefined,
           extensions: [],
         },

@@ -6,8 +6,8 @@
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import type { Subprocess } from "bun";
-import { checkAnswer, clientTls, readBundle, RPC_HEADERS, sendMessageBody, type Bundle } from "./rpc";
-import { freePort, spawnTracked } from "./proc";
+import { checkAnswer, RPC_HEADERS, sendMessageBody, type ClientTls } from "./rpc";
+import { freePort, track } from "./proc";
 
 export const ROOT = join(import.meta.dir, "..", "..");
 export const BINARY = join(ROOT, "dist", "a2a-node");
@@ -32,6 +32,8 @@ export interface RunningServer {
   name: ServerName;
   url: string;
   proc: Subprocess;
+  /** performance.now() just before the spawn, for start-to-first-answer. */
+  spawnedAt: number;
   logFile: string;
 }
 
@@ -68,8 +70,9 @@ export async function startServer(name: ServerName, pki: Pki, dir: string, home 
       ? [BINARY, "--home", home, "serve", "--executor", "echo", "--host", "127.0.0.1", "--port", String(port), "--max-concurrent", "64", "--quiet"]
       : [BUN, join(import.meta.dir, name === "sdk" ? "sdk-server.ts" : "bare-echo-server.ts"), String(port), pki.bundles[name]];
   const logFile = join(dir, `${name}-${port}.log`);
-  const proc = spawnTracked(cmd, { cwd: ROOT, stdin: "ignore", stdout: "ignore", stderr: Bun.file(logFile) });
-  return { name, url: `https://127.0.0.1:${port}/`, proc, logFile };
+  const spawnedAt = performance.now();
+  const proc = track(Bun.spawn(cmd, { cwd: ROOT, stdin: "ignore", stdout: "ignore", stderr: Bun.file(logFile) }));
+  return { name, url: `https://127.0.0.1:${port}/`, proc, spawnedAt, logFile };
 }
 
 /**
@@ -77,8 +80,8 @@ export async function startServer(name: ServerName, pki: Pki, dir: string, home 
  * Connection refusals while the server boots come back in well under a millisecond, so a 1 ms pause between
  * tries keeps the measured time honest without burning a core the server needs to start.
  */
-export async function waitUntilAnswering(server: RunningServer, clientBundle: Bundle, since: number, timeoutMs = 20_000): Promise<number> {
-  const tls = clientTls(clientBundle);
+export async function waitUntilAnswering(server: RunningServer, tls: ClientTls, timeoutMs = 20_000): Promise<number> {
+  const since = server.spawnedAt;
   let lastError = "";
   for (let attempt = 0; performance.now() - since < timeoutMs; attempt++) {
     if (server.proc.exitCode !== null || server.proc.signalCode !== null)
@@ -105,5 +108,3 @@ export function logTail(server: RunningServer): string {
     return "(no log)";
   }
 }
-
-export { readBundle };

@@ -1,0 +1,239 @@
+/**
+ * SendMessage throughput, latency, CPU and memory of a2a-node next to the official @a2a-js/sdk server and a
+ * bare mTLS echo (the floor), all over mutual TLS with keep-alive, each server in its own process, measured
+ * by a separate load-client process. Loopback only; certificates come from our own binary.
+ *
+ *   npm run bench [-- --duration S] [--warmup S] [--only a2a-node,sdk,bare] [--clients N] [--json FILE]
+ *
+ * Exits 0 when everything was measured, whether or not targets are met; non-zero only if something broke
+ * (a server did not start, answered wrongly or failed requests).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { clientTls, readBundle, type ClientTls } from "./bench/rpc";
+import { CLK_TCK, cpuTicks, killAllNow, peakRssBytes, stop, track, stopAll } from "./bench/proc";
+import {
+  BINARY,
+  freshHome,
+  makePki,
+  SERVER_LABELS,
+  SERVER_NAMES,
+  startServer,
+  waitUntilAnswering,
+  type Pki,
+  type RunningServer,
+  type ServerName,
+} from "./bench/servers";
+import {
+  evaluateTargets,
+  formatTable,
+  formatTargets,
+  isBroken,
+  percentile,
+  TARGET_CONCURRENCY,
+  type Row,
+  type Startup,
+} from "./bench/report";
+import type { LoadResult } from "./bench/load";
+
+const CONCURRENCY = [1, TARGET_CONCURRENCY];
+const STARTUP_RUNS = 3;
+const LOAD_SCRIPT = join(import.meta.dir, "bench", "load.ts");
+
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: "string", default: "5" },
+    warmup: { type: "string", default: "2" },
+    only: { type: "string", default: SERVER_NAMES.join(",") },
+    clients: { type: "string", default: "1" }, // load-client processes for the 32-client runs
+    json: { type: "string" },
+  },
+});
+const durationMs = Number(flags.duration) * 1000;
+const warmupMs = Number(flags.warmup) * 1000;
+const clientProcesses = Number(flags.clients);
+const only = flags.only!.split(",").map((s) => s.trim()) as ServerName[];
+for (const name of only) if (!SERVER_NAMES.includes(name)) usage(`unknown server '${name}' in --only (use ${SERVER_NAMES.join(",")})`);
+if (!(durationMs > 0) || !(warmupMs >= 0) || !(clientProcesses >= 1)) usage("--duration and --clients must be positive numbers");
+
+function usage(message: string): never {
+  console.error(`bench: ${message}`);
+  process.exit(2);
+}
+
+const dir = mkdtempSync(join(tmpdir(), "a2a-bench-"));
+let cleanedUp = false;
+async function cleanup(): Promise<void> {
+  if (cleanedUp) return;
+  cleanedUp = true;
+  await stopAll();
+  rmSync(dir, { recursive: true, force: true });
+}
+for (const signal of ["SIGINT", "SIGTERM"] as const)
+  process.on(signal, () => void cleanup().then(() => process.exit(130)));
+process.on("exit", () => {
+  // Last resort if something threw past the finally below.
+  killAllNow();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * One load level: clients warm the server up, then the window is opened and closed around CPU samples of the
+ * server and the clients, so CPU and completed requests cover exactly the same stretch of time.
+ */
+async function measureLoad(server: RunningServer, concurrency: number, processes: number, bundlePath: string): Promise<Row> {
+  const n = Math.min(processes, concurrency);
+  const clients = Array.from({ length: n }, (_, i) => {
+    // Spread in-flight requests over the processes: 32 over 2 is 16 + 16.
+    const share = Math.floor(concurrency / n) + (i < concurrency % n ? 1 : 0);
+    const config = { url: server.url, bundle: bundlePath, concurrency: share, verifyEvery: 10 };
+    return track(
+      Bun.spawn([process.execPath, LOAD_SCRIPT, JSON.stringify(config)], {
+        stdin: "pipe",
+        stdout: "pipe",
+        stderr: Bun.file(join(dir, `load-${server.name}-${concurrency}-${i}.log`)),
+      }),
+    );
+  });
+  const signal = (line: string) => {
+    for (const c of clients) {
+      c.stdin.write(line);
+      c.stdin.flush();
+    }
+  };
+  const clientTicks = () => clients.reduce((sum, c) => sum + cpuTicks(c.pid), 0);
+
+  await Bun.sleep(warmupMs);
+  if (clients.some((c) => c.exitCode !== null)) throw new Error(`a load client died during warm-up (logs in ${dir})`);
+  const s0 = cpuTicks(server.proc.pid);
+  const c0 = clientTicks();
+  const t0 = performance.now();
+  signal("mark\n");
+  await Bun.sleep(durationMs);
+  const s1 = cpuTicks(server.proc.pid);
+  const c1 = clientTicks();
+  const t1 = performance.now();
+  signal("stop\n");
+
+  const results = await Promise.all(
+    clients.map(async (c) => {
+      const out = await new Response(c.stdout).text();
+      if ((await c.exited) !== 0 || !out.trim()) throw new Error(`load client for ${server.name} failed (exit ${c.exitCode})`);
+      return JSON.parse(out) as LoadResult;
+    }),
+  );
+
+  const requests = results.reduce((s, r) => s + r.requests, 0);
+  const latencies = new Float64Array(results.flatMap((r) => r.latencies)).sort();
+  const windowS = (t1 - t0) / 1000;
+  const serverCpuUs = ((s1 - s0) * 1e6) / CLK_TCK;
+  return {
+    server: server.name,
+    concurrency,
+    clientProcesses: n,
+    requests,
+    windowS,
+    // Each client counts over its own [mark, stop); they differ from the orchestrator's by a pipe write.
+    rps: results.reduce((s, r) => s + r.requests / (r.windowMs / 1000), 0),
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    cpuUsPerRequest: requests > 0 ? serverCpuUs / requests : NaN,
+    serverCpuPct: (serverCpuUs / 1e6 / windowS) * 100,
+    clientCpuPct: ((c1 - c0) / CLK_TCK / windowS) * 100,
+    errors: results.reduce((s, r) => s + r.errors, 0),
+    firstError: results.find((r) => r.firstError)?.firstError,
+    fullyVerified: results.reduce((s, r) => s + r.fullyVerified, 0),
+  };
+}
+
+async function benchServer(name: ServerName, pki: Pki, tls: ClientTls): Promise<Row[]> {
+  const server = await startServer(name, pki, dir);
+  try {
+    await waitUntilAnswering(server, tls);
+    const rows: Row[] = [];
+    for (const concurrency of CONCURRENCY) {
+      const processes = concurrency === TARGET_CONCURRENCY ? clientProcesses : 1;
+      process.stderr.write(`  ${SERVER_LABELS[name]}: ${concurrency} client(s)...`);
+      const row = await measureLoad(server, concurrency, processes, pki.bundles.client);
+      process.stderr.write(` ${row.rps.toFixed(0)} req/s\n`);
+      rows.push(row);
+    }
+    // VmHWM is the process's lifetime peak, so reading it after the heaviest load gives the peak under load.
+    rows[rows.length - 1].peakRssMB = peakRssBytes(server.proc.pid) / (1024 * 1024);
+    return rows;
+  } finally {
+    await stop(server.proc);
+  }
+}
+
+/** Spawn `serve` on a fresh home (no database yet) and time it until the first right SendMessage answer. */
+async function measureStartup(pki: Pki, tls: ClientTls): Promise<Startup> {
+  const runsMs: number[] = [];
+  for (let i = 0; i < STARTUP_RUNS; i++) {
+    const home = freshHome(dir, pki, i);
+    const server = await startServer("a2a-node", pki, dir, home);
+    try {
+      runsMs.push(await waitUntilAnswering(server, tls));
+    } finally {
+      await stop(server.proc);
+    }
+  }
+  const sorted = [...runsMs].sort((a, b) => a - b);
+  return { runsMs, medianMs: sorted[Math.floor(sorted.length / 2)] };
+}
+
+async function main(): Promise<number> {
+  if (!(await Bun.file(BINARY).exists())) throw new Error(`${BINARY} is missing: run 'npm run build' first`);
+  const started = performance.now();
+  process.stderr.write(`bench: ${warmupMs / 1000} s warm-up + ${durationMs / 1000} s measured per load; temp dir ${dir}\n`);
+  const pki = makePki(dir);
+  const tls = clientTls(readBundle(pki.bundles.client));
+
+  const rows: Row[] = [];
+  for (const name of SERVER_NAMES.filter((n) => only.includes(n))) rows.push(...(await benchServer(name, pki, tls)));
+  // After the loads, so the orchestrator's own first-fetch setup is not charged to a2a-node's start.
+  let startup: Startup | undefined;
+  if (only.includes("a2a-node")) {
+    process.stderr.write("  a2a-node: start to first answer...\n");
+    startup = await measureStartup(pki, tls);
+  }
+
+  const targets = evaluateTargets(rows, startup);
+  console.log(`\nSendMessage, echo executor, mTLS keep-alive, loopback, ${navigator.hardwareConcurrency} cores` +
+    ` (${durationMs / 1000} s measured after ${warmupMs / 1000} s warm-up; CPU = server user+sys per request)\n`);
+  console.log(formatTable(rows));
+  const floor = rows.find((r) => r.server === "bare" && r.concurrency === TARGET_CONCURRENCY);
+  if (floor) {
+    // The same client drove the floor this fast, so a slower server is not being held back by it.
+    console.log(`\nclient headroom: the load client drove bare echo at ${floor.rps.toFixed(0)} req/s at ${TARGET_CONCURRENCY} clients`);
+  }
+  console.log(`\ntargets\n${formatTargets(targets)}`);
+  const broken = rows.filter(isBroken);
+  for (const r of broken) console.log(`\nBROKEN: ${SERVER_LABELS[r.server]} at ${r.concurrency} clients: ${r.errors} errors, first: ${r.firstError}`);
+  console.log(`\n(bench took ${((performance.now() - started) / 1000).toFixed(0)} s)`);
+
+  if (flags.json) {
+    const report = {
+      date: new Date().toISOString(),
+      machine: { cores: navigator.hardwareConcurrency, bun: Bun.version },
+      settings: { durationS: durationMs / 1000, warmupS: warmupMs / 1000, concurrency: CONCURRENCY, clientProcesses },
+      results: rows,
+      startToFirstAnswer: startup,
+      targets,
+    };
+    writeFileSync(flags.json, JSON.stringify(report, null, 2) + "\n");
+  }
+  return broken.length > 0 ? 1 : 0;
+}
+
+let code = 1;
+try {
+  code = await main();
+} catch (err) {
+  console.error(`bench: ${(err as Error).message}`);
+} finally {
+  await cleanup();
+}
+process.exit(code);

@@ -1,0 +1,109 @@
+/** Turns measurements into the printed table and the PASS/FAIL lines against a2a-node's targets. */
+import { SERVER_LABELS, type ServerName } from "./servers";
+
+export interface Row {
+  server: ServerName;
+  concurrency: number;
+  clientProcesses: number;
+  requests: number;
+  windowS: number;
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  /** Server CPU (all threads, user + system) over the window, per request completed in it. */
+  cpuUsPerRequest: number;
+  /** Share of one core the server / all load clients used over the window. */
+  serverCpuPct: number;
+  clientCpuPct: number;
+  errors: number;
+  firstError?: string;
+  fullyVerified: number;
+  /** VmHWM after this run (reported for the highest concurrency). */
+  peakRssMB?: number;
+}
+
+export interface Startup {
+  runsMs: number[];
+  medianMs: number;
+}
+
+export interface Target {
+  name: string;
+  measured: string;
+  pass: boolean | undefined; // undefined: not measured in this run (--only)
+}
+
+export const TARGET_CONCURRENCY = 32;
+
+export function isBroken(r: Row): boolean {
+  return r.errors > 0 || r.requests === 0 || r.fullyVerified === 0;
+}
+
+export function formatTable(rows: Row[]): string {
+  const head = ["server", "clients", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "server CPU", "client CPU", "peak RSS", "checked"];
+  const body = rows.map((r) => [
+    SERVER_LABELS[r.server],
+    String(r.concurrency),
+    r.rps.toFixed(0),
+    r.p50Ms.toFixed(2),
+    r.p99Ms.toFixed(2),
+    r.cpuUsPerRequest.toFixed(0),
+    `${r.serverCpuPct.toFixed(0)}%`,
+    `${r.clientCpuPct.toFixed(0)}%`,
+    r.peakRssMB === undefined ? "" : `${r.peakRssMB.toFixed(1)} MB`,
+    isBroken(r) ? `BROKEN: ${r.errors} errors` : `${r.fullyVerified} ok`,
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
+}
+
+export function evaluateTargets(rows: Row[], startup: Startup | undefined): Target[] {
+  const at = (server: ServerName) => rows.find((r) => r.server === server && r.concurrency === TARGET_CONCURRENCY && !isBroken(r));
+  const a2a = at("a2a-node");
+  const sdk = at("sdk");
+  const bare = at("bare");
+  const targets: Target[] = [];
+
+  if (a2a && sdk) {
+    const x = a2a.rps / sdk.rps;
+    targets.push({
+      name: `a2a-node req/s ≥ 3× @a2a-js/sdk at ${TARGET_CONCURRENCY} clients`,
+      measured: `${x.toFixed(2)}× (${a2a.rps.toFixed(0)} vs ${sdk.rps.toFixed(0)} req/s)`,
+      pass: x >= 3,
+    });
+  } else targets.push({ name: "a2a-node req/s ≥ 3× @a2a-js/sdk", measured: "not measured", pass: undefined });
+
+  if (a2a && bare) {
+    const x = a2a.cpuUsPerRequest / bare.cpuUsPerRequest;
+    targets.push({
+      name: `a2a-node CPU/request ≤ 1.5× bare echo at ${TARGET_CONCURRENCY} clients`,
+      measured: `${x.toFixed(2)}× (${a2a.cpuUsPerRequest.toFixed(0)} vs ${bare.cpuUsPerRequest.toFixed(0)} µs)`,
+      pass: x <= 1.5,
+    });
+  } else targets.push({ name: "a2a-node CPU/request ≤ 1.5× bare echo", measured: "not measured", pass: undefined });
+
+  if (a2a?.peakRssMB !== undefined)
+    targets.push({ name: "a2a-node peak RSS ≤ 120 MB", measured: `${a2a.peakRssMB.toFixed(1)} MB`, pass: a2a.peakRssMB <= 120 });
+  else targets.push({ name: "a2a-node peak RSS ≤ 120 MB", measured: "not measured", pass: undefined });
+
+  if (startup)
+    targets.push({
+      name: "a2a-node start to first answer ≤ 100 ms",
+      measured: `${startup.medianMs.toFixed(0)} ms median (runs: ${startup.runsMs.map((m) => m.toFixed(0)).join(", ")} ms)`,
+      pass: startup.medianMs <= 100,
+    });
+  else targets.push({ name: "a2a-node start to first answer ≤ 100 ms", measured: "not measured", pass: undefined });
+  return targets;
+}
+
+export function formatTargets(targets: Target[]): string {
+  const w = Math.max(...targets.map((t) => t.name.length));
+  return targets.map((t) => `${t.pass === undefined ? "n/a " : t.pass ? "PASS" : "FAIL"}  ${t.name.padEnd(w)}  ${t.measured}`).join("\n");
+}
+
+/** Nearest-rank percentile of an ascending array. */
+export function percentile(sorted: Float64Array, p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
+}

@@ -1,0 +1,166 @@
+/**
+ * One served binary and the clients that must not get in: foreign-CA certificates, no certificate, forged
+ * identity headers, and fleet members reaching for each other's tasks.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { serveBinary, type ServedBinary } from "../helpers/binary";
+import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
+import { get, rpc, userMessage } from "../helpers/rpc";
+
+let fleet: Fleet;
+let node: ServedBinary;
+let exitCode: number | undefined;
+let alpha: TlsIdentity;
+let gamma: TlsIdentity;
+let mallory: TlsIdentity;
+
+beforeAll(async () => {
+  fleet = await makeFleet(["beta", "alpha", "gamma"]);
+  node = await serveBinary(fleet.homes.beta, ["--executor", "echo"]);
+  void node.exited.then((c) => (exitCode = c));
+  alpha = fleet.identity("alpha");
+  gamma = fleet.identity("gamma");
+  mallory = await fleet.foreign("mallory");
+});
+
+afterAll(async () => {
+  await node?.stop("SIGKILL");
+  fleet?.cleanup();
+});
+
+type Route = { name: string; path: string; init: RequestInit };
+const ROUTES: Route[] = [
+  {
+    name: "JSON-RPC POST",
+    path: "/",
+    init: {
+      method: "POST",
+      headers: { "content-type": "application/json", "a2a-version": "1.0" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }),
+    },
+  },
+  { name: "agent card", path: "/.well-known/agent-card.json", init: { method: "GET" } },
+  { name: "health", path: "/health", init: { method: "GET" } },
+];
+
+/** Resolves with the Response, or with the error fetch rejected with. */
+async function attempt(route: Route, tls: Partial<TlsIdentity>): Promise<{ res?: Response; err?: any }> {
+  try {
+    const res = await fetch(`${node.url}${route.path}`, { ...route.init, tls } as RequestInit);
+    await res.arrayBuffer();
+    return { res };
+  } catch (err) {
+    return { err };
+  }
+}
+
+/** The ways Bun's fetch reports a TLS handshake the server ended (alert, reset) on this platform. */
+const HANDSHAKE_FAILURE = /^(ECONNRESET|EPROTO|ERR_SSL_[A-Z0-9_]+|UNABLE_TO_[A-Z_]+|ECONNABORTED)$/;
+
+describe("mutual TLS refusals", () => {
+  describe.each(ROUTES)("$name", (route) => {
+    it("refuses a certificate from a foreign CA in the handshake (no HTTP response)", async () => {
+      const { res, err } = await attempt(route, mallory);
+      expect(res).toBeUndefined();
+      expect(err?.code).toMatch(HANDSHAKE_FAILURE);
+    });
+
+    it("refuses a client with no certificate in the handshake (no HTTP response)", async () => {
+      // It trusts the fleet CA, so only the server's demand for a client certificate can fail it.
+      const { res, err } = await attempt(route, { ca: alpha.ca });
+      expect(res).toBeUndefined();
+      expect(err?.code).toMatch(HANDSHAKE_FAILURE);
+    });
+
+    it("answers a fleet client with 200", async () => {
+      const { res, err } = await attempt(route, alpha);
+      expect(err).toBeUndefined();
+      expect(res?.status).toBe(200);
+    });
+  });
+
+  it("serves an A2A v1.0 agent card with an mTLS security scheme and the served port", async () => {
+    const r = await get(`${node.url}/.well-known/agent-card.json`, alpha);
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toMatch(/application\/json/);
+    const card = r.body;
+    expect(card.name).toBe("beta");
+    expect(card.description).toEqual(expect.any(String));
+    expect(card.description.length).toBeGreaterThan(0);
+    expect(card.version).toEqual(expect.any(String));
+    expect(card.supportedInterfaces).toEqual(expect.any(Array));
+    const iface = card.supportedInterfaces[0];
+    expect(iface).toMatchObject({ url: expect.any(String), protocolBinding: "JSONRPC", protocolVersion: "1.0" });
+    const ifaceUrl = new URL(iface.url);
+    expect(ifaceUrl.protocol).toBe("https:");
+    expect(Number(ifaceUrl.port)).toBe(node.port);
+    expect(card.capabilities).toEqual(expect.any(Object));
+    expect(card.defaultInputModes).toEqual(expect.arrayContaining([expect.any(String)]));
+    expect(card.defaultOutputModes).toEqual(expect.arrayContaining([expect.any(String)]));
+    expect(card.skills.length).toBeGreaterThan(0);
+    for (const skill of card.skills) expect(skill).toMatchObject({ id: expect.any(String), name: expect.any(String), description: expect.any(String), tags: expect.any(Array) });
+    const schemes = Object.values(card.securitySchemes ?? {}) as Record<string, unknown>[];
+    expect(schemes.some((s) => s && typeof s === "object" && "mtlsSecurityScheme" in s)).toBe(true);
+  });
+
+  it("/health names the caller from its certificate, whatever identity headers say", async () => {
+    const plain = await get(`${node.url}/health`, alpha);
+    expect(plain.status).toBe(200);
+    expect(plain.body.caller).toBe("alpha");
+
+    for (const headers of [
+      { "x-client-cert-cn": "mallory" },
+      { "x-forwarded-client-cert": 'Hash=00;Subject="CN=mallory";URI=spiffe://x/mallory' },
+      { "x-ssl-client-s-dn": "CN=mallory", "x-client-cert": "mallory", "x-a2a-caller": "mallory", caller: "mallory" },
+    ]) {
+      const res = await fetch(`${node.url}/health`, { headers, tls: alpha } as RequestInit);
+      expect(res.status).toBe(200);
+      expect((await res.json()).caller).toBe("alpha");
+    }
+    const asGamma = await get(`${node.url}/health`, gamma);
+    expect(asGamma.body.caller).toBe("gamma");
+  });
+
+  it("scopes tasks to the caller: alpha's task is invisible to gamma, exactly like a random id", async () => {
+    const sent = await rpc(node.url, alpha, "SendMessage", { message: userMessage("alpha's secret") });
+    expect(sent.body.error).toBeUndefined();
+    const id: string = sent.body.result.task.id;
+    expect(sent.body.result.task.status.state).toBe("TASK_STATE_COMPLETED");
+
+    const own = await rpc(node.url, alpha, "GetTask", { id });
+    expect(own.body.result.id).toBe(id);
+
+    const randomId = crypto.randomUUID();
+    const theirs = await rpc(node.url, gamma, "GetTask", { id });
+    const random = await rpc(node.url, gamma, "GetTask", { id: randomId });
+    expect(theirs.status).toBe(random.status);
+    expect(theirs.body.error.code).toBe(-32001);
+    expect(random.body.error.code).toBe(-32001);
+    // Same answer but for the id that was asked about: nothing tells gamma the task exists.
+    const masked = (e: unknown, asked: string) => JSON.parse(JSON.stringify(e).split(asked).join("<id>"));
+    expect(masked(theirs.body.error, id)).toEqual(masked(random.body.error, randomId));
+
+    const cancel = await rpc(node.url, gamma, "CancelTask", { id });
+    expect(cancel.body.error.code).toBe(-32001);
+    const follow = await rpc(node.url, gamma, "SendMessage", { message: userMessage("me too", { taskId: id }) });
+    expect(follow.body.error.code).toBe(-32001);
+
+    const listGamma = await rpc(node.url, gamma, "ListTasks", {});
+    expect(listGamma.body.error).toBeUndefined();
+    expect(listGamma.body.result.tasks.map((t: { id: string }) => t.id)).not.toContain(id);
+    const listAlpha = await rpc(node.url, alpha, "ListTasks", {});
+    expect(listAlpha.body.result.tasks.map((t: { id: string }) => t.id)).toContain(id);
+
+    // And alpha's task is untouched by gamma's attempts.
+    const after = await rpc(node.url, alpha, "GetTask", { id });
+    expect(after.body.result.status.state).toBe("TASK_STATE_COMPLETED");
+  });
+
+  it("still serves after all the refusals", async () => {
+    const r = await rpc(node.url, gamma, "SendMessage", { message: userMessage("still there?") });
+    expect(r.status).toBe(200);
+    expect(r.body.result.task.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(r.body.result.task.artifacts[0].parts[0].text).toBe("still there?");
+    expect(exitCode).toBeUndefined();
+  });
+});
