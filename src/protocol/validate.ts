@@ -104,14 +104,15 @@ export function cancelTaskParams(p: unknown): CancelTaskParams {
 export function listTasksParams(p: unknown): ListTasksParams {
   const o = p === undefined || p === null ? {} : params(p);
   const status = optString(o, "status", "params");
-  if (status !== undefined && status !== "" && !TASK_STATES.includes(status as TaskState))
+  if (status !== undefined && status !== "" && status !== "TASK_STATE_UNSPECIFIED" && !TASK_STATES.includes(status as TaskState))
     throw bad(`params.status must be one of ${TASK_STATES.join(", ")}`);
   const after = optString(o, "statusTimestampAfter", "params");
   if (after !== undefined && Number.isNaN(Date.parse(after)))
     throw bad("params.statusTimestampAfter must be an ISO-8601 timestamp");
   return {
     contextId: optString(o, "contextId", "params") || undefined,
-    status: (status || undefined) as TaskState | undefined,
+    // TASK_STATE_UNSPECIFIED is the proto default: no filter.
+    status: (status && status !== "TASK_STATE_UNSPECIFIED" ? status : undefined) as TaskState | undefined,
     pageSize: optInt(o, "pageSize", "params", 1, 100),
     pageToken: optString(o, "pageToken", "params") || undefined,
     historyLength: optInt(o, "historyLength", "params", 0),

@@ -34,9 +34,14 @@ export function createRequestRouter(options: RouterOptions) {
           res.writeHead(200, { "content-type": "application/json" }).end(out);
         },
         (err: BodyError) => {
-          res.writeHead(err.status, { "content-type": "application/json", connection: "close" });
-          res.end(errorBody(null, A2AError.invalidRequest(err.message)));
-          req.destroy();
+          // Answer first, then drop the connection (the unread rest of the body makes it unusable).
+          const out = errorBody(null, A2AError.invalidRequest(err.message));
+          res.writeHead(err.status, {
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(out),
+            connection: "close",
+          });
+          res.end(out, () => req.destroy());
         },
       );
       return;

@@ -108,14 +108,15 @@ describe("mutual TLS refusals", () => {
     expect(plain.status).toBe(200);
     expect(plain.body.caller).toBe("alpha");
 
-    for (const headers of [
+    const forged: Record<string, string>[] = [
       { "x-client-cert-cn": "mallory" },
       { "x-forwarded-client-cert": 'Hash=00;Subject="CN=mallory";URI=spiffe://x/mallory' },
       { "x-ssl-client-s-dn": "CN=mallory", "x-client-cert": "mallory", "x-a2a-caller": "mallory", caller: "mallory" },
-    ]) {
+    ];
+    for (const headers of forged) {
       const res = await fetch(`${node.url}/health`, { headers, tls: alpha } as RequestInit);
       expect(res.status).toBe(200);
-      expect((await res.json()).caller).toBe("alpha");
+      expect(((await res.json()) as { caller?: string }).caller).toBe("alpha");
     }
     const asGamma = await get(`${node.url}/health`, gamma);
     expect(asGamma.body.caller).toBe("gamma");

@@ -56,6 +56,12 @@ describe("JsonRpcTransport", () => {
     expectError(await call(req("CancelTask", { id: list.result.tasks[0].id })), -32002, 1, "cannot be canceled");
   });
 
+  it("treats ListTasks status TASK_STATE_UNSPECIFIED (the proto default) as no filter", async () => {
+    const all = await call(req("ListTasks", {}));
+    const unspecified = await call(req("ListTasks", { status: "TASK_STATE_UNSPECIFIED" }));
+    expect(unspecified.result.totalSize).toBe(all.result.totalSize);
+  });
+
   it("accepts A2A-Version 1.0 (and 1), refuses a missing one as 0.3 and others with -32009", async () => {
     expect((await call(req("ListTasks", {}), "1")).result).toBeDefined();
     expectError(await call(req("ListTasks", {}), null), -32009, 1, "'0.3'");
