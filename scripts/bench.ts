@@ -13,8 +13,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { clientTls, readBundle, type ClientTls } from "./bench/rpc";
-import { CLK_TCK, cpuTicks, killAllNow, peakRssBytes, stop, track, stopAll } from "./bench/proc";
+import { CLK_TCK, cpuTicks, killAllNow, machineBusyTicks, peakRssBytes, stop, track, stopAll } from "./bench/proc";
 import {
+  assertRunning,
   BINARY,
   freshHome,
   makePki,
@@ -88,7 +89,7 @@ async function measureLoad(server: RunningServer, concurrency: number, processes
   const clients = Array.from({ length: n }, (_, i) => {
     // Spread in-flight requests over the processes: 32 over 2 is 16 + 16.
     const share = Math.floor(concurrency / n) + (i < concurrency % n ? 1 : 0);
-    const config = { url: server.url, bundle: bundlePath, concurrency: share, verifyEvery: 10 };
+    const config = { url: server.url, bundle: bundlePath, concurrency: share };
     return track(
       Bun.spawn([process.execPath, LOAD_SCRIPT, JSON.stringify(config)], {
         stdin: "pipe",
@@ -106,14 +107,18 @@ async function measureLoad(server: RunningServer, concurrency: number, processes
   const clientTicks = () => clients.reduce((sum, c) => sum + cpuTicks(c.pid), 0);
 
   await Bun.sleep(warmupMs);
+  assertRunning(server);
   if (clients.some((c) => c.exitCode !== null)) throw new Error(`a load client died during warm-up (logs in ${dir})`);
   const s0 = cpuTicks(server.proc.pid);
   const c0 = clientTicks();
+  const m0 = machineBusyTicks();
   const t0 = performance.now();
   signal("mark\n");
   await Bun.sleep(durationMs);
+  assertRunning(server);
   const s1 = cpuTicks(server.proc.pid);
   const c1 = clientTicks();
+  const m1 = machineBusyTicks();
   const t1 = performance.now();
   signal("stop\n");
 
@@ -142,9 +147,9 @@ async function measureLoad(server: RunningServer, concurrency: number, processes
     cpuUsPerRequest: requests > 0 ? serverCpuUs / requests : NaN,
     serverCpuPct: (serverCpuUs / 1e6 / windowS) * 100,
     clientCpuPct: ((c1 - c0) / CLK_TCK / windowS) * 100,
+    otherCpuPct: ((m1 - m0 - (s1 - s0) - (c1 - c0)) / CLK_TCK / windowS) * 100,
     errors: results.reduce((s, r) => s + r.errors, 0),
     firstError: results.find((r) => r.firstError)?.firstError,
-    fullyVerified: results.reduce((s, r) => s + r.fullyVerified, 0),
   };
 }
 
@@ -196,18 +201,27 @@ async function main(): Promise<number> {
   // After the loads, so the orchestrator's own first-fetch setup is not charged to a2a-node's start.
   let startup: Startup | undefined;
   if (only.includes("a2a-node")) {
+    Bun.gc(true); // the loads' latency arrays are garbage now; don't collect them while timing a start
     process.stderr.write("  a2a-node: start to first answer...\n");
     startup = await measureStartup(pki, tls);
   }
 
   const targets = evaluateTargets(rows, startup);
   console.log(`\nSendMessage, echo executor, mTLS keep-alive, loopback, ${navigator.hardwareConcurrency} cores` +
-    ` (${durationMs / 1000} s measured after ${warmupMs / 1000} s warm-up; CPU = server user+sys per request)\n`);
+    ` (${durationMs / 1000} s measured after ${warmupMs / 1000} s warm-up)\n`);
   console.log(formatTable(rows));
-  const floor = rows.find((r) => r.server === "bare" && r.concurrency === TARGET_CONCURRENCY);
+  console.log(
+    "\nclients = requests in flight; CPU µs/req = server user+sys per completed request; server/client/other CPU =" +
+      " share of one core (other: loopback softirq and any other process); peak RSS = server VmHWM after the" +
+      ` ${TARGET_CONCURRENCY}-client load; every answer is verified (COMPLETED, artifact echoes the text)`,
+  );
+  const floor = rows.find((r) => r.server === "bare" && r.concurrency === TARGET_CONCURRENCY && !isBroken(r));
   if (floor) {
     // The same client drove the floor this fast, so a slower server is not being held back by it.
-    console.log(`\nclient headroom: the load client drove bare echo at ${floor.rps.toFixed(0)} req/s at ${TARGET_CONCURRENCY} clients`);
+    const others = rows.filter((r) => r.server !== "bare" && r.concurrency === TARGET_CONCURRENCY && r.rps > 0);
+    const vs = others.map((r) => `${(floor.rps / r.rps).toFixed(1)}× ${SERVER_LABELS[r.server]}'s`).join(", ");
+    console.log(`\nclient headroom: the same load client drove bare echo at ${floor.rps.toFixed(0)} req/s at ${TARGET_CONCURRENCY} clients` +
+      (vs ? ` (${vs}), so it is not what limits them` : ""));
   }
   console.log(`\ntargets\n${formatTargets(targets)}`);
   const broken = rows.filter(isBroken);

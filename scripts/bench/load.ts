@@ -2,7 +2,7 @@
  * Load client: keeps CONCURRENCY SendMessage calls in flight against one server over mTLS keep-alive, in its
  * own process so its CPU is not charged to the orchestrator and can be measured on its own.
  *
- *   bun scripts/bench/load.ts '{"url":"https://127.0.0.1:P/","bundle":"client.json","concurrency":16,"verifyEvery":10}'
+ *   bun scripts/bench/load.ts '{"url":"https://127.0.0.1:P/","bundle":"client.json","concurrency":16}'
  *
  * It loads from the start (warm-up). The orchestrator drives the measured window through stdin:
  *   "mark\n"  start counting now (requests completing from here on)
@@ -16,15 +16,12 @@ interface Config {
   url: string;
   bundle: string;
   concurrency: number;
-  /** Parse and fully verify every Nth answer; all others get the cheap check. */
-  verifyEvery: number;
 }
 
 export interface LoadResult {
   requests: number;
   errors: number;
   firstError?: string;
-  fullyVerified: number;
   windowMs: number;
   /** Latency in ms of every request completed inside the window. */
   latencies: number[];
@@ -35,11 +32,10 @@ const tls = clientTls(readBundle(config.bundle));
 const prefix = `bench-${process.pid}-${Date.now().toString(36)}`;
 
 let counter = 0;
-let measuring = false;
-let stopping = false;
+let phase: "warm-up" | "measuring" | "stopping" = "warm-up";
 let markedAt = 0;
 let stoppedAt = 0;
-const result: LoadResult = { requests: 0, errors: 0, fullyVerified: 0, windowMs: 0, latencies: [] };
+const result: LoadResult = { requests: 0, errors: 0, windowMs: 0, latencies: [] };
 
 function fail(message: string) {
   result.errors++;
@@ -47,15 +43,14 @@ function fail(message: string) {
 }
 
 async function worker(): Promise<void> {
-  while (!stopping) {
+  while (phase !== "stopping") {
     const n = ++counter;
     const { body, text } = sendMessageBody(`${prefix}-${n}`, n);
-    const full = n % config.verifyEvery === 0;
     const started = performance.now();
     let error: string | undefined;
     try {
       const res = await fetch(config.url, { method: "POST", headers: RPC_HEADERS, body, tls } as RequestInit);
-      error = checkAnswer(res.status, await res.text(), text, full);
+      error = checkAnswer(res.status, await res.text(), text);
     } catch (err) {
       error = `request failed: ${(err as Error).message}`;
     }
@@ -63,13 +58,12 @@ async function worker(): Promise<void> {
     if (error !== undefined) {
       // Errors count wherever they happen (warm-up too): a server that fails cannot be reported as fast.
       fail(error);
-      if (!measuring) await Bun.sleep(10); // e.g. not listening yet; don't spin
+      await Bun.sleep(10); // don't spin on a failing server
       continue;
     }
-    if (measuring && ended >= markedAt) {
+    if (phase === "measuring") {
       result.requests++;
       result.latencies.push(ended - started);
-      if (full) result.fullyVerified++;
     }
   }
 }
@@ -79,14 +73,13 @@ const workers = Array.from({ length: config.concurrency }, () => worker());
 let input = "";
 process.stdin.on("data", async (chunk) => {
   input += chunk.toString();
-  if (!measuring && input.includes("mark\n")) {
+  if (phase === "warm-up" && input.includes("mark\n")) {
     markedAt = performance.now();
-    measuring = true;
+    phase = "measuring";
   }
-  if (!stopping && input.includes("stop\n")) {
+  if (phase === "measuring" && input.includes("stop\n")) {
     stoppedAt = performance.now();
-    measuring = false;
-    stopping = true;
+    phase = "stopping";
     await Promise.all(workers);
     result.windowMs = stoppedAt - markedAt;
     process.stdout.write(JSON.stringify(result) + "\n", () => process.exit(0));

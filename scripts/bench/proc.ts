@@ -44,6 +44,16 @@ export function cpuTicks(pid: number): number {
   return Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of proc(5)
 }
 
+/**
+ * Busy ticks of the whole machine (all cores) from /proc/stat: everything but idle and iowait. Minus what the
+ * server and the load clients used, it shows kernel networking work charged to no process plus anyone else
+ * on the machine; a lot of it means the numbers of that run are suspect.
+ */
+export function machineBusyTicks(): number {
+  const [, user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8").split("\n", 1)[0].trim().split(/\s+/).map(Number);
+  return user + nice + system + irq + softirq + steal;
+}
+
 /** Peak resident set size (VmHWM) of `pid`, in bytes. */
 export function peakRssBytes(pid: number): number {
   const match = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));

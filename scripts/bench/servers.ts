@@ -76,7 +76,7 @@ export async function startServer(name: ServerName, pki: Pki, dir: string, home 
 }
 
 /**
- * Polls SendMessage until the server answers correctly; returns ms from `since` to that first right answer.
+ * Polls SendMessage until the server answers correctly; returns ms from the spawn to that first right answer.
  * Connection refusals while the server boots come back in well under a millisecond, so a 1 ms pause between
  * tries keeps the measured time honest without burning a core the server needs to start.
  */
@@ -84,21 +84,29 @@ export async function waitUntilAnswering(server: RunningServer, tls: ClientTls, 
   const since = server.spawnedAt;
   let lastError = "";
   for (let attempt = 0; performance.now() - since < timeoutMs; attempt++) {
-    if (server.proc.exitCode !== null || server.proc.signalCode !== null)
-      throw new Error(`${server.name} exited (${server.proc.exitCode ?? server.proc.signalCode}) before answering:\n${logTail(server)}`);
+    assertRunning(server, "before answering");
     const { body, text } = sendMessageBody(`bench-ready-${server.proc.pid}-${attempt}`, attempt);
+    let status: number;
+    let answer: string;
     try {
       const res = await fetch(server.url, { method: "POST", headers: RPC_HEADERS, body, tls } as RequestInit);
-      const error = checkAnswer(res.status, await res.text(), text, true);
-      if (!error) return performance.now() - since;
-      throw new Error(`${server.name} answered wrongly: ${error}`); // listening but broken: no point waiting
+      [status, answer] = [res.status, await res.text()];
     } catch (err) {
-      if ((err as Error).message.includes("answered wrongly")) throw err;
-      lastError = (err as Error).message;
+      lastError = (err as Error).message; // not listening yet
+      await Bun.sleep(1);
+      continue;
     }
-    await Bun.sleep(1);
+    const error = checkAnswer(status, answer, text);
+    if (error) throw new Error(`${server.name} answered wrongly: ${error}`); // listening but broken: no point waiting
+    return performance.now() - since;
   }
   throw new Error(`${server.name} did not answer within ${timeoutMs} ms (last error: ${lastError}):\n${logTail(server)}`);
+}
+
+/** Throws with the server's last log lines if it is gone (then /proc has nothing to measure either). */
+export function assertRunning(server: RunningServer, when = "under load"): void {
+  if (server.proc.exitCode !== null || server.proc.signalCode !== null)
+    throw new Error(`${server.name} exited (${server.proc.exitCode ?? server.proc.signalCode}) ${when}:\n${logTail(server)}`);
 }
 
 export function logTail(server: RunningServer): string {
