@@ -10,6 +10,7 @@ import { type Bundle, BUNDLE_FORMAT, readBundle, writeBundle } from "./bundle";
 import { isValidSan, normalizeNodeName, normalizeSans, checkDays } from "./names";
 import { PUBLIC_MODE, SECRET_MODE, readPublic, readSecret, writeFileAtomic } from "./secure-file";
 import type { CertAndKey } from "./cert-params";
+export { loadNodeIdentity, type NodeIdentity } from "./identity";
 
 /** The files of a node home the PKI uses (src/home.ts HomePaths satisfies this). */
 export interface PkiPaths {
@@ -157,53 +158,6 @@ export async function issueBundle(paths: PkiPaths, opts: IssueBundleOptions): Pr
 }
 
 /** Everything the daemon needs to serve and dial over mutual TLS, already checked. */
-export interface NodeIdentity {
-  caPem: string;
-  certPem: string;
-  keyPem: string;
-  /** The certificate's CN: this node's name in the fleet. */
-  name: string;
-  sans: string[];
-  fingerprint256: string;
-  serialNumber: string;
-  notBefore: Date;
-  notAfter: Date;
-  ca: CertInfo;
-  /** True when this home holds secrets/ca.key and can issue certificates. */
-  hasCaKey: boolean;
-}
-
-/**
- * Loads and checks this node's identity: the files exist, the key is private (0600) and belongs to the
- * certificate, and the certificate was issued by the fleet CA and is valid now (unless `allowExpired`,
- * for `pki show`, which must still describe an expired certificate).
- */
-export async function loadNodeIdentity(paths: PkiPaths, opts: { now?: Date; allowExpired?: boolean } = {}): Promise<NodeIdentity> {
-  if (!existsSync(paths.nodeCert)) throw pkiErrors.noNodeCert(paths.nodeCert);
-  if (!existsSync(paths.nodeKey)) throw pkiErrors.noNodeKey(paths.nodeKey);
-  if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert);
-  const certPem = readPublic(paths.nodeCert);
-  const caPem = readPublic(paths.caCert);
-  const keyPem = readSecret(paths.nodeKey);
-  const info = inspectCert(certPem, paths.nodeCert);
-  const ca = inspectCert(caPem, paths.caCert);
-  assertKeyMatchesCert(keyPem, certPem, paths.nodeKey, paths.nodeCert);
-  await verifyIssuedBy(certPem, caPem, { now: opts.now, what: paths.nodeCert, ignoreValidity: opts.allowExpired });
-  return {
-    caPem,
-    certPem,
-    keyPem,
-    name: info.subjectCn,
-    sans: info.sans,
-    fingerprint256: info.fingerprint256,
-    serialNumber: info.serialNumber,
-    notBefore: info.notBefore,
-    notAfter: info.notAfter,
-    ca,
-    hasCaKey: existsSync(paths.caKey),
-  };
-}
-
 function refuseExistingNode(paths: PkiPaths): void {
   if (existsSync(paths.nodeKey)) throw pkiErrors.keyExists(paths.nodeKey);
   if (existsSync(paths.nodeCert)) throw pkiErrors.certExists(paths.nodeCert);

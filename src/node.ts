@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { isIP } from "node:net";
-import { loadNodeIdentity } from "../pki";
+import { loadNodeIdentity } from "../pki/identity";
 import type { ServeConfig } from "./config";
 import { EchoExecutor } from "./executors/echo-executor";
 import type { AgentExecutor } from "./executors/executor";
@@ -9,11 +9,11 @@ import { homePaths } from "./home";
 import type { Logger } from "./log";
 import { JsonRpcTransport } from "./protocol/jsonrpc-transport";
 import { DefaultRequestHandler } from "./protocol/request-handler";
+import type { CallerIdentity } from "./protocol/caller";
 import type { AgentCard } from "./protocol/types";
 import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
 import { listenMtls } from "./server/mtls-listener";
 import { createRequestRouter } from "./server/request-router";
-import { createWebApp } from "./server/web-app";
 import { openDatabase } from "./store/database";
 import { SqliteTaskStore } from "./store/sqlite-task-store";
 import { TaskRunner } from "./tasks/task-runner";
@@ -34,25 +34,35 @@ export async function startNode(home: string, config: ServeConfig, log: Logger):
   const paths = homePaths(home);
   const identity = await loadNodeIdentity(paths);
   const database = openDatabase(paths.database);
-  const store = new SqliteTaskStore(database.db);
+  const store = new SqliteTaskStore(database);
   const executor = createExecutor(config);
   const runner = new TaskRunner(store, executor, {
     maxConcurrent: config.maxConcurrent,
     maxQueued: config.maxQueued,
     historyMessages: 20,
   });
-  const leftovers = runner.failLeftovers();
+  const leftovers = await runner.failLeftovers();
   if (leftovers > 0) log.warn("recorded tasks interrupted by the last stop as FAILED", { count: leftovers });
   const transport = new JsonRpcTransport(new DefaultRequestHandler(store, runner));
   let card: AgentCard | undefined; // built once the port is known (port 0 picks one)
-  const web = createWebApp({ card: () => card as AgentCard, version: VERSION, executor: executor.kind, startedAt: Date.now() });
+  // The web surface (Elysia, OpenAPI) is built on its first request: the JSON-RPC path never needs it, and
+  // not loading it at start keeps the time from launch to the first answered task short.
+  const startedAt = Date.now();
+  let web: Promise<(request: Request, caller: CallerIdentity) => Promise<Response>> | undefined;
+  const handleWeb = async (request: Request, caller: CallerIdentity) => {
+    web ??= import("./server/web-app").then(({ createWebApp }) => {
+      const app = createWebApp({ card: () => card as AgentCard, version: VERSION, executor: executor.kind, startedAt });
+      return app.handle;
+    });
+    return (await web)(request, caller);
+  };
   const listener = await listenMtls({
     host: config.host,
     port: config.port,
     cert: identity.certPem,
     key: identity.keyPem,
     ca: identity.caPem,
-    onRequest: createRequestRouter({ transport, web: web.handle, maxBodyBytes: config.maxBodyBytes }),
+    onRequest: createRequestRouter({ transport, web: handleWeb, maxBodyBytes: config.maxBodyBytes }),
     onHandshakeError: (err, remote) => log.warn("refused a TLS client", { remote, reason: err.message }),
   });
   const advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, listener.port);
@@ -80,6 +90,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger):
       listener.stopAccepting();
       await runner.shutdown(config.shutdownGraceMs);
       await listener.close();
+      store.flush();
       database.close();
       log.info("stopped", { name: identity.name });
     },

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { loadNodeIdentity } from "../../pki";
+import { loadNodeIdentity } from "../../pki/identity";
 import { A2AClient } from "../client/a2a-client";
 import { explainFailure, resolveTarget, type Target } from "../client/connect";
 import { mtlsFetch } from "../client/mtls-fetch";

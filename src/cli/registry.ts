@@ -1,26 +1,27 @@
-import { PkiError } from "../../pki";
 import { resolveHome } from "../home";
 import { VERSION } from "../version";
 import type { Command } from "./command";
-import { initPkiCommand } from "./commands/init-pki";
-import { peersCommand } from "./commands/peers";
-import { pkiCommand } from "./commands/pki";
-import { sendCommand } from "./commands/send";
-import { serveCommand } from "./commands/serve";
-import { statusCommand } from "./commands/status";
-import { versionCommand } from "./commands/version";
 import { CliError, ExitCode, UsageError } from "./errors";
 import type { Io } from "./io";
 
-/** Every command of the binary, in the order the help lists them. */
-export const COMMANDS: readonly Command[] = [
-  initPkiCommand,
-  pkiCommand,
-  serveCommand,
-  peersCommand,
-  sendCommand,
-  statusCommand,
-  versionCommand,
+/**
+ * Every command of the binary, in the order the help lists them. Each is loaded only when it runs, so
+ * `a2a-node serve` never pays for loading the certificate-issuing code, and `version` for neither.
+ */
+export interface CommandEntry {
+  name: string;
+  summary: string;
+  load(): Promise<Command>;
+}
+
+export const COMMANDS: readonly CommandEntry[] = [
+  { name: "init-pki", summary: "create this node's key and certificate (and the fleet CA), or install a bundle", load: async () => (await import("./commands/init-pki")).initPkiCommand },
+  { name: "pki", summary: "issue identities for other machines (pki issue), show this node's (pki show)", load: async () => (await import("./commands/pki")).pkiCommand },
+  { name: "serve", summary: "run the node: A2A over mutual TLS, tasks in SQLite", load: async () => (await import("./commands/serve")).serveCommand },
+  { name: "peers", summary: "manage known peers: add, list, remove", load: async () => (await import("./commands/peers")).peersCommand },
+  { name: "send", summary: "delegate a task to a peer (and optionally wait for its result)", load: async () => (await import("./commands/send")).sendCommand },
+  { name: "status", summary: "show a delegated task's state and result", load: async () => (await import("./commands/status")).statusCommand },
+  { name: "version", summary: "print the version of this binary", load: async () => (await import("./commands/version")).versionCommand },
 ];
 
 export const TOP_HELP = `a2a-node ${VERSION}: let AI agents on different machines delegate tasks to each other over mutual TLS (A2A v1.0).
@@ -63,23 +64,25 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
   const [name, ...args] = rest;
   if (!name || name === "help" || name === "--help" || name === "-h") {
     const topic = name === "help" ? COMMANDS.find((c) => c.name === args[0]) : undefined;
-    io.stdout.write(topic ? topic.help : TOP_HELP);
+    io.stdout.write(topic ? (await topic.load()).help : TOP_HELP);
     return name ? ExitCode.Ok : ExitCode.Usage;
   }
-  if (name === "--version" || name === "-v") return versionCommand.run([], { io, home: "" });
-  const command = COMMANDS.find((c) => c.name === name);
-  if (!command) return usage(io, `unknown command '${name}'`, undefined);
+  const entry = name === "--version" || name === "-v" ? COMMANDS.find((c) => c.name === "version") : COMMANDS.find((c) => c.name === name);
+  if (!entry) return usage(io, `unknown command '${name}'`, undefined);
+  const command = await entry.load();
   if (args.includes("--help") || args.includes("-h")) {
     io.stdout.write(command.help);
     return ExitCode.Ok;
   }
   try {
-    return await command.run(args, { io, home: resolveHome(homeFlag, io.env) });
+    return await command.run(name.startsWith("-") ? [] : args, { io, home: resolveHome(homeFlag, io.env) });
   } catch (err) {
     if (err instanceof UsageError) return usage(io, err.message, command.name);
     if (err instanceof CliError) return fail(io, err.message, err.hint, err.exitCode);
-    if (err instanceof PkiError) return fail(io, err.message, err.hint, ExitCode.Failure);
-    return fail(io, `unexpected error: ${(err as Error)?.message ?? String(err)}`, undefined, ExitCode.Failure);
+    // PkiError (and anything else that carries a hint) is reported the same way, without loading pki/ here.
+    const e = err as { message?: string; hint?: string; name?: string };
+    if (e?.name === "PkiError") return fail(io, e.message ?? "certificate error", e.hint, ExitCode.Failure);
+    return fail(io, `unexpected error: ${e?.message ?? String(err)}`, undefined, ExitCode.Failure);
   }
 }
 

@@ -44,7 +44,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const contextId = message.contextId || newId();
     const id = newId();
     const stored = { ...message, taskId: id, contextId };
-    const { task, created } = this.store.create({
+    const { task, created, committed } = this.store.create({
       id,
       contextId,
       owner,
@@ -55,12 +55,16 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     });
     if (!created) {
       // A retry of a message we already took: answer with that task instead of running it twice.
+      await committed;
       const running = this.runner.settledOf(task.id);
       const current = blocking && running ? await running : task;
       return { task: trimHistory(current, historyLength) };
     }
     const settled = this.runner.start(task, stored, owner);
-    return { task: trimHistory(blocking ? await settled : snapshot(task), historyLength) };
+    if (blocking) return { task: trimHistory(await settled, historyLength) };
+    // Receipt first: answer only once the task is durable.
+    await committed;
+    return { task: trimHistory(snapshot(task), historyLength) };
   }
 
   async getTask(params: GetTaskParams, ctx: CallContext): Promise<Task> {
@@ -81,7 +85,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     if (settled) await settled;
     else {
       // Interrupted (waiting for input) or left over: nothing runs it, so record the cancel directly.
-      this.store.finish(task.id, { state: "TASK_STATE_CANCELED", timestamp: now() }, []);
+      await this.store.finish(task.id, { state: "TASK_STATE_CANCELED", timestamp: now() }, []);
     }
     return this.store.get(task.id, ctx.caller.name) as Task;
   }
@@ -100,9 +104,10 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       throw A2AError.unsupportedOperation(`task ${taskId} is still ${task.status.state}; wait for it to ask for input`);
     this.runner.assertCapacity();
     const stored = { ...message, contextId: task.contextId };
-    this.store.appendMessage(taskId, stored, now());
+    const committed = this.store.appendMessage(taskId, stored);
     task.history = [...(task.history ?? []), stored];
     const settled = this.runner.start(task, stored, owner);
+    if (!blocking) await committed;
     return trimHistory(blocking ? await settled : snapshot(task), params.configuration?.historyLength);
   }
 }

@@ -31,7 +31,8 @@ export function createRequestRouter(options: RouterOptions) {
       readBody(req, maxBodyBytes).then(
         async (body) => {
           const out = await transport.handle(body, version, { caller });
-          res.writeHead(200, { "content-type": "application/json" }).end(out);
+          // A known length lets the head and body leave in one write, without chunked framing.
+          res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(out) }).end(out);
         },
         (err: BodyError) => {
           // Answer first, then drop the connection (the unread rest of the body makes it unusable).

@@ -26,6 +26,18 @@ export function createWebApp(o: WebAppOptions) {
         path: "/openapi",
         documentation: {
           info: { title: "a2a-node", version: o.version, description: "A2A v1.0 over JSON-RPC, behind mutual TLS." },
+          // JSON-RPC POSTs never reach Elysia (see request-router.ts), so they are described here by hand.
+          paths: {
+            "/": {
+              post: {
+                summary: "A2A v1.0 JSON-RPC: SendMessage, GetTask, ListTasks, CancelTask",
+                description: "Send header A2A-Version: 1.0. Errors travel in the JSON-RPC body with HTTP 200.",
+                parameters: [{ name: "A2A-Version", in: "header", required: true, schema: { type: "string", enum: ["1.0"] } }],
+                requestBody: { required: true, content: { "application/json": { schema: { type: "object", required: ["jsonrpc", "method"] } } } },
+                responses: { "200": { description: "A JSON-RPC response" }, "413": { description: "Body over --max-body" } },
+              },
+            },
+          },
         },
       }),
     )

@@ -5,18 +5,15 @@ export const migrations: (MigrationMeta & { tag: string })[] = [
   {
     "tag": "0000_init",
     "sql": [
-      "CREATE TABLE `artifacts` (\n\t`task_id` text NOT NULL,\n\t`position` integer NOT NULL,\n\t`artifact_id` text NOT NULL,\n\t`body` text NOT NULL,\n\tPRIMARY KEY(`task_id`, `position`),\n\tFOREIGN KEY (`task_id`) REFERENCES `tasks`(`id`) ON UPDATE no action ON DELETE cascade\n);\n",
-      "\nCREATE UNIQUE INDEX `artifacts_task_artifact` ON `artifacts` (`task_id`,`artifact_id`);",
-      "\nCREATE TABLE `messages` (\n\t`task_id` text NOT NULL,\n\t`position` integer NOT NULL,\n\t`message_id` text NOT NULL,\n\t`role` text NOT NULL,\n\t`body` text NOT NULL,\n\t`created_at` text NOT NULL,\n\tPRIMARY KEY(`task_id`, `position`),\n\tFOREIGN KEY (`task_id`) REFERENCES `tasks`(`id`) ON UPDATE no action ON DELETE cascade\n);\n",
-      "\nCREATE TABLE `peers` (\n\t`name` text PRIMARY KEY NOT NULL,\n\t`url` text NOT NULL,\n\t`fingerprint` text,\n\t`added_at` text DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')) NOT NULL\n);\n",
-      "\nCREATE TABLE `tasks` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`context_id` text NOT NULL,\n\t`owner` text NOT NULL,\n\t`state` text NOT NULL,\n\t`status_message` text,\n\t`status_timestamp` text NOT NULL,\n\t`metadata` text,\n\t`request_message_id` text NOT NULL,\n\t`executor` text NOT NULL,\n\t`created_at` text NOT NULL,\n\t`updated_at` text NOT NULL\n);\n",
+      "CREATE TABLE `peers` (\n\t`name` text PRIMARY KEY NOT NULL,\n\t`url` text NOT NULL,\n\t`fingerprint` text,\n\t`added_at` text DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ','now')) NOT NULL\n) WITHOUT ROWID;\n",
+      "\nCREATE TABLE `tasks` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`context_id` text NOT NULL,\n\t`owner` text NOT NULL,\n\t`state` text NOT NULL,\n\t`status_message` text,\n\t`status_timestamp` text NOT NULL,\n\t`metadata` text,\n\t`request_message_id` text NOT NULL,\n\t`executor` text NOT NULL,\n\t`history` text NOT NULL,\n\t`artifacts` text NOT NULL,\n\t`created_at` text NOT NULL,\n\t`updated_at` text NOT NULL\n) WITHOUT ROWID;\n",
       "\nCREATE INDEX `tasks_owner_recent` ON `tasks` (`owner`,`status_timestamp`,`id`);",
       "\nCREATE INDEX `tasks_context` ON `tasks` (`context_id`,`id`);",
-      "\nCREATE INDEX `tasks_state` ON `tasks` (`state`);",
+      "\nCREATE INDEX `tasks_unfinished` ON `tasks` (`id`) WHERE \"tasks\".\"state\" IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING');",
       "\nCREATE UNIQUE INDEX `tasks_owner_request_message` ON `tasks` (`owner`,`request_message_id`);"
     ],
     "bps": true,
-    "folderMillis": 1796014055249,
-    "hash": "f772b583c857446fb688560013a14f1a53f5b388aed0625c3f9655a5821fe7dc"
+    "folderMillis": 1796016204455,
+    "hash": "9a9c406929979d0ecf6466d5ed0d1c4f1d02ac6e83de33686d6ef20a3a914a91"
   }
 ];

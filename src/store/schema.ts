@@ -1,9 +1,13 @@
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
- * The node's durable state. Columns named body/metadata/status_message hold protocol objects as JSON text,
- * exactly as they go on the wire (the store encodes them once; reads never rebuild them field by field).
+ * The node's durable state. The SQL migrations under migrations/ are generated from this file by drizzle-kit
+ * and then edited by hand in one way drizzle cannot express: every table is WITHOUT ROWID, so a row lives in
+ * its primary-key b-tree and each write touches one b-tree fewer.
+ *
+ * Columns history/artifacts/metadata/status_message hold protocol objects as JSON text, exactly as they go
+ * on the wire (the store encodes them once; reads never rebuild them field by field).
  */
 export const tasks = sqliteTable(
   "tasks",
@@ -21,44 +25,25 @@ export const tasks = sqliteTable(
     requestMessageId: text("request_message_id").notNull(),
     /** Which executor runs it; decides what happens to it after a restart. */
     executor: text("executor").notNull(),
+    /**
+     * The conversation (Message[]) and the artifacts (Artifact[]) live in the task's own row: a task is then
+     * one row in four b-trees, written once per group commit, instead of rows in three tables.
+     */
+    history: text("history").notNull(),
+    artifacts: text("artifacts").notNull(),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
   (t) => [
     index("tasks_owner_recent").on(t.owner, t.statusTimestamp, t.id),
     index("tasks_context").on(t.contextId, t.id),
-    index("tasks_state").on(t.state),
+    // Only tasks still in flight are indexed by state: a task that starts and ends between two commits
+    // never touches this index.
+    index("tasks_unfinished")
+      .on(t.id)
+      .where(sql`${t.state} IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING')`),
     uniqueIndex("tasks_owner_request_message").on(t.owner, t.requestMessageId),
   ],
-);
-
-/** The conversation of a task, in order (user messages and agent replies). */
-export const messages = sqliteTable(
-  "messages",
-  {
-    taskId: text("task_id")
-      .notNull()
-      .references(() => tasks.id, { onDelete: "cascade" }),
-    position: integer("position").notNull(),
-    messageId: text("message_id").notNull(),
-    role: text("role").notNull(),
-    body: text("body").notNull(),
-    createdAt: text("created_at").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.taskId, t.position] })],
-);
-
-export const artifacts = sqliteTable(
-  "artifacts",
-  {
-    taskId: text("task_id")
-      .notNull()
-      .references(() => tasks.id, { onDelete: "cascade" }),
-    position: integer("position").notNull(),
-    artifactId: text("artifact_id").notNull(),
-    body: text("body").notNull(),
-  },
-  (t) => [primaryKey({ columns: [t.taskId, t.position] }), uniqueIndex("artifacts_task_artifact").on(t.taskId, t.artifactId)],
 );
 
 /** Names to URLs, and optionally the pinned certificate fingerprint of each peer. */

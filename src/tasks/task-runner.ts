@@ -21,6 +21,7 @@ interface Job {
   cancelReason?: string;
   settled: Promise<Task>;
   resolve(task: Task): void;
+  reject(err: unknown): void;
 }
 
 /**
@@ -56,8 +57,13 @@ export class TaskRunner {
   /** Runs (or queues) a task that is already committed as SUBMITTED. Resolves when it settles. */
   start(task: Task, message: Message, caller: string): Promise<Task> {
     let resolve!: (t: Task) => void;
-    const settled = new Promise<Task>((r) => (resolve = r));
-    const job: Job = { task, message, caller, abort: new AbortController(), settled, resolve };
+    let reject!: (err: unknown) => void;
+    const settled = new Promise<Task>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    settled.catch(() => {}); // a waiter may never come; the failure is logged by record()
+    const job: Job = { task, message, caller, abort: new AbortController(), settled, resolve, reject };
     this.jobs.set(task.id, job);
     if (this.running < this.options.maxConcurrent) void this.run(job);
     else this.queue.push(job);
@@ -77,7 +83,7 @@ export class TaskRunner {
     const queued = this.queue.indexOf(job);
     if (queued !== -1) {
       this.queue.splice(queued, 1);
-      this.record(job, { state: "TASK_STATE_CANCELED", message: reason });
+      void this.record(job, { state: "TASK_STATE_CANCELED", message: reason });
     } else job.abort.abort(new Error(reason));
     return job.settled;
   }
@@ -86,9 +92,9 @@ export class TaskRunner {
    * Tasks a previous run of the node left SUBMITTED or WORKING can no longer be answered by the process that
    * took them; they end FAILED with a message saying so, so that every accepted task has a recorded end.
    */
-  failLeftovers(): number {
+  async failLeftovers(): Promise<number> {
     const left = this.store.unfinished();
-    for (const t of left)
+    const writes = left.map((t) =>
       this.store.finish(
         t.id,
         {
@@ -102,7 +108,9 @@ export class TaskRunner {
           },
         },
         [],
-      );
+      ),
+    );
+    await Promise.all(writes);
     return left.length;
   }
 
@@ -117,15 +125,15 @@ export class TaskRunner {
   async shutdown(graceMs: number): Promise<void> {
     this.accepting = false;
     for (const job of this.queue.splice(0))
-      this.record(job, { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down before this task started" });
+      void this.record(job, { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down before this task started" });
     const pending = [...this.jobs.values()].map((j) => j.settled);
     if (pending.length === 0) return;
     let timer: ReturnType<typeof setTimeout> | undefined;
     const grace = new Promise<void>((r) => (timer = setTimeout(r, graceMs)));
-    await Promise.race([Promise.all(pending), grace]);
+    await Promise.race([Promise.allSettled(pending), grace]);
     clearTimeout(timer);
     for (const job of this.jobs.values()) job.abort.abort(new Error("node shutting down"));
-    await Promise.all([...this.jobs.values()].map((j) => j.settled));
+    await Promise.allSettled([...this.jobs.values()].map((j) => j.settled));
   }
 
   private async run(job: Job): Promise<void> {
@@ -133,7 +141,8 @@ export class TaskRunner {
     const { task } = job;
     try {
       const working: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now() };
-      this.store.setStatus(task.id, working);
+      // Not awaited: it commits with the next group, and if the task finishes first the two writes merge.
+      this.store.setStatus(task.id, working).catch(() => {});
       task.status = working;
       let outcome: ExecutionOutcome;
       try {
@@ -157,12 +166,7 @@ export class TaskRunner {
           ? { state: "TASK_STATE_CANCELED", message: job.cancelReason }
           : { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
       }
-      this.record(job, outcome);
-    } catch (err) {
-      // The store itself failed (disk full, database gone). Nothing more can be recorded; make it loud.
-      console.error(`a2a-node: could not record task ${task.id}: ${(err as Error).message}`);
-      this.jobs.delete(task.id);
-      job.resolve(task);
+      await this.record(job, outcome);
     } finally {
       this.running--;
       const next = this.queue.shift();
@@ -170,7 +174,8 @@ export class TaskRunner {
     }
   }
 
-  private record(job: Job, outcome: ExecutionOutcome): void {
+  /** Writes the outcome once; resolves `settled` after it is committed (rejects if it could not be). */
+  private async record(job: Job, outcome: ExecutionOutcome): Promise<void> {
     const { task } = job;
     const status: TaskStatus = { state: outcome.state, timestamp: now() };
     if (outcome.message)
@@ -182,7 +187,15 @@ export class TaskRunner {
         contextId: task.contextId,
       };
     const produced = outcome.artifacts ?? [];
-    this.store.finish(task.id, status, produced, outcome.metadata);
+    try {
+      await this.store.finish(task.id, status, produced, outcome.metadata);
+    } catch (err) {
+      // The store itself failed (disk full, database gone): nothing can be recorded, so say so loudly.
+      console.error(`a2a-node: could not record the outcome of task ${task.id}: ${(err as Error).message}`);
+      this.jobs.delete(task.id);
+      job.reject(err);
+      return;
+    }
     task.status = status;
     if (produced.length > 0) task.artifacts = [...(task.artifacts ?? []), ...produced];
     if (status.message) task.history = [...(task.history ?? []), status.message];

@@ -22,21 +22,28 @@ export interface UnfinishedTask {
 /**
  * Durable home of tasks, their history and artifacts. Every read is scoped to the owner (the peer identity
  * from the client certificate): another owner's task is indistinguishable from one that does not exist.
+ *
+ * Writes return a promise that settles once they are committed, so implementations may group the writes
+ * of many tasks into one transaction; callers acknowledge nothing to a client before that promise resolves.
+ * Reads see committed state.
  */
 export interface TaskStore {
-  /** Commits a new SUBMITTED task. Returns the existing task instead when (owner, message.messageId) was seen. */
-  create(task: NewTask): { task: Task; created: boolean };
+  /**
+   * Records a new SUBMITTED task; `committed` resolves once it is durable. Returns the existing task instead
+   * (created: false) when (owner, message.messageId) was seen before.
+   */
+  create(task: NewTask): { task: Task; created: boolean; committed: Promise<void> };
   get(id: string, owner: string, historyLength?: number): Task | undefined;
   list(owner: string, params: ListTasksParams): ListTasksResult;
   /** Adds a message to a task's history (a follow-up turn). */
-  appendMessage(taskId: string, message: Message, timestamp: string): void;
+  appendMessage(taskId: string, message: Message): Promise<void>;
   /** Records a non-final state (WORKING, INPUT_REQUIRED, ...). */
-  setStatus(taskId: string, status: TaskStatus): void;
+  setStatus(taskId: string, status: TaskStatus): Promise<void>;
   /**
    * Records the outcome in one transaction: final (or interrupted) status, the artifacts, the agent's reply in
    * history, and metadata merged into the task's.
    */
-  finish(taskId: string, status: TaskStatus, artifacts: Artifact[], metadata?: Record<string, unknown>): void;
+  finish(taskId: string, status: TaskStatus, artifacts: Artifact[], metadata?: Record<string, unknown>): Promise<void>;
   /** Tasks left SUBMITTED/WORKING by a previous run of the node. */
   unfinished(): UnfinishedTask[];
   /** The latest messages of a context, oldest first, for multi-turn executors. */

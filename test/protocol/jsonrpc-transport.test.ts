@@ -17,7 +17,7 @@ const ctx = { caller: { name: "alpha", fingerprint: "AA" } };
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "a2a-rpc-"));
   database = openDatabase(join(dir, "db.sqlite"));
-  const store = new SqliteTaskStore(database.db);
+  const store = new SqliteTaskStore(database);
   transport = new JsonRpcTransport(new DefaultRequestHandler(store, new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 })));
 });
 afterAll(() => {

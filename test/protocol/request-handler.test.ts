@@ -40,7 +40,7 @@ async function expectA2AError(p: Promise<unknown>, code: number): Promise<A2AErr
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "a2a-handler-"));
   database = openDatabase(join(dir, "db.sqlite"));
-  store = new SqliteTaskStore(database.db);
+  store = new SqliteTaskStore(database);
 });
 afterEach(() => {
   model?.stop();
@@ -198,10 +198,10 @@ describe("DefaultRequestHandler with a model behind it", () => {
   });
 
   it("records tasks left SUBMITTED/WORKING by a previous run as FAILED (interrupted)", async () => {
-    store.create({ id: "old", contextId: "c", owner: "alpha", message: message("lost"), executor: "openai", timestamp: new Date().toISOString() });
-    store.setStatus("old", { state: "TASK_STATE_WORKING" });
+    await store.create({ id: "old", contextId: "c", owner: "alpha", message: message("lost"), executor: "openai", timestamp: new Date().toISOString() }).committed;
+    await store.setStatus("old", { state: "TASK_STATE_WORKING" });
     const { runner } = handlerWith(new EchoExecutor());
-    expect(runner.failLeftovers()).toBe(1);
+    expect(await runner.failLeftovers()).toBe(1);
     const t = store.get("old", "alpha");
     expect(t?.status.state).toBe("TASK_STATE_FAILED");
     expect(t?.status.message?.parts[0].text).toMatch(/interrupted/);

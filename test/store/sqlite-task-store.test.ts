@@ -13,14 +13,16 @@ let store: SqliteTaskStore;
 
 const msg = (id: string, text: string, extra: Partial<Message> = {}): Message => ({ messageId: id, role: "ROLE_USER", parts: [{ text }], ...extra });
 
-function create(id: string, owner = "alpha", contextId = `ctx-${id}`, ts = new Date().toISOString(), messageId = `m-${id}`) {
-  return store.create({ id, contextId, owner, message: msg(messageId, `text ${id}`), executor: "echo", timestamp: ts });
+async function create(id: string, owner = "alpha", contextId = `ctx-${id}`, ts = new Date().toISOString(), messageId = `m-${id}`) {
+  const r = store.create({ id, contextId, owner, message: msg(messageId, `text ${id}`), executor: "echo", timestamp: ts });
+  await r.committed;
+  return r;
 }
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "a2a-store-"));
   database = openDatabase(join(dir, "a2a-node.db"));
-  store = new SqliteTaskStore(database.db);
+  store = new SqliteTaskStore(database);
 });
 afterEach(() => {
   database.close();
@@ -28,13 +30,13 @@ afterEach(() => {
 });
 
 describe("SqliteTaskStore", () => {
-  it("creates the database file private to the user, in WAL mode", () => {
+  it("creates the database file private to the user, in WAL mode", async () => {
     expect(statSync(join(dir, "a2a-node.db")).mode & 0o777).toBe(0o600);
     expect(database.sqlite.query("PRAGMA journal_mode").get()).toEqual({ journal_mode: "wal" });
   });
 
-  it("commits a SUBMITTED task with its first message, readable by its owner only", () => {
-    const { task, created } = create("t1");
+  it("commits a SUBMITTED task with its first message, readable by its owner only", async () => {
+    const { task, created } = await create("t1");
     expect(created).toBe(true);
     expect(task.status.state).toBe("TASK_STATE_SUBMITTED");
     const read = store.get("t1", "alpha");
@@ -44,21 +46,22 @@ describe("SqliteTaskStore", () => {
     expect(store.get("nope", "alpha")).toBeUndefined();
   });
 
-  it("returns the existing task for a repeated messageId from the same owner, a new one for another owner", () => {
-    create("t1", "alpha", "c", undefined, "same");
+  it("returns the existing task for a repeated messageId from the same owner, a new one for another owner", async () => {
+    await create("t1", "alpha", "c", undefined, "same");
     const again = store.create({ id: "t2", contextId: "c", owner: "alpha", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString() });
     expect(again.created).toBe(false);
     expect(again.task.id).toBe("t1");
+    await again.committed;
     const other = store.create({ id: "t3", contextId: "c", owner: "beta", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString() });
     expect(other.created).toBe(true);
   });
 
-  it("records the outcome once: state, artifacts, the agent's message and merged metadata", () => {
-    store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1", "hi"), executor: "echo", timestamp: "2026-01-01T00:00:00.000Z", metadata: { a: 1 } });
-    store.setStatus("t1", { state: "TASK_STATE_WORKING", timestamp: "2026-01-01T00:00:01.000Z" });
+  it("records the outcome once: state, artifacts, the agent's message and merged metadata", async () => {
+    await store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1", "hi"), executor: "echo", timestamp: "2026-01-01T00:00:00.000Z", metadata: { a: 1 } }).committed;
+    await store.setStatus("t1", { state: "TASK_STATE_WORKING", timestamp: "2026-01-01T00:00:01.000Z" });
     expect(store.get("t1", "alpha")?.status.state).toBe("TASK_STATE_WORKING");
     const reply: Message = { messageId: "r1", role: "ROLE_AGENT", parts: [{ text: "done" }] };
-    store.finish("t1", { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:02.000Z", message: reply }, [{ artifactId: "a1", parts: [{ text: "result" }] }], { usage: { total_tokens: 3 } });
+    await store.finish("t1", { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:02.000Z", message: reply }, [{ artifactId: "a1", parts: [{ text: "result" }] }], { usage: { total_tokens: 3 } });
     const t = store.get("t1", "alpha");
     expect(t?.status).toEqual({ state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:02.000Z", message: reply });
     expect(t?.artifacts).toEqual([{ artifactId: "a1", parts: [{ text: "result" }] }]);
@@ -66,19 +69,19 @@ describe("SqliteTaskStore", () => {
     expect(t?.metadata).toEqual({ a: 1, usage: { total_tokens: 3 } });
   });
 
-  it("applies historyLength: unset = all, 0 = none, N = the last N", () => {
-    create("t1");
-    store.appendMessage("t1", msg("m2", "second"), new Date().toISOString());
-    store.appendMessage("t1", msg("m3", "third"), new Date().toISOString());
+  it("applies historyLength: unset = all, 0 = none, N = the last N", async () => {
+    await create("t1");
+    await store.appendMessage("t1", msg("m2", "second"));
+    await store.appendMessage("t1", msg("m3", "third"));
     expect(store.get("t1", "alpha")?.history?.map((m) => m.messageId)).toEqual(["m-t1", "m2", "m3"]);
     expect(store.get("t1", "alpha", 0)?.history).toBeUndefined();
     expect(store.get("t1", "alpha", 2)?.history?.map((m) => m.messageId)).toEqual(["m2", "m3"]);
   });
 
-  it("lists the caller's tasks newest first, with filters, pages and a total", () => {
-    for (let i = 0; i < 7; i++) create(`t${i}`, "alpha", i % 2 ? "odd" : "even", `2026-01-01T00:00:0${i}.000Z`);
-    create("x1", "beta", "even", "2026-01-01T00:00:09.000Z");
-    store.finish("t3", { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:08.000Z" }, [{ artifactId: "a", parts: [{ text: "r" }] }]);
+  it("lists the caller's tasks newest first, with filters, pages and a total", async () => {
+    for (let i = 0; i < 7; i++) await create(`t${i}`, "alpha", i % 2 ? "odd" : "even", `2026-01-01T00:00:0${i}.000Z`);
+    await create("x1", "beta", "even", "2026-01-01T00:00:09.000Z");
+    await store.finish("t3", { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:08.000Z" }, [{ artifactId: "a", parts: [{ text: "r" }] }]);
 
     const all = store.list("alpha", {});
     expect(all.totalSize).toBe(7);
@@ -102,38 +105,66 @@ describe("SqliteTaskStore", () => {
     expect(store.list("beta", {}).tasks.map((t) => t.id)).toEqual(["x1"]);
   });
 
-  it("refuses a page token it did not issue", () => {
+  it("refuses a page token it did not issue", async () => {
     expect(() => store.list("alpha", { pageToken: "garbage" })).toThrow(A2AError);
   });
 
-  it("finds tasks a previous run left unfinished", () => {
-    create("t1");
-    create("t2");
-    store.setStatus("t2", { state: "TASK_STATE_WORKING" });
-    create("t3");
-    store.finish("t3", { state: "TASK_STATE_COMPLETED" }, []);
+  it("finds tasks a previous run left unfinished", async () => {
+    await create("t1");
+    await create("t2");
+    await store.setStatus("t2", { state: "TASK_STATE_WORKING" });
+    await create("t3");
+    await store.finish("t3", { state: "TASK_STATE_COMPLETED" }, []);
     expect(store.unfinished().map((t) => [t.id, t.state])).toEqual([
       ["t1", "TASK_STATE_SUBMITTED"],
       ["t2", "TASK_STATE_WORKING"],
     ]);
   });
 
-  it("gives a context's history across its tasks, bounded, oldest first, owner-scoped", () => {
-    create("t1", "alpha", "ctx", undefined, "a");
-    store.finish("t1", { state: "TASK_STATE_COMPLETED", message: { messageId: "b", role: "ROLE_AGENT", parts: [{ text: "reply" }] } }, []);
-    create("t2", "alpha", "ctx", undefined, "c");
-    create("t3", "beta", "ctx", undefined, "d");
+  it("gives a context's history across its tasks, bounded, oldest first, owner-scoped", async () => {
+    await create("t1", "alpha", "ctx", undefined, "a");
+    await store.finish("t1", { state: "TASK_STATE_COMPLETED", message: { messageId: "b", role: "ROLE_AGENT", parts: [{ text: "reply" }] } }, []);
+    await create("t2", "alpha", "ctx", undefined, "c");
+    await create("t3", "beta", "ctx", undefined, "d");
     expect(store.contextHistory("ctx", "alpha", 10).map((m) => m.messageId)).toEqual(["a", "b", "c"]);
     expect(store.contextHistory("ctx", "alpha", 2).map((m) => m.messageId)).toEqual(["b", "c"]);
     expect(store.contextHistory("ctx", "beta", 10).map((m) => m.messageId)).toEqual(["d"]);
   });
 
-  it("keeps everything across a reopen of the file", () => {
-    create("t1");
-    store.finish("t1", { state: "TASK_STATE_FAILED" }, []);
+  it("sees a create that is not yet committed when the same message comes again (idempotency)", async () => {
+    const first = store.create({ id: "p1", contextId: "c", owner: "alpha", message: msg("dup", "x"), executor: "echo", timestamp: new Date().toISOString() });
+    const second = store.create({ id: "p2", contextId: "c", owner: "alpha", message: msg("dup", "x"), executor: "echo", timestamp: new Date().toISOString() });
+    expect(first.created).toBe(true);
+    expect(second).toMatchObject({ created: false, task: { id: "p1" } });
+    expect(store.get("p1", "alpha")).toBeUndefined(); // nothing is visible before the commit...
+    await second.committed;
+    expect(store.get("p1", "alpha")?.id).toBe("p1"); // ...and the duplicate's promise waits for it
+    expect(store.get("p2", "alpha")).toBeUndefined();
+  });
+
+  it("merges a create, a status change and the outcome made in one turn into one committed task", async () => {
+    const r = store.create({ id: "m1", contextId: "c", owner: "alpha", message: msg("q", "x"), executor: "echo", timestamp: "2026-01-01T00:00:00.000Z" });
+    void store.setStatus("m1", { state: "TASK_STATE_WORKING", timestamp: "2026-01-01T00:00:00.001Z" });
+    const done = store.finish("m1", { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:00.002Z" }, [{ artifactId: "a", parts: [{ text: "y" }] }]);
+    await Promise.all([r.committed, done]);
+    expect(store.get("m1", "alpha")).toMatchObject({ status: { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:00.002Z" }, artifacts: [{ artifactId: "a" }] });
+    expect(store.unfinished()).toEqual([]);
+  });
+
+  it("replaces an artifact re-sent with the same artifactId, keeping its place", async () => {
+    await create("t1");
+    await store.finish("t1", { state: "TASK_STATE_WORKING" }, [{ artifactId: "a", parts: [{ text: "v1" }] }, { artifactId: "b", parts: [{ text: "b" }] }]);
+    await store.finish("t1", { state: "TASK_STATE_COMPLETED" }, [{ artifactId: "a", parts: [{ text: "v2" }] }]);
+    expect(store.get("t1", "alpha")?.artifacts?.map((a) => a.parts[0].text)).toEqual(["v2", "b"]);
+  });
+
+  it("keeps everything across a reopen of the file", async () => {
+    await create("t1");
+    await store.finish("t1", { state: "TASK_STATE_FAILED" }, []);
+    store.flush();
     database.close();
     database = openDatabase(join(dir, "a2a-node.db"));
-    store = new SqliteTaskStore(database.db);
+    store = new SqliteTaskStore(database);
     expect(store.get("t1", "alpha")?.status.state).toBe("TASK_STATE_FAILED");
   });
 });

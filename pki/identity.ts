@@ -1,0 +1,110 @@
+import { X509Certificate, createPrivateKey } from "node:crypto";
+import { existsSync } from "node:fs";
+import { pkiErrors } from "./errors";
+import type { CertInfo } from "./inspect";
+import { readPublic, readSecret } from "./secure-file";
+
+/** The files of a home's identity (HomePaths fits). */
+export interface IdentityPaths {
+  caCert: string;
+  caKey: string;
+  nodeCert: string;
+  nodeKey: string;
+}
+
+export interface NodeIdentity {
+  caPem: string;
+  certPem: string;
+  keyPem: string;
+  /** The certificate's CN: this node's name in the fleet. */
+  name: string;
+  sans: string[];
+  fingerprint256: string;
+  serialNumber: string;
+  notBefore: Date;
+  notAfter: Date;
+  ca: CertInfo;
+  /** True when this home holds secrets/ca.key and can issue certificates. */
+  hasCaKey: boolean;
+}
+
+/**
+ * Loads and checks this node's identity: the files exist, the key is private (0600) and belongs to the
+ * certificate, and the certificate was issued by the fleet CA and is valid now (unless `allowExpired`,
+ * for `pki show`, which must still describe an expired certificate).
+ *
+ * Built on node:crypto's native X509Certificate rather than @peculiar/x509: this runs at the start of every
+ * `serve`, `send` and `status`, and must not pay for loading the certificate-issuing library.
+ */
+export async function loadNodeIdentity(paths: IdentityPaths, opts: { now?: Date; allowExpired?: boolean } = {}): Promise<NodeIdentity> {
+  if (!existsSync(paths.nodeCert)) throw pkiErrors.noNodeCert(paths.nodeCert);
+  if (!existsSync(paths.nodeKey)) throw pkiErrors.noNodeKey(paths.nodeKey);
+  if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert);
+  const certPem = readPublic(paths.nodeCert);
+  const caPem = readPublic(paths.caCert);
+  const keyPem = readSecret(paths.nodeKey);
+  const cert = parse(certPem, paths.nodeCert);
+  const ca = parse(caPem, paths.caCert);
+  let key;
+  try {
+    key = createPrivateKey(keyPem);
+  } catch {
+    throw pkiErrors.badPem(paths.nodeKey);
+  }
+  if (!cert.checkPrivateKey(key)) throw pkiErrors.keyMismatch(paths.nodeKey, paths.nodeCert);
+  if (!ca.ca) throw pkiErrors.notACa("CA certificate");
+  if (!cert.checkIssued(ca)) throw pkiErrors.notIssuedByCa(paths.nodeCert, `its issuer is "${cert.issuer}", the CA is "${ca.subject}"`);
+  if (!cert.verify(ca.publicKey)) throw pkiErrors.notIssuedByCa(paths.nodeCert, "its signature does not verify with the CA's key");
+  if (!opts.allowExpired) {
+    const now = (opts.now ?? new Date()).getTime();
+    for (const [c, what] of [[ca, "the fleet CA certificate"], [cert, paths.nodeCert]] as const) {
+      if (now > c.validToDate.getTime()) throw pkiErrors.expired(what, c.validToDate);
+      if (now < c.validFromDate.getTime()) throw pkiErrors.notYetValid(what, c.validFromDate);
+    }
+  }
+  const info = describeNative(cert);
+  return {
+    caPem,
+    certPem,
+    keyPem,
+    name: info.subjectCn,
+    sans: info.sans,
+    fingerprint256: info.fingerprint256,
+    serialNumber: info.serialNumber,
+    notBefore: info.notBefore,
+    notAfter: info.notAfter,
+    ca: describeNative(ca),
+    hasCaKey: existsSync(paths.caKey),
+  };
+}
+
+function parse(pem: string, what: string): X509Certificate {
+  try {
+    return new X509Certificate(pem);
+  } catch {
+    throw pkiErrors.badPem(what);
+  }
+}
+
+/** "CN=alpha\nO=..." → "alpha" */
+function cn(dn: string): string {
+  for (const line of dn.split("\n")) if (line.startsWith("CN=")) return line.slice(3);
+  return "";
+}
+
+function describeNative(c: X509Certificate): CertInfo {
+  const sans = (c.subjectAltName ?? "")
+    .split(", ")
+    .filter(Boolean)
+    .map((s) => s.replace(/^DNS:/, "").replace(/^IP Address:/, ""));
+  return {
+    subjectCn: cn(c.subject),
+    issuerCn: cn(c.issuer),
+    sans,
+    fingerprint256: c.fingerprint256,
+    serialNumber: c.serialNumber.toUpperCase(),
+    notBefore: c.validFromDate,
+    notAfter: c.validToDate,
+    isCa: c.ca,
+  };
+}
