@@ -13,7 +13,7 @@ import type { CallerIdentity } from "./protocol/caller";
 import type { AgentCard } from "./protocol/types";
 import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
 import { listenMtls } from "./server/mtls-listener";
-import { createRequestRouter } from "./server/request-router";
+import { createRequestRouter, tooLargeResponse } from "./server/request-router";
 import { openDatabase } from "./store/database";
 import { SqliteTaskStore } from "./store/sqlite-task-store";
 import { TaskRunner } from "./tasks/task-runner";
@@ -62,7 +62,9 @@ export async function startNode(home: string, config: ServeConfig, log: Logger):
     cert: identity.certPem,
     key: identity.keyPem,
     ca: identity.caPem,
-    onRequest: createRequestRouter({ transport, web: handleWeb, maxBodyBytes: config.maxBodyBytes }),
+    maxBodyBytes: config.maxBodyBytes,
+    onRequest: createRequestRouter({ transport, web: handleWeb }),
+    tooLarge: tooLargeResponse,
     onHandshakeError: (err, remote) => log.warn("refused a TLS client", { remote, reason: err.message }),
   });
   const advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, listener.port);

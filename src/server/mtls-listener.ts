@@ -1,7 +1,7 @@
-import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
+import { serveHttp1, type HttpRequest, type HttpResponse } from "./http1";
 
 export interface MtlsListenerOptions {
   host: string;
@@ -10,8 +10,11 @@ export interface MtlsListenerOptions {
   cert: string;
   key: string;
   ca: string;
+  maxBodyBytes: number;
   /** Called for every HTTP request, with the identity proven by the connection's client certificate. */
-  onRequest(req: IncomingMessage, res: ServerResponse, caller: CallerIdentity): void;
+  onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
+  /** The answer to a body over maxBodyBytes. */
+  tooLarge(limit: number, declared: number | undefined): HttpResponse;
   /** Called when a TLS handshake fails (no certificate, foreign CA, expired...). */
   onHandshakeError?(err: Error, remote: string | undefined): void;
 }
@@ -28,24 +31,11 @@ export interface Listener {
 /**
  * HTTPS with mandatory client certificates, on node:tls because it is the one server API under Bun that can
  * tell who the client is (Bun.serve and node:https cannot expose the peer certificate). The TLS server
- * verifies the certificate against the fleet CA during the handshake, then hands the socket to a plain HTTP
- * server. The identity is read once per connection from the socket and travels beside each request; no
- * header can set or change it.
+ * verifies the certificate against the fleet CA during the handshake; the identity is read once per
+ * connection from the socket and handed to every request on it. No header can set or change it.
  */
 export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
-  const identities = new WeakMap<object, CallerIdentity>();
-  const http = createHttpServer({ keepAlive: true, keepAliveTimeout: 65_000 }, (req, res) => {
-    const caller = identities.get(req.socket);
-    if (!caller) {
-      // Cannot happen through the TLS server below; refuse rather than run as nobody.
-      res.writeHead(403).end();
-      return;
-    }
-    options.onRequest(req, res, caller);
-  });
-  http.headersTimeout = 30_000;
-  http.requestTimeout = 0; // long blocking SendMessage calls are legitimate; tasks are never cut by a timer
-
+  const sockets = new Set<TLSSocket>();
   const tls = createTlsServer({
     cert: options.cert,
     key: options.key,
@@ -61,8 +51,17 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       socket.destroy();
       return;
     }
-    identities.set(socket, { name, fingerprint: peer.fingerprint256 });
-    http.emit("connection", socket);
+    const caller: CallerIdentity = { name, fingerprint: peer.fingerprint256 };
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    serveHttp1(socket, {
+      maxBodyBytes: options.maxBodyBytes,
+      maxHeadBytes: 16 * 1024,
+      idleTimeoutMs: 65_000,
+      headTimeoutMs: 30_000,
+      handle: (req) => options.onRequest(req, caller),
+      tooLarge: options.tooLarge,
+    });
   });
   tls.on("tlsClientError", (err, socket) => options.onHandshakeError?.(err, socket.remoteAddress));
 
@@ -78,9 +77,9 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
         stopAccepting: () => void tls.close(),
         close: () =>
           new Promise<void>((done) => {
+            for (const s of sockets) s.destroy();
             if (tls.listening) tls.close(() => done());
             else done();
-            http.closeAllConnections();
           }),
       });
     });
