@@ -33,7 +33,7 @@ export interface RunningNode {
 export async function startNode(home: string, config: ServeConfig, log: Logger): Promise<RunningNode> {
   const paths = homePaths(home);
   const identity = await loadNodeIdentity(paths);
-  const database = openDatabase(paths.database);
+  const database = openDatabase(paths.database, { backgroundCheckpoints: true });
   const store = new SqliteTaskStore(database);
   const executor = createExecutor(config);
   const runner = new TaskRunner(store, executor, {
