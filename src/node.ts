@@ -8,6 +8,7 @@ import { OpenAiCompatibleExecutor } from "./executors/openai-executor";
 import { homePaths } from "./home";
 import type { Logger } from "./log";
 import { JsonRpcTransport } from "./protocol/jsonrpc-transport";
+import { v1Methods } from "./protocol/v1-methods";
 import { DefaultRequestHandler } from "./protocol/request-handler";
 import type { CallerIdentity } from "./protocol/caller";
 import type { AgentCard } from "./protocol/types";
@@ -43,7 +44,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger):
   });
   const leftovers = await runner.failLeftovers();
   if (leftovers > 0) log.warn("recorded tasks interrupted by the last stop as FAILED", { count: leftovers });
-  const transport = new JsonRpcTransport(new DefaultRequestHandler(store, runner));
+  const handler = new DefaultRequestHandler(store, runner);
+  const transport = new JsonRpcTransport({ v1: v1Methods(handler) });
   let card: AgentCard | undefined; // built once the port is known (port 0 picks one)
   // The web surface (Elysia, OpenAPI) is built on its first request: the JSON-RPC path never needs it, and
   // not loading it at start keeps the time from launch to the first answered task short.

@@ -1,5 +1,19 @@
 import type { Artifact, Message, TaskState } from "../protocol/types";
 
+/**
+ * What an executor reports while it works. Each call becomes a numbered task event, stored and streamed to
+ * subscribers in order.
+ */
+export interface ExecutionEvents {
+  /** Visible progress (tool use, a step): a WORKING status update carrying this text as an agent message. */
+  progress(text: string, metadata?: Record<string, unknown>): void;
+  /**
+   * A piece of an artifact. `append`: add these parts to the artifact with this id (a streamed chunk);
+   * `lastChunk`: the artifact is complete.
+   */
+  artifact(artifact: Artifact, options?: { append?: boolean; lastChunk?: boolean }): void;
+}
+
 /** Everything an executor gets to do one task. */
 export interface ExecutionRequest {
   taskId: string;
@@ -15,6 +29,8 @@ export interface ExecutionRequest {
   caller: string;
   /** Aborted when the task is canceled or the node shuts down; executors pass it to their I/O. */
   signal: AbortSignal;
+  /** Where to report progress and streamed artifact chunks. */
+  events: ExecutionEvents;
 }
 
 /**
@@ -28,7 +44,13 @@ export interface ExecutionOutcome {
   >;
   /** Human-readable status text (the reason for a failure, the question for input-required). */
   message?: string;
+  /** Artifacts not already sent through events.artifact(). */
   artifacts?: Artifact[];
+  /**
+   * Answer with a Message instead of a task result (an agent replying directly): SendMessage then returns
+   * {message}; the task is still recorded, COMPLETED.
+   */
+  reply?: Message;
   metadata?: Record<string, unknown>;
 }
 

@@ -1,72 +1,113 @@
 import type { CallContext } from "./caller";
-import { A2AError } from "./errors";
-import type { A2ARequestHandler } from "./request-handler";
-import { CURRENT_PROTOCOL_VERSION } from "./types";
-import * as validate from "./validate";
+import { A2AError, type JsonRpcErrorObject } from "./errors";
 
-type Id = string | number | null;
-type Method = (params: unknown, ctx: CallContext) => Promise<unknown>;
+export type RpcId = string | number | null;
+export type UnaryMethod = (params: unknown, ctx: CallContext) => Promise<unknown>;
+/** One server-sent event: its `id` (a task event's sequence number, for Last-Event-ID) and JSON-RPC result. */
+export interface StreamEvent {
+  id?: string;
+  result: unknown;
+}
+export type StreamMethod = (params: unknown, ctx: CallContext, lastEventId: string | undefined) => Promise<AsyncIterable<StreamEvent>>;
+
+/** The methods of one protocol generation, and how its errors look on the wire. */
+export interface MethodTable {
+  unary: Record<string, UnaryMethod>;
+  stream: Record<string, StreamMethod>;
+  error(err: A2AError): JsonRpcErrorObject;
+}
+
+export type RpcOutcome =
+  | { kind: "json"; body: string }
+  /** Each `data` is a whole JSON-RPC response, ready for an SSE `data:` line. */
+  | { kind: "stream"; events: AsyncIterable<{ id?: string; data: string }> };
+
+export interface Generations {
+  /** A2A-Version: 1.0 */
+  v1: MethodTable;
+  /** No A2A-Version (the spec reads a missing one as 0.3): v0.3 method names, and the legacy Hermes ones. */
+  v03?: MethodTable;
+}
 
 /**
  * JSON-RPC 2.0 over whatever carries the bytes. Knows nothing of HTTP frameworks: it takes the request body
- * text, the A2A-Version the request named, and the verified caller, and returns the response body text.
- * Errors travel in the body (HTTP 200), as the A2A JSON-RPC binding says.
+ * text, the A2A-Version the request named and the verified caller, picks the method table of that protocol
+ * generation, and returns either a JSON body or a stream of responses. Errors travel in the body (HTTP 200),
+ * as the A2A JSON-RPC binding says.
  */
 export class JsonRpcTransport {
-  private readonly methods: Record<string, Method>;
-
-  constructor(handler: A2ARequestHandler) {
-    this.methods = {
-      SendMessage: (p, ctx) => handler.sendMessage(validate.sendMessageParams(p), ctx),
-      GetTask: (p, ctx) => handler.getTask(validate.getTaskParams(p), ctx),
-      ListTasks: (p, ctx) => handler.listTasks(validate.listTasksParams(p), ctx),
-      CancelTask: (p, ctx) => handler.cancelTask(validate.cancelTaskParams(p), ctx),
-    };
-  }
+  constructor(private readonly generations: Generations) {}
 
   /**
    * @param version the raw A2A-Version header (or query parameter) value; null/empty means 0.3.
+   * @param lastEventId the Last-Event-ID header of a reconnecting stream.
    */
-  async handle(body: string, version: string | null, ctx: CallContext): Promise<string> {
+  async handle(body: string, version: string | null, ctx: CallContext, lastEventId?: string): Promise<RpcOutcome> {
+    const { v1 } = this.generations;
     let request: unknown;
     try {
       request = JSON.parse(body);
     } catch {
-      return errorBody(null, A2AError.parse("Invalid JSON payload: the request body is not valid JSON"));
+      return json(v1, null, A2AError.parse("Invalid JSON payload: the request body is not valid JSON"));
     }
-    if (Array.isArray(request)) return errorBody(null, A2AError.invalidRequest("batch requests are not supported"));
+    if (Array.isArray(request)) return json(v1, null, A2AError.invalidRequest("batch requests are not supported"));
     if (typeof request !== "object" || request === null)
-      return errorBody(null, A2AError.invalidRequest("the request must be a JSON-RPC 2.0 object"));
+      return json(v1, null, A2AError.invalidRequest("the request must be a JSON-RPC 2.0 object"));
     const r = request as Record<string, unknown>;
     const id = r.id;
     if (id !== undefined && id !== null && typeof id !== "string" && typeof id !== "number")
-      return errorBody(null, A2AError.invalidRequest("id must be a string, a number or null"));
-    const rid: Id = (id as Id) ?? null;
-    if (r.jsonrpc !== "2.0") return errorBody(rid, A2AError.invalidRequest('jsonrpc must be "2.0"'));
+      return json(v1, null, A2AError.invalidRequest("id must be a string, a number or null"));
+    const rid: RpcId = (id as RpcId) ?? null;
+    if (r.jsonrpc !== "2.0") return json(v1, rid, A2AError.invalidRequest('jsonrpc must be "2.0"'));
     if (typeof r.method !== "string" || r.method.length === 0)
-      return errorBody(rid, A2AError.invalidRequest("method must be a non-empty string"));
-    const versionError = checkVersion(version);
-    if (versionError) return errorBody(rid, versionError);
-    const method = Object.hasOwn(this.methods, r.method) ? this.methods[r.method] : undefined;
-    if (!method) return errorBody(rid, A2AError.methodNotFound(r.method));
+      return json(v1, rid, A2AError.invalidRequest("method must be a non-empty string"));
+    const table = this.pick(version);
+    if (table instanceof A2AError) return json(v1, rid, table);
+    const method = r.method;
     try {
-      const result = await method(r.params, ctx);
-      return `{"jsonrpc":"2.0","id":${JSON.stringify(rid)},"result":${JSON.stringify(result)}}`;
+      if (Object.hasOwn(table.unary, method)) {
+        const result = await table.unary[method](r.params, ctx);
+        return { kind: "json", body: `{"jsonrpc":"2.0","id":${JSON.stringify(rid)},"result":${JSON.stringify(result)}}` };
+      }
+      if (Object.hasOwn(table.stream, method)) {
+        const events = await table.stream[method](r.params, ctx, lastEventId);
+        return { kind: "stream", events: frame(events, rid, table) };
+      }
     } catch (err) {
-      if (err instanceof A2AError) return errorBody(rid, err);
-      console.error(`a2a-node: ${r.method} failed:`, err);
-      return errorBody(rid, A2AError.internal(`internal error while handling ${r.method}`));
+      return json(table, rid, asA2AError(err, method));
     }
+    return json(table, rid, A2AError.methodNotFound(method));
+  }
+
+  private pick(version: string | null): MethodTable | A2AError {
+    const v = (version ?? "").trim();
+    if (v === "1.0" || v === "1") return this.generations.v1;
+    if (v === "" || v === "0.3") return this.generations.v03 ?? A2AError.versionNotSupported("0.3");
+    return A2AError.versionNotSupported(v);
   }
 }
 
-/** v1.0 only for now: a missing header means v0.3, which this node does not speak yet. */
-function checkVersion(version: string | null): A2AError | undefined {
-  const v = (version ?? "").trim();
-  if (v === CURRENT_PROTOCOL_VERSION || v === "1") return undefined;
-  return A2AError.versionNotSupported(v === "" ? "0.3" : v);
+/** Wraps each result as a JSON-RPC response; an error mid-stream becomes the stream's last item. */
+async function* frame(events: AsyncIterable<StreamEvent>, id: RpcId, table: MethodTable): AsyncIterable<{ id?: string; data: string }> {
+  const rid = JSON.stringify(id);
+  try {
+    for await (const e of events) yield { id: e.id, data: `{"jsonrpc":"2.0","id":${rid},"result":${JSON.stringify(e.result)}}` };
+  } catch (err) {
+    yield { data: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(asA2AError(err, "stream")) }) };
+  }
 }
 
-export function errorBody(id: Id, err: A2AError): string {
+function asA2AError(err: unknown, method: string): A2AError {
+  if (err instanceof A2AError) return err;
+  console.error(`a2a-node: ${method} failed:`, err);
+  return A2AError.internal(`internal error while handling ${method}`);
+}
+
+function json(table: MethodTable, id: RpcId, err: A2AError): RpcOutcome {
+  return { kind: "json", body: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(err) }) };
+}
+
+/** A v1.0 error body, for answers given before any method table is chosen (e.g. a body over the limit). */
+export function errorBody(id: RpcId, err: A2AError): string {
   return JSON.stringify({ jsonrpc: "2.0", id, error: err.toJsonRpc() });
 }

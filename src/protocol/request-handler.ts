@@ -1,9 +1,17 @@
 import { newId, now } from "../tasks/clock";
 import type { TaskRunner } from "../tasks/task-runner";
 import type { TaskStore } from "../tasks/task-store";
+import { EventStream } from "../tasks/event-stream";
 import type { CallContext } from "./caller";
 import { A2AError } from "./errors";
 import type {
+  AgentCard,
+  GetTaskPushNotificationConfigParams,
+  ListTaskPushNotificationConfigsParams,
+  ListTaskPushNotificationConfigsResult,
+  StreamResponse,
+  SubscribeToTaskParams,
+  TaskPushNotificationConfig,
   CancelTaskParams,
   GetTaskParams,
   ListTasksParams,
@@ -14,57 +22,81 @@ import type {
 } from "./types";
 import { isInterrupted, isTerminal } from "./types";
 
-/** The A2A operations, independent of any transport (JSON-RPC today; others could sit beside it). */
+/** One item of a stream; `seq` is the task event's sequence number (absent for the opening Task/Message). */
+export interface StreamItem {
+  seq?: number;
+  response: StreamResponse;
+}
+
+/**
+ * The A2A operations, independent of any transport (JSON-RPC today; others could sit beside it). Streaming
+ * operations resolve once the request is accepted (so refusals are plain errors), then yield items until the
+ * task settles.
+ */
 export interface A2ARequestHandler {
   sendMessage(params: SendMessageParams, ctx: CallContext): Promise<SendMessageResult>;
+  sendStreamingMessage(params: SendMessageParams, ctx: CallContext): Promise<AsyncIterable<StreamItem>>;
   getTask(params: GetTaskParams, ctx: CallContext): Promise<Task>;
   listTasks(params: ListTasksParams, ctx: CallContext): Promise<ListTasksResult>;
   cancelTask(params: CancelTaskParams, ctx: CallContext): Promise<Task>;
+  /** `afterSeq`: replay the task's events after this sequence number (a reconnect's Last-Event-ID). */
+  subscribeToTask(params: SubscribeToTaskParams, ctx: CallContext, afterSeq?: number): Promise<AsyncIterable<StreamItem>>;
+  createTaskPushNotificationConfig(params: TaskPushNotificationConfig, ctx: CallContext): Promise<TaskPushNotificationConfig>;
+  getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<TaskPushNotificationConfig>;
+  listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsParams, ctx: CallContext): Promise<ListTaskPushNotificationConfigsResult>;
+  deleteTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<void>;
+  getExtendedAgentCard(ctx: CallContext): Promise<AgentCard>;
+}
+
+/** Webhook registrations (see src/push); absent when push notifications are off. */
+export interface PushConfigs {
+  create(owner: string, config: TaskPushNotificationConfig): TaskPushNotificationConfig;
+  get(owner: string, taskId: string, id: string): TaskPushNotificationConfig | undefined;
+  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): ListTaskPushNotificationConfigsResult;
+  delete(owner: string, taskId: string, id: string): boolean;
+}
+
+export interface RequestHandlerOptions {
+  push?: { configs: PushConfigs; guard: { check(url: string): Promise<void> } };
+  /** The card for authenticated callers, if one is configured (GetExtendedAgentCard). */
+  extendedCard?: () => AgentCard;
 }
 
 /**
  * a2a-node's task lifecycle: receipt first (the task is committed before anything answers), execution by the
- * runner, and every read scoped to the calling peer.
+ * runner, and every read scoped to the calling peer: another peer's task answers exactly like a missing one.
  */
 export class DefaultRequestHandler implements A2ARequestHandler {
   constructor(
     private readonly store: TaskStore,
     private readonly runner: TaskRunner,
+    private readonly options: RequestHandlerOptions = {},
   ) {}
 
   async sendMessage(params: SendMessageParams, ctx: CallContext): Promise<SendMessageResult> {
-    const { message } = params;
-    const owner = ctx.caller.name;
     const historyLength = params.configuration?.historyLength;
     const blocking = params.configuration?.returnImmediately !== true;
-
-    if (message.taskId) return { task: await this.continueTask(params, owner, blocking) };
-
-    this.runner.assertCapacity();
-    const contextId = message.contextId || newId();
-    const id = newId();
-    const stored = { ...message, taskId: id, contextId };
-    const { task, created, committed } = this.store.create({
-      id,
-      contextId,
-      owner,
-      message: stored,
-      executor: this.runner.executorKind,
-      metadata: params.metadata,
-      timestamp: now(),
-    });
-    if (!created) {
-      // A retry of a message we already took: answer with that task instead of running it twice.
+    const { task, committed, settled } = await this.accept(params, ctx);
+    if (!blocking || !settled) {
       await committed;
-      const running = this.runner.settledOf(task.id);
-      const current = blocking && running ? await running : task;
-      return { task: trimHistory(current, historyLength) };
+      return { task: trimHistory(snapshot(task), historyLength) };
     }
-    const settled = this.runner.start(task, stored, owner);
-    if (blocking) return { task: trimHistory(await settled, historyLength) };
-    // Receipt first: answer only once the task is durable.
+    const done = await settled;
+    const reply = this.runner.replyOf(done);
+    if (reply) return { message: reply };
+    return { task: trimHistory(done, historyLength) };
+  }
+
+  async sendStreamingMessage(params: SendMessageParams, ctx: CallContext): Promise<AsyncIterable<StreamItem>> {
+    const stream = new EventStream(() => this.runner.unsubscribe(task.id, stream));
+    const { task, initial, committed, settled, lastSeq } = await this.accept(params, ctx, stream);
     await committed;
-    return { task: trimHistory(snapshot(task), historyLength) };
+    const first = initial ?? snapshot(task);
+    if (!settled) {
+      // A retry of a message already taken: replay what happened since, then follow it if it still runs.
+      return this.follow(task.id, ctx.caller.name, first, lastSeq, undefined);
+    }
+    return prepend({ response: { task: trimHistory(first, params.configuration?.historyLength) } }, stream);
   }
 
   async getTask(params: GetTaskParams, ctx: CallContext): Promise<Task> {
@@ -82,20 +114,108 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     if (!task) throw A2AError.taskNotFound(params.id);
     if (isTerminal(task.status.state)) throw A2AError.taskNotCancelable(task.id, task.status.state);
     const settled = this.runner.cancel(task.id, `canceled by ${ctx.caller.name}`);
-    if (settled) await settled;
+    if (settled) await settled.catch(() => {});
     else {
-      // Interrupted (waiting for input) or left over: nothing runs it, so record the cancel directly.
-      await this.store.finish(task.id, { state: "TASK_STATE_CANCELED", timestamp: now() }, []);
+      // Interrupted (waiting for input): nothing runs it, so record the cancel directly.
+      const snap = this.store.snapshot(task.id, ctx.caller.name);
+      const status = { state: "TASK_STATE_CANCELED" as const, timestamp: now() };
+      const seq = (snap?.lastSeq ?? 0) + this.store.eventsAfter(task.id, snap?.lastSeq ?? 0).length + 1;
+      await Promise.all([
+        this.store.finish(task.id, status, []),
+        this.store.appendEvents(task.id, seq, [{ statusUpdate: { taskId: task.id, contextId: task.contextId, status } }], seq),
+      ]);
     }
     return this.store.get(task.id, ctx.caller.name) as Task;
   }
 
+  async subscribeToTask(params: SubscribeToTaskParams, ctx: CallContext, afterSeq?: number): Promise<AsyncIterable<StreamItem>> {
+    const snap = this.store.snapshot(params.id, ctx.caller.name);
+    if (!snap) throw A2AError.taskNotFound(params.id);
+    // A reconnect (Last-Event-ID) may catch up on a task that has ended since; a fresh subscription may not.
+    if (afterSeq === undefined && isTerminal(snap.task.status.state))
+      throw A2AError.unsupportedOperation(`task ${params.id} is ${snap.task.status.state}; read it with GetTask`);
+    return this.follow(params.id, ctx.caller.name, snap.task, snap.lastSeq, afterSeq);
+  }
+
+  async createTaskPushNotificationConfig(params: TaskPushNotificationConfig, ctx: CallContext): Promise<TaskPushNotificationConfig> {
+    const push = this.pushOrThrow();
+    this.ownTask(params.taskId, ctx);
+    await push.guard.check(params.url);
+    return push.configs.create(ctx.caller.name, params);
+  }
+
+  async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<TaskPushNotificationConfig> {
+    const push = this.pushOrThrow();
+    this.ownTask(params.taskId, ctx);
+    const config = push.configs.get(ctx.caller.name, params.taskId, params.id);
+    if (!config) throw A2AError.taskNotFound(`${params.taskId} (push notification config ${params.id})`);
+    return config;
+  }
+
+  async listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsParams, ctx: CallContext): Promise<ListTaskPushNotificationConfigsResult> {
+    const push = this.pushOrThrow();
+    this.ownTask(params.taskId, ctx);
+    return push.configs.list(ctx.caller.name, params.taskId, params.pageSize, params.pageToken);
+  }
+
+  async deleteTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<void> {
+    const push = this.pushOrThrow();
+    this.ownTask(params.taskId, ctx);
+    if (!push.configs.delete(ctx.caller.name, params.taskId, params.id))
+      throw A2AError.taskNotFound(`${params.taskId} (push notification config ${params.id})`);
+  }
+
+  async getExtendedAgentCard(_ctx: CallContext): Promise<AgentCard> {
+    if (!this.options.extendedCard) throw A2AError.extendedCardNotConfigured();
+    return this.options.extendedCard();
+  }
+
+  /**
+   * Takes a message: a new task (committed, then run), a retry of one already taken (its task), or a
+   * follow-up to a task waiting for input. `stream` is subscribed before anything can be published.
+   */
+  private async accept(
+    params: SendMessageParams,
+    ctx: CallContext,
+    stream?: EventStream,
+  ): Promise<{ task: Task; initial?: Task; committed: Promise<void>; settled?: Promise<Task>; lastSeq: number }> {
+    const { message } = params;
+    const owner = ctx.caller.name;
+    if (message.taskId) return this.continueTask(params, owner, stream);
+
+    this.runner.assertCapacity();
+    const contextId = message.contextId || newId();
+    const id = newId();
+    const stored = { ...message, taskId: id, contextId };
+    const { task, created, committed } = this.store.create({
+      id,
+      contextId,
+      owner,
+      message: stored,
+      executor: this.runner.executorKind,
+      metadata: params.metadata,
+      timestamp: now(),
+    });
+    if (!created) {
+      // A retry of a message we already took: answer with that task instead of running it again.
+      await committed;
+      const running = this.runner.settledOf(task.id);
+      const snap = this.store.snapshot(task.id, owner);
+      return { task: snap?.task ?? task, committed, settled: running && !stream ? running : undefined, lastSeq: snap?.lastSeq ?? 0 };
+    }
+    const initial = snapshot(task); // as submitted, before the runner starts changing it
+    const settled = this.runner.start(task, stored, owner);
+    if (stream) this.runner.subscribe(task.id, owner, stream);
+    return { task, initial, committed, settled, lastSeq: 0 };
+  }
+
   /** A message naming a task: continue it if it waits for input, refuse otherwise. */
-  private async continueTask(params: SendMessageParams, owner: string, blocking: boolean): Promise<Task> {
+  private async continueTask(params: SendMessageParams, owner: string, stream?: EventStream) {
     const { message } = params;
     const taskId = message.taskId as string;
-    const task = this.store.get(taskId, owner);
-    if (!task) throw A2AError.taskNotFound(taskId);
+    const snap = this.store.snapshot(taskId, owner);
+    if (!snap) throw A2AError.taskNotFound(taskId);
+    const { task } = snap;
     if (message.contextId && message.contextId !== task.contextId)
       throw A2AError.invalidParams(`message.contextId ${message.contextId} does not match task ${taskId}'s context ${task.contextId}`);
     if (isTerminal(task.status.state))
@@ -106,15 +226,39 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const stored = { ...message, contextId: task.contextId };
     const committed = this.store.appendMessage(taskId, stored);
     task.history = [...(task.history ?? []), stored];
-    const settled = this.runner.start(task, stored, owner);
-    if (!blocking) await committed;
-    return trimHistory(blocking ? await settled : snapshot(task), params.configuration?.historyLength);
+    const lastSeq = snap.lastSeq + this.store.eventsAfter(taskId, snap.lastSeq).length;
+    const initial = snapshot(task);
+    const settled = this.runner.start(task, stored, owner, lastSeq);
+    if (stream) this.runner.subscribe(task.id, owner, stream);
+    return { task, initial, committed, settled, lastSeq };
+  }
+
+  /**
+   * The task as stored, every committed event after `afterSeq` (or after what the snapshot reflects), then
+   * live events while it runs. Reads and the live subscription happen in one synchronous step, so no event
+   * falls between them; the stream drops any it sees twice.
+   */
+  private follow(taskId: string, owner: string, task: Task, lastSeq: number, afterSeq: number | undefined): AsyncIterable<StreamItem> {
+    const stream: EventStream = new EventStream(() => this.runner.unsubscribe(taskId, stream));
+    stream.push({ response: { task } });
+    for (const e of this.store.eventsAfter(taskId, afterSeq ?? lastSeq)) stream.push(e);
+    if (!this.runner.subscribe(taskId, owner, stream)) stream.end();
+    return stream;
+  }
+
+  private ownTask(taskId: string, ctx: CallContext): void {
+    if (!this.store.get(taskId, ctx.caller.name, 0)) throw A2AError.taskNotFound(taskId);
+  }
+
+  private pushOrThrow() {
+    if (!this.options.push) throw A2AError.pushNotSupported();
+    return this.options.push;
   }
 }
 
 /** A copy safe to serialize while the runner goes on changing the live task. */
 function snapshot(task: Task): Task {
-  return { ...task, status: { ...task.status }, history: task.history && [...task.history] };
+  return { ...task, status: { ...task.status }, history: task.history && [...task.history], artifacts: task.artifacts && [...task.artifacts] };
 }
 
 function trimHistory(task: Task, historyLength: number | undefined): Task {
@@ -124,4 +268,9 @@ function trimHistory(task: Task, historyLength: number | undefined): Task {
     return rest;
   }
   return task.history.length > historyLength ? { ...task, history: task.history.slice(-historyLength) } : task;
+}
+
+async function* prepend(first: StreamItem, rest: AsyncIterable<StreamItem>): AsyncIterable<StreamItem> {
+  yield first;
+  yield* rest;
 }

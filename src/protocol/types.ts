@@ -183,3 +183,45 @@ export interface AgentCard {
 /** The protocol version a request asked for via the A2A-Version header (missing/empty means 0.3). */
 export type ProtocolVersion = "1.0" | "0.3";
 export const CURRENT_PROTOCOL_VERSION = "1.0";
+
+/** One item of a stream (SendStreamingMessage, SubscribeToTask): exactly one of the four is set. */
+export type StreamResponse =
+  | { task: Task }
+  | { message: Message }
+  | { statusUpdate: TaskStatusUpdateEvent }
+  | { artifactUpdate: TaskArtifactUpdateEvent };
+
+export interface SubscribeToTaskParams {
+  id: string;
+}
+
+export interface AuthenticationInfo {
+  /** e.g. "Bearer", "Basic"; sent as `Authorization: <scheme> <credentials>`. */
+  scheme: string;
+  credentials?: string;
+}
+
+/** A webhook registered for one task (v1.0 TaskPushNotificationConfig). */
+export interface TaskPushNotificationConfig {
+  id: string;
+  taskId: string;
+  url: string;
+  token?: string;
+  authentication?: AuthenticationInfo;
+}
+
+export interface GetTaskPushNotificationConfigParams {
+  taskId: string;
+  id: string;
+}
+
+export interface ListTaskPushNotificationConfigsParams {
+  taskId: string;
+  pageSize?: number;
+  pageToken?: string;
+}
+
+export interface ListTaskPushNotificationConfigsResult {
+  configs: TaskPushNotificationConfig[];
+  nextPageToken: string;
+}

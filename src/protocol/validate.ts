@@ -1,5 +1,17 @@
 import { A2AError } from "./errors";
-import type { CancelTaskParams, GetTaskParams, ListTasksParams, Message, Part, SendMessageParams, TaskState } from "./types";
+import type {
+  CancelTaskParams,
+  GetTaskParams,
+  GetTaskPushNotificationConfigParams,
+  ListTaskPushNotificationConfigsParams,
+  ListTasksParams,
+  Message,
+  Part,
+  SendMessageParams,
+  SubscribeToTaskParams,
+  TaskPushNotificationConfig,
+  TaskState,
+} from "./types";
 import { TASK_STATES } from "./types";
 
 /**
@@ -118,5 +130,58 @@ export function listTasksParams(p: unknown): ListTasksParams {
     historyLength: optInt(o, "historyLength", "params", 0),
     statusTimestampAfter: after,
     includeArtifacts: optBool(o, "includeArtifacts", "params"),
+  };
+}
+
+export function subscribeParams(p: unknown): SubscribeToTaskParams {
+  return { id: taskId(params(p)) };
+}
+
+/** A Last-Event-ID header: the sequence number of the last event the client saw. */
+export function lastEventId(v: string | undefined): number | undefined {
+  if (v === undefined || v === "") return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) throw bad(`Last-Event-ID must be an event number this node sent (got '${v}')`);
+  return n;
+}
+
+function nonEmpty(o: Obj, key: string, where: string): string {
+  const v = o[key];
+  if (typeof v !== "string" || v.length === 0) throw bad(`${where}.${key} must be a non-empty string`);
+  return v;
+}
+
+export function pushConfigParams(p: unknown): TaskPushNotificationConfig {
+  const o = params(p);
+  const taskId = nonEmpty(o, "taskId", "params");
+  const url = nonEmpty(o, "url", "params");
+  try {
+    const u = new URL(url);
+    if (u.protocol !== "https:" && u.protocol !== "http:") throw new Error();
+  } catch {
+    throw bad("params.url must be an http(s) URL");
+  }
+  const out: TaskPushNotificationConfig = { id: optString(o, "id", "params") ?? "", taskId, url };
+  const token = optString(o, "token", "params");
+  if (token) out.token = token;
+  if (o.authentication !== undefined && o.authentication !== null) {
+    const a = o.authentication;
+    if (!isObj(a) || typeof a.scheme !== "string" || a.scheme === "") throw bad("params.authentication.scheme must be a non-empty string");
+    out.authentication = { scheme: a.scheme, credentials: optString(a, "credentials", "params.authentication") };
+  }
+  return out;
+}
+
+export function pushConfigRef(p: unknown): GetTaskPushNotificationConfigParams {
+  const o = params(p);
+  return { taskId: nonEmpty(o, "taskId", "params"), id: nonEmpty(o, "id", "params") };
+}
+
+export function listPushConfigsParams(p: unknown): ListTaskPushNotificationConfigsParams {
+  const o = params(p);
+  return {
+    taskId: nonEmpty(o, "taskId", "params"),
+    pageSize: optInt(o, "pageSize", "params", 1, 100),
+    pageToken: optString(o, "pageToken", "params") || undefined,
   };
 }

@@ -9,6 +9,7 @@ export interface CardOptions {
   /** Base URL peers reach this node at, e.g. https://beta:9443 (must be covered by the certificate). */
   advertisedUrl: string;
   skills: AgentSkill[];
+  pushNotifications?: boolean;
 }
 
 export const DEFAULT_SKILLS: AgentSkill[] = [
@@ -37,7 +38,7 @@ export function buildAgentCard(o: CardOptions): AgentCard {
         protocolVersion: CURRENT_PROTOCOL_VERSION,
       },
     ],
-    capabilities: { streaming: false, pushNotifications: false, extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: o.pushNotifications ?? false, extendedAgentCard: false },
     securitySchemes: {
       mtls: {
         mtlsSecurityScheme: {

@@ -12,7 +12,9 @@ export interface HttpRequest {
 export interface HttpResponse {
   status: number;
   headers?: Record<string, string>;
-  body: string | Uint8Array;
+  body?: string | Uint8Array;
+  /** A streamed body (server-sent events): each item is written as it comes, chunked. */
+  stream?: AsyncIterable<string>;
 }
 
 export interface Http1Options {
@@ -27,9 +29,15 @@ export interface Http1Options {
   handle(request: HttpRequest): Promise<HttpResponse>;
   /** Builds the answer for a body over the limit (JSON-RPC wants its own error shape). */
   tooLarge(limit: number, declared: number | undefined): HttpResponse;
+  /** On a quiet stream, a comment line is sent this often so proxies and clients do not cut it. */
+  streamKeepAliveMs?: number;
 }
 
 const CRLF2 = Buffer.from("\r\n\r\n");
+
+function chunk(text: string): string {
+  return `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+}
 const REASONS: Record<number, string> = {
   200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
   405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large", 431: "Request Header Fields Too Large",
@@ -77,7 +85,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): void {
   }
 
   function write(res: HttpResponse, keepAlive: boolean): void {
-    const body = typeof res.body === "string" ? Buffer.from(res.body) : res.body;
+    const body = typeof res.body === "string" ? Buffer.from(res.body) : (res.body ?? new Uint8Array());
     let head = `HTTP/1.1 ${res.status} ${REASONS[res.status] ?? "Status"}\r\ncontent-length: ${body.length}\r\n`;
     if (!keepAlive) head += "connection: close\r\n";
     if (res.headers) for (const k in res.headers) if (k !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
@@ -102,7 +110,8 @@ export function serveHttp1(socket: Socket, o: Http1Options): void {
           response = { status: 500, headers: { "content-type": "text/plain" }, body: "internal error\n" };
         }
         if (closed) return;
-        write(response, keepAlive);
+        if (response.stream) await writeStream(response, response.stream, keepAlive);
+        else write(response, keepAlive);
         if (!keepAlive) {
           socket.end();
           closed = true;
@@ -114,6 +123,38 @@ export function serveHttp1(socket: Socket, o: Http1Options): void {
       else socket.destroy();
     } finally {
       busy = false;
+    }
+  }
+
+  /**
+   * Writes a streamed response with chunked framing, one chunk per item, waiting for the socket to drain when
+   * the client reads slowly, and stops the source when the client goes away.
+   */
+  async function writeStream(res: HttpResponse, source: AsyncIterable<string>, keepAlive: boolean): Promise<void> {
+    let head = `HTTP/1.1 ${res.status} ${REASONS[res.status] ?? "Status"}\r\ntransfer-encoding: chunked\r\n`;
+    if (!keepAlive) head += "connection: close\r\n";
+    if (res.headers) for (const k in res.headers) if (k !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
+    socket.write(`${head}\r\n`);
+    const it = source[Symbol.asyncIterator]();
+    const stop = () => void it.return?.();
+    socket.once("close", stop);
+    let wrote = true;
+    const every = o.streamKeepAliveMs ?? 15_000;
+    const beat = setInterval(() => {
+      if (!wrote && !closed) socket.write(chunk(": keep-alive\n\n"));
+      wrote = false;
+    }, every);
+    try {
+      for (;;) {
+        const next = await it.next();
+        if (next.done || closed) break;
+        wrote = true;
+        if (!socket.write(chunk(next.value)) && !closed) await new Promise<void>((r) => socket.once("drain", () => r()));
+      }
+      if (!closed) socket.write("0\r\n\r\n");
+    } finally {
+      clearInterval(beat);
+      socket.off("close", stop);
     }
   }
 

@@ -7,6 +7,12 @@ import type { HttpRequest, HttpResponse } from "./http1";
 export const JSONRPC_PATH = "/";
 const JSONRPC_PATHS = new Set([JSONRPC_PATH, "/a2a/rpc"]);
 const JSON_HEADERS = { "content-type": "application/json" };
+const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
+
+/** Server-sent events: `id:` carries the task event number a reconnecting client sends back as Last-Event-ID. */
+async function* sse(events: AsyncIterable<{ id?: string; data: string }>): AsyncIterable<string> {
+  for await (const e of events) yield e.id === undefined ? `data: ${e.data}\n\n` : `id: ${e.id}\ndata: ${e.data}\n\n`;
+}
 
 export interface RouterOptions {
   transport: JsonRpcTransport;
@@ -26,8 +32,9 @@ export function createRequestRouter(options: RouterOptions) {
     const q = req.target.indexOf("?");
     const path = q === -1 ? req.target : req.target.slice(0, q);
     if (req.method === "POST" && JSONRPC_PATHS.has(path)) {
-      const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), { caller });
-      return { status: 200, headers: JSON_HEADERS, body: out };
+      const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), { caller }, req.headers.get("last-event-id"));
+      if (out.kind === "json") return { status: 200, headers: JSON_HEADERS, body: out.body };
+      return { status: 200, headers: SSE_HEADERS, stream: sse(out.events) };
     }
     const headers = new Headers();
     for (const [k, v] of req.headers) headers.set(k, v);

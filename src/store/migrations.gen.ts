@@ -15,5 +15,18 @@ export const migrations: (MigrationMeta & { tag: string })[] = [
     "bps": true,
     "folderMillis": 1796016204455,
     "hash": "9a9c406929979d0ecf6466d5ed0d1c4f1d02ac6e83de33686d6ef20a3a914a91"
+  },
+  {
+    "tag": "0001_events_and_push",
+    "sql": [
+      "CREATE TABLE `push_configs` (\n\t`task_id` text NOT NULL,\n\t`id` text NOT NULL,\n\t`owner` text NOT NULL,\n\t`url` text NOT NULL,\n\t`token` text,\n\t`authentication` text,\n\t`created_at` text NOT NULL,\n\tPRIMARY KEY(`task_id`, `id`)\n) WITHOUT ROWID;\n",
+      "\nCREATE TABLE `push_deliveries` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`task_id` text NOT NULL,\n\t`config_id` text NOT NULL,\n\t`body` text NOT NULL,\n\t`attempts` integer DEFAULT 0 NOT NULL,\n\t`next_attempt_at` text NOT NULL,\n\t`last_error` text\n) WITHOUT ROWID;\n",
+      "\nCREATE INDEX `push_deliveries_due` ON `push_deliveries` (`next_attempt_at`);",
+      "\nCREATE TABLE `task_events` (\n\t`task_id` text NOT NULL,\n\t`seq` integer NOT NULL,\n\t`last_seq` integer NOT NULL,\n\t`events` text NOT NULL,\n\tPRIMARY KEY(`task_id`, `seq`)\n) WITHOUT ROWID;\n",
+      "\nALTER TABLE `tasks` ADD `last_seq` integer DEFAULT 0 NOT NULL;"
+    ],
+    "bps": true,
+    "folderMillis": 1796017489787,
+    "hash": "5f46153c5f7d96060f2c60aa82fc008a9d9f2b49d3928a9463d9d5d43fb1403c"
   }
 ];

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import { index, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**
  * The node's durable state. The SQL migrations under migrations/ are generated from this file by drizzle-kit
@@ -31,6 +31,8 @@ export const tasks = sqliteTable(
      */
     history: text("history").notNull(),
     artifacts: text("artifacts").notNull(),
+    /** Sequence number of the task's latest event (see taskEvents); 0 before the first. */
+    lastSeq: integer("last_seq").notNull().default(0),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
@@ -44,6 +46,55 @@ export const tasks = sqliteTable(
       .where(sql`${t.state} IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING')`),
     uniqueIndex("tasks_owner_request_message").on(t.owner, t.requestMessageId),
   ],
+);
+
+/**
+ * Every event of a task (status and artifact updates), numbered per task from 1, so a client that lost its
+ * stream can ask for everything after the last number it saw. Events committed together are one row (a JSON
+ * array starting at `seq`), which keeps a task that streams thousands of chunks to one row per commit.
+ */
+export const taskEvents = sqliteTable(
+  "task_events",
+  {
+    taskId: text("task_id").notNull(),
+    /** Sequence number of the first event in `events`. */
+    seq: integer("seq").notNull(),
+    lastSeq: integer("last_seq").notNull(),
+    events: text("events").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.seq] })],
+);
+
+/** Webhooks a caller registered for its tasks (A2A TaskPushNotificationConfig). */
+export const pushConfigs = sqliteTable(
+  "push_configs",
+  {
+    taskId: text("task_id").notNull(),
+    id: text("id").notNull(),
+    owner: text("owner").notNull(),
+    url: text("url").notNull(),
+    /** Shared secret the receiver verifies (HMAC of the body); never returned in full. */
+    token: text("token"),
+    /** The registered AuthenticationInfo (JSON), sent as the receiver asked. */
+    authentication: text("authentication"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.id] })],
+);
+
+/** Push deliveries not yet acknowledged by their receiver: the queue survives restarts. */
+export const pushDeliveries = sqliteTable(
+  "push_deliveries",
+  {
+    id: text("id").primaryKey(), // ULID: delivery order
+    taskId: text("task_id").notNull(),
+    configId: text("config_id").notNull(),
+    body: text("body").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    nextAttemptAt: text("next_attempt_at").notNull(),
+    lastError: text("last_error"),
+  },
+  (t) => [index("push_deliveries_due").on(t.nextAttemptAt)],
 );
 
 /** Names to URLs, and optionally the pinned certificate fingerprint of each peer. */

@@ -1,8 +1,8 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, count, desc, eq, gt, inArray, lt, or, asc } from "drizzle-orm";
 import { A2AError } from "../protocol/errors";
-import type { Artifact, ListTasksParams, ListTasksResult, Message, Task, TaskState, TaskStatus } from "../protocol/types";
-import type { NewTask, TaskStore, UnfinishedTask } from "../tasks/task-store";
+import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
+import type { NewTask, StoredEvent, TaskStore, UnfinishedTask } from "../tasks/task-store";
 import type { Db, OpenDatabase } from "./database";
 import { tasks } from "./schema";
 import { GroupCommit } from "./write-batch";
@@ -18,6 +18,11 @@ interface Pending {
   messages: Message[];
   artifacts: Artifact[];
   metadata?: Record<string, unknown>;
+  /** Events not yet committed, numbered from `firstSeq`. */
+  events: StreamResponse[];
+  firstSeq: number;
+  /** The event number the row's state reflects once this is written (set with status/artifact changes). */
+  rowSeq?: number;
 }
 
 /**
@@ -34,7 +39,10 @@ export class SqliteTaskStore implements TaskStore {
   private readonly group = new GroupCommit(() => this.flushPending());
   private readonly db: Db;
   private readonly sqlite: Database;
-  private readonly w: Record<"insertTask" | "updateTask" | "selectForUpdate" | "selectTask" | "selectIdByRequest" | "selectContext", Statement>;
+  private readonly w: Record<
+    "insertTask" | "updateTask" | "selectForUpdate" | "selectTask" | "selectIdByRequest" | "selectContext" | "insertEvents" | "selectEvents",
+    Statement
+  >;
 
   constructor(database: OpenDatabase) {
     this.db = database.db;
@@ -43,12 +51,14 @@ export class SqliteTaskStore implements TaskStore {
     this.w = {
       insertTask: prep(
         `INSERT INTO tasks (id, context_id, owner, state, status_message, status_timestamp, metadata, request_message_id,
-           executor, history, artifacts, created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?6)`,
+           executor, history, artifacts, created_at, updated_at, last_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?6, ?13)`,
       ),
       updateTask: prep(
-        "UPDATE tasks SET state = ?2, status_message = ?3, status_timestamp = ?4, updated_at = ?4, metadata = ?5, history = ?6, artifacts = ?7 WHERE id = ?1",
+        "UPDATE tasks SET state = ?2, status_message = ?3, status_timestamp = ?4, updated_at = ?4, metadata = ?5, history = ?6, artifacts = ?7, last_seq = ?8 WHERE id = ?1",
       ),
-      selectForUpdate: prep("SELECT state, status_message, status_timestamp, metadata, history, artifacts FROM tasks WHERE id = ?1"),
+      selectForUpdate: prep("SELECT state, status_message, status_timestamp, metadata, history, artifacts, last_seq FROM tasks WHERE id = ?1"),
+      insertEvents: prep("INSERT INTO task_events (task_id, seq, last_seq, events) VALUES (?1, ?2, ?3, ?4)"),
+      selectEvents: prep("SELECT seq, events FROM task_events WHERE task_id = ?1 AND last_seq > ?2 ORDER BY seq"),
       selectTask: prep("SELECT * FROM tasks WHERE id = ?1 AND owner = ?2"),
       selectIdByRequest: prep("SELECT id FROM tasks WHERE owner = ?1 AND request_message_id = ?2"),
       selectContext: prep("SELECT history FROM tasks WHERE context_id = ?1 AND owner = ?2 ORDER BY id DESC"),
@@ -134,6 +144,28 @@ export class SqliteTaskStore implements TaskStore {
     return this.group.commit();
   }
 
+  appendEvents(taskId: string, firstSeq: number, events: StreamResponse[], rowSeq?: number): Promise<void> {
+    const p = this.pendingFor(taskId);
+    if (p.events.length === 0) p.firstSeq = firstSeq;
+    p.events.push(...events);
+    if (rowSeq !== undefined) p.rowSeq = rowSeq;
+    return this.group.commit();
+  }
+
+  eventsAfter(taskId: string, afterSeq: number): StoredEvent[] {
+    const out: StoredEvent[] = [];
+    for (const row of this.w.selectEvents.iterate(taskId, afterSeq) as IterableIterator<{ seq: number; events: string }>) {
+      const events = JSON.parse(row.events) as StreamResponse[];
+      for (let i = 0; i < events.length; i++) if (row.seq + i > afterSeq) out.push({ seq: row.seq + i, response: events[i] });
+    }
+    return out;
+  }
+
+  snapshot(id: string, owner: string, historyLength?: number): { task: Task; lastSeq: number } | undefined {
+    const row = this.w.selectTask.get(id, owner) as RawRow | null;
+    return row ? { task: assemble(fromRaw(row), historyLength, true), lastSeq: row.last_seq } : undefined;
+  }
+
   unfinished(): UnfinishedTask[] {
     return this.db
       .select({ id: tasks.id, owner: tasks.owner, state: tasks.state, executor: tasks.executor })
@@ -165,7 +197,7 @@ export class SqliteTaskStore implements TaskStore {
   private pendingFor(taskId: string): Pending {
     let p = this.pending.get(taskId);
     if (!p) {
-      p = { messages: [], artifacts: [] };
+      p = { messages: [], artifacts: [], events: [], firstSeq: 0 };
       this.pending.set(taskId, p);
     }
     return p;
@@ -216,11 +248,15 @@ export class SqliteTaskStore implements TaskStore {
         JSON.stringify(p.messages),
         JSON.stringify(p.artifacts),
         p.insert.createdAt,
+        p.rowSeq ?? 0,
       );
+      this.writeEvents(id, p);
       return;
     }
-    const row = this.w.selectForUpdate.get(id) as Pick<RawRow, "state" | "status_message" | "status_timestamp" | "metadata" | "history" | "artifacts"> | null;
+    const row = this.w.selectForUpdate.get(id) as Pick<RawRow, "state" | "status_message" | "status_timestamp" | "metadata" | "history" | "artifacts" | "last_seq"> | null;
     if (!row) return; // a write for a task that never committed (its create failed); nothing to attach it to
+    this.writeEvents(id, p);
+    if (!p.status && !p.metadata && p.messages.length === 0 && p.artifacts.length === 0 && p.rowSeq === undefined) return;
     let metadata = row.metadata;
     if (p.metadata) metadata = JSON.stringify({ ...(metadata ? (JSON.parse(metadata) as Record<string, unknown>) : {}), ...p.metadata });
     let history = row.history;
@@ -236,7 +272,12 @@ export class SqliteTaskStore implements TaskStore {
       metadata,
       history,
       artifacts,
+      p.rowSeq ?? row.last_seq,
     );
+  }
+
+  private writeEvents(id: string, p: Pending): void {
+    if (p.events.length) this.w.insertEvents.run(id, p.firstSeq, p.firstSeq + p.events.length - 1, JSON.stringify(p.events));
   }
 }
 
@@ -265,6 +306,7 @@ interface RawRow {
   artifacts: string;
   created_at: string;
   updated_at: string;
+  last_seq: number;
 }
 
 function fromRaw(r: RawRow): TaskRow {
@@ -282,6 +324,7 @@ function fromRaw(r: RawRow): TaskRow {
     artifacts: r.artifacts,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
+    lastSeq: r.last_seq,
   };
 }
 

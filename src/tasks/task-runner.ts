@@ -1,7 +1,10 @@
-import type { AgentExecutor, ExecutionOutcome } from "../executors/executor";
+import type { AgentExecutor, ExecutionEvents, ExecutionOutcome } from "../executors/executor";
 import { A2AError } from "../protocol/errors";
-import type { Message, Task, TaskStatus } from "../protocol/types";
+import type { StreamItem } from "../protocol/request-handler";
+import type { Artifact, Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
+import { isSettled } from "../protocol/types";
 import { newId, now } from "./clock";
+import type { EventStream } from "./event-stream";
 import type { TaskStore } from "./task-store";
 
 export interface TaskRunnerOptions {
@@ -13,27 +16,37 @@ export interface TaskRunnerOptions {
   historyMessages: number;
 }
 
+/** Hears every committed task event (push notifications). */
+export type EventListener = (taskId: string, item: StreamItem) => void;
+
 interface Job {
+  /** The live task: status, history, and artifacts as streamed so far. */
   task: Task;
   message: Message;
   caller: string;
   abort: AbortController;
   cancelReason?: string;
+  /** Number of the last event emitted (committed or not). */
+  seq: number;
+  subscribers: Set<EventStream>;
   settled: Promise<Task>;
   resolve(task: Task): void;
   reject(err: unknown): void;
 }
 
 /**
- * Owns the life of running tasks: a bounded number execute at once, the rest wait in order. The executor's
- * outcome is the only thing that decides a task's final state, and it is written once, here. Callers that
- * want to wait (a blocking SendMessage, a cancel) await `settled`; no HTTP timer ever touches the task.
+ * Owns the life of running tasks: a bounded number execute at once, the rest wait in order. Everything that
+ * happens to a task is a numbered event: stored in SQLite with its task, and handed to live subscribers only
+ * once committed, so what a subscriber saw is always what a reconnecting one can replay. The executor's
+ * outcome alone decides a task's final state, written once, here; no HTTP timer ever touches a task.
  */
 export class TaskRunner {
   private readonly jobs = new Map<string, Job>();
   private readonly queue: Job[] = [];
   private running = 0;
   private accepting = true;
+  private listener: EventListener | undefined;
+  private readonly replies = new WeakMap<Task, Message>();
 
   constructor(
     private readonly store: TaskStore,
@@ -45,17 +58,23 @@ export class TaskRunner {
     return this.executor.kind;
   }
 
+  /** Registers the one listener of committed events (the push dispatcher). */
+  onEvent(listener: EventListener): void {
+    this.listener = listener;
+  }
+
   /** Throws (before anything is committed) when the node cannot take another task. */
   assertCapacity(): void {
     if (!this.accepting) throw A2AError.busy("this node is shutting down; retry against it later or use another peer");
     if (this.running >= this.options.maxConcurrent && this.queue.length >= this.options.maxQueued)
-      throw A2AError.busy(
-        `this node is at capacity (${this.running} tasks running, ${this.queue.length} waiting); retry later`,
-      );
+      throw A2AError.busy(`this node is at capacity (${this.running} tasks running, ${this.queue.length} waiting); retry later`);
   }
 
-  /** Runs (or queues) a task that is already committed as SUBMITTED. Resolves when it settles. */
-  start(task: Task, message: Message, caller: string): Promise<Task> {
+  /**
+   * Runs (or queues) a task already recorded as SUBMITTED (or interrupted, for a follow-up message).
+   * `lastSeq` is the number of its last stored event. Resolves when the task settles.
+   */
+  start(task: Task, message: Message, caller: string, lastSeq = 0): Promise<Task> {
     let resolve!: (t: Task) => void;
     let reject!: (err: unknown) => void;
     const settled = new Promise<Task>((res, rej) => {
@@ -63,7 +82,7 @@ export class TaskRunner {
       reject = rej;
     });
     settled.catch(() => {}); // a waiter may never come; the failure is logged by record()
-    const job: Job = { task, message, caller, abort: new AbortController(), settled, resolve, reject };
+    const job: Job = { task, message, caller, abort: new AbortController(), seq: lastSeq, subscribers: new Set(), settled, resolve, reject };
     this.jobs.set(task.id, job);
     if (this.running < this.options.maxConcurrent) void this.run(job);
     else this.queue.push(job);
@@ -73,6 +92,26 @@ export class TaskRunner {
   /** The promise of a task this runner is working on, if it is. */
   settledOf(taskId: string): Promise<Task> | undefined {
     return this.jobs.get(taskId)?.settled;
+  }
+
+  /** The Message an executor answered a settled task with (SendMessage returns it instead of the Task). */
+  replyOf(task: Task): Message | undefined {
+    return this.replies.get(task);
+  }
+
+  /**
+   * Adds a subscriber to a task this runner is working on; it receives every event committed from now on.
+   * Returns false if the task is not running here (it is settled, or waits for input).
+   */
+  subscribe(taskId: string, caller: string, stream: EventStream): boolean {
+    const job = this.jobs.get(taskId);
+    if (!job || job.caller !== caller) return false;
+    job.subscribers.add(stream);
+    return true;
+  }
+
+  unsubscribe(taskId: string, stream: EventStream): void {
+    this.jobs.get(taskId)?.subscribers.delete(stream);
   }
 
   /** Stops a running or queued task; resolves with its final (CANCELED) state, or undefined if not ours. */
@@ -94,22 +133,18 @@ export class TaskRunner {
    */
   async failLeftovers(): Promise<number> {
     const left = this.store.unfinished();
-    const writes = left.map((t) =>
-      this.store.finish(
-        t.id,
-        {
-          state: "TASK_STATE_FAILED",
-          timestamp: now(),
-          message: {
-            messageId: newId(),
-            role: "ROLE_AGENT",
-            parts: [{ text: "interrupted: the node stopped before this task finished; send it again" }],
-            taskId: t.id,
-          },
-        },
-        [],
-      ),
-    );
+    const writes = left.map((t) => {
+      const snap = this.store.snapshot(t.id, t.owner);
+      const status: TaskStatus = {
+        state: "TASK_STATE_FAILED",
+        timestamp: now(),
+        message: agentMessage(t.id, snap?.task.contextId, "interrupted: the node stopped before this task finished; send it again"),
+      };
+      const seq = (snap?.lastSeq ?? 0) + 1 + (this.store.eventsAfter(t.id, snap?.lastSeq ?? 0).length ?? 0);
+      const done = this.store.finish(t.id, status, []);
+      void this.store.appendEvents(t.id, seq, [{ statusUpdate: { taskId: t.id, contextId: snap?.task.contextId ?? "", status } }], seq);
+      return done;
+    });
     await Promise.all(writes);
     return left.length;
   }
@@ -141,9 +176,10 @@ export class TaskRunner {
     const { task } = job;
     try {
       const working: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now() };
-      // Not awaited: it commits with the next group, and if the task finishes first the two writes merge.
-      this.store.setStatus(task.id, working).catch(() => {});
       task.status = working;
+      // Not awaited: it commits with the next group, and if the task finishes first the writes merge.
+      void this.store.setStatus(task.id, working);
+      this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status: working } }, true);
       let outcome: ExecutionOutcome;
       try {
         const history = () =>
@@ -157,6 +193,7 @@ export class TaskRunner {
           history,
           caller: job.caller,
           signal: job.abort.signal,
+          events: this.eventsFor(job),
         });
       } catch (err) {
         outcome = { state: "TASK_STATE_FAILED", message: `executor ${this.executor.kind} failed: ${(err as Error).message}` };
@@ -174,33 +211,109 @@ export class TaskRunner {
     }
   }
 
+  /** The sink an executor reports through; events after the task settled are ignored. */
+  private eventsFor(job: Job): ExecutionEvents {
+    const { task } = job;
+    return {
+      progress: (text, metadata) => {
+        if (!this.jobs.has(task.id)) return;
+        const status: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now(), message: agentMessage(task.id, task.contextId, text) };
+        this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status, ...(metadata ? { metadata } : {}) } });
+      },
+      artifact: (artifact, options = {}) => {
+        if (!this.jobs.has(task.id)) return;
+        task.artifacts = accumulate(task.artifacts ?? [], artifact, options.append === true);
+        const update = { taskId: task.id, contextId: task.contextId, artifact, ...(options.append ? { append: true } : {}), ...(options.lastChunk ? { lastChunk: true } : {}) };
+        this.emit(job, { artifactUpdate: update });
+      },
+    };
+  }
+
+  /**
+   * Numbers an event, has it stored with the next group commit, and hands it to subscribers once committed.
+   * `rowUpdated`: the task's row is being written to reflect this event too.
+   */
+  private emit(job: Job, response: StreamResponse, rowUpdated = false): Promise<void> {
+    const seq = ++job.seq;
+    const taskId = job.task.id;
+    const committed = this.store.appendEvents(taskId, seq, [response], rowUpdated ? seq : undefined);
+    committed.then(
+      () => this.publish(job, { seq, response }),
+      () => {},
+    );
+    return committed;
+  }
+
+  private publish(job: Job, item: StreamItem): void {
+    for (const s of job.subscribers) s.push(item);
+    this.listener?.(job.task.id, item);
+    const status = "statusUpdate" in item.response ? item.response.statusUpdate.status.state : undefined;
+    if (status && isSettled(status) && item.seq === job.seq) {
+      for (const s of job.subscribers) s.end();
+      job.subscribers.clear();
+    }
+  }
+
   /** Writes the outcome once; resolves `settled` after it is committed (rejects if it could not be). */
   private async record(job: Job, outcome: ExecutionOutcome): Promise<void> {
     const { task } = job;
     const status: TaskStatus = { state: outcome.state, timestamp: now() };
-    if (outcome.message)
-      status.message = {
-        messageId: newId(),
-        role: "ROLE_AGENT",
-        parts: [{ text: outcome.message }],
-        taskId: task.id,
-        contextId: task.contextId,
-      };
-    const produced = outcome.artifacts ?? [];
+    const replyText = outcome.message;
+    if (outcome.reply) {
+      const reply = { ...outcome.reply, taskId: task.id, contextId: task.contextId };
+      this.replies.set(task, reply);
+      status.message = reply;
+    } else if (replyText) status.message = agentMessage(task.id, task.contextId, replyText);
+    for (const a of outcome.artifacts ?? []) {
+      task.artifacts = accumulate(task.artifacts ?? [], a, false);
+      void this.emit(job, { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: a, lastChunk: true } });
+    }
+    task.status = status;
+    if (status.message) task.history = [...(task.history ?? []), status.message];
+    if (outcome.metadata) task.metadata = { ...task.metadata, ...outcome.metadata };
+    const finalEvent: StreamResponse = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
     try {
-      await this.store.finish(task.id, status, produced, outcome.metadata);
+      const writes = [this.store.finish(task.id, status, task.artifacts ?? [], outcome.metadata), this.emit(job, finalEvent, true)];
+      await Promise.all(writes);
     } catch (err) {
       // The store itself failed (disk full, database gone): nothing can be recorded, so say so loudly.
       console.error(`a2a-node: could not record the outcome of task ${task.id}: ${(err as Error).message}`);
+      for (const s of job.subscribers) s.fail(A2AError.internal("the node could not record this task's outcome"));
       this.jobs.delete(task.id);
       job.reject(err);
       return;
     }
-    task.status = status;
-    if (produced.length > 0) task.artifacts = [...(task.artifacts ?? []), ...produced];
-    if (status.message) task.history = [...(task.history ?? []), status.message];
-    if (outcome.metadata) task.metadata = { ...task.metadata, ...outcome.metadata };
     this.jobs.delete(task.id);
     job.resolve(task);
   }
+}
+
+function agentMessage(taskId: string, contextId: string | undefined, text: string): Message {
+  const m: Message = { messageId: newId(), role: "ROLE_AGENT", parts: [{ text }], taskId };
+  if (contextId) m.contextId = contextId;
+  return m;
+}
+
+/**
+ * Applies an artifact event to the task's artifacts: a new id is added, `append` extends, otherwise replaces.
+ * Appended text joins the previous text part, so a streamed answer is stored as one text, not one part per
+ * token.
+ */
+function accumulate(artifacts: Artifact[], a: Artifact, append: boolean): Artifact[] {
+  const i = artifacts.findIndex((x) => x.artifactId === a.artifactId);
+  if (i === -1) return [...artifacts, { ...a, parts: [...a.parts] }];
+  const out = [...artifacts];
+  if (!append) {
+    out[i] = { ...a, parts: [...a.parts] };
+    return out;
+  }
+  const parts = [...out[i].parts];
+  for (const p of a.parts) {
+    const last = parts[parts.length - 1];
+    if (last && typeof last.text === "string" && typeof p.text === "string" && !last.metadata && !p.metadata)
+      parts[parts.length - 1] = { ...last, text: last.text + p.text };
+    else parts.push(p);
+  }
+  out[i] = { ...out[i], parts };
+  return out;
 }

@@ -1,4 +1,4 @@
-import type { Artifact, ListTasksParams, ListTasksResult, Message, Task, TaskStatus } from "../protocol/types";
+import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
 
 /** What the store needs to create a task; the task starts SUBMITTED with `message` as its first history entry. */
 export interface NewTask {
@@ -17,6 +17,12 @@ export interface UnfinishedTask {
   owner: string;
   state: string;
   executor: string;
+}
+
+/** A task event as stored: its per-task sequence number and the stream item (statusUpdate/artifactUpdate). */
+export interface StoredEvent {
+  seq: number;
+  response: StreamResponse;
 }
 
 /**
@@ -44,6 +50,15 @@ export interface TaskStore {
    * history, and metadata merged into the task's.
    */
   finish(taskId: string, status: TaskStatus, artifacts: Artifact[], metadata?: Record<string, unknown>): Promise<void>;
+  /**
+   * Records events `firstSeq`, `firstSeq + 1`, ... of a task. `rowSeq`: the task's own row (state, artifacts)
+   * now reflects events up to this number (given with the status/finish writes that make it so).
+   */
+  appendEvents(taskId: string, firstSeq: number, events: StreamResponse[], rowSeq?: number): Promise<void>;
+  /** Committed events of a task with a number above `afterSeq`, in order. (Callers check ownership first.) */
+  eventsAfter(taskId: string, afterSeq: number): StoredEvent[];
+  /** The task as its row has it, and the number of the last event that row reflects. */
+  snapshot(id: string, owner: string, historyLength?: number): { task: Task; lastSeq: number } | undefined;
   /** Tasks left SUBMITTED/WORKING by a previous run of the node. */
   unfinished(): UnfinishedTask[];
   /** The latest messages of a context, oldest first, for multi-turn executors. */

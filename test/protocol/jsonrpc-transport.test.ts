@@ -8,6 +8,7 @@ import { TaskRunner } from "../../src/tasks/task-runner";
 import { DefaultRequestHandler } from "../../src/protocol/request-handler";
 import { EchoExecutor } from "../../src/executors/echo-executor";
 import { JsonRpcTransport } from "../../src/protocol/jsonrpc-transport";
+import { v1Methods } from "../../src/protocol/v1-methods";
 
 let dir: string;
 let database: OpenDatabase;
@@ -18,15 +19,18 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "a2a-rpc-"));
   database = openDatabase(join(dir, "db.sqlite"));
   const store = new SqliteTaskStore(database);
-  transport = new JsonRpcTransport(new DefaultRequestHandler(store, new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 })));
+  transport = new JsonRpcTransport({ v1: v1Methods(new DefaultRequestHandler(store, new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }))) });
 });
 afterAll(() => {
   database.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-const call = async (body: unknown, version: string | null = "1.0") =>
-  JSON.parse(await transport.handle(typeof body === "string" ? body : JSON.stringify(body), version, ctx));
+const call = async (body: unknown, version: string | null = "1.0") => {
+  const out = await transport.handle(typeof body === "string" ? body : JSON.stringify(body), version, ctx);
+  if (out.kind !== "json") throw new Error("expected a JSON answer");
+  return JSON.parse(out.body);
+};
 const req = (method: string, params?: unknown, id: unknown = 1) => ({ jsonrpc: "2.0", id, method, params });
 const message = (extra: Record<string, unknown> = {}) => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }], ...extra });
 
