@@ -1,8 +1,10 @@
+import { existsSync, readFileSync } from "node:fs";
 import { UsageError } from "./cli/errors";
+import type { AgentSkill } from "./protocol/types";
 import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "./executors/openai-executor";
 
-export type ExecutorKind = "echo" | "openai";
-export const EXECUTOR_KINDS: readonly ExecutorKind[] = ["echo", "openai"];
+export type ExecutorKind = "echo" | "openai" | "conformance";
+export const EXECUTOR_KINDS: readonly ExecutorKind[] = ["echo", "openai", "conformance"];
 
 /** Everything `serve` needs. One schema, filled in one order: defaults < environment < flags. */
 export interface ServeConfig {
@@ -22,6 +24,12 @@ export interface ServeConfig {
   /** How long SIGTERM waits for running tasks before recording them as interrupted. */
   shutdownGraceMs: number;
   description: string;
+  /** Skills listed in the agent card (default: one general "delegate" skill). */
+  skills?: AgentSkill[];
+  /** Extra plain-HTTP listener on 127.0.0.1 (conformance runs, local tools); off when undefined. */
+  plainHttpPort?: number;
+  /** Webhook hosts ("host" or "host:port") allowed even though they are private or loopback addresses. */
+  pushAllow: string[];
 }
 
 export const DEFAULTS: ServeConfig = {
@@ -35,6 +43,7 @@ export const DEFAULTS: ServeConfig = {
   maxQueued: 1000,
   shutdownGraceMs: 10_000,
   description: "An a2a-node agent: delegate tasks to it over mutual TLS.",
+  pushAllow: [],
 };
 
 /** Environment variables, each the same as its flag. */
@@ -48,6 +57,68 @@ export const ENV_KEYS = {
   maxConcurrent: "A2A_NODE_MAX_CONCURRENT",
 } as const;
 
+/** What a config file may set (TOML, snake_case keys; see scripts/config.example.toml). */
+export type FileConfig = Partial<Omit<ServeConfig, "modelApiKey">>;
+
+const FILE_KEYS: Record<string, keyof FileConfig> = {
+  host: "host",
+  port: "port",
+  advertise_url: "advertiseUrl",
+  executor: "executor",
+  model_url: "modelUrl",
+  model: "model",
+  system_prompt: "systemPrompt",
+  max_body: "maxBodyBytes",
+  max_concurrent: "maxConcurrent",
+  max_queued: "maxQueued",
+  shutdown_grace_seconds: "shutdownGraceMs",
+  description: "description",
+  skills: "skills",
+  plain_http_port: "plainHttpPort",
+  push_allow: "pushAllow",
+};
+
+/**
+ * Reads a TOML config file. Unknown keys are an error (a typo must not be silently ignored); a missing file
+ * is an error only when it was named explicitly.
+ */
+export function loadConfigFile(path: string, explicit: boolean): FileConfig {
+  if (!existsSync(path)) {
+    if (explicit) throw new UsageError(`config file ${path} does not exist`);
+    return {};
+  }
+  let raw: Record<string, unknown>;
+  try {
+    raw = Bun.TOML.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+  } catch (err) {
+    throw new UsageError(`config file ${path} is not valid TOML: ${(err as Error).message}`);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw)) {
+    const key = FILE_KEYS[k];
+    if (!key) throw new UsageError(`config file ${path}: unknown key '${k}' (known: ${Object.keys(FILE_KEYS).join(", ")})`);
+    out[key] = key === "shutdownGraceMs" ? Number(v) * 1000 : v;
+  }
+  if (out.skills !== undefined) out.skills = checkSkills(out.skills, path);
+  if (out.pushAllow !== undefined && (!Array.isArray(out.pushAllow) || out.pushAllow.some((h) => typeof h !== "string")))
+    throw new UsageError(`config file ${path}: push_allow must be a list of "host" or "host:port" strings`);
+  return out as FileConfig;
+}
+
+function checkSkills(v: unknown, path: string): AgentSkill[] {
+  if (!Array.isArray(v)) throw new UsageError(`config file ${path}: skills must be an array of [[skills]] tables`);
+  return v.map((s, i) => {
+    const o = s as Record<string, unknown>;
+    for (const f of ["id", "name", "description"])
+      if (typeof o[f] !== "string" || o[f] === "") throw new UsageError(`config file ${path}: skills[${i}].${f} must be a non-empty string`);
+    const tags = o.tags ?? [];
+    if (!Array.isArray(tags) || tags.some((t) => typeof t !== "string")) throw new UsageError(`config file ${path}: skills[${i}].tags must be strings`);
+    const skill: AgentSkill = { id: o.id as string, name: o.name as string, description: o.description as string, tags: tags as string[] };
+    if (Array.isArray(o.examples)) skill.examples = o.examples.map(String);
+    return skill;
+  });
+}
+
 export interface ServeFlags {
   host?: string;
   port?: number;
@@ -60,9 +131,10 @@ export interface ServeFlags {
   maxConcurrent?: number;
   maxQueued?: number;
   description?: string;
+  plainHttpPort?: number;
 }
 
-export function resolveServeConfig(flags: ServeFlags, env: Record<string, string | undefined>): ServeConfig {
+export function resolveServeConfig(flags: ServeFlags, env: Record<string, string | undefined>, file: FileConfig = {}): ServeConfig {
   const num = (flag: number | undefined, key: string, name: string): number | undefined => {
     if (flag !== undefined) return flag;
     const v = env[key];
@@ -71,21 +143,25 @@ export function resolveServeConfig(flags: ServeFlags, env: Record<string, string
     if (!Number.isFinite(n)) throw new UsageError(`${key} must be a number (got '${v}')`);
     return n;
   };
+  const base: ServeConfig = { ...DEFAULTS, ...file };
   const c: ServeConfig = {
-    ...DEFAULTS,
-    host: flags.host ?? env[ENV_KEYS.host] ?? DEFAULTS.host,
-    port: num(flags.port, ENV_KEYS.port, "port") ?? DEFAULTS.port,
-    advertiseUrl: flags.advertiseUrl ?? env[ENV_KEYS.advertiseUrl],
-    executor: (flags.executor ?? env[ENV_KEYS.executor] ?? DEFAULTS.executor) as ExecutorKind,
-    modelUrl: flags.modelUrl ?? env[ENV_KEYS.modelUrl] ?? DEFAULTS.modelUrl,
-    model: flags.model ?? env[ENV_KEYS.model] ?? DEFAULTS.model,
+    ...base,
+    host: flags.host ?? env[ENV_KEYS.host] ?? base.host,
+    port: num(flags.port, ENV_KEYS.port, "port") ?? base.port,
+    advertiseUrl: flags.advertiseUrl ?? env[ENV_KEYS.advertiseUrl] ?? base.advertiseUrl,
+    executor: (flags.executor ?? env[ENV_KEYS.executor] ?? base.executor) as ExecutorKind,
+    modelUrl: flags.modelUrl ?? env[ENV_KEYS.modelUrl] ?? base.modelUrl,
+    model: flags.model ?? env[ENV_KEYS.model] ?? base.model,
     modelApiKey: env.A2A_NODE_MODEL_API_KEY || env.OPENAI_API_KEY || undefined,
-    systemPrompt: flags.systemPrompt,
-    maxBodyBytes: flags.maxBody ?? DEFAULTS.maxBodyBytes,
-    maxConcurrent: num(flags.maxConcurrent, ENV_KEYS.maxConcurrent, "max-concurrent") ?? DEFAULTS.maxConcurrent,
-    maxQueued: flags.maxQueued ?? DEFAULTS.maxQueued,
-    description: flags.description ?? DEFAULTS.description,
+    systemPrompt: flags.systemPrompt ?? base.systemPrompt,
+    maxBodyBytes: flags.maxBody ?? base.maxBodyBytes,
+    maxConcurrent: num(flags.maxConcurrent, ENV_KEYS.maxConcurrent, "max-concurrent") ?? base.maxConcurrent,
+    maxQueued: flags.maxQueued ?? base.maxQueued,
+    description: flags.description ?? base.description,
+    plainHttpPort: flags.plainHttpPort ?? base.plainHttpPort,
   };
+  if (c.plainHttpPort !== undefined && (!Number.isInteger(c.plainHttpPort) || c.plainHttpPort < 0 || c.plainHttpPort > 65535))
+    throw new UsageError(`--plain-http-port must be 0-65535 (got ${c.plainHttpPort})`);
   if (!EXECUTOR_KINDS.includes(c.executor))
     throw new UsageError(`--executor must be one of ${EXECUTOR_KINDS.join(", ")} (got '${c.executor}')`);
   if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535) throw new UsageError(`--port must be 0-65535 (got ${c.port})`);

@@ -2,18 +2,20 @@ import { hostname } from "node:os";
 import { isIP } from "node:net";
 import { loadNodeIdentity } from "../pki/identity";
 import type { ServeConfig } from "./config";
+import { ConformanceExecutor } from "./executors/conformance-executor";
 import { EchoExecutor } from "./executors/echo-executor";
 import type { AgentExecutor } from "./executors/executor";
 import { OpenAiCompatibleExecutor } from "./executors/openai-executor";
 import { homePaths } from "./home";
 import type { Logger } from "./log";
-import { JsonRpcTransport } from "./protocol/jsonrpc-transport";
-import { v1Methods } from "./protocol/v1-methods";
-import { DefaultRequestHandler } from "./protocol/request-handler";
 import type { CallerIdentity } from "./protocol/caller";
+import { JsonRpcTransport } from "./protocol/jsonrpc-transport";
+import { DefaultRequestHandler } from "./protocol/request-handler";
 import type { AgentCard } from "./protocol/types";
+import { v1Methods } from "./protocol/v1-methods";
 import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
-import { listenMtls } from "./server/mtls-listener";
+import { listenMtls, type Listener } from "./server/mtls-listener";
+import { listenPlainLoopback } from "./server/plain-listener";
 import { createRequestRouter, tooLargeResponse } from "./server/request-router";
 import { openDatabase } from "./store/database";
 import { SqliteTaskStore } from "./store/sqlite-task-store";
@@ -24,12 +26,14 @@ export interface RunningNode {
   name: string;
   url: string;
   advertisedUrl: string;
+  /** The plain loopback listener's URL, when --plain-http-port is set. */
+  plainUrl?: string;
   stop(): Promise<void>;
 }
 
 /**
- * The daemon, assembled top to bottom: identity, database, executor, task runner, protocol, web surface,
- * listener. Each line names the one piece it adds; nothing here knows how the pieces work inside.
+ * The daemon, assembled top to bottom: identity, database, executor, task runner, protocol, listeners. Each
+ * line names the one piece it adds; nothing here knows how the pieces work inside.
  */
 export async function startNode(home: string, config: ServeConfig, log: Logger): Promise<RunningNode> {
   const paths = homePaths(home);
@@ -46,40 +50,38 @@ export async function startNode(home: string, config: ServeConfig, log: Logger):
   if (leftovers > 0) log.warn("recorded tasks interrupted by the last stop as FAILED", { count: leftovers });
   const handler = new DefaultRequestHandler(store, runner);
   const transport = new JsonRpcTransport({ v1: v1Methods(handler) });
-  let card: AgentCard | undefined; // built once the port is known (port 0 picks one)
-  // The web surface (Elysia, OpenAPI) is built on its first request: the JSON-RPC path never needs it, and
-  // not loading it at start keeps the time from launch to the first answered task short.
   const startedAt = Date.now();
-  let web: Promise<(request: Request, caller: CallerIdentity) => Promise<Response>> | undefined;
-  const handleWeb = async (request: Request, caller: CallerIdentity) => {
-    web ??= import("./server/web-app").then(({ createWebApp }) => {
-      const app = createWebApp({ card: () => card as AgentCard, version: VERSION, executor: executor.kind, startedAt });
-      return app.handle;
-    });
-    return (await web)(request, caller);
-  };
-  const listener = await listenMtls({
+  const card = (url: string) =>
+    buildAgentCard({ name: identity.name, description: config.description, version: VERSION, advertisedUrl: url, skills: config.skills ?? DEFAULT_SKILLS });
+  const common = { maxBodyBytes: config.maxBodyBytes, tooLarge: tooLargeResponse };
+
+  let advertisedUrl = "";
+  const mtls = await listenMtls({
+    ...common,
     host: config.host,
     port: config.port,
     cert: identity.certPem,
     key: identity.keyPem,
     ca: identity.caPem,
-    maxBodyBytes: config.maxBodyBytes,
-    onRequest: createRequestRouter({ transport, web: handleWeb }),
-    tooLarge: tooLargeResponse,
+    onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(advertisedUrl), executor.kind, startedAt) }),
     onHandshakeError: (err, remote) => log.warn("refused a TLS client", { remote, reason: err.message }),
   });
-  const advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, listener.port);
-  card = buildAgentCard({
-    name: identity.name,
-    description: config.description,
-    version: VERSION,
-    advertisedUrl,
-    skills: DEFAULT_SKILLS,
-  });
+  advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, mtls.port);
+  const listeners: Listener[] = [mtls];
+  let plainUrl: string | undefined;
+  if (config.plainHttpPort !== undefined) {
+    const plain = await listenPlainLoopback({
+      ...common,
+      port: config.plainHttpPort,
+      onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(plainUrl as string), executor.kind, startedAt) }),
+    });
+    plainUrl = plain.url;
+    listeners.push(plain);
+    log.warn("plain-HTTP listener open on loopback: any local process can use it, as caller 'local'", { url: plain.url });
+  }
   log.info("serving A2A over mTLS", {
     name: identity.name,
-    listen: listener.url,
+    listen: mtls.url,
     advertised: advertisedUrl,
     executor: executor.kind,
     database: paths.database,
@@ -88,12 +90,13 @@ export async function startNode(home: string, config: ServeConfig, log: Logger):
 
   return {
     name: identity.name,
-    url: listener.url,
+    url: mtls.url,
     advertisedUrl,
+    plainUrl,
     async stop() {
-      listener.stopAccepting();
+      for (const l of listeners) l.stopAccepting();
       await runner.shutdown(config.shutdownGraceMs);
-      await listener.close();
+      for (const l of listeners) await l.close();
       store.flush();
       database.close();
       log.info("stopped", { name: identity.name });
@@ -105,6 +108,8 @@ function createExecutor(config: ServeConfig): AgentExecutor {
   switch (config.executor) {
     case "echo":
       return new EchoExecutor();
+    case "conformance":
+      return new ConformanceExecutor();
     case "openai":
       return new OpenAiCompatibleExecutor({
         baseUrl: config.modelUrl,
@@ -113,6 +118,18 @@ function createExecutor(config: ServeConfig): AgentExecutor {
         systemPrompt: config.systemPrompt,
       });
   }
+}
+
+/**
+ * The web surface (Elysia, OpenAPI) of one listener, built on its first request: the JSON-RPC path never
+ * needs it, and not loading it at start keeps the time from launch to the first answered task short.
+ */
+function lazyWebApp(card: () => AgentCard, executor: string, startedAt: number) {
+  let web: Promise<(request: Request, caller: CallerIdentity) => Promise<Response>> | undefined;
+  return async (request: Request, caller: CallerIdentity) => {
+    web ??= import("./server/web-app").then(({ createWebApp }) => createWebApp({ card: card(), version: VERSION, executor, startedAt }).handle);
+    return (await web)(request, caller);
+  };
 }
 
 /**

@@ -1,11 +1,13 @@
+import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
+import { canonicalJson } from "./canonical-json";
 import { openapi } from "@elysiajs/openapi";
 import type { CallerIdentity } from "../protocol/caller";
 import type { AgentCard } from "../protocol/types";
 
 export interface WebAppOptions {
-  /** The card, read on first request (it names the listener's port, known only once listening). */
-  card: () => AgentCard;
+  /** The card this listener serves (it names the listener's own URL). */
+  card: AgentCard;
   version: string;
   executor: string;
   startedAt: number;
@@ -18,7 +20,11 @@ export interface WebAppOptions {
  */
 export function createWebApp(o: WebAppOptions) {
   const callers = new WeakMap<Request, CallerIdentity>();
-  let cardJson: string | undefined;
+  const cardJson = JSON.stringify(o.card);
+  // A stable ETag: the hash of the canonical card, the same on every start while the card is the same.
+  const etag = `"${createHash("sha256").update(canonicalJson(o.card)).digest("base64url").slice(0, 27)}"`;
+  const lastModified = new Date(Math.floor(o.startedAt / 1000) * 1000).toUTCString();
+  const cardHeaders = { "content-type": "application/json", etag, "last-modified": lastModified, "cache-control": "public, max-age=300" };
 
   const app = new Elysia({ aot: true })
     .use(
@@ -44,14 +50,18 @@ export function createWebApp(o: WebAppOptions) {
     .derive(({ request }) => ({ caller: callers.get(request) }))
     .get(
       "/.well-known/agent-card.json",
-      () => new Response((cardJson ??= JSON.stringify(o.card())), { headers: { "content-type": "application/json" } }),
+      ({ request }) => {
+        const inm = request.headers.get("if-none-match");
+        if (inm && inm.split(",").some((t) => t.trim() === etag || t.trim() === "*")) return new Response(null, { status: 304, headers: cardHeaders });
+        return new Response(cardJson, { headers: cardHeaders });
+      },
       { detail: { summary: "The A2A agent card" } },
     )
     .get(
       "/health",
       ({ caller }) => ({
         status: "ok",
-        name: o.card().name,
+        name: o.card.name,
         version: o.version,
         executor: o.executor,
         uptimeSeconds: Math.round((Date.now() - o.startedAt) / 1000),

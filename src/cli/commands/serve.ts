@@ -1,8 +1,9 @@
-import { DEFAULTS, EXECUTOR_KINDS, redacted, resolveServeConfig } from "../../config";
+import { join } from "node:path";
+import { DEFAULTS, EXECUTOR_KINDS, loadConfigFile, redacted, resolveServeConfig } from "../../config";
 import { createLogger } from "../../log";
 import { startNode } from "../../node";
 import type { Command } from "../command";
-import { CliError, ExitCode } from "../errors";
+import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
 
 const flags = {
@@ -17,6 +18,8 @@ const flags = {
   "max-concurrent": { type: "number", value: "N" },
   "max-queued": { type: "number", value: "N" },
   description: { type: "string", value: "TEXT" },
+  "plain-http-port": { type: "number", value: "PORT" },
+  config: { type: "string", value: "FILE" },
   check: { type: "boolean" },
   quiet: { type: "boolean" },
 } as const;
@@ -38,7 +41,8 @@ FLAGS
   --advertise-url URL    base URL written in the agent card (env A2A_NODE_ADVERTISE_URL; default: the bound
                          address, the host name, or the node name, whichever the certificate covers)
   --executor KIND        echo: answer with the message's own text; openai: ask an OpenAI-compatible model
-                         server (env A2A_NODE_EXECUTOR; default ${DEFAULTS.executor})
+                         server; conformance: behave as the A2A conformance kit (a2a-tck) expects
+                         (env A2A_NODE_EXECUTOR; default ${DEFAULTS.executor})
   --model-url URL        OpenAI-compatible API base (env A2A_NODE_MODEL_URL; default ${DEFAULTS.modelUrl}, Ollama)
   --model NAME           model name sent to it (env A2A_NODE_MODEL; default ${DEFAULTS.model})
   --system-prompt TEXT   system prompt for the model
@@ -46,6 +50,10 @@ FLAGS
   --max-concurrent N     tasks executing at once (env A2A_NODE_MAX_CONCURRENT; default ${DEFAULTS.maxConcurrent})
   --max-queued N         tasks waiting for a slot before new ones are refused (default ${DEFAULTS.maxQueued})
   --description TEXT     description in the agent card
+  --plain-http-port P    also serve plain HTTP on 127.0.0.1:P (loopback only, no identity: every caller is
+                         'local'), for local tools and the A2A conformance kit
+  --config FILE          TOML settings (default HOME/config.toml if present; see scripts/config.example.toml);
+                         flags and environment variables override it
   --check                print the effective configuration (secrets redacted) and exit
   --quiet                log only warnings and errors
   The model API key is read from A2A_NODE_MODEL_API_KEY or OPENAI_API_KEY, never from a flag.
@@ -59,7 +67,9 @@ EXIT CODES
   0 stopped by a signal   1 could not start (no certificate, port in use, ...)   2 usage error
 `,
   async run(argv, { io, home }) {
-    const { flags: f } = parseFlags(argv, flags);
+    const { flags: f, positionals } = parseFlags(argv, flags);
+    if (positionals.length) throw new UsageError(`serve takes no arguments (got '${positionals[0]}')`);
+    const file = loadConfigFile(f.config ?? join(home, "config.toml"), f.config !== undefined);
     const config = resolveServeConfig(
       {
         host: f.host,
@@ -73,8 +83,10 @@ EXIT CODES
         maxConcurrent: f["max-concurrent"],
         maxQueued: f["max-queued"],
         description: f.description,
+        plainHttpPort: f["plain-http-port"],
       },
       io.env,
+      file,
     );
     if (f.check) {
       io.stdout.write(`${JSON.stringify({ home, ...redacted(config) }, null, 2)}\n`);

@@ -1,0 +1,54 @@
+import { createServer } from "node:net";
+import type { AddressInfo } from "node:net";
+import type { CallerIdentity } from "../protocol/caller";
+import { serveHttp1, type HttpRequest, type HttpResponse } from "./http1";
+import type { Listener } from "./mtls-listener";
+
+/** Everyone on a plain loopback listener is one caller: the machine itself. */
+export const LOOPBACK_CALLER: CallerIdentity = { name: "local", fingerprint: "plain-http-loopback" };
+
+export interface PlainListenerOptions {
+  port: number;
+  maxBodyBytes: number;
+  onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
+  tooLarge(limit: number, declared: number | undefined): HttpResponse;
+}
+
+/**
+ * A plain-HTTP listener for tools on this machine that cannot present a client certificate (the A2A
+ * conformance kit, local scripts). It binds 127.0.0.1 only, never another address: without TLS there is no
+ * identity, so every caller is LOOPBACK_CALLER and sees only the tasks made through this listener.
+ */
+export function listenPlainLoopback(options: PlainListenerOptions): Promise<Listener> {
+  const sockets = new Set<import("node:net").Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+    serveHttp1(socket, {
+      maxBodyBytes: options.maxBodyBytes,
+      maxHeadBytes: 16 * 1024,
+      idleTimeoutMs: 65_000,
+      headTimeoutMs: 30_000,
+      handle: (req) => options.onRequest(req, LOOPBACK_CALLER),
+      tooLarge: options.tooLarge,
+    });
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, "127.0.0.1", () => {
+      server.off("error", reject);
+      const port = (server.address() as AddressInfo).port;
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        port,
+        stopAccepting: () => void server.close(),
+        close: () =>
+          new Promise<void>((done) => {
+            for (const s of sockets) s.destroy();
+            if (server.listening) server.close(() => done());
+            else done();
+          }),
+      });
+    });
+  });
+}
