@@ -173,7 +173,7 @@ export class PushDispatcher {
   }
 
   private enqueue(taskId: string, configId: string, deliveryId: string, dueAt: number): void {
-    const key = `${taskId}\0${configId}\0${deliveryId}`;
+    const key = `${taskId}\0${configId}`;
     let lane = this.lanes.get(key);
     if (!lane) {
       lane = { taskId, configId, queue: [], dueAt, busy: false, ready: false };
