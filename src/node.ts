@@ -13,6 +13,7 @@ import { JsonRpcTransport } from "./protocol/jsonrpc-transport";
 import { DefaultRequestHandler } from "./protocol/request-handler";
 import type { AgentCard } from "./protocol/types";
 import { v1Methods } from "./protocol/v1-methods";
+import { v03Methods } from "./protocol/v03/methods";
 import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
 import { listenMtls, type Listener } from "./server/mtls-listener";
 import { listenPlainLoopback } from "./server/plain-listener";
@@ -49,7 +50,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger):
   const leftovers = await runner.failLeftovers();
   if (leftovers > 0) log.warn("recorded tasks interrupted by the last stop as FAILED", { count: leftovers });
   const handler = new DefaultRequestHandler(store, runner);
-  const transport = new JsonRpcTransport({ v1: v1Methods(handler) });
+  const transport = new JsonRpcTransport({ v1: v1Methods(handler), v03: v03Methods(handler) });
   const startedAt = Date.now();
   const card = (url: string) =>
     buildAgentCard({ name: identity.name, description: config.description, version: VERSION, advertisedUrl: url, skills: config.skills ?? DEFAULT_SKILLS });

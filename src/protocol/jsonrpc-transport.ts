@@ -87,14 +87,39 @@ export class JsonRpcTransport {
   }
 }
 
-/** Wraps each result as a JSON-RPC response; an error mid-stream becomes the stream's last item. */
-async function* frame(events: AsyncIterable<StreamEvent>, id: RpcId, table: MethodTable): AsyncIterable<{ id?: string; data: string }> {
+/**
+ * Wraps each result as a JSON-RPC response; an error mid-stream becomes the stream's last item. A plain
+ * iterator, so that return() (the client left) reaches the source at once.
+ */
+function frame(events: AsyncIterable<StreamEvent>, id: RpcId, table: MethodTable): AsyncIterable<{ id?: string; data: string }> {
   const rid = JSON.stringify(id);
-  try {
-    for await (const e of events) yield { id: e.id, data: `{"jsonrpc":"2.0","id":${rid},"result":${JSON.stringify(e.result)}}` };
-  } catch (err) {
-    yield { data: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(asA2AError(err, "stream")) }) };
-  }
+  return {
+    [Symbol.asyncIterator]() {
+      const it = events[Symbol.asyncIterator]();
+      let done = false;
+      return {
+        async next() {
+          if (done) return { value: undefined, done: true };
+          try {
+            const r = await it.next();
+            if (r.done) {
+              done = true;
+              return { value: undefined, done: true };
+            }
+            return { value: { id: r.value.id, data: `{"jsonrpc":"2.0","id":${rid},"result":${JSON.stringify(r.value.result)}}` }, done: false };
+          } catch (err) {
+            done = true;
+            return { value: { data: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(asA2AError(err, "stream")) }) }, done: false };
+          }
+        },
+        async return() {
+          done = true;
+          await it.return?.();
+          return { value: undefined, done: true };
+        },
+      };
+    },
+  };
 }
 
 function asA2AError(err: unknown, method: string): A2AError {

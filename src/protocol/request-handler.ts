@@ -2,6 +2,7 @@ import { newId, now } from "../tasks/clock";
 import type { TaskRunner } from "../tasks/task-runner";
 import type { TaskStore } from "../tasks/task-store";
 import { EventStream } from "../tasks/event-stream";
+import { mapStream } from "./streams";
 import type { CallContext } from "./caller";
 import { A2AError } from "./errors";
 import type {
@@ -270,7 +271,6 @@ function trimHistory(task: Task, historyLength: number | undefined): Task {
   return task.history.length > historyLength ? { ...task, history: task.history.slice(-historyLength) } : task;
 }
 
-async function* prepend(first: StreamItem, rest: AsyncIterable<StreamItem>): AsyncIterable<StreamItem> {
-  yield first;
-  yield* rest;
+function prepend(first: StreamItem, rest: AsyncIterable<StreamItem>): AsyncIterable<StreamItem> {
+  return mapStream(rest, (x) => x, first);
 }

@@ -1,6 +1,7 @@
 import { A2AError } from "./errors";
 import type { MethodTable } from "./jsonrpc-transport";
 import type { A2ARequestHandler, StreamItem } from "./request-handler";
+import { mapStream } from "./streams";
 import * as validate from "./validate";
 
 /** A2A v1.0's JSON-RPC methods, over the request handler. */
@@ -29,6 +30,6 @@ export function v1Methods(handler: A2ARequestHandler): MethodTable {
   };
 }
 
-async function* events(items: AsyncIterable<StreamItem>) {
-  for await (const item of items) yield { id: item.seq === undefined ? undefined : String(item.seq), result: item.response };
+function events(items: AsyncIterable<StreamItem>) {
+  return mapStream(items, (item) => ({ id: item.seq === undefined ? undefined : String(item.seq), result: item.response }));
 }

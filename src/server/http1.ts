@@ -23,7 +23,7 @@ export interface Http1Options {
   maxHeadBytes: number;
   /** A connection with no request in progress is closed after this long. */
   idleTimeoutMs: number;
-  /** A request's head must arrive within this long (slow-loris guard). */
+  /** A request (head and body) must arrive within this long once it has begun (slow-loris guard). */
   headTimeoutMs: number;
   /** Called once per request; requests on one connection are answered in order. */
   handle(request: HttpRequest): Promise<HttpResponse>;
@@ -33,16 +33,21 @@ export interface Http1Options {
   streamKeepAliveMs?: number;
 }
 
+const CRLF = Buffer.from("\r\n");
 const CRLF2 = Buffer.from("\r\n\r\n");
+const DIGITS = /^\d+$/;
+const HEX = /^[0-9a-fA-F]+$/;
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const REASONS: Record<number, string> = {
+  100: "Continue", 200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden",
+  404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large",
+  431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
+  505: "HTTP Version Not Supported",
+};
 
 function chunk(text: string): string {
   return `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
 }
-const REASONS: Record<number, string> = {
-  200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-  405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large", 431: "Request Header Fields Too Large",
-  500: "Internal Server Error", 501: "Not Implemented", 505: "HTTP Version Not Supported",
-};
 
 class HttpError extends Error {
   constructor(readonly status: number, message: string) {
@@ -50,48 +55,76 @@ class HttpError extends Error {
   }
 }
 
+/** Where a chunked body's decoding stopped, so the next data event resumes instead of starting over. */
+interface ChunkState {
+  at: number;
+  parts: Buffer[];
+  size: number;
+}
+
 /**
  * A small HTTP/1.1 server loop for one connection: keep-alive, Content-Length and chunked bodies, requests
- * answered one at a time in order. It replaces node:http on the mTLS listener because, under Bun, node:http's
+ * answered one at a time in order. It replaces node:http on both listeners because, under Bun, node:http's
  * compatibility layer (streams, events, per-request objects) cost more CPU per task than all of the node's own
- * work on it; this loop does only what an A2A JSON-RPC server needs.
+ * work on it; this loop does only what an A2A JSON-RPC server needs, and is strict about framing: anything
+ * ambiguous (bad lengths, both Content-Length and Transfer-Encoding, obsolete line folding) is refused.
  */
 export function serveHttp1(socket: Socket, o: Http1Options): void {
   let buf: Buffer = Buffer.alloc(0);
   let busy = false;
   let closed = false;
-  let headTimer: ReturnType<typeof setTimeout> | undefined;
+  let requestTimer: ReturnType<typeof setTimeout> | undefined;
+  let chunked: ChunkState | undefined;
+  let continued = false;
+  // Never hold more than one request's worth (plus what may be pipelined behind it) in memory.
+  const maxBuffered = o.maxHeadBytes + o.maxBodyBytes + 64 * 1024;
   socket.setNoDelay(true);
-  socket.setTimeout(o.idleTimeoutMs, () => socket.destroy());
+  const idle = () => socket.setTimeout(o.idleTimeoutMs);
+  socket.on("timeout", () => socket.destroy());
+  idle();
   socket.on("close", () => {
     closed = true;
-    clearTimeout(headTimer);
+    clearTimeout(requestTimer);
   });
   socket.on("error", () => socket.destroy());
-  socket.on("data", (chunk: Buffer) => {
-    buf = buf.length === 0 ? chunk : Buffer.concat([buf, chunk]);
+  socket.on("data", (data: Buffer) => {
+    if (closed) return;
+    buf = buf.length === 0 ? data : Buffer.concat([buf, data]);
+    if (buf.length > maxBuffered) {
+      socket.destroy();
+      return;
+    }
     if (!busy) void pump();
   });
 
-  const armHeadTimer = () => {
-    if (!headTimer) headTimer = setTimeout(() => fail(new HttpError(408, "request head took too long")), o.headTimeoutMs);
+  const armRequestTimer = () => {
+    if (!requestTimer) requestTimer = setTimeout(() => fail(new HttpError(408, "request took too long to arrive")), o.headTimeoutMs);
   };
 
   function fail(err: HttpError): void {
     if (closed) return;
-    write({ status: err.status, headers: { "content-type": "text/plain" }, body: `${err.message}\n` }, false);
-    socket.end();
-    closed = true;
+    write({ status: err.status, headers: { "content-type": "text/plain" }, body: `${err.message}\n` }, false, "GET");
+    finish();
   }
 
-  function write(res: HttpResponse, keepAlive: boolean): void {
+  /** Ends the connection after what was written (and stops reading it). */
+  function finish(): void {
+    closed = true;
+    buf = Buffer.alloc(0);
+    clearTimeout(requestTimer);
+    socket.end();
+  }
+
+  function write(res: HttpResponse, keepAlive: boolean, method: string): void {
     const body = typeof res.body === "string" ? Buffer.from(res.body) : (res.body ?? new Uint8Array());
-    let head = `HTTP/1.1 ${res.status} ${REASONS[res.status] ?? "Status"}\r\ncontent-length: ${body.length}\r\n`;
+    const bodyless = method === "HEAD" || res.status === 204 || res.status === 304;
+    let head = `HTTP/1.1 ${res.status} ${REASONS[res.status] ?? "Status"}\r\n`;
+    if (res.status !== 204 && res.status !== 304) head += `content-length: ${body.length}\r\n`;
     if (!keepAlive) head += "connection: close\r\n";
-    if (res.headers) for (const k in res.headers) if (k !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
+    if (res.headers) for (const k in res.headers) if (k.toLowerCase() !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
     head += "\r\n";
     // One write: head and body leave together in one TLS record.
-    socket.write(body.length ? Buffer.concat([Buffer.from(head, "latin1"), body]) : head);
+    socket.write(!bodyless && body.length ? Buffer.concat([Buffer.from(head, "latin1"), body]) : head);
   }
 
   async function pump(): Promise<void> {
@@ -100,9 +133,10 @@ export function serveHttp1(socket: Socket, o: Http1Options): void {
       while (!closed && buf.length > 0) {
         const parsed = parse();
         if (!parsed) break; // need more bytes
-        clearTimeout(headTimer);
-        headTimer = undefined;
+        clearTimeout(requestTimer);
+        requestTimer = undefined;
         const { request, keepAlive } = parsed;
+        socket.setTimeout(0); // a slow handler (a long blocking task) is not an idle connection
         let response: HttpResponse;
         try {
           response = await o.handle(request);
@@ -111,13 +145,11 @@ export function serveHttp1(socket: Socket, o: Http1Options): void {
         }
         if (closed) return;
         if (response.stream) await writeStream(response, response.stream, keepAlive);
-        else write(response, keepAlive);
-        if (!keepAlive) {
-          socket.end();
-          closed = true;
-        }
+        else write(response, keepAlive, request.method);
+        if (!keepAlive) finish();
+        else idle();
       }
-      if (!closed && buf.length > 0) armHeadTimer();
+      if (!closed && buf.length > 0) armRequestTimer();
     } catch (err) {
       if (err instanceof HttpError) fail(err);
       else socket.destroy();
@@ -126,56 +158,86 @@ export function serveHttp1(socket: Socket, o: Http1Options): void {
     }
   }
 
+  /** Resolves when the socket can take more, or has closed. */
+  function drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        socket.off("drain", done);
+        socket.off("close", done);
+        resolve();
+      };
+      socket.on("drain", done);
+      socket.on("close", done);
+    });
+  }
+
   /**
    * Writes a streamed response with chunked framing, one chunk per item, waiting for the socket to drain when
-   * the client reads slowly, and stops the source when the client goes away.
+   * the client reads slowly, and stops the source as soon as the client goes away (even while it is quiet).
    */
   async function writeStream(res: HttpResponse, source: AsyncIterable<string>, keepAlive: boolean): Promise<void> {
     let head = `HTTP/1.1 ${res.status} ${REASONS[res.status] ?? "Status"}\r\ntransfer-encoding: chunked\r\n`;
     if (!keepAlive) head += "connection: close\r\n";
-    if (res.headers) for (const k in res.headers) if (k !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
+    if (res.headers) for (const k in res.headers) if (k.toLowerCase() !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
     socket.write(`${head}\r\n`);
     const it = source[Symbol.asyncIterator]();
-    const stop = () => void it.return?.();
-    socket.once("close", stop);
+    let onClose!: () => void;
+    let stopped = false;
+    const gone = new Promise<IteratorResult<string>>((resolve) => {
+      onClose = () => {
+        resolve({ value: undefined, done: true });
+        // Stop the source now: a subscriber must not outlive its client, even on a quiet task.
+        stopped = true;
+        void it.return?.();
+      };
+      socket.once("close", onClose);
+    });
     let wrote = true;
-    const every = o.streamKeepAliveMs ?? 15_000;
     const beat = setInterval(() => {
       if (!wrote && !closed) socket.write(chunk(": keep-alive\n\n"));
       wrote = false;
-    }, every);
+    }, o.streamKeepAliveMs ?? 15_000);
     try {
       for (;;) {
-        const next = await it.next();
+        const next = await Promise.race([it.next(), gone]);
         if (next.done || closed) break;
         wrote = true;
-        if (!socket.write(chunk(next.value)) && !closed) await new Promise<void>((r) => socket.once("drain", () => r()));
+        if (!socket.write(chunk(next.value))) await drained();
       }
       if (!closed) socket.write("0\r\n\r\n");
     } finally {
       clearInterval(beat);
-      socket.off("close", stop);
+      socket.off("close", onClose);
+      if (closed && !stopped) void it.return?.();
     }
   }
 
   /** Takes one whole request off the buffer, or returns undefined if it has not all arrived yet. */
   function parse(): { request: HttpRequest; keepAlive: boolean } | undefined {
+    // A client may send empty lines between requests (RFC 9112 §2.2); skip them.
+    while (buf.length >= 2 && buf[0] === 0x0d && buf[1] === 0x0a) buf = buf.subarray(2);
     const end = buf.indexOf(CRLF2);
     if (end === -1) {
       if (buf.length > o.maxHeadBytes) throw new HttpError(431, "request head too large");
-      armHeadTimer();
+      armRequestTimer();
       return undefined;
     }
     if (end > o.maxHeadBytes) throw new HttpError(431, "request head too large");
     const lines = buf.toString("latin1", 0, end).split("\r\n");
-    const [method, target, version] = lines[0].split(" ");
-    if (!method || !target || !version?.startsWith("HTTP/1.")) throw new HttpError(400, "malformed request line");
+    const parts = lines[0].split(" ");
+    if (parts.length !== 3 || !TOKEN.test(parts[0]) || !parts[1]) throw new HttpError(400, "malformed request line");
+    const [method, target, version] = parts;
+    if (version !== "HTTP/1.1" && version !== "HTTP/1.0") {
+      if (/^HTTP\/\d(\.\d)?$/.test(version)) throw new HttpError(505, `${version} is not supported; use HTTP/1.1`);
+      throw new HttpError(400, "malformed request line");
+    }
     const headers = new Map<string, string>();
     for (let i = 1; i < lines.length; i++) {
       const line = lines[i];
       const colon = line.indexOf(":");
-      if (colon <= 0) throw new HttpError(400, "malformed header line");
-      const name = line.slice(0, colon).trim().toLowerCase();
+      // Obsolete line folding and whitespace before the colon are refused (RFC 9112 §5.1, §5.2).
+      if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) throw new HttpError(400, "malformed header line");
+      const name = line.slice(0, colon).toLowerCase();
       const value = line.slice(colon + 1).trim();
       const prev = headers.get(name);
       headers.set(name, prev === undefined ? value : `${prev}, ${value}`);
@@ -184,58 +246,82 @@ export function serveHttp1(socket: Socket, o: Http1Options): void {
     const keepAlive = version === "HTTP/1.1" ? !connection.includes("close") : connection.includes("keep-alive");
     const start = end + 4;
     const te = headers.get("transfer-encoding");
+    const cl = headers.get("content-length");
+    if (te !== undefined && cl !== undefined) throw new HttpError(400, "both Transfer-Encoding and Content-Length");
     let body: Buffer;
     let consumed: number;
     if (te !== undefined) {
       if (te.toLowerCase() !== "chunked") throw new HttpError(501, `transfer-encoding ${te} is not supported`);
+      expectContinue(headers);
       const r = dechunk(start);
       if (!r) return undefined;
       [body, consumed] = r;
     } else {
-      const cl = headers.get("content-length");
+      if (cl !== undefined && !DIGITS.test(cl)) throw new HttpError(400, "bad content-length");
       const len = cl === undefined ? 0 : Number(cl);
-      if (!Number.isInteger(len) || len < 0) throw new HttpError(400, "bad content-length");
       if (len > o.maxBodyBytes) return tooLarge(len);
-      if (buf.length < start + len) return undefined;
+      if (buf.length < start + len) {
+        expectContinue(headers);
+        armRequestTimer();
+        return undefined;
+      }
       body = buf.subarray(start, start + len);
       consumed = start + len;
     }
     buf = buf.subarray(consumed);
+    chunked = undefined;
+    continued = false;
     return { request: { method, target, headers, body }, keepAlive };
   }
 
-  /** Decodes a chunked body starting at `from`; [body, bytes consumed] once complete. */
+  /** Answers `Expect: 100-continue` once, so clients that wait for it send their body. */
+  function expectContinue(headers: Map<string, string>): void {
+    if (continued || headers.get("expect")?.toLowerCase() !== "100-continue") return;
+    continued = true;
+    socket.write("HTTP/1.1 100 Continue\r\n\r\n");
+  }
+
+  /** Decodes a chunked body that starts at `from`; [body, bytes consumed] once complete. */
   function dechunk(from: number): [Buffer, number] | undefined {
-    const parts: Buffer[] = [];
-    let size = 0;
-    let at = from;
+    const st = (chunked ??= { at: from, parts: [], size: 0 });
     for (;;) {
-      const eol = buf.indexOf("\r\n", at);
-      if (eol === -1) return undefined;
-      const n = Number.parseInt(buf.toString("latin1", at, eol).split(";")[0], 16);
-      if (!Number.isFinite(n) || n < 0) throw new HttpError(400, "bad chunk size");
-      if (n === 0) {
-        const trailerEnd = buf.indexOf(CRLF2, eol);
-        if (trailerEnd === -1) return undefined;
-        return [Buffer.concat(parts), trailerEnd + 4];
+      const eol = buf.indexOf(CRLF, st.at);
+      if (eol === -1) {
+        armRequestTimer();
+        return undefined;
       }
-      size += n;
-      if (size > o.maxBodyBytes) {
+      const sizeText = buf.toString("latin1", st.at, eol).split(";")[0].trim();
+      if (!HEX.test(sizeText) || sizeText.length > 8) throw new HttpError(400, "bad chunk size");
+      const n = Number.parseInt(sizeText, 16);
+      if (n === 0) {
+        // Trailers, if any, end with an empty line; the empty line may follow the last-chunk line directly.
+        const trailerEnd = buf.indexOf(CRLF2, eol);
+        if (trailerEnd === -1) {
+          armRequestTimer();
+          return undefined;
+        }
+        return [Buffer.concat(st.parts), trailerEnd + 4];
+      }
+      if (st.size + n > o.maxBodyBytes) {
         tooLarge(undefined);
         return undefined;
       }
-      if (buf.length < eol + 2 + n + 2) return undefined;
-      parts.push(buf.subarray(eol + 2, eol + 2 + n));
-      at = eol + 2 + n + 2;
+      const dataEnd = eol + 2 + n;
+      if (buf.length < dataEnd + 2) {
+        armRequestTimer();
+        return undefined;
+      }
+      if (buf[dataEnd] !== 0x0d || buf[dataEnd + 1] !== 0x0a) throw new HttpError(400, "chunk data not followed by CRLF");
+      st.parts.push(buf.subarray(eol + 2, dataEnd));
+      st.size += n;
+      st.at = dataEnd + 2;
     }
   }
 
   function tooLarge(declared: number | undefined): undefined {
     // Answer, then drop the connection: the unread rest of the body makes it unusable.
-    write(o.tooLarge(o.maxBodyBytes, declared), false);
-    socket.end();
-    closed = true;
-    buf = Buffer.alloc(0);
+    write(o.tooLarge(o.maxBodyBytes, declared), false, "POST");
+    finish();
     return undefined;
   }
 }

@@ -9,9 +9,29 @@ const JSONRPC_PATHS = new Set([JSONRPC_PATH, "/a2a/rpc"]);
 const JSON_HEADERS = { "content-type": "application/json" };
 const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
 
-/** Server-sent events: `id:` carries the task event number a reconnecting client sends back as Last-Event-ID. */
-async function* sse(events: AsyncIterable<{ id?: string; data: string }>): AsyncIterable<string> {
-  for await (const e of events) yield e.id === undefined ? `data: ${e.data}\n\n` : `id: ${e.id}\ndata: ${e.data}\n\n`;
+/**
+ * Server-sent events: `id:` carries the task event number a reconnecting client sends back as Last-Event-ID.
+ * A plain iterator rather than an async generator, so that return() (the client went away) reaches the event
+ * source at once even while it is waiting for the next event.
+ */
+function sse(events: AsyncIterable<{ id?: string; data: string }>): AsyncIterable<string> {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = events[Symbol.asyncIterator]();
+      return {
+        async next() {
+          const r = await it.next();
+          if (r.done) return { value: undefined, done: true };
+          const e = r.value;
+          return { value: e.id === undefined ? `data: ${e.data}\n\n` : `id: ${e.id}\ndata: ${e.data}\n\n`, done: false };
+        },
+        async return() {
+          await it.return?.();
+          return { value: undefined, done: true };
+        },
+      };
+    },
+  };
 }
 
 export interface RouterOptions {

@@ -105,10 +105,15 @@ describe("invalid params (-32602, naming the field)", () => {
 });
 
 describe("protocol version", () => {
-  it("reads a missing A2A-Version as 0.3 and refuses it with -32009", async () => {
-    const e = expectError(await post(node.url, who, envelope("GetTask", { id: "x" }), {}), -32009, 7);
-    expect(e.message).toContain("0.3");
-    expect(e.data[0].reason).toBe("VERSION_NOT_SUPPORTED");
+  it("reads a missing A2A-Version as 0.3: v1.0 method names are unknown there, v0.3 ones answer in v0.3 shape", async () => {
+    const unknown = await post(node.url, who, envelope("GetTask", { id: "x" }), {});
+    // v0.3 errors carry no ErrorInfo array: just code, message and data.
+    expect(unknown.body.error).toEqual({ code: -32601, message: "Method not found: GetTask", data: { method: "GetTask" } });
+    const r = await post(node.url, who, envelope("message/send", { message: { kind: "message", messageId: `v03-${Date.now()}`, role: "user", parts: [{ kind: "text", text: "old client" }] } }), {});
+    expect(r.body.error).toBeUndefined();
+    expect(r.body.result.kind).toBe("task");
+    expect(r.body.result.status.state).toBe("completed");
+    expect(r.body.result.artifacts[0].parts[0]).toEqual({ kind: "text", text: "old client" });
   });
 
   it("refuses A2A-Version: 2.0 with -32009", async () => {

@@ -3,7 +3,7 @@
  * clients write exact bytes (so the tests control framing) and parse the raw response bytes themselves;
  * Bun's fetch checks that a real client is happy with it too.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { createServer, connect, type Server, type Socket, type AddressInfo } from "node:net";
 import { once } from "node:events";
 import { serveHttp1, type Http1Options, type HttpRequest, type HttpResponse } from "../../src/server/http1";
@@ -97,7 +97,7 @@ interface RawResponse {
 }
 
 /** Parses one content-length framed response off the front of `buf`; undefined if it is not all there. */
-function parseResponse(buf: Buffer): { response: RawResponse; consumed: number } | undefined {
+function parseResponse(buf: Buffer, bodyless = false): { response: RawResponse; consumed: number } | undefined {
   const end = buf.indexOf("\r\n\r\n");
   if (end === -1) return undefined;
   const lines = buf.toString("latin1", 0, end).split("\r\n");
@@ -115,7 +115,7 @@ function parseResponse(buf: Buffer): { response: RawResponse; consumed: number }
   }
   const cl = headers["content-length"];
   if (cl === undefined || !/^\d+$/.test(cl)) throw new Error(`response without a valid content-length: ${JSON.stringify(headers)}`);
-  const len = Number(cl);
+  const len = bodyless ? 0 : Number(cl);
   if (buf.length < end + 4 + len) return undefined;
   const body = Buffer.from(buf.subarray(end + 4, end + 4 + len));
   return { response: { version: m[1], status: Number(m[2]), reason: m[3], headers, rawHeaders, body }, consumed: end + 4 + len };
@@ -161,16 +161,53 @@ class RawClient {
     for (let i = 0; i < bytes.length; i++) await this.send(bytes.subarray(i, i + 1));
   }
 
-  /** The next whole response; throws if the connection ends first. */
-  async response(): Promise<RawResponse> {
+  /** The next whole response (`bodyless` for the answer to HEAD); throws if the connection ends first. */
+  async response(bodyless = false): Promise<RawResponse> {
     for (;;) {
-      const r = parseResponse(this.buf);
+      const r = parseResponse(this.buf, bodyless);
       if (r) {
         this.buf = this.buf.subarray(r.consumed);
         return r.response;
       }
       if (this.ended || this.isClosed)
         throw new Error(`connection ended before a whole response arrived; had ${JSON.stringify(this.buf.toString("latin1"))}`);
+      await new Promise<void>((r) => this.waiters.push(r));
+    }
+  }
+
+  /** The status line and headers of a streamed (chunked) response. */
+  async streamHead(): Promise<{ status: number; headers: Record<string, string> }> {
+    for (;;) {
+      const end = this.buf.indexOf("\r\n\r\n");
+      if (end !== -1) {
+        const lines = this.buf.toString("latin1", 0, end).split("\r\n");
+        this.buf = this.buf.subarray(end + 4);
+        const headers: Record<string, string> = {};
+        for (const line of lines.slice(1)) headers[line.slice(0, line.indexOf(":")).toLowerCase()] = line.slice(line.indexOf(":") + 1).trim();
+        return { status: Number(lines[0].split(" ")[1]), headers };
+      }
+      if (this.ended || this.isClosed) throw new Error("connection ended before a response head");
+      await new Promise<void>((r) => this.waiters.push(r));
+    }
+  }
+
+  /** The next chunk of a chunked body (its exact bytes), or null for the last chunk. */
+  async chunk(): Promise<Buffer | null> {
+    for (;;) {
+      const eol = this.buf.indexOf("\r\n");
+      if (eol !== -1) {
+        const sizeLine = this.buf.toString("latin1", 0, eol);
+        expect(sizeLine).toMatch(/^[0-9a-f]+$/);
+        const n = Number.parseInt(sizeLine, 16);
+        const need = eol + 2 + n + 2;
+        if (this.buf.length >= need) {
+          expect(this.buf.toString("latin1", need - 2, need)).toBe("\r\n");
+          const data = Buffer.from(this.buf.subarray(eol + 2, eol + 2 + n));
+          this.buf = this.buf.subarray(need);
+          return n === 0 ? null : data;
+        }
+      }
+      if (this.ended || this.isClosed) throw new Error(`connection ended inside a chunked body; had ${JSON.stringify(this.buf.toString("latin1"))}`);
       await new Promise<void>((r) => this.waiters.push(r));
     }
   }
@@ -189,6 +226,9 @@ async function client(port: number): Promise<RawClient> {
   await once(socket, "connect");
   return c;
 }
+
+/** Resolves when a socket has closed (an 'error' such as ECONNRESET on the way is not a rejection). */
+const closeOf = (socket: Socket) => new Promise<void>((r) => (socket.destroyed ? r() : socket.once("close", () => r())));
 
 const echoOf = (r: RawResponse): Echo => JSON.parse(r.body.toString("utf8"));
 
@@ -306,15 +346,15 @@ describe("serveHttp1: basic requests", () => {
   });
 
   it("sends an empty body with content-length: 0 and keeps the connection", async () => {
-    const s = await startServer({ handle: async () => ({ status: 204, body: "" }) });
+    const s = await startServer({ handle: async () => ({ status: 200, body: "" }) });
     const c = await client(s.port);
     await c.send(get("/a"));
     const r = await c.response();
-    expect(r.status).toBe(204);
+    expect(r.status).toBe(200);
     expect(r.headers["content-length"]).toBe("0");
     expect(r.body.length).toBe(0);
     await c.send(get("/b"));
-    expect((await c.response()).status).toBe(204);
+    expect((await c.response()).status).toBe(200);
     expect(s.requests.map((q) => q.target)).toEqual(["/a", "/b"]);
   });
 });
@@ -615,7 +655,7 @@ describe("serveHttp1: malformed requests", () => {
   const cases: [string, string, number, string][] = [
     ["a request line without a target and version", "GARBAGE\r\nHost: x\r\n\r\n", 400, "malformed request line"],
     ["a request line without a version", "GET /\r\nHost: x\r\n\r\n", 400, "malformed request line"],
-    ["a request line with a non-HTTP/1 version", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 400, "malformed request line"],
+    ["a request line with a non-HTTP/1 version", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, "HTTP/2.0 is not supported"],
     ["a request line that is not HTTP at all", "SSH-2.0-OpenSSH_9.6\r\n\r\n", 400, "malformed request line"],
     ["a header line without a colon", "GET / HTTP/1.1\r\nHost x\r\n\r\n", 400, "malformed header line"],
     ["a header line with an empty name", "GET / HTTP/1.1\r\n: value\r\n\r\n", 400, "malformed header line"],
@@ -664,6 +704,17 @@ describe("serveHttp1: malformed requests", () => {
     await expectRefusedAndClosed(c, 431);
   });
 
+  // BUG (src/server/http1.ts:196-197): Number() accepts more than RFC 9110's Content-Length = 1*DIGIT: hex
+  // ("0x5"), exponents ("1e1"), a sign ("+5") and an empty value all pass as lengths. Marked `fails` until fixed.
+  for (const value of ["0x5", "1e1", "+5", ""]) {
+    it(`answers 400 to Content-Length: ${JSON.stringify(value)}`, async () => {
+      const s = await startServer();
+      const c = await client(s.port);
+      await c.send(`POST / HTTP/1.1\r\nContent-Length: ${value}\r\n\r\nhelloworld`);
+      await expectRefusedAndClosed(c, 400, "bad content-length");
+    });
+  }
+
   it("a malformed request after a good one on the same connection: the good one is answered, then 400", async () => {
     const s = await startServer();
     const c = await client(s.port);
@@ -671,6 +722,20 @@ describe("serveHttp1: malformed requests", () => {
     expect(expectOk(await c.response()).target).toBe("/good");
     await expectRefusedAndClosed(c, 400, "malformed request line");
     expect(s.requests.map((q) => q.target)).toEqual(["/good"]);
+  });
+});
+
+describe("serveHttp1: HEAD", () => {
+  // BUG (src/server/http1.ts:94): the body is written for HEAD too (node:http drops it). A client reads no body
+  // after a HEAD answer, so the stray bytes are taken for the next response (Node's http client fails with
+  // HPE_INVALID_CONSTANT). Marked `fails` until fixed.
+  it("answers HEAD without body bytes, so the next response on the connection parses", async () => {
+    const s = await startServer();
+    const c = await client(s.port);
+    await c.send(`HEAD /a HTTP/1.1\r\nHost: t\r\n\r\n` + get("/b"));
+    const r1 = await c.response(true);
+    expect(r1.status).toBe(200);
+    expect(expectOk(await c.response()).target).toBe("/b");
   });
 });
 
@@ -711,7 +776,7 @@ describe("serveHttp1: timeouts", () => {
     const s = await startServer({ headTimeoutMs: 50, idleTimeoutMs: 10_000 });
     const c = await client(s.port);
     await c.send("GET /slowloris HTTP/1.1\r\nHost: x\r\nX-Partial: ");
-    const r = await expectRefusedAndClosed(c, 408, "request head took too long");
+    const r = await expectRefusedAndClosed(c, 408, "took too long");
     expect(r.reason).toBe("Request Timeout");
     expect(s.requests).toHaveLength(0);
   });
@@ -752,15 +817,184 @@ describe("serveHttp1: timeouts", () => {
     expect(s.requests).toHaveLength(0);
   });
 
-  // BUG (src/server/http1.ts:57): socket.setTimeout counts any socket inactivity, including while a handler is
+  // BUG (src/server/http1.ts:65): socket.setTimeout counts any socket inactivity, including while a handler is
   // still working, so a request that takes longer than idleTimeoutMs (a blocking SendMessage on the node,
   // where idleTimeoutMs is 65 s) loses its connection and its answer. Options say "a connection with no
   // request in progress is closed after this long". Marked `fails` until fixed; then make it a plain `it`.
-  it.fails("idleTimeoutMs does not cut off a request whose handler takes longer than the idle timeout", async () => {
+  it("idleTimeoutMs does not cut off a request whose handler takes longer than the idle timeout", async () => {
     const s = await startServer({ idleTimeoutMs: 50, headTimeoutMs: 10_000 });
     const c = await client(s.port);
     await c.send(get("/long?delay=300"));
     expect(expectOk(await c.response()).target).toBe("/long?delay=300");
+  });
+});
+
+describe("serveHttp1: streamed responses", () => {
+  /** A source that yields `items`, then waits for `gate` (if any) before yielding `after`. */
+  function source(items: string[], gate?: Promise<void>, after: string[] = []) {
+    const state = { stopped: false };
+    async function* gen() {
+      try {
+        for (const i of items) yield i;
+        if (gate) await gate;
+        for (const i of after) yield i;
+      } finally {
+        state.stopped = true;
+      }
+    }
+    return { state, stream: gen() };
+  }
+
+  it("writes each item as one chunk (byte-counted sizes), ends with the last chunk, and keeps the connection", async () => {
+    const s = await startServer({
+      handle: async (req) =>
+        req.target === "/events"
+          ? { status: 200, headers: { "content-type": "text/event-stream", "content-length": "5" }, stream: source(["data: a\n\n", "data: é🎉\n\n", "id: 3\ndata: {}\n\n"]).stream }
+          : echoHandler(req),
+    });
+    const c = await client(s.port);
+    await c.send(get("/events") + get("/after"));
+    const head = await c.streamHead();
+    expect(head.status).toBe(200);
+    expect(head.headers["transfer-encoding"]).toBe("chunked");
+    expect(head.headers["content-type"]).toBe("text/event-stream");
+    expect(head.headers["content-length"]).toBeUndefined(); // never both framings
+    expect(head.headers.connection).toBeUndefined();
+    const chunks: string[] = [];
+    for (let ch = await c.chunk(); ch !== null; ch = await c.chunk()) chunks.push(ch.toString("utf8"));
+    expect(chunks).toEqual(["data: a\n\n", "data: é🎉\n\n", "id: 3\ndata: {}\n\n"]);
+    // The pipelined request behind the stream is answered after it.
+    expect(expectOk(await c.response()).target).toBe("/after");
+  });
+
+  it("a stream answering `Connection: close` says so and closes after the last chunk", async () => {
+    const s = await startServer({ handle: async () => ({ status: 200, headers: { "content-type": "text/event-stream" }, stream: source(["data: only\n\n"]).stream }) });
+    const c = await client(s.port);
+    await c.send(get("/events", "Connection: close\r\n"));
+    const head = await c.streamHead();
+    expect(head.headers.connection).toBe("close");
+    expect((await c.chunk())?.toString()).toBe("data: only\n\n");
+    expect(await c.chunk()).toBeNull();
+    expect((await c.untilClosed()).length).toBe(0);
+    expect(c.ended).toBe(true);
+  });
+
+  it("sends a keep-alive comment chunk while the source is quiet", async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    const src = source(["data: first\n\n"], gate, ["data: last\n\n"]);
+    const s = await startServer({ streamKeepAliveMs: 20, handle: async () => ({ status: 200, headers: { "content-type": "text/event-stream" }, stream: src.stream }) });
+    const c = await client(s.port);
+    await c.send(get("/events"));
+    await c.streamHead();
+    expect((await c.chunk())?.toString()).toBe("data: first\n\n");
+    const beat = (await c.chunk())?.toString();
+    expect(beat).toBe(": keep-alive\n\n");
+    open();
+    // More heartbeats may have been queued before the gate opened; then the last event and the end.
+    let next = (await c.chunk())?.toString();
+    while (next === ": keep-alive\n\n") next = (await c.chunk())?.toString();
+    expect(next).toBe("data: last\n\n");
+    expect(await c.chunk()).toBeNull();
+    expect(src.state.stopped).toBe(true);
+  });
+
+  it("stops the source when the client goes away", async () => {
+    let returned = false;
+    let pending: ((r: IteratorResult<string>) => void) | undefined;
+    let served!: () => void;
+    const firstServed = new Promise<void>((r) => (served = r));
+    let n = 0;
+    // Shaped like src/tasks/event-stream.ts: return() settles a pending next() with done.
+    const stream: AsyncIterable<string> = {
+      [Symbol.asyncIterator]: () => ({
+        next: () => {
+          if (n++ === 0) return Promise.resolve({ value: "data: one\n\n", done: false });
+          served();
+          return new Promise((r) => (pending = r));
+        },
+        return: () => {
+          returned = true;
+          pending?.({ value: undefined, done: true });
+          return Promise.resolve({ value: undefined, done: true });
+        },
+      }),
+    };
+    const s = await startServer({ handle: async () => ({ status: 200, stream }) });
+    const c = await client(s.port);
+    await c.send(get("/events"));
+    await c.streamHead();
+    expect((await c.chunk())?.toString()).toBe("data: one\n\n");
+    await firstServed;
+    c.socket.destroy();
+    await closeOf(s.sockets[0]);
+    expect(returned).toBe(true);
+  });
+
+  /** The handle of the heartbeat interval writeStream started (the default period is 15 s). */
+  const heartbeat = (spy: { mock: { calls: unknown[][]; results: { value: unknown }[] } }) => {
+    const i = spy.mock.calls.findLastIndex((args) => args[1] === 15_000);
+    expect(i).toBeGreaterThanOrEqual(0);
+    return spy.mock.results[i].value;
+  };
+
+  /** Resolves after a few event-loop turns (no clock involved). */
+  const turns = async (k = 5) => {
+    for (let i = 0; i < k; i++) await new Promise((r) => setImmediate(r));
+  };
+
+  // BUG (src/server/http1.ts:152): when the client leaves while the loop waits for 'drain', 'drain' never comes:
+  // writeStream never returns, so its heartbeat setInterval (line 143) is never cleared and the connection's
+  // closure (socket, buffers, source) stays alive for good. Wait for 'drain' or 'close'. Marked `fails`.
+  it("finishes a stream (clears its heartbeat) when a slow reader goes away during backpressure", async () => {
+    const setSpy = vi.spyOn(globalThis, "setInterval");
+    const clearSpy = vi.spyOn(globalThis, "clearInterval");
+    try {
+      const big = "x".repeat(32 * 1024 * 1024); // far more than socket buffers hold for a client that reads nothing
+      const s = await startServer({ handle: async () => ({ status: 200, stream: source([big, "data: never\n\n"]).stream }) });
+      const c = await client(s.port);
+      await c.send(get("/events"));
+      await c.streamHead();
+      c.socket.pause();
+      const beat = heartbeat(setSpy);
+      expect(beat).toBeDefined();
+      c.socket.destroy();
+      await closeOf(s.sockets[0]);
+      await turns();
+      expect(clearSpy.mock.calls.some(([h]) => h === beat)).toBe(true);
+    } finally {
+      setSpy.mockRestore();
+      clearSpy.mockRestore();
+    }
+  });
+
+  // BUG (src/server/http1.ts:149): the loop awaits the source's next() without watching the socket; when the
+  // client leaves and the source's return() does not settle that next() (any async generator waiting inside,
+  // e.g. `sse()` in src/server/request-router.ts around an idle EventStream), writeStream and its heartbeat
+  // live until the source yields again, possibly never. Race next() against 'close'. Marked `fails`.
+  it("finishes a stream (clears its heartbeat) when the client leaves while the source is quiet", async () => {
+    const setSpy = vi.spyOn(globalThis, "setInterval");
+    const clearSpy = vi.spyOn(globalThis, "clearInterval");
+    try {
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      const src = source(["data: first\n\n"], gate, ["data: later\n\n"]);
+      const s = await startServer({ handle: async () => ({ status: 200, stream: src.stream }) });
+      const c = await client(s.port);
+      await c.send(get("/events"));
+      await c.streamHead();
+      expect((await c.chunk())?.toString()).toBe("data: first\n\n");
+      const beat = heartbeat(setSpy);
+      c.socket.destroy();
+      await closeOf(s.sockets[0]);
+      await turns();
+      const cleared = clearSpy.mock.calls.some(([h]) => h === beat);
+      open(); // let the generator finish either way
+      expect(cleared).toBe(true);
+    } finally {
+      setSpy.mockRestore();
+      clearSpy.mockRestore();
+    }
   });
 });
 

@@ -1,5 +1,6 @@
 import type { CallContext } from "../caller";
 import { A2AError } from "../errors";
+import { mapStream } from "../streams";
 import type { MethodTable, StreamEvent } from "../jsonrpc-transport";
 import type { A2ARequestHandler, StreamItem } from "../request-handler";
 import type { SendMessageParams, TaskPushNotificationConfig } from "../types";
@@ -122,7 +123,6 @@ export function v03Methods(handler: A2ARequestHandler, opts: { newId?: () => str
   };
 }
 
-async function* events(items: AsyncIterable<StreamItem>): AsyncIterable<StreamEvent> {
-  for await (const item of items)
-    yield { id: item.seq === undefined ? undefined : String(item.seq), result: toV03Event(item.response) };
+function events(items: AsyncIterable<StreamItem>): AsyncIterable<StreamEvent> {
+  return mapStream(items, (item) => ({ id: item.seq === undefined ? undefined : String(item.seq), result: toV03Event(item.response) }));
 }
