@@ -19,7 +19,11 @@ import { listenMtls, type Listener } from "./server/mtls-listener";
 import { listenPlainLoopback } from "./server/plain-listener";
 import { createRequestRouter, tooLargeResponse } from "./server/request-router";
 import { openDatabase } from "./store/database";
+import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
 import { SqliteTaskStore } from "./store/sqlite-task-store";
+import { PushDispatcher } from "./push/push-dispatcher";
+import { SqlitePushConfigStore } from "./push/push-config-store";
+import { WebhookGuard } from "./push/ssrf-guard";
 import { TaskRunner } from "./tasks/task-runner";
 import { VERSION } from "./version";
 
@@ -47,13 +51,26 @@ export async function startNode(home: string, config: ServeConfig, log: Logger):
     maxQueued: config.maxQueued,
     historyMessages: 20,
   });
+  const pushConfigs = new SqlitePushConfigStore(database);
+  const peers = new SqlitePeerRegistry(database.db);
+  const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().map((p) => new URL(p.url).host)) });
+  const dispatcher = new PushDispatcher(database, pushConfigs, { guard, log });
+  runner.onEvent((taskId, item) => dispatcher.notify(taskId, item.response));
+  dispatcher.start();
   const leftovers = await runner.failLeftovers();
   if (leftovers > 0) log.warn("recorded tasks interrupted by the last stop as FAILED", { count: leftovers });
-  const handler = new DefaultRequestHandler(store, runner);
+  const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard } });
   const transport = new JsonRpcTransport({ v1: v1Methods(handler), v03: v03Methods(handler) });
   const startedAt = Date.now();
   const card = (url: string) =>
-    buildAgentCard({ name: identity.name, description: config.description, version: VERSION, advertisedUrl: url, skills: config.skills ?? DEFAULT_SKILLS });
+    buildAgentCard({
+      name: identity.name,
+      description: config.description,
+      version: VERSION,
+      advertisedUrl: url,
+      skills: config.skills ?? DEFAULT_SKILLS,
+      pushNotifications: true,
+    });
   const common = { maxBodyBytes: config.maxBodyBytes, tooLarge: tooLargeResponse };
 
   let advertisedUrl = "";
@@ -99,6 +116,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger):
       await runner.shutdown(config.shutdownGraceMs);
       for (const l of listeners) await l.close();
       store.flush();
+      await dispatcher.stop();
       database.close();
       log.info("stopped", { name: identity.name });
     },

@@ -185,6 +185,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     if (message.taskId) return this.continueTask(params, owner, stream);
 
     this.runner.assertCapacity();
+    const pushConfig = params.configuration?.taskPushNotificationConfig;
+    if (pushConfig) await this.pushOrThrow().guard.check(pushConfig.url);
     const contextId = message.contextId || newId();
     const id = newId();
     const stored = { ...message, taskId: id, contextId };
@@ -205,6 +207,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       return { task: snap?.task ?? task, committed, settled: running && !stream ? running : undefined, lastSeq: snap?.lastSeq ?? 0 };
     }
     const initial = snapshot(task); // as submitted, before the runner starts changing it
+    // Registered before the task starts, so the webhook hears its first event too.
+    if (pushConfig) this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id });
     const settled = this.runner.start(task, stored, owner);
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq: 0 };

@@ -106,7 +106,7 @@ export interface SendMessageConfiguration {
   acceptedOutputModes?: string[];
   historyLength?: number;
   returnImmediately?: boolean;
-  taskPushNotificationConfig?: unknown;
+  taskPushNotificationConfig?: TaskPushNotificationConfig;
 }
 
 export interface SendMessageParams {

@@ -94,6 +94,12 @@ export function sendMessageParams(p: unknown): SendMessageParams {
     optBool(c, "returnImmediately", "params.configuration");
     if (c.acceptedOutputModes !== undefined && !Array.isArray(c.acceptedOutputModes))
       throw bad("params.configuration.acceptedOutputModes must be an array of strings");
+    if (c.taskPushNotificationConfig !== undefined && c.taskPushNotificationConfig !== null) {
+      // The task does not exist yet: its id is filled in once it does.
+      const cfg = c.taskPushNotificationConfig;
+      if (!isObj(cfg)) throw bad("params.configuration.taskPushNotificationConfig must be an object");
+      c.taskPushNotificationConfig = pushConfigParams({ ...cfg, taskId: "pending" });
+    }
   }
   if (o.metadata !== undefined && o.metadata !== null && !isObj(o.metadata)) throw bad("params.metadata must be an object");
   return o as unknown as SendMessageParams;

@@ -73,7 +73,7 @@ export const pushConfigs = sqliteTable(
     id: text("id").notNull(),
     owner: text("owner").notNull(),
     url: text("url").notNull(),
-    /** Shared secret the receiver verifies (HMAC of the body); never returned in full. */
+    /** Shared secret the receiver verifies (HMAC of the body); returned only to the owner, as the spec does. */
     token: text("token"),
     /** The registered AuthenticationInfo (JSON), sent as the receiver asked. */
     authentication: text("authentication"),

@@ -607,7 +607,8 @@ export function fromV03SendParams(p: unknown): SendMessageParams {
     const historyLength = optWholeNumber(c, "historyLength", where);
     if (historyLength !== undefined) cfg.historyLength = historyLength;
     if (!absent(c.pushNotificationConfig))
-      cfg.taskPushNotificationConfig = fromV03PushNotificationConfig(c.pushNotificationConfig, `${where}.pushNotificationConfig`);
+      // The task does not exist yet; the handler fills in its id.
+      cfg.taskPushNotificationConfig = { ...fromV03PushNotificationConfig(c.pushNotificationConfig, `${where}.pushNotificationConfig`), taskId: "pending" };
     out.configuration = cfg;
   }
   const metadata = optMetadata(p, "metadata", "params");
