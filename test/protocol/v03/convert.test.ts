@@ -361,7 +361,7 @@ describe("message/send params", () => {
     });
     expect(p).toEqual({
       message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "go" }] },
-      configuration: { returnImmediately: false, historyLength: 0, acceptedOutputModes: ["text/plain"], taskPushNotificationConfig: { id: "", url: "https://h/cb", token: "t" } },
+      configuration: { returnImmediately: false, historyLength: 0, acceptedOutputModes: ["text/plain"], taskPushNotificationConfig: { id: "", url: "https://h/cb", token: "t", taskId: "pending" } },
       metadata: { run: 1 },
     });
   });
