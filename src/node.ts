@@ -40,12 +40,13 @@ export interface RunningNode {
  * The daemon, assembled top to bottom: identity, database, executor, task runner, protocol, listeners. Each
  * line names the one piece it adds; nothing here knows how the pieces work inside.
  */
-export async function startNode(home: string, config: ServeConfig, log: Logger): Promise<RunningNode> {
+export async function startNode(home: string, config: ServeConfig, log: Logger, embed: { executor?: AgentExecutor } = {}): Promise<RunningNode> {
   const paths = homePaths(home);
   const identity = await loadNodeIdentity(paths);
   const database = openDatabase(paths.database, { backgroundCheckpoints: true });
   const store = new SqliteTaskStore(database);
-  const executor = createExecutor(config);
+  // An embedding program (a benchmark, a test) may bring its own executor; the binary picks one by name.
+  const executor = embed.executor ?? createExecutor(config);
   const runner = new TaskRunner(store, executor, {
     maxConcurrent: config.maxConcurrent,
     maxQueued: config.maxQueued,
