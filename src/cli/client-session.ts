@@ -1,8 +1,8 @@
 import { existsSync } from "node:fs";
 import { loadNodeIdentity } from "../../pki/identity";
-import { A2AClient } from "../client/a2a-client";
+import { A2AClient, protocolOf, type PeerProtocol } from "../client/a2a-client";
 import { explainFailure, resolveTarget, type Target } from "../client/connect";
-import { mtlsFetch } from "../client/mtls-fetch";
+import { mtlsFetch, PeerIdentityError } from "../client/mtls-fetch";
 import { homePaths } from "../home";
 import { openDatabase, type OpenDatabase } from "../store/database";
 import { SqlitePeerRegistry } from "../store/sqlite-peer-registry";
@@ -43,14 +43,20 @@ export async function openClientSession(home: string, agent: string): Promise<Cl
     { name: target.peer?.name, fingerprint: target.peer?.fingerprint },
   );
   const t = target;
-  return {
-    client: new A2AClient(t.rpcUrl, fetchFn),
-    target: t,
-    fail(err: unknown): never {
-      const why = explainFailure(err, t);
-      const code =
-        why.kind === "unreachable" || why.kind === "refused" ? ExitCode.Unreachable : why.kind === "remote" && (err as { code?: number }).code === -32001 ? ExitCode.NotFound : ExitCode.Failure;
-      throw new CliError(why.message, code, why.hint);
-    },
+  const fail = (err: unknown): never => {
+    const why = explainFailure(err, t);
+    const notFound = why.kind === "remote" && (err as { code?: number }).code === -32001;
+    const code = why.kind === "unreachable" || why.kind === "refused" ? ExitCode.Unreachable : notFound ? ExitCode.NotFound : ExitCode.Failure;
+    throw new CliError(why.message, code, why.hint);
   };
+  // Speak v1.0 unless the peer's card says it only knows v0.3. A card we cannot read is no reason to stop:
+  // the call itself will say what is wrong.
+  let protocol: PeerProtocol = "1.0";
+  try {
+    const res = await fetchFn(new URL("/.well-known/agent-card.json", t.baseUrl).toString(), { headers: { accept: "application/json", "a2a-version": "1.0" } });
+    if (res.ok) protocol = protocolOf(await res.json());
+  } catch (err) {
+    if (err instanceof PeerIdentityError || (err as { code?: string }).code) fail(err);
+  }
+  return { client: new A2AClient(t.rpcUrl, fetchFn, protocol), target: t, fail };
 }

@@ -1,5 +1,21 @@
 import type { GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, Task, AgentCard } from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
+import { fromV03Message, fromV03Task, toV03Message } from "../protocol/v03/convert";
+
+/** The protocol generation a peer speaks, as its agent card says. */
+export type PeerProtocol = "1.0" | "0.3";
+
+/**
+ * What a card says the agent speaks over JSON-RPC: 1.0 if any JSON-RPC interface names 1.x, 0.3 if the card
+ * is a v0.3 card (protocolVersion 0.3.x, no supportedInterfaces). Unknown cards are taken as 1.0.
+ */
+export function protocolOf(card: unknown): PeerProtocol {
+  const c = card as { supportedInterfaces?: { protocolBinding?: string; protocolVersion?: string }[]; protocolVersion?: string };
+  if (Array.isArray(c?.supportedInterfaces) && c.supportedInterfaces.some((i) => i.protocolBinding === "JSONRPC" && i.protocolVersion?.startsWith("1.")))
+    return "1.0";
+  if (typeof c?.protocolVersion === "string" && c.protocolVersion.startsWith("0.3") && !Array.isArray(c.supportedInterfaces)) return "0.3";
+  return "1.0";
+}
 
 /** How the client reaches a server: a fetch that already carries the TLS identity and pinning. */
 export type FetchFn = (url: string, init: RequestInit) => Promise<Response>;
@@ -30,14 +46,28 @@ export class A2AClient {
     /** The JSON-RPC interface URL, e.g. https://beta:9443/ */
     readonly rpcUrl: string,
     private readonly fetchFn: FetchFn,
+    /** Speak v0.3 (method names, shapes, no A2A-Version header) to a peer that only knows it. */
+    readonly protocol: PeerProtocol = "1.0",
   ) {}
 
-  sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult> {
-    return this.call("SendMessage", params, signal);
+  async sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult> {
+    if (this.protocol === "1.0") return this.call("SendMessage", params, signal);
+    const c = params.configuration;
+    const result = await this.call<{ kind?: string }>(
+      "message/send",
+      {
+        message: toV03Message(params.message),
+        configuration: { blocking: c?.returnImmediately !== true, ...(c?.historyLength !== undefined ? { historyLength: c.historyLength } : {}) },
+        ...(params.metadata ? { metadata: params.metadata } : {}),
+      },
+      signal,
+    );
+    return result.kind === "message" ? { message: fromV03Message(result, "result") } : { task: fromV03Task(result, "result") };
   }
 
-  getTask(params: GetTaskParams, signal?: AbortSignal): Promise<Task> {
-    return this.call("GetTask", params, signal);
+  async getTask(params: GetTaskParams, signal?: AbortSignal): Promise<Task> {
+    if (this.protocol === "1.0") return this.call("GetTask", params, signal);
+    return fromV03Task(await this.call("tasks/get", params, signal), "result");
   }
 
   listTasks(params: ListTasksParams, signal?: AbortSignal): Promise<ListTasksResult> {
@@ -59,9 +89,11 @@ export class A2AClient {
 
   private async call<T>(method: string, params: unknown, signal?: AbortSignal): Promise<T> {
     const id = this.nextId++;
+    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
+    if (this.protocol === "1.0") headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
     const res = await this.fetchFn(this.rpcUrl, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json", "a2a-version": CURRENT_PROTOCOL_VERSION },
+      headers,
       body: JSON.stringify({ jsonrpc: "2.0", id, method, params }),
       signal,
     });
