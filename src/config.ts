@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { UsageError } from "./cli/errors";
 import type { AgentSkill } from "./protocol/types";
 import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "./executors/openai-executor";
@@ -30,6 +30,16 @@ export interface ServeConfig {
   plainHttpPort?: number;
   /** Webhook hosts ("host" or "host:port") allowed even though they are private or loopback addresses. */
   pushAllow: string[];
+  /** A task still running after this long ends FAILED. */
+  deadlineMs: number;
+  /** Artifact text beyond this is cut and the task marked truncated. */
+  outputCapBytes: number;
+  /** Tasks one caller may start in one contextId (stops agents delegating to each other forever). */
+  maxTasksPerContext: number;
+  temperature?: number;
+  maxTokens?: number;
+  /** Characters of earlier conversation sent to the model with each task. */
+  historyChars: number;
 }
 
 export const DEFAULTS: ServeConfig = {
@@ -44,6 +54,10 @@ export const DEFAULTS: ServeConfig = {
   shutdownGraceMs: 10_000,
   description: "An a2a-node agent: delegate tasks to it over mutual TLS.",
   pushAllow: [],
+  deadlineMs: 60 * 60 * 1000,
+  outputCapBytes: 1024 * 1024,
+  maxTasksPerContext: 100,
+  historyChars: 24_000,
 };
 
 /** Environment variables, each the same as its flag. */
@@ -76,6 +90,12 @@ const FILE_KEYS: Record<string, keyof FileConfig> = {
   skills: "skills",
   plain_http_port: "plainHttpPort",
   push_allow: "pushAllow",
+  deadline_seconds: "deadlineMs",
+  output_cap: "outputCapBytes",
+  max_tasks_per_context: "maxTasksPerContext",
+  temperature: "temperature",
+  max_tokens: "maxTokens",
+  history_chars: "historyChars",
 };
 
 /**
@@ -97,7 +117,7 @@ export function loadConfigFile(path: string, explicit: boolean): FileConfig {
   for (const [k, v] of Object.entries(raw)) {
     const key = FILE_KEYS[k];
     if (!key) throw new UsageError(`config file ${path}: unknown key '${k}' (known: ${Object.keys(FILE_KEYS).join(", ")})`);
-    out[key] = key === "shutdownGraceMs" ? Number(v) * 1000 : v;
+    out[key] = key === "shutdownGraceMs" || key === "deadlineMs" ? Number(v) * 1000 : v;
   }
   if (out.skills !== undefined) out.skills = checkSkills(out.skills, path);
   if (out.pushAllow !== undefined && (!Array.isArray(out.pushAllow) || out.pushAllow.some((h) => typeof h !== "string")))
@@ -132,6 +152,12 @@ export interface ServeFlags {
   maxQueued?: number;
   description?: string;
   plainHttpPort?: number;
+  deadline?: number;
+  outputCap?: number;
+  maxTasksPerContext?: number;
+  temperature?: number;
+  maxTokens?: number;
+  modelApiKeyFile?: string;
 }
 
 export function resolveServeConfig(flags: ServeFlags, env: Record<string, string | undefined>, file: FileConfig = {}): ServeConfig {
@@ -152,14 +178,22 @@ export function resolveServeConfig(flags: ServeFlags, env: Record<string, string
     executor: (flags.executor ?? env[ENV_KEYS.executor] ?? base.executor) as ExecutorKind,
     modelUrl: flags.modelUrl ?? env[ENV_KEYS.modelUrl] ?? base.modelUrl,
     model: flags.model ?? env[ENV_KEYS.model] ?? base.model,
-    modelApiKey: env.A2A_NODE_MODEL_API_KEY || env.OPENAI_API_KEY || undefined,
+    modelApiKey: flags.modelApiKeyFile ? readKeyFile(flags.modelApiKeyFile) : env.A2A_NODE_MODEL_API_KEY || env.OPENAI_API_KEY || undefined,
     systemPrompt: flags.systemPrompt ?? base.systemPrompt,
     maxBodyBytes: flags.maxBody ?? base.maxBodyBytes,
     maxConcurrent: num(flags.maxConcurrent, ENV_KEYS.maxConcurrent, "max-concurrent") ?? base.maxConcurrent,
     maxQueued: flags.maxQueued ?? base.maxQueued,
     description: flags.description ?? base.description,
     plainHttpPort: flags.plainHttpPort ?? base.plainHttpPort,
+    deadlineMs: flags.deadline !== undefined ? flags.deadline * 1000 : base.deadlineMs,
+    outputCapBytes: flags.outputCap ?? base.outputCapBytes,
+    maxTasksPerContext: flags.maxTasksPerContext ?? base.maxTasksPerContext,
+    temperature: flags.temperature ?? base.temperature,
+    maxTokens: flags.maxTokens ?? base.maxTokens,
   };
+  if (!(c.deadlineMs > 0)) throw new UsageError(`--deadline must be a positive number of seconds`);
+  if (!Number.isInteger(c.outputCapBytes) || c.outputCapBytes < 1024) throw new UsageError(`--output-cap must be a whole number of bytes, at least 1024 (got ${c.outputCapBytes})`);
+  if (!Number.isInteger(c.maxTasksPerContext) || c.maxTasksPerContext < 1) throw new UsageError(`--max-tasks-per-context must be 1 or more (got ${c.maxTasksPerContext})`);
   if (c.plainHttpPort !== undefined && (!Number.isInteger(c.plainHttpPort) || c.plainHttpPort < 0 || c.plainHttpPort > 65535))
     throw new UsageError(`--plain-http-port must be 0-65535 (got ${c.plainHttpPort})`);
   if (!EXECUTOR_KINDS.includes(c.executor))
@@ -180,6 +214,18 @@ export function resolveServeConfig(flags: ServeFlags, env: Record<string, string
     }
   }
   return c;
+}
+
+/**
+ * An API key kept in a file: it must be readable by its owner only (0600), like a private key, and it is
+ * never printed.
+ */
+export function readKeyFile(path: string): string {
+  if (!existsSync(path)) throw new UsageError(`API key file ${path} does not exist`);
+  if ((statSync(path).mode & 0o077) !== 0) throw new UsageError(`API key file ${path} is readable by others; run: chmod 600 ${path}`);
+  const key = readFileSync(path, "utf8").trim();
+  if (!key) throw new UsageError(`API key file ${path} is empty`);
+  return key;
 }
 
 /** The effective configuration for `serve --check`, with secrets shown only as present or absent. */

@@ -50,7 +50,9 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const runner = new TaskRunner(store, executor, {
     maxConcurrent: config.maxConcurrent,
     maxQueued: config.maxQueued,
-    historyMessages: 20,
+    historyMessages: 50,
+    deadlineMs: config.deadlineMs,
+    outputCapBytes: config.outputCapBytes,
   });
   const pushConfigs = new SqlitePushConfigStore(database);
   const peers = new SqlitePeerRegistry(database.db);
@@ -60,7 +62,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   dispatcher.start();
   const leftovers = await runner.failLeftovers();
   if (leftovers > 0) log.warn("recorded tasks interrupted by the last stop as FAILED", { count: leftovers });
-  const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard } });
+  const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext });
   const transport = new JsonRpcTransport({ v1: v1Methods(handler), v03: v03Methods(handler) });
   const startedAt = Date.now();
   const card = (url: string) =>
@@ -82,7 +84,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     cert: identity.certPem,
     key: identity.keyPem,
     ca: identity.caPem,
-    onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(advertisedUrl), executor.kind, startedAt) }),
+    onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(advertisedUrl), executor, startedAt) }),
     onHandshakeError: (err, remote) => log.warn("refused a TLS client", { remote, reason: err.message }),
   });
   advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, mtls.port);
@@ -92,7 +94,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     const plain = await listenPlainLoopback({
       ...common,
       port: config.plainHttpPort,
-      onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(plainUrl as string), executor.kind, startedAt) }),
+      onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(plainUrl as string), executor, startedAt) }),
     });
     plainUrl = plain.url;
     listeners.push(plain);
@@ -136,6 +138,9 @@ function createExecutor(config: ServeConfig): AgentExecutor {
         model: config.model,
         apiKey: config.modelApiKey,
         systemPrompt: config.systemPrompt,
+        temperature: config.temperature,
+        maxTokens: config.maxTokens,
+        historyChars: config.historyChars,
       });
   }
 }
@@ -144,10 +149,13 @@ function createExecutor(config: ServeConfig): AgentExecutor {
  * The web surface (Elysia, OpenAPI) of one listener, built on its first request: the JSON-RPC path never
  * needs it, and not loading it at start keeps the time from launch to the first answered task short.
  */
-function lazyWebApp(card: () => AgentCard, executor: string, startedAt: number) {
+function lazyWebApp(card: () => AgentCard, executor: AgentExecutor, startedAt: number) {
   let web: Promise<(request: Request, caller: CallerIdentity) => Promise<Response>> | undefined;
+  const ready = (signal: AbortSignal) => executor.ready?.(signal) ?? Promise.resolve({ ready: true, detail: `the ${executor.kind} executor needs nothing external` });
   return async (request: Request, caller: CallerIdentity) => {
-    web ??= import("./server/web-app").then(({ createWebApp }) => createWebApp({ card: card(), version: VERSION, executor, startedAt }).handle);
+    web ??= import("./server/web-app").then(
+      ({ createWebApp }) => createWebApp({ card: card(), version: VERSION, executor: executor.kind, startedAt, ready }).handle,
+    );
     return (await web)(request, caller);
   };
 }

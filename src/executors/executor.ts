@@ -54,11 +54,21 @@ export interface ExecutionOutcome {
   metadata?: Record<string, unknown>;
 }
 
+/** Whether what backs an executor (a model server) answers: GET /health/ready. */
+export interface Readiness {
+  ready: boolean;
+  detail: string;
+}
+
 /** Runs tasks. Implementations are named for what backs them (EchoExecutor, OpenAiCompatibleExecutor). */
 export interface AgentExecutor {
   /** Short name recorded with each task ("echo", "openai"). */
   readonly kind: string;
   execute(request: ExecutionRequest): Promise<ExecutionOutcome>;
+  /** Refuses, before a task is created, a message this executor cannot take (e.g. files for a chat model). */
+  check?(message: Message): import("../protocol/errors").A2AError | undefined;
+  /** Probes the backing service; absent means always ready. */
+  ready?(signal: AbortSignal): Promise<Readiness>;
 }
 
 /** The text of a message: its text parts joined by newlines. */

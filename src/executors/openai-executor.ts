@@ -1,6 +1,7 @@
-import type { Message } from "../protocol/types";
-import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "./executor";
-import { messageText } from "./executor";
+import { A2AError } from "../protocol/errors";
+import type { Message, Part } from "../protocol/types";
+import type { AgentExecutor, ExecutionOutcome, ExecutionRequest, Readiness } from "./executor";
+import { readSse } from "./sse";
 
 export interface OpenAiExecutorOptions {
   /** Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1 (Ollama). */
@@ -8,6 +9,16 @@ export interface OpenAiExecutorOptions {
   model: string;
   apiKey?: string;
   systemPrompt?: string;
+  temperature?: number;
+  maxTokens?: number;
+  /** Ask for a token stream (default true); servers that answer with plain JSON work too. */
+  stream?: boolean;
+  /** Earlier turns sent along, newest kept first, within this many characters (default 24,000). */
+  historyChars?: number;
+  /** Connection attempts before giving up, while no token has arrived yet (default 3). */
+  connectAttempts?: number;
+  /** First retry delay, doubled each time (default 250 ms). */
+  retryBaseMs?: number;
 }
 
 export const DEFAULT_MODEL_URL = "http://127.0.0.1:11434/v1";
@@ -20,9 +31,10 @@ interface ChatMessage {
 
 /**
  * Bridges a task to a local model server that speaks the OpenAI chat-completions API (Ollama, llama.cpp,
- * vLLM, LM Studio). The conversation of the task's context goes along as chat history; the answer comes back
- * as the task's one artifact. Failures end the task FAILED with a message that names the endpoint, because
- * the person reading it is usually on another machine and needs to know which server to look at.
+ * vLLM, LM Studio). The conversation of the task's context goes along as chat history, bounded so that a
+ * coordinator's context cannot grow without limit; the answer streams back token by token as artifact
+ * chunks. Failures end the task FAILED with a message naming the endpoint, because the person reading it is
+ * usually on another machine and needs to know which server to look at.
  */
 export class OpenAiCompatibleExecutor implements AgentExecutor {
   readonly kind = "openai";
@@ -32,24 +44,99 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     this.endpoint = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
   }
 
-  async execute(request: ExecutionRequest): Promise<ExecutionOutcome> {
-    const body = JSON.stringify({ model: this.options.model, messages: this.chatMessages(request), stream: false });
-    const headers: Record<string, string> = { "content-type": "application/json" };
-    if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`;
-    let response: Response;
+  /** Text and data parts become prompt text; files (raw bytes or URLs) a chat model cannot take are refused. */
+  check(message: Message): A2AError | undefined {
+    const i = message.parts.findIndex((p) => p.text === undefined && p.data === undefined);
+    if (i === -1) return undefined;
+    const p = message.parts[i];
+    return A2AError.contentTypeNotSupported(
+      `part ${i} is a file (${p.mediaType ?? (p.url !== undefined ? "url" : "raw bytes")}); this agent's model takes text and JSON data only`,
+    );
+  }
+
+  async ready(signal: AbortSignal): Promise<Readiness> {
+    const url = `${this.options.baseUrl.replace(/\/+$/, "")}/models`;
     try {
-      response = await fetch(this.endpoint, { method: "POST", headers, body, signal: request.signal });
+      const res = await fetch(url, { headers: this.headers(), signal });
+      return res.ok ? { ready: true, detail: `${url} answered ${res.status}` } : { ready: false, detail: `${url} answered HTTP ${res.status}` };
+    } catch (err) {
+      return { ready: false, detail: `${url} is unreachable: ${describe(err)}` };
+    }
+  }
+
+  async execute(request: ExecutionRequest): Promise<ExecutionOutcome> {
+    const stream = this.options.stream !== false;
+    const body = JSON.stringify({
+      model: this.options.model,
+      messages: this.chatMessages(request),
+      stream,
+      ...(stream ? { stream_options: { include_usage: true } } : {}),
+      ...(this.options.temperature !== undefined ? { temperature: this.options.temperature } : {}),
+      ...(this.options.maxTokens !== undefined ? { max_tokens: this.options.maxTokens } : {}),
+    });
+    const response = await this.connect(body, request.signal);
+    if ("state" in response) return response;
+    if (!response.ok) {
+      const text = await response.text().catch(() => "");
+      return { state: "TASK_STATE_FAILED", message: `model endpoint ${this.endpoint} answered HTTP ${response.status}: ${text.slice(0, 300)}` };
+    }
+    const artifactId = `${request.taskId}-answer`;
+    if (!(response.headers.get("content-type") ?? "").includes("text/event-stream")) return this.whole(request, response, artifactId);
+
+    let chars = 0;
+    let usage: unknown;
+    try {
+      for await (const data of readSse(response.body as ReadableStream<Uint8Array>)) {
+        if (data === "[DONE]") break;
+        const chunk = JSON.parse(data) as { choices?: { delta?: { content?: string | null } }[]; usage?: unknown; error?: { message?: string } };
+        if (chunk.error) throw new Error(chunk.error.message ?? "the model reported an error");
+        if (chunk.usage) usage = chunk.usage;
+        const delta = chunk.choices?.[0]?.delta?.content;
+        if (typeof delta === "string" && delta !== "") {
+          request.events.artifact({ artifactId, name: "answer", parts: [{ text: delta }] }, { append: chars > 0 });
+          chars += delta.length;
+        }
+      }
     } catch (err) {
       if (request.signal.aborted) return { state: "TASK_STATE_CANCELED", message: "canceled" };
-      return { state: "TASK_STATE_FAILED", message: `model endpoint ${this.endpoint} is unreachable: ${describe(err)}` };
-    }
-    const text = await response.text().catch(() => "");
-    if (!response.ok) {
       return {
         state: "TASK_STATE_FAILED",
-        message: `model endpoint ${this.endpoint} answered HTTP ${response.status}: ${text.slice(0, 300)}`,
+        message: `model endpoint ${this.endpoint} broke off its answer after ${chars} characters: ${describe(err)}`,
+        metadata: usage ? { usage } : undefined,
       };
     }
+    // The last delta cannot be known until the stream ends; close the artifact with an empty final chunk.
+    request.events.artifact({ artifactId, name: "answer", parts: [{ text: "" }] }, { append: chars > 0, lastChunk: true });
+    return { state: "TASK_STATE_COMPLETED", metadata: usage ? { usage } : undefined };
+  }
+
+  /**
+   * POSTs the request, retrying connection failures with backoff: a model server that is restarting gets a
+   * moment. Once an answer has started nothing is retried (the tokens already went out).
+   */
+  private async connect(body: string, signal: AbortSignal): Promise<Response | ExecutionOutcome> {
+    const attempts = this.options.connectAttempts ?? 3;
+    let delay = this.options.retryBaseMs ?? 250;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await fetch(this.endpoint, { method: "POST", headers: this.headers(), body, signal });
+      } catch (err) {
+        if (signal.aborted) return { state: "TASK_STATE_CANCELED", message: "canceled" };
+        if (attempt >= attempts)
+          return {
+            state: "TASK_STATE_FAILED",
+            message: `model endpoint ${this.endpoint} is unreachable after ${attempts} attempts: ${describe(err)}`,
+          };
+        const aborted = await sleep(delay, signal);
+        if (aborted) return { state: "TASK_STATE_CANCELED", message: "canceled" };
+        delay *= 2;
+      }
+    }
+  }
+
+  /** A non-streaming answer: one artifact with the whole text. */
+  private async whole(request: ExecutionRequest, response: Response, artifactId: string): Promise<ExecutionOutcome> {
+    const text = await response.text().catch(() => "");
     let answer: string | undefined;
     let usage: unknown;
     try {
@@ -58,35 +145,62 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
       if (typeof content === "string") answer = content;
       usage = json.usage;
     } catch {
-      // fall through: reported below as an unreadable answer
+      // reported below as an unreadable answer
     }
-    if (answer === undefined) {
-      return {
-        state: "TASK_STATE_FAILED",
-        message: `model endpoint ${this.endpoint} sent an answer without choices[0].message.content: ${text.slice(0, 200)}`,
-      };
-    }
-    return {
-      state: "TASK_STATE_COMPLETED",
-      artifacts: [{ artifactId: `${request.taskId}-answer`, name: "answer", parts: [{ text: answer }] }],
-      metadata: usage ? { usage } : undefined,
-    };
+    if (answer === undefined)
+      return { state: "TASK_STATE_FAILED", message: `model endpoint ${this.endpoint} sent an answer without choices[0].message.content: ${text.slice(0, 200)}` };
+    request.events.artifact({ artifactId, name: "answer", parts: [{ text: answer }] }, { lastChunk: true });
+    return { state: "TASK_STATE_COMPLETED", metadata: usage ? { usage } : undefined };
   }
 
+  private headers(): Record<string, string> {
+    const h: Record<string, string> = { "content-type": "application/json" };
+    if (this.options.apiKey) h.authorization = `Bearer ${this.options.apiKey}`;
+    return h;
+  }
+
+  /** System prompt, then as many of the context's latest turns as fit the budget, then this message. */
   private chatMessages(request: ExecutionRequest): ChatMessage[] {
-    const out: ChatMessage[] = [];
-    if (this.options.systemPrompt) out.push({ role: "system", content: this.options.systemPrompt });
-    for (const m of request.history()) if (m.messageId !== request.message.messageId) out.push(toChat(m));
-    out.push(toChat(request.message));
-    return out;
+    const current = toChat(request.message);
+    let budget = (this.options.historyChars ?? 24_000) - current.content.length;
+    const earlier: ChatMessage[] = [];
+    const history = request.history();
+    for (let i = history.length - 1; i >= 0 && budget > 0; i--) {
+      if (history[i].messageId === request.message.messageId) continue;
+      const m = toChat(history[i]);
+      if (m.content.length > budget) break; // oldest turns go first
+      budget -= m.content.length;
+      earlier.unshift(m);
+    }
+    return [...(this.options.systemPrompt ? [{ role: "system" as const, content: this.options.systemPrompt }] : []), ...earlier, current];
   }
 }
 
+function partText(p: Part): string {
+  return p.text !== undefined ? p.text : p.data !== undefined ? JSON.stringify(p.data) : "";
+}
+
 function toChat(m: Message): ChatMessage {
-  return { role: m.role === "ROLE_AGENT" ? "assistant" : "user", content: messageText(m) };
+  return { role: m.role === "ROLE_AGENT" ? "assistant" : "user", content: m.parts.map(partText).filter(Boolean).join("\n") };
 }
 
 function describe(err: unknown): string {
   const e = err as { code?: string; message?: string };
   return e.code ? `${e.code} (${e.message ?? ""})`.replace(" ()", "") : (e.message ?? String(err));
+}
+
+/** Waits, unless aborted first; resolves true when aborted. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(true);
+    const t = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(false);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      resolve(true);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }

@@ -59,6 +59,8 @@ export interface PushConfigs {
 
 export interface RequestHandlerOptions {
   push?: { configs: PushConfigs; guard: { check(url: string): Promise<void> } };
+  /** Tasks one caller may start in one contextId: two agents delegating back and forth stop here. */
+  maxTasksPerContext?: number;
   /** The card for authenticated callers, if one is configured (GetExtendedAgentCard). */
   extendedCard?: () => AgentCard;
 }
@@ -184,7 +186,13 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const owner = ctx.caller.name;
     if (message.taskId) return this.continueTask(params, owner, stream);
 
+    this.runner.check(message);
     this.runner.assertCapacity();
+    const limit = this.options.maxTasksPerContext;
+    if (limit !== undefined && message.contextId && this.store.countInContext(message.contextId, owner) >= limit)
+      throw A2AError.unsupportedOperation(
+        `context ${message.contextId} already has ${limit} tasks, this node's limit per conversation (it stops agents delegating to each other forever); start a new context`,
+      );
     const pushConfig = params.configuration?.taskPushNotificationConfig;
     if (pushConfig) await this.pushOrThrow().guard.check(pushConfig.url);
     const contextId = message.contextId || newId();
@@ -227,6 +235,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       throw A2AError.unsupportedOperation(`task ${taskId} is ${task.status.state} and cannot take more messages`);
     if (!isInterrupted(task.status.state))
       throw A2AError.unsupportedOperation(`task ${taskId} is still ${task.status.state}; wait for it to ask for input`);
+    this.runner.check(message);
     this.runner.assertCapacity();
     const stored = { ...message, contextId: task.contextId };
     const committed = this.store.appendMessage(taskId, stored);

@@ -4,6 +4,7 @@ import { canonicalJson } from "./canonical-json";
 import { openapi } from "@elysiajs/openapi";
 import type { CallerIdentity } from "../protocol/caller";
 import type { AgentCard } from "../protocol/types";
+import type { Readiness } from "../executors/executor";
 
 export interface WebAppOptions {
   /** The card this listener serves (it names the listener's own URL). */
@@ -11,6 +12,8 @@ export interface WebAppOptions {
   version: string;
   executor: string;
   startedAt: number;
+  /** Whether the executor's backing service (the model server) answers. */
+  ready(signal: AbortSignal): Promise<Readiness>;
 }
 
 /**
@@ -68,6 +71,14 @@ export function createWebApp(o: WebAppOptions) {
         caller: caller?.name,
       }),
       { detail: { summary: "Liveness, and who the node thinks you are" } },
+    )
+    .get(
+      "/health/ready",
+      async () => {
+        const r = await o.ready(AbortSignal.timeout(2000)).catch((err) => ({ ready: false, detail: String(err) }));
+        return new Response(JSON.stringify({ ...r, executor: o.executor }), { status: r.ready ? 200 : 503, headers: { "content-type": "application/json" } });
+      },
+      { detail: { summary: "Readiness: whether the model endpoint behind the executor answers (503 if not)" } },
     );
 
   return {

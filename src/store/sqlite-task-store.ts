@@ -40,7 +40,15 @@ export class SqliteTaskStore implements TaskStore {
   private readonly db: Db;
   private readonly sqlite: Database;
   private readonly w: Record<
-    "insertTask" | "updateTask" | "selectForUpdate" | "selectTask" | "selectIdByRequest" | "selectContext" | "insertEvents" | "selectEvents",
+    | "insertTask"
+    | "updateTask"
+    | "selectForUpdate"
+    | "selectTask"
+    | "selectIdByRequest"
+    | "selectContext"
+    | "countContext"
+    | "insertEvents"
+    | "selectEvents",
     Statement
   >;
 
@@ -62,6 +70,7 @@ export class SqliteTaskStore implements TaskStore {
       selectTask: prep("SELECT * FROM tasks WHERE id = ?1 AND owner = ?2"),
       selectIdByRequest: prep("SELECT id FROM tasks WHERE owner = ?1 AND request_message_id = ?2"),
       selectContext: prep("SELECT history FROM tasks WHERE context_id = ?1 AND owner = ?2 ORDER BY id DESC"),
+      countContext: prep("SELECT count(*) AS n FROM tasks WHERE context_id = ?1 AND owner = ?2"),
     };
   }
 
@@ -164,6 +173,10 @@ export class SqliteTaskStore implements TaskStore {
   snapshot(id: string, owner: string, historyLength?: number): { task: Task; lastSeq: number } | undefined {
     const row = this.w.selectTask.get(id, owner) as RawRow | null;
     return row ? { task: assemble(fromRaw(row), historyLength, true), lastSeq: row.last_seq } : undefined;
+  }
+
+  countInContext(contextId: string, owner: string): number {
+    return (this.w.countContext.get(contextId, owner) as { n: number }).n;
   }
 
   unfinished(): UnfinishedTask[] {

@@ -14,6 +14,10 @@ export interface TaskRunnerOptions {
   maxQueued: number;
   /** Earlier messages of the context handed to the executor. */
   historyMessages: number;
+  /** A task still running after this long is stopped and ends FAILED (default: none). */
+  deadlineMs?: number;
+  /** Artifact text beyond this many bytes is cut, the executor stopped, and the task marked truncated. */
+  outputCapBytes?: number;
 }
 
 /** Hears every committed task event (push notifications). */
@@ -22,6 +26,9 @@ export type EventListener = (taskId: string, item: StreamItem) => void;
 interface Job {
   /** The live task: status, history, and artifacts as streamed so far. */
   task: Task;
+  /** Why the executor was stopped by the runner itself, if it was. */
+  stopped?: "deadline" | "output-cap";
+  outputBytes: number;
   message: Message;
   caller: string;
   abort: AbortController;
@@ -63,6 +70,12 @@ export class TaskRunner {
     this.listener = listener;
   }
 
+  /** Refuses a message the executor cannot take, before a task exists for it. */
+  check(message: Message): void {
+    const refusal = this.executor.check?.(message);
+    if (refusal) throw refusal;
+  }
+
   /** Throws (before anything is committed) when the node cannot take another task. */
   assertCapacity(): void {
     if (!this.accepting) throw A2AError.busy("this node is shutting down; retry against it later or use another peer");
@@ -82,7 +95,7 @@ export class TaskRunner {
       reject = rej;
     });
     settled.catch(() => {}); // a waiter may never come; the failure is logged by record()
-    const job: Job = { task, message, caller, abort: new AbortController(), seq: lastSeq, subscribers: new Set(), settled, resolve, reject };
+    const job: Job = { task, message, caller, abort: new AbortController(), seq: lastSeq, subscribers: new Set(), settled, resolve, reject, outputBytes: 0 };
     this.jobs.set(task.id, job);
     if (this.running < this.options.maxConcurrent) void this.run(job);
     else this.queue.push(job);
@@ -181,6 +194,12 @@ export class TaskRunner {
       void this.store.setStatus(task.id, working);
       this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status: working } }, true);
       let outcome: ExecutionOutcome;
+      const deadline = this.options.deadlineMs
+        ? setTimeout(() => {
+            job.stopped = "deadline";
+            job.abort.abort(new Error("deadline"));
+          }, this.options.deadlineMs)
+        : undefined;
       try {
         const history = () =>
           this.store
@@ -197,8 +216,18 @@ export class TaskRunner {
         });
       } catch (err) {
         outcome = { state: "TASK_STATE_FAILED", message: `executor ${this.executor.kind} failed: ${(err as Error).message}` };
+      } finally {
+        clearTimeout(deadline);
       }
-      if (job.abort.signal.aborted) {
+      if (job.stopped === "output-cap") {
+        outcome = {
+          state: "TASK_STATE_COMPLETED",
+          message: `output cut at ${this.options.outputCapBytes} bytes (this node's output cap)`,
+          metadata: { ...outcome.metadata, truncated: true, outputCapBytes: this.options.outputCapBytes },
+        };
+      } else if (job.stopped === "deadline") {
+        outcome = { state: "TASK_STATE_FAILED", message: `stopped: the task ran longer than this node's deadline of ${Math.round((this.options.deadlineMs ?? 0) / 1000)} s` };
+      } else if (job.abort.signal.aborted) {
         outcome = job.cancelReason
           ? { state: "TASK_STATE_CANCELED", message: job.cancelReason }
           : { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
@@ -221,9 +250,21 @@ export class TaskRunner {
         this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status, ...(metadata ? { metadata } : {}) } });
       },
       artifact: (artifact, options = {}) => {
-        if (!this.jobs.has(task.id)) return;
+        if (!this.jobs.has(task.id) || job.stopped) return;
+        let lastChunk = options.lastChunk === true;
+        const cap = this.options.outputCapBytes;
+        if (cap !== undefined) {
+          const cut = capParts(artifact, cap - job.outputBytes);
+          job.outputBytes += cut.bytes;
+          if (cut.over) {
+            artifact = cut.artifact;
+            lastChunk = true;
+            job.stopped = "output-cap";
+            job.abort.abort(new Error("output cap"));
+          }
+        }
         task.artifacts = accumulate(task.artifacts ?? [], artifact, options.append === true);
-        const update = { taskId: task.id, contextId: task.contextId, artifact, ...(options.append ? { append: true } : {}), ...(options.lastChunk ? { lastChunk: true } : {}) };
+        const update = { taskId: task.id, contextId: task.contextId, artifact, ...(options.append ? { append: true } : {}), ...(lastChunk ? { lastChunk: true } : {}) };
         this.emit(job, { artifactUpdate: update });
       },
     };
@@ -286,6 +327,25 @@ export class TaskRunner {
     this.jobs.delete(task.id);
     job.resolve(task);
   }
+}
+
+/** Keeps an artifact's text within `room` bytes; `over` when something had to be cut. */
+function capParts(a: Artifact, room: number): { artifact: Artifact; bytes: number; over: boolean } {
+  let bytes = 0;
+  let over = false;
+  const parts = a.parts.map((p) => {
+    if (typeof p.text !== "string") return p;
+    const size = Buffer.byteLength(p.text);
+    if (bytes + size <= room) {
+      bytes += size;
+      return p;
+    }
+    over = true;
+    const keep = Buffer.from(p.text).subarray(0, Math.max(0, room - bytes)).toString("utf8").replace(/\uFFFD$/, "");
+    bytes += Buffer.byteLength(keep);
+    return { ...p, text: keep };
+  });
+  return { artifact: over ? { ...a, parts } : a, bytes, over };
 }
 
 function agentMessage(taskId: string, contextId: string | undefined, text: string): Message {

@@ -59,6 +59,8 @@ export interface TaskStore {
   eventsAfter(taskId: string, afterSeq: number): StoredEvent[];
   /** The task as its row has it, and the number of the last event that row reflects. */
   snapshot(id: string, owner: string, historyLength?: number): { task: Task; lastSeq: number } | undefined;
+  /** How many tasks `owner` has started in a context. */
+  countInContext(contextId: string, owner: string): number;
   /** Tasks left SUBMITTED/WORKING by a previous run of the node. */
   unfinished(): UnfinishedTask[];
   /** The latest messages of a context, oldest first, for multi-turn executors. */

@@ -19,6 +19,12 @@ const flags = {
   "max-queued": { type: "number", value: "N" },
   description: { type: "string", value: "TEXT" },
   "plain-http-port": { type: "number", value: "PORT" },
+  deadline: { type: "number", value: "SECONDS" },
+  "output-cap": { type: "number", value: "BYTES" },
+  "max-tasks-per-context": { type: "number", value: "N" },
+  temperature: { type: "number", value: "T" },
+  "max-tokens": { type: "number", value: "N" },
+  "model-api-key-file": { type: "string", value: "FILE" },
   config: { type: "string", value: "FILE" },
   check: { type: "boolean" },
   quiet: { type: "boolean" },
@@ -49,6 +55,15 @@ FLAGS
   --max-body BYTES       largest request body accepted (default ${DEFAULTS.maxBodyBytes})
   --max-concurrent N     tasks executing at once (env A2A_NODE_MAX_CONCURRENT; default ${DEFAULTS.maxConcurrent})
   --max-queued N         tasks waiting for a slot before new ones are refused (default ${DEFAULTS.maxQueued})
+  --deadline SECONDS     a task still running after this ends FAILED (default ${DEFAULTS.deadlineMs / 1000})
+  --output-cap BYTES     artifact text beyond this is cut and the task marked truncated (default ${DEFAULTS.outputCapBytes})
+  --max-tasks-per-context N
+                         tasks one caller may start in one conversation (default ${DEFAULTS.maxTasksPerContext});
+                         stops two agents delegating to each other forever
+  --temperature T        sampling temperature sent to the model
+  --max-tokens N         answer length limit sent to the model
+  --model-api-key-file FILE
+                         read the model API key from FILE (must be mode 0600)
   --description TEXT     description in the agent card
   --plain-http-port P    also serve plain HTTP on 127.0.0.1:P (loopback only, no identity: every caller is
                          'local'), for local tools and the A2A conformance kit
@@ -56,7 +71,8 @@ FLAGS
                          flags and environment variables override it
   --check                print the effective configuration (secrets redacted) and exit
   --quiet                log only warnings and errors
-  The model API key is read from A2A_NODE_MODEL_API_KEY or OPENAI_API_KEY, never from a flag.
+  The model API key comes from --model-api-key-file, or A2A_NODE_MODEL_API_KEY / OPENAI_API_KEY; it is
+  never printed.
 
 EXAMPLES
   a2a-node serve --executor echo --port 9443
@@ -84,6 +100,12 @@ EXIT CODES
         maxQueued: f["max-queued"],
         description: f.description,
         plainHttpPort: f["plain-http-port"],
+        deadline: f.deadline,
+        outputCap: f["output-cap"],
+        maxTasksPerContext: f["max-tasks-per-context"],
+        temperature: f.temperature,
+        maxTokens: f["max-tokens"],
+        modelApiKeyFile: f["model-api-key-file"],
       },
       io.env,
       file,

@@ -1,0 +1,87 @@
+import type { TlsIdentity } from "./fleet";
+
+/** One server-sent event: its `id:` (if any) and its `data:` parsed as JSON. */
+export interface SseEvent {
+  id?: string;
+  data: any;
+}
+
+export interface SseConnection {
+  status: number;
+  headers: Headers;
+  /** The next event, or undefined once the server ended the stream. */
+  next(): Promise<SseEvent | undefined>;
+  /** Every remaining event until the server ends the stream. */
+  rest(): Promise<SseEvent[]>;
+  /** Drops the connection (as a client that goes away). */
+  close(): void;
+}
+
+let rpcId = 1000;
+
+/**
+ * POSTs a JSON-RPC streaming request over mTLS with a raw fetch and reads the answer as server-sent events;
+ * the test sees every `id:` and can drop the connection at any point.
+ */
+export async function openSse(
+  url: string,
+  who: TlsIdentity,
+  method: string,
+  params: unknown,
+  headers: Record<string, string> = {},
+): Promise<SseConnection> {
+  const abort = new AbortController();
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "text/event-stream", "a2a-version": "1.0", ...headers },
+    body: JSON.stringify({ jsonrpc: "2.0", id: rpcId++, method, params }),
+    signal: abort.signal,
+    tls: { cert: who.cert, key: who.key, ca: who.ca },
+  } as RequestInit);
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let ended = false;
+
+  const next = async (): Promise<SseEvent | undefined> => {
+    for (;;) {
+      const cut = buffer.indexOf("\n\n");
+      if (cut !== -1) {
+        const block = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        let id: string | undefined;
+        const data: string[] = [];
+        for (const line of block.split("\n")) {
+          if (line.startsWith("id:")) id = line.slice(3).trim();
+          else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
+        }
+        if (data.length === 0) continue; // a comment / keep-alive
+        return { id, data: JSON.parse(data.join("\n")) };
+      }
+      if (ended) return undefined;
+      const { value, done } = await reader.read();
+      if (done) {
+        ended = true;
+        buffer += decoder.decode();
+        if (buffer.trim() === "") return undefined;
+        buffer += "\n\n";
+      } else buffer += decoder.decode(value, { stream: true });
+    }
+  };
+
+  return {
+    status: res.status,
+    headers: res.headers,
+    next,
+    async rest() {
+      const out: SseEvent[] = [];
+      for (let e = await next(); e; e = await next()) out.push(e);
+      return out;
+    },
+    close() {
+      ended = true;
+      abort.abort();
+      reader.cancel().catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,216 @@
+/**
+ * Interop, the other direction: our own client (src/client/a2a-client.ts over mtlsFetch) against the official
+ * @a2a-js/sdk 1.3.0 server (DefaultRequestHandler + InMemoryTaskStore + an echo AgentExecutor, served with the
+ * SDK's express JSON-RPC and agent-card handlers) on node:https demanding a client certificate from our fleet
+ * CA, as scripts/bench/sdk-server.ts wires it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createServer, type Server } from "node:https";
+import type { AddressInfo } from "node:net";
+import express from "express";
+import { AGENT_CARD_PATH, TaskState, type AgentCard, type Message as SdkMessage } from "@a2a-js/sdk";
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+} from "@a2a-js/sdk/server";
+import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
+import { A2AClient, RemoteError } from "../../src/client/a2a-client";
+import { mtlsFetch, PeerIdentityError } from "../../src/client/mtls-fetch";
+import type { Task } from "../../src/protocol/types";
+import { makeFleet, type Fleet } from "../helpers/fleet";
+
+/** Echo, reported the way the SDK expects: the Task, its artifact, then the terminal status. */
+class EchoExecutor implements AgentExecutor {
+  readonly seen: string[] = [];
+
+  async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
+    const { taskId, contextId, userMessage } = ctx;
+    const part = userMessage.parts[0]?.content;
+    const text = part?.$case === "text" ? part.value : "";
+    this.seen.push(text);
+    const message: SdkMessage = { ...userMessage, taskId, contextId };
+    bus.publish(
+      AgentEvent.task({
+        id: taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
+        artifacts: [],
+        history: [message],
+        metadata: undefined,
+      }),
+    );
+    bus.publish(
+      AgentEvent.artifactUpdate({
+        taskId,
+        contextId,
+        artifact: {
+          artifactId: `${taskId}-echo`,
+          name: "echo",
+          description: "",
+          parts: [{ content: { $case: "text", value: `sdk echo: ${text}` }, metadata: undefined, filename: "", mediaType: "" }],
+          metadata: undefined,
+          extensions: [],
+        },
+        append: false,
+        lastChunk: true,
+        metadata: undefined,
+      }),
+    );
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId,
+        status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: new Date().toISOString() },
+        metadata: undefined,
+      }),
+    );
+    bus.finished();
+  }
+
+  async cancelTask(): Promise<void> {}
+}
+
+let fleet: Fleet;
+let server: Server;
+let base: string;
+let client: A2AClient;
+const executor = new EchoExecutor();
+
+beforeAll(async () => {
+  fleet = await makeFleet(["alpha", "sdkpeer"]);
+  const serverId = fleet.identity("sdkpeer");
+  const card: AgentCard = {
+    name: "sdk-echo",
+    description: "@a2a-js/sdk echo agent",
+    version: "1.0.0",
+    supportedInterfaces: [{ url: "https://127.0.0.1:0/", protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" }],
+    provider: undefined,
+    capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: { mtls: { scheme: { $case: "mtlsSecurityScheme", value: { description: "fleet CA client certificate" } } } },
+    securityRequirements: [{ schemes: { mtls: { list: [] } } }],
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+    skills: [
+      {
+        id: "echo",
+        name: "Echo",
+        description: "Answers with the message's own text.",
+        tags: ["echo"],
+        examples: [],
+        inputModes: [],
+        outputModes: [],
+        securityRequirements: [],
+      },
+    ],
+    signatures: [],
+  };
+  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
+  const app = express();
+  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
+  app.use("/", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  server = createServer({ cert: serverId.cert, key: serverId.key, ca: serverId.ca, requestCert: true, rejectUnauthorized: true }, app);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  base = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  card.supportedInterfaces[0]!.url = `${base}/`;
+  // A named peer: the server's certificate must say CN=sdkpeer and chain to our fleet CA.
+  client = new A2AClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: "sdkpeer" }));
+});
+
+afterAll(async () => {
+  server?.closeAllConnections();
+  await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+  fleet?.cleanup();
+});
+
+const userMessage = (text: string, extra: Record<string, unknown> = {}) => ({
+  messageId: crypto.randomUUID(),
+  role: "ROLE_USER" as const,
+  parts: [{ text }],
+  ...extra,
+});
+
+async function rejection(p: Promise<unknown>): Promise<unknown> {
+  return p.then(
+    (v) => {
+      throw new Error(`expected a rejection, got ${JSON.stringify(v)}`);
+    },
+    (e: unknown) => e,
+  );
+}
+
+describe("our A2AClient against the @a2a-js/sdk server over mutual TLS", () => {
+  let sent: Task;
+  const text = `hello from a2a-node ${crypto.randomUUID()}`;
+
+  it("getAgentCard reads the SDK server's v1.0 card", async () => {
+    const card = await client.getAgentCard(base);
+    expect(card.name).toBe("sdk-echo");
+    expect(card.supportedInterfaces[0]).toMatchObject({ url: `${base}/`, protocolBinding: "JSONRPC", protocolVersion: "1.0" });
+    expect(card.capabilities.streaming).toBe(true);
+    expect(card.skills.map((s) => s.id)).toEqual(["echo"]);
+    expect(JSON.stringify(card.securitySchemes)).toContain("mtlsSecurityScheme");
+  });
+
+  it("sendMessage (blocking) returns the SDK's COMPLETED task with the echo artifact", async () => {
+    const result = await client.sendMessage({ message: userMessage(text) });
+    expect("task" in result, JSON.stringify(result)).toBe(true);
+    sent = (result as { task: Task }).task;
+    expect(sent.id).toEqual(expect.any(String));
+    expect(sent.contextId).toEqual(expect.any(String));
+    expect(sent.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(sent.artifacts?.[0]?.parts[0]?.text).toBe(`sdk echo: ${text}`);
+    expect(executor.seen).toContain(text);
+  });
+
+  it("getTask returns the same task, its history trimmed by historyLength", async () => {
+    const task = await client.getTask({ id: sent.id });
+    expect(task.id).toBe(sent.id);
+    expect(task.contextId).toBe(sent.contextId);
+    expect(task.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(task.artifacts?.[0]?.parts[0]?.text).toBe(`sdk echo: ${text}`);
+    expect(task.history?.some((m) => m.role === "ROLE_USER" && m.parts[0]?.text === text)).toBe(true);
+    const none = await client.getTask({ id: sent.id, historyLength: 0 });
+    expect(none.history ?? []).toEqual([]);
+  });
+
+  it("listTasks finds the task, and filters by contextId", async () => {
+    const all = await client.listTasks({});
+    expect(all.tasks.map((t) => t.id)).toContain(sent.id);
+    expect(all.totalSize).toBeGreaterThanOrEqual(1);
+
+    const contextId = crypto.randomUUID();
+    const other = await client.sendMessage({ message: userMessage(`second ${crypto.randomUUID()}`, { contextId }) });
+    const otherTask = (other as { task: Task }).task;
+    expect(otherTask.contextId).toBe(contextId);
+    const filtered = await client.listTasks({ contextId });
+    expect(filtered.tasks.map((t) => t.id)).toEqual([otherTask.id]);
+    expect(filtered.totalSize).toBe(1);
+    expect(filtered.nextPageToken ?? "").toBe("");
+  });
+
+  it("getTask of an unknown task raises RemoteError -32001 (TaskNotFound)", async () => {
+    const err = await rejection(client.getTask({ id: crypto.randomUUID() }));
+    expect(err).toBeInstanceOf(RemoteError);
+    expect((err as RemoteError).code).toBe(-32001);
+  });
+
+  it("cancelTask of a completed task raises RemoteError -32002 (TaskNotCancelable)", async () => {
+    const err = await rejection(client.cancelTask(sent.id));
+    expect(err).toBeInstanceOf(RemoteError);
+    expect((err as RemoteError).code).toBe(-32002);
+  });
+
+  it("refuses the SDK server when it is not the peer we expected (certificate CN)", async () => {
+    const wrong = new A2AClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: "someone-else" }));
+    const err = await rejection(wrong.getTask({ id: sent.id }));
+    expect(err).toBeInstanceOf(PeerIdentityError);
+    expect((err as PeerIdentityError).actualName).toBe("sdkpeer");
+  });
+});
