@@ -3,8 +3,8 @@ import { UsageError } from "./cli/errors";
 import type { AgentSkill } from "./protocol/types";
 import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "./executors/openai-executor";
 
-export type ExecutorKind = "echo" | "openai" | "conformance";
-export const EXECUTOR_KINDS: readonly ExecutorKind[] = ["echo", "openai", "conformance"];
+export type ExecutorKind = "echo" | "openai" | "hermes" | "conformance";
+export const EXECUTOR_KINDS: readonly ExecutorKind[] = ["echo", "openai", "hermes", "conformance"];
 
 /** Everything `serve` needs. One schema, filled in one order: defaults < environment < flags. */
 export interface ServeConfig {
@@ -40,6 +40,10 @@ export interface ServeConfig {
   maxTokens?: number;
   /** Characters of earlier conversation sent to the model with each task. */
   historyChars: number;
+  /** Hermes Agent API server, for --executor hermes. */
+  hermesUrl: string;
+  /** Read from A2A_NODE_HERMES_API_KEY / HERMES_API_KEY or --hermes-api-key-file; never printed. */
+  hermesApiKey?: string;
 }
 
 export const DEFAULTS: ServeConfig = {
@@ -58,6 +62,7 @@ export const DEFAULTS: ServeConfig = {
   outputCapBytes: 1024 * 1024,
   maxTasksPerContext: 100,
   historyChars: 24_000,
+  hermesUrl: "http://127.0.0.1:8642",
 };
 
 /** Environment variables, each the same as its flag. */
@@ -72,7 +77,7 @@ export const ENV_KEYS = {
 } as const;
 
 /** What a config file may set (TOML, snake_case keys; see scripts/config.example.toml). */
-export type FileConfig = Partial<Omit<ServeConfig, "modelApiKey">>;
+export type FileConfig = Partial<Omit<ServeConfig, "modelApiKey" | "hermesApiKey">>;
 
 const FILE_KEYS: Record<string, keyof FileConfig> = {
   host: "host",
@@ -96,6 +101,7 @@ const FILE_KEYS: Record<string, keyof FileConfig> = {
   temperature: "temperature",
   max_tokens: "maxTokens",
   history_chars: "historyChars",
+  hermes_url: "hermesUrl",
 };
 
 /**
@@ -158,6 +164,8 @@ export interface ServeFlags {
   temperature?: number;
   maxTokens?: number;
   modelApiKeyFile?: string;
+  hermesUrl?: string;
+  hermesApiKeyFile?: string;
 }
 
 export function resolveServeConfig(flags: ServeFlags, env: Record<string, string | undefined>, file: FileConfig = {}): ServeConfig {
@@ -190,6 +198,8 @@ export function resolveServeConfig(flags: ServeFlags, env: Record<string, string
     maxTasksPerContext: flags.maxTasksPerContext ?? base.maxTasksPerContext,
     temperature: flags.temperature ?? base.temperature,
     maxTokens: flags.maxTokens ?? base.maxTokens,
+    hermesUrl: flags.hermesUrl ?? env.A2A_NODE_HERMES_URL ?? base.hermesUrl,
+    hermesApiKey: flags.hermesApiKeyFile ? readKeyFile(flags.hermesApiKeyFile) : env.A2A_NODE_HERMES_API_KEY || env.HERMES_API_KEY || undefined,
   };
   if (!(c.deadlineMs > 0)) throw new UsageError(`--deadline must be a positive number of seconds`);
   if (!Number.isInteger(c.outputCapBytes) || c.outputCapBytes < 1024) throw new UsageError(`--output-cap must be a whole number of bytes, at least 1024 (got ${c.outputCapBytes})`);
@@ -204,7 +214,7 @@ export function resolveServeConfig(flags: ServeFlags, env: Record<string, string
   if (!Number.isInteger(c.maxConcurrent) || c.maxConcurrent < 1 || c.maxConcurrent > 10_000)
     throw new UsageError(`--max-concurrent must be 1-10000 (got ${c.maxConcurrent})`);
   if (!Number.isInteger(c.maxQueued) || c.maxQueued < 0) throw new UsageError(`--max-queued must be 0 or more (got ${c.maxQueued})`);
-  for (const [name, url] of [["model-url", c.modelUrl], ["advertise-url", c.advertiseUrl]] as const) {
+  for (const [name, url] of [["model-url", c.modelUrl], ["advertise-url", c.advertiseUrl], ["hermes-url", c.hermesUrl]] as const) {
     if (url === undefined) continue;
     try {
       const u = new URL(url);
@@ -230,5 +240,5 @@ export function readKeyFile(path: string): string {
 
 /** The effective configuration for `serve --check`, with secrets shown only as present or absent. */
 export function redacted(c: ServeConfig): Record<string, unknown> {
-  return { ...c, modelApiKey: c.modelApiKey ? "(set)" : "(not set)" };
+  return { ...c, modelApiKey: c.modelApiKey ? "(set)" : "(not set)", hermesApiKey: c.hermesApiKey ? "(set)" : "(not set)" };
 }

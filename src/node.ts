@@ -4,6 +4,7 @@ import { loadNodeIdentity } from "../pki/identity";
 import type { ServeConfig } from "./config";
 import { ConformanceExecutor } from "./executors/conformance-executor";
 import { EchoExecutor } from "./executors/echo-executor";
+import { HermesExecutor } from "./executors/hermes-executor";
 import type { AgentExecutor } from "./executors/executor";
 import { OpenAiCompatibleExecutor } from "./executors/openai-executor";
 import { homePaths } from "./home";
@@ -60,8 +61,9 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const dispatcher = new PushDispatcher(database, pushConfigs, { guard, log });
   runner.onEvent((taskId, item) => dispatcher.notify(taskId, item.response));
   dispatcher.start();
-  const leftovers = await runner.failLeftovers();
-  if (leftovers > 0) log.warn("recorded tasks interrupted by the last stop as FAILED", { count: leftovers });
+  const recovered = await runner.recover();
+  if (recovered.resumed + recovered.failed > 0)
+    log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
   const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext });
   const transport = new JsonRpcTransport({ v1: v1Methods(handler), v03: v03Methods(handler) });
   const startedAt = Date.now();
@@ -130,6 +132,8 @@ function createExecutor(config: ServeConfig): AgentExecutor {
   switch (config.executor) {
     case "echo":
       return new EchoExecutor();
+    case "hermes":
+      return new HermesExecutor({ baseUrl: config.hermesUrl, apiKey: config.hermesApiKey });
     case "conformance":
       return new ConformanceExecutor();
     case "openai":

@@ -7,6 +7,8 @@ import { messageText } from "./executor";
  */
 export class EchoExecutor implements AgentExecutor {
   readonly kind = "echo";
+  /** Echoing again gives the same answer. */
+  readonly onRestart = "rerun";
 
   async execute(request: ExecutionRequest): Promise<ExecutionOutcome> {
     return {

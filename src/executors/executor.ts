@@ -12,6 +12,11 @@ export interface ExecutionEvents {
    * `lastChunk`: the artifact is complete.
    */
   artifact(artifact: Artifact, options?: { append?: boolean; lastChunk?: boolean }): void;
+  /**
+   * Remembers something about this task in its metadata, committed at once (e.g. the id of a remote run, so
+   * a restarted node can re-attach to it instead of starting it again).
+   */
+  note(metadata: Record<string, unknown>): void;
 }
 
 /** Everything an executor gets to do one task. */
@@ -31,6 +36,10 @@ export interface ExecutionRequest {
   signal: AbortSignal;
   /** Where to report progress and streamed artifact chunks. */
   events: ExecutionEvents;
+  /** The task's metadata so far (what earlier runs noted). */
+  metadata: Record<string, unknown>;
+  /** True when this run continues a task a previous process of the node had started (after a restart). */
+  resumed: boolean;
 }
 
 /**
@@ -69,6 +78,12 @@ export interface AgentExecutor {
   check?(message: Message): import("../protocol/errors").A2AError | undefined;
   /** Probes the backing service; absent means always ready. */
   ready?(signal: AbortSignal): Promise<Readiness>;
+  /**
+   * What happens to this executor's unfinished tasks when the node restarts after a crash: "rerun" runs them
+   * again from their message, "reattach" runs them with `resumed` set (the executor picks up its remote run),
+   * "fail" ends them FAILED as interrupted. Absent means "fail".
+   */
+  readonly onRestart?: "rerun" | "reattach" | "fail";
 }
 
 /** The text of a message: its text parts joined by newlines. */

@@ -38,6 +38,8 @@ interface ChatMessage {
  */
 export class OpenAiCompatibleExecutor implements AgentExecutor {
   readonly kind = "openai";
+  /** A chat completion has no side effects to repeat: an interrupted one is simply asked again. */
+  readonly onRestart = "rerun";
   private readonly endpoint: string;
 
   constructor(private readonly options: OpenAiExecutorOptions) {

@@ -26,6 +26,8 @@ export type EventListener = (taskId: string, item: StreamItem) => void;
 interface Job {
   /** The live task: status, history, and artifacts as streamed so far. */
   task: Task;
+  /** Continues a task a previous process started (restart recovery). */
+  resumed: boolean;
   /** Why the executor was stopped by the runner itself, if it was. */
   stopped?: "deadline" | "output-cap";
   outputBytes: number;
@@ -87,7 +89,7 @@ export class TaskRunner {
    * Runs (or queues) a task already recorded as SUBMITTED (or interrupted, for a follow-up message).
    * `lastSeq` is the number of its last stored event. Resolves when the task settles.
    */
-  start(task: Task, message: Message, caller: string, lastSeq = 0): Promise<Task> {
+  start(task: Task, message: Message, caller: string, lastSeq = 0, resumed = false): Promise<Task> {
     let resolve!: (t: Task) => void;
     let reject!: (err: unknown) => void;
     const settled = new Promise<Task>((res, rej) => {
@@ -95,7 +97,7 @@ export class TaskRunner {
       reject = rej;
     });
     settled.catch(() => {}); // a waiter may never come; the failure is logged by record()
-    const job: Job = { task, message, caller, abort: new AbortController(), seq: lastSeq, subscribers: new Set(), settled, resolve, reject, outputBytes: 0 };
+    const job: Job = { task, message, caller, abort: new AbortController(), seq: lastSeq, subscribers: new Set(), settled, resolve, reject, outputBytes: 0, resumed };
     this.jobs.set(task.id, job);
     if (this.running < this.options.maxConcurrent) void this.run(job);
     else this.queue.push(job);
@@ -141,25 +143,38 @@ export class TaskRunner {
   }
 
   /**
-   * Tasks a previous run of the node left SUBMITTED or WORKING can no longer be answered by the process that
-   * took them; they end FAILED with a message saying so, so that every accepted task has a recorded end.
+   * Tasks a previous run of the node left SUBMITTED or WORKING: each is run again, re-attached, or ended
+   * FAILED as interrupted, as its executor's `onRestart` says, so that every accepted task gets a recorded
+   * end. A task that was already resumed twice is not tried again (it may be what brings the node down).
    */
-  async failLeftovers(): Promise<number> {
-    const left = this.store.unfinished();
-    const writes = left.map((t) => {
+  async recover(): Promise<{ resumed: number; failed: number }> {
+    let resumed = 0;
+    const writes: Promise<void>[] = [];
+    for (const t of this.store.unfinished()) {
       const snap = this.store.snapshot(t.id, t.owner);
-      const status: TaskStatus = {
-        state: "TASK_STATE_FAILED",
-        timestamp: now(),
-        message: agentMessage(t.id, snap?.task.contextId, "interrupted: the node stopped before this task finished; send it again"),
-      };
-      const seq = (snap?.lastSeq ?? 0) + 1 + (this.store.eventsAfter(t.id, snap?.lastSeq ?? 0).length ?? 0);
-      const done = this.store.finish(t.id, status, []);
-      void this.store.appendEvents(t.id, seq, [{ statusUpdate: { taskId: t.id, contextId: snap?.task.contextId ?? "", status } }], seq);
-      return done;
-    });
+      if (!snap) continue;
+      const { task } = snap;
+      const lastSeq = snap.lastSeq + this.store.eventsAfter(t.id, snap.lastSeq).length;
+      const policy = t.executor === this.executor.kind ? (this.executor.onRestart ?? "fail") : "fail";
+      const restarts = Number(task.metadata?.["a2a-node/restarts"] ?? 0);
+      const message = [...(task.history ?? [])].reverse().find((m) => m.role === "ROLE_USER");
+      if (policy !== "fail" && restarts < 2 && message) {
+        task.metadata = { ...task.metadata, "a2a-node/restarts": restarts + 1 };
+        void this.store.finish(t.id, task.status, [], { "a2a-node/restarts": restarts + 1 });
+        this.start(task, message, t.owner, lastSeq, policy === "reattach");
+        resumed++;
+        continue;
+      }
+      const why =
+        policy === "fail"
+          ? "interrupted: the node stopped before this task finished; send it again"
+          : "interrupted: the node stopped while running this task, more than twice; not trying it again";
+      const status: TaskStatus = { state: "TASK_STATE_FAILED", timestamp: now(), message: agentMessage(t.id, task.contextId, why) };
+      writes.push(this.store.finish(t.id, status, []));
+      writes.push(this.store.appendEvents(t.id, lastSeq + 1, [{ statusUpdate: { taskId: t.id, contextId: task.contextId, status } }], lastSeq + 1));
+    }
     await Promise.all(writes);
-    return left.length;
+    return { resumed, failed: writes.length / 2 };
   }
 
   get activeCount(): number {
@@ -213,6 +228,8 @@ export class TaskRunner {
           caller: job.caller,
           signal: job.abort.signal,
           events: this.eventsFor(job),
+          metadata: { ...task.metadata },
+          resumed: job.resumed,
         });
       } catch (err) {
         outcome = { state: "TASK_STATE_FAILED", message: `executor ${this.executor.kind} failed: ${(err as Error).message}` };
@@ -266,6 +283,11 @@ export class TaskRunner {
         task.artifacts = accumulate(task.artifacts ?? [], artifact, options.append === true);
         const update = { taskId: task.id, contextId: task.contextId, artifact, ...(options.append ? { append: true } : {}), ...(lastChunk ? { lastChunk: true } : {}) };
         this.emit(job, { artifactUpdate: update });
+      },
+      note: (metadata) => {
+        if (!this.jobs.has(task.id)) return;
+        task.metadata = { ...task.metadata, ...metadata };
+        void this.store.finish(task.id, task.status, [], metadata);
       },
     };
   }

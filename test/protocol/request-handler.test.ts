@@ -201,7 +201,7 @@ describe("DefaultRequestHandler with a model behind it", () => {
     await store.create({ id: "old", contextId: "c", owner: "alpha", message: message("lost"), executor: "openai", timestamp: new Date().toISOString() }).committed;
     await store.setStatus("old", { state: "TASK_STATE_WORKING" });
     const { runner } = handlerWith(new EchoExecutor());
-    expect(await runner.failLeftovers()).toBe(1);
+    expect(await runner.recover()).toEqual({ resumed: 0, failed: 1 }); // an openai task, and this runner runs echo
     const t = store.get("old", "alpha");
     expect(t?.status.state).toBe("TASK_STATE_FAILED");
     expect(t?.status.message?.parts[0].text).toMatch(/interrupted/);

@@ -25,6 +25,8 @@ const flags = {
   temperature: { type: "number", value: "T" },
   "max-tokens": { type: "number", value: "N" },
   "model-api-key-file": { type: "string", value: "FILE" },
+  "hermes-url": { type: "string", value: "URL" },
+  "hermes-api-key-file": { type: "string", value: "FILE" },
   config: { type: "string", value: "FILE" },
   check: { type: "boolean" },
   quiet: { type: "boolean" },
@@ -47,7 +49,8 @@ FLAGS
   --advertise-url URL    base URL written in the agent card (env A2A_NODE_ADVERTISE_URL; default: the bound
                          address, the host name, or the node name, whichever the certificate covers)
   --executor KIND        echo: answer with the message's own text; openai: ask an OpenAI-compatible model
-                         server; conformance: behave as the A2A conformance kit (a2a-tck) expects
+                         server (tokens stream back); hermes: run it on a Hermes Agent (runs API, approvals
+                         become input-required); conformance: behave as the A2A conformance kit expects
                          (env A2A_NODE_EXECUTOR; default ${DEFAULTS.executor})
   --model-url URL        OpenAI-compatible API base (env A2A_NODE_MODEL_URL; default ${DEFAULTS.modelUrl}, Ollama)
   --model NAME           model name sent to it (env A2A_NODE_MODEL; default ${DEFAULTS.model})
@@ -64,6 +67,9 @@ FLAGS
   --max-tokens N         answer length limit sent to the model
   --model-api-key-file FILE
                          read the model API key from FILE (must be mode 0600)
+  --hermes-url URL       Hermes Agent API server (env A2A_NODE_HERMES_URL; default ${DEFAULTS.hermesUrl})
+  --hermes-api-key-file FILE
+                         read the Hermes API key from FILE (0600); else A2A_NODE_HERMES_API_KEY or HERMES_API_KEY
   --description TEXT     description in the agent card
   --plain-http-port P    also serve plain HTTP on 127.0.0.1:P (loopback only, no identity: every caller is
                          'local'), for local tools and the A2A conformance kit
@@ -77,6 +83,7 @@ FLAGS
 EXAMPLES
   a2a-node serve --executor echo --port 9443
   a2a-node serve --model-url http://127.0.0.1:8080/v1 --model qwen2.5   # llama.cpp server
+  HERMES_API_KEY=... a2a-node serve --executor hermes --hermes-url http://127.0.0.1:8642
   A2A_NODE_HOME=/var/lib/a2a-node a2a-node serve --host 10.0.0.7
 
 EXIT CODES
@@ -106,6 +113,8 @@ EXIT CODES
         temperature: f.temperature,
         maxTokens: f["max-tokens"],
         modelApiKeyFile: f["model-api-key-file"],
+        hermesUrl: f["hermes-url"],
+        hermesApiKeyFile: f["hermes-api-key-file"],
       },
       io.env,
       file,
