@@ -1,6 +1,8 @@
 import type { GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, Task, AgentCard } from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
-import { fromV03Message, fromV03Task, toV03Message } from "../protocol/v03/convert";
+import { fromV03ArtifactUpdate, fromV03Message, fromV03StatusUpdate, fromV03Task, toV03Message } from "../protocol/v03/convert";
+import { readSse } from "../executors/sse";
+import type { StreamResponse } from "../protocol/types";
 
 /** The protocol generation a peer speaks, as its agent card says. */
 export type PeerProtocol = "1.0" | "0.3";
@@ -63,6 +65,39 @@ export class A2AClient {
       signal,
     );
     return result.kind === "message" ? { message: fromV03Message(result, "result") } : { task: fromV03Task(result, "result") };
+  }
+
+  /**
+   * SendStreamingMessage: the Task first, then its status and artifact updates as they happen, until it
+   * settles. A v0.3 peer's events are converted to v1.0 shapes.
+   */
+  async *sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    const v1 = this.protocol === "1.0";
+    const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
+    if (v1) headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
+    const rpcParams = v1 ? params : { message: toV03Message(params.message), ...(params.metadata ? { metadata: params.metadata } : {}) };
+    const res = await this.fetchFn(this.rpcUrl, {
+      method: "POST",
+      headers,
+      body: JSON.stringify({ jsonrpc: "2.0", id: this.nextId++, method: v1 ? "SendStreamingMessage" : "message/stream", params: rpcParams }),
+      signal,
+    });
+    if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) {
+      // A refusal comes back as a plain JSON-RPC error.
+      const body = (await res.json().catch(() => ({}))) as { error?: { code: number; message: string; data?: unknown } };
+      if (body.error) throw new RemoteError(body.error.code, body.error.message, body.error.data);
+      throw new ProtocolError(`streaming call answered HTTP ${res.status} without an event stream`);
+    }
+    for await (const data of readSse(res.body as ReadableStream<Uint8Array>)) {
+      const msg = JSON.parse(data) as { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } };
+      if (msg.error) throw new RemoteError(msg.error.code, msg.error.message, msg.error.data);
+      const r = msg.result ?? {};
+      if (v1) yield r as StreamResponse;
+      else if (r.kind === "task") yield { task: fromV03Task(r, "result") };
+      else if (r.kind === "message") yield { message: fromV03Message(r, "result") };
+      else if (r.kind === "status-update") yield { statusUpdate: fromV03StatusUpdate(r, "result") };
+      else if (r.kind === "artifact-update") yield { artifactUpdate: fromV03ArtifactUpdate(r, "result") };
+    }
   }
 
   async getTask(params: GetTaskParams, signal?: AbortSignal): Promise<Task> {

@@ -95,6 +95,8 @@ const SCENARIOS = [...TABLE].sort((a, b) => b.prefix.length - a.prefix.length);
  */
 export class ConformanceExecutor implements AgentExecutor {
   readonly kind = "conformance";
+  /** Scenarios are deterministic and touch nothing outside the task: an interrupted one simply runs again. */
+  readonly onRestart = "rerun";
   private readonly options: Required<ConformanceOptions>;
 
   constructor(options: ConformanceOptions = {}) {

@@ -5,6 +5,11 @@
 export interface CallerIdentity {
   name: string;
   fingerprint: string;
+  /**
+   * True for the plain loopback listener, where no certificate says who is calling: every local tool shares
+   * that one identity, so a messageId two of them happen to reuse is not a retry and is not deduplicated.
+   */
+  anonymous?: boolean;
 }
 
 export interface CallContext {

@@ -164,8 +164,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   async deleteTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<void> {
     const push = this.pushOrThrow();
     this.ownTask(params.taskId, ctx);
-    if (!push.configs.delete(ctx.caller.name, params.taskId, params.id))
-      throw A2AError.taskNotFound(`${params.taskId} (push notification config ${params.id})`);
+    // Deleting is idempotent (the spec): a config already gone is not an error.
+    push.configs.delete(ctx.caller.name, params.taskId, params.id);
   }
 
   async getExtendedAgentCard(_ctx: CallContext): Promise<AgentCard> {
@@ -206,6 +206,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       executor: this.runner.executorKind,
       metadata: params.metadata,
       timestamp: now(),
+      idempotent: !ctx.caller.anonymous,
     });
     if (!created) {
       // A retry of a message we already took: answer with that task instead of running it again.
@@ -256,7 +257,11 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const stream: EventStream = new EventStream(() => this.runner.unsubscribe(taskId, stream));
     stream.push({ response: { task } });
     for (const e of this.store.eventsAfter(taskId, afterSeq ?? lastSeq)) stream.push(e);
-    if (!this.runner.subscribe(taskId, owner, stream)) stream.end();
+    if (this.runner.subscribe(taskId, owner, stream)) return stream;
+    // Not running: a task waiting for input keeps its subscriber until it runs again and ends; any other
+    // (ended) task's stream closes after the replay.
+    if (isInterrupted(task.status.state)) this.runner.park(taskId, stream);
+    else stream.end();
     return stream;
   }
 

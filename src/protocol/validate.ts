@@ -47,7 +47,32 @@ function optBool(o: Obj, key: string, where: string): boolean | undefined {
 
 function params(p: unknown): Obj {
   if (!isObj(p)) throw bad("params must be an object");
-  return p;
+  return camelKeys(p) as Obj;
+}
+
+/**
+ * ProtoJSON readers accept a field's proto name (task_id) as well as its JSON name (taskId); so do we. The
+ * free-form contents of `data` and `metadata` are left exactly as sent.
+ */
+function camelKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(camelKeys);
+  if (!isObj(v)) return v;
+  const out: Obj = {};
+  for (const [k, val] of Object.entries(v)) {
+    const key = k.includes("_") ? k.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()) : k;
+    out[key] = key === "data" || key === "metadata" ? val : camelKeys(val);
+  }
+  return out;
+}
+
+const PART_FIELDS = ["text", "raw", "url", "data", "filename", "mediaType", "metadata"] as const;
+const MESSAGE_FIELDS = ["messageId", "contextId", "taskId", "role", "parts", "metadata", "extensions", "referenceTaskIds"] as const;
+
+/** Only the fields the protocol defines: unknown ones are ignored, not stored and echoed back to others. */
+function pick<T>(o: Obj, fields: readonly string[]): T {
+  const out: Obj = {};
+  for (const f of fields) if (o[f] !== undefined && o[f] !== null) out[f] = o[f];
+  return out as T;
 }
 
 function part(p: unknown, where: string): Part {
@@ -68,7 +93,7 @@ function part(p: unknown, where: string): Part {
   if (p.data !== undefined) kinds++;
   if (kinds !== 1) throw bad(`${where} must have exactly one of text, raw, url or data`);
   if (p.metadata !== undefined && !isObj(p.metadata)) throw bad(`${where}.metadata must be an object`);
-  return p as Part;
+  return pick<Part>(p, PART_FIELDS);
 }
 
 export function message(m: unknown, where = "params.message"): Message {
@@ -77,16 +102,16 @@ export function message(m: unknown, where = "params.message"): Message {
   if (m.messageId.length > 200) throw bad(`${where}.messageId is longer than 200 characters`);
   if (m.role !== "ROLE_USER" && m.role !== "ROLE_AGENT") throw bad(`${where}.role must be ROLE_USER or ROLE_AGENT`);
   if (!Array.isArray(m.parts) || m.parts.length === 0) throw bad(`${where}.parts must be a non-empty array`);
-  for (let i = 0; i < m.parts.length; i++) part(m.parts[i], `${where}.parts[${i}]`);
+  const parts = m.parts.map((p, i) => part(p, `${where}.parts[${i}]`));
   optString(m, "contextId", where);
   optString(m, "taskId", where);
   if (m.metadata !== undefined && m.metadata !== null && !isObj(m.metadata)) throw bad(`${where}.metadata must be an object`);
-  return m as unknown as Message;
+  return { ...pick<Message>(m, MESSAGE_FIELDS), parts };
 }
 
 export function sendMessageParams(p: unknown): SendMessageParams {
   const o = params(p);
-  message(o.message);
+  o.message = message(o.message);
   if (o.configuration !== undefined && o.configuration !== null) {
     const c = o.configuration;
     if (!isObj(c)) throw bad("params.configuration must be an object");

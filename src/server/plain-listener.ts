@@ -5,7 +5,7 @@ import { serveHttp1, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
 
 /** Everyone on a plain loopback listener is one caller: the machine itself. */
-export const LOOPBACK_CALLER: CallerIdentity = { name: "local", fingerprint: "plain-http-loopback" };
+export const LOOPBACK_CALLER: CallerIdentity = { name: "local", fingerprint: "plain-http-loopback", anonymous: true };
 
 export interface PlainListenerOptions {
   port: number;

@@ -52,6 +52,9 @@ export function createRequestRouter(options: RouterOptions) {
     const q = req.target.indexOf("?");
     const path = q === -1 ? req.target : req.target.slice(0, q);
     if (req.method === "POST" && JSONRPC_PATHS.has(path)) {
+      const type = req.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
+      if (type && type !== "application/json" && !type.endsWith("+json"))
+        return { status: 200, headers: JSON_HEADERS, body: errorBody(null, A2AError.contentTypeNotSupported(`Content-Type ${type} is not JSON; send application/json`)) };
       const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), { caller }, req.headers.get("last-event-id"));
       if (out.kind === "json") return { status: 200, headers: JSON_HEADERS, body: out.body };
       return { status: 200, headers: SSE_HEADERS, stream: sse(out.events) };

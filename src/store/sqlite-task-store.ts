@@ -75,12 +75,15 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   create(input: NewTask): { task: Task; created: boolean; committed: Promise<void> } {
+    const idempotent = input.idempotent !== false;
     const key = `${input.owner}\0${input.message.messageId}`;
-    const inFlight = this.pendingRequests.get(key);
-    if (inFlight) return { task: inFlight, created: false, committed: this.group.commit() };
-    this.openGroupTransaction();
-    const existing = this.w.selectIdByRequest.get(input.owner, input.message.messageId) as { id: string } | null;
-    if (existing) return { task: this.get(existing.id, input.owner) as Task, created: false, committed: Promise.resolve() };
+    if (idempotent) {
+      const inFlight = this.pendingRequests.get(key);
+      if (inFlight) return { task: inFlight, created: false, committed: this.group.commit() };
+      this.openGroupTransaction();
+      const existing = this.w.selectIdByRequest.get(input.owner, input.message.messageId) as { id: string } | null;
+      if (existing) return { task: this.get(existing.id, input.owner) as Task, created: false, committed: Promise.resolve() };
+    }
     const task: Task = {
       id: input.id,
       contextId: input.contextId,
@@ -92,13 +95,14 @@ export class SqliteTaskStore implements TaskStore {
     p.insert = {
       contextId: input.contextId,
       owner: input.owner,
-      requestMessageId: input.message.messageId,
+      // Without deduplication the key is made unique (the task id cannot appear in a messageId's place).
+      requestMessageId: idempotent ? input.message.messageId : `${input.message.messageId}\0${input.id}`,
       executor: input.executor,
       createdAt: input.timestamp,
       metadata: input.metadata,
     };
     p.messages.push(input.message);
-    this.pendingRequests.set(key, task);
+    if (idempotent) this.pendingRequests.set(key, task);
     return { task, created: true, committed: this.group.commit() };
   }
 

@@ -2,7 +2,7 @@ import type { AgentExecutor, ExecutionEvents, ExecutionOutcome } from "../execut
 import { A2AError } from "../protocol/errors";
 import type { StreamItem } from "../protocol/request-handler";
 import type { Artifact, Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
-import { isSettled } from "../protocol/types";
+import { isSettled, isTerminal } from "../protocol/types";
 import { newId, now } from "./clock";
 import type { EventStream } from "./event-stream";
 import type { TaskStore } from "./task-store";
@@ -38,6 +38,8 @@ interface Job {
   /** Number of the last event emitted (committed or not). */
   seq: number;
   subscribers: Set<EventStream>;
+  /** Subscribers that stay until a terminal state (they subscribed while the task waited for input). */
+  untilTerminal: Set<EventStream>;
   settled: Promise<Task>;
   resolve(task: Task): void;
   reject(err: unknown): void;
@@ -56,6 +58,8 @@ export class TaskRunner {
   private accepting = true;
   private listener: EventListener | undefined;
   private readonly replies = new WeakMap<Task, Message>();
+  /** Subscribers of tasks waiting for input: nothing runs those, so they wait here for the next turn. */
+  private readonly parked = new Map<string, Set<EventStream>>();
 
   constructor(
     private readonly store: TaskStore,
@@ -97,7 +101,16 @@ export class TaskRunner {
       reject = rej;
     });
     settled.catch(() => {}); // a waiter may never come; the failure is logged by record()
-    const job: Job = { task, message, caller, abort: new AbortController(), seq: lastSeq, subscribers: new Set(), settled, resolve, reject, outputBytes: 0, resumed };
+    const job: Job = { task, message, caller, abort: new AbortController(), seq: lastSeq, subscribers: new Set(), untilTerminal: new Set(), settled, resolve, reject, outputBytes: 0, resumed };
+    // Subscribers that were waiting on this (interrupted) task follow it again now.
+    const parked = this.parked.get(task.id);
+    if (parked) {
+      for (const s of parked) {
+        job.subscribers.add(s);
+        job.untilTerminal.add(s);
+      }
+      this.parked.delete(task.id);
+    }
     this.jobs.set(task.id, job);
     if (this.running < this.options.maxConcurrent) void this.run(job);
     else this.queue.push(job);
@@ -125,8 +138,19 @@ export class TaskRunner {
     return true;
   }
 
+  /** Keeps a subscriber of a task that waits for input until the task runs again and ends. */
+  park(taskId: string, stream: EventStream): void {
+    let set = this.parked.get(taskId);
+    if (!set) this.parked.set(taskId, (set = new Set()));
+    set.add(stream);
+  }
+
   unsubscribe(taskId: string, stream: EventStream): void {
-    this.jobs.get(taskId)?.subscribers.delete(stream);
+    const job = this.jobs.get(taskId);
+    job?.subscribers.delete(stream);
+    job?.untilTerminal.delete(stream);
+    const parked = this.parked.get(taskId);
+    if (parked?.delete(stream) && parked.size === 0) this.parked.delete(taskId);
   }
 
   /** Stops a running or queued task; resolves with its final (CANCELED) state, or undefined if not ours. */
@@ -312,8 +336,12 @@ export class TaskRunner {
     this.listener?.(job.task.id, item);
     const status = "statusUpdate" in item.response ? item.response.statusUpdate.status.state : undefined;
     if (status && isSettled(status) && item.seq === job.seq) {
-      for (const s of job.subscribers) s.end();
+      for (const s of job.subscribers) {
+        if (!isTerminal(status) && job.untilTerminal.has(s)) this.park(job.task.id, s);
+        else s.end();
+      }
       job.subscribers.clear();
+      job.untilTerminal.clear();
     }
   }
 

@@ -9,6 +9,8 @@ export interface NewTask {
   executor: string;
   metadata?: Record<string, unknown>;
   timestamp: string;
+  /** Deduplicate by (owner, message.messageId); false for callers without an identity of their own. */
+  idempotent?: boolean;
 }
 
 /** A task that had not reached a terminal state when the node last stopped. */

@@ -11,6 +11,8 @@ let fleet: Fleet;
 let beta: RunningNode;
 let slow: RunningNode;
 let model: FakeModel;
+let talker: RunningNode;
+let chatty: FakeModel;
 const quiet = createLogger(() => {}, true);
 
 async function cli(...args: string[]) {
@@ -27,12 +29,16 @@ beforeAll(async () => {
   expect((await cli("peers", "add", "beta", beta.url)).code).toBe(0);
   expect((await cli("peers", "add", "gamma", slow.url)).code).toBe(0);
   expect((await cli("peers", "add", "impostor", beta.url)).code).toBe(0);
+  chatty = startFakeModel({ reply: () => "one two three four" });
+  talker = await startNode(fleet.homes.delta ?? fleet.homes.gamma, { ...DEFAULTS, host: "127.0.0.1", port: 0, executor: "openai", modelUrl: chatty.url }, quiet);
 });
 afterAll(async () => {
   model.release();
   await beta?.stop();
   await slow?.stop();
+  await talker?.stop();
   model.stop();
+  chatty.stop();
   fleet.cleanup();
 });
 
@@ -65,6 +71,18 @@ describe("send and status", () => {
     expect(JSON.parse(s.out)).toMatchObject({ id, status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ parts: [{ text: "later" }] }] });
     const human = await cli("status", "--agent", "beta", "--task-id", id);
     expect(human.out).toBe(`task ${id} completed (peer 'beta')\nlater\n`);
+  });
+
+  it("send --stream prints the answer as its tokens arrive, then the status line", async () => {
+    const r = await cli("send", "--agent", talker.url, "--task", "talk", "--stream");
+    expect(r.code).toBe(0);
+    expect(r.out).toBe("one two three four\n");
+    expect(r.err).toMatch(/^task [0-9A-Z]{26} completed/m);
+    const j = await cli("send", "--agent", talker.url, "--task", "talk", "--stream", "--json");
+    const items = j.out.trim().split("\n").map((l) => JSON.parse(l));
+    expect(Object.keys(items[0])).toEqual(["task"]);
+    expect(items.filter((i) => i.artifactUpdate).map((i) => i.artifactUpdate.artifact.parts[0].text).join("")).toBe("one two three four");
+    expect(items.at(-1).statusUpdate.status.state).toBe("TASK_STATE_COMPLETED");
   });
 
   it("refuses an empty task before contacting anyone", async () => {

@@ -4,13 +4,14 @@ import type { ExecutionEvents, ExecutionOutcome, ExecutionRequest } from "../../
 import type { Artifact, Message, Part } from "../../src/protocol/types";
 
 /** What the executor reported, in order: progress texts and artifact chunks with their flags. */
-type Recorded = { progress: string } | { artifact: Artifact; append?: boolean; lastChunk?: boolean };
+type Recorded = { progress: string } | { artifact: Artifact; append?: boolean; lastChunk?: boolean } | { note: Record<string, unknown> };
 
 function run(messageId: string, opts: { taskId?: string; text?: string; signal?: AbortSignal; executor?: ConformanceExecutor; followUpOf?: string } = {}) {
   const events: Recorded[] = [];
   const sink: ExecutionEvents = {
     progress: (text) => events.push({ progress: text }),
     artifact: (artifact, o = {}) => events.push({ artifact, ...(o.append ? { append: true } : {}), ...(o.lastChunk ? { lastChunk: true } : {}) }),
+    note: (metadata) => events.push({ note: metadata }),
   };
   const taskId = opts.taskId ?? "task-1";
   const message: Message = { messageId, role: "ROLE_USER", parts: [{ text: opts.text ?? "TCK test" }], contextId: "ctx-1" };
@@ -23,6 +24,8 @@ function run(messageId: string, opts: { taskId?: string; text?: string; signal?:
     caller: "local",
     signal: opts.signal ?? new AbortController().signal,
     events: sink,
+    metadata: {},
+    resumed: false,
   };
   const outcome = (opts.executor ?? new ConformanceExecutor()).execute(request);
   return { events, outcome };
@@ -195,9 +198,15 @@ describe("ConformanceExecutor: anything else", () => {
       history: () => [],
       caller: "local",
       signal: new AbortController().signal,
-      events: { progress: (text) => events.push({ progress: text }), artifact: (artifact) => events.push({ artifact }) },
+      events: { progress: (text) => events.push({ progress: text }), artifact: (artifact) => events.push({ artifact }), note: (note) => events.push({ note }) },
+      metadata: {},
+      resumed: false,
     });
     expect(outcome.artifacts?.[0].parts).toEqual([TEXT("Hello from TCK")]);
+  });
+
+  it("is rerun after a node restart (scenarios are deterministic)", () => {
+    expect(new ConformanceExecutor().onRestart).toBe("rerun");
   });
 
   it("a prefix match needs the prefix at the start of the messageId", async () => {

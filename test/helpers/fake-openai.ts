@@ -1,7 +1,15 @@
+import { connect, createServer, type Server as NetServer, type Socket } from "node:net";
+
 export interface FakeModelRequest {
   path: string;
   headers: Record<string, string>;
   body: any;
+}
+
+export interface FakeUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
 }
 
 export interface FakeModelOptions {
@@ -11,37 +19,85 @@ export interface FakeModelOptions {
   fail?: { status: number; body: string };
   /** Hold every answer until the test calls release() (a slow model, without timers in the test). */
   hold?: boolean;
+  /** The streamed tokens, exactly (default: the reply split after each space). Their concatenation is the answer. */
+  tokens?: string[];
+  /** Pause between streamed tokens (a model that produces tokens at a pace). */
+  tokenDelayMs?: number;
+  /** Send this many tokens, then drop the connection (the client sees a reset, not a clean end). */
+  failAfterTokens?: number;
+  /**
+   * Send this many tokens, then nothing more, keeping the connection open until the client goes away (a stuck
+   * model). For a non-streaming request: never answer.
+   */
+  stallAfterTokens?: number;
+  /** `false`: answer plain JSON even when the client asked for a stream (a server without streaming). */
+  stream?: false;
+  /**
+   * Put a TCP front in front of the server that resets the first N connections before any HTTP is read (a
+   * model server still starting). With it, `attempts` counts TCP connections.
+   */
+  refuseFirst?: number;
+  /** The usage reported (default: a count of the words). */
+  usage?: FakeUsage;
 }
 
 export interface FakeModel {
   url: string;
   requests: FakeModelRequest[];
+  /**
+   * Connection attempts: with `refuseFirst`, every TCP connection made to the fake (reset or served);
+   * otherwise the number of chat-completions requests.
+   */
+  readonly attempts: number;
+  /** Chat-completions requests whose client went away before the answer was complete. */
+  readonly abortCount: number;
+  /** Streamed tokens written so far (over all requests). */
+  readonly tokensSent: number;
   /** Lets held answers go. */
   release(): void;
   /** Resolves when the n-th request (1-based) has arrived. */
   received(n: number): Promise<void>;
-  /** Resolves when a request's connection was aborted by the client. */
+  /** Resolves when a request's connection was aborted by the client (one that happens after this call). */
   aborted(): Promise<void>;
+  /** Resolves once at least n requests (default 1) were aborted by the client, including ones before this call. */
+  sawAbort(n?: number): Promise<void>;
+  /** Resolves once at least n streamed tokens were written. */
+  sentTokens(n: number): Promise<void>;
   stop(): void;
 }
 
 /**
  * An OpenAI-compatible chat-completions server on loopback that behaves like the real ones: JSON answers with
- * choices/usage, SSE chunks when `stream: true`, HTTP errors, and slow answers.
+ * choices/usage, SSE chunks when `stream: true`, HTTP errors, slow answers, paced tokens, answers that break
+ * off or stall mid-stream, a server without streaming, and one that refuses its first connections.
+ * GET /v1/models answers like the real ones (readiness probes).
  */
 export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
   const requests: FakeModelRequest[] = [];
   const arrivals: { n: number; resolve(): void }[] = [];
   const abortWaiters: (() => void)[] = [];
+  const waiters: { ready: () => boolean; resolve(): void }[] = [];
   let releaseAll: () => void = () => {};
   let released = !options.hold;
   const gate = new Promise<void>((r) => (releaseAll = r));
+  let abortCount = 0;
+  let tokensSent = 0;
+  let connections = 0;
+
+  const wake = () => {
+    for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!.ready()) waiters.splice(i, 1)[0]!.resolve();
+  };
+  const until = (ready: () => boolean) => (ready() ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ ready, resolve })));
+  const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
+    idleTimeout: 0,
     async fetch(req) {
       const url = new URL(req.url);
+      if (req.method === "GET" && url.pathname === "/v1/models")
+        return Response.json({ object: "list", data: [{ id: "fake-model", object: "model", owned_by: "test" }] });
       if (req.method !== "POST" || url.pathname !== "/v1/chat/completions")
         return Response.json({ error: { message: "not found" } }, { status: 404 });
       const body = (await req.json()) as any;
@@ -49,26 +105,69 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
       req.headers.forEach((v, k) => (headers[k] = v));
       requests.push({ path: url.pathname, headers, body });
       for (const a of arrivals.filter((a) => a.n <= requests.length)) a.resolve();
-      req.signal.addEventListener("abort", () => abortWaiters.splice(0).forEach((w) => w()));
-      if (!released) await gate;
+      wake();
+      let done = false;
+      let clientGone!: () => void;
+      const gone = new Promise<void>((r) => (clientGone = r));
+      const onAbort = () => {
+        clientGone();
+        if (done) return;
+        done = true;
+        abortCount++;
+        abortWaiters.splice(0).forEach((w) => w());
+        wake();
+      };
+      req.signal.addEventListener("abort", onAbort);
+      if (!released) await Promise.race([gate, gone]);
       if (options.fail) return new Response(options.fail.body, { status: options.fail.status });
       const messages = body.messages as { role: string; content: string }[];
-      const text = options.reply ? options.reply(messages) : `echo: ${messages.filter((m) => m.role === "user").at(-1)?.content}`;
-      const usage = { prompt_tokens: 7, completion_tokens: text.split(" ").length, total_tokens: 7 + text.split(" ").length };
-      if (body.stream) {
-        const words = text.split(/(?<= )/);
+      const text = options.tokens
+        ? options.tokens.join("")
+        : options.reply
+          ? options.reply(messages)
+          : `echo: ${messages.filter((m) => m.role === "user").at(-1)?.content}`;
+      const words = options.tokens ?? text.split(/(?<= )/);
+      const usage = options.usage ?? { prompt_tokens: 7, completion_tokens: words.length, total_tokens: 7 + words.length };
+      if (body.stream && options.stream !== false) {
         const enc = new TextEncoder();
-        const stream = new ReadableStream({
-          start(c) {
-            for (const w of words)
-              c.enqueue(enc.encode(`data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: w } }] })}\n\n`));
-            c.enqueue(enc.encode(`data: ${JSON.stringify({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "stop" }], usage })}\n\n`));
+        const chunk = (o: unknown) => enc.encode(`data: ${JSON.stringify(o)}\n\n`);
+        let i = 0;
+        const stream = new ReadableStream<Uint8Array>({
+          async pull(c) {
+            // The pace applies between tokens and before a drop or a stall, so what was sent reaches the client.
+            if (i > 0 && options.tokenDelayMs) await sleep(options.tokenDelayMs);
+            if (options.failAfterTokens !== undefined && i >= options.failAfterTokens) {
+              done = true;
+              c.error(undefined); // drops the connection: the client sees a reset, not an end
+              return;
+            }
+            if (options.stallAfterTokens !== undefined && i >= options.stallAfterTokens) {
+              await gone;
+              return;
+            }
+            if (i < words.length) {
+              c.enqueue(chunk({ id: "c1", object: "chat.completion.chunk", model: body.model, choices: [{ index: 0, delta: { content: words[i] } }] }));
+              i++;
+              tokensSent++;
+              wake();
+              return;
+            }
+            c.enqueue(chunk({ id: "c1", object: "chat.completion.chunk", model: body.model, choices: [{ index: 0, delta: {}, finish_reason: "stop" }], usage }));
             c.enqueue(enc.encode("data: [DONE]\n\n"));
+            done = true;
             c.close();
+          },
+          cancel() {
+            onAbort();
           },
         });
         return new Response(stream, { headers: { "content-type": "text/event-stream" } });
       }
+      if (options.stallAfterTokens !== undefined) {
+        await gone;
+        return new Response(null, { status: 499 });
+      }
+      done = true;
       return Response.json({
         id: "chatcmpl-1",
         object: "chat.completion",
@@ -79,9 +178,54 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
     },
   });
 
+  // Optional TCP front: resets the first `refuseFirst` connections, then pipes to the HTTP server.
+  let front: NetServer | undefined;
+  let frontPort = 0;
+  const sockets = new Set<Socket>();
+  if (options.refuseFirst !== undefined) {
+    const refuse = options.refuseFirst;
+    front = createServer((sock) => {
+      connections++;
+      wake();
+      sock.on("error", () => {});
+      if (connections <= refuse) {
+        sock.resetAndDestroy();
+        return;
+      }
+      const up = connect(server.port as number, "127.0.0.1");
+      up.on("error", () => {});
+      sockets.add(sock);
+      sockets.add(up);
+      sock.pipe(up);
+      up.pipe(sock);
+      sock.on("close", () => {
+        sockets.delete(sock);
+        up.destroy();
+      });
+      up.on("close", () => {
+        sockets.delete(up);
+        sock.destroy();
+      });
+    });
+    front.listen(0, "127.0.0.1");
+    // Bun's node:net binds synchronously for a numeric port on loopback; fall back to the event otherwise.
+    const addr = front.address();
+    if (addr && typeof addr === "object") frontPort = addr.port;
+    else throw new Error("fake model: the TCP front did not bind at once");
+  }
+
   return {
-    url: `http://127.0.0.1:${server.port}/v1`,
+    url: `http://127.0.0.1:${front ? frontPort : server.port}/v1`,
     requests,
+    get attempts() {
+      return front ? connections : requests.length;
+    },
+    get abortCount() {
+      return abortCount;
+    },
+    get tokensSent() {
+      return tokensSent;
+    },
     release() {
       released = true;
       releaseAll();
@@ -93,6 +237,12 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
     aborted() {
       return new Promise((resolve) => abortWaiters.push(resolve));
     },
-    stop: () => void server.stop(true),
+    sawAbort: (n = 1) => until(() => abortCount >= n),
+    sentTokens: (n) => until(() => tokensSent >= n),
+    stop: () => {
+      for (const s of sockets) s.destroy();
+      front?.close();
+      void server.stop(true);
+    },
   };
 }

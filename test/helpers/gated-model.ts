@@ -12,8 +12,10 @@ export interface GatedModelRequest {
   /** Settles when the client (the node) aborted this request. */
   aborted: Promise<void>;
   wasAborted: boolean;
-  /** True once the model answered this request. */
+  /** True once the model answered this request (all of it). */
   answered: boolean;
+  /** The answer chunks sent so far (streamed answers). */
+  chunksSent: number;
 }
 
 export interface GatedModelOptions {
@@ -21,6 +23,11 @@ export interface GatedModelOptions {
   holdIf?: (text: string) => boolean;
   /** The answer text. Default: "echo: <text>". */
   reply?: (text: string) => string;
+  /**
+   * For streamed answers (`stream: true`, as real servers do it: SSE chunks, one per word): how many chunks a
+   * held request sends before it waits for release. 0 (default): it waits before answering at all.
+   */
+  holdAfterChunks?: number;
 }
 
 export interface GatedModel {
@@ -30,6 +37,8 @@ export interface GatedModel {
   received(n: number): Promise<void>;
   /** Resolves with the request whose text contains `needle`, once it has arrived. */
   arrival(needle: string): Promise<GatedModelRequest>;
+  /** Resolves once the request whose text contains `needle` has been sent at least `n` answer chunks. */
+  chunks(needle: string, n: number): Promise<void>;
   /** Lets held requests whose text contains `needle` go (all held ones, and every later one, without it). */
   release(needle?: string): void;
   stop(): void;
@@ -71,6 +80,7 @@ export function startGatedModel(options: GatedModelOptions = {}): GatedModel {
         aborted: new Promise<void>((r) => (onAbort = r)),
         wasAborted: false,
         answered: false,
+        chunksSent: 0,
       };
       req.signal.addEventListener("abort", () => {
         record.wasAborted = true;
@@ -78,8 +88,36 @@ export function startGatedModel(options: GatedModelOptions = {}): GatedModel {
       });
       requests.push(record);
       wake();
-      if (!releasedAll && holdIf(text)) await new Promise<void>((go) => held.push({ text, go }));
+      const hold = !releasedAll && holdIf(text);
+      const gate = () => new Promise<void>((go) => held.push({ text, go }));
+      const holdAfter = options.holdAfterChunks ?? 0;
+      if (hold && !(body.stream && holdAfter > 0)) await gate();
       const answer = reply(text);
+      if (body.stream) {
+        const words = answer.split(/(?<= )/);
+        const enc = new TextEncoder();
+        const sse = (o: unknown) => enc.encode(`data: ${JSON.stringify(o)}\n\n`);
+        const chunk = (content: string) => ({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content } }] });
+        return new Response(
+          new ReadableStream({
+            async start(c) {
+              for (let i = 0; i < words.length; i++) {
+                if (hold && holdAfter > 0 && i === holdAfter) await gate();
+                if (record.wasAborted) return;
+                c.enqueue(sse(chunk(words[i]!)));
+                record.chunksSent++;
+                wake();
+              }
+              c.enqueue(sse({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }));
+              c.enqueue(sse({ id: "c1", object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 7, completion_tokens: words.length, total_tokens: 7 + words.length } }));
+              c.enqueue(enc.encode("data: [DONE]\n\n"));
+              record.answered = true;
+              c.close();
+            },
+          }),
+          { headers: { "content-type": "text/event-stream" } },
+        );
+      }
       record.answered = true;
       return Response.json({
         id: "chatcmpl-gated",
@@ -99,6 +137,7 @@ export function startGatedModel(options: GatedModelOptions = {}): GatedModel {
       await until(() => requests.some((r) => r.text.includes(needle)));
       return requests.find((r) => r.text.includes(needle))!;
     },
+    chunks: (needle, n) => until(() => requests.some((r) => r.text.includes(needle) && r.chunksSent >= n)),
     release(needle) {
       if (needle === undefined) releasedAll = true;
       for (let i = held.length - 1; i >= 0; i--) {

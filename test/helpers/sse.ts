@@ -13,6 +13,8 @@ export interface SseConnection {
   next(): Promise<SseEvent | undefined>;
   /** Every remaining event until the server ends the stream. */
   rest(): Promise<SseEvent[]>;
+  /** Like rest(), but a connection cut by the server is reported instead of thrown, with what came before. */
+  settle(): Promise<{ events: SseEvent[]; error?: string }>;
   /** Drops the connection (as a client that goes away). */
   close(): void;
 }
@@ -77,6 +79,15 @@ export async function openSse(
       const out: SseEvent[] = [];
       for (let e = await next(); e; e = await next()) out.push(e);
       return out;
+    },
+    async settle() {
+      const events: SseEvent[] = [];
+      try {
+        for (let e = await next(); e; e = await next()) events.push(e);
+        return { events };
+      } catch (err) {
+        return { events, error: (err as Error).message };
+      }
     },
     close() {
       ended = true;

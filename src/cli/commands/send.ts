@@ -13,6 +13,7 @@ const flags = {
   "task-id": { type: "string", value: "ID" },
   "context-id": { type: "string", value: "ID" },
   wait: { type: "boolean" },
+  stream: { type: "boolean" },
   timeout: { type: "number", value: "SECONDS" },
   json: { type: "boolean" },
 } as const;
@@ -35,6 +36,8 @@ FLAGS
   --task-id ID       continue this task (one waiting for input) instead of starting a new one
   --context-id ID    start the task in an existing conversation
   --wait             wait until the task completes, fails, or asks for input
+  --stream           like --wait, but print the answer as it is produced (tokens as they come) and the
+                     agent's progress on stderr; with --json, one JSON stream item per line
   --timeout S        with --wait: stop waiting after S seconds (default ${DEFAULT_WAIT_SECONDS}); the task keeps running
   --json             print the Task (A2A v1.0 JSON) on one line on stdout, nothing else
 
@@ -44,6 +47,7 @@ OUTPUT
 
 EXAMPLES
   a2a-node send --agent beta --task "list the open ports on this host" --wait
+  a2a-node send --agent beta --task "write a haiku about TLS" --stream
   a2a-node send --agent https://10.0.0.7:9443 --task "hello" --json
   echo "long prompt" | a2a-node send --agent beta --task - --wait --json | jq -r '.artifacts[0].parts[0].text'
 
@@ -66,6 +70,7 @@ EXIT CODES
     const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }] };
     if (f["task-id"]) message.taskId = f["task-id"];
     if (f["context-id"]) message.contextId = f["context-id"];
+    if (f.stream) return streamTask(session, message, timeoutS, f.json, f.agent, io);
 
     // Receipt first: the peer commits the task and answers at once; then we wait by asking, so a slow model
     // or a cut connection never costs the task.
@@ -122,4 +127,57 @@ async function waitForTask(
     }
   }
   return current;
+}
+
+/**
+ * --stream: SendStreamingMessage, printing artifact text as it arrives (stdout) and progress (stderr). The
+ * task id is known from the first item, so a cut stream or --timeout still leaves the next step.
+ */
+async function streamTask(
+  session: Awaited<ReturnType<typeof openClientSession>>,
+  message: Message,
+  timeoutS: number,
+  json: boolean,
+  agent: string,
+  io: import("../io").Io,
+): Promise<number> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(new Error("timeout")), timeoutS * 1000);
+  let task: Task | undefined;
+  let printedNewline = true;
+  try {
+    for await (const item of session.client.sendStreamingMessage({ message }, abort.signal)) {
+      if (json) io.stdout.write(`${JSON.stringify(item)}\n`);
+      if ("task" in item) task = item.task;
+      else if ("message" in item) {
+        if (!json) io.stdout.write(`${item.message.parts.map((p) => p.text ?? "").join("")}\n`);
+        return ExitCode.Ok;
+      } else if ("artifactUpdate" in item) {
+        const t = item.artifactUpdate.artifact.parts.map((p) => p.text ?? "").join("");
+        if (!json && t) {
+          io.stdout.write(t);
+          printedNewline = t.endsWith("\n");
+        }
+        if (task) task.artifacts = [...(task.artifacts ?? []), item.artifactUpdate.artifact];
+      } else if ("statusUpdate" in item) {
+        if (task) task.status = item.statusUpdate.status;
+        const note = item.statusUpdate.status.message?.parts.map((p) => p.text ?? "").join("");
+        if (!json && note && !isSettled(item.statusUpdate.status.state)) io.stderr.write(`[${agent}] ${note}\n`);
+      }
+    }
+  } catch (err) {
+    if (abort.signal.aborted && task)
+      throw new CliError(`gave up waiting after ${timeoutS}s; task ${task.id} goes on`, ExitCode.Timeout, `check later with 'a2a-node status --agent ${agent} --task-id ${task.id}'`);
+    if (task && !(err as { code?: number }).code)
+      throw new CliError(`the stream broke off: ${(err as Error).message}; task ${task.id} goes on`, ExitCode.Failure, `check it with 'a2a-node status --agent ${agent} --task-id ${task.id}'`);
+    return session.fail(err);
+  } finally {
+    clearTimeout(timer);
+  }
+  if (!task) throw new CliError("the peer's stream ended without a task", ExitCode.Failure);
+  if (!json) {
+    if (!printedNewline) io.stdout.write("\n");
+    io.stderr.write(`${statusLine(task, session.target.label)}\n`);
+  }
+  return exitCodeFor(task);
 }
