@@ -69,13 +69,20 @@ interface ChunkState {
  * work on it; this loop does only what an A2A JSON-RPC server needs, and is strict about framing: anything
  * ambiguous (bad lengths, both Content-Length and Transfer-Encoding, obsolete line folding) is refused.
  */
-export function serveHttp1(socket: Socket, o: Http1Options): void {
+/** A connection's handle for a graceful stop. */
+export interface Http1Connection {
+  /** Closes the connection now if no request is in progress, otherwise right after its response. */
+  closeWhenIdle(): void;
+}
+
+export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
   let buf: Buffer = Buffer.alloc(0);
   let busy = false;
   let closed = false;
   let requestTimer: ReturnType<typeof setTimeout> | undefined;
   let chunked: ChunkState | undefined;
   let continued = false;
+  let closing = false;
   // Never hold more than one request's worth (plus what may be pipelined behind it) in memory.
   const maxBuffered = o.maxHeadBytes + o.maxBodyBytes + 64 * 1024;
   socket.setNoDelay(true);
@@ -144,9 +151,10 @@ export function serveHttp1(socket: Socket, o: Http1Options): void {
           response = { status: 500, headers: { "content-type": "text/plain" }, body: "internal error\n" };
         }
         if (closed) return;
-        if (response.stream) await writeStream(response, response.stream, keepAlive);
-        else write(response, keepAlive, request.method);
-        if (!keepAlive) finish();
+        const keep = keepAlive && !closing;
+        if (response.stream) await writeStream(response, response.stream, keep);
+        else write(response, keep, request.method);
+        if (!keep || closing) finish();
         else idle();
       }
       if (!closed && buf.length > 0) armRequestTimer();
@@ -157,6 +165,13 @@ export function serveHttp1(socket: Socket, o: Http1Options): void {
       busy = false;
     }
   }
+
+  const handle: Http1Connection = {
+    closeWhenIdle() {
+      closing = true;
+      if (!busy && !closed) finish();
+    },
+  };
 
   /** Resolves when the socket can take more, or has closed. */
   function drained(): Promise<void> {
@@ -324,4 +339,18 @@ export function serveHttp1(socket: Socket, o: Http1Options): void {
     finish();
     return undefined;
   }
+  return handle;
+}
+
+/**
+ * Ends connections politely: idle ones at once, busy ones once their response (a blocking call's answer, a
+ * stream's last event) is written; whatever is still open after `limitMs` is cut.
+ */
+export async function closeGracefully(connections: Map<Socket, Http1Connection>, limitMs = 3000): Promise<void> {
+  const closed = [...connections.keys()].map((s) => new Promise<void>((r) => (s.destroyed ? r() : s.once("close", () => r()))));
+  for (const c of connections.values()) c.closeWhenIdle();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([Promise.all(closed), new Promise<void>((r) => (timer = setTimeout(r, limitMs)))]);
+  clearTimeout(timer);
+  for (const s of connections.keys()) s.destroy();
 }

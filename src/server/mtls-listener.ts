@@ -1,7 +1,7 @@
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
-import { serveHttp1, type HttpRequest, type HttpResponse } from "./http1";
+import { closeGracefully, serveHttp1, type Http1Connection, type HttpRequest, type HttpResponse } from "./http1";
 
 export interface MtlsListenerOptions {
   host: string;
@@ -35,7 +35,7 @@ export interface Listener {
  * connection from the socket and handed to every request on it. No header can set or change it.
  */
 export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
-  const sockets = new Set<TLSSocket>();
+  const connections = new Map<TLSSocket, Http1Connection>();
   const tls = createTlsServer({
     cert: options.cert,
     key: options.key,
@@ -52,9 +52,8 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       return;
     }
     const caller: CallerIdentity = { name, fingerprint: peer.fingerprint256 };
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    serveHttp1(socket, {
+    socket.on("close", () => connections.delete(socket));
+    const conn = serveHttp1(socket, {
       maxBodyBytes: options.maxBodyBytes,
       maxHeadBytes: 16 * 1024,
       idleTimeoutMs: 65_000,
@@ -62,6 +61,7 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       handle: (req) => options.onRequest(req, caller),
       tooLarge: options.tooLarge,
     });
+    connections.set(socket, conn);
   });
   tls.on("tlsClientError", (err, socket) => options.onHandshakeError?.(err, socket.remoteAddress));
 
@@ -75,12 +75,10 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
         url: `https://${host}:${port}`,
         port,
         stopAccepting: () => void tls.close(),
-        close: () =>
-          new Promise<void>((done) => {
-            for (const s of sockets) s.destroy();
-            if (tls.listening) tls.close(() => done());
-            else done();
-          }),
+        close: async () => {
+          if (tls.listening) tls.close();
+          await closeGracefully(connections);
+        },
       });
     });
   });

@@ -1,7 +1,7 @@
-import { createServer } from "node:net";
+import { createServer, type Socket } from "node:net";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
-import { serveHttp1, type HttpRequest, type HttpResponse } from "./http1";
+import { closeGracefully, serveHttp1, type Http1Connection, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
 
 /** Everyone on a plain loopback listener is one caller: the machine itself. */
@@ -20,11 +20,10 @@ export interface PlainListenerOptions {
  * identity, so every caller is LOOPBACK_CALLER and sees only the tasks made through this listener.
  */
 export function listenPlainLoopback(options: PlainListenerOptions): Promise<Listener> {
-  const sockets = new Set<import("node:net").Socket>();
+  const connections = new Map<Socket, Http1Connection>();
   const server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-    serveHttp1(socket, {
+    socket.on("close", () => connections.delete(socket));
+    const conn = serveHttp1(socket, {
       maxBodyBytes: options.maxBodyBytes,
       maxHeadBytes: 16 * 1024,
       idleTimeoutMs: 65_000,
@@ -32,6 +31,7 @@ export function listenPlainLoopback(options: PlainListenerOptions): Promise<List
       handle: (req) => options.onRequest(req, LOOPBACK_CALLER),
       tooLarge: options.tooLarge,
     });
+    connections.set(socket, conn);
   });
   return new Promise((resolve, reject) => {
     server.once("error", reject);
@@ -42,12 +42,10 @@ export function listenPlainLoopback(options: PlainListenerOptions): Promise<List
         url: `http://127.0.0.1:${port}`,
         port,
         stopAccepting: () => void server.close(),
-        close: () =>
-          new Promise<void>((done) => {
-            for (const s of sockets) s.destroy();
-            if (server.listening) server.close(() => done());
-            else done();
-          }),
+        close: async () => {
+          if (server.listening) server.close();
+          await closeGracefully(connections);
+        },
       });
     });
   });

@@ -77,6 +77,8 @@ export interface FakeHermes {
   stopped(runId?: string): Promise<HermesRun>;
   /** Resolves once the run is waiting for an approval (the approval.request event was sent). */
   waitingForApproval(runId?: string): Promise<HermesRun>;
+  /** Resolves once n events of the run (any run if omitted) were sent. */
+  eventsSent(runId: string | undefined, n: number): Promise<void>;
   /** Resolves once an events stream of the run was closed by the client (it went away). */
   streamAbandoned(runId?: string): Promise<void>;
   /** Creates a run directly (as if an earlier process of the node had started it). */
@@ -282,6 +284,7 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
       await until(() => pick(runId).some((r) => r.status === "waiting"));
       return pick(runId).find((r) => r.status === "waiting")!;
     },
+    eventsSent: (runId, n) => until(() => pick(runId).some((r) => r.cursor >= n)),
     streamAbandoned: (runId) => until(() => (runId ? (abandoned.get(runId) ?? 0) > 0 : abandoned.size > 0)),
     createRun: (input, key) => createRun(input, { input }, key),
     stop: () => {

@@ -100,6 +100,24 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
   );
 }
 
+/**
+ * The text of the artifact a stream built, applying each artifactUpdate as A2A says: `append` adds its parts to
+ * the artifact with that id, otherwise it replaces it. Also checks that the artifact was closed (lastChunk).
+ */
+function streamedText(events: StreamResponse[]): string {
+  const updates = events.filter((e) => caseOf(e) === "artifactUpdate").map((e) => e.payload!.value as { artifact: Task["artifacts"][0]; append: boolean; lastChunk: boolean });
+  expect(updates.length).toBeGreaterThanOrEqual(1);
+  expect(updates[0]!.append).toBe(false);
+  expect(updates.at(-1)!.lastChunk).toBe(true);
+  const byId = new Map<string, string>();
+  for (const u of updates) {
+    const text = u.artifact.parts.map((p) => partText(p) ?? "").join("");
+    byId.set(u.artifact.artifactId, u.append ? (byId.get(u.artifact.artifactId) ?? "") + text : text);
+  }
+  expect(byId.size).toBe(1);
+  return [...byId.values()][0]!;
+}
+
 async function collect(stream: AsyncIterable<StreamResponse>): Promise<StreamResponse[]> {
   const out: StreamResponse[] = [];
   for await (const e of stream) out.push(e);
@@ -142,8 +160,7 @@ describe("@a2a-js/sdk v1.0 client: every method against a2a-node", () => {
     );
     const task = expectWellFormedStream(events, TaskState.TASK_STATE_COMPLETED);
     expect([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]).toContain(task.status?.state);
-    const artifacts = events.filter((e) => caseOf(e) === "artifactUpdate").map((e) => e.payload!.value as { artifact: Task["artifacts"][0] });
-    expect(artifacts.map((a) => partText(a.artifact.parts[0]))).toContain(`echo: ${text}`);
+    expect(streamedText(events)).toBe(`echo: ${text}`);
     // The stream's outcome is what the node recorded.
     const stored = await client.getTask({ tenant: "", id: task.id } as Parameters<Client["getTask"]>[0]);
     expect(stored.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
@@ -255,8 +272,7 @@ describe("@a2a-js/sdk v1.0 client: every method against a2a-node", () => {
     };
     const [eventsA, eventsB] = await Promise.all([rest(a, firstA.value as StreamResponse), rest(b, firstB.value as StreamResponse)]);
     expectWellFormedStream(eventsA, TaskState.TASK_STATE_COMPLETED);
-    const answer = eventsA.find((e) => caseOf(e) === "artifactUpdate")?.payload?.value as { artifact: Task["artifacts"][0] } | undefined;
-    expect(partText(answer?.artifact.parts[0])).toBe(`echo: ${marker} [hold]`);
+    expect(streamedText(eventsA)).toBe(`echo: ${marker} [hold]`);
     // Both subscribers saw the same updates in the same order.
     expect(eventsB.slice(1)).toEqual(eventsA.slice(1));
   });
@@ -327,8 +343,9 @@ describe("@a2a-js/sdk v1.0 client: every method against a2a-node", () => {
         const event = JSON.parse(r.body);
         expect((event.statusUpdate ?? event.artifactUpdate).taskId).toBe(taskId);
       }
-      const bodies = got.map((r) => JSON.parse(r.body));
-      expect(bodies.some((b) => b.artifactUpdate?.artifact.parts[0].text === `echo: ${marker} [hold]`)).toBe(true);
+      // The webhook heard the answer itself: its artifact chunks, in order, make up the model's text.
+      const chunks = got.map((r) => JSON.parse(r.body).artifactUpdate).filter(Boolean);
+      expect(chunks.map((a) => a.artifact.parts.map((p: { text?: string }) => p.text ?? "").join("")).join("")).toBe(`echo: ${marker} [hold]`);
       expect(isFinal(got.at(-1)!)).toBe(true);
       expect(receiver.requests.some((r) => r.path === "/hook-2")).toBe(false);
 
@@ -447,8 +464,7 @@ describe("@a2a-js/sdk v0.3 compat transport (no A2A-Version header) against a2a-
       legacy.sendMessageStream({ tenant: "", message: sdkMessage(streamed), configuration: undefined, metadata: undefined } as SendParams),
     );
     const task = expectWellFormedStream(events, TaskState.TASK_STATE_COMPLETED);
-    const artifacts = events.filter((e) => caseOf(e) === "artifactUpdate").map((e) => partText((e.payload!.value as { artifact: Task["artifacts"][0] }).artifact.parts[0]));
-    expect(artifacts).toContain(`echo: ${streamed}`);
+    expect(streamedText(events)).toBe(`echo: ${streamed}`);
     expect(calls.slice(start).map((c) => [c.method, c.version])).toEqual([["message/stream", null]]);
     const stored = await legacy.getTask({ tenant: "", id: task.id, historyLength: undefined });
     expect(stored.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
