@@ -11,6 +11,7 @@ import { OpenAiCompatibleExecutor } from "../../src/executors/openai-executor";
 import type { AgentExecutor } from "../../src/executors/executor";
 import { A2AError } from "../../src/protocol/errors";
 import type { Message, Task } from "../../src/protocol/types";
+import { ConformanceExecutor } from "../../src/executors/conformance-executor";
 import { startFakeModel, type FakeModel } from "../helpers/fake-openai";
 
 let dir: string;
@@ -206,5 +207,26 @@ describe("DefaultRequestHandler with a model behind it", () => {
     expect(t?.status.state).toBe("TASK_STATE_FAILED");
     expect(t?.status.message?.parts[0].text).toMatch(/interrupted/);
     expect(store.unfinished()).toEqual([]);
+  });
+});
+
+describe("subscribing to a task that waits for input", () => {
+  it("keeps the subscriber until the task runs again and ends, and delivers every event in order", async () => {
+    const { handler } = handlerWith(new ConformanceExecutor());
+    const first = (await handler.sendMessage({ message: { messageId: `tck-input-required-${crypto.randomUUID()}`, role: "ROLE_USER", parts: [{ text: "ask me" }] } }, alpha)) as { task: Task };
+    expect(first.task.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    const stream = await handler.subscribeToTask({ id: first.task.id }, alpha);
+    const seen: string[] = [];
+    const done = (async () => {
+      for await (const item of stream) {
+        const r = item.response as Record<string, any>;
+        seen.push(r.task ? `task:${r.task.status.state}` : r.statusUpdate ? `status:${r.statusUpdate.status.state}` : "artifact");
+      }
+    })();
+    await handler.sendMessage({ message: { messageId: `tck-complete-task-${crypto.randomUUID()}`, taskId: first.task.id, role: "ROLE_USER", parts: [{ text: "go on" }] } }, alpha);
+    await done;
+    expect(seen[0]).toBe("task:TASK_STATE_INPUT_REQUIRED");
+    expect(seen.at(-1)).toBe("status:TASK_STATE_COMPLETED");
+    expect(seen).toContain("status:TASK_STATE_WORKING");
   });
 });

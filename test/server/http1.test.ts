@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createServer, connect, type Server, type Socket, type AddressInfo } from "node:net";
 import { once } from "node:events";
-import { serveHttp1, type Http1Options, type HttpRequest, type HttpResponse } from "../../src/server/http1";
+import { type Http1Connection, serveHttp1, type Http1Options, type HttpRequest, type HttpResponse } from "../../src/server/http1";
 import { tooLargeResponse } from "../../src/server/request-router";
 
 // ---------------------------------------------------------------------------------------------------------
@@ -27,6 +27,10 @@ interface TestServer {
   requests: HttpRequest[];
   /** Server-side sockets, one per accepted connection. */
   sockets: Socket[];
+  /** Resolves once the handler has been called `n` times. */
+  handled(n: number): Promise<void>;
+  /** The serveHttp1 handle of a server-side socket. */
+  connectionOf(socket: Socket): Http1Connection;
 }
 
 /** Echoes what the handler saw as JSON; `?delay=N` makes it take N ms, `/throw` and `/reject` make it fail. */
@@ -57,6 +61,8 @@ afterEach(async () => {
 async function startServer(overrides: Partial<Http1Options> = {}): Promise<TestServer> {
   const requests: HttpRequest[] = [];
   const sockets: Socket[] = [];
+  const connections = new Map<Socket, Http1Connection>();
+  const arrivals: { n: number; resolve(): void }[] = [];
   const handle = overrides.handle ?? echoHandler;
   const options: Http1Options = {
     maxBodyBytes: 1024,
@@ -67,19 +73,27 @@ async function startServer(overrides: Partial<Http1Options> = {}): Promise<TestS
     ...overrides,
     handle: (req) => {
       requests.push(req);
+      for (const a of arrivals.filter((a) => a.n <= requests.length)) a.resolve();
       return handle(req);
     },
   };
   const server = createServer((socket) => {
     sockets.push(socket);
-    serveHttp1(socket, options);
+    connections.set(socket, serveHttp1(socket, options));
   });
   (server as Server & { __sockets: Socket[] }).__sockets = sockets;
   servers.push(server);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   const port = (server.address() as AddressInfo).port;
-  return { port, url: `http://127.0.0.1:${port}`, requests, sockets };
+  return {
+    port,
+    url: `http://127.0.0.1:${port}`,
+    requests,
+    sockets,
+    handled: (n) => (requests.length >= n ? Promise.resolve() : new Promise((resolve) => arrivals.push({ n, resolve }))),
+    connectionOf: (socket) => connections.get(socket) as Http1Connection,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -1045,5 +1059,79 @@ describe("serveHttp1: with Bun's fetch", () => {
     const r2 = await fetch(`${s.url}/ok`);
     expect(((await r2.json()) as Echo).target).toBe("/ok");
     expect(s.sockets).toHaveLength(1);
+  });
+});
+
+describe("serveHttp1: strict framing and courtesy", () => {
+  it.each([
+    ["both Transfer-Encoding and Content-Length", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, "both Transfer-Encoding and Content-Length"],
+    ["whitespace before a header's colon", "GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400, "malformed header line"],
+    ["an obsolete folded header line", "GET / HTTP/1.1\r\nX-A: one\r\n two\r\n\r\n", 400, "malformed header line"],
+    ["chunk data not followed by CRLF", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n", 400, "chunk data not followed by CRLF"],
+    ["a chunk size that is not hex", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1g\r\na\r\n0\r\n\r\n", 400, "bad chunk size"],
+  ])("refuses %s with %i and closes", async (_what, bytes, status, message) => {
+    const s = await startServer();
+    const c = await client(s.port);
+    await c.send(bytes);
+    const r = await c.response();
+    expect(r.status).toBe(status);
+    expect(r.headers.connection).toBe("close");
+    expect(r.body.toString()).toContain(message);
+    await c.untilClosed();
+    expect(s.requests).toEqual([]);
+  });
+
+  it("skips empty lines before a request line (RFC 9112 §2.2)", async () => {
+    const s = await startServer();
+    const c = await client(s.port);
+    await c.send(`\r\n\r\n${get("/after-blank-lines")}`);
+    expect(echoOf(await c.response()).target).toBe("/after-blank-lines");
+  });
+
+  it("answers Expect: 100-continue before the body arrives, then the request", async () => {
+    const s = await startServer();
+    const c = await client(s.port);
+    await c.send("POST /up HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    const interim = await c.streamHead();
+    expect(interim.status).toBe(100);
+    await c.send("hello");
+    const r = await c.response();
+    expect(r.status).toBe(200);
+    expect(echoOf(r).body).toBe("hello");
+  });
+
+  it("decodes a chunked body delivered one byte at a time (decoding resumes, it does not restart)", async () => {
+    const s = await startServer();
+    const c = await client(s.port);
+    const chunks = Array.from({ length: 40 }, (_, i) => `1\r\n${String.fromCharCode(97 + (i % 26))}\r\n`).join("");
+    await c.sendByteByByte(`POST /drip HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n${chunks}0\r\n\r\n`);
+    const r = await c.response();
+    expect(echoOf(r).body).toBe(Array.from({ length: 40 }, (_, i) => String.fromCharCode(97 + (i % 26))).join(""));
+  });
+
+  it("closeWhenIdle ends an idle connection at once, and a busy one right after its response", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const handles: { closeWhenIdle(): void }[] = [];
+    const s = await startServer({
+      handle: async (req) => {
+        if (req.target === "/slow") await gate;
+        return { status: 200, body: req.target };
+      },
+    });
+    const idle = await client(s.port);
+    await idle.send(get("/quick"));
+    await idle.response();
+    const busy = await client(s.port);
+    await busy.send(get("/slow"));
+    await s.handled(2);
+    for (const sock of s.sockets) handles.push(s.connectionOf(sock));
+    for (const h of handles) h.closeWhenIdle();
+    await idle.untilClosed();
+    release();
+    const r = await busy.response();
+    expect(r.status).toBe(200);
+    expect(r.headers.connection).toBe("close");
+    await busy.untilClosed();
   });
 });
