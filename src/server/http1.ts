@@ -354,3 +354,21 @@ export async function closeGracefully(connections: Map<Socket, Http1Connection>,
   clearTimeout(timer);
   for (const s of connections.keys()) s.destroy();
 }
+
+/** Connections a listener serves, so that it can close them gracefully. */
+export class ConnectionSet {
+  private readonly open = new Map<Socket, Http1Connection>();
+
+  /** Serves HTTP/1.1 on a new socket with the node's limits (16 KiB heads, 65 s idle, 30 s to send a request). */
+  serve(socket: Socket, options: { maxBodyBytes: number; tooLarge: Http1Options["tooLarge"]; handle: Http1Options["handle"] }): void {
+    socket.on("close", () => this.open.delete(socket));
+    this.open.set(
+      socket,
+      serveHttp1(socket, { ...options, maxHeadBytes: 16 * 1024, idleTimeoutMs: 65_000, headTimeoutMs: 30_000 }),
+    );
+  }
+
+  close(limitMs?: number): Promise<void> {
+    return closeGracefully(this.open, limitMs);
+  }
+}

@@ -1,7 +1,7 @@
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
-import { closeGracefully, serveHttp1, type Http1Connection, type HttpRequest, type HttpResponse } from "./http1";
+import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
 
 export interface MtlsListenerOptions {
   host: string;
@@ -35,7 +35,7 @@ export interface Listener {
  * connection from the socket and handed to every request on it. No header can set or change it.
  */
 export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
-  const connections = new Map<TLSSocket, Http1Connection>();
+  const connections = new ConnectionSet();
   const tls = createTlsServer({
     cert: options.cert,
     key: options.key,
@@ -52,16 +52,7 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       return;
     }
     const caller: CallerIdentity = { name, fingerprint: peer.fingerprint256 };
-    socket.on("close", () => connections.delete(socket));
-    const conn = serveHttp1(socket, {
-      maxBodyBytes: options.maxBodyBytes,
-      maxHeadBytes: 16 * 1024,
-      idleTimeoutMs: 65_000,
-      headTimeoutMs: 30_000,
-      handle: (req) => options.onRequest(req, caller),
-      tooLarge: options.tooLarge,
-    });
-    connections.set(socket, conn);
+    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, caller) });
   });
   tls.on("tlsClientError", (err, socket) => options.onHandshakeError?.(err, socket.remoteAddress));
 
@@ -77,7 +68,7 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
         stopAccepting: () => void tls.close(),
         close: async () => {
           if (tls.listening) tls.close();
-          await closeGracefully(connections);
+          await connections.close();
         },
       });
     });

@@ -1,7 +1,7 @@
-import { createServer, type Socket } from "node:net";
+import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
-import { closeGracefully, serveHttp1, type Http1Connection, type HttpRequest, type HttpResponse } from "./http1";
+import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
 
 /** Everyone on a plain loopback listener is one caller: the machine itself. */
@@ -20,19 +20,10 @@ export interface PlainListenerOptions {
  * identity, so every caller is LOOPBACK_CALLER and sees only the tasks made through this listener.
  */
 export function listenPlainLoopback(options: PlainListenerOptions): Promise<Listener> {
-  const connections = new Map<Socket, Http1Connection>();
-  const server = createServer((socket) => {
-    socket.on("close", () => connections.delete(socket));
-    const conn = serveHttp1(socket, {
-      maxBodyBytes: options.maxBodyBytes,
-      maxHeadBytes: 16 * 1024,
-      idleTimeoutMs: 65_000,
-      headTimeoutMs: 30_000,
-      handle: (req) => options.onRequest(req, LOOPBACK_CALLER),
-      tooLarge: options.tooLarge,
-    });
-    connections.set(socket, conn);
-  });
+  const connections = new ConnectionSet();
+  const server = createServer((socket) =>
+    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, LOOPBACK_CALLER) }),
+  );
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, "127.0.0.1", () => {
@@ -44,7 +35,7 @@ export function listenPlainLoopback(options: PlainListenerOptions): Promise<List
         stopAccepting: () => void server.close(),
         close: async () => {
           if (server.listening) server.close();
-          await closeGracefully(connections);
+          await connections.close();
         },
       });
     });
