@@ -12,6 +12,8 @@ export interface HermesExecutorOptions {
 /** Task metadata keys this executor keeps (committed as soon as known, for re-attaching after a restart). */
 export const RUN_KEY = "hermes/runId";
 export const APPROVAL_KEY = "hermes/pendingApproval";
+/** Characters of the answer already streamed when the run paused: the continuation appends to them. */
+export const CHARS_KEY = "hermes/answerChars";
 
 interface HermesEvent {
   type?: string;
@@ -76,7 +78,7 @@ export class HermesExecutor implements AgentExecutor {
         if (!runId) return { state: "TASK_STATE_FAILED", message: `Hermes at ${this.base} created a run but gave no run id` };
         req.events.note({ [RUN_KEY]: runId });
       }
-      return await this.follow(runId, req);
+      return await this.follow(runId, req, Number(req.metadata[CHARS_KEY] ?? 0));
     } catch (err) {
       if (req.signal.aborted) return this.stop(runId, req);
       return { state: "TASK_STATE_FAILED", message: `Hermes at ${this.base}: ${(err as Error).message}` };
@@ -84,11 +86,11 @@ export class HermesExecutor implements AgentExecutor {
   }
 
   /** Reads the run's events until it ends or asks for approval. */
-  private async follow(runId: string, req: ExecutionRequest): Promise<ExecutionOutcome> {
+  private async follow(runId: string, req: ExecutionRequest, alreadyStreamed: number): Promise<ExecutionOutcome> {
     const res = await fetch(`${this.base}/v1/runs/${runId}/events`, { headers: { ...this.headers(), accept: "text/event-stream" }, signal: req.signal });
     if (!res.ok || !res.body) throw new Error(`GET /v1/runs/${runId}/events answered HTTP ${res.status}`);
     const artifactId = `${req.taskId}-answer`;
-    let chars = 0;
+    let chars = alreadyStreamed;
     const close = () => req.events.artifact({ artifactId, name: "answer", parts: [{ text: "" }] }, { append: chars > 0, lastChunk: true });
     try {
       for await (const { event, data } of readNamedSse(res.body)) {
@@ -108,7 +110,7 @@ export class HermesExecutor implements AgentExecutor {
         } else if (type.startsWith("tool.") || type.startsWith("reasoning.")) {
           req.events.progress(`${type}${e.tool ?? e.name ? `: ${e.tool ?? e.name}` : ""}`, { hermes: { event: type, ...e } });
         } else if (type === "approval.request" || type === "approval.required") {
-          req.events.note({ [APPROVAL_KEY]: e });
+          req.events.note({ [APPROVAL_KEY]: e, [CHARS_KEY]: chars });
           const question = e.prompt ?? e.message ?? "The agent asks for approval to continue.";
           const choices = e.choices?.length ? ` (answer: ${e.choices.join(" / ")})` : "";
           return { state: "TASK_STATE_INPUT_REQUIRED", message: `${question}${choices}` };
