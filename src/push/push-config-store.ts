@@ -54,6 +54,11 @@ interface Row {
  */
 export class SqlitePushConfigStore implements PushConfigStore {
   private readonly sqlite: Database;
+  /**
+   * Tasks that have at least one webhook. forTask() runs on every task event, and almost no task has a
+   * webhook: this set answers for those without touching the database.
+   */
+  private readonly withConfigs = new Set<string>();
   private readonly q: Record<"upsert" | "get" | "page" | "pageAfter" | "del" | "delDeliveries" | "forTask" | "forDelivery", Statement>;
 
   constructor(database: OpenDatabase) {
@@ -75,6 +80,7 @@ export class SqlitePushConfigStore implements PushConfigStore {
       forTask: prep("SELECT * FROM push_configs WHERE task_id = ?1 ORDER BY id"),
       forDelivery: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND id = ?2"),
     };
+    for (const r of database.sqlite.prepare("SELECT DISTINCT task_id AS t FROM push_configs").all() as { t: string }[]) this.withConfigs.add(r.t);
   }
 
   create(owner: string, config: TaskPushNotificationConfig): TaskPushNotificationConfig {
@@ -92,6 +98,7 @@ export class SqlitePushConfigStore implements PushConfigStore {
     );
     // Same answer as for a task the caller cannot see: nothing about the other owner leaks.
     if (r.changes === 0) throw A2AError.taskNotFound(saved.taskId);
+    this.withConfigs.add(saved.taskId);
     return saved;
   }
 
@@ -122,7 +129,10 @@ export class SqlitePushConfigStore implements PushConfigStore {
   }
 
   forTask(taskId: string): StoredPushConfig[] {
-    return (this.q.forTask.all(taskId) as Row[]).map(toStored);
+    if (!this.withConfigs.has(taskId)) return [];
+    const rows = (this.q.forTask.all(taskId) as Row[]).map(toStored);
+    if (rows.length === 0) this.withConfigs.delete(taskId);
+    return rows;
   }
 
   forDelivery(taskId: string, id: string): StoredPushConfig | undefined {
