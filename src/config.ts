@@ -26,6 +26,8 @@ export interface ServeConfig {
   description: string;
   /** Skills listed in the agent card (default: one general "delegate" skill). */
   skills?: AgentSkill[];
+  /** Per-skill model settings (from [[skills]] model / system_prompt / temperature), by skill id. */
+  skillModels?: Record<string, SkillModel>;
   /** Extra plain-HTTP listener on 127.0.0.1 (conformance runs, local tools); off when undefined. */
   plainHttpPort?: number;
   /** Webhook hosts ("host" or "host:port") allowed even though they are private or loopback addresses. */
@@ -76,6 +78,13 @@ export const ENV_KEYS = {
   maxConcurrent: "A2A_NODE_MAX_CONCURRENT",
 } as const;
 
+/** What a skill may change about the model call; a task picks its skill with message.metadata.skill. */
+export interface SkillModel {
+  model?: string;
+  systemPrompt?: string;
+  temperature?: number;
+}
+
 /** What a config file may set (TOML, snake_case keys; see scripts/config.example.toml). */
 export type FileConfig = Partial<Omit<ServeConfig, "modelApiKey" | "hermesApiKey">>;
 
@@ -125,10 +134,36 @@ export function loadConfigFile(path: string, explicit: boolean): FileConfig {
     if (!key) throw new UsageError(`config file ${path}: unknown key '${k}' (known: ${Object.keys(FILE_KEYS).join(", ")})`);
     out[key] = key === "shutdownGraceMs" || key === "deadlineMs" ? Number(v) * 1000 : v;
   }
-  if (out.skills !== undefined) out.skills = checkSkills(out.skills, path);
+  if (out.skills !== undefined) {
+    out.skillModels = skillModels(out.skills, path);
+    out.skills = checkSkills(out.skills, path);
+  }
   if (out.pushAllow !== undefined && (!Array.isArray(out.pushAllow) || out.pushAllow.some((h) => typeof h !== "string")))
     throw new UsageError(`config file ${path}: push_allow must be a list of "host" or "host:port" strings`);
   return out as FileConfig;
+}
+
+function skillModels(v: unknown, path: string): Record<string, SkillModel> {
+  const out: Record<string, SkillModel> = {};
+  if (!Array.isArray(v)) return out;
+  v.forEach((s, i) => {
+    const o = s as Record<string, unknown>;
+    const m: SkillModel = {};
+    if (o.model !== undefined) {
+      if (typeof o.model !== "string" || !o.model) throw new UsageError(`config file ${path}: skills[${i}].model must be a non-empty string`);
+      m.model = o.model;
+    }
+    if (o.system_prompt !== undefined) {
+      if (typeof o.system_prompt !== "string") throw new UsageError(`config file ${path}: skills[${i}].system_prompt must be a string`);
+      m.systemPrompt = o.system_prompt;
+    }
+    if (o.temperature !== undefined) {
+      if (typeof o.temperature !== "number") throw new UsageError(`config file ${path}: skills[${i}].temperature must be a number`);
+      m.temperature = o.temperature;
+    }
+    if (typeof o.id === "string" && Object.keys(m).length) out[o.id] = m;
+  });
+  return out;
 }
 
 function checkSkills(v: unknown, path: string): AgentSkill[] {

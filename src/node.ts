@@ -145,6 +145,7 @@ function createExecutor(config: ServeConfig): AgentExecutor {
         temperature: config.temperature,
         maxTokens: config.maxTokens,
         historyChars: config.historyChars,
+        skills: config.skillModels,
       });
   }
 }

@@ -22,6 +22,7 @@ describe("configuration", () => {
     expect(c.deadlineMs).toBe(3_600_000);
     expect(c.shutdownGraceMs).toBe(10_000);
     expect(c.maxTasksPerContext).toBe(100);
+    expect(c.skillModels).toEqual({ summarise: { model: "llama3.2", systemPrompt: "Summarise in at most three short bullet points.", temperature: 0.1 } });
   });
 
   it("orders defaults < file < environment < flags", () => {

@@ -19,6 +19,8 @@ export interface OpenAiExecutorOptions {
   connectAttempts?: number;
   /** First retry delay, doubled each time (default 250 ms). */
   retryBaseMs?: number;
+  /** Skills that use another model, prompt or temperature; a message picks one with metadata.skill. */
+  skills?: Record<string, { model?: string; systemPrompt?: string; temperature?: number }>;
 }
 
 export const DEFAULT_MODEL_URL = "http://127.0.0.1:11434/v1";
@@ -48,6 +50,11 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
 
   /** Text and data parts become prompt text; files (raw bytes or URLs) a chat model cannot take are refused. */
   check(message: Message): A2AError | undefined {
+    const skill = skillOf(message);
+    if (skill !== undefined && !this.options.skills?.[skill])
+      return A2AError.invalidParams(
+        `unknown skill '${skill}' in message.metadata.skill; this agent has: ${Object.keys(this.options.skills ?? {}).join(", ") || "no skills with their own model"}`,
+      );
     const i = message.parts.findIndex((p) => p.text === undefined && p.data === undefined);
     if (i === -1) return undefined;
     const p = message.parts[i];
@@ -68,12 +75,14 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
 
   async execute(request: ExecutionRequest): Promise<ExecutionOutcome> {
     const stream = this.options.stream !== false;
+    const skill = this.options.skills?.[skillOf(request.message) ?? ""] ?? {};
+    const temperature = skill.temperature ?? this.options.temperature;
     const body = JSON.stringify({
-      model: this.options.model,
-      messages: this.chatMessages(request),
+      model: skill.model ?? this.options.model,
+      messages: this.chatMessages(request, skill.systemPrompt ?? this.options.systemPrompt),
       stream,
       ...(stream ? { stream_options: { include_usage: true } } : {}),
-      ...(this.options.temperature !== undefined ? { temperature: this.options.temperature } : {}),
+      ...(temperature !== undefined ? { temperature } : {}),
       ...(this.options.maxTokens !== undefined ? { max_tokens: this.options.maxTokens } : {}),
     });
     const response = await this.connect(body, request.signal);
@@ -162,7 +171,7 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
   }
 
   /** System prompt, then as many of the context's latest turns as fit the budget, then this message. */
-  private chatMessages(request: ExecutionRequest): ChatMessage[] {
+  private chatMessages(request: ExecutionRequest, systemPrompt: string | undefined): ChatMessage[] {
     const current = toChat(request.message);
     let budget = (this.options.historyChars ?? 24_000) - current.content.length;
     const earlier: ChatMessage[] = [];
@@ -174,8 +183,14 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
       budget -= m.content.length;
       earlier.unshift(m);
     }
-    return [...(this.options.systemPrompt ? [{ role: "system" as const, content: this.options.systemPrompt }] : []), ...earlier, current];
+    return [...(systemPrompt ? [{ role: "system" as const, content: systemPrompt }] : []), ...earlier, current];
   }
+}
+
+/** The skill a message asks for (message.metadata.skill), if any. */
+function skillOf(m: Message): string | undefined {
+  const s = m.metadata?.skill;
+  return typeof s === "string" && s !== "" ? s : undefined;
 }
 
 function partText(p: Part): string {

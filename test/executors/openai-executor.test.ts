@@ -359,3 +359,41 @@ describe("OpenAiCompatibleExecutor, through TaskRunner on SQLite", () => {
     expect(store.get(r.task.id, "alpha")!.status.state).toBe("TASK_STATE_CANCELED");
   });
 });
+
+describe("skills with their own model", () => {
+  it("a message's metadata.skill picks that skill's model, system prompt and temperature; others use the defaults", async () => {
+    const model = startFakeModel();
+    try {
+      const exec = new OpenAiCompatibleExecutor({
+        baseUrl: model.url,
+        model: "default-model",
+        systemPrompt: "default prompt",
+        skills: { summarise: { model: "small-model", systemPrompt: "be brief", temperature: 0.1 } },
+      });
+      const run = (metadata?: Record<string, unknown>) =>
+        exec.execute({
+          taskId: "t",
+          contextId: "c",
+          message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }], ...(metadata ? { metadata } : {}) },
+          history: () => [],
+          caller: "alpha",
+          signal: new AbortController().signal,
+          events: { progress() {}, artifact() {}, note() {} },
+          metadata: {},
+          resumed: false,
+        });
+      await run({ skill: "summarise" });
+      await run();
+      expect(model.requests[0].body).toMatchObject({ model: "small-model", temperature: 0.1, messages: [{ role: "system", content: "be brief" }, { role: "user", content: "hi" }] });
+      expect(model.requests[1].body.model).toBe("default-model");
+      expect(model.requests[1].body.temperature).toBeUndefined();
+      expect(model.requests[1].body.messages[0]).toEqual({ role: "system", content: "default prompt" });
+      const refusal = exec.check({ messageId: "m", role: "ROLE_USER", parts: [{ text: "x" }], metadata: { skill: "nope" } });
+      expect(refusal?.code).toBe(-32602);
+      expect(refusal?.message).toContain("unknown skill 'nope'");
+      expect(refusal?.message).toContain("summarise");
+    } finally {
+      model.stop();
+    }
+  });
+});

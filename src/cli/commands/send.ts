@@ -12,6 +12,7 @@ const flags = {
   task: { type: "string", value: "TEXT" },
   "task-id": { type: "string", value: "ID" },
   "context-id": { type: "string", value: "ID" },
+  skill: { type: "string", value: "ID" },
   wait: { type: "boolean" },
   stream: { type: "boolean" },
   timeout: { type: "number", value: "SECONDS" },
@@ -35,6 +36,7 @@ FLAGS
   --task TEXT        what to do, in plain text ('-' reads it from standard input)
   --task-id ID       continue this task (one waiting for input) instead of starting a new one
   --context-id ID    start the task in an existing conversation
+  --skill ID         ask for one of the peer's skills (its card lists them); sent as message.metadata.skill
   --wait             wait until the task completes, fails, or asks for input
   --stream           like --wait, but print the answer as it is produced (tokens as they come) and the
                      agent's progress on stderr; with --json, one JSON stream item per line
@@ -70,6 +72,7 @@ EXIT CODES
     const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }] };
     if (f["task-id"]) message.taskId = f["task-id"];
     if (f["context-id"]) message.contextId = f["context-id"];
+    if (f.skill) message.metadata = { skill: f.skill };
     if (f.stream) return streamTask(session, message, timeoutS, f.json, f.agent, io);
 
     // Receipt first: the peer commits the task and answers at once; then we wait by asking, so a slow model
