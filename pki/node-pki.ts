@@ -5,7 +5,7 @@ import { PkiError, pkiErrors } from "./errors";
 import { assertKeyMatchesCert } from "./keys";
 import { createCa, defaultCaName } from "./ca";
 import { issueLeaf } from "./leaf";
-import { type CertInfo, inspectCert, verifyIssuedBy } from "./inspect";
+import { inspectCert } from "./inspect";
 import { type Bundle, BUNDLE_FORMAT, readBundle, writeBundle } from "./bundle";
 import { isValidSan, normalizeNodeName, normalizeSans, checkDays } from "./names";
 import { PUBLIC_MODE, SECRET_MODE, readPublic, readSecret, writeFileAtomic } from "./secure-file";

@@ -8,7 +8,7 @@
  */
 import { createServer } from "node:https";
 import express from "express";
-import { AGENT_CARD_PATH, Role, TaskState, type AgentCard, type Message } from "@a2a-js/sdk";
+import { AGENT_CARD_PATH, TaskState, type AgentCard, type Message } from "@a2a-js/sdk";
 import {
   AgentEvent,
   DefaultRequestHandler,

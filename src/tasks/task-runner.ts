@@ -1,9 +1,10 @@
 import type { AgentExecutor, ExecutionEvents, ExecutionOutcome } from "../executors/executor";
 import { A2AError } from "../protocol/errors";
 import type { StreamItem } from "../protocol/request-handler";
-import type { Artifact, Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
+import type { Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
 import { isSettled, isTerminal } from "../protocol/types";
-import { newId, now } from "./clock";
+import { accumulate, agentMessage, capParts } from "./artifacts";
+import { now } from "./clock";
 import type { EventStream } from "./event-stream";
 import type { TaskStore } from "./task-store";
 
@@ -377,53 +378,4 @@ export class TaskRunner {
     this.jobs.delete(task.id);
     job.resolve(task);
   }
-}
-
-/** Keeps an artifact's text within `room` bytes; `over` when something had to be cut. */
-function capParts(a: Artifact, room: number): { artifact: Artifact; bytes: number; over: boolean } {
-  let bytes = 0;
-  let over = false;
-  const parts = a.parts.map((p) => {
-    if (typeof p.text !== "string") return p;
-    const size = Buffer.byteLength(p.text);
-    if (bytes + size <= room) {
-      bytes += size;
-      return p;
-    }
-    over = true;
-    const keep = Buffer.from(p.text).subarray(0, Math.max(0, room - bytes)).toString("utf8").replace(/\uFFFD$/, "");
-    bytes += Buffer.byteLength(keep);
-    return { ...p, text: keep };
-  });
-  return { artifact: over ? { ...a, parts } : a, bytes, over };
-}
-
-function agentMessage(taskId: string, contextId: string | undefined, text: string): Message {
-  const m: Message = { messageId: newId(), role: "ROLE_AGENT", parts: [{ text }], taskId };
-  if (contextId) m.contextId = contextId;
-  return m;
-}
-
-/**
- * Applies an artifact event to the task's artifacts: a new id is added, `append` extends, otherwise replaces.
- * Appended text joins the previous text part, so a streamed answer is stored as one text, not one part per
- * token.
- */
-function accumulate(artifacts: Artifact[], a: Artifact, append: boolean): Artifact[] {
-  const i = artifacts.findIndex((x) => x.artifactId === a.artifactId);
-  if (i === -1) return [...artifacts, { ...a, parts: [...a.parts] }];
-  const out = [...artifacts];
-  if (!append) {
-    out[i] = { ...a, parts: [...a.parts] };
-    return out;
-  }
-  const parts = [...out[i].parts];
-  for (const p of a.parts) {
-    const last = parts[parts.length - 1];
-    if (last && typeof last.text === "string" && typeof p.text === "string" && !last.metadata && !p.metadata)
-      parts[parts.length - 1] = { ...last, text: last.text + p.text };
-    else parts.push(p);
-  }
-  out[i] = { ...out[i], parts };
-  return out;
 }
