@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../../src/cli/registry";
+import { bufferIo } from "../../src/cli/io";
+import { makeFleet, type Fleet } from "../helpers/fleet";
+import { get } from "../helpers/rpc";
+
+let fleet: Fleet;
+beforeAll(async () => {
+  fleet = await makeFleet(["alpha"]);
+});
+afterAll(() => fleet.cleanup());
+
+describe("serve", () => {
+  it("--check prints the effective configuration with secrets redacted", async () => {
+    const io = bufferIo({ OPENAI_API_KEY: "sk-very-secret", A2A_NODE_PORT: "9555" });
+    expect(await runCli(["--home", fleet.homes.alpha, "serve", "--check", "--executor", "echo"], io)).toBe(0);
+    const c = JSON.parse(io.out());
+    expect(c).toMatchObject({ home: fleet.homes.alpha, port: 9555, executor: "echo", modelApiKey: "(set)" });
+    expect(io.out()).not.toContain("sk-very-secret");
+  });
+
+  it.each([
+    [["--executor", "gpt4"], "--executor must be one of echo, openai, hermes, conformance"],
+    [["--port", "x"], "--port must be a number"],
+    [["extra"], "serve takes no arguments"],
+    [["--config", "/nonexistent.toml"], "config file /nonexistent.toml does not exist"],
+  ])("%j is a usage error", async (args, message) => {
+    const io = bufferIo();
+    expect(await runCli(["--home", fleet.homes.alpha, "serve", ...(args as string[])], io)).toBe(2);
+    expect(io.err()).toContain(message);
+  });
+
+  it("serves until its stop signal, then stops cleanly with exit 0", async () => {
+    const stop = new AbortController();
+    let log = "";
+    let listening!: (url: string) => void;
+    const url = new Promise<string>((r) => (listening = r));
+    const io = {
+      stdout: { write: () => {} },
+      stderr: {
+        write: (t: string) => {
+          log += t;
+          const m = /listen=(https:\/\/\S+)/.exec(log);
+          if (m) listening(m[1]);
+        },
+      },
+      env: {},
+      stopSignal: stop.signal,
+    };
+    const exit = runCli(["--home", fleet.homes.alpha, "serve", "--host", "127.0.0.1", "--port", "0", "--executor", "echo"], io);
+    const health = await get(`${await url}/health`, fleet.identity("alpha"));
+    expect(health.body).toMatchObject({ status: "ok", name: "alpha", caller: "alpha", executor: "echo" });
+    stop.abort("SIGTERM");
+    expect(await exit).toBe(0);
+    expect(log).toContain("stopped name=alpha");
+  });
+
+  it("says what to do when the home has no identity", async () => {
+    const io = bufferIo();
+    expect(await runCli(["--home", `${fleet.root}/empty`, "serve", "--port", "0"], io)).toBe(1);
+    expect(io.err()).toContain("init-pki");
+  });
+});
