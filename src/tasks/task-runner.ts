@@ -39,6 +39,8 @@ interface Job {
   /** Number of the last event emitted (committed or not). */
   seq: number;
   subscribers: Set<EventStream>;
+  /** Events emitted but not yet committed (published once they are), with their commit. */
+  unpublished: { seq: number; response: StreamResponse; committed: Promise<void> }[];
   /** Subscribers that stay until a terminal state (they subscribed while the task waited for input). */
   untilTerminal: Set<EventStream>;
   settled: Promise<Task>;
@@ -102,7 +104,7 @@ export class TaskRunner {
       reject = rej;
     });
     settled.catch(() => {}); // a waiter may never come; the failure is logged by record()
-    const job: Job = { task, message, caller, abort: new AbortController(), seq: lastSeq, subscribers: new Set(), untilTerminal: new Set(), settled, resolve, reject, outputBytes: 0, resumed };
+    const job: Job = { task, message, caller, abort: new AbortController(), seq: lastSeq, subscribers: new Set(), unpublished: [], untilTerminal: new Set(), settled, resolve, reject, outputBytes: 0, resumed };
     // Subscribers that were waiting on this (interrupted) task follow it again now.
     const parked = this.parked.get(task.id);
     if (parked) {
@@ -323,13 +325,27 @@ export class TaskRunner {
    */
   private emit(job: Job, response: StreamResponse, rowUpdated = false): Promise<void> {
     const seq = ++job.seq;
-    const taskId = job.task.id;
-    const committed = this.store.appendEvents(taskId, seq, [response], rowUpdated ? seq : undefined);
-    committed.then(
-      () => this.publish(job, { seq, response }),
-      () => {},
-    );
+    const committed = this.store.appendEvents(job.task.id, seq, [response], rowUpdated ? seq : undefined);
+    job.unpublished.push({ seq, response, committed });
+    if (job.unpublished.length === 1) this.publishOnCommit(job, committed);
     return committed;
+  }
+
+  /**
+   * Events go out only once committed, in order. One callback per commit serves all of a job's events in it
+   * (a task often starts, streams and ends within one commit); events of a later commit wait for theirs.
+   */
+  private publishOnCommit(job: Job, committed: Promise<void>): void {
+    committed.then(
+      () => {
+        let n = 0;
+        while (n < job.unpublished.length && job.unpublished[n].committed === committed) n++;
+        const items = job.unpublished.splice(0, n);
+        for (const { seq, response } of items) this.publish(job, { seq, response });
+        if (job.unpublished.length) this.publishOnCommit(job, job.unpublished[0].committed);
+      },
+      () => void (job.unpublished = []),
+    );
   }
 
   private publish(job: Job, item: StreamItem): void {
@@ -365,8 +381,9 @@ export class TaskRunner {
     if (outcome.metadata) task.metadata = { ...task.metadata, ...outcome.metadata };
     const finalEvent: StreamResponse = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
     try {
-      const writes = [this.store.finish(task.id, status, task.artifacts ?? [], outcome.metadata), this.emit(job, finalEvent, true)];
-      await Promise.all(writes);
+      // Both writes join the same group commit, so awaiting one awaits both.
+      void this.store.finish(task.id, status, task.artifacts ?? [], outcome.metadata);
+      await this.emit(job, finalEvent, true);
     } catch (err) {
       // The store itself failed (disk full, database gone): nothing can be recorded, so say so loudly.
       console.error(`a2a-node: could not record the outcome of task ${task.id}: ${(err as Error).message}`);
