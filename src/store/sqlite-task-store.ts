@@ -270,10 +270,14 @@ export class SqliteTaskStore implements TaskStore {
       this.writeEvents(id, p);
       return;
     }
+    // Streamed chunks of a running task touch only its events: no need to read (or rewrite) the task's row.
+    if (!p.status && !p.metadata && p.messages.length === 0 && p.artifacts.length === 0 && p.rowSeq === undefined) {
+      this.writeEvents(id, p);
+      return;
+    }
     const row = this.w.selectForUpdate.get(id) as Pick<RawRow, "state" | "status_message" | "status_timestamp" | "metadata" | "history" | "artifacts" | "last_seq"> | null;
     if (!row) return; // a write for a task that never committed (its create failed); nothing to attach it to
     this.writeEvents(id, p);
-    if (!p.status && !p.metadata && p.messages.length === 0 && p.artifacts.length === 0 && p.rowSeq === undefined) return;
     let metadata = row.metadata;
     if (p.metadata) metadata = JSON.stringify({ ...(metadata ? (JSON.parse(metadata) as Record<string, unknown>) : {}), ...p.metadata });
     let history = row.history;
