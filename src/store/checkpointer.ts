@@ -18,9 +18,22 @@ export interface Checkpointer {
   stop(): void;
 }
 
-export function startCheckpointer(path: string, intervalMs = 500): Checkpointer {
-  const worker = new Worker(`data:text/javascript,${encodeURIComponent(WORKER_SOURCE)}`);
-  worker.postMessage({ path, intervalMs });
-  worker.unref();
-  return { stop: () => worker.terminate() };
+/**
+ * The worker starts a moment after the node does: spinning up its thread and engine would otherwise compete
+ * with the node's own start for the CPU, and a fresh WAL needs no checkpoint in its first second.
+ */
+export function startCheckpointer(path: string, intervalMs = 500, delayMs = 1000): Checkpointer {
+  let worker: Worker | undefined;
+  const timer = setTimeout(() => {
+    worker = new Worker(`data:text/javascript,${encodeURIComponent(WORKER_SOURCE)}`);
+    worker.postMessage({ path, intervalMs });
+    worker.unref();
+  }, delayMs);
+  timer.unref?.();
+  return {
+    stop: () => {
+      clearTimeout(timer);
+      worker?.terminate();
+    },
+  };
 }
