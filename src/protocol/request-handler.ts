@@ -215,7 +215,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       const snap = this.store.snapshot(task.id, owner);
       return { task: snap?.task ?? task, committed, settled: running && !stream ? running : undefined, lastSeq: snap?.lastSeq ?? 0 };
     }
-    const initial = snapshot(task); // as submitted, before the runner starts changing it
+    const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
     if (pushConfig) this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id });
     const settled = this.runner.start(task, stored, owner);

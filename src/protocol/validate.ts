@@ -55,14 +55,27 @@ function params(p: unknown): Obj {
  * free-form contents of `data` and `metadata` are left exactly as sent.
  */
 function camelKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(camelKeys);
-  if (!isObj(v)) return v;
-  const out: Obj = {};
-  for (const [k, val] of Object.entries(v)) {
-    const key = k.includes("_") ? k.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()) : k;
-    out[key] = key === "data" || key === "metadata" ? val : camelKeys(val);
+  if (Array.isArray(v)) {
+    let out: unknown[] | undefined;
+    for (let i = 0; i < v.length; i++) {
+      const c = camelKeys(v[i]);
+      if (c !== v[i]) (out ??= [...v])[i] = c;
+    }
+    return out ?? v;
   }
-  return out;
+  if (!isObj(v)) return v;
+  // Most requests use JSON names only: then nothing is copied.
+  let out: Obj | undefined;
+  for (const k in v) {
+    const key = k.includes("_") ? k.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase()) : k;
+    const val = key === "data" || key === "metadata" ? v[k] : camelKeys(v[k]);
+    if (key !== k || val !== v[k]) {
+      out ??= { ...v };
+      if (key !== k) delete out[k];
+      out[key] = val;
+    }
+  }
+  return out ?? v;
 }
 
 const PART_FIELDS = ["text", "raw", "url", "data", "filename", "mediaType", "metadata"] as const;

@@ -34,7 +34,8 @@ interface Job {
   outputBytes: number;
   message: Message;
   caller: string;
-  abort: AbortController;
+  /** Made on first use: most tasks are never canceled, and an echo never looks at its signal. */
+  abort?: AbortController;
   cancelReason?: string;
   /** Number of the last event emitted (committed or not). */
   seq: number;
@@ -46,6 +47,10 @@ interface Job {
   settled: Promise<Task>;
   resolve(task: Task): void;
   reject(err: unknown): void;
+}
+
+function abortOf(job: Job): AbortController {
+  return (job.abort ??= new AbortController());
 }
 
 /**
@@ -104,7 +109,7 @@ export class TaskRunner {
       reject = rej;
     });
     settled.catch(() => {}); // a waiter may never come; the failure is logged by record()
-    const job: Job = { task, message, caller, abort: new AbortController(), seq: lastSeq, subscribers: new Set(), unpublished: [], untilTerminal: new Set(), settled, resolve, reject, outputBytes: 0, resumed };
+    const job: Job = { task, message, caller, seq: lastSeq, subscribers: new Set(), unpublished: [], untilTerminal: new Set(), settled, resolve, reject, outputBytes: 0, resumed };
     // Subscribers that were waiting on this (interrupted) task follow it again now.
     const parked = this.parked.get(task.id);
     if (parked) {
@@ -165,7 +170,7 @@ export class TaskRunner {
     if (queued !== -1) {
       this.queue.splice(queued, 1);
       void this.record(job, { state: "TASK_STATE_CANCELED", message: reason });
-    } else job.abort.abort(new Error(reason));
+    } else abortOf(job).abort(new Error(reason));
     return job.settled;
   }
 
@@ -222,7 +227,7 @@ export class TaskRunner {
     const grace = new Promise<void>((r) => (timer = setTimeout(r, graceMs)));
     await Promise.race([Promise.allSettled(pending), grace]);
     clearTimeout(timer);
-    for (const job of this.jobs.values()) job.abort.abort(new Error("node shutting down"));
+    for (const job of this.jobs.values()) abortOf(job).abort(new Error("node shutting down"));
     await Promise.allSettled([...this.jobs.values()].map((j) => j.settled));
   }
 
@@ -239,7 +244,7 @@ export class TaskRunner {
       const deadline = this.options.deadlineMs
         ? setTimeout(() => {
             job.stopped = "deadline";
-            job.abort.abort(new Error("deadline"));
+            abortOf(job).abort(new Error("deadline"));
           }, this.options.deadlineMs)
         : undefined;
       try {
@@ -253,7 +258,9 @@ export class TaskRunner {
           message: job.message,
           history,
           caller: job.caller,
-          signal: job.abort.signal,
+          get signal() {
+            return abortOf(job).signal;
+          },
           events: this.eventsFor(job),
           metadata: { ...task.metadata },
           resumed: job.resumed,
@@ -271,7 +278,7 @@ export class TaskRunner {
         };
       } else if (job.stopped === "deadline") {
         outcome = { state: "TASK_STATE_FAILED", message: `stopped: the task ran longer than this node's deadline of ${Math.round((this.options.deadlineMs ?? 0) / 1000)} s` };
-      } else if (job.abort.signal.aborted) {
+      } else if (job.abort?.signal.aborted) {
         outcome = job.cancelReason
           ? { state: "TASK_STATE_CANCELED", message: job.cancelReason }
           : { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
@@ -304,7 +311,7 @@ export class TaskRunner {
             artifact = cut.artifact;
             lastChunk = true;
             job.stopped = "output-cap";
-            job.abort.abort(new Error("output cap"));
+            abortOf(job).abort(new Error("output cap"));
           }
         }
         task.artifacts = accumulate(task.artifacts ?? [], artifact, options.append === true);
