@@ -181,6 +181,7 @@ export class TaskRunner {
    */
   async recover(): Promise<{ resumed: number; failed: number }> {
     let resumed = 0;
+    let failed = 0;
     const writes: Promise<void>[] = [];
     for (const t of this.store.unfinished()) {
       const snap = this.store.snapshot(t.id, t.owner);
@@ -202,15 +203,12 @@ export class TaskRunner {
           ? "interrupted: the node stopped before this task finished; send it again"
           : "interrupted: the node stopped while running this task, more than twice; not trying it again";
       const status: TaskStatus = { state: "TASK_STATE_FAILED", timestamp: now(), message: agentMessage(t.id, task.contextId, why) };
+      failed++;
       writes.push(this.store.finish(t.id, status, []));
       writes.push(this.store.appendEvents(t.id, lastSeq + 1, [{ statusUpdate: { taskId: t.id, contextId: task.contextId, status } }], lastSeq + 1));
     }
     await Promise.all(writes);
-    return { resumed, failed: writes.length / 2 };
-  }
-
-  get activeCount(): number {
-    return this.jobs.size;
+    return { resumed, failed };
   }
 
   /**

@@ -33,10 +33,16 @@ export interface ServedBinary {
   pid: number;
   /** Everything it logged so far. */
   log(): string;
-  /** SIGTERM, and wait for it to exit; resolves with the exit code. */
+  /** Resolves with the log so far once it matches `re` (an event of the process, not a timer). */
+  waitForLog(re: RegExp): Promise<string>;
+  /** Sends a signal without waiting for the exit. */
+  signal(signal: "SIGTERM" | "SIGKILL"): void;
+  /** Sends a signal (SIGTERM by default) and waits for it to exit; resolves with the exit code. */
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<number>;
   exited: Promise<number>;
 }
+
+const LISTENING = /serving A2A over mTLS .*listen=(https:\/\/[^\s]+)/;
 
 /**
  * Starts `a2a-node serve` from the compiled binary and resolves once it logs that it is listening (the
@@ -50,24 +56,33 @@ export async function serveBinary(home: string, args: string[] = [], env: Record
     stderr: "pipe",
   });
   let log = "";
+  const waiters: { re: RegExp; resolve(log: string): void; reject(err: Error): void }[] = [];
   const decoder = new TextDecoder();
-  const ready = new Promise<string>((resolve, reject) => {
-    void (async () => {
-      for await (const chunk of proc.stderr as unknown as AsyncIterable<Uint8Array>) {
-        log += decoder.decode(chunk, { stream: true });
-        const m = /serving A2A over mTLS .*listen=(https:\/\/[^\s]+)/.exec(log);
-        if (m) resolve(m[1]);
-      }
-      reject(new Error(`a2a-node serve exited before listening:\n${log}`));
-    })();
-  });
-  const url = await Promise.race([ready, proc.exited.then((c) => Promise.reject(new Error(`serve exited ${c}:\n${log}`)))]);
+  const pump = (async () => {
+    for await (const chunk of proc.stderr as unknown as AsyncIterable<Uint8Array>) {
+      log += decoder.decode(chunk, { stream: true });
+      for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i].re.test(log)) waiters.splice(i, 1)[0].resolve(log);
+    }
+    for (const w of waiters.splice(0)) w.reject(new Error(`a2a-node serve ended before logging ${w.re}:\n${log}`));
+  })();
+  void new Response(proc.stdout).text();
+  const waitForLog = (re: RegExp) =>
+    re.test(log) ? Promise.resolve(log) : new Promise<string>((resolve, reject) => waiters.push({ re, resolve, reject }));
+  const url = await Promise.race([
+    waitForLog(LISTENING).then((l) => (LISTENING.exec(l) as RegExpExecArray)[1]),
+    proc.exited.then(async (c) => {
+      await pump;
+      throw new Error(`serve exited ${c}:\n${log}`);
+    }),
+  ]);
   return {
     url,
     port: Number(new URL(url).port),
     pid: proc.pid,
     log: () => log,
     exited: proc.exited,
+    waitForLog,
+    signal: (s) => proc.kill(s),
     async stop(signal = "SIGTERM") {
       proc.kill(signal);
       return proc.exited;

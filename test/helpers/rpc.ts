@@ -15,6 +15,11 @@ export async function post(url: string, who: TlsIdentity | undefined, body: stri
     body,
     tls: who ? { cert: who.cert, key: who.key, ca: who.ca } : undefined,
   } as RequestInit);
+  return reply(res);
+}
+
+/** A response as tests read it: status, headers, raw text, and the JSON body when it is JSON. */
+async function reply(res: Response): Promise<RpcReply> {
   const text = await res.text();
   let parsed: unknown;
   try {
@@ -37,13 +42,5 @@ export function userMessage(text: string, extra: Record<string, unknown> = {}) {
 
 /** GET over mTLS. */
 export async function get(url: string, who: TlsIdentity | undefined): Promise<RpcReply> {
-  const res = await fetch(url, { tls: who ? { cert: who.cert, key: who.key, ca: who.ca } : undefined } as RequestInit);
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, body: parsed, text, headers: res.headers };
+  return reply(await fetch(url, { tls: who ? { cert: who.cert, key: who.key, ca: who.ca } : undefined } as RequestInit));
 }
