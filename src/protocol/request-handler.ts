@@ -120,9 +120,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     if (settled) await settled.catch(() => {});
     else {
       // Interrupted (waiting for input): nothing runs it, so record the cancel directly.
-      const snap = this.store.snapshot(task.id, ctx.caller.name);
       const status = { state: "TASK_STATE_CANCELED" as const, timestamp: now() };
-      const seq = (snap?.lastSeq ?? 0) + this.store.eventsAfter(task.id, snap?.lastSeq ?? 0).length + 1;
+      const seq = this.store.lastEventSeq(task.id) + 1;
       await Promise.all([
         this.store.finish(task.id, status, []),
         this.store.appendEvents(task.id, seq, [{ statusUpdate: { taskId: task.id, contextId: task.contextId, status } }], seq),
@@ -241,7 +240,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const stored = { ...message, contextId: task.contextId };
     const committed = this.store.appendMessage(taskId, stored);
     task.history = [...(task.history ?? []), stored];
-    const lastSeq = snap.lastSeq + this.store.eventsAfter(taskId, snap.lastSeq).length;
+    const lastSeq = this.store.lastEventSeq(taskId);
     const initial = snapshot(task);
     const settled = this.runner.start(task, stored, owner, lastSeq);
     if (stream) this.runner.subscribe(task.id, owner, stream);

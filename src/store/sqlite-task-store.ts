@@ -48,7 +48,8 @@ export class SqliteTaskStore implements TaskStore {
     | "selectContext"
     | "countContext"
     | "insertEvents"
-    | "selectEvents",
+    | "selectEvents"
+    | "maxEventSeq",
     Statement
   >;
 
@@ -66,6 +67,7 @@ export class SqliteTaskStore implements TaskStore {
       ),
       selectForUpdate: prep("SELECT state, status_message, status_timestamp, metadata, history, artifacts, last_seq FROM tasks WHERE id = ?1"),
       insertEvents: prep("INSERT INTO task_events (task_id, seq, last_seq, events) VALUES (?1, ?2, ?3, ?4)"),
+      maxEventSeq: prep("SELECT coalesce(max(last_seq), 0) AS n FROM task_events WHERE task_id = ?1"),
       selectEvents: prep("SELECT seq, events FROM task_events WHERE task_id = ?1 AND last_seq > ?2 ORDER BY seq"),
       selectTask: prep("SELECT * FROM tasks WHERE id = ?1 AND owner = ?2"),
       selectIdByRequest: prep("SELECT id FROM tasks WHERE owner = ?1 AND request_message_id = ?2"),
@@ -172,6 +174,10 @@ export class SqliteTaskStore implements TaskStore {
       for (let i = 0; i < events.length; i++) if (row.seq + i > afterSeq) out.push({ seq: row.seq + i, response: events[i] });
     }
     return out;
+  }
+
+  lastEventSeq(taskId: string): number {
+    return (this.w.maxEventSeq.get(taskId) as { n: number }).n;
   }
 
   snapshot(id: string, owner: string, historyLength?: number): { task: Task; lastSeq: number } | undefined {

@@ -187,7 +187,7 @@ export class TaskRunner {
       const snap = this.store.snapshot(t.id, t.owner);
       if (!snap) continue;
       const { task } = snap;
-      const lastSeq = snap.lastSeq + this.store.eventsAfter(t.id, snap.lastSeq).length;
+      const lastSeq = this.store.lastEventSeq(t.id);
       const policy = t.executor === this.executor.kind ? (this.executor.onRestart ?? "fail") : "fail";
       const restarts = Number(task.metadata?.["a2a-node/restarts"] ?? 0);
       const message = [...(task.history ?? [])].reverse().find((m) => m.role === "ROLE_USER");

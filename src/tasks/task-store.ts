@@ -59,6 +59,8 @@ export interface TaskStore {
   appendEvents(taskId: string, firstSeq: number, events: StreamResponse[], rowSeq?: number): Promise<void>;
   /** Committed events of a task with a number above `afterSeq`, in order. (Callers check ownership first.) */
   eventsAfter(taskId: string, afterSeq: number): StoredEvent[];
+  /** The number of a task's latest stored event (0 before the first): where its next event continues. */
+  lastEventSeq(taskId: string): number;
   /** The task as its row has it, and the number of the last event that row reflects. */
   snapshot(id: string, owner: string, historyLength?: number): { task: Task; lastSeq: number } | undefined;
   /** How many tasks `owner` has started in a context. */

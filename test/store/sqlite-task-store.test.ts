@@ -158,6 +158,18 @@ describe("SqliteTaskStore", () => {
     expect(store.get("t1", "alpha")?.artifacts?.map((a) => a.parts[0].text)).toEqual(["v2", "b"]);
   });
 
+  it("numbers events per task and replays those after a given number", async () => {
+    await create("t1");
+    expect(store.lastEventSeq("t1")).toBe(0);
+    const ev = (state: string) => ({ statusUpdate: { taskId: "t1", contextId: "c", status: { state } } }) as never;
+    await store.appendEvents("t1", 1, [ev("TASK_STATE_WORKING")], 1);
+    await store.appendEvents("t1", 2, [ev("TASK_STATE_WORKING"), ev("TASK_STATE_COMPLETED")]);
+    expect(store.lastEventSeq("t1")).toBe(3);
+    expect(store.eventsAfter("t1", 1).map((e) => e.seq)).toEqual([2, 3]);
+    expect(store.snapshot("t1", "alpha")?.lastSeq).toBe(1);
+    expect(store.lastEventSeq("other")).toBe(0);
+  });
+
   it("keeps everything across a reopen of the file", async () => {
     await create("t1");
     await store.finish("t1", { state: "TASK_STATE_FAILED" }, []);
