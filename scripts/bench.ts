@@ -3,7 +3,12 @@
  * bare mTLS echo (the floor), all over mutual TLS with keep-alive, each server in its own process, measured
  * by a separate load-client process. Loopback only; certificates come from our own binary.
  *
- *   npm run bench [-- --duration S] [--warmup S] [--only a2a-node,sdk,bare] [--clients N] [--json FILE]
+ *   npm run bench [-- --duration S] [--warmup S] [--rounds N] [--only a2a-node,sdk,bare] [--clients N] [--json FILE]
+ *
+ * The 32-client load, which the targets compare, is measured in rounds: each round loads every server once,
+ * in a rotating order, and a server's figures are the sums over its rounds. This VM's speed drifts by tens of
+ * percent over a minute; measuring the servers one after the other would turn that drift into a ratio between
+ * them, interleaving spreads it over all of them.
  *
  * Exits 0 when everything was measured, whether or not targets are met; non-zero only if something broke
  * (a server did not start, answered wrongly or failed requests).
@@ -47,6 +52,7 @@ const { values: flags } = parseArgs({
   options: {
     duration: { type: "string", default: "5" },
     warmup: { type: "string", default: "2" },
+    rounds: { type: "string", default: "3" },
     only: { type: "string", default: SERVER_NAMES.join(",") },
     clients: { type: "string", default: "1" }, // load-client processes for the 32-client runs
     json: { type: "string" },
@@ -55,9 +61,11 @@ const { values: flags } = parseArgs({
 const durationMs = Number(flags.duration) * 1000;
 const warmupMs = Number(flags.warmup) * 1000;
 const clientProcesses = Number(flags.clients);
+const rounds = Number(flags.rounds);
 const only = flags.only!.split(",").map((s) => s.trim()) as ServerName[];
 for (const name of only) if (!SERVER_NAMES.includes(name)) usage(`unknown server '${name}' in --only (use ${SERVER_NAMES.join(",")})`);
-if (!(durationMs > 0) || !(warmupMs >= 0) || !(clientProcesses >= 1)) usage("--duration and --clients must be positive numbers");
+if (!(durationMs > 0) || !(warmupMs >= 0) || !(clientProcesses >= 1) || !(rounds >= 1))
+  usage("--duration, --clients and --rounds must be positive numbers");
 
 function usage(message: string): never {
   console.error(`bench: ${message}`);
@@ -84,7 +92,7 @@ process.on("exit", () => {
  * One load level: clients warm the server up, then the window is opened and closed around CPU samples of the
  * server and the clients, so CPU and completed requests cover exactly the same stretch of time.
  */
-async function measureLoad(server: RunningServer, concurrency: number, processes: number, bundlePath: string): Promise<Row> {
+async function measureLoad(server: RunningServer, concurrency: number, processes: number, bundlePath: string): Promise<Measured> {
   const n = Math.min(processes, concurrency);
   const clients = Array.from({ length: n }, (_, i) => {
     // Spread in-flight requests over the processes: 32 over 2 is 16 + 16.
@@ -130,46 +138,104 @@ async function measureLoad(server: RunningServer, concurrency: number, processes
     }),
   );
 
-  const requests = results.reduce((s, r) => s + r.requests, 0);
-  const latencies = new Float64Array(results.flatMap((r) => r.latencies)).sort();
-  const windowS = (t1 - t0) / 1000;
-  const serverCpuUs = ((s1 - s0) * 1e6) / CLK_TCK;
   return {
     server: server.name,
     concurrency,
     clientProcesses: n,
-    requests,
-    windowS,
+    requests: results.reduce((s, r) => s + r.requests, 0),
+    windowS: (t1 - t0) / 1000,
     // Each client counts over its own [mark, stop); they differ from the orchestrator's by a pipe write.
-    rps: results.reduce((s, r) => s + r.requests / (r.windowMs / 1000), 0),
-    p50Ms: percentile(latencies, 0.5),
-    p99Ms: percentile(latencies, 0.99),
-    cpuUsPerRequest: requests > 0 ? serverCpuUs / requests : NaN,
-    serverCpuPct: (serverCpuUs / 1e6 / windowS) * 100,
-    clientCpuPct: ((c1 - c0) / CLK_TCK / windowS) * 100,
-    otherCpuPct: ((m1 - m0 - (s1 - s0) - (c1 - c0)) / CLK_TCK / windowS) * 100,
+    clientWindowS: Math.max(...results.map((r) => r.windowMs / 1000)),
+    serverTicks: s1 - s0,
+    clientTicks: c1 - c0,
+    machineTicks: m1 - m0,
+    latencies: results.flatMap((r) => r.latencies),
     errors: results.reduce((s, r) => s + r.errors, 0),
     firstError: results.find((r) => r.firstError)?.firstError,
   };
 }
 
-async function benchServer(name: ServerName, pki: Pki, tls: ClientTls): Promise<Row[]> {
-  const server = await startServer(name, pki, dir);
+/** One load window's raw figures; a row sums one or more of them (one per round). */
+interface Measured {
+  server: ServerName;
+  concurrency: number;
+  clientProcesses: number;
+  requests: number;
+  windowS: number;
+  clientWindowS: number;
+  serverTicks: number;
+  clientTicks: number;
+  machineTicks: number;
+  latencies: number[];
+  errors: number;
+  firstError?: string;
+}
+
+function toRow(parts: Measured[]): Row {
+  const sum = (f: (m: Measured) => number) => parts.reduce((s, m) => s + f(m), 0);
+  const requests = sum((m) => m.requests);
+  const windowS = sum((m) => m.windowS);
+  const serverTicks = sum((m) => m.serverTicks);
+  const clientTicks = sum((m) => m.clientTicks);
+  const latencies = new Float64Array(parts.flatMap((m) => m.latencies)).sort();
+  const serverCpuUs = (serverTicks * 1e6) / CLK_TCK;
+  return {
+    server: parts[0].server,
+    concurrency: parts[0].concurrency,
+    clientProcesses: parts[0].clientProcesses,
+    rounds: parts.length,
+    requests,
+    windowS,
+    rps: requests / sum((m) => m.clientWindowS),
+    p50Ms: percentile(latencies, 0.5),
+    p99Ms: percentile(latencies, 0.99),
+    cpuUsPerRequest: requests > 0 ? serverCpuUs / requests : NaN,
+    serverCpuPct: (serverCpuUs / 1e6 / windowS) * 100,
+    clientCpuPct: (clientTicks / CLK_TCK / windowS) * 100,
+    otherCpuPct: ((sum((m) => m.machineTicks) - serverTicks - clientTicks) / CLK_TCK / windowS) * 100,
+    errors: sum((m) => m.errors),
+    firstError: parts.find((m) => m.firstError)?.firstError,
+  };
+}
+
+/**
+ * Every server runs at once (idle ones cost nothing). Each is measured at 1 client, then the 32-client load
+ * goes round by round, every server once per round, the order rotating so no server always follows another.
+ */
+async function benchAll(names: ServerName[], pki: Pki, tls: ClientTls): Promise<Row[]> {
+  const servers: RunningServer[] = [];
   try {
-    await waitUntilAnswering(server, tls);
+    for (const name of names) {
+      const server = await startServer(name, pki, dir);
+      servers.push(server);
+      await waitUntilAnswering(server, tls);
+    }
     const rows: Row[] = [];
-    for (const concurrency of CONCURRENCY) {
-      const processes = concurrency === TARGET_CONCURRENCY ? clientProcesses : 1;
-      process.stderr.write(`  ${SERVER_LABELS[name]}: ${concurrency} client(s)...`);
-      const row = await measureLoad(server, concurrency, processes, pki.bundles.client);
+    for (const server of servers) {
+      process.stderr.write(`  ${SERVER_LABELS[server.name]}: 1 client...`);
+      const row = toRow([await measureLoad(server, 1, 1, pki.bundles.client)]);
       process.stderr.write(` ${row.rps.toFixed(0)} req/s\n`);
       rows.push(row);
     }
-    // VmHWM is the process's lifetime peak, so reading it after the heaviest load gives the peak under load.
-    rows[rows.length - 1].peakRssMB = peakRssBytes(server.proc.pid) / (1024 * 1024);
+    const parts = new Map<ServerName, Measured[]>(servers.map((s) => [s.name, []]));
+    for (let round = 0; round < rounds; round++) {
+      for (let i = 0; i < servers.length; i++) {
+        const server = servers[(i + round) % servers.length];
+        process.stderr.write(`  ${SERVER_LABELS[server.name]}: ${TARGET_CONCURRENCY} clients, round ${round + 1}/${rounds}...`);
+        const m = await measureLoad(server, TARGET_CONCURRENCY, clientProcesses, pki.bundles.client);
+        process.stderr.write(` ${(m.requests / m.clientWindowS).toFixed(0)} req/s\n`);
+        parts.get(server.name)!.push(m);
+      }
+    }
+    for (const server of servers) {
+      const row = toRow(parts.get(server.name)!);
+      // VmHWM is the process's lifetime peak, so reading it after the heaviest load gives the peak under load.
+      row.peakRssMB = peakRssBytes(server.proc.pid) / (1024 * 1024);
+      rows.push(row);
+    }
     return rows;
   } finally {
-    await stop(server.proc);
+    for (const server of servers) await stop(server.proc);
   }
 }
 
@@ -192,12 +258,13 @@ async function measureStartup(pki: Pki, tls: ClientTls): Promise<Startup> {
 async function main(): Promise<number> {
   if (!(await Bun.file(BINARY).exists())) throw new Error(`${BINARY} is missing: run 'npm run build' first`);
   const started = performance.now();
-  process.stderr.write(`bench: ${warmupMs / 1000} s warm-up + ${durationMs / 1000} s measured per load; temp dir ${dir}\n`);
+  process.stderr.write(
+    `bench: ${warmupMs / 1000} s warm-up + ${durationMs / 1000} s measured per load, ${rounds} interleaved rounds at ${TARGET_CONCURRENCY} clients; temp dir ${dir}\n`,
+  );
   const pki = makePki(dir);
   const tls = clientTls(readBundle(pki.bundles.client));
 
-  const rows: Row[] = [];
-  for (const name of SERVER_NAMES.filter((n) => only.includes(n))) rows.push(...(await benchServer(name, pki, tls)));
+  const rows = await benchAll(SERVER_NAMES.filter((n) => only.includes(n)), pki, tls);
   // After the loads, so the orchestrator's own first-fetch setup is not charged to a2a-node's start.
   let startup: Startup | undefined;
   if (only.includes("a2a-node")) {
@@ -208,7 +275,7 @@ async function main(): Promise<number> {
 
   const targets = evaluateTargets(rows, startup);
   console.log(`\nSendMessage, echo executor, mTLS keep-alive, loopback, ${navigator.hardwareConcurrency} cores` +
-    ` (${durationMs / 1000} s measured after ${warmupMs / 1000} s warm-up)\n`);
+    ` (${durationMs / 1000} s measured after ${warmupMs / 1000} s warm-up per load; ${TARGET_CONCURRENCY} clients: ${rounds} rounds, interleaved, summed)\n`);
   console.log(formatTable(rows));
   console.log(
     "\nclients = requests in flight; CPU µs/req = server user+sys per completed request; server/client/other CPU =" +
@@ -232,7 +299,7 @@ async function main(): Promise<number> {
     const report = {
       date: new Date().toISOString(),
       machine: { cores: navigator.hardwareConcurrency, bun: Bun.version },
-      settings: { durationS: durationMs / 1000, warmupS: warmupMs / 1000, concurrency: CONCURRENCY, clientProcesses },
+      settings: { durationS: durationMs / 1000, warmupS: warmupMs / 1000, concurrency: CONCURRENCY, rounds, clientProcesses },
       results: rows,
       startToFirstAnswer: startup,
       targets,

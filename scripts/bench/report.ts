@@ -5,6 +5,8 @@ export interface Row {
   server: ServerName;
   concurrency: number;
   clientProcesses: number;
+  /** Load windows summed into this row (interleaved rounds at the target concurrency). */
+  rounds: number;
   requests: number;
   windowS: number;
   rps: number;

@@ -28,5 +28,14 @@ export const migrations: (MigrationMeta & { tag: string })[] = [
     "bps": true,
     "folderMillis": 1796017489787,
     "hash": "5f46153c5f7d96060f2c60aa82fc008a9d9f2b49d3928a9463d9d5d43fb1403c"
+  },
+  {
+    "tag": "0002_task_implied_events",
+    "sql": [
+      "ALTER TABLE `tasks` ADD `working_at` text;"
+    ],
+    "bps": true,
+    "folderMillis": 1796023680807,
+    "hash": "061e6723397378207a2f47a42f88a9878692a98e2cc7fde6b490be724ba9046f"
   }
 ];

@@ -33,6 +33,14 @@ export const tasks = sqliteTable(
     artifacts: text("artifacts").notNull(),
     /** Sequence number of the task's latest event (see taskEvents); 0 before the first. */
     lastSeq: integer("last_seq").notNull().default(0),
+    /**
+     * Set when the task's events 1..last_seq are not stored in task_events because this row implies them:
+     * a WORKING status at this time, each artifact once whole (lastChunk), then the row's final status. A
+     * task that is created, run and finished within one group commit (any blocking call to a quick executor)
+     * has exactly those events, and its row never changes again, so storing them a second time would only
+     * double what every such task writes.
+     */
+    workingAt: text("working_at"),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },

@@ -2,6 +2,7 @@ import type { Database, Statement } from "bun:sqlite";
 import { and, count, desc, eq, gt, inArray, lt, or, asc } from "drizzle-orm";
 import { A2AError } from "../protocol/errors";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
+import { isTerminal } from "../protocol/types";
 import type { NewTask, StoredEvent, TaskStore, UnfinishedTask } from "../tasks/task-store";
 import type { Db, OpenDatabase } from "./database";
 import { tasks } from "./schema";
@@ -49,7 +50,8 @@ export class SqliteTaskStore implements TaskStore {
     | "countContext"
     | "insertEvents"
     | "selectEvents"
-    | "maxEventSeq",
+    | "maxEventSeq"
+    | "selectImplied",
     Statement
   >;
 
@@ -60,14 +62,18 @@ export class SqliteTaskStore implements TaskStore {
     this.w = {
       insertTask: prep(
         `INSERT INTO tasks (id, context_id, owner, state, status_message, status_timestamp, metadata, request_message_id,
-           executor, history, artifacts, created_at, updated_at, last_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?6, ?13)`,
+           executor, history, artifacts, created_at, updated_at, last_seq, working_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?6, ?13, ?14)`,
       ),
       updateTask: prep(
         "UPDATE tasks SET state = ?2, status_message = ?3, status_timestamp = ?4, updated_at = ?4, metadata = ?5, history = ?6, artifacts = ?7, last_seq = ?8 WHERE id = ?1",
       ),
       selectForUpdate: prep("SELECT state, status_message, status_timestamp, metadata, history, artifacts, last_seq FROM tasks WHERE id = ?1"),
       insertEvents: prep("INSERT INTO task_events (task_id, seq, last_seq, events) VALUES (?1, ?2, ?3, ?4)"),
-      maxEventSeq: prep("SELECT coalesce(max(last_seq), 0) AS n FROM task_events WHERE task_id = ?1"),
+      maxEventSeq: prep(
+        `SELECT max(coalesce((SELECT max(last_seq) FROM task_events WHERE task_id = ?1), 0),
+                    coalesce((SELECT last_seq FROM tasks WHERE id = ?1 AND working_at IS NOT NULL), 0)) AS n`,
+      ),
+      selectImplied: prep("SELECT context_id, state, status_message, status_timestamp, artifacts, last_seq, working_at FROM tasks WHERE id = ?1 AND working_at IS NOT NULL"),
       selectEvents: prep("SELECT seq, events FROM task_events WHERE task_id = ?1 AND last_seq > ?2 ORDER BY seq"),
       selectTask: prep("SELECT * FROM tasks WHERE id = ?1 AND owner = ?2"),
       selectIdByRequest: prep("SELECT id FROM tasks WHERE owner = ?1 AND request_message_id = ?2"),
@@ -169,6 +175,11 @@ export class SqliteTaskStore implements TaskStore {
 
   eventsAfter(taskId: string, afterSeq: number): StoredEvent[] {
     const out: StoredEvent[] = [];
+    const implied = this.w.selectImplied.get(taskId) as ImpliedRow | null;
+    if (implied && implied.last_seq > afterSeq) {
+      const events = impliedEvents(taskId, implied);
+      for (let i = afterSeq; i < events.length; i++) out.push({ seq: i + 1, response: events[i] });
+    }
     for (const row of this.w.selectEvents.iterate(taskId, afterSeq) as IterableIterator<{ seq: number; events: string }>) {
       const events = JSON.parse(row.events) as StreamResponse[];
       for (let i = 0; i < events.length; i++) if (row.seq + i > afterSeq) out.push({ seq: row.seq + i, response: events[i] });
@@ -257,6 +268,7 @@ export class SqliteTaskStore implements TaskStore {
   private writeTask(id: string, p: Pending): void {
     if (p.insert) {
       const status = p.status;
+      const workingAt = impliedBy(id, p);
       const metadata = p.insert.metadata || p.metadata ? { ...p.insert.metadata, ...p.metadata } : undefined;
       this.w.insertTask.run(
         id,
@@ -272,8 +284,9 @@ export class SqliteTaskStore implements TaskStore {
         JSON.stringify(p.artifacts),
         p.insert.createdAt,
         p.rowSeq ?? 0,
+        workingAt ?? null,
       );
-      this.writeEvents(id, p);
+      if (workingAt === undefined) this.writeEvents(id, p);
       return;
     }
     // Streamed chunks of a running task touch only its events: no need to read (or rewrite) the task's row.
@@ -308,6 +321,72 @@ export class SqliteTaskStore implements TaskStore {
   }
 }
 
+/**
+ * The WORKING timestamp when a task being inserted has exactly the events its row implies (see
+ * `tasks.working_at`): its first events, a WORKING status, each of its artifacts once whole, and its final
+ * status, with nothing else in them. Anything else (progress, streamed chunks, metadata, a task that is not
+ * over) is stored as it is. Key counts make the check refuse any field this code does not know about.
+ */
+function impliedBy(taskId: string, p: Pending): string | undefined {
+  const { events, artifacts, status } = p;
+  if (p.firstSeq !== 1 || !status || !isTerminal(status.state) || typeof status.timestamp !== "string" || events.length !== artifacts.length + 2 || p.rowSeq !== events.length) return undefined;
+  const contextId = p.insert?.contextId;
+  const first = events[0];
+  if (!("statusUpdate" in first)) return undefined;
+  const w = first.statusUpdate;
+  if (w.taskId !== taskId || w.contextId !== contextId || keys(w) !== 3) return undefined;
+  if (w.status.state !== "TASK_STATE_WORKING" || typeof w.status.timestamp !== "string" || keys(w.status) !== 2) return undefined;
+  for (let i = 0; i < artifacts.length; i++) {
+    const e = events[i + 1];
+    if (!("artifactUpdate" in e)) return undefined;
+    const u = e.artifactUpdate;
+    if (u.taskId !== taskId || u.contextId !== contextId || u.lastChunk !== true || keys(u) !== 4) return undefined;
+    if (!sameArtifact(u.artifact, artifacts[i])) return undefined;
+  }
+  const last = events[events.length - 1];
+  if (!("statusUpdate" in last)) return undefined;
+  const f = last.statusUpdate;
+  if (f.taskId !== taskId || f.contextId !== contextId || f.status !== status || keys(f) !== 3) return undefined;
+  return w.status.timestamp;
+}
+
+function keys(o: object): number {
+  let n = 0;
+  for (const k in o) if ((o as Record<string, unknown>)[k] !== undefined) n++;
+  return n;
+}
+
+/** The artifact as the runner stored it: a copy of the event's one with the same parts (see accumulate). */
+function sameArtifact(a: Artifact, b: Artifact): boolean {
+  if (a === b) return true;
+  if (a.artifactId !== b.artifactId || a.name !== b.name || a.description !== b.description) return false;
+  if (a.metadata !== b.metadata || a.extensions !== b.extensions || keys(a) !== keys(b)) return false;
+  if (a.parts.length !== b.parts.length) return false;
+  for (let i = 0; i < a.parts.length; i++) if (a.parts[i] !== b.parts[i]) return false;
+  return true;
+}
+
+interface ImpliedRow {
+  context_id: string;
+  state: string;
+  status_message: string | null;
+  status_timestamp: string;
+  artifacts: string;
+  last_seq: number;
+  working_at: string;
+}
+
+/** The events a row with `working_at` stands for (the inverse of impliedBy). */
+function impliedEvents(taskId: string, row: ImpliedRow): StreamResponse[] {
+  const contextId = row.context_id;
+  const status: TaskStatus = { state: row.state as TaskState, timestamp: row.status_timestamp };
+  if (row.status_message) status.message = JSON.parse(row.status_message) as Message;
+  const events: StreamResponse[] = [{ statusUpdate: { taskId, contextId, status: { state: "TASK_STATE_WORKING", timestamp: row.working_at } } }];
+  for (const artifact of JSON.parse(row.artifacts) as Artifact[]) events.push({ artifactUpdate: { taskId, contextId, artifact, lastChunk: true } });
+  events.push({ statusUpdate: { taskId, contextId, status } });
+  return events;
+}
+
 /** A re-sent artifact (same artifactId) replaces the old one in place; new ones are appended. */
 function mergeArtifacts(existing: Artifact[], added: Artifact[]): Artifact[] {
   const out = [...existing];
@@ -334,6 +413,7 @@ interface RawRow {
   created_at: string;
   updated_at: string;
   last_seq: number;
+  working_at: string | null;
 }
 
 function fromRaw(r: RawRow): TaskRow {
@@ -352,6 +432,7 @@ function fromRaw(r: RawRow): TaskRow {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     lastSeq: r.last_seq,
+    workingAt: r.working_at,
   };
 }
 
