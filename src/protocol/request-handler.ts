@@ -194,8 +194,10 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       );
     const pushConfig = params.configuration?.taskPushNotificationConfig;
     if (pushConfig) await this.pushOrThrow().guard.check(pushConfig.url);
-    const contextId = message.contextId || newId();
     const id = newId();
+    // A new conversation is named after the task that starts it: the store then finds its first task by id,
+    // and only tasks that continue a conversation go into the context index.
+    const contextId = message.contextId || id;
     const stored = { ...message, taskId: id, contextId };
     const { task, created, committed } = this.store.create({
       id,

@@ -37,5 +37,15 @@ export const migrations: (MigrationMeta & { tag: string })[] = [
     "bps": true,
     "folderMillis": 1796023680807,
     "hash": "061e6723397378207a2f47a42f88a9878692a98e2cc7fde6b490be724ba9046f"
+  },
+  {
+    "tag": "0003_context_index_continuations",
+    "sql": [
+      "DROP INDEX `tasks_context`;",
+      "\nCREATE INDEX `tasks_context` ON `tasks` (`context_id`,`id`) WHERE \"tasks\".\"context_id\" != \"tasks\".\"id\";"
+    ],
+    "bps": true,
+    "folderMillis": 1796026243727,
+    "hash": "9477fb25743322673840856866bec1d16a6c2b6c01de4523e5f52ebaf47cdb55"
   }
 ];

@@ -46,7 +46,11 @@ export const tasks = sqliteTable(
   },
   (t) => [
     index("tasks_owner_recent").on(t.owner, t.statusTimestamp, t.id),
-    index("tasks_context").on(t.contextId, t.id),
+    // A conversation's first task has the conversation's id (the node names a new context after the task that
+    // starts it), so only the tasks that continue one need this index; most tasks start one and skip it.
+    index("tasks_context")
+      .on(t.contextId, t.id)
+      .where(sql`${t.contextId} != ${t.id}`),
     // Only tasks still in flight are indexed by state: a task that starts and ends between two commits
     // never touches this index.
     index("tasks_unfinished")

@@ -47,6 +47,7 @@ export class SqliteTaskStore implements TaskStore {
     | "selectTask"
     | "selectIdByRequest"
     | "selectContext"
+    | "selectContextIds"
     | "countContext"
     | "insertEvents"
     | "selectEvents"
@@ -77,8 +78,21 @@ export class SqliteTaskStore implements TaskStore {
       selectEvents: prep("SELECT seq, events FROM task_events WHERE task_id = ?1 AND last_seq > ?2 ORDER BY seq"),
       selectTask: prep("SELECT * FROM tasks WHERE id = ?1 AND owner = ?2"),
       selectIdByRequest: prep("SELECT id FROM tasks WHERE owner = ?1 AND request_message_id = ?2"),
-      selectContext: prep("SELECT history FROM tasks WHERE context_id = ?1 AND owner = ?2 ORDER BY id DESC"),
-      countContext: prep("SELECT count(*) AS n FROM tasks WHERE context_id = ?1 AND owner = ?2"),
+      // A context's tasks: the one named like it (its first, when the node named it) by primary key, the rest
+      // through the partial index tasks_context (context_id != id). Both halves must be spelled this way for
+      // SQLite to use those indexes.
+      selectContext: prep(
+        `SELECT id, history FROM tasks WHERE context_id = ?1 AND context_id != id AND owner = ?2
+         UNION ALL SELECT id, history FROM tasks WHERE id = ?1 AND context_id = ?1 AND owner = ?2 ORDER BY id DESC`,
+      ),
+      selectContextIds: prep(
+        `SELECT id FROM tasks WHERE context_id = ?1 AND context_id != id AND owner = ?2
+         UNION ALL SELECT id FROM tasks WHERE id = ?1 AND context_id = ?1 AND owner = ?2`,
+      ),
+      countContext: prep(
+        `SELECT (SELECT count(*) FROM tasks WHERE context_id = ?1 AND context_id != id AND owner = ?2)
+              + (SELECT count(*) FROM tasks WHERE id = ?1 AND context_id = ?1 AND owner = ?2) AS n`,
+      ),
     };
   }
 
@@ -122,7 +136,12 @@ export class SqliteTaskStore implements TaskStore {
   list(owner: string, params: ListTasksParams): ListTasksResult {
     const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE;
     const filters = [eq(tasks.owner, owner)];
-    if (params.contextId) filters.push(eq(tasks.contextId, params.contextId));
+    if (params.contextId) {
+      const c = params.contextId;
+      // The context's tasks by id first (see selectContext), so the search visits the context's few rows only.
+      const ids = (this.w.selectContextIds.all(c, owner) as { id: string }[]).map((r) => r.id);
+      filters.push(inArray(tasks.id, ids));
+    }
     if (params.status) filters.push(eq(tasks.state, params.status));
     if (params.statusTimestampAfter) filters.push(gt(tasks.statusTimestamp, new Date(params.statusTimestampAfter).toISOString()));
     const where = and(...filters);

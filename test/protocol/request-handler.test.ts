@@ -58,8 +58,8 @@ describe("DefaultRequestHandler with the echo executor", () => {
     const task = (result as { task: Task }).task;
     expect(task.status.state).toBe("TASK_STATE_COMPLETED");
     expect(task.artifacts?.[0].parts[0].text).toBe("hello");
-    expect(task.contextId).toBeTruthy();
     expect(task.id).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/); // a ULID
+    expect(task.contextId).toBe(task.id); // a new conversation is named after the task that starts it
     expect(await handler.getTask({ id: task.id }, alpha)).toEqual(store.get(task.id, "alpha"));
     expect((await handler.getTask({ id: task.id }, alpha)).status.state).toBe("TASK_STATE_COMPLETED");
   });
@@ -180,6 +180,17 @@ describe("DefaultRequestHandler with a model behind it", () => {
       { role: "user", content: "second" },
     ]);
     expect(task.metadata?.usage).toMatchObject({ total_tokens: expect.any(Number) });
+  });
+
+  it("continues a conversation the node named (no contextId at first, then the returned one)", async () => {
+    model = startFakeModel();
+    const { handler } = handlerWith(new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m" }));
+    const first = (await handler.sendMessage({ message: message("first") }, alpha)) as { task: Task };
+    const { task } = (await handler.sendMessage({ message: message("second", { contextId: first.task.contextId }) }, alpha)) as { task: Task };
+    expect(task.contextId).toBe(first.task.id);
+    expect(task.id).not.toBe(first.task.id);
+    expect(model.requests[1].body.messages.map((m: { content: string }) => m.content)).toEqual(["first", "second"]);
+    expect((await handler.listTasks({ contextId: first.task.contextId }, alpha)).tasks.map((t) => t.id).sort()).toEqual([first.task.id, task.id].sort());
   });
 
   it("on shutdown, lets running tasks finish within the grace period, and fails queued ones", async () => {

@@ -121,6 +121,25 @@ describe("SqliteTaskStore", () => {
     ]);
   });
 
+  it("finds a context named after its first task (the node's own contexts) by id and its later tasks by index", async () => {
+    await create("c1", "alpha", "c1", undefined, "a"); // starts context c1: the node named it after the task
+    await create("c2", "alpha", "c1", undefined, "b"); // continues it
+    await create("c3", "alpha", "c1", undefined, "c");
+    await create("c4", "beta", "c1", undefined, "d"); // another peer's context of the same name
+    await create("x1", "alpha", "other", undefined, "e");
+    await create("c1x", "alpha", "c3", undefined, "f"); // a task continuing a context named like task c3
+    expect(store.contextHistory("c1", "alpha", 10).map((m) => m.messageId)).toEqual(["a", "b", "c"]);
+    expect(store.countInContext("c1", "alpha")).toBe(3);
+    expect(store.countInContext("c1", "beta")).toBe(1);
+    expect(store.list("alpha", { contextId: "c1" }).tasks.map((t) => t.id).sort()).toEqual(["c1", "c2", "c3"]);
+    expect(store.list("alpha", { contextId: "c1" }).totalSize).toBe(3);
+    // Task c3 belongs to context c1: it is not the first task of a context "c3".
+    expect(store.contextHistory("c3", "alpha", 10).map((m) => m.messageId)).toEqual(["f"]);
+    expect(store.countInContext("c3", "alpha")).toBe(1);
+    expect(store.list("alpha", { contextId: "c3" }).tasks.map((t) => t.id)).toEqual(["c1x"]);
+    expect(store.list("alpha", { contextId: "none" })).toMatchObject({ tasks: [], totalSize: 0 });
+  });
+
   it("gives a context's history across its tasks, bounded, oldest first, owner-scoped", async () => {
     await create("t1", "alpha", "ctx", undefined, "a");
     await store.finish("t1", { state: "TASK_STATE_COMPLETED", message: { messageId: "b", role: "ROLE_AGENT", parts: [{ text: "reply" }] } }, []);
