@@ -2,6 +2,7 @@ import { Database } from "bun:sqlite";
 import { drizzle, type BunSQLiteDatabase } from "drizzle-orm/bun-sqlite";
 import { chmodSync, existsSync } from "node:fs";
 import { migrations } from "./migrations.gen";
+import { applyMigrations } from "./migrate";
 import * as schema from "./schema";
 import { startCheckpointer, type Checkpointer } from "./checkpointer";
 
@@ -28,17 +29,13 @@ export function openDatabase(path: string, options: OpenOptions = {}): OpenDatab
   const fresh = path !== ":memory:" && !existsSync(path);
   const sqlite = new Database(path, { create: true, strict: true });
   if (fresh) chmodSync(path, 0o600);
-  sqlite.exec("PRAGMA journal_mode = WAL");
+  // synchronous first: a new file's switch to WAL then syncs less (measured: a millisecond off a fresh start).
   sqlite.exec("PRAGMA synchronous = NORMAL");
+  sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
   sqlite.exec("PRAGMA busy_timeout = 5000");
+  applyMigrations(sqlite, migrations);
   const db = drizzle(sqlite, { schema });
-  // drizzle's migrate() reads a folder; the binary has the migrations embedded, so apply them directly.
-  (db as unknown as { dialect: { migrate: Function }; session: unknown }).dialect.migrate(
-    migrations,
-    (db as unknown as { session: unknown }).session,
-    { migrationsFolder: "embedded" },
-  );
   let checkpointer: Checkpointer | undefined;
   if (options.backgroundCheckpoints && path !== ":memory:") {
     sqlite.exec("PRAGMA wal_autocheckpoint = 0");

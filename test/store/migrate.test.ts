@@ -1,0 +1,58 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Database } from "bun:sqlite";
+import { drizzle } from "drizzle-orm/bun-sqlite";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { applyMigrations, type Migration } from "../../src/store/migrate";
+import { migrations } from "../../src/store/migrations.gen";
+
+let dir: string;
+let sqlite: Database;
+const tables = () =>
+  (sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+const recorded = () => sqlite.query('SELECT hash, created_at FROM "__drizzle_migrations" ORDER BY created_at').all();
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "a2a-migrate-"));
+  sqlite = new Database(join(dir, "a.db"), { create: true, strict: true });
+});
+afterEach(() => {
+  sqlite.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("applyMigrations", () => {
+  it("applies every embedded migration to a new database once, recording each as drizzle does", () => {
+    expect(applyMigrations(sqlite, migrations)).toEqual(migrations.map((m) => m.tag));
+    expect(tables()).toEqual(expect.arrayContaining(["tasks", "task_events", "peers", "push_configs", "push_deliveries"]));
+    expect(recorded()).toEqual(migrations.map((m) => ({ hash: m.hash, created_at: m.folderMillis })));
+    expect(applyMigrations(sqlite, migrations)).toEqual([]);
+    expect(recorded()).toHaveLength(migrations.length);
+  });
+
+  it("takes up a database that drizzle's own migrator brought part of the way, keeping its data", () => {
+    const db = drizzle(sqlite);
+    (db as unknown as { dialect: { migrate: Function }; session: unknown }).dialect.migrate(
+      migrations.slice(0, 2),
+      (db as unknown as { session: unknown }).session,
+      { migrationsFolder: "unused" },
+    );
+    sqlite.exec("INSERT INTO peers (name, url) VALUES ('beta', 'https://beta:9443')");
+    expect(applyMigrations(sqlite, migrations)).toEqual(migrations.slice(2).map((m) => m.tag));
+    expect(sqlite.query("SELECT name, url FROM peers").all()).toEqual([{ name: "beta", url: "https://beta:9443" }]);
+    expect(recorded()).toHaveLength(migrations.length);
+  });
+
+  it("leaves the database as it was when a migration fails", () => {
+    const broken: Migration[] = [
+      ...migrations,
+      { tag: "9999_broken", sql: ["CREATE TABLE fine (a text);", "CREATE TABLE tasks (a text);"], folderMillis: 9_999_999_999_999, hash: "x" },
+    ];
+    applyMigrations(sqlite, migrations);
+    expect(() => applyMigrations(sqlite, broken)).toThrow(/already exists/);
+    expect(tables()).not.toContain("fine");
+    expect(recorded()).toHaveLength(migrations.length);
+    expect(sqlite.inTransaction).toBe(false);
+  });
+});
