@@ -182,6 +182,25 @@ describe("DefaultRequestHandler with a model behind it", () => {
     expect(task.metadata?.usage).toMatchObject({ total_tokens: expect.any(Number) });
   });
 
+  it("replays a quick task's events after it ended exactly as a live stream delivered them", async () => {
+    const { handler } = handlerWith(new EchoExecutor());
+    const live: unknown[] = [];
+    for await (const item of await handler.sendStreamingMessage({ message: message("replay me") }, alpha)) live.push(item);
+    const [opening, ...events] = live as { seq?: number; response: { task?: Task } }[];
+    const taskId = opening.response.task!.id;
+    expect(events.map((e) => e.seq)).toEqual([1, 2, 3]);
+    const replayed: unknown[] = [];
+    for await (const item of await handler.subscribeToTask({ id: taskId }, alpha, 0)) replayed.push(item);
+    expect(JSON.stringify(replayed.slice(1))).toBe(JSON.stringify(events));
+    // The same for a blocking call, whose events nobody streamed: WORKING, the artifact whole, COMPLETED.
+    const done = ((await handler.sendMessage({ message: message("blocking") }, alpha)) as { task: Task }).task;
+    const after: { seq?: number; response: Record<string, any> }[] = [];
+    for await (const item of await handler.subscribeToTask({ id: done.id }, alpha, 1)) after.push(item as never);
+    expect(after.slice(1).map((e) => e.seq)).toEqual([2, 3]);
+    expect(after[1].response.artifactUpdate).toEqual({ taskId: done.id, contextId: done.contextId, artifact: done.artifacts![0], lastChunk: true });
+    expect(after[2].response.statusUpdate).toEqual({ taskId: done.id, contextId: done.contextId, status: done.status });
+  });
+
   it("continues a conversation the node named (no contextId at first, then the returned one)", async () => {
     model = startFakeModel();
     const { handler } = handlerWith(new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m" }));
