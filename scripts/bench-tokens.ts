@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, killAllNow, peakRssBytes, stop, track } from "./bench/proc";
+import type { One } from "./bench/token-client";
 
 const ROOT = join(import.meta.dir, "..");
 const BINARY = join(ROOT, "dist", "a2a-node");
@@ -42,13 +43,6 @@ async function waitFor(p: Bun.Subprocess, pipe: "stdout" | "stderr", marker: Reg
   }
 }
 
-interface One {
-  latencies: number[];
-  firstTokenMs: number;
-  tokens: number;
-  inOrder: boolean;
-  ms: number;
-}
 async function client(cfg: Record<string, unknown>): Promise<One[]> {
   const p = track(Bun.spawn([process.execPath, join(import.meta.dir, "bench", "token-client.ts"), JSON.stringify(cfg)], { stdout: "pipe", stderr: "inherit" }));
   const out = await new Response(p.stdout).text();

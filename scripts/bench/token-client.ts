@@ -11,7 +11,8 @@ const cfg = JSON.parse(process.argv[2]) as { mode: "direct" | "node"; url: strin
 const wallMs = () => performance.timeOrigin + performance.now();
 const tls = cfg.bundle ? clientTls(readBundle(cfg.bundle)) : undefined;
 
-interface One {
+/** One stream's measurements, as printed (JSON) for the orchestrator. */
+export interface One {
   latencies: number[];
   firstTokenMs: number;
   tokens: number;

@@ -48,7 +48,6 @@ export class SqliteTaskStore implements TaskStore {
     | "selectIdByRequest"
     | "selectContext"
     | "selectContextIds"
-    | "countContext"
     | "insertEvents"
     | "selectEvents"
     | "maxEventSeq"
@@ -78,21 +77,8 @@ export class SqliteTaskStore implements TaskStore {
       selectEvents: prep("SELECT seq, events FROM task_events WHERE task_id = ?1 AND last_seq > ?2 ORDER BY seq"),
       selectTask: prep("SELECT * FROM tasks WHERE id = ?1 AND owner = ?2"),
       selectIdByRequest: prep("SELECT id FROM tasks WHERE owner = ?1 AND request_message_id = ?2"),
-      // A context's tasks: the one named like it (its first, when the node named it) by primary key, the rest
-      // through the partial index tasks_context (context_id != id). Both halves must be spelled this way for
-      // SQLite to use those indexes.
-      selectContext: prep(
-        `SELECT id, history FROM tasks WHERE context_id = ?1 AND context_id != id AND owner = ?2
-         UNION ALL SELECT id, history FROM tasks WHERE id = ?1 AND context_id = ?1 AND owner = ?2 ORDER BY id DESC`,
-      ),
-      selectContextIds: prep(
-        `SELECT id FROM tasks WHERE context_id = ?1 AND context_id != id AND owner = ?2
-         UNION ALL SELECT id FROM tasks WHERE id = ?1 AND context_id = ?1 AND owner = ?2`,
-      ),
-      countContext: prep(
-        `SELECT (SELECT count(*) FROM tasks WHERE context_id = ?1 AND context_id != id AND owner = ?2)
-              + (SELECT count(*) FROM tasks WHERE id = ?1 AND context_id = ?1 AND owner = ?2) AS n`,
-      ),
+      selectContext: prep(`${contextTasks("id, history")} ORDER BY id DESC`),
+      selectContextIds: prep(contextTasks("id")),
     };
   }
 
@@ -138,7 +124,7 @@ export class SqliteTaskStore implements TaskStore {
     const filters = [eq(tasks.owner, owner)];
     if (params.contextId) {
       const c = params.contextId;
-      // The context's tasks by id first (see selectContext), so the search visits the context's few rows only.
+      // The context's tasks by id first (see contextTasks), so the search visits the context's few rows only.
       const ids = (this.w.selectContextIds.all(c, owner) as { id: string }[]).map((r) => r.id);
       filters.push(inArray(tasks.id, ids));
     }
@@ -216,7 +202,7 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   countInContext(contextId: string, owner: string): number {
-    return (this.w.countContext.get(contextId, owner) as { n: number }).n;
+    return this.w.selectContextIds.all(contextId, owner).length;
   }
 
   unfinished(): UnfinishedTask[] {
@@ -398,12 +384,21 @@ interface ImpliedRow {
 /** The events a row with `working_at` stands for (the inverse of impliedBy). */
 function impliedEvents(taskId: string, row: ImpliedRow): StreamResponse[] {
   const contextId = row.context_id;
-  const status: TaskStatus = { state: row.state as TaskState, timestamp: row.status_timestamp };
-  if (row.status_message) status.message = JSON.parse(row.status_message) as Message;
+  const status = statusOf(row.state, row.status_timestamp, row.status_message);
   const events: StreamResponse[] = [{ statusUpdate: { taskId, contextId, status: { state: "TASK_STATE_WORKING", timestamp: row.working_at } } }];
   for (const artifact of JSON.parse(row.artifacts) as Artifact[]) events.push({ artifactUpdate: { taskId, contextId, artifact, lastChunk: true } });
   events.push({ statusUpdate: { taskId, contextId, status } });
   return events;
+}
+
+/**
+ * SELECT `columns` of a context's tasks (parameters: ?1 the context id, ?2 the owner): the task named like the
+ * context (its first, when the node named it) by primary key, the rest through the partial index
+ * tasks_context (context_id != id). Both halves must be spelled this way for SQLite to use those indexes.
+ */
+function contextTasks(columns: string): string {
+  return `SELECT ${columns} FROM tasks WHERE context_id = ?1 AND context_id != id AND owner = ?2
+          UNION ALL SELECT ${columns} FROM tasks WHERE id = ?1 AND context_id = ?1 AND owner = ?2`;
 }
 
 /** A re-sent artifact (same artifactId) replaces the old one in place; new ones are appended. */
@@ -455,10 +450,15 @@ function fromRaw(r: RawRow): TaskRow {
   };
 }
 
+/** A row's TaskStatus (its message is stored as JSON). */
+function statusOf(state: string, timestamp: string, message: string | null): TaskStatus {
+  const status: TaskStatus = { state: state as TaskState, timestamp };
+  if (message) status.message = JSON.parse(message) as Message;
+  return status;
+}
+
 function assemble(row: TaskRow, historyLength: number | undefined, withArtifacts: boolean): Task {
-  const status: TaskStatus = { state: row.state as TaskState, timestamp: row.statusTimestamp };
-  if (row.statusMessage) status.message = JSON.parse(row.statusMessage) as Message;
-  const task: Task = { id: row.id, contextId: row.contextId, status };
+  const task: Task = { id: row.id, contextId: row.contextId, status: statusOf(row.state, row.statusTimestamp, row.statusMessage) };
   if (withArtifacts && row.artifacts !== "[]") task.artifacts = JSON.parse(row.artifacts) as Artifact[];
   if (historyLength !== 0) {
     let hist = JSON.parse(row.history) as Message[];

@@ -1,6 +1,7 @@
 import { A2AError } from "../errors";
 import type {
   AgentCard,
+  AgentSkill,
   Artifact,
   Message,
   Part,
@@ -161,15 +162,7 @@ export interface V03AgentCard {
   security?: Record<string, string[]>[];
   defaultInputModes: string[];
   defaultOutputModes: string[];
-  skills: {
-    id: string;
-    name: string;
-    description: string;
-    tags: string[];
-    examples?: string[];
-    inputModes?: string[];
-    outputModes?: string[];
-  }[];
+  skills: AgentSkill[]; // unchanged between v0.3 and v1.0
   supportsAuthenticatedExtendedCard?: boolean;
 }
 
