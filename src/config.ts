@@ -21,6 +21,8 @@ export interface ServeConfig {
   maxBodyBytes: number;
   maxConcurrent: number;
   maxQueued: number;
+  /** The part (0-1] of the execution slots and of the queue one caller may hold. */
+  callerShare: number;
   /** How long SIGTERM waits for running tasks before recording them as interrupted. */
   shutdownGraceMs: number;
   description: string;
@@ -57,6 +59,7 @@ export const DEFAULTS: ServeConfig = {
   maxBodyBytes: 1024 * 1024,
   maxConcurrent: 4,
   maxQueued: 1000,
+  callerShare: 0.75,
   shutdownGraceMs: 10_000,
   description: "An a2a-node agent: delegate tasks to it over mutual TLS.",
   pushAllow: [],
@@ -99,6 +102,7 @@ const FILE_KEYS: Record<string, keyof FileConfig> = {
   max_body: "maxBodyBytes",
   max_concurrent: "maxConcurrent",
   max_queued: "maxQueued",
+  caller_share: "callerShare",
   shutdown_grace_seconds: "shutdownGraceMs",
   description: "description",
   skills: "skills",
@@ -191,6 +195,7 @@ export interface ServeFlags {
   maxBody?: number;
   maxConcurrent?: number;
   maxQueued?: number;
+  callerShare?: number;
   description?: string;
   plainHttpPort?: number;
   deadline?: number;
@@ -226,6 +231,7 @@ export function resolveServeConfig(flags: ServeFlags, env: Record<string, string
     maxBodyBytes: flags.maxBody ?? base.maxBodyBytes,
     maxConcurrent: num(flags.maxConcurrent, ENV_KEYS.maxConcurrent, "max-concurrent") ?? base.maxConcurrent,
     maxQueued: flags.maxQueued ?? base.maxQueued,
+    callerShare: flags.callerShare ?? base.callerShare,
     description: flags.description ?? base.description,
     plainHttpPort: flags.plainHttpPort ?? base.plainHttpPort,
     deadlineMs: flags.deadline !== undefined ? flags.deadline * 1000 : base.deadlineMs,
@@ -249,6 +255,8 @@ export function resolveServeConfig(flags: ServeFlags, env: Record<string, string
   if (!Number.isInteger(c.maxConcurrent) || c.maxConcurrent < 1 || c.maxConcurrent > 10_000)
     throw new UsageError(`--max-concurrent must be 1-10000 (got ${c.maxConcurrent})`);
   if (!Number.isInteger(c.maxQueued) || c.maxQueued < 0) throw new UsageError(`--max-queued must be 0 or more (got ${c.maxQueued})`);
+  if (typeof c.callerShare !== "number" || !(c.callerShare > 0 && c.callerShare <= 1))
+    throw new UsageError(`--caller-share (caller_share) must be a fraction above 0 and at most 1 (got ${c.callerShare})`);
   for (const [name, url] of [["model-url", c.modelUrl], ["advertise-url", c.advertiseUrl], ["hermes-url", c.hermesUrl]] as const) {
     if (url === undefined) continue;
     try {

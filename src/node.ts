@@ -51,6 +51,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const runner = new TaskRunner(store, executor, {
     maxConcurrent: config.maxConcurrent,
     maxQueued: config.maxQueued,
+    callerShare: config.callerShare,
     historyMessages: 50,
     deadlineMs: config.deadlineMs,
     outputCapBytes: config.outputCapBytes,

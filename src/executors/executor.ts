@@ -14,9 +14,55 @@ export interface ExecutionEvents {
   artifact(artifact: Artifact, options?: { append?: boolean; lastChunk?: boolean }): void;
   /**
    * Remembers something about this task in its metadata, committed at once (e.g. the id of a remote run, so
-   * a restarted node can re-attach to it instead of starting it again).
+   * a restarted node can re-attach to it instead of starting it again). Resolves once it is durable; an
+   * executor that must not go on before it is (a remote run's id) awaits it.
    */
-  note(metadata: Record<string, unknown>): void;
+  note(metadata: Record<string, unknown>): Promise<void>;
+}
+
+/**
+ * A question an execution asks in the middle of its work (a person's approval of a command, a missing
+ * detail). The task is INPUT_REQUIRED while it waits; the execution itself goes on (its remote run, its open
+ * stream), and the next message sent to the task is the answer.
+ */
+export interface InputRequest {
+  /** The status message: everything a person needs to decide, in words. */
+  text: string;
+  /** Put on that status message's metadata, for programs (the choices, the command, ids). */
+  metadata?: Record<string, unknown>;
+  /**
+   * Judges an answer before it is taken: a returned text refuses it (the caller gets -32602 with that text)
+   * and the task keeps waiting for a better one.
+   */
+  check?(answer: Message): string | undefined;
+  /**
+   * Aborted when the question no longer stands (answered elsewhere, or timed out on the remote side): the
+   * task goes back to WORKING, the signal's reason (an Error) is shown to whoever answers late, and input()
+   * rejects with it.
+   */
+  signal?: AbortSignal;
+}
+
+/** Why an execution's signal was aborted (the `cause` of the reason it carries). */
+export type StopCause = "canceled" | "shutdown" | "deadline" | "output-cap";
+
+/**
+ * The reason an execution's signal carries. On "shutdown" an executor with remote work that outlives the
+ * node (onRestart "reattach") leaves that work running: the node picks it up again when it restarts.
+ */
+export class ExecutionStopped extends Error {
+  constructor(
+    readonly stopCause: StopCause,
+    message: string,
+  ) {
+    super(message);
+    this.name = "ExecutionStopped";
+  }
+}
+
+/** The cause of an aborted execution, if it was aborted by the runner. */
+export function stopCause(signal: AbortSignal): StopCause | undefined {
+  return signal.aborted && signal.reason instanceof ExecutionStopped ? signal.reason.stopCause : undefined;
 }
 
 /** Everything an executor gets to do one task. */
@@ -40,6 +86,13 @@ export interface ExecutionRequest {
   metadata: Record<string, unknown>;
   /** True when this run continues a task a previous process of the node had started (after a restart). */
   resumed: boolean;
+  /**
+   * Asks a question and waits for the answer (see InputRequest): the task is INPUT_REQUIRED until the next
+   * message arrives for it, which this resolves with. Rejects when the task is canceled, the node stops, or
+   * the request's own signal withdraws the question. While it waits the task holds none of the node's
+   * execution slots.
+   */
+  input(request: InputRequest): Promise<Message>;
 }
 
 /**
@@ -74,8 +127,12 @@ export interface AgentExecutor {
   /** Short name recorded with each task ("echo", "openai"). */
   readonly kind: string;
   execute(request: ExecutionRequest): Promise<ExecutionOutcome>;
-  /** Refuses, before a task is created, a message this executor cannot take (e.g. files for a chat model). */
-  check?(message: Message): import("../protocol/errors").A2AError | undefined;
+  /**
+   * Refuses, before anything is recorded, a message this executor cannot take (e.g. files for a chat model).
+   * `task` is given when the message continues a task that waits for input and no execution of this process
+   * is waiting for it (the node restarted since it asked): its metadata holds what the executor noted.
+   */
+  check?(message: Message, task?: { metadata?: Record<string, unknown> }): import("../protocol/errors").A2AError | undefined;
   /** Probes the backing service; absent means always ready. */
   ready?(signal: AbortSignal): Promise<Readiness>;
   /**

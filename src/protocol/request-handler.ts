@@ -10,7 +10,7 @@ import type {
   GetTaskPushNotificationConfigParams,
   ListTaskPushNotificationConfigsParams,
   ListTaskPushNotificationConfigsResult,
-  StreamResponse,
+  StreamItem,
   SubscribeToTaskParams,
   TaskPushNotificationConfig,
   CancelTaskParams,
@@ -23,11 +23,7 @@ import type {
 } from "./types";
 import { isInterrupted, isTerminal } from "./types";
 
-/** One item of a stream; `seq` is the task event's sequence number (absent for the opening Task/Message). */
-export interface StreamItem {
-  seq?: number;
-  response: StreamResponse;
-}
+export type { StreamItem } from "./types";
 
 /**
  * The A2A operations, independent of any transport (JSON-RPC today; others could sit beside it). Streaming
@@ -186,7 +182,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     if (message.taskId) return this.continueTask(params, owner, stream);
 
     this.runner.check(message);
-    this.runner.assertCapacity();
+    this.runner.assertCapacity(owner);
     const limit = this.options.maxTasksPerContext;
     if (limit !== undefined && message.contextId && this.store.countInContext(message.contextId, owner) >= limit)
       throw A2AError.unsupportedOperation(
@@ -224,7 +220,10 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     return { task, initial, committed, settled, lastSeq: 0 };
   }
 
-  /** A message naming a task: continue it if it waits for input, refuse otherwise. */
+  /**
+   * A message naming a task: the answer to the question it waits on (given to the execution that asked, if
+   * it still waits here, or starting a new one), refused otherwise.
+   */
   private async continueTask(params: SendMessageParams, owner: string, stream?: EventStream) {
     const { message } = params;
     const taskId = message.taskId as string;
@@ -235,11 +234,22 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       throw A2AError.invalidParams(`message.contextId ${message.contextId} does not match task ${taskId}'s context ${task.contextId}`);
     if (isTerminal(task.status.state))
       throw A2AError.unsupportedOperation(`task ${taskId} is ${task.status.state} and cannot take more messages`);
-    if (!isInterrupted(task.status.state))
-      throw A2AError.unsupportedOperation(`task ${taskId} is still ${task.status.state}; wait for it to ask for input`);
-    this.runner.check(message);
-    this.runner.assertCapacity();
     const stored = { ...message, contextId: task.contextId };
+    if (this.runner.isWaitingForInput(taskId)) {
+      const answered = this.runner.answer(taskId, stored);
+      if (stream) this.runner.subscribe(taskId, owner, stream);
+      return { task: answered.task, initial: answered.task, committed: answered.committed, settled: answered.settled, lastSeq: answered.lastSeq };
+    }
+    if (!isInterrupted(task.status.state)) {
+      const withdrawn = this.runner.withdrawnQuestion(taskId);
+      throw A2AError.unsupportedOperation(
+        withdrawn
+          ? `task ${taskId} no longer waits for input (${withdrawn}); it is ${task.status.state}, follow it with GetTask or SubscribeToTask`
+          : `task ${taskId} is still ${task.status.state}; wait for it to ask for input`,
+      );
+    }
+    this.runner.check(message, task);
+    this.runner.assertCapacity(owner);
     const committed = this.store.appendMessage(taskId, stored);
     task.history = [...(task.history ?? []), stored];
     const lastSeq = this.store.lastEventSeq(taskId);

@@ -191,6 +191,12 @@ export type StreamResponse =
   | { statusUpdate: TaskStatusUpdateEvent }
   | { artifactUpdate: TaskArtifactUpdateEvent };
 
+/** One item of a stream; `seq` is the task event's sequence number (absent for the opening Task/Message). */
+export interface StreamItem {
+  seq?: number;
+  response: StreamResponse;
+}
+
 export interface SubscribeToTaskParams {
   id: string;
 }

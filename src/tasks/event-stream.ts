@@ -1,4 +1,4 @@
-import type { StreamItem } from "../protocol/request-handler";
+import type { StreamItem } from "../protocol/types";
 
 /**
  * One subscriber's view of a task's events: an async iterable fed by the runner. Items arrive in sequence

@@ -1,18 +1,27 @@
-import type { AgentExecutor, ExecutionEvents, ExecutionOutcome } from "../executors/executor";
+import type { AgentExecutor, ExecutionEvents, ExecutionOutcome, InputRequest } from "../executors/executor";
 import { A2AError } from "../protocol/errors";
-import type { StreamItem } from "../protocol/request-handler";
 import type { Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
-import { isSettled, isTerminal } from "../protocol/types";
 import { accumulate, agentMessage, capParts } from "./artifacts";
 import { now } from "./clock";
 import type { EventStream } from "./event-stream";
+import { FairQueue } from "./fair-queue";
+import { abortOf, causeOf, deferred, type Job, newJob, stop, type Waiting } from "./job";
+import { EventPublisher, type EventListener } from "./publisher";
+import { recoverUnfinished } from "./recovery";
 import type { TaskStore } from "./task-store";
+
+export type { EventListener } from "./publisher";
 
 export interface TaskRunnerOptions {
   /** Tasks executing at once. */
   maxConcurrent: number;
   /** Tasks allowed to wait (SUBMITTED) for a slot; beyond this new tasks are refused. */
   maxQueued: number;
+  /**
+   * The part of `maxConcurrent` and of `maxQueued` one caller may hold (0-1, default 1: no limit), so one peer's
+   * stuck tasks cannot lock every other peer out of the node.
+   */
+  callerShare?: number;
   /** Earlier messages of the context handed to the executor. */
   historyMessages: number;
   /** A task still running after this long is stopped and ends FAILED (default: none). */
@@ -21,59 +30,36 @@ export interface TaskRunnerOptions {
   outputCapBytes?: number;
 }
 
-/** Hears every committed task event (push notifications). */
-export type EventListener = (taskId: string, item: StreamItem) => void;
-
-interface Job {
-  /** The live task: status, history, and artifacts as streamed so far. */
-  task: Task;
-  /** Continues a task a previous process started (restart recovery). */
-  resumed: boolean;
-  /** Why the executor was stopped by the runner itself, if it was. */
-  stopped?: "deadline" | "output-cap";
-  outputBytes: number;
-  message: Message;
-  caller: string;
-  /** Made on first use: most tasks are never canceled, and an echo never looks at its signal. */
-  abort?: AbortController;
-  cancelReason?: string;
-  /** Number of the last event emitted (committed or not). */
-  seq: number;
-  subscribers: Set<EventStream>;
-  /** Events emitted but not yet committed (published once they are), with their commit. */
-  unpublished: { seq: number; response: StreamResponse; committed: Promise<void> }[];
-  /** Subscribers that stay until a terminal state (they subscribed while the task waited for input). */
-  untilTerminal: Set<EventStream>;
-  settled: Promise<Task>;
-  resolve(task: Task): void;
-  reject(err: unknown): void;
-}
-
-function abortOf(job: Job): AbortController {
-  return (job.abort ??= new AbortController());
-}
-
 /**
- * Owns the life of running tasks: a bounded number execute at once, the rest wait in order. Everything that
- * happens to a task is a numbered event: stored in SQLite with its task, and handed to live subscribers only
- * once committed, so what a subscriber saw is always what a reconnecting one can replay. The executor's
- * outcome alone decides a task's final state, written once, here; no HTTP timer ever touches a task.
+ * Owns the life of running tasks: a bounded number execute at once, the rest wait, served fairly across the
+ * callers that sent them. Everything that happens to a task is a numbered event: stored with its task, and
+ * handed to live subscribers only once committed, so what a subscriber saw is always what a reconnecting one
+ * can replay. The executor's outcome alone decides a task's final state, written once, here; no HTTP timer ever
+ * touches a task. An execution may also stop half-way to ask a question (input()): the task is then
+ * INPUT_REQUIRED while the execution waits, and the next message for the task is its answer.
  */
 export class TaskRunner {
   private readonly jobs = new Map<string, Job>();
-  private readonly queue: Job[] = [];
+  private readonly queue: FairQueue<Job>;
   private running = 0;
+  private readonly runningBy = new Map<string, number>();
+  private readonly perCallerRunning: number;
+  private readonly perCallerQueued: number;
   private accepting = true;
-  private listener: EventListener | undefined;
   private readonly replies = new WeakMap<Task, Message>();
-  /** Subscribers of tasks waiting for input: nothing runs those, so they wait here for the next turn. */
-  private readonly parked = new Map<string, Set<EventStream>>();
+  private readonly events: EventPublisher;
 
   constructor(
     private readonly store: TaskStore,
     private readonly executor: AgentExecutor,
     private readonly options: TaskRunnerOptions,
-  ) {}
+  ) {
+    const share = options.callerShare ?? 1;
+    this.perCallerRunning = Math.max(1, Math.ceil(options.maxConcurrent * share));
+    this.perCallerQueued = Math.max(1, Math.ceil(options.maxQueued * share));
+    this.queue = new FairQueue((job) => job.caller);
+    this.events = new EventPublisher(store);
+  }
 
   get executorKind(): string {
     return this.executor.kind;
@@ -81,53 +67,49 @@ export class TaskRunner {
 
   /** Registers the one listener of committed events (the push dispatcher). */
   onEvent(listener: EventListener): void {
-    this.listener = listener;
+    this.events.listener = listener;
   }
 
-  /** Refuses a message the executor cannot take, before a task exists for it. */
-  check(message: Message): void {
-    const refusal = this.executor.check?.(message);
+  /**
+   * Refuses a message the executor cannot take, before anything is recorded for it. `task`: the task a
+   * message continues when no execution here waits for it (see AgentExecutor.check).
+   */
+  check(message: Message, task?: { metadata?: Record<string, unknown> }): void {
+    const refusal = this.executor.check?.(message, task);
     if (refusal) throw refusal;
   }
 
-  /** Throws (before anything is committed) when the node cannot take another task. */
-  assertCapacity(): void {
+  /** Throws (before anything is committed) when the node cannot take another task from `caller`. */
+  assertCapacity(caller: string): void {
     if (!this.accepting) throw A2AError.busy("this node is shutting down; retry against it later or use another peer");
-    if (this.running >= this.options.maxConcurrent && this.queue.length >= this.options.maxQueued)
-      throw A2AError.busy(`this node is at capacity (${this.running} tasks running, ${this.queue.length} waiting); retry later`);
+    if (this.running >= this.options.maxConcurrent && this.queue.size >= this.options.maxQueued)
+      throw A2AError.busy(`this node is at capacity (${this.running} tasks running, ${this.queue.size} waiting); retry later`);
+    const running = this.runningBy.get(caller) ?? 0;
+    const queued = this.queue.sizeOf(caller);
+    if (running >= this.perCallerRunning && queued >= this.perCallerQueued)
+      throw A2AError.busy(
+        `${caller} already has ${running} tasks running and ${queued} waiting on this node, its share of it; retry when some have finished`,
+      );
   }
 
   /**
    * Runs (or queues) a task already recorded as SUBMITTED (or interrupted, for a follow-up message).
-   * `lastSeq` is the number of its last stored event. Resolves when the task settles.
+   * `lastSeq` is the number of its last stored event. Resolves when the task next settles.
    */
   start(task: Task, message: Message, caller: string, lastSeq = 0, resumed = false): Promise<Task> {
-    let resolve!: (t: Task) => void;
-    let reject!: (err: unknown) => void;
-    const settled = new Promise<Task>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    settled.catch(() => {}); // a waiter may never come; the failure is logged by record()
-    const job: Job = { task, message, caller, seq: lastSeq, subscribers: new Set(), unpublished: [], untilTerminal: new Set(), settled, resolve, reject, outputBytes: 0, resumed };
-    // Subscribers that were waiting on this (interrupted) task follow it again now.
-    const parked = this.parked.get(task.id);
-    if (parked) {
-      for (const s of parked) {
-        job.subscribers.add(s);
-        job.untilTerminal.add(s);
-      }
-      this.parked.delete(task.id);
-    }
+    const job = newJob(task, message, caller, lastSeq, resumed);
+    this.events.adopt(job);
     this.jobs.set(task.id, job);
-    if (this.running < this.options.maxConcurrent) void this.run(job);
+    // Taken first: an execution that asks a question at once starts the next turn before run() returns.
+    const settled = job.turn.promise;
+    if (this.hasSlotFor(caller)) void this.run(job);
     else this.queue.push(job);
     return settled;
   }
 
-  /** The promise of a task this runner is working on, if it is. */
+  /** The promise of a task's next settled state, if this runner is working on it. */
   settledOf(taskId: string): Promise<Task> | undefined {
-    return this.jobs.get(taskId)?.settled;
+    return this.jobs.get(taskId)?.turn.promise;
   }
 
   /** The Message an executor answered a settled task with (SendMessage returns it instead of the Task). */
@@ -135,114 +117,148 @@ export class TaskRunner {
     return this.replies.get(task);
   }
 
+  /** Whether an execution here waits for the next message of this task (see input()). */
+  isWaitingForInput(taskId: string): boolean {
+    return this.jobs.get(taskId)?.waiting !== undefined;
+  }
+
+  /**
+   * Why the execution of this task stopped waiting for input, if it did and still runs: a message meant as an
+   * answer that arrives after that hears it.
+   */
+  withdrawnQuestion(taskId: string): string | undefined {
+    return this.jobs.get(taskId)?.withdrawn;
+  }
+
+  /**
+   * Gives `message` to the execution waiting for this task's next message (see isWaitingForInput). Refuses,
+   * with nothing recorded, an answer the question's check turns down. Returns the task as it was (with the
+   * answer in its history), when the answer is durable, and the task's next settled state.
+   */
+  answer(taskId: string, message: Message): { task: Task; committed: Promise<void>; settled: Promise<Task>; lastSeq: number } {
+    const job = this.jobs.get(taskId);
+    const waiting = job?.waiting;
+    if (!job || !waiting) throw A2AError.unsupportedOperation(`task ${taskId} is not waiting for input`);
+    const why = waiting.request.check?.(message);
+    if (why !== undefined) throw A2AError.invalidParams(why);
+    const { task } = job;
+    const before = { ...task, status: { ...task.status }, history: [...(task.history ?? []), message], artifacts: task.artifacts && [...task.artifacts] };
+    const lastSeq = job.seq;
+    task.history = before.history;
+    const committed = this.store.appendMessage(taskId, message);
+    job.waiting = undefined;
+    waiting.detach();
+    this.acquire(job);
+    this.setWorking(job);
+    const settled = job.turn.promise;
+    waiting.answered.resolve(message);
+    return { task: before, committed, settled, lastSeq };
+  }
+
   /**
    * Adds a subscriber to a task this runner is working on; it receives every event committed from now on.
-   * Returns false if the task is not running here (it is settled, or waits for input).
+   * Returns false if the task is not running here (it is settled and nothing executes it).
    */
   subscribe(taskId: string, caller: string, stream: EventStream): boolean {
     const job = this.jobs.get(taskId);
     if (!job || job.caller !== caller) return false;
     job.subscribers.add(stream);
+    // Subscribing to a task that waits for input means following it through the answer to its end.
+    if (job.waiting) job.untilTerminal.add(stream);
     return true;
   }
 
   /** Keeps a subscriber of a task that waits for input until the task runs again and ends. */
   park(taskId: string, stream: EventStream): void {
-    let set = this.parked.get(taskId);
-    if (!set) this.parked.set(taskId, (set = new Set()));
-    set.add(stream);
+    this.events.park(taskId, stream);
   }
 
   unsubscribe(taskId: string, stream: EventStream): void {
-    const job = this.jobs.get(taskId);
-    job?.subscribers.delete(stream);
-    job?.untilTerminal.delete(stream);
-    const parked = this.parked.get(taskId);
-    if (parked?.delete(stream) && parked.size === 0) this.parked.delete(taskId);
+    this.events.unsubscribe(this.jobs.get(taskId), taskId, stream);
   }
 
-  /** Stops a running or queued task; resolves with its final (CANCELED) state, or undefined if not ours. */
+  /** Stops a running, waiting or queued task; resolves with its final (CANCELED) state, or undefined if not ours. */
   cancel(taskId: string, reason: string): Promise<Task> | undefined {
     const job = this.jobs.get(taskId);
     if (!job) return undefined;
     job.cancelReason = reason;
-    const queued = this.queue.indexOf(job);
-    if (queued !== -1) {
-      this.queue.splice(queued, 1);
-      void this.record(job, { state: "TASK_STATE_CANCELED", message: reason });
-    } else abortOf(job).abort(new Error(reason));
-    return job.settled;
+    if (this.queue.remove(job)) void this.record(job, { state: "TASK_STATE_CANCELED", message: reason });
+    else stop(job, "canceled", reason);
+    return job.done.promise;
+  }
+
+  /** Picks up what the last run of the node left unfinished (see recoverUnfinished). */
+  recover(): Promise<{ resumed: number; failed: number }> {
+    return recoverUnfinished(this.store, this.executor, (task, message, owner, lastSeq, resumed) => void this.start(task, message, owner, lastSeq, resumed));
   }
 
   /**
-   * Tasks a previous run of the node left SUBMITTED or WORKING: each is run again, re-attached, or ended
-   * FAILED as interrupted, as its executor's `onRestart` says, so that every accepted task gets a recorded
-   * end. A task that was already resumed twice is not tried again (it may be what brings the node down).
-   */
-  async recover(): Promise<{ resumed: number; failed: number }> {
-    let resumed = 0;
-    let failed = 0;
-    const writes: Promise<void>[] = [];
-    for (const t of this.store.unfinished()) {
-      const snap = this.store.snapshot(t.id, t.owner);
-      if (!snap) continue;
-      const { task } = snap;
-      const lastSeq = this.store.lastEventSeq(t.id);
-      const policy = t.executor === this.executor.kind ? (this.executor.onRestart ?? "fail") : "fail";
-      const restarts = Number(task.metadata?.["a2a-node/restarts"] ?? 0);
-      const message = [...(task.history ?? [])].reverse().find((m) => m.role === "ROLE_USER");
-      if (policy !== "fail" && restarts < 2 && message) {
-        task.metadata = { ...task.metadata, "a2a-node/restarts": restarts + 1 };
-        void this.store.finish(t.id, task.status, [], { "a2a-node/restarts": restarts + 1 });
-        this.start(task, message, t.owner, lastSeq, policy === "reattach");
-        resumed++;
-        continue;
-      }
-      const why =
-        policy === "fail"
-          ? "interrupted: the node stopped before this task finished; send it again"
-          : "interrupted: the node stopped while running this task, more than twice; not trying it again";
-      const status: TaskStatus = { state: "TASK_STATE_FAILED", timestamp: now(), message: agentMessage(t.id, task.contextId, why) };
-      failed++;
-      writes.push(this.store.finish(t.id, status, []));
-      writes.push(this.store.appendEvents(t.id, lastSeq + 1, [{ statusUpdate: { taskId: t.id, contextId: task.contextId, status } }], lastSeq + 1));
-    }
-    await Promise.all(writes);
-    return { resumed, failed };
-  }
-
-  /**
-   * Stops taking tasks, gives running ones `graceMs` to finish, then aborts the rest; each ends in a recorded
-   * state (queued and aborted tasks FAILED, saying the node stopped).
+   * Stops taking tasks, gives running ones `graceMs` to finish, then stops the rest; each ends in a recorded
+   * state (queued and stopped tasks FAILED, saying the node stopped), except where the next start of the node
+   * takes over: a task waiting for input stays INPUT_REQUIRED (its answer starts it again), and one whose
+   * executor re-attaches to remote work stays as stored (the restart re-attaches to it).
    */
   async shutdown(graceMs: number): Promise<void> {
     this.accepting = false;
-    for (const job of this.queue.splice(0))
+    for (const job of this.queue.drain())
       void this.record(job, { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down before this task started" });
-    const pending = [...this.jobs.values()].map((j) => j.settled);
-    if (pending.length === 0) return;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const grace = new Promise<void>((r) => (timer = setTimeout(r, graceMs)));
-    await Promise.race([Promise.allSettled(pending), grace]);
-    clearTimeout(timer);
-    for (const job of this.jobs.values()) abortOf(job).abort(new Error("node shutting down"));
-    await Promise.allSettled([...this.jobs.values()].map((j) => j.settled));
+    const pending = [...this.jobs.values()].filter((j) => !j.waiting).map((j) => j.done.promise);
+    if (pending.length > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const grace = new Promise<void>((r) => (timer = setTimeout(r, graceMs)));
+      await Promise.race([Promise.allSettled(pending), grace]);
+      clearTimeout(timer);
+    }
+    for (const job of this.jobs.values()) stop(job, "shutdown", "node shutting down");
+    await Promise.allSettled([...this.jobs.values()].map((j) => j.done.promise));
+  }
+
+  private hasSlotFor(caller: string): boolean {
+    return this.running < this.options.maxConcurrent && (this.runningBy.get(caller) ?? 0) < this.perCallerRunning;
+  }
+
+  private acquire(job: Job): void {
+    if (job.counted) return;
+    job.counted = true;
+    this.running++;
+    this.runningBy.set(job.caller, (this.runningBy.get(job.caller) ?? 0) + 1);
+  }
+
+  /** Gives back a job's slot and starts whoever may take it. */
+  private release(job: Job): void {
+    if (!job.counted) return;
+    job.counted = false;
+    this.running--;
+    const n = (this.runningBy.get(job.caller) ?? 1) - 1;
+    if (n === 0) this.runningBy.delete(job.caller);
+    else this.runningBy.set(job.caller, n);
+    while (this.running < this.options.maxConcurrent) {
+      const next = this.queue.shift((caller) => (this.runningBy.get(caller) ?? 0) < this.perCallerRunning);
+      if (!next) break;
+      void this.run(next);
+    }
+  }
+
+  private setWorking(job: Job, text?: string): void {
+    const { task } = job;
+    const working: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now() };
+    if (text) working.message = agentMessage(task.id, task.contextId, text);
+    task.status = working;
+    // Not awaited: it commits with the next group, and if the task finishes first the writes merge.
+    void this.store.setStatus(task.id, working);
+    this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status: working } }, true);
   }
 
   private async run(job: Job): Promise<void> {
-    this.running++;
+    this.acquire(job);
     const { task } = job;
     try {
-      const working: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now() };
-      task.status = working;
-      // Not awaited: it commits with the next group, and if the task finishes first the writes merge.
-      void this.store.setStatus(task.id, working);
-      this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status: working } }, true);
+      this.setWorking(job);
       let outcome: ExecutionOutcome;
       const deadline = this.options.deadlineMs
         ? setTimeout(() => {
             job.stopped = "deadline";
-            abortOf(job).abort(new Error("deadline"));
+            stop(job, "deadline", "deadline");
           }, this.options.deadlineMs)
         : undefined;
       try {
@@ -262,12 +278,16 @@ export class TaskRunner {
           events: this.eventsFor(job),
           metadata: { ...task.metadata },
           resumed: job.resumed,
+          input: (request) => this.input(job, request),
         });
       } catch (err) {
         outcome = { state: "TASK_STATE_FAILED", message: `executor ${this.executor.kind} failed: ${(err as Error).message}` };
       } finally {
         clearTimeout(deadline);
+        job.waiting?.detach();
+        job.waiting = undefined;
       }
+      const cause = causeOf(job);
       if (job.stopped === "output-cap") {
         outcome = {
           state: "TASK_STATE_COMPLETED",
@@ -276,17 +296,90 @@ export class TaskRunner {
         };
       } else if (job.stopped === "deadline") {
         outcome = { state: "TASK_STATE_FAILED", message: `stopped: the task ran longer than this node's deadline of ${Math.round((this.options.deadlineMs ?? 0) / 1000)} s` };
-      } else if (job.abort?.signal.aborted) {
-        outcome = job.cancelReason
-          ? { state: "TASK_STATE_CANCELED", message: job.cancelReason }
-          : { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
+      } else if (cause === "canceled") {
+        outcome = { state: "TASK_STATE_CANCELED", message: job.cancelReason ?? "canceled" };
+      } else if (cause === "shutdown") {
+        if (this.leftForRestart(job)) return this.detach(job);
+        outcome = { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
       }
       await this.record(job, outcome);
     } finally {
-      this.running--;
-      const next = this.queue.shift();
-      if (next) void this.run(next);
+      this.release(job);
     }
+  }
+
+  /**
+   * At shutdown, whether a stopped task is better left as stored for the next start than ended FAILED: one
+   * waiting for input (its answer restarts it), and one of an executor that re-attaches to remote work.
+   */
+  private leftForRestart(job: Job): boolean {
+    return job.task.status.state === "TASK_STATE_INPUT_REQUIRED" || this.executor.onRestart === "reattach";
+  }
+
+  /** Ends the execution without an outcome: the stored task is what the next start of the node sees. */
+  private detach(job: Job): void {
+    this.jobs.delete(job.task.id);
+    for (const s of job.subscribers) s.end();
+    job.subscribers.clear();
+    job.turn.resolve(job.task);
+    job.done.resolve(job.task);
+  }
+
+  /**
+   * The execution asks a question: INPUT_REQUIRED is recorded and published (a blocking caller gets its answer
+   * now), the execution's slot is given back, and the next message for the task resolves the returned promise.
+   */
+  private input(job: Job, request: InputRequest): Promise<Message> {
+    const signal = abortOf(job).signal;
+    if (signal.aborted) return Promise.reject(signal.reason);
+    if (!this.jobs.has(job.task.id)) return Promise.reject(new Error("the task has ended"));
+    if (job.waiting) return Promise.reject(new Error("this execution already waits for input"));
+    if (request.signal?.aborted) return Promise.reject(request.signal.reason);
+    const { task } = job;
+    const question = agentMessage(task.id, task.contextId, request.text);
+    if (request.metadata) question.metadata = request.metadata;
+    const status: TaskStatus = { state: "TASK_STATE_INPUT_REQUIRED", timestamp: now(), message: question };
+    task.status = status;
+    task.history = [...(task.history ?? []), question];
+    job.withdrawn = undefined;
+    const answered = deferred<Message>();
+    const onStop = () => {
+      if (job.waiting !== waiting) return;
+      job.waiting = undefined;
+      waiting.detach();
+      answered.reject(signal.reason);
+    };
+    const onWithdraw = () => {
+      if (job.waiting !== waiting) return;
+      job.waiting = undefined;
+      waiting.detach();
+      const reason = request.signal?.reason;
+      job.withdrawn = reason instanceof Error ? reason.message : String(reason ?? "the question was withdrawn");
+      this.acquire(job);
+      this.setWorking(job, `no longer waiting for an answer: ${job.withdrawn}`);
+      answered.reject(reason ?? new Error(job.withdrawn));
+    };
+    const waiting: Waiting = {
+      request,
+      answered,
+      detach: () => {
+        signal.removeEventListener("abort", onStop);
+        request.signal?.removeEventListener("abort", onWithdraw);
+      },
+    };
+    job.waiting = waiting;
+    signal.addEventListener("abort", onStop, { once: true });
+    request.signal?.addEventListener("abort", onWithdraw, { once: true });
+    void this.store.finish(task.id, status, []);
+    const committed = this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true);
+    const turn = job.turn;
+    job.turn = deferred();
+    committed.then(
+      () => turn.resolve(job.task),
+      (err) => turn.reject(err),
+    );
+    this.release(job);
+    return answered.promise;
   }
 
   /** The sink an executor reports through; events after the task settled are ignored. */
@@ -309,7 +402,7 @@ export class TaskRunner {
             artifact = cut.artifact;
             lastChunk = true;
             job.stopped = "output-cap";
-            abortOf(job).abort(new Error("output cap"));
+            stop(job, "output-cap", "output cap");
           }
         }
         task.artifacts = accumulate(task.artifacts ?? [], artifact, options.append === true);
@@ -317,59 +410,21 @@ export class TaskRunner {
         this.emit(job, { artifactUpdate: update });
       },
       note: (metadata) => {
-        if (!this.jobs.has(task.id)) return;
+        if (!this.jobs.has(task.id)) return Promise.resolve();
         task.metadata = { ...task.metadata, ...metadata };
-        void this.store.finish(task.id, task.status, [], metadata);
+        return this.store.finish(task.id, task.status, [], metadata);
       },
     };
   }
 
-  /**
-   * Numbers an event, has it stored with the next group commit, and hands it to subscribers once committed.
-   * `rowUpdated`: the task's row is being written to reflect this event too.
-   */
   private emit(job: Job, response: StreamResponse, rowUpdated = false): Promise<void> {
-    const seq = ++job.seq;
-    const committed = this.store.appendEvents(job.task.id, seq, [response], rowUpdated ? seq : undefined);
-    job.unpublished.push({ seq, response, committed });
-    if (job.unpublished.length === 1) this.publishOnCommit(job, committed);
-    return committed;
+    return this.events.emit(job, response, rowUpdated);
   }
 
-  /**
-   * Events go out only once committed, in order. One callback per commit serves all of a job's events in it
-   * (a task often starts, streams and ends within one commit); events of a later commit wait for theirs.
-   */
-  private publishOnCommit(job: Job, committed: Promise<void>): void {
-    committed.then(
-      () => {
-        let n = 0;
-        while (n < job.unpublished.length && job.unpublished[n].committed === committed) n++;
-        const items = job.unpublished.splice(0, n);
-        for (const { seq, response } of items) this.publish(job, { seq, response });
-        if (job.unpublished.length) this.publishOnCommit(job, job.unpublished[0].committed);
-      },
-      () => void (job.unpublished = []),
-    );
-  }
-
-  private publish(job: Job, item: StreamItem): void {
-    for (const s of job.subscribers) s.push(item);
-    this.listener?.(job.task.id, item);
-    const status = "statusUpdate" in item.response ? item.response.statusUpdate.status.state : undefined;
-    if (status && isSettled(status) && item.seq === job.seq) {
-      for (const s of job.subscribers) {
-        if (!isTerminal(status) && job.untilTerminal.has(s)) this.park(job.task.id, s);
-        else s.end();
-      }
-      job.subscribers.clear();
-      job.untilTerminal.clear();
-    }
-  }
-
-  /** Writes the outcome once; resolves `settled` after it is committed (rejects if it could not be). */
+  /** Writes the outcome once; resolves `done` (and the turn) after it is committed (rejects if it could not be). */
   private async record(job: Job, outcome: ExecutionOutcome): Promise<void> {
     const { task } = job;
+    job.final = true;
     const status: TaskStatus = { state: outcome.state, timestamp: now() };
     const replyText = outcome.message;
     if (outcome.reply) {
@@ -394,10 +449,12 @@ export class TaskRunner {
       console.error(`a2a-node: could not record the outcome of task ${task.id}: ${(err as Error).message}`);
       for (const s of job.subscribers) s.fail(A2AError.internal("the node could not record this task's outcome"));
       this.jobs.delete(task.id);
-      job.reject(err);
+      job.turn.reject(err);
+      job.done.reject(err);
       return;
     }
     this.jobs.delete(task.id);
-    job.resolve(task);
+    job.turn.resolve(task);
+    job.done.resolve(task);
   }
 }

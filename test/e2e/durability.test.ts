@@ -42,7 +42,7 @@ function model(options: GatedModelOptions = {}): GatedModel {
 }
 
 async function serve(home: string, m: GatedModel): Promise<WatchedServe> {
-  const node = await serveWatched(home, ["--executor", "openai", "--model-url", m.url, "--model", "test-model", "--max-concurrent", "4"]);
+  const node = await serveWatched(home, ["--executor", "openai", "--model-url", m.url, "--model", "test-model", "--max-concurrent", "4", "--caller-share", "1"]);
   nodes.push(node);
   return node;
 }

@@ -11,7 +11,7 @@ function run(messageId: string, opts: { taskId?: string; text?: string; signal?:
   const sink: ExecutionEvents = {
     progress: (text) => events.push({ progress: text }),
     artifact: (artifact, o = {}) => events.push({ artifact, ...(o.append ? { append: true } : {}), ...(o.lastChunk ? { lastChunk: true } : {}) }),
-    note: (metadata) => events.push({ note: metadata }),
+    note: async (metadata) => void events.push({ note: metadata }),
   };
   const taskId = opts.taskId ?? "task-1";
   const message: Message = { messageId, role: "ROLE_USER", parts: [{ text: opts.text ?? "TCK test" }], contextId: "ctx-1" };
@@ -26,6 +26,7 @@ function run(messageId: string, opts: { taskId?: string; text?: string; signal?:
     events: sink,
     metadata: {},
     resumed: false,
+    input: () => Promise.reject(new Error("this executor asks no questions")),
   };
   const outcome = (opts.executor ?? new ConformanceExecutor()).execute(request);
   return { events, outcome };
@@ -198,9 +199,10 @@ describe("ConformanceExecutor: anything else", () => {
       history: () => [],
       caller: "local",
       signal: new AbortController().signal,
-      events: { progress: (text) => events.push({ progress: text }), artifact: (artifact) => events.push({ artifact }), note: (note) => events.push({ note }) },
+      events: { progress: (text) => events.push({ progress: text }), artifact: (artifact) => events.push({ artifact }), note: async (note) => void events.push({ note }) },
       metadata: {},
       resumed: false,
+      input: () => Promise.reject(new Error("this executor asks no questions")),
     });
     expect(outcome.artifacts?.[0].parts).toEqual([TEXT("Hello from TCK")]);
   });

@@ -55,7 +55,7 @@ function recorder() {
       chunks.push({ artifact, ...options });
       for (let i = waiters.length - 1; i >= 0; i--) if (chunks.length >= waiters[i]!.n) waiters.splice(i, 1)[0]!.resolve();
     },
-    note: (m) => notes.push(m),
+    note: async (m) => void notes.push(m),
   };
   return {
     events,
@@ -79,6 +79,7 @@ function requestFor(msg: Message, events: ExecutionEvents, extra: Partial<Execut
     events,
     metadata: {},
     resumed: false,
+    input: () => Promise.reject(new Error("this executor asks no questions")),
     ...extra,
   };
 }
@@ -378,9 +379,10 @@ describe("skills with their own model", () => {
           history: () => [],
           caller: "alpha",
           signal: new AbortController().signal,
-          events: { progress() {}, artifact() {}, note() {} },
+          events: { progress() {}, artifact() {}, note: async () => {} },
           metadata: {},
           resumed: false,
+          input: () => Promise.reject(new Error("this executor asks no questions")),
         });
       await run({ skill: "summarise" });
       await run();

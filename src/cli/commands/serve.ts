@@ -17,6 +17,7 @@ const flags = {
   "max-body": { type: "number", value: "BYTES" },
   "max-concurrent": { type: "number", value: "N" },
   "max-queued": { type: "number", value: "N" },
+  "caller-share": { type: "number", value: "FRACTION" },
   description: { type: "string", value: "TEXT" },
   "plain-http-port": { type: "number", value: "PORT" },
   deadline: { type: "number", value: "SECONDS" },
@@ -38,7 +39,9 @@ export const serveCommand: Command = {
   help: `Run the node: an A2A v1.0 JSON-RPC server behind mutual TLS. Only clients with a certificate from this
 fleet's CA get past the TLS handshake; their certificate's CN is their identity. Tasks, their history and
 artifacts are kept in HOME/a2a-node.db. Stops gracefully on SIGTERM/SIGINT: running tasks get a grace period,
-then end FAILED ("interrupted") so no accepted task is left without an outcome.
+then end FAILED ("interrupted") so no accepted task is left without an outcome; a task waiting for input keeps
+waiting (its answer resumes it after the restart), and a Hermes run is left running and re-attached to at the
+next start.
 
 USAGE
   a2a-node serve [--host ADDR] [--port PORT] [--executor ${EXECUTOR_KINDS.join("|")}] [--model-url URL] [--model NAME]
@@ -58,6 +61,9 @@ FLAGS
   --max-body BYTES       largest request body accepted (default ${DEFAULTS.maxBodyBytes})
   --max-concurrent N     tasks executing at once (env A2A_NODE_MAX_CONCURRENT; default ${DEFAULTS.maxConcurrent})
   --max-queued N         tasks waiting for a slot before new ones are refused (default ${DEFAULTS.maxQueued})
+  --caller-share FRACTION
+                         the part of those slots and of that queue one caller may hold, so one peer's stuck
+                         tasks cannot lock the others out; waiting callers take turns (default ${DEFAULTS.callerShare})
   --deadline SECONDS     a task still running after this ends FAILED (default ${DEFAULTS.deadlineMs / 1000})
   --output-cap BYTES     artifact text beyond this is cut and the task marked truncated (default ${DEFAULTS.outputCapBytes})
   --max-tasks-per-context N
@@ -105,6 +111,7 @@ EXIT CODES
         maxBody: f["max-body"],
         maxConcurrent: f["max-concurrent"],
         maxQueued: f["max-queued"],
+        callerShare: f["caller-share"],
         description: f.description,
         plainHttpPort: f["plain-http-port"],
         deadline: f.deadline,

@@ -1,0 +1,97 @@
+import type { InputRequest } from "../executors/executor";
+import { ExecutionStopped, type StopCause } from "../executors/executor";
+import type { Message, StreamResponse, Task } from "../protocol/types";
+import type { EventStream } from "./event-stream";
+
+/** A promise with its settle functions, for states that many callers wait on. */
+export interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+  reject(err: unknown): void;
+}
+
+export function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {}); // a waiter may never come; failures are reported where they happen
+  return { promise, resolve, reject };
+}
+
+/** A question an execution waits on (see InputRequest). */
+export interface Waiting {
+  request: InputRequest;
+  answered: Deferred<Message>;
+  /** Stops listening to the task's and the request's signals. */
+  detach(): void;
+}
+
+/** One execution of a task, from its start (or queueing) to its recorded outcome. */
+export interface Job {
+  /** The live task: status, history, and artifacts as streamed so far. */
+  task: Task;
+  /** Continues a task a previous process started (restart recovery). */
+  resumed: boolean;
+  /** Why the executor was stopped by the runner itself, if it was. */
+  stopped?: "deadline" | "output-cap";
+  outputBytes: number;
+  message: Message;
+  caller: string;
+  /** Made on first use: most tasks are never canceled, and an echo never looks at its signal. */
+  abort?: AbortController;
+  cancelReason?: string;
+  /** Number of the last event emitted (committed or not). */
+  seq: number;
+  subscribers: Set<EventStream>;
+  /** Events emitted but not yet committed (published once they are), with their commit. */
+  unpublished: { seq: number; response: StreamResponse; committed: Promise<void> }[];
+  /** Subscribers that stay until a terminal state (they subscribed while the task waited for input). */
+  untilTerminal: Set<EventStream>;
+  /** The end of the execution: its outcome recorded (or, at shutdown, left as stored). */
+  done: Deferred<Task>;
+  /** The task's next settled state (interrupted or terminal): what a blocking SendMessage waits for. */
+  turn: Deferred<Task>;
+  /** Holds one of the runner's execution slots (a task waiting for input does not). */
+  counted: boolean;
+  /** The question the execution waits on, while it does. */
+  waiting?: Waiting;
+  /** Why the last question was withdrawn: a late answer hears it. */
+  withdrawn?: string;
+  /** The outcome is being recorded: the settled state published next ends this execution. */
+  final?: boolean;
+}
+
+export function newJob(task: Task, message: Message, caller: string, lastSeq: number, resumed: boolean): Job {
+  return {
+    task,
+    message,
+    caller,
+    seq: lastSeq,
+    subscribers: new Set(),
+    unpublished: [],
+    untilTerminal: new Set(),
+    done: deferred(),
+    turn: deferred(),
+    outputBytes: 0,
+    resumed,
+    counted: false,
+  };
+}
+
+export function abortOf(job: Job): AbortController {
+  return (job.abort ??= new AbortController());
+}
+
+/** Aborts the execution, saying why (executors read it with stopCause()). */
+export function stop(job: Job, cause: StopCause, message: string): void {
+  abortOf(job).abort(new ExecutionStopped(cause, message));
+}
+
+/** Why the execution was stopped, if the runner stopped it. */
+export function causeOf(job: Job): StopCause | undefined {
+  const signal = job.abort?.signal;
+  return signal?.aborted && signal.reason instanceof ExecutionStopped ? signal.reason.stopCause : undefined;
+}

@@ -1,0 +1,50 @@
+import type { AgentExecutor } from "../executors/executor";
+import type { Message, Task, TaskStatus } from "../protocol/types";
+import { agentMessage } from "./artifacts";
+import { now } from "./clock";
+import type { TaskStore } from "./task-store";
+
+/** How many times a task is resumed after the node stopped mid-way before it is given up. */
+const MAX_RESTARTS = 2;
+
+/**
+ * Tasks a previous run of the node left SUBMITTED or WORKING: each is run again, re-attached, or ended
+ * FAILED as interrupted, as its executor's `onRestart` says, so that every accepted task gets a recorded
+ * end. A task that was already resumed twice is not tried again (it may be what brings the node down).
+ * Tasks that wait for input stay as they are: their answer starts them again.
+ */
+export async function recoverUnfinished(
+  store: TaskStore,
+  executor: AgentExecutor,
+  start: (task: Task, message: Message, owner: string, lastSeq: number, resumed: boolean) => void,
+): Promise<{ resumed: number; failed: number }> {
+  let resumed = 0;
+  let failed = 0;
+  const writes: Promise<void>[] = [];
+  for (const t of store.unfinished()) {
+    const snap = store.snapshot(t.id, t.owner);
+    if (!snap) continue;
+    const { task } = snap;
+    const lastSeq = store.lastEventSeq(t.id);
+    const policy = t.executor === executor.kind ? (executor.onRestart ?? "fail") : "fail";
+    const restarts = Number(task.metadata?.["a2a-node/restarts"] ?? 0);
+    const message = [...(task.history ?? [])].reverse().find((m) => m.role === "ROLE_USER");
+    if (policy !== "fail" && restarts < MAX_RESTARTS && message) {
+      task.metadata = { ...task.metadata, "a2a-node/restarts": restarts + 1 };
+      void store.finish(t.id, task.status, [], { "a2a-node/restarts": restarts + 1 });
+      start(task, message, t.owner, lastSeq, policy === "reattach");
+      resumed++;
+      continue;
+    }
+    const why =
+      policy === "fail"
+        ? "interrupted: the node stopped before this task finished; send it again"
+        : "interrupted: the node stopped while running this task, more than twice; not trying it again";
+    const status: TaskStatus = { state: "TASK_STATE_FAILED", timestamp: now(), message: agentMessage(t.id, task.contextId, why) };
+    failed++;
+    writes.push(store.finish(t.id, status, []));
+    writes.push(store.appendEvents(t.id, lastSeq + 1, [{ statusUpdate: { taskId: t.id, contextId: task.contextId, status } }], lastSeq + 1));
+  }
+  await Promise.all(writes);
+  return { resumed, failed };
+}

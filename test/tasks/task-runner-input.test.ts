@@ -1,0 +1,293 @@
+/**
+ * The executor model where a running execution asks a question and waits for the task's next message
+ * (ExecutionRequest.input), through the request handler on a real SQLite store: blocking calls return at
+ * INPUT_REQUIRED while the execution goes on, answers are checked before they are taken, questions can be
+ * withdrawn, cancel and shutdown reach a waiting execution, and a waiting task holds no execution slot.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
+import { ExecutionStopped, messageText, stopCause } from "../../src/executors/executor";
+import { A2AError } from "../../src/protocol/errors";
+import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import type { Message, StreamItem, Task } from "../../src/protocol/types";
+import { openDatabase, type OpenDatabase } from "../../src/store/database";
+import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import { TaskRunner } from "../../src/tasks/task-runner";
+
+let dir: string;
+let database: OpenDatabase;
+let store: SqliteTaskStore;
+
+const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
+const message = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra });
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "a2a-input-"));
+  database = openDatabase(join(dir, "db.sqlite"));
+  store = new SqliteTaskStore(database);
+});
+afterEach(() => {
+  database.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Resolves when `n` executions have begun; each begun execution is recorded. */
+function counter() {
+  const waiters: { n: number; resolve(): void }[] = [];
+  let count = 0;
+  return {
+    get count() {
+      return count;
+    },
+    bump() {
+      count++;
+      for (let i = waiters.length - 1; i >= 0; i--) if (count >= waiters[i]!.n) waiters.splice(i, 1)[0]!.resolve();
+    },
+    reached: (n: number) => (count >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve }))),
+  };
+}
+
+/**
+ * Asks "a or b?" (twice when the task says "twice"), refusing other answers; completes with the answers as its
+ * artifact. Records how each question's wait ended.
+ */
+class AskingExecutor implements AgentExecutor {
+  readonly kind = "asking";
+  readonly started = counter();
+  readonly inputErrors: unknown[] = [];
+  /** Withdraws the open question when aborted (a remote side that stopped waiting). */
+  withdraw?: AbortController;
+
+  async execute(req: ExecutionRequest): Promise<ExecutionOutcome> {
+    this.started.bump();
+    const answers: string[] = [];
+    const rounds = messageText(req.message) === "twice" ? 2 : 1;
+    for (let i = 0; i < rounds; i++) {
+      try {
+        const answer = await req.input({
+          text: `question ${i + 1}: a or b?`,
+          metadata: { choices: ["a", "b"], round: i + 1 },
+          check: (m) => (["a", "b"].includes(messageText(m)) ? undefined : `"${messageText(m)}" is neither a nor b`),
+          signal: this.withdraw?.signal,
+        });
+        answers.push(messageText(answer));
+      } catch (err) {
+        this.inputErrors.push(err);
+        if (req.signal.aborted) return { state: "TASK_STATE_CANCELED", message: "stopped while asking" };
+        answers.push("(withdrawn)");
+      }
+    }
+    return { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "answers", parts: [{ text: answers.join(",") }] }] };
+  }
+}
+
+function handlerWith(executor: AgentExecutor, opts: { maxConcurrent?: number } = {}) {
+  const runner = new TaskRunner(store, executor, { maxConcurrent: opts.maxConcurrent ?? 4, maxQueued: 100, historyMessages: 20 });
+  return { runner, handler: new DefaultRequestHandler(store, runner) };
+}
+
+async function a2aError(p: Promise<unknown>): Promise<A2AError> {
+  const err = await p.then(
+    () => undefined,
+    (e) => e,
+  );
+  expect(err).toBeInstanceOf(A2AError);
+  return err as A2AError;
+}
+
+const taskOf = (r: unknown) => (r as { task: Task }).task;
+
+describe("an execution that asks for input and waits for the answer", () => {
+  it("returns a blocking call at INPUT_REQUIRED with the question, then takes the answer into the same execution", async () => {
+    const exec = new AskingExecutor();
+    const { handler } = handlerWith(exec);
+    const asked = taskOf(await handler.sendMessage({ message: message("once") }, alpha));
+    expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(asked.status.message?.parts[0]?.text).toBe("question 1: a or b?");
+    expect(asked.status.message?.metadata).toEqual({ choices: ["a", "b"], round: 1 });
+    expect(store.get(asked.id, "alpha")?.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+
+    const done = taskOf(await handler.sendMessage({ message: message("b", { taskId: asked.id }) }, alpha));
+    expect(done.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(done.artifacts?.[0]?.parts[0]?.text).toBe("b");
+    expect(exec.started.count).toBe(1); // the same execution went on; nothing ran twice
+    const stored = store.get(asked.id, "alpha") as Task;
+    expect(stored.history?.map((m) => `${m.role}:${m.parts[0]?.text}`)).toEqual(["ROLE_USER:once", "ROLE_AGENT:question 1: a or b?", "ROLE_USER:b"]);
+  });
+
+  it("refuses an answer the question's check turns down with -32602, keeping the task INPUT_REQUIRED and its history unchanged", async () => {
+    const exec = new AskingExecutor();
+    const { handler } = handlerWith(exec);
+    const asked = taskOf(await handler.sendMessage({ message: message("once") }, alpha));
+    const err = await a2aError(handler.sendMessage({ message: message("maybe", { taskId: asked.id }) }, alpha));
+    expect(err.code).toBe(-32602);
+    expect(err.message).toBe('"maybe" is neither a nor b');
+    const stored = store.get(asked.id, "alpha") as Task;
+    expect(stored.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(stored.history).toHaveLength(2);
+    const done = taskOf(await handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha));
+    expect(done.artifacts?.[0]?.parts[0]?.text).toBe("a");
+  });
+
+  it("asks twice in one execution, each question settling a blocking call", async () => {
+    const exec = new AskingExecutor();
+    const { handler } = handlerWith(exec);
+    const first = taskOf(await handler.sendMessage({ message: message("twice") }, alpha));
+    const second = taskOf(await handler.sendMessage({ message: message("a", { taskId: first.id }) }, alpha));
+    expect(second.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(second.status.message?.parts[0]?.text).toBe("question 2: a or b?");
+    const done = taskOf(await handler.sendMessage({ message: message("b", { taskId: first.id }) }, alpha));
+    expect(done.artifacts?.[0]?.parts[0]?.text).toBe("a,b");
+    expect(exec.started.count).toBe(1);
+  });
+
+  it("a canceled task stops the waiting execution: input() rejects with the cancel, and the task ends CANCELED", async () => {
+    const exec = new AskingExecutor();
+    const { handler } = handlerWith(exec);
+    const asked = taskOf(await handler.sendMessage({ message: message("once") }, alpha));
+    const canceled = await handler.cancelTask({ id: asked.id }, alpha);
+    expect(canceled.status.state).toBe("TASK_STATE_CANCELED");
+    expect(canceled.status.message?.parts[0]?.text).toBe("canceled by alpha");
+    expect(exec.inputErrors).toHaveLength(1);
+    expect(exec.inputErrors[0]).toBeInstanceOf(ExecutionStopped);
+    expect((exec.inputErrors[0] as ExecutionStopped).stopCause).toBe("canceled");
+  });
+
+  it("a withdrawn question puts the task back to WORKING, and a late answer hears why", async () => {
+    const exec = new AskingExecutor();
+    let release!: () => void;
+    const hold = new Promise<void>((r) => (release = r));
+    let goOn!: () => void;
+    const gate = new Promise<void>((r) => (goOn = r));
+    // An executor that asks, withdraws its question when the test says so, then completes when it says so.
+    const withdrawing: AgentExecutor = {
+      kind: "withdrawing",
+      async execute(req) {
+        const withdraw = new AbortController();
+        const answer = req.input({ text: "approve?", signal: withdraw.signal });
+        await gate;
+        withdraw.abort(new Error("the other side stopped waiting"));
+        await answer.catch((e) => exec.inputErrors.push(e));
+        await hold;
+        return { state: "TASK_STATE_COMPLETED" };
+      },
+    };
+    const { handler } = handlerWith(withdrawing);
+    const r = taskOf(await handler.sendMessage({ message: message("x") }, alpha));
+    expect(r.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    const stream = await handler.subscribeToTask({ id: r.id }, alpha);
+    const states: string[] = [];
+    const texts: string[] = [];
+    const reading = (async () => {
+      for await (const item of stream as AsyncIterable<StreamItem>) {
+        const r = item.response as any;
+        if (r.task) states.push(`task:${r.task.status.state}`);
+        const u = r.statusUpdate;
+        if (u) {
+          states.push(u.status.state);
+          if (u.status.message) texts.push(u.status.message.parts[0].text);
+        }
+      }
+    })();
+    goOn();
+    await until(() => exec.inputErrors.length === 1);
+    await until(() => store.get(r.id, "alpha")?.status.state === "TASK_STATE_WORKING" && (store.get(r.id, "alpha")?.history?.length ?? 0) >= 2);
+    expect((exec.inputErrors[0] as Error).message).toBe("the other side stopped waiting");
+    const late = await a2aError(handler.sendMessage({ message: message("yes", { taskId: r.id }) }, alpha));
+    expect(late.code).toBe(-32004);
+    expect(late.message).toContain("no longer waits for input (the other side stopped waiting)");
+    release();
+    await reading;
+    expect(states).toEqual(["task:TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED"]);
+    expect(texts).toEqual(["no longer waiting for an answer: the other side stopped waiting"]);
+  });
+
+  it("a task waiting for input holds no execution slot: with one slot, another task runs meanwhile", async () => {
+    const exec = new AskingExecutor();
+    const { handler } = handlerWith(exec, { maxConcurrent: 1 });
+    const asked = taskOf(await handler.sendMessage({ message: message("once") }, alpha));
+    const other = taskOf(await handler.sendMessage({ message: message("once") }, alpha));
+    expect(other.status.state).toBe("TASK_STATE_INPUT_REQUIRED"); // it ran: the waiting task left the slot free
+    const [a, b] = await Promise.all([
+      handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha),
+      handler.sendMessage({ message: message("b", { taskId: other.id }) }, alpha),
+    ]);
+    expect(taskOf(a).artifacts?.[0]?.parts[0]?.text).toBe("a");
+    expect(taskOf(b).artifacts?.[0]?.parts[0]?.text).toBe("b");
+  });
+
+  it("a stream that answers follows the task from the answer to its next settled state", async () => {
+    const exec = new AskingExecutor();
+    const { handler } = handlerWith(exec);
+    const asked = taskOf(await handler.sendMessage({ message: message("twice") }, alpha));
+    const stream = await handler.sendStreamingMessage({ message: message("a", { taskId: asked.id }) }, alpha);
+    const seen: string[] = [];
+    for await (const item of stream) {
+      const r = item.response as any;
+      seen.push(r.task ? `task:${r.task.status.state}` : r.statusUpdate ? `status:${r.statusUpdate.status.state}` : "artifact");
+    }
+    expect(seen).toEqual(["task:TASK_STATE_INPUT_REQUIRED", "status:TASK_STATE_WORKING", "status:TASK_STATE_INPUT_REQUIRED"]);
+  });
+
+  it("a subscriber of a waiting task stays through the answer to the end", async () => {
+    const exec = new AskingExecutor();
+    const { handler } = handlerWith(exec);
+    const asked = taskOf(await handler.sendMessage({ message: message("twice") }, alpha));
+    const stream = await handler.subscribeToTask({ id: asked.id }, alpha);
+    const seen: string[] = [];
+    const reading = (async () => {
+      for await (const item of stream) {
+        const r = item.response as any;
+        seen.push(r.task ? `task:${r.task.status.state}` : r.statusUpdate ? `status:${r.statusUpdate.status.state}` : "artifact");
+      }
+    })();
+    await handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha);
+    await handler.sendMessage({ message: message("b", { taskId: asked.id }) }, alpha);
+    await reading;
+    expect(seen).toEqual([
+      "task:TASK_STATE_INPUT_REQUIRED",
+      "status:TASK_STATE_WORKING",
+      "status:TASK_STATE_INPUT_REQUIRED",
+      "status:TASK_STATE_WORKING",
+      "artifact",
+      "status:TASK_STATE_COMPLETED",
+    ]);
+  });
+
+  it("at shutdown a waiting execution is stopped as 'shutdown' and its task stays INPUT_REQUIRED for the next start", async () => {
+    const exec = new AskingExecutor();
+    const { handler, runner } = handlerWith(exec);
+    const asked = taskOf(await handler.sendMessage({ message: message("once") }, alpha));
+    await runner.shutdown(50);
+    expect(exec.inputErrors).toHaveLength(1);
+    expect((exec.inputErrors[0] as ExecutionStopped).stopCause).toBe("shutdown");
+    const stored = store.get(asked.id, "alpha") as Task;
+    expect(stored.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(stored.status.message?.parts[0]?.text).toBe("question 1: a or b?");
+
+    // The next start of the node: the answer starts a new execution of the task.
+    const restarted = handlerWith(exec);
+    const done = taskOf(await restarted.handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha));
+    expect(done.status.state).toBe("TASK_STATE_INPUT_REQUIRED"); // a fresh execution asks again: this one knows nothing of the old
+    expect(exec.started.count).toBe(2);
+  });
+
+  it("stopCause() tells a cancel from a shutdown", () => {
+    const a = new AbortController();
+    expect(stopCause(a.signal)).toBeUndefined();
+    a.abort(new ExecutionStopped("deadline", "deadline"));
+    expect(stopCause(a.signal)).toBe("deadline");
+    const b = new AbortController();
+    b.abort(new Error("other"));
+    expect(stopCause(b.signal)).toBeUndefined();
+  });
+});
+
+/** Awaits a condition that becomes true after commits settle (checked after each macrotask, no fixed sleep). */
+async function until(ready: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !ready(); i++) await new Promise((r) => setImmediate(r));
+  expect(ready()).toBe(true);
+}
