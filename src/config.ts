@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { UsageError } from "./cli/errors";
 import type { AgentSkill } from "./protocol/types";
 import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "./executors/openai-executor";
+import { PUSH_DEFAULTS } from "./push/push-dispatcher";
 
 export type ExecutorKind = "echo" | "openai" | "hermes" | "conformance";
 export const EXECUTOR_KINDS: readonly ExecutorKind[] = ["echo", "openai", "hermes", "conformance"];
@@ -34,6 +35,14 @@ export interface ServeConfig {
   plainHttpPort?: number;
   /** Webhook hosts ("host" or "host:port") allowed even though they are private or loopback addresses. */
   pushAllow: string[];
+  /** Webhook requests in flight at once, in all. */
+  pushConcurrency: number;
+  /** Webhook requests in flight at once to one host name (a slow or black-holing host holds no more). */
+  pushHostConcurrency: number;
+  /** Webhook requests in flight at once for the webhooks one caller registered (its share). */
+  pushCallerConcurrency: number;
+  /** One webhook request (DNS lookup included) is given up after this long, then retried later. */
+  pushTimeoutMs: number;
   /** A task still running after this long ends FAILED. */
   deadlineMs: number;
   /** Artifact text beyond this is cut and the task marked truncated. */
@@ -63,6 +72,10 @@ export const DEFAULTS: ServeConfig = {
   shutdownGraceMs: 10_000,
   description: "An a2a-node agent: delegate tasks to it over mutual TLS.",
   pushAllow: [],
+  pushConcurrency: PUSH_DEFAULTS.concurrency,
+  pushHostConcurrency: PUSH_DEFAULTS.hostConcurrency,
+  pushCallerConcurrency: PUSH_DEFAULTS.callerConcurrency,
+  pushTimeoutMs: PUSH_DEFAULTS.timeoutMs,
   deadlineMs: 60 * 60 * 1000,
   outputCapBytes: 1024 * 1024,
   maxTasksPerContext: 100,
@@ -108,6 +121,10 @@ const FILE_KEYS: Record<string, keyof FileConfig> = {
   skills: "skills",
   plain_http_port: "plainHttpPort",
   push_allow: "pushAllow",
+  push_concurrency: "pushConcurrency",
+  push_host_concurrency: "pushHostConcurrency",
+  push_caller_concurrency: "pushCallerConcurrency",
+  push_timeout_seconds: "pushTimeoutMs",
   deadline_seconds: "deadlineMs",
   output_cap: "outputCapBytes",
   max_tasks_per_context: "maxTasksPerContext",
@@ -136,7 +153,7 @@ export function loadConfigFile(path: string, explicit: boolean): FileConfig {
   for (const [k, v] of Object.entries(raw)) {
     const key = FILE_KEYS[k];
     if (!key) throw new UsageError(`config file ${path}: unknown key '${k}' (known: ${Object.keys(FILE_KEYS).join(", ")})`);
-    out[key] = key === "shutdownGraceMs" || key === "deadlineMs" ? Number(v) * 1000 : v;
+    out[key] = key === "shutdownGraceMs" || key === "deadlineMs" || key === "pushTimeoutMs" ? Number(v) * 1000 : v;
   }
   if (out.skills !== undefined) {
     out.skillModels = skillModels(out.skills, path);
@@ -206,6 +223,10 @@ export interface ServeFlags {
   modelApiKeyFile?: string;
   hermesUrl?: string;
   hermesApiKeyFile?: string;
+  pushConcurrency?: number;
+  pushHostConcurrency?: number;
+  pushCallerConcurrency?: number;
+  pushTimeout?: number;
 }
 
 export function resolveServeConfig(flags: ServeFlags, env: Record<string, string | undefined>, file: FileConfig = {}): ServeConfig {
@@ -241,7 +262,20 @@ export function resolveServeConfig(flags: ServeFlags, env: Record<string, string
     maxTokens: flags.maxTokens ?? base.maxTokens,
     hermesUrl: flags.hermesUrl ?? env.A2A_NODE_HERMES_URL ?? base.hermesUrl,
     hermesApiKey: flags.hermesApiKeyFile ? readKeyFile(flags.hermesApiKeyFile) : env.A2A_NODE_HERMES_API_KEY || env.HERMES_API_KEY || undefined,
+    pushConcurrency: flags.pushConcurrency ?? base.pushConcurrency,
+    pushHostConcurrency: flags.pushHostConcurrency ?? base.pushHostConcurrency,
+    pushCallerConcurrency: flags.pushCallerConcurrency ?? base.pushCallerConcurrency,
+    pushTimeoutMs: flags.pushTimeout !== undefined ? flags.pushTimeout * 1000 : base.pushTimeoutMs,
   };
+  for (const [flag, key, n] of [
+    ["--push-concurrency", "push_concurrency", c.pushConcurrency],
+    ["--push-host-concurrency", "push_host_concurrency", c.pushHostConcurrency],
+    ["--push-caller-concurrency", "push_caller_concurrency", c.pushCallerConcurrency],
+  ] as const) {
+    if (!Number.isInteger(n) || n < 1 || n > 1000) throw new UsageError(`${flag} (${key}) must be a whole number 1-1000 (got ${n})`);
+  }
+  if (!(c.pushTimeoutMs >= 100 && c.pushTimeoutMs <= 300_000))
+    throw new UsageError(`--push-timeout (push_timeout_seconds) must be 0.1-300 seconds (got ${c.pushTimeoutMs / 1000})`);
   if (!(c.deadlineMs > 0)) throw new UsageError(`--deadline must be a positive number of seconds`);
   if (!Number.isInteger(c.outputCapBytes) || c.outputCapBytes < 1024) throw new UsageError(`--output-cap must be a whole number of bytes, at least 1024 (got ${c.outputCapBytes})`);
   if (!Number.isInteger(c.maxTasksPerContext) || c.maxTasksPerContext < 1) throw new UsageError(`--max-tasks-per-context must be 1 or more (got ${c.maxTasksPerContext})`);

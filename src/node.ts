@@ -59,7 +59,14 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const pushConfigs = new SqlitePushConfigStore(database);
   const peers = new SqlitePeerRegistry(database.db);
   const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().map((p) => new URL(p.url).host)) });
-  const dispatcher = new PushDispatcher(database, pushConfigs, { guard, log });
+  const dispatcher = new PushDispatcher(database, pushConfigs, {
+    guard,
+    log,
+    concurrency: config.pushConcurrency,
+    hostConcurrency: config.pushHostConcurrency,
+    callerConcurrency: config.pushCallerConcurrency,
+    timeoutMs: config.pushTimeoutMs,
+  });
   runner.onEvent((taskId, item) => dispatcher.notify(taskId, item.response));
   dispatcher.start();
   const recovered = await runner.recover();

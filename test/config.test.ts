@@ -22,6 +22,7 @@ describe("configuration", () => {
     expect(c.deadlineMs).toBe(3_600_000);
     expect(c.shutdownGraceMs).toBe(10_000);
     expect(c.maxTasksPerContext).toBe(100);
+    expect([c.pushConcurrency, c.pushHostConcurrency, c.pushCallerConcurrency, c.pushTimeoutMs]).toEqual([8, 2, 4, 10_000]);
     expect(c.skillModels).toEqual({ summarise: { model: "llama3.2", systemPrompt: "Summarise in at most three short bullet points.", temperature: 0.1 } });
   });
 
@@ -42,6 +43,32 @@ describe("configuration", () => {
     expect(() => loadConfigFile(file(name, text), true)).toThrow(message);
   });
 
+  it("reads the webhook delivery limits from the file (timeout in seconds), and flags override them", () => {
+    const f = loadConfigFile(
+      file("push.toml", "push_concurrency = 16\npush_host_concurrency = 3\npush_caller_concurrency = 5\npush_timeout_seconds = 2.5\n"),
+      true,
+    );
+    expect(resolveServeConfig({}, {}, f)).toMatchObject({ pushConcurrency: 16, pushHostConcurrency: 3, pushCallerConcurrency: 5, pushTimeoutMs: 2500 });
+    expect(resolveServeConfig({ pushConcurrency: 1, pushHostConcurrency: 1, pushCallerConcurrency: 1, pushTimeout: 30 }, {}, f)).toMatchObject({
+      pushConcurrency: 1,
+      pushHostConcurrency: 1,
+      pushCallerConcurrency: 1,
+      pushTimeoutMs: 30_000,
+    });
+    expect(resolveServeConfig({}, {}, {})).toMatchObject({ pushConcurrency: 8, pushHostConcurrency: 2, pushCallerConcurrency: 4, pushTimeoutMs: 10_000 });
+  });
+
+  it.each([
+    ["push_concurrency = 0\n", "--push-concurrency (push_concurrency) must be a whole number 1-1000 (got 0)"],
+    ["push_host_concurrency = 1.5\n", "--push-host-concurrency (push_host_concurrency) must be a whole number 1-1000 (got 1.5)"],
+    ["push_caller_concurrency = \"4\"\n", "--push-caller-concurrency (push_caller_concurrency) must be a whole number 1-1000 (got 4)"],
+    ["push_timeout_seconds = 0\n", "--push-timeout (push_timeout_seconds) must be 0.1-300 seconds (got 0)"],
+    ["push_timeout_seconds = \"soon\"\n", "--push-timeout (push_timeout_seconds) must be 0.1-300 seconds (got NaN)"],
+    ["push_timeout_seconds = 301\n", "--push-timeout (push_timeout_seconds) must be 0.1-300 seconds (got 301)"],
+  ])("the push setting %j is refused, naming the flag and the key", (text, message) => {
+    expect(() => resolveServeConfig({}, {}, loadConfigFile(file("bad-push.toml", text), true))).toThrow(message);
+  });
+
   it("a missing file is an error only when named explicitly", () => {
     expect(loadConfigFile(join(dir, "nope.toml"), false)).toEqual({});
     expect(() => loadConfigFile(join(dir, "nope.toml"), true)).toThrow(UsageError);
@@ -55,6 +82,10 @@ describe("configuration", () => {
     [{ deadline: 0 }, "--deadline must be a positive"],
     [{ outputCap: 5 }, "--output-cap must be"],
     [{ plainHttpPort: -1 }, "--plain-http-port must be 0-65535"],
+    [{ pushConcurrency: 1001 }, "--push-concurrency (push_concurrency) must be a whole number 1-1000"],
+    [{ pushHostConcurrency: -1 }, "--push-host-concurrency (push_host_concurrency) must be"],
+    [{ pushCallerConcurrency: 0 }, "--push-caller-concurrency (push_caller_concurrency) must be"],
+    [{ pushTimeout: 0.05 }, "--push-timeout (push_timeout_seconds) must be 0.1-300 seconds (got 0.05)"],
   ])("flags %j are refused: %s", (flags, message) => {
     expect(() => resolveServeConfig(flags as never, {})).toThrow(message);
   });

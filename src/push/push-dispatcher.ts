@@ -3,10 +3,16 @@ import type { Logger } from "../log";
 import type { StreamResponse } from "../protocol/types";
 import type { OpenDatabase } from "../store/database";
 import { newId } from "../tasks/clock";
+import { FairScheduler } from "./fair-scheduler";
+import type { PushFetch } from "./pinned-fetch";
 import type { PushConfigStore, StoredPushConfig } from "./push-config-store";
-import { pushHeaders } from "./signature";
+import type { WebhookTarget } from "./ssrf-guard";
+import { postDelivery } from "./webhook-post";
 
-export type PushFetch = (url: string, init: RequestInit) => Promise<Response>;
+export type { PushFetch } from "./pinned-fetch";
+
+/** Defaults of the delivery limits (also the serve defaults, see config.ts). */
+export const PUSH_DEFAULTS = { timeoutMs: 10_000, concurrency: 8, hostConcurrency: 2, callerConcurrency: 4 } as const;
 
 export interface PushDispatcherOptions {
   /** Attempts per delivery before it is abandoned (default 10: about 8.5 minutes of retrying at the default base). */
@@ -15,12 +21,19 @@ export interface PushDispatcherOptions {
   backoffBaseMs?: number;
   /** Ceiling of the delay (default 5 minutes). */
   backoffMaxMs?: number;
-  /** Per-request timeout (default 10 s; the spec suggests 10-30 s). */
+  /** Per-request timeout, DNS lookup included (default 10 s; the spec suggests 10-30 s). */
   timeoutMs?: number;
   /** Requests in flight at once across all webhooks (default 8). */
   concurrency?: number;
-  /** The URL check before each attempt (a WebhookGuard); omitted = no check (tests only). */
-  guard?: { check(url: string): Promise<void> };
+  /** Requests in flight at once to one webhook host name (default 2). */
+  hostConcurrency?: number;
+  /** Requests in flight at once for the webhooks of one caller, the owner of the configs (default 4). */
+  callerConcurrency?: number;
+  /**
+   * Resolves and checks the URL before each attempt (a WebhookGuard); the request then goes to the checked
+   * address. Omitted = no check, fetch resolves the name itself (tests only).
+   */
+  guard?: { resolve(url: string): Promise<WebhookTarget> };
   fetch?: PushFetch;
   /** Milliseconds since the epoch. */
   clock?: () => number;
@@ -41,6 +54,9 @@ export function backoffDelay(attempts: number, baseMs: number, maxMs: number, ra
 interface Lane {
   taskId: string;
   configId: string;
+  /** Who registered the config, and the host name of its URL: the keys of the fair share. */
+  owner: string;
+  host: string;
   /** push_deliveries ids, oldest first. */
   queue: string[];
   /** Epoch ms at which the head may be attempted. */
@@ -68,8 +84,14 @@ interface DeliveryRow {
  * twice (answered, but we crashed before deleting the row); X-A2A-Delivery-Id lets it tell.
  *
  * Order: the deliveries of one (task, config) form a lane and only the head of a lane is in flight, so event 5
- * is not sent before 4 was acknowledged or abandoned; lanes proceed independently of each other, at most
- * `concurrency` requests at a time. Row ids are ULIDs, so ordering by id is ordering by notify() across restarts.
+ * is not sent before 4 was acknowledged or abandoned; lanes proceed independently of each other. Row ids are
+ * ULIDs, so ordering by id is ordering by notify() across restarts.
+ *
+ * Fairness: lanes whose head is due wait in a FairScheduler keyed by the config's owner (the caller who
+ * registered it) and its URL's host name: at most `concurrency` requests in all, `hostConcurrency` to one host,
+ * `callerConcurrency` for one caller, and free slots go round-robin over callers. A caller whose webhooks hang
+ * until the timeout therefore holds only its own share, and another caller's notification starts at the next
+ * free slot instead of behind every hanging request.
  *
  * Rows are written on the node's shared connection: if the task store's group transaction is open, they
  * commit with it, i.e. together with the event they describe.
@@ -78,15 +100,13 @@ export class PushDispatcher {
   private readonly sqlite: Database;
   private readonly q: Record<"insert" | "byId" | "all" | "remove" | "retry" | "dropLane", Statement>;
   private readonly lanes = new Map<string, Lane>();
-  private readonly readyLanes: Lane[] = [];
+  private readonly scheduler: FairScheduler<Lane>;
   private readonly idleWaiters: (() => void)[] = [];
-  private inFlight = 0;
   private running = false;
   private readonly maxAttempts: number;
   private readonly baseMs: number;
   private readonly maxMs: number;
   private readonly timeoutMs: number;
-  private readonly concurrency: number;
   private readonly fetchFn: PushFetch;
   private readonly clock: () => number;
   private readonly random: () => number;
@@ -100,8 +120,12 @@ export class PushDispatcher {
     this.maxAttempts = Math.max(1, options.maxAttempts ?? 10);
     this.baseMs = options.backoffBaseMs ?? 1000;
     this.maxMs = options.backoffMaxMs ?? 300_000;
-    this.timeoutMs = options.timeoutMs ?? 10_000;
-    this.concurrency = Math.max(1, options.concurrency ?? 8);
+    this.timeoutMs = options.timeoutMs ?? PUSH_DEFAULTS.timeoutMs;
+    this.scheduler = new FairScheduler({
+      total: options.concurrency ?? PUSH_DEFAULTS.concurrency,
+      perHost: options.hostConcurrency ?? PUSH_DEFAULTS.hostConcurrency,
+      perOwner: options.callerConcurrency ?? PUSH_DEFAULTS.callerConcurrency,
+    });
     this.fetchFn = options.fetch ?? ((url, init) => fetch(url, init));
     this.clock = options.clock ?? Date.now;
     this.random = options.random ?? Math.random;
@@ -133,8 +157,15 @@ export class PushDispatcher {
       configs.forEach((c, i) => this.q.insert.run(ids[i]!, taskId, c.id, body, new Date(at).toISOString()));
     })();
     if (!this.running) return;
-    configs.forEach((c, i) => this.enqueue(taskId, c.id, ids[i]!, at));
+    configs.forEach((c, i) => this.enqueue(taskId, c, ids[i]!, at));
     this.pump();
+  }
+
+  /** Requests in flight now: in all, for one caller (config owner), to one host name. */
+  inFlight(filter: { owner?: string; host?: string } = {}): number {
+    if (filter.owner !== undefined) return this.scheduler.inFlightFor(filter.owner);
+    if (filter.host !== undefined) return this.scheduler.inFlightTo(filter.host.toLowerCase());
+    return this.scheduler.inFlight;
   }
 
   /** Picks up every delivery left in the table (a previous run's, or queued while stopped) and starts sending. */
@@ -142,9 +173,11 @@ export class PushDispatcher {
     if (this.running) return;
     this.running = true;
     this.lanes.clear();
-    this.readyLanes.length = 0;
+    this.scheduler.clear();
     for (const row of this.q.all.all() as Omit<DeliveryRow, "body">[]) {
-      this.enqueue(row.task_id, row.config_id, row.id, Date.parse(row.next_attempt_at));
+      // Looked up once per lane (only its first row creates it); a config gone meanwhile is dropped at attempt.
+      const config = this.lanes.has(`${row.task_id}\0${row.config_id}`) ? undefined : this.configs.forDelivery(row.task_id, row.config_id);
+      this.enqueue(row.task_id, config ?? { id: row.config_id, owner: "", url: "" }, row.id, Date.parse(row.next_attempt_at));
     }
     this.pump();
   }
@@ -158,7 +191,7 @@ export class PushDispatcher {
     this.running = false;
     for (const lane of this.lanes.values()) clearTimeout(lane.timer);
     this.lanes.clear();
-    this.readyLanes.length = 0;
+    this.scheduler.clear();
     return this.idle();
   }
 
@@ -169,14 +202,14 @@ export class PushDispatcher {
   }
 
   private isIdle(): boolean {
-    return this.inFlight === 0 && this.lanes.size === 0;
+    return this.scheduler.inFlight === 0 && this.lanes.size === 0;
   }
 
-  private enqueue(taskId: string, configId: string, deliveryId: string, dueAt: number): void {
-    const key = `${taskId}\0${configId}`;
+  private enqueue(taskId: string, config: Pick<StoredPushConfig, "id" | "owner" | "url">, deliveryId: string, dueAt: number): void {
+    const key = `${taskId}\0${config.id}`;
     let lane = this.lanes.get(key);
     if (!lane) {
-      lane = { taskId, configId, queue: [], dueAt, busy: false, ready: false };
+      lane = { taskId, configId: config.id, owner: config.owner, host: hostNameOf(config.url), queue: [], dueAt, busy: false, ready: false };
       this.lanes.set(key, lane);
       lane.queue.push(deliveryId);
       this.schedule(lane);
@@ -192,35 +225,41 @@ export class PushDispatcher {
     lane.timer = undefined;
     const wait = lane.dueAt - this.clock();
     if (wait <= 0) {
-      if (!lane.ready) {
-        lane.ready = true;
-        this.readyLanes.push(lane);
-      }
+      this.markReady(lane);
       return;
     }
     lane.timer = setTimeout(() => {
       lane.timer = undefined;
       if (!this.running || this.lanes.get(laneKey(lane)) !== lane) return;
-      lane.ready = true;
-      this.readyLanes.push(lane);
+      this.markReady(lane);
       this.pump();
     }, wait);
     // A retry waiting minutes must not keep a process alive by itself; its row is durable anyway.
     (lane.timer as { unref?: () => void }).unref?.();
   }
 
+  private markReady(lane: Lane): void {
+    if (lane.ready) return;
+    lane.ready = true;
+    this.scheduler.add(lane, lane.owner, lane.host);
+  }
+
   private pump(): void {
-    while (this.running && this.inFlight < this.concurrency && this.readyLanes.length > 0) {
-      const lane = this.readyLanes.shift()!;
+    while (this.running) {
+      const taken = this.scheduler.take();
+      if (!taken) return;
+      const { item: lane, owner, host } = taken;
       lane.ready = false;
-      if (lane.busy || this.lanes.get(laneKey(lane)) !== lane) continue;
+      if (lane.busy || this.lanes.get(laneKey(lane)) !== lane) {
+        this.scheduler.release(owner, host);
+        continue;
+      }
       lane.busy = true;
-      this.inFlight++;
       void this.attempt(lane)
         .catch((err) => this.options.log?.error("push delivery failed unexpectedly", { task: lane.taskId, config: lane.configId, error: String(err) }))
         .finally(() => {
           lane.busy = false;
-          this.inFlight--;
+          this.scheduler.release(owner, host);
           this.afterAttempt(lane);
           this.pump();
           if (this.isIdle()) for (const w of this.idleWaiters.splice(0)) w();
@@ -255,7 +294,15 @@ export class PushDispatcher {
       this.options.log?.info("push config gone; dropped its queued deliveries", { task: lane.taskId, config: lane.configId, dropped });
       return;
     }
-    const error = await this.send(row, config);
+    // The config may have been re-registered with another URL: its next turn waits in the right queue.
+    lane.owner = config.owner;
+    lane.host = hostNameOf(config.url);
+    const error = await postDelivery(row, config, {
+      guard: this.options.guard,
+      fetch: this.fetchFn,
+      timeoutMs: this.timeoutMs,
+      nowSeconds: Math.floor(this.clock() / 1000),
+    });
     if (error === undefined) {
       this.q.remove.run(id);
       lane.queue.shift();
@@ -281,33 +328,6 @@ export class PushDispatcher {
     lane.dueAt = this.clock() + backoffDelay(attempts, this.baseMs, this.maxMs, this.random);
     this.q.retry.run(id, attempts, new Date(lane.dueAt).toISOString(), error.slice(0, 500));
   }
-
-  /** POSTs one delivery; undefined on a 2xx answer, else why not. */
-  private async send(row: DeliveryRow, config: StoredPushConfig): Promise<string | undefined> {
-    try {
-      // Again at delivery: the name may resolve elsewhere now than when the config was created.
-      await this.options.guard?.check(config.url);
-      const res = await this.fetchFn(config.url, {
-        method: "POST",
-        headers: pushHeaders(row.body, {
-          token: config.token,
-          authentication: config.authentication,
-          timestamp: Math.floor(this.clock() / 1000),
-          deliveryId: row.id,
-        }),
-        body: row.body,
-        // A redirect would send the request to a target the guard never saw.
-        redirect: "manual",
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
-      // Read the answer out so the connection can be reused; its content does not matter.
-      await res.arrayBuffer().catch(() => undefined);
-      if (res.status >= 200 && res.status < 300) return undefined;
-      return res.status >= 300 && res.status < 400 ? `HTTP ${res.status} (redirects are not followed)` : `HTTP ${res.status}`;
-    } catch (err) {
-      return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-    }
-  }
 }
 
 function laneKey(lane: Lane): string {
@@ -319,5 +339,14 @@ function hostOf(url: string): string {
     return new URL(url).host;
   } catch {
     return "?";
+  }
+}
+
+/** The fairness key of a webhook: its host name without the port (one machine, however many ports). */
+function hostNameOf(url: string): string {
+  try {
+    return new URL(url).hostname;
+  } catch {
+    return "";
   }
 }

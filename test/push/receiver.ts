@@ -1,7 +1,7 @@
 /**
- * A real webhook receiver for the push tests: Bun.serve on 127.0.0.1 with an ephemeral port. It records every
- * request, can be told to fail (or hang on) the next K of them, and lets a test await "n requests arrived" or
- * "n answered 2xx" as events instead of sleeping.
+ * A real webhook receiver for the push tests: Bun.serve on 127.0.0.1 (or another loopback address) with an
+ * ephemeral port, plain or TLS. It records every request, can be told to fail (or hang on) the next K of them
+ * or all of them, and lets a test await "n requests arrived" or "n answered 2xx" as events instead of sleeping.
  */
 export interface ReceivedRequest {
   method: string;
@@ -14,6 +14,15 @@ export interface ReceivedRequest {
 
 type Mode = { kind: "fail"; status: number; headers?: Record<string, string> } | { kind: "hang" };
 
+export interface ReceiverOptions {
+  /** Address to listen on (default 127.0.0.1). */
+  hostname?: string;
+  /** Serve https with this certificate. */
+  tls?: { cert: string; key: string };
+  /** Arrivals of several receivers in one order: `name` is pushed here as each request arrives. */
+  journal?: { name: string; events: string[] };
+}
+
 export class Receiver {
   readonly requests: ReceivedRequest[] = [];
   /** Requests being handled right now, and the most there ever were at once. */
@@ -25,10 +34,11 @@ export class Receiver {
   private readonly waiters: { ready: () => boolean; resolve: () => void }[] = [];
   private readonly server: ReturnType<typeof Bun.serve>;
 
-  constructor() {
+  constructor(private readonly options: ReceiverOptions = {}) {
     this.server = Bun.serve({
-      hostname: "127.0.0.1",
+      hostname: options.hostname ?? "127.0.0.1",
       port: 0,
+      tls: options.tls,
       fetch: (req) => this.handle(req),
     });
   }
@@ -37,8 +47,9 @@ export class Receiver {
     return this.server.port!;
   }
 
-  url(path = "/hook"): string {
-    return `http://127.0.0.1:${this.port}${path}`;
+  /** This receiver's URL; `host` names it otherwise (a name the test's resolver maps to its address). */
+  url(path = "/hook", host = this.options.hostname ?? "127.0.0.1"): string {
+    return `${this.options.tls ? "https" : "http"}://${host}:${this.port}${path}`;
   }
 
   /** The next `k` requests are answered with `status` (Infinity: all of them until told otherwise). */
@@ -56,6 +67,11 @@ export class Receiver {
   /** The next request is never answered (the sender must time out). */
   hangNext(): void {
     this.plan.push({ kind: "hang" });
+  }
+
+  /** No request is ever answered: a black hole. */
+  hangAll(): void {
+    this.failAll = { kind: "hang" };
   }
 
   /** Answer every request only after `ms` (to make concurrent senders overlap). */
@@ -98,6 +114,7 @@ export class Receiver {
     };
     const mode = this.plan.shift() ?? this.failAll;
     this.requests.push(record);
+    this.options.journal?.events.push(this.options.journal.name);
     try {
       if (mode?.kind === "hang") {
         this.notifyWaiters();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { blockedReason, WebhookGuard, type LookupAll } from "../../src/push/ssrf-guard";
+import { WebhookGuard, type LookupAll } from "../../src/push/ssrf-guard";
 import { A2AError } from "../../src/protocol/errors";
 
 /** Fake DNS for names the test controls; anything else goes to the real resolver (e.g. "localhost"). */
@@ -9,6 +9,9 @@ const fakeDns: Record<string, string[]> = {
   "dual.example": ["93.184.216.34", "192.168.0.10"],
   "v6-loop.example": ["::1"],
   "metadata.example": ["169.254.169.254"],
+  "bench.example": ["198.18.0.7"],
+  "docs.example": ["203.0.113.5"],
+  "docs6.example": ["2001:db8::5"],
 };
 const lookup: LookupAll = async (host) => {
   const hit = fakeDns[host];
@@ -55,6 +58,22 @@ describe("WebhookGuard", () => {
     ["https://metadata.example/", /link-local/],
     ["https://v6-loop.example/", /loopback/],
     ["https://dual.example/", /192\.168\.0\.10.*private/], // every address counts, not just the first
+    ["http://192.0.0.9/", /IETF protocol assignment/],
+    ["http://192.0.2.1/", /TEST-NET-1/],
+    ["http://198.18.0.1/", /benchmarking/],
+    ["http://198.51.100.1/", /TEST-NET-2/],
+    ["http://203.0.113.1/", /TEST-NET-3/],
+    ["http://192.88.99.1/", /6to4 relay/],
+    ["http://255.255.255.255/", /limited broadcast/],
+    ["http://[100::1]/", /discard-only/],
+    ["http://[2001::1]/", /IETF protocol assignment/],
+    ["http://[2001:db8::1]/", /documentation/],
+    ["http://[3fff::1]/", /documentation/],
+    ["http://[5f00::1]/", /SRv6/],
+    ["http://[64:ff9b:1::1]/", /local-use IPv4\/IPv6 translation/],
+    ["https://bench.example/", /'bench.example' resolves to 198\.18\.0\.7, which is a benchmarking/],
+    ["https://docs.example/", /resolves to 203\.0\.113\.5, which is a documentation/],
+    ["https://docs6.example/", /resolves to 2001:db8::5, which is a documentation/],
   ])("refuses %s", async (url, why) => {
     const err = await refusal(guard, url);
     expect(err).toBeInstanceOf(A2AError);
@@ -105,14 +124,54 @@ describe("WebhookGuard", () => {
     expect((await refusal(g, "https://10.0.0.7:8443/push"))?.message).toMatch(/private/);
   });
 
-  it("classifies addresses directly", () => {
-    expect(blockedReason("127.0.0.1")).toMatch(/loopback/);
-    expect(blockedReason("fe80::1%eth0")).toMatch(/link-local/);
-    expect(blockedReason("::127.0.0.1")).toMatch(/IPv4-compatible form of a loopback/);
-    expect(blockedReason("2002:a9fe:a9fe::1")).toMatch(/6to4 form of a link-local/);
-    expect(blockedReason("255.255.255.255")).toMatch(/broadcast/);
-    expect(blockedReason("8.8.8.8")).toBeUndefined();
-    expect(blockedReason("2001:db8::1")).toBeUndefined();
-    expect(blockedReason("example.com")).toBe("not an IP address");
+  it("refuses, quickly and clearly, a host whose DNS does not answer", async () => {
+    const g = new WebhookGuard({ lookup: () => new Promise(() => {}), lookupTimeoutMs: 50 });
+    const err = await refusal(g, "https://slow-dns.example/hook");
+    expect(err).toBeInstanceOf(A2AError);
+    expect(err!.code).toBe(-32602);
+    expect(err!.message).toBe("push notification URL refused: host 'slow-dns.example' did not resolve within 50 ms (DNS timeout)");
+    await expect(g.resolve("https://slow-dns.example/hook")).rejects.toThrow(/did not resolve within 50 ms/);
+  });
+
+  it("refuses a host the resolver says does not exist, naming the resolver's code", async () => {
+    const g = new WebhookGuard({ lookup: async () => Promise.reject(Object.assign(new Error("nope"), { code: "ENOTFOUND" })) });
+    expect((await refusal(g, "https://gone.example/"))?.message).toBe("push notification URL refused: host 'gone.example' does not resolve (ENOTFOUND)");
+    const empty = new WebhookGuard({ lookup: async () => [] });
+    expect((await refusal(empty, "https://empty.example/"))?.message).toBe("push notification URL refused: host 'empty.example' does not resolve");
+  });
+
+  it("resolve() looks the name up once and returns the addresses it checked; a rebound answer is refused", async () => {
+    const answers = [["93.184.216.34", "2606:2800:220:1::1"], ["127.0.0.1"]];
+    const asked: string[] = [];
+    const g = new WebhookGuard({
+      lookup: async (host) => {
+        asked.push(host);
+        return answers.shift()!.map((address) => ({ address, family: address.includes(":") ? 6 : 4 }));
+      },
+    });
+    const target = await g.resolve("https://rebind.example:8443/hook?x=1");
+    expect(target.url.href).toBe("https://rebind.example:8443/hook?x=1");
+    expect(target.addresses).toEqual(["93.184.216.34", "2606:2800:220:1::1"]);
+    expect(asked).toEqual(["rebind.example"]);
+    // The same name now answers loopback: the next resolve (the next delivery attempt) refuses it.
+    await expect(g.resolve("https://rebind.example:8443/hook")).rejects.toThrow(/resolves to 127\.0\.0\.1, which is a loopback address/);
+    expect(asked).toEqual(["rebind.example", "rebind.example"]);
+  });
+
+  it("resolve() of an IP literal asks no resolver; of an allowed name it resolves without judging the addresses", async () => {
+    const asked: string[] = [];
+    const counting: LookupAll = async (host) => {
+      asked.push(host);
+      return [{ address: "127.0.0.1", family: 4 }];
+    };
+    const g = new WebhookGuard({ lookup: counting, allowlist: ["hooks.lan"] });
+    expect(await g.resolve("http://8.8.8.8:8080/x")).toMatchObject({ addresses: ["8.8.8.8"] });
+    expect(await g.resolve("http://[2606:4700:4700::1111]/x")).toMatchObject({ addresses: ["2606:4700:4700::1111"] });
+    expect(asked).toEqual([]);
+    await g.check("http://hooks.lan:9000/x"); // registration: an allowed host is not even looked up
+    expect(asked).toEqual([]);
+    expect((await g.resolve("http://hooks.lan:9000/x")).addresses).toEqual(["127.0.0.1"]); // delivery: it is
+    expect(asked).toEqual(["hooks.lan"]);
+    await expect(g.resolve("http://not-allowed.lan/x")).rejects.toThrow(/loopback/);
   });
 });

@@ -28,6 +28,10 @@ const flags = {
   "model-api-key-file": { type: "string", value: "FILE" },
   "hermes-url": { type: "string", value: "URL" },
   "hermes-api-key-file": { type: "string", value: "FILE" },
+  "push-concurrency": { type: "number", value: "N" },
+  "push-host-concurrency": { type: "number", value: "N" },
+  "push-caller-concurrency": { type: "number", value: "N" },
+  "push-timeout": { type: "number", value: "SECONDS" },
   config: { type: "string", value: "FILE" },
   check: { type: "boolean" },
   quiet: { type: "boolean" },
@@ -79,6 +83,15 @@ FLAGS
   --description TEXT     description in the agent card
   --plain-http-port P    also serve plain HTTP on 127.0.0.1:P (loopback only, no identity: every caller is
                          'local'), for local tools and the A2A conformance kit
+  --push-concurrency N   webhook (push notification) requests in flight at once (default ${DEFAULTS.pushConcurrency})
+  --push-host-concurrency N
+                         of those, at most N to one webhook host (default ${DEFAULTS.pushHostConcurrency}): a slow or
+                         unanswering host cannot take every slot
+  --push-caller-concurrency N
+                         of those, at most N for the webhooks of one caller (default ${DEFAULTS.pushCallerConcurrency}); free
+                         slots go to the callers in turn
+  --push-timeout SECONDS a webhook request (DNS lookup included) is given up after this and retried later
+                         (default ${DEFAULTS.pushTimeoutMs / 1000})
   --config FILE          TOML settings (default HOME/config.toml if present; see scripts/config.example.toml);
                          flags and environment variables override it
   --check                print the effective configuration (secrets redacted) and exit
@@ -122,6 +135,10 @@ EXIT CODES
         modelApiKeyFile: f["model-api-key-file"],
         hermesUrl: f["hermes-url"],
         hermesApiKeyFile: f["hermes-api-key-file"],
+        pushConcurrency: f["push-concurrency"],
+        pushHostConcurrency: f["push-host-concurrency"],
+        pushCallerConcurrency: f["push-caller-concurrency"],
+        pushTimeout: f["push-timeout"],
       },
       io.env,
       file,
