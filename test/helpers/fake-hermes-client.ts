@@ -14,7 +14,7 @@ export interface RawAnswer {
 export async function call(url: string, method: string, path: string, opts: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<RawAnswer> {
   const headers: Record<string, string> = { ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}), ...opts.headers };
   let body: string | undefined = opts.raw;
-  if (opts.body !== undefined) {
+  if (opts.body !== undefined && method !== "GET") {
     body = JSON.stringify(opts.body);
     headers["content-type"] = "application/json";
   }
