@@ -205,6 +205,7 @@ describe("stop", () => {
     const r = await post(f, `/v1/runs/${id}/stop`);
     expect(r.json).toEqual({ run_id: id, status: "stopping" });
     const rest = await s.rest();
+    expect((await f.stopped(id)).stopRequests).toBe(1);
     expect(rest.map((b) => b.data?.event ?? b.comment)).toEqual(["run.cancelled", ": stream closed"]);
     expect(Object.keys(rest[0]!.data)).toEqual(["event", "run_id", "timestamp"]);
     const again = await post(f, `/v1/runs/${id}/stop`);
@@ -316,6 +317,8 @@ describe("restart", () => {
     await s.nextData();
     await f.restart();
     await expect(s.next()).rejects.toThrow();
+    expect(f.run(kept)!.killedByRestart).toBe(true);
+    expect(f.run(kept)!.outcome).toBeUndefined();
     const st = (await get(f, `/v1/runs/${kept}`)).json;
     expect(st).toMatchObject({ status: "interrupted", error: "The gateway restarted before this run settled.", last_event: "run.interrupted", session_id: kept });
     expect(st.approval.event).toBe("approval.request"); // stale, kept by status.update

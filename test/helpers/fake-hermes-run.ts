@@ -89,9 +89,9 @@ const turn = () => new Promise<void>((r) => setImmediate(r));
 
 /** One run. Tests read its public fields; the engine below drives it. */
 export class FakeRun {
-  /** Every event the run produced, in order (delivered or not). */
+  /** Every event the server put out for the run, in order, delivered or not (older: no subagent events). */
   readonly emitted: HermesEvent[] = [];
-  /** Events no queue took (the reader had left; the older server drops subagent events always). */
+  /** Events no queue took (the reader had left and the producer checks the registration). */
   readonly dropped: HermesEvent[] = [];
   /** Events written to a connected reader. */
   readonly read: HermesEvent[] = [];
@@ -105,6 +105,8 @@ export class FakeRun {
   readonly expired: HermesEvent[] = [];
   readonly gatesReached: string[] = [];
   outcome?: "completed" | "failed" | "cancelled";
+  /** The gateway process died while the run was still working (it never got an outcome). */
+  killedByRestart = false;
   streamsOpened = 0;
   clientsLeft = 0;
   queuesDropped = 0;
@@ -377,10 +379,15 @@ export class FakeRun {
     this.finish("cancelled");
   }
 
-  /** The process died under the run: the agent is gone, nothing more happens. */
+  /** The process died under the run: the agent is gone, nothing more happens (no outcome, no event). */
   kill(): void {
-    for (const p of this.pending.splice(0)) clearTimeout(p.timer);
+    if (!this.done) this.killedByRestart = true;
+    const pending = this.pending.splice(0);
+    for (const p of pending) clearTimeout(p.timer);
     this.queue.kill();
+    this.waitingAt = undefined;
+    for (const p of pending) p.settle("interrupted");
+    this.wakeWait();
     this.stopRelease?.();
   }
 }

@@ -15,6 +15,26 @@
  * Start it as either generation (`generation: "older" | "newer"`, default newer) so executor tests run against
  * both. Runs play a script (`hermes.*` in fake-hermes-script.ts) on their own; tests control progress with gates
  * and approvals and await what happened through hooks, never timers.
+ *
+ * Parts: fake-hermes-script.ts (the step builders), fake-hermes-run.ts (a run: status, events, approvals, stop),
+ * fake-hermes-stream.ts (the queue and the SSE reader), fake-hermes-routes.ts (one handler per route),
+ * fake-hermes-wire.ts (JSON/error bytes), fake-hermes-client.ts (a raw client for the fake's own tests).
+ *
+ * @example
+ * const fake = startFakeHermes({ generation: "older", apiKey: KEY, script: [
+ *   hermes.delta("Deploying. "),
+ *   hermes.approval({ command: "kubectl rollout restart deploy/web", description: "restart" }, {
+ *     deny: [hermes.failed("the operator declined")],
+ *   }),
+ *   hermes.delta("Done."),
+ *   hermes.completed(),
+ * ]});
+ * // ... the executor starts a run ...
+ * const ask = await fake.approvalRequested();      // the approval.request event as sent
+ * expect((await fake.runCreated()).request.sessionId).toBe(contextId);
+ * fake.expireApproval();                           // or: the executor POSTs the answer
+ * await fake.finished();
+ * await fake.stop();
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -58,7 +78,7 @@ export interface FakeHermes {
   /** Every run created, in order, across restarts. */
   readonly runs: FakeRun[];
   run(id: string): FakeRun | undefined;
-  /** What GET /v1/runs/{id} would answer now (undefined: 404). */
+  /** What GET /v1/runs/{id} would answer now (undefined: 404), without a request in the log. */
   status(runId: string): RunStatus | undefined;
 
   /** Lets runs past `hermes.gate(label)`: one run, or every run waiting there (else the next to arrive). */
@@ -90,8 +110,10 @@ export interface FakeHermes {
   approvalExpired(runId?: string, n?: number): Promise<HermesEvent>;
   gateReached(label: string, runId?: string): Promise<FakeRun>;
   stopRequested(runId?: string, n?: number): Promise<FakeRun>;
-  /** The run ended (completed, failed or cancelled). */
+  /** The run ended (completed, failed or cancelled; a run killed by a restart never ends). */
   finished(runId?: string): Promise<FakeRun>;
+  /** The run ended cancelled (after a stop). */
+  stopped(runId?: string): Promise<FakeRun>;
   /** n events of the run were written to a connected reader. */
   eventsRead(runId: string, n: number): Promise<FakeRun>;
   /** n readers wait on the run's queue. */
@@ -174,7 +196,8 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
     }
     const auth = headers.authorization;
     const path = new URL(req.url ?? "/", "http://fake").pathname;
-    const entry: HermesRequest = { method: req.method ?? "GET", path, headers, text, body, ...(auth?.startsWith("Bearer ") ? { bearer: auth.slice(7) } : {}) };
+    const bearer = auth?.startsWith("Bearer ") ? { bearer: auth.slice(7) } : {};
+    const entry: HermesRequest = { method: req.method ?? "GET", path, headers, text, body, ...bearer };
     requests.push(entry);
     changed();
     const answer = await route(p, entry);
@@ -258,8 +281,10 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
             proc.approvalSessions.delete(id);
           }
         }
+      // `_RUN_STATUS_TTL`: completed/failed/cancelled statuses go (not interrupted ones).
       if (statuses)
-        for (const [id, st] of [...proc.statuses]) if (["completed", "failed", "cancelled"].includes(String(st.status))) proc.statuses.delete(id);
+        for (const [id, st] of [...proc.statuses])
+          if (["completed", "failed", "cancelled"].includes(String(st.status))) proc.statuses.delete(id);
       changed();
     },
     async restart() {
@@ -283,6 +308,7 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
     gateReached: (label, runId) => until(() => findRun(runId, (r) => r.waitingAt === label)),
     stopRequested: (runId, n = 1) => until(() => findRun(runId, (r) => r.stopRequests >= n)),
     finished: (runId) => until(() => findRun(runId, (r) => r.outcome !== undefined)),
+    stopped: (runId) => until(() => findRun(runId, (r) => r.outcome === "cancelled")),
     eventsRead: (runId, n) => until(() => findRun(runId, (r) => r.read.length >= n)),
     readersWaiting: (runId, n) => until(() => findRun(runId, (r) => r.queue.waiting >= n)),
     requestReceived: (match, n = 1) => until(() => requests.filter(match)[n - 1]),
