@@ -1,296 +1,316 @@
 /**
- * A fake Hermes Agent API server (the runs API) on loopback, real HTTP: POST /v1/runs creates a run (the same
- * Idempotency-Key gives back the same run), GET /v1/runs/{id}/events streams its named server-sent events
- * following a per-test script, an `approval.request` pauses the run until POST /v1/runs/{id}/approval answers
- * it (a new GET events continues from there), POST /v1/runs/{id}/stop stops it and ends any open event
- * stream, GET /health answers 200. Every request is recorded; tests await "run created", "approval
- * answered", "stopped" as events, never by timers.
+ * A fake Hermes Agent API server, runs API only, real HTTP on 127.0.0.1: a twin of the real server for the
+ * hermes executor's tests, so they fail for the right reasons and pass only when the executor speaks the real
+ * protocol. It follows /work/shared/reference/hermes-runs-api.md and the public source of NousResearch/hermes-agent:
+ * - "newer" generation: gateway/platforms/api_server_runs.py @ 005b4b7607e918cd4a301970144878167d1841d7,
+ *   gateway/platforms/api_server_run_idempotency.py @ 04ce47dc563b8a519184a18df7fbaff85570cb3d,
+ *   gateway/platforms/api_server.py as indexed (`_concurrency_limited_response`, `_draining_response`,
+ *   `_approval_event_choices`, `_sse_frame`), tools/approval_gateway_wait.py @ 04eef15a136c7bc4e2a2c5b34d65d227207cef5a,
+ *   tools/approval.py @ 00067189dfecf833d4d009c2dd977ae85cf800e0;
+ * - "older" generation: gateway/platforms/api_server.py @ 002b7c34f8dbecd1b56b877211ca67cf34bf68c9 (runs code
+ *   inside it: `_handle_runs`, `_handle_run_events`, `_handle_run_approval`, `_handle_stop_run`, `_check_auth`,
+ *   `_sweep_orphaned_runs`);
+ * - website/docs/user-guide/features/api-server.md @ 0111cb7dd7e235c9b95f5902169a1f59eaae54c0.
+ *
+ * Start it as either generation (`generation: "older" | "newer"`, default newer) so executor tests run against
+ * both. Runs play a script (`hermes.*` in fake-hermes-script.ts) on their own; tests control progress with gates
+ * and approvals and await what happened through hooks, never timers.
+ *
+ * Parts: fake-hermes-script.ts (the step builders), fake-hermes-run.ts (a run: status, events, approvals, stop),
+ * fake-hermes-stream.ts (the queue and the SSE reader), fake-hermes-routes.ts (one handler per route),
+ * fake-hermes-wire.ts (JSON/error bytes), fake-hermes-client.ts (a raw client for the fake's own tests).
+ *
+ * @example
+ * const fake = startFakeHermes({ generation: "older", apiKey: KEY, script: [
+ *   hermes.delta("Deploying. "),
+ *   hermes.approval({ command: "kubectl rollout restart deploy/web", description: "restart" }, {
+ *     deny: [hermes.failed("the operator declined")],
+ *   }),
+ *   hermes.delta("Done."),
+ *   hermes.completed(),
+ * ]});
+ * // ... the executor starts a run ...
+ * const ask = await fake.approvalRequested();      // the approval.request event as sent
+ * expect((await fake.runCreated()).request.sessionId).toBe(contextId);
+ * fake.expireApproval();                           // or: the executor POSTs the answer
+ * await fake.finished();
+ * await fake.stop();
  */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { FakeRun, GatewayProcess, type RunContext, type RunRequest, type RunStatus } from "./fake-hermes-run";
+import { createRoutes, type HermesRequest } from "./fake-hermes-routes";
+import { hermes, type ApprovalOutcome, type HermesStep } from "./fake-hermes-script";
+import type { HermesEvent } from "./fake-hermes-stream";
+import type { Generation } from "./fake-hermes-wire";
 
-/** One step of a run's script: an event to send, or a stall (nothing more until the run is stopped). */
-export type HermesStep =
-  | { event: string; data: Record<string, unknown>; branch?: Record<string, HermesStep[]> }
-  | { stall: true };
-
-export const hermes = {
-  delta: (delta: string): HermesStep => ({ event: "message.delta", data: { delta } }),
-  toolCall: (tool: string, args: Record<string, unknown> = {}): HermesStep => ({ event: "tool.call", data: { tool, args } }),
-  toolResult: (tool: string, result: unknown = "ok"): HermesStep => ({ event: "tool.result", data: { tool, result } }),
-  reasoning: (text = "thinking"): HermesStep => ({ event: "reasoning.available", data: { text } }),
-  /** Asks for approval; `branch` optionally maps a choice to the steps that follow it. */
-  approval: (approval_id: string, prompt: string, choices = ["yes", "no"], branch?: Record<string, HermesStep[]>): HermesStep => ({
-    event: "approval.request",
-    data: { approval_id, prompt, choices },
-    ...(branch ? { branch } : {}),
-  }),
-  completed: (output?: string): HermesStep => ({ event: "run.completed", data: output === undefined ? {} : { output } }),
-  failed: (error: string): HermesStep => ({ event: "run.failed", data: { error } }),
-  stall: (): HermesStep => ({ stall: true }),
-};
-
-export interface HermesRequest {
-  method: string;
-  path: string;
-  headers: Record<string, string>;
-  /** The bearer token of the Authorization header, if any. */
-  bearer?: string;
-  body: any;
-}
-
-export interface HermesRun {
-  id: string;
-  idempotencyKey?: string;
-  /** The body of the POST /v1/runs that created it. */
-  body: any;
-  steps: HermesStep[];
-  /** Index of the next step to send. */
-  cursor: number;
-  status: "running" | "waiting" | "completed" | "failed" | "stopped";
-  /** The approval the run waits for, while status is "waiting". */
-  pending?: { approval_id: string; step: HermesStep };
-  /** Answers received, in order. */
-  approvals: { approval_id: string; choice: string; body: any }[];
-  /** Times GET /v1/runs/{id}/events was opened. */
-  eventStreams: number;
-}
+export { hermes, FakeRun };
+export type { ApprovalOutcome, Generation, HermesEvent, HermesRequest, HermesStep, RunRequest, RunStatus };
+export type { ApprovalBranches, ApprovalChoice, ApprovalSpec, Usage } from "./fake-hermes-script";
 
 export interface FakeHermesOptions {
-  /** The steps of every new run, or a function of the run's input. */
-  script?: HermesStep[] | ((input: string, body: any) => HermesStep[]);
-  /** Pause between events (a model producing tokens at a pace). */
-  eventDelayMs?: number;
-  /** When set, requests without `Authorization: Bearer <apiKey>` get 401 (GET /health excepted). */
+  /** Which server to be. Default "newer". */
+  generation?: Generation;
+  /** The steps of every new run, or a function of what the run was asked. Default: echo the input. */
+  script?: HermesStep[] | ((request: RunRequest) => HermesStep[]);
+  /** API_SERVER_KEY. When set, every route but /health needs `Authorization: Bearer <key>`. */
   apiKey?: string;
+  /** `max_concurrent_runs` (default 10; 0 disables). Newer counts runs still working, older open queues. */
+  maxConcurrentRuns?: number;
+  /** Silence before `: keepalive` (real: 30 s). */
+  keepaliveMs?: number;
+  /** How long GET /events waits for an unregistered queue before 404 (real: 1 s). */
+  eventsGraceMs?: number;
+  /** `approvals.timeout` (real default 300 s; some older versions 60 s). */
+  approvalTimeoutMs?: number;
+  /** MAX_REQUEST_BYTES (10 MB). */
+  maxBodyBytes?: number;
+  /** Newer: a stopped run stays `stopping` until `finishStop(runId)` (an agent slow to reach a safe point). */
+  holdStops?: boolean;
+  /** The advertised model name (`hermes-agent`). */
+  modelName?: string;
 }
 
 export interface FakeHermes {
-  url: string;
-  requests: HermesRequest[];
-  runs: Map<string, HermesRun>;
-  /** Runs actually created (a repeated Idempotency-Key does not count). */
-  readonly runsCreated: number;
-  /** Resolves with the n-th created run (1-based) once it exists. */
-  runCreated(n?: number): Promise<HermesRun>;
-  /** Resolves with the answer once run `runId` (any run if omitted) got its n-th approval answer. */
-  approvalAnswered(runId?: string, n?: number): Promise<{ approval_id: string; choice: string; body: any }>;
-  /** Resolves once run `runId` (any run if omitted) was stopped through POST /v1/runs/{id}/stop. */
-  stopped(runId?: string): Promise<HermesRun>;
-  /** Resolves once the run is waiting for an approval (the approval.request event was sent). */
-  waitingForApproval(runId?: string): Promise<HermesRun>;
-  /** Resolves once n events of the run (any run if omitted) were sent. */
-  eventsSent(runId: string | undefined, n: number): Promise<void>;
-  /** Resolves once an events stream of the run was closed by the client (it went away). */
-  streamAbandoned(runId?: string): Promise<void>;
-  /** Creates a run directly (as if an earlier process of the node had started it). */
-  createRun(input: string, idempotencyKey?: string): HermesRun;
-  stop(): void;
+  readonly url: string;
+  readonly generation: Generation;
+  readonly requests: HermesRequest[];
+  /** Every run created, in order, across restarts. */
+  readonly runs: FakeRun[];
+  run(id: string): FakeRun | undefined;
+  /** What GET /v1/runs/{id} would answer now (undefined: 404), without a request in the log. */
+  status(runId: string): RunStatus | undefined;
+
+  /** Lets runs past `hermes.gate(label)`: one run, or every run waiting there (else the next to arrive). */
+  release(label: string, runId?: string): void;
+  /** The approval timeout elapses now for the oldest pending approval of the run (or of any run). */
+  expireApproval(runId?: string): boolean;
+  /** With `holdStops`: the stopped run's agent exits; the run ends cancelled. */
+  finishStop(runId: string): void;
+  /** Newer: the gateway drains (503 `gateway_draining` for new runs). Older: no effect (no such gate). */
+  drain(on?: boolean): void;
+  /** As if the periodic sweep ran with every TTL passed: unread queues (transports) and old terminal statuses go. */
+  sweep(what?: { transports?: boolean; statuses?: boolean }): void;
+  /** The gateway process restarts on the same port: connections cut, memory lost (newer keeps idempotent runs). */
+  restart(): Promise<void>;
+  /** The process is gone (connections refused) until `up()`. */
+  down(): Promise<void>;
+  up(): Promise<void>;
+  stop(): Promise<void>;
+
+  // Hooks: each resolves once the thing happened (including before the call). runId omitted = any run.
+  runCreated(n?: number): Promise<FakeRun>;
+  streamOpened(runId?: string, n?: number): Promise<FakeRun>;
+  /** The client of an events stream went away (the server notices only at its next write). */
+  clientLeft(runId?: string, n?: number): Promise<FakeRun>;
+  /** The server dropped the run's queue: its reader ended or failed a write. Later GET /events: 404. */
+  queueDropped(runId?: string, n?: number): Promise<FakeRun>;
+  approvalRequested(runId?: string, n?: number): Promise<HermesEvent>;
+  approvalAnswered(runId?: string, n?: number): Promise<FakeRun["answers"][number]>;
+  approvalExpired(runId?: string, n?: number): Promise<HermesEvent>;
+  gateReached(label: string, runId?: string): Promise<FakeRun>;
+  stopRequested(runId?: string, n?: number): Promise<FakeRun>;
+  /** The run ended (completed, failed or cancelled; a run killed by a restart never ends). */
+  finished(runId?: string): Promise<FakeRun>;
+  /** The run ended cancelled (after a stop). */
+  stopped(runId?: string): Promise<FakeRun>;
+  /** n events of the run were written to a connected reader. */
+  eventsRead(runId: string, n: number): Promise<FakeRun>;
+  /** n readers wait on the run's queue. */
+  readersWaiting(runId: string, n: number): Promise<FakeRun>;
+  requestReceived(match: (r: HermesRequest) => boolean, n?: number): Promise<HermesRequest>;
 }
 
 export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
+  const gen: Generation = options.generation ?? "newer";
   const requests: HermesRequest[] = [];
-  const runs = new Map<string, HermesRun>();
-  const byKey = new Map<string, HermesRun>();
-  const created: HermesRun[] = [];
-  const abandoned = new Map<string, number>();
-  const waiters: { ready: () => boolean; resolve(): void }[] = [];
-  /** Wakes the pump of each run's open event stream. */
-  const pumps = new Map<string, Set<() => void>>();
-  let nextId = 1;
-
-  const wake = () => {
-    for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!.ready()) waiters.splice(i, 1)[0]!.resolve();
+  const allRuns: FakeRun[] = [];
+  const waiters: (() => boolean)[] = [];
+  const changed = () => {
+    for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!()) waiters.splice(i, 1);
   };
-  const until = (ready: () => boolean) => (ready() ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ ready, resolve })));
-  const nudge = (runId: string) => {
-    for (const p of pumps.get(runId) ?? []) p();
+  const ctx: RunContext = {
+    generation: gen,
+    approvalTimeoutMs: options.approvalTimeoutMs ?? 300_000,
+    holdStops: options.holdStops ?? false,
+    durable: new Map(),
+    earlyReleases: new Map(),
+    changed,
   };
-  const pick = (runId?: string) => (runId ? [runs.get(runId)].filter((r): r is HermesRun => !!r) : [...runs.values()]);
-
-  const scriptFor = (input: string, body: any): HermesStep[] => {
-    const s = options.script ?? [hermes.delta("done: "), hermes.delta(input), hermes.completed()];
-    return typeof s === "function" ? s(input, body) : s.map((x) => x);
-  };
-
-  const createRun = (input: string, body: any, key?: string): HermesRun => {
-    const run: HermesRun = {
-      id: `run_${nextId++}`,
-      idempotencyKey: key,
-      body,
-      steps: scriptFor(input, body),
-      cursor: 0,
-      status: "running",
-      approvals: [],
-      eventStreams: 0,
-    };
-    runs.set(run.id, run);
-    if (key) byKey.set(key, run);
-    created.push(run);
-    wake();
-    return run;
-  };
-
-  const eventStream = (run: HermesRun, req: Request): Response => {
-    run.eventStreams++;
-    const enc = new TextEncoder();
-    let closed = false;
-    let poke: () => void = () => {};
-    const wakeUp = () => poke();
-    const set = pumps.get(run.id) ?? new Set();
-    pumps.set(run.id, set);
-    set.add(wakeUp);
-    /** Waits until something changes for this run (approval, stop) or the client leaves. */
-    const changed = () => new Promise<void>((r) => (poke = r));
-    const finish = () => {
-      closed = true;
-      set.delete(wakeUp);
-    };
-    const stream = new ReadableStream<Uint8Array>({
-      async pull(c) {
-        for (;;) {
-          if (closed) return;
-          if (run.status === "stopped") {
-            finish();
-            c.close();
-            return;
-          }
-          if (run.status === "waiting") {
-            await changed();
-            continue;
-          }
-          const step = run.steps[run.cursor];
-          if (!step || run.status !== "running") {
-            // The run ended before this stream opened (or its script ran out): nothing more to say.
-            finish();
-            c.close();
-            return;
-          }
-          if ("stall" in step) {
-            await changed();
-            continue;
-          }
-          if (run.cursor > 0 && options.eventDelayMs) await new Promise((r) => setTimeout(r, options.eventDelayMs));
-          if (closed || run.status !== "running") continue;
-          run.cursor++;
-          c.enqueue(enc.encode(`event: ${step.event}\ndata: ${JSON.stringify(step.data)}\n\n`));
-          if (step.event === "approval.request") {
-            run.status = "waiting";
-            run.pending = { approval_id: String(step.data.approval_id), step };
-          } else if (step.event === "run.completed") run.status = "completed";
-          else if (step.event === "run.failed") run.status = "failed";
-          wake();
-          if (run.status === "completed" || run.status === "failed") {
-            finish();
-            c.close();
-          }
-          return;
-        }
-      },
-      cancel() {
-        if (closed) return;
-        finish();
-        poke();
-        abandoned.set(run.id, (abandoned.get(run.id) ?? 0) + 1);
-        wake();
-      },
-    });
-    req.signal.addEventListener("abort", () => {
-      if (closed) return;
-      finish();
-      poke();
-      abandoned.set(run.id, (abandoned.get(run.id) ?? 0) + 1);
-      wake();
-    });
-    return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
-  };
-
-  const server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 0,
-    async fetch(req) {
-      const url = new URL(req.url);
-      const headers: Record<string, string> = {};
-      req.headers.forEach((v, k) => (headers[k] = v));
-      const text = req.method === "POST" ? await req.text() : "";
-      let body: any;
-      try {
-        body = text ? JSON.parse(text) : undefined;
-      } catch {
-        body = text;
-      }
-      const auth = headers.authorization;
-      const bearer = auth?.startsWith("Bearer ") ? auth.slice(7) : undefined;
-      requests.push({ method: req.method, path: url.pathname, headers, bearer, body });
-      wake();
-
-      if (req.method === "GET" && url.pathname === "/health") return Response.json({ status: "ok" });
-      if (options.apiKey !== undefined && bearer !== options.apiKey) return Response.json({ error: "unauthorized" }, { status: 401 });
-
-      if (req.method === "POST" && url.pathname === "/v1/runs") {
-        if (typeof body?.input !== "string") return Response.json({ error: "input (a string) is required" }, { status: 400 });
-        const key = headers["idempotency-key"];
-        const run = (key && byKey.get(key)) || createRun(body.input, body, key);
-        return Response.json({ id: run.id, status: run.status }, { status: 202 });
-      }
-      const m = /^\/v1\/runs\/([^/]+)\/(events|approval|stop)$/.exec(url.pathname);
-      const run = m ? runs.get(m[1]!) : undefined;
-      if (!m || !run) return Response.json({ error: "not found" }, { status: 404 });
-      const what = m[2];
-      if (what === "events" && req.method === "GET") return eventStream(run, req);
-      if (what === "approval" && req.method === "POST") {
-        if (run.status !== "waiting" || !run.pending) return Response.json({ error: "the run is not waiting for an approval" }, { status: 409 });
-        if (body?.approval_id !== run.pending.approval_id || typeof body?.choice !== "string")
-          return Response.json({ error: `expected {approval_id: "${run.pending.approval_id}", choice}` }, { status: 400 });
-        const step = run.pending.step;
-        const branch = "branch" in step ? step.branch?.[body.choice] : undefined;
-        if (branch) run.steps.splice(run.cursor, 0, ...branch);
-        run.approvals.push({ approval_id: body.approval_id, choice: body.choice, body });
-        run.pending = undefined;
-        run.status = "running";
-        wake();
-        nudge(run.id);
-        return Response.json({ id: run.id, status: run.status });
-      }
-      if (what === "stop" && req.method === "POST") {
-        run.status = "stopped";
-        wake();
-        nudge(run.id);
-        return Response.json({ id: run.id, status: "stopped" });
-      }
-      return Response.json({ error: "method not allowed" }, { status: 405 });
+  const { route, owns, statusFor } = createRoutes({
+    gen,
+    apiKey: options.apiKey,
+    limit: options.maxConcurrentRuns ?? 10,
+    keepaliveMs: options.keepaliveMs ?? 30_000,
+    graceMs: options.eventsGraceMs ?? 1_000,
+    maxBody: options.maxBodyBytes ?? 10_000_000,
+    modelName: options.modelName ?? "hermes-agent",
+    script: options.script,
+    ctx,
+    idempotency: new Map(),
+    allRuns,
+    waitFor(probe, ms) {
+      let expired = false;
+      return new Promise<void>((resolve) => {
+        const timer = setTimeout(() => ((expired = true), changed()), ms);
+        waiters.push(() => {
+          if (!probe() && !expired) return false;
+          clearTimeout(timer);
+          resolve();
+          return true;
+        });
+        changed();
+      });
     },
   });
+  let proc = new GatewayProcess();
+  let server: Server | undefined;
+  let port = 0;
+
+  function until<T>(probe: () => T | undefined): Promise<T> {
+    const now = probe();
+    if (now !== undefined) return Promise.resolve(now);
+    return new Promise((resolve) =>
+      waiters.push(() => {
+        const v = probe();
+        if (v !== undefined) resolve(v);
+        return v !== undefined;
+      }),
+    );
+  }
+  const pick = (runId?: string) => (runId ? allRuns.filter((r) => r.id === runId) : allRuns);
+  const findRun = (runId: string | undefined, test: (r: FakeRun) => boolean) => pick(runId).find(test);
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const p = proc;
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString("utf8");
+    const headers: Record<string, string> = {};
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(", ") : v;
+    let body: any;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      body = undefined;
+    }
+    const auth = headers.authorization;
+    const path = new URL(req.url ?? "/", "http://fake").pathname;
+    const bearer = auth?.startsWith("Bearer ") ? { bearer: auth.slice(7) } : {};
+    const entry: HermesRequest = { method: req.method ?? "GET", path, headers, text, body, ...bearer };
+    requests.push(entry);
+    changed();
+    const answer = await route(p, entry);
+    if (answer instanceof Response) {
+      entry.status = answer.status;
+      res.writeHead(answer.status, Object.fromEntries(answer.headers));
+      res.end(Buffer.from(await answer.arrayBuffer()));
+    } else {
+      entry.status = 200;
+      res.writeHead(200, answer.headers);
+      res.flushHeaders(); // aiohttp's response.prepare(): the client has its 200 before any event
+      answer.start({
+        write: (t) => void res.write(t),
+        end: () => res.end(),
+        onGone: (cb) => res.on("close", () => !res.writableFinished && cb()),
+      });
+    }
+    changed();
+  }
+
+  function serve(): Promise<void> {
+    proc = new GatewayProcess();
+    const s = createServer((req, res) => void handle(req, res));
+    server = s;
+    return new Promise((resolve) => {
+      s.listen(port, "127.0.0.1", () => resolve());
+      port = (s.address() as AddressInfo).port; // Bun binds synchronously: the URL is known at once
+    });
+  }
+
+  async function down(): Promise<void> {
+    proc.alive = false;
+    for (const run of proc.runs.values()) run.kill();
+    const s = server;
+    server = undefined;
+    if (s) {
+      const closed = new Promise((resolve) => s.close(resolve));
+      s.closeAllConnections(); // the process died: every connection is cut mid-answer
+      await closed;
+    }
+    changed();
+  }
+
+  void serve();
 
   return {
-    url: `http://127.0.0.1:${server.port}`,
+    get url() {
+      return `http://127.0.0.1:${port}`;
+    },
+    generation: gen,
     requests,
-    runs,
-    get runsCreated() {
-      return created.length;
+    runs: allRuns,
+    run: (id) => allRuns.find((r) => r.id === id),
+    status: (id) => (gen === "older" ? proc.statuses.get(id) : owns(proc, id) ? statusFor(proc, id) : undefined),
+    release(label, runId) {
+      if (runId) allRuns.find((r) => r.id === runId)?.release(label);
+      else {
+        const waiting = allRuns.filter((r) => r.active && r.waitingAt === label);
+        for (const r of waiting) r.release(label);
+        if (waiting.length === 0) ctx.earlyReleases.set(label, (ctx.earlyReleases.get(label) ?? 0) + 1);
+      }
+      changed();
     },
-    async runCreated(n = 1) {
-      await until(() => created.length >= n);
-      return created[n - 1]!;
+    expireApproval: (runId) => !!findRun(runId, (r) => r.active && r.pending.length > 0)?.expire(),
+    finishStop: (runId) => allRuns.find((r) => r.id === runId)?.finishStop(),
+    drain(on = true) {
+      proc.draining = on;
     },
-    async approvalAnswered(runId, n = 1) {
-      await until(() => pick(runId).some((r) => r.approvals.length >= n));
-      return pick(runId).find((r) => r.approvals.length >= n)!.approvals[n - 1]!;
+    sweep({ transports = true, statuses = true } = {}) {
+      if (transports)
+        for (const id of [...proc.streamCreated.keys()]) {
+          if (gen === "newer" && proc.subscribers.has(id)) continue; // a connected reader keeps draining
+          proc.streams.delete(id);
+          proc.streamCreated.delete(id);
+          const run = proc.runs.get(id);
+          // Older: the sweep also forgets the agent and its approvals while the run goes on; newer keeps
+          // live control state until the task returns.
+          if (gen === "older" || !proc.live.has(id)) {
+            run?.resolve("deny", { all: true });
+            proc.live.delete(id);
+            proc.approvalSessions.delete(id);
+          }
+        }
+      // `_RUN_STATUS_TTL`: completed/failed/cancelled statuses go (not interrupted ones).
+      if (statuses)
+        for (const [id, st] of [...proc.statuses])
+          if (["completed", "failed", "cancelled"].includes(String(st.status))) proc.statuses.delete(id);
+      changed();
     },
-    async stopped(runId) {
-      await until(() => pick(runId).some((r) => r.status === "stopped"));
-      return pick(runId).find((r) => r.status === "stopped")!;
+    async restart() {
+      await down();
+      await serve();
     },
-    async waitingForApproval(runId) {
-      await until(() => pick(runId).some((r) => r.status === "waiting"));
-      return pick(runId).find((r) => r.status === "waiting")!;
+    down,
+    up: () => (server ? Promise.resolve() : serve()),
+    async stop() {
+      await down();
+      for (const run of allRuns) run.kill();
     },
-    eventsSent: (runId, n) => until(() => pick(runId).some((r) => r.cursor >= n)),
-    streamAbandoned: (runId) => until(() => (runId ? (abandoned.get(runId) ?? 0) > 0 : abandoned.size > 0)),
-    createRun: (input, key) => createRun(input, { input }, key),
-    stop: () => {
-      for (const run of runs.values()) if (run.status === "running" || run.status === "waiting") run.status = "stopped";
-      for (const id of pumps.keys()) nudge(id);
-      void server.stop(true);
-    },
+
+    runCreated: (n = 1) => until(() => allRuns[n - 1]),
+    streamOpened: (runId, n = 1) => until(() => findRun(runId, (r) => r.streamsOpened >= n)),
+    clientLeft: (runId, n = 1) => until(() => findRun(runId, (r) => r.clientsLeft >= n)),
+    queueDropped: (runId, n = 1) => until(() => findRun(runId, (r) => r.queuesDropped >= n)),
+    approvalRequested: (runId, n = 1) => until(() => findRun(runId, (r) => r.approvalRequests.length >= n)?.approvalRequests[n - 1]),
+    approvalAnswered: (runId, n = 1) => until(() => findRun(runId, (r) => r.answers.length >= n)?.answers[n - 1]),
+    approvalExpired: (runId, n = 1) => until(() => findRun(runId, (r) => r.expired.length >= n)?.expired[n - 1]),
+    gateReached: (label, runId) => until(() => findRun(runId, (r) => r.waitingAt === label)),
+    stopRequested: (runId, n = 1) => until(() => findRun(runId, (r) => r.stopRequests >= n)),
+    finished: (runId) => until(() => findRun(runId, (r) => r.outcome !== undefined)),
+    stopped: (runId) => until(() => findRun(runId, (r) => r.outcome === "cancelled")),
+    eventsRead: (runId, n) => until(() => findRun(runId, (r) => r.read.length >= n)),
+    readersWaiting: (runId, n) => until(() => findRun(runId, (r) => r.queue.waiting >= n)),
+    requestReceived: (match, n = 1) => until(() => requests.filter(match)[n - 1]),
   };
 }
