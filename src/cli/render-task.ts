@@ -25,6 +25,12 @@ export function statusLine(task: Task, where: string): string {
   return `task ${task.id} ${shortState(task.status.state)} (${where})${msg}`;
 }
 
+/** For a task that waits for input: the command that answers it (printed after its status line). */
+export function answerHint(task: Task, agent: string): string | undefined {
+  if (task.status.state !== "TASK_STATE_INPUT_REQUIRED" && task.status.state !== "TASK_STATE_AUTH_REQUIRED") return undefined;
+  return `answer it with: a2a-node send --agent ${agent} --task-id ${task.id} --task "YOUR ANSWER" --wait`;
+}
+
 /** The result a person (or a pipe) wants: the artifacts' text, one after another. */
 export function artifactsText(task: Task): string {
   return (task.artifacts ?? []).map((a) => partsText(a.parts)).join("\n");

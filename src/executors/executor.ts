@@ -5,7 +5,10 @@ import type { Artifact, Message, TaskState } from "../protocol/types";
  * subscribers in order.
  */
 export interface ExecutionEvents {
-  /** Visible progress (tool use, a step): a WORKING status update carrying this text as an agent message. */
+  /**
+   * Visible progress (tool use, a step): a WORKING status update carrying this text as an agent message, which
+   * also becomes the task's status. Ignored while the execution waits for input (the question stays shown).
+   */
   progress(text: string, metadata?: Record<string, unknown>): void;
   /**
    * A piece of an artifact. `append`: add these parts to the artifact with this id (a streamed chunk);

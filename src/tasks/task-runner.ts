@@ -387,9 +387,12 @@ export class TaskRunner {
     const { task } = job;
     return {
       progress: (text, metadata) => {
-        if (!this.jobs.has(task.id)) return;
+        if (!this.jobs.has(task.id) || job.waiting) return;
         const status: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now(), message: agentMessage(task.id, task.contextId, text) };
-        this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status, ...(metadata ? { metadata } : {}) } });
+        // The task's status is the latest progress, for those who read it with GetTask rather than a stream.
+        task.status = status;
+        void this.store.setStatus(task.id, status);
+        this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status, ...(metadata ? { metadata } : {}) } }, true);
       },
       artifact: (artifact, options = {}) => {
         if (!this.jobs.has(task.id) || job.stopped) return;

@@ -1,8 +1,9 @@
 /**
- * A human approval crossing machines, end to end with compiled binaries: node beta runs tasks on a (fake)
- * Hermes Agent; node alpha delegates "deploy it" through the CLI, sees the task wait for input with Hermes's
- * question, and answers it with `send --task-id ID --task "yes"`; the run continues and completes. The
- * only fake is the Hermes runs API.
+ * A Hermes approval crossing machines, end to end with compiled binaries: node beta runs tasks on a Hermes Agent
+ * (the fake twin of its runs API, as the newer and the older server); node alpha delegates through the CLI,
+ * sees the task wait for input with the command Hermes wants to run and the choices, and answers with
+ * `send --task-id ID --task yes --stream`: the same Hermes run goes on, on the event stream beta held open the
+ * whole time, and alpha sees the answer stream in. The only fake is the Hermes runs API.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runBinary, serveBinary, type CliRun, type ServedBinary } from "../helpers/binary";
@@ -10,86 +11,100 @@ import { hermes, startFakeHermes, type FakeHermes } from "../helpers/fake-hermes
 import { makeFleet, type Fleet } from "../helpers/fleet";
 
 const API_KEY = `hermes-${crypto.randomUUID()}`;
-const PROMPT = "Deploy build 1.4.2 to production?";
+const DEPLOY = { command: "kubectl set image deploy/web web=web:1.4.2", description: "deploy build 1.4.2 to production" };
 
-let fleet: Fleet;
-let fake: FakeHermes;
-let beta: ServedBinary;
-
-const alpha = (...args: string[]): Promise<CliRun> => runBinary(["--home", fleet.homes.alpha!, ...args]);
-
-function onlyJsonLine(r: CliRun): any {
-  const lines = r.stdout.split("\n").filter((l) => l !== "");
-  expect(lines, r.stdout + r.stderr).toHaveLength(1);
-  return JSON.parse(lines[0]!);
-}
-
-const textOf = (task: any): string => (task.artifacts ?? []).flatMap((a: any) => a.parts.map((p: any) => p.text ?? "")).join("");
-
-beforeAll(async () => {
-  fleet = await makeFleet(["alpha", "beta"]);
-  fake = startFakeHermes({
-    apiKey: API_KEY, // anything without the key gets 401, so a missing key fails the task
-    script: [
-      hermes.toolCall("kubectl", { args: ["get", "deployments"] }),
-      hermes.toolResult("kubectl", "web 3/3"),
-      hermes.approval("approve-deploy-1", PROMPT, ["yes", "no"], { no: [hermes.failed("the operator declined")] }),
-      hermes.toolCall("kubectl", { args: ["rollout"] }),
-      hermes.delta("Deployed "),
-      hermes.delta("1.4.2 "),
-      hermes.delta("to production."),
-      hermes.completed(),
-    ],
-  });
-  beta = await serveBinary(fleet.homes.beta!, ["--executor", "hermes", "--hermes-url", fake.url], { HERMES_API_KEY: API_KEY });
-  const added = await alpha("peers", "add", "beta", beta.url);
-  expect(added.code, added.stderr).toBe(0);
-});
-
-afterAll(async () => {
-  await beta?.stop("SIGKILL").catch(() => undefined);
-  fake?.stop();
-  fleet?.cleanup();
-});
-
-describe("a Hermes approval answered from another node", () => {
+describe.each(["newer", "older"] as const)("a Hermes approval answered from another node (%s Hermes)", (generation) => {
+  let fleet: Fleet;
+  let fake: FakeHermes;
+  let beta: ServedBinary;
   let taskId: string;
+  const alpha = (...args: string[]): Promise<CliRun> => runBinary(["--home", fleet.homes.alpha!, ...args]);
 
-  it("send --wait exits 6 with the task INPUT_REQUIRED, carrying Hermes's question", async () => {
-    const r = await alpha("send", "--agent", "beta", "--task", "deploy it", "--wait", "--json");
+  beforeAll(async () => {
+    fleet = await makeFleet(["alpha", "beta"]);
+    fake = startFakeHermes({
+      generation,
+      apiKey: API_KEY, // anything without the key gets 401, so a missing key fails the task
+      script: [
+        hermes.delta("Checking the deployment first. "),
+        ...hermes.tool("terminal", "kubectl get deploy web"),
+        hermes.approval(DEPLOY, { deny: [hermes.delta("Not deployed."), hermes.completed()] }),
+        ...hermes.tool("terminal", DEPLOY.command),
+        hermes.delta("Deployed "),
+        hermes.delta("1.4.2 "),
+        hermes.delta("to production."),
+        hermes.completed(),
+      ],
+    });
+    beta = await serveBinary(fleet.homes.beta!, ["--executor", "hermes", "--hermes-url", fake.url], { HERMES_API_KEY: API_KEY });
+    const added = await alpha("peers", "add", "beta", beta.url);
+    expect(added.code, added.stderr).toBe(0);
+  });
+
+  afterAll(async () => {
+    await beta?.stop("SIGKILL").catch(() => undefined);
+    await fake?.stop();
+    fleet?.cleanup();
+  });
+
+  it("send --wait exits 6 with the task INPUT_REQUIRED, showing the command, why, the choices, and how to answer", async () => {
+    const r = await alpha("send", "--agent", "beta", "--task", "deploy 1.4.2", "--wait");
     expect(r.code, r.stderr).toBe(6);
-    const task = onlyJsonLine(r);
-    taskId = task.id;
-    expect(task.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
-    expect(task.status.message.parts[0].text).toContain(PROMPT);
+    const id = /^task (\S+) input-required \(peer 'beta'\)/.exec(r.stderr);
+    expect(id, r.stderr).not.toBeNull();
+    taskId = id![1]!;
+    expect(r.stderr).toContain(`Why: ${DEPLOY.description}`);
+    expect(r.stderr).toContain(`Command: ${DEPLOY.command}`);
+    expect(r.stderr).toContain("Answer with one of: once, session, always, deny (yes means once, no means deny).");
+    expect(r.stderr).toContain(`answer it with: a2a-node send --agent beta --task-id ${taskId} --task "YOUR ANSWER" --wait`);
 
-    const run = await fake.waitingForApproval();
-    expect(run.body.input).toBe("deploy it");
-    expect(run.idempotencyKey).toBe(taskId);
+    const run = fake.runs[0]!;
+    expect(run.request.userMessage).toBe("deploy 1.4.2");
+    expect(fake.status(run.id)?.status).toBe("waiting_for_approval");
+    expect(run.clientsLeft).toBe(0); // beta still holds the run's event stream open
     const start = fake.requests.find((q) => q.method === "POST" && q.path === "/v1/runs")!;
     expect(start.bearer).toBe(API_KEY);
     expect(start.headers["idempotency-key"]).toBe(taskId);
-    expect(fake.runsCreated).toBe(1);
   });
 
-  it("send --task-id ID --task yes --wait answers it: the run continues and the task COMPLETES with the streamed answer", async () => {
-    expect(taskId).toBeTruthy();
-    const r = await alpha("send", "--agent", "beta", "--task-id", taskId, "--task", "yes", "--wait", "--json");
+  it("the same task in --json shows the approval's fields in the status message's metadata", async () => {
+    const r = await alpha("status", "--agent", "beta", "--task-id", taskId, "--json");
     expect(r.code, r.stderr).toBe(0);
-    const task = onlyJsonLine(r);
-    expect(task.id).toBe(taskId);
-    expect(task.status.state).toBe("TASK_STATE_COMPLETED");
-    expect(textOf(task)).toContain("Deployed 1.4.2 to production.");
+    const task = JSON.parse(r.stdout);
+    expect(task.status.message.metadata["hermes/approval"]).toMatchObject({
+      run_id: fake.runs[0]!.id,
+      command: DEPLOY.command,
+      description: DEPLOY.description,
+      choices: ["once", "session", "always", "deny"],
+    });
+  });
 
-    const run = [...fake.runs.values()][0]!;
-    const answer = await fake.approvalAnswered(run.id);
-    expect(answer).toMatchObject({ approval_id: "approve-deploy-1", choice: "yes" });
-    expect(run.status).toBe("completed");
-    expect(fake.runsCreated).toBe(1); // the same run went on; no second run was started
-    const approvalPost = fake.requests.find((q) => q.path === `/v1/runs/${run.id}/approval`)!;
-    expect(approvalPost.bearer).toBe(API_KEY);
-    // Every runs-API call beta made carried the key from HERMES_API_KEY.
+  it("an answer that is not a choice is refused with the choices listed, and the task keeps waiting", async () => {
+    const r = await alpha("send", "--agent", "beta", "--task-id", taskId, "--task", "later", "--wait");
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("-32602");
+    expect(r.stderr).toContain("answer one of: once, session, always, deny");
+    expect(fake.runs[0]!.answers).toHaveLength(0);
+  });
+
+  it("send --task-id ID --task yes --stream answers it: the same run goes on and alpha sees the answer stream in", async () => {
+    const r = await alpha("send", "--agent", "beta", "--task-id", taskId, "--task", "yes", "--stream");
+    expect(r.code, r.stderr).toBe(0);
+    // The streamed words, each once (the final answer repeats no text already shown).
+    expect(r.stdout).toBe("Deployed 1.4.2 to production.\n");
+    expect(r.stderr).toContain(`[beta] running terminal: ${DEPLOY.command}`);
+    expect(r.stderr).toMatch(new RegExp(`task ${taskId} completed \\(peer 'beta'\\)`));
+
+    const run = fake.runs[0]!;
+    expect(run.answers.map((a) => a.choice)).toEqual(["once"]);
+    expect(run.outcome).toBe("completed");
+    expect(fake.runs).toHaveLength(1); // the same run went on; no second run was started
+    expect(run.streamsOpened).toBe(1); // on the one events connection beta held through the approval
     expect(fake.requests.filter((q) => q.path.startsWith("/v1/")).every((q) => q.bearer === API_KEY)).toBe(true);
+
+    const status = await alpha("status", "--agent", "beta", "--task-id", taskId, "--json");
+    const task = JSON.parse(status.stdout);
+    expect(task.artifacts.map((a: any) => a.parts[0].text)).toEqual(["Deployed 1.4.2 to production."]);
   });
 
   it("a completed task takes no further answer (-32004), and Hermes hears nothing more", async () => {
@@ -97,6 +112,6 @@ describe("a Hermes approval answered from another node", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/-32004/);
     expect(r.stderr).toContain("TASK_STATE_COMPLETED");
-    expect([...fake.runs.values()][0]!.approvals).toHaveLength(1);
+    expect(fake.runs[0]!.answers).toHaveLength(1);
   });
 });

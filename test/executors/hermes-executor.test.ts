@@ -1,285 +1,302 @@
 /**
- * HermesExecutor against a fake Hermes Agent runs API on loopback (real HTTP, real SSE): each mapping of
- * issue 4 with the executor alone and a recording events sink, then the approval round trip and a restart
- * re-attach through TaskRunner and the request handler on a real SQLite store.
+ * HermesExecutor against the fake Hermes server (a twin of the real runs API, test/helpers/fake-hermes.ts), as
+ * both server generations, through the node's task core on a real SQLite store: streaming, tools, approvals
+ * answered over A2A while the run's one event stream stays open, cancel, errors and readiness. Restarts,
+ * polling, capacity and conversations are in hermes-reattach.test.ts.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { APPROVAL_KEY, HermesExecutor, RUN_KEY } from "../../src/executors/hermes-executor";
-import type { ExecutionEvents, ExecutionRequest } from "../../src/executors/executor";
-import { DefaultRequestHandler } from "../../src/protocol/request-handler";
-import type { Artifact, Message, Task } from "../../src/protocol/types";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
-import { TaskRunner } from "../../src/tasks/task-runner";
+import { afterEach, describe, expect, it } from "vitest";
+import { sessionId } from "../../src/executors/hermes-executor";
+import { HermesExecutor } from "../../src/executors/hermes-executor";
+import { A2AError } from "../../src/protocol/errors";
+import type { Task } from "../../src/protocol/types";
 import { hermes, startFakeHermes, type FakeHermes, type FakeHermesOptions } from "../helpers/fake-hermes";
+import { answerText, startHermesNode, userMessage, who, type HermesNode } from "../helpers/hermes-node";
 
+const KEY = "hermes-test-key";
 const fakes: FakeHermes[] = [];
-function fake(options: FakeHermesOptions = {}): FakeHermes {
-  const f = startFakeHermes(options);
-  fakes.push(f);
-  return f;
-}
-afterEach(() => {
-  for (const f of fakes.splice(0)) f.stop();
+const nodes: HermesNode[] = [];
+
+afterEach(async () => {
+  for (const n of nodes.splice(0)) await n.close();
+  for (const f of fakes.splice(0)) await f.stop();
 });
 
-const API_KEY = "hermes-test-key";
-const message = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra });
-
-interface Chunk {
-  artifact: Artifact;
-  append?: boolean;
-  lastChunk?: boolean;
+async function setup(options: FakeHermesOptions): Promise<{ fake: FakeHermes; node: HermesNode }> {
+  const fake = startFakeHermes({ apiKey: KEY, ...options });
+  fakes.push(fake);
+  const node = await startHermesNode(fake, { apiKey: KEY });
+  nodes.push(node);
+  return { fake, node };
 }
 
-/** An ExecutionEvents sink that records every call, and lets a test await the n-th artifact chunk. */
-function recorder() {
-  const chunks: Chunk[] = [];
-  const progress: { text: string; metadata?: Record<string, unknown> }[] = [];
-  const notes: Record<string, unknown>[] = [];
-  const waiters: { n: number; resolve(): void }[] = [];
-  const events: ExecutionEvents = {
-    progress: (text, metadata) => progress.push({ text, metadata }),
-    artifact: (artifact, options = {}) => {
-      chunks.push({ artifact, ...options });
-      for (let i = waiters.length - 1; i >= 0; i--) if (chunks.length >= waiters[i]!.n) waiters.splice(i, 1)[0]!.resolve();
-    },
-    note: (m) => notes.push(m),
-  };
-  return {
-    events,
-    chunks,
-    progress,
-    notes,
-    text: () => chunks.map((c) => c.artifact.parts.map((p) => p.text ?? "").join("")).join(""),
-    /** Every note merged, as the task's metadata would hold them. */
-    noted: () => Object.assign({}, ...notes) as Record<string, unknown>,
-    chunk: (n: number) => (chunks.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve }))),
-  };
+async function refused(p: Promise<unknown>): Promise<A2AError> {
+  const err = await p.then(
+    () => undefined,
+    (e) => e,
+  );
+  expect(err).toBeInstanceOf(A2AError);
+  return err as A2AError;
 }
 
-function requestFor(text: string, events: ExecutionEvents, extra: Partial<ExecutionRequest> = {}): ExecutionRequest {
-  return {
-    taskId: "TASK-1",
-    contextId: "CTX-1",
-    message: message(text),
-    history: () => [],
-    caller: "alpha",
-    signal: new AbortController().signal,
-    events,
-    metadata: {},
-    resumed: false,
-    ...extra,
-  };
-}
+const DEPLOY = { command: "kubectl rollout restart deploy/web", description: "restart a production deployment" };
 
-const executorFor = (f: FakeHermes) => new HermesExecutor({ baseUrl: f.url, apiKey: API_KEY });
-
-describe("HermesExecutor, alone", () => {
-  it("starts a run with the task id as Idempotency-Key and the bearer key, and notes the run id at once", async () => {
-    const f = fake({ apiKey: API_KEY });
-    const rec = recorder();
-    const outcome = await executorFor(f).execute(requestFor("check the disks", rec.events, { taskId: "01TASKIDEMPOTENT" }));
-    expect(outcome.state).toBe("TASK_STATE_COMPLETED");
-    const start = f.requests.find((r) => r.method === "POST" && r.path === "/v1/runs")!;
-    expect(start.headers["idempotency-key"]).toBe("01TASKIDEMPOTENT");
-    expect(start.bearer).toBe(API_KEY);
-    expect(start.body).toMatchObject({ input: "check the disks", metadata: { a2a_task_id: "01TASKIDEMPOTENT", a2a_context_id: "CTX-1" } });
-    const run = await f.runCreated();
-    expect(rec.notes[0]).toEqual({ [RUN_KEY]: run.id });
-    // Every call to Hermes carries the key.
-    expect(f.requests.filter((r) => r.path.startsWith("/v1/")).every((r) => r.bearer === API_KEY)).toBe(true);
-    expect(f.runsCreated).toBe(1);
-  });
-
-  it("turns message.delta events into artifact chunks (append false, then true), closed by a lastChunk on run.completed", async () => {
-    const f = fake({ script: [hermes.delta("Disks "), hermes.delta("are "), hermes.delta("fine."), hermes.completed()], eventDelayMs: 2 });
-    const rec = recorder();
-    const outcome = await executorFor(f).execute(requestFor("check", rec.events));
-    expect(outcome.state).toBe("TASK_STATE_COMPLETED");
-    expect(rec.chunks.map((c) => c.artifact.parts[0]!.text)).toEqual(["Disks ", "are ", "fine.", ""]);
-    expect(rec.chunks.map((c) => c.append === true)).toEqual([false, true, true, true]);
-    expect(rec.chunks.map((c) => c.lastChunk === true)).toEqual([false, false, false, true]);
-    expect(rec.text()).toBe("Disks are fine.");
-  });
-
-  it("takes the answer from run.completed's output when no delta came", async () => {
-    const f = fake({ script: [hermes.completed("all in one")] });
-    const rec = recorder();
-    expect((await executorFor(f).execute(requestFor("x", rec.events))).state).toBe("TASK_STATE_COMPLETED");
-    expect(rec.chunks).toHaveLength(1);
-    expect(rec.chunks[0]).toMatchObject({ lastChunk: true, artifact: { parts: [{ text: "all in one" }] } });
-  });
-
-  it("reports tool and reasoning events as progress with metadata, never as tokens", async () => {
-    const f = fake({
+describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes server", (generation) => {
+  it("streams deltas, turns tools and reasoning into status updates, and ends with run.completed's output as the answer", async () => {
+    const { fake, node } = await setup({
+      generation,
       script: [
-        hermes.toolCall("terminal", { command: "df -h" }),
-        hermes.toolResult("terminal", "/dev/sda1 40%"),
-        hermes.reasoning("the disk is fine"),
-        hermes.delta("40% used"),
+        hermes.delta("Let me look at the disks. "),
+        ...hermes.tool("terminal", "df -h", { duration: 0.5 }),
+        hermes.reasoning("40% is fine"),
+        hermes.delta("The disk is 40% full."),
         hermes.completed(),
       ],
     });
-    const rec = recorder();
-    const outcome = await executorFor(f).execute(requestFor("disk?", rec.events));
-    expect(outcome.state).toBe("TASK_STATE_COMPLETED");
-    expect(rec.progress.map((p) => p.text)).toEqual(["tool.call: terminal", "tool.result: terminal", "reasoning.available"]);
-    expect(rec.progress[0]!.metadata).toMatchObject({ hermes: { event: "tool.call", tool: "terminal", args: { command: "df -h" } } });
-    expect(rec.progress[1]!.metadata).toMatchObject({ hermes: { event: "tool.result", tool: "terminal", result: "/dev/sda1 40%" } });
-    expect(rec.progress[2]!.metadata).toMatchObject({ hermes: { event: "reasoning.available" } });
-    expect(rec.text()).toBe("40% used");
-    expect(rec.text()).not.toContain("df -h");
+    const items = await node.stream({ message: userMessage("how full is the disk?", { contextId: "ctx-disk" }) });
+    const task = (items[0]!.response as { task: Task }).task;
+    const updates = items.slice(1).map((i) => i.response as any);
+
+    const chunks = updates.filter((u) => u.artifactUpdate).map((u) => u.artifactUpdate);
+    expect(chunks.map((c) => [c.artifact.parts[0].text, c.append === true, c.lastChunk === true])).toEqual([
+      ["Let me look at the disks. ", false, false],
+      ["The disk is 40% full.", true, false],
+      // The final artifact is the run's answer alone, without the narration streamed before the tool call.
+      ["The disk is 40% full.", false, true],
+    ]);
+    const statuses = updates.filter((u) => u.statusUpdate).map((u) => u.statusUpdate);
+    const progress = statuses.filter((s) => s.metadata?.hermes);
+    expect(progress.map((s) => s.status.message.parts[0].text)).toEqual(["running terminal: df -h", "terminal finished after 0.5 s", "thinking: 40% is fine"]);
+    expect(progress.map((s) => s.metadata.hermes)).toEqual([
+      expect.objectContaining({ event: "tool.started", tool: "terminal", preview: "df -h" }),
+      expect.objectContaining({ event: "tool.completed", tool: "terminal", duration: 0.5, error: false }),
+      expect.objectContaining({ event: "reasoning.available", text: "40% is fine" }),
+    ]);
+    expect(statuses.at(-1).status.state).toBe("TASK_STATE_COMPLETED");
+
+    const done = node.get(task.id);
+    expect(done.artifacts).toEqual([{ artifactId: `${task.id}-answer`, name: "answer", parts: [{ text: "The disk is 40% full." }] }]);
+    expect(done.metadata?.["hermes/runId"]).toBe(fake.runs[0]!.id);
+    expect(done.metadata?.["hermes/usage"]).toEqual(expect.objectContaining({ output_tokens: expect.any(Number), total_tokens: expect.any(Number) }));
+
+    // What reached Hermes: the text, the conversation's session, the task id as Idempotency-Key, the key.
+    const run = fake.runs[0]!;
+    expect(run.request.input).toBe("how full is the disk?");
+    expect(run.request.sessionId).toBe(sessionId("alpha", "ctx-disk"));
+    expect(run.request.headers["idempotency-key"]).toBe(task.id);
+    expect(run.request.body).not.toHaveProperty("metadata");
+    expect(fake.requests.every((r) => r.path === "/health" || r.bearer === KEY)).toBe(true);
+    expect(run.streamsOpened).toBe(1);
   });
 
-  it("pauses on approval.request as INPUT_REQUIRED with the prompt and choices, noting the run and the pending approval", async () => {
-    const f = fake({ script: [hermes.delta("Ready to deploy. "), hermes.approval("appr-1", "Deploy to production?"), hermes.delta("Deployed."), hermes.completed()] });
-    const rec = recorder();
-    const outcome = await executorFor(f).execute(requestFor("deploy it", rec.events));
-    const run = await f.waitingForApproval();
-    expect(outcome.state).toBe("TASK_STATE_INPUT_REQUIRED");
-    expect(outcome.message).toContain("Deploy to production?");
-    expect(outcome.message).toMatch(/yes \/ no/);
-    expect(rec.noted()).toMatchObject({ [RUN_KEY]: run.id, [APPROVAL_KEY]: { approval_id: "appr-1", prompt: "Deploy to production?" } });
-    expect(rec.text()).toBe("Ready to deploy. ");
-    expect(run.approvals).toEqual([]);
-  });
-
-  it("answers the approval with the next message's text as the choice, then follows the run to COMPLETED", async () => {
-    const f = fake({
-      script: [hermes.approval("appr-7", "Restart nginx?", ["yes", "no"], { yes: [hermes.toolCall("systemctl")], no: [hermes.failed("declined")] }), hermes.delta("Restarted."), hermes.completed()],
+  it("an approval makes the task INPUT_REQUIRED with the command, why, and the choices, while the run's stream stays open; 'once' goes on", async () => {
+    const { fake, node } = await setup({
+      generation,
+      script: [hermes.delta("Restarting. "), hermes.approval(DEPLOY, { deny: [hermes.delta("Not restarting."), hermes.completed()] }), hermes.delta("Restarted."), hermes.completed()],
     });
-    const first = recorder();
-    expect((await executorFor(f).execute(requestFor("restart nginx", first.events))).state).toBe("TASK_STATE_INPUT_REQUIRED");
-    const run = await f.waitingForApproval();
+    const asked = await node.send("restart web");
+    expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    const text = asked.status.message!.parts[0]!.text!;
+    expect(text).toContain("restart a production deployment");
+    expect(text).toContain("kubectl rollout restart deploy/web");
+    expect(text).toContain("once, session, always, deny");
+    const run = fake.runs[0]!;
+    const approval = asked.status.message!.metadata!["hermes/approval"] as Record<string, unknown>;
+    expect(approval).toMatchObject({ run_id: run.id, command: DEPLOY.command, description: DEPLOY.description, choices: ["once", "session", "always", "deny"] });
+    expect(approval).not.toHaveProperty("event");
+    if (generation === "newer") expect(approval.request_id).toEqual(expect.any(String));
+    expect(fake.status(run.id)?.status).toBe("waiting_for_approval");
+    expect(run.clientsLeft).toBe(0); // the events connection is still open while the person decides
 
-    const second = recorder();
-    const outcome = await executorFor(f).execute(requestFor("yes", second.events, { metadata: first.noted() }));
-    const answer = await f.approvalAnswered(run.id);
-    expect(answer).toMatchObject({ approval_id: "appr-7", choice: "yes" });
-    expect(outcome.state).toBe("TASK_STATE_COMPLETED");
-    expect(second.progress.map((p) => p.text)).toEqual(["tool.call: systemctl"]);
-    expect(second.text()).toBe("Restarted.");
-    expect(second.noted()[APPROVAL_KEY]).toBeNull(); // the pending approval is cleared
-    expect(f.runsCreated).toBe(1); // the same run continued, not a new one
-    const approvalPost = f.requests.find((r) => r.path === `/v1/runs/${run.id}/approval`)!;
-    expect(approvalPost.bearer).toBe(API_KEY);
-    expect(run.eventStreams).toBe(2);
+    const done = await node.answer(asked.id, "once");
+    expect(done.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(answerText(done)).toBe("Restarted.");
+    const answered = await fake.approvalAnswered(run.id);
+    expect(answered.choice).toBe("once");
+    if (generation === "newer") expect(answered.requestId).toBe(approval.request_id);
+    expect(fake.runs).toHaveLength(1);
+    expect(run.streamsOpened).toBe(1); // one events connection for the run's whole life
+    expect(done.history?.map((m) => m.role)).toEqual(["ROLE_USER", "ROLE_AGENT", "ROLE_USER"]);
   });
 
-  it("ends FAILED with the reason on run.failed", async () => {
-    const f = fake({ script: [hermes.delta("Trying... "), hermes.failed("tool 'terminal' is not allowed on this host")] });
-    const rec = recorder();
-    const outcome = await executorFor(f).execute(requestFor("x", rec.events));
-    expect(outcome.state).toBe("TASK_STATE_FAILED");
-    expect(outcome.message).toContain("tool 'terminal' is not allowed on this host");
+  it.each([
+    ["yes", "once"],
+    ["Y", "once"],
+    ["ok", "once"],
+    ["approve", "once"],
+    ["allow", "once"],
+    ["session", "session"],
+    ["always", "always"],
+    ["no", "deny"],
+    ["n", "deny"],
+    ["reject", "deny"],
+    [" Deny. ", "deny"],
+  ])("the answer %j is sent as %s", async (answer, choice) => {
+    const { fake, node } = await setup({
+      generation,
+      script: [hermes.approval(DEPLOY, { deny: [hermes.delta("Declined."), hermes.completed()] }), hermes.delta("Done."), hermes.completed()],
+    });
+    const asked = await node.send("restart web");
+    const done = await node.answer(asked.id, answer);
+    expect((await fake.approvalAnswered()).choice).toBe(choice);
+    expect(done.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(answerText(done)).toBe(choice === "deny" ? "Declined." : "Done.");
   });
 
-  it("on abort, stops the run (POST /v1/runs/{id}/stop) and ends CANCELED", async () => {
-    const f = fake({ script: [hermes.delta("working on it"), hermes.stall()] });
-    const rec = recorder();
-    const abort = new AbortController();
-    const running = executorFor(f).execute(requestFor("long job", rec.events, { signal: abort.signal }));
-    await rec.chunk(1);
-    abort.abort(new Error("canceled by alpha"));
-    const outcome = await running;
-    const run = await f.stopped();
-    expect(outcome.state).toBe("TASK_STATE_CANCELED");
-    expect(run.status).toBe("stopped");
-    const stop = f.requests.find((r) => r.method === "POST" && r.path === `/v1/runs/${run.id}/stop`)!;
-    expect(stop.bearer).toBe(API_KEY);
+  it("refuses an answer that is not a choice with -32602 listing the choices offered; the task keeps waiting, and a good answer then works", async () => {
+    const { fake, node } = await setup({ generation, script: [hermes.approval(DEPLOY), hermes.delta("Done."), hermes.completed()] });
+    const asked = await node.send("restart web");
+    const err = await refused(node.answer(asked.id, "maybe later"));
+    expect(err.code).toBe(-32602);
+    expect(err.message).toBe('"maybe later" is not an answer to this Hermes approval; answer one of: once, session, always, deny (yes means once, no means deny)');
+    expect(node.get(asked.id).status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(fake.requests.filter((r) => r.path.endsWith("/approval"))).toHaveLength(0);
+    const done = await node.answer(asked.id, "yes");
+    expect(done.status.state).toBe("TASK_STATE_COMPLETED");
   });
 
-  it("re-attaches to a noted run after a restart (resumed) without starting a new one", async () => {
-    const f = fake({ script: [hermes.delta("resumed "), hermes.delta("output"), hermes.completed()] });
-    const run = f.createRun("earlier input", "TASK-R");
-    const rec = recorder();
-    const outcome = await executorFor(f).execute(requestFor("earlier input", rec.events, { taskId: "TASK-R", metadata: { [RUN_KEY]: run.id }, resumed: true }));
-    expect(outcome.state).toBe("TASK_STATE_COMPLETED");
-    expect(rec.text()).toBe("resumed output");
-    expect(f.requests.filter((r) => r.method === "POST" && r.path === "/v1/runs")).toHaveLength(0);
-    expect(f.requests.some((r) => r.method === "GET" && r.path === `/v1/runs/${run.id}/events`)).toBe(true);
-    expect(f.runsCreated).toBe(1);
+  it("two approvals in one run: each one asks, each answer goes to the same run", async () => {
+    const { fake, node } = await setup({
+      generation,
+      script: [hermes.approval(DEPLOY), hermes.delta("Restarted. "), hermes.approval({ command: "rm -rf /tmp/cache", description: "delete the cache" }), hermes.delta("Cleaned."), hermes.completed()],
+    });
+    const first = await node.send("restart and clean");
+    expect(first.status.message!.parts[0]!.text).toContain("kubectl rollout restart");
+    const second = await node.answer(first.id, "yes");
+    expect(second.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(second.status.message!.parts[0]!.text).toContain("rm -rf /tmp/cache");
+    const done = await node.answer(first.id, "session");
+    expect(done.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(answerText(done)).toBe("Cleaned.");
+    expect(fake.runs[0]!.answers.map((a) => a.choice)).toEqual(["once", "session"]);
+    expect(fake.runs).toHaveLength(1);
+    expect(fake.runs[0]!.streamsOpened).toBe(1);
   });
 
-  it("reports readiness from GET /health", async () => {
-    const f = fake();
-    expect(await executorFor(f).ready(AbortSignal.timeout(5000))).toMatchObject({ ready: true });
-    const url = f.url;
-    f.stop();
-    expect((await new HermesExecutor({ baseUrl: url }).ready(AbortSignal.timeout(5000))).ready).toBe(false);
+  it("offers only the choices the run offers: a smart-denied command takes once or deny, not session", async () => {
+    const { node } = await setup({ generation, script: [hermes.approval({ ...DEPLOY, smartDenied: true }), hermes.completed("ok")] });
+    const asked = await node.send("restart web");
+    const offered = generation === "newer" ? ["once", "deny"] : ["once", "session", "always", "deny"];
+    expect((asked.status.message!.metadata!["hermes/approval"] as { choices: string[] }).choices).toEqual(offered);
+    if (generation === "newer") {
+      const err = await refused(node.answer(asked.id, "session"));
+      expect(err.message).toContain("answer one of: once, deny");
+    }
+    expect((await node.answer(asked.id, "yes")).status.state).toBe("TASK_STATE_COMPLETED");
+  });
+
+  it("cancel during an approval stops the run on Hermes and ends the task CANCELED", async () => {
+    const { fake, node } = await setup({ generation, script: [hermes.approval(DEPLOY), hermes.completed("never")] });
+    const asked = await node.send("restart web");
+    const canceled = await node.handler.cancelTask({ id: asked.id }, who("alpha"));
+    expect(canceled.status.state).toBe("TASK_STATE_CANCELED");
+    expect(canceled.status.message?.parts[0]?.text).toBe("canceled by alpha");
+    const run = await fake.stopRequested();
+    expect(run.id).toBe(asked.metadata?.["hermes/runId"]);
+    expect((await fake.stopped(run.id)).outcome).toBe("cancelled");
+  });
+
+  it("an approval Hermes denies on its timeout takes the question back; a late answer hears why, and the task ends as the run did", async () => {
+    const { fake, node } = await setup({
+      generation,
+      script: [
+        hermes.approval(DEPLOY, { timeout: [...hermes.tool("terminal", "echo skipped"), hermes.delta("Skipped the restart."), hermes.gate("end")] }),
+        hermes.completed(),
+      ],
+    });
+    const asked = await node.send("restart web");
+    expect(fake.expireApproval()).toBe(true);
+    await node.reach(asked.id, (t) => t.status.state === "TASK_STATE_WORKING");
+    const late = await refused(node.answer(asked.id, "yes"));
+    expect(late.code).toBe(-32004);
+    expect(late.message).toContain("no longer waits for input (Hermes went on without this answer: it denies an approval nobody answers in time)");
+    fake.release("end");
+    const done = await node.reach(asked.id, (t) => t.status.state === "TASK_STATE_COMPLETED");
+    expect(answerText(done)).toBe("Skipped the restart.");
+    // The task's log: the question, taken back when the run went on, then the run's own progress.
+    const log: string[] = [];
+    for await (const item of await node.handler.subscribeToTask({ id: asked.id }, who("alpha"), 0)) {
+      const u = (item.response as any).statusUpdate;
+      if (u) log.push(`${u.status.state}: ${u.status.message?.parts[0]?.text ?? ""}`);
+    }
+    expect(log.slice(1, 4)).toEqual([
+      expect.stringMatching(/^TASK_STATE_INPUT_REQUIRED: Hermes asks for approval/),
+      "TASK_STATE_WORKING: no longer waiting for an answer: Hermes went on without this answer: it denies an approval nobody answers in time",
+      "TASK_STATE_WORKING: running terminal: echo skipped",
+    ]);
+    expect(fake.runs[0]!.answers).toHaveLength(0);
+  });
+
+  it("a run stopped from elsewhere (run.cancelled) ends the task CANCELED", async () => {
+    const { fake, node } = await setup({ generation, script: [hermes.delta("Working on it. "), hermes.gate("wait"), hermes.completed()] });
+    const stream = node.stream({ message: userMessage("long job") });
+    const run = await fake.gateReached("wait");
+    const res = await fetch(`${fake.url}/v1/runs/${run.id}/stop`, { method: "POST", headers: { authorization: `Bearer ${KEY}` } });
+    expect(res.ok).toBe(true);
+    const items = await stream;
+    const last = (items.at(-1)!.response as any).statusUpdate;
+    expect(last.status.state).toBe("TASK_STATE_CANCELED");
+    expect(last.status.message.parts[0].text).toBe(`the Hermes run ${run.id} was cancelled`);
+  });
+
+  it("run.failed ends the task FAILED with Hermes's error", async () => {
+    const { node } = await setup({ generation, script: [hermes.delta("Trying. "), hermes.failed("the model provider refused the request")] });
+    const task = await node.send("do it");
+    expect(task.status.state).toBe("TASK_STATE_FAILED");
+    expect(task.status.message?.parts[0]?.text).toBe("the Hermes run failed: the model provider refused the request");
+  });
+
+  it("tolerates events it does not know", async () => {
+    const { node } = await setup({ generation, script: [hermes.event("run.steered", { accepted: true }), hermes.event("something.new", { x: 1 }), hermes.delta("fine"), hermes.completed()] });
+    const task = await node.send("go");
+    expect(task.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(answerText(task)).toBe("fine");
   });
 });
 
-describe("HermesExecutor, through TaskRunner on SQLite", () => {
-  let dir: string;
-  let database: OpenDatabase;
-  let store: SqliteTaskStore;
-  const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
-
-  beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), "a2a-hermes-exec-"));
-    database = openDatabase(join(dir, "db.sqlite"));
-    store = new SqliteTaskStore(database);
-  });
-  afterEach(() => {
-    database.close();
-    rmSync(dir, { recursive: true, force: true });
+describe("HermesExecutor errors and readiness", () => {
+  it("a refused API key ends the task FAILED naming the endpoint and the HTTP status", async () => {
+    const fake = startFakeHermes({ apiKey: KEY });
+    fakes.push(fake);
+    const node = await startHermesNode(fake, { apiKey: "wrong-key" });
+    nodes.push(node);
+    const task = await node.send("go");
+    expect(task.status.state).toBe("TASK_STATE_FAILED");
+    expect(task.status.message?.parts[0]?.text).toBe(`Hermes at ${fake.url}: POST /v1/runs answered HTTP 401 invalid_api_key: Invalid API key`);
+    expect(fake.runs).toHaveLength(0);
   });
 
-  const runnerFor = (f: FakeHermes) => new TaskRunner(store, executorFor(f), { maxConcurrent: 4, maxQueued: 10, historyMessages: 20 });
-
-  it("an approval round trip: INPUT_REQUIRED, then the follow-up message completes the same run with the whole answer", async () => {
-    const f = fake({ script: [hermes.delta("Plan: deploy v2. "), hermes.approval("a1", "Proceed with the deploy?"), hermes.delta("Deployed v2."), hermes.completed()] });
-    const handler = new DefaultRequestHandler(store, runnerFor(f));
-    const first = (await handler.sendMessage({ message: message("deploy it") }, alpha)) as { task: Task };
-    expect(first.task.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
-    expect(first.task.status.message?.parts[0]!.text).toContain("Proceed with the deploy?");
-    const run = await f.runCreated();
-    expect(store.get(first.task.id, "alpha")!.metadata).toMatchObject({ [RUN_KEY]: run.id, [APPROVAL_KEY]: { approval_id: "a1" } });
-
-    const second = (await handler.sendMessage({ message: message("yes", { taskId: first.task.id }) }, alpha)) as { task: Task };
-    expect(second.task.status.state).toBe("TASK_STATE_COMPLETED");
-    expect((await f.approvalAnswered(run.id)).choice).toBe("yes");
-    expect(f.runsCreated).toBe(1);
-    const stored = store.get(first.task.id, "alpha")!;
-    expect(stored.metadata?.[APPROVAL_KEY]).toBeNull();
-    // Everything the agent streamed over the task's life is kept: nothing said before the approval is lost.
-    const text = (stored.artifacts ?? []).flatMap((a) => a.parts.map((p) => p.text ?? "")).join("");
-    expect(text).toContain("Plan: deploy v2. ");
-    expect(text).toContain("Deployed v2.");
+  it("an unreachable Hermes ends the task FAILED saying so, after a few tries", async () => {
+    const fake = startFakeHermes({ apiKey: KEY });
+    fakes.push(fake);
+    await fake.down();
+    const node = await startHermesNode(fake, { apiKey: KEY });
+    nodes.push(node);
+    const task = await node.send("go");
+    expect(task.status.state).toBe("TASK_STATE_FAILED");
+    expect(task.status.message?.parts[0]?.text).toMatch(new RegExp(`^Hermes at ${fake.url} is unreachable: `));
   });
 
-  it("a node restarted mid-run re-attaches to the noted run instead of starting it again", async () => {
-    const f = fake({ script: [hermes.delta("picked "), hermes.delta("up"), hermes.completed()] });
-    const id = "01HERMESRESTARTED000000000";
-    const run = f.createRun("long job", id);
-    await store.create({ id, contextId: "c", owner: "alpha", message: message("long job", { taskId: id, contextId: "c" }), executor: "hermes", timestamp: new Date().toISOString() })
-      .committed;
-    await store.setStatus(id, { state: "TASK_STATE_WORKING", timestamp: new Date().toISOString() });
-    await store.finish(id, { state: "TASK_STATE_WORKING", timestamp: new Date().toISOString() }, [], { [RUN_KEY]: run.id });
-
-    const runner = runnerFor(f);
-    expect(await runner.recover()).toEqual({ resumed: 1, failed: 0 });
-    const done = await runner.settledOf(id)!;
-    expect(done.status.state).toBe("TASK_STATE_COMPLETED");
-    expect(f.requests.filter((r) => r.method === "POST" && r.path === "/v1/runs")).toHaveLength(0);
-    expect(store.get(id, "alpha")!.artifacts![0]!.parts[0]!.text).toBe("picked up");
+  it("a file part is refused before any task exists (-32005)", async () => {
+    const fake = startFakeHermes({ apiKey: KEY });
+    fakes.push(fake);
+    const node = await startHermesNode(fake, { apiKey: KEY });
+    nodes.push(node);
+    const err = await refused(node.handler.sendMessage({ message: { messageId: "m", role: "ROLE_USER", parts: [{ url: "https://x/y.pdf" }] } }, who("alpha")));
+    expect(err.code).toBe(-32005);
+    expect(fake.requests).toHaveLength(0);
   });
 
-  it("CancelTask mid-run stops the Hermes run and the task ends CANCELED", async () => {
-    const f = fake({ script: [hermes.delta("step 1 "), hermes.stall()] });
-    const runner = runnerFor(f);
-    const handler = new DefaultRequestHandler(store, runner);
-    const r = (await handler.sendMessage({ message: message("forever"), configuration: { returnImmediately: true } }, alpha)) as { task: Task };
-    const run = await f.runCreated();
-    // Wait until the run's first event went out, so the cancel lands mid-stream.
-    await f.eventsSent(run.id, 1);
-    const canceled = await handler.cancelTask({ id: r.task.id }, alpha);
-    expect(canceled.status.state).toBe("TASK_STATE_CANCELED");
-    expect((await f.stopped(run.id)).status).toBe("stopped");
+  it("ready() checks that the key is accepted, not only that /health answers", async () => {
+    const fake = startFakeHermes({ apiKey: KEY });
+    fakes.push(fake);
+    const signal = new AbortController().signal;
+    expect(await new HermesExecutor({ baseUrl: fake.url, apiKey: KEY }).ready(signal)).toEqual({ ready: true, detail: `Hermes at ${fake.url} accepted the API key` });
+    const wrong = await new HermesExecutor({ baseUrl: fake.url, apiKey: "nope" }).ready(signal);
+    expect(wrong.ready).toBe(false);
+    expect(wrong.detail).toContain("refused the API key (HTTP 401)");
+    await fake.down();
+    const down = await new HermesExecutor({ baseUrl: fake.url, apiKey: KEY }).ready(signal);
+    expect(down.ready).toBe(false);
+    expect(down.detail).toContain("is unreachable");
   });
 });

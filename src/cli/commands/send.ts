@@ -5,7 +5,8 @@ import type { Command } from "../command";
 import { openClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
-import { artifactsText, exitCodeFor, shortState, statusLine } from "../render-task";
+import { accumulate } from "../../tasks/artifacts";
+import { answerHint, artifactsText, exitCodeFor, shortState, statusLine } from "../render-task";
 
 const flags = {
   agent: { type: "string", value: "NAME|URL" },
@@ -96,6 +97,8 @@ EXIT CODES
       const out = artifactsText(task);
       if (out) io.stdout.write(out.endsWith("\n") ? out : `${out}\n`);
       io.stderr.write(`${statusLine(task, session.target.label)}\n`);
+      const hint = answerHint(task, f.agent);
+      if (hint) io.stderr.write(`${hint}\n`);
     }
     if (f.wait && !isSettled(task.status.state))
       throw new CliError(
@@ -148,6 +151,8 @@ async function streamTask(
   const timer = setTimeout(() => abort.abort(new Error("timeout")), timeoutS * 1000);
   let task: Task | undefined;
   let printedNewline = true;
+  /** Each artifact's text as printed so far. */
+  const shown = new Map<string, string>();
   try {
     for await (const item of session.client.sendStreamingMessage({ message }, abort.signal)) {
       if (json) io.stdout.write(`${JSON.stringify(item)}\n`);
@@ -156,12 +161,18 @@ async function streamTask(
         if (!json) io.stdout.write(`${item.message.parts.map((p) => p.text ?? "").join("")}\n`);
         return ExitCode.Ok;
       } else if ("artifactUpdate" in item) {
-        const t = item.artifactUpdate.artifact.parts.map((p) => p.text ?? "").join("");
-        if (!json && t) {
-          io.stdout.write(t);
-          printedNewline = t.endsWith("\n");
+        const { artifact, append } = item.artifactUpdate;
+        const t = artifact.parts.map((p) => p.text ?? "").join("");
+        const before = shown.get(artifact.artifactId);
+        // A replacement of text already shown (an agent's final answer after streamed narration) prints only
+        // what the reader has not seen yet.
+        const fresh = append || before === undefined ? t : before.endsWith(t) ? "" : t.startsWith(before) ? t.slice(before.length) : `\n${t}`;
+        shown.set(artifact.artifactId, append ? (before ?? "") + t : t);
+        if (!json && fresh) {
+          io.stdout.write(fresh);
+          printedNewline = fresh.endsWith("\n");
         }
-        if (task) task.artifacts = [...(task.artifacts ?? []), item.artifactUpdate.artifact];
+        if (task) task.artifacts = accumulate(task.artifacts ?? [], artifact, append === true);
       } else if ("statusUpdate" in item) {
         if (task) task.status = item.statusUpdate.status;
         const note = item.statusUpdate.status.message?.parts.map((p) => p.text ?? "").join("");
@@ -181,6 +192,8 @@ async function streamTask(
   if (!json) {
     if (!printedNewline) io.stdout.write("\n");
     io.stderr.write(`${statusLine(task, session.target.label)}\n`);
+    const hint = answerHint(task, agent);
+    if (hint) io.stderr.write(`${hint}\n`);
   }
   return exitCodeFor(task);
 }

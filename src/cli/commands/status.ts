@@ -2,7 +2,7 @@ import type { Command } from "../command";
 import { openClientSession } from "../client-session";
 import { UsageError } from "../errors";
 import { parseFlags } from "../flags";
-import { artifactsText, statusLine } from "../render-task";
+import { answerHint, artifactsText, statusLine } from "../render-task";
 
 const flags = {
   agent: { type: "string", value: "NAME|URL" },
@@ -51,6 +51,8 @@ EXIT CODES
     if (f.json) io.stdout.write(`${JSON.stringify(task)}\n`);
     else {
       io.stdout.write(`${statusLine(task, session.target.label)}\n`);
+      const hint = answerHint(task, f.agent);
+      if (hint) io.stderr.write(`${hint}\n`);
       const out = artifactsText(task);
       if (out) io.stdout.write(out.endsWith("\n") ? out : `${out}\n`);
     }
