@@ -74,6 +74,33 @@ describe.each(["newer", "older"] as const)("HermesExecutor re-attaching to a %s 
     expect(eventStreams(fake)).toHaveLength(1);
   });
 
+  it("an answer that reaches Hermes after it denied the approval on its timeout (409) is reported as too late, and the task ends as the run did", async () => {
+    const { fake, node } = await setup({
+      generation,
+      script: [hermes.approval(DEPLOY, { timeout: [hermes.delta("Left it alone.")] }), hermes.gate("after"), hermes.completed()],
+    });
+    const asked = await node.send("restart web");
+    await node.restart(); // the answer will reach a node that follows the run by polling
+    expect(fake.expireApproval()).toBe(true);
+    const answering = node.answer(asked.id, "yes");
+    const late = await fake.requestReceived((q) => q.path.endsWith("/approval") && q.status === 409);
+    expect(late.body).toMatchObject({ choice: "once" });
+    fake.release("after");
+    const done = await answering;
+    expect(done.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(answerText(done)).toBe("Left it alone.");
+    const log: string[] = [];
+    for await (const item of await node.handler.subscribeToTask({ id: asked.id }, { caller: { name: "alpha", fingerprint: "A" } }, 0)) {
+      const u = (item.response as any).statusUpdate;
+      if (u?.status.message) log.push(u.status.message.parts[0].text);
+    }
+    expect(log).toContain(
+      `the answer "once" came too late: Hermes no longer waited for that approval (approval_not_pending); it denies approvals nobody answers in time, and the run went on`,
+    );
+    expect(fake.runs[0]!.answers).toHaveLength(0);
+    expect(startRuns(fake)).toHaveLength(1);
+  });
+
   it("a restarted node that finds the run waiting for an approval asks the person, then answers by polling", async () => {
     const { fake, node } = await setup({ generation, script: [hermes.gate("think"), hermes.approval(DEPLOY), hermes.delta("Done."), hermes.completed()] });
     const r = await node.handler.sendMessage({ message: userMessage("restart web"), ...later }, { caller: { name: "alpha", fingerprint: "A" } });
