@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { startFakeModel, type FakeModel, type FakeModelOptions } from "../helpers/fake-openai";
+import { startGatedModel, type GatedModel } from "../helpers/gated-model";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
 import { get, rpc, userMessage, type RpcReply } from "../helpers/rpc";
 import { openSse } from "../helpers/sse";
@@ -14,6 +15,7 @@ let fleet: Fleet;
 let who: TlsIdentity;
 const served: ServedBinary[] = [];
 const models: FakeModel[] = [];
+const gated: GatedModel[] = [];
 
 /** A loopback port where nothing listens (the OS gave it to us, then we closed it). */
 function deadPort(): number {
@@ -58,32 +60,39 @@ let deadline: { node: ServedBinary; model: FakeModel };
 let main: { node: ServedBinary; model: FakeModel };
 let dead: ServedBinary;
 let cancel: { node: ServedBinary; model: FakeModel };
+let fair: { node: ServedBinary; model: GatedModel };
 
 beforeAll(async () => {
-  fleet = await makeFleet(["alpha", "cap", "deadline", "main", "dead", "cancel"]);
+  fleet = await makeFleet(["alpha", "gamma", "cap", "deadline", "main", "dead", "cancel", "fair"]);
   who = fleet.identity("alpha");
   const capModel = model({ hold: true });
   const deadlineModel = model({ tokens: ["thinking ", "about ", "it"], stallAfterTokens: 1 });
   const mainModel = model({ tokens: LONG_TOKENS });
   const cancelModel = model({ tokens: ["one ", "two ", "three ", "four"], tokenDelayMs: 5, stallAfterTokens: 2 });
-  const [capNode, deadlineNode, mainNode, deadNode, cancelNode] = await Promise.all([
+  const fairModel = startGatedModel(); // holds the requests whose text contains "[hold]"
+  gated.push(fairModel);
+  const [capNode, deadlineNode, mainNode, deadNode, cancelNode, fairNode] = await Promise.all([
     serve("cap", capModel.url, ["--max-concurrent", "1", "--max-queued", "1"]),
     serve("deadline", deadlineModel.url, ["--deadline", "1"]),
     serve("main", mainModel.url, ["--output-cap", "2048", "--max-tasks-per-context", "2"]),
     serve("dead", `http://127.0.0.1:${deadPort()}/v1`),
     serve("cancel", cancelModel.url),
+    serve("fair", fairModel.url, ["--max-concurrent", "2", "--max-queued", "4", "--caller-share", "0.5"]),
   ]);
   cap = { node: capNode, model: capModel };
   deadline = { node: deadlineNode, model: deadlineModel };
   main = { node: mainNode, model: mainModel };
   dead = deadNode;
   cancel = { node: cancelNode, model: cancelModel };
+  fair = { node: fairNode, model: fairModel };
 });
 
 afterAll(async () => {
   for (const m of models) m.release();
+  for (const g of gated) g.release();
   await Promise.all(served.map((n) => n.stop("SIGKILL").catch(() => undefined)));
   for (const m of models) m.stop();
+  for (const g of gated) g.stop();
   fleet?.cleanup();
 });
 
@@ -114,6 +123,35 @@ describe("a bounded queue (--max-concurrent 1 --max-queued 1)", () => {
     const again = result(await rpc(node.url, who, "SendMessage", { message: userMessage("fourth") })).task;
     expect(again.status.state).toBe("TASK_STATE_COMPLETED");
     expect(textOf(again)).toBe("echo: fourth");
+  });
+});
+
+describe("a caller's share of the node (--max-concurrent 2 --max-queued 4 --caller-share 0.5)", () => {
+  it("gamma's stuck tasks hold only its share: alpha's task still runs at once, and gamma past its share is refused by name", async () => {
+    const { node, model: m } = fair;
+    const gamma = fleet.identity("gamma");
+    const stuck = [];
+    for (let i = 1; i <= 3; i++)
+      stuck.push(result(await rpc(node.url, gamma, "SendMessage", { message: userMessage(`[hold] gamma ${i}`), configuration: { returnImmediately: true } })).task);
+    await m.received(1);
+    // One of gamma's tasks runs (its share of two slots); the other two wait.
+    expect(result(await rpc(node.url, gamma, "GetTask", { id: stuck[1].id })).status.state).toBe("TASK_STATE_SUBMITTED");
+    const refused = rpcError(await rpc(node.url, gamma, "SendMessage", { message: userMessage("[hold] gamma 4") }));
+    expect(refused.code).toBe(-32603);
+    expect(refused.message).toBe("gamma already has 1 tasks running and 2 waiting on this node, its share of it; retry when some have finished");
+
+    // alpha is not locked out: its task takes the other slot and completes while gamma's are still stuck.
+    const mine = result(await rpc(node.url, who, "SendMessage", { message: userMessage("quick one") })).task;
+    expect(mine.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(textOf(mine)).toBe("echo: quick one");
+    expect(m.requests).toHaveLength(2);
+
+    m.release();
+    for (const t of stuck) {
+      // Followed to its end (its whole event log, then live): each of gamma's tasks completes in turn.
+      const events = await (await openSse(node.url, gamma, "SubscribeToTask", { id: t.id }, { "last-event-id": "0" })).rest();
+      expect(events.at(-1)?.data.result.statusUpdate.status.state).toBe("TASK_STATE_COMPLETED");
+    }
   });
 });
 
