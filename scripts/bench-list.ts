@@ -48,7 +48,8 @@ const server = track(
 );
 
 // The server's stdout, one line at a time: its banner, then one answer per command.
-const lines = (server.stdout as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+const lines = (server.stdout as ReadableStream<Uint8Array>).getReader();
+const decoder = new TextDecoder();
 let pending = "";
 async function nextLine(): Promise<string> {
   for (;;) {
@@ -60,7 +61,7 @@ async function nextLine(): Promise<string> {
     }
     const { value, done } = await lines.read();
     if (done) throw new Error("list server exited");
-    pending += value;
+    pending += decoder.decode(value, { stream: true });
   }
 }
 async function command(c: "reset" | "stats"): Promise<string> {

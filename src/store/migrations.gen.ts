@@ -43,5 +43,18 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796026243727,
     "hash": "9477fb25743322673840856866bec1d16a6c2b6c01de4523e5f52ebaf47cdb55"
+  },
+  {
+    "tag": "0004_list_sizes",
+    "sql": [
+      "DROP INDEX `tasks_owner_recent`;",
+      "\nALTER TABLE `tasks` ADD `head_bytes` integer DEFAULT 0 NOT NULL;",
+      "\nALTER TABLE `tasks` ADD `history_bytes` integer DEFAULT 0 NOT NULL;",
+      "\nALTER TABLE `tasks` ADD `artifacts_bytes` integer DEFAULT 0 NOT NULL;",
+      "\n-- Backfill (hand-written): the sizes of the rows written before these columns existed, computed as the store's\n-- statements compute them, before the index is built so it is built once.\nUPDATE `tasks` SET\n  `head_bytes` = octet_length(`id`) + octet_length(`context_id`) + coalesce(octet_length(`status_message`), 0) + coalesce(octet_length(`metadata`), 0),\n  `history_bytes` = octet_length(`history`),\n  `artifacts_bytes` = octet_length(`artifacts`);",
+      "\nCREATE INDEX `tasks_owner_recent` ON `tasks` (`owner`,`status_timestamp`,`id`,`state`,`head_bytes`,`history_bytes`,`artifacts_bytes`);"
+    ],
+    "folderMillis": 1796152810696,
+    "hash": "50bed13779cfa7f2491160c5ab1f8be149d10e4684b285d4670f04936380dca5"
   }
 ];

@@ -43,9 +43,21 @@ export const tasks = sqliteTable(
     workingAt: text("working_at"),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
+    /**
+     * Bytes of the row's JSON as a task on the wire carries it: headBytes for id, contextId, status message and
+     * metadata; the other two for history and artifacts. ListTasks cuts its page by them (see list-budget.ts)
+     * from the index below alone: reading any column of a large row from the table costs as much as reading
+     * the whole row, and its neighbours (a WITHOUT ROWID b-tree compares whole records while it seeks).
+     * Written with the row, by the same statement, from the same values (octet_length of the JSON text).
+     */
+    headBytes: integer("head_bytes").notNull().default(0),
+    historyBytes: integer("history_bytes").notNull().default(0),
+    artifactsBytes: integer("artifacts_bytes").notNull().default(0),
   },
   (t) => [
-    index("tasks_owner_recent").on(t.owner, t.statusTimestamp, t.id),
+    // ListTasks: the caller's tasks newest first, with what its filters and its byte budget need (state and
+    // the sizes) in the index, so planning a page never reads a task's row.
+    index("tasks_owner_recent").on(t.owner, t.statusTimestamp, t.id, t.state, t.headBytes, t.historyBytes, t.artifactsBytes),
     // A conversation's first task has the conversation's id (the node names a new context after the task that
     // starts it), so only the tasks that continue one need this index; most tasks start one and skip it.
     index("tasks_context")

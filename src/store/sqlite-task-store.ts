@@ -5,10 +5,18 @@ import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamRespons
 import { isTerminal } from "../protocol/types";
 import type { NewTask, StoredEvent, TaskStore, UnfinishedTask } from "../tasks/task-store";
 import type { Db, OpenDatabase } from "./database";
+import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
 import { tasks } from "./schema";
 import { GroupCommit } from "./write-batch";
 
-type TaskRow = typeof tasks.$inferSelect;
+type TaskRow = Omit<typeof tasks.$inferSelect, "headBytes" | "historyBytes" | "artifactsBytes">;
+/** What a Task is built from. */
+type TaskParts = Pick<TaskRow, "id" | "contextId" | "state" | "statusMessage" | "statusTimestamp" | "metadata" | "history" | "artifacts">;
+
+export interface SqliteTaskStoreOptions {
+  /** Bytes of task JSON one ListTasks page may carry (see list-budget.ts); default DEFAULT_MAX_LIST_BYTES. */
+  maxListBytes?: number;
+}
 
 const DEFAULT_PAGE_SIZE = 50;
 
@@ -27,6 +35,16 @@ interface Pending {
 }
 
 /**
+ * The size columns (see schema.ts), computed by SQLite from the JSON text each statement writes, so they cannot
+ * disagree with it. The migration that added them backfills older rows with the same expressions.
+ */
+const SIZE_COLUMNS = "head_bytes, history_bytes, artifacts_bytes";
+/** For insertTask: ?1 id, ?2 context_id, ?5 status_message, ?7 metadata, ?10 history, ?11 artifacts. */
+const SIZES_ON_INSERT = "octet_length(?1) + octet_length(?2) + coalesce(octet_length(?5), 0) + coalesce(octet_length(?7), 0), octet_length(?10), octet_length(?11)";
+/** For updateTask: ?3 status_message, ?5 metadata, ?6 history, ?7 artifacts (id and context_id never change). */
+const SIZES_ON_UPDATE = "octet_length(id) + octet_length(context_id) + coalesce(octet_length(?3), 0) + coalesce(octet_length(?5), 0), octet_length(?6), octet_length(?7)";
+
+/**
  * TaskStore on SQLite. A task is one row (its history and artifacts are JSON columns of it), and writes are
  * collected per task and committed in groups (see GroupCommit): a task created, started and finished between
  * two commits costs one row insert. The group commit's statements are plain prepared bun:sqlite statements,
@@ -40,6 +58,7 @@ export class SqliteTaskStore implements TaskStore {
   private readonly group = new GroupCommit(() => this.flushPending());
   private readonly db: Db;
   private readonly sqlite: Database;
+  private readonly maxListBytes: number;
   private readonly w: Record<
     | "insertTask"
     | "updateTask"
@@ -55,17 +74,21 @@ export class SqliteTaskStore implements TaskStore {
     Statement
   >;
 
-  constructor(database: OpenDatabase) {
+  constructor(database: OpenDatabase, options: SqliteTaskStoreOptions = {}) {
     this.db = database.db;
     this.sqlite = database.sqlite;
+    this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
     const prep = (q: string) => database.sqlite.prepare(q);
     this.w = {
+      // Both statements also set the size columns (for ListTasks) from the values they write: SIZES_ON_INSERT
+      // and SIZES_ON_UPDATE name the same parameters as the statements around them.
       insertTask: prep(
         `INSERT INTO tasks (id, context_id, owner, state, status_message, status_timestamp, metadata, request_message_id,
-           executor, history, artifacts, created_at, updated_at, last_seq, working_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?6, ?13, ?14)`,
+           executor, history, artifacts, created_at, updated_at, last_seq, working_at, ${SIZE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?6, ?13, ?14, ${SIZES_ON_INSERT})`,
       ),
       updateTask: prep(
-        "UPDATE tasks SET state = ?2, status_message = ?3, status_timestamp = ?4, updated_at = ?4, metadata = ?5, history = ?6, artifacts = ?7, last_seq = ?8 WHERE id = ?1",
+        `UPDATE tasks SET state = ?2, status_message = ?3, status_timestamp = ?4, updated_at = ?4, metadata = ?5, history = ?6, artifacts = ?7, last_seq = ?8,
+           (${SIZE_COLUMNS}) = (${SIZES_ON_UPDATE}) WHERE id = ?1`,
       ),
       selectForUpdate: prep("SELECT state, status_message, status_timestamp, metadata, history, artifacts, last_seq FROM tasks WHERE id = ?1"),
       insertEvents: prep("INSERT INTO task_events (task_id, seq, last_seq, events) VALUES (?1, ?2, ?3, ?4)"),
@@ -140,15 +163,46 @@ export class SqliteTaskStore implements TaskStore {
         or(lt(tasks.statusTimestamp, cursor.timestamp), and(eq(tasks.statusTimestamp, cursor.timestamp), lt(tasks.id, cursor.id))),
       );
     }
-    const rows = this.db.select().from(tasks).where(pageWhere).orderBy(desc(tasks.statusTimestamp), desc(tasks.id)).limit(pageSize + 1).all();
-    const page = rows.slice(0, pageSize);
-    const last = page[page.length - 1];
+    // The page is planned from tasks_owner_recent alone, which holds each task's sizes: a task the page
+    // leaves out (or the parts of one it cuts) is never read.
+    const { id, statusTimestamp, headBytes, historyBytes, artifactsBytes } = tasks;
+    const candidates = this.db
+      .select({ id, statusTimestamp, headBytes, historyBytes, artifactsBytes })
+      .from(tasks)
+      .where(pageWhere)
+      .orderBy(desc(tasks.statusTimestamp), desc(tasks.id))
+      .limit(pageSize + 1)
+      .all();
+    const withArtifacts = params.includeArtifacts ?? false;
+    const plan = planPage(candidates, { pageSize, maxBytes: this.maxListBytes, history: params.historyLength !== 0, artifacts: withArtifacts });
+    const last = plan.tasks[plan.tasks.length - 1];
     return {
-      tasks: page.map((r) => assemble(r, params.historyLength, params.includeArtifacts ?? false)),
-      nextPageToken: rows.length > pageSize && last ? encodePageToken(last.statusTimestamp, last.id) : "",
+      tasks: plan.tasks.map((p) => this.listed(p, params.historyLength, withArtifacts)),
+      nextPageToken: plan.more && last ? encodePageToken(last.statusTimestamp, last.id) : "",
       pageSize,
       totalSize,
     };
+  }
+
+  /** One task of a planned page, reading only the columns of the parts it carries. */
+  private listed(p: PlannedTask, historyLength: number | undefined, withArtifacts: boolean): Task {
+    const artifacts = withArtifacts && !p.omitted.includes("artifacts");
+    const history = historyLength !== 0 && !p.omitted.includes("history");
+    const message = !p.omitted.includes("status.message");
+    const row = this.sqlite
+      .query(
+        `SELECT id, context_id AS contextId, state, status_timestamp AS statusTimestamp, metadata,
+           ${message ? "status_message" : "NULL"} AS statusMessage, ${message ? "0" : "status_message IS NOT NULL"} AS hadMessage,
+           ${history ? "history" : "'[]'"} AS history, ${artifacts ? "artifacts" : "'[]'"} AS artifacts
+         FROM tasks WHERE id = ?1`,
+      )
+      .get(p.id) as TaskParts & { hadMessage: number };
+    const task = assemble(row, history ? historyLength : 0, artifacts);
+    if (p.omitted.length) {
+      const omitted = row.hadMessage ? p.omitted : p.omitted.filter((part) => part !== "status.message");
+      task.metadata = { ...task.metadata, [OMITTED_KEY]: omissionNote({ ...p, omitted }, this.maxListBytes) };
+    }
+    return task;
   }
 
   appendMessage(taskId: string, message: Message): Promise<void> {
@@ -457,7 +511,7 @@ function statusOf(state: string, timestamp: string, message: string | null): Tas
   return status;
 }
 
-function assemble(row: TaskRow, historyLength: number | undefined, withArtifacts: boolean): Task {
+function assemble(row: TaskParts, historyLength: number | undefined, withArtifacts: boolean): Task {
   const task: Task = { id: row.id, contextId: row.contextId, status: statusOf(row.state, row.statusTimestamp, row.statusMessage) };
   if (withArtifacts && row.artifacts !== "[]") task.artifacts = JSON.parse(row.artifacts) as Artifact[];
   if (historyLength !== 0) {
