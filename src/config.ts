@@ -3,6 +3,7 @@ import { UsageError } from "./cli/errors";
 import type { AgentSkill } from "./protocol/types";
 import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "./executors/openai-executor";
 import { PUSH_DEFAULTS } from "./push/push-dispatcher";
+import { DEFAULT_MAX_LIST_BYTES } from "./store/list-budget";
 
 export type ExecutorKind = "echo" | "openai" | "hermes" | "conformance";
 export const EXECUTOR_KINDS: readonly ExecutorKind[] = ["echo", "openai", "hermes", "conformance"];
@@ -20,6 +21,8 @@ export interface ServeConfig {
   modelApiKey?: string;
   systemPrompt?: string;
   maxBodyBytes: number;
+  /** Bytes of task JSON one ListTasks response may carry: its page shrinks, or a large task's parts are left out. */
+  maxListBytes: number;
   maxConcurrent: number;
   maxQueued: number;
   /** The part (0-1] of the execution slots and of the queue one caller may hold. */
@@ -66,6 +69,7 @@ export const DEFAULTS: ServeConfig = {
   modelUrl: DEFAULT_MODEL_URL,
   model: DEFAULT_MODEL,
   maxBodyBytes: 1024 * 1024,
+  maxListBytes: DEFAULT_MAX_LIST_BYTES,
   maxConcurrent: 4,
   maxQueued: 1000,
   callerShare: 0.75,
@@ -92,6 +96,7 @@ export const ENV_KEYS = {
   modelUrl: "A2A_NODE_MODEL_URL",
   model: "A2A_NODE_MODEL",
   maxConcurrent: "A2A_NODE_MAX_CONCURRENT",
+  maxListBytes: "A2A_NODE_MAX_LIST_BYTES",
 } as const;
 
 /** What a skill may change about the model call; a task picks its skill with message.metadata.skill. */
@@ -113,6 +118,7 @@ const FILE_KEYS: Record<string, keyof FileConfig> = {
   model: "model",
   system_prompt: "systemPrompt",
   max_body: "maxBodyBytes",
+  max_list_bytes: "maxListBytes",
   max_concurrent: "maxConcurrent",
   max_queued: "maxQueued",
   caller_share: "callerShare",
@@ -210,6 +216,7 @@ export interface ServeFlags {
   model?: string;
   systemPrompt?: string;
   maxBody?: number;
+  maxListBytes?: number;
   maxConcurrent?: number;
   maxQueued?: number;
   callerShare?: number;
@@ -228,6 +235,10 @@ export interface ServeFlags {
   pushCallerConcurrency?: number;
   pushTimeout?: number;
 }
+
+/** max_list_bytes: below 16 KiB most tasks would be cut; above 256 MiB one listing could hold a node's memory. */
+const MIN_LIST_BYTES = 16 * 1024;
+const MAX_LIST_BYTES = 256 * 1024 * 1024;
 
 export function resolveServeConfig(flags: ServeFlags, env: Record<string, string | undefined>, file: FileConfig = {}): ServeConfig {
   const num = (flag: number | undefined, key: string, name: string): number | undefined => {
@@ -250,6 +261,7 @@ export function resolveServeConfig(flags: ServeFlags, env: Record<string, string
     modelApiKey: flags.modelApiKeyFile ? readKeyFile(flags.modelApiKeyFile) : env.A2A_NODE_MODEL_API_KEY || env.OPENAI_API_KEY || undefined,
     systemPrompt: flags.systemPrompt ?? base.systemPrompt,
     maxBodyBytes: flags.maxBody ?? base.maxBodyBytes,
+    maxListBytes: num(flags.maxListBytes, ENV_KEYS.maxListBytes, "max-list-bytes") ?? base.maxListBytes,
     maxConcurrent: num(flags.maxConcurrent, ENV_KEYS.maxConcurrent, "max-concurrent") ?? base.maxConcurrent,
     maxQueued: flags.maxQueued ?? base.maxQueued,
     callerShare: flags.callerShare ?? base.callerShare,
@@ -286,6 +298,8 @@ export function resolveServeConfig(flags: ServeFlags, env: Record<string, string
   if (!Number.isInteger(c.port) || c.port < 0 || c.port > 65535) throw new UsageError(`--port must be 0-65535 (got ${c.port})`);
   if (!Number.isInteger(c.maxBodyBytes) || c.maxBodyBytes < 1024)
     throw new UsageError(`--max-body must be a whole number of bytes, at least 1024 (got ${c.maxBodyBytes})`);
+  if (!Number.isInteger(c.maxListBytes) || c.maxListBytes < MIN_LIST_BYTES || c.maxListBytes > MAX_LIST_BYTES)
+    throw new UsageError(`--max-list-bytes (max_list_bytes) must be a whole number of bytes, ${MIN_LIST_BYTES}-${MAX_LIST_BYTES} (got ${c.maxListBytes})`);
   if (!Number.isInteger(c.maxConcurrent) || c.maxConcurrent < 1 || c.maxConcurrent > 10_000)
     throw new UsageError(`--max-concurrent must be 1-10000 (got ${c.maxConcurrent})`);
   if (!Number.isInteger(c.maxQueued) || c.maxQueued < 0) throw new UsageError(`--max-queued must be 0 or more (got ${c.maxQueued})`);

@@ -45,7 +45,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const paths = homePaths(home);
   const identity = await loadNodeIdentity(paths);
   const database = openDatabase(paths.database, { backgroundCheckpoints: true });
-  const store = new SqliteTaskStore(database);
+  const store = new SqliteTaskStore(database, { maxListBytes: config.maxListBytes });
   // An embedding program (a benchmark, a test) may bring its own executor; the binary picks one by name.
   const executor = embed.executor ?? createExecutor(config);
   const runner = new TaskRunner(store, executor, {

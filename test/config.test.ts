@@ -22,6 +22,7 @@ describe("configuration", () => {
     expect(c.deadlineMs).toBe(3_600_000);
     expect(c.shutdownGraceMs).toBe(10_000);
     expect(c.maxTasksPerContext).toBe(100);
+    expect(c.maxListBytes).toBe(1_048_576);
     expect([c.pushConcurrency, c.pushHostConcurrency, c.pushCallerConcurrency, c.pushTimeoutMs]).toEqual([8, 2, 4, 10_000]);
     expect(c.skillModels).toEqual({ summarise: { model: "llama3.2", systemPrompt: "Summarise in at most three short bullet points.", temperature: 0.1 } });
   });
@@ -67,6 +68,30 @@ describe("configuration", () => {
     ["push_timeout_seconds = 301\n", "--push-timeout (push_timeout_seconds) must be 0.1-300 seconds (got 301)"],
   ])("the push setting %j is refused, naming the flag and the key", (text, message) => {
     expect(() => resolveServeConfig({}, {}, loadConfigFile(file("bad-push.toml", text), true))).toThrow(message);
+  });
+
+  it("reads max_list_bytes from the file, A2A_NODE_MAX_LIST_BYTES over it, --max-list-bytes over both; 1 MiB by default", () => {
+    const f = loadConfigFile(file("list.toml", "max_list_bytes = 65536\n"), true);
+    expect(resolveServeConfig({}, {}, {}).maxListBytes).toBe(1024 * 1024);
+    expect(resolveServeConfig({}, {}, f).maxListBytes).toBe(65536);
+    expect(resolveServeConfig({}, { A2A_NODE_MAX_LIST_BYTES: "131072" }, f).maxListBytes).toBe(131072);
+    expect(resolveServeConfig({ maxListBytes: 262144 }, { A2A_NODE_MAX_LIST_BYTES: "131072" }, f).maxListBytes).toBe(262144);
+  });
+
+  it.each([
+    [{}, { A2A_NODE_MAX_LIST_BYTES: "lots" }, "A2A_NODE_MAX_LIST_BYTES must be a number (got 'lots')"],
+    [{ maxListBytes: 16383 }, {}, "--max-list-bytes (max_list_bytes) must be a whole number of bytes, 16384-268435456 (got 16383)"],
+    [{ maxListBytes: 268435457 }, {}, "(got 268435457)"],
+    [{ maxListBytes: 65536.5 }, {}, "(got 65536.5)"],
+    [{}, { A2A_NODE_MAX_LIST_BYTES: "-1" }, "(got -1)"],
+  ])("max list bytes %j %j is refused", (flags, env, message) => {
+    expect(() => resolveServeConfig(flags, env)).toThrow(message);
+  });
+
+  it("refuses a max_list_bytes in the file that is not a number, naming the key", () => {
+    expect(() => resolveServeConfig({}, {}, loadConfigFile(file("list-bad.toml", 'max_list_bytes = "1M"\n'), true))).toThrow(
+      "--max-list-bytes (max_list_bytes) must be a whole number of bytes",
+    );
   });
 
   it("a missing file is an error only when named explicitly", () => {

@@ -15,6 +15,7 @@ const flags = {
   model: { type: "string", value: "NAME" },
   "system-prompt": { type: "string", value: "TEXT" },
   "max-body": { type: "number", value: "BYTES" },
+  "max-list-bytes": { type: "number", value: "BYTES" },
   "max-concurrent": { type: "number", value: "N" },
   "max-queued": { type: "number", value: "N" },
   "caller-share": { type: "number", value: "FRACTION" },
@@ -63,6 +64,10 @@ FLAGS
   --model NAME           model name sent to it (env A2A_NODE_MODEL; default ${DEFAULTS.model})
   --system-prompt TEXT   system prompt for the model
   --max-body BYTES       largest request body accepted (default ${DEFAULTS.maxBodyBytes})
+  --max-list-bytes BYTES most bytes of tasks one ListTasks answer carries: its page holds fewer tasks, and a
+                         task larger than this alone comes with its artifacts (then history) left out, noted
+                         in its metadata as a2a-node/omitted; GetTask returns it whole
+                         (env A2A_NODE_MAX_LIST_BYTES; default ${DEFAULTS.maxListBytes})
   --max-concurrent N     tasks executing at once (env A2A_NODE_MAX_CONCURRENT; default ${DEFAULTS.maxConcurrent})
   --max-queued N         tasks waiting for a slot before new ones are refused (default ${DEFAULTS.maxQueued})
   --caller-share FRACTION
@@ -122,6 +127,7 @@ EXIT CODES
         model: f.model,
         systemPrompt: f["system-prompt"],
         maxBody: f["max-body"],
+        maxListBytes: f["max-list-bytes"],
         maxConcurrent: f["max-concurrent"],
         maxQueued: f["max-queued"],
         callerShare: f["caller-share"],
