@@ -22,6 +22,9 @@ export const OMITTED_KEY = "a2a-node/omitted";
  */
 const TASK_OVERHEAD = 512;
 
+/** The bytes of "[]": a task without artifacts has none to leave out. */
+const EMPTY_LIST = 2;
+
 /** A task's stored sizes, as the index holds them. */
 export interface TaskSizes {
   id: string;
@@ -77,7 +80,7 @@ export function planPage(candidates: TaskSizes[], req: PageRequest): { tasks: Pl
 function omissions(c: TaskSizes, req: PageRequest, bytes: number): OmittedPart[] {
   const out: OmittedPart[] = [];
   let left = bytes;
-  if (req.artifacts) {
+  if (req.artifacts && c.artifactsBytes > EMPTY_LIST) {
     out.push("artifacts");
     left -= c.artifactsBytes;
   }
