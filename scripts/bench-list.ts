@@ -5,10 +5,13 @@
  *   1. one ListTasks with includeArtifacts, pageSize 100: response bytes, time, node peak RSS, longest stall;
  *   2. every page of that listing walked with its nextPageToken: each task exactly once, the largest page;
  *   3. four such ListTasks at once;
- *   4. one ListTasks without artifacts (whole histories): the same bound holds.
+ *   4. one ListTasks without artifacts (whole histories): the same bound holds;
+ *   5. one ListTasks without artifacts or history (historyLength 0): 100 small tasks read among large rows.
  * Targets (issue 13): every response within max_list_bytes (1 MiB) plus a 4 KiB envelope; the walk returns
  * each task once; no stall of the node's event loop over 10 ms.
- *   bun scripts/bench-list.ts [--tasks N] [--json FILE]
+ * --text-bytes N sends smaller messages, so that pages hold several tasks (100000: about five to a page);
+ * --max-list-bytes N runs the node with another budget (the targets then use it).
+ *   bun scripts/bench-list.ts [--tasks N] [--text-bytes N] [--max-list-bytes N] [--json FILE]
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,14 +21,15 @@ import { clientTls, readBundle, RPC_HEADERS } from "./bench/rpc";
 
 const ROOT = join(import.meta.dir, "..");
 const BINARY = join(ROOT, "dist", "a2a-node");
-const TEXT_BYTES = 1_048_000; // with its JSON-RPC envelope, just under the default --max-body of 1 MiB
-const BUDGET = 1024 * 1024; // the default max_list_bytes
 const ENVELOPE = 4096;
 const arg = (name: string) => {
   const i = process.argv.indexOf(name);
   return i === -1 ? undefined : process.argv[i + 1];
 };
 const TASKS = Number(arg("--tasks") ?? 200);
+// By default, with its JSON-RPC envelope, just under the default --max-body of 1 MiB.
+const TEXT_BYTES = Number(arg("--text-bytes") ?? 1_048_000);
+const BUDGET = Number(arg("--max-list-bytes") ?? 1024 * 1024); // default: max_list_bytes's
 
 const dir = mkdtempSync(join(tmpdir(), "a2a-bench-list-"));
 process.on("exit", () => {
@@ -44,7 +48,7 @@ run(["--home", home, "pki", "issue", "bench-client", "--out", bundle]);
 const tls = clientTls(readBundle(bundle));
 const port = await freePort();
 const server = track(
-  Bun.spawn([process.execPath, join(import.meta.dir, "bench", "list-server.ts"), home, String(port)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" }),
+  Bun.spawn([process.execPath, join(import.meta.dir, "bench", "list-server.ts"), home, String(port), String(BUDGET)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" }),
 );
 
 // The server's stdout, one line at a time: its banner, then one answer per command.
@@ -147,10 +151,15 @@ await command("reset");
 const histories = await call("ListTasks", { pageSize: 100 });
 const historiesStats = await stats();
 
+// 5. Neither artifacts nor history: a full page of 100 small tasks, each row read among large ones.
+await command("reset");
+const heads = await call("ListTasks", { pageSize: 100, historyLength: 0 });
+const headsStats = await stats();
+
 await stop(server);
 
 const MiB = 1024 * 1024;
-const mib = (b: number) => `${(b / MiB).toFixed(2)} MiB`;
+const mib = (b: number) => (b >= MiB ? `${(b / MiB).toFixed(2)} MiB` : `${(b / 1024).toFixed(1)} KiB`);
 const results = {
   tasks: TASKS,
   populateMs: Math.round(populateMs),
@@ -159,18 +168,20 @@ const results = {
   walk: { pages, tasksSeen: seen.size, onceEach, largestPageBytes: largestPage, omitted: walkOmitted, ms: Math.round(walkMs), ...walkStats },
   four: { largestBytes: Math.max(...four.map((r) => r.bytes)), ...fourStats },
   histories: { bytes: histories.bytes, tasks: histories.result.tasks.length, ...historiesStats },
+  heads: { bytes: heads.bytes, ms: Math.round(heads.ms), tasks: heads.result.tasks.length, ...headsStats },
 };
 const stall = (s: NodeStats) => `longest stall ${s.maxStallMs.toFixed(1)} ms (p99 ${s.p99StallMs.toFixed(1)} ms), node peak RSS ${mib(s.peakRssBytes)}`;
-console.log(`populate          ${TASKS} tasks of ~2 MiB in ${results.populateMs} ms; node RSS idle ${mib(idle.rssBytes)}`);
+console.log(`populate          ${TASKS} tasks of ${mib(2 * TEXT_BYTES)} in ${results.populateMs} ms; node RSS idle ${mib(idle.rssBytes)}`);
 console.log(`one list          ${mib(one.bytes)}, ${one.result.tasks.length} tasks (${results.one.omitted} with parts omitted), totalSize ${one.result.totalSize}, ${results.one.ms} ms; ${stall(oneStats)}`);
 console.log(`walk all pages    ${pages} pages, ${seen.size} distinct tasks (each once: ${onceEach}), largest page ${mib(largestPage)}, ${results.walk.ms} ms; ${stall(walkStats)}`);
 console.log(`four at once      largest ${mib(results.four.largestBytes)}; ${stall(fourStats)}`);
 console.log(`no artifacts      ${mib(histories.bytes)}, ${histories.result.tasks.length} tasks; ${stall(historiesStats)}`);
+console.log(`historyLength 0   ${mib(heads.bytes)}, ${heads.result.tasks.length} tasks, ${results.heads.ms} ms; ${stall(headsStats)}`);
 const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
-const largest = Math.max(one.bytes, largestPage, results.four.largestBytes, histories.bytes);
-const maxStall = Math.max(oneStats.maxStallMs, walkStats.maxStallMs, fourStats.maxStallMs, historiesStats.maxStallMs);
+const largest = Math.max(one.bytes, largestPage, results.four.largestBytes, histories.bytes, heads.bytes);
+const maxStall = Math.max(oneStats.maxStallMs, walkStats.maxStallMs, fourStats.maxStallMs, historiesStats.maxStallMs, headsStats.maxStallMs);
 console.log("\ntargets");
-console.log(`${verdict(largest <= BUDGET + ENVELOPE)}  every response <= 1 MiB + 4 KiB            ${mib(largest)}`);
+console.log(`${verdict(largest <= BUDGET + ENVELOPE)}  every response <= ${mib(BUDGET)} + 4 KiB${" ".repeat(Math.max(1, 16 - mib(BUDGET).length))}${mib(largest)}`);
 console.log(`${verdict(onceEach)}  the page walk returns each task once     ${seen.size} of ${TASKS}`);
 console.log(`${verdict(maxStall <= 10)}  no event-loop stall over 10 ms           ${maxStall.toFixed(1)} ms`);
 const jsonAt = process.argv.indexOf("--json");

@@ -4,7 +4,7 @@
  * from a client's latency. It answers one command per stdin line, on stdout:
  *   "reset"  clears the monitor and the peak RSS (Linux's clear_refs), then "ok"
  *   "stats"  {"maxStallMs", "p99StallMs", "rssBytes", "peakRssBytes"} as one JSON line
- *   bun scripts/bench/list-server.ts HOME PORT
+ *   bun scripts/bench/list-server.ts HOME PORT [MAX_LIST_BYTES]
  */
 import "reflect-metadata";
 import { writeFileSync } from "node:fs";
@@ -15,10 +15,10 @@ import { createLogger } from "../../src/log";
 import { startNode } from "../../src/node";
 import { peakRssBytes } from "./proc";
 
-const [home, port] = process.argv.slice(2);
+const [home, port, maxListBytes] = process.argv.slice(2);
 const node = await startNode(
   home,
-  { ...DEFAULTS, host: "127.0.0.1", port: Number(port), maxConcurrent: 8 },
+  { ...DEFAULTS, host: "127.0.0.1", port: Number(port), maxConcurrent: 8, ...(maxListBytes ? { maxListBytes: Number(maxListBytes) } : {}) },
   createLogger((l) => process.stderr.write(l), true),
   { executor: new EchoExecutor() },
 );

@@ -231,8 +231,8 @@ describe("ListTasks bounded in bytes", () => {
   });
 });
 
-describe("the size columns' migration", () => {
-  it("backfills the rows written before it, so they are listed within the budget like new ones", () => {
+describe("migration 0004: tasks as a rowid table with size columns", () => {
+  it("keeps every row as it was, backfills their sizes, and they are listed within the budget like new ones", () => {
     database.close();
     rmSync(path, { force: true });
     const sqlite = new Database(path, { create: true, strict: true });
@@ -249,7 +249,21 @@ describe("the size columns' migration", () => {
     insert.run("old-small", "ctx-ü", reply, ts(1), JSON.stringify({ k: "😀" }), history("hi"), artifacts(text(2000)));
     insert.run("old-big", "ctx-big", null, ts(2), null, history("hello"), artifacts(text(100_000)));
     insert.run("old-new", "ctx-new", null, ts(3), null, history(text(30_000)), "[]");
-    expect(applyMigrations(sqlite, migrations)).toEqual(["0004_list_sizes"]);
+    const rowsBefore = sqlite.query("SELECT * FROM tasks ORDER BY id").all();
+    expect(applyMigrations(sqlite, migrations)).toEqual(["0004_tasks_rowid_list_sizes"]);
+    const columns = Object.keys(rowsBefore[0] as object).join(", ");
+    expect(sqlite.query(`SELECT ${columns} FROM tasks ORDER BY id`).all()).toEqual(rowsBefore);
+    const table = (sqlite.query("SELECT sql FROM sqlite_master WHERE name = 'tasks'").get() as { sql: string }).sql;
+    expect(table).not.toMatch(/WITHOUT ROWID/i);
+    // Small columns first, the JSON last: reading the former never walks a large row's overflow pages.
+    expect((sqlite.query("SELECT name FROM pragma_table_info('tasks')").all() as { name: string }[]).map((c) => c.name).slice(-4)).toEqual([
+      "status_message",
+      "metadata",
+      "history",
+      "artifacts",
+    ]);
+    const indexes = (sqlite.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks' AND sql IS NOT NULL ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+    expect(indexes).toEqual(["tasks_context", "tasks_owner_recent", "tasks_owner_request_message", "tasks_unfinished"]);
     sqlite.close();
 
     database = openDatabase(path);
