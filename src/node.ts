@@ -17,7 +17,7 @@ import { v1Methods } from "./protocol/v1-methods";
 import { v03Methods } from "./protocol/v03/methods";
 import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
 import { listenMtls, type Listener } from "./server/mtls-listener";
-import { listenPlainLoopback } from "./server/plain-listener";
+import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
 import { createRequestRouter, tooLargeResponse } from "./server/request-router";
 import { openDatabase } from "./store/database";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
@@ -108,7 +108,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     });
     plainUrl = plain.url;
     listeners.push(plain);
-    log.warn("plain-HTTP listener open on loopback: any local process can use it, as caller 'local'", { url: plain.url });
+    log.warn(`plain-HTTP listener open on loopback: any local process can use it, as caller '${LOOPBACK_CALLER.name}'`, { url: plain.url });
   }
   log.info("serving A2A over mTLS", {
     name: identity.name,

@@ -2,6 +2,7 @@ import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
 import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
+import { peerIdentifier } from "./peer-identity";
 
 export interface MtlsListenerOptions {
   host: string;
@@ -15,7 +16,7 @@ export interface MtlsListenerOptions {
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
   /** The answer to a body over maxBodyBytes. */
   tooLarge(limit: number, declared: number | undefined): HttpResponse;
-  /** Called when a TLS handshake fails (no certificate, foreign CA, expired...). */
+  /** Called when a TLS handshake fails (no certificate, foreign CA, expired...) or its certificate is refused. */
   onHandshakeError?(err: Error, remote: string | undefined): void;
 }
 
@@ -44,14 +45,15 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     rejectUnauthorized: true,
     minVersion: "TLSv1.2",
   });
+  const identify = peerIdentifier(options.ca);
   tls.on("secureConnection", (socket: TLSSocket) => {
-    const peer = socket.getPeerCertificate();
-    const name = peer?.subject?.CN;
-    if (!socket.authorized || !name || Array.isArray(name)) {
+    const peer = identify(socket);
+    if ("refused" in peer) {
+      options.onHandshakeError?.(new Error(`client certificate refused: ${peer.refused}`), socket.remoteAddress);
       socket.destroy();
       return;
     }
-    const caller: CallerIdentity = { name, fingerprint: peer.fingerprint256 };
+    const { caller } = peer;
     connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, caller) });
   });
   tls.on("tlsClientError", (err, socket) => options.onHandshakeError?.(err, socket.remoteAddress));

@@ -43,5 +43,14 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796026243727,
     "hash": "9477fb25743322673840856866bec1d16a6c2b6c01de4523e5f52ebaf47cdb55"
+  },
+  {
+    "tag": "0004_loopback_owner",
+    "sql": [
+      "-- The plain-HTTP listener's caller was named \"local\", a name a fleet certificate could also carry. It is now\n-- \"@local\", which no node name can spell; tasks and webhooks made through that listener follow it.\nUPDATE `tasks` SET `owner` = '@local' WHERE `owner` = 'local';",
+      "\nUPDATE `push_configs` SET `owner` = '@local' WHERE `owner` = 'local';\n"
+    ],
+    "folderMillis": 1796150491128,
+    "hash": "6e533c716ad9ee17cc958c08d432a337a5386d59c8128a5cadb86802f9c22435"
   }
 ];

@@ -82,7 +82,7 @@ FLAGS
                          read the Hermes API key from FILE (0600); else A2A_NODE_HERMES_API_KEY or HERMES_API_KEY
   --description TEXT     description in the agent card
   --plain-http-port P    also serve plain HTTP on 127.0.0.1:P (loopback only, no identity: every caller is
-                         'local'), for local tools and the A2A conformance kit
+                         '@local'), for local tools and the A2A conformance kit
   --push-concurrency N   webhook (push notification) requests in flight at once (default ${DEFAULTS.pushConcurrency})
   --push-host-concurrency N
                          of those, at most N to one webhook host (default ${DEFAULTS.pushHostConcurrency}): a slow or
