@@ -125,7 +125,7 @@ describe("a client refuses a server whose certificate's name the fleet would not
     const impostor = await serverWith([{ CN: ["local"] }]);
     try {
       const fetchFn = mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name });
-      const err = await fetchFn(`${impostor.url}/`).then(
+      const err = await fetchFn(`${impostor.url}/`, {}).then(
         () => undefined,
         (e: unknown) => e,
       );
@@ -143,7 +143,7 @@ describe("a client refuses a server whose certificate's name the fleet would not
   ] as [x509.JsonName, RegExp][])("refuses %j", async (subject, reason) => {
     const impostor = await serverWith(subject);
     try {
-      const err = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem })(`${impostor.url}/`).then(
+      const err = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem })(`${impostor.url}/`, {}).then(
         () => undefined,
         (e: unknown) => e,
       );
@@ -155,7 +155,7 @@ describe("a client refuses a server whose certificate's name the fleet would not
   });
 
   it("talks to a server with a certificate from our PKI", async () => {
-    const res = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name: "server" })(`${listener.url}/`);
+    const res = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name: "server" })(`${listener.url}/`, {});
     expect(res.status).toBe(200);
     expect(((await res.json()) as CallerIdentity).name).toBe("alice");
   });
