@@ -22,6 +22,10 @@ export type Membership = { member: FleetMember } | { refused: string };
  * The fleet CA judging the certificates peers present, on both sides of mutual TLS. The TLS stack has already
  * checked the chain up to the fleet CA and the validity dates; this checks what it leaves open:
  *
+ * - the certificate is a leaf signed by the fleet CA itself. The fleet CA says pathLen 0 (no CA below it),
+ *   but Bun's TLS accepts a leaf under an intermediate CA the fleet CA signed, when the peer sends that
+ *   intermediate along (`openssl verify` refuses the same chain). Checking the signature with the CA's
+ *   own key needs no chain from the runtime, which Bun's fetch does not give its checkServerIdentity.
  * - the name is a node name exactly as this PKI issues one (lower case, no NUL or control characters, one CN
  *   and nothing else in the subject, not a reserved name): a name is compared byte for byte and used as
  *   the owner of tasks, so any other spelling would be another identity that merely looks alike.
@@ -31,9 +35,10 @@ export type Membership = { member: FleetMember } | { refused: string };
  * @example const verdict = new FleetMembership(caPem).check(socket.getPeerCertificate());
  */
 export class FleetMembership {
+  private readonly ca: X509Certificate;
+
   constructor(caPem: string) {
-    // Parsed now so a bad CA file fails at start-up, not at the first connection.
-    new X509Certificate(caPem);
+    this.ca = new X509Certificate(caPem);
   }
 
   check(presented: PresentedCert | undefined): Membership {
@@ -44,6 +49,9 @@ export class FleetMembership {
     } catch {
       return { refused: "its certificate does not parse" };
     }
+    if (cert.ca) return { refused: "it is a CA certificate, not a node's" };
+    if (!cert.checkIssued(this.ca) || !cert.verify(this.ca.publicKey))
+      return { refused: `it was not issued by the fleet CA itself (its issuer is ${JSON.stringify(cert.issuer)}; intermediate CAs are not accepted)` };
     const name = nameOf(presented.subject, cert);
     if (typeof name !== "string") return name;
     return { member: { name, fingerprint256: cert.fingerprint256 } };

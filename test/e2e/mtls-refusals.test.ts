@@ -3,9 +3,11 @@
  * identity headers, and fleet members reaching for each other's tasks.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serveBinary, type ServedBinary } from "../helpers/binary";
+import { listenMtls } from "../../src/server/mtls-listener";
+import { tooLargeResponse } from "../../src/server/request-router";
+import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
-import { craftCert } from "../helpers/crafted-certs";
+import { craftCert, craftIntermediateLeaf } from "../helpers/crafted-certs";
 import { get, rpc, userMessage } from "../helpers/rpc";
 
 let fleet: Fleet;
@@ -215,6 +217,45 @@ describe("mutual TLS refusals", () => {
       const { res, err } = await attempt(ROUTES[0], await crafted(cn));
       expect(res).toBeUndefined();
       expect(err?.code).toMatch(REFUSED_AFTER_HANDSHAKE);
+    });
+  });
+
+  describe("certificates under an intermediate CA the fleet CA signed", () => {
+    it("a client presenting a leaf and its intermediate is refused at the connection, on every route", async () => {
+      const { chain, leaf } = await craftIntermediateLeaf(fleet.ca(), "sneaky");
+      const sneaky: TlsIdentity = { cert: chain, key: leaf.keyPem, ca: alpha.ca };
+      for (const route of ROUTES) {
+        const { res, err } = await attempt(route, sneaky);
+        expect(res).toBeUndefined();
+        expect(err?.code).toMatch(REFUSED_AFTER_HANDSHAKE);
+      }
+      expect(await node.waitForLog(/refused a TLS client .*client certificate refused: it was not issued by the fleet CA itself/)).toBeTruthy();
+    });
+
+    it("'a2a-node send' refuses a server presenting one, before sending it anything", async () => {
+      const { chain, leaf } = await craftIntermediateLeaf(fleet.ca(), "sneaky");
+      let asked = 0;
+      const impostor = await listenMtls({
+        host: "127.0.0.1",
+        port: 0,
+        cert: chain,
+        key: leaf.keyPem,
+        ca: alpha.ca,
+        maxBodyBytes: 1 << 20,
+        tooLarge: tooLargeResponse,
+        onRequest: async () => {
+          asked++;
+          return { status: 500 };
+        },
+      });
+      try {
+        const r = await runBinary(["--home", fleet.homes.alpha, "send", "--agent", impostor.url, "--task", "secrets"]);
+        expect(r.code).toBe(4);
+        expect(r.stderr).toMatch(/is not who we expected: the server's certificate is not a fleet member's: it was not issued by the fleet CA itself/);
+        expect(asked).toBe(0);
+      } finally {
+        await impostor.close();
+      }
     });
   });
 

@@ -14,6 +14,8 @@ export interface CraftOptions {
   /** A CA certificate (keyCertSign) instead of a leaf; `pathLength` as given. */
   ca?: boolean;
   pathLength?: number;
+  /** A CA whose key may also sign TLS handshakes (digitalSignature, serverAuth and clientAuth). */
+  tlsUsable?: boolean;
 }
 
 /** A certificate signed by `issuer`, with the extensions of our own leaves (or of a CA), and a fresh key. */
@@ -24,7 +26,11 @@ export async function craftCert(issuer: CertAndKey, opts: CraftOptions): Promise
   const kind = opts.ca
     ? [
         new x509.BasicConstraintsExtension(true, opts.pathLength, true),
-        new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+        new x509.KeyUsagesExtension(
+          x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | (opts.tlsUsable ? x509.KeyUsageFlags.digitalSignature : 0),
+          true,
+        ),
+        ...(opts.tlsUsable ? [new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth])] : []),
       ]
     : [
         new x509.BasicConstraintsExtension(false, undefined, true),

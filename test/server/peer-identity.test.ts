@@ -10,7 +10,7 @@ import { mtlsFetch, PeerIdentityError } from "../../src/client/mtls-fetch";
 import { listenMtls, type Listener } from "../../src/server/mtls-listener";
 import { tooLargeResponse } from "../../src/server/request-router";
 import type { CallerIdentity } from "../../src/protocol/caller";
-import { craftCert } from "../helpers/crafted-certs";
+import { craftCert, craftIntermediateLeaf } from "../helpers/crafted-certs";
 import type { x509 } from "../../pki/x509";
 
 let ca: CertAndKey;
@@ -158,5 +158,83 @@ describe("a client refuses a server whose certificate's name the fleet would not
     const res = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name: "server" })(`${listener.url}/`, {});
     expect(res.status).toBe(200);
     expect(((await res.json()) as CallerIdentity).name).toBe("alice");
+  });
+});
+
+describe("only leaves signed by the fleet CA itself are fleet members", () => {
+  it("refuses a client presenting a leaf under an intermediate CA the fleet CA signed (Bun's TLS accepts that chain)", async () => {
+    const { chain, leaf } = await craftIntermediateLeaf(ca, "sneaky");
+    const handled = callers.length;
+    const logged = refusals.length;
+    const { res, err } = await call({ certPem: chain, keyPem: leaf.keyPem });
+    expect(res).toBeUndefined();
+    expect(err?.code).toMatch(/^(ECONNRESET|ConnectionClosed|EPIPE|ECONNABORTED)$/);
+    expect(callers.length).toBe(handled);
+    // Our refusal, not the handshake's: the TLS stack itself verified the chain through the intermediate.
+    expect(refusals.slice(logged)).toEqual([
+      'client certificate refused: it was not issued by the fleet CA itself (its issuer is "CN=sub-CA"; intermediate CAs are not accepted)',
+    ]);
+  });
+
+  it("the same leaf without its intermediate fails the handshake itself", async () => {
+    const { leaf } = await craftIntermediateLeaf(ca, "sneaky");
+    const logged = refusals.length;
+    const { res, err } = await call(leaf);
+    expect(res).toBeUndefined();
+    expect(err?.code).toMatch(/^(ECONNRESET|EPROTO|ERR_SSL_[A-Z0-9_]+|ECONNABORTED)$/);
+    expect(refusals.slice(logged)).toHaveLength(1);
+    expect(refusals[logged]).not.toMatch(/^client certificate refused/);
+  });
+
+  it("refuses a CA certificate the fleet CA signed, presented as a client's", async () => {
+    const subCa = await craftCert(ca, { subject: [{ CN: ["sub-ca"] }], ca: true, pathLength: 0, tlsUsable: true });
+    const logged = refusals.length;
+    const { res } = await call(subCa);
+    expect(res).toBeUndefined();
+    expect(refusals.slice(logged)).toEqual(["client certificate refused: it is a CA certificate, not a node's"]);
+  });
+
+  /** A server presenting a leaf under an intermediate CA, and the intermediate. */
+  async function intermediateServer(name: string): Promise<Listener> {
+    const { chain, leaf } = await craftIntermediateLeaf(ca, name);
+    return listenMtls({
+      host: "127.0.0.1",
+      port: 0,
+      cert: chain,
+      key: leaf.keyPem,
+      ca: ca.certPem,
+      maxBodyBytes: 1024,
+      tooLarge: tooLargeResponse,
+      onRequest: async () => ({ status: 200, body: "served" }),
+    });
+  }
+
+  it("Bun's fetch alone accepts a server under an intermediate: the reason mtlsFetch checks the issuer", async () => {
+    const impostor = await intermediateServer("sneaky");
+    try {
+      const res = await fetch(`${impostor.url}/`, { tls: { cert: alice.certPem, key: alice.keyPem, ca: ca.certPem } } as RequestInit);
+      expect(await res.text()).toBe("served");
+    } finally {
+      await impostor.close();
+    }
+  });
+
+  it.each([
+    ["a bare URL", undefined],
+    ["a named peer expecting that very name", "sneaky"],
+  ])("a client refuses a server under an intermediate CA, via %s", async (_how, name) => {
+    const impostor = await intermediateServer("sneaky");
+    try {
+      const err = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name })(`${impostor.url}/`, {}).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(PeerIdentityError);
+      expect((err as Error).message).toBe(
+        `the server's certificate is not a fleet member's: it was not issued by the fleet CA itself (its issuer is "CN=sub-CA"; intermediate CAs are not accepted)`,
+      );
+    } finally {
+      await impostor.close();
+    }
   });
 });
