@@ -1,4 +1,6 @@
+import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { acquireHomeLock, HomeLockedError, type HomeLock } from "../../home-lock";
 import { EXECUTOR_KINDS, loadConfigFile, resolveSettings } from "../../config";
 import { createLogger } from "../../log";
 import { startNode } from "../../node";
@@ -57,15 +59,19 @@ EXIT CODES
       return ExitCode.Ok;
     }
     const log = createLogger((line) => io.stderr.write(line), f.quiet);
+    const lock = holdHome(home);
     let node;
     try {
       node = await startNode(home, config, log);
     } catch (err) {
+      lock?.release();
       const e = err as NodeJS.ErrnoException;
       if (e.code === "EADDRINUSE")
         throw new CliError(`port ${config.port} on ${config.host} is already in use`, ExitCode.Failure, "stop the other process, or pass --port");
       if (e.code === "EACCES")
         throw new CliError(`not allowed to listen on ${config.host}:${config.port}`, ExitCode.Failure, "use a port above 1023");
+      if (e.code === "EADDRNOTAVAIL")
+        throw new CliError(`this machine has no address ${config.host} to listen on`, ExitCode.Failure, "pass --host with one of its addresses, or 0.0.0.0 for all");
       throw err;
     }
     const stop = io.stopSignal;
@@ -77,6 +83,19 @@ EXIT CODES
       log.info("stopping", { signal: String(stop.reason ?? "") });
     }
     await node.stop();
+    lock?.release();
     return ExitCode.Ok;
   },
 };
+
+/** One serve per home; a home that does not exist yet has no identity, which startNode reports. */
+function holdHome(home: string): HomeLock | undefined {
+  if (!existsSync(home)) return undefined;
+  try {
+    return acquireHomeLock(home);
+  } catch (err) {
+    if (err instanceof HomeLockedError)
+      throw new CliError(err.message, ExitCode.Failure, `stop it first (kill ${err.pid}, or systemctl stop a2a-node), or give this one its own --home`);
+    throw err;
+  }
+}
