@@ -4,6 +4,7 @@
  * the environment variable, or the config file and its key), so a person knows what to fix.
  */
 import { existsSync, readFileSync } from "node:fs";
+import type { LogLevel } from "./log";
 import { SettingProblem, type Setting } from "./settings/kinds";
 import { EXECUTOR_KINDS, SETTINGS, type ExecutorKind, type SettingName, type SettingValues } from "./settings/serve-settings";
 import { cardSkills, skillModels, type SkillModel } from "./settings/skills";
@@ -12,8 +13,9 @@ export { EXECUTOR_KINDS, SETTINGS };
 export type { ExecutorKind, SettingName, SkillModel };
 
 /** Everything `serve` needs. */
-export type ServeConfig = Omit<SettingValues, "executor"> & {
+export type ServeConfig = Omit<SettingValues, "executor" | "logLevel"> & {
   executor: ExecutorKind;
+  logLevel: LogLevel;
   /** Per-skill model settings (from [[skills]] model / system_prompt / temperature), by skill id. */
   skillModels?: Record<string, SkillModel>;
 };

@@ -30,6 +30,8 @@ export interface Setting<T> {
   readonly secret?: boolean;
   /** Repeatable flag (a list). */
   readonly repeatable?: boolean;
+  /** SIGHUP applies a new value without a restart. */
+  readonly reloadable?: boolean;
   /** From a flag's or an environment variable's text. */
   fromText(text: string, source: "flag" | "env"): T;
   /** From a value in the config file (already TOML-typed). */
@@ -38,7 +40,7 @@ export interface Setting<T> {
   shown(value: T): string | undefined;
 }
 
-export type SettingGroup = "listen" | "executor" | "limits" | "webhooks" | "card";
+export type SettingGroup = "listen" | "executor" | "limits" | "webhooks" | "card" | "daemon";
 
 interface Common {
   file: string;
@@ -51,6 +53,7 @@ interface Common {
   value: string;
   doc: string;
   group: SettingGroup;
+  reloadable?: boolean;
 }
 
 function base(c: Common) {
@@ -61,6 +64,7 @@ function base(c: Common) {
     value: c.value,
     doc: c.doc,
     group: c.group,
+    reloadable: c.reloadable,
   };
 }
 

@@ -4,6 +4,7 @@
  * come from this table (test/config.test.ts checks that they agree).
  */
 import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "../executors/openai-executor";
+import { LOG_LEVELS } from "../log";
 import { PUSH_DEFAULTS } from "../push/push-dispatcher";
 import { list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
 import { readSkills, type SkillSetting } from "./skills";
@@ -180,6 +181,17 @@ export const SETTINGS = {
     read: readSkills,
     doc: "skills listed in the agent card, each optionally with its own model, system_prompt and temperature (config file only)",
   }),
+
+  // The daemon itself.
+  logLevel: text({
+    file: "log_level",
+    value: "LEVEL",
+    group: "daemon",
+    default: "info" as string,
+    choices: LOG_LEVELS,
+    reloadable: true,
+    doc: "least important log lines written: info, warn or error (--quiet: warn); SIGHUP applies a change",
+  }),
 } satisfies Record<string, Setting<unknown>>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -194,4 +206,5 @@ export const GROUPS: Record<SettingGroup, string> = {
   limits: "LIMITS",
   webhooks: "PUSH-NOTIFICATION WEBHOOKS",
   card: "AGENT CARD",
+  daemon: "DAEMON",
 };

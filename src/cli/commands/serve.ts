@@ -1,9 +1,9 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { acquireHomeLock, HomeLockedError, type HomeLock } from "../../home-lock";
-import { EXECUTOR_KINDS, loadConfigFile, resolveSettings } from "../../config";
-import { createLogger } from "../../log";
-import { startNode } from "../../node";
+import { EXECUTOR_KINDS, loadConfigFile, resolveSettings, type ServeConfig } from "../../config";
+import { createLogger, type LevelledLogger } from "../../log";
+import { startNode, type RunningNode } from "../../node";
 import type { Command } from "../command";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags, type FlagSpec } from "../flags";
@@ -22,7 +22,9 @@ export const serveCommand: Command = {
   summary: "run the node: A2A over mutual TLS, tasks in SQLite",
   help: `Run the node: an A2A v1.0 JSON-RPC server behind mutual TLS. Only clients with a certificate from this
 fleet's CA get past the TLS handshake; their certificate's CN is their identity. Tasks, their history and
-artifacts are kept in HOME/a2a-node.db. Stops gracefully on SIGTERM/SIGINT: running tasks get a grace period,
+artifacts are kept in HOME/a2a-node.db. SIGHUP reloads: the config file and the certificate on disk are read again; a new certificate, key or
+CA and the log level apply at once (open connections and tasks carry on), other changed settings are named
+in the log as needing a restart. Stops gracefully on SIGTERM/SIGINT: running tasks get a grace period,
 then end FAILED ("interrupted") so no accepted task is left without an outcome; a task waiting for input keeps
 waiting (its answer resumes it after the restart), and a Hermes run is left running and re-attached to at the
 next start.
@@ -58,7 +60,7 @@ EXIT CODES
       io.stdout.write(f.json ? checkJson(home, configFile, config, sources) : checkListing(home, configFile, config, sources));
       return ExitCode.Ok;
     }
-    const log = createLogger((line) => io.stderr.write(line), f.quiet);
+    const log = createLogger((line) => io.stderr.write(line), f.quiet ? "warn" : config.logLevel);
     const lock = holdHome(home);
     let node;
     try {
@@ -74,6 +76,10 @@ EXIT CODES
         throw new CliError(`this machine has no address ${config.host} to listen on`, ExitCode.Failure, "pass --host with one of its addresses, or 0.0.0.0 for all");
       throw err;
     }
+    const running = node;
+    io.onReload?.(() => {
+      void reload(running, () => resolveSettings(f, io.env, loadConfigFile(configFile, f.config !== undefined)).config, log, f.quiet);
+    });
     const stop = io.stopSignal;
     if (stop) {
       await new Promise<void>((resolve) => {
@@ -87,6 +93,23 @@ EXIT CODES
     return ExitCode.Ok;
   },
 };
+
+/**
+ * SIGHUP: the config file (and the certificate on disk) are read again and what can change without a restart
+ * is applied. A config that no longer parses is reported and the running one kept: a typo must not stop a
+ * node that was working.
+ */
+async function reload(node: RunningNode, read: () => ServeConfig, log: LevelledLogger, quiet: boolean): Promise<void> {
+  try {
+    const next = read();
+    const { applied, needsRestart } = await node.reload(next);
+    if (!quiet) log.setLevel(next.logLevel);
+    log.info("reloaded", { applied: applied.join(",") || "nothing changed" });
+    if (needsRestart.length) log.warn("these changes take effect only after a restart", { settings: needsRestart.join(",") });
+  } catch (err) {
+    log.error("reload refused; the running configuration stays", { reason: (err as Error).message });
+  }
+}
 
 /** One serve per home; a home that does not exist yet has no identity, which startNode reports. */
 function holdHome(home: string): HomeLock | undefined {
