@@ -23,6 +23,8 @@ export interface MtlsListenerOptions {
 export interface Listener {
   url: string;
   port: number;
+  /** Uses a new certificate and key (and CA) for connections from now on; open ones keep theirs. */
+  setIdentity?(pem: { cert: string; key: string; ca: string }): void;
   /** Stops taking new connections; open ones keep working (so blocking calls can still be answered). */
   stopAccepting(): void;
   /** Closes every connection. */
@@ -67,6 +69,7 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       resolve({
         url: `https://${host}:${port}`,
         port,
+        setIdentity: (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" }),
         stopAccepting: () => void tls.close(),
         close: async () => {
           if (tls.listening) tls.close();
