@@ -116,3 +116,37 @@ describe("SIGHUP", () => {
     expect((await get(`${node.url}/health`, fleet.identity("alpha"))).status).toBe(200);
   });
 });
+
+describe("npm start", () => {
+  it("kill of the npm process stops the node it started (signals reach the node), leaving nothing serving", async () => {
+    const home = join(fleet.root, "npm-start-home");
+    const npm = Bun.spawn(["npm", "start", "--", "--executor", "echo", "--host", "127.0.0.1", "--port", "0"], {
+      cwd: join(import.meta.dirname, "..", ".."),
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", A2A_NODE_HOME: home },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    let output = "";
+    const decoder = new TextDecoder();
+    let listening!: () => void;
+    const served = new Promise<void>((r) => (listening = r));
+    // Both streams end only when every process holding them (npm, the start script, the node) has exited.
+    const drain = async (stream: ReadableStream<Uint8Array>) => {
+      for await (const chunk of stream as unknown as AsyncIterable<Uint8Array>) {
+        output += decoder.decode(chunk, { stream: true });
+        if (output.includes("serving A2A over mTLS")) listening();
+      }
+    };
+    const closed = Promise.all([drain(npm.stdout), drain(npm.stderr)]);
+    await served;
+    const nodePid = Number(readFileSync(join(home, "serve.pid"), "utf8"));
+    expect(nodePid).not.toBe(npm.pid);
+    npm.kill("SIGTERM");
+    const code = await npm.exited;
+    await closed;
+    output += `\nNPM EXIT ${code} ${npm.signalCode}`;
+    expect(output, output).toContain("stopping signal=SIGTERM");
+    expect(output).toContain("stopped name=");
+    expect(existsSync(join(home, "serve.pid"))).toBe(false);
+  });
+});
