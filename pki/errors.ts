@@ -14,6 +14,7 @@ export type PkiErrorCode =
   | "NO_NODE_KEY"
   | "BAD_BUNDLE"
   | "BAD_NAME"
+  | "RESERVED_NAME"
   | "BAD_SAN"
   | "BAD_DAYS"
   | "BAD_PEM"
@@ -79,6 +80,8 @@ export const pkiErrors = {
     ),
   badName: (name: string, rule: string) =>
     new PkiError("BAD_NAME", `invalid name ${JSON.stringify(name)}: ${rule}`, "use letters, digits and inner dashes, e.g. 'build-box-2'"),
+  reservedName: (name: string, why: string) =>
+    new PkiError("RESERVED_NAME", `the name "${name}" is reserved: ${why}`, "choose another name for this node, such as the machine's host name"),
   badSan: (san: string, reason = "not a DNS name or an IP address") =>
     new PkiError("BAD_SAN", `invalid --san ${JSON.stringify(san)}: ${reason}`, "give a DNS name (host.example.com, *.example.com) or an IP (10.0.0.5, fd00::5)"),
   badDays: (what: string, days: number, max: number) =>

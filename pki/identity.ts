@@ -2,6 +2,7 @@ import { X509Certificate, createPrivateKey } from "node:crypto";
 import { existsSync } from "node:fs";
 import { pkiErrors } from "./errors";
 import type { CertInfo } from "./inspect";
+import { checkIssuedNodeName } from "./names";
 import { readPublic, readSecret } from "./secure-file";
 
 /** The files of a home's identity (HomePaths fits). */
@@ -63,6 +64,9 @@ export async function loadNodeIdentity(paths: IdentityPaths, opts: { now?: Date;
     }
   }
   const info = describeNative(cert);
+  // Every peer would refuse this certificate at the connection (a reserved name, or one an older issuer let
+  // through); better said here, at start-up. `pki show` (allowExpired) still describes it.
+  if (!opts.allowExpired) checkIssuedNodeName(info.subjectCn);
   return {
     caPem,
     certPem,

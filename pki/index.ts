@@ -6,7 +6,7 @@
 export { PkiError, pkiErrors, type PkiErrorCode } from "./errors";
 export { writeFileAtomic, readSecret, readPublic, SECRET_MODE, PUBLIC_MODE, type WriteOptions } from "./secure-file";
 export { generateKeyPair, exportPrivateKeyPem, exportPublicKeyPem, importPrivateKeyPem, assertKeyMatchesCert } from "./keys";
-export { normalizeNodeName, parseSan, normalizeSans, isValidSan, MAX_DAYS, type San } from "./names";
+export { normalizeNodeName, nodeNameProblem, RESERVED_NODE_NAMES, parseSan, normalizeSans, isValidSan, MAX_DAYS, type San } from "./names";
 export type { CertAndKey } from "./cert-params";
 export { createCa, defaultCaName, type CreateCaOptions } from "./ca";
 export { issueLeaf, signPublicKey, type LeafOptions } from "./leaf";

@@ -8,6 +8,17 @@ const MAX_LABEL = 63;
 const MAX_DNS_NAME = 253;
 
 /**
+ * Names no node may take, because the node gives them a meaning of its own, each with the reason a refusal
+ * gives. A certificate bearing one would borrow that meaning: a node named "local" used to share tasks, both
+ * ways, with every process on the machine that used the plain-HTTP port. (A Map, so that "constructor" and
+ * the other names an object inherits are not taken for reserved ones.)
+ */
+export const RESERVED_NODE_NAMES: ReadonlyMap<string, string> = new Map([
+  ["local", "it stands for the callers of a node's plain-HTTP loopback listener (any process on that machine)"],
+  ["localhost", "a node name is also a host name peers dial, and localhost always means the dialling machine itself"],
+]);
+
+/**
  * Checks a node name and returns its canonical (lowercase) form. Names compare case-insensitively in DNS,
  * so storing one spelling keeps "Alice" and "alice" from becoming two identities.
  */
@@ -15,7 +26,29 @@ export function normalizeNodeName(name: string): string {
   if (name.length < 1 || name.length > MAX_LABEL) throw pkiErrors.badName(name, `must be 1 to ${MAX_LABEL} characters`);
   const lower = name.toLowerCase();
   if (!LABEL.test(lower)) throw pkiErrors.badName(name, "only letters, digits and dashes, not starting or ending with a dash");
+  const reserved = RESERVED_NODE_NAMES.get(lower);
+  if (reserved) throw pkiErrors.reservedName(lower, reserved);
   return lower;
+}
+
+/**
+ * Why `name`, read from a peer's certificate, is not a node name exactly as this PKI issues one; undefined
+ * when it is. Nothing is folded or trimmed: "Alpha", "alpha\0", or "\u212Ailo" (a Kelvin sign, which
+ * lowercases to "k") is another certificate's name, never a spelling of "alpha" or "kilo".
+ */
+export function nodeNameProblem(name: string): string | undefined {
+  try {
+    checkIssuedNodeName(name);
+    return undefined;
+  } catch (err) {
+    return (err as Error).message;
+  }
+}
+
+/** Throws BAD_NAME or RESERVED_NAME unless `name` is, unchanged, a node name this PKI would issue. */
+export function checkIssuedNodeName(name: string): string {
+  if (normalizeNodeName(name) !== name) throw pkiErrors.badName(name, "a node name is issued in lower case");
+  return name;
 }
 
 /** A subject alternative name: a DNS name or an IP literal, in canonical form. */

@@ -23,5 +23,13 @@ if (!existsSync(homePaths(home).nodeCert)) {
 }
 
 const serve = Bun.spawn([binary, "--home", home, "serve", ...process.argv.slice(2)], { stdio: ["inherit", "inherit", "inherit"] });
-for (const sig of ["SIGINT", "SIGTERM"] as const) process.on(sig, () => serve.kill(sig));
+// Whatever signal reaches this wrapper (kill of `npm start`: the npm script execs us, so npm's forwarded
+// SIGTERM lands here) goes to the node; SIGHUP reloads it.
+for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => serve.kill(sig));
+// If whoever started us dies without a signal (npm killed with SIGKILL), we are re-parented: stop the node
+// rather than leave it serving with nobody to stop it. There is no event for this, so look once a second.
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) serve.kill("SIGTERM");
+}, 1000).unref();
 process.exit(await serve.exited);

@@ -8,16 +8,26 @@ export interface Logger {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-export function createLogger(write: (line: string) => void, quiet = false): Logger {
+export type LogLevel = "info" | "warn" | "error";
+export const LOG_LEVELS: readonly LogLevel[] = ["info", "warn", "error"];
+
+/** A logger whose level can change while it runs (SIGHUP reloads it). */
+export interface LevelledLogger extends Logger {
+  setLevel(level: LogLevel): void;
+}
+
+export function createLogger(write: (line: string) => void, level: LogLevel = "info"): LevelledLogger {
+  let threshold = LOG_LEVELS.indexOf(level);
   const line = (level: string, message: string, fields?: Record<string, unknown>) => {
     let out = `${new Date().toISOString()} ${level} ${message}`;
     if (fields) for (const [k, v] of Object.entries(fields)) if (v !== undefined) out += ` ${k}=${fmt(v)}`;
     write(`${out}\n`);
   };
   return {
-    info: (m, f) => void (!quiet && line("info", m, f)),
-    warn: (m, f) => line("warn", m, f),
+    info: (m, f) => void (threshold <= 0 && line("info", m, f)),
+    warn: (m, f) => void (threshold <= 1 && line("warn", m, f)),
     error: (m, f) => line("error", m, f),
+    setLevel: (l) => void (threshold = LOG_LEVELS.indexOf(l)),
   };
 }
 

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { isIP } from "node:net";
 import { loadNodeIdentity } from "../pki/identity";
-import type { ServeConfig } from "./config";
+import { SETTINGS, type ServeConfig, type SettingName } from "./config";
 import { ConformanceExecutor } from "./executors/conformance-executor";
 import { EchoExecutor } from "./executors/echo-executor";
 import { HermesExecutor } from "./executors/hermes-executor";
@@ -17,7 +17,7 @@ import { v1Methods } from "./protocol/v1-methods";
 import { v03Methods } from "./protocol/v03/methods";
 import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
 import { listenMtls, type Listener } from "./server/mtls-listener";
-import { listenPlainLoopback } from "./server/plain-listener";
+import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
 import { createRequestRouter, tooLargeResponse } from "./server/request-router";
 import { openDatabase } from "./store/database";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
@@ -34,6 +34,12 @@ export interface RunningNode {
   advertisedUrl: string;
   /** The plain loopback listener's URL, when --plain-http-port is set. */
   plainUrl?: string;
+  /**
+   * Applies what can change without a restart (SIGHUP): the certificate, key and CA are read again from the
+   * home and used for new connections; settings marked reloadable take their new values. Says which changed
+   * settings need a restart instead.
+   */
+  reload(next: ServeConfig): Promise<{ applied: string[]; needsRestart: string[] }>;
   stop(): Promise<void>;
 }
 
@@ -43,7 +49,7 @@ export interface RunningNode {
  */
 export async function startNode(home: string, config: ServeConfig, log: Logger, embed: { executor?: AgentExecutor } = {}): Promise<RunningNode> {
   const paths = homePaths(home);
-  const identity = await loadNodeIdentity(paths);
+  let identity = await loadNodeIdentity(paths);
   const database = openDatabase(paths.database, { backgroundCheckpoints: true });
   const store = new SqliteTaskStore(database, { maxListBytes: config.maxListBytes });
   // An embedding program (a benchmark, a test) may bring its own executor; the binary picks one by name.
@@ -108,7 +114,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     });
     plainUrl = plain.url;
     listeners.push(plain);
-    log.warn("plain-HTTP listener open on loopback: any local process can use it, as caller 'local'", { url: plain.url });
+    log.warn(`plain-HTTP listener open on loopback: any local process can use it, as caller '${LOOPBACK_CALLER.name}'`, { url: plain.url });
   }
   log.info("serving A2A over mTLS", {
     name: identity.name,
@@ -124,6 +130,27 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     url: mtls.url,
     advertisedUrl,
     plainUrl,
+    async reload(next) {
+      const applied: string[] = [];
+      const needsRestart: string[] = [];
+      const fresh = await loadNodeIdentity(paths);
+      if (fresh.certPem !== identity.certPem || fresh.keyPem !== identity.keyPem || fresh.caPem !== identity.caPem) {
+        if (fresh.name !== identity.name) needsRestart.push(`certificate (its name changed from ${identity.name} to ${fresh.name})`);
+        else {
+          mtls.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
+          identity = fresh;
+          applied.push("certificate");
+        }
+      }
+      for (const name of Object.keys(SETTINGS) as SettingName[]) {
+        if (JSON.stringify(config[name]) === JSON.stringify(next[name])) continue;
+        if ((SETTINGS[name] as { reloadable?: boolean }).reloadable) {
+          (config as Record<string, unknown>)[name] = next[name];
+          applied.push(SETTINGS[name].file);
+        } else needsRestart.push(SETTINGS[name].file);
+      }
+      return { applied, needsRestart };
+    },
     async stop() {
       for (const l of listeners) l.stopAccepting();
       await runner.shutdown(config.shutdownGraceMs);

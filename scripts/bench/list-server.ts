@@ -19,7 +19,7 @@ const [home, port, maxListBytes] = process.argv.slice(2);
 const node = await startNode(
   home,
   { ...DEFAULTS, host: "127.0.0.1", port: Number(port), maxConcurrent: 8, ...(maxListBytes ? { maxListBytes: Number(maxListBytes) } : {}) },
-  createLogger((l) => process.stderr.write(l), true),
+  createLogger((l) => process.stderr.write(l), "warn"),
   { executor: new EchoExecutor() },
 );
 // 1 ms resolution: the monitor's own timer is what notices a late turn of the loop.

@@ -37,7 +37,7 @@ const [home, port] = process.argv.slice(2);
 const node = await startNode(
   home,
   { ...DEFAULTS, host: "127.0.0.1", port: Number(port), maxConcurrent: 8 },
-  createLogger((l) => process.stderr.write(l), true),
+  createLogger((l) => process.stderr.write(l), "warn"),
   { executor: new StreamingBenchExecutor() },
 );
 process.stdout.write(`listening ${node.url}\n`);

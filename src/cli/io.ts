@@ -12,6 +12,8 @@ export interface Io {
   env: Record<string, string | undefined>;
   /** Resolves when the command should stop (SIGINT/SIGTERM for the daemon; never in tests unless asked). */
   stopSignal?: AbortSignal;
+  /** Calls `handler` on each reload request (SIGHUP for the daemon); never in tests unless asked. */
+  onReload?(handler: () => void): void;
 }
 
 /** An Io that records everything, for tests. */
@@ -44,6 +46,10 @@ export function processIo(): Io {
         stop = ctrl;
       }
       return stop.signal;
+    },
+    onReload(handler) {
+      // Installing a handler is what keeps SIGHUP from ending the process (its default action).
+      process.on("SIGHUP", handler);
     },
   };
 }

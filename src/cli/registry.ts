@@ -77,7 +77,7 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
   try {
     return await command.run(name.startsWith("-") ? [] : args, { io, home: resolveHome(homeFlag, io.env) });
   } catch (err) {
-    if (err instanceof UsageError) return usage(io, err.message, command.name);
+    if (err instanceof UsageError || (err as Error)?.name === "ConfigError") return usage(io, (err as Error).message, command.name);
     if (err instanceof CliError) return fail(io, err.message, err.hint, err.exitCode);
     // PkiError (and anything else that carries a hint) is reported the same way, without loading pki/ here.
     const e = err as { message?: string; hint?: string; name?: string };

@@ -1,4 +1,5 @@
 import { checkServerIdentity as defaultCheck, type PeerCertificate } from "node:tls";
+import { FleetMembership } from "../../pki/fleet-member";
 import type { FetchFn } from "./a2a-client";
 
 export interface ClientTls {
@@ -32,9 +33,13 @@ export class PeerIdentityError extends Error {
  * the fleet CA vouching for "beta" is what matters. For a bare URL the usual host-name check applies.
  */
 export function mtlsFetch(tls: ClientTls, expect: Expectation = {}): FetchFn {
+  const fleet = new FleetMembership(tls.ca);
   let mismatch: PeerIdentityError | undefined;
   const checkServerIdentity = (host: string, cert: PeerCertificate): Error | undefined => {
     const cn = typeof cert.subject?.CN === "string" ? cert.subject.CN : undefined;
+    // Chaining to the fleet CA is not enough: the name must be one the fleet issues, as for a client.
+    const verdict = fleet.check(cert);
+    if ("refused" in verdict) return (mismatch = new PeerIdentityError(`the server's certificate is not a fleet member's: ${verdict.refused}`, cn));
     if (expect.name !== undefined) {
       if (cn !== expect.name) return (mismatch = new PeerIdentityError(`the server's certificate is for '${cn ?? "?"}', not '${expect.name}'`, cn));
     } else {

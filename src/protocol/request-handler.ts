@@ -1,6 +1,6 @@
 import { newId, now } from "../tasks/clock";
 import type { TaskRunner } from "../tasks/task-runner";
-import type { TaskStore } from "../tasks/task-store";
+import { TaskStoreRequestError, type TaskStore } from "../tasks/task-store";
 import { EventStream } from "../tasks/event-stream";
 import { mapStream } from "./streams";
 import type { CallContext } from "./caller";
@@ -105,7 +105,12 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   }
 
   async listTasks(params: ListTasksParams, ctx: CallContext): Promise<ListTasksResult> {
-    return this.store.list(ctx.caller.name, params);
+    try {
+      return this.store.list(ctx.caller.name, params);
+    } catch (err) {
+      if (err instanceof TaskStoreRequestError) throw A2AError.invalidParams(err.message);
+      throw err;
+    }
   }
 
   async cancelTask(params: CancelTaskParams, ctx: CallContext): Promise<Task> {

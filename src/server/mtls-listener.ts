@@ -2,6 +2,7 @@ import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
 import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
+import { peerIdentifier } from "./peer-identity";
 
 export interface MtlsListenerOptions {
   host: string;
@@ -15,13 +16,15 @@ export interface MtlsListenerOptions {
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
   /** The answer to a body over maxBodyBytes. */
   tooLarge(limit: number, declared: number | undefined): HttpResponse;
-  /** Called when a TLS handshake fails (no certificate, foreign CA, expired...). */
+  /** Called when a TLS handshake fails (no certificate, foreign CA, expired...) or its certificate is refused. */
   onHandshakeError?(err: Error, remote: string | undefined): void;
 }
 
 export interface Listener {
   url: string;
   port: number;
+  /** Uses a new certificate and key (and CA) for connections from now on; open ones keep theirs. */
+  setIdentity?(pem: { cert: string; key: string; ca: string }): void;
   /** Stops taking new connections; open ones keep working (so blocking calls can still be answered). */
   stopAccepting(): void;
   /** Closes every connection. */
@@ -44,14 +47,15 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     rejectUnauthorized: true,
     minVersion: "TLSv1.2",
   });
+  const identify = peerIdentifier(options.ca);
   tls.on("secureConnection", (socket: TLSSocket) => {
-    const peer = socket.getPeerCertificate();
-    const name = peer?.subject?.CN;
-    if (!socket.authorized || !name || Array.isArray(name)) {
+    const peer = identify(socket);
+    if ("refused" in peer) {
+      options.onHandshakeError?.(new Error(`client certificate refused: ${peer.refused}`), socket.remoteAddress);
       socket.destroy();
       return;
     }
-    const caller: CallerIdentity = { name, fingerprint: peer.fingerprint256 };
+    const { caller } = peer;
     connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, caller) });
   });
   tls.on("tlsClientError", (err, socket) => options.onHandshakeError?.(err, socket.remoteAddress));
@@ -65,6 +69,7 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       resolve({
         url: `https://${host}:${port}`,
         port,
+        setIdentity: (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" }),
         stopAccepting: () => void tls.close(),
         close: async () => {
           if (tls.listening) tls.close();

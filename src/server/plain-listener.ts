@@ -4,8 +4,12 @@ import type { CallerIdentity } from "../protocol/caller";
 import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
 
-/** Everyone on a plain loopback listener is one caller: the machine itself. */
-export const LOOPBACK_CALLER: CallerIdentity = { name: "local", fingerprint: "plain-http-loopback", anonymous: true };
+/**
+ * Everyone on a plain loopback listener is one caller: the machine itself. Its name owns that listener's
+ * tasks, so no certificate may ever produce it: it starts with "@", which no node name can contain (a peer's
+ * name is checked against pki/names.ts at the connection), and "local" is a reserved node name besides.
+ */
+export const LOOPBACK_CALLER: CallerIdentity = { name: "@local", fingerprint: "plain-http-loopback", anonymous: true };
 
 export interface PlainListenerOptions {
   port: number;

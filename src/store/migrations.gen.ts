@@ -45,7 +45,16 @@ export const migrations: Migration[] = [
     "hash": "9477fb25743322673840856866bec1d16a6c2b6c01de4523e5f52ebaf47cdb55"
   },
   {
-    "tag": "0004_tasks_rowid_list_sizes",
+    "tag": "0004_loopback_owner",
+    "sql": [
+      "-- The plain-HTTP listener's caller was named \"local\", a name a fleet certificate could also carry. It is now\n-- \"@local\", which no node name can spell; tasks and webhooks made through that listener follow it.\nUPDATE `tasks` SET `owner` = '@local' WHERE `owner` = 'local';",
+      "\nUPDATE `push_configs` SET `owner` = '@local' WHERE `owner` = 'local';\n"
+    ],
+    "folderMillis": 1796150491128,
+    "hash": "6e533c716ad9ee17cc958c08d432a337a5386d59c8128a5cadb86802f9c22435"
+  },
+  {
+    "tag": "0005_tasks_rowid_list_sizes",
     "sql": [
       "-- Hand-written (drizzle-kit generated only the size columns and the index): `tasks` becomes a rowid table\n-- whose small columns come first and JSON last (see schema.ts for why), with the size columns ListTasks plans\n-- its pages from. The rows are copied in id order, their sizes computed as the store's statements compute\n-- them (octet_length of the JSON text); the indexes are built once, after the copy.\nCREATE TABLE `tasks_new` (\n\t`id` text PRIMARY KEY NOT NULL,\n\t`context_id` text NOT NULL,\n\t`owner` text NOT NULL,\n\t`state` text NOT NULL,\n\t`status_timestamp` text NOT NULL,\n\t`last_seq` integer DEFAULT 0 NOT NULL,\n\t`working_at` text,\n\t`request_message_id` text NOT NULL,\n\t`executor` text NOT NULL,\n\t`created_at` text NOT NULL,\n\t`updated_at` text NOT NULL,\n\t`head_bytes` integer DEFAULT 0 NOT NULL,\n\t`history_bytes` integer DEFAULT 0 NOT NULL,\n\t`artifacts_bytes` integer DEFAULT 0 NOT NULL,\n\t`status_message` text,\n\t`metadata` text,\n\t`history` text NOT NULL,\n\t`artifacts` text NOT NULL\n);\n",
       "\nINSERT INTO `tasks_new` (`id`, `context_id`, `owner`, `state`, `status_timestamp`, `last_seq`, `working_at`, `request_message_id`,\n\t`executor`, `created_at`, `updated_at`, `head_bytes`, `history_bytes`, `artifacts_bytes`, `status_message`, `metadata`, `history`, `artifacts`)\nSELECT `id`, `context_id`, `owner`, `state`, `status_timestamp`, `last_seq`, `working_at`, `request_message_id`,\n\t`executor`, `created_at`, `updated_at`,\n\toctet_length(`id`) + octet_length(`context_id`) + coalesce(octet_length(`status_message`), 0) + coalesce(octet_length(`metadata`), 0),\n\toctet_length(`history`), octet_length(`artifacts`), `status_message`, `metadata`, `history`, `artifacts`\nFROM `tasks` ORDER BY `id`;\n",
@@ -56,7 +65,7 @@ export const migrations: Migration[] = [
       "\nCREATE INDEX `tasks_unfinished` ON `tasks` (`id`) WHERE \"tasks\".\"state\" IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING');",
       "\nCREATE UNIQUE INDEX `tasks_owner_request_message` ON `tasks` (`owner`,`request_message_id`);\n"
     ],
-    "folderMillis": 1796153233367,
+    "folderMillis": 1796153559325,
     "hash": "69dc6e6eb9dda933bdb6529350d667506a4ce7e3cf28b2a16402624593bc61cf"
   }
 ];

@@ -7,7 +7,7 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "driz
  * row lives in its primary-key b-tree and each write touches one b-tree fewer. `tasks` holds JSON of any size,
  * and a WITHOUT ROWID b-tree compares whole records while it seeks: finding one task read several neighbouring
  * rows in full (measured: 10-16 ms per lookup among 2 MiB tasks, 1 s for a page of 100). As a rowid table
- * (migration 0004) its lookups compare ids in the primary-key index only, and its small columns come first in
+ * (migration 0005) its lookups compare ids in the primary-key index only, and its small columns come first in
  * each row, before the JSON, so reading them never walks a large row's overflow pages.
  *
  * Columns history/artifacts/metadata/status_message hold protocol objects as JSON text, exactly as they go

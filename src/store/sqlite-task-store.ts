@@ -1,9 +1,8 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, count, desc, eq, gt, inArray, lt, or, asc } from "drizzle-orm";
-import { A2AError } from "../protocol/errors";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { isTerminal } from "../protocol/types";
-import type { NewTask, StoredEvent, TaskStore, UnfinishedTask } from "../tasks/task-store";
+import { TaskStoreRequestError, type NewTask, type StoredEvent, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
 import type { Db, OpenDatabase } from "./database";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
 import { tasks } from "./schema";
@@ -530,6 +529,6 @@ function encodePageToken(timestamp: string, id: string): string {
 function decodePageToken(token: string): { timestamp: string; id: string } {
   const text = Buffer.from(token, "base64url").toString("utf8");
   const bar = text.indexOf("|");
-  if (bar <= 0 || bar === text.length - 1) throw A2AError.invalidParams("pageToken is not one this node issued");
+  if (bar <= 0 || bar === text.length - 1) throw new TaskStoreRequestError("pageToken is not one this node issued");
   return { timestamp: text.slice(0, bar), id: text.slice(bar + 1) };
 }

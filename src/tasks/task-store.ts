@@ -28,6 +28,17 @@ export interface StoredEvent {
 }
 
 /**
+ * A question the store cannot answer as asked (a page token it never issued). The store speaks in its own
+ * terms; the protocol layer maps this to its invalid-params error.
+ */
+export class TaskStoreRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "TaskStoreRequestError";
+  }
+}
+
+/**
  * Durable home of tasks, their history and artifacts. Every read is scoped to the owner (the peer identity
  * from the client certificate): another owner's task is indistinguishable from one that does not exist.
  *

@@ -109,6 +109,18 @@ describe("a2a-node init-pki", () => {
     expect(err.hint).toBeTruthy();
   });
 
+  it("refuses the reserved name 'local' (the plain-HTTP listener's callers), creating nothing", async () => {
+    const home = join(tmp(), "home");
+    const err = await failure(run(["--name", "local"], home));
+    expect(err.exitCode).toBe(1);
+    expect(err.message).toBe(
+      `the name "local" is reserved: it stands for the callers of a node's plain-HTTP loopback listener (any process on that machine)`,
+    );
+    expect(err.hint).toMatch(/choose another name/);
+    expect(existsSync(homePaths(home).nodeKey)).toBe(false);
+    expect(existsSync(homePaths(home).caKey)).toBe(false);
+  });
+
   it("installs a bundle made by 'pki issue' on another home", async () => {
     const a = join(tmp(), "a");
     const b = join(tmp(), "b");

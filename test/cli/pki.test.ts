@@ -113,6 +113,16 @@ describe("a2a-node pki issue", () => {
     expect(existsSync(out)).toBe(false);
   });
 
+  it.each(["local", "LOCAL", "localhost"])("refuses the reserved name %j with exit 1, saying what it means, and writes nothing", async (name) => {
+    const out = join(tmp(), "reserved.bundle");
+    const err = await failure(pki(["issue", name, "--out", out], caHome));
+    expect(err).not.toBeInstanceOf(UsageError);
+    expect(err.exitCode).toBe(1);
+    expect(err.message).toMatch(new RegExp(`^the name "${name.toLowerCase()}" is reserved: `));
+    expect(err.hint).toBe("choose another name for this node, such as the machine's host name");
+    expect(existsSync(out)).toBe(false);
+  });
+
   it("turns a bad SAN into exit 1 with a hint", async () => {
     const err = await failure(pki(["issue", "gina", "--san", "no spaces", "--out", join(tmp(), "g")], caHome));
     expect(err.exitCode).toBe(1);

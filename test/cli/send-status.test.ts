@@ -13,7 +13,7 @@ let slow: RunningNode;
 let model: FakeModel;
 let talker: RunningNode;
 let chatty: FakeModel;
-const quiet = createLogger(() => {}, true);
+const quiet = createLogger(() => {}, "warn");
 
 async function cli(...args: string[]) {
   const io = bufferIo();

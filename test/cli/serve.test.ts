@@ -11,17 +11,33 @@ beforeAll(async () => {
 afterAll(() => fleet.cleanup());
 
 describe("serve", () => {
-  it("--check prints the effective configuration with secrets redacted", async () => {
+  it("--check lists the effective configuration, each value with its source, secrets redacted", async () => {
     const io = bufferIo({ OPENAI_API_KEY: "sk-very-secret", A2A_NODE_PORT: "9555" });
     expect(await runCli(["--home", fleet.homes.alpha, "serve", "--check", "--executor", "echo"], io)).toBe(0);
-    const c = JSON.parse(io.out());
-    expect(c).toMatchObject({ home: fleet.homes.alpha, port: 9555, executor: "echo", modelApiKey: "(set)" });
+    expect(io.out()).toMatch(/^port = 9555 +# A2A_NODE_PORT$/m);
+    expect(io.out()).toMatch(/^executor = "echo" +# flag$/m);
+    expect(io.out()).toMatch(/^host = "0\.0\.0\.0" +# default$/m);
+    expect(io.out()).toMatch(/^model_api_key_file = \(set\) +# OPENAI_API_KEY$/m);
     expect(io.out()).not.toContain("sk-very-secret");
+  });
+
+  it("--check --json prints the configuration as JSON with each value's source", async () => {
+    const io = bufferIo({ OPENAI_API_KEY: "sk-very-secret", A2A_NODE_PORT: "9555" });
+    expect(await runCli(["--home", fleet.homes.alpha, "serve", "--check", "--json", "--executor", "echo"], io)).toBe(0);
+    const c = JSON.parse(io.out());
+    expect(c).toMatchObject({ home: fleet.homes.alpha, port: 9555, executor: "echo", modelApiKey: "(set)", sources: { port: "A2A_NODE_PORT", executor: "flag" } });
+    expect(io.out()).not.toContain("sk-very-secret");
+  });
+
+  it("--check exits 2 naming the variable when the configuration is invalid", async () => {
+    const io = bufferIo({ A2A_NODE_PORT: "99999" });
+    expect(await runCli(["--home", fleet.homes.alpha, "serve", "--check"], io)).toBe(2);
+    expect(io.err()).toContain("A2A_NODE_PORT must be a whole number 0-65535 (got 99999)");
   });
 
   it.each([
     [["--executor", "gpt4"], "--executor must be one of echo, openai, hermes, conformance"],
-    [["--port", "x"], "--port must be a number"],
+    [["--port", "x"], "--port must be a number (got 'x')"],
     [["extra"], "serve takes no arguments"],
     [["--config", "/nonexistent.toml"], "config file /nonexistent.toml does not exist"],
   ])("%j is a usage error", async (args, message) => {

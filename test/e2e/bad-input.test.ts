@@ -96,6 +96,7 @@ describe("invalid params (-32602, naming the field)", () => {
     ["ListTasks pageSize 101", "ListTasks", { pageSize: 101 }, /pageSize/],
     ["ListTasks bad status", "ListTasks", { status: "done" }, /status/],
     ["ListTasks historyLength -1", "ListTasks", { historyLength: -1 }, /historyLength/],
+    ["ListTasks pageToken it never issued", "ListTasks", { pageToken: "garbage" }, /pageToken is not one this node issued/],
     ["CancelTask without id", "CancelTask", {}, /\bid\b/],
   ])("%s", async (_label, method, params, field) => {
     const e = expectError(await post(node.url, who, envelope(method, params, 11)), -32602, 11);

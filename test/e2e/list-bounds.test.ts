@@ -90,12 +90,12 @@ describe("ListTasks over a node with --max-list-bytes 65536", () => {
 });
 
 describe("the max_list_bytes setting", () => {
-  it("comes from A2A_NODE_MAX_LIST_BYTES, and a flag out of range is a usage error naming the key", async () => {
-    const check = await runBinary(["--home", fleet.homes.alpha, "serve", "--check"], { A2A_NODE_MAX_LIST_BYTES: "100000" });
+  it("comes from A2A_NODE_MAX_LIST_BYTES, and a flag out of range is a usage error naming the flag", async () => {
+    const check = await runBinary(["--home", fleet.homes.alpha, "serve", "--check", "--json"], { A2A_NODE_MAX_LIST_BYTES: "100000" });
     expect(check.code, check.stderr).toBe(0);
-    expect(JSON.parse(check.stdout).maxListBytes).toBe(100_000);
+    expect(JSON.parse(check.stdout)).toMatchObject({ maxListBytes: 100_000, sources: { maxListBytes: "A2A_NODE_MAX_LIST_BYTES" } });
     const bad = await runBinary(["--home", fleet.homes.alpha, "serve", "--max-list-bytes", "1000"]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain("--max-list-bytes (max_list_bytes) must be a whole number of bytes, 16384-268435456 (got 1000)");
+    expect(bad.stderr).toContain("--max-list-bytes must be a whole number 16384-268435456 (got 1000)");
   });
 });

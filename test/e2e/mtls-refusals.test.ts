@@ -3,8 +3,11 @@
  * identity headers, and fleet members reaching for each other's tasks.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serveBinary, type ServedBinary } from "../helpers/binary";
+import { listenMtls } from "../../src/server/mtls-listener";
+import { tooLargeResponse } from "../../src/server/request-router";
+import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
+import { craftCert, craftIntermediateLeaf } from "../helpers/crafted-certs";
 import { get, rpc, userMessage } from "../helpers/rpc";
 
 let fleet: Fleet;
@@ -14,10 +17,13 @@ let alpha: TlsIdentity;
 let gamma: TlsIdentity;
 let mallory: TlsIdentity;
 
+let plainUrl: string;
+
 beforeAll(async () => {
   fleet = await makeFleet(["beta", "alpha", "gamma"]);
-  node = await serveBinary(fleet.homes.beta, ["--executor", "echo"]);
+  node = await serveBinary(fleet.homes.beta, ["--executor", "echo", "--plain-http-port", "0"]);
   void node.exited.then((c) => (exitCode = c));
+  plainUrl = /plain-HTTP listener open on loopback.* url=(http:\/\/127\.0\.0\.1:\d+)/.exec(await node.waitForLog(/plain-HTTP listener open/))![1];
   alpha = fleet.identity("alpha");
   gamma = fleet.identity("gamma");
   mallory = await fleet.foreign("mallory");
@@ -56,6 +62,8 @@ async function attempt(route: Route, tls: Partial<TlsIdentity>): Promise<{ res?:
 
 /** The ways Bun's fetch reports a TLS handshake the server ended (alert, reset) on this platform. */
 const HANDSHAKE_FAILURE = /^(ECONNRESET|EPROTO|ERR_SSL_[A-Z0-9_]+|UNABLE_TO_[A-Z_]+|ECONNABORTED)$/;
+/** How it reports a connection the server closed right after a handshake that verified the chain. */
+const REFUSED_AFTER_HANDSHAKE = /^(ECONNRESET|ConnectionClosed|EPIPE|ECONNABORTED)$/;
 
 describe("mutual TLS refusals", () => {
   describe.each(ROUTES)("$name", (route) => {
@@ -155,6 +163,100 @@ describe("mutual TLS refusals", () => {
     // And alpha's task is untouched by gamma's attempts.
     const after = await rpc(node.url, alpha, "GetTask", { id });
     expect(after.body.result.status.state).toBe("TASK_STATE_COMPLETED");
+  });
+
+  describe("names a fleet CA signed but the fleet never issues", () => {
+    /** A certificate with CN `cn`, signed by the fleet CA's key directly (`pki issue` would refuse the name). */
+    const crafted = async (cn: string): Promise<TlsIdentity> => {
+      const c = await craftCert(fleet.ca(), { subject: [{ CN: [cn] }] });
+      return { cert: c.certPem, key: c.keyPem, ca: alpha.ca };
+    };
+    const plainRpc = async (method: string, params: unknown) => {
+      const res = await fetch(plainUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json", "a2a-version": "1.0" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+      });
+      return (await res.json()) as any;
+    };
+
+    it("a certificate named 'local' is refused at the connection and never reaches the plain-HTTP listener's tasks", async () => {
+      const made = await plainRpc("SendMessage", { message: userMessage("a local tool's task") });
+      const localTask: string = made.result.task.id;
+      expect((await plainRpc("GetTask", { id: localTask })).result.id).toBe(localTask);
+      const health = (await (await fetch(`${plainUrl}/health`)).json()) as { caller?: string };
+      expect(health.caller).toBe("@local");
+
+      const impostor = await crafted("local");
+      for (const route of ROUTES) {
+        const { res, err } = await attempt(route, impostor);
+        expect(res).toBeUndefined();
+        expect(err?.code).toMatch(REFUSED_AFTER_HANDSHAKE);
+      }
+      const got = await rpc(node.url, impostor, "GetTask", { id: localTask }).then(
+        () => "answered",
+        (e) => e.code,
+      );
+      expect(got).toMatch(REFUSED_AFTER_HANDSHAKE);
+      expect(await node.waitForLog(/refused a TLS client .*client certificate refused: the name \\?"local\\?" is reserved/)).toBeTruthy();
+
+      // Nor does any fleet member share the plain listener's tasks, either way.
+      expect((await rpc(node.url, alpha, "GetTask", { id: localTask })).body.error.code).toBe(-32001);
+      const alphas = await rpc(node.url, alpha, "SendMessage", { message: userMessage("alpha's own") });
+      expect((await plainRpc("GetTask", { id: alphas.body.result.task.id })).error.code).toBe(-32001);
+      expect((await plainRpc("ListTasks", {})).result.tasks.map((t: { id: string }) => t.id)).toEqual([localTask]);
+    });
+
+    it.each([
+      ["upper case", "Alpha"],
+      ["a NUL byte", "alpha\u0000"],
+      ["a control character", "al\u001bpha"],
+      ["DN syntax", "alpha, CN=gamma"],
+      ["the reserved name localhost", "localhost"],
+    ])("a certificate whose CN has %s is refused at the connection", async (_what, cn) => {
+      const { res, err } = await attempt(ROUTES[0], await crafted(cn));
+      expect(res).toBeUndefined();
+      expect(err?.code).toMatch(REFUSED_AFTER_HANDSHAKE);
+    });
+  });
+
+  describe("certificates under an intermediate CA the fleet CA signed", () => {
+    it("a client presenting a leaf and its intermediate is refused at the connection, on every route", async () => {
+      const { chain, leaf } = await craftIntermediateLeaf(fleet.ca(), "sneaky");
+      const sneaky: TlsIdentity = { cert: chain, key: leaf.keyPem, ca: alpha.ca };
+      for (const route of ROUTES) {
+        const { res, err } = await attempt(route, sneaky);
+        expect(res).toBeUndefined();
+        expect(err?.code).toMatch(REFUSED_AFTER_HANDSHAKE);
+      }
+      expect(await node.waitForLog(/refused a TLS client .*client certificate refused: it was not issued by the fleet CA itself/)).toBeTruthy();
+    });
+
+    it("'a2a-node send' refuses a server presenting one, before sending it anything", async () => {
+      const { chain, leaf } = await craftIntermediateLeaf(fleet.ca(), "sneaky");
+      let asked = 0;
+      const impostor = await listenMtls({
+        host: "127.0.0.1",
+        port: 0,
+        cert: chain,
+        key: leaf.keyPem,
+        ca: alpha.ca,
+        maxBodyBytes: 1 << 20,
+        tooLarge: tooLargeResponse,
+        onRequest: async () => {
+          asked++;
+          return { status: 500 };
+        },
+      });
+      try {
+        const r = await runBinary(["--home", fleet.homes.alpha, "send", "--agent", impostor.url, "--task", "secrets"]);
+        expect(r.code).toBe(4);
+        expect(r.stderr).toMatch(/is not who we expected: the server's certificate is not a fleet member's: it was not issued by the fleet CA itself/);
+        expect(asked).toBe(0);
+      } finally {
+        await impostor.close();
+      }
+    });
   });
 
   it("still serves after all the refusals", async () => {

@@ -36,7 +36,7 @@ export interface ServedBinary {
   /** Resolves with the log so far once it matches `re` (an event of the process, not a timer). */
   waitForLog(re: RegExp): Promise<string>;
   /** Sends a signal without waiting for the exit. */
-  signal(signal: "SIGTERM" | "SIGKILL"): void;
+  signal(signal: "SIGTERM" | "SIGKILL" | "SIGHUP"): void;
   /** Sends a signal (SIGTERM by default) and waits for it to exit; resolves with the exit code. */
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<number>;
   exited: Promise<number>;

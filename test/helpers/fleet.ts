@@ -2,7 +2,7 @@ import "reflect-metadata";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createCa, initPki, installBundle, issueBundle, issueLeaf } from "../../pki";
+import { type CertAndKey, createCa, initPki, installBundle, issueBundle, issueLeaf } from "../../pki";
 import { homePaths, ensureHome } from "../../src/home";
 
 export interface TlsIdentity {
@@ -17,6 +17,8 @@ export interface Fleet {
   homes: Record<string, string>;
   /** The PEMs of a node, as a client would present them. */
   identity(name: string): TlsIdentity;
+  /** The fleet CA's certificate and key, to sign what `pki issue` would refuse (test/helpers/crafted-certs.ts). */
+  ca(): CertAndKey;
   /** An identity named `name` from another CA, which this fleet must refuse. */
   foreign(name: string): Promise<TlsIdentity>;
   cleanup(): void;
@@ -44,6 +46,10 @@ export async function makeFleet(names: string[]): Promise<Fleet> {
     identity(name) {
       const p = homePaths(homes[name]);
       return { cert: readFileSync(p.nodeCert, "utf8"), key: readFileSync(p.nodeKey, "utf8"), ca: readFileSync(p.caCert, "utf8") };
+    },
+    ca() {
+      const p = homePaths(homes[first]);
+      return { certPem: readFileSync(p.caCert, "utf8"), keyPem: readFileSync(p.caKey, "utf8") };
     },
     async foreign(name) {
       const ca = await createCa({ name: "some other fleet" });

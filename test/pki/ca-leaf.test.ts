@@ -6,6 +6,7 @@ import { join } from "node:path";
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
 import { createCa, defaultCaName, exportPublicKeyPem, generateKeyPair, inspectCert, issueLeaf, signPublicKey } from "../../pki";
+import { craftIntermediateLeaf } from "../helpers/crafted-certs";
 import { DAY_MS, tempDirs } from "./helpers";
 
 const tmp = tempDirs();
@@ -140,5 +141,17 @@ describe("issueLeaf", () => {
       const r = spawnSync("openssl", ["verify", "-x509_strict", "-purpose", purpose, "-CAfile", join(dir, "ca.crt"), join(dir, "leaf.crt")], { encoding: "utf8" });
       expect(r.stdout.trim()).toBe(`${join(dir, "leaf.crt")}: OK`);
     }
+  });
+
+  it.skipIf(!openssl)("makes a CA whose path length OpenSSL enforces: a leaf under an intermediate it signed does not verify", async () => {
+    const dir = tmp();
+    const ca = await createCa({ name: "test CA" });
+    const { intermediate, leaf } = await craftIntermediateLeaf(ca, "sneaky");
+    writeFileSync(join(dir, "ca.crt"), ca.certPem);
+    writeFileSync(join(dir, "sub.crt"), intermediate.certPem);
+    writeFileSync(join(dir, "leaf.crt"), leaf.certPem);
+    const r = spawnSync("openssl", ["verify", "-purpose", "sslclient", "-CAfile", join(dir, "ca.crt"), "-untrusted", join(dir, "sub.crt"), join(dir, "leaf.crt")], { encoding: "utf8" });
+    expect(r.status).not.toBe(0);
+    expect(r.stdout + r.stderr).toMatch(/path length constraint exceeded/);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PkiError, normalizeNodeName, normalizeSans, parseSan } from "../../pki";
-import { checkDays } from "../../pki/names";
+import { checkDays, checkIssuedNodeName, nodeNameProblem, RESERVED_NODE_NAMES } from "../../pki/names";
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -30,6 +30,51 @@ describe("node names", () => {
       }
     },
   );
+});
+
+describe("reserved node names", () => {
+  it.each([
+    ["local", "local", /plain-HTTP loopback listener/],
+    ["LOCAL", "local", /plain-HTTP loopback listener/],
+    ["localhost", "localhost", /localhost always means the dialling machine/],
+    ["LocalHost", "localhost", /localhost always means the dialling machine/],
+  ])("refuses %j with RESERVED_NAME, saying what the name means and what to do", (name, canonical, why) => {
+    expect(codeOf(() => normalizeNodeName(name))).toBe("RESERVED_NAME");
+    try {
+      normalizeNodeName(name);
+    } catch (err) {
+      expect((err as PkiError).message).toMatch(new RegExp(`^the name "${canonical}" is reserved: `));
+      expect((err as PkiError).message).toMatch(why);
+      expect((err as PkiError).hint).toBe("choose another name for this node, such as the machine's host name");
+    }
+  });
+
+  it("reserves only what the node uses, not names an object happens to inherit", () => {
+    for (const name of ["constructor", "tostring", "local-1", "locals", "my-localhost", "ca"]) expect(normalizeNodeName(name)).toBe(name);
+    expect([...RESERVED_NODE_NAMES.keys()]).toEqual(["local", "localhost"]);
+  });
+});
+
+describe("names read from a peer's certificate", () => {
+  it("accepts a name exactly as issued", () => {
+    for (const name of ["alice", "build-box-2", "7", "a".repeat(63)]) expect(nodeNameProblem(name)).toBeUndefined();
+  });
+
+  it.each([
+    ["Alice", /^invalid name "Alice": a node name is issued in lower case$/],
+    ["\u212Ailo", /^invalid name "\u212Ailo": a node name is issued in lower case$/],
+    ["alice\u0000", /^invalid name "alice\\u0000": only letters/],
+    ["alice\u007f", /^invalid name "alice\u007f": only letters/],
+    ["alice\r", /^invalid name "alice\\r": only letters/],
+    [" alice", /only letters/],
+    ["alice, CN=bob", /only letters/],
+    ["", /must be 1 to 63 characters/],
+    ["local", /^the name "local" is reserved/],
+    ["Local", /^the name "local" is reserved/],
+  ])("refuses %j, saying why", (name, why) => {
+    expect(nodeNameProblem(name)).toMatch(why);
+    expect(codeOf(() => checkIssuedNodeName(name))).toMatch(/^(BAD_NAME|RESERVED_NAME)$/);
+  });
 });
 
 describe("SANs", () => {

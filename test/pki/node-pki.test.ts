@@ -3,6 +3,7 @@ import { chmodSync, copyFileSync, existsSync, readFileSync, rmSync, writeFileSyn
 import { join } from "node:path";
 import { ensureHome, homePaths } from "../../src/home";
 import { PkiError, initPki, inspectCert, installBundle, issueBundle, loadNodeIdentity, readBundle } from "../../pki";
+import { craftCert } from "../helpers/crafted-certs";
 import { DAY_MS, listFiles, mode, tempDirs } from "./helpers";
 
 const tmp = tempDirs();
@@ -192,6 +193,18 @@ describe("loadNodeIdentity", () => {
     chmodSync(paths.nodeKey, 0o600);
     writeFileSync(paths.nodeKey, readFileSync(paths.caKey));
     expect((await rejection(loadNodeIdentity(paths))).code).toBe("KEY_MISMATCH");
+  });
+
+  it("refuses a certificate named 'local' (made before the name was reserved), but can still describe it", async () => {
+    const paths = homePaths(tmp());
+    await initPki(paths, { name: "alice" });
+    const old = await craftCert({ certPem: readFileSync(paths.caCert, "utf8"), keyPem: readFileSync(paths.caKey, "utf8") }, { subject: [{ CN: ["local"] }] });
+    writeFileSync(paths.nodeCert, old.certPem);
+    writeFileSync(paths.nodeKey, old.keyPem, { mode: 0o600 });
+    const err = await rejection(loadNodeIdentity(paths));
+    expect(err.code).toBe("RESERVED_NAME");
+    expect(err.message).toMatch(/^the name "local" is reserved/);
+    expect((await loadNodeIdentity(paths, { allowExpired: true })).name).toBe("local");
   });
 
   it("refuses an expired certificate, but can still describe it", async () => {

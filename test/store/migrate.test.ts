@@ -44,6 +44,31 @@ describe("applyMigrations", () => {
     expect(recorded()).toHaveLength(migrations.length);
   });
 
+  it("moves the plain-HTTP listener's tasks and webhooks from owner 'local' to '@local', touching no other owner", () => {
+    const upTo = migrations.findIndex((m) => m.tag === "0004_loopback_owner");
+    expect(upTo).toBeGreaterThan(0);
+    applyMigrations(sqlite, migrations.slice(0, upTo));
+    const task = (id: string, owner: string) =>
+      sqlite.exec(
+        `INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, history, artifacts, created_at, updated_at)
+         VALUES ('${id}', 'c', '${owner}', 'TASK_STATE_COMPLETED', 't', 'm-${id}', 'echo', '[]', '[]', 't', 't')`,
+      );
+    task("t1", "local");
+    task("t2", "alice");
+    task("t3", "locale");
+    sqlite.exec("INSERT INTO push_configs (task_id, id, owner, url, created_at) VALUES ('t1', 'p1', 'local', 'https://hook', 't'), ('t2', 'p2', 'alice', 'https://hook', 't')");
+    expect(applyMigrations(sqlite, migrations)).toEqual(migrations.slice(upTo).map((m) => m.tag));
+    expect(sqlite.query("SELECT id, owner FROM tasks ORDER BY id").all()).toEqual([
+      { id: "t1", owner: "@local" },
+      { id: "t2", owner: "alice" },
+      { id: "t3", owner: "locale" },
+    ]);
+    expect(sqlite.query("SELECT id, owner FROM push_configs ORDER BY id").all()).toEqual([
+      { id: "p1", owner: "@local" },
+      { id: "p2", owner: "alice" },
+    ]);
+  });
+
   it("leaves the database as it was when a migration fails", () => {
     const broken: Migration[] = [
       ...migrations,

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import type { Message } from "../../src/protocol/types";
-import { A2AError } from "../../src/protocol/errors";
+import { TaskStoreRequestError } from "../../src/tasks/task-store";
 
 let dir: string;
 let database: OpenDatabase;
@@ -106,7 +106,7 @@ describe("SqliteTaskStore", () => {
   });
 
   it("refuses a page token it did not issue", async () => {
-    expect(() => store.list("alpha", { pageToken: "garbage" })).toThrow(A2AError);
+    expect(() => store.list("alpha", { pageToken: "garbage" })).toThrow(TaskStoreRequestError);
   });
 
   it("finds tasks a previous run left unfinished", async () => {

@@ -1,0 +1,222 @@
+/**
+ * Every setting of `serve`, declared once. The config type, the defaults, the config-file keys, the
+ * environment variables, the flags, `serve --help`, `serve --check` and the example config's key list all
+ * come from this table (test/config.test.ts checks that they agree).
+ */
+import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "../executors/openai-executor";
+import { LOG_LEVELS } from "../log";
+import { PUSH_DEFAULTS } from "../push/push-dispatcher";
+import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
+import { list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
+import { readSkills, type SkillSetting } from "./skills";
+
+export type ExecutorKind = "echo" | "openai" | "hermes" | "conformance";
+export const EXECUTOR_KINDS: readonly ExecutorKind[] = ["echo", "openai", "hermes", "conformance"];
+
+const MIB = 1024 * 1024;
+
+/** "host" or "host:port", as a webhook URL's host would be written. */
+function hostEntry(v: string): string {
+  if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(v)) throw new SettingProblem(`entries must be "host" or "host:port" (got '${v}')`);
+  return v.toLowerCase();
+}
+
+export const SETTINGS = {
+  // Where to listen and how peers find this node.
+  host: text({ file: "host", value: "ADDR", group: "listen", default: "0.0.0.0", nonEmpty: true, doc: "address to listen on (0.0.0.0: every interface); peers connect with mutual TLS only" }),
+  port: number({ file: "port", value: "PORT", group: "listen", default: 9443, min: 0, max: 65535, integer: true, doc: "port for mutual-TLS A2A (0: any free port)" }),
+  advertiseUrl: url({
+    file: "advertise_url",
+    value: "URL",
+    group: "listen",
+    default: undefined,
+    doc: "base URL written in the agent card (default: the bound address, the host name or the node name, whichever the certificate covers)",
+  }),
+  plainHttpPort: number({
+    file: "plain_http_port",
+    value: "PORT",
+    group: "listen",
+    default: undefined,
+    min: 0,
+    max: 65535,
+    integer: true,
+    doc: "also serve plain HTTP on 127.0.0.1:PORT (loopback only, no identity: every caller is '@local'), for local tools and the A2A conformance kit; leave unset in production",
+  }),
+
+  // What runs incoming tasks.
+  executor: text({
+    file: "executor",
+    value: "KIND",
+    group: "executor",
+    default: "openai" as string,
+    choices: EXECUTOR_KINDS,
+    doc: "what runs tasks: openai (an OpenAI-compatible model server: Ollama, llama.cpp, vLLM, LM Studio), hermes (a Hermes Agent, runs API; approvals become input-required), echo (answers with the task's own text), conformance (as the A2A conformance kit expects)",
+  }),
+  modelUrl: url({ file: "model_url", value: "URL", group: "executor", default: DEFAULT_MODEL_URL, doc: "OpenAI-compatible API base (Ollama's by default; llama.cpp server: http://127.0.0.1:8080/v1)" }),
+  model: text({ file: "model", value: "NAME", group: "executor", default: DEFAULT_MODEL, nonEmpty: true, doc: "model name sent to it" }),
+  modelApiKey: secret({
+    file: "model_api_key_file",
+    flag: "model-api-key-file",
+    env: ["A2A_NODE_MODEL_API_KEY", "OPENAI_API_KEY"],
+    value: "FILE",
+    group: "executor",
+    doc: "read the model API key from FILE (mode 0600), else from the environment; never printed",
+  }),
+  systemPrompt: text({ file: "system_prompt", value: "TEXT", group: "executor", default: undefined, doc: "system prompt sent to the model" }),
+  temperature: number({ file: "temperature", value: "T", group: "executor", default: undefined, min: 0, max: 2, doc: "sampling temperature sent to the model" }),
+  maxTokens: number({ file: "max_tokens", value: "N", group: "executor", default: undefined, min: 1, max: 10_000_000, integer: true, doc: "answer length limit sent to the model" }),
+  historyChars: number({
+    file: "history_chars",
+    value: "N",
+    group: "executor",
+    default: 24_000,
+    min: 0,
+    max: 10_000_000,
+    integer: true,
+    doc: "characters of earlier conversation sent to the model with each task (oldest dropped first)",
+  }),
+  hermesUrl: url({ file: "hermes_url", value: "URL", group: "executor", default: "http://127.0.0.1:8642", doc: "Hermes Agent API server, for --executor hermes" }),
+  hermesApiKey: secret({
+    file: "hermes_api_key_file",
+    flag: "hermes-api-key-file",
+    env: ["A2A_NODE_HERMES_API_KEY", "HERMES_API_KEY"],
+    value: "FILE",
+    group: "executor",
+    doc: "read the Hermes API key from FILE (mode 0600), else from the environment; never printed",
+  }),
+
+  // How much work the node takes on.
+  maxBodyBytes: number({ file: "max_body", value: "BYTES", group: "limits", default: MIB, min: 1024, max: 1024 * MIB, integer: true, doc: "largest request body accepted; larger requests get HTTP 413" }),
+  maxListBytes: number({
+    file: "max_list_bytes",
+    value: "BYTES",
+    group: "limits",
+    default: DEFAULT_MAX_LIST_BYTES,
+    // Below 16 KiB most tasks would be cut; above 256 MiB one listing could hold much of a node's memory.
+    min: 16 * 1024,
+    max: 256 * MIB,
+    integer: true,
+    doc: "most bytes of tasks in one ListTasks answer: its page holds fewer tasks, and a task larger than this alone comes with its artifacts (then history) left out, noted in its metadata as a2a-node/omitted (GetTask returns it whole)",
+  }),
+  maxConcurrent: number({ file: "max_concurrent", value: "N", group: "limits", default: 4, min: 1, max: 10_000, integer: true, doc: "tasks executing at once" }),
+  maxQueued: number({ file: "max_queued", value: "N", group: "limits", default: 1000, min: 0, max: 1_000_000, integer: true, doc: "tasks waiting for a slot; beyond this new tasks are refused (\"retry later\")" }),
+  callerShare: number({
+    file: "caller_share",
+    value: "FRACTION",
+    group: "limits",
+    default: 0.75,
+    min: 0,
+    above: true,
+    max: 1,
+    doc: "the part of those slots and of that queue one caller may hold, so one peer's stuck tasks cannot lock the others out; waiting callers take turns",
+  }),
+  shutdownGraceMs: seconds({
+    file: "shutdown_grace_seconds",
+    flag: "shutdown-grace",
+    value: "SECONDS",
+    group: "limits",
+    default: 10_000,
+    min: 0,
+    max: 3600,
+    doc: "on SIGTERM, how long running tasks get before they are recorded as interrupted",
+  }),
+  deadlineMs: seconds({ file: "deadline_seconds", flag: "deadline", value: "SECONDS", group: "limits", default: 3_600_000, min: 1, max: 30 * 86_400, doc: "a task still running after this ends FAILED" }),
+  outputCapBytes: number({
+    file: "output_cap",
+    value: "BYTES",
+    group: "limits",
+    default: MIB,
+    min: 1024,
+    max: 1024 * MIB,
+    integer: true,
+    doc: "bytes of artifact text; beyond it the answer is cut and the task marked truncated",
+  }),
+  maxTasksPerContext: number({
+    file: "max_tasks_per_context",
+    value: "N",
+    group: "limits",
+    default: 100,
+    min: 1,
+    max: 1_000_000,
+    integer: true,
+    doc: "tasks one caller may start in one conversation (stops two agents delegating to each other forever)",
+  }),
+
+  // Push-notification webhooks.
+  pushAllow: list({
+    file: "push_allow",
+    value: "HOST[:PORT]",
+    group: "webhooks",
+    default: [],
+    item: hostEntry,
+    doc: "webhook hosts allowed although their address is private, loopback or special-purpose (the SSRF guard refuses those unless they are a fleet peer)",
+  }),
+  pushConcurrency: number({ file: "push_concurrency", value: "N", group: "webhooks", default: PUSH_DEFAULTS.concurrency, min: 1, max: 1000, integer: true, doc: "webhook requests in flight at once, in all" }),
+  pushHostConcurrency: number({
+    file: "push_host_concurrency",
+    value: "N",
+    group: "webhooks",
+    default: PUSH_DEFAULTS.hostConcurrency,
+    min: 1,
+    max: 1000,
+    integer: true,
+    doc: "of those, at most N to one webhook host: a slow or unanswering host cannot take every slot",
+  }),
+  pushCallerConcurrency: number({
+    file: "push_caller_concurrency",
+    value: "N",
+    group: "webhooks",
+    default: PUSH_DEFAULTS.callerConcurrency,
+    min: 1,
+    max: 1000,
+    integer: true,
+    doc: "of those, at most N for the webhooks of one caller; free slots go to the callers in turn",
+  }),
+  pushTimeoutMs: seconds({
+    file: "push_timeout_seconds",
+    flag: "push-timeout",
+    value: "SECONDS",
+    group: "webhooks",
+    default: PUSH_DEFAULTS.timeoutMs,
+    min: 0.1,
+    max: 300,
+    doc: "one webhook request (DNS lookup included) is given up after this, then retried with backoff",
+  }),
+
+  // What peers see in the agent card.
+  description: text({ file: "description", value: "TEXT", group: "card", default: "An a2a-node agent: delegate tasks to it over mutual TLS.", doc: "description in the agent card" }),
+  skills: table<SkillSetting[] | undefined>({
+    file: "skills",
+    value: "[[skills]]",
+    group: "card",
+    default: undefined,
+    read: readSkills,
+    doc: "skills listed in the agent card, each optionally with its own model, system_prompt and temperature (config file only)",
+  }),
+
+  // The daemon itself.
+  logLevel: text({
+    file: "log_level",
+    value: "LEVEL",
+    group: "daemon",
+    default: "info" as string,
+    choices: LOG_LEVELS,
+    reloadable: true,
+    doc: "least important log lines written: info, warn or error (--quiet: warn); SIGHUP applies a change",
+  }),
+} satisfies Record<string, Setting<unknown>>;
+
+export type SettingName = keyof typeof SETTINGS;
+
+/** The value type of each setting, as the table declares it. */
+export type SettingValues = { -readonly [K in SettingName]: (typeof SETTINGS)[K] extends Setting<infer T> ? T : never };
+
+/** Headings of `serve --help`, in order. */
+export const GROUPS: Record<SettingGroup, string> = {
+  listen: "LISTENING",
+  executor: "EXECUTOR (what runs tasks)",
+  limits: "LIMITS",
+  webhooks: "PUSH-NOTIFICATION WEBHOOKS",
+  card: "AGENT CARD",
+  daemon: "DAEMON",
+};
