@@ -7,7 +7,7 @@
  *   3. four such ListTasks at once;
  *   4. one ListTasks without artifacts (whole histories): the same bound holds;
  *   5. one ListTasks without artifacts or history (historyLength 0): 100 small tasks read among large rows.
- * Targets (issue 13): every response within max_list_bytes (1 MiB) plus a 4 KiB envelope; the walk returns
+ * Targets (issue 13): every response within max_list_bytes (256 KiB by default) plus a 4 KiB envelope; the walk returns
  * each task once; no stall of the node's event loop over 10 ms.
  * --text-bytes N sends smaller messages, so that pages hold several tasks (100000: about five to a page);
  * --max-list-bytes N runs the node with another budget (the targets then use it).
@@ -18,6 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, killAllNow, stop, track } from "./bench/proc";
 import { clientTls, readBundle, RPC_HEADERS } from "./bench/rpc";
+import { DEFAULT_MAX_LIST_BYTES } from "../src/store/list-budget";
 
 const ROOT = join(import.meta.dir, "..");
 const BINARY = join(ROOT, "dist", "a2a-node");
@@ -29,7 +30,7 @@ const arg = (name: string) => {
 const TASKS = Number(arg("--tasks") ?? 200);
 // By default, with its JSON-RPC envelope, just under the default --max-body of 1 MiB.
 const TEXT_BYTES = Number(arg("--text-bytes") ?? 1_048_000);
-const BUDGET = Number(arg("--max-list-bytes") ?? 1024 * 1024); // default: max_list_bytes's
+const BUDGET = Number(arg("--max-list-bytes") ?? DEFAULT_MAX_LIST_BYTES);
 
 const dir = mkdtempSync(join(tmpdir(), "a2a-bench-list-"));
 process.on("exit", () => {

@@ -27,7 +27,7 @@ describe("configuration", () => {
     expect(c.deadlineMs).toBe(3_600_000);
     expect(c.shutdownGraceMs).toBe(10_000);
     expect(c.maxTasksPerContext).toBe(100);
-    expect(c.maxListBytes).toBe(1_048_576);
+    expect(c.maxListBytes).toBe(262_144);
     expect([c.pushConcurrency, c.pushHostConcurrency, c.pushCallerConcurrency, c.pushTimeoutMs]).toEqual([8, 2, 4, 10_000]);
     expect(c.skillModels).toEqual({ summarise: { model: "llama3.2", systemPrompt: "Summarise in at most three short bullet points.", temperature: 0.1 } });
   });
@@ -87,9 +87,9 @@ describe("configuration", () => {
     expect(() => loadConfigFile(path, true)).toThrow(ConfigError);
   });
 
-  it("max_list_bytes: 1 MiB by default, from the file, A2A_NODE_MAX_LIST_BYTES over it, --max-list-bytes over both", () => {
+  it("max_list_bytes: 256 KiB by default, from the file, A2A_NODE_MAX_LIST_BYTES over it, --max-list-bytes over both", () => {
     const f = loadConfigFile(file("list.toml", "max_list_bytes = 65536\n"), true);
-    expect(resolveServeConfig({}, {}, {}).maxListBytes).toBe(1024 * 1024);
+    expect(resolveServeConfig({}, {}, {}).maxListBytes).toBe(256 * 1024);
     expect(resolveServeConfig({}, {}, f).maxListBytes).toBe(65536);
     expect(resolveServeConfig({}, { A2A_NODE_MAX_LIST_BYTES: "131072" }, f).maxListBytes).toBe(131072);
     expect(resolveServeConfig({ "max-list-bytes": "262144" }, { A2A_NODE_MAX_LIST_BYTES: "131072" }, f).maxListBytes).toBe(262144);

@@ -11,7 +11,7 @@
  */
 
 /** The default of `max_list_bytes`: a ListTasks response's tasks carry at most this many bytes of JSON. */
-export const DEFAULT_MAX_LIST_BYTES = 1024 * 1024;
+export const DEFAULT_MAX_LIST_BYTES = 256 * 1024;
 
 /** The metadata key of the note on a task whose parts a listing left out. */
 export const OMITTED_KEY = "a2a-node/omitted";
