@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { clientTls, readBundle, type ClientTls } from "./bench/rpc";
-import { CLK_TCK, cpuTicks, killAllNow, machineBusyTicks, peakRssBytes, stop, track, stopAll } from "./bench/proc";
+import { CLK_TCK, cpuTicks, killAllNow, machineBusyTicks, peakRssBytes, stop, track, stopAll, watchFileSize } from "./bench/proc";
 import {
   assertRunning,
   BINARY,
@@ -113,6 +113,8 @@ async function measureLoad(server: RunningServer, concurrency: number, processes
     }
   };
   const clientTicks = () => clients.reduce((sum, c) => sum + cpuTicks(c.pid), 0);
+  // From the warm-up on: the WAL grows with every commit until a checkpoint lets it start over.
+  const wal = server.walFile ? watchFileSize(server.walFile) : undefined;
 
   await Bun.sleep(warmupMs);
   assertRunning(server);
@@ -129,6 +131,7 @@ async function measureLoad(server: RunningServer, concurrency: number, processes
   const m1 = machineBusyTicks();
   const t1 = performance.now();
   signal("stop\n");
+  const peakWalBytes = wal?.stop();
 
   const results = await Promise.all(
     clients.map(async (c) => {
@@ -152,6 +155,7 @@ async function measureLoad(server: RunningServer, concurrency: number, processes
     latencies: results.flatMap((r) => r.latencies),
     errors: results.reduce((s, r) => s + r.errors, 0),
     firstError: results.find((r) => r.firstError)?.firstError,
+    peakWalBytes,
   };
 }
 
@@ -169,6 +173,8 @@ interface Measured {
   latencies: number[];
   errors: number;
   firstError?: string;
+  /** The largest a2a-node's WAL file grew during this load (warm-up included). */
+  peakWalBytes?: number;
 }
 
 function toRow(parts: Measured[]): Row {
@@ -195,6 +201,7 @@ function toRow(parts: Measured[]): Row {
     otherCpuPct: ((sum((m) => m.machineTicks) - serverTicks - clientTicks) / CLK_TCK / windowS) * 100,
     errors: sum((m) => m.errors),
     firstError: parts.find((m) => m.firstError)?.firstError,
+    peakWalMB: parts[0].peakWalBytes === undefined ? undefined : Math.max(...parts.map((m) => m.peakWalBytes ?? 0)) / (1024 * 1024),
   };
 }
 
@@ -280,7 +287,8 @@ async function main(): Promise<number> {
   console.log(
     "\nclients = requests in flight; CPU µs/req = server user+sys per completed request; server/client/other CPU =" +
       " share of one core (other: loopback softirq and any other process); peak RSS = server VmHWM after the" +
-      ` ${TARGET_CONCURRENCY}-client load; every answer is verified (COMPLETED, artifact echoes the text)`,
+      ` ${TARGET_CONCURRENCY}-client load; peak WAL = largest size of a2a-node's SQLite WAL file during the load` +
+      " (sampled every 10 ms); every answer is verified (COMPLETED, artifact echoes the text)",
   );
   const floor = rows.find((r) => r.server === "bare" && r.concurrency === TARGET_CONCURRENCY && !isBroken(r));
   if (floor) {

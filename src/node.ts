@@ -51,7 +51,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const paths = homePaths(home);
   let identity = await loadNodeIdentity(paths);
   const database = openDatabase(paths.database, { backgroundCheckpoints: true });
-  const store = new SqliteTaskStore(database, { maxListBytes: config.maxListBytes });
+  const store = new SqliteTaskStore(database, { maxListBytes: config.maxListBytes, log });
   // An embedding program (a benchmark, a test) may bring its own executor; the binary picks one by name.
   const executor = embed.executor ?? createExecutor(config);
   const runner = new TaskRunner(store, executor, {

@@ -2,7 +2,7 @@
  * Child processes of the bench and what Linux says they cost. Every child is registered here so that one
  * call (on success, error or Ctrl-C) ends them all; nothing is ever found by name.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import type { Subprocess } from "bun";
 
@@ -71,4 +71,26 @@ export function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * Watches a file's size (SQLite's WAL beside a2a-node's database) until stopped; returns the largest size
+ * seen, in bytes (0 if it never existed). The WAL only grows between checkpoint resets, so sampling every
+ * few milliseconds catches its peak to within a few commits.
+ */
+export function watchFileSize(path: string, everyMs = 10): { stop(): number } {
+  let peak = 0;
+  const sample = () => {
+    const size = statSync(path, { throwIfNoEntry: false })?.size ?? 0;
+    if (size > peak) peak = size;
+  };
+  sample();
+  const timer = setInterval(sample, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      return peak;
+    },
+  };
 }

@@ -23,6 +23,8 @@ export interface Row {
   firstError?: string;
   /** VmHWM after this run (reported for the highest concurrency). */
   peakRssMB?: number;
+  /** Largest size of a2a-node's WAL file during the row's loads (a2a-node only). */
+  peakWalMB?: number;
 }
 
 export interface Startup {
@@ -43,7 +45,7 @@ export function isBroken(r: Row): boolean {
 }
 
 export function formatTable(rows: Row[]): string {
-  const head = ["server", "clients", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "server CPU", "client CPU", "other CPU", "peak RSS", "errors"];
+  const head = ["server", "clients", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "server CPU", "client CPU", "other CPU", "peak RSS", "peak WAL", "errors"];
   const body = rows.map((r) => [
     SERVER_LABELS[r.server],
     String(r.concurrency),
@@ -55,6 +57,7 @@ export function formatTable(rows: Row[]): string {
     `${r.clientCpuPct.toFixed(0)}%`,
     `${Math.max(0, r.otherCpuPct).toFixed(0)}%`, // /proc/stat and /proc/PID are not read at the same instant
     r.peakRssMB === undefined ? "" : `${r.peakRssMB.toFixed(1)} MB`,
+    r.peakWalMB === undefined ? "" : `${r.peakWalMB.toFixed(1)} MiB`,
     isBroken(r) ? `BROKEN: ${r.errors}` : "0",
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import type { Subprocess } from "bun";
 import { checkAnswer, RPC_HEADERS, sendMessageBody, type ClientTls } from "./rpc";
 import { freePort, track } from "./proc";
+import { homePaths } from "../../src/home";
 
 export const ROOT = join(import.meta.dir, "..", "..");
 export const BINARY = join(ROOT, "dist", "a2a-node");
@@ -35,6 +36,8 @@ export interface RunningServer {
   /** performance.now() just before the spawn, for start-to-first-answer. */
   spawnedAt: number;
   logFile: string;
+  /** a2a-node's SQLite WAL file, whose size the bench watches under load. */
+  walFile?: string;
 }
 
 function run(args: string[]): void {
@@ -72,7 +75,8 @@ export async function startServer(name: ServerName, pki: Pki, dir: string, home 
   const logFile = join(dir, `${name}-${port}.log`);
   const spawnedAt = performance.now();
   const proc = track(Bun.spawn(cmd, { cwd: ROOT, stdin: "ignore", stdout: "ignore", stderr: Bun.file(logFile) }));
-  return { name, url: `https://127.0.0.1:${port}/`, proc, spawnedAt, logFile };
+  const walFile = name === "a2a-node" ? `${homePaths(home).database}-wal` : undefined;
+  return { name, url: `https://127.0.0.1:${port}/`, proc, spawnedAt, logFile, walFile };
 }
 
 /**

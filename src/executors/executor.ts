@@ -46,8 +46,11 @@ export interface InputRequest {
   signal?: AbortSignal;
 }
 
-/** Why an execution's signal was aborted (the `cause` of the reason it carries). */
-export type StopCause = "canceled" | "shutdown" | "deadline" | "output-cap";
+/**
+ * Why an execution's signal was aborted (the `cause` of the reason it carries). "unstored": the node could
+ * not store the task (its creation, or part of what happened since), so its result could not be kept.
+ */
+export type StopCause = "canceled" | "shutdown" | "deadline" | "output-cap" | "unstored";
 
 /**
  * The reason an execution's signal carries. On "shutdown" an executor with remote work that outlives the

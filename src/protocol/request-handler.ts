@@ -1,6 +1,6 @@
 import { newId, now } from "../tasks/clock";
-import type { TaskRunner } from "../tasks/task-runner";
-import { TaskStoreRequestError, type TaskStore } from "../tasks/task-store";
+import { notStored, type TaskRunner } from "../tasks/task-runner";
+import { TaskStoreRequestError, UnstorableData, type TaskStore } from "../tasks/task-store";
 import { EventStream } from "../tasks/event-stream";
 import { mapStream } from "./streams";
 import type { CallContext } from "./caller";
@@ -77,7 +77,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const blocking = params.configuration?.returnImmediately !== true;
     const { task, committed, settled } = await this.accept(params, ctx);
     if (!blocking || !settled) {
-      await committed;
+      await whenStored(task.id, committed);
       return { task: trimHistory(snapshot(task), historyLength) };
     }
     const done = await settled;
@@ -89,7 +89,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   async sendStreamingMessage(params: SendMessageParams, ctx: CallContext): Promise<AsyncIterable<StreamItem>> {
     const stream = new EventStream(() => this.runner.unsubscribe(task.id, stream));
     const { task, initial, committed, settled, lastSeq } = await this.accept(params, ctx, stream);
-    await committed;
+    await whenStored(task.id, committed);
     const first = initial ?? snapshot(task);
     if (!settled) {
       // A retry of a message already taken: replay what happened since, then follow it if it still runs.
@@ -123,10 +123,11 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       // Interrupted (waiting for input): nothing runs it, so record the cancel directly.
       const status = { state: "TASK_STATE_CANCELED" as const, timestamp: now() };
       const seq = this.store.lastEventSeq(task.id) + 1;
-      await Promise.all([
+      const writes = Promise.all([
         this.store.finish(task.id, status, []),
         this.store.appendEvents(task.id, seq, [{ statusUpdate: { taskId: task.id, contextId: task.contextId, status } }], seq),
       ]);
+      await whenStored(task.id, writes.then(() => undefined));
     }
     return this.store.get(task.id, ctx.caller.name) as Task;
   }
@@ -200,19 +201,21 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     // and only tasks that continue a conversation go into the context index.
     const contextId = message.contextId || id;
     const stored = { ...message, taskId: id, contextId };
-    const { task, created, committed } = this.store.create({
-      id,
-      contextId,
-      owner,
-      message: stored,
-      executor: this.runner.executorKind,
-      metadata: params.metadata,
-      timestamp: now(),
-      idempotent: !ctx.caller.anonymous,
-    });
+    const { task, created, committed } = callersData(() =>
+      this.store.create({
+        id,
+        contextId,
+        owner,
+        message: stored,
+        executor: this.runner.executorKind,
+        metadata: params.metadata,
+        timestamp: now(),
+        idempotent: !ctx.caller.anonymous,
+      }),
+    );
     if (!created) {
       // A retry of a message we already took: answer with that task instead of running it again.
-      await committed;
+      await whenStored(task.id, committed);
       const running = this.runner.settledOf(task.id);
       const snap = this.store.snapshot(task.id, owner);
       return { task: snap?.task ?? task, committed, settled: running && !stream ? running : undefined, lastSeq: snap?.lastSeq ?? 0 };
@@ -220,7 +223,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
     if (pushConfig) this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id });
-    const settled = this.runner.start(task, stored, owner);
+    const settled = this.runner.start(task, stored, owner, 0, false, committed);
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq: 0 };
   }
@@ -259,7 +262,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     task.history = [...(task.history ?? []), stored];
     const lastSeq = this.store.lastEventSeq(taskId);
     const initial = snapshot(task);
-    const settled = this.runner.start(task, stored, owner, lastSeq);
+    const settled = this.runner.start(task, stored, owner, lastSeq, false, committed);
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq };
   }
@@ -288,6 +291,28 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   private pushOrThrow() {
     if (!this.options.push) throw A2AError.pushNotSupported();
     return this.options.push;
+  }
+}
+
+/** Runs a store write of what the caller sent: data the store refuses as given is the caller's error. */
+function callersData<T>(write: () => T): T {
+  try {
+    return write();
+  } catch (err) {
+    if (err instanceof UnstorableData) throw A2AError.invalidParams(err.message);
+    throw err;
+  }
+}
+
+/**
+ * Waits for a write the answer depends on: if it is not stored, the caller hears so (-32602 for data of
+ * its own the store refused, -32603 for the store failing) instead of being told the task was taken.
+ */
+async function whenStored(taskId: string, committed: Promise<void>): Promise<void> {
+  try {
+    await committed;
+  } catch (err) {
+    throw err instanceof UnstorableData ? A2AError.invalidParams(err.message) : notStored(taskId, err);
   }
 }
 

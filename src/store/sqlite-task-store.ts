@@ -1,12 +1,13 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, count, desc, eq, gt, inArray, lt, or, asc } from "drizzle-orm";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
-import { isTerminal } from "../protocol/types";
 import { TaskStoreRequestError, type NewTask, type StoredEvent, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
+import { newPending, planWrite, toJson, type Pending, type StoredRow } from "./pending-writes";
 import { tasks } from "./schema";
-import { GroupCommit } from "./write-batch";
+import { commitEach, GroupCommit } from "./write-batch";
 
 type TaskRow = Omit<typeof tasks.$inferSelect, "headBytes" | "historyBytes" | "artifactsBytes">;
 /** What a Task is built from. */
@@ -15,23 +16,11 @@ type TaskParts = Pick<TaskRow, "id" | "contextId" | "state" | "statusMessage" | 
 export interface SqliteTaskStoreOptions {
   /** Bytes of task JSON one ListTasks page may carry (see list-budget.ts); default DEFAULT_MAX_LIST_BYTES. */
   maxListBytes?: number;
+  /** Where a failed commit is reported (which tasks, why); default stderr. */
+  log?: Logger;
 }
 
 const DEFAULT_PAGE_SIZE = 50;
-
-/** Everything not yet committed about one task; several requests' worth merge into one row write. */
-interface Pending {
-  insert?: { contextId: string; owner: string; requestMessageId: string; executor: string; createdAt: string; metadata?: Record<string, unknown> };
-  status?: TaskStatus;
-  messages: Message[];
-  artifacts: Artifact[];
-  metadata?: Record<string, unknown>;
-  /** Events not yet committed, numbered from `firstSeq`. */
-  events: StreamResponse[];
-  firstSeq: number;
-  /** The event number the row's state reflects once this is written (set with status/artifact changes). */
-  rowSeq?: number;
-}
 
 /**
  * The size columns (see schema.ts), computed by SQLite from the JSON text each statement writes, so they cannot
@@ -46,7 +35,9 @@ const SIZES_ON_UPDATE = "octet_length(id) + octet_length(context_id) + coalesce(
 /**
  * TaskStore on SQLite. A task is one row (its history and artifacts are JSON columns of it), and writes are
  * collected per task and committed in groups (see GroupCommit): a task created, started and finished between
- * two commits costs one row insert. The group commit's statements are plain prepared bun:sqlite statements,
+ * two commits costs one row insert. A task whose writes cannot be stored (its data, or SQLite failing on it)
+ * fails alone: its writers' promises reject, the node logs it, and every other task of the commit is
+ * committed. The group commit's statements are plain prepared bun:sqlite statements,
  * because drizzle's per-call parameter mapping cost more than SQLite's own work on this path (measured: about
  * half of the store's CPU per task); the other queries go through drizzle.
  */
@@ -54,10 +45,11 @@ export class SqliteTaskStore implements TaskStore {
   private readonly pending = new Map<string, Pending>();
   /** owner + "\0" + messageId → the task, for creates not yet committed (idempotency must see them). */
   private readonly pendingRequests = new Map<string, Task>();
-  private readonly group = new GroupCommit(() => this.flushPending());
+  private readonly group = new GroupCommit<string>(() => this.flushPending());
   private readonly db: Db;
   private readonly sqlite: Database;
   private readonly maxListBytes: number;
+  private readonly log: Logger;
   private readonly w: Record<
     | "insertTask"
     | "updateTask"
@@ -74,6 +66,7 @@ export class SqliteTaskStore implements TaskStore {
   >;
 
   constructor(database: OpenDatabase, options: SqliteTaskStoreOptions = {}) {
+    this.log = options.log ?? createLogger((line) => process.stderr.write(line));
     this.db = database.db;
     this.sqlite = database.sqlite;
     this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
@@ -107,9 +100,12 @@ export class SqliteTaskStore implements TaskStore {
   create(input: NewTask): { task: Task; created: boolean; committed: Promise<void> } {
     const idempotent = input.idempotent !== false;
     const key = `${input.owner}\0${input.message.messageId}`;
+    // Refused here, before anything is recorded: what the caller sent cannot be stored.
+    const messageJson = toJson(input.message, "message");
+    const metadataJson = input.metadata ? toJson(input.metadata, "metadata") : undefined;
     if (idempotent) {
       const inFlight = this.pendingRequests.get(key);
-      if (inFlight) return { task: inFlight, created: false, committed: this.group.commit() };
+      if (inFlight) return { task: inFlight, created: false, committed: this.group.commit(inFlight.id) };
       this.openGroupTransaction();
       const existing = this.w.selectIdByRequest.get(input.owner, input.message.messageId) as { id: string } | null;
       if (existing) return { task: this.get(existing.id, input.owner) as Task, created: false, committed: Promise.resolve() };
@@ -130,10 +126,11 @@ export class SqliteTaskStore implements TaskStore {
       executor: input.executor,
       createdAt: input.timestamp,
       metadata: input.metadata,
+      metadataJson,
     };
-    p.messages.push(input.message);
+    p.messages.push(messageJson);
     if (idempotent) this.pendingRequests.set(key, task);
-    return { task, created: true, committed: this.group.commit() };
+    return { task, created: true, committed: this.group.commit(input.id) };
   }
 
   get(id: string, owner: string, historyLength?: number): Task | undefined {
@@ -205,30 +202,34 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   appendMessage(taskId: string, message: Message): Promise<void> {
-    this.pendingFor(taskId).messages.push(message);
-    return this.group.commit();
+    return this.add(taskId, (p) => p.messages.push(toJson(message, "message")));
   }
 
   setStatus(taskId: string, status: TaskStatus): Promise<void> {
-    this.pendingFor(taskId).status = status;
-    return this.group.commit();
+    return this.add(taskId, (p) => {
+      p.statusMessage = status.message ? toJson(status.message, "status message") : null;
+      p.status = status;
+    });
   }
 
   finish(taskId: string, status: TaskStatus, produced: Artifact[], metadata?: Record<string, unknown>): Promise<void> {
-    const p = this.pendingFor(taskId);
-    p.status = status;
-    if (produced.length) p.artifacts.push(...produced);
-    if (status.message) p.messages.push(status.message);
-    if (metadata) p.metadata = { ...p.metadata, ...metadata };
-    return this.group.commit();
+    return this.add(taskId, (p) => {
+      const message = status.message ? toJson(status.message, "status message") : null;
+      if (metadata) toJson(metadata, "metadata");
+      p.status = status;
+      p.statusMessage = message;
+      if (produced.length) p.artifacts.push(...produced);
+      if (message) p.messages.push(message);
+      if (metadata) p.metadata = { ...p.metadata, ...metadata };
+    });
   }
 
   appendEvents(taskId: string, firstSeq: number, events: StreamResponse[], rowSeq?: number): Promise<void> {
-    const p = this.pendingFor(taskId);
-    if (p.events.length === 0) p.firstSeq = firstSeq;
-    p.events.push(...events);
-    if (rowSeq !== undefined) p.rowSeq = rowSeq;
-    return this.group.commit();
+    return this.add(taskId, (p) => {
+      if (p.events.length === 0) p.firstSeq = firstSeq;
+      p.events.push(...events);
+      if (rowSeq !== undefined) p.rowSeq = rowSeq;
+    });
   }
 
   eventsAfter(taskId: string, afterSeq: number): StoredEvent[] {
@@ -286,12 +287,22 @@ export class SqliteTaskStore implements TaskStore {
     this.group.flush();
   }
 
+  /**
+   * Adds a write to a task's pending ones and returns its outcome. `change` serialises what the caller sent
+   * before it changes anything, so a refused write leaves nothing behind and fails its own caller at once.
+   */
+  private add(taskId: string, change: (p: Pending) => void): Promise<void> {
+    try {
+      change(this.pendingFor(taskId));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.group.commit(taskId);
+  }
+
   private pendingFor(taskId: string): Pending {
     let p = this.pending.get(taskId);
-    if (!p) {
-      p = { messages: [], artifacts: [], events: [], firstSeq: 0 };
-      this.pending.set(taskId, p);
-    }
+    if (!p) this.pending.set(taskId, (p = newPending()));
     return p;
   }
 
@@ -303,125 +314,37 @@ export class SqliteTaskStore implements TaskStore {
   private openGroupTransaction(): void {
     if (this.sqlite.inTransaction) return;
     this.sqlite.exec("BEGIN");
-    void this.group.commit();
+    this.group.schedule();
   }
 
-  /** Applies every pending task's writes in one transaction. */
-  private flushPending(): void {
+  /**
+   * Applies every pending task's writes in one transaction; a task that cannot be stored is left out (see
+   * commitEach), logged, and reported to GroupCommit, which rejects its writers' promises alone.
+   */
+  private flushPending(): Map<string, unknown> {
     const batch = [...this.pending];
     this.pending.clear();
     this.pendingRequests.clear();
-    const open = this.sqlite.inTransaction;
-    if (batch.length === 0 && !open) return;
-    if (!open) this.sqlite.exec("BEGIN");
-    try {
-      for (const [id, p] of batch) this.writeTask(id, p);
-      this.sqlite.exec("COMMIT");
-    } catch (err) {
-      if (this.sqlite.inTransaction) this.sqlite.exec("ROLLBACK");
-      throw err;
-    }
-  }
-
-  private writeTask(id: string, p: Pending): void {
-    if (p.insert) {
-      const status = p.status;
-      const workingAt = impliedBy(id, p);
-      const metadata = p.insert.metadata || p.metadata ? { ...p.insert.metadata, ...p.metadata } : undefined;
-      this.w.insertTask.run(
-        id,
-        p.insert.contextId,
-        p.insert.owner,
-        status?.state ?? "TASK_STATE_SUBMITTED",
-        status?.message ? JSON.stringify(status.message) : null,
-        status?.timestamp ?? p.insert.createdAt,
-        metadata ? JSON.stringify(metadata) : null,
-        p.insert.requestMessageId,
-        p.insert.executor,
-        JSON.stringify(p.messages),
-        JSON.stringify(p.artifacts),
-        p.insert.createdAt,
-        p.rowSeq ?? 0,
-        workingAt ?? null,
-      );
-      if (workingAt === undefined) this.writeEvents(id, p);
-      return;
-    }
-    // Streamed chunks of a running task touch only its events: no need to read (or rewrite) the task's row.
-    if (!p.status && !p.metadata && p.messages.length === 0 && p.artifacts.length === 0 && p.rowSeq === undefined) {
-      this.writeEvents(id, p);
-      return;
-    }
-    const row = this.w.selectForUpdate.get(id) as Pick<RawRow, "state" | "status_message" | "status_timestamp" | "metadata" | "history" | "artifacts" | "last_seq"> | null;
-    if (!row) return; // a write for a task that never committed (its create failed); nothing to attach it to
-    this.writeEvents(id, p);
-    let metadata = row.metadata;
-    if (p.metadata) metadata = JSON.stringify({ ...(metadata ? (JSON.parse(metadata) as Record<string, unknown>) : {}), ...p.metadata });
-    let history = row.history;
-    if (p.messages.length) history = JSON.stringify([...(JSON.parse(history) as Message[]), ...p.messages]);
-    let artifacts = row.artifacts;
-    if (p.artifacts.length) artifacts = JSON.stringify(mergeArtifacts(JSON.parse(artifacts) as Artifact[], p.artifacts));
-    const status = p.status;
-    this.w.updateTask.run(
-      id,
-      status ? status.state : row.state,
-      status ? (status.message ? JSON.stringify(status.message) : null) : row.status_message,
-      status ? (status.timestamp ?? new Date().toISOString()) : row.status_timestamp,
-      metadata,
-      history,
-      artifacts,
-      p.rowSeq ?? row.last_seq,
+    const failed = commitEach(this.sqlite, batch, (id, p) => this.write(id, p), (err) =>
+      this.log.warn("a group commit failed; committing its tasks one at a time", { tasks: batch.length, reason: reasonOf(err) }),
     );
+    // Task ids and reasons only: what the tasks hold stays out of the log.
+    for (const [id, err] of failed) this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(err) });
+    return failed;
   }
 
-  private writeEvents(id: string, p: Pending): void {
-    if (p.events.length) this.w.insertEvents.run(id, p.firstSeq, p.firstSeq + p.events.length - 1, JSON.stringify(p.events));
+  /** One task's pending writes: every value is serialised (or the task refused) before a statement runs. */
+  private write(id: string, p: Pending): void {
+    const plan = planWrite(id, p, () => this.w.selectForUpdate.get(id) as StoredRow | null);
+    if (!plan) return;
+    if ("insert" in plan) this.w.insertTask.run(...plan.insert);
+    else if ("update" in plan) this.w.updateTask.run(...plan.update);
+    if (plan.events) this.w.insertEvents.run(...plan.events);
   }
 }
 
-/**
- * The WORKING timestamp when a task being inserted has exactly the events its row implies (see
- * `tasks.working_at`): its first events, a WORKING status, each of its artifacts once whole, and its final
- * status, with nothing else in them. Anything else (progress, streamed chunks, metadata, a task that is not
- * over) is stored as it is. Key counts make the check refuse any field this code does not know about.
- */
-function impliedBy(taskId: string, p: Pending): string | undefined {
-  const { events, artifacts, status } = p;
-  if (p.firstSeq !== 1 || !status || !isTerminal(status.state) || typeof status.timestamp !== "string" || events.length !== artifacts.length + 2 || p.rowSeq !== events.length) return undefined;
-  const contextId = p.insert?.contextId;
-  const first = events[0];
-  if (!("statusUpdate" in first)) return undefined;
-  const w = first.statusUpdate;
-  if (w.taskId !== taskId || w.contextId !== contextId || keys(w) !== 3) return undefined;
-  if (w.status.state !== "TASK_STATE_WORKING" || typeof w.status.timestamp !== "string" || keys(w.status) !== 2) return undefined;
-  for (let i = 0; i < artifacts.length; i++) {
-    const e = events[i + 1];
-    if (!("artifactUpdate" in e)) return undefined;
-    const u = e.artifactUpdate;
-    if (u.taskId !== taskId || u.contextId !== contextId || u.lastChunk !== true || keys(u) !== 4) return undefined;
-    if (!sameArtifact(u.artifact, artifacts[i])) return undefined;
-  }
-  const last = events[events.length - 1];
-  if (!("statusUpdate" in last)) return undefined;
-  const f = last.statusUpdate;
-  if (f.taskId !== taskId || f.contextId !== contextId || f.status !== status || keys(f) !== 3) return undefined;
-  return w.status.timestamp;
-}
-
-function keys(o: object): number {
-  let n = 0;
-  for (const k in o) if ((o as Record<string, unknown>)[k] !== undefined) n++;
-  return n;
-}
-
-/** The artifact as the runner stored it: a copy of the event's one with the same parts (see accumulate). */
-function sameArtifact(a: Artifact, b: Artifact): boolean {
-  if (a === b) return true;
-  if (a.artifactId !== b.artifactId || a.name !== b.name || a.description !== b.description) return false;
-  if (a.metadata !== b.metadata || a.extensions !== b.extensions || keys(a) !== keys(b)) return false;
-  if (a.parts.length !== b.parts.length) return false;
-  for (let i = 0; i < a.parts.length; i++) if (a.parts[i] !== b.parts[i]) return false;
-  return true;
+function reasonOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }
 
 interface ImpliedRow {
@@ -452,17 +375,6 @@ function impliedEvents(taskId: string, row: ImpliedRow): StreamResponse[] {
 function contextTasks(columns: string): string {
   return `SELECT ${columns} FROM tasks WHERE context_id = ?1 AND context_id != id AND owner = ?2
           UNION ALL SELECT ${columns} FROM tasks WHERE id = ?1 AND context_id = ?1 AND owner = ?2`;
-}
-
-/** A re-sent artifact (same artifactId) replaces the old one in place; new ones are appended. */
-function mergeArtifacts(existing: Artifact[], added: Artifact[]): Artifact[] {
-  const out = [...existing];
-  for (const a of added) {
-    const i = out.findIndex((x) => x.artifactId === a.artifactId);
-    if (i === -1) out.push(a);
-    else out[i] = a;
-  }
-  return out;
 }
 
 interface RawRow {

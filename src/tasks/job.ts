@@ -62,6 +62,8 @@ export interface Job {
   withdrawn?: string;
   /** The outcome is being recorded: the settled state published next ends this execution. */
   final?: boolean;
+  /** Why a write of this task could not be stored, if one could not: the task then cannot end COMPLETED. */
+  lost?: string;
 }
 
 export function newJob(task: Task, message: Message, caller: string, lastSeq: number, resumed: boolean): Job {

@@ -37,6 +37,10 @@ export interface TaskRunnerOptions {
  * can replay. The executor's outcome alone decides a task's final state, written once, here; no HTTP timer ever
  * touches a task. An execution may also stop half-way to ask a question (input()): the task is then
  * INPUT_REQUIRED while the execution waits, and the next message for the task is its answer.
+ *
+ * A task the store could not keep whole (one of its writes failed: disk full, I/O error, data that cannot be
+ * serialised) is stopped and never ends COMPLETED: it is recorded FAILED saying so, or, if even that cannot be
+ * stored, its callers get an error (-32603).
  */
 export class TaskRunner {
   private readonly jobs = new Map<string, Job>();
@@ -94,12 +98,15 @@ export class TaskRunner {
 
   /**
    * Runs (or queues) a task already recorded as SUBMITTED (or interrupted, for a follow-up message).
-   * `lastSeq` is the number of its last stored event. Resolves when the task next settles.
+   * `lastSeq` is the number of its last stored event. `committed`: the commit of the write that recorded it
+   * (the task's creation, the follow-up message), if not settled yet; if it fails, the execution stops and
+   * the task does not end COMPLETED. Resolves when the task next settles.
    */
-  start(task: Task, message: Message, caller: string, lastSeq = 0, resumed = false): Promise<Task> {
+  start(task: Task, message: Message, caller: string, lastSeq = 0, resumed = false, committed?: Promise<void>): Promise<Task> {
     const job = newJob(task, message, caller, lastSeq, resumed);
     this.events.adopt(job);
     this.jobs.set(task.id, job);
+    if (committed) this.track(job, committed);
     // Taken first: an execution that asks a question at once starts the next turn before run() returns.
     const settled = job.turn.promise;
     if (this.hasSlotFor(caller)) void this.run(job);
@@ -145,7 +152,7 @@ export class TaskRunner {
     const before = { ...task, status: { ...task.status }, history: [...(task.history ?? []), message], artifacts: task.artifacts && [...task.artifacts] };
     const lastSeq = job.seq;
     task.history = before.history;
-    const committed = this.store.appendMessage(taskId, message);
+    const committed = this.track(job, this.store.appendMessage(taskId, message));
     job.waiting = undefined;
     waiting.detach();
     this.acquire(job);
@@ -245,7 +252,7 @@ export class TaskRunner {
     if (text) working.message = agentMessage(task.id, task.contextId, text);
     task.status = working;
     // Not awaited: it commits with the next group, and if the task finishes first the writes merge.
-    void this.store.setStatus(task.id, working);
+    void this.track(job, this.store.setStatus(task.id, working));
     this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status: working } }, true);
   }
 
@@ -370,13 +377,13 @@ export class TaskRunner {
     job.waiting = waiting;
     signal.addEventListener("abort", onStop, { once: true });
     request.signal?.addEventListener("abort", onWithdraw, { once: true });
-    void this.store.finish(task.id, status, []);
+    void this.track(job, this.store.finish(task.id, status, []));
     const committed = this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true);
     const turn = job.turn;
     job.turn = deferred();
     committed.then(
       () => turn.resolve(job.task),
-      (err) => turn.reject(err),
+      (err) => turn.reject(notStored(task.id, err)),
     );
     this.release(job);
     return answered.promise;
@@ -391,7 +398,7 @@ export class TaskRunner {
         const status: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now(), message: agentMessage(task.id, task.contextId, text) };
         // The task's status is the latest progress, for those who read it with GetTask rather than a stream.
         task.status = status;
-        void this.store.setStatus(task.id, status);
+        void this.track(job, this.store.setStatus(task.id, status));
         this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status, ...(metadata ? { metadata } : {}) } }, true);
       },
       artifact: (artifact, options = {}) => {
@@ -415,19 +422,61 @@ export class TaskRunner {
       note: (metadata) => {
         if (!this.jobs.has(task.id)) return Promise.resolve();
         task.metadata = { ...task.metadata, ...metadata };
-        return this.store.finish(task.id, task.status, [], metadata);
+        return this.track(job, this.store.finish(task.id, task.status, [], metadata));
       },
     };
   }
 
   private emit(job: Job, response: StreamResponse, rowUpdated = false): Promise<void> {
-    return this.events.emit(job, response, rowUpdated);
+    return this.track(job, this.events.emit(job, response, rowUpdated));
   }
 
-  /** Writes the outcome once; resolves `done` (and the turn) after it is committed (rejects if it could not be). */
+  /**
+   * Watches a write of the task: if it is not stored, the task is not whole on disk, so its execution stops
+   * and it cannot end COMPLETED (see record). Returns the write.
+   */
+  private track(job: Job, write: Promise<void>): Promise<void> {
+    write.catch((err) => {
+      if (job.lost !== undefined) return;
+      job.lost = reasonOf(err);
+      if (job.final) return;
+      if (this.queue.remove(job)) void this.record(job, { state: "TASK_STATE_FAILED" });
+      else stop(job, "unstored", `the node could not store this task: ${job.lost}`);
+    });
+    return write;
+  }
+
+  /**
+   * Writes the outcome once; resolves `done` (and the turn) after it is committed. A task that lost a write
+   * ends FAILED instead; if the outcome cannot be stored, FAILED is tried once more without the outcome's
+   * data, and if even that fails, `done` and the turn reject with a -32603 error saying the task is not stored.
+   */
   private async record(job: Job, outcome: ExecutionOutcome): Promise<void> {
     const { task } = job;
     job.final = true;
+    if (job.lost !== undefined) outcome = { state: "TASK_STATE_FAILED", message: `the node could not store part of this task, so its result is not kept: ${job.lost}` };
+    try {
+      await this.writeOutcome(job, outcome);
+    } catch (err) {
+      try {
+        await this.writeNotStored(job, reasonOf(err));
+      } catch {
+        const error = notStored(task.id, job.lost ?? err);
+        for (const s of job.subscribers) s.fail(error);
+        this.jobs.delete(task.id);
+        job.turn.reject(error);
+        job.done.reject(error);
+        return;
+      }
+    }
+    this.jobs.delete(task.id);
+    job.turn.resolve(job.task);
+    job.done.resolve(job.task);
+  }
+
+  /** The outcome as the task's final status, artifacts, reply and metadata; resolves once committed. */
+  private async writeOutcome(job: Job, outcome: ExecutionOutcome): Promise<void> {
+    const { task } = job;
     const status: TaskStatus = { state: outcome.state, timestamp: now() };
     const replyText = outcome.message;
     if (outcome.reply) {
@@ -443,21 +492,39 @@ export class TaskRunner {
     if (status.message) task.history = [...(task.history ?? []), status.message];
     if (outcome.metadata) task.metadata = { ...task.metadata, ...outcome.metadata };
     const finalEvent: StreamResponse = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
-    try {
-      // Both writes join the same group commit, so awaiting one awaits both.
-      void this.store.finish(task.id, status, task.artifacts ?? [], outcome.metadata);
-      await this.emit(job, finalEvent, true);
-    } catch (err) {
-      // The store itself failed (disk full, database gone): nothing can be recorded, so say so loudly.
-      console.error(`a2a-node: could not record the outcome of task ${task.id}: ${(err as Error).message}`);
-      for (const s of job.subscribers) s.fail(A2AError.internal("the node could not record this task's outcome"));
-      this.jobs.delete(task.id);
-      job.turn.reject(err);
-      job.done.reject(err);
-      return;
-    }
-    this.jobs.delete(task.id);
-    job.turn.resolve(task);
-    job.done.resolve(task);
+    // Both writes join the same group commit (and share the task's outcome in it).
+    await Promise.all([this.store.finish(task.id, status, task.artifacts ?? [], outcome.metadata), this.emit(job, finalEvent, true)]);
   }
+
+  /**
+   * The outcome could not be stored: records FAILED saying so, with nothing of the outcome's own data (which
+   * may be what could not be stored). The task then reads as stored: its events continue from the last stored
+   * one, and the live task becomes the stored one. Throws if this cannot be stored either.
+   */
+  private async writeNotStored(job: Job, reason: string): Promise<void> {
+    const { task } = job;
+    job.lost ??= reason;
+    job.unpublished = [];
+    job.seq = this.store.lastEventSeq(task.id);
+    const status: TaskStatus = {
+      state: "TASK_STATE_FAILED",
+      timestamp: now(),
+      message: agentMessage(task.id, task.contextId, `the node could not store this task's outcome, so its result is not kept: ${reason}`),
+    };
+    await Promise.all([
+      this.store.finish(task.id, status, []),
+      this.events.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true),
+    ]);
+    job.task = this.store.snapshot(task.id, job.caller)?.task ?? { ...task, status };
+  }
+}
+
+/** The error a caller gets when its task could not be stored: -32603, naming the task and the store's reason. */
+export function notStored(taskId: string, err: unknown): A2AError {
+  if (err instanceof A2AError) return err;
+  return A2AError.internal(`the node could not store task ${taskId}, so it is not kept: ${reasonOf(err)}`);
+}
+
+function reasonOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

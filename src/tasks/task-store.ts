@@ -13,6 +13,30 @@ export interface NewTask {
   idempotent?: boolean;
 }
 
+/**
+ * The store refused one task's writes for a reason of that task alone, before any of them was applied: nothing
+ * of them is recorded, and no other task's writes are affected. The message names what was refused and why,
+ * never the data itself.
+ */
+export class WriteRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "WriteRefused";
+  }
+}
+
+/** Data that cannot be stored as given (it cannot be serialised, e.g. nested too deeply). */
+export class UnstorableData extends WriteRefused {
+  constructor(
+    /** What was refused: "message", "metadata", "artifacts", ... */
+    readonly what: string,
+    reason: string,
+  ) {
+    super(`the ${what} cannot be stored: ${reason}`);
+    this.name = "UnstorableData";
+  }
+}
+
 /** A task that had not reached a terminal state when the node last stopped. */
 export interface UnfinishedTask {
   id: string;
@@ -44,12 +68,14 @@ export class TaskStoreRequestError extends Error {
  *
  * Writes return a promise that settles once they are committed, so implementations may group the writes
  * of many tasks into one transaction; callers acknowledge nothing to a client before that promise resolves.
- * Reads see committed state.
+ * A write that cannot be committed rejects its promise (UnstorableData for data that cannot be stored, or the
+ * store's own error: disk full, I/O error) and affects no other task's writes. Reads see committed state.
  */
 export interface TaskStore {
   /**
    * Records a new SUBMITTED task; `committed` resolves once it is durable. Returns the existing task instead
-   * (created: false) when (owner, message.messageId) was seen before.
+   * (created: false) when (owner, message.messageId) was seen before. Throws UnstorableData, with nothing
+   * recorded, when the message or metadata cannot be stored.
    */
   create(task: NewTask): { task: Task; created: boolean; committed: Promise<void> };
   get(id: string, owner: string, historyLength?: number): Task | undefined;
