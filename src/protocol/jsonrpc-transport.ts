@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth";
 import type { CallContext } from "./caller";
 import { A2AError, type JsonRpcErrorObject } from "./errors";
 
@@ -45,6 +46,8 @@ export class JsonRpcTransport {
   async handle(body: string, version: string | null, ctx: CallContext, lastEventId?: string): Promise<RpcOutcome> {
     const { v1 } = this.generations;
     let request: unknown;
+    if (nestsDeeperThan(body, MAX_JSON_DEPTH))
+      return json(v1, null, A2AError.invalidParams(`the request is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays; no A2A request needs that`));
     try {
       request = JSON.parse(body);
     } catch {

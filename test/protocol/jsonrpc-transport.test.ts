@@ -44,6 +44,13 @@ function expectError(res: any, code: number, id: unknown, fragment?: string) {
 }
 
 describe("JsonRpcTransport", () => {
+  it("refuses a request nested deeper than 64 levels with -32602 before parsing it, and answers the next one", async () => {
+    const deep = `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"metadata":${"[".repeat(45_000)}${"]".repeat(45_000)}}}`;
+    expectError(await call(deep), -32602, null, "nested deeper than 64 levels");
+    const atLimit = JSON.stringify(req("SendMessage", { message: message(), metadata: { deep: JSON.parse("[".repeat(60) + "]".repeat(60)) } }));
+    expect((await call(atLimit)).result.task.status.state).toBe("TASK_STATE_COMPLETED");
+  });
+
   it("answers SendMessage with {task} and echoes the request id (string or number)", async () => {
     const a = await call(req("SendMessage", { message: message() }, "abc"));
     expect(a.id).toBe("abc");
