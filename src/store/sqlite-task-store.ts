@@ -65,7 +65,10 @@ export class SqliteTaskStore implements TaskStore {
     Statement
   >;
 
-  constructor(database: OpenDatabase, options: SqliteTaskStoreOptions = {}) {
+  constructor(
+    private readonly database: OpenDatabase,
+    options: SqliteTaskStoreOptions = {},
+  ) {
     this.log = options.log ?? createLogger((line) => process.stderr.write(line));
     this.db = database.db;
     this.sqlite = database.sqlite;
@@ -330,6 +333,7 @@ export class SqliteTaskStore implements TaskStore {
     );
     // Task ids and reasons only: what the tasks hold stays out of the log.
     for (const [id, err] of failed) this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(err) });
+    this.database.afterCommit();
     return failed;
   }
 
