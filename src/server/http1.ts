@@ -31,7 +31,26 @@ export interface Http1Options {
   tooLarge(limit: number, declared: number | undefined): HttpResponse;
   /** On a quiet stream, a comment line is sent this often so proxies and clients do not cut it. */
   streamKeepAliveMs?: number;
+  /** Told each time the connection stops reading its client (backpressure), for tests and metrics. */
+  onPause?(state: Http1State): void;
 }
+
+/** What one connection holds, for tests and metrics. */
+export interface Http1State {
+  /** Reading from the client is paused: answers are waiting to be read, or requests to be handled. */
+  paused: boolean;
+  /** Bytes received and not yet handled (pipelined requests). */
+  bufferedBytes: number;
+  /** Bytes of answers written and not yet taken by the client. */
+  unsentBytes: number;
+}
+
+/**
+ * Backpressure: a client that sends requests without reading the answers is not read from while more than
+ * this many bytes of answers wait for it, or this many bytes of requests wait to be handled. The kernel's
+ * socket buffers then fill and the client's own writes block; the node holds at most about this much.
+ */
+const HIGH_WATER_BYTES = 64 * 1024;
 
 const CRLF = Buffer.from("\r\n");
 const CRLF2 = Buffer.from("\r\n\r\n");
@@ -73,6 +92,7 @@ interface ChunkState {
 export interface Http1Connection {
   /** Closes the connection now if no request is in progress, otherwise right after its response. */
   closeWhenIdle(): void;
+  state(): Http1State;
 }
 
 export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
@@ -83,8 +103,9 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
   let chunked: ChunkState | undefined;
   let continued = false;
   let closing = false;
-  // Never hold more than one request's worth (plus what may be pipelined behind it) in memory.
-  const maxBuffered = o.maxHeadBytes + o.maxBodyBytes + 64 * 1024;
+  // Never hold more than one request's worth (plus what may be pipelined behind it) in memory. Reading pauses
+  // at HIGH_WATER_BYTES of pipelined requests; what was already on its way when it paused still arrives.
+  const maxBuffered = o.maxHeadBytes + o.maxBodyBytes + 4 * HIGH_WATER_BYTES;
   socket.setNoDelay(true);
   const idle = () => socket.setTimeout(o.idleTimeoutMs);
   socket.on("timeout", () => socket.destroy());
@@ -94,6 +115,19 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     clearTimeout(requestTimer);
   });
   socket.on("error", () => socket.destroy());
+  let paused = false;
+  const state = (): Http1State => ({ paused, bufferedBytes: buf.length, unsentBytes: socket.writableLength });
+  const pause = () => {
+    if (paused) return;
+    paused = true;
+    socket.pause();
+    o.onPause?.(state());
+  };
+  const resume = () => {
+    if (!paused || closed) return;
+    paused = false;
+    socket.resume();
+  };
   socket.on("data", (data: Buffer) => {
     if (closed) return;
     buf = buf.length === 0 ? data : Buffer.concat([buf, data]);
@@ -101,6 +135,8 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
       socket.destroy();
       return;
     }
+    // Requests arrive faster than they are answered (pipelining): stop reading until the queue is worked off.
+    if (buf.length > HIGH_WATER_BYTES) pause();
     if (!busy) void pump();
   });
 
@@ -160,7 +196,13 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
         else write(response, keep, request.method);
         if (!keep || closing) finish();
         else idle();
+        // The client is not reading its answers: stop reading its requests until it takes them.
+        if (!closed && socket.writableLength > HIGH_WATER_BYTES) {
+          pause();
+          await drained();
+        }
       }
+      resume();
       if (!closed && buf.length > 0) armRequestTimer();
     } catch (err) {
       if (err instanceof HttpError) fail(err);
@@ -171,6 +213,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
   }
 
   const handle: Http1Connection = {
+    state,
     closeWhenIdle() {
       closing = true;
       if (!busy && !closed) finish();

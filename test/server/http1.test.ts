@@ -1135,3 +1135,61 @@ describe("serveHttp1: strict framing and courtesy", () => {
     await busy.untilClosed();
   });
 });
+
+// ---------------------------------------------------------------------------------------------------------
+// Backpressure
+// ---------------------------------------------------------------------------------------------------------
+
+describe("a client that pipelines requests without reading the answers", () => {
+  it("is no longer read from once its answers pile up: the node holds a bounded amount, and every answer still comes, in order", async () => {
+    let pausedState: import("../../src/server/http1").Http1State | undefined;
+    let paused!: () => void;
+    const stopped = new Promise<void>((r) => (paused = r));
+    const bigAnswer = "y".repeat(8 * 1024);
+    const server = await startServer({
+      handle: async (req) => ({ status: 200, headers: { "content-type": "text/plain" }, body: `${req.target} ${bigAnswer}` }),
+      onPause: (state) => {
+        pausedState ??= state;
+        paused();
+      },
+    });
+    const client = connect(server.port, "127.0.0.1");
+    clients.push(client);
+    await once(client, "connect");
+    client.pause(); // read nothing
+    const count = 4000; // 4,000 answers of 8 KiB: 32 MiB if the node buffered them all
+    const requests = Array.from({ length: count }, (_, i) => `GET /r${i} HTTP/1.1\r\nhost: x\r\n\r\n`).join("");
+    client.write(requests);
+    await stopped;
+    const conn = server.connectionOf(server.sockets[0] as Socket);
+    expect(pausedState?.paused).toBe(true);
+    // What the node holds for this client stays near the high-water mark, far below what it was sent.
+    expect(conn.state().unsentBytes).toBeLessThan(256 * 1024);
+    expect(conn.state().bufferedBytes).toBeLessThan(requests.length);
+    expect(server.requests.length).toBeLessThan(count);
+    // Once the client reads, everything is answered, in order.
+    const seen: string[] = [];
+    let text = "";
+    let scanned = 0;
+    const marker = /\r\n\r\n(\/r\d+) /g;
+    const all = new Promise<void>((resolve) => {
+      client.on("data", (d: Buffer) => {
+        text += d.toString("latin1");
+        marker.lastIndex = scanned;
+        for (let m = marker.exec(text); m; m = marker.exec(text)) {
+          seen.push(m[1]);
+          scanned = marker.lastIndex;
+        }
+        // Keep only the unscanned tail (a marker may straddle two reads).
+        const keepFrom = Math.max(scanned, text.length - 32);
+        text = text.slice(keepFrom);
+        scanned -= keepFrom;
+        if (scanned < 0) scanned = 0;
+        if (seen.length === count) resolve();
+      });
+    });
+    client.resume();
+    await all;
+    expect(seen).toEqual(Array.from({ length: count }, (_, i) => `/r${i}`));
+  });
+});
