@@ -20,6 +20,8 @@ export interface MethodTable {
 
 export type RpcOutcome =
   | { kind: "json"; body: string }
+  /** A notification (a request with no "id" member): JSON-RPC 2.0 says it gets no response at all. */
+  | { kind: "none" }
   /** Each `data` is a whole JSON-RPC response, ready for an SSE `data:` line. */
   | { kind: "stream"; events: AsyncIterable<{ id?: string; data: string }> };
 
@@ -65,6 +67,7 @@ export class JsonRpcTransport {
     if (typeof r.method !== "string" || r.method.length === 0)
       return json(v1, rid, A2AError.invalidRequest("method must be a non-empty string"));
     const table = this.pick(version);
+    if (!Object.hasOwn(r, "id")) return notify(table, r.method, r.params, ctx);
     if (table instanceof A2AError) return json(v1, rid, table);
     const method = r.method;
     try {
@@ -88,6 +91,23 @@ export class JsonRpcTransport {
     if (v === "" || v === "0.3") return this.generations.v03 ?? A2AError.versionNotSupported("0.3");
     return A2AError.versionNotSupported(v);
   }
+}
+
+/**
+ * Runs a notification and answers nothing, whatever happens (an error included: "the client would not be
+ * aware of any errors", JSON-RPC 2.0 §4.1). It is run to its end before the transport returns, so a client
+ * cannot start unbounded work by sending notifications faster than they finish. A streaming method is started
+ * and its stream closed at once: there is nobody to send the events to.
+ */
+async function notify(table: MethodTable | A2AError, method: string, params: unknown, ctx: CallContext): Promise<RpcOutcome> {
+  if (table instanceof A2AError) return { kind: "none" };
+  try {
+    if (Object.hasOwn(table.unary, method)) await table.unary[method](params, ctx);
+    else if (Object.hasOwn(table.stream, method)) await (await table.stream[method](params, ctx, undefined))[Symbol.asyncIterator]().return?.();
+  } catch (err) {
+    asA2AError(err, method);
+  }
+  return { kind: "none" };
 }
 
 /**

@@ -57,6 +57,7 @@ export function createRequestRouter(options: RouterOptions) {
         return { status: 200, headers: JSON_HEADERS, body: errorBody(null, A2AError.contentTypeNotSupported(`Content-Type ${type} is not JSON; send application/json`)) };
       const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), { caller }, req.headers.get("last-event-id"));
       if (out.kind === "json") return { status: 200, headers: JSON_HEADERS, body: out.body };
+      if (out.kind === "none") return { status: 204 };
       return { status: 200, headers: SSE_HEADERS, stream: sse(out.events) };
     }
     const headers = new Headers();

@@ -49,6 +49,20 @@ function expectErrorInfo(error: { data?: unknown }) {
 
 const envelope = (method: string, params: unknown, id: unknown = 7) => JSON.stringify({ jsonrpc: "2.0", id, method, params });
 
+describe("JSON-RPC notifications", () => {
+  it("a request without an id member gets HTTP 204 and no body, valid or not, and the node answers the next call", async () => {
+    for (const body of [
+      JSON.stringify({ jsonrpc: "2.0", method: "GetTask", params: { id: "nope" } }),
+      JSON.stringify({ jsonrpc: "2.0", method: "NoSuchMethod" }),
+    ]) {
+      const r = await post(node.url, who, body);
+      expect(r.status).toBe(204);
+      expect(r.text).toBe("");
+    }
+    expect((await post(node.url, who, envelope("GetTask", { id: "nope" }, 3))).body.error.code).toBe(-32001);
+  });
+});
+
 describe("malformed JSON-RPC", () => {
   it("answers unparsable JSON with -32700 and id null", async () => {
     const e = expectError(await post(node.url, who, '{"jsonrpc":"2.0","id":1,"method":'), -32700, null);

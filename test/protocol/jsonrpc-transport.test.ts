@@ -44,6 +44,18 @@ function expectError(res: any, code: number, id: unknown, fragment?: string) {
 }
 
 describe("JsonRpcTransport", () => {
+  it("answers a notification (no id member) with nothing at all, still doing what it asks; an id of null is a request", async () => {
+    const text = `notified ${crypto.randomUUID()}`;
+    const sent = await transport.handle(JSON.stringify({ jsonrpc: "2.0", method: "SendMessage", params: { message: message({ parts: [{ text }] }) } }), "1.0", ctx);
+    expect(sent).toEqual({ kind: "none" });
+    const listed = await call(req("ListTasks", {}));
+    const task = listed.result.tasks.find((t: { history?: { parts: { text?: string }[] }[] }) => t.history?.[0]?.parts[0]?.text === text);
+    expect(task).toBeDefined();
+    for (const bad of [{ jsonrpc: "2.0", method: "NoSuchMethod" }, { jsonrpc: "2.0", method: "GetTask", params: { id: "nope" } }, { jsonrpc: "2.0", method: "SendMessage", params: 5 }])
+      expect(await transport.handle(JSON.stringify(bad), "1.0", ctx)).toEqual({ kind: "none" });
+    expectError(await call({ jsonrpc: "2.0", id: null, method: "NoSuchMethod" }), -32601, null);
+  });
+
   it("refuses a request nested deeper than 64 levels with -32602 before parsing it, and answers the next one", async () => {
     const deep = `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"metadata":${"[".repeat(45_000)}${"]".repeat(45_000)}}}`;
     expectError(await call(deep), -32602, null, "nested deeper than 64 levels");
