@@ -1,6 +1,7 @@
 import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
+import { refuseBrowserRequest } from "./browser-guard";
 import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
 
@@ -25,14 +26,16 @@ export interface PlainListenerOptions {
  */
 export function listenPlainLoopback(options: PlainListenerOptions): Promise<Listener> {
   const connections = new ConnectionSet();
+  let port = 0;
+  const handle = async (req: HttpRequest) => refuseBrowserRequest(req, port) ?? options.onRequest(req, LOOPBACK_CALLER);
   const server = createServer((socket) =>
-    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, LOOPBACK_CALLER) }),
+    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle }),
   );
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(options.port, "127.0.0.1", () => {
       server.off("error", reject);
-      const port = (server.address() as AddressInfo).port;
+      port = (server.address() as AddressInfo).port;
       resolve({
         url: `http://127.0.0.1:${port}`,
         port,
