@@ -16,6 +16,7 @@ import type { AgentCard } from "./protocol/types";
 import { v1Methods } from "./protocol/v1-methods";
 import { v03Methods } from "./protocol/v03/methods";
 import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
+import { RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener } from "./server/mtls-listener";
 import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
 import { createRequestRouter, tooLargeResponse } from "./server/request-router";
@@ -93,6 +94,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const common = { maxBodyBytes: config.maxBodyBytes, tooLarge: tooLargeResponse };
 
   let advertisedUrl = "";
+  const refusals = new RefusalLog(log, { detailedPerWindow: config.logRefusalsPerMinute });
   const mtls = await listenMtls({
     ...common,
     host: config.host,
@@ -101,7 +103,10 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     key: identity.keyPem,
     ca: identity.caPem,
     onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(advertisedUrl), executor, startedAt) }),
-    onHandshakeError: (err, remote) => log.warn("refused a TLS client", { remote, reason: err.message }),
+    onHandshakeError: (err, remote) => refusals.refused(err.message, remote),
+    onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
+    handshakeTimeoutMs: config.handshakeTimeoutMs,
+    limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
   });
   advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, mtls.port);
   const listeners: Listener[] = [mtls];
@@ -153,6 +158,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     },
     async stop() {
       for (const l of listeners) l.stopAccepting();
+      refusals.flush();
       await runner.shutdown(config.shutdownGraceMs);
       for (const l of listeners) await l.close();
       store.flush();

@@ -1,6 +1,7 @@
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
+import { CONNECTION_DEFAULTS, ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
 import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
 import { peerIdentifier } from "./peer-identity";
 
@@ -18,6 +19,12 @@ export interface MtlsListenerOptions {
   tooLarge(limit: number, declared: number | undefined): HttpResponse;
   /** Called when a TLS handshake fails (no certificate, foreign CA, expired...) or its certificate is refused. */
   onHandshakeError?(err: Error, remote: string | undefined): void;
+  /** A client that has not finished its TLS handshake after this long is dropped. */
+  handshakeTimeoutMs?: number;
+  /** Connections held open (handshakes in progress included), in all and per source address. */
+  limits?: ConnectionLimits;
+  /** Called when a connection is closed at once for being over the limits. */
+  onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
 }
 
 export interface Listener {
@@ -46,7 +53,12 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     requestCert: true,
     rejectUnauthorized: true,
     minVersion: "TLSv1.2",
+    // Node's default gives a silent client 120 s; a legitimate peer finishes in milliseconds.
+    handshakeTimeout: options.handshakeTimeoutMs ?? CONNECTION_DEFAULTS.handshakeTimeoutMs,
   });
+  const gate = new ConnectionGate(options.limits ?? CONNECTION_DEFAULTS, options.onRefusedConnection);
+  // "connection" is the raw TCP socket, before any TLS: counting there bounds unauthenticated clients too.
+  tls.on("connection", (socket) => gate.admit(socket));
   const identify = peerIdentifier(options.ca);
   tls.on("secureConnection", (socket: TLSSocket) => {
     const peer = identify(socket);
@@ -58,7 +70,11 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     const { caller } = peer;
     connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, caller) });
   });
-  tls.on("tlsClientError", (err, socket) => options.onHandshakeError?.(err, socket.remoteAddress));
+  tls.on("tlsClientError", (err, socket) => {
+    // Bun reports a failed or timed-out handshake but, unlike Node, leaves the socket open: close it here.
+    socket.destroy();
+    options.onHandshakeError?.(err, socket.remoteAddress);
+  });
 
   return new Promise((resolve, reject) => {
     tls.once("error", reject);

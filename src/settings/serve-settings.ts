@@ -6,6 +6,7 @@
 import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "../executors/openai-executor";
 import { LOG_LEVELS } from "../log";
 import { PUSH_DEFAULTS } from "../push/push-dispatcher";
+import { CONNECTION_DEFAULTS } from "../server/connection-limits";
 import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
 import { list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
 import { readSkills, type SkillSetting } from "./skills";
@@ -97,6 +98,46 @@ export const SETTINGS = {
     max: 256 * MIB,
     integer: true,
     doc: "most bytes of tasks in one ListTasks answer: its page holds fewer tasks, and a task larger than this alone comes with its artifacts (then history) left out, noted in its metadata as a2a-node/omitted (GetTask returns it whole)",
+  }),
+  handshakeTimeoutMs: seconds({
+    file: "handshake_timeout_seconds",
+    flag: "handshake-timeout",
+    value: "SECONDS",
+    group: "limits",
+    default: CONNECTION_DEFAULTS.handshakeTimeoutMs,
+    min: 1,
+    max: 120,
+    doc: "a client that has not finished its TLS handshake after this is dropped",
+  }),
+  maxConnections: number({
+    file: "max_connections",
+    value: "N",
+    group: "limits",
+    default: CONNECTION_DEFAULTS.maxConnections,
+    min: 1,
+    max: 1_000_000,
+    integer: true,
+    doc: "connections held open at once, handshakes in progress included; more are closed at once",
+  }),
+  maxConnectionsPerAddress: number({
+    file: "max_connections_per_address",
+    value: "N",
+    group: "limits",
+    default: CONNECTION_DEFAULTS.maxConnectionsPerAddress,
+    min: 1,
+    max: 1_000_000,
+    integer: true,
+    doc: "of those, at most N from one source address, so one client's flood leaves room for the others",
+  }),
+  logRefusalsPerMinute: number({
+    file: "log_refusals_per_minute",
+    value: "N",
+    group: "daemon",
+    default: 10,
+    min: 0,
+    max: 1_000_000,
+    integer: true,
+    doc: "refused connections (failed handshakes, foreign or revoked certificates, over the limits) logged one by one each minute; the rest are counted by kind in one line",
   }),
   maxConcurrent: number({ file: "max_concurrent", value: "N", group: "limits", default: 4, min: 1, max: 10_000, integer: true, doc: "tasks executing at once" }),
   maxQueued: number({ file: "max_queued", value: "N", group: "limits", default: 1000, min: 0, max: 1_000_000, integer: true, doc: "tasks waiting for a slot; beyond this new tasks are refused (\"retry later\")" }),

@@ -1,0 +1,56 @@
+import type { Logger } from "../log";
+
+/**
+ * Refused connections (failed TLS handshakes, refused certificates, connections over the limits) are logged
+ * at a rate, not one line each: a scanner or a flood would otherwise write the journal full. The first few of
+ * each minute are logged one by one, with the remote address and the reason; the rest are counted by reason
+ * and summed up in one line when the minute is over.
+ */
+export class RefusalLog {
+  private inWindow = 0;
+  private readonly suppressed = new Map<string, number>();
+  private timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly log: Logger,
+    private readonly options: { windowMs?: number; detailedPerWindow?: number } = {},
+  ) {}
+
+  refused(reason: string, remote: string | undefined): void {
+    const kind = classify(reason);
+    if (!this.timer) {
+      this.timer = setTimeout(() => this.flush(), this.options.windowMs ?? 60_000);
+      this.timer.unref?.();
+    }
+    if (++this.inWindow <= (this.options.detailedPerWindow ?? 5)) {
+      this.log.warn("refused a connection", { remote, kind, reason });
+      return;
+    }
+    this.suppressed.set(kind, (this.suppressed.get(kind) ?? 0) + 1);
+  }
+
+  /** Writes the summary of the window now (also on stop). */
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.inWindow = 0;
+    if (this.suppressed.size === 0) return;
+    const total = [...this.suppressed.values()].reduce((a, b) => a + b, 0);
+    this.log.warn("refused more connections than were logged one by one", { count: total, ...Object.fromEntries(this.suppressed) });
+    this.suppressed.clear();
+  }
+}
+
+/** A short, stable name for why a connection was refused (for counting; the full reason is logged first). */
+export function classify(reason: string): string {
+  const r = reason.toLowerCase();
+  if (r.includes("too many connections from one address")) return "per_address_limit";
+  if (r.includes("too many connections")) return "connection_limit";
+  if (r.includes("timed out") || r.includes("timeout")) return "handshake_timeout";
+  if (r.includes("certificate refused")) return "certificate_refused";
+  if (r.includes("expired")) return "expired";
+  if (r.includes("peer did not return a certificate") || r.includes("no certificate") || r.includes("certificate required")) return "no_certificate";
+  if (r.includes("unknown ca") || r.includes("unable to get") || r.includes("self signed") || r.includes("self-signed")) return "foreign_ca";
+  if (r.includes("wrong version") || r.includes("http request") || r.includes("unknown protocol")) return "not_tls";
+  return "other";
+}
