@@ -119,16 +119,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     if (isTerminal(task.status.state)) throw A2AError.taskNotCancelable(task.id, task.status.state);
     const settled = this.runner.cancel(task.id, `canceled by ${ctx.caller.name}`);
     if (settled) await settled.catch(() => {});
-    else {
-      // Interrupted (waiting for input): nothing runs it, so record the cancel directly.
-      const status = { state: "TASK_STATE_CANCELED" as const, timestamp: now() };
-      const seq = this.store.lastEventSeq(task.id) + 1;
-      const writes = Promise.all([
-        this.store.finish(task.id, status, []),
-        this.store.appendEvents(task.id, seq, [{ statusUpdate: { taskId: task.id, contextId: task.contextId, status } }], seq),
-      ]);
-      await whenStored(task.id, writes.then(() => undefined));
-    }
+    // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
+    else await whenStored(task.id, this.runner.cancelIdle(task, `canceled by ${ctx.caller.name}`));
     return this.store.get(task.id, ctx.caller.name) as Task;
   }
 
@@ -258,7 +250,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     }
     this.runner.check(message, task);
     this.runner.assertCapacity(owner);
-    const committed = this.store.appendMessage(taskId, stored);
+    const committed = this.store.record(taskId, { history: [stored] });
     task.history = [...(task.history ?? []), stored];
     const lastSeq = this.store.lastEventSeq(taskId);
     const initial = snapshot(task);
