@@ -24,7 +24,7 @@ import { openDatabase } from "./store/database";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
 import { SqliteTaskStore } from "./store/sqlite-task-store";
 import { PushDispatcher } from "./push/push-dispatcher";
-import { SqlitePushConfigStore } from "./push/push-config-store";
+import { SqlitePushConfigStore } from "./store/sqlite-push-config-store";
 import { WebhookGuard } from "./push/ssrf-guard";
 import { TaskRunner } from "./tasks/task-runner";
 import { VERSION } from "./version";

@@ -1,5 +1,6 @@
 import { newId, now } from "../tasks/clock";
 import { notStored, type TaskRunner } from "../tasks/task-runner";
+import { ConfigOwnedElsewhere } from "../push/push-config-store";
 import { TaskStoreRequestError, UnstorableData, type TaskStore } from "../tasks/task-store";
 import { EventStream } from "../tasks/event-stream";
 import { mapStream } from "./streams";
@@ -137,7 +138,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const push = this.pushOrThrow();
     this.ownTask(params.taskId, ctx);
     await push.guard.check(params.url);
-    return push.configs.create(ctx.caller.name, params);
+    return configsCall(() => push.configs.create(ctx.caller.name, params));
   }
 
   async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<TaskPushNotificationConfig> {
@@ -151,7 +152,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   async listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsParams, ctx: CallContext): Promise<ListTaskPushNotificationConfigsResult> {
     const push = this.pushOrThrow();
     this.ownTask(params.taskId, ctx);
-    return push.configs.list(ctx.caller.name, params.taskId, params.pageSize, params.pageToken);
+    return configsCall(() => push.configs.list(ctx.caller.name, params.taskId, params.pageSize, params.pageToken));
   }
 
   async deleteTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<void> {
@@ -214,7 +215,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     }
     const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
-    if (pushConfig) this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id });
+    if (pushConfig) configsCall(() => this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id }));
     const settled = this.runner.start(task, stored, owner, 0, false, committed);
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq: 0 };
@@ -287,6 +288,17 @@ export class DefaultRequestHandler implements A2ARequestHandler {
 }
 
 /** Runs a store write of what the caller sent: data the store refuses as given is the caller's error. */
+/** A push config store's own errors as A2A errors: another owner's config is "not found", a bad token bad params. */
+function configsCall<T>(call: () => T): T {
+  try {
+    return call();
+  } catch (err) {
+    if (err instanceof ConfigOwnedElsewhere) throw A2AError.taskNotFound(err.taskId);
+    if (err instanceof TaskStoreRequestError) throw A2AError.invalidParams(err.message);
+    throw err;
+  }
+}
+
 function callersData<T>(write: () => T): T {
   try {
     return write();
