@@ -36,6 +36,8 @@ export interface PushConfigStore {
    * (the SQLite store deletes them with it; any queue re-reads the config before sending, see forDelivery).
    */
   delete(owner: string, taskId: string, id: string): boolean;
+  /** Retention: forgets every config of these tasks (and deliveries queued for them), whoever set them. */
+  deleteForTasks(taskIds: readonly string[]): void;
   /** Every config of the task, whoever set it, with the secrets: for delivery only, never for a client. */
   forTask(taskId: string): StoredPushConfig[];
   /** One config for delivery (the dispatcher re-reads it before each attempt: it may have been deleted). */

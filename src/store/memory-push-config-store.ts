@@ -47,6 +47,10 @@ export class MemoryPushConfigStore implements PushConfigStore {
     return true;
   }
 
+  deleteForTasks(taskIds: readonly string[]): void {
+    for (const id of taskIds) this.byTask.delete(id);
+  }
+
   forTask(taskId: string): StoredPushConfig[] {
     return [...(this.byTask.get(taskId)?.values() ?? [])].sort((a, b) => (a.id < b.id ? -1 : 1)).map((c) => structuredClone(c));
   }

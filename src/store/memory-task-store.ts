@@ -1,5 +1,5 @@
 import type { ListTasksParams, ListTasksResult, Message, StreamResponse, Task } from "../protocol/types";
-import { WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { FINAL_STATES, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
 import { decodePageToken, encodePageToken } from "./page-token";
 import { mergeArtifacts, toJson } from "./pending-writes";
 
@@ -137,6 +137,19 @@ export class MemoryTaskStore implements TaskStore {
       .sort((a, b) => (a.task.id < b.task.id ? -1 : 1))
       .flatMap((e) => e.task.history ?? []);
     return copy(JSON.stringify(all.length > limit ? all.slice(all.length - limit) : all));
+  }
+
+  deleteFinished(before: string, limit: number): Promise<string[]> {
+    const cutoff = new Date(before).toISOString();
+    const final = new Set<string>(FINAL_STATES);
+    const ids = [...this.tasks.values()]
+      .filter((e) => final.has(e.task.status.state) && (e.task.status.timestamp ?? "") < cutoff)
+      .map((e) => e.task.id)
+      .sort()
+      .slice(0, limit);
+    for (const id of ids) this.tasks.delete(id);
+    for (const [key, id] of this.byRequest) if (!this.tasks.has(id)) this.byRequest.delete(key);
+    return Promise.resolve(ids);
   }
 
   /** Applies what is queued now (a group commit would at its next turn). */

@@ -25,7 +25,7 @@ export class SqlitePushConfigStore implements PushConfigStore {
    * webhook: this set answers for those without touching the database.
    */
   private readonly withConfigs = new Set<string>();
-  private readonly q: Record<"upsert" | "get" | "page" | "pageAfter" | "del" | "delDeliveries" | "forTask" | "forDelivery", Statement>;
+  private readonly q: Record<"upsert" | "get" | "page" | "pageAfter" | "del" | "delDeliveries" | "forTask" | "forDelivery" | "delTask" | "delTaskDeliveries", Statement>;
 
   constructor(database: OpenDatabase) {
     this.sqlite = database.sqlite;
@@ -45,6 +45,8 @@ export class SqlitePushConfigStore implements PushConfigStore {
       delDeliveries: prep("DELETE FROM push_deliveries WHERE task_id = ?1 AND config_id = ?2"),
       forTask: prep("SELECT * FROM push_configs WHERE task_id = ?1 ORDER BY id"),
       forDelivery: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND id = ?2"),
+      delTask: prep("DELETE FROM push_configs WHERE task_id = ?1"),
+      delTaskDeliveries: prep("DELETE FROM push_deliveries WHERE task_id = ?1"),
     };
     for (const r of database.sqlite.prepare("SELECT DISTINCT task_id AS t FROM push_configs").all() as { t: string }[]) this.withConfigs.add(r.t);
   }
@@ -91,6 +93,19 @@ export class SqlitePushConfigStore implements PushConfigStore {
       if (this.q.del.run(taskId, id, owner).changes === 0) return false;
       this.q.delDeliveries.run(taskId, id);
       return true;
+    })();
+  }
+
+  deleteForTasks(taskIds: readonly string[]): void {
+    // Most tasks have no webhook: only those known to have one cost a statement.
+    const withConfigs = taskIds.filter((id) => this.withConfigs.has(id));
+    if (withConfigs.length === 0) return;
+    this.sqlite.transaction(() => {
+      for (const id of withConfigs) {
+        this.q.delTask.run(id);
+        this.q.delTaskDeliveries.run(id);
+        this.withConfigs.delete(id);
+      }
     })();
   }
 

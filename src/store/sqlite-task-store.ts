@@ -1,7 +1,8 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, count, desc, eq, gt, inArray, lt, or, asc } from "drizzle-orm";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
-import { type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { encodeTime } from "ulid";
+import { FINAL_STATES, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
 import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
@@ -62,7 +63,10 @@ export class SqliteTaskStore implements TaskStore {
     | "insertEvents"
     | "selectEvents"
     | "maxEventSeq"
-    | "selectImplied",
+    | "selectImplied"
+    | "selectExpired"
+    | "deleteTask"
+    | "deleteEvents",
     Statement
   >;
 
@@ -98,6 +102,13 @@ export class SqliteTaskStore implements TaskStore {
       selectIdByRequest: prep("SELECT id FROM tasks WHERE owner = ?1 AND request_message_id = ?2"),
       selectContext: prep(`${contextTasks("id, history")} ORDER BY id DESC`),
       selectContextIds: prep(contextTasks("id")),
+      // Ids are ULIDs (creation time first): a task that ended before the cut-off was created before it, so
+      // the walk is a primary-key range from the oldest task up to the cut-off's time, not a table scan.
+      selectExpired: prep(
+        `SELECT id FROM tasks WHERE id < ?1 AND status_timestamp < ?2 AND state IN (${FINAL_STATES.map((s) => `'${s}'`).join(", ")}) ORDER BY id LIMIT ?3`,
+      ),
+      deleteTask: prep("DELETE FROM tasks WHERE id = ?1"),
+      deleteEvents: prep("DELETE FROM task_events WHERE task_id = ?1"),
     };
   }
 
@@ -282,6 +293,24 @@ export class SqliteTaskStore implements TaskStore {
     }
     const all = out.reverse().flat();
     return all.length > limit ? all.slice(all.length - limit) : all;
+  }
+
+  deleteFinished(before: string, limit: number): Promise<string[]> {
+    const cutoff = Date.parse(before);
+    if (Number.isNaN(cutoff)) return Promise.reject(new TypeError(`not a time: ${before}`));
+    // The smallest id of the cut-off's millisecond: every task created earlier sorts below it.
+    const idBound = `${encodeTime(cutoff, 10)}0000000000000000`;
+    const ids = (this.w.selectExpired.all(idBound, new Date(cutoff).toISOString(), limit) as { id: string }[])
+      .map((r) => r.id)
+      .filter((id) => !this.pending.has(id));
+    // One transaction (a savepoint inside a group commit's open one), so a crash leaves a task whole or gone.
+    this.sqlite.transaction(() => {
+      for (const id of ids) {
+        this.w.deleteTask.run(id);
+        this.w.deleteEvents.run(id);
+      }
+    })();
+    return Promise.resolve(ids);
   }
 
   /** Commits whatever is pending now; call before closing the database. */

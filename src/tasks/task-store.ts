@@ -2,6 +2,7 @@ import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamRespons
 
 /** What the store needs to create a task; the task starts SUBMITTED with `message` as its first history entry. */
 export interface NewTask {
+  /** A ULID: its time part is when the task was created (stores may rely on ids sorting by creation time). */
   id: string;
   contextId: string;
   owner: string;
@@ -142,4 +143,14 @@ export interface TaskStore {
   unfinished(): UnfinishedTask[];
   /** The latest messages of a context, oldest first, for multi-turn executors. */
   contextHistory(contextId: string, owner: string, limit: number): Message[];
+  /**
+   * Retention: deletes up to `limit` tasks that ended (COMPLETED, FAILED, CANCELED, REJECTED) with a status
+   * timestamp before `before` (ISO 8601), with their events; returns their ids. Tasks still in flight, waiting
+   * for input, or with writes not yet committed are kept. A walk through `list` pages meanwhile still returns
+   * every task that remains exactly once.
+   */
+  deleteFinished(before: string, limit: number): Promise<string[]>;
 }
+
+/** The states a task never leaves: retention may delete tasks in them. */
+export const FINAL_STATES = ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"] as const;

@@ -109,6 +109,21 @@ export function pushConfigStoreContract(name: string, open: () => OpenedConfigSt
       expect(store.forDelivery("t1", "c")).toEqual({ id: "c", taskId: "t1", url: "https://h.example/", authentication: { scheme: "Bearer", credentials: "one" }, owner: "alpha" });
     });
 
+    it("deleteForTasks forgets every config of those tasks, whoever set it, and nothing else", () => {
+      store.create("alpha", { id: "a", taskId: "t1", url: "https://h.example/a" });
+      store.create("beta", { id: "b", taskId: "t1", url: "https://h.example/b" });
+      store.create("alpha", { id: "c", taskId: "t2", url: "https://h.example/c" });
+      store.create("alpha", { id: "d", taskId: "t3", url: "https://h.example/d" });
+      store.deleteForTasks(["t1", "t2", "no-such-task"]);
+      expect(store.forTask("t1")).toEqual([]);
+      expect(store.forTask("t2")).toEqual([]);
+      expect(store.get("alpha", "t1", "a")).toBeUndefined();
+      expect(store.forDelivery("t1", "b")).toBeUndefined();
+      expect(store.forTask("t3").map((c) => c.id)).toEqual(["d"]);
+      store.deleteForTasks([]);
+      expect(store.forTask("t3")).toHaveLength(1);
+    });
+
     it("forgets a deleted config for delivery too, and deleting twice says so", () => {
       store.create("alpha", { id: "c", taskId: "t1", url: "https://h.example/" });
       expect(store.delete("alpha", "t1", "c")).toBe(true);

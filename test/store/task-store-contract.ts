@@ -8,6 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Message, StreamResponse } from "../../src/protocol/types";
 import { TaskStoreError, TaskStoreRequestError, UnstorableData, WriteRefused, type TaskStore } from "../../src/tasks/task-store";
 import { finishTask } from "../helpers/store-writes";
+import { ulidFactory } from "../../src/tasks/clock";
 
 export interface OpenedStore {
   store: TaskStore;
@@ -313,6 +314,80 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       expect(store.snapshot("t1", "alpha")?.task.id).toBe("t1");
       expect(store.snapshot("t1", "mallory")).toBeUndefined();
       expect(store.snapshot("none", "alpha")).toBeUndefined();
+    });
+
+    describe("retention (deleteFinished)", () => {
+      const DAY = 86_400_000;
+      const T0 = Date.parse("2026-03-01T00:00:00.000Z");
+      /** A task created `createdDaysAgo` days before T0, in `state` since `endedDaysAgo` days before T0. */
+      async function aged(owner: string, createdDaysAgo: number, endedDaysAgo: number, state: string, events = 0): Promise<string> {
+        const created = T0 - createdDaysAgo * DAY;
+        const id = ulidFactory(() => created)();
+        await store.create({ id, contextId: `ctx-${id}`, owner, message: msg(`m-${id}`, "old"), executor: "echo", timestamp: new Date(created).toISOString() }).committed;
+        const status = { state: state as never, timestamp: new Date(T0 - endedDaysAgo * DAY).toISOString() };
+        const items: StreamResponse[] = Array.from({ length: events }, () => ({ statusUpdate: { taskId: id, contextId: `ctx-${id}`, status } }));
+        await store.record(id, { status, ...(events ? { events: { firstSeq: 1, items }, rowSeq: events } : {}) });
+        return id;
+      }
+      const cutoff = new Date(T0 - 30 * DAY).toISOString();
+
+      it("deletes tasks that ended before the cut-off, with their events; keeps those in flight, waiting, or ended since", async () => {
+        const completed = await aged("alpha", 60, 50, "TASK_STATE_COMPLETED", 3);
+        const failed = await aged("beta", 45, 40, "TASK_STATE_FAILED");
+        const canceled = await aged("alpha", 40, 35, "TASK_STATE_CANCELED");
+        const rejected = await aged("alpha", 40, 31, "TASK_STATE_REJECTED");
+        const working = await aged("alpha", 60, 50, "TASK_STATE_WORKING");
+        const waiting = await aged("alpha", 60, 50, "TASK_STATE_INPUT_REQUIRED");
+        const endedLately = await aged("alpha", 60, 5, "TASK_STATE_COMPLETED");
+        const recent = await aged("alpha", 2, 1, "TASK_STATE_COMPLETED");
+        const deleted = await store.deleteFinished(cutoff, 100);
+        expect([...deleted].sort()).toEqual([completed, failed, canceled, rejected].sort());
+        for (const id of [completed, canceled, rejected]) expect(store.get(id, "alpha")).toBeUndefined();
+        expect(store.get(failed, "beta")).toBeUndefined();
+        expect(store.eventsAfter(completed, 0)).toEqual([]);
+        expect(store.lastEventSeq(completed)).toBe(0);
+        for (const id of [working, waiting, endedLately, recent]) expect(store.get(id, "alpha")?.id).toBe(id);
+        expect(store.list("alpha", {}).totalSize).toBe(4);
+        expect(await store.deleteFinished(cutoff, 100)).toEqual([]); // nothing more is due
+      });
+
+      it("deletes at most `limit` per call, oldest first", async () => {
+        const ids: string[] = [];
+        for (let i = 0; i < 5; i++) ids.push(await aged("alpha", 90 - i, 80 - i, "TASK_STATE_COMPLETED"));
+        expect(await store.deleteFinished(cutoff, 2)).toEqual(ids.slice(0, 2));
+        expect(await store.deleteFinished(cutoff, 2)).toEqual(ids.slice(2, 4));
+        expect(await store.deleteFinished(cutoff, 2)).toEqual(ids.slice(4));
+        expect(store.list("alpha", {}).totalSize).toBe(0);
+      });
+
+      it("forgets a deleted task's messageId: the same message later makes a new task", async () => {
+        const id = await aged("alpha", 60, 50, "TASK_STATE_COMPLETED");
+        await store.deleteFinished(cutoff, 10);
+        const again = store.create({ id: ulidFactory()(), contextId: "c", owner: "alpha", message: msg(`m-${id}`, "again"), executor: "echo", timestamp: new Date().toISOString() });
+        expect(again.created).toBe(true);
+        await again.committed;
+      });
+
+      it("leaves a walk through the pages whole: every task that remains is returned once", async () => {
+        const old: string[] = [];
+        const kept: string[] = [];
+        // Interleaved in list order: old finished tasks between ones that stay.
+        for (let i = 0; i < 6; i++) {
+          old.push(await aged("alpha", 100 - i * 2, 60 - i * 2, "TASK_STATE_COMPLETED"));
+          kept.push(await aged("alpha", 100 - i * 2 - 1, 59 - i * 2, "TASK_STATE_INPUT_REQUIRED"));
+        }
+        const seen: string[] = [];
+        let page = store.list("alpha", { pageSize: 3 });
+        seen.push(...page.tasks.map((t) => t.id));
+        await store.deleteFinished(cutoff, 100); // between two pages of the same walk
+        while (page.nextPageToken) {
+          page = store.list("alpha", { pageSize: 3, pageToken: page.nextPageToken });
+          seen.push(...page.tasks.map((t) => t.id));
+        }
+        for (const id of kept) expect(seen.filter((s) => s === id)).toHaveLength(1);
+        expect(new Set(seen).size).toBe(seen.length);
+        expect(seen.filter((id) => old.includes(id)).length).toBeLessThanOrEqual(3); // only what the first page had
+      });
     });
 
     it("names its refusal of a page token as a TaskStoreRequestError, its own error type", async () => {
