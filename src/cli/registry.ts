@@ -1,7 +1,7 @@
 import { resolveHome } from "../home";
 import { VERSION } from "../version";
 import type { Command } from "./command";
-import { CliError, ExitCode, UsageError } from "./errors";
+import { CliError, EXIT_CODE_MEANINGS, ExitCode, UsageError } from "./errors";
 import type { Io } from "./io";
 
 /**
@@ -21,6 +21,9 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: "peers", summary: "manage known peers: add, list, remove", load: async () => (await import("./commands/peers")).peersCommand },
   { name: "send", summary: "delegate a task to a peer (and optionally wait for its result)", load: async () => (await import("./commands/send")).sendCommand },
   { name: "status", summary: "show a delegated task's state and result", load: async () => (await import("./commands/status")).statusCommand },
+  { name: "service", summary: "run this node under systemd: service install, uninstall, status", load: async () => (await import("./commands/service")).serviceCommand },
+  { name: "doctor", summary: "check this node's home, certificates, port, model, database and peers", load: async () => (await import("./commands/doctor")).doctorCommand },
+  { name: "completion", summary: "print a shell completion script: completion bash|zsh", load: async () => (await import("./commands/completion")).completionCommand },
   { name: "version", summary: "print the version of this binary", load: async () => (await import("./commands/version")).versionCommand },
 ];
 
@@ -46,8 +49,18 @@ EXAMPLES
   a2a-node send --agent beta --task "summarise today's logs" --wait
 
 EXIT CODES
-  0 success   1 failure   2 usage error   3 not found   4 peer unreachable or refused   5 timed out
+${exitCodes()}
 `;
+
+/** Every ExitCode with its meaning, two to a line, in code order. */
+function exitCodes(): string {
+  const items = (Object.keys(ExitCode) as (keyof typeof ExitCode)[])
+    .sort((a, b) => ExitCode[a] - ExitCode[b])
+    .map((k) => `${ExitCode[k]} ${EXIT_CODE_MEANINGS[k]}`);
+  const lines: string[] = [];
+  for (let i = 0; i < items.length; i += 2) lines.push(`  ${items[i].padEnd(36)}${items[i + 1] ?? ""}`.trimEnd());
+  return lines.join("\n");
+}
 
 /** Runs one command line. Returns the exit code; all output goes through `io`. */
 export async function runCli(argv: string[], io: Io): Promise<number> {

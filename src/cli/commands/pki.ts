@@ -158,5 +158,7 @@ export const pkiCommand: Command = {
   name: "pki",
   summary: "issue identities for other machines (pki issue), show this node's (pki show)",
   help,
+  flags: {},
+  subcommands: { issue: issueFlags, show: showFlags },
   run,
 };
