@@ -82,6 +82,9 @@ export async function install(req: InstallRequest): Promise<InstallResult> {
 
   // 2. The home: the state directory (system) or the user's node home, 0700.
   const fresh = !existsSync(loc.homeOnDisk);
+  // Its parents as a system has them (/var/lib is 0755): under an image root they may not exist yet, and
+  // ensureHome would make them 0700, shutting the service user out of its own home.
+  mkdirSync(dirname(loc.homeOnDisk), { recursive: true, mode: 0o755 });
   ensureHome(paths);
   if (account) chownTree(loc.homeOnDisk, account);
   say(`${fresh ? "created" : "using"} home ${loc.home} (0700${account ? `, owned by ${account.name}` : ""})`);

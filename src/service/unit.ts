@@ -30,7 +30,7 @@ export const DEFAULT_SYSTEM_UNIT: UnitOptions = { scope: "system", binary: SYSTE
 export function renderUnit(o: UnitOptions): string {
   const system = o.scope === "system";
   const lines = [
-    `# ${UNIT_NAME}: written by 'a2a-node service install'${system ? "" : " --user"}; 'a2a-node service uninstall' removes it.`,
+    `# ${UNIT_NAME}: written by 'a2a-node service install${system ? "" : " --user"}'; 'a2a-node service uninstall${system ? "" : " --user"}' removes it.`,
     system
       ? `# Settings: ${o.home}/config.toml, or A2A_NODE_* variables in ${SYSTEM_ENV_FILE}; then 'systemctl reload a2a-node'.`
       : `# Settings: ${o.home}/config.toml; then 'systemctl --user reload a2a-node'.`,
@@ -49,9 +49,9 @@ export function renderUnit(o: UnitOptions): string {
     "Type=notify",
     "NotifyAccess=all",
     ...(system ? [`User=${SERVICE_USER}`, `Group=${SERVICE_USER}`] : []),
-    `Environment=A2A_NODE_HOME=${o.home}`,
+    `Environment=${quoted(`A2A_NODE_HOME=${o.home}`)}`,
     ...(system ? [`EnvironmentFile=-${SYSTEM_ENV_FILE}`] : []),
-    `ExecStart=${o.binary} serve`,
+    `ExecStart=${quoted(o.binary).replaceAll("$", "$$$$")} serve`,
     "# SIGHUP: read the config file and the certificate again; the log names what needs a restart.",
     "ExecReload=/bin/kill -HUP $MAINPID",
     "# SIGTERM: stop taking tasks, give running ones shutdown_grace_seconds, record the rest; then exit 0.",
@@ -93,4 +93,10 @@ export function renderUnit(o: UnitOptions): string {
     `WantedBy=${system ? "multi-user.target" : "default.target"}`,
   ];
   return `${lines.join("\n")}\n`;
+}
+
+/** One word of a unit line: % is a specifier and must be doubled; a path with spaces or quotes is quoted. */
+function quoted(word: string): string {
+  const w = word.replaceAll("%", "%%");
+  return /[\s"'\\]/.test(w) ? `"${w.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"` : w;
 }
