@@ -77,14 +77,14 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
   const [name, ...args] = rest;
   if (!name || name === "help" || name === "--help" || name === "-h") {
     const topic = name === "help" ? COMMANDS.find((c) => c.name === args[0]) : undefined;
-    io.stdout.write(topic ? (await topic.load()).help : TOP_HELP);
+    io.stdout.write(topic ? helpText(await topic.load()) : TOP_HELP);
     return name ? ExitCode.Ok : ExitCode.Usage;
   }
   const entry = name === "--version" || name === "-v" ? COMMANDS.find((c) => c.name === "version") : COMMANDS.find((c) => c.name === name);
   if (!entry) return usage(io, `unknown command '${name}'`, undefined);
   const command = await entry.load();
   if (args.includes("--help") || args.includes("-h")) {
-    io.stdout.write(command.help);
+    io.stdout.write(helpText(command));
     return ExitCode.Ok;
   }
   try {
@@ -97,6 +97,11 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     if (e?.name === "PkiError") return fail(io, e.message ?? "certificate error", e.hint, ExitCode.Failure);
     return fail(io, `unexpected error: ${e?.message ?? String(err)}`, undefined, ExitCode.Failure);
   }
+}
+
+/** A command's help, headed by its name and the same one-line summary the overview lists. */
+export function helpText(command: Command): string {
+  return `a2a-node ${command.name}: ${command.summary}\n\n${command.help}`;
 }
 
 function usage(io: Io, message: string, command: string | undefined): number {

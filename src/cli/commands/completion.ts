@@ -4,9 +4,7 @@ import { parseFlags } from "../flags";
 
 const flags = {} as const;
 
-const help = `a2a-node completion: print a shell completion script for bash or zsh
-
-USAGE
+const help = `USAGE
   a2a-node completion bash
   a2a-node completion zsh
 

@@ -8,9 +8,7 @@ const flags = {
   json: { type: "boolean" },
 } as const;
 
-const help = `a2a-node doctor: check this node's setup and say what to fix
-
-USAGE
+const help = `USAGE
   a2a-node doctor [--config FILE] [--timeout S] [--json]
 
   Checks, in order: the home's permissions (folders 0700, keys and database 0600, owned by the home's

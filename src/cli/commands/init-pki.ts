@@ -16,9 +16,7 @@ const flags = {
   json: { type: "boolean" },
 } as const;
 
-const help = `a2a-node init-pki: give this node its certificate identity
-
-USAGE
+const help = `USAGE
   a2a-node init-pki --name NAME [--san DNS_OR_IP]... [--days N] [--ca-days N] [--json]
   a2a-node init-pki --bundle FILE [--json]
 

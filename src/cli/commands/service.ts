@@ -27,9 +27,7 @@ const statusFlags = {
   json: { type: "boolean" },
 } as const;
 
-const help = `a2a-node service: run this node under systemd, installed in one step
-
-USAGE
+const help = `USAGE
   sudo a2a-node service install (--name NAME [--san DNS_OR_IP]... [--days N] | --bundle FILE) [--no-start]
   a2a-node service install --user (--name NAME ... | --bundle FILE) [--no-start]
   a2a-node service uninstall [--user] [--purge]
