@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { COMMANDS, runCli, TOP_HELP } from "../../src/cli/registry";
 import { bufferIo } from "../../src/cli/io";
@@ -48,6 +50,14 @@ describe("help", () => {
     expect(io.out().split("\n")[0]).toMatch(new RegExp(`^a2a-node ${name}: .{10,}`));
     expect(section(io.out(), "USAGE")).toMatch(new RegExp(`^ +(sudo )?a2a-node ${name} ([a-z-]+ )*${sub}\\b`, "m"));
     expect(section(io.out(), "EXAMPLES")).toMatch(new RegExp(`a2a-node ${name} ([a-z-]+ )*${sub}\\b`));
+  });
+
+  it("the README's command table names every command, and its exit codes every ExitCode", () => {
+    const readme = readFileSync(join(import.meta.dirname, "..", "..", "README.md"), "utf8");
+    const table = readme.slice(readme.indexOf("## Commands"), readme.indexOf("## Configuration"));
+    for (const c of COMMANDS) expect(table, c.name).toMatch(new RegExp(`^\\| \`${c.name}\\b`, "m"));
+    const codes = /^Exit codes: (.*(?:\n.+)*)/m.exec(table)?.[1] ?? "";
+    for (const code of Object.values(ExitCode)) expect(codes).toMatch(new RegExp(`\\b${code} `));
   });
 
   it("the overview's exit codes are every ExitCode, each with its meaning", () => {
