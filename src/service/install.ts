@@ -10,7 +10,7 @@ import { dirname, join, resolve } from "node:path";
 import { CliError, ExitCode, UsageError } from "../cli/errors";
 import { ensureHome, homePaths, SYSTEM_HOME } from "../home";
 import { lookupUser, under, type Account, type Host } from "./host";
-import { type ServiceLocation, systemctl, writeUnit } from "./systemd";
+import { requireRunningManager, type ServiceLocation, systemctl, writeUnit } from "./systemd";
 import { renderUnit, SERVICE_USER, SYSTEM_BINARY, UNIT_NAME } from "./unit";
 
 export interface IdentityRequest {
@@ -51,6 +51,7 @@ export async function install(req: InstallRequest): Promise<InstallResult> {
     throw new CliError("installing a system service needs root", ExitCode.Failure, "run it with sudo (sudo a2a-node service install ...), or install a service of your own user with --user");
   if (!host.which("systemctl"))
     throw new CliError("systemctl was not found on PATH: this machine does not seem to run systemd", ExitCode.Failure, "run 'a2a-node serve' under the supervisor this machine uses instead");
+  if (host.root === "/") requireRunningManager(host, loc);
   const paths = homePaths(loc.homeOnDisk);
   const hasIdentity = existsSync(paths.nodeCert);
   const id = req.identity;

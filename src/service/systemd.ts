@@ -61,3 +61,21 @@ export function systemctl(host: Host, loc: ServiceLocation, args: string[], opts
     noBus ? "a user service needs your login session's service manager: run this from your own login (ssh or console), not through su or sudo" : "see the message above; then run this again",
   );
 }
+
+/**
+ * systemctl can be installed where systemd does not run (a container, WSL without systemd): then every step
+ * after the files would fail. Asked first, so nothing is changed on such a machine. "offline" is what
+ * is-system-running answers there; a user manager that cannot be reached fails to connect to its bus.
+ */
+export function requireRunningManager(host: Host, loc: ServiceLocation): void {
+  const r = systemctl(host, loc, ["is-system-running"], { allowFailure: true });
+  const said = `${r.stdout}${r.stderr}`.trim();
+  if (r.stdout.trim() === "offline" || /not been booted with systemd|Failed to connect to bus|XDG_RUNTIME_DIR/i.test(said))
+    throw new CliError(
+      `systemd is not running ${loc.scope === "user" ? "for your user (no user service manager to talk to)" : "on this machine"}: systemctl says "${said.split("\n")[0]}"`,
+      ExitCode.Failure,
+      loc.scope === "user"
+        ? "run this from your own login session (ssh or console, not su or sudo), or install a system service: sudo a2a-node service install"
+        : "run 'a2a-node serve' under the supervisor this machine uses instead (or install into an image with --root DIR)",
+    );
+}

@@ -24,6 +24,7 @@ if [[ $name == useradd ]]; then
   echo "\${@: -1}:x:4242:4243:a2a-node service:/var/lib/a2a-node:/usr/sbin/nologin" >> "$root/etc/passwd"
 fi
 if [[ $name == systemctl && " $* " == *" show "* ]]; then printf '%b' "$FAKE_SHOW"; fi
+if [[ $name == systemctl && " $* " == *" is-system-running "* && -n $FAKE_OFFLINE ]]; then echo offline; exit 1; fi
 if [[ $name == systemctl && " $* " == *" restart "* && -n $FAKE_RESTART_FAILS ]]; then
   echo "Job for a2a-node.service failed because the control process exited with error code." >&2; exit 1
 fi
@@ -178,6 +179,7 @@ describe("service install (user service, live)", () => {
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     expect(s.calls()).toEqual([
+      "systemctl --user is-system-running",
       "systemctl --user daemon-reload",
       "systemctl --user enable a2a-node.service",
       "systemctl --user restart a2a-node.service",
@@ -197,7 +199,7 @@ describe("service install (user service, live)", () => {
     const nodeHome = join(s.dir, "node-home");
     const r = await s.run(["--home", nodeHome, "service", "install", "--user", "--name", "laptop", "--no-start"], { XDG_CONFIG_HOME: join(s.dir, "cfg") });
     expect(r.code).toBe(0);
-    expect(s.calls()).toEqual(["systemctl --user daemon-reload", "systemctl --user enable a2a-node.service", "loginctl enable-linger ann"]);
+    expect(s.calls()).toEqual(["systemctl --user is-system-running", "systemctl --user daemon-reload", "systemctl --user enable a2a-node.service", "loginctl enable-linger ann"]);
     expect(r.stdout).toContain("start it with: systemctl --user start a2a-node");
     expect(readFileSync(join(s.dir, "cfg/systemd/user/a2a-node.service"), "utf8")).toContain(`Environment=A2A_NODE_HOME=${nodeHome}`);
   });
@@ -230,6 +232,17 @@ describe("service install refuses clearly, before changing anything", () => {
     expect(r.stderr).toContain("next: run 'a2a-node serve' under the supervisor this machine uses instead");
     expect(existsSync(s.root)).toBe(false);
     expect(s.calls()).toEqual([]);
+  });
+
+  it("where systemctl exists but systemd does not run (a container): says so, nothing created", async () => {
+    const s = sandbox();
+    const r = await s.run(["service", "install", "--user", "--name", "laptop"], { FAKE_OFFLINE: "1" });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('a2a-node: systemd is not running for your user (no user service manager to talk to): systemctl says "offline"');
+    expect(r.stderr).toContain("next: run this from your own login session");
+    expect(s.calls()).toEqual(["systemctl --user is-system-running"]);
+    expect(existsSync(join(s.home, ".a2a-node"))).toBe(false);
+    expect(existsSync(join(s.home, ".config"))).toBe(false);
   });
 
   it("without an identity to make or install: a usage error naming both ways, nothing created", async () => {
