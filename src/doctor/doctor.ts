@@ -3,10 +3,12 @@
  * Later checks that need an earlier one's result (peers need a usable identity) are skipped with the reason
  * rather than failing twice for one cause.
  */
-import { existsSync } from "node:fs";
+import { accessSync, constants, statSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfigFile, resolveSettings, type ServeConfig } from "../config";
-import { homePaths } from "../home";
+import { homePaths, SYSTEM_HOME } from "../home";
+import { readEnvironmentFile } from "../service/node-health";
+import { SYSTEM_ENV_FILE } from "../service/unit";
 import { type Finding, fail, skip } from "./check";
 import { checkCertificate, checkDatabase, checkHome } from "./local-checks";
 import { checkModel, checkPeers, checkPort } from "./network-checks";
@@ -21,13 +23,28 @@ export interface DoctorOptions {
 
 export async function runDoctor(o: DoctorOptions): Promise<Finding[]> {
   const paths = homePaths(o.home);
-  if (!existsSync(paths.root)) return [fail("home", `no a2a-node home at ${o.home}`, "a2a-node init-pki --name NAME (a new fleet) or --bundle FILE; or pass --home DIR")];
+  const asOwner = `run doctor as its owner: sudo a2a-node doctor${o.home === SYSTEM_HOME ? "" : ` --home ${o.home}`}`;
+  let owner: number;
+  try {
+    owner = statSync(paths.root).uid;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return [fail("home", `no a2a-node home at ${o.home}`, "a2a-node init-pki --name NAME (a new fleet) or --bundle FILE; or pass --home DIR")];
+    return [fail("home", `cannot reach ${o.home} (${code})`, asOwner)];
+  }
+  try {
+    accessSync(paths.root, constants.R_OK | constants.X_OK);
+  } catch {
+    return [fail("home", `cannot look inside ${o.home} (owned by uid ${owner})`, asOwner)];
+  }
+  // The system service sees its environment file, not the environment of whoever runs doctor.
+  const env = o.home === SYSTEM_HOME ? readEnvironmentFile(SYSTEM_ENV_FILE) : o.env;
   const findings: Finding[] = [...checkHome(paths), ...checkCertificate(paths)];
 
   let config: ServeConfig | undefined;
   try {
     const file = o.configFile ?? join(o.home, "config.toml");
-    config = resolveSettings({}, o.env, loadConfigFile(file, o.configFile !== undefined)).config;
+    config = resolveSettings({}, env, loadConfigFile(file, o.configFile !== undefined)).config;
   } catch (err) {
     findings.push(fail("configuration", (err as Error).message, "fix it; 'a2a-node serve --check' shows the effective configuration"));
   }

@@ -13,7 +13,7 @@ import { bufferIo } from "../../src/cli/io";
 import { runCli } from "../../src/cli/registry";
 import type { Finding } from "../../src/doctor/check";
 import { ensureHome, homePaths } from "../../src/home";
-import { serveBinary, type ServedBinary } from "../helpers/binary";
+import { requireBinary, serveBinary, type ServedBinary } from "../helpers/binary";
 import { startFakeModel, type FakeModel } from "../helpers/fake-openai";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 
@@ -232,6 +232,15 @@ describe("doctor", () => {
       for (const socket of held) socket.destroy();
       silent.close();
     }
+  });
+
+  it.skipIf(process.getuid?.() !== 0)("a home the caller cannot look inside says whose it is and how to check it (run as nobody)", async () => {
+    const h = await home(`executor = "echo"\n`);
+    chmodSync(tmp, 0o711); // as /var/lib is: others may pass through to the home, not look inside it
+    const p = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", requireBinary(), "--home", h, "doctor"], { stdout: "pipe", stderr: "pipe", env: { PATH: "/usr/bin:/bin" } });
+    expect(p.stderr.toString()).toBe("");
+    expect(p.exitCode).toBe(1);
+    expect(p.stdout.toString()).toBe(`a2a-node doctor: ${h}\n✗ home  cannot look inside ${h} (owned by uid 0)\n        fix: run doctor as its owner: sudo a2a-node doctor --home ${h}\n1 problem\n`);
   });
 
   it("usage errors", async () => {

@@ -17,7 +17,8 @@ const help = `USAGE
   it); the model endpoint the executor uses; the database (opens, can be written); and each peer (its
   agent card fetched over mutual TLS, its certificate name and pin checked). Each line is ✓ (fine),
   ! (works, but see to it), ✗ (broken; the line after says what to do) or - (not checked, and why).
-  Settings are read as 'serve' would: HOME/config.toml (or --config) and A2A_NODE_* variables. For the
+  Settings are read as 'serve' would: HOME/config.toml (or --config) and A2A_NODE_* variables; for the
+  system service's home, /etc/default/a2a-node instead of your environment, as the service sees it. For the
   system service run it with sudo: as root it checks /var/lib/a2a-node.
 
 FLAGS
