@@ -33,11 +33,12 @@ USAGE
   a2a-node [--home DIR] COMMAND [FLAGS]
 
 COMMANDS
-${COMMANDS.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join("\n")}
+${COMMANDS.map((c) => `  ${c.name.padEnd(Math.max(...COMMANDS.map((x) => x.name.length)))}  ${c.summary}`).join("\n")}
 
 GLOBAL FLAGS
   --home DIR   the node's home folder (keys, certificates, database); env A2A_NODE_HOME;
-               default ~/.a2a-node (created 0700)
+               default ~/.a2a-node (created 0700); as root, /var/lib/a2a-node once the system
+               service is installed (a2a-node service install)
   --help       help for a command: a2a-node COMMAND --help
 
 EXAMPLES
