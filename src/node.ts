@@ -173,7 +173,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   };
 }
 
-function createExecutor(config: ServeConfig): AgentExecutor {
+export function createExecutor(config: ServeConfig): AgentExecutor {
   switch (config.executor) {
     case "echo":
       return new EchoExecutor();
