@@ -79,7 +79,7 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     const temperature = skill.temperature ?? this.options.temperature;
     const body = JSON.stringify({
       model: skill.model ?? this.options.model,
-      messages: this.chatMessages(request, skill.systemPrompt ?? this.options.systemPrompt),
+      messages: await this.chatMessages(request, skill.systemPrompt ?? this.options.systemPrompt),
       stream,
       ...(stream ? { stream_options: { include_usage: true } } : {}),
       ...(temperature !== undefined ? { temperature } : {}),
@@ -171,11 +171,11 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
   }
 
   /** System prompt, then as many of the context's latest turns as fit the budget, then this message. */
-  private chatMessages(request: ExecutionRequest, systemPrompt: string | undefined): ChatMessage[] {
+  private async chatMessages(request: ExecutionRequest, systemPrompt: string | undefined): Promise<ChatMessage[]> {
     const current = toChat(request.message);
     let budget = (this.options.historyChars ?? 24_000) - current.content.length;
     const earlier: ChatMessage[] = [];
-    const history = request.history();
+    const history = await request.history();
     for (let i = history.length - 1; i >= 0 && budget > 0; i--) {
       if (history[i].messageId === request.message.messageId) continue;
       const m = toChat(history[i]);
