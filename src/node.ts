@@ -20,11 +20,9 @@ import { RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener } from "./server/mtls-listener";
 import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
 import { createRequestRouter, tooLargeResponse } from "./server/request-router";
-import { openDatabase } from "./store/database";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
-import { SqliteTaskStore } from "./store/sqlite-task-store";
+import { openStorage } from "./store/storage";
 import { PushDispatcher } from "./push/push-dispatcher";
-import { SqlitePushConfigStore } from "./store/sqlite-push-config-store";
 import { RetentionSweeper } from "./tasks/retention";
 import { WebhookGuard } from "./push/ssrf-guard";
 import { TaskRunner } from "./tasks/task-runner";
@@ -52,8 +50,9 @@ export interface RunningNode {
 export async function startNode(home: string, config: ServeConfig, log: Logger, embed: { executor?: AgentExecutor } = {}): Promise<RunningNode> {
   const paths = homePaths(home);
   let identity = await loadNodeIdentity(paths);
-  const database = openDatabase(paths.database, { backgroundCheckpoints: true });
-  const store = new SqliteTaskStore(database, { maxListBytes: config.maxListBytes, log });
+  const storage = await openStorage({ path: paths.database, databaseUrl: config.databaseUrl, maxListBytes: config.maxListBytes, log });
+  const store = storage.tasks;
+  const database = storage.local;
   // An embedding program (a benchmark, a test) may bring its own executor; the binary picks one by name.
   const executor = embed.executor ?? createExecutor(config);
   const runner = new TaskRunner(store, executor, {
@@ -64,7 +63,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     deadlineMs: config.deadlineMs,
     outputCapBytes: config.outputCapBytes,
   });
-  const pushConfigs = new SqlitePushConfigStore(database);
+  const pushConfigs = storage.pushConfigs;
   const peers = new SqlitePeerRegistry(database.db);
   const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().map((p) => new URL(p.url).host)) });
   const dispatcher = new PushDispatcher(database, pushConfigs, {
@@ -131,7 +130,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     listen: mtls.url,
     advertised: advertisedUrl,
     executor: executor.kind,
-    database: paths.database,
+    database: storage.where,
     version: VERSION,
   });
 
@@ -167,9 +166,9 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       await retention.stop();
       await runner.shutdown(config.shutdownGraceMs);
       for (const l of listeners) await l.close();
-      store.flush();
+      await storage.flush();
       await dispatcher.stop();
-      database.close();
+      await storage.close();
       log.info("stopped", { name: identity.name });
     },
   };

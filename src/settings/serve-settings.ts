@@ -8,7 +8,8 @@ import { LOG_LEVELS } from "../log";
 import { PUSH_DEFAULTS } from "../push/push-dispatcher";
 import { CONNECTION_DEFAULTS } from "../server/connection-limits";
 import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
-import { list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
+import { databaseUrl, list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
+import { redactUrl } from "../store/postgres/url";
 import { readSkills, type SkillSetting } from "./skills";
 
 export type ExecutorKind = "echo" | "openai" | "hermes" | "conformance";
@@ -245,6 +246,14 @@ export const SETTINGS = {
   }),
 
   // The daemon itself.
+  databaseUrl: databaseUrl({
+    file: "database_url",
+    flag: "database",
+    value: "URL",
+    group: "daemon",
+    redact: redactUrl,
+    doc: "keep tasks in this Postgres database (postgres://user:password@host/db) instead of the home's SQLite file, so several replicas of one agent share them; the password is never printed",
+  }),
   logLevel: text({
     file: "log_level",
     value: "LEVEL",

@@ -1,6 +1,9 @@
 import { SQL } from "bun";
 import type { Migration } from "../migrate";
 import { migrations as embedded } from "./migrations.gen";
+import { redactUrl } from "./url";
+
+export { redactUrl } from "./url";
 
 /** A pool of connections to the shared Postgres database, its schema brought up to date. */
 export interface PostgresDatabase {
@@ -30,18 +33,6 @@ export async function openPostgres(url: string, options: PostgresOptions = {}): 
     throw new Error(`cannot use the Postgres database ${display}: ${(err as Error).message}`);
   }
   return { sql, display, close: () => sql.close({ timeout: 5 }) };
-}
-
-/** A database URL safe to print: its password (and any password parameter) replaced by "***". */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    for (const key of [...u.searchParams.keys()]) if (/pass|secret|token|key/i.test(key)) u.searchParams.set(key, "***");
-    return u.href;
-  } catch {
-    return "(a database URL that does not parse)";
-  }
 }
 
 /** The advisory lock the replicas of one database take while migrating: any 64-bit number of our own. */

@@ -1,0 +1,76 @@
+import type { Logger } from "../log";
+import type { PushConfigStore } from "../push/push-config-store";
+import type { TaskStore } from "../tasks/task-store";
+import { openDatabase, type OpenDatabase } from "./database";
+import { openPostgres, type PostgresDatabase } from "./postgres/database";
+import { PostgresPushConfigStore } from "./postgres/postgres-push-config-store";
+import { PostgresTaskStore } from "./postgres/postgres-task-store";
+import { SqlitePushConfigStore } from "./sqlite-push-config-store";
+import { SqliteTaskStore } from "./sqlite-task-store";
+
+/** Where a node keeps its tasks and webhooks. */
+export interface Storage {
+  tasks: TaskStore;
+  pushConfigs: PushConfigStore;
+  /** The home's SQLite file: peers and this node's push delivery queue, whichever store holds the tasks. */
+  local: OpenDatabase;
+  /** The shared Postgres database, when tasks are kept there. */
+  postgres?: PostgresDatabase;
+  /** Where the tasks are, for the log (a Postgres URL without its password). */
+  where: string;
+  /** Commits what is pending. */
+  flush(): Promise<void>;
+  /** Commits what is pending and closes every connection. */
+  close(): Promise<void>;
+}
+
+export interface StorageOptions {
+  /** The home's SQLite file. */
+  path: string;
+  /** postgres://…: keep tasks and webhooks there instead (several replicas share them). */
+  databaseUrl?: string;
+  maxListBytes: number;
+  log: Logger;
+}
+
+/** Opens the node's storage: SQLite alone (the default), or Postgres for tasks and webhooks. */
+export async function openStorage(options: StorageOptions): Promise<Storage> {
+  const local = openDatabase(options.path, { backgroundCheckpoints: true });
+  if (!options.databaseUrl) {
+    const tasks = new SqliteTaskStore(local, { maxListBytes: options.maxListBytes, log: options.log });
+    return {
+      tasks,
+      pushConfigs: new SqlitePushConfigStore(local),
+      local,
+      where: options.path,
+      async flush() {
+        tasks.flush();
+      },
+      async close() {
+        tasks.flush();
+        local.close();
+      },
+    };
+  }
+  let postgres: PostgresDatabase;
+  try {
+    postgres = await openPostgres(options.databaseUrl);
+  } catch (err) {
+    local.close();
+    throw err;
+  }
+  const tasks = new PostgresTaskStore(postgres, { maxListBytes: options.maxListBytes, log: options.log });
+  return {
+    tasks,
+    pushConfigs: new PostgresPushConfigStore(postgres),
+    local,
+    postgres,
+    where: postgres.display,
+    flush: () => tasks.flush(),
+    async close() {
+      await tasks.flush();
+      await postgres.close();
+      local.close();
+    },
+  };
+}
