@@ -3,6 +3,7 @@ import { notStored, type TaskRunner } from "../tasks/task-runner";
 import { ConfigOwnedElsewhere } from "../push/push-config-store";
 import { TaskStoreRequestError, UnstorableData, type StoredEvent, type TaskStore } from "../tasks/task-store";
 import { EventStream } from "../tasks/event-stream";
+import { ends, followStored, type StoredFollow } from "../tasks/stored-follow";
 import { mapStream } from "./streams";
 import type { CallContext } from "./caller";
 import { A2AError } from "./errors";
@@ -269,23 +270,40 @@ export class DefaultRequestHandler implements A2ARequestHandler {
    * and the stream drops any it sees twice.
    */
   private async follow(taskId: string, owner: string, task: Task, lastSeq: number, afterSeq: number | undefined): Promise<AsyncIterable<StreamItem>> {
-    const stream: EventStream = new EventStream(() => this.runner.unsubscribe(taskId, stream));
+    let remote: StoredFollow | undefined;
+    const stream: EventStream = new EventStream(() => {
+      this.runner.unsubscribe(taskId, stream);
+      remote?.stop();
+    });
+    const from = afterSeq ?? lastSeq;
     stream.push({ response: { task } });
-    stream.hold();
+    stream.hold(from);
     const live = this.runner.subscribe(taskId, owner, stream);
-    // Not running here: a task waiting for input keeps its subscriber until it runs again and ends.
-    const parked = !live && isInterrupted(task.status.state);
+    const state = task.status.state;
+    // Not running here, on a store other processes share: it may run in one of them (or run again there, once
+    // answered), so the stream follows it through the store until it settles.
+    if (!live && !isTerminal(state) && this.store.watch)
+      remote = followStored(this.store, taskId, stream, isInterrupted(state), (err) => (err === undefined ? stream.end() : stream.fail(err)));
+    // Not running here, on a store of this process alone: a task waiting for input keeps its subscriber until it
+    // runs here again and ends.
+    const parked = !live && !remote && isInterrupted(state);
     if (parked) this.runner.park(taskId, stream);
     let replay: StoredEvent[];
     try {
-      replay = await this.store.eventsAfter(taskId, afterSeq ?? lastSeq);
+      replay = await this.store.eventsAfter(taskId, from);
     } catch (err) {
       this.runner.unsubscribe(taskId, stream);
+      remote?.stop();
       throw err;
     }
     stream.release(replay);
+    const untilTerminal = isInterrupted(state);
+    if (remote) {
+      if (replay.some((e) => ends(e, untilTerminal))) remote.stop();
+      else remote.catchUp();
+    }
     // Any other task nothing runs here has ended (or ends in what was replayed): its stream closes after it.
-    if (!live && (!parked || endsIn(replay))) {
+    else if (!live && (!parked || endsIn(replay))) {
       this.runner.unsubscribe(taskId, stream);
       stream.end();
     }

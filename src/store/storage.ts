@@ -60,6 +60,13 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     throw err;
   }
   const tasks = new PostgresTaskStore(postgres, { maxListBytes: options.maxListBytes, log: options.log });
+  try {
+    await tasks.listen();
+  } catch (err) {
+    await postgres.close();
+    local.close();
+    throw new Error(`cannot listen for task events on the Postgres database ${postgres.display}: ${(err as Error).message}`);
+  }
   return {
     tasks,
     pushConfigs: new PostgresPushConfigStore(postgres),
@@ -69,6 +76,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     flush: () => tasks.flush(),
     async close() {
       await tasks.flush();
+      await tasks.unlisten();
       await postgres.close();
       local.close();
     },

@@ -1,4 +1,6 @@
 import type { SQL } from "bun";
+
+type SQLListen = Awaited<ReturnType<SQL["listen"]>>;
 import { encodeTime } from "ulid";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../../protocol/types";
 import { createLogger, type Logger } from "../../log";
@@ -56,6 +58,9 @@ export class PostgresTaskStore implements TaskStore {
   private readonly group = new SerialGroupCommit<string>(() => this.commitGroup());
   private readonly maxListBytes: number;
   private readonly log: Logger;
+  /** Task id → who follows it from the store (see watch). */
+  private readonly watchers = new Map<string, Set<() => void>>();
+  private feed: SQLListen | undefined;
 
   constructor(database: PostgresDatabase, options: PostgresTaskStoreOptions = {}) {
     this.sql = database.sql;
@@ -259,6 +264,47 @@ export class PostgresTaskStore implements TaskStore {
       return ids;
     });
     return rows;
+  }
+
+  /**
+   * Listens to EVENTS_CHANNEL on a connection of its own, so watch() hears of every replica's commits. After a
+   * lost connection the listen is made again and every watcher is told, since notices may have been missed.
+   */
+  async listen(): Promise<void> {
+    if (this.feed) return;
+    let first = true;
+    this.feed = await this.sql.listen(
+      EVENTS_CHANNEL,
+      (payload) => {
+        for (const line of payload.split("\n")) {
+          const id = line.slice(0, line.lastIndexOf(" "));
+          for (const w of this.watchers.get(id) ?? []) w();
+        }
+      },
+      () => {
+        if (first) first = false;
+        else for (const set of this.watchers.values()) for (const w of set) w();
+      },
+    );
+  }
+
+  /** Stops listening (before closing the database). */
+  async unlisten(): Promise<void> {
+    const feed = this.feed;
+    this.feed = undefined;
+    await feed?.unlisten();
+  }
+
+  watch(taskId: string, onCommitted: () => void): () => void {
+    if (!this.feed) throw new Error("the Postgres task store is not listening: call listen() first");
+    let set = this.watchers.get(taskId);
+    if (!set) this.watchers.set(taskId, (set = new Set()));
+    const w = () => onCommitted();
+    set.add(w);
+    return () => {
+      set.delete(w);
+      if (set.size === 0 && this.watchers.get(taskId) === set) this.watchers.delete(taskId);
+    };
   }
 
   /** Resolves once everything written so far is committed (call before closing the database). */
