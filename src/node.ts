@@ -50,7 +50,7 @@ export interface RunningNode {
 export async function startNode(home: string, config: ServeConfig, log: Logger, embed: { executor?: AgentExecutor } = {}): Promise<RunningNode> {
   const paths = homePaths(home);
   let identity = await loadNodeIdentity(paths);
-  const storage = await openStorage({ path: paths.database, databaseUrl: config.databaseUrl, maxListBytes: config.maxListBytes, log });
+  const storage = await openStorage({ path: paths.database, databaseUrl: config.databaseUrl, maxListBytes: config.maxListBytes, leaseMs: config.leaseMs, log });
   const store = storage.tasks;
   const database = storage.local;
   // An embedding program (a benchmark, a test) may bring its own executor; the binary picks one by name.
@@ -62,6 +62,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     historyMessages: 50,
     deadlineMs: config.deadlineMs,
     outputCapBytes: config.outputCapBytes,
+    leases: storage.leases,
   });
   const pushConfigs = storage.pushConfigs;
   const peers = new SqlitePeerRegistry(database.db);
@@ -83,6 +84,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const recovered = await runner.recover();
   if (recovered.resumed + recovered.failed > 0)
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
+  // With replicas: renew this one's leases, and take over the tasks of replicas that died.
+  const stopLeases = runner.keepLeases((err) => log.error("could not renew task leases; trying again", { reason: err instanceof Error ? err.message : String(err) }));
   const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext });
   const transport = new JsonRpcTransport({ v1: v1Methods(handler), v03: v03Methods(handler) });
   const startedAt = Date.now();
@@ -165,6 +168,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       refusals.flush();
       await retention.stop();
       await runner.shutdown(config.shutdownGraceMs);
+      stopLeases();
       for (const l of listeners) await l.close();
       await storage.flush();
       await dispatcher.stop();

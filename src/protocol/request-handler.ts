@@ -255,6 +255,10 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     }
     this.runner.check(message, task);
     this.runner.assertCapacity(owner);
+    // On a store other processes share, the task must be this one's to run (see TaskLeases).
+    if (!(await this.runner.hold(taskId)))
+      throw A2AError.unsupportedOperation(`task ${taskId} is held by another replica of this agent (it waits for input there); send the answer to that replica`);
+    if (this.runner.settledOf(taskId)) throw A2AError.unsupportedOperation(`task ${taskId} is still TASK_STATE_WORKING; wait for it to ask for input`);
     const committed = this.store.record(taskId, { history: [stored] });
     task.history = [...(task.history ?? []), stored];
     const initial = snapshot(task);

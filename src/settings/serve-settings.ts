@@ -254,6 +254,16 @@ export const SETTINGS = {
     redact: redactUrl,
     doc: "keep tasks in this Postgres database (postgres://user:password@host/db) instead of the home's SQLite file, so several replicas of one agent share them; the password is never printed",
   }),
+  leaseMs: seconds({
+    file: "lease_seconds",
+    flag: "lease",
+    value: "SECONDS",
+    group: "daemon",
+    default: 30_000,
+    min: 0.5,
+    max: 3600,
+    doc: "with database_url: how long a replica's hold on the tasks it runs lasts unrenewed (renewed every third of it); when a replica dies, another takes its tasks over after this, as the executor's restart policy says",
+  }),
   logLevel: text({
     file: "log_level",
     value: "LEVEL",

@@ -1,6 +1,10 @@
 import type { Logger } from "../log";
 import type { PushConfigStore } from "../push/push-config-store";
+import { hostname } from "node:os";
+import { newId } from "../tasks/clock";
+import type { TaskLeases } from "../tasks/leases";
 import type { TaskStore } from "../tasks/task-store";
+import { PostgresLeases } from "./postgres/postgres-leases";
 import { openDatabase, type OpenDatabase } from "./database";
 import { openPostgres, type PostgresDatabase } from "./postgres/database";
 import { PostgresPushConfigStore } from "./postgres/postgres-push-config-store";
@@ -16,6 +20,8 @@ export interface Storage {
   local: OpenDatabase;
   /** The shared Postgres database, when tasks are kept there. */
   postgres?: PostgresDatabase;
+  /** This replica's leases on the tasks it runs, when tasks are kept in Postgres. */
+  leases?: TaskLeases;
   /** Where the tasks are, for the log (a Postgres URL without its password). */
   where: string;
   /** Commits what is pending. */
@@ -31,6 +37,8 @@ export interface StorageOptions {
   databaseUrl?: string;
   maxListBytes: number;
   log: Logger;
+  /** With databaseUrl: how long a lease lasts unrenewed (see TaskLeases). */
+  leaseMs: number;
 }
 
 /** Opens the node's storage: SQLite alone (the default), or Postgres for tasks and webhooks. */
@@ -59,7 +67,9 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     local.close();
     throw err;
   }
-  const tasks = new PostgresTaskStore(postgres, { maxListBytes: options.maxListBytes, log: options.log });
+  // Unique per process: a restarted replica is another holder, so it never mistakes its old leases for its own.
+  const leases = new PostgresLeases(postgres.sql, `${hostname()}/${process.pid}/${newId()}`, options.leaseMs);
+  const tasks = new PostgresTaskStore(postgres, { maxListBytes: options.maxListBytes, log: options.log, leases });
   try {
     await tasks.listen();
   } catch (err) {
@@ -72,6 +82,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     pushConfigs: new PostgresPushConfigStore(postgres),
     local,
     postgres,
+    leases,
     where: postgres.display,
     flush: () => tasks.flush(),
     async close() {

@@ -64,6 +64,8 @@ export interface Job {
   final?: boolean;
   /** Why a write of this task could not be stored, if one could not: the task then cannot end COMPLETED. */
   lost?: string;
+  /** Another process took the task over (this one's lease ran out): the execution stops writing nothing. */
+  handedOver?: boolean;
 }
 
 export function newJob(task: Task, message: Message, caller: string, lastSeq: number, resumed: boolean): Job {

@@ -8,9 +8,13 @@ import { FairQueue } from "./fair-queue";
 import { abortOf, causeOf, deferred, type Job, newJob, stop, type Waiting } from "./job";
 import { EventPublisher, type EventListener } from "./publisher";
 import { recoverUnfinished } from "./recovery";
-import type { TaskStore } from "./task-store";
+import type { TaskLeases } from "./leases";
+import type { TaskStore, UnfinishedTask } from "./task-store";
 
 export type { EventListener } from "./publisher";
+
+/** Orphaned tasks claimed at a time (the rest are claimed at the next renewal). */
+const ORPHANS_PER_CLAIM = 100;
 
 export interface TaskRunnerOptions {
   /** Tasks executing at once. */
@@ -28,6 +32,11 @@ export interface TaskRunnerOptions {
   deadlineMs?: number;
   /** Artifact text beyond this many bytes is cut, the executor stopped, and the task marked truncated. */
   outputCapBytes?: number;
+  /**
+   * For a store other processes share: the leases by which this process runs its tasks (see TaskLeases and
+   * keepLeases). Without them every unfinished task is this process's to recover.
+   */
+  leases?: TaskLeases;
 }
 
 /**
@@ -205,9 +214,64 @@ export class TaskRunner {
     return this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
   }
 
-  /** Picks up what the last run of the node left unfinished (see recoverUnfinished). */
-  recover(): Promise<{ resumed: number; failed: number }> {
-    return recoverUnfinished(this.store, this.executor, (task, message, owner, lastSeq, resumed) => void this.start(task, message, owner, lastSeq, resumed));
+  /**
+   * Picks up what the last run of the node left unfinished (see recoverUnfinished); with leases, only the
+   * tasks no live process holds, claimed for this one.
+   */
+  async recover(): Promise<{ resumed: number; failed: number }> {
+    const leases = this.options.leases;
+    const tasks = leases ? await leases.claimOrphans(ORPHANS_PER_CLAIM) : undefined;
+    return this.resume(tasks);
+  }
+
+  /**
+   * Holds the task for this process before it runs here (a follow-up message): false when another live
+   * process holds it, which must then be the one to run it. Always true without leases.
+   */
+  async hold(taskId: string): Promise<boolean> {
+    return this.options.leases ? this.options.leases.acquire(taskId) : true;
+  }
+
+  /**
+   * With leases: renews this process's leases every third of their time, stops (without writing anything)
+   * the executions of tasks it lost to another process meanwhile, and claims and resumes the tasks of
+   * processes that died. Returns a function that stops it.
+   */
+  keepLeases(onError: (err: unknown) => void): () => void {
+    const leases = this.options.leases;
+    if (!leases) return () => {};
+    let busy = false;
+    const tick = async () => {
+      // Renewed until the runner is stopped (executions in their shutdown grace still hold their tasks).
+      if (busy) return;
+      busy = true;
+      try {
+        for (const id of await leases.renew()) {
+          const job = this.jobs.get(id);
+          if (!job) continue;
+          job.handedOver = true;
+          stop(job, "shutdown", "another replica took this task over");
+        }
+        if (this.accepting) await this.resume(await leases.claimOrphans(ORPHANS_PER_CLAIM));
+      } catch (err) {
+        onError(err);
+      } finally {
+        busy = false;
+      }
+    };
+    const timer = setInterval(() => void tick(), Math.max(50, Math.floor(leases.ttlMs / 3)));
+    timer.unref?.();
+    return () => clearInterval(timer);
+  }
+
+  private resume(tasks: UnfinishedTask[] | undefined): Promise<{ resumed: number; failed: number }> {
+    return recoverUnfinished(
+      this.store,
+      this.executor,
+      (task, message, owner, lastSeq, resumed) => void this.start(task, message, owner, lastSeq, resumed),
+      tasks,
+      (id) => void this.options.leases?.release(id).catch(() => {}),
+    );
   }
 
   /**
@@ -218,8 +282,11 @@ export class TaskRunner {
    */
   async shutdown(graceMs: number): Promise<void> {
     this.accepting = false;
-    for (const job of this.queue.drain())
-      void this.record(job, { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down before this task started" });
+    for (const job of this.queue.drain()) {
+      // With leases another process starts it (see leftForRestart); alone, it ends here.
+      if (this.options.leases && this.leftForRestart(job)) this.detach(job);
+      else void this.record(job, { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down before this task started" });
+    }
     const pending = [...this.jobs.values()].filter((j) => !j.waiting).map((j) => j.done.promise);
     if (pending.length > 0) {
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -331,12 +398,17 @@ export class TaskRunner {
    * waiting for input (its answer restarts it), and one of an executor that re-attaches to remote work.
    */
   private leftForRestart(job: Job): boolean {
+    if (job.handedOver) return true;
+    // With leases another process takes the task over (its lease is released below) unless it must fail.
+    if (this.options.leases && (this.executor.onRestart ?? "fail") !== "fail") return true;
     return job.task.status.state === "TASK_STATE_INPUT_REQUIRED" || this.executor.onRestart === "reattach";
   }
 
   /** Ends the execution without an outcome: the stored task is what the next start of the node sees. */
   private detach(job: Job): void {
     this.jobs.delete(job.task.id);
+    // Handed over: another process claims it (at once, since nobody holds it now).
+    if (!job.handedOver) this.releaseLease(job.task.id);
     for (const s of job.subscribers) s.end();
     job.subscribers.clear();
     job.turn.resolve(job.task);
@@ -481,8 +553,13 @@ export class TaskRunner {
       }
     }
     this.jobs.delete(task.id);
+    this.releaseLease(task.id);
     job.turn.resolve(job.task);
     job.done.resolve(job.task);
+  }
+
+  private releaseLease(taskId: string): void {
+    void this.options.leases?.release(taskId).catch(() => {}); // an unreleased lease only runs out
   }
 
   /** The outcome as the task's final status, artifacts, reply and metadata; resolves once committed. */

@@ -4,17 +4,24 @@ type SQLListen = Awaited<ReturnType<SQL["listen"]>>;
 import { encodeTime } from "ulid";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../../protocol/types";
 import { createLogger, type Logger } from "../../log";
-import { FINAL_STATES, UnstorableData, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
+import { FINAL_STATES, UnstorableData, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
 import { newPending, planWrite, toJson, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
 import type { PostgresDatabase } from "./database";
+import { DB_NOW_MS, type PostgresLeases } from "./postgres-leases";
 import { SerialGroupCommit } from "./serial-commit";
 
 export interface PostgresTaskStoreOptions {
   /** Bytes of task JSON one ListTasks page may carry (see list-budget.ts). */
   maxListBytes?: number;
   log?: Logger;
+  /**
+   * This replica's leases: a task created here is leased to it in the same transaction, and a write to a task
+   * another live replica holds is refused (WriteRefused), so a replica that lost a task cannot write over the
+   * one that took it.
+   */
+  leases?: PostgresLeases;
 }
 
 /** The channel every commit that adds events notifies, with "taskId seq" lines (see EventFeed). */
@@ -58,6 +65,9 @@ export class PostgresTaskStore implements TaskStore {
   private readonly group = new SerialGroupCommit<string>(() => this.commitGroup());
   private readonly maxListBytes: number;
   private readonly log: Logger;
+  private readonly leases: PostgresLeases | undefined;
+  private readonly updateTask: string;
+  private readonly insertEvents: string;
   /** Task id → who follows it from the store (see watch). */
   private readonly watchers = new Map<string, Set<() => void>>();
   private feed: SQLListen | undefined;
@@ -66,6 +76,10 @@ export class PostgresTaskStore implements TaskStore {
     this.sql = database.sql;
     this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
     this.log = options.log ?? createLogger((line) => process.stderr.write(line));
+    this.leases = options.leases;
+    const fence = this.leases ? ` AND ${this.leases.fence("$1")}` : "";
+    this.updateTask = UPDATE_TASK + fence;
+    this.insertEvents = `INSERT INTO task_events (task_id, seq, last_seq, events) SELECT $1::text, $2::int, $3::int, $4::text${fence ? ` WHERE ${this.leases!.fence("$1")}` : ""}`;
   }
 
   async create(input: NewTask): Promise<{ task: Task; created: boolean; committed: Promise<void> }> {
@@ -355,8 +369,9 @@ export class PostgresTaskStore implements TaskStore {
       this.log.error("could not store a task's writes; its callers get an error", { task: c.task.id, reason: reasonOf(err) });
     }
     for (const [id] of batch) {
-      failed.set(id, err);
-      this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(err) });
+      // A write refused on the way (fenced off, see apply) keeps that reason.
+      if (!failed.has(id)) failed.set(id, err);
+      this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(failed.get(id)) });
     }
     return failed;
   }
@@ -367,6 +382,7 @@ export class PostgresTaskStore implements TaskStore {
     for (let i = 0; i < creates.length; i += CREATE_CHUNK) {
       for (const r of await insertTasks(tx, creates.slice(i, i + CREATE_CHUNK))) inserted.add(r.id);
     }
+    if (this.leases && inserted.size) await insertLeases(tx, [...inserted], this.leases);
     // The rows an update rewrites, read (and locked) together.
     const needRows = batch.filter(([, p]) => needsRow(p)).map(([id]) => id);
     const rows = new Map<string, StoredRow>();
@@ -374,6 +390,7 @@ export class PostgresTaskStore implements TaskStore {
       for (const r of (await tx`SELECT id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq FROM tasks WHERE id IN ${tx(needRows)} FOR UPDATE`) as (StoredRow & { id: string })[])
         rows.set(r.id, r);
     const statements: Promise<unknown>[] = [];
+    const fenced: [string, Promise<{ count: number }>][] = [];
     const notes: string[] = [];
     for (const [id, p] of batch) {
       let plan: WritePlan | undefined;
@@ -385,14 +402,21 @@ export class PostgresTaskStore implements TaskStore {
         continue;
       }
       if (!plan) continue;
-      if ("update" in plan) statements.push(tx.unsafe(UPDATE_TASK, plan.update));
+      if ("update" in plan) fenced.push([id, tx.unsafe(this.updateTask, plan.update)]);
       if (plan.events) {
-        statements.push(tx.unsafe("INSERT INTO task_events (task_id, seq, last_seq, events) VALUES ($1, $2, $3, $4)", plan.events));
+        fenced.push([id, tx.unsafe(this.insertEvents, plan.events)]);
         notes.push(`${id} ${plan.events[2]}`);
       }
     }
     for (const payload of chunkLines(notes, NOTIFY_BYTES)) statements.push(tx`SELECT pg_notify(${EVENTS_CHANNEL}, ${payload})`);
-    await Promise.all(statements);
+    const [results] = await Promise.all([Promise.all(fenced.map(([, q]) => q)), Promise.all(statements)]);
+    // A write that changed nothing was fenced off: another live replica holds the task (see PostgresLeases).
+    const refused = new Set(fenced.filter((_, i) => results[i]!.count === 0).map(([id]) => id));
+    if (refused.size) {
+      for (const id of refused) failed.set(id, new WriteRefused(`task ${id} is held by another replica now (this one's lease on it ran out)`));
+      throw new FencedOff(); // nothing of this transaction may stand: each task is tried again on its own
+    }
+    if (this.leases) this.leases.adopt(inserted);
     return inserted;
   }
 
@@ -435,6 +459,23 @@ function insertTasks(tx: SQL, creates: CreateRequest[]): Promise<{ id: string }[
      ON CONFLICT (owner, request_message_id) DO NOTHING RETURNING id`,
     values,
   );
+}
+
+/** Leases the tasks just inserted to this replica, in the same transaction. */
+function insertLeases(tx: SQL, ids: string[], leases: PostgresLeases): Promise<unknown> {
+  const values: unknown[] = [leases.replica, leases.ttlMs];
+  const tuples = ids.map((id) => {
+    values.push(id);
+    return `($${values.length}::text, $1::text, ${DB_NOW_MS} + $2::bigint)`;
+  });
+  return tx.unsafe(`INSERT INTO task_leases (task_id, replica, expires_at) VALUES ${tuples.join(", ")}`, values);
+}
+
+/** A group whose writes were partly fenced off (see apply): rolled back, then tried task by task. */
+class FencedOff extends Error {
+  constructor() {
+    super("some of the group's tasks are held by another replica");
+  }
 }
 
 /** Whether planWrite will read the task's row (anything beyond events alone). */
