@@ -67,7 +67,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const pushConfigs = storage.pushConfigs;
   const peers = new SqlitePeerRegistry(database.db);
   const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().map((p) => new URL(p.url).host)) });
-  const dispatcher = new PushDispatcher(database, pushConfigs, {
+  const dispatcher = new PushDispatcher(storage.deliveries, pushConfigs, {
     guard,
     log,
     concurrency: config.pushConcurrency,

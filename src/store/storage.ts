@@ -5,6 +5,9 @@ import { newId } from "../tasks/clock";
 import type { TaskLeases } from "../tasks/leases";
 import type { TaskStore } from "../tasks/task-store";
 import { PostgresLeases } from "./postgres/postgres-leases";
+import { PostgresDeliveryQueue } from "./postgres/postgres-delivery-queue";
+import { SqliteDeliveryQueue } from "./sqlite-delivery-queue";
+import type { DeliveryQueue } from "../push/delivery-queue";
 import { openDatabase, type OpenDatabase } from "./database";
 import { openPostgres, type PostgresDatabase } from "./postgres/database";
 import { PostgresPushConfigStore } from "./postgres/postgres-push-config-store";
@@ -16,8 +19,10 @@ import { SqliteTaskStore } from "./sqlite-task-store";
 export interface Storage {
   tasks: TaskStore;
   pushConfigs: PushConfigStore;
-  /** The home's SQLite file: peers and this node's push delivery queue, whichever store holds the tasks. */
+  /** The home's SQLite file: peers, whichever store holds the tasks. */
   local: OpenDatabase;
+  /** Where push deliveries wait: the home's SQLite file, or the shared database (claimed per replica). */
+  deliveries: DeliveryQueue;
   /** The shared Postgres database, when tasks are kept there. */
   postgres?: PostgresDatabase;
   /** This replica's leases on the tasks it runs, when tasks are kept in Postgres. */
@@ -50,6 +55,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       tasks,
       pushConfigs: new SqlitePushConfigStore(local),
       local,
+      deliveries: new SqliteDeliveryQueue(local),
       where: options.path,
       async flush() {
         tasks.flush();
@@ -68,7 +74,8 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     throw err;
   }
   // Unique per process: a restarted replica is another holder, so it never mistakes its old leases for its own.
-  const leases = new PostgresLeases(postgres.sql, `${hostname()}/${process.pid}/${newId()}`, options.leaseMs);
+  const replica = `${hostname()}/${process.pid}/${newId()}`;
+  const leases = new PostgresLeases(postgres.sql, replica, options.leaseMs);
   const tasks = new PostgresTaskStore(postgres, { maxListBytes: options.maxListBytes, log: options.log, leases });
   try {
     await tasks.listen();
@@ -81,6 +88,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     tasks,
     pushConfigs: new PostgresPushConfigStore(postgres),
     local,
+    deliveries: new PostgresDeliveryQueue(postgres.sql, replica, options.leaseMs),
     postgres,
     leases,
     where: postgres.display,

@@ -19,5 +19,15 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796168277989,
     "hash": "54c6842d43b3946c48dfd542dc5cbd8ffccf1ad8d41b448ea58037c78e96dff8"
+  },
+  {
+    "tag": "0001_delivery_claims",
+    "sql": [
+      "ALTER TABLE \"push_deliveries\" ADD COLUMN \"claimed_by\" text;",
+      "\nALTER TABLE \"push_deliveries\" ADD COLUMN \"claim_expires\" bigint;",
+      "\nCREATE INDEX \"push_deliveries_claim\" ON \"push_deliveries\" USING btree (\"claimed_by\");"
+    ],
+    "folderMillis": 1796169693412,
+    "hash": "b5e01856e50ee87498247651cb4e55cb47f6b4183571026d29639fc50b47db79"
   }
 ];

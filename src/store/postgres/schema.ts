@@ -80,7 +80,7 @@ export const pushConfigs = pgTable(
   (t) => [primaryKey({ columns: [t.taskId, t.id] })],
 );
 
-/** Push deliveries not yet acknowledged by their receiver. */
+/** Push deliveries not yet acknowledged by their receiver, each claimed by one replica at a time. */
 export const pushDeliveries = pgTable(
   "push_deliveries",
   {
@@ -91,8 +91,12 @@ export const pushDeliveries = pgTable(
     attempts: integer("attempts").notNull().default(0),
     nextAttemptAt: text("next_attempt_at").notNull(),
     lastError: text("last_error"),
+    /** The replica that sends it (the one that queued it, or one that took it up after that one died)... */
+    claimedBy: text("claimed_by"),
+    /** ...until then (epoch ms, database clock), unless it renews its claims. */
+    claimExpires: bigint("claim_expires", { mode: "number" }),
   },
-  (t) => [index("push_deliveries_due").on(t.nextAttemptAt), index("push_deliveries_task").on(t.taskId, t.configId)],
+  (t) => [index("push_deliveries_due").on(t.nextAttemptAt), index("push_deliveries_task").on(t.taskId, t.configId), index("push_deliveries_claim").on(t.claimedBy)],
 );
 
 /**
