@@ -3,7 +3,7 @@ import { notStored, type TaskRunner } from "../tasks/task-runner";
 import { ConfigOwnedElsewhere } from "../push/push-config-store";
 import { TaskStoreRequestError, UnstorableData, type StoredEvent, type TaskStore } from "../tasks/task-store";
 import { EventStream } from "../tasks/event-stream";
-import { ends, followStored, type StoredFollow } from "../tasks/stored-follow";
+import { ends, followStored, untilEnded, type StoredFollow } from "../tasks/stored-follow";
 import { mapStream } from "./streams";
 import type { CallContext } from "./caller";
 import { A2AError } from "./errors";
@@ -119,10 +119,25 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const task = await this.store.get(params.id, ctx.caller.name);
     if (!task) throw A2AError.taskNotFound(params.id);
     if (isTerminal(task.status.state)) throw A2AError.taskNotCancelable(task.id, task.status.state);
-    const settled = this.runner.cancel(task.id, `canceled by ${ctx.caller.name}`);
+    const reason = `canceled by ${ctx.caller.name}`;
+    const settled = this.runner.cancel(task.id, reason);
     if (settled) await settled.catch(() => {});
-    // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
-    else await whenStored(task.id, this.runner.cancelIdle(task, `canceled by ${ctx.caller.name}`));
+    else if (!this.store.requestCancel) {
+      // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
+      await whenStored(task.id, this.runner.cancelIdle(task, reason));
+    } else if (await this.runner.hold(task.id)) {
+      // A shared store, and no live process holds the task: this one records the cancel.
+      try {
+        await whenStored(task.id, this.runner.cancelIdle(task, reason));
+      } finally {
+        this.runner.letGo(task.id);
+      }
+    } else {
+      // Another process runs it (or waits there for its answer): it is asked to cancel it, and the answer
+      // waits for the task's end (a process that holds a task and lives answers within a lease period).
+      await this.store.requestCancel(task.id, reason);
+      await untilEnded(this.store, task.id, 2 * (this.runner.leaseMs ?? 30_000));
+    }
     return (await this.store.get(task.id, ctx.caller.name)) as Task;
   }
 

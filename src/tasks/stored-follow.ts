@@ -59,3 +59,29 @@ export function ends(e: StreamItem, untilTerminal: boolean): boolean {
   const state = e.response.statusUpdate.status.state;
   return untilTerminal ? isTerminal(state) : isSettled(state);
 }
+
+/**
+ * Resolves once the task has ended (a terminal event is stored), as far as the store tells (`watch`), or after
+ * `timeoutMs` otherwise: whichever comes first.
+ */
+export async function untilEnded(store: TaskStore, taskId: string, timeoutMs: number): Promise<void> {
+  if (!store.watch) return;
+  let notify: () => void = () => {};
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const expired = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
+  const unwatch = store.watch(taskId, () => notify());
+  try {
+    let seen = 0;
+    for (;;) {
+      const noticed = new Promise<void>((resolve) => (notify = resolve));
+      for (const e of await store.eventsAfter(taskId, seen)) {
+        seen = e.seq;
+        if ("statusUpdate" in e.response && isTerminal(e.response.statusUpdate.status.state)) return;
+      }
+      if ((await Promise.race([noticed.then(() => "noticed"), expired.then(() => "expired")])) === "expired") return;
+    }
+  } finally {
+    clearTimeout(timer);
+    unwatch();
+  }
+}

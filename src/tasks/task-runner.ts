@@ -72,6 +72,8 @@ export class TaskRunner {
     this.perCallerQueued = Math.max(1, Math.ceil(options.maxQueued * share));
     this.queue = new FairQueue((job) => job.caller);
     this.events = new EventPublisher(store);
+    // Another process was asked to cancel a task: this one does, if it runs it.
+    store.onCancelRequest?.((taskId, reason) => void this.cancel(taskId, reason)?.catch(() => {}));
   }
 
   get executorKind(): string {
@@ -230,6 +232,16 @@ export class TaskRunner {
    */
   async hold(taskId: string): Promise<boolean> {
     return this.options.leases ? this.options.leases.acquire(taskId) : true;
+  }
+
+  /** Lets go of a task held for a moment (see hold) that this process did not run after all. */
+  letGo(taskId: string): void {
+    this.releaseLease(taskId);
+  }
+
+  /** With leases, how long they last: a process that holds a task and is alive answers within it. */
+  get leaseMs(): number | undefined {
+    return this.options.leases?.ttlMs;
   }
 
   /**

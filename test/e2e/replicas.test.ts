@@ -121,6 +121,22 @@ describe("replicas on one database", () => {
     expect(got.artifacts[0].parts[0].text).toBe(`one two three four five six: ${text}`);
   });
 
+  it("CancelTask on one replica stops a task running on the other, which records it CANCELED once", async () => {
+    const text = `[hold] canceled from r2 ${crypto.randomUUID()}`;
+    const task = (await call(r1.url, alpha, "SendMessage", { message: userMessage(text), configuration: { returnImmediately: true } })).task;
+    const request = await model.arrival(text);
+    expect((await rpc(r2.url, bravo, "CancelTask", { id: task.id })).body.error?.code).toBe(-32001); // not bravo's
+    const canceled = await call(r2.url, alpha, "CancelTask", { id: task.id });
+    expect(canceled.status.state).toBe("TASK_STATE_CANCELED");
+    expect(canceled.status.message.parts[0].text).toBe("canceled by alpha");
+    await request.aborted; // r1 stopped the model request
+    const log = (await (await openSse(r2.url, alpha, "SubscribeToTask", { id: task.id }, { "last-event-id": "0" })).rest()).slice(1);
+    expectConsecutive(log, 1);
+    expect(log.filter((e) => e.data.result.statusUpdate?.status.state === "TASK_STATE_CANCELED")).toHaveLength(1);
+    expect(finalState(log)).toBe("TASK_STATE_CANCELED");
+    expect((await rpc(r1.url, alpha, "CancelTask", { id: task.id })).body.error?.code).toBe(-32002); // ended: not cancelable
+  });
+
   it("SubscribeToTask on the other replica with Last-Event-ID after the task ended replays and closes", async () => {
     const task = (await call(r1.url, alpha, "SendMessage", { message: userMessage("done before anyone subscribed") })).task;
     const events = await (await openSse(r2.url, alpha, "SubscribeToTask", { id: task.id }, { "last-event-id": "0" })).rest();

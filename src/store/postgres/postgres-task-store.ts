@@ -24,8 +24,10 @@ export interface PostgresTaskStoreOptions {
   leases?: PostgresLeases;
 }
 
-/** The channel every commit that adds events notifies, with "taskId seq" lines (see EventFeed). */
+/** The channel every commit that adds events notifies, with "taskId seq" lines (see watch). */
 export const EVENTS_CHANNEL = "a2a_task_events";
+/** Cancel requests between replicas: JSON {taskId, reason} (see requestCancel). */
+export const CANCEL_CHANNEL = "a2a_task_cancel";
 
 const DEFAULT_PAGE_SIZE = 50;
 /** Rows of one multi-row INSERT (Postgres takes at most 65,535 parameters in a statement). */
@@ -71,6 +73,8 @@ export class PostgresTaskStore implements TaskStore {
   /** Task id → who follows it from the store (see watch). */
   private readonly watchers = new Map<string, Set<() => void>>();
   private feed: SQLListen | undefined;
+  private cancels: SQLListen | undefined;
+  private cancelListener: ((taskId: string, reason: string) => void) | undefined;
 
   constructor(database: PostgresDatabase, options: PostgresTaskStoreOptions = {}) {
     this.sql = database.sql;
@@ -300,13 +304,29 @@ export class PostgresTaskStore implements TaskStore {
         else for (const set of this.watchers.values()) for (const w of set) w();
       },
     );
+    this.cancels = await this.sql.listen(CANCEL_CHANNEL, (payload) => {
+      try {
+        const { taskId, reason } = JSON.parse(payload) as { taskId: string; reason: string };
+        this.cancelListener?.(taskId, reason);
+      } catch {
+        // Not one of ours: ignored.
+      }
+    });
+  }
+
+  async requestCancel(taskId: string, reason: string): Promise<void> {
+    await this.sql`SELECT pg_notify(${CANCEL_CHANNEL}, ${JSON.stringify({ taskId, reason })})`;
+  }
+
+  onCancelRequest(listener: (taskId: string, reason: string) => void): void {
+    this.cancelListener = listener;
   }
 
   /** Stops listening (before closing the database). */
   async unlisten(): Promise<void> {
-    const feed = this.feed;
-    this.feed = undefined;
-    await feed?.unlisten();
+    const [feed, cancels] = [this.feed, this.cancels];
+    this.feed = this.cancels = undefined;
+    await Promise.all([feed?.unlisten(), cancels?.unlisten()]);
   }
 
   watch(taskId: string, onCommitted: () => void): () => void {
