@@ -94,7 +94,7 @@ describe("leases across replicas", () => {
     expect(requestsFor(texts[2]!)).toHaveLength(1);
     await until(async () => (await leases()).every((l) => l.replica === survivorName), 5_000, "every lease held by the survivor");
 
-    model.release();
+    for (const t of texts) model.release(t);
     for (let i = 0; i < 3; i++) {
       const events = await (await openSse(survivor.url, alpha, "SubscribeToTask", { id: ids[i] }, { "last-event-id": "0" })).rest();
       const numbered = events.filter((e) => e.id !== undefined);
@@ -107,5 +107,24 @@ describe("leases across replicas", () => {
     }
     expect(model.requests).toHaveLength(5); // nothing ran a third time
     expect(await leases()).toEqual([]); // every lease let go as its task ended
+  });
+
+  it("on SIGTERM a replica hands its running task over (lets its lease go) instead of failing it; another runs it at once", async () => {
+    const args = ["--executor", "openai", "--model-url", model.url, "--database", db.url, "--lease", String(LEASE_MS / 1000)];
+    const leaving = await serveBinary(fleet.homes.r1!, [...args, "--shutdown-grace", "0.2"]);
+    replicas.push(leaving);
+    const text = `[hold] handed over ${crypto.randomUUID()}`;
+    const id = (await call(leaving.url, "SendMessage", { message: userMessage(text), configuration: { returnImmediately: true } })).task.id;
+    await model.arrival(text);
+    expect(await leaving.stop("SIGTERM")).toBe(0);
+    await until(async () => requestsFor(text).length === 2, 10_000, "the task running again on the other replica");
+    expect(requestsFor(text)[0]!.wasAborted).toBe(true);
+    model.release(text);
+    const survivor = replicas[2]!;
+    const events = await (await openSse(survivor.url, alpha, "SubscribeToTask", { id }, { "last-event-id": "0" })).rest();
+    expect(events.at(-1)?.data.result.statusUpdate?.status.state).toBe("TASK_STATE_COMPLETED");
+    const task = await call(survivor.url, "GetTask", { id });
+    expect(task.metadata?.["a2a-node/restarts"]).toBe(1);
+    expect(requestsFor(text)).toHaveLength(2);
   });
 });
