@@ -26,7 +26,9 @@ export type PkiErrorCode =
   | "NOT_ISSUED_BY_CA"
   | "EXPIRED"
   | "NOT_YET_VALID"
-  | "READ_FAILED";
+  | "READ_FAILED"
+  | "NAME_HAS_CERT"
+  | "NOT_ISSUED";
 
 export class PkiError extends Error {
   constructor(
@@ -112,5 +114,13 @@ export const pkiErrors = {
     new PkiError("EXPIRED", `${what} expired on ${notAfter.toISOString()}`, "issue a new certificate on the CA machine: a2a-node pki issue NAME --out FILE"),
   notYetValid: (what: string, notBefore: Date) =>
     new PkiError("NOT_YET_VALID", `${what} is not valid before ${notBefore.toISOString()}`, "check this machine's clock"),
+  nameHasCert: (name: string, held: { serial: string; notAfter: Date }) =>
+    new PkiError(
+      "NAME_HAS_CERT",
+      `"${name}" already has a valid certificate (serial ${held.serial}, expires ${held.notAfter.toISOString()})`,
+      `pass --replace to issue a new one and revoke the old one ('a2a-node pki list' shows what this CA issued)`,
+    ),
+  notIssued: (what: string) =>
+    new PkiError("NOT_ISSUED", `this CA has no record of a certificate ${what}`, "'a2a-node pki list' shows every certificate this CA issued"),
   readFailed: (path: string, reason: string) => new PkiError("READ_FAILED", `cannot read ${path}: ${reason}`, "check the path and its permissions"),
 } as const;

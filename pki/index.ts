@@ -1,7 +1,7 @@
 /**
- * The a2a-node certificate library: a fleet CA, node certificates for mutual TLS, bundles that carry an
- * identity to another machine, and the home-level operations the CLI and daemon call. It knows nothing
- * of the server; it reads and writes only the files it is given.
+ * The a2a-node certificate library: a fleet CA and its registry of what it issued, node certificates for
+ * mutual TLS, bundles that carry an identity to another machine, and the home-level operations the CLI and
+ * daemon call. It knows nothing of the server; it reads and writes only the files it is given.
  */
 export { PkiError, pkiErrors, type PkiErrorCode } from "./errors";
 export { writeFileAtomic, readSecret, readPublic, SECRET_MODE, PUBLIC_MODE, type WriteOptions } from "./secure-file";
@@ -10,7 +10,10 @@ export { normalizeNodeName, nodeNameProblem, RESERVED_NODE_NAMES, parseSan, norm
 export type { CertAndKey } from "./cert-params";
 export { createCa, defaultCaName, type CreateCaOptions } from "./ca";
 export { issueLeaf, signPublicKey, type LeafOptions } from "./leaf";
-export { inspectCert, verifyIssuedBy, fingerprint256, type CertInfo, type VerifyOptions } from "./inspect";
+export { inspectCert, certDetails, verifyIssuedBy, fingerprint256, type CertInfo, type CertDetails, type VerifyOptions } from "./inspect";
+export { CaRegistry, normalizeSerial, type IssuedCert, type IssueKind, type StoredToken } from "./registry";
+export { openCaRegistry, issueRecorded, recordOf, type CaPaths, type RecordedIssue, type RecordedIssueOptions } from "./issuance";
+export { needsRenewal, renewalDue, renewalTime, expiryLevel, RENEW_AT, type Validity, type ExpiryLevel } from "./renewal-policy";
 export { readBundle, writeBundle, BUNDLE_FORMAT, type Bundle } from "./bundle";
 export {
   initPki,

@@ -89,3 +89,29 @@ export function checkValidity(cert: x509.X509Certificate, what: string, now: Dat
 function sameBytes(a: ArrayBuffer, b: ArrayBuffer): boolean {
   return Buffer.from(a).equals(Buffer.from(b));
 }
+
+/** What `pki inspect` shows beyond CertInfo: the full names and what the certificate may be used for. */
+export interface CertDetails extends CertInfo {
+  subject: string;
+  issuer: string;
+  /** "serverAuth", "clientAuth", or the OID of any other extended key usage. */
+  extendedKeyUsages: string[];
+}
+
+const EKU_NAMES: Record<string, string> = {
+  [x509.ExtendedKeyUsage.serverAuth]: "serverAuth",
+  [x509.ExtendedKeyUsage.clientAuth]: "clientAuth",
+  [x509.ExtendedKeyUsage.codeSigning]: "codeSigning",
+  [x509.ExtendedKeyUsage.emailProtection]: "emailProtection",
+};
+
+export function certDetails(pem: string, what = "certificate"): CertDetails {
+  const cert = parseCert(pem, what);
+  const eku = cert.getExtension(x509.ExtendedKeyUsageExtension);
+  return {
+    ...describe(cert),
+    subject: cert.subject,
+    issuer: cert.issuer,
+    extendedKeyUsages: (eku?.usages ?? []).map((u) => EKU_NAMES[String(u)] ?? String(u)),
+  };
+}

@@ -5,6 +5,8 @@ import { PkiError, pkiErrors } from "./errors";
 import { assertKeyMatchesCert } from "./keys";
 import { createCa, defaultCaName } from "./ca";
 import { issueLeaf } from "./leaf";
+import { issueRecorded, openCaRegistry, recordOf } from "./issuance";
+import type { IssuedCert } from "./registry";
 import { inspectCert } from "./inspect";
 import { type Bundle, BUNDLE_FORMAT, readBundle, writeBundle } from "./bundle";
 import { isValidSan, normalizeNodeName, normalizeSans, checkDays } from "./names";
@@ -16,6 +18,8 @@ export { loadNodeIdentity, type NodeIdentity } from "./identity";
 export interface PkiPaths {
   caCert: string;
   caKey: string;
+  /** The CA's record of what it issued and revoked (only on the CA machine). */
+  caRegistry: string;
   nodeCert: string;
   nodeKey: string;
 }
@@ -56,7 +60,6 @@ export interface InitPkiOptions {
 
 const NO_CA_KEY_FOR_INIT =
   "this home has a fleet CA certificate but not its key (it was set up from a bundle): install a bundle with 'a2a-node init-pki --bundle FILE', or use a fresh --home";
-const NO_CA_KEY_FOR_ISSUE = "run this on the machine that ran 'a2a-node init-pki' first (it holds secrets/ca.key)";
 
 /**
  * Gives a home its identity: creates the fleet CA if the home has none, then this node's key and
@@ -90,6 +93,14 @@ export async function initPki(paths: PkiPaths, opts: InitPkiOptions): Promise<In
     writeFileAtomic(paths.caCert, ca.certPem, { mode: PUBLIC_MODE, onExists: pkiErrors.certExists });
   }
   writeNode(paths, leaf);
+  // The CA records every certificate it issues, its own node's first.
+  const registry = openCaRegistry(paths);
+  try {
+    const own = recordOf(leaf.certPem, "init", opts.now ?? new Date());
+    if (!registry.bySerial(own.serial)) registry.transaction(() => registry.record(own));
+  } finally {
+    registry.close();
+  }
   return { ca: caSummary(paths, ca.certPem, !hasCaCert, true), node: nodeSummary(paths, leaf.certPem) };
 }
 
@@ -128,11 +139,16 @@ export interface IssueBundleOptions {
   out: string;
   /** Replace an existing file at `out`. */
   overwrite?: boolean;
+  /** Issue although NAME holds a valid certificate, revoking that one. */
+  replace?: boolean;
   now?: Date;
 }
 
 export interface IssueResult extends Omit<NodeSummary, "certPath" | "keyPath"> {
   out: string;
+  serial: string;
+  /** Certificates of this name that the issue revoked (--replace). */
+  revoked: IssuedCert[];
 }
 
 /**
@@ -147,14 +163,24 @@ export async function issueBundle(paths: PkiPaths, opts: IssueBundleOptions): Pr
   normalizeSans(sans);
   const days = checkDays(opts.days ?? 365, "certificate");
   if (!opts.overwrite && existsSync(opts.out)) throw pkiErrors.fileExists(opts.out);
-  if (!existsSync(paths.caKey)) throw pkiErrors.noCaKey(paths.caKey, NO_CA_KEY_FOR_ISSUE);
-  if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert);
-  const ca = readCa(paths);
-  const leaf = await issueLeaf({ ca, name, sans, days, now: opts.now });
-  const bundle: Bundle = { format: BUNDLE_FORMAT, name, caCert: ca.certPem, cert: leaf.certPem, key: leaf.keyPem };
-  writeBundle(opts.out, bundle, { overwrite: opts.overwrite });
-  const info = inspectCert(leaf.certPem);
-  return { name, sans: info.sans, fingerprint256: info.fingerprint256, notAfter: info.notAfter, out: opts.out };
+  const registry = openCaRegistry(paths);
+  try {
+    const caCert = readPublic(paths.caCert);
+    const issued = await issueRecorded(paths, registry, {
+      name,
+      sans,
+      days,
+      how: "bundle",
+      replace: opts.replace,
+      now: opts.now,
+      deliver: (leaf) =>
+        writeBundle(opts.out, { format: BUNDLE_FORMAT, name, caCert, cert: leaf.certPem, key: leaf.keyPem as string } satisfies Bundle, { overwrite: opts.overwrite }),
+    });
+    const r = issued.record;
+    return { name, sans: r.sans, fingerprint256: r.fingerprint256, notAfter: r.notAfter, serial: r.serial, out: opts.out, revoked: issued.revoked };
+  } finally {
+    registry.close();
+  }
 }
 
 /** Everything the daemon needs to serve and dial over mutual TLS, already checked. */

@@ -12,6 +12,7 @@ import { join, resolve } from "node:path";
  *     secrets/            0700
  *       ca.key            fleet CA key (only on the machine that issues certificates)
  *       node.key          this node's key (never leaves the machine)
+ *       ca-registry.db    what the fleet CA issued and revoked, and its join tokens (CA machine only)
  *     a2a-node.db         SQLite database (tasks, events, peers), WAL mode
  */
 export interface HomePaths {
@@ -20,6 +21,7 @@ export interface HomePaths {
   secretsDir: string;
   caCert: string;
   caKey: string;
+  caRegistry: string;
   nodeCert: string;
   nodeKey: string;
   database: string;
@@ -42,6 +44,7 @@ export function homePaths(root: string): HomePaths {
     secretsDir,
     caCert: join(certsDir, "ca.crt"),
     caKey: join(secretsDir, "ca.key"),
+    caRegistry: join(secretsDir, "ca-registry.db"),
     nodeCert: join(certsDir, "node.crt"),
     nodeKey: join(secretsDir, "node.key"),
     database: join(root, "a2a-node.db"),

@@ -15,6 +15,7 @@ import { DefaultRequestHandler } from "./protocol/request-handler";
 import type { AgentCard } from "./protocol/types";
 import { v1Methods } from "./protocol/v1-methods";
 import { v03Methods } from "./protocol/v03/methods";
+import { watchExpiry } from "./fleet/expiry-watch";
 import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
 import { RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener } from "./server/mtls-listener";
@@ -129,6 +130,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     database: paths.database,
     version: VERSION,
   });
+  const expiry = watchExpiry(() => identity, log);
 
   return {
     name: identity.name,
@@ -157,6 +159,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       return { applied, needsRestart };
     },
     async stop() {
+      expiry.stop();
       for (const l of listeners) l.stopAccepting();
       refusals.flush();
       await runner.shutdown(config.shutdownGraceMs);

@@ -7,7 +7,7 @@ import { pkiCommand } from "../../src/cli/commands/pki";
 import { CliError, UsageError } from "../../src/cli/errors";
 import { bufferIo } from "../../src/cli/io";
 import { homePaths } from "../../src/home";
-import { inspectCert, readBundle } from "../../pki";
+import { createCa, inspectCert, issueLeaf, readBundle } from "../../pki";
 
 const made: string[] = [];
 afterAll(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -52,7 +52,7 @@ describe("a2a-node pki", () => {
   });
 
   it.each([
-    [[], /missing subcommand: issue or show/],
+    [[], /missing subcommand: issue, list, show, inspect, needs-renewal/],
     [["frobnicate"], /unknown subcommand 'frobnicate'/],
     [["issue", "--out", "x"], /needs the machine's NAME/],
     [["issue", "bob"], /needs --out FILE/],
@@ -165,5 +165,124 @@ describe("a2a-node pki show", () => {
     chmodSync(homePaths(home).nodeKey, 0o640);
     const err = await failure(pki(["show"], home));
     expect(err.hint).toBe(`chmod 600 ${homePaths(home).nodeKey}`);
+  });
+});
+
+describe("a2a-node pki issue --replace and pki list", () => {
+  it("refuses a name that holds a valid certificate, then --replace revokes it, and list shows both", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    const first = JSON.parse((await pki(["issue", "hank", "--out", join(tmp(), "h1"), "--json"], home)).out);
+
+    const err = await failure(pki(["issue", "hank", "--out", join(tmp(), "h2")], home));
+    expect(err.exitCode).toBe(1);
+    expect(err.message).toBe(`"hank" already has a valid certificate (serial ${first.serial}, expires ${first.notAfter})`);
+    expect(err.hint).toContain("pass --replace to issue a new one and revoke the old one");
+
+    const h3 = join(tmp(), "h3");
+    const r = await pki(["issue", "hank", "--out", h3, "--replace"], home);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`revoked      serial ${first.serial} (hank, was valid until `);
+    const second = inspectCert((await readBundle(h3)).cert);
+
+    const text = (await pki(["list"], home)).out;
+    const lines = text.trim().split("\n");
+    expect(lines[0]).toMatch(/^NAME +STATUS +EXPIRES +SERIAL +FINGERPRINT \(SHA-256\)$/);
+    expect(lines.slice(1).map((l) => l.split(/ +/).slice(0, 2))).toEqual([
+      ["ca", "valid"],
+      ["hank", "revoked"],
+      ["hank", "valid"],
+    ]);
+    expect(lines[3]).toContain(second.serialNumber);
+    expect(lines[3]).toContain(second.fingerprint256);
+
+    const json = JSON.parse((await pki(["list", "--json"], home)).out);
+    expect(json).toHaveLength(3);
+    expect(json[1]).toMatchObject({ name: "hank", serial: first.serial, status: "revoked", revokeReason: `replaced by ${second.serialNumber}` });
+    expect(json[2]).toMatchObject({ name: "hank", serial: second.serialNumber, status: "valid", revokedAt: null, how: "bundle" });
+  });
+
+  it("list on a home without the CA key says where to run it", async () => {
+    const err = await failure(pki(["list"], bundleHome));
+    expect(err.message).toBe(`no fleet CA key at ${homePaths(bundleHome).caKey}`);
+  });
+});
+
+describe("a2a-node pki inspect", () => {
+  it("describes this node's certificate by default, and that the fleet CA issued it", async () => {
+    const r = await pki(["inspect"], bundleHome);
+    const cert = inspectCert(readFileSync(homePaths(bundleHome).nodeCert, "utf8"));
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`file          ${homePaths(bundleHome).nodeCert}\n`);
+    expect(r.out).toContain("subject       CN=bob\n");
+    expect(r.out).toContain("SANs          bob, localhost, 127.0.0.1\n");
+    expect(r.out).toContain(`serial        ${cert.serialNumber}\n`);
+    expect(r.out).toContain(`fingerprint   ${cert.fingerprint256}\n`);
+    expect(r.out).toMatch(/^valid until +\d{4}-\d\d-\d\d \d\d:\d\d UTC \(in 365 days\)$/m);
+    expect(r.out).toMatch(/^issuer +CN=a2a-node fleet CA [0-9a-f]{8} \(alice\)$/m);
+    expect(r.out).toContain("kind          node certificate (serverAuth, clientAuth)\n");
+    expect(r.out).toMatch(/^fleet CA +issued by this home's fleet CA \(/m);
+  });
+
+  it("says so when another CA issued the file, and describes a CA certificate", async () => {
+    const other = join(tmp(), "other");
+    await initPkiCommand.run(["--name", "zed"], { io: bufferIo(), home: other });
+    const foreign = JSON.parse((await pki(["inspect", homePaths(other).nodeCert, "--json"], caHome)).out);
+    expect(foreign).toMatchObject({ subjectCn: "zed", status: "valid", isCa: false, fleetCa: { chains: false } });
+    expect(foreign.fleetCa.reason).toMatch(/^its issuer is "CN=a2a-node fleet CA/);
+    const ca = JSON.parse((await pki(["inspect", homePaths(caHome).caCert, "--json"], caHome)).out);
+    expect(ca).toMatchObject({ isCa: true, fleetCa: { chains: true, reason: "it is the fleet CA certificate itself" } });
+    expect((await pki(["inspect", homePaths(caHome).caCert], caHome)).out).toContain("kind          CA certificate\n");
+  });
+
+  it("exits 3 for a missing file and 1 for one that is not a certificate", async () => {
+    const missing = await failure(pki(["inspect", join(tmp(), "nope.crt")], caHome));
+    expect(missing.exitCode).toBe(3);
+    expect(missing.message).toMatch(/^no certificate at .*nope\.crt$/);
+    const junk = join(tmp(), "junk.crt");
+    writeFileSync(junk, "not a certificate");
+    const bad = await failure(pki(["inspect", junk], caHome));
+    expect(bad.exitCode).toBe(1);
+    expect(bad.message).toBe(`${junk} is not a valid PEM certificate`);
+  });
+});
+
+describe("a2a-node pki needs-renewal", () => {
+  it("exit 1 for a fresh certificate, 0 once within --within days of expiry", async () => {
+    const fresh = await pki(["needs-renewal"], bundleHome);
+    expect(fresh.code).toBe(1);
+    expect(fresh.out).toMatch(/^no renewal needed: .*node\.crt expires .* \(in 365 days\); renewal is due \d{4}-/);
+    expect((await pki(["needs-renewal", "--within", "364"], bundleHome)).code).toBe(1);
+    const soon = await pki(["needs-renewal", "--within", "366", "--json"], bundleHome);
+    expect(soon.code).toBe(0);
+    expect(JSON.parse(soon.out)).toMatchObject({ needsRenewal: true, daysLeft: 365 });
+  });
+
+  it("exit 0 once two thirds of the lifetime have passed, and for an expired certificate", async () => {
+    const past = new Date(Date.now() - 21 * 86_400_000);
+    const ca = await createCa({ name: "old CA", now: past });
+    const file = async (days: number) => {
+      const path = join(tmp(), `${days}.crt`);
+      writeFileSync(path, (await issueLeaf({ ca, name: "x", sans: [], days, now: past })).certPem);
+      return path;
+    };
+    // 21 days into 30 (past 2/3), into 20 (expired), into 90 (not yet 2/3).
+    const due = await pki(["needs-renewal", await file(30)], caHome);
+    expect(due.code).toBe(0);
+    expect(due.out).toMatch(/^renewal needed: .*30\.crt expires .* \(in 9 days\)\nnext: /);
+    const gone = await pki(["needs-renewal", await file(20)], caHome);
+    expect(gone.code).toBe(0);
+    expect(gone.out).toMatch(/^renewal needed: .*20\.crt expired \d{4}-/);
+    expect((await pki(["needs-renewal", await file(90)], caHome)).code).toBe(1);
+  });
+
+  it("exit 3 for a missing certificate, 255 for an unreadable one, 2 for a bad flag", async () => {
+    expect((await failure(pki(["needs-renewal", join(tmp(), "none.crt")], caHome))).exitCode).toBe(3);
+    const junk = join(tmp(), "junk.crt");
+    writeFileSync(junk, "garbage");
+    const bad = await failure(pki(["needs-renewal", junk], caHome));
+    expect(bad.exitCode).toBe(255);
+    expect(bad.message).toBe(`${junk} is not a valid PEM certificate`);
+    expect((await failure(pki(["needs-renewal", "--within", "-3"], caHome))).exitCode).toBe(2);
   });
 });

@@ -1,0 +1,71 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { CliError, ExitCode, UsageError } from "../../errors";
+import { parseFlags } from "../../flags";
+import { homePaths } from "../../../home";
+import { certDetails, PkiError, readPublic, verifyIssuedBy, type CertDetails } from "../../../../pki";
+import { expiresIn, utc } from "./text";
+import type { PkiSubcommand } from "./subcommand";
+
+const flags = {
+  json: { type: "boolean" },
+} as const;
+
+export const inspect: PkiSubcommand = {
+  name: "inspect",
+  usage: "pki inspect [FILE] [--json]",
+  summary: `describe a certificate (default: this node's): subject, SANs, serial, fingerprint, validity,
+            issuer, key usages, and whether this home's fleet CA issued it`,
+  flags: "",
+  async run(argv, ctx) {
+    const { flags: f, positionals } = parseFlags(argv, flags);
+    if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
+    const paths = homePaths(ctx.home);
+    const file = positionals[0] !== undefined ? resolve(positionals[0]) : paths.nodeCert;
+    if (!existsSync(file))
+      throw new CliError(`no certificate at ${file}`, ExitCode.NotFound, positionals[0] === undefined ? "run 'a2a-node init-pki' first, or name a FILE" : "check the path");
+    const pem = readPublic(file);
+    const cert = certDetails(pem, file);
+    const fleet = existsSync(paths.caCert) ? await fleetVerdict(pem, cert, readPublic(paths.caCert)) : undefined;
+    const now = new Date();
+    const status = now < cert.notBefore ? "not yet valid" : now > cert.notAfter ? "expired" : "valid";
+    if (f.json) {
+      ctx.io.stdout.write(JSON.stringify({ file, ...cert, status, fleetCa: fleet ?? null }) + "\n");
+      return 0;
+    }
+    const kind = cert.isCa ? "CA certificate" : `node certificate${cert.extendedKeyUsages.length ? ` (${cert.extendedKeyUsages.join(", ")})` : " (no extended key usage)"}`;
+    const lines = [
+      `file          ${file}`,
+      `subject       ${cert.subject.replace(/\n/g, ", ")}`,
+      `SANs          ${cert.sans.join(", ") || "none"}`,
+      `serial        ${cert.serialNumber}`,
+      `fingerprint   ${cert.fingerprint256}`,
+      `valid from    ${utc(cert.notBefore)}${status === "not yet valid" ? " (NOT YET VALID)" : ""}`,
+      `valid until   ${expiresIn(cert.notAfter, now)}`,
+      `issuer        ${cert.issuer.replace(/\n/g, ", ")}`,
+      `kind          ${kind}`,
+      `fleet CA      ${fleet === undefined ? `no fleet CA in ${paths.caCert} to check against` : fleet.chains ? `issued by this home's fleet CA (${fleet.caFingerprint256})` : `NOT issued by this home's fleet CA: ${fleet.reason}`}`,
+    ];
+    ctx.io.stdout.write(lines.join("\n") + "\n");
+    return 0;
+  },
+};
+
+interface FleetVerdict {
+  chains: boolean;
+  reason?: string;
+  caFingerprint256: string;
+}
+
+async function fleetVerdict(pem: string, cert: CertDetails, caPem: string): Promise<FleetVerdict> {
+  const ca = certDetails(caPem, "the fleet CA certificate");
+  if (cert.fingerprint256 === ca.fingerprint256) return { chains: true, reason: "it is the fleet CA certificate itself", caFingerprint256: ca.fingerprint256 };
+  try {
+    // Issuer and signature only: whether it is still valid is said on its own line.
+    await verifyIssuedBy(pem, caPem, { ignoreValidity: true });
+    return { chains: true, caFingerprint256: ca.fingerprint256 };
+  } catch (err) {
+    if (err instanceof PkiError) return { chains: false, reason: err.message.replace(/^.*? was not issued by the fleet CA: /, ""), caFingerprint256: ca.fingerprint256 };
+    throw err;
+  }
+}
