@@ -28,6 +28,8 @@ export type PkiErrorCode =
   | "NOT_YET_VALID"
   | "READ_FAILED"
   | "NAME_HAS_CERT"
+  | "BAD_CSR"
+  | "NO_PENDING_KEY"
   | "NOT_ISSUED";
 
 export class PkiError extends Error {
@@ -59,11 +61,11 @@ export const pkiErrors = {
     ),
   fileExists: (path: string) =>
     new PkiError("FILE_EXISTS", `refusing to overwrite ${path}: it already exists`, "choose another path, or pass --force to replace it"),
-  caMismatch: (path: string) =>
+  caMismatch: (path: string, other = "the bundle") =>
     new PkiError(
       "CA_MISMATCH",
-      `${path} holds a different fleet CA than the bundle`,
-      "a home belongs to one fleet: use a fresh --home, or ask for a bundle issued by this home's CA",
+      `${path} holds a different fleet CA than ${other}`,
+      "a home belongs to one fleet: use a fresh --home, or ask for a certificate issued by this home's CA",
     ),
   noCa: (path: string, hint = INIT_HINT) => new PkiError("NO_CA", `no fleet CA certificate at ${path}`, hint),
   noCaKey: (path: string, hint: string) => new PkiError("NO_CA_KEY", `no fleet CA key at ${path}`, hint),
@@ -119,6 +121,14 @@ export const pkiErrors = {
       "NAME_HAS_CERT",
       `"${name}" already has a valid certificate (serial ${held.serial}, expires ${held.notAfter.toISOString()})`,
       `pass --replace to issue a new one and revoke the old one ('a2a-node pki list' shows what this CA issued)`,
+    ),
+  badCsr: (what: string, reason: string) =>
+    new PkiError("BAD_CSR", `${what} cannot be signed: ${reason}`, "make a new one on that machine: a2a-node init-pki --name NAME --csr FILE"),
+  noPendingKey: (path: string) =>
+    new PkiError(
+      "NO_PENDING_KEY",
+      `no node key at ${path} for this certificate`,
+      "import it in the home that ran 'a2a-node init-pki --name NAME --csr FILE' (the key never leaves that machine)",
     ),
   notIssued: (what: string) =>
     new PkiError("NOT_ISSUED", `this CA has no record of a certificate ${what}`, "'a2a-node pki list' shows every certificate this CA issued"),

@@ -29,3 +29,5 @@ export {
   type IssueResult,
   type NodeIdentity,
 } from "./node-pki";
+export { createCsr, readCsr, type CsrInfo } from "./csr";
+export { requestCertificate, signCsr, importCertificate, type RequestResult, type SignResult } from "./csr-flow";

@@ -183,8 +183,7 @@ export async function issueBundle(paths: PkiPaths, opts: IssueBundleOptions): Pr
   }
 }
 
-/** Everything the daemon needs to serve and dial over mutual TLS, already checked. */
-function refuseExistingNode(paths: PkiPaths): void {
+export function refuseExistingNode(paths: PkiPaths): void {
   if (existsSync(paths.nodeKey)) throw pkiErrors.keyExists(paths.nodeKey);
   if (existsSync(paths.nodeCert)) throw pkiErrors.certExists(paths.nodeCert);
 }
@@ -199,14 +198,14 @@ function writeNode(paths: PkiPaths, leaf: CertAndKey): void {
 }
 
 /** Key and certificate folders exist and are private (0700), as src/home.ts lays them out. */
-function prepareDirs(paths: PkiPaths): void {
+export function prepareDirs(paths: Pick<PkiPaths, "caKey" | "nodeKey" | "caCert" | "nodeCert">): void {
   for (const dir of new Set([dirname(paths.caKey), dirname(paths.nodeKey), dirname(paths.caCert), dirname(paths.nodeCert)])) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
   }
 }
 
-function caSummary(paths: PkiPaths, certPem: string, created: boolean, hasKey: boolean): CaSummary {
+export function caSummary(paths: Pick<PkiPaths, "caCert" | "caKey">, certPem: string, created: boolean, hasKey: boolean): CaSummary {
   const info = inspectCert(certPem);
   return {
     created,
@@ -218,7 +217,7 @@ function caSummary(paths: PkiPaths, certPem: string, created: boolean, hasKey: b
   };
 }
 
-function nodeSummary(paths: PkiPaths, certPem: string): NodeSummary {
+export function nodeSummary(paths: Pick<PkiPaths, "nodeCert" | "nodeKey">, certPem: string): NodeSummary {
   const info = inspectCert(certPem);
   return { name: info.subjectCn, sans: info.sans, fingerprint256: info.fingerprint256, notAfter: info.notAfter, certPath: paths.nodeCert, keyPath: paths.nodeKey };
 }

@@ -52,7 +52,7 @@ describe("a2a-node pki", () => {
   });
 
   it.each([
-    [[], /missing subcommand: issue, list, show, inspect, needs-renewal/],
+    [[], /missing subcommand: issue, sign, import, list, show, inspect, needs-renewal/],
     [["frobnicate"], /unknown subcommand 'frobnicate'/],
     [["issue", "--out", "x"], /needs the machine's NAME/],
     [["issue", "bob"], /needs --out FILE/],

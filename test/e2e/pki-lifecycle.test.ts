@@ -3,7 +3,7 @@
  * needs-renewal's exit codes for timers.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCa, installBundle, initPki, issueBundle, issueLeaf } from "../../pki";
@@ -28,6 +28,31 @@ describe("the CA keeps records (binary)", () => {
     expect((await runBinary(["--home", ca, "pki", "issue", "beta", "--out", join(root, "b2"), "--replace"])).code).toBe(0);
     const list = JSON.parse((await runBinary(["--home", ca, "pki", "list", "--json"])).stdout);
     expect(list.map((c: { name: string; status: string }) => `${c.name}:${c.status}`)).toEqual(["ca:valid", "beta:revoked", "beta:valid"]);
+  });
+});
+
+describe("the CSR flow (binary): no private key travels", () => {
+  it("init-pki --csr, pki sign, pki import, then carol serves and alpha delegates to her", async () => {
+    const alpha = join(root, "csr-alpha");
+    const carol = join(root, "csr-carol");
+    const csr = join(root, "carol.csr");
+    const crt = join(root, "carol.crt");
+    expect((await runBinary(["--home", alpha, "init-pki", "--name", "alpha"])).code).toBe(0);
+    const req = await runBinary(["--home", carol, "init-pki", "--name", "carol", "--csr", csr]);
+    expect(req.code, req.stderr).toBe(0);
+    const signed = await runBinary(["--home", alpha, "pki", "sign", csr, "--out", crt]);
+    expect(signed.code, signed.stderr).toBe(0);
+    const imported = await runBinary(["--home", carol, "pki", "import", crt, "--ca", homePaths(alpha).caCert]);
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(statSync(homePaths(carol).nodeKey).mode & 0o777).toBe(0o600);
+    const node = await serveBinary(carol, ["--executor", "echo"]);
+    try {
+      const sent = await runBinary(["--home", alpha, "send", "--agent", node.url, "--task", "hello carol", "--wait", "--json"]);
+      expect(sent.code, sent.stderr).toBe(0);
+      expect(JSON.parse(sent.stdout).artifacts[0].parts[0].text).toBe("hello carol");
+    } finally {
+      await node.stop();
+    }
   });
 });
 

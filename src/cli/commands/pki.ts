@@ -6,11 +6,13 @@ import { issue } from "./pki/issue";
 import { list } from "./pki/list";
 import { needsRenewalSub } from "./pki/needs-renewal";
 import { show } from "./pki/show";
+import { sign } from "./pki/sign";
+import { importSub } from "./pki/import";
 import type { PkiSubcommand } from "./pki/subcommand";
 export { expiresIn } from "./pki/text";
 
 /** Every `pki` subcommand, in the order the help lists them. */
-const SUBCOMMANDS: readonly PkiSubcommand[] = [issue, list, show, inspect, needsRenewalSub];
+const SUBCOMMANDS: readonly PkiSubcommand[] = [issue, sign, importSub, list, show, inspect, needsRenewalSub];
 
 const names = SUBCOMMANDS.map((s) => s.name);
 
@@ -35,6 +37,10 @@ EXAMPLES
   a2a-node pki issue bob --san bob.lan --san 10.0.0.6 --out bob.bundle
   scp bob.bundle bob.lan: && rm bob.bundle
 
+  # no private key travels: carol made hers with 'init-pki --name carol --csr carol.csr'
+  a2a-node pki sign carol.csr --out carol.crt          # on the CA machine
+  a2a-node pki import carol.crt --ca ca.crt            # back on carol
+
   # bob's machine was lost: issue a new identity and revoke the old one
   a2a-node pki issue bob --replace --out bob.bundle
 
@@ -53,7 +59,7 @@ EXIT CODES
   0  done; for needs-renewal: renewal needed
   1  refused or failed: no CA key here, FILE exists, name already holds a valid certificate, ...
      (the message says what next); for needs-renewal: no renewal needed
-  2  usage error (unknown subcommand, missing NAME or --out)
+  2  usage error (unknown subcommand, missing NAME, CSR, CERT, --out or --ca)
   3  no such certificate file (inspect, needs-renewal)
   255  needs-renewal only: the certificate could not be read
 `;
@@ -78,7 +84,7 @@ export function asCliError(err: unknown): unknown {
 
 export const pkiCommand: Command = {
   name: "pki",
-  summary: "the fleet's certificates: issue, list, show, inspect, needs-renewal",
+  summary: "the fleet's certificates: issue, sign, import, list, show, inspect, needs-renewal",
   help,
   run,
 };

@@ -3,7 +3,8 @@ import { resolve } from "node:path";
 import { CliError, ExitCode, UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
 import { homePaths } from "../../../home";
-import { certDetails, PkiError, readPublic, verifyIssuedBy, type CertDetails } from "../../../../pki";
+import { certDetails, fingerprint256, PkiError, readCsr, readPublic, verifyIssuedBy, type CertDetails } from "../../../../pki";
+import type { TextSink } from "../../io";
 import { expiresIn, utc } from "./text";
 import type { PkiSubcommand } from "./subcommand";
 
@@ -15,7 +16,8 @@ export const inspect: PkiSubcommand = {
   name: "inspect",
   usage: "pki inspect [FILE] [--json]",
   summary: `describe a certificate (default: this node's): subject, SANs, serial, fingerprint, validity,
-            issuer, key usages, and whether this home's fleet CA issued it`,
+            issuer, key usages, and whether this home's fleet CA issued it; or a request from
+            'init-pki --csr': the name and SANs it asks for, once its signature is checked`,
   flags: "",
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
@@ -25,6 +27,7 @@ export const inspect: PkiSubcommand = {
     if (!existsSync(file))
       throw new CliError(`no certificate at ${file}`, ExitCode.NotFound, positionals[0] === undefined ? "run 'a2a-node init-pki' first, or name a FILE" : "check the path");
     const pem = readPublic(file);
+    if (/-----BEGIN (NEW )?CERTIFICATE REQUEST-----/.test(pem)) return inspectRequest(pem, file, f.json, ctx.io.stdout);
     const cert = certDetails(pem, file);
     const fleet = existsSync(paths.caCert) ? await fleetVerdict(pem, cert, readPublic(paths.caCert)) : undefined;
     const now = new Date();
@@ -68,4 +71,23 @@ async function fleetVerdict(pem: string, cert: CertDetails, caPem: string): Prom
     if (err instanceof PkiError) return { chains: false, reason: err.message.replace(/^.*? was not issued by the fleet CA: /, ""), caFingerprint256: ca.fingerprint256 };
     throw err;
   }
+}
+
+/** A certificate request, as the CA machine's operator reviews it before 'pki sign'. */
+async function inspectRequest(pem: string, file: string, json: boolean, out: TextSink): Promise<number> {
+  const csr = await readCsr(pem, file);
+  const keyFingerprint = fingerprint256(Buffer.from(csr.publicKeyPem.replace(/-----[^-]+-----|\s/g, ""), "base64"));
+  if (json) out.write(JSON.stringify({ file, kind: "certificate request", name: csr.name, sans: csr.sans, publicKeyFingerprint256: keyFingerprint }) + "\n");
+  else
+    out.write(
+      [
+        `file          ${file}`,
+        `kind          certificate request (its signature verifies with the key it carries)`,
+        `name          ${csr.name}`,
+        `SANs asked    ${csr.sans.join(", ") || "none beyond the name"}`,
+        `key           ECDSA P-256, SHA-256 of the public key ${keyFingerprint}`,
+        `next: on the CA machine, a2a-node pki sign ${file} --out ${csr.name}.crt`,
+      ].join("\n") + "\n",
+    );
+  return 0;
 }
