@@ -30,6 +30,9 @@ export type PkiErrorCode =
   | "NAME_HAS_CERT"
   | "BAD_CSR"
   | "NO_PENDING_KEY"
+  | "BAD_CRL"
+  | "STALE_CRL"
+  | "NO_CRL"
   | "NOT_ISSUED";
 
 export class PkiError extends Error {
@@ -130,6 +133,16 @@ export const pkiErrors = {
       `no node key at ${path} for this certificate`,
       "import it in the home that ran 'a2a-node init-pki --name NAME --csr FILE' (the key never leaves that machine)",
     ),
+  badCrl: (what: string, reason: string) =>
+    new PkiError("BAD_CRL", `${what} is not a revocation list of this fleet: ${reason}`, "ask the CA machine for a fresh one: a2a-node pki export-crl --out FILE"),
+  staleCrl: (what: string, number: number, installed: number) =>
+    new PkiError(
+      "STALE_CRL",
+      `${what} is older than the revocation list installed here (number ${number}, installed ${installed})`,
+      "ask the CA machine for its current list: a2a-node pki export-crl --out FILE",
+    ),
+  noCrl: (path: string) =>
+    new PkiError("NO_CRL", `no revocation list at ${path}`, "nothing was revoked yet, or import one: a2a-node pki import-crl FILE"),
   notIssued: (what: string) =>
     new PkiError("NOT_ISSUED", `this CA has no record of a certificate ${what}`, "'a2a-node pki list' shows every certificate this CA issued"),
   readFailed: (path: string, reason: string) => new PkiError("READ_FAILED", `cannot read ${path}: ${reason}`, "check the path and its permissions"),

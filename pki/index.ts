@@ -31,3 +31,7 @@ export {
 } from "./node-pki";
 export { createCsr, readCsr, type CsrInfo } from "./csr";
 export { requestCertificate, signCsr, importCertificate, type RequestResult, type SignResult } from "./csr-flow";
+export { makeCrl, type CrlEntry } from "./crl";
+export { readRevocationList, type RevocationList } from "./crl-reader";
+export { revoke, exportCrl, importCrl, type RevocationPaths, type RevokeResult } from "./revocation";
+export { publishCrl, installedList } from "./crl-publish";

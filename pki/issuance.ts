@@ -3,6 +3,7 @@ import { pkiErrors } from "./errors";
 import { inspectCert } from "./inspect";
 import { issueLeaf, signPublicKey } from "./leaf";
 import { CaRegistry, type IssueKind, type IssuedCert } from "./registry";
+import { publishCrl } from "./crl-publish";
 import { readPublic, readSecret } from "./secure-file";
 import type { CertAndKey } from "./cert-params";
 
@@ -12,6 +13,8 @@ export interface CaPaths {
   caKey: string;
   caRegistry: string;
   nodeCert: string;
+  /** The revocation list this home serves and enforces (certs/crl.pem). */
+  crl: string;
 }
 
 export const NO_CA_KEY_FOR_ISSUE = "run this on the machine that ran 'a2a-node init-pki' first (it holds secrets/ca.key)";
@@ -67,7 +70,7 @@ export interface RecordedIssue {
 /**
  * Issues a certificate the way every path into the fleet must: refused when NAME already holds a valid
  * certificate unless `replace` (which revokes it), and recorded in the CA's registry in the same transaction
- * as that revocation and the delivery. The caller regenerates the revocation list when `revoked` is not empty.
+ * as that revocation and the delivery; a revocation then signs a new revocation list into the home.
  */
 export async function issueRecorded(paths: CaPaths, registry: CaRegistry, opts: RecordedIssueOptions): Promise<RecordedIssue> {
   const now = opts.now ?? new Date();
@@ -88,6 +91,7 @@ export async function issueRecorded(paths: CaPaths, registry: CaRegistry, opts: 
     opts.deliver?.(leaf);
     return gone;
   });
+  if (revoked.length > 0) await publishCrl(paths, registry, now);
   return { certPem: leaf.certPem, keyPem: "keyPem" in leaf ? leaf.keyPem : undefined, record, revoked };
 }
 

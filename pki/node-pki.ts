@@ -22,6 +22,8 @@ export interface PkiPaths {
   caRegistry: string;
   nodeCert: string;
   nodeKey: string;
+  /** The fleet's revocation list this home enforces (and, on the CA machine, serves). */
+  crl: string;
 }
 
 export interface CaSummary {

@@ -9,6 +9,7 @@ import { join, resolve } from "node:path";
  *   HOME/                 0700
  *     certs/ca.crt        fleet CA certificate (public)
  *     certs/node.crt      this node's certificate (public)
+ *     certs/crl.pem       the fleet's revocation list this node enforces (public, signed by the fleet CA)
  *     secrets/            0700
  *       ca.key            fleet CA key (only on the machine that issues certificates)
  *       node.key          this node's key (never leaves the machine)
@@ -24,6 +25,7 @@ export interface HomePaths {
   caRegistry: string;
   nodeCert: string;
   nodeKey: string;
+  crl: string;
   database: string;
 }
 
@@ -47,6 +49,7 @@ export function homePaths(root: string): HomePaths {
     caRegistry: join(secretsDir, "ca-registry.db"),
     nodeCert: join(certsDir, "node.crt"),
     nodeKey: join(secretsDir, "node.key"),
+    crl: join(certsDir, "crl.pem"),
     database: join(root, "a2a-node.db"),
   };
 }

@@ -15,7 +15,7 @@ import { DefaultRequestHandler } from "./protocol/request-handler";
 import type { AgentCard } from "./protocol/types";
 import { v1Methods } from "./protocol/v1-methods";
 import { v03Methods } from "./protocol/v03/methods";
-import { watchExpiry } from "./fleet/expiry-watch";
+import { FleetPki } from "./fleet/fleet-pki";
 import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
 import { RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener } from "./server/mtls-listener";
@@ -66,6 +66,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   });
   const pushConfigs = new SqlitePushConfigStore(database);
   const peers = new SqlitePeerRegistry(database.db);
+  const fleetPki = new FleetPki({ crlPath: paths.crl, identity: () => identity, peers, settings: () => config, log });
   const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().map((p) => new URL(p.url).host)) });
   const dispatcher = new PushDispatcher(database, pushConfigs, {
     guard,
@@ -103,7 +104,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     cert: identity.certPem,
     key: identity.keyPem,
     ca: identity.caPem,
-    onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(advertisedUrl), executor, startedAt) }),
+    onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(advertisedUrl), executor, startedAt), pki: fleetPki.routes }),
+    revoked: fleetPki.revocations.revokedAt,
     onHandshakeError: (err, remote) => refusals.refused(err.message, remote),
     onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
     handshakeTimeoutMs: config.handshakeTimeoutMs,
@@ -130,7 +132,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     database: paths.database,
     version: VERSION,
   });
-  const expiry = watchExpiry(() => identity, log);
+  fleetPki.start(mtls);
 
   return {
     name: identity.name,
@@ -156,10 +158,11 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
           applied.push(SETTINGS[name].file);
         } else needsRestart.push(SETTINGS[name].file);
       }
+      await fleetPki.refresh();
       return { applied, needsRestart };
     },
     async stop() {
-      expiry.stop();
+      fleetPki.stop();
       for (const l of listeners) l.stopAccepting();
       refusals.flush();
       await runner.shutdown(config.shutdownGraceMs);

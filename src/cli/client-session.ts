@@ -1,5 +1,7 @@
 import { existsSync } from "node:fs";
 import { loadNodeIdentity } from "../../pki/identity";
+import { readRevocationList } from "../../pki/crl-reader";
+import { readPublic } from "../../pki/secure-file";
 import { A2AClient, protocolOf, type PeerProtocol } from "../client/a2a-client";
 import { explainFailure, resolveTarget, type Target } from "../client/connect";
 import { mtlsFetch, PeerIdentityError } from "../client/mtls-fetch";
@@ -26,7 +28,10 @@ export interface ClientSession {
 
 /** Everything `send` and `status` need: this node's identity, the target, and an mTLS client for it. */
 export async function openClientSession(home: string, agent: string): Promise<ClientSession> {
-  const identity = await loadNodeIdentity(homePaths(home));
+  const paths = homePaths(home);
+  const identity = await loadNodeIdentity(paths);
+  // The fleet's revocation list, when this home has one: a revoked server is refused before we send it anything.
+  const revocations = existsSync(paths.crl) ? readRevocationList(readPublic(paths.crl), identity.caPem, paths.crl) : undefined;
   const { peers, close } = openPeers(home);
   let target: Target | undefined;
   try {
@@ -41,6 +46,7 @@ export async function openClientSession(home: string, agent: string): Promise<Cl
   const fetchFn = mtlsFetch(
     { cert: identity.certPem, key: identity.keyPem, ca: identity.caPem },
     { name: target.peer?.name, fingerprint: target.peer?.fingerprint },
+    revocations && ((serial) => revocations.revoked.get(serial)),
   );
   const t = target;
   const fail = (err: unknown): never => {

@@ -38,6 +38,8 @@ export interface RouterOptions {
   transport: JsonRpcTransport;
   /** Everything that is not a JSON-RPC POST (card, health, OpenAPI) goes to the web app. */
   web(request: Request, caller: CallerIdentity): Promise<Response>;
+  /** Paths under /pki/ (the fleet PKI: revocation list, renewal), when this listener serves them. */
+  pki?(req: HttpRequest, caller: CallerIdentity, path: string): Promise<HttpResponse>;
 }
 
 /**
@@ -60,6 +62,7 @@ export function createRequestRouter(options: RouterOptions) {
       if (out.kind === "none") return { status: 204 };
       return { status: 200, headers: SSE_HEADERS, stream: sse(out.events) };
     }
+    if (options.pki && path.startsWith("/pki/")) return options.pki(req, caller, path);
     const headers = new Headers();
     for (const [k, v] of req.headers) headers.set(k, v);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";

@@ -235,6 +235,28 @@ export const SETTINGS = {
     doc: "skills listed in the agent card, each optionally with its own model, system_prompt and temperature (config file only)",
   }),
 
+  // The fleet PKI: where the CA node is, how often its revocation list is fetched.
+  caPeer: text({
+    file: "ca_peer",
+    value: "PEER",
+    group: "pki",
+    default: undefined,
+    nonEmpty: true,
+    reloadable: true,
+    doc: "the registered peer that holds the fleet CA: its revocation list is fetched from it over mutual TLS (unset: only HOME/certs/crl.pem, from pki revoke or pki import-crl, is enforced)",
+  }),
+  crlRefreshMs: seconds({
+    file: "crl_refresh_seconds",
+    flag: "crl-refresh",
+    value: "SECONDS",
+    group: "pki",
+    default: 300_000,
+    min: 1,
+    max: 86_400,
+    reloadable: true,
+    doc: "how often the revocation list is read again from HOME/certs/crl.pem and fetched from ca_peer; SIGHUP does it at once",
+  }),
+
   // The daemon itself.
   logLevel: text({
     file: "log_level",
@@ -259,5 +281,6 @@ export const GROUPS: Record<SettingGroup, string> = {
   limits: "LIMITS",
   webhooks: "PUSH-NOTIFICATION WEBHOOKS",
   card: "AGENT CARD",
+  pki: "FLEET PKI",
   daemon: "DAEMON",
 };

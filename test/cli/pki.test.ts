@@ -52,7 +52,10 @@ describe("a2a-node pki", () => {
   });
 
   it.each([
-    [[], /missing subcommand: issue, sign, import, list, show, inspect, needs-renewal/],
+    [[], /missing subcommand: issue, sign, import, list, revoke, export-crl, import-crl, show, inspect, needs-renewal/],
+    [["revoke"], /pki revoke needs a NAME or SERIAL/],
+    [["export-crl"], /pki export-crl needs --out FILE/],
+    [["import-crl"], /pki import-crl needs the FILE to install/],
     [["frobnicate"], /unknown subcommand 'frobnicate'/],
     [["issue", "--out", "x"], /needs the machine's NAME/],
     [["issue", "bob"], /needs --out FILE/],
@@ -284,5 +287,47 @@ describe("a2a-node pki needs-renewal", () => {
     expect(bad.exitCode).toBe(255);
     expect(bad.message).toBe(`${junk} is not a valid PEM certificate`);
     expect((await failure(pki(["needs-renewal", "--within", "-3"], caHome))).exitCode).toBe(2);
+  });
+});
+
+describe("a2a-node pki revoke, export-crl, import-crl", () => {
+  it("revokes by name, says what it signed and what next; again by serial says it already was", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    const issued = JSON.parse((await pki(["issue", "ivy", "--out", join(tmp(), "ivy"), "--json"], home)).out);
+    const r = await pki(["revoke", "ivy", "--reason", "stolen"], home);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(new RegExp(`^revoked "ivy" serial ${issued.serial} \\(was valid until \\d{4}-`));
+    expect(r.out).toMatch(/\nsigned revocation list number 1 \(1 revoked certificate\) into .*certs\/crl\.pem\n/);
+    expect(r.out).toContain("next: nodes with ca_peer set to this node fetch it within crl_refresh_seconds (SIGHUP: at once);");
+    const again = JSON.parse((await pki(["revoke", issued.serial, "--json"], home)).out);
+    expect(again).toMatchObject({ revoked: [], alreadyRevoked: [{ name: "ivy", serial: issued.serial, revokeReason: "stolen" }], crl: { number: 2, revoked: 1 } });
+    const list = JSON.parse((await pki(["list", "--json"], home)).out);
+    expect(list.find((c: { name: string }) => c.name === "ivy")).toMatchObject({ status: "revoked", revokeReason: "stolen" });
+
+    const unknown = await failure(pki(["revoke", "nobody"], home));
+    expect(unknown.exitCode).toBe(1);
+    expect(unknown.hint).toBe("'a2a-node pki list' shows every certificate this CA issued");
+
+    const crl = join(tmp(), "fleet.crl");
+    const exported = await pki(["export-crl", "--out", crl], home);
+    expect(exported.out).toMatch(new RegExp(`^wrote revocation list number 3 \\(1 revoked, signed .*\\) to ${crl.replace(/[.]/g, "\\.")}\nnext: on each machine, a2a-node pki import-crl `));
+    const shown = await pki(["inspect", crl], home);
+    expect(shown.out).toContain("kind          revocation list number 3, signed by this home's fleet CA on ");
+    expect(shown.out).toContain(`revoked       ${issued.serial} (on `);
+
+    const other = join(tmp(), "other");
+    const b = join(tmp(), "o.bundle");
+    await pki(["issue", "olive", "--out", b], home);
+    await initPkiCommand.run(["--bundle", b], { io: bufferIo(), home: other });
+    expect((await pki(["import-crl", crl], other)).out).toMatch(/^installed revocation list number 3 \(1 revoked\) into .*crl\.pem\n$/);
+    expect((await pki(["import-crl", crl], other)).out).toBe("revocation list number 3 is already installed; nothing changed\n");
+    const newer = join(tmp(), "newer.crl");
+    await pki(["export-crl", "--out", newer], home);
+    expect((await pki(["import-crl", newer], other)).code).toBe(0);
+    const stale = await failure(pki(["import-crl", crl], other));
+    expect(stale.exitCode).toBe(1);
+    expect(stale.message).toBe(`${crl} is older than the revocation list installed here (number 3, installed 4)`);
+    expect(stale.hint).toBe("ask the CA machine for its current list: a2a-node pki export-crl --out FILE");
   });
 });

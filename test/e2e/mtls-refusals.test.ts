@@ -221,6 +221,22 @@ describe("mutual TLS refusals", () => {
     });
   });
 
+  describe("certificates the fleet CA signed but out of date or for another purpose", () => {
+    const DAY = 86_400_000;
+    it.each([
+      ["expired", { notBefore: new Date(Date.now() - 10 * DAY), notAfter: new Date(Date.now() - DAY) }, /kind=expired reason="certificate has expired"/],
+      ["not yet valid", { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 10 * DAY) }, /kind=not_yet_valid reason="certificate is not yet valid"/],
+      ["for code signing", { eku: ["1.3.6.1.5.5.7.3.3"] }, /kind=wrong_purpose reason="unsupported certificate purpose"/],
+      ["without extended key usage", { eku: [] }, /kind=wrong_purpose reason="client certificate refused: its certificate is not for TLS client and server both \(extended key usage: none\)"/],
+    ])("a certificate %s is refused at the connection, the reason logged", async (what, opts, logged) => {
+      const c = await craftCert(fleet.ca(), { subject: [{ CN: [`odd-${what.split(" ")[0]}`] }], ...opts });
+      const { res, err } = await attempt(ROUTES[0], { cert: c.certPem, key: c.keyPem, ca: alpha.ca });
+      expect(res).toBeUndefined();
+      expect(err?.code).toMatch(/^(ECONNRESET|EPROTO|ERR_SSL_[A-Z0-9_]+|ECONNABORTED|ConnectionClosed|EPIPE)$/);
+      expect(await node.waitForLog(new RegExp(`refused a connection remote=\\S+ ${logged.source}`))).toBeTruthy();
+    });
+  });
+
   describe("certificates under an intermediate CA the fleet CA signed", () => {
     it("a client presenting a leaf and its intermediate is refused at the connection, on every route", async () => {
       const { chain, leaf } = await craftIntermediateLeaf(fleet.ca(), "sneaky");

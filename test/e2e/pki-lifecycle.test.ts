@@ -3,12 +3,12 @@
  * needs-renewal's exit codes for timers.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createCa, installBundle, initPki, issueBundle, issueLeaf } from "../../pki";
 import { ensureHome, homePaths } from "../../src/home";
-import { runBinary, serveBinary } from "../helpers/binary";
+import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";
 
 const DAY = 86_400_000;
 let root: string;
@@ -53,6 +53,96 @@ describe("the CSR flow (binary): no private key travels", () => {
     } finally {
       await node.stop();
     }
+  });
+});
+
+describe("revocation (binary): a stolen machine is cut off fleet-wide", () => {
+  const served: ServedBinary[] = [];
+  afterAll(async () => {
+    for (const n of served) await n.stop("SIGKILL");
+  });
+  const home = (name: string) => join(root, `rev-${name}`);
+  const cli = (name: string, ...args: string[]) => runBinary(["--home", home(name), ...args]);
+  const tlsOf = (name: string) => {
+    const p = homePaths(home(name));
+    return { cert: readFileSync(p.nodeCert, "utf8"), key: readFileSync(p.nodeKey, "utf8"), ca: readFileSync(p.caCert, "utf8") };
+  };
+  /**
+   * A JSON-RPC call as `who` on a new connection (a pooled one may have been closed by the revocation): the
+   * HTTP status, or the error code when the connection was refused.
+   */
+  const callAs = async (who: string, url: string) => {
+    try {
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", "a2a-version": "1.0" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }),
+        keepalive: false,
+        tls: tlsOf(who),
+      } as RequestInit);
+      await res.arrayBuffer();
+      return res.status;
+    } catch (err) {
+      return (err as { code?: string }).code ?? "error";
+    }
+  };
+  const REFUSED = /^(ECONNRESET|ConnectionClosed|EPIPE|ECONNABORTED)$/;
+
+  it("pki revoke on the CA: the CA node refuses within one refresh, a node fetching from it on SIGHUP, send refuses it as a server", async () => {
+    expect((await cli("alpha", "init-pki", "--name", "alpha")).code).toBe(0);
+    for (const name of ["beta", "gamma", "delta"]) {
+      const bundle = join(root, `rev-${name}.bundle`);
+      expect((await cli("alpha", "pki", "issue", name, "--out", bundle)).code).toBe(0);
+      expect((await cli(name, "init-pki", "--bundle", bundle)).code).toBe(0);
+    }
+    // alpha holds the CA and re-reads its list every second; beta fetches alpha's, on SIGHUP here.
+    const alpha = await serveBinary(home("alpha"), ["--executor", "echo", "--crl-refresh", "1", "--log-refusals-per-minute", "1000"]);
+    served.push(alpha);
+    expect((await cli("beta", "peers", "add", "alpha", alpha.url)).code).toBe(0);
+    const beta = await serveBinary(home("beta"), ["--executor", "echo", "--ca-peer", "alpha", "--crl-refresh", "3600", "--log-refusals-per-minute", "1000"]);
+    served.push(beta);
+    const gamma = await serveBinary(home("gamma"), ["--executor", "echo"]);
+    served.push(gamma);
+    expect(await callAs("gamma", alpha.url)).toBe(200);
+    expect(await callAs("gamma", beta.url)).toBe(200);
+    const sentBefore = await cli("alpha", "send", "--agent", gamma.url, "--task", "hi", "--wait");
+    expect(sentBefore.code, sentBefore.stderr).toBe(0);
+
+    const revoked = await cli("alpha", "pki", "revoke", "gamma", "--reason", "laptop stolen");
+    expect(revoked.code, revoked.stderr).toBe(0);
+    expect(revoked.stdout).toMatch(/^revoked "gamma" serial ([0-9A-F]+) /);
+    const serial = /serial ([0-9A-F]+)/.exec(revoked.stdout)![1];
+
+    // The CA node reads its own list again within crl_refresh_seconds: no signal needed.
+    await alpha.waitForLog(/revocation list in force source=\S+crl\.pem number=\d+ revoked=1/);
+    expect(await callAs("gamma", alpha.url)).toMatch(REFUSED);
+    expect(await alpha.waitForLog(new RegExp(`refused a connection remote=\\S+ kind=revoked reason="client certificate refused: its certificate \\(serial ${serial}\\) was revoked on `))).toBeTruthy();
+    expect(await callAs("delta", alpha.url)).toBe(200);
+
+    // beta fetches from its ca_peer on SIGHUP (and every crl_refresh_seconds).
+    expect(await callAs("gamma", beta.url)).toBe(200);
+    beta.signal("SIGHUP");
+    await beta.waitForLog(/revocation list in force source="peer 'alpha'" number=\d+ revoked=1/);
+    expect(await callAs("gamma", beta.url)).toMatch(REFUSED);
+    expect(await beta.waitForLog(/kind=revoked reason="client certificate refused: its certificate \(serial [0-9A-F]+\) was revoked/)).toBeTruthy();
+    expect(await callAs("delta", beta.url)).toBe(200);
+    expect(existsSync(homePaths(home("beta")).crl)).toBe(true);
+
+    // As a server, too: alpha's send (and beta's, from the list its daemon fetched) refuse gamma.
+    for (const from of ["alpha", "beta"]) {
+      const sent = await cli(from, "send", "--agent", gamma.url, "--task", "secrets", "--wait");
+      expect(sent.code).toBe(4);
+      expect(sent.stderr).toMatch(new RegExp(`is not who we expected: the server's certificate is not a fleet member's: its certificate \\(serial ${serial}\\) was revoked on `));
+    }
+
+    // An air-gapped node takes the list by hand.
+    const crl = join(root, "fleet.crl");
+    expect((await cli("alpha", "pki", "export-crl", "--out", crl)).code).toBe(0);
+    expect((await cli("delta", "send", "--agent", gamma.url, "--task", "hi", "--wait")).code).toBe(0);
+    const imported = await cli("delta", "pki", "import-crl", crl);
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(imported.stdout).toMatch(/^installed revocation list number \d+ \(1 revoked\)/);
+    expect((await cli("delta", "send", "--agent", gamma.url, "--task", "hi", "--wait")).code).toBe(4);
   });
 });
 

@@ -8,11 +8,13 @@ import { needsRenewalSub } from "./pki/needs-renewal";
 import { show } from "./pki/show";
 import { sign } from "./pki/sign";
 import { importSub } from "./pki/import";
+import { revokeSub } from "./pki/revoke";
+import { exportCrlSub, importCrlSub } from "./pki/crl-files";
 import type { PkiSubcommand } from "./pki/subcommand";
 export { expiresIn } from "./pki/text";
 
 /** Every `pki` subcommand, in the order the help lists them. */
-const SUBCOMMANDS: readonly PkiSubcommand[] = [issue, sign, importSub, list, show, inspect, needsRenewalSub];
+const SUBCOMMANDS: readonly PkiSubcommand[] = [issue, sign, importSub, list, revokeSub, exportCrlSub, importCrlSub, show, inspect, needsRenewalSub];
 
 const names = SUBCOMMANDS.map((s) => s.name);
 
@@ -44,8 +46,13 @@ EXAMPLES
   # bob's machine was lost: issue a new identity and revoke the old one
   a2a-node pki issue bob --replace --out bob.bundle
 
-  # what has this CA issued?
+  # what has this CA issued? cut off a stolen machine, fleet-wide
   a2a-node pki list
+  a2a-node pki revoke bob --reason "laptop stolen"
+
+  # an air-gapped fleet: carry the revocation list by hand
+  a2a-node pki export-crl --out fleet.crl              # on the CA machine
+  a2a-node pki import-crl fleet.crl                    # on every other machine
 
   # check this node's identity, or feed it to a script
   a2a-node pki show
@@ -57,7 +64,8 @@ EXAMPLES
 
 EXIT CODES
   0  done; for needs-renewal: renewal needed
-  1  refused or failed: no CA key here, FILE exists, name already holds a valid certificate, ...
+  1  refused or failed: no CA key here, FILE exists, name already holds a valid certificate, a
+     revocation list older than the installed one, ...
      (the message says what next); for needs-renewal: no renewal needed
   2  usage error (unknown subcommand, missing NAME, CSR, CERT, --out or --ca)
   3  no such certificate file (inspect, needs-renewal)
@@ -84,7 +92,7 @@ export function asCliError(err: unknown): unknown {
 
 export const pkiCommand: Command = {
   name: "pki",
-  summary: "the fleet's certificates: issue, sign, import, list, show, inspect, needs-renewal",
+  summary: "the fleet's certificates: issue, sign, import, list, revoke, show, inspect, needs-renewal",
   help,
   run,
 };

@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { CliError, ExitCode, UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
 import { homePaths } from "../../../home";
-import { certDetails, fingerprint256, PkiError, readCsr, readPublic, verifyIssuedBy, type CertDetails } from "../../../../pki";
+import { certDetails, fingerprint256, PkiError, pkiErrors, readCsr, readPublic, readRevocationList, verifyIssuedBy, type CertDetails } from "../../../../pki";
 import type { TextSink } from "../../io";
 import { expiresIn, utc } from "./text";
 import type { PkiSubcommand } from "./subcommand";
@@ -17,7 +17,8 @@ export const inspect: PkiSubcommand = {
   usage: "pki inspect [FILE] [--json]",
   summary: `describe a certificate (default: this node's): subject, SANs, serial, fingerprint, validity,
             issuer, key usages, and whether this home's fleet CA issued it; or a request from
-            'init-pki --csr': the name and SANs it asks for, once its signature is checked`,
+            'init-pki --csr': the name and SANs it asks for, once its signature is checked; or a
+            revocation list: its number, date and revoked serials, once checked against the fleet CA`,
   flags: "",
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
@@ -28,6 +29,7 @@ export const inspect: PkiSubcommand = {
       throw new CliError(`no certificate at ${file}`, ExitCode.NotFound, positionals[0] === undefined ? "run 'a2a-node init-pki' first, or name a FILE" : "check the path");
     const pem = readPublic(file);
     if (/-----BEGIN (NEW )?CERTIFICATE REQUEST-----/.test(pem)) return inspectRequest(pem, file, f.json, ctx.io.stdout);
+    if (/-----BEGIN X509 CRL-----/.test(pem)) return inspectList(pem, file, paths, f.json, ctx.io.stdout);
     const cert = certDetails(pem, file);
     const fleet = existsSync(paths.caCert) ? await fleetVerdict(pem, cert, readPublic(paths.caCert)) : undefined;
     const now = new Date();
@@ -87,6 +89,23 @@ async function inspectRequest(pem: string, file: string, json: boolean, out: Tex
         `SANs asked    ${csr.sans.join(", ") || "none beyond the name"}`,
         `key           ECDSA P-256, SHA-256 of the public key ${keyFingerprint}`,
         `next: on the CA machine, a2a-node pki sign ${file} --out ${csr.name}.crt`,
+      ].join("\n") + "\n",
+    );
+  return 0;
+}
+
+/** A revocation list, checked against this home's fleet CA. */
+async function inspectList(pem: string, file: string, paths: ReturnType<typeof homePaths>, json: boolean, out: TextSink): Promise<number> {
+  if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert, "a revocation list is checked against the fleet CA: run this in a home of the fleet");
+  const list = readRevocationList(pem, readPublic(paths.caCert), file);
+  const revoked = [...list.revoked].map(([serial, at]) => ({ serial, revokedAt: at }));
+  if (json) out.write(JSON.stringify({ file, kind: "revocation list", number: list.number, signed: list.thisUpdate, nextUpdate: list.nextUpdate ?? null, revoked }) + "\n");
+  else
+    out.write(
+      [
+        `file          ${file}`,
+        `kind          revocation list number ${list.number}, signed by this home's fleet CA on ${utc(list.thisUpdate)}`,
+        ...(revoked.length ? revoked.map((r, i) => `${i === 0 ? "revoked      " : "             "} ${r.serial} (on ${utc(r.revokedAt)})`) : ["revoked       none"]),
       ].join("\n") + "\n",
     );
   return 0;
