@@ -33,6 +33,7 @@ export type PkiErrorCode =
   | "BAD_CRL"
   | "STALE_CRL"
   | "NO_CRL"
+  | "RENEW_REFUSED"
   | "NOT_ISSUED";
 
 export class PkiError extends Error {
@@ -72,7 +73,7 @@ export const pkiErrors = {
     ),
   noCa: (path: string, hint = INIT_HINT) => new PkiError("NO_CA", `no fleet CA certificate at ${path}`, hint),
   noCaKey: (path: string, hint: string) => new PkiError("NO_CA_KEY", `no fleet CA key at ${path}`, hint),
-  noNodeCert: (path: string) => new PkiError("NO_NODE_CERT", `no node certificate at ${path}`, INIT_HINT),
+  noNodeCert: (path: string, hint = INIT_HINT) => new PkiError("NO_NODE_CERT", `no node certificate at ${path}`, hint),
   noNodeKey: (path: string) =>
     new PkiError(
       "NO_NODE_KEY",
@@ -123,7 +124,7 @@ export const pkiErrors = {
     new PkiError(
       "NAME_HAS_CERT",
       `"${name}" already has a valid certificate (serial ${held.serial}, expires ${held.notAfter.toISOString()})`,
-      `pass --replace to issue a new one and revoke the old one ('a2a-node pki list' shows what this CA issued)`,
+      `pass --replace to issue a new one and revoke the old one, or renew it on that machine with 'a2a-node pki renew' ('a2a-node pki list' shows what this CA issued)`,
     ),
   badCsr: (what: string, reason: string) =>
     new PkiError("BAD_CSR", `${what} cannot be signed: ${reason}`, "make a new one on that machine: a2a-node init-pki --name NAME --csr FILE"),
@@ -143,6 +144,8 @@ export const pkiErrors = {
     ),
   noCrl: (path: string) =>
     new PkiError("NO_CRL", `no revocation list at ${path}`, "nothing was revoked yet, or import one: a2a-node pki import-crl FILE"),
+  renewRefused: (reason: string) =>
+    new PkiError("RENEW_REFUSED", `renewal refused: ${reason}`, "renew from the machine that holds the certificate, with its own key; or issue anew on the CA machine (pki issue NAME --replace)"),
   notIssued: (what: string) =>
     new PkiError("NOT_ISSUED", `this CA has no record of a certificate ${what}`, "'a2a-node pki list' shows every certificate this CA issued"),
   readFailed: (path: string, reason: string) => new PkiError("READ_FAILED", `cannot read ${path}: ${reason}`, "check the path and its permissions"),

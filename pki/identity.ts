@@ -4,6 +4,7 @@ import { pkiErrors } from "./errors";
 import type { CertInfo } from "./inspect";
 import { checkIssuedNodeName } from "./names";
 import { readPublic, readSecret } from "./secure-file";
+import { recoverInterruptedRenewal } from "./renewal-files";
 
 /** The files of a home's identity (HomePaths fits). */
 export interface IdentityPaths {
@@ -38,7 +39,12 @@ export interface NodeIdentity {
  * `serve`, `send` and `status`, and must not pay for loading the certificate-issuing library.
  */
 export async function loadNodeIdentity(paths: IdentityPaths, opts: { now?: Date; allowExpired?: boolean } = {}): Promise<NodeIdentity> {
-  if (!existsSync(paths.nodeCert)) throw pkiErrors.noNodeCert(paths.nodeCert);
+  // A renewal a crash cut short is finished (or undone) before the pair is read.
+  recoverInterruptedRenewal(paths);
+  if (!existsSync(paths.nodeCert))
+    throw existsSync(paths.nodeKey)
+      ? pkiErrors.noNodeCert(paths.nodeCert, "this home's key waits for its certificate: a2a-node pki import CERT --ca CA_CERT (see init-pki --csr)")
+      : pkiErrors.noNodeCert(paths.nodeCert);
   if (!existsSync(paths.nodeKey)) throw pkiErrors.noNodeKey(paths.nodeKey);
   if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert);
   const certPem = readPublic(paths.nodeCert);

@@ -35,3 +35,5 @@ export { makeCrl, type CrlEntry } from "./crl";
 export { readRevocationList, type RevocationList } from "./crl-reader";
 export { revoke, exportCrl, importCrl, type RevocationPaths, type RevokeResult } from "./revocation";
 export { publishCrl, installedList } from "./crl-publish";
+export { renewRecorded, type RenewalRequest } from "./renewal";
+export { installRenewedIdentity, recoverInterruptedRenewal, type NodeFiles } from "./renewal-files";

@@ -49,6 +49,11 @@ export interface RecordedIssueOptions {
   how: IssueKind;
   /** Issue even though NAME holds a valid certificate, and revoke that one. */
   replace?: boolean;
+  /**
+   * A renewal by the holder of a valid certificate: NAME's valid certificates neither block the issue nor are
+   * revoked (they run out by themselves; connections made with them go on meanwhile).
+   */
+  renewal?: boolean;
   /** A public key made elsewhere (SPKI PEM or CryptoKey); without it a key pair is made here. */
   publicKey?: CryptoKey | string;
   now?: Date;
@@ -74,14 +79,14 @@ export interface RecordedIssue {
  */
 export async function issueRecorded(paths: CaPaths, registry: CaRegistry, opts: RecordedIssueOptions): Promise<RecordedIssue> {
   const now = opts.now ?? new Date();
-  refuseIfHeld(registry, opts.name, now, opts.replace);
+  if (!opts.renewal) refuseIfHeld(registry, opts.name, now, opts.replace);
   const ca: CertAndKey = { certPem: readPublic(paths.caCert), keyPem: readSecret(paths.caKey) };
   const leafOpts = { ca, name: opts.name, sans: opts.sans, days: opts.days, now };
   const leaf = opts.publicKey !== undefined ? { certPem: await signPublicKey({ ...leafOpts, publicKey: opts.publicKey }) } : await issueLeaf(leafOpts);
   const record = recordOf(leaf.certPem, opts.how, now);
   const revoked = registry.transaction(() => {
     // Again inside the transaction: another process may have issued this name while we were signing.
-    const held = refuseIfHeld(registry, opts.name, now, opts.replace);
+    const held = opts.renewal ? [] : refuseIfHeld(registry, opts.name, now, opts.replace);
     registry.record(record);
     const gone = registry.revoke(
       held.map((c) => c.serial),

@@ -55,6 +55,12 @@ export function acquireHomeLock(home: string): HomeLock {
   };
 }
 
+/** The PID of the `serve` running on this home, if one is; so a command can tell it to reload (SIGHUP). */
+export function servingPid(home: string): number | undefined {
+  const pid = readHolder(join(home, "serve.pid"));
+  return pid !== undefined && pid !== process.pid && isServing(pid) ? pid : undefined;
+}
+
 function readHolder(path: string): number | undefined {
   try {
     const pid = Number.parseInt(readFileSync(path, "utf8").trim(), 10);

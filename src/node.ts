@@ -66,7 +66,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   });
   const pushConfigs = new SqlitePushConfigStore(database);
   const peers = new SqlitePeerRegistry(database.db);
-  const fleetPki = new FleetPki({ crlPath: paths.crl, identity: () => identity, peers, settings: () => config, log });
+  const fleetPki = new FleetPki({ paths, identity: () => identity, adopt: (fresh) => (identity = fresh), peers, settings: () => config, log });
   const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().map((p) => new URL(p.url).host)) });
   const dispatcher = new PushDispatcher(database, pushConfigs, {
     guard,
@@ -146,8 +146,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       if (fresh.certPem !== identity.certPem || fresh.keyPem !== identity.keyPem || fresh.caPem !== identity.caPem) {
         if (fresh.name !== identity.name) needsRestart.push(`certificate (its name changed from ${identity.name} to ${fresh.name})`);
         else {
-          mtls.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
-          identity = fresh;
+          fleetPki.useIdentity(fresh);
           applied.push("certificate");
         }
       }

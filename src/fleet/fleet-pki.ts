@@ -1,18 +1,24 @@
+import { existsSync } from "node:fs";
 import type { NodeIdentity } from "../../pki/identity";
 import { mtlsFetch } from "../client/mtls-fetch";
+import type { HomePaths } from "../home";
 import type { Logger } from "../log";
 import type { PeerRegistry } from "../peers/peer-registry";
 import type { Listener } from "../server/mtls-listener";
+import { startAutoRenew, type AutoRenew } from "./auto-renew";
+import { renewHandler } from "./ca-service";
 import { startCrlSync, type CrlSync } from "./crl-sync";
 import { watchExpiry, type ExpiryWatch } from "./expiry-watch";
 import { createPkiRoutes, type PkiRoutes } from "./pki-routes";
+import { renewIdentity } from "./renewal";
 import { RevocationState } from "./revocation-state";
 
 export interface FleetPkiOptions {
-  /** HOME/certs/crl.pem */
-  crlPath: string;
+  paths: HomePaths;
   /** This node's identity as it is now (it changes on SIGHUP and renewal). */
   identity(): NodeIdentity;
+  /** Makes `fresh` this node's identity for everything that reads identity() (the agent card, new dials). */
+  adopt(fresh: NodeIdentity): void;
   peers: PeerRegistry;
   /** The live settings (SIGHUP updates the reloadable ones in place). */
   settings(): { caPeer?: string; crlRefreshMs: number };
@@ -21,23 +27,27 @@ export interface FleetPkiOptions {
 
 /**
  * The daemon's part in the fleet PKI, in one piece: the revocation list it enforces (kept current from disk and
- * from the CA peer), the /pki/ routes it serves, and the expiry warnings in its log.
+ * from the CA peer), the /pki/ routes it serves (the list; renewals, on the CA node), renewing its own
+ * certificate at two thirds of its lifetime, and the expiry warnings in its log.
  */
 export class FleetPki {
   readonly revocations: RevocationState;
   readonly routes: PkiRoutes;
+  private listener: Listener | undefined;
   private crlSync: CrlSync | undefined;
   private expiry: ExpiryWatch | undefined;
+  private autoRenew: AutoRenew | undefined;
 
   constructor(private readonly options: FleetPkiOptions) {
-    this.revocations = new RevocationState(options.crlPath, options.identity, options.log);
+    this.revocations = new RevocationState(options.paths.crl, options.identity, options.log);
     this.revocations.loadFromDisk();
-    this.routes = createPkiRoutes({ revocations: this.revocations });
+    this.routes = createPkiRoutes({ revocations: this.revocations, renew: renewHandler(options.paths, options.log) });
   }
 
   /** Starts the background work once the mTLS listener is up: a new revocation list ends revoked peers' open connections. */
   start(listener: Listener): void {
     const { options } = this;
+    this.listener = listener;
     this.revocations.onChange(() => listener.dropRevoked?.());
     this.crlSync = startCrlSync({
       state: this.revocations,
@@ -46,7 +56,37 @@ export class FleetPki {
       fetchFor: (peer) => this.fetchAs(peer),
       log: options.log,
     });
-    this.expiry = watchExpiry(options.identity, options.log);
+    this.expiry = watchExpiry(options.identity, options.log, { renewHint: "a2a-node pki renew (or set ca_peer, and the node renews by itself)" });
+    this.autoRenew = startAutoRenew({
+      current: options.identity,
+      canRenew: () => existsSync(options.paths.caKey) || options.settings().caPeer !== undefined,
+      renew: async () => void (await this.renew()),
+      log: options.log,
+    });
+  }
+
+  /** Renews this node's certificate now, from the CA node or this home's CA, and serves it to new connections. */
+  async renew(): Promise<NodeIdentity> {
+    const { options } = this;
+    const caPeer = options.settings().caPeer;
+    const peer = caPeer ? options.peers.get(caPeer) : undefined;
+    if (caPeer && !peer && !existsSync(options.paths.caKey)) throw new Error(`ca_peer '${caPeer}' is not a registered peer (a2a-node peers add ${caPeer} URL)`);
+    const before = options.identity();
+    const fresh = await renewIdentity(options.paths, before, { peer, fetchFor: (p) => this.fetchAs(p) });
+    this.useIdentity(fresh);
+    options.log.info("renewed this node's certificate; new connections use it", {
+      name: fresh.name,
+      serial: fresh.serialNumber,
+      expires: fresh.notAfter.toISOString(),
+      previous_expires: before.notAfter.toISOString(),
+    });
+    return fresh;
+  }
+
+  /** Serves `fresh` to new connections (open ones keep theirs) and makes it the node's identity. */
+  useIdentity(fresh: NodeIdentity): void {
+    this.listener?.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
+    this.options.adopt(fresh);
   }
 
   /** An mTLS fetch to a named peer as this node, refusing a revoked server. */
@@ -64,5 +104,6 @@ export class FleetPki {
   stop(): void {
     this.crlSync?.stop();
     this.expiry?.stop();
+    this.autoRenew?.stop();
   }
 }

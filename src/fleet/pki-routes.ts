@@ -2,6 +2,7 @@ import type { CallerIdentity } from "../protocol/caller";
 import type { HttpRequest, HttpResponse } from "../server/http1";
 import { CRL_PATH } from "./crl-sync";
 import type { RevocationState } from "./revocation-state";
+import { RENEW_PATH } from "./ca-service";
 
 const JSON_HEADERS = { "content-type": "application/json" };
 
@@ -10,10 +11,12 @@ export type PkiRoutes = (req: HttpRequest, caller: CallerIdentity, path: string)
 /**
  * The fleet PKI's routes under /pki/, on the mutual-TLS listener only (every caller holds a fleet certificate
  * that is not revoked): GET /pki/crl gives the revocation list this node enforces, so the CA node serves the
- * one it signs and any node can pass its copy on.
+ * one it signs and any node can pass its copy on; POST /pki/renew renews the caller's certificate, on the node
+ * that holds the fleet CA (src/fleet/ca-service.ts).
  */
-export function createPkiRoutes(options: { revocations: RevocationState }): PkiRoutes {
-  return async (req, _caller, path) => {
+export function createPkiRoutes(options: { revocations: RevocationState; renew(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse> }): PkiRoutes {
+  return async (req, caller, path) => {
+    if (path === RENEW_PATH) return options.renew(req, caller);
     if (path === CRL_PATH) {
       if (req.method !== "GET") return json(405, "use GET", { allow: "GET" });
       options.revocations.loadFromDisk();

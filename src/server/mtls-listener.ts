@@ -64,7 +64,7 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
   const gate = new ConnectionGate(options.limits ?? CONNECTION_DEFAULTS, options.onRefusedConnection);
   // "connection" is the raw TCP socket, before any TLS: counting there bounds unauthenticated clients too.
   tls.on("connection", (socket) => gate.admit(socket));
-  const identify = peerIdentifier(options.ca, options.revoked);
+  let identify = peerIdentifier(options.ca, options.revoked);
   // Each open connection's certificate serial, so a revocation can end the connections already made with it.
   const serials = new Map<TLSSocket, string>();
   tls.on("secureConnection", (socket: TLSSocket) => {
@@ -94,7 +94,11 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       resolve({
         url: `https://${host}:${port}`,
         port,
-        setIdentity: (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" }),
+        setIdentity: (pem) => {
+          tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" });
+          // Members are judged against the CA now in use, not the one the listener started with.
+          identify = peerIdentifier(pem.ca, options.revoked);
+        },
         dropRevoked: () => {
           let dropped = 0;
           for (const [socket, serial] of serials) {

@@ -52,7 +52,7 @@ describe("a2a-node pki", () => {
   });
 
   it.each([
-    [[], /missing subcommand: issue, sign, import, list, revoke, export-crl, import-crl, show, inspect, needs-renewal/],
+    [[], /missing subcommand: issue, sign, import, list, revoke, export-crl, import-crl, renew, needs-renewal, show, inspect/],
     [["revoke"], /pki revoke needs a NAME or SERIAL/],
     [["export-crl"], /pki export-crl needs --out FILE/],
     [["import-crl"], /pki import-crl needs the FILE to install/],
@@ -329,5 +329,41 @@ describe("a2a-node pki revoke, export-crl, import-crl", () => {
     expect(stale.exitCode).toBe(1);
     expect(stale.message).toBe(`${crl} is older than the revocation list installed here (number 3, installed 4)`);
     expect(stale.hint).toBe("ask the CA machine for its current list: a2a-node pki export-crl --out FILE");
+  });
+});
+
+describe("a2a-node pki renew", () => {
+  it("on the CA home, renews from its own CA: new key and certificate, same name and SANs", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca", "--san", "ca.lan"], { io: bufferIo(), home });
+    const before = inspectCert(readFileSync(homePaths(home).nodeCert, "utf8"));
+    const key = readFileSync(homePaths(home).nodeKey, "utf8");
+    const r = await pki(["renew"], home);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^renewed "ca" from this home's fleet CA\n/);
+    expect(r.out).toContain(`previous     serial ${before.serialNumber}, valid until `);
+    expect(r.out).toContain("no serve is running on this home; the next one uses it\n");
+    const after = inspectCert(readFileSync(homePaths(home).nodeCert, "utf8"));
+    expect(after.sans).toEqual(before.sans);
+    expect(after.serialNumber).not.toBe(before.serialNumber);
+    expect(readFileSync(homePaths(home).nodeKey, "utf8")).not.toBe(key);
+    expect(statSync(homePaths(home).nodeKey).mode & 0o777).toBe(0o600);
+    const list = JSON.parse((await pki(["list", "--json"], home)).out);
+    expect(list.map((c: { how: string }) => c.how)).toEqual(["init", "renew"]);
+  });
+
+  it("elsewhere, needs a CA peer: --ca-peer or ca_peer, registered", async () => {
+    const none = await failure(pki(["renew"], bundleHome));
+    expect(none).toBeInstanceOf(UsageError);
+    expect(none.message).toBe("this home does not hold the fleet CA: pass --ca-peer PEER (or set ca_peer in the config file)");
+    const unknown = await failure(pki(["renew", "--ca-peer", "alice"], bundleHome));
+    expect(unknown.exitCode).toBe(3);
+    expect(unknown.message).toBe("no peer named 'alice'");
+    writeFileSync(join(bundleHome, "config.toml"), 'ca_peer = "alice-from-config"\n');
+    expect((await failure(pki(["renew"], bundleHome))).message).toBe("no peer named 'alice-from-config'");
+    const io = bufferIo({ A2A_NODE_CA_PEER: "alice-from-env" });
+    const fromEnv = await pkiCommand.run(["renew"], { io, home: bundleHome }).catch((e) => e);
+    expect(fromEnv.message).toBe("no peer named 'alice-from-env'");
+    rmSync(join(bundleHome, "config.toml"));
   });
 });

@@ -6,7 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createCa, installBundle, initPki, issueBundle, issueLeaf } from "../../pki";
+import { connect } from "node:tls";
+import { createCa, createCsr, inspectCert, installBundle, initPki, issueBundle, issueLeaf } from "../../pki";
+import { startGatedModel } from "../helpers/gated-model";
+import { rpc, userMessage } from "../helpers/rpc";
 import { ensureHome, homePaths } from "../../src/home";
 import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";
 
@@ -143,6 +146,128 @@ describe("revocation (binary): a stolen machine is cut off fleet-wide", () => {
     expect(imported.code, imported.stderr).toBe(0);
     expect(imported.stdout).toMatch(/^installed revocation list number \d+ \(1 revoked\)/);
     expect((await cli("delta", "send", "--agent", gamma.url, "--task", "hi", "--wait")).code).toBe(4);
+  });
+});
+
+describe("renewal (binary): the same name and SANs, a new key, no restart", () => {
+  const served: ServedBinary[] = [];
+  afterAll(async () => {
+    for (const n of served) await n.stop("SIGKILL");
+  });
+  const home = (name: string) => join(root, `ren-${name}`);
+  const cli = (name: string, ...args: string[]) => runBinary(["--home", home(name), ...args]);
+  const tlsOf = (name: string) => {
+    const p = homePaths(home(name));
+    return { cert: readFileSync(p.nodeCert, "utf8"), key: readFileSync(p.nodeKey, "utf8"), ca: readFileSync(p.caCert, "utf8") };
+  };
+  /** The fingerprint of the certificate a node serves on a new connection. */
+  const servedFingerprint = (url: string, as: string) =>
+    new Promise<string>((resolve, reject) => {
+      const u = new URL(url);
+      const me = tlsOf(as);
+      const socket = connect({ host: u.hostname, port: Number(u.port), ca: me.ca, cert: me.cert, key: me.key, servername: "localhost" }, () => {
+        resolve(socket.getPeerCertificate().fingerprint256);
+        socket.end();
+      });
+      socket.on("error", reject);
+    });
+  const post = async (url: string, as: string, body: unknown) => {
+    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), tls: tlsOf(as) } as RequestInit);
+    return { status: res.status, body: (await res.json()) as { error?: string; cert?: string } };
+  };
+
+  it("pki renew asks the CA node, and the running serve uses the new certificate for new connections while a task runs", async () => {
+    expect((await cli("alpha", "init-pki", "--name", "alpha")).code).toBe(0);
+    const bundle = join(root, "ren-beta.bundle");
+    expect((await cli("alpha", "pki", "issue", "beta", "--san", "beta.lan", "--days", "30", "--out", bundle)).code).toBe(0);
+    expect((await cli("beta", "init-pki", "--bundle", bundle)).code).toBe(0);
+    const alpha = await serveBinary(home("alpha"), ["--executor", "echo"]);
+    served.push(alpha);
+    expect((await cli("beta", "peers", "add", "alpha", alpha.url)).code).toBe(0);
+    const model = startGatedModel();
+    try {
+      const beta = await serveBinary(home("beta"), ["--executor", "openai", "--model-url", model.url]);
+      served.push(beta);
+      const before = await servedFingerprint(beta.url, "alpha");
+      const oldId = tlsOf("beta");
+
+      const text = `[hold] ${crypto.randomUUID()}`;
+      const inFlight = rpc(beta.url, tlsOf("alpha"), "SendMessage", { message: userMessage(text) });
+      await model.arrival(text);
+
+      const renewed = await cli("beta", "pki", "renew", "--ca-peer", "alpha", "--json");
+      expect(renewed.code, renewed.stderr).toBe(0);
+      const r = JSON.parse(renewed.stdout);
+      expect(r).toMatchObject({ name: "beta", sans: ["beta", "localhost", "127.0.0.1", "beta.lan"], reloadedPid: beta.pid });
+      expect(Math.round((Date.parse(r.notAfter) - Date.now()) / DAY)).toBe(30);
+      expect(statSync(homePaths(home("beta")).nodeKey).mode & 0o777).toBe(0o600);
+      expect(readFileSync(homePaths(home("beta")).nodeKey, "utf8")).not.toBe(oldId.key);
+
+      await beta.waitForLog(/reloaded applied=certificate\n/);
+      const after = await servedFingerprint(beta.url, "alpha");
+      expect(after).not.toBe(before);
+      expect(after).toBe(r.fingerprint256);
+      expect(await alpha.waitForLog(/info renewed a certificate name=beta serial=[0-9A-F]+ expires=/)).toBeTruthy();
+
+      model.release();
+      const reply = await inFlight;
+      expect(reply.body.result.task.status.state).toBe("TASK_STATE_COMPLETED");
+
+      // The CA recorded it as a renewal; the old certificate is not revoked and still opens connections.
+      const list = JSON.parse((await cli("alpha", "pki", "list", "--json")).stdout);
+      expect(list.filter((c: { name: string }) => c.name === "beta").map((c: { how: string; status: string }) => `${c.how}:${c.status}`)).toEqual(["bundle:valid", "renew:valid"]);
+      const withOld = await fetch(`${alpha.url}/health`, { tls: oldId } as RequestInit);
+      expect(withOld.status).toBe(200);
+    } finally {
+      model.stop();
+    }
+  });
+
+  it("the renewal endpoint: only on the CA node, only for the caller's own certificate and name", async () => {
+    const alpha = served[0];
+    const beta = served[1];
+    const { csrPem } = await createCsr({ name: "beta", sans: [] });
+    const cert = tlsOf("beta").cert;
+    const notCa = await post(`${beta.url}/pki/renew`, "alpha", { csr: csrPem, cert: tlsOf("alpha").cert });
+    expect(notCa.status).toBe(404);
+    expect(notCa.body.error).toMatch(/does not hold the fleet CA/);
+    const other = await post(`${alpha.url}/pki/renew`, "alpha", { csr: csrPem, cert });
+    expect(other.status).toBe(403);
+    expect(other.body.error).toBe("renewal refused: the certificate sent is not the one this connection presented");
+    const otherName = await post(`${alpha.url}/pki/renew`, "beta", { csr: (await createCsr({ name: "alpha", sans: [] })).csrPem, cert });
+    expect(otherName.status).toBe(403);
+    expect(otherName.body.error).toBe('renewal refused: the request is for "alpha", but the certificate renewed is "beta"');
+    expect((await post(`${alpha.url}/pki/renew`, "beta", { csr: "nope", cert })).status).toBe(400);
+    const get = await fetch(`${alpha.url}/pki/renew`, { tls: tlsOf("beta") } as RequestInit);
+    expect(get.status).toBe(405);
+    // Without a client certificate there is no connection at all.
+    const anonymous = await fetch(`${alpha.url}/pki/renew`, { method: "POST", body: "{}", tls: { ca: tlsOf("beta").ca } } as RequestInit).then(
+      () => "answered",
+      (e) => e.code,
+    );
+    expect(anonymous).not.toBe("answered");
+  });
+
+  it("serve renews by itself once two thirds of the lifetime have passed, from its ca_peer", async () => {
+    const past = new Date(Date.now() - 21 * DAY);
+    const ca = homePaths(home("old-alpha"));
+    await initPki(ca, { name: "old-alpha", now: past });
+    const bundle = join(root, "ren-aging.bundle");
+    await issueBundle(ca, { name: "aging", days: 30, out: bundle, now: past });
+    await installBundle(ensureHome(homePaths(home("aging"))), bundle, { now: past });
+    const alpha = await serveBinary(home("old-alpha"), ["--executor", "echo"]);
+    served.push(alpha);
+    expect((await cli("aging", "peers", "add", "old-alpha", alpha.url)).code).toBe(0);
+    const before = inspectCert(readFileSync(homePaths(home("aging")).nodeCert, "utf8"));
+    const aging = await serveBinary(home("aging"), ["--executor", "echo", "--ca-peer", "old-alpha"]);
+    served.push(aging);
+    const log = await aging.waitForLog(/renewed this node's certificate; new connections use it/);
+    expect(log).toMatch(/info renewed this node's certificate; new connections use it name=aging serial=[0-9A-F]+ expires=\S+ previous_expires=/);
+    const after = inspectCert(readFileSync(homePaths(home("aging")).nodeCert, "utf8"));
+    expect(after.serialNumber).not.toBe(before.serialNumber);
+    expect(Math.round((after.notAfter.getTime() - Date.now()) / DAY)).toBe(30);
+    expect(await servedFingerprint(aging.url, "old-alpha")).toBe(after.fingerprint256);
+    expect(statSync(homePaths(home("aging")).nodeKey).mode & 0o777).toBe(0o600);
   });
 });
 

@@ -9,12 +9,13 @@ import { show } from "./pki/show";
 import { sign } from "./pki/sign";
 import { importSub } from "./pki/import";
 import { revokeSub } from "./pki/revoke";
+import { renew } from "./pki/renew";
 import { exportCrlSub, importCrlSub } from "./pki/crl-files";
 import type { PkiSubcommand } from "./pki/subcommand";
 export { expiresIn } from "./pki/text";
 
 /** Every `pki` subcommand, in the order the help lists them. */
-const SUBCOMMANDS: readonly PkiSubcommand[] = [issue, sign, importSub, list, revokeSub, exportCrlSub, importCrlSub, show, inspect, needsRenewalSub];
+const SUBCOMMANDS: readonly PkiSubcommand[] = [issue, sign, importSub, list, revokeSub, exportCrlSub, importCrlSub, renew, needsRenewalSub, show, inspect];
 
 const names = SUBCOMMANDS.map((s) => s.name);
 
@@ -59,8 +60,11 @@ EXAMPLES
   a2a-node pki show --json | jq -r .fingerprint256
   a2a-node pki inspect certs/node.crt
 
-  # in a daily timer: act when the certificate is two thirds through its lifetime
-  a2a-node pki needs-renewal && echo "time to renew"
+  # renew this node's certificate from the CA node (serve does it by itself when ca_peer is set)
+  a2a-node pki renew --ca-peer alpha
+
+  # in a daily timer, for a node that does not run serve
+  a2a-node pki needs-renewal && a2a-node pki renew
 
 EXIT CODES
   0  done; for needs-renewal: renewal needed
@@ -92,7 +96,7 @@ export function asCliError(err: unknown): unknown {
 
 export const pkiCommand: Command = {
   name: "pki",
-  summary: "the fleet's certificates: issue, sign, import, list, revoke, show, inspect, needs-renewal",
+  summary: "the fleet's certificates: issue, sign, import, list, revoke, renew, show, inspect",
   help,
   run,
 };

@@ -21,7 +21,7 @@ export const needsRenewalSub: PkiSubcommand = {
   usage: "pki needs-renewal [FILE] [--within DAYS] [--json]",
   summary: `exit 0 when a certificate (default: this node's) should be renewed now: two thirds of its
             lifetime have passed, or it expires within --within DAYS, or it has expired; exit 1 when
-            not. For timers and scripts`,
+            not. For timers: a2a-node pki needs-renewal && a2a-node pki renew`,
   flags: `  --within DAYS       renew when it expires within DAYS days, instead of at two thirds of its lifetime`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
@@ -46,7 +46,7 @@ export const needsRenewalSub: PkiSubcommand = {
       const expiry = now > cert.notAfter ? `expired ${utc(cert.notAfter)}` : `expires ${utc(cert.notAfter)} (in ${left} day${left === 1 ? "" : "s"})`;
       ctx.io.stdout.write(
         needed
-          ? `renewal needed: ${file} ${expiry}\nnext: on the CA machine, a2a-node pki issue ${cert.subjectCn} --replace --out FILE\n`
+          ? `renewal needed: ${file} ${expiry}\nnext: a2a-node pki renew\n`
           : `no renewal needed: ${file} ${expiry}; renewal is due ${utc(due)}\n`,
       );
     }
