@@ -34,6 +34,7 @@ export type PkiErrorCode =
   | "STALE_CRL"
   | "NO_CRL"
   | "RENEW_REFUSED"
+  | "BAD_TOKEN"
   | "NOT_ISSUED";
 
 export class PkiError extends Error {
@@ -146,6 +147,8 @@ export const pkiErrors = {
     new PkiError("NO_CRL", `no revocation list at ${path}`, "nothing was revoked yet, or import one: a2a-node pki import-crl FILE"),
   renewRefused: (reason: string) =>
     new PkiError("RENEW_REFUSED", `renewal refused: ${reason}`, "renew from the machine that holds the certificate, with its own key; or issue anew on the CA machine (pki issue NAME --replace)"),
+  badToken: (reason: string) =>
+    new PkiError("BAD_TOKEN", `join token refused: ${reason}`, "ask the CA machine for a new one: a2a-node pki token --name NAME"),
   notIssued: (what: string) =>
     new PkiError("NOT_ISSUED", `this CA has no record of a certificate ${what}`, "'a2a-node pki list' shows every certificate this CA issued"),
   readFailed: (path: string, reason: string) => new PkiError("READ_FAILED", `cannot read ${path}: ${reason}`, "check the path and its permissions"),

@@ -37,3 +37,4 @@ export { revoke, exportCrl, importCrl, type RevocationPaths, type RevokeResult }
 export { publishCrl, installedList } from "./crl-publish";
 export { renewRecorded, type RenewalRequest } from "./renewal";
 export { installRenewedIdentity, recoverInterruptedRenewal, type NodeFiles } from "./renewal-files";
+export { createToken, enrollWithToken, tokenHash, tokenName, MAX_TOKEN_TTL_MS, type NewToken } from "./tokens";

@@ -113,6 +113,19 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   });
   advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, mtls.port);
   const listeners: Listener[] = [mtls];
+  if (config.enrollPort !== undefined) {
+    const enroll = await fleetPki.openEnrollment({
+      host: config.host,
+      port: config.enrollPort,
+      mtlsPort: mtls.port,
+      tooLarge: tooLargeResponse,
+      handshakeTimeoutMs: config.handshakeTimeoutMs,
+      limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+      onHandshakeError: (err, remote) => refusals.refused(`enrollment port: ${err.message}`, remote),
+      onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
+    });
+    if (enroll) listeners.push(enroll);
+  }
   let plainUrl: string | undefined;
   if (config.plainHttpPort !== undefined) {
     const plain = await listenPlainLoopback({

@@ -7,6 +7,8 @@ import type { PeerRegistry } from "../peers/peer-registry";
 import type { Listener } from "../server/mtls-listener";
 import { startAutoRenew, type AutoRenew } from "./auto-renew";
 import { renewHandler } from "./ca-service";
+import { enrollHandler } from "./enroll-service";
+import { listenEnroll, type EnrollListenerOptions } from "../server/enroll-listener";
 import { startCrlSync, type CrlSync } from "./crl-sync";
 import { watchExpiry, type ExpiryWatch } from "./expiry-watch";
 import { createPkiRoutes, type PkiRoutes } from "./pki-routes";
@@ -34,6 +36,7 @@ export class FleetPki {
   readonly revocations: RevocationState;
   readonly routes: PkiRoutes;
   private listener: Listener | undefined;
+  private enroll: Listener | undefined;
   private crlSync: CrlSync | undefined;
   private expiry: ExpiryWatch | undefined;
   private autoRenew: AutoRenew | undefined;
@@ -85,8 +88,30 @@ export class FleetPki {
 
   /** Serves `fresh` to new connections (open ones keep theirs) and makes it the node's identity. */
   useIdentity(fresh: NodeIdentity): void {
-    this.listener?.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
+    for (const l of [this.listener, this.enroll]) l?.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
     this.options.adopt(fresh);
+  }
+
+  /**
+   * The enrollment port (enroll_port), on the node holding the fleet CA only: machines with a join token get
+   * their certificate there (src/fleet/enroll-service.ts). Undefined, with a warning, elsewhere.
+   */
+  async openEnrollment(opts: { host: string; port: number; mtlsPort: number } & Pick<EnrollListenerOptions, "handshakeTimeoutMs" | "limits" | "onHandshakeError" | "onRefusedConnection" | "tooLarge">): Promise<Listener | undefined> {
+    const { paths, log } = this.options;
+    if (!existsSync(paths.caKey)) {
+      log.warn("enroll_port is set, but this home does not hold the fleet CA: no enrollment port", { enroll_port: opts.port });
+      return undefined;
+    }
+    const id = this.options.identity();
+    this.enroll = await listenEnroll({
+      ...opts,
+      cert: id.certPem,
+      key: id.keyPem,
+      maxBodyBytes: 64 * 1024,
+      onRequest: enrollHandler(paths, () => ({ name: this.options.identity().name, port: opts.mtlsPort }), log),
+    });
+    log.warn("enrollment port open: a machine with a join token from 'pki token' gets a certificate there", { url: this.enroll.url });
+    return this.enroll;
   }
 
   /** An mTLS fetch to a named peer as this node, refusing a revoked server. */

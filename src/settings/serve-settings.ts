@@ -235,7 +235,17 @@ export const SETTINGS = {
     doc: "skills listed in the agent card, each optionally with its own model, system_prompt and temperature (config file only)",
   }),
 
-  // The fleet PKI: where the CA node is, how often its revocation list is fetched.
+  // The fleet PKI: where the CA node is, how often its revocation list is fetched, the enrollment port.
+  enrollPort: number({
+    file: "enroll_port",
+    value: "PORT",
+    group: "pki",
+    default: undefined,
+    min: 0,
+    max: 65535,
+    integer: true,
+    doc: "on the node holding the fleet CA: also listen on PORT (TLS, no client certificate) for machines joining with a token from 'pki token' ('a2a-node join'); only enrollment is served there",
+  }),
   caPeer: text({
     file: "ca_peer",
     value: "PEER",

@@ -52,7 +52,10 @@ describe("a2a-node pki", () => {
   });
 
   it.each([
-    [[], /missing subcommand: issue, sign, import, list, revoke, export-crl, import-crl, renew, needs-renewal, show, inspect/],
+    [[], /missing subcommand: token, issue, sign, import, list, revoke, export-crl, import-crl, renew, needs-renewal, show, inspect/],
+    [["token"], /pki token needs --name NAME/],
+    [["token", "--name", "x", "--ttl", "1 hour"], /--ttl must be a number and a unit, such as 15m, 1h or 2d \(got '1 hour'\)/],
+    [["token", "--name", "x", "--ttl", "10"], /--ttl must be a number and a unit/],
     [["revoke"], /pki revoke needs a NAME or SERIAL/],
     [["export-crl"], /pki export-crl needs --out FILE/],
     [["import-crl"], /pki import-crl needs the FILE to install/],
@@ -365,5 +368,23 @@ describe("a2a-node pki renew", () => {
     const fromEnv = await pkiCommand.run(["renew"], { io, home: bundleHome }).catch((e) => e);
     expect(fromEnv.message).toBe("no peer named 'alice-from-env'");
     rmSync(join(bundleHome, "config.toml"));
+  });
+});
+
+describe("a2a-node pki token", () => {
+  it("prints the token, when it expires, and the join command with the CA fingerprint", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    writeFileSync(join(home, "config.toml"), "enroll_port = 9444\n");
+    const r = await pki(["token", "--name", "kim", "--ttl", "90s"], home);
+    expect(r.code).toBe(0);
+    const fp = inspectCert(readFileSync(homePaths(home).caCert, "utf8")).fingerprint256.replace(/:/g, "").toLowerCase();
+    expect(r.out).toMatch(/^join token for "kim", usable once until \d{4}-\d\d-\d\d \d\d:\d\d UTC:\n  kim\.[A-Za-z0-9_-]{43}\non kim, run:\n/);
+    expect(r.out).toMatch(new RegExp(`  a2a-node join https://\\S+:9444 --token kim\\.[A-Za-z0-9_-]{43} --ca-fingerprint sha256:${fp}\\n`));
+    expect(r.out).toContain("the token is a secret until used: pass it over a private channel");
+    const err = await failure(pki(["token", "--name", "kim", "--ttl", "8d"], home));
+    expect(err.exitCode).toBe(1);
+    expect(err.message).toMatch(/a join token lives from 1 second to 7 days/);
+    expect((await failure(pki(["token", "--name", "kim"], bundleHome))).message).toMatch(/^no fleet CA key at /);
   });
 });

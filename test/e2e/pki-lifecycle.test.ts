@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:tls";
-import { createCa, createCsr, inspectCert, installBundle, initPki, issueBundle, issueLeaf } from "../../pki";
+import { createCa, createCsr, createToken, inspectCert, installBundle, initPki, issueBundle, issueLeaf } from "../../pki";
 import { startGatedModel } from "../helpers/gated-model";
 import { rpc, userMessage } from "../helpers/rpc";
 import { ensureHome, homePaths } from "../../src/home";
@@ -268,6 +268,138 @@ describe("renewal (binary): the same name and SANs, a new key, no restart", () =
     expect(Math.round((after.notAfter.getTime() - Date.now()) / DAY)).toBe(30);
     expect(await servedFingerprint(aging.url, "old-alpha")).toBe(after.fingerprint256);
     expect(statSync(homePaths(home("aging")).nodeKey).mode & 0o777).toBe(0o600);
+  });
+});
+
+describe("join with a token (binary): one command, the key made where it stays", () => {
+  const served: ServedBinary[] = [];
+  afterAll(async () => {
+    for (const n of served) await n.stop("SIGKILL");
+  });
+  const home = (name: string) => join(root, `join-${name}`);
+  const cli = (name: string, ...args: string[]) => runBinary(["--home", home(name), ...args]);
+  let alpha: ServedBinary;
+  let enrollUrl: string;
+  let fingerprint: string;
+  const token = async (name: string, ...extra: string[]) => {
+    const r = await cli("alpha", "pki", "token", "--name", name, "--json", ...extra);
+    expect(r.code, r.stderr).toBe(0);
+    return JSON.parse(r.stdout) as { token: string; caFingerprint: string; command: string; expiresAt: string };
+  };
+
+  beforeAll(async () => {
+    expect((await cli("alpha", "init-pki", "--name", "alpha")).code).toBe(0);
+    alpha = await serveBinary(home("alpha"), ["--executor", "echo", "--enroll-port", "0", "--log-refusals-per-minute", "1000"]);
+    served.push(alpha);
+    enrollUrl = /enrollment port open: .* url=(https:\/\/127\.0\.0\.1:\d+)/.exec(await alpha.waitForLog(/enrollment port open/))![1];
+    fingerprint = `sha256:${inspectCert(readFileSync(homePaths(home("alpha")).caCert, "utf8")).fingerprint256.replace(/:/g, "").toLowerCase()}`;
+  });
+
+  it("pki token prints the command; join installs key, certificate and CA, registers the CA node, sets ca_peer; then it serves and delegates", async () => {
+    const t = await token("beta", "--ttl", "15m", "--san", "beta.lan", "--days", "30");
+    expect(t.caFingerprint).toBe(fingerprint);
+    expect(t.command).toMatch(new RegExp(`^a2a-node join https://\\S+:ENROLL_PORT --token beta\\.[A-Za-z0-9_-]{43} --ca-fingerprint ${fingerprint}$`));
+    expect((Date.parse(t.expiresAt) - Date.now()) / 60_000).toBeCloseTo(15, 0);
+
+    const joined = await cli("beta", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", fingerprint);
+    expect(joined.code, joined.stderr).toBe(0);
+    expect(joined.stdout).toMatch(/^joined the fleet as "beta"\n/);
+    expect(joined.stdout).toContain("SANs            beta, localhost, 127.0.0.1, beta.lan\n");
+    expect(joined.stdout).toMatch(/registered peer 'alpha' at https:\/\/127\.0\.0\.1:\d+\n/);
+    const paths = homePaths(home("beta"));
+    expect(statSync(paths.nodeKey).mode & 0o777).toBe(0o600);
+    expect(statSync(paths.secretsDir).mode & 0o777).toBe(0o700);
+    expect(readFileSync(paths.caCert, "utf8")).toBe(readFileSync(homePaths(home("alpha")).caCert, "utf8"));
+    expect(readFileSync(join(home("beta"), "config.toml"), "utf8")).toMatch(/^ca_peer = "alpha"/);
+    const peers = JSON.parse((await cli("beta", "peers", "list", "--json")).stdout);
+    expect(peers).toEqual([expect.objectContaining({ name: "alpha", url: alpha.url })]);
+    expect(await alpha.waitForLog(/info enrolled a new fleet member name=beta serial=[0-9A-F]+/)).toBeTruthy();
+    expect(alpha.log()).not.toContain(t.token.split(".")[1]);
+
+    const beta = await serveBinary(home("beta"), ["--executor", "echo"]);
+    served.push(beta);
+    const sent = await cli("beta", "send", "--agent", "alpha", "--task", "hello from a joined node", "--wait", "--json");
+    expect(sent.code, sent.stderr).toBe(0);
+    expect(JSON.parse(sent.stdout).artifacts[0].parts[0].text).toBe("hello from a joined node");
+    const list = JSON.parse((await cli("alpha", "pki", "list", "--json")).stdout);
+    expect(list.find((c: { name: string }) => c.name === "beta")).toMatchObject({ how: "join", status: "valid" });
+  });
+
+  it("a used token, an unknown one and an expired one fail cleanly, writing no certificate", async () => {
+    const t = await token("gamma");
+    expect((await cli("gamma", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", fingerprint)).code).toBe(0);
+    const reused = await cli("gamma2", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", fingerprint);
+    expect(reused.code).toBe(1);
+    expect(reused.stderr).toMatch(/^a2a-node: join token refused: it was already used, on \d{4}-.*\n  next: ask the CA machine for a new token/);
+    expect(existsSync(homePaths(home("gamma2")).nodeCert)).toBe(false);
+
+    const unknown = await cli("delta", "join", enrollUrl, "--token", `delta.${"x".repeat(43)}`, "--ca-fingerprint", fingerprint);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("join token refused: this CA never made it (or it was mistyped)");
+
+    const expired = createToken(homePaths(home("alpha")), { name: "epsilon", ttlMs: 1000, now: new Date(Date.now() - 60_000) });
+    const late = await cli("epsilon", "join", enrollUrl, "--token", expired.token, "--ca-fingerprint", fingerprint);
+    expect(late.code).toBe(1);
+    expect(late.stderr).toMatch(/join token refused: it expired on /);
+    expect(existsSync(homePaths(home("epsilon")).nodeCert)).toBe(false);
+    // The key made for it stays, and a new token joins with it.
+    const key = readFileSync(homePaths(home("epsilon")).nodeKey, "utf8");
+    const fresh = await token("epsilon");
+    const retried = await cli("epsilon", "join", enrollUrl, "--token", fresh.token, "--ca-fingerprint", fingerprint);
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(retried.stdout).toContain("(with the key an earlier attempt made)");
+    expect(readFileSync(homePaths(home("epsilon")).nodeKey, "utf8")).toBe(key);
+    expect(await alpha.waitForLog(/warn refused an enrollment name=epsilon reason="join token refused: it expired on /)).toBeTruthy();
+  });
+
+  it("a wrong CA fingerprint stops before anything is sent or written", async () => {
+    const t = await token("zeta");
+    const wrong = `sha256:${"0".repeat(64)}`;
+    const r = await cli("zeta", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", wrong);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toMatch(/^a2a-node: the CA at https:\/\/127\.0\.0\.1:\d+ has fingerprint [0-9A-F:]+, not the pinned (00:){31}00\n  next: check --ca-fingerprint/);
+    expect(existsSync(homePaths(home("zeta")).nodeKey)).toBe(false);
+    // The token was not spent.
+    expect((await cli("zeta", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", fingerprint)).code).toBe(0);
+    const bad = await cli("eta", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", "sha256:xyz");
+    expect(bad.code).toBe(4);
+    expect(bad.stderr).toContain('--ca-fingerprint "sha256:xyz" is not a SHA-256 fingerprint');
+    const notEnroll = await cli("eta", "join", alpha.url, "--token", t.token, "--ca-fingerprint", fingerprint);
+    expect(notEnroll.code).toBe(4);
+    expect(notEnroll.stderr).toMatch(/the TLS handshake with https:\/\/127\.0\.0\.1:\d+ failed \(\w+\): a port that wants a client certificate/);
+  });
+
+  it("the enrollment port serves nothing else, and the A2A port still refuses every client without a certificate", async () => {
+    const anonymous = (url: string, init: RequestInit = {}) =>
+      fetch(url, { ...init, tls: { rejectUnauthorized: false } } as RequestInit).then(
+        async (res) => ({ status: res.status, body: await res.text() }),
+        (err) => ({ status: 0, body: String(err.code) }),
+      );
+    const rpcInit = { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }) };
+    for (const [path, init] of [
+      ["/", rpcInit],
+      ["/a2a/rpc", rpcInit],
+      ["/.well-known/agent-card.json", {}],
+      ["/health", {}],
+      ["/pki/crl", {}],
+      ["/pki/renew", { method: "POST", body: "{}" }],
+    ] as [string, RequestInit][]) {
+      const r = await anonymous(`${enrollUrl}${path}`, init);
+      expect([path, r.status]).toEqual([path, 404]);
+      expect(r.body).toContain("this port serves enrollment only");
+    }
+    expect((await anonymous(`${enrollUrl}/pki/ca`)).status).toBe(200);
+    for (const path of ["/", "/health", "/pki/ca", "/pki/enroll", "/pki/crl"]) {
+      const r = await anonymous(`${alpha.url}${path}`, path === "/pki/enroll" ? { method: "POST", body: "{}" } : {});
+      expect([path, r.status]).toEqual([path, 0]);
+    }
+  });
+
+  it("a node without the CA key does not open an enrollment port", async () => {
+    const gamma = await serveBinary(home("gamma"), ["--executor", "echo", "--enroll-port", "0"]);
+    served.push(gamma);
+    expect(gamma.log()).toMatch(/warn enroll_port is set, but this home does not hold the fleet CA: no enrollment port/);
+    expect(gamma.log()).not.toContain("enrollment port open");
   });
 });
 

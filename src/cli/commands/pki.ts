@@ -10,12 +10,13 @@ import { sign } from "./pki/sign";
 import { importSub } from "./pki/import";
 import { revokeSub } from "./pki/revoke";
 import { renew } from "./pki/renew";
+import { token } from "./pki/token";
 import { exportCrlSub, importCrlSub } from "./pki/crl-files";
 import type { PkiSubcommand } from "./pki/subcommand";
 export { expiresIn } from "./pki/text";
 
 /** Every `pki` subcommand, in the order the help lists them. */
-const SUBCOMMANDS: readonly PkiSubcommand[] = [issue, sign, importSub, list, revokeSub, exportCrlSub, importCrlSub, renew, needsRenewalSub, show, inspect];
+const SUBCOMMANDS: readonly PkiSubcommand[] = [token, issue, sign, importSub, list, revokeSub, exportCrlSub, importCrlSub, renew, needsRenewalSub, show, inspect];
 
 const names = SUBCOMMANDS.map((s) => s.name);
 
@@ -36,6 +37,9 @@ ${SUBCOMMANDS.filter((s) => s.flags)
   --home DIR          node home (default $A2A_NODE_HOME, else ~/.a2a-node)
 
 EXAMPLES
+  # on the CA machine (serving with --enroll-port 9444): let dave join; it prints the command for dave
+  a2a-node pki token --name dave --ttl 15m
+
   # on the CA machine: make bob's identity, then copy it to bob privately
   a2a-node pki issue bob --san bob.lan --san 10.0.0.6 --out bob.bundle
   scp bob.bundle bob.lan: && rm bob.bundle
@@ -96,7 +100,7 @@ export function asCliError(err: unknown): unknown {
 
 export const pkiCommand: Command = {
   name: "pki",
-  summary: "the fleet's certificates: issue, sign, import, list, revoke, renew, show, inspect",
+  summary: "the fleet's certificates: token, issue, sign, import, list, revoke, renew, show, inspect",
   help,
   run,
 };
