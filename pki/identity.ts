@@ -43,7 +43,7 @@ export async function loadNodeIdentity(paths: IdentityPaths, opts: { now?: Date;
   recoverInterruptedRenewal(paths);
   if (!existsSync(paths.nodeCert))
     throw existsSync(paths.nodeKey)
-      ? pkiErrors.noNodeCert(paths.nodeCert, "this home's key waits for its certificate: a2a-node pki import CERT --ca CA_CERT (see init-pki --csr)")
+      ? pkiErrors.noNodeCert(paths.nodeCert, "this home's key waits for its certificate: 'a2a-node pki import CERT --ca CA_CERT' after init-pki --csr, or 'a2a-node join' again with a new token")
       : pkiErrors.noNodeCert(paths.nodeCert);
   if (!existsSync(paths.nodeKey)) throw pkiErrors.noNodeKey(paths.nodeKey);
   if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert);

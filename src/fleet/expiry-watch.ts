@@ -23,7 +23,7 @@ export interface ExpiryWatch {
  */
 export function watchExpiry(current: () => WatchedIdentity, log: Logger, opts: { intervalMs?: number; now?: () => Date; renewHint?: string } = {}): ExpiryWatch {
   const now = opts.now ?? (() => new Date());
-  const hint = opts.renewHint ?? "on the CA machine: a2a-node pki issue NAME --replace --out FILE, then init-pki --bundle here";
+  const hint = opts.renewHint ?? "a2a-node pki renew";
   const check = () => {
     const id = current();
     const at = now();
