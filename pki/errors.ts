@@ -35,6 +35,7 @@ export type PkiErrorCode =
   | "NO_CRL"
   | "RENEW_REFUSED"
   | "BAD_TOKEN"
+  | "CA_KEY_LOCKED"
   | "NOT_ISSUED";
 
 export class PkiError extends Error {
@@ -149,6 +150,12 @@ export const pkiErrors = {
     new PkiError("RENEW_REFUSED", `renewal refused: ${reason}`, "renew from the machine that holds the certificate, with its own key; or issue anew on the CA machine (pki issue NAME --replace)"),
   badToken: (reason: string) =>
     new PkiError("BAD_TOKEN", `join token refused: ${reason}`, "ask the CA machine for a new one: a2a-node pki token --name NAME"),
+  caKeyLocked: (path: string, reason: string) =>
+    new PkiError(
+      "CA_KEY_LOCKED",
+      `cannot use the fleet CA key ${path}: ${reason}`,
+      "set A2A_NODE_CA_PASSPHRASE, or ca_passphrase_file (a 0600 file), or run the command in a terminal to be asked",
+    ),
   notIssued: (what: string) =>
     new PkiError("NOT_ISSUED", `this CA has no record of a certificate ${what}`, "'a2a-node pki list' shows every certificate this CA issued"),
   readFailed: (path: string, reason: string) => new PkiError("READ_FAILED", `cannot read ${path}: ${reason}`, "check the path and its permissions"),

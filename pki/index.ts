@@ -38,3 +38,4 @@ export { publishCrl, installedList } from "./crl-publish";
 export { renewRecorded, type RenewalRequest } from "./renewal";
 export { installRenewedIdentity, recoverInterruptedRenewal, type NodeFiles } from "./renewal-files";
 export { createToken, enrollWithToken, tokenHash, tokenName, MAX_TOKEN_TTL_MS, type NewToken } from "./tokens";
+export { readCaKey, encryptKeyPem, protectCaKey, isEncryptedKey, MIN_PASSPHRASE, type Unlock } from "./ca-key";

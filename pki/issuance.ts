@@ -4,7 +4,8 @@ import { inspectCert } from "./inspect";
 import { issueLeaf, signPublicKey } from "./leaf";
 import { CaRegistry, type IssueKind, type IssuedCert } from "./registry";
 import { publishCrl } from "./crl-publish";
-import { readPublic, readSecret } from "./secure-file";
+import { readPublic } from "./secure-file";
+import { readCaKey, type Unlock } from "./ca-key";
 import type { CertAndKey } from "./cert-params";
 
 /** The files of a home that holds the fleet CA (HomePaths fits). */
@@ -15,6 +16,8 @@ export interface CaPaths {
   nodeCert: string;
   /** The revocation list this home serves and enforces (certs/crl.pem). */
   crl: string;
+  /** The CA key's passphrase, asked for only if the key is encrypted. */
+  unlock?: Unlock;
 }
 
 export const NO_CA_KEY_FOR_ISSUE = "run this on the machine that ran 'a2a-node init-pki' first (it holds secrets/ca.key)";
@@ -80,7 +83,7 @@ export interface RecordedIssue {
 export async function issueRecorded(paths: CaPaths, registry: CaRegistry, opts: RecordedIssueOptions): Promise<RecordedIssue> {
   const now = opts.now ?? new Date();
   if (!opts.renewal) refuseIfHeld(registry, opts.name, now, opts.replace);
-  const ca: CertAndKey = { certPem: readPublic(paths.caCert), keyPem: readSecret(paths.caKey) };
+  const ca: CertAndKey = { certPem: readPublic(paths.caCert), keyPem: await readCaKey(paths.caKey, paths.unlock) };
   const leafOpts = { ca, name: opts.name, sans: opts.sans, days: opts.days, now };
   const leaf = opts.publicKey !== undefined ? { certPem: await signPublicKey({ ...leafOpts, publicKey: opts.publicKey }) } : await issueLeaf(leafOpts);
   const record = recordOf(leaf.certPem, opts.how, now);

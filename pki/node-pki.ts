@@ -7,10 +7,11 @@ import { createCa, defaultCaName } from "./ca";
 import { issueLeaf } from "./leaf";
 import { issueRecorded, openCaRegistry, recordOf } from "./issuance";
 import type { IssuedCert } from "./registry";
+import { encryptKeyPem, readCaKey, type Unlock } from "./ca-key";
 import { inspectCert } from "./inspect";
 import { type Bundle, BUNDLE_FORMAT, readBundle, writeBundle } from "./bundle";
 import { isValidSan, normalizeNodeName, normalizeSans, checkDays } from "./names";
-import { PUBLIC_MODE, SECRET_MODE, readPublic, readSecret, writeFileAtomic } from "./secure-file";
+import { PUBLIC_MODE, SECRET_MODE, readPublic, writeFileAtomic } from "./secure-file";
 import type { CertAndKey } from "./cert-params";
 export { loadNodeIdentity, type NodeIdentity } from "./identity";
 
@@ -24,6 +25,8 @@ export interface PkiPaths {
   nodeKey: string;
   /** The fleet's revocation list this home enforces (and, on the CA machine, serves). */
   crl: string;
+  /** The CA key's passphrase, asked for only if the key is encrypted. */
+  unlock?: Unlock;
 }
 
 export interface CaSummary {
@@ -57,6 +60,8 @@ export interface InitPkiOptions {
   caDays?: number;
   /** Defaults to os.hostname(); added as a SAN only when it is a valid DNS name. */
   hostname?: string;
+  /** Encrypt a newly created CA key with this passphrase (secrets/ca.key then holds an encrypted PKCS#8). */
+  caPassphrase?: string;
   now?: Date;
 }
 
@@ -87,11 +92,12 @@ export async function initPki(paths: PkiPaths, opts: InitPkiOptions): Promise<In
   prepareDirs(paths);
 
   // Make everything in memory first, so a refusal (e.g. a leaf that would outlive the CA) writes nothing.
-  const ca = hasCaCert ? readCa(paths) : await createCa({ name: defaultCaName(name), days: caDays, now: opts.now });
+  const ca = hasCaCert ? await readCa(paths) : await createCa({ name: defaultCaName(name), days: caDays, now: opts.now });
   const leaf = await issueLeaf({ ca, name, sans, days, now: opts.now });
   if (!hasCaCert) {
     // Key first: a certificate without its key is useless, a key without its certificate is just retried.
-    writeFileAtomic(paths.caKey, ca.keyPem, { mode: SECRET_MODE, onExists: pkiErrors.keyExists });
+    const keyPem = opts.caPassphrase !== undefined ? encryptKeyPem(ca.keyPem, opts.caPassphrase) : ca.keyPem;
+    writeFileAtomic(paths.caKey, keyPem, { mode: SECRET_MODE, onExists: pkiErrors.keyExists });
     writeFileAtomic(paths.caCert, ca.certPem, { mode: PUBLIC_MODE, onExists: pkiErrors.certExists });
   }
   writeNode(paths, leaf);
@@ -121,7 +127,7 @@ export async function installBundle(paths: PkiPaths, bundlePath: string, opts: {
   const hasCaKey = existsSync(paths.caKey);
   if (hasCaKey) {
     try {
-      assertKeyMatchesCert(readSecret(paths.caKey), bundle.caCert, paths.caKey, "the bundle's CA");
+      assertKeyMatchesCert(await readCaKey(paths.caKey, paths.unlock), bundle.caCert, paths.caKey, "the bundle's CA");
     } catch (err) {
       if (err instanceof PkiError && err.code === "KEY_MISMATCH") throw pkiErrors.caMismatch(paths.caKey);
       throw err;
@@ -190,8 +196,8 @@ export function refuseExistingNode(paths: PkiPaths): void {
   if (existsSync(paths.nodeCert)) throw pkiErrors.certExists(paths.nodeCert);
 }
 
-function readCa(paths: PkiPaths): CertAndKey {
-  return { certPem: readPublic(paths.caCert), keyPem: readSecret(paths.caKey) };
+async function readCa(paths: PkiPaths): Promise<CertAndKey> {
+  return { certPem: readPublic(paths.caCert), keyPem: await readCaKey(paths.caKey, paths.unlock) };
 }
 
 function writeNode(paths: PkiPaths, leaf: CertAndKey): void {

@@ -1,4 +1,5 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { isEncryptedKey } from "../../pki/ca-key";
 import type { NodeIdentity } from "../../pki/identity";
 import { mtlsFetch } from "../client/mtls-fetch";
 import type { HomePaths } from "../home";
@@ -23,7 +24,7 @@ export interface FleetPkiOptions {
   adopt(fresh: NodeIdentity): void;
   peers: PeerRegistry;
   /** The live settings (SIGHUP updates the reloadable ones in place). */
-  settings(): { caPeer?: string; crlRefreshMs: number };
+  settings(): { caPeer?: string; crlRefreshMs: number; caPassphrase?: string };
   log: Logger;
 }
 
@@ -41,10 +42,18 @@ export class FleetPki {
   private expiry: ExpiryWatch | undefined;
   private autoRenew: AutoRenew | undefined;
 
+  /** The home's paths, with the CA key's passphrase from the settings (when the key is encrypted). */
+  private readonly paths: HomePaths & { unlock: () => Promise<string | undefined> };
+
   constructor(private readonly options: FleetPkiOptions) {
+    this.paths = { ...options.paths, unlock: async () => options.settings().caPassphrase };
+    if (existsSync(options.paths.caKey) && isEncryptedKey(readFileSync(options.paths.caKey, "utf8")) && !options.settings().caPassphrase)
+      options.log.warn("the fleet CA key is encrypted and no passphrase is set: renewals and enrollments by this node will fail", {
+        next: "set A2A_NODE_CA_PASSPHRASE or ca_passphrase_file",
+      });
     this.revocations = new RevocationState(options.paths.crl, options.identity, options.log);
     this.revocations.loadFromDisk();
-    this.routes = createPkiRoutes({ revocations: this.revocations, renew: renewHandler(options.paths, options.log) });
+    this.routes = createPkiRoutes({ revocations: this.revocations, renew: renewHandler(this.paths, options.log) });
   }
 
   /** Starts the background work once the mTLS listener is up: a new revocation list ends revoked peers' open connections. */
@@ -75,7 +84,7 @@ export class FleetPki {
     const peer = caPeer ? options.peers.get(caPeer) : undefined;
     if (caPeer && !peer && !existsSync(options.paths.caKey)) throw new Error(`ca_peer '${caPeer}' is not a registered peer (a2a-node peers add ${caPeer} URL)`);
     const before = options.identity();
-    const fresh = await renewIdentity(options.paths, before, { peer, fetchFor: (p) => this.fetchAs(p) });
+    const fresh = await renewIdentity(this.paths, before, { peer, fetchFor: (p) => this.fetchAs(p) });
     this.useIdentity(fresh);
     options.log.info("renewed this node's certificate; new connections use it", {
       name: fresh.name,
@@ -97,7 +106,8 @@ export class FleetPki {
    * their certificate there (src/fleet/enroll-service.ts). Undefined, with a warning, elsewhere.
    */
   async openEnrollment(opts: { host: string; port: number; mtlsPort: number } & Pick<EnrollListenerOptions, "handshakeTimeoutMs" | "limits" | "onHandshakeError" | "onRefusedConnection" | "tooLarge">): Promise<Listener | undefined> {
-    const { paths, log } = this.options;
+    const { log } = this.options;
+    const paths = this.paths;
     if (!existsSync(paths.caKey)) {
       log.warn("enroll_port is set, but this home does not hold the fleet CA: no enrollment port", { enroll_port: opts.port });
       return undefined;

@@ -255,6 +255,14 @@ export const SETTINGS = {
     reloadable: true,
     doc: "the registered peer that holds the fleet CA: its revocation list is fetched from it over mutual TLS (unset: only HOME/certs/crl.pem, from pki revoke or pki import-crl, is enforced)",
   }),
+  caPassphrase: secret({
+    file: "ca_passphrase_file",
+    flag: "ca-passphrase-file",
+    env: ["A2A_NODE_CA_PASSPHRASE"],
+    value: "FILE",
+    group: "pki",
+    doc: "on the CA node, when secrets/ca.key is encrypted: read its passphrase from FILE (mode 0600), else from the environment; needed to renew, enroll and revoke; never printed",
+  }),
   crlRefreshMs: seconds({
     file: "crl_refresh_seconds",
     flag: "crl-refresh",

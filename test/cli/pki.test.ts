@@ -388,3 +388,59 @@ describe("a2a-node pki token", () => {
     expect((await failure(pki(["token", "--name", "kim"], bundleHome))).message).toMatch(/^no fleet CA key at /);
   });
 });
+
+describe("a passphrase on the CA key", () => {
+  const PASS = "correct horse battery staple";
+
+  it("init-pki --encrypt-ca-key takes it from the environment; commands that sign then need it, never as a flag", async () => {
+    const home = join(tmp(), "ca");
+    expect(await initPkiCommand.run(["--name", "ca", "--encrypt-ca-key"], { io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }), home })).toBe(0);
+    expect(readFileSync(homePaths(home).caKey, "utf8")).toMatch(/ENCRYPTED PRIVATE KEY/);
+
+    const locked = await failure(pkiCommand.run(["issue", "lou", "--out", join(tmp(), "l")], { io: bufferIo(), home }));
+    expect(locked.exitCode).toBe(1);
+    expect(locked.message).toMatch(/^cannot use the fleet CA key .*ca\.key: it is encrypted and no passphrase was given$/);
+    expect(locked.hint).toBe("set A2A_NODE_CA_PASSPHRASE, or ca_passphrase_file (a 0600 file), or run the command in a terminal to be asked");
+
+    expect(await pkiCommand.run(["issue", "lou", "--out", join(tmp(), "l2")], { io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }), home })).toBe(0);
+
+    // At a terminal it is asked for, once per command even when the command signs twice (issue --replace).
+    const prompts: string[] = [];
+    const io = { ...bufferIo(), askSecret: async (p: string) => (prompts.push(p), PASS) };
+    expect(await pkiCommand.run(["issue", "lou", "--replace", "--out", join(tmp(), "l3")], { io, home })).toBe(0);
+    expect(prompts).toEqual(["passphrase of the fleet CA key: "]);
+
+    // From a 0600 file named in the config.
+    const file = join(tmp(), "pass");
+    writeFileSync(file, PASS + "\n", { mode: 0o600 });
+    writeFileSync(join(home, "config.toml"), `ca_passphrase_file = ${JSON.stringify(file)}\n`);
+    expect(await pkiCommand.run(["revoke", "lou"], { io: bufferIo(), home })).toBe(0);
+    expect(pkiCommand.help).not.toMatch(/--ca-passphrase\b/);
+  });
+
+  it("init-pki --encrypt-ca-key refuses a home that already has a CA key, and mismatched typing", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    const again = join(tmp(), "ca2");
+    const io = { ...bufferIo(), askSecret: async (p: string) => (p.startsWith("new") ? PASS : PASS + "x") };
+    const differ = await failure(initPkiCommand.run(["--name", "ca2", "--encrypt-ca-key"], { io, home: again }));
+    expect(differ.message).toBe("the two passphrases differ; nothing was changed");
+    expect(existsSync(homePaths(again).caKey)).toBe(false);
+    const noTerminal = await failure(initPkiCommand.run(["--name", "ca2", "--encrypt-ca-key"], { io: bufferIo(), home: again }));
+    expect(noTerminal.exitCode).toBe(2);
+    const withCa = await failure(initPkiCommand.run(["--name", "other", "--encrypt-ca-key"], { io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }), home }));
+    expect(withCa.hint).toBe("encrypt it with 'a2a-node pki protect-ca-key'");
+  });
+
+  it("pki protect-ca-key encrypts an existing key", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    const r = await pki(["protect-ca-key"], home).catch((e) => e);
+    expect(r).toBeInstanceOf(CliError);
+    const io = bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS });
+    expect(await pkiCommand.run(["protect-ca-key"], { io, home })).toBe(0);
+    expect(io.out()).toContain(`encrypted ${homePaths(home).caKey}\n`);
+    expect(readFileSync(homePaths(home).caKey, "utf8")).toMatch(/ENCRYPTED PRIVATE KEY/);
+    expect(statSync(homePaths(home).caKey).mode & 0o777).toBe(0o600);
+  });
+});

@@ -403,6 +403,43 @@ describe("join with a token (binary): one command, the key made where it stays",
   });
 });
 
+describe("an encrypted CA key (binary): the CA node signs only with its passphrase", () => {
+  const PASS = "correct horse battery staple";
+  const served: ServedBinary[] = [];
+  afterAll(async () => {
+    for (const n of served) await n.stop("SIGKILL");
+  });
+  const home = (name: string) => join(root, `enc-${name}`);
+  const cli = (name: string, env: Record<string, string>, ...args: string[]) => runBinary(["--home", home(name), ...args], env);
+
+  it("without the passphrase serve warns and enrollment fails saying why; with it, a machine joins", async () => {
+    expect((await cli("alpha", { A2A_NODE_CA_PASSPHRASE: PASS }, "init-pki", "--name", "alpha", "--encrypt-ca-key")).code).toBe(0);
+    const fp = `sha256:${inspectCert(readFileSync(homePaths(home("alpha")).caCert, "utf8")).fingerprint256.replace(/:/g, "")}`;
+    const t1 = JSON.parse((await cli("alpha", {}, "pki", "token", "--name", "beta", "--json")).stdout).token;
+
+    const locked = await serveBinary(home("alpha"), ["--executor", "echo", "--enroll-port", "0"]);
+    served.push(locked);
+    expect(locked.log()).toMatch(/warn the fleet CA key is encrypted and no passphrase is set: renewals and enrollments by this node will fail/);
+    const url1 = /enrollment port open: .* url=(\S+)/.exec(locked.log())![1];
+    const refused = await cli("beta", {}, "join", url1, "--token", t1, "--ca-fingerprint", fp);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/cannot use the fleet CA key .*ca\.key: it is encrypted and no passphrase was given/);
+    expect(refused.stderr).not.toContain(PASS);
+    await locked.stop();
+
+    const open = await serveBinary(home("alpha"), ["--executor", "echo", "--enroll-port", "0"], { A2A_NODE_CA_PASSPHRASE: PASS });
+    served.push(open);
+    expect(open.log()).not.toContain("no passphrase is set");
+    const url2 = /enrollment port open: .* url=(\S+)/.exec(open.log())![1];
+    const joined = await cli("beta", {}, "join", url2, "--token", t1, "--ca-fingerprint", fp);
+    expect(joined.code, joined.stderr).toBe(0);
+    expect(open.log()).not.toContain(PASS);
+    const check = await runBinary(["--home", home("alpha"), "serve", "--check"], { A2A_NODE_CA_PASSPHRASE: PASS });
+    expect(check.stdout).toMatch(/ca_passphrase_file = \(set\)/);
+    expect(check.stdout).not.toContain(PASS);
+  });
+});
+
 describe("needs-renewal exit codes (binary)", () => {
   it("0 needs renewal, 1 does not, 3 no file, 255 unreadable, 2 usage", async () => {
     const past = new Date(Date.now() - 21 * DAY);

@@ -1,10 +1,12 @@
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command, CommandContext } from "../command";
-import { UsageError } from "../errors";
+import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags, intFlag } from "../flags";
 import { ensureHome, homePaths } from "../../home";
 import { initPki, installBundle, MAX_DAYS, requestCertificate, type InitResult, type RequestResult } from "../../../pki";
 import { asCliError, expiresIn } from "./pki";
+import { caUnlock, newPassphrase } from "../ca-unlock";
 
 const flags = {
   name: { type: "string", value: "NAME" },
@@ -14,13 +16,14 @@ const flags = {
   bundle: { type: "string", value: "FILE" },
   csr: { type: "string", value: "FILE" },
   force: { type: "boolean" },
+  "encrypt-ca-key": { type: "boolean" },
   json: { type: "boolean" },
 } as const;
 
 const help = `a2a-node init-pki: give this node its certificate identity
 
 USAGE
-  a2a-node init-pki --name NAME [--san DNS_OR_IP]... [--days N] [--ca-days N] [--json]
+  a2a-node init-pki --name NAME [--san DNS_OR_IP]... [--days N] [--ca-days N] [--encrypt-ca-key] [--json]
   a2a-node init-pki --bundle FILE [--json]
   a2a-node init-pki --name NAME --csr FILE [--san DNS_OR_IP]... [--force] [--json]
 
@@ -37,6 +40,8 @@ FLAGS
                       localhost, 127.0.0.1 and this machine's hostname are always included
   --days N            node certificate validity in days (default 365)
   --ca-days N         fleet CA validity in days, when one is created (default 3650)
+  --encrypt-ca-key    encrypt the new CA key with a passphrase (from A2A_NODE_CA_PASSPHRASE, or typed
+                      twice); every command that signs then needs it (never a flag)
   --bundle FILE       install a bundle from 'a2a-node pki issue' instead of making keys here
   --csr FILE          make this node's key and write a certificate request to FILE, for the CA machine
   --force             with --csr: replace an existing FILE
@@ -72,6 +77,7 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
   if (f.name === undefined && f.bundle === undefined) throw new UsageError("give --name NAME (new fleet or node) or --bundle FILE");
   if (f.csr !== undefined) return runCsr(f, ctx);
   if (f.force) throw new UsageError("--force applies only to --csr FILE");
+  if (f["encrypt-ca-key"] && f.bundle !== undefined) throw new UsageError("--encrypt-ca-key applies only when --name creates the fleet CA");
   if (f.bundle !== undefined) {
     // A bundle's certificate already fixes names and validity; silently ignoring these would mislead.
     for (const [flag, given] of [["san", f.san.length > 0], ["days", f.days !== undefined], ["ca-days", f["ca-days"] !== undefined]] as const)
@@ -80,13 +86,16 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
   const days = intFlag("days", f.days, 365, 1, MAX_DAYS);
   const caDays = intFlag("ca-days", f["ca-days"], 3650, 1, MAX_DAYS);
 
-  const paths = ensureHome(homePaths(ctx.home));
+  const paths = { ...ensureHome(homePaths(ctx.home)), unlock: caUnlock(ctx) };
+  if (f["encrypt-ca-key"] && existsSync(paths.caKey))
+    throw new CliError(`this home already has a fleet CA key (${paths.caKey})`, ExitCode.Usage, "encrypt it with 'a2a-node pki protect-ca-key'");
+  const caPassphrase = f["encrypt-ca-key"] ? await newPassphrase(ctx) : undefined;
   let result: InitResult;
   try {
     result =
       f.bundle !== undefined
         ? await installBundle(paths, resolve(f.bundle))
-        : await initPki(paths, { name: f.name!, sans: f.san, days, caDays });
+        : await initPki(paths, { name: f.name!, sans: f.san, days, caDays, caPassphrase });
   } catch (err) {
     throw asCliError(err);
   }

@@ -11,12 +11,13 @@ import { importSub } from "./pki/import";
 import { revokeSub } from "./pki/revoke";
 import { renew } from "./pki/renew";
 import { token } from "./pki/token";
+import { protectCaKeySub } from "./pki/protect-ca-key";
 import { exportCrlSub, importCrlSub } from "./pki/crl-files";
 import type { PkiSubcommand } from "./pki/subcommand";
 export { expiresIn } from "./pki/text";
 
 /** Every `pki` subcommand, in the order the help lists them. */
-const SUBCOMMANDS: readonly PkiSubcommand[] = [token, issue, sign, importSub, list, revokeSub, exportCrlSub, importCrlSub, renew, needsRenewalSub, show, inspect];
+const SUBCOMMANDS: readonly PkiSubcommand[] = [token, issue, sign, importSub, list, revokeSub, exportCrlSub, importCrlSub, renew, needsRenewalSub, show, inspect, protectCaKeySub];
 
 const names = SUBCOMMANDS.map((s) => s.name);
 

@@ -5,6 +5,7 @@ import { homePaths } from "../../../home";
 import { exportCrl, importCrl } from "../../../../pki";
 import { utc } from "./text";
 import type { PkiSubcommand } from "./subcommand";
+import { caPaths } from "../../ca-unlock";
 
 const exportFlags = {
   out: { type: "string", value: "FILE" },
@@ -24,7 +25,7 @@ export const exportCrlSub: PkiSubcommand = {
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     if (f.out === undefined) throw new UsageError("pki export-crl needs --out FILE");
     const out = resolve(f.out);
-    const list = await exportCrl(homePaths(ctx.home), { out, overwrite: f.force });
+    const list = await exportCrl(caPaths(ctx), { out, overwrite: f.force });
     if (f.json) ctx.io.stdout.write(JSON.stringify({ out, number: list.number, revoked: [...list.revoked.keys()], signed: list.thisUpdate }) + "\n");
     else
       ctx.io.stdout.write(

@@ -1,10 +1,10 @@
 import { resolve } from "node:path";
 import { UsageError } from "../../errors";
 import { parseFlags, intFlag } from "../../flags";
-import { homePaths } from "../../../home";
 import { issueBundle, MAX_DAYS } from "../../../../pki";
 import { expiresIn, revokedLines } from "./text";
 import type { PkiSubcommand } from "./subcommand";
+import { caPaths } from "../../ca-unlock";
 
 const flags = {
   san: { type: "list", value: "DNS_OR_IP" },
@@ -34,7 +34,7 @@ export const issue: PkiSubcommand = {
     if (f.out === undefined) throw new UsageError("pki issue needs --out FILE (where to write the bundle)");
     const days = intFlag("days", f.days, 365, 1, MAX_DAYS);
     const out = resolve(f.out);
-    const r = await issueBundle(homePaths(ctx.home), { name: positionals[0], sans: f.san, days, out, overwrite: f.force, replace: f.replace });
+    const r = await issueBundle(caPaths(ctx), { name: positionals[0], sans: f.san, days, out, overwrite: f.force, replace: f.replace });
     if (f.json) ctx.io.stdout.write(JSON.stringify(r) + "\n");
     else
       ctx.io.stdout.write(

@@ -10,6 +10,7 @@ import { loadNodeIdentity } from "../../../../pki/identity";
 import { readPublic } from "../../../../pki/secure-file";
 import type { Peer } from "../../../peers/peer-registry";
 import { openPeers } from "../../client-session";
+import { caUnlock } from "../../ca-unlock";
 import { CliError, ExitCode, UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
 import { expiresIn, utc } from "./text";
@@ -49,7 +50,7 @@ export const renew: PkiSubcommand = {
     const list = existsSync(paths.crl) ? readRevocationList(readPublic(paths.crl), current.caPem, paths.crl) : undefined;
     let fresh;
     try {
-      fresh = await renewIdentity(paths, current, {
+      fresh = await renewIdentity({ ...paths, unlock: caUnlock(ctx) }, current, {
         peer,
         fetchFor: (p) => mtlsFetch({ cert: current.certPem, key: current.keyPem, ca: current.caPem }, { name: p.name, fingerprint: p.fingerprint }, list && ((s) => list.revoked.get(s))),
       });

@@ -4,6 +4,7 @@ import { homePaths } from "../../../home";
 import { revoke } from "../../../../pki";
 import { utc } from "./text";
 import type { PkiSubcommand } from "./subcommand";
+import { caPaths } from "../../ca-unlock";
 
 const flags = {
   reason: { type: "string", value: "TEXT" },
@@ -21,7 +22,7 @@ export const revokeSub: PkiSubcommand = {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length === 0) throw new UsageError("pki revoke needs a NAME or SERIAL");
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
-    const r = await revoke(homePaths(ctx.home), { target: positionals[0], reason: f.reason });
+    const r = await revoke(caPaths(ctx), { target: positionals[0], reason: f.reason });
     if (f.json) {
       ctx.io.stdout.write(JSON.stringify({ revoked: r.revoked, alreadyRevoked: r.already, crl: { number: r.crl.number, revoked: r.crl.revoked.size } }) + "\n");
       return 0;

@@ -1,10 +1,10 @@
 import { resolve } from "node:path";
 import { UsageError } from "../../errors";
 import { parseFlags, intFlag } from "../../flags";
-import { homePaths } from "../../../home";
 import { MAX_DAYS, signCsr } from "../../../../pki";
 import { expiresIn, revokedLines } from "./text";
 import type { PkiSubcommand } from "./subcommand";
+import { caPaths } from "../../ca-unlock";
 
 const flags = {
   out: { type: "string", value: "CERT" },
@@ -33,7 +33,7 @@ export const sign: PkiSubcommand = {
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
     if (f.out === undefined) throw new UsageError("pki sign needs --out CERT (where to write the certificate)");
     const days = intFlag("days", f.days, 365, 1, MAX_DAYS);
-    const r = await signCsr(homePaths(ctx.home), { csrPath: resolve(positionals[0]), out: resolve(f.out), sans: f.san, days, replace: f.replace, overwrite: f.force });
+    const r = await signCsr(caPaths(ctx), { csrPath: resolve(positionals[0]), out: resolve(f.out), sans: f.san, days, replace: f.replace, overwrite: f.force });
     if (f.json) ctx.io.stdout.write(JSON.stringify(r) + "\n");
     else
       ctx.io.stdout.write(
