@@ -19,6 +19,8 @@ export interface AutoRenewOptions {
 }
 
 export interface AutoRenew {
+  /** Plans again from the certificate in use (another one was put in place, e.g. on SIGHUP). */
+  replan(): void;
   stop(): void;
   /** The moment the next attempt is planned for (for tests and logs). */
   next(): Date | undefined;
@@ -67,6 +69,7 @@ export function startAutoRenew(options: AutoRenewOptions): AutoRenew {
 
   plan();
   return {
+    replan: () => plan(),
     stop() {
       stopped = true;
       clearTimeout(timer);

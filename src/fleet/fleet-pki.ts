@@ -99,6 +99,7 @@ export class FleetPki {
   useIdentity(fresh: NodeIdentity): void {
     for (const l of [this.listener, this.enroll]) l?.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
     this.options.adopt(fresh);
+    this.autoRenew?.replan();
   }
 
   /**

@@ -206,6 +206,9 @@ describe("mutual TLS refusals", () => {
       const alphas = await rpc(node.url, alpha, "SendMessage", { message: userMessage("alpha's own") });
       expect((await plainRpc("GetTask", { id: alphas.body.result.task.id })).error.code).toBe(-32001);
       expect((await plainRpc("ListTasks", {})).result.tasks.map((t: { id: string }) => t.id)).toEqual([localTask]);
+      // The fleet PKI's routes are on the mutual-TLS listener only.
+      expect((await fetch(`${plainUrl}/pki/crl`)).status).toBe(404);
+      expect((await fetch(`${plainUrl}/pki/renew`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(404);
     });
 
     it.each([
