@@ -21,6 +21,8 @@ export interface NodeIdentity {
   /** The certificate's CN: this node's name in the fleet. */
   name: string;
   sans: string[];
+  /** URI SANs (the SPIFFE ID, when the fleet has a trust domain). */
+  uris: string[];
   fingerprint256: string;
   serialNumber: string;
   notBefore: Date;
@@ -79,6 +81,7 @@ export async function loadNodeIdentity(paths: IdentityPaths, opts: { now?: Date;
     keyPem,
     name: info.subjectCn,
     sans: info.sans,
+    uris: info.uris ?? [],
     fingerprint256: info.fingerprint256,
     serialNumber: info.serialNumber,
     notBefore: info.notBefore,
@@ -103,14 +106,14 @@ function cn(dn: string): string {
 }
 
 function describeNative(c: X509Certificate): CertInfo {
-  const sans = (c.subjectAltName ?? "")
-    .split(", ")
-    .filter(Boolean)
-    .map((s) => s.replace(/^DNS:/, "").replace(/^IP Address:/, ""));
+  const entries = (c.subjectAltName ?? "").split(", ").filter(Boolean);
+  const sans = entries.filter((s) => s.startsWith("DNS:") || s.startsWith("IP Address:")).map((s) => s.replace(/^DNS:/, "").replace(/^IP Address:/, ""));
+  const uris = entries.filter((s) => s.startsWith("URI:")).map((s) => s.slice(4));
   return {
     subjectCn: cn(c.subject),
     issuerCn: cn(c.issuer),
     sans,
+    uris,
     fingerprint256: c.fingerprint256,
     serialNumber: c.serialNumber.toUpperCase(),
     notBefore: c.validFromDate,

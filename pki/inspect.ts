@@ -8,6 +8,8 @@ export interface CertInfo {
   issuerCn: string;
   /** DNS names and IP literals, in certificate order. */
   sans: string[];
+  /** URI SANs (a SPIFFE ID), if any. */
+  uris?: string[];
   /** SHA-256 of the DER, "AB:CD:...", exactly as node:tls getPeerCertificate().fingerprint256. */
   fingerprint256: string;
   /** Uppercase hex, as node:tls reports it. */
@@ -40,6 +42,7 @@ export function describe(cert: x509.X509Certificate): CertInfo {
     subjectCn: cert.subjectName.getField("CN")[0] ?? "",
     issuerCn: cert.issuerName.getField("CN")[0] ?? "",
     sans: san ? san.names.items.filter((n) => n.type === "dns" || n.type === "ip").map((n) => n.value) : [],
+    uris: san ? san.names.items.filter((n) => n.type === "url").map((n) => n.value) : [],
     fingerprint256: fingerprint256(cert.rawData),
     serialNumber: cert.serialNumber.toUpperCase(),
     notBefore: cert.notBefore,

@@ -20,6 +20,13 @@ export interface CaPaths {
   unlock?: Unlock;
 }
 
+/** The registry setting holding the fleet's SPIFFE trust domain; when set, every certificate carries spiffe://DOMAIN/NAME. */
+export const SPIFFE_DOMAIN = "spiffe_domain";
+
+export function spiffeId(domain: string, name: string): string {
+  return `spiffe://${domain}/${name}`;
+}
+
 export const NO_CA_KEY_FOR_ISSUE = "run this on the machine that ran 'a2a-node init-pki' first (it holds secrets/ca.key)";
 
 /**
@@ -84,7 +91,8 @@ export async function issueRecorded(paths: CaPaths, registry: CaRegistry, opts: 
   const now = opts.now ?? new Date();
   if (!opts.renewal) refuseIfHeld(registry, opts.name, now, opts.replace);
   const ca: CertAndKey = { certPem: readPublic(paths.caCert), keyPem: await readCaKey(paths.caKey, paths.unlock) };
-  const leafOpts = { ca, name: opts.name, sans: opts.sans, days: opts.days, now };
+  const domain = registry.setting(SPIFFE_DOMAIN);
+  const leafOpts = { ca, name: opts.name, sans: opts.sans, days: opts.days, now, uris: domain ? [spiffeId(domain, opts.name)] : [] };
   const leaf = opts.publicKey !== undefined ? { certPem: await signPublicKey({ ...leafOpts, publicKey: opts.publicKey }) } : await issueLeaf(leafOpts);
   const record = recordOf(leaf.certPem, opts.how, now);
   const revoked = registry.transaction(() => {

@@ -5,12 +5,13 @@ import { PkiError, pkiErrors } from "./errors";
 import { assertKeyMatchesCert } from "./keys";
 import { createCa, defaultCaName } from "./ca";
 import { issueLeaf } from "./leaf";
-import { issueRecorded, openCaRegistry, recordOf } from "./issuance";
+import { issueRecorded, openCaRegistry, recordOf, SPIFFE_DOMAIN, spiffeId } from "./issuance";
+import { CaRegistry } from "./registry";
 import type { IssuedCert } from "./registry";
 import { encryptKeyPem, readCaKey, type Unlock } from "./ca-key";
 import { inspectCert } from "./inspect";
 import { type Bundle, BUNDLE_FORMAT, readBundle, writeBundle } from "./bundle";
-import { isValidSan, normalizeNodeName, normalizeSans, checkDays } from "./names";
+import { checkTrustDomain, isValidSan, normalizeNodeName, normalizeSans, checkDays } from "./names";
 import { PUBLIC_MODE, SECRET_MODE, readPublic, writeFileAtomic } from "./secure-file";
 import type { CertAndKey } from "./cert-params";
 export { loadNodeIdentity, type NodeIdentity } from "./identity";
@@ -62,6 +63,8 @@ export interface InitPkiOptions {
   hostname?: string;
   /** Encrypt a newly created CA key with this passphrase (secrets/ca.key then holds an encrypted PKCS#8). */
   caPassphrase?: string;
+  /** The fleet's SPIFFE trust domain: every certificate the CA issues then carries spiffe://DOMAIN/NAME. */
+  spiffeDomain?: string;
   now?: Date;
 }
 
@@ -83,6 +86,7 @@ export async function initPki(paths: PkiPaths, opts: InitPkiOptions): Promise<In
   normalizeSans(sans);
   const days = checkDays(opts.days ?? 365, "certificate");
   const caDays = checkDays(opts.caDays ?? 3650, "CA");
+  const wantedDomain = opts.spiffeDomain !== undefined ? checkTrustDomain(opts.spiffeDomain) : undefined;
   refuseExistingNode(paths);
 
   const hasCaCert = existsSync(paths.caCert);
@@ -93,7 +97,13 @@ export async function initPki(paths: PkiPaths, opts: InitPkiOptions): Promise<In
 
   // Make everything in memory first, so a refusal (e.g. a leaf that would outlive the CA) writes nothing.
   const ca = hasCaCert ? await readCa(paths) : await createCa({ name: defaultCaName(name), days: caDays, now: opts.now });
-  const leaf = await issueLeaf({ ca, name, sans, days, now: opts.now });
+  let domain = wantedDomain;
+  if (domain === undefined && hasCaCert && existsSync(paths.caRegistry)) {
+    const existing = CaRegistry.open(paths.caRegistry);
+    domain = existing.setting(SPIFFE_DOMAIN);
+    existing.close();
+  }
+  const leaf = await issueLeaf({ ca, name, sans, days, now: opts.now, uris: domain ? [spiffeId(domain, name)] : [] });
   if (!hasCaCert) {
     // Key first: a certificate without its key is useless, a key without its certificate is just retried.
     const keyPem = opts.caPassphrase !== undefined ? encryptKeyPem(ca.keyPem, opts.caPassphrase) : ca.keyPem;
@@ -105,7 +115,10 @@ export async function initPki(paths: PkiPaths, opts: InitPkiOptions): Promise<In
   const registry = openCaRegistry(paths);
   try {
     const own = recordOf(leaf.certPem, "init", opts.now ?? new Date());
-    if (!registry.bySerial(own.serial)) registry.transaction(() => registry.record(own));
+    registry.transaction(() => {
+      if (!registry.bySerial(own.serial)) registry.record(own);
+      if (wantedDomain !== undefined) registry.setSetting(SPIFFE_DOMAIN, wantedDomain);
+    });
   } finally {
     registry.close();
   }

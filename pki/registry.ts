@@ -34,7 +34,7 @@ export interface StoredToken {
   usedAt?: Date;
 }
 
-const SCHEMA_VERSION = 1;
+const SCHEMA_VERSION = 2;
 
 // Version 1. Dates are milliseconds since the epoch; SANs are JSON arrays.
 const SCHEMA = `
@@ -64,6 +64,14 @@ CREATE TABLE IF NOT EXISTS tokens (
 CREATE TABLE IF NOT EXISTS counters (
   name TEXT PRIMARY KEY,
   value INTEGER NOT NULL
+);
+`;
+
+// Version 2: fleet-wide choices of the CA (the SPIFFE trust domain).
+const SCHEMA_2 = `
+CREATE TABLE IF NOT EXISTS ca_settings (
+  key TEXT PRIMARY KEY,
+  value TEXT NOT NULL
 );
 `;
 
@@ -114,7 +122,8 @@ export class CaRegistry {
       if (version > SCHEMA_VERSION) throw pkiErrors.readFailed(path, `made by a newer a2a-node (registry version ${version})`);
       if (version < SCHEMA_VERSION) {
         db.transaction(() => {
-          db.exec(SCHEMA);
+          if (version < 1) db.exec(SCHEMA);
+          db.exec(SCHEMA_2);
           db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
         }).immediate();
       }
@@ -230,6 +239,17 @@ export class CaRegistry {
       .query("UPDATE tokens SET used_at = $now WHERE hash = $hash AND used_at IS NULL AND expires_at > $now")
       .run({ hash, now: now.getTime() });
     return r.changes === 1;
+  }
+
+  /** A fleet-wide choice of the CA, such as "spiffe_domain"; undefined when unset. */
+  setting(key: string): string | undefined {
+    const row = this.db.query("SELECT value FROM ca_settings WHERE key = $key").get({ key }) as { value: string } | null;
+    return row?.value;
+  }
+
+  setSetting(key: string, value: string | undefined): void {
+    if (value === undefined) this.db.query("DELETE FROM ca_settings WHERE key = $key").run({ key });
+    else this.db.query("INSERT INTO ca_settings (key, value) VALUES ($key, $value) ON CONFLICT (key) DO UPDATE SET value = $value").run({ key, value });
   }
 
   close(): void {

@@ -50,7 +50,7 @@ describe("a2a-node init-pki", () => {
     [["--name", "a", "--ca-days", "1.5"], /--ca-days must be a whole number/],
     [["--nmae", "a"], /unknown flag '--nmae'/],
     [["--bundle", "f", "--csr", "r"], /--csr and --bundle cannot be used together/],
-    [["--name", "a", "--csr", "r", "--days", "3"], /--days cannot be used with --csr: the CA machine chooses it/],
+    [["--name", "a", "--csr", "r", "--days", "3"], /--days cannot be used with --csr: the CA machine chooses it$/],
     [["--name", "a", "--force"], /--force applies only to --csr FILE/],
   ])("rejects %j as a usage error (exit 2)", async (argv, message) => {
     const home = join(tmp(), "home");

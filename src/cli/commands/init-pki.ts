@@ -17,13 +17,15 @@ const flags = {
   csr: { type: "string", value: "FILE" },
   force: { type: "boolean" },
   "encrypt-ca-key": { type: "boolean" },
+  "spiffe-domain": { type: "string", value: "DOMAIN" },
   json: { type: "boolean" },
 } as const;
 
 const help = `a2a-node init-pki: give this node its certificate identity
 
 USAGE
-  a2a-node init-pki --name NAME [--san DNS_OR_IP]... [--days N] [--ca-days N] [--encrypt-ca-key] [--json]
+  a2a-node init-pki --name NAME [--san DNS_OR_IP]... [--days N] [--ca-days N] [--encrypt-ca-key]
+                    [--spiffe-domain DOMAIN] [--json]
   a2a-node init-pki --bundle FILE [--json]
   a2a-node init-pki --name NAME --csr FILE [--san DNS_OR_IP]... [--force] [--json]
 
@@ -40,6 +42,8 @@ FLAGS
                       localhost, 127.0.0.1 and this machine's hostname are always included
   --days N            node certificate validity in days (default 365)
   --ca-days N         fleet CA validity in days, when one is created (default 3650)
+  --spiffe-domain DOMAIN  the fleet's SPIFFE trust domain: every certificate the CA issues also carries
+                      the URI SAN spiffe://DOMAIN/NAME, for service meshes (pki spiffe-domain changes it)
   --encrypt-ca-key    encrypt the new CA key with a passphrase (from A2A_NODE_CA_PASSPHRASE, or typed
                       twice); every command that signs then needs it (never a flag)
   --bundle FILE       install a bundle from 'a2a-node pki issue' instead of making keys here
@@ -78,6 +82,7 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
   if (f.csr !== undefined) return runCsr(f, ctx);
   if (f.force) throw new UsageError("--force applies only to --csr FILE");
   if (f["encrypt-ca-key"] && f.bundle !== undefined) throw new UsageError("--encrypt-ca-key applies only when --name creates the fleet CA");
+  if (f["spiffe-domain"] !== undefined && f.bundle !== undefined) throw new UsageError("--spiffe-domain applies only to the CA machine (--name); the bundle's certificate is already made");
   if (f.bundle !== undefined) {
     // A bundle's certificate already fixes names and validity; silently ignoring these would mislead.
     for (const [flag, given] of [["san", f.san.length > 0], ["days", f.days !== undefined], ["ca-days", f["ca-days"] !== undefined]] as const)
@@ -95,7 +100,7 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
     result =
       f.bundle !== undefined
         ? await installBundle(paths, resolve(f.bundle))
-        : await initPki(paths, { name: f.name!, sans: f.san, days, caDays, caPassphrase });
+        : await initPki(paths, { name: f.name!, sans: f.san, days, caDays, caPassphrase, spiffeDomain: f["spiffe-domain"] });
   } catch (err) {
     throw asCliError(err);
   }
@@ -104,10 +109,10 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
 }
 
 /** init-pki --name NAME --csr FILE: the key stays here, the request goes to the CA machine. */
-async function runCsr(f: { name?: string; bundle?: string; csr?: string; san: string[]; days?: number; "ca-days"?: number; force: boolean; json: boolean }, ctx: CommandContext): Promise<number> {
+async function runCsr(f: { name?: string; bundle?: string; csr?: string; san: string[]; days?: number; "ca-days"?: number; "spiffe-domain"?: string; force: boolean; json: boolean }, ctx: CommandContext): Promise<number> {
   if (f.bundle !== undefined) throw new UsageError("--csr and --bundle cannot be used together");
   // The CA machine decides the validity when it signs.
-  for (const flag of ["days", "ca-days"] as const) if (f[flag] !== undefined) throw new UsageError(`--${flag} cannot be used with --csr: the CA machine chooses it ('pki sign --days N')`);
+  for (const flag of ["days", "ca-days", "spiffe-domain"] as const) if (f[flag] !== undefined) throw new UsageError(`--${flag} cannot be used with --csr: the CA machine chooses it`);
   const paths = ensureHome(homePaths(ctx.home));
   let r: RequestResult;
   try {

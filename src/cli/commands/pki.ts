@@ -12,12 +12,13 @@ import { revokeSub } from "./pki/revoke";
 import { renew } from "./pki/renew";
 import { token } from "./pki/token";
 import { protectCaKeySub } from "./pki/protect-ca-key";
+import { spiffeDomain } from "./pki/spiffe-domain";
 import { exportCrlSub, importCrlSub } from "./pki/crl-files";
 import type { PkiSubcommand } from "./pki/subcommand";
 export { expiresIn } from "./pki/text";
 
 /** Every `pki` subcommand, in the order the help lists them. */
-const SUBCOMMANDS: readonly PkiSubcommand[] = [token, issue, sign, importSub, list, revokeSub, exportCrlSub, importCrlSub, renew, needsRenewalSub, show, inspect, protectCaKeySub];
+const SUBCOMMANDS: readonly PkiSubcommand[] = [token, issue, sign, importSub, list, revokeSub, exportCrlSub, importCrlSub, renew, needsRenewalSub, show, inspect, protectCaKeySub, spiffeDomain];
 
 const names = SUBCOMMANDS.map((s) => s.name);
 

@@ -43,6 +43,7 @@ export const inspect: PkiSubcommand = {
       `file          ${file}`,
       `subject       ${cert.subject.replace(/\n/g, ", ")}`,
       `SANs          ${cert.sans.join(", ") || "none"}`,
+      ...(cert.uris?.length ? [`URIs          ${cert.uris.join(", ")}`] : []),
       `serial        ${cert.serialNumber}`,
       `fingerprint   ${cert.fingerprint256}`,
       `valid from    ${utc(cert.notBefore)}${status === "not yet valid" ? " (NOT YET VALID)" : ""}`,

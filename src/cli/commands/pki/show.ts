@@ -29,6 +29,7 @@ function showJson(id: NodeIdentity, paths: ReturnType<typeof homePaths>) {
   return {
     name: id.name,
     sans: id.sans,
+    uris: id.uris ?? [],
     fingerprint256: id.fingerprint256,
     serialNumber: id.serialNumber,
     notBefore: id.notBefore,
@@ -51,6 +52,7 @@ function showText(id: NodeIdentity, paths: ReturnType<typeof homePaths>): string
     [
       `node            ${id.name}`,
       `SANs            ${id.sans.join(", ")}`,
+      ...(id.uris?.length ? [`SPIFFE ID       ${id.uris.join(", ")}`] : []),
       `fingerprint     ${id.fingerprint256}`,
       `expires         ${expiresIn(id.notAfter)}`,
       `certificate     ${paths.nodeCert}`,
