@@ -21,15 +21,22 @@ export { expiresIn } from "./pki/text";
 const SUBCOMMANDS: readonly PkiSubcommand[] = [token, issue, sign, importSub, list, revokeSub, exportCrlSub, importCrlSub, renew, needsRenewalSub, show, inspect, protectCaKeySub, spiffeDomain];
 
 const names = SUBCOMMANDS.map((s) => s.name);
+const column = Math.max(...names.map((n) => n.length)) + 1;
 
-const help = `a2a-node pki: the fleet's certificates: issue and list them on the CA machine, inspect and
-check this node's
+/** A subcommand's summary under SUBCOMMANDS, its continuation lines aligned under the first. */
+function summaryLines(sub: PkiSubcommand): string {
+  const [first, ...rest] = sub.summary.split("\n").map((l) => l.trim());
+  return [`  ${sub.name.padEnd(column)} ${first}`, ...rest.map((l) => `${" ".repeat(column + 3)}${l}`)].join("\n");
+}
+
+const help = `a2a-node pki: the fleet's certificates: on the CA machine, issue, list and revoke them and let
+machines join; on every machine, renew, inspect and check this node's
 
 USAGE
 ${SUBCOMMANDS.map((s) => `  a2a-node ${s.usage}`).join("\n")}
 
 SUBCOMMANDS
-${SUBCOMMANDS.map((s) => `  ${s.name.padEnd(13)} ${s.summary}`).join("\n")}
+${SUBCOMMANDS.map(summaryLines).join("\n")}
 
 FLAGS
 ${SUBCOMMANDS.filter((s) => s.flags)
