@@ -15,7 +15,6 @@ export interface CardOptions {
 }
 
 export type Binding = "JSONRPC" | "HTTP+JSON";
-export const BINDINGS: readonly Binding[] = ["JSONRPC", "HTTP+JSON"];
 
 export const DEFAULT_SKILLS: AgentSkill[] = [
   {

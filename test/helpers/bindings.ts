@@ -4,7 +4,7 @@
  * through both. The drivers build every request by hand (raw fetch over mTLS): what is tested is the wire.
  */
 import type { TlsIdentity } from "./fleet";
-import { post, type RpcReply } from "./rpc";
+import { post, reply, type RpcReply } from "./rpc";
 import { openSse, openSseRequest, type SseConnection } from "./sse";
 
 export type BindingName = "JSONRPC" | "HTTP+JSON";
@@ -82,14 +82,7 @@ export function httpJsonDriver(base: string): BindingDriver {
       body: body === undefined ? undefined : JSON.stringify(body),
       tls: { cert: who.cert, key: who.key, ca: who.ca },
     } as RequestInit);
-    const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    return { status: res.status, body: parsed, text, headers: res.headers };
+    return reply(res);
   };
   return {
     name: "HTTP+JSON",
