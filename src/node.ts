@@ -10,12 +10,13 @@ import { OpenAiCompatibleExecutor } from "./executors/openai-executor";
 import { homePaths } from "./home";
 import type { Logger } from "./log";
 import type { CallerIdentity } from "./protocol/caller";
+import { HttpJsonTransport } from "./protocol/http-json-transport";
 import { JsonRpcTransport } from "./protocol/jsonrpc-transport";
 import { DefaultRequestHandler } from "./protocol/request-handler";
 import type { AgentCard } from "./protocol/types";
 import { v1Methods } from "./protocol/v1-methods";
 import { v03Methods } from "./protocol/v03/methods";
-import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
+import { buildAgentCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
 import { RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener } from "./server/mtls-listener";
 import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
@@ -83,7 +84,10 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   if (recovered.resumed + recovered.failed > 0)
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
   const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext });
-  const transport = new JsonRpcTransport({ v1: v1Methods(handler), v03: v03Methods(handler) });
+  // Both bindings over one method table, so they validate, scope and answer alike.
+  const v1 = v1Methods(handler);
+  const transport = new JsonRpcTransport({ v1, v03: v03Methods(handler) });
+  const httpJson = new HttpJsonTransport(v1);
   const startedAt = Date.now();
   const card = (url: string) =>
     buildAgentCard({
@@ -93,6 +97,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       advertisedUrl: url,
       skills: config.skills ?? DEFAULT_SKILLS,
       pushNotifications: true,
+      preferredBinding: config.preferredBinding as Binding,
     });
   const common = { maxBodyBytes: config.maxBodyBytes, tooLarge: tooLargeResponse };
 
@@ -105,7 +110,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     cert: identity.certPem,
     key: identity.keyPem,
     ca: identity.caPem,
-    onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(advertisedUrl), executor, startedAt) }),
+    onRequest: createRequestRouter({ transport, httpJson, web: lazyWebApp(() => card(advertisedUrl), executor, startedAt) }),
     onHandshakeError: (err, remote) => refusals.refused(err.message, remote),
     onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
     handshakeTimeoutMs: config.handshakeTimeoutMs,
@@ -118,7 +123,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     const plain = await listenPlainLoopback({
       ...common,
       port: config.plainHttpPort,
-      onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(plainUrl as string), executor, startedAt) }),
+      onRequest: createRequestRouter({ transport, httpJson, web: lazyWebApp(() => card(plainUrl as string), executor, startedAt) }),
     });
     plainUrl = plain.url;
     listeners.push(plain);

@@ -1,5 +1,8 @@
 import type { CallerIdentity } from "../protocol/caller";
 import { A2AError } from "../protocol/errors";
+import { statusBody } from "../protocol/http-json-errors";
+import { matchRoute } from "../protocol/http-json-routes";
+import type { HttpJsonOutcome, HttpJsonTransport } from "../protocol/http-json-transport";
 import { errorBody, type JsonRpcTransport } from "../protocol/jsonrpc-transport";
 import type { HttpRequest, HttpResponse } from "./http1";
 
@@ -14,7 +17,7 @@ const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-
  * A plain iterator rather than an async generator, so that return() (the client went away) reaches the event
  * source at once even while it is waiting for the next event.
  */
-function sse(events: AsyncIterable<{ id?: string; data: string }>): AsyncIterable<string> {
+function sse(events: AsyncIterable<{ id?: string; event?: string; data: string }>): AsyncIterable<string> {
   return {
     [Symbol.asyncIterator]() {
       const it = events[Symbol.asyncIterator]();
@@ -23,7 +26,8 @@ function sse(events: AsyncIterable<{ id?: string; data: string }>): AsyncIterabl
           const r = await it.next();
           if (r.done) return { value: undefined, done: true };
           const e = r.value;
-          return { value: e.id === undefined ? `data: ${e.data}\n\n` : `id: ${e.id}\ndata: ${e.data}\n\n`, done: false };
+          const head = (e.id === undefined ? "" : `id: ${e.id}\n`) + (e.event === undefined ? "" : `event: ${e.event}\n`);
+          return { value: `${head}data: ${e.data}\n\n`, done: false };
         },
         async return() {
           await it.return?.();
@@ -36,17 +40,20 @@ function sse(events: AsyncIterable<{ id?: string; data: string }>): AsyncIterabl
 
 export interface RouterOptions {
   transport: JsonRpcTransport;
-  /** Everything that is not a JSON-RPC POST (card, health, OpenAPI) goes to the web app. */
+  /** The HTTP+JSON binding's routes (/message:send, /tasks/...), over the same method table as JSON-RPC. */
+  httpJson: HttpJsonTransport;
+  /** Everything else (card, health, OpenAPI) goes to the web app. */
   web(request: Request, caller: CallerIdentity): Promise<Response>;
 }
 
 /**
- * Splits traffic between the JSON-RPC transport and the web app. JSON-RPC POSTs, the per-task hot path, go
- * straight from the connection to the transport: turning them into Fetch Requests and back would cost more
- * than the rest of the node's work on a task. Everything else goes through the web app (Elysia).
+ * Splits traffic between the two A2A bindings and the web app. JSON-RPC POSTs, the per-task hot path, are
+ * checked first and go straight from the connection to the transport, and so do the HTTP+JSON routes:
+ * turning them into Fetch Requests and back would cost more than the rest of the node's work on a task.
+ * Everything else (card, health, OpenAPI) goes through the web app (Elysia).
  */
 export function createRequestRouter(options: RouterOptions) {
-  const { transport, web } = options;
+  const { transport, httpJson, web } = options;
 
   return async function route(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse> {
     const q = req.target.indexOf("?");
@@ -60,6 +67,23 @@ export function createRequestRouter(options: RouterOptions) {
       if (out.kind === "none") return { status: 204 };
       return { status: 200, headers: SSE_HEADERS, stream: sse(out.events) };
     }
+    const match = matchRoute(path);
+    if (match !== undefined) {
+      const out = await httpJson.handle(
+        match,
+        {
+          method: req.method,
+          path,
+          query: q === -1 ? "" : req.target.slice(q + 1),
+          body: req.body.toString("utf8"),
+          contentType: req.headers.get("content-type")?.split(";")[0].trim().toLowerCase(),
+          version: protocolVersion(req, q),
+          lastEventId: req.headers.get("last-event-id"),
+        },
+        { caller },
+      );
+      return httpJsonResponse(out, req.headers.get("accept"));
+    }
     const headers = new Headers();
     for (const [k, v] of req.headers) headers.set(k, v);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
@@ -71,10 +95,32 @@ export function createRequestRouter(options: RouterOptions) {
   };
 }
 
-/** The answer to a body over the limit: HTTP 413 carrying a JSON-RPC error that names the limit. */
-export function tooLargeResponse(limit: number, declared: number | undefined): HttpResponse {
+/**
+ * application/a2a+json is the binding's media type (spec v1.0.1 §11.1: SHOULD); clients that do not name it
+ * in Accept (v1.0.0 said application/json) get the same JSON labelled application/json.
+ */
+function jsonType(accept: string | undefined): string {
+  return accept?.toLowerCase().includes("application/a2a+json") ? A2A_JSON : "application/json";
+}
+const A2A_JSON = "application/a2a+json";
+
+function httpJsonResponse(out: HttpJsonOutcome, accept: string | undefined): HttpResponse {
+  if (out.kind === "stream") return { status: 200, headers: SSE_HEADERS, stream: sse(out.events) };
+  const headers: Record<string, string> = { "content-type": jsonType(accept) };
+  if (out.allow) headers.allow = out.allow;
+  return { status: out.status, headers, body: out.body };
+}
+
+/**
+ * The answer to a body over the limit: HTTP 413 naming the limit, as a JSON-RPC error, or as a
+ * google.rpc.Status on an HTTP+JSON route.
+ */
+export function tooLargeResponse(limit: number, declared: number | undefined, target = "/"): HttpResponse {
   const what = declared === undefined ? "request body exceeds" : `request body of ${declared} bytes exceeds`;
-  return { status: 413, headers: JSON_HEADERS, body: errorBody(null, A2AError.invalidRequest(`${what} this node's limit of ${limit} bytes`)) };
+  const err = A2AError.invalidRequest(`${what} this node's limit of ${limit} bytes`);
+  const q = target.indexOf("?");
+  if (matchRoute(q === -1 ? target : target.slice(0, q)) !== undefined) return { status: 413, headers: JSON_HEADERS, body: statusBody(err, 413) };
+  return { status: 413, headers: JSON_HEADERS, body: errorBody(null, err) };
 }
 
 /** The A2A-Version header, or the A2A-Version query parameter; null when neither is given. */

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
 import { canonicalJson } from "./canonical-json";
+import { BINDING_PATHS } from "./openapi-paths";
 import { openapi } from "@elysiajs/openapi";
 import type { CallerIdentity } from "../protocol/caller";
 import type { AgentCard } from "../protocol/types";
@@ -17,7 +18,7 @@ export interface WebAppOptions {
 }
 
 /**
- * The node's HTTP surface apart from JSON-RPC: the agent card, health, and the OpenAPI description. Elysia
+ * The node's HTTP surface apart from the A2A bindings: the agent card, health, and the OpenAPI description. Elysia
  * is only this adapter; the protocol core does not know it exists. The verified caller reaches handlers
  * through `callerOf`, keyed by the Request object, never through a header.
  */
@@ -34,19 +35,10 @@ export function createWebApp(o: WebAppOptions) {
       openapi({
         path: "/openapi",
         documentation: {
-          info: { title: "a2a-node", version: o.version, description: "A2A v1.0 over JSON-RPC, behind mutual TLS." },
-          // JSON-RPC POSTs never reach Elysia (see request-router.ts), so they are described here by hand.
-          paths: {
-            "/": {
-              post: {
-                summary: "A2A v1.0 JSON-RPC: SendMessage, GetTask, ListTasks, CancelTask",
-                description: "Send header A2A-Version: 1.0. Errors travel in the JSON-RPC body with HTTP 200.",
-                parameters: [{ name: "A2A-Version", in: "header", required: true, schema: { type: "string", enum: ["1.0"] } }],
-                requestBody: { required: true, content: { "application/json": { schema: { type: "object", required: ["jsonrpc", "method"] } } } },
-                responses: { "200": { description: "A JSON-RPC response" }, "413": { description: "Body over --max-body" } },
-              },
-            },
-          },
+          info: { title: "a2a-node", version: o.version, description: "A2A v1.0 over JSON-RPC and HTTP+JSON, behind mutual TLS." },
+          // Neither binding reaches Elysia (see request-router.ts): they are described by hand. Each HTTP+JSON
+          // route also answers under a /{tenant} prefix.
+          paths: BINDING_PATHS,
         },
       }),
     )
