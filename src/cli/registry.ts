@@ -18,9 +18,11 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: "init-pki", summary: "create this node's key and certificate (and the fleet CA), or install a bundle", load: async () => (await import("./commands/init-pki")).initPkiCommand },
   { name: "pki", summary: "issue identities for other machines (pki issue), show this node's (pki show)", load: async () => (await import("./commands/pki")).pkiCommand },
   { name: "serve", summary: "run the node: A2A over mutual TLS, tasks in SQLite", load: async () => (await import("./commands/serve")).serveCommand },
-  { name: "peers", summary: "manage known peers: add, list, remove", load: async () => (await import("./commands/peers")).peersCommand },
+  { name: "peers", summary: "manage known peers: add, list, remove, discover, ping", load: async () => (await import("./commands/peers")).peersCommand },
   { name: "send", summary: "delegate a task to a peer (and optionally wait for its result)", load: async () => (await import("./commands/send")).sendCommand },
-  { name: "status", summary: "show a delegated task's state and result", load: async () => (await import("./commands/status")).statusCommand },
+  { name: "status", summary: "show a delegated task's state and result, or wait for it to end", load: async () => (await import("./commands/status")).statusCommand },
+  { name: "tasks", summary: "list the tasks this node delegated to its peers", load: async () => (await import("./commands/tasks")).tasksCommand },
+  { name: "cancel", summary: "cancel a task this node delegated to a peer", load: async () => (await import("./commands/cancel")).cancelCommand },
   { name: "version", summary: "print the version of this binary", load: async () => (await import("./commands/version")).versionCommand },
 ];
 
@@ -46,7 +48,9 @@ EXAMPLES
   a2a-node send --agent beta --task "summarise today's logs" --wait
 
 EXIT CODES
-  0 success   1 failure   2 usage error   3 not found   4 peer unreachable or refused   5 timed out
+  0 success (a waited-for task completed)   1 failure (the task failed or was rejected)   2 usage error
+  3 not found   4 cannot connect   5 timed out waiting   6 the task waits for input   7 the task was canceled
+  8 refused (TLS handshake, certificate, name or pin)   130 interrupted (Ctrl-C) while waiting
 `;
 
 /** Runs one command line. Returns the exit code; all output goes through `io`. */

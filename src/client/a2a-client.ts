@@ -71,15 +71,28 @@ export class A2AClient {
    * SendStreamingMessage: the Task first, then its status and artifact updates as they happen, until it
    * settles. A v0.3 peer's events are converted to v1.0 shapes.
    */
-  async *sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+  sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    const v1 = this.protocol === "1.0";
+    const rpcParams = v1 ? params : { message: toV03Message(params.message), ...(params.metadata ? { metadata: params.metadata } : {}) };
+    return this.stream(v1 ? "SendStreamingMessage" : "message/stream", rpcParams, signal);
+  }
+
+  /**
+   * SubscribeToTask: the task as it is, then its updates while it runs. A task that has already ended is
+   * refused by the server (-32004: read it with GetTask); one waiting for input keeps the stream open.
+   */
+  subscribeToTask(id: string, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    return this.stream(this.protocol === "1.0" ? "SubscribeToTask" : "tasks/resubscribe", { id }, signal);
+  }
+
+  private async *stream(method: string, params: unknown, signal?: AbortSignal): AsyncIterable<StreamResponse> {
     const v1 = this.protocol === "1.0";
     const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
     if (v1) headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
-    const rpcParams = v1 ? params : { message: toV03Message(params.message), ...(params.metadata ? { metadata: params.metadata } : {}) };
     const res = await this.fetchFn(this.rpcUrl, {
       method: "POST",
       headers,
-      body: JSON.stringify({ jsonrpc: "2.0", id: this.nextId++, method: v1 ? "SendStreamingMessage" : "message/stream", params: rpcParams }),
+      body: JSON.stringify({ jsonrpc: "2.0", id: this.nextId++, method, params }),
       signal,
     });
     if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) {
@@ -109,8 +122,9 @@ export class A2AClient {
     return this.call("ListTasks", params, signal);
   }
 
-  cancelTask(id: string, signal?: AbortSignal): Promise<Task> {
-    return this.call("CancelTask", { id }, signal);
+  async cancelTask(id: string, signal?: AbortSignal): Promise<Task> {
+    if (this.protocol === "1.0") return this.call("CancelTask", { id }, signal);
+    return fromV03Task(await this.call("tasks/cancel", { id }, signal), "result");
   }
 
   async getAgentCard(baseUrl: string, signal?: AbortSignal): Promise<AgentCard> {
