@@ -65,14 +65,15 @@ export function processIo(): Io {
       stdin: process.stdin.isTTY === true,
       stdout: process.stdout.isTTY === true,
       stderr: process.stderr.isTTY === true,
-      columns: process.stderr.columns,
+      columns: process.stderr.columns || undefined, // 0 in a terminal of unknown size
     },
     readStdin: () => Bun.stdin.text(),
     readLine: readLineOnce,
     get interruptSignal() {
       if (!interrupt) {
         const ctrl = new AbortController();
-        process.on("SIGINT", () => ctrl.abort("SIGINT"));
+        // The first Ctrl-C ends the wait in words; a second one, if that takes too long, ends the process.
+        process.on("SIGINT", () => (ctrl.signal.aborted ? process.exit(130) : ctrl.abort("SIGINT")));
         interrupt = ctrl;
       }
       return interrupt.signal;

@@ -15,10 +15,10 @@ import { finishWait, lostPeer, type WaitReport } from "./wait-report";
  */
 export async function streamTask(report: WaitReport, message: Message, tooLarge: (err: unknown) => CliError | undefined): Promise<number> {
   const { io, session } = report;
+  const interrupt = io.interruptSignal;
   const progress = ProgressLine.start(io, session.target.label, report.json);
   const printer = new AnswerPrinter(report, progress);
   const deadline = Date.now() + report.timeoutS * 1000;
-  const interrupt = io.interruptSignal;
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), report.timeoutS * 1000);
   const onInterrupt = () => abort.abort();

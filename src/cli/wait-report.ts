@@ -66,12 +66,14 @@ export function lostPeer(r: WaitReport, broken: FollowBroken): never {
 /** Waits for `task` with a progress line on a terminal, and reports its end (also for `status --wait`). */
 export async function waitAndReport(report: WaitReport, task: Task): Promise<number> {
   const { io, session } = report;
+  // Take Ctrl-C before anything shows that we wait: from here on it stops the wait, not the process.
+  const interrupt = io.interruptSignal;
   const progress = ProgressLine.start(io, session.target.label, report.json);
   progress.update(shortState(task.status.state), statusNote(task));
   try {
     const end = await followTask(session, task, {
       deadline: Date.now() + report.timeoutS * 1000,
-      interrupt: io.interruptSignal,
+      interrupt,
       onItem: (_item, t) => progress.update(shortState(t.status.state), statusNote(t)),
     });
     progress.stop();
