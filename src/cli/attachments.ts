@@ -14,39 +14,42 @@ export const MAX_FILE_BYTES = 768 * 1024 * 1024;
 
 /** `--file PATH` (repeatable): each file as an A2A file part, its bytes in base64 with its name and media type. */
 export async function readAttachments(paths: string[]): Promise<Part[]> {
+  // Every file is checked before any is read: a typo in the last --file costs no reading of the first.
   let total = 0;
-  const sizes = paths.map((path) => {
-    let st;
-    try {
-      st = statSync(path);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "ENOENT") throw new UsageError(`--file ${path}: no such file`);
-      if (code === "EACCES") throw new CliError(`--file ${path}: permission denied`, ExitCode.Failure, "check the file's mode, or run as a user who may read it");
-      throw new UsageError(`--file ${path}: ${(err as Error).message}`);
-    }
-    if (st.isDirectory()) throw new UsageError(`--file ${path} is a directory; send its files one by one (--file is repeatable), or an archive of it`);
-    if (!st.isFile()) throw new UsageError(`--file ${path} is not a regular file`);
-    total += st.size;
-    return st.size;
-  });
+  for (const path of paths) total += fileSize(path);
   if (total > MAX_FILE_BYTES)
     throw new UsageError(`the files come to ${total} bytes; a message carries at most ${MAX_FILE_BYTES} (and a peer, by default, 1 MiB in all)`);
   const parts: Part[] = [];
-  for (const [i, path] of paths.entries()) {
+  for (const path of paths) {
     let bytes: Uint8Array;
     try {
       bytes = new Uint8Array(await Bun.file(path).arrayBuffer());
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === "EACCES") throw new CliError(`--file ${path}: permission denied`, ExitCode.Failure, "check the file's mode, or run as a user who may read it");
-      throw new CliError(`--file ${path}: ${(err as Error).message}`);
+      throw unreadable(path, err);
     }
-    if (bytes.length !== sizes[i]) sizes[i] = bytes.length;
     const filename = basename(path);
     parts.push({ raw: Buffer.from(bytes).toString("base64"), filename, mediaType: guessMediaType(filename, bytes) });
   }
   return parts;
+}
+
+function fileSize(path: string): number {
+  let st;
+  try {
+    st = statSync(path);
+  } catch (err) {
+    throw unreadable(path, err);
+  }
+  if (st.isDirectory()) throw new UsageError(`--file ${path} is a directory; send its files one by one (--file is repeatable), or an archive of it`);
+  if (!st.isFile()) throw new UsageError(`--file ${path} is not a regular file`);
+  return st.size;
+}
+
+function unreadable(path: string, err: unknown): CliError {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === "ENOENT") return new UsageError(`--file ${path}: no such file`);
+  if (code === "EACCES") return new CliError(`--file ${path}: permission denied`, ExitCode.Failure, "check the file's mode, or run as a user who may read it");
+  return new CliError(`--file ${path}: ${(err as Error).message}`);
 }
 
 /** `--task TEXT`, or `--task -`: the text from standard input, which must hold some. */

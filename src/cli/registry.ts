@@ -44,8 +44,9 @@ EXAMPLES
   a2a-node pki issue beta --san 10.0.0.7 --out beta.bundle
   a2a-node init-pki --bundle beta.bundle              # machine B, after copying the bundle
   a2a-node serve --executor openai --model-url http://127.0.0.1:11434/v1
-  a2a-node peers add beta https://10.0.0.7:9443
+  a2a-node peers add beta https://10.0.0.7:9443 --pin
   a2a-node send --agent beta --task "summarise today's logs" --wait
+  a2a-node tasks list                                 # what this node delegated, on every peer
 
 EXIT CODES
   0 success (a waited-for task completed)   1 failure (the task failed or was rejected)   2 usage error

@@ -39,10 +39,16 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
         if (!task) {
           if (!("task" in item)) continue;
           if (!report.json) progress.print(`task ${item.task.id} accepted by ${session.target.label}`);
+          // What the task already held (a task answered after a question) was shown when it was asked.
+          task = item.task;
+          printer.known(task);
+          continue;
         }
-        task = applyItem(task ?? (item as { task: Task }).task, item);
+        task = applyItem(task, item);
         printer.see(item, task);
-        if (isSettled(task.status.state)) {
+        // Settled by an update, not by the opening Task: an answer to a task waiting for input opens with
+        // the task still input-required.
+        if ("statusUpdate" in item && isSettled(task.status.state)) {
           reason = "settled";
           break;
         }
@@ -132,6 +138,12 @@ class AnswerPrinter {
         this.progress.print(`[${this.report.session.target.peer?.name ?? this.report.agent}] ${note}`);
       }
     }
+  }
+
+  /** Takes the task's artifacts as already shown. */
+  known(task: Task): void {
+    this.progress.update(shortState(task.status.state), statusNote(task));
+    for (const a of task.artifacts ?? []) this.shown.set(a.artifactId, partsText(a.parts.filter((p) => p.text !== undefined)));
   }
 
   /** Ends the answer with a newline, so what follows starts on a line of its own. */

@@ -82,7 +82,7 @@ describe("peers", () => {
     const r = await cli("peers", "add", "Delta", "https://10.0.0.9:9443");
     expect(r).toMatchObject({ code: 0, out: "added peer delta at https://10.0.0.9:9443\n" });
     expect(r.err).toBe("note: peer names are lower case, as init-pki issues them: 'Delta' is added as 'delta'\n");
-    expect((await cli("peers", "remove", "DELTA")).code).toBe(0);
+    expect(await cli("peers", "remove", "DELTA", "--json")).toMatchObject({ code: 0, out: `{"removed":"delta"}\n` });
   });
 
   it("fills in the node's port 9443 (not 443) and https://, and says so; an explicit :443 stays", async () => {

@@ -20,7 +20,7 @@ USAGE
   a2a-node peers discover URL [--yes] [--json]
   a2a-node peers ping NAME|URL [--json]
   a2a-node peers list [--json]
-  a2a-node peers remove NAME
+  a2a-node peers remove NAME [--json]
 
 SUBCOMMANDS
   add        register NAME at URL. NAME is lower-cased (certificates carry lower-case names); a URL without a
@@ -123,14 +123,14 @@ async function listPeers(args: string[], { io, home }: CommandContext): Promise<
 }
 
 async function removePeer(args: string[], { io, home }: CommandContext): Promise<number> {
-  const { positionals } = parseFlags(args, {});
+  const { flags, positionals } = parseFlags(args, { json: { type: "boolean" } });
   if (positionals.length !== 1) throw new UsageError("peers remove needs exactly one NAME");
   const { peers, close } = openPeers(home);
   try {
-    const name = positionals[0];
-    if (!peers.remove(name) && !peers.remove(name.toLowerCase()))
-      throw new CliError(`no peer named '${name}'`, ExitCode.NotFound, "see 'a2a-node peers list'");
-    io.stdout.write(`removed peer ${name}\n`);
+    const typed = positionals[0];
+    const name = peers.get(typed) ? typed : typed.toLowerCase();
+    if (!peers.remove(name)) throw new CliError(`no peer named '${typed}'`, ExitCode.NotFound, "see 'a2a-node peers list'");
+    io.stdout.write(flags.json ? `${JSON.stringify({ removed: name })}\n` : `removed peer ${name}\n`);
   } finally {
     close();
   }
