@@ -59,7 +59,7 @@ export function describeFacts(f: PeerFacts): string {
     ["skills", skills || "(none listed)"],
     ["fingerprint", f.certificate.fingerprint],
     ["expires", f.certificate.notAfter],
-    ["issued by", `${f.certificate.issuer ?? "?"} (our fleet CA)`],
+    ["issued by", `${f.certificate.issuer ?? "?"}, our fleet CA`],
   ];
   return `${rows.map(([k, v]) => `  ${k.padEnd(12)} ${v}`).join("\n")}\n`;
 }

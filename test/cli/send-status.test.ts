@@ -14,6 +14,9 @@ import { createLogger } from "../../src/log";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 import { startFakeModel, type FakeModel } from "../helpers/fake-openai";
 import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { openClientSession } from "../../src/cli/client-session";
+import { followTask } from "../../src/cli/follow-task";
+import type { StreamResponse, Task } from "../../src/protocol/types";
 
 let fleet: Fleet;
 let beta: RunningNode;
@@ -233,6 +236,22 @@ describe("status, cancel, tasks", () => {
     expect(r.err).toContain("Task not found");
     expect((await run("cancel", "--agent", "beta", "--task-id", "01ZZZZZZZZZZZZZZZZZZZZZZZZ")).code).toBe(3);
     expect((await run("status", "--agent", "beta", "--task-id", "01ZZZZZZZZZZZZZZZZZZZZZZZZ", "--wait")).code).toBe(3);
+  });
+
+  it("a wait the peer will not stream (the task ended meanwhile: SubscribeToTask -32004) asks with GetTask instead", async () => {
+    const sent = await run("send", "--agent", "gamma", "--task", "ended meanwhile [hold]", "--json");
+    const stale = JSON.parse(sent.out) as Task;
+    expect(stale.status.state).not.toBe("TASK_STATE_COMPLETED");
+    await gated.arrival("ended meanwhile");
+    gated.release("ended meanwhile");
+    expect((await run("status", "--agent", "gamma", "--task-id", stale.id, "--wait")).code).toBe(0);
+    const session = await openClientSession(fleet.homes.alpha, "gamma");
+    const seen: StreamResponse[] = [];
+    const end = await followTask(session, stale, { deadline: Date.now() + 10_000, onItem: (item) => seen.push(item) });
+    expect(end.reason).toBe("settled");
+    expect(end.task.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(end.task.artifacts?.[0]?.parts[0]?.text).toBe("echo: ended meanwhile [hold]");
+    expect(seen).toEqual([{ task: end.task }]); // one poll, no stream
   });
 
   it("status --wait --timeout on a running task exits 5", async () => {

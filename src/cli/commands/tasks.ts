@@ -1,9 +1,8 @@
-import { explainFailure, resolveTarget, type Target } from "../../client/connect";
-import { PeerUrlError } from "../../client/peer-url";
+import { resolveTarget, type Target } from "../../client/connect";
 import type { Task, TaskState } from "../../protocol/types";
 import { TASK_STATES } from "../../protocol/types";
 import type { Command } from "../command";
-import { exitCodeOfFailure, loadClientIdentity, openClientSession, openPeers, sessionFor, type ClientSession } from "../client-session";
+import { loadClientIdentity, openClientSession, openPeers, sessionFor, type ClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { intFlag, parseFlags } from "../flags";
 import { shortState, statusNote } from "../render-task";
@@ -55,39 +54,21 @@ EXIT CODES
     const limit = intFlag("limit", f.limit, 20, 1, 1000);
     const state = f.state === undefined ? undefined : parseState(f.state);
 
-    let sessions: (() => Promise<ClientSession>)[];
-    let targets: Target[];
-    if (f.agent) {
-      const agent = f.agent;
-      sessions = [() => openClientSession(home, agent)];
-      targets = [];
-    } else {
-      const identity = await loadClientIdentity(home);
-      const { peers, close } = openPeers(home);
-      try {
-        targets = peers.list().map((p) => resolveTarget(p.name, peers) as Target);
-      } catch (err) {
-        if (err instanceof PeerUrlError) throw new CliError(err.message);
-        throw err;
-      } finally {
-        close();
-      }
-      if (targets.length === 0) {
-        io.stdout.write(f.json ? `${JSON.stringify({ tasks: [], errors: [] })}\n` : "no peers yet: add one with 'a2a-node peers add NAME URL'\n");
-        return ExitCode.Ok;
-      }
-      sessions = targets.map((t) => () => sessionFor(identity, t, { name: t.peer?.name, fingerprint: t.peer?.fingerprint }));
+    const agent = f.agent;
+    const sources = agent ? [{ peer: agent, open: () => openClientSession(home, agent) }] : await everyPeer(home);
+    if (sources.length === 0) {
+      io.stdout.write(f.json ? `${JSON.stringify({ tasks: [], errors: [] })}\n` : "no peers yet: add one with 'a2a-node peers add NAME URL'\n");
+      return ExitCode.Ok;
     }
-
+    // Peers are asked at once; without --agent, one that fails is reported and the others still listed.
     const results = await Promise.all(
-      sessions.map(async (open, i) => {
-        const target = targets[i];
+      sources.map(async ({ peer, open }) => {
         try {
           const session = await open();
-          return { peer: peerName(session.target), tasks: await listAll(session, state, limit), error: undefined };
+          return { peer: session.target.peer?.name ?? session.target.baseUrl, tasks: await listAll(session, state, limit) };
         } catch (err) {
-          if (f.agent) throw err;
-          return { peer: peerName(target), tasks: [] as Task[], error: err as unknown };
+          if (agent || !(err instanceof CliError)) throw err;
+          return { peer, tasks: [] as Task[], error: err };
         }
       }),
     );
@@ -95,25 +76,30 @@ EXIT CODES
       .flatMap((r) => r.tasks.map((task) => ({ peer: r.peer, task })))
       .sort((a, b) => (b.task.status.timestamp ?? "").localeCompare(a.task.status.timestamp ?? ""))
       .slice(0, limit);
-    const failures = results.flatMap((r, i) => (r.error !== undefined ? [{ peer: r.peer, error: r.error, target: targets[i] }] : []));
-    const errors = failures.map(({ peer, error, target }) => {
-      const why = error instanceof CliError ? { message: error.message, hint: error.hint } : explainFailure(error, target);
-      return { peer, error: why.message, ...(why.hint ? { hint: why.hint } : {}) };
-    });
+    const failures = results.flatMap((r) => ("error" in r && r.error ? [{ peer: r.peer, error: r.error }] : []));
+    const errors = failures.map(({ peer, error }) => ({ peer, error: error.message, ...(error.hint ? { hint: error.hint } : {}) }));
 
     if (f.json) io.stdout.write(`${JSON.stringify({ tasks: rows, errors })}\n`);
     else {
       for (const e of errors) io.stderr.write(`a2a-node: ${e.error}\n${e.hint ? `  next: ${e.hint}\n` : ""}`);
       io.stdout.write(rows.length ? table(rows) : `no tasks${state ? ` in state ${shortState(state)}` : ""}\n`);
     }
-    if (failures.length === 0) return ExitCode.Ok;
-    const first = failures[0];
-    return first.error instanceof CliError ? first.error.exitCode : exitCodeOfFailure(first.error, first.target);
+    return failures.length ? failures[0].error.exitCode : ExitCode.Ok;
   },
 };
 
-function peerName(target: Target): string {
-  return target.peer?.name ?? target.baseUrl;
+/** A session opener for every registered peer, each held to its name and pin. */
+async function everyPeer(home: string): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
+  const identity = await loadClientIdentity(home);
+  const { peers, close } = openPeers(home);
+  try {
+    return peers.list().map((p) => {
+      const target = resolveTarget(p.name, peers) as Target;
+      return { peer: p.name, open: () => sessionFor(identity, target, { name: p.name, fingerprint: p.fingerprint }) };
+    });
+  } finally {
+    close();
+  }
 }
 
 /** "working", "TASK_STATE_WORKING" or "input_required" → the state; anything else is a usage error. */
