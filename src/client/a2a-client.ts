@@ -10,8 +10,11 @@ export type PeerProtocol = "1.0" | "0.3";
 /** What `send` and `status` do with a peer, whichever binding it speaks (A2AClient, HttpJsonClient). */
 export interface PeerClient {
   readonly binding: "JSONRPC" | "HTTP+JSON";
+  /** The protocol generation spoken: HTTP+JSON is always 1.0; JSON-RPC may be 0.3 for an older peer. */
+  readonly protocol: PeerProtocol;
   sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult>;
   sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse>;
+  subscribeToTask(id: string, signal?: AbortSignal): AsyncIterable<StreamResponse>;
   getTask(params: GetTaskParams, signal?: AbortSignal): Promise<Task>;
   listTasks(params: ListTasksParams, signal?: AbortSignal): Promise<ListTasksResult>;
   cancelTask(id: string, signal?: AbortSignal): Promise<Task>;
@@ -72,15 +75,28 @@ export class A2AClient implements PeerClient {
    * SendStreamingMessage: the Task first, then its status and artifact updates as they happen, until it
    * settles. A v0.3 peer's events are converted to v1.0 shapes.
    */
-  async *sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+  sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    const v1 = this.protocol === "1.0";
+    const rpcParams = v1 ? params : { message: toV03Message(params.message), ...(params.metadata ? { metadata: params.metadata } : {}) };
+    return this.stream(v1 ? "SendStreamingMessage" : "message/stream", rpcParams, signal);
+  }
+
+  /**
+   * SubscribeToTask: the task as it is, then its updates while it runs. A task that has already ended is
+   * refused by the server (-32004: read it with GetTask); one waiting for input keeps the stream open.
+   */
+  subscribeToTask(id: string, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    return this.stream(this.protocol === "1.0" ? "SubscribeToTask" : "tasks/resubscribe", { id }, signal);
+  }
+
+  private async *stream(method: string, params: unknown, signal?: AbortSignal): AsyncIterable<StreamResponse> {
     const v1 = this.protocol === "1.0";
     const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
     if (v1) headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
-    const rpcParams = v1 ? this.withTenant(params) : { message: toV03Message(params.message), ...(params.metadata ? { metadata: params.metadata } : {}) };
     const res = await this.fetchFn(this.rpcUrl, {
       method: "POST",
       headers,
-      body: JSON.stringify({ jsonrpc: "2.0", id: this.nextId++, method: v1 ? "SendStreamingMessage" : "message/stream", params: rpcParams }),
+      body: JSON.stringify({ jsonrpc: "2.0", id: this.nextId++, method, params: v1 ? this.withTenant(params) : params }),
       signal,
     });
     if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) {
@@ -110,17 +126,13 @@ export class A2AClient implements PeerClient {
     return this.call("ListTasks", params, signal);
   }
 
-  cancelTask(id: string, signal?: AbortSignal): Promise<Task> {
-    return this.call("CancelTask", { id }, signal);
+  async cancelTask(id: string, signal?: AbortSignal): Promise<Task> {
+    if (this.protocol === "1.0") return this.call("CancelTask", { id }, signal);
+    return fromV03Task(await this.call("tasks/cancel", { id }, signal), "result");
   }
 
-  async getAgentCard(baseUrl: string, signal?: AbortSignal): Promise<AgentCard> {
-    const res = await this.fetchFn(new URL("/.well-known/agent-card.json", baseUrl).toString(), {
-      headers: { accept: "application/json", "a2a-version": CURRENT_PROTOCOL_VERSION },
-      signal,
-    });
-    if (!res.ok) throw new ProtocolError(`agent card request answered HTTP ${res.status}`);
-    return (await res.json()) as AgentCard;
+  getAgentCard(baseUrl: string, signal?: AbortSignal): Promise<AgentCard> {
+    return fetchAgentCard(this.fetchFn, baseUrl, signal);
   }
 
   private withTenant(params: unknown): unknown {
@@ -151,4 +163,14 @@ export class A2AClient implements PeerClient {
     if (!("result" in body)) throw new ProtocolError(`${method}: the answer has neither result nor error`);
     return body.result as T;
   }
+}
+
+/** The agent card at `baseUrl` (the well-known path), whichever binding the agent speaks. */
+export async function fetchAgentCard(fetchFn: FetchFn, baseUrl: string, signal?: AbortSignal): Promise<AgentCard> {
+  const res = await fetchFn(new URL("/.well-known/agent-card.json", baseUrl).toString(), {
+    headers: { accept: "application/json", "a2a-version": CURRENT_PROTOCOL_VERSION },
+    signal,
+  });
+  if (!res.ok) throw new ProtocolError(`agent card request answered HTTP ${res.status}`);
+  return (await res.json()) as AgentCard;
 }

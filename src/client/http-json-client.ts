@@ -13,6 +13,7 @@ const A2A_JSON = "application/a2a+json";
  */
 export class HttpJsonClient implements PeerClient {
   readonly binding = "HTTP+JSON";
+  readonly protocol = "1.0" as const;
   private readonly base: string;
 
   constructor(
@@ -30,18 +31,27 @@ export class HttpJsonClient implements PeerClient {
   }
 
   /** The Task first, then its status and artifact updates as they happen, until it settles. */
-  async *sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
-    const res = await this.fetchFn(`${this.base}/message:stream`, {
+  sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    return this.stream("SendStreamingMessage", "/message:stream", params, signal);
+  }
+
+  /** The task as it is, then its updates while it runs (an ended task is refused: read it with GetTask). */
+  subscribeToTask(id: string, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    return this.stream("SubscribeToTask", `/tasks/${encodeURIComponent(id)}:subscribe`, {}, signal);
+  }
+
+  private async *stream(operation: string, path: string, body: unknown, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    const res = await this.fetchFn(`${this.base}${path}`, {
       method: "POST",
       headers: { ...this.headers(), "content-type": A2A_JSON, accept: "text/event-stream" },
-      body: JSON.stringify(params),
+      body: JSON.stringify(body),
       signal,
     });
-    if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) throw await failure("SendStreamingMessage", res);
+    if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) throw await failure(operation, res);
     for await (const e of readNamedSse(res.body as ReadableStream<Uint8Array>)) {
       const item = JSON.parse(e.data) as Record<string, unknown>;
       // An error after the stream began comes as an "error" event holding a google.rpc.Status.
-      if (e.event === "error" || "error" in item) throw fromStatus("SendStreamingMessage", 200, item);
+      if (e.event === "error" || "error" in item) throw fromStatus(operation, 200, item);
       yield item as StreamResponse;
     }
   }

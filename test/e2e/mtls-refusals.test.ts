@@ -251,7 +251,7 @@ describe("mutual TLS refusals", () => {
       });
       try {
         const r = await runBinary(["--home", fleet.homes.alpha, "send", "--agent", impostor.url, "--task", "secrets"]);
-        expect(r.code).toBe(4);
+        expect(r.code).toBe(8); // refused
         expect(r.stderr).toMatch(/is not who we expected: the server's certificate is not a fleet member's: it was not issued by the fleet CA itself/);
         expect(asked).toBe(0);
       } finally {

@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { acquireHomeLock, HomeLockedError, type HomeLock } from "../../home-lock";
 import { EXECUTOR_KINDS, loadConfigFile, resolveSettings, type ServeConfig } from "../../config";
+import { machineAddresses } from "../../local-addresses";
 import { createLogger, type LevelledLogger } from "../../log";
 import { notifyReady } from "../../systemd-notify";
 import { startNode, type RunningNode } from "../../node";
@@ -71,11 +72,16 @@ EXIT CODES
       lock?.release();
       const e = err as NodeJS.ErrnoException;
       if (e.code === "EADDRINUSE")
-        throw new CliError(`port ${config.port} on ${config.host} is already in use`, ExitCode.Failure, "stop the other process, or pass --port");
+        throw new CliError(`port ${config.port} on ${config.host} is already in use by another process`, ExitCode.Failure, `stop that process, or pass another --port (e.g. --port ${config.port + 1})`);
       if (e.code === "EACCES")
         throw new CliError(`not allowed to listen on ${config.host}:${config.port}`, ExitCode.Failure, "use a port above 1023");
-      if (e.code === "EADDRNOTAVAIL")
-        throw new CliError(`this machine has no address ${config.host} to listen on`, ExitCode.Failure, "pass --host with one of its addresses, or 0.0.0.0 for all");
+      // Bun reports a host name that does not resolve only as "Failed to listen at HOST", without a code.
+      if (e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND" || (!e.code && /^Failed to listen at /.test(e.message ?? "")))
+        throw new CliError(
+          `cannot listen on ${config.host}: it is not an address of this machine (nor a name for one)`,
+          ExitCode.Failure,
+          `pass --host with one of its addresses (${machineAddresses().join(", ")}), or --host 0.0.0.0 for all of them`,
+        );
       throw err;
     }
     const running = node;
