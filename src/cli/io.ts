@@ -4,6 +4,8 @@
  */
 export interface TextSink {
   write(text: string): void;
+  /** The stream is a terminal (a person reads it), not a pipe, a file or the journal. */
+  isTTY?: boolean;
 }
 
 export interface Io {
@@ -36,8 +38,8 @@ export function bufferIo(env: Record<string, string | undefined> = {}): Io & { o
 export function processIo(): Io {
   let stop: AbortController | undefined;
   return {
-    stdout: { write: (t) => void process.stdout.write(t) },
-    stderr: { write: (t) => void process.stderr.write(t) },
+    stdout: { write: (t) => void process.stdout.write(t), isTTY: process.stdout.isTTY === true },
+    stderr: { write: (t) => void process.stderr.write(t), isTTY: process.stderr.isTTY === true },
     env: process.env,
     get stopSignal() {
       if (!stop) {

@@ -60,8 +60,8 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const REASONS: Record<number, string> = {
   100: "Continue", 200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden",
   404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large",
-  431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
-  505: "HTTP Version Not Supported",
+  415: "Unsupported Media Type", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
+  500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable", 505: "HTTP Version Not Supported",
 };
 
 function chunk(text: string): string {

@@ -36,6 +36,8 @@ export interface Listener {
   stopAccepting(): void;
   /** Closes every connection. */
   close(): Promise<void>;
+  /** Connections open now (handshakes in progress included), where the listener counts them. */
+  openConnections?(): number;
 }
 
 /**
@@ -86,6 +88,7 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
         url: `https://${host}:${port}`,
         port,
         setIdentity: (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" }),
+        openConnections: () => gate.count(),
         stopAccepting: () => void tls.close(),
         close: async () => {
           if (tls.listening) tls.close();

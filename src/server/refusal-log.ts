@@ -13,11 +13,13 @@ export class RefusalLog {
 
   constructor(
     private readonly log: Logger,
-    private readonly options: { windowMs?: number; detailedPerWindow?: number } = {},
+    private readonly options: { windowMs?: number; detailedPerWindow?: number; count?(kind: string): void } = {},
   ) {}
 
+  /** Every refusal comes here, logged or not; `count` (the metrics) hears of each one. */
   refused(reason: string, remote: string | undefined): void {
     const kind = classify(reason);
+    this.options.count?.(kind);
     if (!this.timer) {
       this.timer = setTimeout(() => this.flush(), this.options.windowMs ?? 60_000);
       this.timer.unref?.();
@@ -40,6 +42,19 @@ export class RefusalLog {
     this.suppressed.clear();
   }
 }
+
+/** Every kind classify() can return: the refused-connections counter shows each from the start, at 0. */
+export const REFUSAL_KINDS = [
+  "per_address_limit",
+  "connection_limit",
+  "handshake_timeout",
+  "certificate_refused",
+  "expired",
+  "no_certificate",
+  "foreign_ca",
+  "not_tls",
+  "other",
+] as const;
 
 /** A short, stable name for why a connection was refused (for counting; the full reason is logged first). */
 export function classify(reason: string): string {

@@ -2,6 +2,7 @@ import type { CallerIdentity } from "../protocol/caller";
 import { A2AError } from "../protocol/errors";
 import { errorBody, type JsonRpcTransport } from "../protocol/jsonrpc-transport";
 import type { HttpRequest, HttpResponse } from "./http1";
+import type { PeerRateLimiter } from "./rate-limit";
 
 /** Paths that take JSON-RPC POSTs: the interface URL named in the agent card, and the legacy Hermes path. */
 export const JSONRPC_PATH = "/";
@@ -12,20 +13,37 @@ const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-
 /**
  * Server-sent events: `id:` carries the task event number a reconnecting client sends back as Last-Event-ID.
  * A plain iterator rather than an async generator, so that return() (the client went away) reaches the event
- * source at once even while it is waiting for the next event.
+ * source at once even while it is waiting for the next event. `closed` is called once, when the stream ends
+ * or its client goes away.
  */
-function sse(events: AsyncIterable<{ id?: string; data: string }>): AsyncIterable<string> {
+function sse(events: AsyncIterable<{ id?: string; data: string }>, closed?: () => void): AsyncIterable<string> {
+  let open = true;
+  const close = () => {
+    if (!open) return;
+    open = false;
+    closed?.();
+  };
   return {
     [Symbol.asyncIterator]() {
       const it = events[Symbol.asyncIterator]();
       return {
         async next() {
-          const r = await it.next();
-          if (r.done) return { value: undefined, done: true };
+          let r: IteratorResult<{ id?: string; data: string }>;
+          try {
+            r = await it.next();
+          } catch (err) {
+            close();
+            throw err;
+          }
+          if (r.done) {
+            close();
+            return { value: undefined, done: true };
+          }
           const e = r.value;
           return { value: e.id === undefined ? `data: ${e.data}\n\n` : `id: ${e.id}\ndata: ${e.data}\n\n`, done: false };
         },
         async return() {
+          close();
           await it.return?.();
           return { value: undefined, done: true };
         },
@@ -34,10 +52,24 @@ function sse(events: AsyncIterable<{ id?: string; data: string }>): AsyncIterabl
   };
 }
 
+/** What the router reports, for the node's metrics. Called on every request: implementations only count. */
+export interface RouterMetrics {
+  /** A JSON-RPC request was answered (for a stream: its head sent). `method` is undefined for one not served. */
+  rpc(method: string | undefined, seconds: number, errorCode: number | undefined): void;
+  streamOpened(): void;
+  streamClosed(): void;
+  rateLimited(peer: string, retryAfterSeconds: number): void;
+}
+
 export interface RouterOptions {
   transport: JsonRpcTransport;
-  /** Everything that is not a JSON-RPC POST (card, health, OpenAPI) goes to the web app. */
+  /** Everything that is not a JSON-RPC POST (card, OpenAPI) goes to the web app. */
   web(request: Request, caller: CallerIdentity): Promise<Response>;
+  /** Health and metrics (see ops-routes.ts): answered here, before the web app, when they match. */
+  ops?(method: string, path: string, caller: CallerIdentity): Promise<HttpResponse> | undefined;
+  /** Per-peer rate limit on JSON-RPC requests, checked once the caller is known and before anything is parsed. */
+  limiter?: PeerRateLimiter;
+  metrics?: RouterMetrics;
 }
 
 /**
@@ -46,20 +78,33 @@ export interface RouterOptions {
  * than the rest of the node's work on a task. Everything else goes through the web app (Elysia).
  */
 export function createRequestRouter(options: RouterOptions) {
-  const { transport, web } = options;
+  const { transport, web, ops, limiter, metrics } = options;
+  const streamClosed = metrics && (() => metrics.streamClosed());
 
   return async function route(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse> {
     const q = req.target.indexOf("?");
     const path = q === -1 ? req.target : req.target.slice(0, q);
     if (req.method === "POST" && JSONRPC_PATHS.has(path)) {
+      if (limiter) {
+        const wait = limiter.take(caller.name);
+        if (wait > 0) {
+          metrics?.rateLimited(caller.name, wait);
+          return rateLimitedResponse(wait, limiter);
+        }
+      }
       const type = req.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
       if (type && type !== "application/json" && !type.endsWith("+json"))
         return { status: 200, headers: JSON_HEADERS, body: errorBody(null, A2AError.contentTypeNotSupported(`Content-Type ${type} is not JSON; send application/json`)) };
+      const started = metrics ? performance.now() : 0;
       const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), { caller }, req.headers.get("last-event-id"));
+      metrics?.rpc(out.method, (performance.now() - started) / 1000, out.error);
       if (out.kind === "json") return { status: 200, headers: JSON_HEADERS, body: out.body };
       if (out.kind === "none") return { status: 204 };
-      return { status: 200, headers: SSE_HEADERS, stream: sse(out.events) };
+      metrics?.streamOpened();
+      return { status: 200, headers: SSE_HEADERS, stream: sse(out.events, streamClosed) };
     }
+    const answered = ops?.(req.method, path, caller);
+    if (answered) return answered;
     const headers = new Headers();
     for (const [k, v] of req.headers) headers.set(k, v);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
@@ -68,6 +113,19 @@ export function createRequestRouter(options: RouterOptions) {
     const out: Record<string, string> = {};
     response.headers.forEach((v, k) => (out[k] = v));
     return { status: response.status, headers: out, body: new Uint8Array(await response.arrayBuffer()) };
+  };
+}
+
+/**
+ * The answer to a peer over its rate limit: HTTP 429 with Retry-After, carrying a JSON-RPC error (id null: the
+ * request is refused before it is read) that says how long to wait. Clients that only read JSON-RPC bodies
+ * get the same message as those that read the status.
+ */
+export function rateLimitedResponse(seconds: number, limits: { perSecond: number; burst: number }): HttpResponse {
+  return {
+    status: 429,
+    headers: { ...JSON_HEADERS, "retry-after": String(seconds) },
+    body: errorBody(null, A2AError.rateLimited(seconds, limits.perSecond, limits.burst)),
   };
 }
 
