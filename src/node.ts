@@ -22,9 +22,9 @@ import { RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener } from "./server/mtls-listener";
 import { opsRoutes } from "./server/ops-routes";
 import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
-import { PeerRateLimiter } from "./server/rate-limit";
+import { PeerRateLimiter, RateLimitLog } from "./server/rate-limit";
 import { certificateCheck, checkReadiness } from "./server/readiness";
-import { createRequestRouter, tooLargeResponse } from "./server/request-router";
+import { createRequestRouter, tooLargeResponse, type RouterMetrics } from "./server/request-router";
 import { openDatabase } from "./store/database";
 import { StoreProbe } from "./store/store-probe";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
@@ -126,7 +126,17 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       }),
     metrics: () => metrics.render(),
   });
-  const route = (web: ReturnType<typeof lazyWebApp>) => createRequestRouter({ transport, web, ops, limiter, metrics });
+  const rateLog = new RateLimitLog(log);
+  const routerMetrics: RouterMetrics = {
+    rpc: (method, seconds, code) => metrics.rpc(method, seconds, code),
+    streamOpened: () => metrics.streamOpened(),
+    streamClosed: () => metrics.streamClosed(),
+    rateLimited: (peer, wait) => {
+      metrics.rateLimited(peer);
+      rateLog.limited(peer, wait);
+    },
+  };
+  const route = (web: ReturnType<typeof lazyWebApp>) => createRequestRouter({ transport, web, ops, limiter, metrics: routerMetrics });
   const card = (url: string) =>
     buildAgentCard({
       name: identity.name,

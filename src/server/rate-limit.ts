@@ -1,3 +1,5 @@
+import type { Logger } from "../log";
+
 /** The defaults of rate_limit_per_second and rate_limit_burst: far above what an agent does in normal use. */
 export const RATE_LIMIT_DEFAULTS = { perSecond: 100, burst: 500 } as const;
 
@@ -64,5 +66,35 @@ export class PeerRateLimiter {
   /** Drops the buckets that have refilled: a full bucket and no bucket mean the same. */
   private sweep(now: number): void {
     for (const [peer, b] of this.buckets) if (b.tokens + ((now - b.at) / 1000) * this.perSecond >= this.burst) this.buckets.delete(peer);
+  }
+}
+
+/**
+ * One log line per limited peer per minute, with how many of its requests were refused since the last one: a
+ * peer in a loop would otherwise write a line per request.
+ */
+export class RateLimitLog {
+  private readonly last = new Map<string, { at: number; refused: number }>();
+
+  constructor(
+    private readonly log: Logger,
+    private readonly windowMs = 60_000,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  limited(peer: string, retryAfterSeconds: number): void {
+    const now = this.now();
+    const seen = this.last.get(peer);
+    if (seen && now - seen.at < this.windowMs) {
+      seen.refused++;
+      return;
+    }
+    if (this.last.size >= MAX_BUCKETS) this.last.clear();
+    this.last.set(peer, { at: now, refused: 0 });
+    this.log.warn("rate limit: refused requests of a peer over its limit", {
+      peer,
+      retry_after_s: retryAfterSeconds,
+      refused_since_last_line: seen?.refused,
+    });
   }
 }

@@ -77,6 +77,8 @@ export function createWebApp(o: WebAppOptions) {
         specPath: "/openapi/json",
         // No page from the plugin: its page loads its viewer from a CDN. Ours is below, served from the binary.
         provider: null,
+        // The plugin leaves out paths with a dot as static files by default: the agent card is not one.
+        exclude: { staticFile: false },
         documentation: {
           info: { title: "a2a-node", version: o.version, description: "A2A v1.0 over JSON-RPC, behind mutual TLS." },
           paths: HAND_DESCRIBED,
