@@ -11,8 +11,9 @@ export const SCALAR_PATH = `/openapi/scalar-${SCALAR_VERSION}.js`;
 
 /**
  * Nothing on the page may come from elsewhere: a node on a private network has no CDN, and an operator's
- * browser must not call out from a page of the node's. The viewer's optional extras that would (its hosted
- * fonts, its request proxy) are turned off in its configuration, and this policy blocks anything left.
+ * browser must not call out from a page of the node's. The viewer's extras that would (its hosted fonts,
+ * telemetry, its agent and MCP integrations) are turned off in its configuration, and this policy blocks
+ * anything left. (Checked in headless Chromium with no network: the page renders, from the node alone.)
  */
 export const OPENAPI_PAGE_CSP =
   "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -32,6 +33,7 @@ export function openApiPage(title: string, specPath: string): string {
     telemetry: false,
     showDeveloperTools: "never",
     agent: { disabled: true },
+    mcp: { disabled: true },
   }).replace(HTML_ATTRIBUTE, (c) => ESCAPES[c]);
   const safeTitle = title.replace(HTML_ATTRIBUTE, (c) => ESCAPES[c]);
   return `<!doctype html>
