@@ -106,14 +106,14 @@ export class JsonRpcTransport {
  */
 async function notify(table: MethodTable | A2AError, method: string, params: unknown, ctx: CallContext): Promise<RpcOutcome> {
   if (table instanceof A2AError) return { kind: "none" };
-  const known = Object.hasOwn(table.unary, method) || Object.hasOwn(table.stream, method) ? method : undefined;
+  if (!Object.hasOwn(table.unary, method) && !Object.hasOwn(table.stream, method)) return { kind: "none" };
   try {
     if (Object.hasOwn(table.unary, method)) await table.unary[method](params, ctx);
-    else if (Object.hasOwn(table.stream, method)) await (await table.stream[method](params, ctx, undefined))[Symbol.asyncIterator]().return?.();
+    else await (await table.stream[method](params, ctx, undefined))[Symbol.asyncIterator]().return?.();
   } catch (err) {
-    return { kind: "none", method: known, error: asA2AError(err, method).code };
+    return { kind: "none", method, error: asA2AError(err, method).code };
   }
-  return { kind: "none", method: known };
+  return { kind: "none", method };
 }
 
 /**
