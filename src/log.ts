@@ -41,22 +41,57 @@ export function createLogger(write: (line: string) => void, level: LogLevel = "i
   };
 }
 
+let lastMs = 0;
+let lastIso = "";
+/** The time as ISO 8601, made once per millisecond however many lines share it. */
+function isoNow(): string {
+  const now = Date.now();
+  if (now !== lastMs) {
+    lastMs = now;
+    lastIso = new Date(now).toISOString();
+  }
+  return lastIso;
+}
+
 function textLine(level: LogLevel, message: string, fields?: Record<string, unknown>): string {
-  let out = `${new Date().toISOString()} ${level} ${message}`;
+  let out = `${isoNow()} ${level} ${message}`;
   if (fields) for (const k in fields) if (fields[k] !== undefined) out += ` ${k}=${fmt(fields[k])}`;
   return `${out}\n`;
 }
 
 /** `{"time":…,"level":…,"msg":…,…fields}`: the three fixed keys first, so every line starts the same way. */
 function jsonLine(level: LogLevel, message: string, fields?: Record<string, unknown>): string {
-  let out = `{"time":"${new Date().toISOString()}","level":"${level}","msg":${JSON.stringify(message)}`;
-  if (fields)
-    for (const k in fields) {
-      const v = fields[k];
-      if (v === undefined || k === "time" || k === "level" || k === "msg") continue;
-      out += `,${JSON.stringify(k)}:${jsonValue(v)}`;
-    }
+  let out = `{"time":"${isoNow()}","level":"${level}","msg":${JSON.stringify(message)}`;
+  if (fields) {
+    // One native stringify of the whole object (a task line's fields are strings and numbers); field by field
+    // only when a value needs help (an Error, a bigint, a cycle) or a key would shadow time, level or msg.
+    let body: string | undefined;
+    if (plain(fields))
+      try {
+        body = JSON.stringify(fields);
+      } catch {}
+    body ??= fieldByField(fields);
+    if (body.length > 2) out += `,${body.slice(1, -1)}`;
+  }
   return `${out}}\n`;
+}
+
+function plain(fields: Record<string, unknown>): boolean {
+  for (const k in fields) {
+    const v = fields[k];
+    if (k === "time" || k === "level" || k === "msg" || v instanceof Error || typeof v === "bigint") return false;
+  }
+  return true;
+}
+
+function fieldByField(fields: Record<string, unknown>): string {
+  let out = "";
+  for (const k in fields) {
+    const v = fields[k];
+    if (v === undefined || k === "time" || k === "level" || k === "msg") continue;
+    out += `,${JSON.stringify(k)}:${jsonValue(v)}`;
+  }
+  return `{${out.slice(1)}}`;
 }
 
 function jsonValue(v: unknown): string {

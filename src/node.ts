@@ -146,7 +146,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       skills: config.skills ?? DEFAULT_SKILLS,
       pushNotifications: true,
     });
-  const common = { maxBodyBytes: config.maxBodyBytes, tooLarge: tooLargeResponse };
+  const common = { maxBodyBytes: config.maxBodyBytes, tooLarge: tooLargeResponse, onRefusedRequest: (status: number) => metrics.requestRefused(status) };
 
   let advertisedUrl = "";
   const refusals = new RefusalLog(log, { detailedPerWindow: config.logRefusalsPerMinute, count: (kind) => metrics.connectionRefused(kind) });

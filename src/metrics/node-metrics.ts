@@ -50,6 +50,13 @@ export class NodeMetrics implements RouterMetrics, TaskLifecycle {
   private readonly refused = this.registry
     .counter("a2a_node_connections_refused_total", "Connections refused on the mTLS listener, by reason (every one, logged or not).", "reason")
     .preset(REFUSAL_KINDS);
+  private readonly httpRefused = this.registry
+    .counter(
+      "a2a_node_http_requests_refused_total",
+      "Requests the HTTP loop refused before the node saw them, by status: 400 malformed, 408 too slow to arrive (slow-loris), 413 body too large, 431 head too large, 501/505 unsupported.",
+      "status",
+    )
+    .preset(["400", "408", "413", "431", "501", "505"]);
   private readonly limited = this.registry.counter("a2a_node_rate_limited_total", "A2A requests refused with HTTP 429 by the per-peer rate limit, by peer.", "peer");
   private streams = 0;
   private states: { at: number; value: Promise<{ state: string; n: number }[]> } | undefined;
@@ -97,6 +104,11 @@ export class NodeMetrics implements RouterMetrics, TaskLifecycle {
   }
   rateLimited(peer: string): void {
     this.limited.get(peer).inc();
+  }
+
+  /** A request the HTTP loop refused, by its status. */
+  requestRefused(status: number): void {
+    this.httpRefused.get(String(status)).inc();
   }
 
   /** A refused connection, by classify()'s kind. */

@@ -33,6 +33,8 @@ export interface Http1Options {
   streamKeepAliveMs?: number;
   /** Told each time the connection stops reading its client (backpressure), for tests and metrics. */
   onPause?(state: Http1State): void;
+  /** Told of each request the loop refuses itself (400, 408, 413, 431, 501, 505), for the metrics. */
+  onRefused?(status: number): void;
 }
 
 /** What one connection holds, for tests and metrics. */
@@ -146,6 +148,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
 
   function fail(err: HttpError): void {
     if (closed) return;
+    o.onRefused?.(err.status);
     write({ status: err.status, headers: { "content-type": "text/plain" }, body: `${err.message}\n` }, false, "GET");
     finish();
   }
@@ -382,6 +385,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
 
   function tooLarge(declared: number | undefined): undefined {
     // Answer, then drop the connection: the unread rest of the body makes it unusable.
+    o.onRefused?.(413);
     write(o.tooLarge(o.maxBodyBytes, declared), false, "POST");
     finish();
     return undefined;
@@ -407,7 +411,10 @@ export class ConnectionSet {
   private readonly open = new Map<Socket, Http1Connection>();
 
   /** Serves HTTP/1.1 on a new socket with the node's limits (16 KiB heads, 65 s idle, 30 s to send a request). */
-  serve(socket: Socket, options: { maxBodyBytes: number; tooLarge: Http1Options["tooLarge"]; handle: Http1Options["handle"] }): void {
+  serve(
+    socket: Socket,
+    options: { maxBodyBytes: number; tooLarge: Http1Options["tooLarge"]; handle: Http1Options["handle"]; onRefused?: Http1Options["onRefused"] },
+  ): void {
     socket.on("close", () => this.open.delete(socket));
     this.open.set(
       socket,

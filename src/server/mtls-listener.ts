@@ -25,6 +25,8 @@ export interface MtlsListenerOptions {
   limits?: ConnectionLimits;
   /** Called when a connection is closed at once for being over the limits. */
   onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
+  /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
+  onRefusedRequest?(status: number): void;
 }
 
 export interface Listener {
@@ -70,7 +72,12 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       return;
     }
     const { caller } = peer;
-    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, caller) });
+    connections.serve(socket, {
+      maxBodyBytes: options.maxBodyBytes,
+      tooLarge: options.tooLarge,
+      handle: (req) => options.onRequest(req, caller),
+      onRefused: options.onRefusedRequest,
+    });
   });
   tls.on("tlsClientError", (err, socket) => {
     // Bun reports a failed or timed-out handshake but, unlike Node, leaves the socket open: close it here.

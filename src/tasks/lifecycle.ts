@@ -23,13 +23,23 @@ export interface TaskLifecycle {
   leftForRestart(task: Task, peer: string): void;
 }
 
-/** Several watchers as one. */
+/** Several watchers as one (plain loops: this runs for every task). */
 export function allOf(...watchers: TaskLifecycle[]): TaskLifecycle {
   return {
-    accepted: (t, p, a) => watchers.forEach((w) => w.accepted(t, p, a)),
-    waitingForInput: (t, p) => watchers.forEach((w) => w.waitingForInput(t, p)),
-    answered: (t, p) => watchers.forEach((w) => w.answered(t, p)),
-    finished: (t, p, s, sec, ex) => watchers.forEach((w) => w.finished(t, p, s, sec, ex)),
-    leftForRestart: (t, p) => watchers.forEach((w) => w.leftForRestart(t, p)),
+    accepted(t, p, a) {
+      for (let i = 0; i < watchers.length; i++) watchers[i].accepted(t, p, a);
+    },
+    waitingForInput(t, p) {
+      for (let i = 0; i < watchers.length; i++) watchers[i].waitingForInput(t, p);
+    },
+    answered(t, p) {
+      for (let i = 0; i < watchers.length; i++) watchers[i].answered(t, p);
+    },
+    finished(t, p, s, sec, ex) {
+      for (let i = 0; i < watchers.length; i++) watchers[i].finished(t, p, s, sec, ex);
+    },
+    leftForRestart(t, p) {
+      for (let i = 0; i < watchers.length; i++) watchers[i].leftForRestart(t, p);
+    },
   };
 }

@@ -5,6 +5,7 @@
  * says; the rate limit answers 429 with Retry-After; queue depth and open streams follow running work.
  */
 import { createConnection } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
@@ -98,6 +99,27 @@ describe("metrics", () => {
     expect(after.sum("a2a_node_connections_refused_total") - before.sum("a2a_node_connections_refused_total")).toBe(2);
     expect(after.value(`a2a_node_connections_refused_total{reason="${line.kind}"}`)).toBe(1 + (line.kind === "not_tls" ? 1 : 0));
     expect(after.value('a2a_node_connections_refused_total{reason="not_tls"}')).toBeGreaterThanOrEqual(1);
+  });
+
+  it("count the requests the HTTP loop refuses itself, by status: malformed (400), too large (413)", async () => {
+    const before = await scrape(admin);
+    expect(before.value('a2a_node_http_requests_refused_total{status="400"}')).toBe(0);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const s = tlsConnect({ host: "127.0.0.1", port: node.port, cert: alpha.cert, key: alpha.key, ca: alpha.ca, servername: "beta" }, () =>
+        s.write("NOT AN HTTP REQUEST\r\n\r\n"),
+      );
+      let got = "";
+      s.on("data", (d) => (got += d.toString()));
+      s.on("close", () => resolve(got));
+      s.on("error", reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    const big = await post(node.url, alpha, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { pad: "x".repeat(1_100_000) } }));
+    expect(big.status).toBe(413);
+    const after = await scrape(admin);
+    expect(after.value('a2a_node_http_requests_refused_total{status="400"}')).toBe(1);
+    expect(after.value('a2a_node_http_requests_refused_total{status="413"}')).toBe(1);
+    expect(after.value('a2a_node_http_requests_refused_total{status="408"}')).toBe(0);
   });
 
   it("on the mTLS port /metrics and /health/* need a fleet certificate like everything else", async () => {
