@@ -55,6 +55,12 @@ export function acquireHomeLock(home: string): HomeLock {
   };
 }
 
+/** The PID of the `serve` holding this home, if one runs (for doctor: whose is the port). */
+export function homeLockHolder(home: string): number | undefined {
+  const pid = readHolder(join(home, "serve.pid"));
+  return pid !== undefined && isServing(pid) ? pid : undefined;
+}
+
 function readHolder(path: string): number | undefined {
   try {
     const pid = Number.parseInt(readFileSync(path, "utf8").trim(), 10);

@@ -30,7 +30,8 @@ import { StoreProbe } from "./store/store-probe";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
 import { SqliteTaskStore } from "./store/sqlite-task-store";
 import { PushDispatcher } from "./push/push-dispatcher";
-import { SqlitePushConfigStore } from "./push/push-config-store";
+import { SqlitePushConfigStore } from "./store/sqlite-push-config-store";
+import { RetentionSweeper } from "./tasks/retention";
 import { WebhookGuard } from "./push/ssrf-guard";
 import { allOf } from "./tasks/lifecycle";
 import { taskLog } from "./tasks/task-log";
@@ -102,6 +103,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   });
   runner.onEvent((taskId, item) => dispatcher.notify(taskId, item.response));
   dispatcher.start();
+  const retention = new RetentionSweeper(store, { maxAgeMs: config.retentionDays * 86_400_000, forget: (ids) => pushConfigs.deleteForTasks(ids), log });
+  retention.start();
   const recovered = await runner.recover();
   if (recovered.resumed + recovered.failed > 0)
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
@@ -230,6 +233,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     async stop() {
       for (const l of listeners) l.stopAccepting();
       refusals.flush();
+      await retention.stop();
       await runner.shutdown(config.shutdownGraceMs);
       for (const l of listeners) await l.close();
       store.flush();
@@ -241,7 +245,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   };
 }
 
-function createExecutor(config: ServeConfig): AgentExecutor {
+export function createExecutor(config: ServeConfig): AgentExecutor {
   switch (config.executor) {
     case "echo":
       return new EchoExecutor();

@@ -3,7 +3,7 @@ import { loadNodeIdentity } from "../../pki/identity";
 import { A2AClient, protocolOf, type PeerProtocol } from "../client/a2a-client";
 import { explainFailure, resolveTarget, type Target } from "../client/connect";
 import { mtlsFetch, PeerIdentityError } from "../client/mtls-fetch";
-import { homePaths } from "../home";
+import { giveToHomeOwner, homePaths } from "../home";
 import { openDatabase, type OpenDatabase } from "../store/database";
 import { SqlitePeerRegistry } from "../store/sqlite-peer-registry";
 import { CliError, ExitCode } from "./errors";
@@ -14,6 +14,7 @@ export function openPeers(home: string): { peers: SqlitePeerRegistry; close(): v
   if (!existsSync(paths.root))
     throw new CliError(`no a2a-node home at ${home}`, ExitCode.NotFound, "run 'a2a-node init-pki --name NAME' first, or pass --home");
   const database: OpenDatabase = openDatabase(paths.database);
+  giveToHomeOwner(paths.root, [paths.database, `${paths.database}-wal`, `${paths.database}-shm`]);
   return { peers: new SqlitePeerRegistry(database.db), close: () => database.close() };
 }
 

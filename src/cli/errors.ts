@@ -14,6 +14,20 @@ export const ExitCode = {
   NeedsInput: 6,
 } as const;
 
+/**
+ * What each exit code means, in the words of the top-level help. Keyed by ExitCode's names, so a new code
+ * without a meaning here does not compile, and the help cannot leave one out.
+ */
+export const EXIT_CODE_MEANINGS: Record<keyof typeof ExitCode, string> = {
+  Ok: "success",
+  Failure: "failure",
+  Usage: "usage error",
+  NotFound: "not found",
+  Unreachable: "peer unreachable or refused",
+  Timeout: "timed out (the task goes on)",
+  NeedsInput: "the task waits for input",
+};
+
 export class CliError extends Error {
   constructor(
     message: string,

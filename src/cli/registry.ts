@@ -1,7 +1,7 @@
 import { resolveHome } from "../home";
 import { VERSION } from "../version";
 import type { Command } from "./command";
-import { CliError, ExitCode, UsageError } from "./errors";
+import { CliError, EXIT_CODE_MEANINGS, ExitCode, UsageError } from "./errors";
 import type { Io } from "./io";
 
 /**
@@ -21,6 +21,9 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: "peers", summary: "manage known peers: add, list, remove", load: async () => (await import("./commands/peers")).peersCommand },
   { name: "send", summary: "delegate a task to a peer (and optionally wait for its result)", load: async () => (await import("./commands/send")).sendCommand },
   { name: "status", summary: "show a delegated task's state and result", load: async () => (await import("./commands/status")).statusCommand },
+  { name: "service", summary: "run this node under systemd: service install, uninstall, status", load: async () => (await import("./commands/service")).serviceCommand },
+  { name: "doctor", summary: "check this node's home, certificates, port, model, database and peers", load: async () => (await import("./commands/doctor")).doctorCommand },
+  { name: "completion", summary: "print a shell completion script: completion bash|zsh", load: async () => (await import("./commands/completion")).completionCommand },
   { name: "version", summary: "print the version of this binary", load: async () => (await import("./commands/version")).versionCommand },
 ];
 
@@ -30,11 +33,12 @@ USAGE
   a2a-node [--home DIR] COMMAND [FLAGS]
 
 COMMANDS
-${COMMANDS.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join("\n")}
+${COMMANDS.map((c) => `  ${c.name.padEnd(Math.max(...COMMANDS.map((x) => x.name.length)))}  ${c.summary}`).join("\n")}
 
 GLOBAL FLAGS
   --home DIR   the node's home folder (keys, certificates, database); env A2A_NODE_HOME;
-               default ~/.a2a-node (created 0700)
+               default ~/.a2a-node (created 0700); as root, /var/lib/a2a-node once the system
+               service is installed (a2a-node service install)
   --help       help for a command: a2a-node COMMAND --help
 
 EXAMPLES
@@ -46,8 +50,18 @@ EXAMPLES
   a2a-node send --agent beta --task "summarise today's logs" --wait
 
 EXIT CODES
-  0 success   1 failure   2 usage error   3 not found   4 peer unreachable or refused   5 timed out
+${exitCodes()}
 `;
+
+/** Every ExitCode with its meaning, two to a line, in code order. */
+function exitCodes(): string {
+  const items = (Object.keys(ExitCode) as (keyof typeof ExitCode)[])
+    .sort((a, b) => ExitCode[a] - ExitCode[b])
+    .map((k) => `${ExitCode[k]} ${EXIT_CODE_MEANINGS[k]}`);
+  const lines: string[] = [];
+  for (let i = 0; i < items.length; i += 2) lines.push(`  ${items[i].padEnd(36)}${items[i + 1] ?? ""}`.trimEnd());
+  return lines.join("\n");
+}
 
 /** Runs one command line. Returns the exit code; all output goes through `io`. */
 export async function runCli(argv: string[], io: Io): Promise<number> {
@@ -64,14 +78,14 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
   const [name, ...args] = rest;
   if (!name || name === "help" || name === "--help" || name === "-h") {
     const topic = name === "help" ? COMMANDS.find((c) => c.name === args[0]) : undefined;
-    io.stdout.write(topic ? (await topic.load()).help : TOP_HELP);
+    io.stdout.write(topic ? helpText(await topic.load()) : TOP_HELP);
     return name ? ExitCode.Ok : ExitCode.Usage;
   }
   const entry = name === "--version" || name === "-v" ? COMMANDS.find((c) => c.name === "version") : COMMANDS.find((c) => c.name === name);
   if (!entry) return usage(io, `unknown command '${name}'`, undefined);
   const command = await entry.load();
   if (args.includes("--help") || args.includes("-h")) {
-    io.stdout.write(command.help);
+    io.stdout.write(helpText(command));
     return ExitCode.Ok;
   }
   try {
@@ -84,6 +98,11 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     if (e?.name === "PkiError") return fail(io, e.message ?? "certificate error", e.hint, ExitCode.Failure);
     return fail(io, `unexpected error: ${e?.message ?? String(err)}`, undefined, ExitCode.Failure);
   }
+}
+
+/** A command's help, headed by its name and the same one-line summary the overview lists. */
+export function helpText(command: Command): string {
+  return `a2a-node ${command.name}: ${command.summary}\n\n${command.help}`;
 }
 
 function usage(io: Io, message: string, command: string | undefined): number {

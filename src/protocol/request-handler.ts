@@ -1,5 +1,6 @@
 import { newId, now } from "../tasks/clock";
 import { notStored, type TaskRunner } from "../tasks/task-runner";
+import { ConfigOwnedElsewhere } from "../push/push-config-store";
 import { TaskStoreRequestError, UnstorableData, type TaskStore } from "../tasks/task-store";
 import { EventStream } from "../tasks/event-stream";
 import { mapStream } from "./streams";
@@ -119,16 +120,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     if (isTerminal(task.status.state)) throw A2AError.taskNotCancelable(task.id, task.status.state);
     const settled = this.runner.cancel(task.id, `canceled by ${ctx.caller.name}`);
     if (settled) await settled.catch(() => {});
-    else {
-      // Interrupted (waiting for input): nothing runs it, so record the cancel directly.
-      const status = { state: "TASK_STATE_CANCELED" as const, timestamp: now() };
-      const seq = this.store.lastEventSeq(task.id) + 1;
-      const writes = Promise.all([
-        this.store.finish(task.id, status, []),
-        this.store.appendEvents(task.id, seq, [{ statusUpdate: { taskId: task.id, contextId: task.contextId, status } }], seq),
-      ]);
-      await whenStored(task.id, writes.then(() => undefined));
-    }
+    // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
+    else await whenStored(task.id, this.runner.cancelIdle(task, `canceled by ${ctx.caller.name}`));
     return this.store.get(task.id, ctx.caller.name) as Task;
   }
 
@@ -145,7 +138,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const push = this.pushOrThrow();
     this.ownTask(params.taskId, ctx);
     await push.guard.check(params.url);
-    return push.configs.create(ctx.caller.name, params);
+    return configsCall(() => push.configs.create(ctx.caller.name, params));
   }
 
   async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<TaskPushNotificationConfig> {
@@ -159,7 +152,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   async listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsParams, ctx: CallContext): Promise<ListTaskPushNotificationConfigsResult> {
     const push = this.pushOrThrow();
     this.ownTask(params.taskId, ctx);
-    return push.configs.list(ctx.caller.name, params.taskId, params.pageSize, params.pageToken);
+    return configsCall(() => push.configs.list(ctx.caller.name, params.taskId, params.pageSize, params.pageToken));
   }
 
   async deleteTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<void> {
@@ -222,7 +215,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     }
     const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
-    if (pushConfig) this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id });
+    if (pushConfig) configsCall(() => this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id }));
     const settled = this.runner.start(task, stored, owner, 0, false, committed);
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq: 0 };
@@ -258,7 +251,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     }
     this.runner.check(message, task);
     this.runner.assertCapacity(owner);
-    const committed = this.store.appendMessage(taskId, stored);
+    const committed = this.store.record(taskId, { history: [stored] });
     task.history = [...(task.history ?? []), stored];
     const lastSeq = this.store.lastEventSeq(taskId);
     const initial = snapshot(task);
@@ -295,6 +288,17 @@ export class DefaultRequestHandler implements A2ARequestHandler {
 }
 
 /** Runs a store write of what the caller sent: data the store refuses as given is the caller's error. */
+/** A push config store's own errors as A2A errors: another owner's config is "not found", a bad token bad params. */
+function configsCall<T>(call: () => T): T {
+  try {
+    return call();
+  } catch (err) {
+    if (err instanceof ConfigOwnedElsewhere) throw A2AError.taskNotFound(err.taskId);
+    if (err instanceof TaskStoreRequestError) throw A2AError.invalidParams(err.message);
+    throw err;
+  }
+}
+
 function callersData<T>(write: () => T): T {
   try {
     return write();

@@ -59,6 +59,42 @@ const CRLF2 = Buffer.from("\r\n\r\n");
 const DIGITS = /^\d+$/;
 const HEX = /^[0-9a-fA-F]+$/;
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Bytes a field value may not hold (RFC 9110 §5.5): every control character but HTAB, so bare CR, LF and NUL. */
+const BAD_VALUE_BYTE = /[\x00-\x08\x0a-\x1f\x7f]/;
+/** An origin-form request target (RFC 9112 §3.2.1): an absolute path and an optional query, visible ASCII only. */
+const ORIGIN_FORM = /^\/[\x21-\x7e]*$/;
+/** A chunk extension list (RFC 9112 §7.1.1): `;name` or `;name=token` or `;name="quoted"`, SP/HTAB around. */
+const CHUNK_EXT = /^(?:[ \t]*;[ \t]*[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:[ \t]*=[ \t]*(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+|"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\[^\x00-\x08\x0a-\x1f\x7f])*"))?)*[ \t]*$/;
+/** Headers a request may carry once only: a second Host or Content-Length makes the request ambiguous. */
+const SINGLE = new Set(["host", "content-length"]);
+
+/** Strips SP and HTAB only (RFC 9110 §5.5): String.trim() would also strip \v, \f and NBSP, hiding bad bytes. */
+function trimOws(s: string): string {
+  let a = 0;
+  let b = s.length;
+  while (a < b && (s.charCodeAt(a) === 0x20 || s.charCodeAt(a) === 0x09)) a++;
+  while (b > a && (s.charCodeAt(b - 1) === 0x20 || s.charCodeAt(b - 1) === 0x09)) b--;
+  return s.slice(a, b);
+}
+
+/**
+ * Parses header (or trailer) lines into `into`, lower-casing names. Refuses what RFC 9112 says a server must
+ * refuse or may not guess at: obsolete folding, whitespace before the colon, control bytes in a value (a bare
+ * CR or LF there is how request smuggling starts), a repeated Host or Content-Length.
+ */
+function parseFields(lines: string[], from: number, into: Map<string, string>, what: "header" | "trailer"): void {
+  for (let i = from; i < lines.length; i++) {
+    const line = lines[i];
+    const colon = line.indexOf(":");
+    if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) throw new HttpError(400, `malformed ${what} line`);
+    const name = line.slice(0, colon).toLowerCase();
+    const value = trimOws(line.slice(colon + 1));
+    if (BAD_VALUE_BYTE.test(value)) throw new HttpError(400, `a control character (CR, LF, NUL...) in the value of ${what} ${name}`);
+    const prev = into.get(name);
+    if (prev !== undefined && SINGLE.has(name) && prev !== value) throw new HttpError(400, name === "host" ? "more than one Host header" : "bad content-length");
+    into.set(name, prev === undefined || SINGLE.has(name) ? value : `${prev}, ${value}`);
+  }
+}
 const REASONS: Record<number, string> = {
   100: "Continue", 200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden",
   404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large",
@@ -296,17 +332,13 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
       if (/^HTTP\/\d(\.\d)?$/.test(version)) throw new HttpError(505, `${version} is not supported; use HTTP/1.1`);
       throw new HttpError(400, "malformed request line");
     }
+    // Only origin-form ("/path?query"): the node is no proxy, so absolute-form, authority-form (CONNECT) and
+    // "*" have no meaning here, and a target with control bytes is an attack, not a path.
+    if (!ORIGIN_FORM.test(target)) throw new HttpError(400, "the request target must be a path starting with /");
     const headers = new Map<string, string>();
-    for (let i = 1; i < lines.length; i++) {
-      const line = lines[i];
-      const colon = line.indexOf(":");
-      // Obsolete line folding and whitespace before the colon are refused (RFC 9112 §5.1, §5.2).
-      if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) throw new HttpError(400, "malformed header line");
-      const name = line.slice(0, colon).toLowerCase();
-      const value = line.slice(colon + 1).trim();
-      const prev = headers.get(name);
-      headers.set(name, prev === undefined ? value : `${prev}, ${value}`);
-    }
+    parseFields(lines, 1, headers, "header");
+    // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
+    if (version === "HTTP/1.1" && !headers.has("host")) throw new HttpError(400, "an HTTP/1.1 request needs a Host header");
     const connection = headers.get("connection")?.toLowerCase() ?? "";
     const keepAlive = version === "HTTP/1.1" ? !connection.includes("close") : connection.includes("keep-alive");
     const start = end + 4;
@@ -355,16 +387,24 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
         armRequestTimer();
         return undefined;
       }
-      const sizeText = buf.toString("latin1", st.at, eol).split(";")[0].trim();
+      const line = buf.toString("latin1", st.at, eol);
+      const semi = line.indexOf(";");
+      // BWS may stand before the ";" of an extension (RFC 9112 §7.1.1), nowhere else on the line.
+      const sizeText = semi === -1 ? line : trimOws(line.slice(0, semi));
       if (!HEX.test(sizeText) || sizeText.length > 8) throw new HttpError(400, "bad chunk size");
+      if (semi !== -1 && !CHUNK_EXT.test(line.slice(semi))) throw new HttpError(400, "bad chunk extension");
       const n = Number.parseInt(sizeText, 16);
       if (n === 0) {
         // Trailers, if any, end with an empty line; the empty line may follow the last-chunk line directly.
+        // The last-chunk line's CRLF is the first CRLF of "\r\n\r\n" when there is no trailer.
         const trailerEnd = buf.indexOf(CRLF2, eol);
         if (trailerEnd === -1) {
+          if (buf.length - eol > o.maxHeadBytes) throw new HttpError(431, "request trailers too large");
           armRequestTimer();
           return undefined;
         }
+        // Trailers are checked like headers (and then dropped: nothing here reads them).
+        if (trailerEnd > eol) parseFields(buf.toString("latin1", eol + 2, trailerEnd).split("\r\n"), 0, new Map(), "trailer");
         return [Buffer.concat(st.parts), trailerEnd + 4];
       }
       if (st.size + n > o.maxBodyBytes) {

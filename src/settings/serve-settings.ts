@@ -214,6 +214,15 @@ export const SETTINGS = {
     integer: true,
     doc: "tasks one caller may start in one conversation (stops two agents delegating to each other forever)",
   }),
+  retentionDays: number({
+    file: "retention_days",
+    value: "DAYS",
+    group: "limits",
+    default: 30,
+    min: 0,
+    max: 36_500,
+    doc: "finished tasks (and their events and webhooks) older than this are deleted in the background, in small batches; 0 keeps them forever",
+  }),
 
   // Push-notification webhooks.
   pushAllow: list({

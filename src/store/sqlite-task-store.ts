@@ -1,10 +1,12 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, count, desc, eq, gt, inArray, lt, or, asc } from "drizzle-orm";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
-import { TaskStoreRequestError, type NewTask, type StoredEvent, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { encodeTime } from "ulid";
+import { FINAL_STATES, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
 import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
+import { decodePageToken, encodePageToken } from "./page-token";
 import { newPending, planWrite, toJson, type Pending, type StoredRow } from "./pending-writes";
 import { tasks } from "./schema";
 import { commitEach, GroupCommit } from "./write-batch";
@@ -61,7 +63,10 @@ export class SqliteTaskStore implements TaskStore {
     | "insertEvents"
     | "selectEvents"
     | "maxEventSeq"
-    | "selectImplied",
+    | "selectImplied"
+    | "selectExpired"
+    | "deleteTask"
+    | "deleteEvents",
     Statement
   >;
 
@@ -97,6 +102,13 @@ export class SqliteTaskStore implements TaskStore {
       selectIdByRequest: prep("SELECT id FROM tasks WHERE owner = ?1 AND request_message_id = ?2"),
       selectContext: prep(`${contextTasks("id, history")} ORDER BY id DESC`),
       selectContextIds: prep(contextTasks("id")),
+      // Ids are ULIDs (creation time first): a task that ended before the cut-off was created before it, so
+      // the walk is a primary-key range from the oldest task up to the cut-off's time, not a table scan.
+      selectExpired: prep(
+        `SELECT id FROM tasks WHERE id < ?1 AND status_timestamp < ?2 AND state IN (${FINAL_STATES.map((s) => `'${s}'`).join(", ")}) ORDER BY id LIMIT ?3`,
+      ),
+      deleteTask: prep("DELETE FROM tasks WHERE id = ?1"),
+      deleteEvents: prep("DELETE FROM task_events WHERE task_id = ?1"),
     };
   }
 
@@ -204,35 +216,33 @@ export class SqliteTaskStore implements TaskStore {
     return task;
   }
 
-  appendMessage(taskId: string, message: Message): Promise<void> {
-    return this.add(taskId, (p) => p.messages.push(toJson(message, "message")));
-  }
-
-  setStatus(taskId: string, status: TaskStatus): Promise<void> {
-    return this.add(taskId, (p) => {
-      p.statusMessage = status.message ? toJson(status.message, "status message") : null;
-      p.status = status;
-    });
-  }
-
-  finish(taskId: string, status: TaskStatus, produced: Artifact[], metadata?: Record<string, unknown>): Promise<void> {
-    return this.add(taskId, (p) => {
-      const message = status.message ? toJson(status.message, "status message") : null;
-      if (metadata) toJson(metadata, "metadata");
-      p.status = status;
-      p.statusMessage = message;
-      if (produced.length) p.artifacts.push(...produced);
-      if (message) p.messages.push(message);
-      if (metadata) p.metadata = { ...p.metadata, ...metadata };
-    });
-  }
-
-  appendEvents(taskId: string, firstSeq: number, events: StreamResponse[], rowSeq?: number): Promise<void> {
-    return this.add(taskId, (p) => {
-      if (p.events.length === 0) p.firstSeq = firstSeq;
-      p.events.push(...events);
-      if (rowSeq !== undefined) p.rowSeq = rowSeq;
-    });
+  record(taskId: string, change: TaskChange): Promise<void> {
+    // Everything the change carries is serialised before any of it joins the task's pending writes: a change
+    // that cannot be stored is refused whole, and leaves nothing behind.
+    let history: string[] | undefined;
+    let statusMessage: string | null | undefined;
+    try {
+      if (change.status) statusMessage = change.status.message ? toJson(change.status.message, "status message") : null;
+      // The agent's final reply is usually the status message too: serialised once.
+      if (change.history?.length) history = change.history.map((m) => (statusMessage && m === change.status?.message ? statusMessage : toJson(m, "message")));
+      if (change.metadata) toJson(change.metadata, "metadata");
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const p = this.pendingFor(taskId);
+    if (history) p.messages.push(...history);
+    if (change.status) {
+      p.status = change.status;
+      p.statusMessage = statusMessage;
+    }
+    if (change.artifacts?.length) p.artifacts.push(...change.artifacts);
+    if (change.metadata) p.metadata = { ...p.metadata, ...change.metadata };
+    if (change.events?.items.length) {
+      if (p.events.length === 0) p.firstSeq = change.events.firstSeq;
+      p.events.push(...change.events.items);
+    }
+    if (change.rowSeq !== undefined) p.rowSeq = change.rowSeq;
+    return this.group.commit(taskId);
   }
 
   eventsAfter(taskId: string, afterSeq: number): StoredEvent[] {
@@ -285,22 +295,27 @@ export class SqliteTaskStore implements TaskStore {
     return all.length > limit ? all.slice(all.length - limit) : all;
   }
 
+  deleteFinished(before: string, limit: number): Promise<string[]> {
+    const cutoff = Date.parse(before);
+    if (Number.isNaN(cutoff)) return Promise.reject(new TypeError(`not a time: ${before}`));
+    // The smallest id of the cut-off's millisecond: every task created earlier sorts below it.
+    const idBound = `${encodeTime(cutoff, 10)}0000000000000000`;
+    const ids = (this.w.selectExpired.all(idBound, new Date(cutoff).toISOString(), limit) as { id: string }[])
+      .map((r) => r.id)
+      .filter((id) => !this.pending.has(id));
+    // One transaction (a savepoint inside a group commit's open one), so a crash leaves a task whole or gone.
+    this.sqlite.transaction(() => {
+      for (const id of ids) {
+        this.w.deleteTask.run(id);
+        this.w.deleteEvents.run(id);
+      }
+    })();
+    return Promise.resolve(ids);
+  }
+
   /** Commits whatever is pending now; call before closing the database. */
   flush(): void {
     this.group.flush();
-  }
-
-  /**
-   * Adds a write to a task's pending ones and returns its outcome. `change` serialises what the caller sent
-   * before it changes anything, so a refused write leaves nothing behind and fails its own caller at once.
-   */
-  private add(taskId: string, change: (p: Pending) => void): Promise<void> {
-    try {
-      change(this.pendingFor(taskId));
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return this.group.commit(taskId);
   }
 
   private pendingFor(taskId: string): Pending {
@@ -436,15 +451,4 @@ function assemble(row: TaskParts, historyLength: number | undefined, withArtifac
   }
   if (row.metadata) task.metadata = JSON.parse(row.metadata) as Record<string, unknown>;
   return task;
-}
-
-function encodePageToken(timestamp: string, id: string): string {
-  return Buffer.from(`${timestamp}|${id}`).toString("base64url");
-}
-
-function decodePageToken(token: string): { timestamp: string; id: string } {
-  const text = Buffer.from(token, "base64url").toString("utf8");
-  const bar = text.indexOf("|");
-  if (bar <= 0 || bar === text.length - 1) throw new TaskStoreRequestError("pageToken is not one this node issued");
-  return { timestamp: text.slice(0, bar), id: text.slice(bar + 1) };
 }

@@ -163,7 +163,7 @@ export class TaskRunner {
     const before = { ...task, status: { ...task.status }, history: [...(task.history ?? []), message], artifacts: task.artifacts && [...task.artifacts] };
     const lastSeq = job.seq;
     task.history = before.history;
-    const committed = this.track(job, this.store.appendMessage(taskId, message));
+    const committed = this.track(job, this.store.record(taskId, { history: [message] }));
     job.waiting = undefined;
     waiting.detach();
     this.acquire(job);
@@ -204,6 +204,17 @@ export class TaskRunner {
     if (this.queue.remove(job)) void this.record(job, { state: "TASK_STATE_CANCELED", message: reason });
     else stop(job, "canceled", reason);
     return job.done.promise;
+  }
+
+  /**
+   * Cancels a task nothing executes here (one interrupted while it waited for input): records CANCELED and its
+   * event. Resolves once committed.
+   */
+  cancelIdle(task: Task, reason: string): Promise<void> {
+    const status: TaskStatus = { state: "TASK_STATE_CANCELED", timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
+    const seq = this.store.lastEventSeq(task.id) + 1;
+    const ended = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
+    return this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
   }
 
   /** Picks up what the last run of the node left unfinished (see recoverUnfinished). */
@@ -264,7 +275,7 @@ export class TaskRunner {
     if (text) working.message = agentMessage(task.id, task.contextId, text);
     task.status = working;
     // Not awaited: it commits with the next group, and if the task finishes first the writes merge.
-    void this.track(job, this.store.setStatus(task.id, working));
+    void this.track(job, this.store.record(task.id, { status: working }));
     this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status: working } }, true);
   }
 
@@ -398,7 +409,7 @@ export class TaskRunner {
     job.waiting = waiting;
     signal.addEventListener("abort", onStop, { once: true });
     request.signal?.addEventListener("abort", onWithdraw, { once: true });
-    void this.track(job, this.store.finish(task.id, status, []));
+    void this.track(job, this.store.record(task.id, { status, history: status.message ? [status.message] : undefined }));
     const committed = this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true);
     const turn = job.turn;
     job.turn = deferred();
@@ -420,7 +431,7 @@ export class TaskRunner {
         const status: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now(), message: agentMessage(task.id, task.contextId, text) };
         // The task's status is the latest progress, for those who read it with GetTask rather than a stream.
         task.status = status;
-        void this.track(job, this.store.setStatus(task.id, status));
+        void this.track(job, this.store.record(task.id, { status }));
         this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status, ...(metadata ? { metadata } : {}) } }, true);
       },
       artifact: (artifact, options = {}) => {
@@ -444,7 +455,7 @@ export class TaskRunner {
       note: (metadata) => {
         if (!this.jobs.has(task.id)) return Promise.resolve();
         task.metadata = { ...task.metadata, ...metadata };
-        return this.track(job, this.store.finish(task.id, task.status, [], metadata));
+        return this.track(job, this.store.record(task.id, { metadata }));
       },
     };
   }
@@ -521,7 +532,10 @@ export class TaskRunner {
     if (outcome.metadata) task.metadata = { ...task.metadata, ...outcome.metadata };
     const finalEvent: StreamResponse = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
     // Both writes join the same group commit (and share the task's outcome in it).
-    await Promise.all([this.store.finish(task.id, status, task.artifacts ?? [], outcome.metadata), this.emit(job, finalEvent, true)]);
+    await Promise.all([
+      this.store.record(task.id, { status, history: status.message ? [status.message] : undefined, artifacts: task.artifacts, metadata: outcome.metadata }),
+      this.emit(job, finalEvent, true),
+    ]);
   }
 
   /**
@@ -540,7 +554,7 @@ export class TaskRunner {
       message: agentMessage(task.id, task.contextId, `the node could not store this task's outcome, so its result is not kept: ${reason}`),
     };
     await Promise.all([
-      this.store.finish(task.id, status, []),
+      this.store.record(task.id, { status, history: [status.message!] }),
       this.events.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true),
     ]);
     job.task = this.store.snapshot(task.id, job.caller)?.task ?? { ...task, status };

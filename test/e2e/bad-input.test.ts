@@ -3,6 +3,8 @@
  * JSON-RPC error (with v1.0 ErrorInfo details), and the node keeps serving.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { once } from "node:events";
+import { connect as tlsConnect } from "node:tls";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
 import { post, rpc, userMessage, type RpcReply } from "../helpers/rpc";
@@ -190,6 +192,42 @@ describe("task errors", () => {
     expect(e.data[0].reason).toBe("TASK_NOT_CANCELABLE");
     const after = await rpc(node.url, who, "GetTask", { id: task.id });
     expect(after.body.result.status.state).toBe("TASK_STATE_COMPLETED");
+  });
+});
+
+describe("HTTP bytes no client may send (over mTLS, to the binary)", () => {
+  /** Sends raw bytes over a verified mTLS connection and reads everything until the node closes it. */
+  async function raw(bytes: string): Promise<{ status: number; text: string }> {
+    const socket = tlsConnect({ host: "127.0.0.1", port: node.port, cert: who.cert, key: who.key, ca: who.ca, servername: "beta" });
+    socket.on("error", () => {});
+    await once(socket, "secureConnect");
+    const chunks: Buffer[] = [];
+    socket.on("data", (d: Buffer) => chunks.push(d));
+    const closed = once(socket, "close");
+    socket.write(Buffer.from(bytes, "latin1"));
+    await closed;
+    const text = Buffer.concat(chunks).toString("latin1");
+    return { status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]), text };
+  }
+  const body = envelope("SendMessage", { message: userMessage("smuggled?") });
+  const head = (lines: string) => `POST / HTTP/1.1\r\n${lines}content-type: application/json\r\na2a-version: 1.0\r\n`;
+
+  it.each([
+    ["a bare LF in a header value", `${head("Host: beta\r\nX-A: a\nContent-Length: 0\r\n")}Content-Length: ${body.length}\r\n\r\n${body}`, "control character"],
+    ["a NUL in a header value", `${head("Host: beta\r\nX-A: a\u0000b\r\n")}Content-Length: ${body.length}\r\n\r\n${body}`, "control character"],
+    ["Transfer-Encoding: \\x0bchunked", `${head("Host: beta\r\n")}Transfer-Encoding: \u000bchunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`, "control character"],
+    ["an absolute-form target", `POST https://beta/ HTTP/1.1\r\nHost: beta\r\ncontent-type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, "must be a path"],
+    ["no Host", `${head("")}Content-Length: ${body.length}\r\n\r\n${body}`, "needs a Host header"],
+    ["a bad trailer", `${head("Host: beta\r\n")}Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\nno colon here\r\n\r\n`, "malformed trailer line"],
+  ])("answers %s with 400 and closes; nothing of it reaches the node", async (_what, bytes, message) => {
+    const before = (await rpc(node.url, who, "ListTasks", {})).body.result.tasks.length;
+    const r = await raw(bytes);
+    expect(r.status, r.text).toBe(400);
+    expect(r.text).toContain(message);
+    expect(r.text.toLowerCase()).toContain("connection: close");
+    const after = (await rpc(node.url, who, "ListTasks", {})).body.result.tasks.length;
+    expect(after).toBe(before);
+    expect(exitCode).toBeUndefined();
   });
 });
 

@@ -230,7 +230,7 @@ describe("DefaultRequestHandler with a model behind it", () => {
 
   it("records tasks left SUBMITTED/WORKING by a previous run as FAILED (interrupted)", async () => {
     await store.create({ id: "old", contextId: "c", owner: "alpha", message: message("lost"), executor: "openai", timestamp: new Date().toISOString() }).committed;
-    await store.setStatus("old", { state: "TASK_STATE_WORKING" });
+    await store.record("old", { status: { state: "TASK_STATE_WORKING" } });
     const { runner } = handlerWith(new EchoExecutor());
     expect(await runner.recover()).toEqual({ resumed: 0, failed: 1 }); // an openai task, and this runner runs echo
     const t = store.get("old", "alpha");

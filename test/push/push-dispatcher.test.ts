@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { StreamResponse as SdkStreamResponse } from "@a2a-js/sdk";
 import { DefaultPushNotificationSender } from "@a2a-js/sdk/server";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqlitePushConfigStore } from "../../src/push/push-config-store";
+import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
 import { backoffDelay, PushDispatcher, type PushDispatcherOptions } from "../../src/push/push-dispatcher";
 import { WebhookGuard } from "../../src/push/ssrf-guard";
 import { verifySignature } from "../../src/push/signature";

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqlitePushConfigStore } from "../../src/push/push-config-store";
+import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
 import { PushDispatcher, type PushDispatcherOptions } from "../../src/push/push-dispatcher";
 import { WebhookGuard, type LookupAll } from "../../src/push/ssrf-guard";
 import type { Logger } from "../../src/log";

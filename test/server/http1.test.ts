@@ -615,7 +615,7 @@ describe("serveHttp1: bodies over maxBodyBytes", () => {
       },
     });
     const c = await client(s.port);
-    await c.send(`POST / HTTP/1.1\r\nContent-Length: 100000\r\n\r\n`);
+    await c.send(`POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n`);
     const r = await expectRefusedAndClosed(c, 413);
     expect(r.body.toString()).toBe("too big, sorry");
     expect(calls).toEqual([[LIMIT, 100000]]);
@@ -654,7 +654,7 @@ describe("serveHttp1: bodies over maxBodyBytes", () => {
   it("the 413 is received whole even though the client keeps sending the rest of the body", async () => {
     const s = await startServer({ maxBodyBytes: LIMIT });
     const c = await client(s.port);
-    await c.send(`POST / HTTP/1.1\r\nContent-Length: 10000\r\n\r\n`);
+    await c.send(`POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10000\r\n\r\n`);
     const r = await c.response();
     expect(r.status).toBe(413);
     // The client writes more body after the answer; the server's socket must not reset the answer away.
@@ -671,14 +671,14 @@ describe("serveHttp1: malformed requests", () => {
     ["a request line without a version", "GET /\r\nHost: x\r\n\r\n", 400, "malformed request line"],
     ["a request line with a non-HTTP/1 version", "GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, "HTTP/2.0 is not supported"],
     ["a request line that is not HTTP at all", "SSH-2.0-OpenSSH_9.6\r\n\r\n", 400, "malformed request line"],
-    ["a header line without a colon", "GET / HTTP/1.1\r\nHost x\r\n\r\n", 400, "malformed header line"],
-    ["a header line with an empty name", "GET / HTTP/1.1\r\n: value\r\n\r\n", 400, "malformed header line"],
-    ["Content-Length: abc", "POST / HTTP/1.1\r\nContent-Length: abc\r\n\r\nabc", 400, "bad content-length"],
-    ["Content-Length: -1", "POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400, "bad content-length"],
-    ["Content-Length: 1.5", "POST / HTTP/1.1\r\nContent-Length: 1.5\r\n\r\nab", 400, "bad content-length"],
-    ["two different Content-Lengths", "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, "bad content-length"],
-    ["Transfer-Encoding: gzip", "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\nxx", 501, "transfer-encoding gzip is not supported"],
-    ["Transfer-Encoding: gzip, chunked", "POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, "not supported"],
+    ["a header line without a colon", "GET / HTTP/1.1\r\nHost: t\r\nHost x\r\n\r\n", 400, "malformed header line"],
+    ["a header line with an empty name", "GET / HTTP/1.1\r\nHost: t\r\n: value\r\n\r\n", 400, "malformed header line"],
+    ["Content-Length: abc", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\nabc", 400, "bad content-length"],
+    ["Content-Length: -1", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n", 400, "bad content-length"],
+    ["Content-Length: 1.5", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1.5\r\n\r\nab", 400, "bad content-length"],
+    ["two different Content-Lengths", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, "bad content-length"],
+    ["Transfer-Encoding: gzip", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\nxx", 501, "transfer-encoding gzip is not supported"],
+    ["Transfer-Encoding: gzip, chunked", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, "not supported"],
   ];
 
   for (const [what, bytes, status, message] of cases) {
@@ -695,7 +695,7 @@ describe("serveHttp1: malformed requests", () => {
   it("answers 431 to a head larger than maxHeadBytes that has no CRLFCRLF yet", async () => {
     const s = await startServer({ maxHeadBytes: 256 });
     const c = await client(s.port);
-    await c.send(`GET / HTTP/1.1\r\nX-Big: ${"h".repeat(400)}`);
+    await c.send(`GET / HTTP/1.1\r\nHost: t\r\nX-Big: ${"h".repeat(400)}`);
     const r = await expectRefusedAndClosed(c, 431, "request head too large");
     expect(r.reason).toBe("Request Header Fields Too Large");
     expect(s.requests).toHaveLength(0);
@@ -724,7 +724,7 @@ describe("serveHttp1: malformed requests", () => {
     it(`answers 400 to Content-Length: ${JSON.stringify(value)}`, async () => {
       const s = await startServer();
       const c = await client(s.port);
-      await c.send(`POST / HTTP/1.1\r\nContent-Length: ${value}\r\n\r\nhelloworld`);
+      await c.send(`POST / HTTP/1.1\r\nHost: t\r\nContent-Length: ${value}\r\n\r\nhelloworld`);
       await expectRefusedAndClosed(c, 400, "bad content-length");
     });
   }
@@ -807,7 +807,7 @@ describe("serveHttp1: timeouts", () => {
   it("headTimeoutMs: a body that stalls after a whole head is timed out too (408)", async () => {
     const s = await startServer({ headTimeoutMs: 50, idleTimeoutMs: 10_000 });
     const c = await client(s.port);
-    await c.send("POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc");
+    await c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
     await expectRefusedAndClosed(c, 408);
     expect(s.requests).toHaveLength(0);
   });
@@ -1064,12 +1064,37 @@ describe("serveHttp1: with Bun's fetch", () => {
 
 describe("serveHttp1: strict framing and courtesy", () => {
   it.each([
-    ["both Transfer-Encoding and Content-Length", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, "both Transfer-Encoding and Content-Length"],
-    ["whitespace before a header's colon", "GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400, "malformed header line"],
-    ["an obsolete folded header line", "GET / HTTP/1.1\r\nX-A: one\r\n two\r\n\r\n", 400, "malformed header line"],
-    ["chunk data not followed by CRLF", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n", 400, "chunk data not followed by CRLF"],
-    ["a chunk size that is not hex", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1g\r\na\r\n0\r\n\r\n", 400, "bad chunk size"],
-  ])("refuses %s with %i and closes", async (_what, bytes, status, message) => {
+    ["both Transfer-Encoding and Content-Length", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, "both Transfer-Encoding and Content-Length"],
+    ["whitespace before a header's colon", "GET / HTTP/1.1\r\nHost: t\r\nHost : x\r\n\r\n", 400, "malformed header line"],
+    ["an obsolete folded header line", "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\r\n two\r\n\r\n", 400, "malformed header line"],
+    ["chunk data not followed by CRLF", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n", 400, "chunk data not followed by CRLF"],
+    ["a chunk size that is not hex", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n1g\r\na\r\n0\r\n\r\n", 400, "bad chunk size"],
+    // Issue 13, "HTTP details": bytes a header value may not hold are refused (400), never a 500 or a guess.
+    ["a bare CR in a header value", "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\rtwo\r\n\r\n", 400, "control character"],
+    ["a bare LF in a header value", "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\ntwo: three\r\n\r\n", 400, "control character"],
+    ["a NUL in a header value", "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\u0000two\r\n\r\n", 400, "control character"],
+    ["a DEL in a header value", "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\u007ftwo\r\n\r\n", 400, "control character"],
+    ["a control byte in the Host header", "GET / HTTP/1.1\r\nHost: t\u0001\r\n\r\n", 400, "control character"],
+    // Only SP and HTAB are whitespace: \v before "chunked" is not trimmed into a chunked body.
+    ["Transfer-Encoding: \\x0bchunked", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: \u000bchunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, "control character"],
+    ["Transfer-Encoding: chunked\\f", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\u000c\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, "control character"],
+    ["Content-Length with a trailing \\v", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\u000b\r\n\r\nabc", 400, "control character"],
+    // Only origin-form targets: the node is not a proxy.
+    ["an absolute-form target", "GET http://127.0.0.1/ HTTP/1.1\r\nHost: t\r\n\r\n", 400, "must be a path starting with /"],
+    ["an authority-form target (CONNECT)", "CONNECT 127.0.0.1:9443 HTTP/1.1\r\nHost: t\r\n\r\n", 400, "must be a path starting with /"],
+    ["an asterisk-form target", "OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n", 400, "must be a path starting with /"],
+    ["a target with a control byte", "GET /a\u0001b HTTP/1.1\r\nHost: t\r\n\r\n", 400, "must be a path starting with /"],
+    ["a target with a bare CR", "GET /a\rb HTTP/1.1\r\nHost: t\r\n\r\n", 400, "must be a path starting with /"],
+    // Host: required in HTTP/1.1, and only one.
+    ["an HTTP/1.1 request without Host", "GET / HTTP/1.1\r\nX-A: b\r\n\r\n", 400, "needs a Host header"],
+    ["two different Host headers", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "more than one Host header"],
+    // Trailers are parsed like headers.
+    ["a trailer line without a colon", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nBad trailer\r\n\r\n", 400, "malformed trailer line"],
+    ["a trailer with a control byte", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: a\u0000b\r\n\r\n", 400, "in the value of trailer x-t"],
+    ["a folded trailer line", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: a\r\n b\r\n\r\n", 400, "malformed trailer line"],
+    ["a chunk extension with a control byte", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3;a\u0001=b\r\nabc\r\n0\r\n\r\n", 400, "bad chunk extension"],
+    ["a chunk extension that is not name[=value]", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3;=b\r\nabc\r\n0\r\n\r\n", 400, "bad chunk extension"],
+  ])("refuses %s and closes", async (_what, bytes, status, message) => {
     const s = await startServer();
     const c = await client(s.port);
     await c.send(bytes);
@@ -1079,6 +1104,23 @@ describe("serveHttp1: strict framing and courtesy", () => {
     expect(r.body.toString()).toContain(message);
     await c.untilClosed();
     expect(s.requests).toEqual([]);
+  });
+
+  it("accepts what the stricter parsing must still let through: trailers, chunk extensions, HTAB and obs-text in values, HTTP/1.0 without Host, a repeated identical Host", async () => {
+    const s = await startServer();
+    const c = await client(s.port);
+    await c.send(chunkedPost("/trailers", '3 ;ext=1;quoted="a b\\"c"\r\nabc\r\n0\r\nX-Checksum: abc\r\nX-Other:\tv\r\n\r\n'));
+    expect(echoOf(await c.response()).target).toBe("/trailers");
+    await c.send("GET /tab HTTP/1.1\r\nHost: t\r\nX-A:\tone\ttwo\t\r\nX-Latin: caf\u00e9\r\n\r\n");
+    const tab = echoOf(await c.response());
+    expect(tab.headers["x-a"]).toBe("one\ttwo");
+    await c.send("GET /same-host HTTP/1.1\r\nHost: t\r\nHost: t\r\n\r\n");
+    expect(echoOf(await c.response()).target).toBe("/same-host");
+    const old = await client(s.port);
+    await old.send("GET /http10 HTTP/1.0\r\n\r\n");
+    expect(echoOf(await old.response()).target).toBe("/http10");
+    expect(s.requests.map((r) => r.target)).toEqual(["/trailers", "/tab", "/same-host", "/http10"]);
+    expect(s.requests[0].body.toString()).toBe("abc");
   });
 
   it("skips empty lines before a request line (RFC 9112 §2.2)", async () => {
@@ -1091,7 +1133,7 @@ describe("serveHttp1: strict framing and courtesy", () => {
   it("answers Expect: 100-continue before the body arrives, then the request", async () => {
     const s = await startServer();
     const c = await client(s.port);
-    await c.send("POST /up HTTP/1.1\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+    await c.send("POST /up HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
     const interim = await c.streamHead();
     expect(interim.status).toBe(100);
     await c.send("hello");
@@ -1104,7 +1146,7 @@ describe("serveHttp1: strict framing and courtesy", () => {
     const s = await startServer();
     const c = await client(s.port);
     const chunks = Array.from({ length: 40 }, (_, i) => `1\r\n${String.fromCharCode(97 + (i % 26))}\r\n`).join("");
-    await c.sendByteByByte(`POST /drip HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n${chunks}0\r\n\r\n`);
+    await c.sendByteByByte(`POST /drip HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n${chunks}0\r\n\r\n`);
     const r = await c.response();
     expect(echoOf(r).body).toBe(Array.from({ length: 40 }, (_, i) => String.fromCharCode(97 + (i % 26))).join(""));
   });

@@ -14,6 +14,7 @@ import { migrations } from "../../src/store/migrations.gen";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { OMITTED_KEY } from "../../src/store/list-budget";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, Task } from "../../src/protocol/types";
+import { finishTask } from "../helpers/store-writes";
 
 const BUDGET = 64 * 1024;
 const OVERHEAD = 512; // what the planner adds to each task's stored sizes (list-budget.ts)
@@ -56,7 +57,7 @@ async function task(id: string, i: number, s: Shape = {}): Promise<void> {
   await store.create({ id, contextId: `ctx-${id}`, owner, message: user(`m-${id}`, s.message ? text(s.message) : `hi ${id}`), executor: "echo", timestamp: ts(i) }).committed;
   const artifacts: Artifact[] = s.artifact ? [{ artifactId: `${id}-a`, parts: [{ text: text(s.artifact) }] }] : [];
   const message = s.reply ? ({ messageId: `r-${id}`, role: "ROLE_AGENT", parts: [{ text: text(s.reply) }] } as Message) : undefined;
-  await store.finish(id, { state: s.state ?? "TASK_STATE_COMPLETED", timestamp: ts(i), ...(message ? { message } : {}) }, artifacts, s.metadata);
+  await finishTask(store, id, { state: s.state ?? "TASK_STATE_COMPLETED", timestamp: ts(i), ...(message ? { message } : {}) }, artifacts, s.metadata);
 }
 
 function walk(params: ListTasksParams, on: SqliteTaskStore = store): ListTasksResult[] {
@@ -218,14 +219,14 @@ describe("ListTasks bounded in bytes", () => {
   it("writes the size columns with the row: on insert, on update, and for a task created and finished in one commit", async () => {
     await store.create({ id: "a", contextId: "ctx-é", owner: OWNER, message: user("m-a", text(3000)), executor: "echo", timestamp: ts(1) }).committed;
     expect(sizes("a")).toEqual(expectedSizes(stored("a")));
-    await store.finish("a", { state: "TASK_STATE_COMPLETED", timestamp: ts(2), message: { messageId: "r", role: "ROLE_AGENT", parts: [{ text: text(500) }] } }, [
+    await finishTask(store, "a", { state: "TASK_STATE_COMPLETED", timestamp: ts(2), message: { messageId: "r", role: "ROLE_AGENT", parts: [{ text: text(500) }] } }, [
       { artifactId: "x", parts: [{ text: text(7000) }] },
     ], { note: "ü" });
     expect(sizes("a")).toEqual(expectedSizes(stored("a")));
     expect((sizes("a") as { artifacts_bytes: number }).artifacts_bytes).toBeGreaterThan(7000);
 
     const one = store.create({ id: "b", contextId: "ctx-b", owner: OWNER, message: user("m-b", "hi"), executor: "echo", timestamp: ts(3), metadata: { k: "v" } });
-    void store.finish("b", { state: "TASK_STATE_COMPLETED", timestamp: ts(3) }, [{ artifactId: "y", parts: [{ text: text(2000) }] }]);
+    void finishTask(store, "b", { state: "TASK_STATE_COMPLETED", timestamp: ts(3) }, [{ artifactId: "y", parts: [{ text: text(2000) }] }]);
     await one.committed;
     expect(sizes("b")).toEqual(expectedSizes(stored("b")));
   });

@@ -15,6 +15,7 @@ import type { Artifact, Message } from "../../src/protocol/types";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { UnstorableData, WriteRefused } from "../../src/tasks/task-store";
+import { finishTask } from "../helpers/store-writes";
 
 let dir: string;
 let path: string;
@@ -112,14 +113,14 @@ describe("a failure inside a commit shared with good tasks", () => {
     const names = ids("t", 10);
     await Promise.all(createAll(names));
     database.sqlite.exec(`CREATE TRIGGER poison BEFORE UPDATE ON tasks WHEN NEW.id = 't-07' AND NEW.state = 'TASK_STATE_COMPLETED' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
-    const finished = names.map((id) => store.finish(id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: `a-${id}`, parts: [{ text: "done" }] }]));
+    const finished = names.map((id) => finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: `a-${id}`, parts: [{ text: "done" }] }]));
     const { failed } = await outcomes(names, finished);
     expect([...failed.keys()]).toEqual(["t-07"]);
     const disk = onDisk();
     for (const id of names) expect(disk.get(id)).toBe(id === "t-07" ? "TASK_STATE_SUBMITTED" : "TASK_STATE_COMPLETED");
     // The failed task takes writes again once it can be stored.
     database.sqlite.exec("DROP TRIGGER poison");
-    await store.finish("t-07", { state: "TASK_STATE_COMPLETED", timestamp: now() }, []);
+    await finishTask(store, "t-07", { state: "TASK_STATE_COMPLETED", timestamp: now() }, []);
     expect(onDisk().get("t-07")).toBe("TASK_STATE_COMPLETED");
   });
 
@@ -177,8 +178,8 @@ describe("data that cannot be stored", () => {
 
   it("a message that cannot be stored fails its own write at once; the task's other writes of the turn commit", async () => {
     await Promise.all(createAll(["t1"]));
-    const working = store.setStatus("t1", { state: "TASK_STATE_WORKING", timestamp: now() });
-    const bad = store.appendMessage("t1", { ...msg("x"), metadata: cyclic() });
+    const working = store.record("t1", { status: { state: "TASK_STATE_WORKING", timestamp: now() } });
+    const bad = store.record("t1", { history: [{ ...msg("x"), metadata: cyclic() }] });
     await expect(bad).rejects.toBeInstanceOf(UnstorableData);
     await working;
     expect(onDisk().get("t1")).toBe("TASK_STATE_WORKING");
@@ -190,8 +191,8 @@ describe("data that cannot be stored", () => {
     await Promise.all(createAll(names));
     const artifact = (id: string): Artifact => ({ artifactId: `a-${id}`, parts: [{ text: "ok" }], ...(id === "t-02" ? { metadata: { size: 10n } } : {}) });
     const writes = names.flatMap((id) => [
-      store.finish(id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [artifact(id)]),
-      store.appendEvents(id, 1, [{ statusUpdate: { taskId: id, contextId: `c-${id}`, status: { state: "TASK_STATE_COMPLETED" } } }], 1),
+      finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [artifact(id)]),
+      store.record(id, { events: { firstSeq: 1, items: [{ statusUpdate: { taskId: id, contextId: `c-${id}`, status: { state: "TASK_STATE_COMPLETED" } } }] }, rowSeq: 1 }),
     ]);
     const settled = await Promise.allSettled(writes);
     const rejected = settled.flatMap((s, i) => (s.status === "rejected" ? [[names[Math.floor(i / 2)], s.reason]] : []));
@@ -210,7 +211,7 @@ describe("data that cannot be stored", () => {
   it("a write to a task whose creation was never committed is refused, not dropped in silence", async () => {
     database.sqlite.exec(`CREATE TRIGGER poison BEFORE INSERT ON tasks WHEN NEW.id = 'lost' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
     await expect(createAll(["lost"])[0]).rejects.toThrow(/injected failure/);
-    const later = store.finish("lost", { state: "TASK_STATE_COMPLETED", timestamp: now() }, []);
+    const later = finishTask(store, "lost", { state: "TASK_STATE_COMPLETED", timestamp: now() }, []);
     await expect(later).rejects.toBeInstanceOf(WriteRefused);
     await expect(later).rejects.toThrow(/task lost is not stored/);
     expect(onDisk().size).toBe(0);

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { createLogger } from "../../src/log";
 import { openDatabase, WAL_CAP_BYTES, WAL_CHECKPOINT_BYTES, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import { finishTask } from "../helpers/store-writes";
 
 let dir: string;
 let database: OpenDatabase;
@@ -39,7 +40,7 @@ describe("the WAL under a write flood", () => {
       for (let i = 0; i < perTurn; i++) {
         const id = `t-${t}-${i}`;
         writes.push(store.create({ id, contextId: `c-${id}`, owner: "alpha", message: { messageId: `m-${id}`, role: "ROLE_USER", parts: [{ text: id }] }, executor: "echo", timestamp: now() }).committed);
-        writes.push(store.finish(id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: `a-${id}`, parts: [{ text }] }]));
+        writes.push(finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: `a-${id}`, parts: [{ text }] }]));
       }
       await Promise.all(writes);
       const size = walSize();

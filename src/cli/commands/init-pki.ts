@@ -1,9 +1,10 @@
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command, CommandContext } from "../command";
-import { UsageError } from "../errors";
+import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags, intFlag } from "../flags";
-import { ensureHome, homePaths } from "../../home";
-import { initPki, installBundle, MAX_DAYS, type InitResult } from "../../../pki";
+import { ensureHome, giveToHomeOwner, homePaths } from "../../home";
+import { initPki, installBundle, loadNodeIdentity, MAX_DAYS, type InitResult } from "../../../pki";
 import { asCliError, expiresIn } from "./pki";
 
 const flags = {
@@ -15,9 +16,7 @@ const flags = {
   json: { type: "boolean" },
 } as const;
 
-const help = `a2a-node init-pki: give this node its certificate identity
-
-USAGE
+const help = `USAGE
   a2a-node init-pki --name NAME [--san DNS_OR_IP]... [--days N] [--ca-days N] [--json]
   a2a-node init-pki --bundle FILE [--json]
 
@@ -65,6 +64,7 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
   const days = intFlag("days", f.days, 365, 1, MAX_DAYS);
   const caDays = intFlag("ca-days", f["ca-days"], 3650, 1, MAX_DAYS);
 
+  if (existsSync(homePaths(ctx.home).nodeCert)) throw await alreadyANode(ctx.home);
   const paths = ensureHome(homePaths(ctx.home));
   let result: InitResult;
   try {
@@ -75,8 +75,26 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
   } catch (err) {
     throw asCliError(err);
   }
+  giveToHomeOwner(paths.root, [paths.certsDir, paths.secretsDir, paths.caCert, paths.caKey, paths.nodeCert, paths.nodeKey]);
   ctx.io.stdout.write(f.json ? JSON.stringify(toJson(result)) + "\n" : summary(result, f.bundle && resolve(f.bundle)));
   return 0;
+}
+
+/**
+ * A home is one node, and its key is never replaced. Say whose identity is there and when it was made: the
+ * usual surprise is `npm start`, which gives a home without one an identity named after the host.
+ */
+async function alreadyANode(home: string): Promise<CliError> {
+  let who = "";
+  try {
+    const id = await loadNodeIdentity(homePaths(home), { allowExpired: true });
+    who = ` of node "${id.name}" (fleet CA "${id.ca.subjectCn}", made ${id.notBefore.toISOString().slice(0, 10)})`;
+  } catch {}
+  return new CliError(
+    `${home} already holds the identity${who}; a home is one node, and its key is never replaced`,
+    ExitCode.Failure,
+    "use that identity as it is (a2a-node pki show; 'npm start' makes one named after the host in a home without one), or set up another node in another home: a2a-node --home DIR init-pki ...",
+  );
 }
 
 function toJson(r: InitResult) {
@@ -112,5 +130,6 @@ export const initPkiCommand: Command = {
   name: "init-pki",
   summary: "create this node's key and certificate (and the fleet CA), or install a bundle",
   help,
+  flags,
   run,
 };

@@ -7,6 +7,13 @@ import { parseFlags } from "../flags";
 const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 const FINGERPRINT = /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/i;
 
+const addFlags = {
+  fingerprint: { type: "string", value: "SHA256" },
+  replace: { type: "boolean" },
+} as const;
+const listFlags = { json: { type: "boolean" } } as const;
+const removeFlags = {} as const;
+
 export const peersCommand: Command = {
   name: "peers",
   summary: "manage known peers: add, list, remove",
@@ -31,14 +38,13 @@ EXAMPLES
 EXIT CODES
   0 success   1 failure (peer exists)   2 usage error   3 no such peer
 `,
+  flags: {},
+  subcommands: { add: addFlags, list: listFlags, remove: removeFlags },
   async run(argv, { io, home }) {
     const [sub, ...args] = argv;
     switch (sub) {
       case "add": {
-        const { flags, positionals } = parseFlags(args, {
-          fingerprint: { type: "string", value: "SHA256" },
-          replace: { type: "boolean" },
-        });
+        const { flags, positionals } = parseFlags(args, addFlags);
         const [name, url, ...extra] = positionals;
         if (!name || !url || extra.length) throw new UsageError("peers add needs NAME and URL");
         if (!NAME.test(name)) throw new UsageError(`'${name}' is not a valid peer name (letters, digits and '-', as in the certificate CN)`);
@@ -68,7 +74,7 @@ EXIT CODES
         return 0;
       }
       case "list": {
-        const { flags, positionals } = parseFlags(args, { json: { type: "boolean" } });
+        const { flags, positionals } = parseFlags(args, listFlags);
         if (positionals.length) throw new UsageError(`peers list takes no arguments (got '${positionals[0]}')`);
         const { peers, close } = openPeers(home);
         try {
@@ -86,7 +92,7 @@ EXIT CODES
         return 0;
       }
       case "remove": {
-        const { positionals } = parseFlags(args, {});
+        const { positionals } = parseFlags(args, removeFlags);
         if (positionals.length !== 1) throw new UsageError("peers remove needs exactly one NAME");
         const { peers, close } = openPeers(home);
         try {

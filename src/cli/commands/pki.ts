@@ -17,9 +17,7 @@ const showFlags = {
   json: { type: "boolean" },
 } as const;
 
-const help = `a2a-node pki: issue identities for other machines, and show this node's
-
-USAGE
+const help = `USAGE
   a2a-node pki issue NAME --out FILE [--san DNS_OR_IP]... [--days N] [--force] [--json]
   a2a-node pki show [--json]
 
@@ -158,5 +156,7 @@ export const pkiCommand: Command = {
   name: "pki",
   summary: "issue identities for other machines (pki issue), show this node's (pki show)",
   help,
+  flags: {},
+  subcommands: { issue: issueFlags, show: showFlags },
   run,
 };

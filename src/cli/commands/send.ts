@@ -59,6 +59,7 @@ EXIT CODES
   2 usage error   3 unknown peer or task   4 peer unreachable or refused our certificate
   5 --timeout reached (the task goes on)   6 the task waits for input (answer it with --task-id)
 `,
+  flags,
   async run(argv, { io, home }) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}' (quote the task text and pass it with --task)`);

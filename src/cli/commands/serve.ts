@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { acquireHomeLock, HomeLockedError, type HomeLock } from "../../home-lock";
 import { EXECUTOR_KINDS, loadConfigFile, resolveSettings, type ServeConfig } from "../../config";
 import { createLogger, resolveLogFormat, type LevelledLogger } from "../../log";
+import { notifyReady } from "../../systemd-notify";
 import { startNode, type RunningNode } from "../../node";
 import type { Command } from "../command";
 import { CliError, ExitCode, UsageError } from "../errors";
@@ -56,6 +57,7 @@ EXAMPLES
 EXIT CODES
   0 stopped by a signal   1 could not start (no certificate, port in use, ...)   2 usage error
 `,
+  flags,
   async run(argv, { io, home }) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length) throw new UsageError(`serve takes no arguments (got '${positionals[0]}')`);
@@ -86,6 +88,7 @@ EXIT CODES
       throw err;
     }
     const running = node;
+    void notifyReady(io.env, `serving ${node.name} on ${node.url}`, log);
     io.onReload?.(() => {
       void reload(running, () => resolveSettings(f, io.env, loadConfigFile(configFile, f.config !== undefined)).config, log, f.quiet);
     });

@@ -34,6 +34,7 @@ EXIT CODES
   0 the task was found (whatever its state)   1 the peer answered an error   2 usage error
   3 no such task (or not yours)   4 peer unreachable or refused our certificate
 `,
+  flags,
   async run(argv, { io, home }) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
