@@ -208,13 +208,16 @@ export class TaskRunner {
 
   /**
    * Cancels a task nothing executes here (one interrupted while it waited for input): records CANCELED and its
-   * event. Resolves once committed.
+   * event. Resolves once committed. `peer`: the task's owner, for the lifecycle's watchers.
    */
-  cancelIdle(task: Task, reason: string): Promise<void> {
+  cancelIdle(task: Task, reason: string, peer: string): Promise<void> {
     const status: TaskStatus = { state: "TASK_STATE_CANCELED", timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
     const seq = this.store.lastEventSeq(task.id) + 1;
     const ended = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
-    return this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
+    const stored = this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
+    // Nothing ran it in this process: no time of its own to report, only that it ended.
+    void stored.then(() => this.options.lifecycle?.finished(task, peer, "TASK_STATE_CANCELED", 0, 0), () => {});
+    return stored;
   }
 
   /** Picks up what the last run of the node left unfinished (see recoverUnfinished). */
