@@ -10,6 +10,7 @@ import { OpenAiCompatibleExecutor } from "./executors/openai-executor";
 import { homePaths } from "./home";
 import type { Logger } from "./log";
 import type { CallerIdentity } from "./protocol/caller";
+import { HttpJsonTransport } from "./protocol/http-json-transport";
 import { JsonRpcTransport } from "./protocol/jsonrpc-transport";
 import { DefaultRequestHandler } from "./protocol/request-handler";
 import type { AgentCard } from "./protocol/types";
@@ -17,7 +18,7 @@ import { v1Methods } from "./protocol/v1-methods";
 import { v03Methods } from "./protocol/v03/methods";
 import { NodeMetrics } from "./metrics/node-metrics";
 import { listenAdmin } from "./server/admin-listener";
-import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
+import { buildAgentCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
 import { RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener } from "./server/mtls-listener";
 import { opsRoutes } from "./server/ops-routes";
@@ -109,7 +110,10 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   if (recovered.resumed + recovered.failed > 0)
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
   const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext });
-  const transport = new JsonRpcTransport({ v1: v1Methods(handler), v03: v03Methods(handler) });
+  // Both bindings over one method table, so they validate, scope and answer alike.
+  const v1 = v1Methods(handler);
+  const transport = new JsonRpcTransport({ v1, v03: v03Methods(handler) });
+  const httpJson = new HttpJsonTransport(v1);
   const limiter = new PeerRateLimiter({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
   const modelReady = async (signal: AbortSignal) =>
     (await executor.ready?.(signal)) ?? { ready: true, detail: `the ${executor.kind} executor needs nothing external` };
@@ -139,7 +143,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       rateLog.limited(peer, wait);
     },
   };
-  const route = (web: ReturnType<typeof lazyWebApp>) => createRequestRouter({ transport, web, ops, limiter, metrics: routerMetrics });
+  const route = (web: ReturnType<typeof lazyWebApp>) => createRequestRouter({ transport, httpJson, web, ops, limiter, metrics: routerMetrics });
   const card = (url: string) =>
     buildAgentCard({
       name: identity.name,
@@ -148,6 +152,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       advertisedUrl: url,
       skills: config.skills ?? DEFAULT_SKILLS,
       pushNotifications: true,
+      preferredBinding: config.preferredBinding as Binding,
     });
   const common = { maxBodyBytes: config.maxBodyBytes, tooLarge: tooLargeResponse, onRefusedRequest: (status: number) => metrics.requestRefused(status) };
 

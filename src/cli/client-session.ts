@@ -1,8 +1,9 @@
 import { existsSync } from "node:fs";
 import { loadNodeIdentity } from "../../pki/identity";
-import { A2AClient, protocolOf, type PeerProtocol } from "../client/a2a-client";
+import type { PeerClient } from "../client/a2a-client";
 import { explainFailure, resolveTarget, type Target } from "../client/connect";
 import { mtlsFetch, PeerIdentityError } from "../client/mtls-fetch";
+import { clientForCard } from "../client/peer-interface";
 import { giveToHomeOwner, homePaths } from "../home";
 import { openDatabase, type OpenDatabase } from "../store/database";
 import { SqlitePeerRegistry } from "../store/sqlite-peer-registry";
@@ -19,7 +20,7 @@ export function openPeers(home: string): { peers: SqlitePeerRegistry; close(): v
 }
 
 export interface ClientSession {
-  client: A2AClient;
+  client: PeerClient;
   target: Target;
   /** Turns any failure of a call into a CliError with the next step. */
   fail(err: unknown): never;
@@ -50,14 +51,15 @@ export async function openClientSession(home: string, agent: string): Promise<Cl
     const code = why.kind === "unreachable" || why.kind === "refused" ? ExitCode.Unreachable : notFound ? ExitCode.NotFound : ExitCode.Failure;
     throw new CliError(why.message, code, why.hint);
   };
-  // Speak v1.0 unless the peer's card says it only knows v0.3. A card we cannot read is no reason to stop:
+  // Speak what the peer's card lists first of what we speak: JSON-RPC or HTTP+JSON at v1.0, or JSON-RPC
+  // v0.3 to a peer that only knows it. A card we cannot read is no reason to stop: JSON-RPC v1.0 it is, and
   // the call itself will say what is wrong.
-  let protocol: PeerProtocol = "1.0";
+  let card: unknown;
   try {
     const res = await fetchFn(new URL("/.well-known/agent-card.json", t.baseUrl).toString(), { headers: { accept: "application/json", "a2a-version": "1.0" } });
-    if (res.ok) protocol = protocolOf(await res.json());
+    if (res.ok) card = await res.json();
   } catch (err) {
     if (err instanceof PeerIdentityError || (err as { code?: string }).code) fail(err);
   }
-  return { client: new A2AClient(t.rpcUrl, fetchFn, protocol), target: t, fail };
+  return { client: clientForCard(card, t, fetchFn), target: t, fail };
 }

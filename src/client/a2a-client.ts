@@ -7,22 +7,20 @@ import type { StreamResponse } from "../protocol/types";
 /** The protocol generation a peer speaks, as its agent card says. */
 export type PeerProtocol = "1.0" | "0.3";
 
-/**
- * What a card says the agent speaks over JSON-RPC: 1.0 if any JSON-RPC interface names 1.x, 0.3 if the card
- * is a v0.3 card (protocolVersion 0.3.x, no supportedInterfaces). Unknown cards are taken as 1.0.
- */
-export function protocolOf(card: unknown): PeerProtocol {
-  const c = card as { supportedInterfaces?: { protocolBinding?: string; protocolVersion?: string }[]; protocolVersion?: string };
-  if (Array.isArray(c?.supportedInterfaces) && c.supportedInterfaces.some((i) => i.protocolBinding === "JSONRPC" && i.protocolVersion?.startsWith("1.")))
-    return "1.0";
-  if (typeof c?.protocolVersion === "string" && c.protocolVersion.startsWith("0.3") && !Array.isArray(c.supportedInterfaces)) return "0.3";
-  return "1.0";
+/** What `send` and `status` do with a peer, whichever binding it speaks (A2AClient, HttpJsonClient). */
+export interface PeerClient {
+  readonly binding: "JSONRPC" | "HTTP+JSON";
+  sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult>;
+  sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse>;
+  getTask(params: GetTaskParams, signal?: AbortSignal): Promise<Task>;
+  listTasks(params: ListTasksParams, signal?: AbortSignal): Promise<ListTasksResult>;
+  cancelTask(id: string, signal?: AbortSignal): Promise<Task>;
 }
 
 /** How the client reaches a server: a fetch that already carries the TLS identity and pinning. */
 export type FetchFn = (url: string, init: RequestInit) => Promise<Response>;
 
-/** An error the remote agent answered with (a JSON-RPC error object). */
+/** An error the remote agent answered with: a JSON-RPC error object, or an HTTP+JSON one read as such. */
 export class RemoteError extends Error {
   constructor(
     readonly code: number,
@@ -34,14 +32,15 @@ export class RemoteError extends Error {
   }
 }
 
-/** The server answered, but not with JSON-RPC (wrong URL, a proxy page, ...). */
+/** The server answered, but not in A2A (wrong URL, a proxy page, ...). */
 export class ProtocolError extends Error {}
 
 /**
  * A minimal A2A v1.0 JSON-RPC client. It never imports server code; every request names the protocol
  * version it speaks (A2A-Version: 1.0).
  */
-export class A2AClient {
+export class A2AClient implements PeerClient {
+  readonly binding = "JSONRPC";
   private nextId = 1;
 
   constructor(
@@ -50,6 +49,8 @@ export class A2AClient {
     private readonly fetchFn: FetchFn,
     /** Speak v0.3 (method names, shapes, no A2A-Version header) to a peer that only knows it. */
     readonly protocol: PeerProtocol = "1.0",
+    /** The `tenant` of the card's interface, sent in every v1.0 request's params when the card names one. */
+    private readonly tenant?: string,
   ) {}
 
   async sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult> {
@@ -75,7 +76,7 @@ export class A2AClient {
     const v1 = this.protocol === "1.0";
     const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
     if (v1) headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
-    const rpcParams = v1 ? params : { message: toV03Message(params.message), ...(params.metadata ? { metadata: params.metadata } : {}) };
+    const rpcParams = v1 ? this.withTenant(params) : { message: toV03Message(params.message), ...(params.metadata ? { metadata: params.metadata } : {}) };
     const res = await this.fetchFn(this.rpcUrl, {
       method: "POST",
       headers,
@@ -122,10 +123,17 @@ export class A2AClient {
     return (await res.json()) as AgentCard;
   }
 
+  private withTenant(params: unknown): unknown {
+    return this.tenant ? { ...(params as object), tenant: this.tenant } : params;
+  }
+
   private async call<T>(method: string, params: unknown, signal?: AbortSignal): Promise<T> {
     const id = this.nextId++;
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
-    if (this.protocol === "1.0") headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
+    if (this.protocol === "1.0") {
+      headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
+      params = this.withTenant(params);
+    }
     const res = await this.fetchFn(this.rpcUrl, {
       method: "POST",
       headers,

@@ -34,7 +34,7 @@ export function explainFailure(err: unknown, target: Target): { message: string;
       hint: target.peer ? `check the URL with 'a2a-node peers list', or re-add it with 'a2a-node peers add ${target.peer.name} URL --replace'` : undefined,
     };
   if (err instanceof RemoteError) return { kind: "remote", message: `${target.label} answered error ${err.code}: ${err.message}` };
-  if (err instanceof ProtocolError) return { kind: "other", message: `${where}: ${err.message}`, hint: "is that URL an a2a-node (or A2A JSON-RPC) endpoint?" };
+  if (err instanceof ProtocolError) return { kind: "other", message: `${where}: ${err.message}`, hint: "is that URL an a2a-node (or another A2A agent)?" };
   switch (e.code) {
     case "ECONNREFUSED":
       return { kind: "unreachable", message: `cannot reach ${where}: connection refused`, hint: "is 'a2a-node serve' running there, on that port?" };

@@ -22,10 +22,15 @@ export class A2AError extends Error {
     this.name = "A2AError";
   }
 
-  toJsonRpc(): JsonRpcErrorObject {
+  /** The google.rpc.ErrorInfo both bindings carry: in JSON-RPC's `error.data`, in HTTP+JSON's `error.details`. */
+  errorInfo(): Record<string, unknown> {
     const info: Record<string, unknown> = { "@type": ERROR_INFO_TYPE, reason: this.reason, domain: ERROR_DOMAIN };
     if (this.metadata) info.metadata = this.metadata;
-    return { code: this.code, message: this.message, data: [info] };
+    return info;
+  }
+
+  toJsonRpc(): JsonRpcErrorObject {
+    return { code: this.code, message: this.message, data: [this.errorInfo()] };
   }
 
   static parse(message = "Invalid JSON payload") {
@@ -90,3 +95,25 @@ export class A2AError extends Error {
     return new A2AError(-32603, message, "RESOURCE_EXHAUSTED", { retry: "later" });
   }
 }
+
+/**
+ * The JSON-RPC code of each ErrorInfo reason: an HTTP+JSON error names its kind only by reason (several share
+ * one HTTP status), so a client turns it back into the code its callers already handle.
+ */
+export const CODE_OF_REASON: Readonly<Record<string, number>> = {
+  PARSE_ERROR: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL_ERROR: -32603,
+  RESOURCE_EXHAUSTED: -32603,
+  TASK_NOT_FOUND: -32001,
+  TASK_NOT_CANCELABLE: -32002,
+  PUSH_NOTIFICATION_NOT_SUPPORTED: -32003,
+  UNSUPPORTED_OPERATION: -32004,
+  CONTENT_TYPE_NOT_SUPPORTED: -32005,
+  INVALID_AGENT_RESPONSE: -32006,
+  EXTENDED_AGENT_CARD_NOT_CONFIGURED: -32007,
+  EXTENSION_SUPPORT_REQUIRED: -32008,
+  VERSION_NOT_SUPPORTED: -32009,
+};

@@ -1,6 +1,7 @@
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth";
 import type { CallContext } from "./caller";
 import { A2AError, type JsonRpcErrorObject } from "./errors";
+import { mapStreamCatching } from "./streams";
 
 export type RpcId = string | number | null;
 export type UnaryMethod = (params: unknown, ctx: CallContext) => Promise<unknown>;
@@ -116,42 +117,18 @@ async function notify(table: MethodTable | A2AError, method: string, params: unk
   return { kind: "none", method };
 }
 
-/**
- * Wraps each result as a JSON-RPC response; an error mid-stream becomes the stream's last item. A plain
- * iterator, so that return() (the client left) reaches the source at once.
- */
+/** Wraps each result as a JSON-RPC response; an error mid-stream becomes the stream's last item. */
 function frame(events: AsyncIterable<StreamEvent>, id: RpcId, table: MethodTable): AsyncIterable<{ id?: string; data: string }> {
   const rid = JSON.stringify(id);
-  return {
-    [Symbol.asyncIterator]() {
-      const it = events[Symbol.asyncIterator]();
-      let done = false;
-      return {
-        async next() {
-          if (done) return { value: undefined, done: true };
-          try {
-            const r = await it.next();
-            if (r.done) {
-              done = true;
-              return { value: undefined, done: true };
-            }
-            return { value: { id: r.value.id, data: `{"jsonrpc":"2.0","id":${rid},"result":${JSON.stringify(r.value.result)}}` }, done: false };
-          } catch (err) {
-            done = true;
-            return { value: { data: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(asA2AError(err, "stream")) }) }, done: false };
-          }
-        },
-        async return() {
-          done = true;
-          await it.return?.();
-          return { value: undefined, done: true };
-        },
-      };
-    },
-  };
+  return mapStreamCatching(
+    events,
+    (e) => ({ id: e.id, data: `{"jsonrpc":"2.0","id":${rid},"result":${JSON.stringify(e.result)}}` }),
+    (err) => ({ data: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(asA2AError(err, "stream")) }) }),
+  );
 }
 
-function asA2AError(err: unknown, method: string): A2AError {
+/** Any failure as the A2A error a client is shown: an unexpected one is logged and becomes -32603. */
+export function asA2AError(err: unknown, method: string): A2AError {
   if (err instanceof A2AError) return err;
   console.error(`a2a-node: ${method} failed:`, err);
   return A2AError.internal(`internal error while handling ${method}`);

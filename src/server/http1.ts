@@ -27,8 +27,8 @@ export interface Http1Options {
   headTimeoutMs: number;
   /** Called once per request; requests on one connection are answered in order. */
   handle(request: HttpRequest): Promise<HttpResponse>;
-  /** Builds the answer for a body over the limit (JSON-RPC wants its own error shape). */
-  tooLarge(limit: number, declared: number | undefined): HttpResponse;
+  /** Builds the answer for a body over the limit (each binding has its own error shape; `target` says which). */
+  tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   /** On a quiet stream, a comment line is sent this often so proxies and clients do not cut it. */
   streamKeepAliveMs?: number;
   /** Told each time the connection stops reading its client (backpressure), for tests and metrics. */
@@ -350,13 +350,13 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     if (te !== undefined) {
       if (te.toLowerCase() !== "chunked") throw new HttpError(501, `transfer-encoding ${te} is not supported`);
       expectContinue(headers);
-      const r = dechunk(start);
+      const r = dechunk(start, target);
       if (!r) return undefined;
       [body, consumed] = r;
     } else {
       if (cl !== undefined && !DIGITS.test(cl)) throw new HttpError(400, "bad content-length");
       const len = cl === undefined ? 0 : Number(cl);
-      if (len > o.maxBodyBytes) return tooLarge(len);
+      if (len > o.maxBodyBytes) return tooLarge(len, target);
       if (buf.length < start + len) {
         expectContinue(headers);
         armRequestTimer();
@@ -379,7 +379,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
   }
 
   /** Decodes a chunked body that starts at `from`; [body, bytes consumed] once complete. */
-  function dechunk(from: number): [Buffer, number] | undefined {
+  function dechunk(from: number, target: string): [Buffer, number] | undefined {
     const st = (chunked ??= { at: from, parts: [], size: 0 });
     for (;;) {
       const eol = buf.indexOf(CRLF, st.at);
@@ -408,7 +408,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
         return [Buffer.concat(st.parts), trailerEnd + 4];
       }
       if (st.size + n > o.maxBodyBytes) {
-        tooLarge(undefined);
+        tooLarge(undefined, target);
         return undefined;
       }
       const dataEnd = eol + 2 + n;
@@ -423,10 +423,10 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     }
   }
 
-  function tooLarge(declared: number | undefined): undefined {
+  function tooLarge(declared: number | undefined, target: string): undefined {
     // Answer, then drop the connection: the unread rest of the body makes it unusable.
     o.onRefused?.(413);
-    write(o.tooLarge(o.maxBodyBytes, declared), false, "POST");
+    write(o.tooLarge(o.maxBodyBytes, declared, target), false, "POST");
     finish();
     return undefined;
   }

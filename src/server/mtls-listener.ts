@@ -16,7 +16,7 @@ export interface MtlsListenerOptions {
   /** Called for every HTTP request, with the identity proven by the connection's client certificate. */
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
   /** The answer to a body over maxBodyBytes. */
-  tooLarge(limit: number, declared: number | undefined): HttpResponse;
+  tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   /** Called when a TLS handshake fails (no certificate, foreign CA, expired...) or its certificate is refused. */
   onHandshakeError?(err: Error, remote: string | undefined): void;
   /** A client that has not finished its TLS handshake after this long is dropped. */

@@ -16,7 +16,7 @@ export interface PlainListenerOptions {
   port: number;
   maxBodyBytes: number;
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
-  tooLarge(limit: number, declared: number | undefined): HttpResponse;
+  tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
   onRefusedRequest?(status: number): void;
 }

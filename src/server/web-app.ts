@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
 import { canonicalJson } from "./canonical-json";
+import { BINDING_PATHS, OPS_PATHS_DOC } from "./openapi-paths";
 import { openapi } from "@elysiajs/openapi";
 import type { CallerIdentity } from "../protocol/caller";
 import type { AgentCard } from "../protocol/types";
@@ -13,51 +14,11 @@ export interface WebAppOptions {
 }
 
 type Paths = NonNullable<NonNullable<NonNullable<Parameters<typeof openapi>[0]>["documentation"]>["paths"]>;
-const JSON_ANSWER = { "application/json": { schema: { type: "object" as const } } };
 
 /**
- * Routes answered before this app (request-router.ts: JSON-RPC; ops-routes.ts: health and metrics) are not
- * Elysia's, so they are described here by hand for the OpenAPI document.
- */
-const HAND_DESCRIBED: Paths = {
-  "/": {
-    post: {
-      summary: "A2A v1.0 JSON-RPC: SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask, push configs",
-      description:
-        "Send header A2A-Version: 1.0 (none: v0.3). Errors travel in the JSON-RPC body with HTTP 200, except a body over --max-body (413) and a peer over its rate limit (429, Retry-After).",
-      parameters: [{ name: "A2A-Version", in: "header", required: true, schema: { type: "string", enum: ["1.0"] } }],
-      requestBody: { required: true, content: { "application/json": { schema: { type: "object", required: ["jsonrpc", "method"] } } } },
-      responses: {
-        "200": { description: "A JSON-RPC response, or a text/event-stream of them for the streaming methods", content: JSON_ANSWER },
-        "204": { description: "A notification (no id) was handled; JSON-RPC answers nothing" },
-        "413": { description: "Body over --max-body (a JSON-RPC -32600 error)", content: JSON_ANSWER },
-        "429": { description: "This peer is over its rate limit: Retry-After says when to try again (a JSON-RPC -32603 RESOURCE_EXHAUSTED error)", content: JSON_ANSWER },
-      },
-    },
-  },
-  "/health": { get: { summary: "Liveness, with the node's name and version and who it thinks you are", responses: { "200": { description: "The node runs", content: JSON_ANSWER } } } },
-  "/health/live": { get: { summary: "Liveness: the process runs and answers", responses: { "200": { description: "Alive", content: JSON_ANSWER } } } },
-  "/health/ready": {
-    get: {
-      summary: "Readiness: database writable, certificate valid (days left), model endpoint answering",
-      responses: {
-        "200": { description: "Every check passed", content: JSON_ANSWER },
-        "503": { description: "A check failed: `failed` names it, `checks` says what each found", content: JSON_ANSWER },
-      },
-    },
-  },
-  "/metrics": {
-    get: {
-      summary: "Prometheus metrics (text format 0.0.4)",
-      responses: { "200": { description: "The metrics", content: { "text/plain": { schema: { type: "string" as const } } } } },
-    },
-  },
-};
-
-/**
- * The node's HTTP surface apart from JSON-RPC, health and metrics: the agent card and the OpenAPI description
- * with its reference page. Elysia is only this adapter; the protocol core does not know it exists. The
- * verified caller reaches handlers through `callerOf`, keyed by the Request object, never through a header.
+ * The node's HTTP surface apart from the A2A bindings, health and metrics: the agent card and the OpenAPI
+ * description with its reference page. Elysia is only this adapter; the protocol core does not know it exists.
+ * The verified caller reaches handlers through `callerOf`, keyed by the Request object, never through a header.
  */
 export function createWebApp(o: WebAppOptions) {
   const callers = new WeakMap<Request, CallerIdentity>();
@@ -80,8 +41,10 @@ export function createWebApp(o: WebAppOptions) {
         // The plugin leaves out paths with a dot as static files by default: the agent card is not one.
         exclude: { staticFile: false },
         documentation: {
-          info: { title: "a2a-node", version: o.version, description: "A2A v1.0 over JSON-RPC, behind mutual TLS." },
-          paths: HAND_DESCRIBED,
+          info: { title: "a2a-node", version: o.version, description: "A2A v1.0 over JSON-RPC and HTTP+JSON, behind mutual TLS." },
+          // Neither binding nor the health and metrics routes reach Elysia (see request-router.ts): they are
+          // described by hand. Each HTTP+JSON route also answers under a /{tenant} prefix.
+          paths: { ...BINDING_PATHS, ...OPS_PATHS_DOC } as Paths,
         },
       }),
     )

@@ -267,6 +267,14 @@ export const SETTINGS = {
 
   // What peers see in the agent card.
   description: text({ file: "description", value: "TEXT", group: "card", default: "An a2a-node agent: delegate tasks to it over mutual TLS.", doc: "description in the agent card" }),
+  preferredBinding: text({
+    file: "preferred_binding",
+    value: "BINDING",
+    group: "card",
+    default: "JSONRPC" as string,
+    choices: ["JSONRPC", "HTTP+JSON"],
+    doc: "the A2A binding the agent card lists first, which clients that speak both use: JSONRPC or HTTP+JSON (both are always served)",
+  }),
   skills: table<SkillSetting[] | undefined>({
     file: "skills",
     value: "[[skills]]",

@@ -70,14 +70,17 @@ describe("metrics", () => {
     const notFound = await rpc(node.url, alpha, "GetTask", { id: "no-such-task" });
     expect(notFound.body.error.code).toBe(-32001);
     await rpc(node.url, alpha, "NoSuchMethod", {});
+    // The HTTP+JSON binding is counted by the same operation names.
+    const rest = await fetch(`${node.url}/tasks/no-such-task`, { headers: { "a2a-version": "1.0" }, tls: alpha } as RequestInit);
+    expect(rest.status).toBe(404);
     const after = await scrape(admin);
     expect(after.value('a2a_node_tasks_accepted_total{arrival="new"}')).toBe(2);
     expect(after.value('a2a_node_rpc_request_duration_seconds_count{method="SendMessage"}')).toBe(2);
-    expect(after.value('a2a_node_rpc_request_duration_seconds_count{method="GetTask"}')).toBe(1);
+    expect(after.value('a2a_node_rpc_request_duration_seconds_count{method="GetTask"}')).toBe(2);
     // An unknown method is counted under one label: a client cannot make new series by inventing methods.
     expect(after.value('a2a_node_rpc_request_duration_seconds_count{method="unknown"}')).toBe(1);
     expect(after.text).not.toContain("NoSuchMethod");
-    expect(after.value('a2a_node_rpc_errors_total{code="-32001"}')).toBe(1);
+    expect(after.value('a2a_node_rpc_errors_total{code="-32001"}')).toBe(2);
     expect(after.value('a2a_node_rpc_errors_total{code="-32601"}')).toBe(1);
   });
 
@@ -225,10 +228,18 @@ describe("the per-peer rate limit (--rate-limit-per-second 1 --rate-limit-burst 
     const garbage = await post(limited.url, alpha, "{ not json");
     expect(garbage.status).toBe(429);
     expect(garbage.body.error.code).toBe(-32603);
+    // The HTTP+JSON binding shares the bucket, and answers in its own error shape.
+    const rest = await fetch(`${limited.url}/tasks/nothing`, { headers: { "a2a-version": "1.0" }, tls: alpha } as RequestInit);
+    expect(rest.status).toBe(429);
+    expect(rest.headers.get("retry-after")).toBe("1");
+    const status = (await rest.json()) as { error: { code: number; status: string; message: string; details: { reason: string }[] } };
+    expect(status.error).toMatchObject({ code: 429, status: "RESOURCE_EXHAUSTED" });
+    expect(status.error.message).toMatch(/^rate limit: retry after 1 s/);
+    expect(status.error.details).toContainEqual(expect.objectContaining({ reason: "RESOURCE_EXHAUSTED" }));
     // Another peer has its own bucket.
     expect((await call(gamma)).status).toBe(200);
     const m = await scrape(limitedAdmin);
-    expect(m.value('a2a_node_rate_limited_total{peer="alpha"}')).toBe(2);
+    expect(m.value('a2a_node_rate_limited_total{peer="alpha"}')).toBe(3);
     expect(m.value('a2a_node_rate_limited_total{peer="gamma"}')).toBeUndefined();
     // Refused before any work: the refused request is not a JSON-RPC request the node handled.
     expect(m.value('a2a_node_rpc_request_duration_seconds_count{method="GetTask"}')).toBe(3);

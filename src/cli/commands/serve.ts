@@ -21,8 +21,8 @@ const flags = {
 export const serveCommand: Command = {
   name: "serve",
   summary: "run the node: A2A over mutual TLS, tasks in SQLite",
-  help: `Run the node: an A2A v1.0 JSON-RPC server behind mutual TLS. Only clients with a certificate from this
-fleet's CA get past the TLS handshake; their certificate's CN is their identity. Tasks, their history and
+  help: `Run the node: an A2A v1.0 server (JSON-RPC and HTTP+JSON) behind mutual TLS. Only clients with a
+certificate from this fleet's CA get past the TLS handshake; their certificate's CN is their identity. Tasks, their history and
 artifacts are kept in HOME/a2a-node.db. SIGHUP reloads: the config file and the certificate on disk are read
 again; a new certificate, key or CA, the log level and the rate limits apply at once (open connections and
 tasks carry on), other changed settings are named in the log as needing a restart. Stops gracefully on
