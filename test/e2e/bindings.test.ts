@@ -195,6 +195,9 @@ describe.each(BINDINGS)("$name binding", ({ name, home, args }) => {
     ok(await b.call(alpha, "DeleteTaskPushNotificationConfig", { taskId: task.id, id: config.id }));
     refused(await b.call(alpha, "GetTaskPushNotificationConfig", { taskId: task.id, id: config.id }), "TASK_NOT_FOUND", name);
     refused(await b.call(alpha, "CreateTaskPushNotificationConfig", { taskId: task.id, url: "ftp://x/" }), "INVALID_PARAMS", name, "url must be an http(s) URL");
+    // A page token the node never issued (one of ListTasks' kind) is the store's own refusal, mapped alike.
+    const foreign = Buffer.from("2026-01-01T00:00:00.000Z|01ABC").toString("base64url");
+    refused(await b.call(alpha, "ListTaskPushNotificationConfigs", { taskId: task.id, pageToken: foreign }), "INVALID_PARAMS", name, "pageToken is not one this node issued");
   });
 
   it("refuses what is not a valid request with the same reason: unknown task, bad params, unsupported version, unknown operation", async () => {
