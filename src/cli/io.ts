@@ -4,6 +4,8 @@
  */
 export interface TextSink {
   write(text: string): void;
+  /** The stream is a terminal (a person reads it), not a pipe, a file or the journal. */
+  isTTY?: boolean;
 }
 
 /** Which standard streams are terminals: progress lines and questions go only to a person. */
@@ -58,8 +60,8 @@ export function processIo(): Io {
   let stop: AbortController | undefined;
   let interrupt: AbortController | undefined;
   return {
-    stdout: { write: (t) => void process.stdout.write(t) },
-    stderr: { write: (t) => void process.stderr.write(t) },
+    stdout: { write: (t) => void process.stdout.write(t), isTTY: process.stdout.isTTY === true },
+    stderr: { write: (t) => void process.stderr.write(t), isTTY: process.stderr.isTTY === true },
     env: process.env,
     tty: {
       stdin: process.stdin.isTTY === true,

@@ -77,6 +77,19 @@ export class A2AError extends Error {
       { version, supported: "1.0" },
     );
   }
+  /**
+   * The caller sent more requests than its rate limit allows; it may retry after `seconds`. The same code and
+   * reason as a node at capacity (the A2A spec assigns back-pressure no code of its own), with the wait in
+   * the ErrorInfo metadata for programs and in the message for people.
+   */
+  static rateLimited(seconds: number, perSecond: number, burst: number) {
+    return new A2AError(
+      -32603,
+      `rate limit: retry after ${seconds} s (this node takes ${perSecond} requests per second from one peer, ${burst} at once)`,
+      "RESOURCE_EXHAUSTED",
+      { retry: "later", retryAfterSeconds: String(seconds), limit: "rate" },
+    );
+  }
   /** The node is at capacity; the caller should retry later. */
   static busy(message: string) {
     return new A2AError(-32603, message, "RESOURCE_EXHAUSTED", { retry: "later" });

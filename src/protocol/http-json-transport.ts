@@ -28,7 +28,8 @@ export interface SseEvent {
   data: string;
 }
 
-export type HttpJsonOutcome = { kind: "json"; status: number; body: string; allow?: string } | { kind: "stream"; events: AsyncIterable<SseEvent> };
+/** `error`: the A2A error code of an error answer (for the metrics, as JSON-RPC's outcome carries it). */
+export type HttpJsonOutcome = { kind: "json"; status: number; body: string; allow?: string; error?: number } | { kind: "stream"; events: AsyncIterable<SseEvent> };
 
 const ROUTES_HINT =
   "the HTTP+JSON routes are /message:send, /message:stream, /tasks, /tasks/{id}, /tasks/{id}:cancel, /tasks/{id}:subscribe, /tasks/{id}/pushNotificationConfigs[/{configId}] and /extendedAgentCard";
@@ -80,10 +81,10 @@ export class HttpJsonTransport {
   }
 }
 
-function failure(err: A2AError, status?: number): { kind: "json"; status: number; body: string } {
+function failure(err: A2AError, status?: number): { kind: "json"; status: number; body: string; error: number } {
   const e = restWording(err);
   const code = status ?? httpStatusOf(e);
-  return { kind: "json", status: code, body: statusBody(e, code) };
+  return { kind: "json", status: code, body: statusBody(e, code), error: e.code };
 }
 
 /**

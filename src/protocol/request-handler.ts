@@ -121,7 +121,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const settled = this.runner.cancel(task.id, `canceled by ${ctx.caller.name}`);
     if (settled) await settled.catch(() => {});
     // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
-    else await whenStored(task.id, this.runner.cancelIdle(task, `canceled by ${ctx.caller.name}`));
+    else await whenStored(task.id, this.runner.cancelIdle(task, `canceled by ${ctx.caller.name}`, ctx.caller.name));
     return this.store.get(task.id, ctx.caller.name) as Task;
   }
 

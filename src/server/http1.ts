@@ -33,6 +33,8 @@ export interface Http1Options {
   streamKeepAliveMs?: number;
   /** Told each time the connection stops reading its client (backpressure), for tests and metrics. */
   onPause?(state: Http1State): void;
+  /** Told of each request the loop refuses itself (400, 408, 413, 431, 501, 505), for the metrics. */
+  onRefused?(status: number): void;
 }
 
 /** What one connection holds, for tests and metrics. */
@@ -97,7 +99,7 @@ const REASONS: Record<number, string> = {
   100: "Continue", 200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden",
   404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large",
   415: "Unsupported Media Type", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
-  500: "Internal Server Error", 501: "Not Implemented", 505: "HTTP Version Not Supported",
+  500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable", 505: "HTTP Version Not Supported",
 };
 
 function chunk(text: string): string {
@@ -182,6 +184,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
 
   function fail(err: HttpError): void {
     if (closed) return;
+    o.onRefused?.(err.status);
     write({ status: err.status, headers: { "content-type": "text/plain" }, body: `${err.message}\n` }, false, "GET");
     finish();
   }
@@ -422,6 +425,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
 
   function tooLarge(declared: number | undefined, target: string): undefined {
     // Answer, then drop the connection: the unread rest of the body makes it unusable.
+    o.onRefused?.(413);
     write(o.tooLarge(o.maxBodyBytes, declared, target), false, "POST");
     finish();
     return undefined;
@@ -447,7 +451,10 @@ export class ConnectionSet {
   private readonly open = new Map<Socket, Http1Connection>();
 
   /** Serves HTTP/1.1 on a new socket with the node's limits (16 KiB heads, 65 s idle, 30 s to send a request). */
-  serve(socket: Socket, options: { maxBodyBytes: number; tooLarge: Http1Options["tooLarge"]; handle: Http1Options["handle"] }): void {
+  serve(
+    socket: Socket,
+    options: { maxBodyBytes: number; tooLarge: Http1Options["tooLarge"]; handle: Http1Options["handle"]; onRefused?: Http1Options["onRefused"] },
+  ): void {
     socket.on("close", () => this.open.delete(socket));
     this.open.set(
       socket,

@@ -25,6 +25,8 @@ export interface MtlsListenerOptions {
   limits?: ConnectionLimits;
   /** Called when a connection is closed at once for being over the limits. */
   onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
+  /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
+  onRefusedRequest?(status: number): void;
 }
 
 export interface Listener {
@@ -36,6 +38,8 @@ export interface Listener {
   stopAccepting(): void;
   /** Closes every connection. */
   close(): Promise<void>;
+  /** Connections open now (handshakes in progress included), where the listener counts them. */
+  openConnections?(): number;
 }
 
 /**
@@ -68,7 +72,12 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       return;
     }
     const { caller } = peer;
-    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, caller) });
+    connections.serve(socket, {
+      maxBodyBytes: options.maxBodyBytes,
+      tooLarge: options.tooLarge,
+      handle: (req) => options.onRequest(req, caller),
+      onRefused: options.onRefusedRequest,
+    });
   });
   tls.on("tlsClientError", (err, socket) => {
     // Bun reports a failed or timed-out handshake but, unlike Node, leaves the socket open: close it here.
@@ -86,6 +95,7 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
         url: `https://${host}:${port}`,
         port,
         setIdentity: (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" }),
+        openConnections: () => gate.count(),
         stopAccepting: () => void tls.close(),
         close: async () => {
           if (tls.listening) tls.close();

@@ -11,7 +11,7 @@ const STATUS_ERRORS = {
   "405": { description: "the path does not take this method (see Allow)" },
   "413": { description: "body over --max-body" },
   "415": { description: "body not JSON" },
-  "429": { description: "google.rpc.Status, reason RESOURCE_EXHAUSTED: the node is at capacity, retry later" },
+  "429": { description: "google.rpc.Status, reason RESOURCE_EXHAUSTED: the node is at capacity, or this peer is over its rate limit (Retry-After says when to try again)" },
 };
 const JSON_BODY = { required: true, content: { "application/a2a+json": { schema: { type: "object" } }, "application/json": { schema: { type: "object" } } } };
 const SSE = { "200": { description: "text/event-stream: data lines are StreamResponse objects, id lines event numbers for Last-Event-ID; a late error is an 'error' event" } };
@@ -39,11 +39,17 @@ export const BINDING_PATHS: Record<string, Record<string, Operation>> = {
   "/": {
     post: {
       summary: "A2A v1.0 JSON-RPC: every operation (SendMessage, GetTask, ListTasks, CancelTask, ...)",
-      description: "Send header A2A-Version: 1.0. Errors travel in the JSON-RPC body with HTTP 200.",
+      description:
+        "Send header A2A-Version: 1.0. Errors travel in the JSON-RPC body with HTTP 200, except a body over --max-body (413) and a peer over its rate limit (429, Retry-After).",
       tags: ["JSON-RPC"],
       parameters: [VERSION_HEADER],
       requestBody: { required: true, content: { "application/json": { schema: { type: "object", required: ["jsonrpc", "method"] } } } },
-      responses: { "200": { description: "A JSON-RPC response" }, "413": { description: "Body over --max-body" } },
+      responses: {
+        "200": { description: "A JSON-RPC response, or a text/event-stream of them for the streaming methods" },
+        "204": { description: "A notification (no id) was handled; JSON-RPC answers nothing" },
+        "413": { description: "Body over --max-body (a JSON-RPC -32600 error)" },
+        "429": { description: "This peer is over its rate limit: Retry-After says when to try again (a JSON-RPC -32603 RESOURCE_EXHAUSTED error, id null)" },
+      },
     },
   },
   "/message:send": { post: op("SendMessage: blocking by default; answers {task} or {message}", { body: true }) },
@@ -73,4 +79,29 @@ export const BINDING_PATHS: Record<string, Record<string, Operation>> = {
     delete: op("DeleteTaskPushNotificationConfig", { params: [CONFIG_TASK, path("id", "config id")], ok: "{} (deleting a config already gone is no error)" }),
   },
   "/extendedAgentCard": { get: op("GetExtendedAgentCard (400 EXTENDED_AGENT_CARD_NOT_CONFIGURED: none configured)") },
+};
+
+const JSON_ANSWER = { "application/json": { schema: { type: "object" } } };
+
+/** Health and metrics (ops-routes.ts), answered before Elysia too, on every listener and on the admin port. */
+export const OPS_PATHS_DOC: Record<string, Record<string, Operation>> = {
+  "/health": { get: { summary: "Liveness, with the node's name and version and who it thinks you are", tags: ["Operations"], responses: { "200": { description: "The node runs", content: JSON_ANSWER } } } },
+  "/health/live": { get: { summary: "Liveness: the process runs and answers", tags: ["Operations"], responses: { "200": { description: "Alive", content: JSON_ANSWER } } } },
+  "/health/ready": {
+    get: {
+      summary: "Readiness: database writable, certificate valid (days left), model endpoint answering",
+      tags: ["Operations"],
+      responses: {
+        "200": { description: "Every check passed", content: JSON_ANSWER },
+        "503": { description: "A check failed: `failed` names it, `checks` says what each found", content: JSON_ANSWER },
+      },
+    },
+  },
+  "/metrics": {
+    get: {
+      summary: "Prometheus metrics (text format 0.0.4)",
+      tags: ["Operations"],
+      responses: { "200": { description: "The metrics", content: { "text/plain": { schema: { type: "string" } } } } },
+    },
+  },
 };

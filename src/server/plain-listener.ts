@@ -17,6 +17,8 @@ export interface PlainListenerOptions {
   maxBodyBytes: number;
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
   tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
+  /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
+  onRefusedRequest?(status: number): void;
 }
 
 /**
@@ -29,7 +31,7 @@ export function listenPlainLoopback(options: PlainListenerOptions): Promise<List
   let port = 0;
   const handle = async (req: HttpRequest) => refuseBrowserRequest(req, port) ?? options.onRequest(req, LOOPBACK_CALLER);
   const server = createServer((socket) =>
-    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle }),
+    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle, onRefused: options.onRefusedRequest }),
   );
   return new Promise((resolve, reject) => {
     server.once("error", reject);

@@ -4,9 +4,10 @@
  * come from this table (test/config.test.ts checks that they agree).
  */
 import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "../executors/openai-executor";
-import { LOG_LEVELS } from "../log";
+import { LOG_FORMATS, LOG_LEVELS } from "../log";
 import { PUSH_DEFAULTS } from "../push/push-dispatcher";
 import { CONNECTION_DEFAULTS } from "../server/connection-limits";
+import { RATE_LIMIT_DEFAULTS } from "../server/rate-limit";
 import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
 import { list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
 import { readSkills, type SkillSetting } from "./skills";
@@ -42,6 +43,16 @@ export const SETTINGS = {
     max: 65535,
     integer: true,
     doc: "also serve plain HTTP on 127.0.0.1:PORT (loopback only, no identity: every caller is '@local'), for local tools and the A2A conformance kit; leave unset in production",
+  }),
+  adminPort: number({
+    file: "admin_port",
+    value: "PORT",
+    group: "listen",
+    default: undefined,
+    min: 0,
+    max: 65535,
+    integer: true,
+    doc: "also serve /metrics and /health/* (nothing else: no A2A) over plain HTTP on 127.0.0.1:PORT, for a local Prometheus or health checker without a client certificate; off when unset",
   }),
 
   // What runs incoming tasks.
@@ -138,6 +149,27 @@ export const SETTINGS = {
     max: 1_000_000,
     integer: true,
     doc: "refused connections (failed handshakes, foreign or revoked certificates, over the limits) logged one by one each minute; the rest are counted by kind in one line",
+  }),
+  rateLimitPerSecond: number({
+    file: "rate_limit_per_second",
+    value: "N",
+    group: "limits",
+    default: RATE_LIMIT_DEFAULTS.perSecond,
+    min: 0,
+    max: 1_000_000,
+    reloadable: true,
+    doc: "A2A requests one peer may make per second, on average (token bucket; 0: no limit); past it the peer gets HTTP 429 with Retry-After and a JSON-RPC error; SIGHUP applies a change",
+  }),
+  rateLimitBurst: number({
+    file: "rate_limit_burst",
+    value: "N",
+    group: "limits",
+    default: RATE_LIMIT_DEFAULTS.burst,
+    min: 1,
+    max: 1_000_000,
+    integer: true,
+    reloadable: true,
+    doc: "A2A requests one peer may make at once before the per-second rate applies (the bucket's size); SIGHUP applies a change",
   }),
   maxConcurrent: number({ file: "max_concurrent", value: "N", group: "limits", default: 4, min: 1, max: 10_000, integer: true, doc: "tasks executing at once" }),
   maxQueued: number({ file: "max_queued", value: "N", group: "limits", default: 1000, min: 0, max: 1_000_000, integer: true, doc: "tasks waiting for a slot; beyond this new tasks are refused (\"retry later\")" }),
@@ -261,6 +293,14 @@ export const SETTINGS = {
     choices: LOG_LEVELS,
     reloadable: true,
     doc: "least important log lines written: info, warn or error (--quiet: warn); SIGHUP applies a change",
+  }),
+  logFormat: text({
+    file: "log_format",
+    value: "FORMAT",
+    group: "daemon",
+    default: "auto" as string,
+    choices: LOG_FORMATS,
+    doc: "log lines on stdout as json (one object per line: time, level, msg, fields; for journald and log shippers) or text; auto: text on a terminal, json otherwise",
   }),
 } satisfies Record<string, Setting<unknown>>;
 

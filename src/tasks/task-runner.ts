@@ -1,10 +1,11 @@
 import type { AgentExecutor, ExecutionEvents, ExecutionOutcome, InputRequest } from "../executors/executor";
 import { A2AError } from "../protocol/errors";
-import type { Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
+import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { accumulate, agentMessage, capParts } from "./artifacts";
 import { now } from "./clock";
 import type { EventStream } from "./event-stream";
 import { FairQueue } from "./fair-queue";
+import type { TaskLifecycle } from "./lifecycle";
 import { abortOf, causeOf, deferred, type Job, newJob, stop, type Waiting } from "./job";
 import { EventPublisher, type EventListener } from "./publisher";
 import { recoverUnfinished } from "./recovery";
@@ -28,6 +29,8 @@ export interface TaskRunnerOptions {
   deadlineMs?: number;
   /** Artifact text beyond this many bytes is cut, the executor stopped, and the task marked truncated. */
   outputCapBytes?: number;
+  /** Told when tasks are taken, wait for input, and end (the daemon's task log lines and metrics). */
+  lifecycle?: TaskLifecycle;
 }
 
 /**
@@ -69,6 +72,13 @@ export class TaskRunner {
     return this.executor.kind;
   }
 
+  /** Tasks executing now, waiting for a slot, and waiting for an answer (held here without a slot). */
+  load(): { running: number; queued: number; waitingForInput: number } {
+    let waitingForInput = 0;
+    for (const job of this.jobs.values()) if (job.waiting) waitingForInput++;
+    return { running: this.running, queued: this.queue.size, waitingForInput };
+  }
+
   /** Registers the one listener of committed events (the push dispatcher). */
   onEvent(listener: EventListener): void {
     this.events.listener = listener;
@@ -106,6 +116,7 @@ export class TaskRunner {
     const job = newJob(task, message, caller, lastSeq, resumed);
     this.events.adopt(job);
     this.jobs.set(task.id, job);
+    this.options.lifecycle?.accepted(task, caller, resumed ? "resumed" : lastSeq > 0 ? "continued" : "new");
     if (committed) this.track(job, committed);
     // Taken first: an execution that asks a question at once starts the next turn before run() returns.
     const settled = job.turn.promise;
@@ -158,6 +169,7 @@ export class TaskRunner {
     this.acquire(job);
     this.setWorking(job);
     const settled = job.turn.promise;
+    this.options.lifecycle?.answered(task, job.caller);
     waiting.answered.resolve(message);
     return { task: before, committed, settled, lastSeq };
   }
@@ -196,13 +208,16 @@ export class TaskRunner {
 
   /**
    * Cancels a task nothing executes here (one interrupted while it waited for input): records CANCELED and its
-   * event. Resolves once committed.
+   * event. Resolves once committed. `peer`: the task's owner, for the lifecycle's watchers.
    */
-  cancelIdle(task: Task, reason: string): Promise<void> {
+  cancelIdle(task: Task, reason: string, peer: string): Promise<void> {
     const status: TaskStatus = { state: "TASK_STATE_CANCELED", timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
     const seq = this.store.lastEventSeq(task.id) + 1;
     const ended = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
-    return this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
+    const stored = this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
+    // Nothing ran it in this process: no time of its own to report, only that it ended.
+    void stored.then(() => this.options.lifecycle?.finished(task, peer, "TASK_STATE_CANCELED", 0, 0), () => {});
+    return stored;
   }
 
   /** Picks up what the last run of the node left unfinished (see recoverUnfinished). */
@@ -279,6 +294,7 @@ export class TaskRunner {
             stop(job, "deadline", "deadline");
           }, this.options.deadlineMs)
         : undefined;
+      const executing = performance.now();
       try {
         const history = () =>
           this.store
@@ -304,6 +320,7 @@ export class TaskRunner {
         clearTimeout(deadline);
         job.waiting?.detach();
         job.waiting = undefined;
+        job.executorMs += performance.now() - executing;
       }
       const cause = causeOf(job);
       if (job.stopped === "output-cap") {
@@ -336,6 +353,7 @@ export class TaskRunner {
 
   /** Ends the execution without an outcome: the stored task is what the next start of the node sees. */
   private detach(job: Job): void {
+    this.options.lifecycle?.leftForRestart(job.task, job.caller);
     this.jobs.delete(job.task.id);
     for (const s of job.subscribers) s.end();
     job.subscribers.clear();
@@ -361,6 +379,12 @@ export class TaskRunner {
     task.history = [...(task.history ?? []), question];
     job.withdrawn = undefined;
     const answered = deferred<Message>();
+    // Time spent waiting for the answer is not the executor's: it is taken off its share when the wait ends.
+    const asked = performance.now();
+    answered.promise.then(
+      () => void (job.executorMs -= performance.now() - asked),
+      () => void (job.executorMs -= performance.now() - asked),
+    );
     const onStop = () => {
       if (job.waiting !== waiting) return;
       job.waiting = undefined;
@@ -392,6 +416,7 @@ export class TaskRunner {
     const committed = this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true);
     const turn = job.turn;
     job.turn = deferred();
+    this.options.lifecycle?.waitingForInput(task, job.caller);
     committed.then(
       () => turn.resolve(job.task),
       (err) => turn.reject(notStored(task.id, err)),
@@ -475,14 +500,20 @@ export class TaskRunner {
         const error = notStored(task.id, job.lost ?? err);
         for (const s of job.subscribers) s.fail(error);
         this.jobs.delete(task.id);
+        this.finished(job, "TASK_STATE_FAILED");
         job.turn.reject(error);
         job.done.reject(error);
         return;
       }
     }
     this.jobs.delete(task.id);
+    this.finished(job, job.task.status.state);
     job.turn.resolve(job.task);
     job.done.resolve(job.task);
+  }
+
+  private finished(job: Job, state: TaskState): void {
+    this.options.lifecycle?.finished(job.task, job.caller, state, (performance.now() - job.acceptedAt) / 1000, Math.max(0, job.executorMs) / 1000);
   }
 
   /** The outcome as the task's final status, artifacts, reply and metadata; resolves once committed. */

@@ -153,7 +153,7 @@ describe("two nodes over mutual TLS, through the CLI", () => {
   it("SIGTERM stops serve with exit code 0, after which beta is refused-unreachable (exit 4)", async () => {
     const code = await betaNode.stop("SIGTERM");
     expect(code).toBe(0);
-    expect(betaNode.log()).toMatch(/stopped/);
+    expect(betaNode.lines().at(-1)).toMatchObject({ level: "info", msg: "stopped", name: "beta" });
     const r = await alpha("send", "--agent", "beta", "--task", "anyone there?");
     expect(r.code).toBe(4);
     expect(r.stderr).toMatch(/connection refused/i);
