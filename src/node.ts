@@ -154,7 +154,12 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       pushNotifications: true,
       preferredBinding: config.preferredBinding as Binding,
     });
-  const common = { maxBodyBytes: config.maxBodyBytes, tooLarge: tooLargeResponse, onRefusedRequest: (status: number) => metrics.requestRefused(status) };
+  const common = {
+    maxBodyBytes: config.maxBodyBytes,
+    tooLarge: tooLargeResponse,
+    onRefusedRequest: (status: number) => metrics.requestRefused(status),
+    http: { maxHeadBytes: config.maxHeadBytes, idleTimeoutMs: config.idleTimeoutMs, headTimeoutMs: config.requestTimeoutMs },
+  };
 
   let advertisedUrl = "";
   const refusals = new RefusalLog(log, { detailedPerWindow: config.logRefusalsPerMinute, count: (kind) => metrics.connectionRefused(kind) });

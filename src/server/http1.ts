@@ -446,20 +446,25 @@ export async function closeGracefully(connections: Map<Socket, Http1Connection>,
   for (const s of connections.keys()) s.destroy();
 }
 
+/** The per-connection limits of the serve settings max_head_bytes, idle_timeout_seconds, request_timeout_seconds. */
+export type HttpLimits = Pick<Http1Options, "maxHeadBytes" | "idleTimeoutMs" | "headTimeoutMs">;
+
+/** 16 KiB heads, 65 s idle (past common proxies' 60 s), 30 s to send a whole request (slow-loris guard). */
+export const HTTP_DEFAULTS: HttpLimits = { maxHeadBytes: 16 * 1024, idleTimeoutMs: 65_000, headTimeoutMs: 30_000 };
+
 /** Connections a listener serves, so that it can close them gracefully. */
 export class ConnectionSet {
   private readonly open = new Map<Socket, Http1Connection>();
 
-  /** Serves HTTP/1.1 on a new socket with the node's limits (16 KiB heads, 65 s idle, 30 s to send a request). */
+  constructor(private readonly limits: HttpLimits = HTTP_DEFAULTS) {}
+
+  /** Serves HTTP/1.1 on a new socket with this set's limits. */
   serve(
     socket: Socket,
     options: { maxBodyBytes: number; tooLarge: Http1Options["tooLarge"]; handle: Http1Options["handle"]; onRefused?: Http1Options["onRefused"] },
   ): void {
     socket.on("close", () => this.open.delete(socket));
-    this.open.set(
-      socket,
-      serveHttp1(socket, { ...options, maxHeadBytes: 16 * 1024, idleTimeoutMs: 65_000, headTimeoutMs: 30_000 }),
-    );
+    this.open.set(socket, serveHttp1(socket, { ...options, ...this.limits }));
   }
 
   close(limitMs?: number): Promise<void> {

@@ -2,10 +2,12 @@ import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
 import { CONNECTION_DEFAULTS, ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
-import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
+import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import { peerIdentifier } from "./peer-identity";
 
 export interface MtlsListenerOptions {
+  /** Head size, idle and request timeouts per connection (HTTP_DEFAULTS when absent). */
+  http?: HttpLimits;
   host: string;
   port: number;
   /** PEM: this node's certificate and key, and the fleet CA that client certificates must chain to. */
@@ -49,7 +51,7 @@ export interface Listener {
  * connection from the socket and handed to every request on it. No header can set or change it.
  */
 export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
-  const connections = new ConnectionSet();
+  const connections = new ConnectionSet(options.http);
   const tls = createTlsServer({
     cert: options.cert,
     key: options.key,

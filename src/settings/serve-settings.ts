@@ -7,6 +7,7 @@ import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "../executors/openai-executor";
 import { LOG_FORMATS, LOG_LEVELS } from "../log";
 import { PUSH_DEFAULTS } from "../push/push-dispatcher";
 import { CONNECTION_DEFAULTS } from "../server/connection-limits";
+import { HTTP_DEFAULTS } from "../server/http1";
 import { RATE_LIMIT_DEFAULTS } from "../server/rate-limit";
 import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
 import { list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
@@ -109,6 +110,37 @@ export const SETTINGS = {
     max: 256 * MIB,
     integer: true,
     doc: "most bytes of tasks in one ListTasks answer: its page holds fewer tasks, and a task larger than this alone comes with its artifacts (then history) left out, noted in its metadata as a2a-node/omitted (GetTask returns it whole)",
+  }),
+  maxHeadBytes: number({
+    file: "max_head_bytes",
+    flag: "max-head",
+    value: "BYTES",
+    group: "limits",
+    default: HTTP_DEFAULTS.maxHeadBytes,
+    min: 1024,
+    max: 1024 * 1024,
+    integer: true,
+    doc: "largest request head (request line and headers) accepted; larger ones get HTTP 431",
+  }),
+  idleTimeoutMs: seconds({
+    file: "idle_timeout_seconds",
+    flag: "idle-timeout",
+    value: "SECONDS",
+    group: "limits",
+    default: HTTP_DEFAULTS.idleTimeoutMs,
+    min: 1,
+    max: 3600,
+    doc: "a connection with no request in progress is closed after this",
+  }),
+  requestTimeoutMs: seconds({
+    file: "request_timeout_seconds",
+    flag: "request-timeout",
+    value: "SECONDS",
+    group: "limits",
+    default: HTTP_DEFAULTS.headTimeoutMs,
+    min: 1,
+    max: 3600,
+    doc: "a request must arrive whole (head and body) within this once it has begun, or it gets HTTP 408 and the connection is closed (slow-loris guard)",
   }),
   handshakeTimeoutMs: seconds({
     file: "handshake_timeout_seconds",
