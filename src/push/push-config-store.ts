@@ -21,27 +21,29 @@ export interface StoredPushConfig extends TaskPushNotificationConfig {
  * That is what the A2A spec and @a2a-js/sdk do (Get/List return the stored TaskPushNotificationConfig), the
  * secret was chosen by this same caller, and every read is scoped to that caller, so nobody learns a secret
  * they did not already have. They are never logged.
+ *
+ * Every method returns a promise (a store on a server answers over the network); errors are rejections.
  */
 export interface PushConfigStore {
   /** Saves the config; an empty id gets a ULID, and an existing (taskId, id) of the same owner is replaced. */
-  create(owner: string, config: TaskPushNotificationConfig): TaskPushNotificationConfig;
-  get(owner: string, taskId: string, id: string): TaskPushNotificationConfig | undefined;
+  create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig>;
+  get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined>;
   /**
    * Configs of one task ordered by id, `pageSize` (PUSH_CONFIG_PAGE) at most; `nextPageToken` is "" on the
    * last page.
    */
-  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): ListTaskPushNotificationConfigsResult;
+  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult>;
   /**
    * Removes the config; false if the caller has no such config. Deliveries still queued for it are dropped
    * (the SQLite store deletes them with it; any queue re-reads the config before sending, see forDelivery).
    */
-  delete(owner: string, taskId: string, id: string): boolean;
+  delete(owner: string, taskId: string, id: string): Promise<boolean>;
   /** Retention: forgets every config of these tasks (and deliveries queued for them), whoever set them. */
-  deleteForTasks(taskIds: readonly string[]): void;
+  deleteForTasks(taskIds: readonly string[]): Promise<void>;
   /** Every config of the task, whoever set it, with the secrets: for delivery only, never for a client. */
-  forTask(taskId: string): StoredPushConfig[];
+  forTask(taskId: string): Promise<StoredPushConfig[]>;
   /** One config for delivery (the dispatcher re-reads it before each attempt: it may have been deleted). */
-  forDelivery(taskId: string, id: string): StoredPushConfig | undefined;
+  forDelivery(taskId: string, id: string): Promise<StoredPushConfig | undefined>;
 }
 
 /** Another owner holds the config with that (taskId, id): the caller is told no more than "not found". */

@@ -11,7 +11,7 @@ export class MemoryPushConfigStore implements PushConfigStore {
   /** taskId → config id → config. */
   private readonly byTask = new Map<string, Map<string, StoredPushConfig>>();
 
-  create(owner: string, config: TaskPushNotificationConfig): TaskPushNotificationConfig {
+  async create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
     const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
     if (config.token) saved.token = config.token;
     if (config.authentication) saved.authentication = { ...config.authentication };
@@ -23,12 +23,12 @@ export class MemoryPushConfigStore implements PushConfigStore {
     return saved;
   }
 
-  get(owner: string, taskId: string, id: string): TaskPushNotificationConfig | undefined {
+  async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {
     const c = this.byTask.get(taskId)?.get(id);
     return c && c.owner === owner ? withoutOwner(c) : undefined;
   }
 
-  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): ListTaskPushNotificationConfigsResult {
+  async list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult> {
     const size = Math.min(Math.max(Math.trunc(pageSize ?? PUSH_CONFIG_PAGE.default), 1), PUSH_CONFIG_PAGE.max);
     const after = pageToken ? decodeConfigPageToken(pageToken) : undefined;
     const mine = [...(this.byTask.get(taskId)?.values() ?? [])]
@@ -39,7 +39,7 @@ export class MemoryPushConfigStore implements PushConfigStore {
     return { configs: page.map(withoutOwner), nextPageToken: mine.length > size && last ? encodeConfigPageToken(last.id) : "" };
   }
 
-  delete(owner: string, taskId: string, id: string): boolean {
+  async delete(owner: string, taskId: string, id: string): Promise<boolean> {
     const configs = this.byTask.get(taskId);
     if (configs?.get(id)?.owner !== owner) return false;
     configs.delete(id);
@@ -47,15 +47,15 @@ export class MemoryPushConfigStore implements PushConfigStore {
     return true;
   }
 
-  deleteForTasks(taskIds: readonly string[]): void {
+  async deleteForTasks(taskIds: readonly string[]): Promise<void> {
     for (const id of taskIds) this.byTask.delete(id);
   }
 
-  forTask(taskId: string): StoredPushConfig[] {
+  async forTask(taskId: string): Promise<StoredPushConfig[]> {
     return [...(this.byTask.get(taskId)?.values() ?? [])].sort((a, b) => (a.id < b.id ? -1 : 1)).map((c) => structuredClone(c));
   }
 
-  forDelivery(taskId: string, id: string): StoredPushConfig | undefined {
+  async forDelivery(taskId: string, id: string): Promise<StoredPushConfig | undefined> {
     const c = this.byTask.get(taskId)?.get(id);
     return c && structuredClone(c);
   }

@@ -15,7 +15,7 @@ const DEFAULT_PAGE_SIZE = 50;
 
 /**
  * TaskStore in memory, for unit tests of what sits above the store, and the plainest reading of the contract
- * (see TaskStore). Writes are applied together on the next microtask, as a group commit would apply them: reads
+ * (see TaskStore). Writes are applied together at the end of the turn, as a group commit would apply them: reads
  * see only applied ("committed") state. Every value is copied through JSON on the way in and out, so nothing a
  * caller keeps a reference to can change what is stored, and what cannot be serialised is refused as SQLite's
  * store refuses it. Nothing survives the process.
@@ -27,7 +27,7 @@ export class MemoryTaskStore implements TaskStore {
   private readonly pendingRequests = new Map<string, { task: Task; committed: Promise<void> }>();
   private queue: { apply: () => void; resolve: () => void; reject: (err: unknown) => void }[] = [];
 
-  create(input: NewTask): { task: Task; created: boolean; committed: Promise<void> } {
+  async create(input: NewTask): Promise<{ task: Task; created: boolean; committed: Promise<void> }> {
     const message = copy<Message>(toJson(input.message, "message"));
     const metadata = input.metadata ? copy<Record<string, unknown>>(toJson(input.metadata, "metadata")) : undefined;
     const idempotent = input.idempotent !== false;
@@ -36,7 +36,7 @@ export class MemoryTaskStore implements TaskStore {
       const pending = this.pendingRequests.get(key);
       if (pending) return { task: pending.task, created: false, committed: pending.committed };
       const existing = this.byRequest.get(key);
-      if (existing) return { task: this.get(existing, input.owner) as Task, created: false, committed: Promise.resolve() };
+      if (existing) return { task: this.read(existing, input.owner) as Task, created: false, committed: Promise.resolve() };
     }
     const task: Task = { id: input.id, contextId: input.contextId, status: { state: "TASK_STATE_SUBMITTED", timestamp: input.timestamp }, history: [message] };
     if (metadata) task.metadata = metadata;
@@ -71,12 +71,16 @@ export class MemoryTaskStore implements TaskStore {
     });
   }
 
-  get(id: string, owner: string, historyLength?: number): Task | undefined {
+  async get(id: string, owner: string, historyLength?: number): Promise<Task | undefined> {
+    return this.read(id, owner, historyLength);
+  }
+
+  private read(id: string, owner: string, historyLength?: number): Task | undefined {
     const e = this.tasks.get(id);
     return e && e.owner === owner ? view(e.task, historyLength, true) : undefined;
   }
 
-  list(owner: string, params: ListTasksParams): ListTasksResult {
+  async list(owner: string, params: ListTasksParams): Promise<ListTasksResult> {
     const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE;
     const after = params.statusTimestampAfter ? new Date(params.statusTimestampAfter).toISOString() : undefined;
     const matching = [...this.tasks.values()]
@@ -102,36 +106,36 @@ export class MemoryTaskStore implements TaskStore {
     };
   }
 
-  eventsAfter(taskId: string, afterSeq: number): StoredEvent[] {
+  async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
     const events = this.tasks.get(taskId)?.events ?? [];
     const out: StoredEvent[] = [];
     for (let i = Math.max(0, afterSeq); i < events.length; i++) out.push({ seq: i + 1, response: copy(JSON.stringify(events[i])) });
     return out;
   }
 
-  lastEventSeq(taskId: string): number {
+  async lastEventSeq(taskId: string): Promise<number> {
     return this.tasks.get(taskId)?.events.length ?? 0;
   }
 
-  snapshot(id: string, owner: string, historyLength?: number): { task: Task; lastSeq: number } | undefined {
+  async snapshot(id: string, owner: string, historyLength?: number): Promise<{ task: Task; lastSeq: number } | undefined> {
     const e = this.tasks.get(id);
     return e && e.owner === owner ? { task: view(e.task, historyLength, true), lastSeq: e.rowSeq } : undefined;
   }
 
-  countInContext(contextId: string, owner: string): number {
+  async countInContext(contextId: string, owner: string): Promise<number> {
     let n = 0;
     for (const e of this.tasks.values()) if (e.owner === owner && e.task.contextId === contextId) n++;
     return n;
   }
 
-  unfinished(): UnfinishedTask[] {
+  async unfinished(): Promise<UnfinishedTask[]> {
     return [...this.tasks.values()]
       .filter((e) => e.task.status.state === "TASK_STATE_SUBMITTED" || e.task.status.state === "TASK_STATE_WORKING")
       .sort((a, b) => (a.task.id < b.task.id ? -1 : a.task.id > b.task.id ? 1 : 0))
       .map((e) => ({ id: e.task.id, owner: e.owner, state: e.task.status.state, executor: e.executor }));
   }
 
-  contextHistory(contextId: string, owner: string, limit: number): Message[] {
+  async contextHistory(contextId: string, owner: string, limit: number): Promise<Message[]> {
     const all = [...this.tasks.values()]
       .filter((e) => e.owner === owner && e.task.contextId === contextId)
       .sort((a, b) => (a.task.id < b.task.id ? -1 : 1))
@@ -168,7 +172,8 @@ export class MemoryTaskStore implements TaskStore {
 
   private enqueue(apply: () => void): Promise<void> {
     return new Promise((resolve, reject) => {
-      if (this.queue.push({ apply, resolve, reject }) === 1) queueMicrotask(() => this.flush());
+      // Applied at the end of this turn of the event loop, as SQLite's group commit is.
+      if (this.queue.push({ apply, resolve, reject }) === 1) setImmediate(() => this.flush());
     });
   }
 }

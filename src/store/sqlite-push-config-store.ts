@@ -51,7 +51,7 @@ export class SqlitePushConfigStore implements PushConfigStore {
     for (const r of database.sqlite.prepare("SELECT DISTINCT task_id AS t FROM push_configs").all() as { t: string }[]) this.withConfigs.add(r.t);
   }
 
-  create(owner: string, config: TaskPushNotificationConfig): TaskPushNotificationConfig {
+  async create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
     const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
     if (config.token) saved.token = config.token;
     if (config.authentication) saved.authentication = { ...config.authentication };
@@ -70,12 +70,12 @@ export class SqlitePushConfigStore implements PushConfigStore {
     return saved;
   }
 
-  get(owner: string, taskId: string, id: string): TaskPushNotificationConfig | undefined {
+  async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {
     const row = this.q.get.get(taskId, id, owner) as Row | null;
     return row ? toConfig(row) : undefined;
   }
 
-  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): ListTaskPushNotificationConfigsResult {
+  async list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult> {
     const size = Math.min(Math.max(Math.trunc(pageSize ?? PUSH_CONFIG_PAGE.default), 1), PUSH_CONFIG_PAGE.max);
     // One row more than the page tells whether another page follows without a count query.
     const rows = (
@@ -86,7 +86,7 @@ export class SqlitePushConfigStore implements PushConfigStore {
     return { configs: page.map(toConfig), nextPageToken: rows.length > size && last ? encodeConfigPageToken(last.id) : "" };
   }
 
-  delete(owner: string, taskId: string, id: string): boolean {
+  async delete(owner: string, taskId: string, id: string): Promise<boolean> {
     // One transaction (a savepoint when the task store's group transaction is open on this connection): a
     // deleted webhook must not keep receiving what was queued for it.
     return this.sqlite.transaction(() => {
@@ -96,7 +96,7 @@ export class SqlitePushConfigStore implements PushConfigStore {
     })();
   }
 
-  deleteForTasks(taskIds: readonly string[]): void {
+  async deleteForTasks(taskIds: readonly string[]): Promise<void> {
     // Most tasks have no webhook: only those known to have one cost a statement.
     const withConfigs = taskIds.filter((id) => this.withConfigs.has(id));
     if (withConfigs.length === 0) return;
@@ -109,14 +109,14 @@ export class SqlitePushConfigStore implements PushConfigStore {
     })();
   }
 
-  forTask(taskId: string): StoredPushConfig[] {
+  async forTask(taskId: string): Promise<StoredPushConfig[]> {
     if (!this.withConfigs.has(taskId)) return [];
     const rows = (this.q.forTask.all(taskId) as Row[]).map(toStored);
     if (rows.length === 0) this.withConfigs.delete(taskId);
     return rows;
   }
 
-  forDelivery(taskId: string, id: string): StoredPushConfig | undefined {
+  async forDelivery(taskId: string, id: string): Promise<StoredPushConfig | undefined> {
     const row = this.q.forDelivery.get(taskId, id) as Row | null;
     return row ? toStored(row) : undefined;
   }

@@ -112,7 +112,7 @@ export class SqliteTaskStore implements TaskStore {
     };
   }
 
-  create(input: NewTask): { task: Task; created: boolean; committed: Promise<void> } {
+  async create(input: NewTask): Promise<{ task: Task; created: boolean; committed: Promise<void> }> {
     const idempotent = input.idempotent !== false;
     const key = `${input.owner}\0${input.message.messageId}`;
     // Refused here, before anything is recorded: what the caller sent cannot be stored.
@@ -123,7 +123,7 @@ export class SqliteTaskStore implements TaskStore {
       if (inFlight) return { task: inFlight, created: false, committed: this.group.commit(inFlight.id) };
       this.openGroupTransaction();
       const existing = this.w.selectIdByRequest.get(input.owner, input.message.messageId) as { id: string } | null;
-      if (existing) return { task: this.get(existing.id, input.owner) as Task, created: false, committed: Promise.resolve() };
+      if (existing) return { task: this.read(existing.id, input.owner) as Task, created: false, committed: Promise.resolve() };
     }
     const task: Task = {
       id: input.id,
@@ -148,12 +148,16 @@ export class SqliteTaskStore implements TaskStore {
     return { task, created: true, committed: this.group.commit(input.id) };
   }
 
-  get(id: string, owner: string, historyLength?: number): Task | undefined {
+  async get(id: string, owner: string, historyLength?: number): Promise<Task | undefined> {
+    return this.read(id, owner, historyLength);
+  }
+
+  private read(id: string, owner: string, historyLength?: number): Task | undefined {
     const row = this.w.selectTask.get(id, owner) as RawRow | null;
     return row ? assemble(fromRaw(row), historyLength, true) : undefined;
   }
 
-  list(owner: string, params: ListTasksParams): ListTasksResult {
+  async list(owner: string, params: ListTasksParams): Promise<ListTasksResult> {
     const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE;
     const filters = [eq(tasks.owner, owner)];
     if (params.contextId) {
@@ -245,7 +249,7 @@ export class SqliteTaskStore implements TaskStore {
     return this.group.commit(taskId);
   }
 
-  eventsAfter(taskId: string, afterSeq: number): StoredEvent[] {
+  async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
     const out: StoredEvent[] = [];
     const implied = this.w.selectImplied.get(taskId) as ImpliedRow | null;
     if (implied && implied.last_seq > afterSeq) {
@@ -259,20 +263,20 @@ export class SqliteTaskStore implements TaskStore {
     return out;
   }
 
-  lastEventSeq(taskId: string): number {
+  async lastEventSeq(taskId: string): Promise<number> {
     return (this.w.maxEventSeq.get(taskId) as { n: number }).n;
   }
 
-  snapshot(id: string, owner: string, historyLength?: number): { task: Task; lastSeq: number } | undefined {
+  async snapshot(id: string, owner: string, historyLength?: number): Promise<{ task: Task; lastSeq: number } | undefined> {
     const row = this.w.selectTask.get(id, owner) as RawRow | null;
     return row ? { task: assemble(fromRaw(row), historyLength, true), lastSeq: row.last_seq } : undefined;
   }
 
-  countInContext(contextId: string, owner: string): number {
+  async countInContext(contextId: string, owner: string): Promise<number> {
     return this.w.selectContextIds.all(contextId, owner).length;
   }
 
-  unfinished(): UnfinishedTask[] {
+  async unfinished(): Promise<UnfinishedTask[]> {
     return this.db
       .select({ id: tasks.id, owner: tasks.owner, state: tasks.state, executor: tasks.executor })
       .from(tasks)
@@ -281,7 +285,7 @@ export class SqliteTaskStore implements TaskStore {
       .all();
   }
 
-  contextHistory(contextId: string, owner: string, limit: number): Message[] {
+  async contextHistory(contextId: string, owner: string, limit: number): Promise<Message[]> {
     // Newest tasks first, until enough messages are gathered; then oldest first.
     const out: Message[][] = [];
     let n = 0;

@@ -21,11 +21,10 @@ export async function recoverUnfinished(
   let resumed = 0;
   let failed = 0;
   const writes: Promise<void>[] = [];
-  for (const t of store.unfinished()) {
-    const snap = store.snapshot(t.id, t.owner);
+  for (const t of await store.unfinished()) {
+    const [snap, lastSeq] = await Promise.all([store.snapshot(t.id, t.owner), store.lastEventSeq(t.id)]);
     if (!snap) continue;
     const { task } = snap;
-    const lastSeq = store.lastEventSeq(t.id);
     const policy = t.executor === executor.kind ? (executor.onRestart ?? "fail") : "fail";
     const restarts = Number(task.metadata?.["a2a-node/restarts"] ?? 0);
     const message = [...(task.history ?? [])].reverse().find((m) => m.role === "ROLE_USER");

@@ -9,7 +9,7 @@ export interface RetentionOptions {
   /** Time between sweeps once the backlog is cleared. */
   intervalMs?: number;
   /** Told the ids of each deleted batch, to forget what other stores keep for them (webhooks). */
-  forget?(taskIds: string[]): void;
+  forget?(taskIds: string[]): Promise<void> | void;
   log?: Logger;
   now?: () => number;
 }
@@ -72,7 +72,7 @@ export class RetentionSweeper {
     let total = 0;
     for (;;) {
       const ids = await this.store.deleteFinished(before, batch);
-      if (ids.length) this.options.forget?.(ids);
+      if (ids.length) await this.options.forget?.(ids);
       total += ids.length;
       if (ids.length < batch || this.stopped) break;
       // Let requests in between batches.

@@ -210,9 +210,9 @@ export class TaskRunner {
    * Cancels a task nothing executes here (one interrupted while it waited for input): records CANCELED and its
    * event. Resolves once committed. `peer`: the task's owner, for the lifecycle's watchers.
    */
-  cancelIdle(task: Task, reason: string, peer: string): Promise<void> {
+  async cancelIdle(task: Task, reason: string, peer: string): Promise<void> {
     const status: TaskStatus = { state: "TASK_STATE_CANCELED", timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
-    const seq = this.store.lastEventSeq(task.id) + 1;
+    const seq = (await this.store.lastEventSeq(task.id)) + 1;
     const ended = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
     const stored = this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
     // Nothing ran it in this process: no time of its own to report, only that it ended.
@@ -296,10 +296,10 @@ export class TaskRunner {
         : undefined;
       const executing = performance.now();
       try {
-        const history = () =>
-          this.store
-            .contextHistory(task.contextId, job.caller, this.options.historyMessages + 1)
-            .filter((m) => m.messageId !== job.message.messageId);
+        const history = async () =>
+          (await this.store.contextHistory(task.contextId, job.caller, this.options.historyMessages + 1)).filter(
+            (m) => m.messageId !== job.message.messageId,
+          );
         outcome = await this.executor.execute({
           taskId: task.id,
           contextId: task.contextId,
@@ -550,7 +550,7 @@ export class TaskRunner {
     const { task } = job;
     job.lost ??= reason;
     job.unpublished = [];
-    job.seq = this.store.lastEventSeq(task.id);
+    job.seq = await this.store.lastEventSeq(task.id);
     const status: TaskStatus = {
       state: "TASK_STATE_FAILED",
       timestamp: now(),
@@ -560,7 +560,7 @@ export class TaskRunner {
       this.store.record(task.id, { status, history: [status.message!] }),
       this.events.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true),
     ]);
-    job.task = this.store.snapshot(task.id, job.caller)?.task ?? { ...task, status };
+    job.task = (await this.store.snapshot(task.id, job.caller))?.task ?? { ...task, status };
   }
 }
 

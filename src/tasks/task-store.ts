@@ -114,35 +114,37 @@ export interface TaskChange {
  *   full, I/O) and no other task's writes.
  * - Events. A task's events are numbered from 1 with no gap; `eventsAfter` returns the committed ones in order,
  *   whether the store keeps them apart or implies them from the task's row; `lastEventSeq` is the highest.
- * - Reads see committed state.
+ * - Reads see committed state. Every read returns a promise: a store on a server answers over the network; one
+ *   that answers at once (SQLite, memory) returns an already-settled promise.
  * - Pages. `list` returns tasks newest status first (ties by id, descending), `pageSize` (default 50) at most
  *   and possibly fewer (an implementation may bound a page in bytes); `nextPageToken` continues right after
  *   the last task returned, so walking the pages returns every matching task once; "" when none is left. A
- *   token the store did not issue is a TaskStoreRequestError. `totalSize` counts every matching task.
+ *   token the store did not issue is a TaskStoreRequestError (a rejection). `totalSize` counts every matching task.
  */
 export interface TaskStore {
   /**
    * Records a new SUBMITTED task; `committed` resolves once it is durable. Returns the existing task instead
-   * (created: false) when (owner, message.messageId) was seen before. Throws UnstorableData, with nothing
-   * recorded, when the message or metadata cannot be stored.
+   * (created: false) when (owner, message.messageId) was seen before. Rejects with UnstorableData, with nothing
+   * recorded, when the message or metadata cannot be stored. Resolves once the task is known new or a repeat
+   * (which may take a read); `committed` then resolves once it is durable.
    */
-  create(task: NewTask): { task: Task; created: boolean; committed: Promise<void> };
+  create(task: NewTask): Promise<{ task: Task; created: boolean; committed: Promise<void> }>;
   /** Applies one change to a created task (see TaskChange); resolves once it is committed. */
   record(taskId: string, change: TaskChange): Promise<void>;
-  get(id: string, owner: string, historyLength?: number): Task | undefined;
-  list(owner: string, params: ListTasksParams): ListTasksResult;
+  get(id: string, owner: string, historyLength?: number): Promise<Task | undefined>;
+  list(owner: string, params: ListTasksParams): Promise<ListTasksResult>;
   /** Committed events of a task with a number above `afterSeq`, in order. (Callers check ownership first.) */
-  eventsAfter(taskId: string, afterSeq: number): StoredEvent[];
+  eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]>;
   /** The number of a task's latest stored event (0 before the first): where its next event continues. */
-  lastEventSeq(taskId: string): number;
+  lastEventSeq(taskId: string): Promise<number>;
   /** The task as its row has it, and the number of the last event that row reflects. */
-  snapshot(id: string, owner: string, historyLength?: number): { task: Task; lastSeq: number } | undefined;
+  snapshot(id: string, owner: string, historyLength?: number): Promise<{ task: Task; lastSeq: number } | undefined>;
   /** How many tasks `owner` has started in a context. */
-  countInContext(contextId: string, owner: string): number;
+  countInContext(contextId: string, owner: string): Promise<number>;
   /** Tasks left SUBMITTED/WORKING by a previous run of the node. */
-  unfinished(): UnfinishedTask[];
+  unfinished(): Promise<UnfinishedTask[]>;
   /** The latest messages of a context, oldest first, for multi-turn executors. */
-  contextHistory(contextId: string, owner: string, limit: number): Message[];
+  contextHistory(contextId: string, owner: string, limit: number): Promise<Message[]>;
   /**
    * Retention: deletes up to `limit` tasks that ended (COMPLETED, FAILED, CANCELED, REJECTED) with a status
    * timestamp before `before` (ISO 8601), with their events; returns their ids. Tasks still in flight, waiting

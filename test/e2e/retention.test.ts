@@ -30,13 +30,13 @@ beforeAll(async () => {
   const task = async (daysAgo: number, state: string) => {
     const at = now - daysAgo * DAY;
     const id = ulidFactory(() => at)();
-    const created = store.create({ id, contextId: id, owner: "alpha", message: { messageId: id, role: "ROLE_USER", parts: [{ text: "old" }] }, executor: "echo", timestamp: new Date(at).toISOString() });
+    const created = await store.create({ id, contextId: id, owner: "alpha", message: { messageId: id, role: "ROLE_USER", parts: [{ text: "old" }] }, executor: "echo", timestamp: new Date(at).toISOString() });
     await created.committed;
     await store.record(id, { status: { state: state as never, timestamp: new Date(at + 1000).toISOString() } });
     return id;
   };
   for (let i = 0; i < 3; i++) old.push(await task(40 + i, "TASK_STATE_COMPLETED"));
-  pushConfigs.create("alpha", { id: "hook", taskId: old[0], url: "https://hooks.example/" });
+  await pushConfigs.create("alpha", { id: "hook", taskId: old[0], url: "https://hooks.example/" });
   kept.push(await task(40, "TASK_STATE_INPUT_REQUIRED"), await task(2, "TASK_STATE_COMPLETED"));
   store.flush();
   database.close();
@@ -60,7 +60,7 @@ describe("retention", () => {
   it("forgets the deleted tasks' webhooks too", async () => {
     const database = openDatabase(join(fleet.homes.beta, "a2a-node.db"));
     try {
-      expect(new SqlitePushConfigStore(database).forTask(old[0])).toEqual([]);
+      expect(await new SqlitePushConfigStore(database).forTask(old[0])).toEqual([]);
     } finally {
       database.close();
     }

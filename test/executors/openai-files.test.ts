@@ -30,7 +30,7 @@ function request(msg: Message, history: Message[] = []): ExecutionRequest {
     taskId: "T1",
     contextId: "C1",
     message: msg,
-    history: () => history,
+    history: async () => history,
     caller: "alpha",
     signal: new AbortController().signal,
     events,

@@ -36,33 +36,33 @@ function queue(taskId: string, configId: string, id: string) {
 
 // What every PushConfigStore does is in the contract (push-config-store-contract.ts); here, SQLite's own part:
 // the delivery rows deleted with their config, transactions on the shared connection, the file.
-describe("SqlitePushConfigStore", () => {
-  it("delete removes the config and only its own queued deliveries", () => {
-    store.create("alpha", { id: "gone", taskId: "t1", url: "https://h.example/1" });
-    store.create("alpha", { id: "kept", taskId: "t1", url: "https://h.example/2" });
+describe("SqlitePushConfigStore", async () => {
+  it("delete removes the config and only its own queued deliveries", async () => {
+    await store.create("alpha", { id: "gone", taskId: "t1", url: "https://h.example/1" });
+    await store.create("alpha", { id: "kept", taskId: "t1", url: "https://h.example/2" });
     queue("t1", "gone", "d1");
     queue("t1", "gone", "d2");
     queue("t1", "kept", "d3");
-    expect(store.delete("alpha", "t1", "gone")).toBe(true);
-    expect(store.get("alpha", "t1", "gone")).toBeUndefined();
+    expect(await store.delete("alpha", "t1", "gone")).toBe(true);
+    expect(await store.get("alpha", "t1", "gone")).toBeUndefined();
     expect(queued("gone")).toBe(0);
     expect(queued("kept")).toBe(1);
-    expect(store.delete("alpha", "t1", "gone")).toBe(false);
+    expect(await store.delete("alpha", "t1", "gone")).toBe(false);
   });
 
-  it("delete inside an open transaction of the shared connection joins it (savepoint) instead of failing", () => {
-    store.create("alpha", { id: "c", taskId: "t1", url: "https://h.example/" });
+  it("delete inside an open transaction of the shared connection joins it (savepoint) instead of failing", async () => {
+    await store.create("alpha", { id: "c", taskId: "t1", url: "https://h.example/" });
     database.sqlite.exec("BEGIN"); // what the task store's group commit leaves open during a turn
-    expect(store.delete("alpha", "t1", "c")).toBe(true);
+    expect(await store.delete("alpha", "t1", "c")).toBe(true);
     database.sqlite.exec("ROLLBACK");
-    expect(store.get("alpha", "t1", "c")).toBeDefined();
+    expect(await store.get("alpha", "t1", "c")).toBeDefined();
   });
 
-  it("keeps configs across a reopen of the database file", () => {
-    const c = store.create("alpha", { id: "", taskId: "t1", url: "https://h.example/", token: "tok", authentication: { scheme: "Basic", credentials: "dTpw" } });
+  it("keeps configs across a reopen of the database file", async () => {
+    const c = await store.create("alpha", { id: "", taskId: "t1", url: "https://h.example/", token: "tok", authentication: { scheme: "Basic", credentials: "dTpw" } });
     database.close();
     database = openDatabase(path);
     store = new SqlitePushConfigStore(database);
-    expect(store.get("alpha", "t1", c.id)).toEqual(c);
+    expect(await store.get("alpha", "t1", c.id)).toEqual(c);
   });
 });

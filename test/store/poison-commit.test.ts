@@ -41,7 +41,8 @@ afterEach(() => {
 
 /** Starts creating tasks `ids` in this one turn (so they share a commit); their `committed` promises. */
 function createAll(ids: string[], text?: (id: string) => string): Promise<void>[] {
-  return ids.map((id) => store.create({ id, contextId: `c-${id}`, owner: "alpha", message: msg(id, text?.(id)), executor: "echo", timestamp: now() }).committed);
+  // Not awaited one by one: SQLite's create queues each insert at once, so all of them join one commit.
+  return ids.map((id) => store.create({ id, contextId: `c-${id}`, owner: "alpha", message: msg(id, text?.(id)), executor: "echo", timestamp: now() }).then((r) => r.committed));
 }
 
 /** The task ids and states in the file, read by a second connection: what is on disk, not in memory. */
@@ -160,7 +161,7 @@ describe("data that cannot be stored", () => {
     const good = createAll(["before"]);
     let refusal: unknown;
     try {
-      store.create({ id: "bad", contextId: "c", owner: "alpha", message: msg("bad"), executor: "echo", timestamp: now(), metadata: metadata() });
+      await store.create({ id: "bad", contextId: "c", owner: "alpha", message: msg("bad"), executor: "echo", timestamp: now(), metadata: metadata() });
     } catch (err) {
       refusal = err;
     }
@@ -171,7 +172,7 @@ describe("data that cannot be stored", () => {
     await Promise.all([...good, ...after]);
     expect([...onDisk().keys()].sort()).toEqual(["after", "before"]);
     // Refused before it was pending: the same message is a new task once sent again, storable.
-    const retry = store.create({ id: "bad-again", contextId: "c", owner: "alpha", message: msg("bad"), executor: "echo", timestamp: now() });
+    const retry = await store.create({ id: "bad-again", contextId: "c", owner: "alpha", message: msg("bad"), executor: "echo", timestamp: now() });
     expect(retry.created).toBe(true);
     await retry.committed;
   });
@@ -183,7 +184,7 @@ describe("data that cannot be stored", () => {
     await expect(bad).rejects.toBeInstanceOf(UnstorableData);
     await working;
     expect(onDisk().get("t1")).toBe("TASK_STATE_WORKING");
-    expect(store.get("t1", "alpha")?.history?.map((m) => m.messageId)).toEqual(["m-t1"]);
+    expect((await store.get("t1", "alpha"))?.history?.map((m) => m.messageId)).toEqual(["m-t1"]);
   });
 
   it("an artifact that cannot be serialised fails only its task's commit: none of that task's writes are applied, the other tasks' are", async () => {
@@ -201,8 +202,8 @@ describe("data that cannot be stored", () => {
     expect((rejected[0][1] as UnstorableData).what).toBe("artifacts");
     const disk = onDisk();
     for (const id of names) expect(disk.get(id)).toBe(id === "t-02" ? "TASK_STATE_SUBMITTED" : "TASK_STATE_COMPLETED");
-    expect(store.eventsAfter("t-02", 0)).toEqual([]);
-    expect(store.eventsAfter("t-03", 0)).toHaveLength(1);
+    expect(await store.eventsAfter("t-02", 0)).toEqual([]);
+    expect(await store.eventsAfter("t-03", 0)).toHaveLength(1);
     expectLogged("t-02", /artifacts cannot be stored/);
     // No group failure: the refusal happened before any of t-02's statements ran.
     expect(log).not.toMatch(/group commit failed/);

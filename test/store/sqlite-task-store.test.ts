@@ -14,7 +14,7 @@ let store: SqliteTaskStore;
 const msg = (id: string, text: string, extra: Partial<Message> = {}): Message => ({ messageId: id, role: "ROLE_USER", parts: [{ text }], ...extra });
 
 async function create(id: string, owner = "alpha", contextId = `ctx-${id}`, ts = new Date().toISOString(), messageId = `m-${id}`) {
-  const r = store.create({ id, contextId, owner, message: msg(messageId, `text ${id}`), executor: "echo", timestamp: ts });
+  const r = await store.create({ id, contextId, owner, message: msg(messageId, `text ${id}`), executor: "echo", timestamp: ts });
   await r.committed;
   return r;
 }
@@ -43,6 +43,7 @@ describe("SqliteTaskStore", () => {
     /** What the runner does for a task that is created, run and finished before the next commit. */
     function runInOneCommit(id: string, extra: { progress?: boolean; state?: "TASK_STATE_COMPLETED" | "TASK_STATE_INPUT_REQUIRED"; reply?: boolean } = {}) {
       const contextId = `ctx-${id}`;
+      // Not awaited: SQLite's create queues the insert at once, and everything below must join its commit.
       const r = store.create({ id, contextId, owner: "alpha", message: msg(`m-${id}`, "hi"), executor: "echo", timestamp: ts(0) });
       const working = { state: "TASK_STATE_WORKING" as const, timestamp: ts(1) };
       void store.record(id, { status: working });
@@ -54,19 +55,19 @@ describe("SqliteTaskStore", () => {
       events.push({ statusUpdate: { taskId: id, contextId, status } } as never);
       void finishTask(store, id, status, [{ ...artifact, parts: [...artifact.parts] }]);
       const done = store.record(id, { events: { firstSeq: 1, items: events }, rowSeq: events.length });
-      return { events, done: Promise.all([r.committed, done]) };
+      return { events, done: Promise.all([r.then((c) => c.committed), done]) };
     }
 
     it("stores no event rows for a task that ran its whole life in one commit, and replays the same events", async () => {
       const { events, done } = runInOneCommit("i1", { reply: true });
       await done;
       expect(eventRows("i1")).toBe(0);
-      expect(store.lastEventSeq("i1")).toBe(3);
-      expect(JSON.stringify(store.eventsAfter("i1", 0).map((e) => e.response))).toBe(JSON.stringify(events));
-      expect(store.eventsAfter("i1", 0).map((e) => e.seq)).toEqual([1, 2, 3]);
-      expect(store.eventsAfter("i1", 2).map((e) => e.seq)).toEqual([3]);
-      expect(store.eventsAfter("i1", 3)).toEqual([]);
-      expect(store.snapshot("i1", "alpha")?.lastSeq).toBe(3);
+      expect(await store.lastEventSeq("i1")).toBe(3);
+      expect(JSON.stringify((await store.eventsAfter("i1", 0)).map((e) => e.response))).toBe(JSON.stringify(events));
+      expect((await store.eventsAfter("i1", 0)).map((e) => e.seq)).toEqual([1, 2, 3]);
+      expect((await store.eventsAfter("i1", 2)).map((e) => e.seq)).toEqual([3]);
+      expect(await store.eventsAfter("i1", 3)).toEqual([]);
+      expect((await store.snapshot("i1", "alpha"))?.lastSeq).toBe(3);
     });
 
     it("stores the events themselves when they say more than the row (progress) or the task is not over", async () => {
@@ -75,9 +76,9 @@ describe("SqliteTaskStore", () => {
       await Promise.all([a.done, b.done]);
       expect(eventRows("i2")).toBe(1);
       expect(eventRows("i3")).toBe(1);
-      expect(JSON.stringify(store.eventsAfter("i2", 0).map((e) => e.response))).toBe(JSON.stringify(a.events));
-      expect(store.lastEventSeq("i2")).toBe(4);
-      expect(JSON.stringify(store.eventsAfter("i3", 0).map((e) => e.response))).toBe(JSON.stringify(b.events));
+      expect(JSON.stringify((await store.eventsAfter("i2", 0)).map((e) => e.response))).toBe(JSON.stringify(a.events));
+      expect(await store.lastEventSeq("i2")).toBe(4);
+      expect(JSON.stringify((await store.eventsAfter("i3", 0)).map((e) => e.response))).toBe(JSON.stringify(b.events));
     });
 
     it("stores the events themselves for a task whose start was committed before it finished", async () => {
@@ -89,8 +90,8 @@ describe("SqliteTaskStore", () => {
       void finishTask(store, "i4", status, []);
       await store.record("i4", { events: { firstSeq: 2, items: [{ statusUpdate: { taskId: "i4", contextId: "ctx-i4", status } }] }, rowSeq: 2 });
       expect(eventRows("i4")).toBe(2);
-      expect(store.eventsAfter("i4", 0).map((e) => e.seq)).toEqual([1, 2]);
-      expect(store.lastEventSeq("i4")).toBe(2);
+      expect((await store.eventsAfter("i4", 0)).map((e) => e.seq)).toEqual([1, 2]);
+      expect(await store.lastEventSeq("i4")).toBe(2);
     });
   });
 
@@ -101,6 +102,6 @@ describe("SqliteTaskStore", () => {
     database.close();
     database = openDatabase(join(dir, "a2a-node.db"));
     store = new SqliteTaskStore(database);
-    expect(store.get("t1", "alpha")?.status.state).toBe("TASK_STATE_FAILED");
+    expect((await store.get("t1", "alpha"))?.status.state).toBe("TASK_STATE_FAILED");
   });
 });

@@ -31,7 +31,7 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
     let store: TaskStore;
 
     async function create(id: string, owner = "alpha", contextId = `ctx-${id}`, ts = new Date().toISOString(), messageId = `m-${id}`) {
-      const r = store.create({ id, contextId, owner, message: msg(messageId, `text ${id}`), executor: "echo", timestamp: ts });
+      const r = await store.create({ id, contextId, owner, message: msg(messageId, `text ${id}`), executor: "echo", timestamp: ts });
       await r.committed;
       return r;
     }
@@ -48,30 +48,30 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       const { task, created } = await create("t1");
       expect(created).toBe(true);
       expect(task.status.state).toBe("TASK_STATE_SUBMITTED");
-      const read = store.get("t1", "alpha");
+      const read = await store.get("t1", "alpha");
       expect(read).toMatchObject({ id: "t1", contextId: "ctx-t1", status: { state: "TASK_STATE_SUBMITTED" } });
       expect(read?.history?.map((m) => m.messageId)).toEqual(["m-t1"]);
-      expect(store.get("t1", "mallory")).toBeUndefined();
-      expect(store.get("nope", "alpha")).toBeUndefined();
+      expect(await store.get("t1", "mallory")).toBeUndefined();
+      expect(await store.get("nope", "alpha")).toBeUndefined();
     });
 
     it("returns the existing task for a repeated messageId from the same owner, a new one for another owner", async () => {
       await create("t1", "alpha", "c", undefined, "same");
-      const again = store.create({ id: "t2", contextId: "c", owner: "alpha", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString() });
+      const again = await store.create({ id: "t2", contextId: "c", owner: "alpha", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString() });
       expect(again.created).toBe(false);
       expect(again.task.id).toBe("t1");
       await again.committed;
-      const other = store.create({ id: "t3", contextId: "c", owner: "beta", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString() });
+      const other = await store.create({ id: "t3", contextId: "c", owner: "beta", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString() });
       expect(other.created).toBe(true);
     });
 
     it("records the outcome once: state, artifacts, the agent's message and merged metadata", async () => {
-      await store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1", "hi"), executor: "echo", timestamp: "2026-01-01T00:00:00.000Z", metadata: { a: 1 } }).committed;
+      await (await store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1", "hi"), executor: "echo", timestamp: "2026-01-01T00:00:00.000Z", metadata: { a: 1 } })).committed;
       await store.record("t1", { status: { state: "TASK_STATE_WORKING", timestamp: "2026-01-01T00:00:01.000Z" } });
-      expect(store.get("t1", "alpha")?.status.state).toBe("TASK_STATE_WORKING");
+      expect((await store.get("t1", "alpha"))?.status.state).toBe("TASK_STATE_WORKING");
       const reply: Message = { messageId: "r1", role: "ROLE_AGENT", parts: [{ text: "done" }] };
       await finishTask(store, "t1", { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:02.000Z", message: reply }, [{ artifactId: "a1", parts: [{ text: "result" }] }], { usage: { total_tokens: 3 } });
-      const t = store.get("t1", "alpha");
+      const t = await store.get("t1", "alpha");
       expect(t?.status).toEqual({ state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:02.000Z", message: reply });
       expect(t?.artifacts).toEqual([{ artifactId: "a1", parts: [{ text: "result" }] }]);
       expect(t?.history?.map((m) => m.messageId)).toEqual(["m1", "r1"]);
@@ -82,9 +82,9 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       await create("t1");
       await store.record("t1", { history: [msg("m2", "second")] });
       await store.record("t1", { history: [msg("m3", "third")] });
-      expect(store.get("t1", "alpha")?.history?.map((m) => m.messageId)).toEqual(["m-t1", "m2", "m3"]);
-      expect(store.get("t1", "alpha", 0)?.history).toBeUndefined();
-      expect(store.get("t1", "alpha", 2)?.history?.map((m) => m.messageId)).toEqual(["m2", "m3"]);
+      expect((await store.get("t1", "alpha"))?.history?.map((m) => m.messageId)).toEqual(["m-t1", "m2", "m3"]);
+      expect((await store.get("t1", "alpha", 0))?.history).toBeUndefined();
+      expect((await store.get("t1", "alpha", 2))?.history?.map((m) => m.messageId)).toEqual(["m2", "m3"]);
     });
 
     it("lists the caller's tasks newest first, with filters, pages and a total", async () => {
@@ -92,30 +92,30 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       await create("x1", "beta", "even", "2026-01-01T00:00:09.000Z");
       await finishTask(store, "t3", { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:08.000Z" }, [{ artifactId: "a", parts: [{ text: "r" }] }]);
 
-      const all = store.list("alpha", {});
+      const all = await store.list("alpha", {});
       expect(all.totalSize).toBe(7);
       expect(all.tasks.map((t) => t.id)).toEqual(["t3", "t6", "t5", "t4", "t2", "t1", "t0"]);
       expect(all.nextPageToken).toBe("");
       expect(all.tasks[0].artifacts).toBeUndefined(); // includeArtifacts defaults to false
 
-      const p1 = store.list("alpha", { pageSize: 3 });
+      const p1 = await store.list("alpha", { pageSize: 3 });
       expect(p1.tasks.map((t) => t.id)).toEqual(["t3", "t6", "t5"]);
       expect(p1.pageSize).toBe(3);
-      const p2 = store.list("alpha", { pageSize: 3, pageToken: p1.nextPageToken });
+      const p2 = await store.list("alpha", { pageSize: 3, pageToken: p1.nextPageToken });
       expect(p2.tasks.map((t) => t.id)).toEqual(["t4", "t2", "t1"]);
-      const p3 = store.list("alpha", { pageSize: 3, pageToken: p2.nextPageToken });
+      const p3 = await store.list("alpha", { pageSize: 3, pageToken: p2.nextPageToken });
       expect(p3.tasks.map((t) => t.id)).toEqual(["t0"]);
       expect(p3.nextPageToken).toBe("");
 
-      expect(store.list("alpha", { contextId: "odd" }).tasks.map((t) => t.id)).toEqual(["t3", "t5", "t1"]);
-      expect(store.list("alpha", { status: "TASK_STATE_COMPLETED", includeArtifacts: true }).tasks).toMatchObject([{ id: "t3", artifacts: [{ artifactId: "a" }] }]);
-      expect(store.list("alpha", { statusTimestampAfter: "2026-01-01T00:00:05.000Z" }).tasks.map((t) => t.id)).toEqual(["t3", "t6"]);
-      expect(store.list("alpha", { historyLength: 0 }).tasks[0].history).toBeUndefined();
-      expect(store.list("beta", {}).tasks.map((t) => t.id)).toEqual(["x1"]);
+      expect((await store.list("alpha", { contextId: "odd" })).tasks.map((t) => t.id)).toEqual(["t3", "t5", "t1"]);
+      expect((await store.list("alpha", { status: "TASK_STATE_COMPLETED", includeArtifacts: true })).tasks).toMatchObject([{ id: "t3", artifacts: [{ artifactId: "a" }] }]);
+      expect((await store.list("alpha", { statusTimestampAfter: "2026-01-01T00:00:05.000Z" })).tasks.map((t) => t.id)).toEqual(["t3", "t6"]);
+      expect((await store.list("alpha", { historyLength: 0 })).tasks[0].history).toBeUndefined();
+      expect((await store.list("beta", {})).tasks.map((t) => t.id)).toEqual(["x1"]);
     });
 
     it("refuses a page token it did not issue", async () => {
-      expect(() => store.list("alpha", { pageToken: "garbage" })).toThrow(TaskStoreRequestError);
+      await expect(store.list("alpha", { pageToken: "garbage" })).rejects.toThrow(TaskStoreRequestError);
     });
 
     it("finds tasks a previous run left unfinished", async () => {
@@ -124,7 +124,7 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       await store.record("t2", { status: { state: "TASK_STATE_WORKING" } });
       await create("t3");
       await finishTask(store, "t3", { state: "TASK_STATE_COMPLETED" }, []);
-      expect(store.unfinished().map((t) => [t.id, t.state])).toEqual([
+      expect((await store.unfinished()).map((t) => [t.id, t.state])).toEqual([
         ["t1", "TASK_STATE_SUBMITTED"],
         ["t2", "TASK_STATE_WORKING"],
       ]);
@@ -137,16 +137,16 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       await create("c4", "beta", "c1", undefined, "d"); // another peer's context of the same name
       await create("x1", "alpha", "other", undefined, "e");
       await create("c1x", "alpha", "c3", undefined, "f"); // a task continuing a context named like task c3
-      expect(store.contextHistory("c1", "alpha", 10).map((m) => m.messageId)).toEqual(["a", "b", "c"]);
-      expect(store.countInContext("c1", "alpha")).toBe(3);
-      expect(store.countInContext("c1", "beta")).toBe(1);
-      expect(store.list("alpha", { contextId: "c1" }).tasks.map((t) => t.id).sort()).toEqual(["c1", "c2", "c3"]);
-      expect(store.list("alpha", { contextId: "c1" }).totalSize).toBe(3);
+      expect((await store.contextHistory("c1", "alpha", 10)).map((m) => m.messageId)).toEqual(["a", "b", "c"]);
+      expect(await store.countInContext("c1", "alpha")).toBe(3);
+      expect(await store.countInContext("c1", "beta")).toBe(1);
+      expect((await store.list("alpha", { contextId: "c1" })).tasks.map((t) => t.id).sort()).toEqual(["c1", "c2", "c3"]);
+      expect((await store.list("alpha", { contextId: "c1" })).totalSize).toBe(3);
       // Task c3 belongs to context c1: it is not the first task of a context "c3".
-      expect(store.contextHistory("c3", "alpha", 10).map((m) => m.messageId)).toEqual(["f"]);
-      expect(store.countInContext("c3", "alpha")).toBe(1);
-      expect(store.list("alpha", { contextId: "c3" }).tasks.map((t) => t.id)).toEqual(["c1x"]);
-      expect(store.list("alpha", { contextId: "none" })).toMatchObject({ tasks: [], totalSize: 0 });
+      expect((await store.contextHistory("c3", "alpha", 10)).map((m) => m.messageId)).toEqual(["f"]);
+      expect(await store.countInContext("c3", "alpha")).toBe(1);
+      expect((await store.list("alpha", { contextId: "c3" })).tasks.map((t) => t.id)).toEqual(["c1x"]);
+      expect(await store.list("alpha", { contextId: "none" })).toMatchObject({ tasks: [], totalSize: 0 });
     });
 
     it("gives a context's history across its tasks, bounded, oldest first, owner-scoped", async () => {
@@ -154,80 +154,83 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       await finishTask(store, "t1", { state: "TASK_STATE_COMPLETED", message: { messageId: "b", role: "ROLE_AGENT", parts: [{ text: "reply" }] } }, []);
       await create("t2", "alpha", "ctx", undefined, "c");
       await create("t3", "beta", "ctx", undefined, "d");
-      expect(store.contextHistory("ctx", "alpha", 10).map((m) => m.messageId)).toEqual(["a", "b", "c"]);
-      expect(store.contextHistory("ctx", "alpha", 2).map((m) => m.messageId)).toEqual(["b", "c"]);
-      expect(store.contextHistory("ctx", "beta", 10).map((m) => m.messageId)).toEqual(["d"]);
+      expect((await store.contextHistory("ctx", "alpha", 10)).map((m) => m.messageId)).toEqual(["a", "b", "c"]);
+      expect((await store.contextHistory("ctx", "alpha", 2)).map((m) => m.messageId)).toEqual(["b", "c"]);
+      expect((await store.contextHistory("ctx", "beta", 10)).map((m) => m.messageId)).toEqual(["d"]);
     });
 
     it("sees a create that is not yet committed when the same message comes again (idempotency)", async () => {
-      const first = store.create({ id: "p1", contextId: "c", owner: "alpha", message: msg("dup", "x"), executor: "echo", timestamp: new Date().toISOString() });
-      const second = store.create({ id: "p2", contextId: "c", owner: "alpha", message: msg("dup", "x"), executor: "echo", timestamp: new Date().toISOString() });
+      // Both asked before either is answered: the second must not miss the first while it is in flight.
+      const [first, second] = await Promise.all([
+        store.create({ id: "p1", contextId: "c", owner: "alpha", message: msg("dup", "x"), executor: "echo", timestamp: new Date().toISOString() }),
+        store.create({ id: "p2", contextId: "c", owner: "alpha", message: msg("dup", "x"), executor: "echo", timestamp: new Date().toISOString() }),
+      ]);
       expect(first.created).toBe(true);
       expect(second).toMatchObject({ created: false, task: { id: "p1" } });
-      expect(store.get("p1", "alpha")).toBeUndefined(); // nothing is visible before the commit...
+      expect(await store.get("p1", "alpha")).toBeUndefined(); // nothing is visible before the commit...
       await second.committed;
-      expect(store.get("p1", "alpha")?.id).toBe("p1"); // ...and the duplicate's promise waits for it
-      expect(store.get("p2", "alpha")).toBeUndefined();
+      expect((await store.get("p1", "alpha"))?.id).toBe("p1"); // ...and the duplicate's promise waits for it
+      expect(await store.get("p2", "alpha")).toBeUndefined();
     });
 
     it("merges a create, a status change and the outcome made in one turn into one committed task", async () => {
-      const r = store.create({ id: "m1", contextId: "c", owner: "alpha", message: msg("q", "x"), executor: "echo", timestamp: "2026-01-01T00:00:00.000Z" });
+      const r = await store.create({ id: "m1", contextId: "c", owner: "alpha", message: msg("q", "x"), executor: "echo", timestamp: "2026-01-01T00:00:00.000Z" });
       void store.record("m1", { status: { state: "TASK_STATE_WORKING", timestamp: "2026-01-01T00:00:00.001Z" } });
       const done = finishTask(store, "m1", { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:00.002Z" }, [{ artifactId: "a", parts: [{ text: "y" }] }]);
       await Promise.all([r.committed, done]);
-      expect(store.get("m1", "alpha")).toMatchObject({ status: { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:00.002Z" }, artifacts: [{ artifactId: "a" }] });
-      expect(store.unfinished()).toEqual([]);
+      expect(await store.get("m1", "alpha")).toMatchObject({ status: { state: "TASK_STATE_COMPLETED", timestamp: "2026-01-01T00:00:00.002Z" }, artifacts: [{ artifactId: "a" }] });
+      expect(await store.unfinished()).toEqual([]);
     });
 
     it("replaces an artifact re-sent with the same artifactId, keeping its place", async () => {
       await create("t1");
       await finishTask(store, "t1", { state: "TASK_STATE_WORKING" }, [{ artifactId: "a", parts: [{ text: "v1" }] }, { artifactId: "b", parts: [{ text: "b" }] }]);
       await finishTask(store, "t1", { state: "TASK_STATE_COMPLETED" }, [{ artifactId: "a", parts: [{ text: "v2" }] }]);
-      expect(store.get("t1", "alpha")?.artifacts?.map((a) => a.parts[0].text)).toEqual(["v2", "b"]);
+      expect((await store.get("t1", "alpha"))?.artifacts?.map((a) => a.parts[0].text)).toEqual(["v2", "b"]);
     });
 
     it("numbers events per task and replays those after a given number", async () => {
       await create("t1");
-      expect(store.lastEventSeq("t1")).toBe(0);
+      expect(await store.lastEventSeq("t1")).toBe(0);
       const ev = (state: string) => ({ statusUpdate: { taskId: "t1", contextId: "c", status: { state } } }) as never;
       await store.record("t1", { events: { firstSeq: 1, items: [ev("TASK_STATE_WORKING")] }, rowSeq: 1 });
       await store.record("t1", { events: { firstSeq: 2, items: [ev("TASK_STATE_WORKING"), ev("TASK_STATE_COMPLETED")] } });
-      expect(store.lastEventSeq("t1")).toBe(3);
-      expect(store.eventsAfter("t1", 1).map((e) => e.seq)).toEqual([2, 3]);
-      expect(store.snapshot("t1", "alpha")?.lastSeq).toBe(1);
-      expect(store.lastEventSeq("other")).toBe(0);
+      expect(await store.lastEventSeq("t1")).toBe(3);
+      expect((await store.eventsAfter("t1", 1)).map((e) => e.seq)).toEqual([2, 3]);
+      expect((await store.snapshot("t1", "alpha"))?.lastSeq).toBe(1);
+      expect(await store.lastEventSeq("other")).toBe(0);
     });
 
     it("applies one change whole, in call order: history, status, artifacts merged, metadata merged, events", async () => {
-      await store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1", "hi"), executor: "echo", timestamp: "2026-01-01T00:00:00.000Z", metadata: { keep: true, n: 1 } }).committed;
+      await (await store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1", "hi"), executor: "echo", timestamp: "2026-01-01T00:00:00.000Z", metadata: { keep: true, n: 1 } })).committed;
       const status = { state: "TASK_STATE_INPUT_REQUIRED" as const, timestamp: "2026-01-01T00:00:01.000Z", message: { ...msg("q", "which one?"), role: "ROLE_AGENT" as const } };
       const ev: StreamResponse = { statusUpdate: { taskId: "t1", contextId: "c", status } };
       const first = store.record("t1", { history: [status.message], status, artifacts: [{ artifactId: "a", parts: [{ text: "draft" }] }], metadata: { n: 2 }, events: { firstSeq: 1, items: [ev] }, rowSeq: 1 });
       const second = store.record("t1", { history: [msg("m2", "the first")], metadata: { extra: "x" } });
       await Promise.all([first, second]);
-      const t = store.get("t1", "alpha");
+      const t = await store.get("t1", "alpha");
       expect(t?.status).toEqual(status);
       expect(t?.history?.map((m) => m.messageId)).toEqual(["m1", "q", "m2"]);
       expect(t?.artifacts).toEqual([{ artifactId: "a", parts: [{ text: "draft" }] }]);
       expect(t?.metadata).toEqual({ keep: true, n: 2, extra: "x" });
-      expect(store.snapshot("t1", "alpha")?.lastSeq).toBe(1);
-      expect(store.eventsAfter("t1", 0)).toEqual([{ seq: 1, response: ev }]);
-      expect(store.lastEventSeq("t1")).toBe(1);
+      expect((await store.snapshot("t1", "alpha"))?.lastSeq).toBe(1);
+      expect(await store.eventsAfter("t1", 0)).toEqual([{ seq: 1, response: ev }]);
+      expect(await store.lastEventSeq("t1")).toBe(1);
     });
 
     it("keeps what it stored apart from what the caller holds: later changes to the caller's objects change nothing", async () => {
       const message = msg("m1", "original");
-      const r = store.create({ id: "t1", contextId: "c", owner: "alpha", message, executor: "echo", timestamp: new Date().toISOString() });
+      const r = await store.create({ id: "t1", contextId: "c", owner: "alpha", message, executor: "echo", timestamp: new Date().toISOString() });
       await r.committed;
       const status = { state: "TASK_STATE_WORKING" as const, timestamp: "2026-01-01T00:00:01.000Z" };
       await store.record("t1", { status });
       message.parts[0].text = "changed";
       (status as { state: string }).state = "TASK_STATE_FAILED";
-      const t = store.get("t1", "alpha");
+      const t = await store.get("t1", "alpha");
       expect(t?.history?.[0].parts[0].text).toBe("original");
       expect(t?.status.state).toBe("TASK_STATE_WORKING");
       t!.status.state = "TASK_STATE_CANCELED";
-      expect(store.get("t1", "alpha")?.status.state).toBe("TASK_STATE_WORKING");
+      expect((await store.get("t1", "alpha"))?.status.state).toBe("TASK_STATE_WORKING");
     });
 
     it("refuses a change to a task it does not hold, with WriteRefused; other tasks' writes go on", async () => {
@@ -237,36 +240,36 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       await expect(ghost).rejects.toBeInstanceOf(WriteRefused);
       await expect(ghost).rejects.toBeInstanceOf(TaskStoreError);
       await good;
-      expect(store.get("t1", "alpha")?.status.state).toBe("TASK_STATE_WORKING");
-      expect(store.get("ghost", "alpha")).toBeUndefined();
+      expect((await store.get("t1", "alpha"))?.status.state).toBe("TASK_STATE_WORKING");
+      expect(await store.get("ghost", "alpha")).toBeUndefined();
     });
 
     it("refuses data it cannot store with UnstorableData, recording nothing of that call, and affects no other task", async () => {
-      expect(() =>
+      await expect(
         store.create({ id: "bad", contextId: "c", owner: "alpha", message: msg("mb", "x"), executor: "echo", timestamp: new Date().toISOString(), metadata: cyclic() }),
-      ).toThrow(UnstorableData);
+      ).rejects.toThrow(UnstorableData);
       await create("t1");
       await create("t2");
       const bad = store.record("t1", { status: { state: "TASK_STATE_WORKING" }, history: [{ ...msg("x", "y"), metadata: cyclic() }] });
       const good = finishTask(store, "t2", { state: "TASK_STATE_COMPLETED", timestamp: new Date().toISOString() }, [{ artifactId: "a", parts: [{ text: "ok" }] }]);
       await expect(bad).rejects.toBeInstanceOf(UnstorableData);
       await good;
-      expect(store.get("bad", "alpha")).toBeUndefined();
+      expect(await store.get("bad", "alpha")).toBeUndefined();
       // Nothing of the refused change, not even its valid status, was applied.
-      expect(store.get("t1", "alpha")).toMatchObject({ status: { state: "TASK_STATE_SUBMITTED" } });
-      expect(store.get("t1", "alpha")?.history).toHaveLength(1);
-      expect(store.get("t2", "alpha")).toMatchObject({ status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ artifactId: "a" }] });
+      expect(await store.get("t1", "alpha")).toMatchObject({ status: { state: "TASK_STATE_SUBMITTED" } });
+      expect((await store.get("t1", "alpha"))?.history).toHaveLength(1);
+      expect(await store.get("t2", "alpha")).toMatchObject({ status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ artifactId: "a" }] });
     });
 
     it("makes tasks created with idempotent: false each their own, whatever their messageId", async () => {
-      const a = store.create({ id: "a", contextId: "c", owner: "local", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString(), idempotent: false });
-      const b = store.create({ id: "b", contextId: "c", owner: "local", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString(), idempotent: false });
+      const a = await store.create({ id: "a", contextId: "c", owner: "local", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString(), idempotent: false });
+      const b = await store.create({ id: "b", contextId: "c", owner: "local", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString(), idempotent: false });
       await Promise.all([a.committed, b.committed]);
       expect([a.created, b.created]).toEqual([true, true]);
-      expect(store.get("a", "local")?.id).toBe("a");
-      expect(store.get("b", "local")?.id).toBe("b");
+      expect((await store.get("a", "local"))?.id).toBe("a");
+      expect((await store.get("b", "local"))?.id).toBe("b");
       // A later idempotent create of that messageId is a new task too: the others were never keyed by it.
-      const c = store.create({ id: "c", contextId: "c", owner: "local", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString() });
+      const c = await store.create({ id: "c", contextId: "c", owner: "local", message: msg("same", "x"), executor: "echo", timestamp: new Date().toISOString() });
       expect(c.created).toBe(true);
       await c.committed;
     });
@@ -277,7 +280,7 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       const seen: string[] = [];
       let token = "";
       do {
-        const page = store.list("alpha", { pageSize: 1, pageToken: token || undefined });
+        const page = await store.list("alpha", { pageSize: 1, pageToken: token || undefined });
         expect(page.totalSize).toBe(5);
         expect(page.tasks.length).toBeLessThanOrEqual(1);
         seen.push(...page.tasks.map((t) => t.id));
@@ -289,7 +292,7 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
     it("replays the events of a task created, run and ended in one go exactly as they were written", async () => {
       const id = "once";
       const contextId = "ctx-once";
-      const r = store.create({ id, contextId, owner: "alpha", message: msg("m", "hi"), executor: "echo", timestamp: "2026-01-01T00:00:00.000Z" });
+      const r = await store.create({ id, contextId, owner: "alpha", message: msg("m", "hi"), executor: "echo", timestamp: "2026-01-01T00:00:00.000Z" });
       const working = { state: "TASK_STATE_WORKING" as const, timestamp: "2026-01-01T00:00:00.001Z" };
       void store.record(id, { status: working });
       const artifact = { artifactId: "a", name: "answer", parts: [{ text: "hello" }, { data: { n: 1 } }] };
@@ -301,19 +304,19 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       ];
       void finishTask(store, id, status, [{ ...artifact, parts: [...artifact.parts] }]);
       await Promise.all([r.committed, store.record(id, { events: { firstSeq: 1, items: events }, rowSeq: 3 })]);
-      expect(JSON.stringify(store.eventsAfter(id, 0).map((e) => e.response))).toBe(JSON.stringify(events));
-      expect(store.eventsAfter(id, 0).map((e) => e.seq)).toEqual([1, 2, 3]);
-      expect(store.eventsAfter(id, 2).map((e) => e.seq)).toEqual([3]);
-      expect(store.eventsAfter(id, 3)).toEqual([]);
-      expect(store.lastEventSeq(id)).toBe(3);
-      expect(store.snapshot(id, "alpha")).toMatchObject({ lastSeq: 3, task: { status: { state: "TASK_STATE_COMPLETED" } } });
+      expect(JSON.stringify((await store.eventsAfter(id, 0)).map((e) => e.response))).toBe(JSON.stringify(events));
+      expect((await store.eventsAfter(id, 0)).map((e) => e.seq)).toEqual([1, 2, 3]);
+      expect((await store.eventsAfter(id, 2)).map((e) => e.seq)).toEqual([3]);
+      expect(await store.eventsAfter(id, 3)).toEqual([]);
+      expect(await store.lastEventSeq(id)).toBe(3);
+      expect(await store.snapshot(id, "alpha")).toMatchObject({ lastSeq: 3, task: { status: { state: "TASK_STATE_COMPLETED" } } });
     });
 
     it("scopes snapshots to the owner too", async () => {
       await create("t1");
-      expect(store.snapshot("t1", "alpha")?.task.id).toBe("t1");
-      expect(store.snapshot("t1", "mallory")).toBeUndefined();
-      expect(store.snapshot("none", "alpha")).toBeUndefined();
+      expect((await store.snapshot("t1", "alpha"))?.task.id).toBe("t1");
+      expect(await store.snapshot("t1", "mallory")).toBeUndefined();
+      expect(await store.snapshot("none", "alpha")).toBeUndefined();
     });
 
     describe("retention (deleteFinished)", () => {
@@ -323,7 +326,7 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       async function aged(owner: string, createdDaysAgo: number, endedDaysAgo: number, state: string, events = 0): Promise<string> {
         const created = T0 - createdDaysAgo * DAY;
         const id = ulidFactory(() => created)();
-        await store.create({ id, contextId: `ctx-${id}`, owner, message: msg(`m-${id}`, "old"), executor: "echo", timestamp: new Date(created).toISOString() }).committed;
+        await (await store.create({ id, contextId: `ctx-${id}`, owner, message: msg(`m-${id}`, "old"), executor: "echo", timestamp: new Date(created).toISOString() })).committed;
         const status = { state: state as never, timestamp: new Date(T0 - endedDaysAgo * DAY).toISOString() };
         const items: StreamResponse[] = Array.from({ length: events }, () => ({ statusUpdate: { taskId: id, contextId: `ctx-${id}`, status } }));
         await store.record(id, { status, ...(events ? { events: { firstSeq: 1, items }, rowSeq: events } : {}) });
@@ -342,12 +345,12 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
         const recent = await aged("alpha", 2, 1, "TASK_STATE_COMPLETED");
         const deleted = await store.deleteFinished(cutoff, 100);
         expect([...deleted].sort()).toEqual([completed, failed, canceled, rejected].sort());
-        for (const id of [completed, canceled, rejected]) expect(store.get(id, "alpha")).toBeUndefined();
-        expect(store.get(failed, "beta")).toBeUndefined();
-        expect(store.eventsAfter(completed, 0)).toEqual([]);
-        expect(store.lastEventSeq(completed)).toBe(0);
-        for (const id of [working, waiting, endedLately, recent]) expect(store.get(id, "alpha")?.id).toBe(id);
-        expect(store.list("alpha", {}).totalSize).toBe(4);
+        for (const id of [completed, canceled, rejected]) expect(await store.get(id, "alpha")).toBeUndefined();
+        expect(await store.get(failed, "beta")).toBeUndefined();
+        expect(await store.eventsAfter(completed, 0)).toEqual([]);
+        expect(await store.lastEventSeq(completed)).toBe(0);
+        for (const id of [working, waiting, endedLately, recent]) expect((await store.get(id, "alpha"))?.id).toBe(id);
+        expect((await store.list("alpha", {})).totalSize).toBe(4);
         expect(await store.deleteFinished(cutoff, 100)).toEqual([]); // nothing more is due
       });
 
@@ -357,13 +360,13 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
         expect(await store.deleteFinished(cutoff, 2)).toEqual(ids.slice(0, 2));
         expect(await store.deleteFinished(cutoff, 2)).toEqual(ids.slice(2, 4));
         expect(await store.deleteFinished(cutoff, 2)).toEqual(ids.slice(4));
-        expect(store.list("alpha", {}).totalSize).toBe(0);
+        expect((await store.list("alpha", {})).totalSize).toBe(0);
       });
 
       it("forgets a deleted task's messageId: the same message later makes a new task", async () => {
         const id = await aged("alpha", 60, 50, "TASK_STATE_COMPLETED");
         await store.deleteFinished(cutoff, 10);
-        const again = store.create({ id: ulidFactory()(), contextId: "c", owner: "alpha", message: msg(`m-${id}`, "again"), executor: "echo", timestamp: new Date().toISOString() });
+        const again = await store.create({ id: ulidFactory()(), contextId: "c", owner: "alpha", message: msg(`m-${id}`, "again"), executor: "echo", timestamp: new Date().toISOString() });
         expect(again.created).toBe(true);
         await again.committed;
       });
@@ -377,11 +380,11 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
           kept.push(await aged("alpha", 100 - i * 2 - 1, 59 - i * 2, "TASK_STATE_INPUT_REQUIRED"));
         }
         const seen: string[] = [];
-        let page = store.list("alpha", { pageSize: 3 });
+        let page = await store.list("alpha", { pageSize: 3 });
         seen.push(...page.tasks.map((t) => t.id));
         await store.deleteFinished(cutoff, 100); // between two pages of the same walk
         while (page.nextPageToken) {
-          page = store.list("alpha", { pageSize: 3, pageToken: page.nextPageToken });
+          page = await store.list("alpha", { pageSize: 3, pageToken: page.nextPageToken });
           seen.push(...page.tasks.map((t) => t.id));
         }
         for (const id of kept) expect(seen.filter((s) => s === id)).toHaveLength(1);
@@ -393,7 +396,7 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
     it("names its refusal of a page token as a TaskStoreRequestError, its own error type", async () => {
       let caught: unknown;
       try {
-        store.list("alpha", { pageToken: Buffer.from("no separator").toString("base64url") });
+        await store.list("alpha", { pageToken: Buffer.from("no separator").toString("base64url") });
       } catch (err) {
         caught = err;
       }

@@ -39,7 +39,7 @@ describe("the WAL under a write flood", () => {
       const writes: Promise<void>[] = [];
       for (let i = 0; i < perTurn; i++) {
         const id = `t-${t}-${i}`;
-        writes.push(store.create({ id, contextId: `c-${id}`, owner: "alpha", message: { messageId: `m-${id}`, role: "ROLE_USER", parts: [{ text: id }] }, executor: "echo", timestamp: now() }).committed);
+        writes.push((await store.create({ id, contextId: `c-${id}`, owner: "alpha", message: { messageId: `m-${id}`, role: "ROLE_USER", parts: [{ text: id }] }, executor: "echo", timestamp: now() })).committed);
         writes.push(finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: `a-${id}`, parts: [{ text }] }]));
       }
       await Promise.all(writes);
@@ -51,8 +51,8 @@ describe("the WAL under a write flood", () => {
     // The WAL was brought back down while the flood went on (it holds far more than the cap in all).
     expect(checkpointed).toBe(true);
     expect(peak).toBeGreaterThan(WAL_CHECKPOINT_BYTES / 2);
-    expect(store.list("alpha", { pageSize: 1 }).totalSize).toBe(perTurn * turns);
-    const last = store.get(`t-${turns - 1}-${perTurn - 1}`, "alpha");
+    expect((await store.list("alpha", { pageSize: 1 })).totalSize).toBe(perTurn * turns);
+    const last = await store.get(`t-${turns - 1}-${perTurn - 1}`, "alpha");
     expect(last?.status.state).toBe("TASK_STATE_COMPLETED");
     expect(last?.artifacts?.[0]?.parts[0]).toEqual({ text });
   });

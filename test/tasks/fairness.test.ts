@@ -103,7 +103,7 @@ describe("a caller's share of the node", () => {
     const stuck: Task[] = [];
     for (let i = 1; i <= 3; i++) stuck.push(((await handler.sendMessage({ message: msg(`stuck-${i}`), ...later }, ctx("gamma"))) as { task: Task }).task);
     expect(exec.starts).toEqual(["gamma:stuck-1"]); // gamma's share is one of the two slots
-    expect(store.get(stuck[1]!.id, "gamma")?.status.state).toBe("TASK_STATE_SUBMITTED");
+    expect((await store.get(stuck[1]!.id, "gamma"))?.status.state).toBe("TASK_STATE_SUBMITTED");
 
     const quick = (await handler.sendMessage({ message: msg("quick") }, ctx("alpha"))) as { task: Task };
     expect(quick.task.status.state).toBe("TASK_STATE_COMPLETED");

@@ -17,7 +17,7 @@ async function seed(store: MemoryTaskStore, finishedOld: number, other: number):
   for (let i = 0; i < finishedOld + other; i++) {
     const at = NOW - (40 + i) * DAY;
     const id = ulidFactory(() => at)();
-    await store.create({ id, contextId: id, owner: "alpha", message: { messageId: id, role: "ROLE_USER", parts: [{ text: "x" }] }, executor: "echo", timestamp: new Date(at).toISOString() }).committed;
+    await (await store.create({ id, contextId: id, owner: "alpha", message: { messageId: id, role: "ROLE_USER", parts: [{ text: "x" }] }, executor: "echo", timestamp: new Date(at).toISOString() })).committed;
     const state = i < finishedOld ? "TASK_STATE_COMPLETED" : "TASK_STATE_INPUT_REQUIRED";
     await store.record(id, { status: { state, timestamp: new Date(at + DAY).toISOString() } });
     if (i < finishedOld) old.push(id);
@@ -31,11 +31,11 @@ describe("RetentionSweeper", () => {
     const old = await seed(store, 7, 2);
     const batches: string[][] = [];
     const lines: string[] = [];
-    const sweeper = new RetentionSweeper(store, { maxAgeMs: 30 * DAY, batch: 3, now: () => NOW, forget: (ids) => batches.push(ids), log: createLogger((l) => lines.push(l)) });
+    const sweeper = new RetentionSweeper(store, { maxAgeMs: 30 * DAY, batch: 3, now: () => NOW, forget: (ids) => void batches.push(ids), log: createLogger((l) => lines.push(l)) });
     expect(await sweeper.sweep()).toBe(7);
     expect(batches.map((b) => b.length)).toEqual([3, 3, 1]);
     expect(batches.flat().sort()).toEqual([...old].sort());
-    expect(store.list("alpha", {}).totalSize).toBe(2);
+    expect((await store.list("alpha", {})).totalSize).toBe(2);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain("deleted finished tasks past the retention age count=7");
     expect(await sweeper.sweep()).toBe(0);
@@ -47,7 +47,7 @@ describe("RetentionSweeper", () => {
     await seed(store, 3, 0);
     const sweeper = new RetentionSweeper(store, { maxAgeMs: 365 * DAY, now: () => NOW });
     expect(await sweeper.sweep()).toBe(0);
-    expect(store.list("alpha", {}).totalSize).toBe(3);
+    expect((await store.list("alpha", {})).totalSize).toBe(3);
   });
 
   it("with retention 0, start() never sweeps", async () => {
