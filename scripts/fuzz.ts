@@ -1,7 +1,8 @@
 /**
  * A bounded, seeded fuzzer for a2a-node: it starts the compiled binary on loopback (echo executor, mTLS
- * listener and the plain loopback listener, a fresh home), sends it mutated requests, each over its own
- * connection, and counts what comes back per class of input: answers by status, JSON-RPC error codes,
+ * listener and the plain loopback listener, a fresh home), sends it mutated requests (JSON-RPC, HTTP+JSON,
+ * HTTP framing, incomplete requests), each over its own connection, and counts what comes back per class of
+ * input: answers by status, JSON-RPC and HTTP+JSON error codes,
  * connections closed without an answer, hangs, crashes (the node is restarted and the run goes on), 5xx, and
  * after the run, leaks (RSS, descriptors and connections against the warmed-up node, tasks left unfinished
  * or lost). The node must then still answer a SendMessage correctly on both listeners and stop cleanly.

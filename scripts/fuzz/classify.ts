@@ -23,7 +23,10 @@ export type Finding =
 
 export interface Verdict {
   statuses: number[];
-  /** Per answer: "result", "none" (204), "sse", the JSON-RPC error code, or "-" for a non-JSON answer. */
+  /**
+   * Per answer (per event of a stream): "result", "none" (204), "sse", the JSON-RPC error code, "rest" or
+   * "rest STATUS" for the HTTP+JSON binding, or "-" for an answer of neither binding.
+   */
   rpc: string[];
   end: Outcome["end"];
   findings: Finding[];
@@ -82,7 +85,7 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
-function summariseAnswer(a: Answer, method: string): RpcSummary[] {
+function summariseAnswer(a: Answer, method: string, binding: "rest" | "other"): RpcSummary[] {
   const type = a.headers.get("content-type") ?? "";
   if (a.status === 204) return [{ code: "none", internal: false, taskIds: [] }];
   if (method === "HEAD" || a.status === 304) return [{ code: "-", internal: false, taskIds: [] }];
@@ -92,16 +95,31 @@ function summariseAnswer(a: Answer, method: string): RpcSummary[] {
     for (const e of events) {
       const data = e.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5)).join("\n");
       const v = parseJson(Buffer.from(data));
-      out.push(v === undefined ? { code: "?", internal: false, malformed: "SSE data is not JSON", taskIds: [] } : rpcResponse(v));
+      if (v === undefined) out.push({ code: "?", internal: false, malformed: "SSE data is not JSON", taskIds: [] });
+      else out.push(typeof v === "object" && v !== null && "jsonrpc" in v ? rpcResponse(v) : restResponse(v, 200));
     }
     return out.length ? out.map((s) => (s.code === "result" ? { ...s, code: "sse" } : s)) : [{ code: "sse", internal: false, taskIds: [] }];
   }
   if (!type.startsWith("application/json")) return [{ code: "-", internal: false, taskIds: [] }];
   const v = parseJson(a.body);
   if (v === undefined) return [{ code: "?", internal: false, malformed: "JSON answer does not parse", taskIds: [] }];
-  // JSON that is not JSON-RPC: the agent card, /health, 413's error body, the OpenAPI document.
   if (typeof v === "object" && v !== null && !Array.isArray(v) && "jsonrpc" in v) return [rpcResponse(v)];
+  // HTTP+JSON binding: a result as it is, or a google.rpc.Status error. Other JSON (the agent card, /health,
+  // the OpenAPI document) has neither.
+  if (binding === "rest") return [restResponse(v, a.status)];
   return [{ code: "-", internal: false, taskIds: [] }];
+}
+
+/** An HTTP+JSON answer: its google.rpc.Status name when an error ("rest NOT_FOUND"), else "rest", with task ids. */
+function restResponse(v: unknown, status: number): RpcSummary {
+  const e = (v as { error?: { status?: unknown; code?: unknown } } | null)?.error;
+  if (e && typeof e === "object") {
+    if (typeof e.status !== "string" || typeof e.code !== "number") return { code: "?", internal: false, malformed: "error without google.rpc.Status code and status", taskIds: [] };
+    return { code: `rest ${e.status}`, internal: e.status === "INTERNAL", taskIds: [] };
+  }
+  const out: RpcSummary = { code: status >= 200 && status < 300 ? "rest" : `rest ${status}`, internal: false, taskIds: [] };
+  collectTaskIds(v, out.taskIds);
+  return out;
 }
 
 /**
@@ -117,7 +135,7 @@ export function judge(input: FuzzInput, o: Outcome, foreignIds: ReadonlySet<stri
       findings.add("unexpected-5xx");
       details.push(`HTTP ${a.status}: ${a.body.toString("utf8", 0, 200)}`);
     }
-    const sums = summariseAnswer(a, input.methods[k] ?? "?");
+    const sums = summariseAnswer(a, input.methods[k] ?? "?", input.family === "rest" ? "rest" : "other");
     for (const s of sums) {
       v.rpc.push(s.code);
       if (s.internal) findings.add("internal-error"), details.push(`-32603: ${a.body.toString("utf8", 0, 300)}`);

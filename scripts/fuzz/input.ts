@@ -10,12 +10,16 @@ import { incompleteInput } from "./incomplete";
 import { jsonRpcBody } from "./mutate-json";
 import { baseHttp, headTooLarge, mutatedHttp } from "./mutate-http";
 import { reachesOffHost } from "./safe-urls";
+import { restRequest } from "./rest-requests";
 import { rpcRequest } from "./rpc-requests";
 import { serialise } from "./mutate-json";
 
 export type Listener = "mtls" | "plain";
-/** (a) JSON-RPC bodies mutated, framing intact; (b) HTTP framing and transport mutated; incomplete requests. */
-export type Family = "jsonrpc" | "http" | "incomplete";
+/**
+ * (a) JSON-RPC bodies mutated, framing intact; (b) HTTP framing and transport mutated; (c) HTTP+JSON binding
+ * requests mutated; incomplete requests.
+ */
+export type Family = "jsonrpc" | "rest" | "http" | "incomplete";
 /** Which of the node's timers ends an incomplete input: request 30 s, idle 65 s, TLS handshake 10 s. */
 export type NodeTimeout = "request" | "idle" | "handshake";
 /**
@@ -77,7 +81,20 @@ export function generateInput(seed: number, index: number, o: GenerateOptions): 
     const b = incompleteInput(rng, listener);
     return { index, listener, family: "incomplete", labels: [b.label], pieces: b.pieces, transport: b.transport, methods: b.methods, responses: b.responses, expect: "node-timeout", nodeTimeout: b.nodeTimeout, holdOpen: b.holdOpen };
   }
-  if (rng.chance(0.65)) {
+  const family = rng.weighted([[50, "jsonrpc"], [15, "rest"], [35, "http"]] as const);
+  if (family === "rest") {
+    let r = restRequest(rng, o.maxBody);
+    const safe = !reachesOffHost(r.body);
+    if (!safe) r = { ...r, spec: { ...r.spec, method: "GET", target: "/tasks", body: Buffer.alloc(0), framing: "none" } };
+    return {
+      index, listener, family: "rest",
+      labels: [...r.labels, ...(safe ? [] : ["url-neutralised"])],
+      pieces: [{ bytes: encode(r.spec), pauseMs: 0 }],
+      transport: normal, methods: [r.spec.method], responses: 1,
+      expect: r.spec.body.length > o.maxBody ? "any" : "answer",
+    };
+  }
+  if (family === "jsonrpc") {
     const { request, body, labels } = jsonRpcBody(rng, o.maxBody);
     const safe = !reachesOffHost(body);
     const spec = rpcPost(rng, request, safe ? body : serialise(rpcRequest(rng, "ListTasks").envelope));

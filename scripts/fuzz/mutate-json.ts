@@ -203,7 +203,36 @@ export function jsonRpcBody(rng: Rng, maxBody: number): JsonRpcBody {
     labels.push(name);
     if (replaced !== undefined) body = replaced;
   }
-  let bytes = serialise(body, rng);
+  return { request, body: finish(rng, serialise(body, rng), maxBody, labels), labels };
+}
+
+/** The mutations that make sense on any JSON value, not only on a JSON-RPC envelope. */
+const GENERIC = new Set(["wrong-type", "drop-field", "extra-field", "huge-string", "deep-nesting", "unicode", "number-edge", "number-as-string", "array-blowup", "scalar-body"]);
+const GENERIC_TABLE = VALUE_OPS.filter(([, name]) => GENERIC.has(name)).map(([w, name, op]) => [w, [name, op]] as const);
+
+/** Any JSON body (an HTTP+JSON request's): 1-2 structural mutations, then maybe one text mutation. */
+export function mutateBody(rng: Rng, value: Json, maxBody: number): { body: Buffer; labels: string[] } {
+  // A holder, so that a mutation can replace the body itself as one of its slots.
+  const holder: Record<string, Json> = { body: structuredClone(value) };
+  const labels: string[] = [];
+  const none: RpcRequest = { version: "1.0", method: "", streaming: false, envelope: {} };
+  for (let n = rng.range(1, 2); n > 0; n--) {
+    if (rng.chance(0.15)) {
+      holder.body = snake(holder.body, rng);
+      labels.push("snake-case");
+      continue;
+    }
+    const [name, op] = rng.weighted(GENERIC_TABLE);
+    const replaced = op(rng, holder, none, maxBody);
+    labels.push(name);
+    if (replaced !== undefined) holder.body = replaced;
+  }
+  const bytes = holder.body === undefined ? Buffer.alloc(0) : serialise(holder.body, rng);
+  return { body: finish(rng, bytes, maxBody, labels), labels };
+}
+
+/** Caps the size, then maybe one text mutation. */
+function finish(rng: Rng, bytes: Buffer, maxBody: number, labels: string[]): Buffer {
   // Whatever the mutations combined into, no body goes far past the node's limit: beyond it, size proves nothing.
   if (bytes.length > maxBody + 256 * 1024) {
     bytes = bytes.subarray(0, maxBody + 64 * 1024);
@@ -214,5 +243,5 @@ export function jsonRpcBody(rng: Rng, maxBody: number): JsonRpcBody {
     bytes = op(rng, bytes);
     labels.push(name);
   }
-  return { request, body: bytes, labels };
+  return bytes;
 }

@@ -29,7 +29,7 @@ export interface Row {
   "501/505": number;
   /** Inputs with at least one finding. */
   failing: number;
-  /** JSON-RPC outcomes of the answers (see Verdict.rpc), for --json. */
+  /** JSON-RPC and HTTP+JSON outcomes of the answers (see Verdict.rpc), for --json. */
   rpc: Record<string, number>;
 }
 
@@ -199,7 +199,7 @@ export function formatReport(r: Report, tally: Tally, firstNodeError: string | u
   out.push(`(each input on its own connection; ${s.concurrency} at once, incomplete ones ${s.slowConcurrency} at once; hang = nothing for ${s.hangTimeoutS} s, or past the node's own timer)\n`);
   out.push(table("class/listener", tally.byFamily));
   out.push(`\nHTTP statuses: ${Object.entries(r.statuses).map(([k, n]) => `${k}×${n}`).join(" ")}`);
-  out.push(`JSON-RPC outcomes: ${Object.entries(r.rpcCodes).sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c}×${n}`).join(" ")}`);
+  out.push(`JSON-RPC and HTTP+JSON outcomes: ${Object.entries(r.rpcCodes).sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c}×${n}`).join(" ")}`);
   const { baseline: b, after: a } = r.resources;
   out.push(`resources: RSS ${b.rssMiB} → ${a.rssMiB} MiB, fds ${b.fds} → ${a.fds}, sockets ${b.sockets} → ${a.sockets}, open connections after ${a.openConnections}${r.resources.sameProcess ? "" : " (the node was restarted: not compared)"}`);
   if (r.lingering.socketsAfter10s.length)

@@ -154,6 +154,8 @@ const METHODS: Record<string, MethodSpec> = {
 
 const TABLE = Object.entries(METHODS).map(([name, spec]) => [spec.weight, name] as const);
 export const METHOD_NAMES = Object.keys(METHODS);
+/** The v1.0 operations (the ones the HTTP+JSON binding carries too). */
+export const V1_METHODS = METHOD_NAMES.filter((m) => METHODS[m].version === "1.0");
 
 /** One well-formed request of a method picked by weight (or the one named). */
 export function rpcRequest(rng: Rng, method = rng.weighted(TABLE)): RpcRequest {
