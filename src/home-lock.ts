@@ -55,10 +55,10 @@ export function acquireHomeLock(home: string): HomeLock {
   };
 }
 
-/** The PID of the `serve` running on this home, if one is; so a command can tell it to reload (SIGHUP). */
-export function servingPid(home: string): number | undefined {
+/** The PID of the `serve` holding this home, if one runs (for doctor: whose is the port). */
+export function homeLockHolder(home: string): number | undefined {
   const pid = readHolder(join(home, "serve.pid"));
-  return pid !== undefined && pid !== process.pid && isServing(pid) ? pid : undefined;
+  return pid !== undefined && isServing(pid) ? pid : undefined;
 }
 
 function readHolder(path: string): number | undefined {

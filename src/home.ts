@@ -1,4 +1,4 @@
-import { mkdirSync, statSync, chmodSync } from "node:fs";
+import { chmodSync, existsSync, lchownSync, mkdirSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -31,10 +31,30 @@ export interface HomePaths {
 
 export const DEFAULT_HOME_DIRNAME = ".a2a-node";
 
-/** --home wins over A2A_NODE_HOME, which wins over ~/.a2a-node. */
-export function resolveHome(flag: string | undefined, env: Record<string, string | undefined>): string {
-  const chosen = flag || env.A2A_NODE_HOME || join(env.HOME || homedir(), DEFAULT_HOME_DIRNAME);
-  return resolve(chosen);
+/** The home of the system service (`a2a-node service install`): systemd's StateDirectory. */
+export const SYSTEM_HOME = "/var/lib/a2a-node";
+
+/** What resolveHome asks of the machine; tests pass their own. */
+export interface HomeProbe {
+  isRoot: boolean;
+  exists(path: string): boolean;
+}
+
+const machine: HomeProbe = { isRoot: process.getuid?.() === 0, exists: existsSync };
+
+/**
+ * --home wins over A2A_NODE_HOME. Then the service's home, where it is plainly meant: for the service user
+ * (whose home directory is the state directory itself, so ~/.a2a-node would be a second, empty home), and
+ * for root once a system service is installed (`sudo a2a-node peers add ...` must manage the node systemd
+ * runs, not a root-only ~/.a2a-node). Otherwise ~/.a2a-node.
+ */
+export function resolveHome(flag: string | undefined, env: Record<string, string | undefined>, probe: HomeProbe = machine): string {
+  if (flag) return resolve(flag);
+  if (env.A2A_NODE_HOME) return resolve(env.A2A_NODE_HOME);
+  const userHome = env.HOME || homedir();
+  if (resolve(userHome) === SYSTEM_HOME) return SYSTEM_HOME;
+  if (probe.isRoot && probe.exists(SYSTEM_HOME)) return SYSTEM_HOME;
+  return resolve(join(userHome, DEFAULT_HOME_DIRNAME));
 }
 
 export function homePaths(root: string): HomePaths {
@@ -64,4 +84,15 @@ export function ensureHome(paths: HomePaths): HomePaths {
     if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
   }
   return paths;
+}
+
+/**
+ * Root working in a home that belongs to someone else (`sudo a2a-node init-pki` or `peers add` on the
+ * service's home) hands what it made to that owner: a key only root can read would stop the service.
+ */
+export function giveToHomeOwner(root: string, paths: string[], probe: Pick<HomeProbe, "isRoot"> = machine): void {
+  if (!probe.isRoot || !existsSync(root)) return;
+  const { uid, gid } = statSync(root);
+  if (uid === 0) return;
+  for (const p of paths) if (existsSync(p) && statSync(p).uid !== uid) lchownSync(p, uid, gid);
 }

@@ -5,6 +5,8 @@ export interface FlagSpec {
   type: "string" | "boolean" | "number" | "list";
   /** Placeholder shown in errors, e.g. "DIR". */
   value?: string;
+  /** The values it takes, when they are a fixed few (offered by shell completion; the command checks them). */
+  choices?: readonly string[];
 }
 
 export type FlagValues<S extends Record<string, FlagSpec>> = {

@@ -1,7 +1,7 @@
 import { resolveHome } from "../home";
 import { VERSION } from "../version";
 import type { Command } from "./command";
-import { CliError, ExitCode, UsageError } from "./errors";
+import { CliError, EXIT_CODE_MEANINGS, ExitCode, UsageError } from "./errors";
 import type { Io } from "./io";
 
 /**
@@ -19,9 +19,14 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: "pki", summary: "the fleet's certificates: token, issue, sign, import, list, revoke, renew, show, inspect", load: async () => (await import("./commands/pki")).pkiCommand },
   { name: "join", summary: "join a fleet with a one-time token from 'pki token' (the key is made here)", load: async () => (await import("./commands/join")).joinCommand },
   { name: "serve", summary: "run the node: A2A over mutual TLS, tasks in SQLite", load: async () => (await import("./commands/serve")).serveCommand },
-  { name: "peers", summary: "manage known peers: add, list, remove", load: async () => (await import("./commands/peers")).peersCommand },
+  { name: "peers", summary: "manage known peers: add, list, remove, discover, ping", load: async () => (await import("./commands/peers")).peersCommand },
   { name: "send", summary: "delegate a task to a peer (and optionally wait for its result)", load: async () => (await import("./commands/send")).sendCommand },
-  { name: "status", summary: "show a delegated task's state and result", load: async () => (await import("./commands/status")).statusCommand },
+  { name: "status", summary: "show a delegated task's state and result, or wait for it to end", load: async () => (await import("./commands/status")).statusCommand },
+  { name: "tasks", summary: "list the tasks this node delegated to its peers", load: async () => (await import("./commands/tasks")).tasksCommand },
+  { name: "cancel", summary: "cancel a task this node delegated to a peer", load: async () => (await import("./commands/cancel")).cancelCommand },
+  { name: "service", summary: "run this node under systemd: service install, uninstall, status", load: async () => (await import("./commands/service")).serviceCommand },
+  { name: "doctor", summary: "check this node's home, certificates, port, model, database and peers", load: async () => (await import("./commands/doctor")).doctorCommand },
+  { name: "completion", summary: "print a shell completion script: completion bash|zsh", load: async () => (await import("./commands/completion")).completionCommand },
   { name: "version", summary: "print the version of this binary", load: async () => (await import("./commands/version")).versionCommand },
 ];
 
@@ -31,11 +36,12 @@ USAGE
   a2a-node [--home DIR] COMMAND [FLAGS]
 
 COMMANDS
-${COMMANDS.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`).join("\n")}
+${COMMANDS.map((c) => `  ${c.name.padEnd(Math.max(...COMMANDS.map((x) => x.name.length)))}  ${c.summary}`).join("\n")}
 
 GLOBAL FLAGS
   --home DIR   the node's home folder (keys, certificates, database); env A2A_NODE_HOME;
-               default ~/.a2a-node (created 0700)
+               default ~/.a2a-node (created 0700); as root, /var/lib/a2a-node once the system
+               service is installed (a2a-node service install)
   --help       help for a command: a2a-node COMMAND --help
 
 EXAMPLES
@@ -43,12 +49,23 @@ EXAMPLES
   a2a-node pki issue beta --san 10.0.0.7 --out beta.bundle
   a2a-node init-pki --bundle beta.bundle              # machine B, after copying the bundle
   a2a-node serve --executor openai --model-url http://127.0.0.1:11434/v1
-  a2a-node peers add beta https://10.0.0.7:9443
+  a2a-node peers add beta https://10.0.0.7:9443 --pin
   a2a-node send --agent beta --task "summarise today's logs" --wait
+  a2a-node tasks list                                 # what this node delegated, on every peer
 
 EXIT CODES
-  0 success   1 failure   2 usage error   3 not found   4 peer unreachable or refused   5 timed out
+${exitCodes()}
 `;
+
+/** Every ExitCode with its meaning, two to a line, in code order. */
+function exitCodes(): string {
+  const items = (Object.keys(ExitCode) as (keyof typeof ExitCode)[])
+    .sort((a, b) => ExitCode[a] - ExitCode[b])
+    .map((k) => `${ExitCode[k]} ${EXIT_CODE_MEANINGS[k]}`);
+  const lines: string[] = [];
+  for (let i = 0; i < items.length; i += 2) lines.push(`  ${items[i].padEnd(36)}${items[i + 1] ?? ""}`.trimEnd());
+  return lines.join("\n");
+}
 
 /** Runs one command line. Returns the exit code; all output goes through `io`. */
 export async function runCli(argv: string[], io: Io): Promise<number> {
@@ -65,14 +82,14 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
   const [name, ...args] = rest;
   if (!name || name === "help" || name === "--help" || name === "-h") {
     const topic = name === "help" ? COMMANDS.find((c) => c.name === args[0]) : undefined;
-    io.stdout.write(topic ? (await topic.load()).help : TOP_HELP);
+    io.stdout.write(topic ? helpText(await topic.load()) : TOP_HELP);
     return name ? ExitCode.Ok : ExitCode.Usage;
   }
   const entry = name === "--version" || name === "-v" ? COMMANDS.find((c) => c.name === "version") : COMMANDS.find((c) => c.name === name);
   if (!entry) return usage(io, `unknown command '${name}'`, undefined);
   const command = await entry.load();
   if (args.includes("--help") || args.includes("-h")) {
-    io.stdout.write(command.help);
+    io.stdout.write(helpText(command));
     return ExitCode.Ok;
   }
   try {
@@ -85,6 +102,11 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     if (e?.name === "PkiError") return fail(io, e.message ?? "certificate error", e.hint, ExitCode.Failure);
     return fail(io, `unexpected error: ${e?.message ?? String(err)}`, undefined, ExitCode.Failure);
   }
+}
+
+/** A command's help, headed by its name and the same one-line summary the overview lists. */
+export function helpText(command: Command): string {
+  return `a2a-node ${command.name}: ${command.summary}\n\n${command.help}`;
 }
 
 function usage(io: Io, message: string, command: string | undefined): number {

@@ -18,7 +18,7 @@ export function settingFlags(): Record<string, FlagSpec> {
   const out: Record<string, FlagSpec> = {};
   for (const name of NAMES) {
     const s = setting(name);
-    if (s.flag !== false) out[s.flag] = { type: s.repeatable ? "list" : "string", value: s.value };
+    if (s.flag !== false) out[s.flag] = { type: s.repeatable ? "list" : "string", value: s.value, ...(s.choices ? { choices: s.choices } : {}) };
   }
   return out;
 }

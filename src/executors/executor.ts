@@ -81,7 +81,7 @@ export interface ExecutionRequest {
    * Earlier messages of the same context, oldest first, bounded by the node. A function, so executors that
    * do not use history (echo) cost no read.
    */
-  history(): Message[];
+  history(): Promise<Message[]>;
   /** Certificate name of the peer that asked. */
   caller: string;
   /** Aborted when the task is canceled or the node shuts down; executors pass it to their I/O. */

@@ -106,7 +106,7 @@ export class FleetPki {
    * The enrollment port (enroll_port), on the node holding the fleet CA only: machines with a join token get
    * their certificate there (src/fleet/enroll-service.ts). Undefined, with a warning, elsewhere.
    */
-  async openEnrollment(opts: { host: string; port: number; mtlsPort: number } & Pick<EnrollListenerOptions, "handshakeTimeoutMs" | "limits" | "onHandshakeError" | "onRefusedConnection" | "tooLarge">): Promise<Listener | undefined> {
+  async openEnrollment(opts: { host: string; port: number; mtlsPort: number } & Pick<EnrollListenerOptions, "handshakeTimeoutMs" | "limits" | "http" | "onHandshakeError" | "onRefusedConnection" | "tooLarge">): Promise<Listener | undefined> {
     const { log } = this.options;
     const paths = this.paths;
     if (!existsSync(paths.caKey)) {

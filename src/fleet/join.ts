@@ -89,7 +89,7 @@ async function fetchPinnedCa(base: URL, pin: string): Promise<string> {
     if (/^(EPROTO|ECONNRESET|ERR_SSL_)/.test(code))
       throw new JoinError(
         `the TLS handshake with ${base.origin} failed (${code}): a port that wants a client certificate, such as the A2A port, refuses a machine that has none yet`,
-        "unreachable",
+        "mismatch",
         "use the CA node's enrollment port (its enroll_port setting; 'pki token' prints the URL)",
       );
     throw new JoinError(`cannot reach ${base.origin}: ${(err as Error).message}`, "unreachable", "is 'a2a-node serve --enroll-port PORT' running on the CA machine, and that port open?");

@@ -1,6 +1,7 @@
 import { newId, now } from "../tasks/clock";
 import { notStored, type TaskRunner } from "../tasks/task-runner";
-import { TaskStoreRequestError, UnstorableData, type TaskStore } from "../tasks/task-store";
+import { ConfigOwnedElsewhere } from "../push/push-config-store";
+import { TaskStoreRequestError, UnstorableData, type StoredEvent, type TaskStore } from "../tasks/task-store";
 import { EventStream } from "../tasks/event-stream";
 import { mapStream } from "./streams";
 import type { CallContext } from "./caller";
@@ -47,10 +48,10 @@ export interface A2ARequestHandler {
 
 /** Webhook registrations (see src/push); absent when push notifications are off. */
 export interface PushConfigs {
-  create(owner: string, config: TaskPushNotificationConfig): TaskPushNotificationConfig;
-  get(owner: string, taskId: string, id: string): TaskPushNotificationConfig | undefined;
-  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): ListTaskPushNotificationConfigsResult;
-  delete(owner: string, taskId: string, id: string): boolean;
+  create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig>;
+  get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined>;
+  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult>;
+  delete(owner: string, taskId: string, id: string): Promise<boolean>;
 }
 
 export interface RequestHandlerOptions {
@@ -99,14 +100,14 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   }
 
   async getTask(params: GetTaskParams, ctx: CallContext): Promise<Task> {
-    const task = this.store.get(params.id, ctx.caller.name, params.historyLength);
+    const task = await this.store.get(params.id, ctx.caller.name, params.historyLength);
     if (!task) throw A2AError.taskNotFound(params.id);
     return task;
   }
 
   async listTasks(params: ListTasksParams, ctx: CallContext): Promise<ListTasksResult> {
     try {
-      return this.store.list(ctx.caller.name, params);
+      return await this.store.list(ctx.caller.name, params);
     } catch (err) {
       if (err instanceof TaskStoreRequestError) throw A2AError.invalidParams(err.message);
       throw err;
@@ -114,26 +115,18 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   }
 
   async cancelTask(params: CancelTaskParams, ctx: CallContext): Promise<Task> {
-    const task = this.store.get(params.id, ctx.caller.name);
+    const task = await this.store.get(params.id, ctx.caller.name);
     if (!task) throw A2AError.taskNotFound(params.id);
     if (isTerminal(task.status.state)) throw A2AError.taskNotCancelable(task.id, task.status.state);
     const settled = this.runner.cancel(task.id, `canceled by ${ctx.caller.name}`);
     if (settled) await settled.catch(() => {});
-    else {
-      // Interrupted (waiting for input): nothing runs it, so record the cancel directly.
-      const status = { state: "TASK_STATE_CANCELED" as const, timestamp: now() };
-      const seq = this.store.lastEventSeq(task.id) + 1;
-      const writes = Promise.all([
-        this.store.finish(task.id, status, []),
-        this.store.appendEvents(task.id, seq, [{ statusUpdate: { taskId: task.id, contextId: task.contextId, status } }], seq),
-      ]);
-      await whenStored(task.id, writes.then(() => undefined));
-    }
-    return this.store.get(task.id, ctx.caller.name) as Task;
+    // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
+    else await whenStored(task.id, this.runner.cancelIdle(task, `canceled by ${ctx.caller.name}`, ctx.caller.name));
+    return (await this.store.get(task.id, ctx.caller.name)) as Task;
   }
 
   async subscribeToTask(params: SubscribeToTaskParams, ctx: CallContext, afterSeq?: number): Promise<AsyncIterable<StreamItem>> {
-    const snap = this.store.snapshot(params.id, ctx.caller.name);
+    const snap = await this.store.snapshot(params.id, ctx.caller.name);
     if (!snap) throw A2AError.taskNotFound(params.id);
     // A reconnect (Last-Event-ID) may catch up on a task that has ended since; a fresh subscription may not.
     if (afterSeq === undefined && isTerminal(snap.task.status.state))
@@ -143,30 +136,30 @@ export class DefaultRequestHandler implements A2ARequestHandler {
 
   async createTaskPushNotificationConfig(params: TaskPushNotificationConfig, ctx: CallContext): Promise<TaskPushNotificationConfig> {
     const push = this.pushOrThrow();
-    this.ownTask(params.taskId, ctx);
+    await this.ownTask(params.taskId, ctx);
     await push.guard.check(params.url);
-    return push.configs.create(ctx.caller.name, params);
+    return configsCall(() => push.configs.create(ctx.caller.name, params));
   }
 
   async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<TaskPushNotificationConfig> {
     const push = this.pushOrThrow();
-    this.ownTask(params.taskId, ctx);
-    const config = push.configs.get(ctx.caller.name, params.taskId, params.id);
+    await this.ownTask(params.taskId, ctx);
+    const config = await push.configs.get(ctx.caller.name, params.taskId, params.id);
     if (!config) throw A2AError.taskNotFound(`${params.taskId} (push notification config ${params.id})`);
     return config;
   }
 
   async listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsParams, ctx: CallContext): Promise<ListTaskPushNotificationConfigsResult> {
     const push = this.pushOrThrow();
-    this.ownTask(params.taskId, ctx);
-    return push.configs.list(ctx.caller.name, params.taskId, params.pageSize, params.pageToken);
+    await this.ownTask(params.taskId, ctx);
+    return configsCall(() => push.configs.list(ctx.caller.name, params.taskId, params.pageSize, params.pageToken));
   }
 
   async deleteTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<void> {
     const push = this.pushOrThrow();
-    this.ownTask(params.taskId, ctx);
+    await this.ownTask(params.taskId, ctx);
     // Deleting is idempotent (the spec): a config already gone is not an error.
-    push.configs.delete(ctx.caller.name, params.taskId, params.id);
+    await push.configs.delete(ctx.caller.name, params.taskId, params.id);
   }
 
   async getExtendedAgentCard(_ctx: CallContext): Promise<AgentCard> {
@@ -190,7 +183,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     this.runner.check(message);
     this.runner.assertCapacity(owner);
     const limit = this.options.maxTasksPerContext;
-    if (limit !== undefined && message.contextId && this.store.countInContext(message.contextId, owner) >= limit)
+    if (limit !== undefined && message.contextId && (await this.store.countInContext(message.contextId, owner)) >= limit)
       throw A2AError.unsupportedOperation(
         `context ${message.contextId} already has ${limit} tasks, this node's limit per conversation (it stops agents delegating to each other forever); start a new context`,
       );
@@ -201,7 +194,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     // and only tasks that continue a conversation go into the context index.
     const contextId = message.contextId || id;
     const stored = { ...message, taskId: id, contextId };
-    const { task, created, committed } = callersData(() =>
+    const { task, created, committed } = await callersData(() =>
       this.store.create({
         id,
         contextId,
@@ -217,12 +210,12 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       // A retry of a message we already took: answer with that task instead of running it again.
       await whenStored(task.id, committed);
       const running = this.runner.settledOf(task.id);
-      const snap = this.store.snapshot(task.id, owner);
+      const snap = await this.store.snapshot(task.id, owner);
       return { task: snap?.task ?? task, committed, settled: running && !stream ? running : undefined, lastSeq: snap?.lastSeq ?? 0 };
     }
     const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
-    if (pushConfig) this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id });
+    if (pushConfig) await configsCall(() => this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id }));
     const settled = this.runner.start(task, stored, owner, 0, false, committed);
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq: 0 };
@@ -235,7 +228,9 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   private async continueTask(params: SendMessageParams, owner: string, stream?: EventStream) {
     const { message } = params;
     const taskId = message.taskId as string;
-    const snap = this.store.snapshot(taskId, owner);
+    // Both reads before any decision: from here to the start of an execution nothing waits, so two messages
+    // for one task cannot both start it.
+    const [snap, lastSeq] = await Promise.all([this.store.snapshot(taskId, owner), this.store.lastEventSeq(taskId)]);
     if (!snap) throw A2AError.taskNotFound(taskId);
     const { task } = snap;
     if (message.contextId && message.contextId !== task.contextId)
@@ -248,19 +243,19 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       if (stream) this.runner.subscribe(taskId, owner, stream);
       return { task: answered.task, initial: answered.task, committed: answered.committed, settled: answered.settled, lastSeq: answered.lastSeq };
     }
-    if (!isInterrupted(task.status.state)) {
+    // Running here (started by a message the snapshot is older than) is not waiting either.
+    if (!isInterrupted(task.status.state) || this.runner.settledOf(taskId)) {
       const withdrawn = this.runner.withdrawnQuestion(taskId);
       throw A2AError.unsupportedOperation(
         withdrawn
           ? `task ${taskId} no longer waits for input (${withdrawn}); it is ${task.status.state}, follow it with GetTask or SubscribeToTask`
-          : `task ${taskId} is still ${task.status.state}; wait for it to ask for input`,
+          : `task ${taskId} is still ${this.runner.settledOf(taskId) ? "TASK_STATE_WORKING" : task.status.state}; wait for it to ask for input`,
       );
     }
     this.runner.check(message, task);
     this.runner.assertCapacity(owner);
-    const committed = this.store.appendMessage(taskId, stored);
+    const committed = this.store.record(taskId, { history: [stored] });
     task.history = [...(task.history ?? []), stored];
-    const lastSeq = this.store.lastEventSeq(taskId);
     const initial = snapshot(task);
     const settled = this.runner.start(task, stored, owner, lastSeq, false, committed);
     if (stream) this.runner.subscribe(task.id, owner, stream);
@@ -269,23 +264,36 @@ export class DefaultRequestHandler implements A2ARequestHandler {
 
   /**
    * The task as stored, every committed event after `afterSeq` (or after what the snapshot reflects), then
-   * live events while it runs. Reads and the live subscription happen in one synchronous step, so no event
-   * falls between them; the stream drops any it sees twice.
+   * live events while it runs. The live subscription is made before the stored events are read, and holds
+   * what it hears until the replay is in: an event committed meanwhile is in one or both, never in neither,
+   * and the stream drops any it sees twice.
    */
-  private follow(taskId: string, owner: string, task: Task, lastSeq: number, afterSeq: number | undefined): AsyncIterable<StreamItem> {
+  private async follow(taskId: string, owner: string, task: Task, lastSeq: number, afterSeq: number | undefined): Promise<AsyncIterable<StreamItem>> {
     const stream: EventStream = new EventStream(() => this.runner.unsubscribe(taskId, stream));
     stream.push({ response: { task } });
-    for (const e of this.store.eventsAfter(taskId, afterSeq ?? lastSeq)) stream.push(e);
-    if (this.runner.subscribe(taskId, owner, stream)) return stream;
-    // Not running: a task waiting for input keeps its subscriber until it runs again and ends; any other
-    // (ended) task's stream closes after the replay.
-    if (isInterrupted(task.status.state)) this.runner.park(taskId, stream);
-    else stream.end();
+    stream.hold();
+    const live = this.runner.subscribe(taskId, owner, stream);
+    // Not running here: a task waiting for input keeps its subscriber until it runs again and ends.
+    const parked = !live && isInterrupted(task.status.state);
+    if (parked) this.runner.park(taskId, stream);
+    let replay: StoredEvent[];
+    try {
+      replay = await this.store.eventsAfter(taskId, afterSeq ?? lastSeq);
+    } catch (err) {
+      this.runner.unsubscribe(taskId, stream);
+      throw err;
+    }
+    stream.release(replay);
+    // Any other task nothing runs here has ended (or ends in what was replayed): its stream closes after it.
+    if (!live && (!parked || endsIn(replay))) {
+      this.runner.unsubscribe(taskId, stream);
+      stream.end();
+    }
     return stream;
   }
 
-  private ownTask(taskId: string, ctx: CallContext): void {
-    if (!this.store.get(taskId, ctx.caller.name, 0)) throw A2AError.taskNotFound(taskId);
+  private async ownTask(taskId: string, ctx: CallContext): Promise<void> {
+    if (!(await this.store.get(taskId, ctx.caller.name, 0))) throw A2AError.taskNotFound(taskId);
   }
 
   private pushOrThrow() {
@@ -294,10 +302,21 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   }
 }
 
-/** Runs a store write of what the caller sent: data the store refuses as given is the caller's error. */
-function callersData<T>(write: () => T): T {
+/** A push config store's own errors as A2A errors: another owner's config is "not found", a bad token bad params. */
+async function configsCall<T>(call: () => Promise<T>): Promise<T> {
   try {
-    return write();
+    return await call();
+  } catch (err) {
+    if (err instanceof ConfigOwnedElsewhere) throw A2AError.taskNotFound(err.taskId);
+    if (err instanceof TaskStoreRequestError) throw A2AError.invalidParams(err.message);
+    throw err;
+  }
+}
+
+/** Runs a store write of what the caller sent: data the store refuses as given is the caller's error. */
+async function callersData<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
   } catch (err) {
     if (err instanceof UnstorableData) throw A2AError.invalidParams(err.message);
     throw err;
@@ -328,6 +347,12 @@ function trimHistory(task: Task, historyLength: number | undefined): Task {
     return rest;
   }
   return task.history.length > historyLength ? { ...task, history: task.history.slice(-historyLength) } : task;
+}
+
+/** Whether replayed events reach a terminal state (the task ended after the snapshot the stream started from). */
+function endsIn(events: StoredEvent[]): boolean {
+  const last = events[events.length - 1]?.response;
+  return last !== undefined && "statusUpdate" in last && isTerminal(last.statusUpdate.status.state);
 }
 
 function prepend(first: StreamItem, rest: AsyncIterable<StreamItem>): AsyncIterable<StreamItem> {

@@ -1,11 +1,8 @@
-import type { Database, Statement } from "bun:sqlite";
-import { A2AError } from "../protocol/errors";
-import type { AuthenticationInfo, ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
-import type { OpenDatabase } from "../store/database";
-import { newId, now } from "../tasks/clock";
+import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
+import { TaskStoreError } from "../tasks/task-store";
 
-const DEFAULT_PAGE_SIZE = 50;
-const MAX_PAGE_SIZE = 100;
+/** Page sizes of `list`: the default, and the most one page holds (a larger pageSize is cut to it). */
+export const PUSH_CONFIG_PAGE = { default: 50, max: 100 } as const;
 
 /** A config as the dispatcher needs it: everything the caller set, plus who set it. */
 export interface StoredPushConfig extends TaskPushNotificationConfig {
@@ -24,145 +21,35 @@ export interface StoredPushConfig extends TaskPushNotificationConfig {
  * That is what the A2A spec and @a2a-js/sdk do (Get/List return the stored TaskPushNotificationConfig), the
  * secret was chosen by this same caller, and every read is scoped to that caller, so nobody learns a secret
  * they did not already have. They are never logged.
+ *
+ * Every method returns a promise (a store on a server answers over the network); errors are rejections.
  */
 export interface PushConfigStore {
   /** Saves the config; an empty id gets a ULID, and an existing (taskId, id) of the same owner is replaced. */
-  create(owner: string, config: TaskPushNotificationConfig): TaskPushNotificationConfig;
-  get(owner: string, taskId: string, id: string): TaskPushNotificationConfig | undefined;
-  /** Configs of one task ordered by id; `nextPageToken` is "" on the last page. */
-  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): ListTaskPushNotificationConfigsResult;
-  /** Removes the config and the deliveries still queued for it; false if the caller has no such config. */
-  delete(owner: string, taskId: string, id: string): boolean;
-  /** Every config of the task, whoever set it, with the secrets: for delivery only, never for a client. */
-  forTask(taskId: string): StoredPushConfig[];
-  /** One config for delivery (the dispatcher re-reads it before each attempt: it may have been deleted). */
-  forDelivery(taskId: string, id: string): StoredPushConfig | undefined;
-}
-
-interface Row {
-  task_id: string;
-  id: string;
-  owner: string;
-  url: string;
-  token: string | null;
-  authentication: string | null;
-}
-
-/**
- * PushConfigStore on the node's SQLite database (table push_configs; primary key (task_id, id), so all of a
- * task's configs are one b-tree range). Plain prepared statements, like the task store's hot path.
- */
-export class SqlitePushConfigStore implements PushConfigStore {
-  private readonly sqlite: Database;
+  create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig>;
+  get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined>;
   /**
-   * Tasks that have at least one webhook. forTask() runs on every task event, and almost no task has a
-   * webhook: this set answers for those without touching the database.
+   * Configs of one task ordered by id, `pageSize` (PUSH_CONFIG_PAGE) at most; `nextPageToken` is "" on the
+   * last page.
    */
-  private readonly withConfigs = new Set<string>();
-  private readonly q: Record<"upsert" | "get" | "page" | "pageAfter" | "del" | "delDeliveries" | "forTask" | "forDelivery", Statement>;
-
-  constructor(database: OpenDatabase) {
-    this.sqlite = database.sqlite;
-    const prep = (s: string) => database.sqlite.prepare(s);
-    this.q = {
-      // The WHERE on the update keeps one owner from overwriting another's config that happens to share the
-      // (taskId, id) pair: the statement then changes nothing and create() refuses.
-      upsert: prep(
-        `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-         ON CONFLICT (task_id, id) DO UPDATE SET url = excluded.url, token = excluded.token, authentication = excluded.authentication
-         WHERE push_configs.owner = excluded.owner`,
-      ),
-      get: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND id = ?2 AND owner = ?3"),
-      page: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND owner = ?2 ORDER BY id LIMIT ?3"),
-      pageAfter: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND owner = ?2 AND id > ?3 ORDER BY id LIMIT ?4"),
-      del: prep("DELETE FROM push_configs WHERE task_id = ?1 AND id = ?2 AND owner = ?3"),
-      delDeliveries: prep("DELETE FROM push_deliveries WHERE task_id = ?1 AND config_id = ?2"),
-      forTask: prep("SELECT * FROM push_configs WHERE task_id = ?1 ORDER BY id"),
-      forDelivery: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND id = ?2"),
-    };
-    for (const r of database.sqlite.prepare("SELECT DISTINCT task_id AS t FROM push_configs").all() as { t: string }[]) this.withConfigs.add(r.t);
-  }
-
-  create(owner: string, config: TaskPushNotificationConfig): TaskPushNotificationConfig {
-    const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
-    if (config.token) saved.token = config.token;
-    if (config.authentication) saved.authentication = { ...config.authentication };
-    const r = this.q.upsert.run(
-      saved.taskId,
-      saved.id,
-      owner,
-      saved.url,
-      saved.token ?? null,
-      saved.authentication ? JSON.stringify(saved.authentication) : null,
-      now(),
-    );
-    // Same answer as for a task the caller cannot see: nothing about the other owner leaks.
-    if (r.changes === 0) throw A2AError.taskNotFound(saved.taskId);
-    this.withConfigs.add(saved.taskId);
-    return saved;
-  }
-
-  get(owner: string, taskId: string, id: string): TaskPushNotificationConfig | undefined {
-    const row = this.q.get.get(taskId, id, owner) as Row | null;
-    return row ? toConfig(row) : undefined;
-  }
-
-  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): ListTaskPushNotificationConfigsResult {
-    const size = Math.min(Math.max(Math.trunc(pageSize ?? DEFAULT_PAGE_SIZE), 1), MAX_PAGE_SIZE);
-    // One row more than the page tells whether another page follows without a count query.
-    const rows = (
-      pageToken ? this.q.pageAfter.all(taskId, owner, decodePageToken(pageToken), size + 1) : this.q.page.all(taskId, owner, size + 1)
-    ) as Row[];
-    const page = rows.slice(0, size);
-    const last = page[page.length - 1];
-    return { configs: page.map(toConfig), nextPageToken: rows.length > size && last ? encodePageToken(last.id) : "" };
-  }
-
-  delete(owner: string, taskId: string, id: string): boolean {
-    // One transaction (a savepoint when the task store's group transaction is open on this connection): a
-    // deleted webhook must not keep receiving what was queued for it.
-    return this.sqlite.transaction(() => {
-      if (this.q.del.run(taskId, id, owner).changes === 0) return false;
-      this.q.delDeliveries.run(taskId, id);
-      return true;
-    })();
-  }
-
-  forTask(taskId: string): StoredPushConfig[] {
-    if (!this.withConfigs.has(taskId)) return [];
-    const rows = (this.q.forTask.all(taskId) as Row[]).map(toStored);
-    if (rows.length === 0) this.withConfigs.delete(taskId);
-    return rows;
-  }
-
-  forDelivery(taskId: string, id: string): StoredPushConfig | undefined {
-    const row = this.q.forDelivery.get(taskId, id) as Row | null;
-    return row ? toStored(row) : undefined;
-  }
+  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult>;
+  /**
+   * Removes the config; false if the caller has no such config. Deliveries still queued for it are dropped
+   * (the SQLite store deletes them with it; any queue re-reads the config before sending, see forDelivery).
+   */
+  delete(owner: string, taskId: string, id: string): Promise<boolean>;
+  /** Retention: forgets every config of these tasks (and deliveries queued for them), whoever set them. */
+  deleteForTasks(taskIds: readonly string[]): Promise<void>;
+  /** Every config of the task, whoever set it, with the secrets: for delivery only, never for a client. */
+  forTask(taskId: string): Promise<StoredPushConfig[]>;
+  /** One config for delivery (the dispatcher re-reads it before each attempt: it may have been deleted). */
+  forDelivery(taskId: string, id: string): Promise<StoredPushConfig | undefined>;
 }
 
-function toConfig(row: Row): TaskPushNotificationConfig {
-  const c: TaskPushNotificationConfig = { id: row.id, taskId: row.task_id, url: row.url };
-  if (row.token) c.token = row.token;
-  if (row.authentication) c.authentication = JSON.parse(row.authentication) as AuthenticationInfo;
-  return c;
-}
-
-function toStored(row: Row): StoredPushConfig {
-  return { ...toConfig(row), owner: row.owner };
-}
-
-// Page tokens are opaque to clients; the prefix lets a token from elsewhere (e.g. ListTasks) be refused clearly.
-const TOKEN_PREFIX = "pc1|";
-
-function encodePageToken(lastId: string): string {
-  return Buffer.from(TOKEN_PREFIX + lastId).toString("base64url");
-}
-
-function decodePageToken(token: string): string {
-  const text = Buffer.from(token, "base64url").toString("utf8");
-  if (!text.startsWith(TOKEN_PREFIX) || text.length === TOKEN_PREFIX.length) {
-    throw A2AError.invalidParams("pageToken is not one this node issued for push notification configs");
+/** Another owner holds the config with that (taskId, id): the caller is told no more than "not found". */
+export class ConfigOwnedElsewhere extends TaskStoreError {
+  constructor(readonly taskId: string) {
+    super(`task ${taskId} has no such push notification config for this caller`);
+    this.name = "ConfigOwnedElsewhere";
   }
-  return text.slice(TOKEN_PREFIX.length);
 }

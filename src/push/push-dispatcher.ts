@@ -102,7 +102,13 @@ export class PushDispatcher {
   private readonly lanes = new Map<string, Lane>();
   private readonly scheduler: FairScheduler<Lane>;
   private readonly idleWaiters: (() => void)[] = [];
+  /** Per task, the last notify() still being queued: the next one waits for it. */
+  private readonly notifying = new Map<string, Promise<void>>();
   private running = false;
+  /** Counts start() and stop() calls: a start that a stop overtook does not start. */
+  private generation = 0;
+  /** While start() loads the queue: deliveries queued meanwhile wait for it, so they follow the older ones. */
+  private starting: Promise<void> | undefined;
   private readonly maxAttempts: number;
   private readonly baseMs: number;
   private readonly maxMs: number;
@@ -144,10 +150,22 @@ export class PushDispatcher {
    * Queues `event` for every webhook of the task (durably, before returning) and schedules the sends. Cheap
    * when the task has no webhook (one index probe), so it can be called for every event. `owner`, if given,
    * restricts delivery to that owner's configs (defence in depth should a config ever be attached to a task
-   * its owner does not own). Called while stopped, the rows wait for start().
+   * its owner does not own). Called while stopped, the rows wait for start(). A task's events are queued in
+   * the order notify() was called, however long each look-up of its configs takes.
    */
-  notify(taskId: string, event: StreamResponse, owner?: string): void {
-    let configs = this.configs.forTask(taskId);
+  notify(taskId: string, event: StreamResponse, owner?: string): Promise<void> {
+    const before = this.notifying.get(taskId);
+    const queued = before ? before.then(() => this.queueDeliveries(taskId, event, owner)) : this.queueDeliveries(taskId, event, owner);
+    const settled = queued.catch(() => {});
+    this.notifying.set(taskId, settled);
+    void settled.then(() => {
+      if (this.notifying.get(taskId) === settled) this.notifying.delete(taskId);
+    });
+    return queued;
+  }
+
+  private async queueDeliveries(taskId: string, event: StreamResponse, owner?: string): Promise<void> {
+    let configs = await this.configs.forTask(taskId);
     if (owner !== undefined) configs = configs.filter((c) => c.owner === owner);
     if (configs.length === 0) return;
     const body = JSON.stringify(event);
@@ -156,6 +174,8 @@ export class PushDispatcher {
     this.sqlite.transaction(() => {
       configs.forEach((c, i) => this.q.insert.run(ids[i]!, taskId, c.id, body, new Date(at).toISOString()));
     })();
+    // Rows written while a start() loads the queue were not in what it read: they go in after it.
+    if (this.starting) await this.starting;
     if (!this.running) return;
     configs.forEach((c, i) => this.enqueue(taskId, c, ids[i]!, at));
     this.pump();
@@ -168,15 +188,31 @@ export class PushDispatcher {
     return this.scheduler.inFlight;
   }
 
-  /** Picks up every delivery left in the table (a previous run's, or queued while stopped) and starts sending. */
-  start(): void {
-    if (this.running) return;
-    this.running = true;
+  /**
+   * Picks up every delivery left in the table (a previous run's, or queued while stopped) and starts sending.
+   * Resolves once they are scheduled.
+   */
+  start(): Promise<void> {
+    if (this.running) return Promise.resolve();
+    this.starting ??= this.load().finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private async load(): Promise<void> {
     this.lanes.clear();
     this.scheduler.clear();
-    for (const row of this.q.all.all() as Omit<DeliveryRow, "body">[]) {
-      // Looked up once per lane (only its first row creates it); a config gone meanwhile is dropped at attempt.
-      const config = this.lanes.has(`${row.task_id}\0${row.config_id}`) ? undefined : this.configs.forDelivery(row.task_id, row.config_id);
+    const generation = ++this.generation;
+    const rows = this.q.all.all() as Omit<DeliveryRow, "body">[];
+    // Looked up once per lane; a config gone meanwhile is dropped at its attempt.
+    const configs = new Map<string, StoredPushConfig | undefined>();
+    for (const row of rows) {
+      const key = `${row.task_id}\0${row.config_id}`;
+      if (!configs.has(key)) configs.set(key, await this.configs.forDelivery(row.task_id, row.config_id));
+    }
+    if (generation !== this.generation) return; // stopped meanwhile
+    this.running = true;
+    for (const row of rows) {
+      const config = configs.get(`${row.task_id}\0${row.config_id}`);
       this.enqueue(row.task_id, config ?? { id: row.config_id, owner: "", url: "" }, row.id, Date.parse(row.next_attempt_at));
     }
     this.pump();
@@ -189,6 +225,7 @@ export class PushDispatcher {
    */
   stop(): Promise<void> {
     this.running = false;
+    this.generation++;
     for (const lane of this.lanes.values()) clearTimeout(lane.timer);
     this.lanes.clear();
     this.scheduler.clear();
@@ -287,7 +324,7 @@ export class PushDispatcher {
       lane.dueAt = this.clock();
       return;
     }
-    const config = this.configs.forDelivery(lane.taskId, lane.configId);
+    const config = await this.configs.forDelivery(lane.taskId, lane.configId);
     if (!config) {
       const dropped = this.q.dropLane.run(lane.taskId, lane.configId).changes;
       lane.queue.length = 0;

@@ -1,7 +1,7 @@
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import { CONNECTION_DEFAULTS, ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
-import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
+import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
 
 export interface EnrollListenerOptions {
@@ -16,6 +16,8 @@ export interface EnrollListenerOptions {
   tooLarge(limit: number, declared: number | undefined): HttpResponse;
   handshakeTimeoutMs?: number;
   limits?: ConnectionLimits;
+  /** Head size and timeouts of the HTTP loop, as on the other listeners. */
+  http?: HttpLimits;
   onHandshakeError?(err: Error, remote: string | undefined): void;
   onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
 }
@@ -27,7 +29,7 @@ export interface EnrollListenerOptions {
  * routes answer (src/fleet/enroll-service.ts); nothing of A2A is reachable.
  */
 export function listenEnroll(options: EnrollListenerOptions): Promise<Listener> {
-  const connections = new ConnectionSet();
+  const connections = new ConnectionSet(options.http);
   const tls = createTlsServer({
     cert: options.cert,
     key: options.key,

@@ -2,11 +2,13 @@ import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
 import { CONNECTION_DEFAULTS, ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
-import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
+import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { RevocationLookup } from "../../pki/fleet-member";
 import { peerIdentifier } from "./peer-identity";
 
 export interface MtlsListenerOptions {
+  /** Head size, idle and request timeouts per connection (HTTP_DEFAULTS when absent). */
+  http?: HttpLimits;
   host: string;
   port: number;
   /** PEM: this node's certificate and key, and the fleet CA that client certificates must chain to. */
@@ -17,7 +19,7 @@ export interface MtlsListenerOptions {
   /** Called for every HTTP request, with the identity proven by the connection's client certificate. */
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
   /** The answer to a body over maxBodyBytes. */
-  tooLarge(limit: number, declared: number | undefined): HttpResponse;
+  tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   /** Called when a TLS handshake fails (no certificate, foreign CA, expired...) or its certificate is refused. */
   onHandshakeError?(err: Error, remote: string | undefined): void;
   /** A client that has not finished its TLS handshake after this long is dropped. */
@@ -28,6 +30,8 @@ export interface MtlsListenerOptions {
   onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
   /** The fleet's revocation list: a client certificate on it is refused at the connection. */
   revoked?: RevocationLookup;
+  /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
+  onRefusedRequest?(status: number): void;
 }
 
 export interface Listener {
@@ -41,6 +45,8 @@ export interface Listener {
   stopAccepting(): void;
   /** Closes every connection. */
   close(): Promise<void>;
+  /** Connections open now (handshakes in progress included), where the listener counts them. */
+  openConnections?(): number;
 }
 
 /**
@@ -50,7 +56,7 @@ export interface Listener {
  * connection from the socket and handed to every request on it. No header can set or change it.
  */
 export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
-  const connections = new ConnectionSet();
+  const connections = new ConnectionSet(options.http);
   const tls = createTlsServer({
     cert: options.cert,
     key: options.key,
@@ -77,7 +83,12 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     const { caller } = peer;
     serials.set(socket, peer.serial);
     socket.on("close", () => serials.delete(socket));
-    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, caller) });
+    connections.serve(socket, {
+      maxBodyBytes: options.maxBodyBytes,
+      tooLarge: options.tooLarge,
+      handle: (req) => options.onRequest(req, caller),
+      onRefused: options.onRefusedRequest,
+    });
   });
   tls.on("tlsClientError", (err, socket) => {
     // Bun reports a failed or timed-out handshake but, unlike Node, leaves the socket open: close it here.
@@ -110,6 +121,7 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
           }
           return dropped;
         },
+        openConnections: () => gate.count(),
         stopAccepting: () => void tls.close(),
         close: async () => {
           if (tls.listening) tls.close();

@@ -30,6 +30,8 @@ export interface Setting<T> {
   readonly secret?: boolean;
   /** Repeatable flag (a list). */
   readonly repeatable?: boolean;
+  /** The only values it takes, when they are a fixed few. */
+  readonly choices?: readonly string[];
   /** SIGHUP applies a new value without a restart. */
   readonly reloadable?: boolean;
   /** From a flag's or an environment variable's text. */
@@ -91,6 +93,7 @@ export function text<D extends string | undefined>(c: Common & { default: D; cho
   return {
     ...base(c),
     default: c.default,
+    choices: c.choices,
     fromText: check,
     fromFile: (v) => {
       if (typeof v !== "string") throw new SettingProblem(`must be a string (got ${got(v)})`);

@@ -4,9 +4,11 @@
  * come from this table (test/config.test.ts checks that they agree).
  */
 import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "../executors/openai-executor";
-import { LOG_LEVELS } from "../log";
+import { LOG_FORMATS, LOG_LEVELS } from "../log";
 import { PUSH_DEFAULTS } from "../push/push-dispatcher";
 import { CONNECTION_DEFAULTS } from "../server/connection-limits";
+import { HTTP_DEFAULTS } from "../server/http1";
+import { RATE_LIMIT_DEFAULTS } from "../server/rate-limit";
 import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
 import { list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
 import { readSkills, type SkillSetting } from "./skills";
@@ -42,6 +44,16 @@ export const SETTINGS = {
     max: 65535,
     integer: true,
     doc: "also serve plain HTTP on 127.0.0.1:PORT (loopback only, no identity: every caller is '@local'), for local tools and the A2A conformance kit; leave unset in production",
+  }),
+  adminPort: number({
+    file: "admin_port",
+    value: "PORT",
+    group: "listen",
+    default: undefined,
+    min: 0,
+    max: 65535,
+    integer: true,
+    doc: "also serve /metrics and /health/* (nothing else: no A2A) over plain HTTP on 127.0.0.1:PORT, for a local Prometheus or health checker without a client certificate; off when unset",
   }),
 
   // What runs incoming tasks.
@@ -99,6 +111,37 @@ export const SETTINGS = {
     integer: true,
     doc: "most bytes of tasks in one ListTasks answer: its page holds fewer tasks, and a task larger than this alone comes with its artifacts (then history) left out, noted in its metadata as a2a-node/omitted (GetTask returns it whole)",
   }),
+  maxHeadBytes: number({
+    file: "max_head_bytes",
+    flag: "max-head",
+    value: "BYTES",
+    group: "limits",
+    default: HTTP_DEFAULTS.maxHeadBytes,
+    min: 1024,
+    max: 1024 * 1024,
+    integer: true,
+    doc: "largest request head (request line and headers) accepted; larger ones get HTTP 431",
+  }),
+  idleTimeoutMs: seconds({
+    file: "idle_timeout_seconds",
+    flag: "idle-timeout",
+    value: "SECONDS",
+    group: "limits",
+    default: HTTP_DEFAULTS.idleTimeoutMs,
+    min: 1,
+    max: 3600,
+    doc: "a connection with no request in progress is closed after this",
+  }),
+  requestTimeoutMs: seconds({
+    file: "request_timeout_seconds",
+    flag: "request-timeout",
+    value: "SECONDS",
+    group: "limits",
+    default: HTTP_DEFAULTS.headTimeoutMs,
+    min: 1,
+    max: 3600,
+    doc: "a request must arrive whole (head and body) within this once it has begun, or it gets HTTP 408 and the connection is closed (slow-loris guard)",
+  }),
   handshakeTimeoutMs: seconds({
     file: "handshake_timeout_seconds",
     flag: "handshake-timeout",
@@ -138,6 +181,27 @@ export const SETTINGS = {
     max: 1_000_000,
     integer: true,
     doc: "refused connections (failed handshakes, foreign or revoked certificates, over the limits) logged one by one each minute; the rest are counted by kind in one line",
+  }),
+  rateLimitPerSecond: number({
+    file: "rate_limit_per_second",
+    value: "N",
+    group: "limits",
+    default: RATE_LIMIT_DEFAULTS.perSecond,
+    min: 0,
+    max: 1_000_000,
+    reloadable: true,
+    doc: "A2A requests one peer may make per second, on average (token bucket; 0: no limit); past it the peer gets HTTP 429 with Retry-After and a JSON-RPC error; SIGHUP applies a change",
+  }),
+  rateLimitBurst: number({
+    file: "rate_limit_burst",
+    value: "N",
+    group: "limits",
+    default: RATE_LIMIT_DEFAULTS.burst,
+    min: 1,
+    max: 1_000_000,
+    integer: true,
+    reloadable: true,
+    doc: "A2A requests one peer may make at once before the per-second rate applies (the bucket's size); SIGHUP applies a change",
   }),
   maxConcurrent: number({ file: "max_concurrent", value: "N", group: "limits", default: 4, min: 1, max: 10_000, integer: true, doc: "tasks executing at once" }),
   maxQueued: number({ file: "max_queued", value: "N", group: "limits", default: 1000, min: 0, max: 1_000_000, integer: true, doc: "tasks waiting for a slot; beyond this new tasks are refused (\"retry later\")" }),
@@ -181,6 +245,15 @@ export const SETTINGS = {
     max: 1_000_000,
     integer: true,
     doc: "tasks one caller may start in one conversation (stops two agents delegating to each other forever)",
+  }),
+  retentionDays: number({
+    file: "retention_days",
+    value: "DAYS",
+    group: "limits",
+    default: 30,
+    min: 0,
+    max: 36_500,
+    doc: "finished tasks (and their events and webhooks) older than this are deleted in the background, in small batches; 0 keeps them forever",
   }),
 
   // Push-notification webhooks.
@@ -226,6 +299,14 @@ export const SETTINGS = {
 
   // What peers see in the agent card.
   description: text({ file: "description", value: "TEXT", group: "card", default: "An a2a-node agent: delegate tasks to it over mutual TLS.", doc: "description in the agent card" }),
+  preferredBinding: text({
+    file: "preferred_binding",
+    value: "BINDING",
+    group: "card",
+    default: "JSONRPC" as string,
+    choices: ["JSONRPC", "HTTP+JSON"],
+    doc: "the A2A binding the agent card lists first, which clients that speak both use: JSONRPC or HTTP+JSON (both are always served)",
+  }),
   skills: table<SkillSetting[] | undefined>({
     file: "skills",
     value: "[[skills]]",
@@ -284,6 +365,14 @@ export const SETTINGS = {
     choices: LOG_LEVELS,
     reloadable: true,
     doc: "least important log lines written: info, warn or error (--quiet: warn); SIGHUP applies a change",
+  }),
+  logFormat: text({
+    file: "log_format",
+    value: "FORMAT",
+    group: "daemon",
+    default: "auto" as string,
+    choices: LOG_FORMATS,
+    doc: "log lines on stdout as json (one object per line: time, level, msg, fields; for journald and log shippers) or text; auto: text on a terminal, json otherwise",
   }),
 } satisfies Record<string, Setting<unknown>>;
 

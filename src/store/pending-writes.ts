@@ -140,7 +140,7 @@ function appendToJsonArray(array: string, items: string[]): string {
 }
 
 /** A re-sent artifact (same artifactId) replaces the old one in place; new ones are appended. */
-function mergeArtifacts(existing: Artifact[], added: Artifact[]): Artifact[] {
+export function mergeArtifacts(existing: Artifact[], added: Artifact[]): Artifact[] {
   const out = [...existing];
   for (const a of added) {
     const i = out.findIndex((x) => x.artifactId === a.artifactId);

@@ -1,10 +1,12 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, count, desc, eq, gt, inArray, lt, or, asc } from "drizzle-orm";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
-import { TaskStoreRequestError, type NewTask, type StoredEvent, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { encodeTime } from "ulid";
+import { FINAL_STATES, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
 import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
+import { decodePageToken, encodePageToken } from "./page-token";
 import { newPending, planWrite, toJson, type Pending, type StoredRow } from "./pending-writes";
 import { tasks } from "./schema";
 import { commitEach, GroupCommit } from "./write-batch";
@@ -61,7 +63,10 @@ export class SqliteTaskStore implements TaskStore {
     | "insertEvents"
     | "selectEvents"
     | "maxEventSeq"
-    | "selectImplied",
+    | "selectImplied"
+    | "selectExpired"
+    | "deleteTask"
+    | "deleteEvents",
     Statement
   >;
 
@@ -97,10 +102,17 @@ export class SqliteTaskStore implements TaskStore {
       selectIdByRequest: prep("SELECT id FROM tasks WHERE owner = ?1 AND request_message_id = ?2"),
       selectContext: prep(`${contextTasks("id, history")} ORDER BY id DESC`),
       selectContextIds: prep(contextTasks("id")),
+      // Ids are ULIDs (creation time first): a task that ended before the cut-off was created before it, so
+      // the walk is a primary-key range from the oldest task up to the cut-off's time, not a table scan.
+      selectExpired: prep(
+        `SELECT id FROM tasks WHERE id < ?1 AND status_timestamp < ?2 AND state IN (${FINAL_STATES.map((s) => `'${s}'`).join(", ")}) ORDER BY id LIMIT ?3`,
+      ),
+      deleteTask: prep("DELETE FROM tasks WHERE id = ?1"),
+      deleteEvents: prep("DELETE FROM task_events WHERE task_id = ?1"),
     };
   }
 
-  create(input: NewTask): { task: Task; created: boolean; committed: Promise<void> } {
+  async create(input: NewTask): Promise<{ task: Task; created: boolean; committed: Promise<void> }> {
     const idempotent = input.idempotent !== false;
     const key = `${input.owner}\0${input.message.messageId}`;
     // Refused here, before anything is recorded: what the caller sent cannot be stored.
@@ -111,7 +123,7 @@ export class SqliteTaskStore implements TaskStore {
       if (inFlight) return { task: inFlight, created: false, committed: this.group.commit(inFlight.id) };
       this.openGroupTransaction();
       const existing = this.w.selectIdByRequest.get(input.owner, input.message.messageId) as { id: string } | null;
-      if (existing) return { task: this.get(existing.id, input.owner) as Task, created: false, committed: Promise.resolve() };
+      if (existing) return { task: this.read(existing.id, input.owner) as Task, created: false, committed: Promise.resolve() };
     }
     const task: Task = {
       id: input.id,
@@ -136,12 +148,16 @@ export class SqliteTaskStore implements TaskStore {
     return { task, created: true, committed: this.group.commit(input.id) };
   }
 
-  get(id: string, owner: string, historyLength?: number): Task | undefined {
+  async get(id: string, owner: string, historyLength?: number): Promise<Task | undefined> {
+    return this.read(id, owner, historyLength);
+  }
+
+  private read(id: string, owner: string, historyLength?: number): Task | undefined {
     const row = this.w.selectTask.get(id, owner) as RawRow | null;
     return row ? assemble(fromRaw(row), historyLength, true) : undefined;
   }
 
-  list(owner: string, params: ListTasksParams): ListTasksResult {
+  async list(owner: string, params: ListTasksParams): Promise<ListTasksResult> {
     const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE;
     const filters = [eq(tasks.owner, owner)];
     if (params.contextId) {
@@ -204,38 +220,36 @@ export class SqliteTaskStore implements TaskStore {
     return task;
   }
 
-  appendMessage(taskId: string, message: Message): Promise<void> {
-    return this.add(taskId, (p) => p.messages.push(toJson(message, "message")));
+  record(taskId: string, change: TaskChange): Promise<void> {
+    // Everything the change carries is serialised before any of it joins the task's pending writes: a change
+    // that cannot be stored is refused whole, and leaves nothing behind.
+    let history: string[] | undefined;
+    let statusMessage: string | null | undefined;
+    try {
+      if (change.status) statusMessage = change.status.message ? toJson(change.status.message, "status message") : null;
+      // The agent's final reply is usually the status message too: serialised once.
+      if (change.history?.length) history = change.history.map((m) => (statusMessage && m === change.status?.message ? statusMessage : toJson(m, "message")));
+      if (change.metadata) toJson(change.metadata, "metadata");
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const p = this.pendingFor(taskId);
+    if (history) p.messages.push(...history);
+    if (change.status) {
+      p.status = change.status;
+      p.statusMessage = statusMessage;
+    }
+    if (change.artifacts?.length) p.artifacts.push(...change.artifacts);
+    if (change.metadata) p.metadata = { ...p.metadata, ...change.metadata };
+    if (change.events?.items.length) {
+      if (p.events.length === 0) p.firstSeq = change.events.firstSeq;
+      p.events.push(...change.events.items);
+    }
+    if (change.rowSeq !== undefined) p.rowSeq = change.rowSeq;
+    return this.group.commit(taskId);
   }
 
-  setStatus(taskId: string, status: TaskStatus): Promise<void> {
-    return this.add(taskId, (p) => {
-      p.statusMessage = status.message ? toJson(status.message, "status message") : null;
-      p.status = status;
-    });
-  }
-
-  finish(taskId: string, status: TaskStatus, produced: Artifact[], metadata?: Record<string, unknown>): Promise<void> {
-    return this.add(taskId, (p) => {
-      const message = status.message ? toJson(status.message, "status message") : null;
-      if (metadata) toJson(metadata, "metadata");
-      p.status = status;
-      p.statusMessage = message;
-      if (produced.length) p.artifacts.push(...produced);
-      if (message) p.messages.push(message);
-      if (metadata) p.metadata = { ...p.metadata, ...metadata };
-    });
-  }
-
-  appendEvents(taskId: string, firstSeq: number, events: StreamResponse[], rowSeq?: number): Promise<void> {
-    return this.add(taskId, (p) => {
-      if (p.events.length === 0) p.firstSeq = firstSeq;
-      p.events.push(...events);
-      if (rowSeq !== undefined) p.rowSeq = rowSeq;
-    });
-  }
-
-  eventsAfter(taskId: string, afterSeq: number): StoredEvent[] {
+  async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
     const out: StoredEvent[] = [];
     const implied = this.w.selectImplied.get(taskId) as ImpliedRow | null;
     if (implied && implied.last_seq > afterSeq) {
@@ -249,20 +263,20 @@ export class SqliteTaskStore implements TaskStore {
     return out;
   }
 
-  lastEventSeq(taskId: string): number {
+  async lastEventSeq(taskId: string): Promise<number> {
     return (this.w.maxEventSeq.get(taskId) as { n: number }).n;
   }
 
-  snapshot(id: string, owner: string, historyLength?: number): { task: Task; lastSeq: number } | undefined {
+  async snapshot(id: string, owner: string, historyLength?: number): Promise<{ task: Task; lastSeq: number } | undefined> {
     const row = this.w.selectTask.get(id, owner) as RawRow | null;
     return row ? { task: assemble(fromRaw(row), historyLength, true), lastSeq: row.last_seq } : undefined;
   }
 
-  countInContext(contextId: string, owner: string): number {
+  async countInContext(contextId: string, owner: string): Promise<number> {
     return this.w.selectContextIds.all(contextId, owner).length;
   }
 
-  unfinished(): UnfinishedTask[] {
+  async unfinished(): Promise<UnfinishedTask[]> {
     return this.db
       .select({ id: tasks.id, owner: tasks.owner, state: tasks.state, executor: tasks.executor })
       .from(tasks)
@@ -271,7 +285,7 @@ export class SqliteTaskStore implements TaskStore {
       .all();
   }
 
-  contextHistory(contextId: string, owner: string, limit: number): Message[] {
+  async contextHistory(contextId: string, owner: string, limit: number): Promise<Message[]> {
     // Newest tasks first, until enough messages are gathered; then oldest first.
     const out: Message[][] = [];
     let n = 0;
@@ -285,22 +299,27 @@ export class SqliteTaskStore implements TaskStore {
     return all.length > limit ? all.slice(all.length - limit) : all;
   }
 
+  deleteFinished(before: string, limit: number): Promise<string[]> {
+    const cutoff = Date.parse(before);
+    if (Number.isNaN(cutoff)) return Promise.reject(new TypeError(`not a time: ${before}`));
+    // The smallest id of the cut-off's millisecond: every task created earlier sorts below it.
+    const idBound = `${encodeTime(cutoff, 10)}0000000000000000`;
+    const ids = (this.w.selectExpired.all(idBound, new Date(cutoff).toISOString(), limit) as { id: string }[])
+      .map((r) => r.id)
+      .filter((id) => !this.pending.has(id));
+    // One transaction (a savepoint inside a group commit's open one), so a crash leaves a task whole or gone.
+    this.sqlite.transaction(() => {
+      for (const id of ids) {
+        this.w.deleteTask.run(id);
+        this.w.deleteEvents.run(id);
+      }
+    })();
+    return Promise.resolve(ids);
+  }
+
   /** Commits whatever is pending now; call before closing the database. */
   flush(): void {
     this.group.flush();
-  }
-
-  /**
-   * Adds a write to a task's pending ones and returns its outcome. `change` serialises what the caller sent
-   * before it changes anything, so a refused write leaves nothing behind and fails its own caller at once.
-   */
-  private add(taskId: string, change: (p: Pending) => void): Promise<void> {
-    try {
-      change(this.pendingFor(taskId));
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return this.group.commit(taskId);
   }
 
   private pendingFor(taskId: string): Pending {
@@ -332,7 +351,7 @@ export class SqliteTaskStore implements TaskStore {
       this.log.warn("a group commit failed; committing its tasks one at a time", { tasks: batch.length, reason: reasonOf(err) }),
     );
     // Task ids and reasons only: what the tasks hold stays out of the log.
-    for (const [id, err] of failed) this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(err) });
+    for (const [id, err] of failed) this.log.error("could not store a task's writes; its callers get an error", { task_id: id, reason: reasonOf(err) });
     this.database.afterCommit();
     return failed;
   }
@@ -436,15 +455,4 @@ function assemble(row: TaskParts, historyLength: number | undefined, withArtifac
   }
   if (row.metadata) task.metadata = JSON.parse(row.metadata) as Record<string, unknown>;
   return task;
-}
-
-function encodePageToken(timestamp: string, id: string): string {
-  return Buffer.from(`${timestamp}|${id}`).toString("base64url");
-}
-
-function decodePageToken(token: string): { timestamp: string; id: string } {
-  const text = Buffer.from(token, "base64url").toString("utf8");
-  const bar = text.indexOf("|");
-  if (bar <= 0 || bar === text.length - 1) throw new TaskStoreRequestError("pageToken is not one this node issued");
-  return { timestamp: text.slice(0, bar), id: text.slice(bar + 1) };
 }

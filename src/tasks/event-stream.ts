@@ -12,6 +12,9 @@ export class EventStream implements AsyncIterable<StreamItem> {
   private ended = false;
   private error: unknown;
   private lastSeq = 0;
+  /** Live items that arrived while the stream was held (see hold), and whether it was ended meanwhile. */
+  private held: StreamItem[] | undefined;
+  private endWhenReleased = false;
 
   private readonly onClose: () => void;
 
@@ -31,6 +34,10 @@ export class EventStream implements AsyncIterable<StreamItem> {
 
   push(item: StreamItem): void {
     if (this.ended) return;
+    if (this.held) {
+      this.held.push(item);
+      return;
+    }
     if (item.seq !== undefined) {
       if (item.seq <= this.lastSeq) return;
       this.lastSeq = item.seq;
@@ -48,9 +55,30 @@ export class EventStream implements AsyncIterable<StreamItem> {
     this.buffer.push(item);
   }
 
-  /** Ends the stream after what is buffered. */
+  /**
+   * Holds live items back until `release`: a subscriber that subscribes first and reads the stored events
+   * after (so that nothing falls between the two) gets the stored ones first, then the live ones in order.
+   */
+  hold(): void {
+    this.held ??= [];
+  }
+
+  /** Delivers `replay` (stored items, in order), then what was held; an end asked for meanwhile follows. */
+  release(replay: Iterable<StreamItem>): void {
+    const held = this.held ?? [];
+    this.held = undefined;
+    for (const item of replay) this.push(item);
+    for (const item of held) this.push(item);
+    if (this.endWhenReleased) this.end();
+  }
+
+  /** Ends the stream after what is buffered (after what is held, if it is held). */
   end(): void {
     if (this.ended) return;
+    if (this.held) {
+      this.endWhenReleased = true;
+      return;
+    }
     this.ended = true;
     if (this.waiting && this.buffer.length === 0) {
       const w = this.waiting;

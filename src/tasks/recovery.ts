@@ -21,17 +21,16 @@ export async function recoverUnfinished(
   let resumed = 0;
   let failed = 0;
   const writes: Promise<void>[] = [];
-  for (const t of store.unfinished()) {
-    const snap = store.snapshot(t.id, t.owner);
+  for (const t of await store.unfinished()) {
+    const [snap, lastSeq] = await Promise.all([store.snapshot(t.id, t.owner), store.lastEventSeq(t.id)]);
     if (!snap) continue;
     const { task } = snap;
-    const lastSeq = store.lastEventSeq(t.id);
     const policy = t.executor === executor.kind ? (executor.onRestart ?? "fail") : "fail";
     const restarts = Number(task.metadata?.["a2a-node/restarts"] ?? 0);
     const message = [...(task.history ?? [])].reverse().find((m) => m.role === "ROLE_USER");
     if (policy !== "fail" && restarts < MAX_RESTARTS && message) {
       task.metadata = { ...task.metadata, "a2a-node/restarts": restarts + 1 };
-      void store.finish(t.id, task.status, [], { "a2a-node/restarts": restarts + 1 });
+      void store.record(t.id, { metadata: { "a2a-node/restarts": restarts + 1 } });
       start(task, message, t.owner, lastSeq, policy === "reattach");
       resumed++;
       continue;
@@ -42,8 +41,8 @@ export async function recoverUnfinished(
         : "interrupted: the node stopped while running this task, more than twice; not trying it again";
     const status: TaskStatus = { state: "TASK_STATE_FAILED", timestamp: now(), message: agentMessage(t.id, task.contextId, why) };
     failed++;
-    writes.push(store.finish(t.id, status, []));
-    writes.push(store.appendEvents(t.id, lastSeq + 1, [{ statusUpdate: { taskId: t.id, contextId: task.contextId, status } }], lastSeq + 1));
+    const ended = { statusUpdate: { taskId: t.id, contextId: task.contextId, status } };
+    writes.push(store.record(t.id, { status, history: [status.message!], events: { firstSeq: lastSeq + 1, items: [ended] }, rowSeq: lastSeq + 1 }));
   }
   await Promise.all(writes);
   return { resumed, failed };

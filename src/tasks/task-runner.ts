@@ -1,10 +1,11 @@
 import type { AgentExecutor, ExecutionEvents, ExecutionOutcome, InputRequest } from "../executors/executor";
 import { A2AError } from "../protocol/errors";
-import type { Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
+import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { accumulate, agentMessage, capParts } from "./artifacts";
 import { now } from "./clock";
 import type { EventStream } from "./event-stream";
 import { FairQueue } from "./fair-queue";
+import type { TaskLifecycle } from "./lifecycle";
 import { abortOf, causeOf, deferred, type Job, newJob, stop, type Waiting } from "./job";
 import { EventPublisher, type EventListener } from "./publisher";
 import { recoverUnfinished } from "./recovery";
@@ -28,6 +29,8 @@ export interface TaskRunnerOptions {
   deadlineMs?: number;
   /** Artifact text beyond this many bytes is cut, the executor stopped, and the task marked truncated. */
   outputCapBytes?: number;
+  /** Told when tasks are taken, wait for input, and end (the daemon's task log lines and metrics). */
+  lifecycle?: TaskLifecycle;
 }
 
 /**
@@ -69,6 +72,13 @@ export class TaskRunner {
     return this.executor.kind;
   }
 
+  /** Tasks executing now, waiting for a slot, and waiting for an answer (held here without a slot). */
+  load(): { running: number; queued: number; waitingForInput: number } {
+    let waitingForInput = 0;
+    for (const job of this.jobs.values()) if (job.waiting) waitingForInput++;
+    return { running: this.running, queued: this.queue.size, waitingForInput };
+  }
+
   /** Registers the one listener of committed events (the push dispatcher). */
   onEvent(listener: EventListener): void {
     this.events.listener = listener;
@@ -106,6 +116,7 @@ export class TaskRunner {
     const job = newJob(task, message, caller, lastSeq, resumed);
     this.events.adopt(job);
     this.jobs.set(task.id, job);
+    this.options.lifecycle?.accepted(task, caller, resumed ? "resumed" : lastSeq > 0 ? "continued" : "new");
     if (committed) this.track(job, committed);
     // Taken first: an execution that asks a question at once starts the next turn before run() returns.
     const settled = job.turn.promise;
@@ -152,12 +163,13 @@ export class TaskRunner {
     const before = { ...task, status: { ...task.status }, history: [...(task.history ?? []), message], artifacts: task.artifacts && [...task.artifacts] };
     const lastSeq = job.seq;
     task.history = before.history;
-    const committed = this.track(job, this.store.appendMessage(taskId, message));
+    const committed = this.track(job, this.store.record(taskId, { history: [message] }));
     job.waiting = undefined;
     waiting.detach();
     this.acquire(job);
     this.setWorking(job);
     const settled = job.turn.promise;
+    this.options.lifecycle?.answered(task, job.caller);
     waiting.answered.resolve(message);
     return { task: before, committed, settled, lastSeq };
   }
@@ -192,6 +204,20 @@ export class TaskRunner {
     if (this.queue.remove(job)) void this.record(job, { state: "TASK_STATE_CANCELED", message: reason });
     else stop(job, "canceled", reason);
     return job.done.promise;
+  }
+
+  /**
+   * Cancels a task nothing executes here (one interrupted while it waited for input): records CANCELED and its
+   * event. Resolves once committed. `peer`: the task's owner, for the lifecycle's watchers.
+   */
+  async cancelIdle(task: Task, reason: string, peer: string): Promise<void> {
+    const status: TaskStatus = { state: "TASK_STATE_CANCELED", timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
+    const seq = (await this.store.lastEventSeq(task.id)) + 1;
+    const ended = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
+    const stored = this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
+    // Nothing ran it in this process: no time of its own to report, only that it ended.
+    void stored.then(() => this.options.lifecycle?.finished(task, peer, "TASK_STATE_CANCELED", 0, 0), () => {});
+    return stored;
   }
 
   /** Picks up what the last run of the node left unfinished (see recoverUnfinished). */
@@ -252,7 +278,7 @@ export class TaskRunner {
     if (text) working.message = agentMessage(task.id, task.contextId, text);
     task.status = working;
     // Not awaited: it commits with the next group, and if the task finishes first the writes merge.
-    void this.track(job, this.store.setStatus(task.id, working));
+    void this.track(job, this.store.record(task.id, { status: working }));
     this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status: working } }, true);
   }
 
@@ -268,11 +294,12 @@ export class TaskRunner {
             stop(job, "deadline", "deadline");
           }, this.options.deadlineMs)
         : undefined;
+      const executing = performance.now();
       try {
-        const history = () =>
-          this.store
-            .contextHistory(task.contextId, job.caller, this.options.historyMessages + 1)
-            .filter((m) => m.messageId !== job.message.messageId);
+        const history = async () =>
+          (await this.store.contextHistory(task.contextId, job.caller, this.options.historyMessages + 1)).filter(
+            (m) => m.messageId !== job.message.messageId,
+          );
         outcome = await this.executor.execute({
           taskId: task.id,
           contextId: task.contextId,
@@ -293,6 +320,7 @@ export class TaskRunner {
         clearTimeout(deadline);
         job.waiting?.detach();
         job.waiting = undefined;
+        job.executorMs += performance.now() - executing;
       }
       const cause = causeOf(job);
       if (job.stopped === "output-cap") {
@@ -325,6 +353,7 @@ export class TaskRunner {
 
   /** Ends the execution without an outcome: the stored task is what the next start of the node sees. */
   private detach(job: Job): void {
+    this.options.lifecycle?.leftForRestart(job.task, job.caller);
     this.jobs.delete(job.task.id);
     for (const s of job.subscribers) s.end();
     job.subscribers.clear();
@@ -350,6 +379,12 @@ export class TaskRunner {
     task.history = [...(task.history ?? []), question];
     job.withdrawn = undefined;
     const answered = deferred<Message>();
+    // Time spent waiting for the answer is not the executor's: it is taken off its share when the wait ends.
+    const asked = performance.now();
+    answered.promise.then(
+      () => void (job.executorMs -= performance.now() - asked),
+      () => void (job.executorMs -= performance.now() - asked),
+    );
     const onStop = () => {
       if (job.waiting !== waiting) return;
       job.waiting = undefined;
@@ -377,10 +412,11 @@ export class TaskRunner {
     job.waiting = waiting;
     signal.addEventListener("abort", onStop, { once: true });
     request.signal?.addEventListener("abort", onWithdraw, { once: true });
-    void this.track(job, this.store.finish(task.id, status, []));
+    void this.track(job, this.store.record(task.id, { status, history: status.message ? [status.message] : undefined }));
     const committed = this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true);
     const turn = job.turn;
     job.turn = deferred();
+    this.options.lifecycle?.waitingForInput(task, job.caller);
     committed.then(
       () => turn.resolve(job.task),
       (err) => turn.reject(notStored(task.id, err)),
@@ -398,7 +434,7 @@ export class TaskRunner {
         const status: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now(), message: agentMessage(task.id, task.contextId, text) };
         // The task's status is the latest progress, for those who read it with GetTask rather than a stream.
         task.status = status;
-        void this.track(job, this.store.setStatus(task.id, status));
+        void this.track(job, this.store.record(task.id, { status }));
         this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status, ...(metadata ? { metadata } : {}) } }, true);
       },
       artifact: (artifact, options = {}) => {
@@ -422,7 +458,7 @@ export class TaskRunner {
       note: (metadata) => {
         if (!this.jobs.has(task.id)) return Promise.resolve();
         task.metadata = { ...task.metadata, ...metadata };
-        return this.track(job, this.store.finish(task.id, task.status, [], metadata));
+        return this.track(job, this.store.record(task.id, { metadata }));
       },
     };
   }
@@ -464,14 +500,20 @@ export class TaskRunner {
         const error = notStored(task.id, job.lost ?? err);
         for (const s of job.subscribers) s.fail(error);
         this.jobs.delete(task.id);
+        this.finished(job, "TASK_STATE_FAILED");
         job.turn.reject(error);
         job.done.reject(error);
         return;
       }
     }
     this.jobs.delete(task.id);
+    this.finished(job, job.task.status.state);
     job.turn.resolve(job.task);
     job.done.resolve(job.task);
+  }
+
+  private finished(job: Job, state: TaskState): void {
+    this.options.lifecycle?.finished(job.task, job.caller, state, (performance.now() - job.acceptedAt) / 1000, Math.max(0, job.executorMs) / 1000);
   }
 
   /** The outcome as the task's final status, artifacts, reply and metadata; resolves once committed. */
@@ -493,7 +535,10 @@ export class TaskRunner {
     if (outcome.metadata) task.metadata = { ...task.metadata, ...outcome.metadata };
     const finalEvent: StreamResponse = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
     // Both writes join the same group commit (and share the task's outcome in it).
-    await Promise.all([this.store.finish(task.id, status, task.artifacts ?? [], outcome.metadata), this.emit(job, finalEvent, true)]);
+    await Promise.all([
+      this.store.record(task.id, { status, history: status.message ? [status.message] : undefined, artifacts: task.artifacts, metadata: outcome.metadata }),
+      this.emit(job, finalEvent, true),
+    ]);
   }
 
   /**
@@ -505,17 +550,17 @@ export class TaskRunner {
     const { task } = job;
     job.lost ??= reason;
     job.unpublished = [];
-    job.seq = this.store.lastEventSeq(task.id);
+    job.seq = await this.store.lastEventSeq(task.id);
     const status: TaskStatus = {
       state: "TASK_STATE_FAILED",
       timestamp: now(),
       message: agentMessage(task.id, task.contextId, `the node could not store this task's outcome, so its result is not kept: ${reason}`),
     };
     await Promise.all([
-      this.store.finish(task.id, status, []),
+      this.store.record(task.id, { status, history: [status.message!] }),
       this.events.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true),
     ]);
-    job.task = this.store.snapshot(task.id, job.caller)?.task ?? { ...task, status };
+    job.task = (await this.store.snapshot(task.id, job.caller))?.task ?? { ...task, status };
   }
 }
 

@@ -2,6 +2,7 @@ import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamRespons
 
 /** What the store needs to create a task; the task starts SUBMITTED with `message` as its first history entry. */
 export interface NewTask {
+  /** A ULID: its time part is when the task was created (stores may rely on ids sorting by creation time). */
   id: string;
   contextId: string;
   owner: string;
@@ -14,11 +15,23 @@ export interface NewTask {
 }
 
 /**
+ * Every error a TaskStore raises on purpose, in the store's own terms; the protocol layer maps each to its own
+ * error (see request-handler.ts). Anything else a store throws (disk full, I/O error, a lost connection) is a
+ * failure of the store, reported to the callers of the writes it hit as "not stored".
+ */
+export class TaskStoreError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "TaskStoreError";
+  }
+}
+
+/**
  * The store refused one task's writes for a reason of that task alone, before any of them was applied: nothing
  * of them is recorded, and no other task's writes are affected. The message names what was refused and why,
  * never the data itself.
  */
-export class WriteRefused extends Error {
+export class WriteRefused extends TaskStoreError {
   constructor(message: string) {
     super(message);
     this.name = "WriteRefused";
@@ -55,7 +68,7 @@ export interface StoredEvent {
  * A question the store cannot answer as asked (a page token it never issued). The store speaks in its own
  * terms; the protocol layer maps this to its invalid-params error.
  */
-export class TaskStoreRequestError extends Error {
+export class TaskStoreRequestError extends TaskStoreError {
   constructor(message: string) {
     super(message);
     this.name = "TaskStoreRequestError";
@@ -63,47 +76,83 @@ export class TaskStoreRequestError extends Error {
 }
 
 /**
- * Durable home of tasks, their history and artifacts. Every read is scoped to the owner (the peer identity
- * from the client certificate): another owner's task is indistinguishable from one that does not exist.
+ * One change to one task: everything in it is applied together or not at all, and in this order: messages are
+ * added to the history, the status replaced, artifacts merged (one with the artifactId of a stored one replaces
+ * it in place, others are appended), metadata merged key by key, events appended.
+ */
+export interface TaskChange {
+  /** Messages added to the end of the task's history: a follow-up turn, the agent's final reply. */
+  history?: Message[];
+  /** The task's status from now on (its message is not added to the history unless it is in `history` too). */
+  status?: TaskStatus;
+  /** Artifacts merged into the task's by artifactId. */
+  artifacts?: Artifact[];
+  /** Keys merged into the task's metadata. */
+  metadata?: Record<string, unknown>;
+  /** Events numbered `firstSeq`, `firstSeq + 1`, ...; they continue the task's numbering with no gap. */
+  events?: { firstSeq: number; items: StreamResponse[] };
+  /**
+   * The task's own row (status, artifacts) reflects its events up to this number once the change is applied:
+   * where a snapshot's replay starts. Given with the writes that make it so.
+   */
+  rowSeq?: number;
+}
+
+/**
+ * Durable home of tasks, their history, artifacts and events. What every implementation guarantees (the
+ * contract suite, test/store/task-store-contract.ts, holds each of them to it):
  *
- * Writes return a promise that settles once they are committed, so implementations may group the writes
- * of many tasks into one transaction; callers acknowledge nothing to a client before that promise resolves.
- * A write that cannot be committed rejects its promise (UnstorableData for data that cannot be stored, or the
- * store's own error: disk full, I/O error) and affects no other task's writes. Reads see committed state.
+ * - Scoping. Every read is scoped to the owner (the peer identity from the client certificate): another
+ *   owner's task is indistinguishable from one that does not exist.
+ * - Idempotency. `create` with an (owner, message.messageId) seen before returns the task it made then, also
+ *   while that creation is not yet committed.
+ * - Atomic changes. A `record` call is applied whole or not at all. Calls for one task apply in call order.
+ * - Durability on resolve. Writes return a promise that resolves once they are committed, durably; callers
+ *   acknowledge nothing to a client before. Implementations may commit the writes of many tasks together.
+ * - Isolation of failures. A write that cannot be committed rejects its own promise (UnstorableData for data
+ *   that cannot be stored, WriteRefused for a task the store does not hold, or the store's own error: disk
+ *   full, I/O) and no other task's writes.
+ * - Events. A task's events are numbered from 1 with no gap; `eventsAfter` returns the committed ones in order,
+ *   whether the store keeps them apart or implies them from the task's row; `lastEventSeq` is the highest.
+ * - Reads see committed state. Every read returns a promise: a store on a server answers over the network; one
+ *   that answers at once (SQLite, memory) returns an already-settled promise.
+ * - Pages. `list` returns tasks newest status first (ties by id, descending), `pageSize` (default 50) at most
+ *   and possibly fewer (an implementation may bound a page in bytes); `nextPageToken` continues right after
+ *   the last task returned, so walking the pages returns every matching task once; "" when none is left. A
+ *   token the store did not issue is a TaskStoreRequestError (a rejection). `totalSize` counts every matching task.
  */
 export interface TaskStore {
   /**
    * Records a new SUBMITTED task; `committed` resolves once it is durable. Returns the existing task instead
-   * (created: false) when (owner, message.messageId) was seen before. Throws UnstorableData, with nothing
-   * recorded, when the message or metadata cannot be stored.
+   * (created: false) when (owner, message.messageId) was seen before. Rejects with UnstorableData, with nothing
+   * recorded, when the message or metadata cannot be stored. Resolves once the task is known new or a repeat
+   * (which may take a read); `committed` then resolves once it is durable.
    */
-  create(task: NewTask): { task: Task; created: boolean; committed: Promise<void> };
-  get(id: string, owner: string, historyLength?: number): Task | undefined;
-  list(owner: string, params: ListTasksParams): ListTasksResult;
-  /** Adds a message to a task's history (a follow-up turn). */
-  appendMessage(taskId: string, message: Message): Promise<void>;
-  /** Records a non-final state (WORKING, INPUT_REQUIRED, ...). */
-  setStatus(taskId: string, status: TaskStatus): Promise<void>;
-  /**
-   * Records the outcome in one transaction: final (or interrupted) status, the artifacts, the agent's reply in
-   * history, and metadata merged into the task's.
-   */
-  finish(taskId: string, status: TaskStatus, artifacts: Artifact[], metadata?: Record<string, unknown>): Promise<void>;
-  /**
-   * Records events `firstSeq`, `firstSeq + 1`, ... of a task. `rowSeq`: the task's own row (state, artifacts)
-   * now reflects events up to this number (given with the status/finish writes that make it so).
-   */
-  appendEvents(taskId: string, firstSeq: number, events: StreamResponse[], rowSeq?: number): Promise<void>;
+  create(task: NewTask): Promise<{ task: Task; created: boolean; committed: Promise<void> }>;
+  /** Applies one change to a created task (see TaskChange); resolves once it is committed. */
+  record(taskId: string, change: TaskChange): Promise<void>;
+  get(id: string, owner: string, historyLength?: number): Promise<Task | undefined>;
+  list(owner: string, params: ListTasksParams): Promise<ListTasksResult>;
   /** Committed events of a task with a number above `afterSeq`, in order. (Callers check ownership first.) */
-  eventsAfter(taskId: string, afterSeq: number): StoredEvent[];
+  eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]>;
   /** The number of a task's latest stored event (0 before the first): where its next event continues. */
-  lastEventSeq(taskId: string): number;
+  lastEventSeq(taskId: string): Promise<number>;
   /** The task as its row has it, and the number of the last event that row reflects. */
-  snapshot(id: string, owner: string, historyLength?: number): { task: Task; lastSeq: number } | undefined;
+  snapshot(id: string, owner: string, historyLength?: number): Promise<{ task: Task; lastSeq: number } | undefined>;
   /** How many tasks `owner` has started in a context. */
-  countInContext(contextId: string, owner: string): number;
+  countInContext(contextId: string, owner: string): Promise<number>;
   /** Tasks left SUBMITTED/WORKING by a previous run of the node. */
-  unfinished(): UnfinishedTask[];
+  unfinished(): Promise<UnfinishedTask[]>;
   /** The latest messages of a context, oldest first, for multi-turn executors. */
-  contextHistory(contextId: string, owner: string, limit: number): Message[];
+  contextHistory(contextId: string, owner: string, limit: number): Promise<Message[]>;
+  /**
+   * Retention: deletes up to `limit` tasks that ended (COMPLETED, FAILED, CANCELED, REJECTED) with a status
+   * timestamp before `before` (ISO 8601), with their events; returns their ids. Tasks still in flight, waiting
+   * for input, or with writes not yet committed are kept. A walk through `list` pages meanwhile still returns
+   * every task that remains exactly once.
+   */
+  deleteFinished(before: string, limit: number): Promise<string[]>;
 }
+
+/** The states a task never leaves: retention may delete tasks in them. */
+export const FINAL_STATES = ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"] as const;

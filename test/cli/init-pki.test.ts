@@ -35,7 +35,7 @@ async function failure(p: Promise<unknown>): Promise<CliError> {
 describe("a2a-node init-pki", () => {
   it("has help with usage, examples and exit codes", () => {
     expect(initPkiCommand.name).toBe("init-pki");
-    for (const section of ["USAGE", "FLAGS", "EXAMPLES", "EXIT CODES"]) expect(initPkiCommand.help).toContain(`\n${section}\n`);
+    for (const section of ["USAGE", "FLAGS", "EXAMPLES", "EXIT CODES"]) expect(initPkiCommand.help).toMatch(new RegExp(`^${section}$`, "m"));
     expect(initPkiCommand.help).toContain("a2a-node init-pki --bundle FILE");
     expect(initPkiCommand.summary.length).toBeGreaterThan(10);
   });
@@ -100,8 +100,15 @@ describe("a2a-node init-pki", () => {
     const err = await failure(run(["--name", "alice"], home));
     expect(err).not.toBeInstanceOf(UsageError);
     expect(err.exitCode).toBe(1);
-    expect(err.message).toBe(`refusing to overwrite ${homePaths(home).nodeKey}: it already exists`);
-    expect(err.hint).toMatch(/use another --home/);
+    // Says whose identity is there and when it was made (npm start makes one unasked), not just "exists".
+    const today = new Date().toISOString().slice(0, 10);
+    const caCn = inspectCert(readFileSync(homePaths(home).caCert, "utf8")).subjectCn;
+    expect(err.message).toBe(`${home} already holds the identity of node "alice" (fleet CA "${caCn}", made ${today}); a home is one node, and its key is never replaced`);
+    expect(err.hint).toMatch(/a2a-node pki show; 'npm start' makes one named after the host/);
+    expect(err.hint).toMatch(/a2a-node --home DIR init-pki/);
+    // The same for a bundle: the home is already a node.
+    const again = await failure(run(["--bundle", join(home, "nothing.bundle")], home));
+    expect(again.message).toMatch(/already holds the identity of node "alice"/);
     expect(readFileSync(homePaths(home).nodeKey, "utf8")).toBe(key);
   });
 

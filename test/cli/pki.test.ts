@@ -46,7 +46,7 @@ beforeAll(async () => {
 describe("a2a-node pki", () => {
   it("has help listing the subcommands, with examples and exit codes", () => {
     expect(pkiCommand.name).toBe("pki");
-    for (const section of ["USAGE", "SUBCOMMANDS", "EXAMPLES", "EXIT CODES"]) expect(pkiCommand.help).toContain(`\n${section}\n`);
+    for (const section of ["USAGE", "SUBCOMMANDS", "EXAMPLES", "EXIT CODES"]) expect(pkiCommand.help).toMatch(new RegExp(`^${section}$`, "m"));
     expect(pkiCommand.help).toMatch(/^ {2}issue {3}/m);
     expect(pkiCommand.help).toMatch(/^ {2}show {4}/m);
   });
@@ -428,6 +428,9 @@ describe("a passphrase on the CA key", () => {
     expect(existsSync(homePaths(again).caKey)).toBe(false);
     const noTerminal = await failure(initPkiCommand.run(["--name", "ca2", "--encrypt-ca-key"], { io: bufferIo(), home: again }));
     expect(noTerminal.exitCode).toBe(2);
+    // The CA key stays when the node's own identity is gone: a new node identity must not re-key it silently.
+    rmSync(homePaths(home).nodeCert);
+    rmSync(homePaths(home).nodeKey);
     const withCa = await failure(initPkiCommand.run(["--name", "other", "--encrypt-ca-key"], { io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }), home }));
     expect(withCa.hint).toBe("encrypt it with 'a2a-node pki protect-ca-key'");
   });

@@ -117,24 +117,26 @@ describe("revocation (binary): a stolen machine is cut off fleet-wide", () => {
     const serial = /serial ([0-9A-F]+)/.exec(revoked.stdout)![1];
 
     // The CA node reads its own list again within crl_refresh_seconds: no signal needed.
-    await alpha.waitForLog(/revocation list in force source=\S+crl\.pem number=\d+ revoked=1/);
+    await alpha.waitForLine({ msg: "revocation list in force", source: /crl\.pem$/, revoked: 1 });
     expect(await callAs("gamma", alpha.url)).toMatch(REFUSED);
-    expect(await alpha.waitForLog(new RegExp(`refused a connection remote=\\S+ kind=revoked reason="client certificate refused: its certificate \\(serial ${serial}\\) was revoked on `))).toBeTruthy();
+    expect(
+      await alpha.waitForLine({ msg: "refused a connection", kind: "revoked", reason: new RegExp(`^client certificate refused: its certificate \\(serial ${serial}\\) was revoked on `) }),
+    ).toBeTruthy();
     expect(await callAs("delta", alpha.url)).toBe(200);
 
     // beta fetches from its ca_peer on SIGHUP (and every crl_refresh_seconds).
     expect(await callAs("gamma", beta.url)).toBe(200);
     beta.signal("SIGHUP");
-    await beta.waitForLog(/revocation list in force source="peer 'alpha'" number=\d+ revoked=1/);
+    await beta.waitForLine({ msg: "revocation list in force", source: "peer 'alpha'", revoked: 1 });
     expect(await callAs("gamma", beta.url)).toMatch(REFUSED);
-    expect(await beta.waitForLog(/kind=revoked reason="client certificate refused: its certificate \(serial [0-9A-F]+\) was revoked/)).toBeTruthy();
+    expect(await beta.waitForLine({ msg: "refused a connection", kind: "revoked", reason: /^client certificate refused: its certificate \(serial [0-9A-F]+\) was revoked/ })).toBeTruthy();
     expect(await callAs("delta", beta.url)).toBe(200);
     expect(existsSync(homePaths(home("beta")).crl)).toBe(true);
 
     // As a server, too: alpha's send (and beta's, from the list its daemon fetched) refuse gamma.
     for (const from of ["alpha", "beta"]) {
       const sent = await cli(from, "send", "--agent", gamma.url, "--task", "secrets", "--wait");
-      expect(sent.code).toBe(4);
+      expect(sent.code).toBe(8);
       expect(sent.stderr).toMatch(new RegExp(`is not who we expected: the server's certificate is not a fleet member's: its certificate \\(serial ${serial}\\) was revoked on `));
     }
 
@@ -145,7 +147,7 @@ describe("revocation (binary): a stolen machine is cut off fleet-wide", () => {
     const imported = await cli("delta", "pki", "import-crl", crl);
     expect(imported.code, imported.stderr).toBe(0);
     expect(imported.stdout).toMatch(/^installed revocation list number \d+ \(1 revoked\)/);
-    expect((await cli("delta", "send", "--agent", gamma.url, "--task", "hi", "--wait")).code).toBe(4);
+    expect((await cli("delta", "send", "--agent", gamma.url, "--task", "hi", "--wait")).code).toBe(8);
   });
 });
 
@@ -203,11 +205,11 @@ describe("renewal (binary): the same name and SANs, a new key, no restart", () =
       expect(statSync(homePaths(home("beta")).nodeKey).mode & 0o777).toBe(0o600);
       expect(readFileSync(homePaths(home("beta")).nodeKey, "utf8")).not.toBe(oldId.key);
 
-      await beta.waitForLog(/reloaded applied=certificate\n/);
+      await beta.waitForLine({ msg: "reloaded", applied: "certificate" });
       const after = await servedFingerprint(beta.url, "alpha");
       expect(after).not.toBe(before);
       expect(after).toBe(r.fingerprint256);
-      expect(await alpha.waitForLog(/info renewed a certificate name=beta serial=[0-9A-F]+ expires=/)).toBeTruthy();
+      expect(await alpha.waitForLine({ msg: "renewed a certificate", level: "info", name: "beta", serial: /^[0-9A-F]+$/ })).toBeTruthy();
 
       model.release();
       const reply = await inFlight;
@@ -261,8 +263,8 @@ describe("renewal (binary): the same name and SANs, a new key, no restart", () =
     const before = inspectCert(readFileSync(homePaths(home("aging")).nodeCert, "utf8"));
     const aging = await serveBinary(home("aging"), ["--executor", "echo", "--ca-peer", "old-alpha"]);
     served.push(aging);
-    const log = await aging.waitForLog(/renewed this node's certificate; new connections use it/);
-    expect(log).toMatch(/info renewed this node's certificate; new connections use it name=aging serial=[0-9A-F]+ expires=\S+ previous_expires=/);
+    const line = await aging.waitForLine({ msg: "renewed this node's certificate; new connections use it" });
+    expect(line).toMatchObject({ level: "info", name: "aging", serial: expect.stringMatching(/^[0-9A-F]+$/), expires: expect.any(String), previous_expires: expect.any(String) });
     const after = inspectCert(readFileSync(homePaths(home("aging")).nodeCert, "utf8"));
     expect(after.serialNumber).not.toBe(before.serialNumber);
     expect(Math.round((after.notAfter.getTime() - Date.now()) / DAY)).toBe(30);
@@ -291,7 +293,8 @@ describe("join with a token (binary): one command, the key made where it stays",
     expect((await cli("alpha", "init-pki", "--name", "alpha")).code).toBe(0);
     alpha = await serveBinary(home("alpha"), ["--executor", "echo", "--enroll-port", "0", "--log-refusals-per-minute", "1000"]);
     served.push(alpha);
-    enrollUrl = /enrollment port open: .* url=(https:\/\/127\.0\.0\.1:\d+)/.exec(await alpha.waitForLog(/enrollment port open/))![1];
+    enrollUrl = (await alpha.waitForLine({ msg: /^enrollment port open/ })).url as string;
+    expect(enrollUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     fingerprint = `sha256:${inspectCert(readFileSync(homePaths(home("alpha")).caCert, "utf8")).fingerprint256.replace(/:/g, "").toLowerCase()}`;
   });
 
@@ -313,7 +316,7 @@ describe("join with a token (binary): one command, the key made where it stays",
     expect(readFileSync(join(home("beta"), "config.toml"), "utf8")).toMatch(/^ca_peer = "alpha"/);
     const peers = JSON.parse((await cli("beta", "peers", "list", "--json")).stdout);
     expect(peers).toEqual([expect.objectContaining({ name: "alpha", url: alpha.url })]);
-    expect(await alpha.waitForLog(/info enrolled a new fleet member name=beta serial=[0-9A-F]+/)).toBeTruthy();
+    expect(await alpha.waitForLine({ msg: "enrolled a new fleet member", level: "info", name: "beta", serial: /^[0-9A-F]+$/ })).toBeTruthy();
     expect(alpha.log()).not.toContain(t.token.split(".")[1]);
 
     const beta = await serveBinary(home("beta"), ["--executor", "echo"]);
@@ -349,23 +352,23 @@ describe("join with a token (binary): one command, the key made where it stays",
     expect(retried.code, retried.stderr).toBe(0);
     expect(retried.stdout).toContain("(with the key an earlier attempt made)");
     expect(readFileSync(homePaths(home("epsilon")).nodeKey, "utf8")).toBe(key);
-    expect(await alpha.waitForLog(/warn refused an enrollment name=epsilon reason="join token refused: it expired on /)).toBeTruthy();
+    expect(await alpha.waitForLine({ msg: "refused an enrollment", level: "warn", name: "epsilon", reason: /^join token refused: it expired on / })).toBeTruthy();
   });
 
   it("a wrong CA fingerprint stops before anything is sent or written", async () => {
     const t = await token("zeta");
     const wrong = `sha256:${"0".repeat(64)}`;
     const r = await cli("zeta", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", wrong);
-    expect(r.code).toBe(4);
+    expect(r.code).toBe(8);
     expect(r.stderr).toMatch(/^a2a-node: the CA at https:\/\/127\.0\.0\.1:\d+ has fingerprint [0-9A-F:]+, not the pinned (00:){31}00\n  next: check --ca-fingerprint/);
     expect(existsSync(homePaths(home("zeta")).nodeKey)).toBe(false);
     // The token was not spent.
     expect((await cli("zeta", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", fingerprint)).code).toBe(0);
     const bad = await cli("eta", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", "sha256:xyz");
-    expect(bad.code).toBe(4);
+    expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--ca-fingerprint "sha256:xyz" is not a SHA-256 fingerprint');
     const notEnroll = await cli("eta", "join", alpha.url, "--token", t.token, "--ca-fingerprint", fingerprint);
-    expect(notEnroll.code).toBe(4);
+    expect(notEnroll.code).toBe(8);
     expect(notEnroll.stderr).toMatch(/the TLS handshake with https:\/\/127\.0\.0\.1:\d+ failed \(\w+\): a port that wants a client certificate/);
   });
 
@@ -398,7 +401,7 @@ describe("join with a token (binary): one command, the key made where it stays",
   it("a node without the CA key does not open an enrollment port", async () => {
     const gamma = await serveBinary(home("gamma"), ["--executor", "echo", "--enroll-port", "0"]);
     served.push(gamma);
-    expect(gamma.log()).toMatch(/warn enroll_port is set, but this home does not hold the fleet CA: no enrollment port/);
+    expect(gamma.lines()).toContainEqual(expect.objectContaining({ level: "warn", msg: "enroll_port is set, but this home does not hold the fleet CA: no enrollment port" }));
     expect(gamma.log()).not.toContain("enrollment port open");
   });
 });
@@ -419,8 +422,10 @@ describe("an encrypted CA key (binary): the CA node signs only with its passphra
 
     const locked = await serveBinary(home("alpha"), ["--executor", "echo", "--enroll-port", "0"]);
     served.push(locked);
-    expect(locked.log()).toMatch(/warn the fleet CA key is encrypted and no passphrase is set: renewals and enrollments by this node will fail/);
-    const url1 = /enrollment port open: .* url=(\S+)/.exec(locked.log())![1];
+    expect(locked.lines()).toContainEqual(
+      expect.objectContaining({ level: "warn", msg: "the fleet CA key is encrypted and no passphrase is set: renewals and enrollments by this node will fail" }),
+    );
+    const url1 = (await locked.waitForLine({ msg: /^enrollment port open/ })).url as string;
     const refused = await cli("beta", {}, "join", url1, "--token", t1, "--ca-fingerprint", fp);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/cannot use the fleet CA key .*ca\.key: it is encrypted and no passphrase was given/);
@@ -430,7 +435,7 @@ describe("an encrypted CA key (binary): the CA node signs only with its passphra
     const open = await serveBinary(home("alpha"), ["--executor", "echo", "--enroll-port", "0"], { A2A_NODE_CA_PASSPHRASE: PASS });
     served.push(open);
     expect(open.log()).not.toContain("no passphrase is set");
-    const url2 = /enrollment port open: .* url=(\S+)/.exec(open.log())![1];
+    const url2 = (await open.waitForLine({ msg: /^enrollment port open/ })).url as string;
     const joined = await cli("beta", {}, "join", url2, "--token", t1, "--ca-fingerprint", fp);
     expect(joined.code, joined.stderr).toBe(0);
     expect(open.log()).not.toContain(PASS);
@@ -469,8 +474,8 @@ describe("serve warns as expiry nears", () => {
     await installBundle(ensureHome(homePaths(home)), bundle, { now: past });
     const node = await serveBinary(home, ["--executor", "echo"]);
     try {
-      const log = await node.waitForLog(/past two thirds of its lifetime/);
-      expect(log).toMatch(/warn this node's certificate is past two thirds of its lifetime and should be renewed name=aging expires=\S+ days_left=9 next=/);
+      const line = await node.waitForLine({ msg: "this node's certificate is past two thirds of its lifetime and should be renewed" });
+      expect(line).toMatchObject({ level: "warn", name: "aging", days_left: 9, next: expect.any(String), expires: expect.any(String) });
     } finally {
       await node.stop();
     }

@@ -73,7 +73,7 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
     ]);
     expect(statuses.at(-1).status.state).toBe("TASK_STATE_COMPLETED");
 
-    const done = node.get(task.id);
+    const done = await node.get(task.id);
     expect(done.artifacts).toEqual([{ artifactId: `${task.id}-answer`, name: "answer", parts: [{ text: "The disk is 40% full." }] }]);
     expect(done.metadata?.["hermes/runId"]).toBe(fake.runs[0]!.id);
     expect(done.metadata?.["hermes/usage"]).toEqual(expect.objectContaining({ output_tokens: expect.any(Number), total_tokens: expect.any(Number) }));
@@ -148,7 +148,7 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
     const err = await refused(node.answer(asked.id, "maybe later"));
     expect(err.code).toBe(-32602);
     expect(err.message).toBe('"maybe later" is not an answer to this Hermes approval; answer one of: once, session, always, deny (yes means once, no means deny)');
-    expect(node.get(asked.id).status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect((await node.get(asked.id)).status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     expect(fake.requests.filter((r) => r.path.endsWith("/approval"))).toHaveLength(0);
     const done = await node.answer(asked.id, "yes");
     expect(done.status.state).toBe("TASK_STATE_COMPLETED");

@@ -41,7 +41,7 @@ describe.each(["newer", "older"] as const)("HermesExecutor re-attaching to a %s 
 
     const recovered = await node.restart();
     expect(recovered).toEqual({ resumed: 1, failed: 0 });
-    expect(node.get(taskId).status.state).toBe("TASK_STATE_WORKING");
+    expect((await node.get(taskId)).status.state).toBe("TASK_STATE_WORKING");
     await fake.requestReceived((q) => q.method === "GET" && q.path === `/v1/runs/${run.id}`);
     fake.release("build");
     const done = await node.reach(taskId, (t) => t.status.state === "TASK_STATE_COMPLETED");
@@ -58,7 +58,7 @@ describe.each(["newer", "older"] as const)("HermesExecutor re-attaching to a %s 
     expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     const recovered = await node.restart();
     expect(recovered).toEqual({ resumed: 0, failed: 0 }); // it waits for input: its answer starts it again
-    const stored = node.get(asked.id);
+    const stored = await node.get(asked.id);
     expect(stored.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     expect(stored.status.message?.parts[0]?.text).toContain(DEPLOY.command);
 

@@ -73,7 +73,7 @@ function requestFor(msg: Message, events: ExecutionEvents, extra: Partial<Execut
     taskId: "T1",
     contextId: "C1",
     message: msg,
-    history: () => [],
+    history: async () => [],
     caller: "alpha",
     signal: new AbortController().signal,
     events,
@@ -165,7 +165,7 @@ describe("OpenAiCompatibleExecutor, alone", () => {
     const turn = (role: Message["role"], text: string) => message(text, { role });
     const history = [turn("ROLE_USER", "a".repeat(10)), turn("ROLE_AGENT", "b".repeat(10)), turn("ROLE_USER", "c".repeat(10))];
     // Budget 30: the current message (4) leaves 26, enough for the two newest turns (20) but not the oldest.
-    await executor(model, { historyChars: 30, systemPrompt: "sys" }).execute(requestFor(message("now?"), recorder().events, { history: () => history }));
+    await executor(model, { historyChars: 30, systemPrompt: "sys" }).execute(requestFor(message("now?"), recorder().events, { history: async () => history }));
     expect(model.requests[0]!.body.messages).toEqual([
       { role: "system", content: "sys" },
       { role: "assistant", content: "b".repeat(10) },
@@ -175,12 +175,12 @@ describe("OpenAiCompatibleExecutor, alone", () => {
 
     // A current message larger than the whole budget still goes, alone.
     const big = "z".repeat(50);
-    await executor(model, { historyChars: 30 }).execute(requestFor(message(big), recorder().events, { history: () => history }));
+    await executor(model, { historyChars: 30 }).execute(requestFor(message(big), recorder().events, { history: async () => history }));
     expect(model.requests[1]!.body.messages).toEqual([{ role: "user", content: big }]);
 
     // With room for everything, all turns go, oldest first, and the current message is not repeated.
     const current = message("last");
-    await executor(model, { historyChars: 1000 }).execute(requestFor(current, recorder().events, { history: () => [...history, current] }));
+    await executor(model, { historyChars: 1000 }).execute(requestFor(current, recorder().events, { history: async () => [...history, current] }));
     expect(model.requests[2]!.body.messages.map((m: { content: string }) => m.content)).toEqual(["a".repeat(10), "b".repeat(10), "c".repeat(10), "last"]);
   });
 
@@ -301,7 +301,7 @@ describe("OpenAiCompatibleExecutor, through TaskRunner on SQLite", () => {
     const { handler } = handlerWith(model);
     const r = (await handler.sendMessage({ message: message("count") }, alpha)) as { task: Task };
     expect(r.task.status.state).toBe("TASK_STATE_COMPLETED");
-    const stored = store.get(r.task.id, "alpha")!;
+    const stored = (await store.get(r.task.id, "alpha"))!;
     expect(stored.artifacts).toHaveLength(1);
     expect(stored.artifacts![0]!.parts.map((p) => p.text).join("")).toBe(tokens.join(""));
     expect(stored.metadata?.usage).toEqual(usage);
@@ -334,7 +334,7 @@ describe("OpenAiCompatibleExecutor, through TaskRunner on SQLite", () => {
     );
     expect(err).toBeInstanceOf(A2AError);
     expect((err as A2AError).code).toBe(-32005);
-    expect(store.list("alpha", {}).totalSize).toBe(0);
+    expect((await store.list("alpha", {})).totalSize).toBe(0);
     expect(model.requests).toHaveLength(0);
   });
 
@@ -344,7 +344,7 @@ describe("OpenAiCompatibleExecutor, through TaskRunner on SQLite", () => {
     const handler = new DefaultRequestHandler(store, runner);
     const r = (await handler.sendMessage({ message: message("x") }, alpha)) as { task: Task };
     expect(r.task.status.state).toBe("TASK_STATE_FAILED");
-    expect(store.get(r.task.id, "alpha")!.status.message?.parts[0]!.text).toContain(`${url}/chat/completions`);
+    expect((await store.get(r.task.id, "alpha"))!.status.message?.parts[0]!.text).toContain(`${url}/chat/completions`);
   });
 
   it("cancel mid-stream: the model sees the client abort, the task ends CANCELED keeping what streamed", async () => {
@@ -357,7 +357,7 @@ describe("OpenAiCompatibleExecutor, through TaskRunner on SQLite", () => {
     await model.sawAbort();
     expect(canceled.status.state).toBe("TASK_STATE_CANCELED");
     expect((await settled).status.state).toBe("TASK_STATE_CANCELED");
-    expect(store.get(r.task.id, "alpha")!.status.state).toBe("TASK_STATE_CANCELED");
+    expect((await store.get(r.task.id, "alpha"))!.status.state).toBe("TASK_STATE_CANCELED");
   });
 });
 
@@ -376,7 +376,7 @@ describe("skills with their own model", () => {
           taskId: "t",
           contextId: "c",
           message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }], ...(metadata ? { metadata } : {}) },
-          history: () => [],
+          history: async () => [],
           caller: "alpha",
           signal: new AbortController().signal,
           events: { progress() {}, artifact() {}, note: async () => {} },

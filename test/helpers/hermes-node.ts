@@ -34,7 +34,7 @@ export interface HermesNode {
   answer(taskId: string, text: string, caller?: string): Promise<Task>;
   /** SendStreamingMessage, read to its end. */
   stream(params: SendMessageParams, caller?: string): Promise<StreamItem[]>;
-  get(taskId: string, caller?: string): Task;
+  get(taskId: string, caller?: string): Promise<Task>;
   /** Resolves with the task once `test` holds for it, following its events (no polling, no timers). */
   reach(taskId: string, test: (task: Task) => boolean, caller?: string): Promise<Task>;
   /** Stops this core as on SIGTERM (grace `graceMs`) and starts the next one on the same database. */
@@ -75,16 +75,20 @@ export async function startHermesNode(fake: FakeHermes, options: { apiKey?: stri
       for await (const item of await core.handler.sendStreamingMessage(params, who(caller))) items.push(item);
       return items;
     },
-    get(taskId, caller = "alpha") {
-      const t = core.store.get(taskId, caller);
+    async get(taskId, caller = "alpha") {
+      const t = await core.store.get(taskId, caller);
       if (!t) throw new Error(`no task ${taskId}`);
       return t;
     },
     async reach(taskId, test, caller = "alpha") {
-      if (test(node.get(taskId, caller))) return node.get(taskId, caller);
+      const now = await node.get(taskId, caller);
+      if (test(now)) return now;
       const stream = await core.handler.subscribeToTask({ id: taskId }, who(caller), 0);
-      for await (const _ of stream) if (test(node.get(taskId, caller))) return node.get(taskId, caller);
-      const t = node.get(taskId, caller);
+      for await (const _ of stream) {
+        const t = await node.get(taskId, caller);
+        if (test(t)) return t;
+      }
+      const t = await node.get(taskId, caller);
       if (!test(t)) throw new Error(`task ${taskId} ended ${t.status.state} without reaching what the test waits for`);
       return t;
     },

@@ -60,7 +60,7 @@ describe("DefaultRequestHandler with the echo executor", () => {
     expect(task.artifacts?.[0].parts[0].text).toBe("hello");
     expect(task.id).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/); // a ULID
     expect(task.contextId).toBe(task.id); // a new conversation is named after the task that starts it
-    expect(await handler.getTask({ id: task.id }, alpha)).toEqual(store.get(task.id, "alpha"));
+    expect(await handler.getTask({ id: task.id }, alpha)).toEqual(await store.get(task.id, "alpha"));
     expect((await handler.getTask({ id: task.id }, alpha)).status.state).toBe("TASK_STATE_COMPLETED");
   });
 
@@ -77,7 +77,7 @@ describe("DefaultRequestHandler with the echo executor", () => {
     const first = (await handler.sendMessage({ message: m }, alpha)) as { task: Task };
     const second = (await handler.sendMessage({ message: { ...m } }, alpha)) as { task: Task };
     expect(second.task.id).toBe(first.task.id);
-    expect(store.list("alpha", {}).totalSize).toBe(1);
+    expect((await store.list("alpha", {})).totalSize).toBe(1);
   });
 
   it("scopes every read to the caller: another peer's task looks like no task", async () => {
@@ -113,12 +113,12 @@ describe("DefaultRequestHandler with a model behind it", () => {
     const { handler, runner } = handlerWith(executor);
     const r = (await handler.sendMessage({ message: message("slow one"), configuration: { returnImmediately: true } }, alpha)) as { task: Task };
     expect(r.task.status.state).toBe("TASK_STATE_WORKING");
-    expect(store.get(r.task.id, "alpha")?.status.state).toBe("TASK_STATE_WORKING");
+    expect((await store.get(r.task.id, "alpha"))?.status.state).toBe("TASK_STATE_WORKING");
     await model.received(1);
     model.release();
     const done = await runner.settledOf(r.task.id);
     expect(done?.status.state).toBe("TASK_STATE_COMPLETED");
-    expect(store.get(r.task.id, "alpha")?.artifacts?.[0].parts[0].text).toBe("echo: slow one");
+    expect((await store.get(r.task.id, "alpha"))?.artifacts?.[0].parts[0].text).toBe("echo: slow one");
   });
 
   it("cancels a running task: the model request is aborted and the task ends CANCELED", async () => {
@@ -130,7 +130,7 @@ describe("DefaultRequestHandler with a model behind it", () => {
     const canceled = await handler.cancelTask({ id: r.task.id }, alpha);
     await aborted;
     expect(canceled.status.state).toBe("TASK_STATE_CANCELED");
-    expect(store.get(r.task.id, "alpha")?.status.state).toBe("TASK_STATE_CANCELED");
+    expect((await store.get(r.task.id, "alpha"))?.status.state).toBe("TASK_STATE_CANCELED");
   });
 
   it("runs at most maxConcurrent at once, queues the rest as SUBMITTED, and refuses beyond the queue", async () => {
@@ -142,7 +142,7 @@ describe("DefaultRequestHandler with a model behind it", () => {
     expect(second.task.status.state).toBe("TASK_STATE_SUBMITTED");
     const refused = await expectA2AError(handler.sendMessage({ message: message("3") }, alpha), -32603);
     expect(refused.message).toMatch(/capacity.*retry later/);
-    expect(store.list("alpha", {}).totalSize).toBe(2); // the refused one was never committed
+    expect((await store.list("alpha", {})).totalSize).toBe(2); // the refused one was never committed
     await model.received(1);
     model.release();
     expect((await runner.settledOf(first.task.id))?.status.state).toBe("TASK_STATE_COMPLETED");
@@ -158,7 +158,7 @@ describe("DefaultRequestHandler with a model behind it", () => {
     const { task } = (await handler.sendMessage({ message: message("anyone?") }, alpha)) as { task: Task };
     expect(task.status.state).toBe("TASK_STATE_FAILED");
     expect(task.status.message?.parts[0].text).toContain(`${url}/chat/completions`);
-    expect(store.get(task.id, "alpha")?.status.state).toBe("TASK_STATE_FAILED");
+    expect((await store.get(task.id, "alpha"))?.status.state).toBe("TASK_STATE_FAILED");
   });
 
   it("ends the task FAILED with the model's HTTP error", async () => {
@@ -222,21 +222,21 @@ describe("DefaultRequestHandler with a model behind it", () => {
     await expectA2AError(handler.sendMessage({ message: message("c") }, alpha), -32603);
     model.release();
     await stopping;
-    expect(store.get(a.task.id, "alpha")?.status.state).toBe("TASK_STATE_COMPLETED");
-    const queued = store.get(b.task.id, "alpha");
+    expect((await store.get(a.task.id, "alpha"))?.status.state).toBe("TASK_STATE_COMPLETED");
+    const queued = await store.get(b.task.id, "alpha");
     expect(queued?.status.state).toBe("TASK_STATE_FAILED");
     expect(queued?.status.message?.parts[0].text).toMatch(/interrupted/);
   });
 
   it("records tasks left SUBMITTED/WORKING by a previous run as FAILED (interrupted)", async () => {
-    await store.create({ id: "old", contextId: "c", owner: "alpha", message: message("lost"), executor: "openai", timestamp: new Date().toISOString() }).committed;
-    await store.setStatus("old", { state: "TASK_STATE_WORKING" });
+    await (await store.create({ id: "old", contextId: "c", owner: "alpha", message: message("lost"), executor: "openai", timestamp: new Date().toISOString() })).committed;
+    await store.record("old", { status: { state: "TASK_STATE_WORKING" } });
     const { runner } = handlerWith(new EchoExecutor());
     expect(await runner.recover()).toEqual({ resumed: 0, failed: 1 }); // an openai task, and this runner runs echo
-    const t = store.get("old", "alpha");
+    const t = await store.get("old", "alpha");
     expect(t?.status.state).toBe("TASK_STATE_FAILED");
     expect(t?.status.message?.parts[0].text).toMatch(/interrupted/);
-    expect(store.unfinished()).toEqual([]);
+    expect(await store.unfinished()).toEqual([]);
   });
 });
 

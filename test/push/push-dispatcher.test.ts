@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { StreamResponse as SdkStreamResponse } from "@a2a-js/sdk";
 import { DefaultPushNotificationSender } from "@a2a-js/sdk/server";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqlitePushConfigStore } from "../../src/push/push-config-store";
+import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
 import { backoffDelay, PushDispatcher, type PushDispatcherOptions } from "../../src/push/push-dispatcher";
 import { WebhookGuard } from "../../src/push/ssrf-guard";
 import { verifySignature } from "../../src/push/signature";
@@ -53,11 +53,11 @@ function receiver(): Receiver {
 function dispatcher(options: PushDispatcherOptions = {}, db = database, configs = store): PushDispatcher {
   const d = new PushDispatcher(db, configs, { backoffBaseMs: 1, log, ...options });
   dispatchers.push(d);
-  d.start();
+  void d.start(); // with nothing queued yet it is running at once
   return d;
 }
 
-function config(r: Receiver, extra: Partial<TaskPushNotificationConfig> = {}, owner = "alpha"): TaskPushNotificationConfig {
+function config(r: Receiver, extra: Partial<TaskPushNotificationConfig> = {}, owner = "alpha"): Promise<TaskPushNotificationConfig> {
   return store.create(owner, { id: "", taskId: "t1", url: r.url(), ...extra });
 }
 
@@ -82,9 +82,9 @@ describe("PushDispatcher", () => {
     const r = receiver();
     const guard = new WebhookGuard({ allowlist: [`127.0.0.1:${r.port}`] });
     const d = dispatcher({ guard });
-    config(r, { token: "tok-123", authentication: { scheme: "Bearer", credentials: "cred-xyz" } });
+    await config(r, { token: "tok-123", authentication: { scheme: "Bearer", credentials: "cred-xyz" } });
     const e = event(1);
-    d.notify("t1", e);
+    await d.notify("t1", e);
     expect(rows()).toBe(1); // durably queued before anything is sent
     const [got] = await r.delivered(1);
     expect(got!.method).toBe("POST");
@@ -103,8 +103,8 @@ describe("PushDispatcher", () => {
     const r = receiver();
     r.failNext(2);
     const d = dispatcher();
-    config(r, { token: "t" });
-    d.notify("t1", event(1));
+    await config(r, { token: "t" });
+    await d.notify("t1", event(1));
     await r.delivered(1);
     expect(r.requests.map((q) => q.status)).toEqual([503, 503, 204]);
     expect(new Set(r.requests.map((q) => q.headers["x-a2a-delivery-id"])).size).toBe(1); // one delivery, three attempts
@@ -119,9 +119,9 @@ describe("PushDispatcher", () => {
     const b = receiver();
     a.failNext(2);
     const d = dispatcher();
-    config(a);
-    config(b);
-    for (let n = 1; n <= 5; n++) d.notify("t1", event(n));
+    await config(a);
+    await config(b);
+    for (let n = 1; n <= 5; n++) await d.notify("t1", event(n));
     await Promise.all([a.delivered(5), b.delivered(5)]);
     expect(a.requests.map(seqOf)).toEqual([1, 1, 1, 2, 3, 4, 5]);
     expect(b.requests.map(seqOf)).toEqual([1, 2, 3, 4, 5]); // not held up by a's retries
@@ -131,8 +131,8 @@ describe("PushDispatcher", () => {
     const r = receiver();
     r.respondAfter(20); // so concurrent sends overlap at the receiver
     const d = dispatcher({ concurrency: 2 });
-    for (let t = 1; t <= 6; t++) store.create("alpha", { id: "c", taskId: `t${t}`, url: r.url() });
-    for (let t = 1; t <= 6; t++) d.notify(`t${t}`, event(1, `t${t}`));
+    for (let t = 1; t <= 6; t++) await store.create("alpha", { id: "c", taskId: `t${t}`, url: r.url() });
+    for (let t = 1; t <= 6; t++) await d.notify(`t${t}`, event(1, `t${t}`));
     await r.delivered(6);
     expect(r.maxActive).toBe(2);
   });
@@ -141,9 +141,9 @@ describe("PushDispatcher", () => {
     const r = receiver();
     r.failNext(Infinity);
     const d1 = dispatcher({ backoffBaseMs: 60_000 }); // no retry of its own before the "crash"
-    config(r);
-    d1.notify("t1", event(1));
-    d1.notify("t1", event(2));
+    await config(r);
+    await d1.notify("t1", event(1));
+    await d1.notify("t1", event(2));
     await r.received(1);
     await d1.stop();
     const left = database.sqlite.query("SELECT attempts, last_error, next_attempt_at FROM push_deliveries ORDER BY id").all() as {
@@ -164,10 +164,10 @@ describe("PushDispatcher", () => {
     // The new process's clock is past the stored retry time (as it would be after a restart that took a while).
     const d2 = new PushDispatcher(database, store, { backoffBaseMs: 1, log, clock: () => Date.now() + 120_000 });
     dispatchers.push(d2);
-    d2.notify("t1", event(3)); // stopped: queued, not sent
+    await d2.notify("t1", event(3)); // stopped: queued, not sent
     expect(rows()).toBe(3);
     expect(r.requests).toHaveLength(1);
-    d2.start();
+    await d2.start();
     const ok = await r.delivered(3);
     expect(ok.map(seqOf)).toEqual([1, 2, 3]);
     await d2.idle();
@@ -178,9 +178,9 @@ describe("PushDispatcher", () => {
     const r = receiver();
     r.failNext(3, 500);
     const d = dispatcher({ maxAttempts: 3 });
-    const c = config(r, { token: "never-logged" });
-    d.notify("t1", event(1));
-    d.notify("t1", event(2));
+    const c = await config(r, { token: "never-logged" });
+    await d.notify("t1", event(1));
+    await d.notify("t1", event(2));
     await r.delivered(1);
     await d.idle();
     expect(r.requests.map((q) => [seqOf(q), q.status])).toEqual([
@@ -200,11 +200,11 @@ describe("PushDispatcher", () => {
     const r = receiver();
     r.failNext(Infinity);
     const d = dispatcher();
-    const c = config(r);
-    d.notify("t1", event(1));
-    d.notify("t1", event(2));
+    const c = await config(r);
+    await d.notify("t1", event(1));
+    await d.notify("t1", event(2));
     await r.received(1);
-    expect(store.delete("alpha", "t1", c.id)).toBe(true);
+    expect(await store.delete("alpha", "t1", c.id)).toBe(true);
     r.succeed();
     await d.idle();
     expect(r.requests.map(seqOf)).toEqual([1]); // nothing more after the delete
@@ -213,13 +213,13 @@ describe("PushDispatcher", () => {
 
   it("drops queued deliveries whose config vanished without the store's delete (e.g. removed by hand)", async () => {
     const r = receiver();
-    const c = config(r);
+    const c = await config(r);
     const d = new PushDispatcher(database, store, { backoffBaseMs: 1, log });
     dispatchers.push(d);
-    d.notify("t1", event(1));
-    d.notify("t1", event(2));
+    await d.notify("t1", event(1));
+    await d.notify("t1", event(2));
     database.sqlite.query("DELETE FROM push_configs WHERE id = ?1").run(c.id);
-    d.start();
+    await d.start();
     await d.idle();
     expect(r.requests).toHaveLength(0);
     expect(rows()).toBe(0);
@@ -229,8 +229,8 @@ describe("PushDispatcher", () => {
   it("re-checks the URL at delivery time and never sends to a refused address", async () => {
     const r = receiver();
     const d = dispatcher({ guard: new WebhookGuard(), maxAttempts: 2 });
-    config(r); // stored without a check, as if its name had resolved to a public address at creation
-    d.notify("t1", event(1));
+    await config(r); // stored without a check, as if its name had resolved to a public address at creation
+    await d.notify("t1", event(1));
     await d.idle();
     expect(r.requests).toHaveLength(0);
     expect(logLines.find((l) => l.message === "push delivery abandoned")?.fields.error).toMatch(/127\.0\.0\.1' is a loopback address/);
@@ -241,8 +241,8 @@ describe("PushDispatcher", () => {
     const r = receiver();
     r.failNext(1, 307, { Location: target.url("/elsewhere") });
     const d = dispatcher({ maxAttempts: 1 });
-    config(r);
-    d.notify("t1", event(1));
+    await config(r);
+    await d.notify("t1", event(1));
     await d.idle();
     expect(r.requests).toHaveLength(1);
     expect(target.requests).toHaveLength(0);
@@ -253,8 +253,8 @@ describe("PushDispatcher", () => {
     const r = receiver();
     r.hangNext();
     const d = dispatcher({ timeoutMs: 100 });
-    config(r);
-    d.notify("t1", event(1));
+    await config(r);
+    await d.notify("t1", event(1));
     const ok = await r.delivered(1);
     expect(r.requests).toHaveLength(2);
     expect(seqOf(ok[0]!)).toBe(1);
@@ -263,11 +263,11 @@ describe("PushDispatcher", () => {
   it("writes nothing for a task without webhooks, and only the given owner's configs when an owner is passed", async () => {
     const r = receiver();
     const d = dispatcher();
-    d.notify("no-such-task", event(1, "no-such-task"));
+    await d.notify("no-such-task", event(1, "no-such-task"));
     expect(rows()).toBe(0);
-    config(r, { id: "mine" }, "alpha");
-    config(r, { id: "foreign" }, "mallory");
-    d.notify("t1", event(1), "alpha");
+    await config(r, { id: "mine" }, "alpha");
+    await config(r, { id: "foreign" }, "mallory");
+    await d.notify("t1", event(1), "alpha");
     await r.delivered(1);
     await d.idle();
     expect(r.requests).toHaveLength(1);
@@ -290,8 +290,8 @@ describe("PushDispatcher", () => {
       const [fromSdk] = await sdkSide.received(1);
 
       const d = dispatcher();
-      store.create("alpha", { id: "c", taskId: "t1", url: ours.url(), token: "tok", authentication });
-      d.notify("t1", e);
+      await store.create("alpha", { id: "c", taskId: "t1", url: ours.url(), token: "tok", authentication });
+      await d.notify("t1", e);
       const [fromUs] = await ours.delivered(1);
       await d.stop();
       store.delete("alpha", "t1", "c");

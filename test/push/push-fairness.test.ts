@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqlitePushConfigStore } from "../../src/push/push-config-store";
+import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
 import { PushDispatcher, type PushDispatcherOptions } from "../../src/push/push-dispatcher";
 import { WebhookGuard, type LookupAll } from "../../src/push/ssrf-guard";
 import type { Logger } from "../../src/log";
@@ -63,7 +63,7 @@ function dispatcher(options: PushDispatcherOptions, start = true): PushDispatche
   const guard = new WebhookGuard({ lookup: loopbackDns, allowlist: ["hole.test", "hole1.test", "hole2.test", "hole3.test", "alpha.test", "bravo.test"] });
   const d = new PushDispatcher(database, store, { backoffBaseMs: 1, log, guard, ...options });
   dispatchers.push(d);
-  if (start) d.start();
+  if (start) void d.start();
   return d;
 }
 
@@ -72,9 +72,9 @@ const event = (taskId: string, n = 1): StreamResponse => ({
 });
 
 /** `owner` registers a webhook at `url` for a task of its own and an event of that task is queued. */
-function hook(d: PushDispatcher, owner: string, taskId: string, url: string): void {
-  store.create(owner, { id: "hook", taskId, url });
-  d.notify(taskId, event(taskId));
+async function hook(d: PushDispatcher, owner: string, taskId: string, url: string): Promise<void> {
+  await store.create(owner, { id: "hook", taskId, url });
+  await d.notify(taskId, event(taskId));
 }
 
 // Long enough that no request to a black hole ends during a test: anything that waited for one would hang
@@ -87,8 +87,8 @@ describe("PushDispatcher fairness", () => {
     hole.hangAll();
     const bravo = receiver();
     const d = dispatcher({ concurrency: 4, hostConcurrency: 2, callerConcurrency: 4, timeoutMs: NEVER });
-    for (let t = 1; t <= 6; t++) hook(d, "alpha", `a${t}`, hole.url("/hook", "hole.test"));
-    hook(d, "bravo", "b1", bravo.url("/hook", "bravo.test"));
+    for (let t = 1; t <= 6; t++) await hook(d, "alpha", `a${t}`, hole.url("/hook", "hole.test"));
+    await hook(d, "bravo", "b1", bravo.url("/hook", "bravo.test"));
 
     // Decided at once, before any answer: alpha's host got its two slots and bravo's delivery one of the others.
     expect(d.inFlight({ host: "hole.test" })).toBe(2);
@@ -110,8 +110,8 @@ describe("PushDispatcher fairness", () => {
     const bravo = receiver();
     const d = dispatcher({ concurrency: 4, hostConcurrency: 4, callerConcurrency: 2, timeoutMs: NEVER });
     // Three host names (one machine): per-host caps alone would let alpha fill all four slots.
-    for (let t = 1; t <= 6; t++) hook(d, "alpha", `a${t}`, hole.url("/hook", `hole${1 + (t % 3)}.test`));
-    hook(d, "bravo", "b1", bravo.url("/hook", "bravo.test"));
+    for (let t = 1; t <= 6; t++) await hook(d, "alpha", `a${t}`, hole.url("/hook", `hole${1 + (t % 3)}.test`));
+    await hook(d, "bravo", "b1", bravo.url("/hook", "bravo.test"));
 
     expect(d.inFlight({ owner: "alpha" })).toBe(2);
     expect(d.inFlight({ owner: "bravo" })).toBe(1);
@@ -128,9 +128,9 @@ describe("PushDispatcher fairness", () => {
     const bravo = receiver({ journal: { name: "bravo", events: journal } });
     const d = dispatcher({ concurrency: 1 }, false);
     // Queued while stopped, alpha's four first: a FIFO would send them all before bravo's.
-    for (let t = 1; t <= 4; t++) hook(d, "alpha", `a${t}`, alpha.url("/hook", "alpha.test"));
-    for (let t = 1; t <= 4; t++) hook(d, "bravo", `b${t}`, bravo.url("/hook", "bravo.test"));
-    d.start();
+    for (let t = 1; t <= 4; t++) await hook(d, "alpha", `a${t}`, alpha.url("/hook", "alpha.test"));
+    for (let t = 1; t <= 4; t++) await hook(d, "bravo", `b${t}`, bravo.url("/hook", "bravo.test"));
+    await d.start();
     await Promise.all([alpha.delivered(4), bravo.delivered(4)]);
     expect(journal).toEqual(["alpha", "bravo", "alpha", "bravo", "alpha", "bravo", "alpha", "bravo"]);
     expect(alpha.maxActive).toBe(1);
@@ -141,8 +141,8 @@ describe("PushDispatcher fairness", () => {
     const r = receiver();
     r.failNext(3);
     const d = dispatcher({ concurrency: 8, hostConcurrency: 1, callerConcurrency: 1 });
-    store.create("alpha", { id: "hook", taskId: "t1", url: r.url("/hook", "alpha.test") });
-    for (let n = 1; n <= 4; n++) d.notify("t1", event("t1", n));
+    await store.create("alpha", { id: "hook", taskId: "t1", url: r.url("/hook", "alpha.test") });
+    for (let n = 1; n <= 4; n++) await d.notify("t1", event("t1", n));
     const ok = await r.delivered(4);
     expect(ok.map((q) => (JSON.parse(q.body) as { statusUpdate: { metadata: { n: number } } }).statusUpdate.metadata.n)).toEqual([1, 2, 3, 4]);
     expect(r.requests).toHaveLength(7);
@@ -155,7 +155,7 @@ describe("PushDispatcher: the address checked is the address connected to", () =
   it("resolves the name once per attempt and connects to that address (the name itself resolves nowhere)", async () => {
     const r = receiver();
     const d = dispatcher({});
-    hook(d, "alpha", "t1", r.url("/hook", "alpha.test"));
+    await hook(d, "alpha", "t1", r.url("/hook", "alpha.test"));
     const [got] = await r.delivered(1);
     expect(got!.headers.host).toBe(`alpha.test:${r.port}`);
     await d.idle();
@@ -182,8 +182,8 @@ describe("PushDispatcher: the address checked is the address connected to", () =
     };
     const d = new PushDispatcher(database, store, { backoffBaseMs: 1, log, guard, fetch: internet, maxAttempts: 2 });
     dispatchers.push(d);
-    d.start();
-    hook(d, "alpha", "t1", local.url("/hook", "rebind.test"));
+    await d.start();
+    await hook(d, "alpha", "t1", local.url("/hook", "rebind.test"));
     await d.idle();
 
     // Attempt 1: one lookup (public), the connection went to exactly that address, naming the host.
@@ -199,8 +199,8 @@ describe("PushDispatcher: the address checked is the address connected to", () =
     const guard = new WebhookGuard({ lookup: () => new Promise(() => {}), lookupTimeoutMs: 20 });
     const d = new PushDispatcher(database, store, { backoffBaseMs: 1, log, guard, maxAttempts: 1, timeoutMs: NEVER });
     dispatchers.push(d);
-    d.start();
-    hook(d, "alpha", "t1", "https://black-hole-dns.test/hook");
+    await d.start();
+    await hook(d, "alpha", "t1", "https://black-hole-dns.test/hook");
     await d.idle();
     expect(logLines.find((l) => l.message === "push delivery abandoned")?.fields.error).toMatch(/'black-hole-dns.test' did not resolve within 20 ms \(DNS timeout\)/);
   });

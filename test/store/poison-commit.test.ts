@@ -15,6 +15,7 @@ import type { Artifact, Message } from "../../src/protocol/types";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { UnstorableData, WriteRefused } from "../../src/tasks/task-store";
+import { finishTask } from "../helpers/store-writes";
 
 let dir: string;
 let path: string;
@@ -40,7 +41,8 @@ afterEach(() => {
 
 /** Starts creating tasks `ids` in this one turn (so they share a commit); their `committed` promises. */
 function createAll(ids: string[], text?: (id: string) => string): Promise<void>[] {
-  return ids.map((id) => store.create({ id, contextId: `c-${id}`, owner: "alpha", message: msg(id, text?.(id)), executor: "echo", timestamp: now() }).committed);
+  // Not awaited one by one: SQLite's create queues each insert at once, so all of them join one commit.
+  return ids.map((id) => store.create({ id, contextId: `c-${id}`, owner: "alpha", message: msg(id, text?.(id)), executor: "echo", timestamp: now() }).then((r) => r.committed));
 }
 
 /** The task ids and states in the file, read by a second connection: what is on disk, not in memory. */
@@ -66,7 +68,7 @@ async function outcomes(names: string[], writes: Promise<void>[]) {
 }
 
 function expectLogged(task: string, reason: RegExp) {
-  const line = log.split("\n").find((l) => l.includes(`task=${task}`));
+  const line = log.split("\n").find((l) => l.includes(`task_id=${task}`));
   expect(line, log).toBeDefined();
   expect(line).toMatch(/ error could not store a task's writes/);
   expect(line).toMatch(reason);
@@ -112,14 +114,14 @@ describe("a failure inside a commit shared with good tasks", () => {
     const names = ids("t", 10);
     await Promise.all(createAll(names));
     database.sqlite.exec(`CREATE TRIGGER poison BEFORE UPDATE ON tasks WHEN NEW.id = 't-07' AND NEW.state = 'TASK_STATE_COMPLETED' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
-    const finished = names.map((id) => store.finish(id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: `a-${id}`, parts: [{ text: "done" }] }]));
+    const finished = names.map((id) => finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: `a-${id}`, parts: [{ text: "done" }] }]));
     const { failed } = await outcomes(names, finished);
     expect([...failed.keys()]).toEqual(["t-07"]);
     const disk = onDisk();
     for (const id of names) expect(disk.get(id)).toBe(id === "t-07" ? "TASK_STATE_SUBMITTED" : "TASK_STATE_COMPLETED");
     // The failed task takes writes again once it can be stored.
     database.sqlite.exec("DROP TRIGGER poison");
-    await store.finish("t-07", { state: "TASK_STATE_COMPLETED", timestamp: now() }, []);
+    await finishTask(store, "t-07", { state: "TASK_STATE_COMPLETED", timestamp: now() }, []);
     expect(onDisk().get("t-07")).toBe("TASK_STATE_COMPLETED");
   });
 
@@ -159,7 +161,7 @@ describe("data that cannot be stored", () => {
     const good = createAll(["before"]);
     let refusal: unknown;
     try {
-      store.create({ id: "bad", contextId: "c", owner: "alpha", message: msg("bad"), executor: "echo", timestamp: now(), metadata: metadata() });
+      await store.create({ id: "bad", contextId: "c", owner: "alpha", message: msg("bad"), executor: "echo", timestamp: now(), metadata: metadata() });
     } catch (err) {
       refusal = err;
     }
@@ -170,19 +172,19 @@ describe("data that cannot be stored", () => {
     await Promise.all([...good, ...after]);
     expect([...onDisk().keys()].sort()).toEqual(["after", "before"]);
     // Refused before it was pending: the same message is a new task once sent again, storable.
-    const retry = store.create({ id: "bad-again", contextId: "c", owner: "alpha", message: msg("bad"), executor: "echo", timestamp: now() });
+    const retry = await store.create({ id: "bad-again", contextId: "c", owner: "alpha", message: msg("bad"), executor: "echo", timestamp: now() });
     expect(retry.created).toBe(true);
     await retry.committed;
   });
 
   it("a message that cannot be stored fails its own write at once; the task's other writes of the turn commit", async () => {
     await Promise.all(createAll(["t1"]));
-    const working = store.setStatus("t1", { state: "TASK_STATE_WORKING", timestamp: now() });
-    const bad = store.appendMessage("t1", { ...msg("x"), metadata: cyclic() });
+    const working = store.record("t1", { status: { state: "TASK_STATE_WORKING", timestamp: now() } });
+    const bad = store.record("t1", { history: [{ ...msg("x"), metadata: cyclic() }] });
     await expect(bad).rejects.toBeInstanceOf(UnstorableData);
     await working;
     expect(onDisk().get("t1")).toBe("TASK_STATE_WORKING");
-    expect(store.get("t1", "alpha")?.history?.map((m) => m.messageId)).toEqual(["m-t1"]);
+    expect((await store.get("t1", "alpha"))?.history?.map((m) => m.messageId)).toEqual(["m-t1"]);
   });
 
   it("an artifact that cannot be serialised fails only its task's commit: none of that task's writes are applied, the other tasks' are", async () => {
@@ -190,8 +192,8 @@ describe("data that cannot be stored", () => {
     await Promise.all(createAll(names));
     const artifact = (id: string): Artifact => ({ artifactId: `a-${id}`, parts: [{ text: "ok" }], ...(id === "t-02" ? { metadata: { size: 10n } } : {}) });
     const writes = names.flatMap((id) => [
-      store.finish(id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [artifact(id)]),
-      store.appendEvents(id, 1, [{ statusUpdate: { taskId: id, contextId: `c-${id}`, status: { state: "TASK_STATE_COMPLETED" } } }], 1),
+      finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [artifact(id)]),
+      store.record(id, { events: { firstSeq: 1, items: [{ statusUpdate: { taskId: id, contextId: `c-${id}`, status: { state: "TASK_STATE_COMPLETED" } } }] }, rowSeq: 1 }),
     ]);
     const settled = await Promise.allSettled(writes);
     const rejected = settled.flatMap((s, i) => (s.status === "rejected" ? [[names[Math.floor(i / 2)], s.reason]] : []));
@@ -200,8 +202,8 @@ describe("data that cannot be stored", () => {
     expect((rejected[0][1] as UnstorableData).what).toBe("artifacts");
     const disk = onDisk();
     for (const id of names) expect(disk.get(id)).toBe(id === "t-02" ? "TASK_STATE_SUBMITTED" : "TASK_STATE_COMPLETED");
-    expect(store.eventsAfter("t-02", 0)).toEqual([]);
-    expect(store.eventsAfter("t-03", 0)).toHaveLength(1);
+    expect(await store.eventsAfter("t-02", 0)).toEqual([]);
+    expect(await store.eventsAfter("t-03", 0)).toHaveLength(1);
     expectLogged("t-02", /artifacts cannot be stored/);
     // No group failure: the refusal happened before any of t-02's statements ran.
     expect(log).not.toMatch(/group commit failed/);
@@ -210,7 +212,7 @@ describe("data that cannot be stored", () => {
   it("a write to a task whose creation was never committed is refused, not dropped in silence", async () => {
     database.sqlite.exec(`CREATE TRIGGER poison BEFORE INSERT ON tasks WHEN NEW.id = 'lost' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
     await expect(createAll(["lost"])[0]).rejects.toThrow(/injected failure/);
-    const later = store.finish("lost", { state: "TASK_STATE_COMPLETED", timestamp: now() }, []);
+    const later = finishTask(store, "lost", { state: "TASK_STATE_COMPLETED", timestamp: now() }, []);
     await expect(later).rejects.toBeInstanceOf(WriteRefused);
     await expect(later).rejects.toThrow(/task lost is not stored/);
     expect(onDisk().size).toBe(0);

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { createLogger } from "../../src/log";
 import { openDatabase, WAL_CAP_BYTES, WAL_CHECKPOINT_BYTES, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import { finishTask } from "../helpers/store-writes";
 
 let dir: string;
 let database: OpenDatabase;
@@ -38,8 +39,8 @@ describe("the WAL under a write flood", () => {
       const writes: Promise<void>[] = [];
       for (let i = 0; i < perTurn; i++) {
         const id = `t-${t}-${i}`;
-        writes.push(store.create({ id, contextId: `c-${id}`, owner: "alpha", message: { messageId: `m-${id}`, role: "ROLE_USER", parts: [{ text: id }] }, executor: "echo", timestamp: now() }).committed);
-        writes.push(store.finish(id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: `a-${id}`, parts: [{ text }] }]));
+        writes.push((await store.create({ id, contextId: `c-${id}`, owner: "alpha", message: { messageId: `m-${id}`, role: "ROLE_USER", parts: [{ text: id }] }, executor: "echo", timestamp: now() })).committed);
+        writes.push(finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: `a-${id}`, parts: [{ text }] }]));
       }
       await Promise.all(writes);
       const size = walSize();
@@ -50,8 +51,8 @@ describe("the WAL under a write flood", () => {
     // The WAL was brought back down while the flood went on (it holds far more than the cap in all).
     expect(checkpointed).toBe(true);
     expect(peak).toBeGreaterThan(WAL_CHECKPOINT_BYTES / 2);
-    expect(store.list("alpha", { pageSize: 1 }).totalSize).toBe(perTurn * turns);
-    const last = store.get(`t-${turns - 1}-${perTurn - 1}`, "alpha");
+    expect((await store.list("alpha", { pageSize: 1 })).totalSize).toBe(perTurn * turns);
+    const last = await store.get(`t-${turns - 1}-${perTurn - 1}`, "alpha");
     expect(last?.status.state).toBe("TASK_STATE_COMPLETED");
     expect(last?.artifacts?.[0]?.parts[0]).toEqual({ text });
   });

@@ -3,16 +3,13 @@
  * each caller's share of the execution slots and of the queue (TaskRunnerOptions.callerShare).
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { messageText } from "../../src/executors/executor";
 import { A2AError } from "../../src/protocol/errors";
 import { DefaultRequestHandler } from "../../src/protocol/request-handler";
 import type { Message, Task } from "../../src/protocol/types";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+// Fairness is the runner's alone: the in-memory store (held to the same contract as SQLite) keeps this fast.
+import { MemoryTaskStore } from "../../src/store/memory-task-store";
 import { FairQueue } from "../../src/tasks/fair-queue";
 import { TaskRunner } from "../../src/tasks/task-runner";
 
@@ -59,18 +56,13 @@ describe("FairQueue", () => {
   });
 });
 
-let dir: string;
-let database: OpenDatabase;
-let store: SqliteTaskStore;
+let store: MemoryTaskStore;
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-fair-"));
-  database = openDatabase(join(dir, "db.sqlite"));
-  store = new SqliteTaskStore(database);
+  store = new MemoryTaskStore();
 });
 afterEach(() => {
-  database.close();
-  rmSync(dir, { recursive: true, force: true });
+  store.flush();
 });
 
 /** Tasks whose text is "stuck" wait until released; others complete at once. Records the order of starts. */
@@ -111,7 +103,7 @@ describe("a caller's share of the node", () => {
     const stuck: Task[] = [];
     for (let i = 1; i <= 3; i++) stuck.push(((await handler.sendMessage({ message: msg(`stuck-${i}`), ...later }, ctx("gamma"))) as { task: Task }).task);
     expect(exec.starts).toEqual(["gamma:stuck-1"]); // gamma's share is one of the two slots
-    expect(store.get(stuck[1]!.id, "gamma")?.status.state).toBe("TASK_STATE_SUBMITTED");
+    expect((await store.get(stuck[1]!.id, "gamma"))?.status.state).toBe("TASK_STATE_SUBMITTED");
 
     const quick = (await handler.sendMessage({ message: msg("quick") }, ctx("alpha"))) as { task: Task };
     expect(quick.task.status.state).toBe("TASK_STATE_COMPLETED");

@@ -108,13 +108,13 @@ describe("an execution that asks for input and waits for the answer", () => {
     expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     expect(asked.status.message?.parts[0]?.text).toBe("question 1: a or b?");
     expect(asked.status.message?.metadata).toEqual({ choices: ["a", "b"], round: 1 });
-    expect(store.get(asked.id, "alpha")?.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect((await store.get(asked.id, "alpha"))?.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
 
     const done = taskOf(await handler.sendMessage({ message: message("b", { taskId: asked.id }) }, alpha));
     expect(done.status.state).toBe("TASK_STATE_COMPLETED");
     expect(done.artifacts?.[0]?.parts[0]?.text).toBe("b");
     expect(exec.started.count).toBe(1); // the same execution went on; nothing ran twice
-    const stored = store.get(asked.id, "alpha") as Task;
+    const stored = await store.get(asked.id, "alpha") as Task;
     expect(stored.history?.map((m) => `${m.role}:${m.parts[0]?.text}`)).toEqual(["ROLE_USER:once", "ROLE_AGENT:question 1: a or b?", "ROLE_USER:b"]);
   });
 
@@ -125,7 +125,7 @@ describe("an execution that asks for input and waits for the answer", () => {
     const err = await a2aError(handler.sendMessage({ message: message("maybe", { taskId: asked.id }) }, alpha));
     expect(err.code).toBe(-32602);
     expect(err.message).toBe('"maybe" is neither a nor b');
-    const stored = store.get(asked.id, "alpha") as Task;
+    const stored = await store.get(asked.id, "alpha") as Task;
     expect(stored.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     expect(stored.history).toHaveLength(2);
     const done = taskOf(await handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha));
@@ -194,7 +194,10 @@ describe("an execution that asks for input and waits for the answer", () => {
     })();
     goOn();
     await until(() => exec.inputErrors.length === 1);
-    await until(() => store.get(r.id, "alpha")?.status.state === "TASK_STATE_WORKING" && (store.get(r.id, "alpha")?.history?.length ?? 0) >= 2);
+    await until(async () => {
+      const t = await store.get(r.id, "alpha");
+      return t?.status.state === "TASK_STATE_WORKING" && (t.history?.length ?? 0) >= 2;
+    });
     expect((exec.inputErrors[0] as Error).message).toBe("the other side stopped waiting");
     const late = await a2aError(handler.sendMessage({ message: message("yes", { taskId: r.id }) }, alpha));
     expect(late.code).toBe(-32004);
@@ -264,7 +267,7 @@ describe("an execution that asks for input and waits for the answer", () => {
     await runner.shutdown(50);
     expect(exec.inputErrors).toHaveLength(1);
     expect((exec.inputErrors[0] as ExecutionStopped).stopCause).toBe("shutdown");
-    const stored = store.get(asked.id, "alpha") as Task;
+    const stored = await store.get(asked.id, "alpha") as Task;
     expect(stored.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     expect(stored.status.message?.parts[0]?.text).toBe("question 1: a or b?");
 
@@ -287,7 +290,7 @@ describe("an execution that asks for input and waits for the answer", () => {
 });
 
 /** Awaits a condition that becomes true after commits settle (checked after each macrotask, no fixed sleep). */
-async function until(ready: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !ready(); i++) await new Promise((r) => setImmediate(r));
-  expect(ready()).toBe(true);
+async function until(ready: () => boolean | Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 1000 && !(await ready()); i++) await new Promise((r) => setImmediate(r));
+  expect(await ready()).toBe(true);
 }

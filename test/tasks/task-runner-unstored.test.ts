@@ -83,8 +83,8 @@ const text = (t: Task | undefined) => t?.status.message?.parts.map((p) => ("text
 const firstText = (t: Task) => messageText(t.history?.[0] as Message);
 
 /** Every stored event of a task, checked numbered 1, 2, 3, ... with no gap. */
-function storedEvents(taskId: string) {
-  const events = store.eventsAfter(taskId, 0);
+async function storedEvents(taskId: string) {
+  const events = await store.eventsAfter(taskId, 0);
   expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   return events.map((e) => e.response);
 }
@@ -96,14 +96,14 @@ describe("a task whose outcome cannot be stored", () => {
     const results = await Promise.all(texts.map((t) => handler.sendMessage({ message: message(t) }, alpha)));
     for (const [i, r] of results.entries()) {
       const task = taskOf(r);
-      const stored = store.get(task.id, "alpha") as Task;
+      const stored = await store.get(task.id, "alpha") as Task;
       if (texts[i].includes("poison")) {
         expect(task.status.state).toBe("TASK_STATE_FAILED");
         expect(text(task)).toMatch(/could not store this task's outcome, so its result is not kept: injected disk error/);
         expect(task.artifacts ?? []).toEqual([]); // what the caller is shown is what is stored
         expect(stored.status).toEqual(task.status);
         expect(stored.artifacts).toBeUndefined();
-        const events = storedEvents(task.id);
+        const events = await storedEvents(task.id);
         expect(events.at(-1)).toMatchObject({ statusUpdate: { status: { state: "TASK_STATE_FAILED" } } });
         expect(events.some((e) => "statusUpdate" in e && e.statusUpdate.status.state === "TASK_STATE_COMPLETED")).toBe(false);
       } else {
@@ -112,7 +112,7 @@ describe("a task whose outcome cannot be stored", () => {
         expect(stored.artifacts?.[0]?.parts[0]).toEqual({ text: `echo: ${texts[i]}` });
       }
     }
-    expect(log).toMatch(/could not store a task's writes; its callers get an error task=\S+ reason="injected disk error"/);
+    expect(log).toMatch(/could not store a task's writes; its callers get an error task_id=\S+ reason="injected disk error"/);
     expect(log).not.toMatch(/noted/); // ids and reasons only, never what the tasks hold
   });
 
@@ -130,7 +130,7 @@ describe("a task whose outcome cannot be stored", () => {
     const err = await a2aError(handler.sendMessage({ message: message("noted twice unlucky") }, alpha));
     expect(err.code).toBe(-32603);
     expect(err.message).toMatch(/^the node could not store task \S+, so it is not kept: injected disk error$/);
-    const [task] = store.list("alpha", {}).tasks;
+    const [task] = (await store.list("alpha", {})).tasks;
     expect(task.status.state).toBe("TASK_STATE_WORKING"); // as last stored: the next start of the node ends it
   });
 });
@@ -145,14 +145,14 @@ describe("a task whose creation cannot be stored", () => {
     expect((poisoned as PromiseRejectedResult).reason).toBeInstanceOf(A2AError);
     expect((poisoned as PromiseRejectedResult).reason.code).toBe(-32603);
     expect((poisoned as PromiseRejectedResult).reason.message).toMatch(/could not store task \S+, so it is not kept: injected disk error/);
-    const stored = store.list("alpha", { pageSize: 100, historyLength: 1 }).tasks;
+    const stored = (await store.list("alpha", { pageSize: 100, historyLength: 1 })).tasks;
     expect(stored.map(firstText).sort()).toEqual(texts.filter((t) => t !== "poison").sort());
     for (const [i, s] of settled.entries()) {
       if (i === 10) continue;
       expect(s.status).toBe("fulfilled");
       const task = taskOf((s as PromiseFulfilledResult<unknown>).value);
       expect(task.status.state).toBe("TASK_STATE_COMPLETED");
-      expect(store.get(task.id, "alpha")?.status.state).toBe("TASK_STATE_COMPLETED");
+      expect((await store.get(task.id, "alpha"))?.status.state).toBe("TASK_STATE_COMPLETED");
     }
   });
 
@@ -163,7 +163,7 @@ describe("a task whose creation cannot be stored", () => {
     expect(immediate.message).toMatch(/could not store task .*injected disk error/);
     const streaming = await a2aError(handler.sendStreamingMessage({ message: message("noted b") }, alpha));
     expect(streaming.code).toBe(-32603);
-    expect(store.list("alpha", {}).totalSize).toBe(0);
+    expect((await store.list("alpha", {})).totalSize).toBe(0);
   });
 
   it("stops the execution (it cannot be kept) instead of letting it run on", async () => {
@@ -179,7 +179,7 @@ describe("a task that lost part of its record", () => {
     const task = taskOf(await handler.sendMessage({ message: message("noted progress") }, alpha));
     expect(task.status.state).toBe("TASK_STATE_FAILED");
     expect(text(task)).toMatch(/could not store part of this task, so its result is not kept: injected disk error/);
-    expect(store.get(task.id, "alpha")?.status.state).toBe("TASK_STATE_FAILED");
+    expect((await store.get(task.id, "alpha"))?.status.state).toBe("TASK_STATE_FAILED");
     expect(executor.stops).toEqual(["unstored"]);
   });
 });

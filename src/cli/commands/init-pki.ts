@@ -4,7 +4,8 @@ import type { Command, CommandContext } from "../command";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags, intFlag } from "../flags";
 import { ensureHome, homePaths } from "../../home";
-import { initPki, installBundle, MAX_DAYS, requestCertificate, type InitResult, type RequestResult } from "../../../pki";
+import { handPkiFilesToOwner } from "../home-files";
+import { initPki, installBundle, loadNodeIdentity, MAX_DAYS, requestCertificate, type InitResult, type RequestResult } from "../../../pki";
 import { asCliError, expiresIn } from "./pki";
 import { caUnlock, newPassphrase } from "../ca-unlock";
 
@@ -21,9 +22,7 @@ const flags = {
   json: { type: "boolean" },
 } as const;
 
-const help = `a2a-node init-pki: give this node its certificate identity
-
-USAGE
+const help = `USAGE
   a2a-node init-pki --name NAME [--san DNS_OR_IP]... [--days N] [--ca-days N] [--encrypt-ca-key]
                     [--spiffe-domain DOMAIN] [--json]
   a2a-node init-pki --bundle FILE [--json]
@@ -91,6 +90,7 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
   const days = intFlag("days", f.days, 365, 1, MAX_DAYS);
   const caDays = intFlag("ca-days", f["ca-days"], 3650, 1, MAX_DAYS);
 
+  if (existsSync(homePaths(ctx.home).nodeCert)) throw await alreadyANode(ctx.home);
   const paths = { ...ensureHome(homePaths(ctx.home)), unlock: caUnlock(ctx) };
   if (f["encrypt-ca-key"] && existsSync(paths.caKey))
     throw new CliError(`this home already has a fleet CA key (${paths.caKey})`, ExitCode.Usage, "encrypt it with 'a2a-node pki protect-ca-key'");
@@ -104,6 +104,7 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
   } catch (err) {
     throw asCliError(err);
   }
+  handPkiFilesToOwner(ctx.home);
   ctx.io.stdout.write(f.json ? JSON.stringify(toJson(result)) + "\n" : summary(result, f.bundle && resolve(f.bundle)));
   return 0;
 }
@@ -120,6 +121,7 @@ async function runCsr(f: { name?: string; bundle?: string; csr?: string; san: st
   } catch (err) {
     throw asCliError(err);
   }
+  handPkiFilesToOwner(ctx.home);
   if (f.json) ctx.io.stdout.write(JSON.stringify(r) + "\n");
   else
     ctx.io.stdout.write(
@@ -132,6 +134,23 @@ async function runCsr(f: { name?: string; bundle?: string; csr?: string; san: st
       ].join("\n") + "\n",
     );
   return 0;
+}
+
+/**
+ * A home is one node, and its key is never replaced. Say whose identity is there and when it was made: the
+ * usual surprise is `npm start`, which gives a home without one an identity named after the host.
+ */
+async function alreadyANode(home: string): Promise<CliError> {
+  let who = "";
+  try {
+    const id = await loadNodeIdentity(homePaths(home), { allowExpired: true });
+    who = ` of node "${id.name}" (fleet CA "${id.ca.subjectCn}", made ${id.notBefore.toISOString().slice(0, 10)})`;
+  } catch {}
+  return new CliError(
+    `${home} already holds the identity${who}; a home is one node, and its key is never replaced`,
+    ExitCode.Failure,
+    "use that identity as it is (a2a-node pki show; 'npm start' makes one named after the host in a home without one), or set up another node in another home: a2a-node --home DIR init-pki ...",
+  );
 }
 
 function toJson(r: InitResult) {
@@ -167,5 +186,6 @@ export const initPkiCommand: Command = {
   name: "init-pki",
   summary: "create this node's key and certificate (and the fleet CA), or install a bundle",
   help,
+  flags,
   run,
 };

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join as joinPath } from "node:path";
-import { JoinError, join } from "../../fleet/join";
+import { JoinError, join, normalizeFingerprint } from "../../fleet/join";
 import { ensureHome, homePaths } from "../../home";
 import { PeerExistsError } from "../../store/sqlite-peer-registry";
 import { writeFileAtomic } from "../../../pki/secure-file";
@@ -8,6 +8,7 @@ import type { Command } from "../command";
 import { openPeers } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
+import { handPkiFilesToOwner } from "../home-files";
 import { asCliError, expiresIn } from "./pki";
 
 const flags = {
@@ -16,9 +17,7 @@ const flags = {
   json: { type: "boolean" },
 } as const;
 
-const help = `a2a-node join: join a fleet with a one-time token, without any private key travelling
-
-USAGE
+const help = `USAGE
   a2a-node join https://CA-HOST:ENROLL_PORT --token TOKEN --ca-fingerprint sha256:HEX [--json]
 
   On the new machine. Makes this node's key here (0600, never leaves the machine), checks that the server
@@ -45,13 +44,15 @@ EXIT CODES
   0  joined
   1  refused: used, expired or unknown token; a key or certificate already here; ... (the message says what next)
   2  usage error
-  4  the CA node is unreachable, or is not the pinned fleet CA
+  4  the CA node is unreachable
+  8  the server is not the pinned fleet CA, or its TLS handshake refused us (the A2A port, not the enrollment port)
 `;
 
 export const joinCommand: Command = {
   name: "join",
   summary: "join a fleet with a one-time token from 'pki token' (the key is made here)",
   help,
+  flags,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length === 0) throw new UsageError("join needs the CA node's enrollment URL (https://HOST:PORT)");
@@ -64,16 +65,23 @@ export const joinCommand: Command = {
     } catch {
       throw new UsageError(`'${positionals[0]}' is not a URL (https://HOST:PORT)`);
     }
+    try {
+      normalizeFingerprint(f["ca-fingerprint"]);
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
     const paths = ensureHome(homePaths(ctx.home));
     let r;
     try {
       r = await join(paths, { url: url.toString(), token: f.token, caFingerprint: f["ca-fingerprint"] });
     } catch (err) {
-      if (err instanceof JoinError) throw new CliError(err.message, err.kind === "refused" ? ExitCode.Failure : ExitCode.Unreachable, err.hint);
+      if (err instanceof JoinError)
+        throw new CliError(err.message, err.kind === "refused" ? ExitCode.Failure : err.kind === "mismatch" ? ExitCode.Refused : ExitCode.Unreachable, err.hint);
       throw asCliError(err);
     }
     const peer = registerCaNode(ctx.home, r.caNode);
     const config = setCaPeer(ctx.home, r.caNode.name);
+    handPkiFilesToOwner(ctx.home);
     if (f.json) {
       ctx.io.stdout.write(JSON.stringify({ ...r, peer, config }) + "\n");
       return ExitCode.Ok;

@@ -15,6 +15,7 @@ import { protectCaKeySub } from "./pki/protect-ca-key";
 import { spiffeDomain } from "./pki/spiffe-domain";
 import { exportCrlSub, importCrlSub } from "./pki/crl-files";
 import type { PkiSubcommand } from "./pki/subcommand";
+import { handPkiFilesToOwner } from "../home-files";
 export { expiresIn } from "./pki/text";
 
 /** Every `pki` subcommand, in the order the help lists them. */
@@ -29,18 +30,15 @@ function summaryLines(sub: PkiSubcommand): string {
   return [`  ${sub.name.padEnd(column)} ${first}`, ...rest.map((l) => `${" ".repeat(column + 3)}${l}`)].join("\n");
 }
 
-const help = `a2a-node pki: the fleet's certificates: on the CA machine, issue, list and revoke them and let
-machines join; on every machine, renew, inspect and check this node's
-
-USAGE
+const help = `USAGE
 ${SUBCOMMANDS.map((s) => `  a2a-node ${s.usage}`).join("\n")}
 
 SUBCOMMANDS
 ${SUBCOMMANDS.map(summaryLines).join("\n")}
 
 FLAGS
-${SUBCOMMANDS.filter((s) => s.flags)
-  .map((s) => `  (${s.name})\n${s.flags}`)
+${SUBCOMMANDS.filter((s) => s.flagHelp)
+  .map((s) => `  (${s.name})\n${s.flagHelp}`)
   .join("\n")}
   --json              print the result as JSON (one line)
   --home DIR          node home (default $A2A_NODE_HOME, else ~/.a2a-node)
@@ -63,6 +61,10 @@ EXAMPLES
   # what has this CA issued? cut off a stolen machine, fleet-wide
   a2a-node pki list
   a2a-node pki revoke bob --reason "laptop stolen"
+
+  # keep the CA key under a passphrase; give every certificate a SPIFFE ID
+  A2A_NODE_CA_PASSPHRASE=... a2a-node pki protect-ca-key
+  a2a-node pki spiffe-domain fleet.example
 
   # an air-gapped fleet: carry the revocation list by hand
   a2a-node pki export-crl --out fleet.crl              # on the CA machine
@@ -98,6 +100,8 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
     return await sub.run(rest, ctx);
   } catch (err) {
     throw asCliError(err);
+  } finally {
+    handPkiFilesToOwner(ctx.home);
   }
 }
 
@@ -111,5 +115,7 @@ export const pkiCommand: Command = {
   name: "pki",
   summary: "the fleet's certificates: token, issue, sign, import, list, revoke, renew, show, inspect",
   help,
+  flags: {},
+  subcommands: Object.fromEntries(SUBCOMMANDS.map((s) => [s.name, s.flagSpec])),
   run,
 };

@@ -21,6 +21,7 @@ EXAMPLES
 EXIT CODES
   0 always
 `,
+  flags,
   async run(argv, { io }) {
     const { flags: f } = parseFlags(argv, flags);
     io.stdout.write(f.json ? `${JSON.stringify({ version: VERSION, bun: Bun.version })}\n` : `a2a-node ${VERSION}\n`);

@@ -16,9 +16,10 @@ const exportFlags = {
 export const exportCrlSub: PkiSubcommand = {
   name: "export-crl",
   usage: "pki export-crl --out FILE [--force] [--json]",
+  flagSpec: exportFlags,
   summary: `write the fleet's revocation list to FILE, for machines the CA node cannot reach (on the CA
             machine it is signed anew, so it is current; elsewhere it is the list this home holds)`,
-  flags: `  --out FILE          where to write it (required); never overwritten without --force
+  flagHelp: `  --out FILE          where to write it (required); never overwritten without --force
   --force             replace an existing FILE`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, exportFlags);
@@ -42,10 +43,11 @@ const importFlags = {
 export const importCrlSub: PkiSubcommand = {
   name: "import-crl",
   usage: "pki import-crl FILE [--json]",
+  flagSpec: importFlags,
   summary: `install a revocation list from the CA machine, once checked: signed by this home's fleet CA,
             and not older than the one installed. A running serve takes it within crl_refresh_seconds
             (SIGHUP: at once)`,
-  flags: "",
+  flagHelp: "",
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, importFlags);
     if (positionals.length === 0) throw new UsageError("pki import-crl needs the FILE to install");

@@ -14,9 +14,10 @@ const flags = {
 export const importSub: PkiSubcommand = {
   name: "import",
   usage: "pki import CERT --ca CA_CERT [--json]",
+  flagSpec: flags,
   summary: `on the machine that ran 'init-pki --csr': install the certificate the CA machine signed,
             after checking that CA_CERT issued it and that it belongs to this home's key`,
-  flags: `  --ca CA_CERT        the fleet CA certificate (the CA machine's certs/ca.crt); required`,
+  flagHelp: `  --ca CA_CERT        the fleet CA certificate (the CA machine's certs/ca.crt); required`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length === 0) throw new UsageError("pki import needs the certificate file (CERT)");

@@ -15,11 +15,12 @@ const flags = {
 export const inspect: PkiSubcommand = {
   name: "inspect",
   usage: "pki inspect [FILE] [--json]",
+  flagSpec: flags,
   summary: `describe a certificate (default: this node's): subject, SANs, serial, fingerprint, validity,
             issuer, key usages, and whether this home's fleet CA issued it; or a request from
             'init-pki --csr': the name and SANs it asks for, once its signature is checked; or a
             revocation list: its number, date and revoked serials, once checked against the fleet CA`,
-  flags: "",
+  flagHelp: "",
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);

@@ -18,10 +18,11 @@ const flags = {
 export const issue: PkiSubcommand = {
   name: "issue",
   usage: "pki issue NAME --out FILE [--san DNS_OR_IP]... [--days N] [--replace] [--force] [--json]",
+  flagSpec: flags,
   summary: `on the CA machine: make a key and certificate for machine NAME and write them, with the
             fleet CA certificate, to a bundle FILE (mode 0600) for 'a2a-node init-pki --bundle FILE'.
             Refused while NAME holds a valid certificate, unless --replace`,
-  flags: `  --out FILE          where to write the bundle (required); never overwritten without --force
+  flagHelp: `  --out FILE          where to write the bundle (required); never overwritten without --force
   --san DNS_OR_IP     another DNS name or IP address the machine is dialled by (repeatable); NAME,
                       localhost and 127.0.0.1 are always included
   --days N            certificate validity in days (default 365)

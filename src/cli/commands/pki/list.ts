@@ -12,9 +12,10 @@ const flags = {
 export const list: PkiSubcommand = {
   name: "list",
   usage: "pki list [--json]",
+  flagSpec: flags,
   summary: `on the CA machine: every certificate this fleet CA issued, oldest first: name, status (valid,
             expired, revoked), expiry, serial and fingerprint`,
-  flags: "",
+  flagHelp: "",
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);

@@ -19,10 +19,11 @@ export const NEEDS_RENEWAL_EXIT = { needed: 0, notNeeded: 1, usage: 2, noFile: 3
 export const needsRenewalSub: PkiSubcommand = {
   name: "needs-renewal",
   usage: "pki needs-renewal [FILE] [--within DAYS] [--json]",
+  flagSpec: flags,
   summary: `exit 0 when a certificate (default: this node's) should be renewed now: two thirds of its
             lifetime have passed, or it expires within --within DAYS, or it has expired; exit 1 when
             not. For timers: a2a-node pki needs-renewal && a2a-node pki renew`,
-  flags: `  --within DAYS       renew when it expires within DAYS days, instead of at two thirds of its lifetime`,
+  flagHelp: `  --within DAYS       renew when it expires within DAYS days, instead of at two thirds of its lifetime`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);

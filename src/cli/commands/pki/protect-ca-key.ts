@@ -13,10 +13,11 @@ const flags = {
 export const protectCaKeySub: PkiSubcommand = {
   name: "protect-ca-key",
   usage: "pki protect-ca-key",
+  flagSpec: flags,
   summary: `on the CA machine: encrypt secrets/ca.key with a passphrase (A2A_NODE_CA_PASSPHRASE, or typed
             twice). Commands that sign then ask for it; a CA node's serve reads it from
             A2A_NODE_CA_PASSPHRASE or ca_passphrase_file to renew and enroll`,
-  flags: "",
+  flagHelp: "",
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { loadConfigFile, resolveSettings } from "../../../config";
 import { mtlsFetch } from "../../../client/mtls-fetch";
 import { RenewalError, renewIdentity } from "../../../fleet/renewal";
-import { servingPid } from "../../../home-lock";
+import { homeLockHolder } from "../../../home-lock";
 import { homePaths } from "../../../home";
 import { readRevocationList } from "../../../../pki/crl-reader";
 import { loadNodeIdentity } from "../../../../pki/identity";
@@ -24,11 +24,12 @@ const flags = {
 export const renew: PkiSubcommand = {
   name: "renew",
   usage: "pki renew [--ca-peer PEER] [--json]",
+  flagSpec: flags,
   summary: `renew this node's certificate for the same name and SANs, with a new key made here: from the
             CA node over mutual TLS (ca_peer), or from this home's CA. The old files stay until the new
             ones are in place; a running serve on this home is told to use them (SIGHUP). serve does this
             by itself at two thirds of the lifetime when ca_peer is set`,
-  flags: `  --ca-peer PEER      the registered peer that holds the fleet CA (default: ca_peer from the config
+  flagHelp: `  --ca-peer PEER      the registered peer that holds the fleet CA (default: ca_peer from the config
                       file or A2A_NODE_CA_PEER)`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
@@ -58,7 +59,7 @@ export const renew: PkiSubcommand = {
       if (err instanceof RenewalError) throw new CliError(err.message, /cannot reach/.test(err.message) ? ExitCode.Unreachable : ExitCode.Failure, err.hint);
       throw err;
     }
-    const pid = servingPid(ctx.home);
+    const pid = homeLockHolder(ctx.home);
     if (pid !== undefined) process.kill(pid, "SIGHUP");
     if (f.json) {
       ctx.io.stdout.write(

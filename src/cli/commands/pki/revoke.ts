@@ -14,10 +14,11 @@ const flags = {
 export const revokeSub: PkiSubcommand = {
   name: "revoke",
   usage: "pki revoke NAME|SERIAL [--reason TEXT] [--json]",
+  flagSpec: flags,
   summary: `on the CA machine: revoke every certificate of NAME (or the one with SERIAL), and sign a new
             revocation list into certs/crl.pem. This node enforces it at once; nodes whose ca_peer is
             this one fetch it within crl_refresh_seconds (or on SIGHUP); others take it with import-crl`,
-  flags: `  --reason TEXT       why, kept in the CA's registry (pki list --json)`,
+  flagHelp: `  --reason TEXT       why, kept in the CA's registry (pki list --json)`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length === 0) throw new UsageError("pki revoke needs a NAME or SERIAL");

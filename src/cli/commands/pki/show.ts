@@ -12,9 +12,10 @@ const flags = {
 export const show: PkiSubcommand = {
   name: "show",
   usage: "pki show [--json]",
+  flagSpec: flags,
   summary: `print this node's identity: name, SANs, fingerprint, expiry, fleet CA, whether this home
             holds the CA key`,
-  flags: "",
+  flagHelp: "",
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);

@@ -18,11 +18,12 @@ const flags = {
 export const sign: PkiSubcommand = {
   name: "sign",
   usage: "pki sign CSR --out CERT [--san DNS_OR_IP]... [--days N] [--replace] [--force] [--json]",
+  flagSpec: flags,
   summary: `on the CA machine: sign a request from 'init-pki --csr' (the name is its CN; the SANs
             those it asks for, plus --san) and write the certificate to CERT. The private key
             never left the other machine. Refused while the name holds a valid certificate, unless
             --replace`,
-  flags: `  --out CERT          where to write the certificate (required); never overwritten without --force
+  flagHelp: `  --out CERT          where to write the certificate (required); never overwritten without --force
   --san DNS_OR_IP     a DNS name or IP to add to those the request asks for (repeatable)
   --days N            certificate validity in days (default 365)
   --replace           sign although the name holds a valid certificate, and revoke that one

@@ -12,9 +12,10 @@ const flags = {
 export const spiffeDomain: PkiSubcommand = {
   name: "spiffe-domain",
   usage: "pki spiffe-domain [DOMAIN | --clear] [--json]",
+  flagSpec: flags,
   summary: `on the CA machine: show or set the fleet's SPIFFE trust domain. While set, every certificate
             the CA issues (issue, sign, join, renew) also carries the URI SAN spiffe://DOMAIN/NAME`,
-  flags: `  --clear             issue certificates without a SPIFFE ID from now on`,
+  flagHelp: `  --clear             issue certificates without a SPIFFE ID from now on`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);

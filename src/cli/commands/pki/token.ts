@@ -29,10 +29,11 @@ export function parseTtl(text: string): number {
 export const token: PkiSubcommand = {
   name: "token",
   usage: "pki token --name NAME [--ttl 1h] [--san DNS_OR_IP]... [--days N] [--replace] [--json]",
+  flagSpec: flags,
   summary: `on the CA machine: a one-time join token for machine NAME (kept only hashed; expires after
             --ttl) and the 'a2a-node join' command to run there. The CA node must serve with
             --enroll-port. SANs and validity are fixed here, not by the machine that joins`,
-  flags: `  --name NAME         the joining machine's name (required)
+  flagHelp: `  --name NAME         the joining machine's name (required)
   --ttl DURATION      how long the token can be used: 30s, 15m, 1h (default), 2d; at most 7d
   --san DNS_OR_IP     a DNS name or IP its certificate will carry (repeatable); NAME, localhost and
                       127.0.0.1 always

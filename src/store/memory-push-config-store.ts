@@ -1,0 +1,67 @@
+import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
+import { ConfigOwnedElsewhere, PUSH_CONFIG_PAGE, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
+import { newId } from "../tasks/clock";
+import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
+
+/**
+ * PushConfigStore in memory, for unit tests and as the plainest reading of its contract
+ * (test/push/push-config-store-contract.ts). Values are copied in and out; nothing survives the process.
+ */
+export class MemoryPushConfigStore implements PushConfigStore {
+  /** taskId → config id → config. */
+  private readonly byTask = new Map<string, Map<string, StoredPushConfig>>();
+
+  async create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+    const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
+    if (config.token) saved.token = config.token;
+    if (config.authentication) saved.authentication = { ...config.authentication };
+    let configs = this.byTask.get(saved.taskId);
+    const existing = configs?.get(saved.id);
+    if (existing && existing.owner !== owner) throw new ConfigOwnedElsewhere(saved.taskId);
+    if (!configs) this.byTask.set(saved.taskId, (configs = new Map()));
+    configs.set(saved.id, { ...structuredClone(saved), owner });
+    return saved;
+  }
+
+  async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {
+    const c = this.byTask.get(taskId)?.get(id);
+    return c && c.owner === owner ? withoutOwner(c) : undefined;
+  }
+
+  async list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult> {
+    const size = Math.min(Math.max(Math.trunc(pageSize ?? PUSH_CONFIG_PAGE.default), 1), PUSH_CONFIG_PAGE.max);
+    const after = pageToken ? decodeConfigPageToken(pageToken) : undefined;
+    const mine = [...(this.byTask.get(taskId)?.values() ?? [])]
+      .filter((c) => c.owner === owner && (after === undefined || c.id > after))
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+    const page = mine.slice(0, size);
+    const last = page[page.length - 1];
+    return { configs: page.map(withoutOwner), nextPageToken: mine.length > size && last ? encodeConfigPageToken(last.id) : "" };
+  }
+
+  async delete(owner: string, taskId: string, id: string): Promise<boolean> {
+    const configs = this.byTask.get(taskId);
+    if (configs?.get(id)?.owner !== owner) return false;
+    configs.delete(id);
+    if (configs.size === 0) this.byTask.delete(taskId);
+    return true;
+  }
+
+  async deleteForTasks(taskIds: readonly string[]): Promise<void> {
+    for (const id of taskIds) this.byTask.delete(id);
+  }
+
+  async forTask(taskId: string): Promise<StoredPushConfig[]> {
+    return [...(this.byTask.get(taskId)?.values() ?? [])].sort((a, b) => (a.id < b.id ? -1 : 1)).map((c) => structuredClone(c));
+  }
+
+  async forDelivery(taskId: string, id: string): Promise<StoredPushConfig | undefined> {
+    const c = this.byTask.get(taskId)?.get(id);
+    return c && structuredClone(c);
+  }
+}
+
+function withoutOwner(c: StoredPushConfig): TaskPushNotificationConfig {
+  const { owner: _owner, ...config } = structuredClone(c);
+  return config;
+}

@@ -1,0 +1,134 @@
+import type { Database, Statement } from "bun:sqlite";
+import type { AuthenticationInfo, ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
+import { ConfigOwnedElsewhere, PUSH_CONFIG_PAGE, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
+import { newId, now } from "../tasks/clock";
+import type { OpenDatabase } from "./database";
+import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
+
+interface Row {
+  task_id: string;
+  id: string;
+  owner: string;
+  url: string;
+  token: string | null;
+  authentication: string | null;
+}
+
+/**
+ * PushConfigStore on the node's SQLite database (table push_configs; primary key (task_id, id), so all of a
+ * task's configs are one b-tree range). Plain prepared statements, like the task store's hot path.
+ */
+export class SqlitePushConfigStore implements PushConfigStore {
+  private readonly sqlite: Database;
+  /**
+   * Tasks that have at least one webhook. forTask() runs on every task event, and almost no task has a
+   * webhook: this set answers for those without touching the database.
+   */
+  private readonly withConfigs = new Set<string>();
+  private readonly q: Record<"upsert" | "get" | "page" | "pageAfter" | "del" | "delDeliveries" | "forTask" | "forDelivery" | "delTask" | "delTaskDeliveries", Statement>;
+
+  constructor(database: OpenDatabase) {
+    this.sqlite = database.sqlite;
+    const prep = (s: string) => database.sqlite.prepare(s);
+    this.q = {
+      // The WHERE on the update keeps one owner from overwriting another's config that happens to share the
+      // (taskId, id) pair: the statement then changes nothing and create() refuses.
+      upsert: prep(
+        `INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (task_id, id) DO UPDATE SET url = excluded.url, token = excluded.token, authentication = excluded.authentication
+         WHERE push_configs.owner = excluded.owner`,
+      ),
+      get: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND id = ?2 AND owner = ?3"),
+      page: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND owner = ?2 ORDER BY id LIMIT ?3"),
+      pageAfter: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND owner = ?2 AND id > ?3 ORDER BY id LIMIT ?4"),
+      del: prep("DELETE FROM push_configs WHERE task_id = ?1 AND id = ?2 AND owner = ?3"),
+      delDeliveries: prep("DELETE FROM push_deliveries WHERE task_id = ?1 AND config_id = ?2"),
+      forTask: prep("SELECT * FROM push_configs WHERE task_id = ?1 ORDER BY id"),
+      forDelivery: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND id = ?2"),
+      delTask: prep("DELETE FROM push_configs WHERE task_id = ?1"),
+      delTaskDeliveries: prep("DELETE FROM push_deliveries WHERE task_id = ?1"),
+    };
+    for (const r of database.sqlite.prepare("SELECT DISTINCT task_id AS t FROM push_configs").all() as { t: string }[]) this.withConfigs.add(r.t);
+  }
+
+  async create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+    const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
+    if (config.token) saved.token = config.token;
+    if (config.authentication) saved.authentication = { ...config.authentication };
+    const r = this.q.upsert.run(
+      saved.taskId,
+      saved.id,
+      owner,
+      saved.url,
+      saved.token ?? null,
+      saved.authentication ? JSON.stringify(saved.authentication) : null,
+      now(),
+    );
+    // Same answer as for a task the caller cannot see: nothing about the other owner leaks.
+    if (r.changes === 0) throw new ConfigOwnedElsewhere(saved.taskId);
+    this.withConfigs.add(saved.taskId);
+    return saved;
+  }
+
+  async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {
+    const row = this.q.get.get(taskId, id, owner) as Row | null;
+    return row ? toConfig(row) : undefined;
+  }
+
+  async list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult> {
+    const size = Math.min(Math.max(Math.trunc(pageSize ?? PUSH_CONFIG_PAGE.default), 1), PUSH_CONFIG_PAGE.max);
+    // One row more than the page tells whether another page follows without a count query.
+    const rows = (
+      pageToken ? this.q.pageAfter.all(taskId, owner, decodeConfigPageToken(pageToken), size + 1) : this.q.page.all(taskId, owner, size + 1)
+    ) as Row[];
+    const page = rows.slice(0, size);
+    const last = page[page.length - 1];
+    return { configs: page.map(toConfig), nextPageToken: rows.length > size && last ? encodeConfigPageToken(last.id) : "" };
+  }
+
+  async delete(owner: string, taskId: string, id: string): Promise<boolean> {
+    // One transaction (a savepoint when the task store's group transaction is open on this connection): a
+    // deleted webhook must not keep receiving what was queued for it.
+    return this.sqlite.transaction(() => {
+      if (this.q.del.run(taskId, id, owner).changes === 0) return false;
+      this.q.delDeliveries.run(taskId, id);
+      return true;
+    })();
+  }
+
+  async deleteForTasks(taskIds: readonly string[]): Promise<void> {
+    // Most tasks have no webhook: only those known to have one cost a statement.
+    const withConfigs = taskIds.filter((id) => this.withConfigs.has(id));
+    if (withConfigs.length === 0) return;
+    this.sqlite.transaction(() => {
+      for (const id of withConfigs) {
+        this.q.delTask.run(id);
+        this.q.delTaskDeliveries.run(id);
+        this.withConfigs.delete(id);
+      }
+    })();
+  }
+
+  async forTask(taskId: string): Promise<StoredPushConfig[]> {
+    if (!this.withConfigs.has(taskId)) return [];
+    const rows = (this.q.forTask.all(taskId) as Row[]).map(toStored);
+    if (rows.length === 0) this.withConfigs.delete(taskId);
+    return rows;
+  }
+
+  async forDelivery(taskId: string, id: string): Promise<StoredPushConfig | undefined> {
+    const row = this.q.forDelivery.get(taskId, id) as Row | null;
+    return row ? toStored(row) : undefined;
+  }
+}
+
+function toConfig(row: Row): TaskPushNotificationConfig {
+  const c: TaskPushNotificationConfig = { id: row.id, taskId: row.task_id, url: row.url };
+  if (row.token) c.token = row.token;
+  if (row.authentication) c.authentication = JSON.parse(row.authentication) as AuthenticationInfo;
+  return c;
+}
+
+function toStored(row: Row): StoredPushConfig {
+  return { ...toConfig(row), owner: row.owner };
+}

@@ -1,0 +1,27 @@
+/** The TaskStore contract (test/store/task-store-contract.ts) run against every implementation. */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { MemoryTaskStore } from "../../src/store/memory-task-store";
+import { openDatabase } from "../../src/store/database";
+import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import { taskStoreContract } from "./task-store-contract";
+
+taskStoreContract("in memory", () => {
+  const store = new MemoryTaskStore();
+  return { store, close: () => store.flush() };
+});
+
+taskStoreContract("SQLite (a real file)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "a2a-contract-"));
+  const database = openDatabase(join(dir, "a2a-node.db"));
+  const store = new SqliteTaskStore(database);
+  return {
+    store,
+    close() {
+      store.flush();
+      database.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
