@@ -117,16 +117,20 @@ export class NodeProcess {
   static async start(home: string, logPath: string, o: { sinkPort: number; maxBody: number }): Promise<NodeProcess> {
     const proc = Bun.spawn(
       [BINARY, "--home", home, "serve", "--executor", "echo", "--host", "127.0.0.1", "--port", "0", "--plain-http-port", "0",
-        "--push-allow", `127.0.0.1:${o.sinkPort}`, "--max-body", String(o.maxBody)],
-      { cwd: ROOT, env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" }, stdin: "ignore", stdout: "ignore", stderr: "pipe" },
+        "--push-allow", `127.0.0.1:${o.sinkPort}`, "--max-body", String(o.maxBody), "--log-format", "text"],
+      { cwd: ROOT, env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
     );
     const log = openSync(logPath, "a");
+    // The node logs on stdout; anything on stderr (an unexpected error) goes to the same file.
+    void (async () => {
+      for await (const chunk of proc.stderr as unknown as AsyncIterable<Uint8Array>) writeSync(log, chunk);
+    })().catch(() => {});
     let text = "";
     const ports = await new Promise<{ mtls: number; plain: number }>((resolve, reject) => {
       let found = false;
       void (async () => {
         const decoder = new TextDecoder();
-        for await (const chunk of proc.stderr as unknown as AsyncIterable<Uint8Array>) {
+        for await (const chunk of proc.stdout as unknown as AsyncIterable<Uint8Array>) {
           writeSync(log, chunk);
           if (found) continue;
           text += decoder.decode(chunk, { stream: true });

@@ -31,6 +31,8 @@ export interface Http1Options {
   tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   /** On a quiet stream, a comment line is sent this often so proxies and clients do not cut it. */
   streamKeepAliveMs?: number;
+  /** How long a connection being closed waits for the client to take its last answer and close (LINGER_MS). */
+  lingerMs?: number;
   /** Told each time the connection stops reading its client (backpressure), for tests and metrics. */
   onPause?(state: Http1State): void;
   /** Told of each request the loop refuses itself (400, 408, 413, 431, 501, 505), for the metrics. */
@@ -53,6 +55,9 @@ export interface Http1State {
  * socket buffers then fill and the client's own writes block; the node holds at most about this much.
  */
 const HIGH_WATER_BYTES = 64 * 1024;
+
+/** Once the node closes a connection, the client has this long to read the answer and close its side. */
+const LINGER_MS = 5_000;
 
 const CRLF = Buffer.from("\r\n");
 const CRLF2 = Buffer.from("\r\n\r\n");
@@ -189,12 +194,22 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     finish();
   }
 
-  /** Ends the connection after what was written (and stops reading it). */
+  /**
+   * Ends the connection after what was written. Whatever the client still sends is read and dropped: left
+   * unread (reading may be paused for backpressure), it would hide the client's FIN, and the socket would be
+   * held half-closed forever, holding its slot of the connection limits. A client that neither reads its
+   * answer nor closes is cut after LINGER_MS.
+   */
   function finish(): void {
     closed = true;
     buf = Buffer.alloc(0);
     clearTimeout(requestTimer);
     socket.end();
+    paused = false;
+    socket.resume();
+    const linger = setTimeout(() => socket.destroy(), o.lingerMs ?? LINGER_MS);
+    linger.unref?.();
+    socket.once("close", () => clearTimeout(linger));
   }
 
   function write(res: HttpResponse, keepAlive: boolean, method: string): void {
