@@ -16,6 +16,8 @@ import { DefaultRequestHandler } from "./protocol/request-handler";
 import type { AgentCard } from "./protocol/types";
 import { v1Methods } from "./protocol/v1-methods";
 import { v03Methods } from "./protocol/v03/methods";
+import { FleetPki } from "./fleet/fleet-pki";
+import type { PkiRoutes } from "./fleet/pki-routes";
 import { NodeMetrics } from "./metrics/node-metrics";
 import { listenAdmin } from "./server/admin-listener";
 import { buildAgentCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
@@ -93,6 +95,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   runnerRef = runner;
   const pushConfigs = new SqlitePushConfigStore(database);
   const peers = new SqlitePeerRegistry(database.db);
+  const fleetPki = new FleetPki({ paths, identity: () => identity, adopt: (fresh) => (identity = fresh), peers, settings: () => config, log });
   const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().map((p) => new URL(p.url).host)) });
   const dispatcher = new PushDispatcher(database, pushConfigs, {
     guard,
@@ -145,7 +148,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       rateLog.limited(peer, wait);
     },
   };
-  const route = (web: ReturnType<typeof lazyWebApp>) => createRequestRouter({ transport, httpJson, web, ops, limiter, metrics: routerMetrics });
+  // The fleet PKI's routes (/pki/) only where callers hold a fleet certificate: the mutual-TLS listener.
+  const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes) => createRequestRouter({ transport, httpJson, web, ops, limiter, metrics: routerMetrics, pki });
   const card = (url: string) =>
     buildAgentCard({
       name: identity.name,
@@ -172,7 +176,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     cert: identity.certPem,
     key: identity.keyPem,
     ca: identity.caPem,
-    onRequest: route(lazyWebApp(() => card(advertisedUrl), startedAt)),
+    onRequest: route(lazyWebApp(() => card(advertisedUrl), startedAt), fleetPki.routes),
+    revoked: fleetPki.revocations.revokedAt,
     onHandshakeError: (err, remote) => refusals.refused(err.message, remote),
     onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
     handshakeTimeoutMs: config.handshakeTimeoutMs,
@@ -181,6 +186,20 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   mtlsRef = mtls;
   advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, mtls.port);
   const listeners: Listener[] = [mtls];
+  if (config.enrollPort !== undefined) {
+    const enroll = await fleetPki.openEnrollment({
+      host: config.host,
+      port: config.enrollPort,
+      mtlsPort: mtls.port,
+      tooLarge: tooLargeResponse,
+      http: common.http,
+      handshakeTimeoutMs: config.handshakeTimeoutMs,
+      limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+      onHandshakeError: (err, remote) => refusals.refused(`enrollment port: ${err.message}`, remote),
+      onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
+    });
+    if (enroll) listeners.push(enroll);
+  }
   let plainUrl: string | undefined;
   if (config.plainHttpPort !== undefined) {
     const plain = await listenPlainLoopback({
@@ -207,6 +226,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     database: paths.database,
     version: VERSION,
   });
+  fleetPki.start(mtls);
   // Said at once, not found out from the first task that fails; not awaited, so the node answers meanwhile.
   if (executor.ready)
     void modelReady(AbortSignal.timeout(3000)).then(
@@ -227,8 +247,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       if (fresh.certPem !== identity.certPem || fresh.keyPem !== identity.keyPem || fresh.caPem !== identity.caPem) {
         if (fresh.name !== identity.name) needsRestart.push(`certificate (its name changed from ${identity.name} to ${fresh.name})`);
         else {
-          mtls.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
-          identity = fresh;
+          fleetPki.useIdentity(fresh);
           applied.push("certificate");
         }
       }
@@ -240,9 +259,11 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
         } else needsRestart.push(SETTINGS[name].file);
       }
       limiter.configure({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
+      await fleetPki.refresh();
       return { applied, needsRestart };
     },
     async stop() {
+      fleetPki.stop();
       for (const l of listeners) l.stopAccepting();
       refusals.flush();
       await retention.stop();

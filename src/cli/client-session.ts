@@ -1,5 +1,8 @@
 import { existsSync } from "node:fs";
 import { loadNodeIdentity } from "../../pki/identity";
+import { readRevocationList } from "../../pki/crl-reader";
+import type { RevocationLookup } from "../../pki/fleet-member";
+import { readPublic } from "../../pki/secure-file";
 import type { FetchFn, PeerClient } from "../client/a2a-client";
 import { ConnectionFailure, explainFailure, explainProbe, isConnectionError, resolveTarget, type OwnCertificate, type Target } from "../client/connect";
 import { mtlsFetch, PeerIdentityError, type ClientTls, type Expectation } from "../client/mtls-fetch";
@@ -26,14 +29,18 @@ export function openPeers(home: string): { peers: SqlitePeerRegistry; close(): v
 export interface ClientIdentity {
   tls: ClientTls;
   own: OwnCertificate;
+  /** The fleet's revocation list this home holds, if any: a revoked server is refused before anything is sent. */
+  revoked?: RevocationLookup;
 }
 
 export async function loadClientIdentity(home: string): Promise<ClientIdentity> {
   const paths = homePaths(home);
   const id = await loadNodeIdentity(paths);
+  const list = existsSync(paths.crl) ? readRevocationList(readPublic(paths.crl), id.caPem, paths.crl) : undefined;
   return {
     tls: { cert: id.certPem, key: id.keyPem, ca: id.caPem },
     own: { path: paths.nodeCert, name: id.name, fingerprint: id.fingerprint256, notAfter: id.notAfter },
+    revoked: list && ((serial) => list.revoked.get(serial)),
   };
 }
 
@@ -82,7 +89,7 @@ export function exitCodeOfFailure(err: unknown, target: Target): number {
  * certificate, ours) instead of the runtime's one word for all of them.
  */
 export async function sessionFor(identity: ClientIdentity, target: Target, expect: Expectation): Promise<ClientSession> {
-  const raw = mtlsFetch(identity.tls, expect);
+  const raw = mtlsFetch(identity.tls, expect, identity.revoked);
   const fetchFn: FetchFn = async (url, init) => {
     try {
       return await raw(url, init);

@@ -33,6 +33,8 @@ export interface Io {
   stopSignal?: AbortSignal;
   /** Calls `handler` on each reload request (SIGHUP for the daemon); never in tests unless asked. */
   onReload?(handler: () => void): void;
+  /** Asks the person at the terminal for a secret, without echoing it; absent when there is no terminal. */
+  askSecret?(prompt: string): Promise<string>;
 }
 
 /** An Io that records everything, for tests; `stdin` is what standard input holds. */
@@ -92,7 +94,36 @@ export function processIo(): Io {
       // Installing a handler is what keeps SIGHUP from ending the process (its default action).
       process.on("SIGHUP", handler);
     },
+    askSecret: process.stdin.isTTY && process.stderr.isTTY ? askSecretOnTerminal : undefined,
   };
+}
+
+/** Reads one line from the terminal with echo off; Ctrl-C or Ctrl-D gives up. */
+function askSecretOnTerminal(prompt: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const stdin = process.stdin;
+    let typed = "";
+    const done = (err?: Error) => {
+      stdin.setRawMode(false);
+      stdin.pause();
+      stdin.off("data", onData);
+      process.stderr.write("\n");
+      if (err) reject(err);
+      else resolve(typed);
+    };
+    const onData = (chunk: Buffer) => {
+      for (const ch of chunk.toString("utf8")) {
+        if (ch === "\r" || ch === "\n") return done();
+        if (ch === "\u0003" || ch === "\u0004") return done(new Error("cancelled"));
+        if (ch === "\u007f" || ch === "\b") typed = typed.slice(0, -1);
+        else typed += ch;
+      }
+    };
+    process.stderr.write(prompt);
+    stdin.setRawMode(true);
+    stdin.resume();
+    stdin.on("data", onData);
+  });
 }
 
 /** Reads one line from the process's standard input and stops reading (so the process can exit). */

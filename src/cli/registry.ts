@@ -16,7 +16,8 @@ export interface CommandEntry {
 
 export const COMMANDS: readonly CommandEntry[] = [
   { name: "init-pki", summary: "create this node's key and certificate (and the fleet CA), or install a bundle", load: async () => (await import("./commands/init-pki")).initPkiCommand },
-  { name: "pki", summary: "issue identities for other machines (pki issue), show this node's (pki show)", load: async () => (await import("./commands/pki")).pkiCommand },
+  { name: "pki", summary: "the fleet's certificates: token, issue, sign, import, list, revoke, renew, show, inspect", load: async () => (await import("./commands/pki")).pkiCommand },
+  { name: "join", summary: "join a fleet with a one-time token from 'pki token' (the key is made here)", load: async () => (await import("./commands/join")).joinCommand },
   { name: "serve", summary: "run the node: A2A over mutual TLS, tasks in SQLite", load: async () => (await import("./commands/serve")).serveCommand },
   { name: "peers", summary: "manage known peers: add, list, remove, discover, ping", load: async () => (await import("./commands/peers")).peersCommand },
   { name: "send", summary: "delegate a task to a peer (and optionally wait for its result)", load: async () => (await import("./commands/send")).sendCommand },

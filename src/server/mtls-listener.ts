@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
 import { CONNECTION_DEFAULTS, ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
+import type { RevocationLookup } from "../../pki/fleet-member";
 import { peerIdentifier } from "./peer-identity";
 
 export interface MtlsListenerOptions {
@@ -27,6 +28,8 @@ export interface MtlsListenerOptions {
   limits?: ConnectionLimits;
   /** Called when a connection is closed at once for being over the limits. */
   onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
+  /** The fleet's revocation list: a client certificate on it is refused at the connection. */
+  revoked?: RevocationLookup;
   /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
   onRefusedRequest?(status: number): void;
 }
@@ -36,6 +39,8 @@ export interface Listener {
   port: number;
   /** Uses a new certificate and key (and CA) for connections from now on; open ones keep theirs. */
   setIdentity?(pem: { cert: string; key: string; ca: string }): void;
+  /** Closes open connections whose client certificate is now revoked; returns how many. */
+  dropRevoked?(): number;
   /** Stops taking new connections; open ones keep working (so blocking calls can still be answered). */
   stopAccepting(): void;
   /** Closes every connection. */
@@ -65,7 +70,9 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
   const gate = new ConnectionGate(options.limits ?? CONNECTION_DEFAULTS, options.onRefusedConnection);
   // "connection" is the raw TCP socket, before any TLS: counting there bounds unauthenticated clients too.
   tls.on("connection", (socket) => gate.admit(socket));
-  const identify = peerIdentifier(options.ca);
+  let identify = peerIdentifier(options.ca, options.revoked);
+  // Each open connection's certificate serial, so a revocation can end the connections already made with it.
+  const serials = new Map<TLSSocket, string>();
   tls.on("secureConnection", (socket: TLSSocket) => {
     const peer = identify(socket);
     if ("refused" in peer) {
@@ -74,6 +81,8 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       return;
     }
     const { caller } = peer;
+    serials.set(socket, peer.serial);
+    socket.on("close", () => serials.delete(socket));
     connections.serve(socket, {
       maxBodyBytes: options.maxBodyBytes,
       tooLarge: options.tooLarge,
@@ -96,7 +105,22 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       resolve({
         url: `https://${host}:${port}`,
         port,
-        setIdentity: (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" }),
+        setIdentity: (pem) => {
+          tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" });
+          // Members are judged against the CA now in use, not the one the listener started with.
+          identify = peerIdentifier(pem.ca, options.revoked);
+        },
+        dropRevoked: () => {
+          let dropped = 0;
+          for (const [socket, serial] of serials) {
+            const at = options.revoked?.(serial);
+            if (!at) continue;
+            options.onHandshakeError?.(new Error(`closed an open connection: its certificate (serial ${serial}) was revoked on ${at.toISOString()}`), socket.remoteAddress);
+            socket.destroy();
+            dropped++;
+          }
+          return dropped;
+        },
         openConnections: () => gate.count(),
         stopAccepting: () => void tls.close(),
         close: async () => {

@@ -63,8 +63,11 @@ export function classify(reason: string): string {
   if (r.includes("too many connections from one address")) return "per_address_limit";
   if (r.includes("too many connections")) return "connection_limit";
   if (r.includes("timed out") || r.includes("timeout")) return "handshake_timeout";
+  if (r.includes("revoked")) return "revoked";
+  if (r.includes("unsupported certificate purpose") || r.includes("extended key usage")) return "wrong_purpose";
   if (r.includes("certificate refused")) return "certificate_refused";
   if (r.includes("expired")) return "expired";
+  if (r.includes("not yet valid")) return "not_yet_valid";
   if (r.includes("peer did not return a certificate") || r.includes("no certificate") || r.includes("certificate required")) return "no_certificate";
   if (r.includes("unknown ca") || r.includes("unable to get") || r.includes("unable to verify") || r.includes("self signed") || r.includes("self-signed"))
     return "foreign_ca";

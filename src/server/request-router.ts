@@ -76,6 +76,8 @@ export interface RouterOptions {
   /** Per-peer rate limit on A2A requests (both bindings), checked once the caller is known and before anything is parsed. */
   limiter?: PeerRateLimiter;
   metrics?: RouterMetrics;
+  /** Paths under /pki/ (the fleet PKI: revocation list, renewal), when this listener serves them. */
+  pki?(req: HttpRequest, caller: CallerIdentity, path: string): Promise<HttpResponse>;
 }
 
 /**
@@ -112,6 +114,7 @@ export function createRequestRouter(options: RouterOptions) {
     }
     const answered = ops?.(req.method, path, caller);
     if (answered) return answered;
+    if (options.pki && path.startsWith("/pki/")) return options.pki(req, caller, path);
     const match = matchRoute(path);
     if (match !== undefined) {
       if (limiter) {

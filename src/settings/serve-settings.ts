@@ -316,6 +316,46 @@ export const SETTINGS = {
     doc: "skills listed in the agent card, each optionally with its own model, system_prompt and temperature (config file only)",
   }),
 
+  // The fleet PKI: where the CA node is, how often its revocation list is fetched, the enrollment port.
+  enrollPort: number({
+    file: "enroll_port",
+    value: "PORT",
+    group: "pki",
+    default: undefined,
+    min: 0,
+    max: 65535,
+    integer: true,
+    doc: "on the node holding the fleet CA: also listen on PORT (TLS, no client certificate) for machines joining with a token from 'pki token' ('a2a-node join'); only enrollment is served there",
+  }),
+  caPeer: text({
+    file: "ca_peer",
+    value: "PEER",
+    group: "pki",
+    default: undefined,
+    nonEmpty: true,
+    reloadable: true,
+    doc: "the registered peer that holds the fleet CA: its revocation list is fetched from it over mutual TLS (unset: only HOME/certs/crl.pem, from pki revoke or pki import-crl, is enforced)",
+  }),
+  caPassphrase: secret({
+    file: "ca_passphrase_file",
+    flag: "ca-passphrase-file",
+    env: ["A2A_NODE_CA_PASSPHRASE"],
+    value: "FILE",
+    group: "pki",
+    doc: "on the CA node, when secrets/ca.key is encrypted: read its passphrase from FILE (mode 0600), else from the environment; needed to renew, enroll and revoke; never printed",
+  }),
+  crlRefreshMs: seconds({
+    file: "crl_refresh_seconds",
+    flag: "crl-refresh",
+    value: "SECONDS",
+    group: "pki",
+    default: 300_000,
+    min: 1,
+    max: 86_400,
+    reloadable: true,
+    doc: "how often the revocation list is read again from HOME/certs/crl.pem and fetched from ca_peer; SIGHUP does it at once",
+  }),
+
   // The daemon itself.
   logLevel: text({
     file: "log_level",
@@ -348,5 +388,6 @@ export const GROUPS: Record<SettingGroup, string> = {
   limits: "LIMITS",
   webhooks: "PUSH-NOTIFICATION WEBHOOKS",
   card: "AGENT CARD",
+  pki: "FLEET PKI",
   daemon: "DAEMON",
 };

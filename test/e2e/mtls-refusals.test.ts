@@ -207,6 +207,9 @@ describe("mutual TLS refusals", () => {
       const alphas = await rpc(node.url, alpha, "SendMessage", { message: userMessage("alpha's own") });
       expect((await plainRpc("GetTask", { id: alphas.body.result.task.id })).error.code).toBe(-32001);
       expect((await plainRpc("ListTasks", {})).result.tasks.map((t: { id: string }) => t.id)).toEqual([localTask]);
+      // The fleet PKI's routes are on the mutual-TLS listener only.
+      expect((await fetch(`${plainUrl}/pki/crl`)).status).toBe(404);
+      expect((await fetch(`${plainUrl}/pki/renew`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(404);
     });
 
     it.each([
@@ -219,6 +222,26 @@ describe("mutual TLS refusals", () => {
       const { res, err } = await attempt(ROUTES[0], await crafted(cn));
       expect(res).toBeUndefined();
       expect(err?.code).toMatch(REFUSED_AFTER_HANDSHAKE);
+    });
+  });
+
+  describe("certificates the fleet CA signed but out of date or for another purpose", () => {
+    const DAY = 86_400_000;
+    it.each([
+      ["expired", { notBefore: new Date(Date.now() - 10 * DAY), notAfter: new Date(Date.now() - DAY) }, { kind: "expired", reason: "certificate has expired" }],
+      ["not yet valid", { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 10 * DAY) }, { kind: "not_yet_valid", reason: "certificate is not yet valid" }],
+      ["for code signing", { eku: ["1.3.6.1.5.5.7.3.3"] }, { kind: "wrong_purpose", reason: "unsupported certificate purpose" }],
+      [
+        "without extended key usage",
+        { eku: [] },
+        { kind: "wrong_purpose", reason: "client certificate refused: its certificate is not for TLS client and server both (extended key usage: none)" },
+      ],
+    ])("a certificate %s is refused at the connection, the reason logged", async (what, opts, logged) => {
+      const c = await craftCert(fleet.ca(), { subject: [{ CN: [`odd-${what.split(" ")[0]}`] }], ...opts });
+      const { res, err } = await attempt(ROUTES[0], { cert: c.certPem, key: c.keyPem, ca: alpha.ca });
+      expect(res).toBeUndefined();
+      expect(err?.code).toMatch(/^(ECONNRESET|EPROTO|ERR_SSL_[A-Z0-9_]+|ECONNABORTED|ConnectionClosed|EPIPE)$/);
+      expect(await node.waitForLine({ msg: "refused a connection", level: "warn", ...logged })).toBeTruthy();
     });
   });
 

@@ -87,7 +87,7 @@ describe("SIGHUP", () => {
 
     // A renewed certificate for the same name, written over the old one (as `pki` tooling or an operator would).
     const bundlePath = join(fleet.root, "gamma-renewed.bundle");
-    await issueBundle(homePaths(fleet.homes.alpha), { name: "gamma", out: bundlePath });
+    await issueBundle(homePaths(fleet.homes.alpha), { name: "gamma", out: bundlePath, replace: true });
     const renewed = await readBundle(bundlePath);
     writeFileSync(homePaths(home).nodeCert, renewed.cert);
     writeFileSync(homePaths(home).nodeKey, renewed.key, { mode: 0o600 });

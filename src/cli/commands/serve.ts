@@ -26,7 +26,9 @@ export const serveCommand: Command = {
 certificate from this fleet's CA get past the TLS handshake; their certificate's CN is their identity. Tasks, their history and
 artifacts are kept in HOME/a2a-node.db. SIGHUP reloads: the config file and the certificate on disk are read
 again; a new certificate, key or CA, the log level and the rate limits apply at once (open connections and
-tasks carry on), other changed settings are named in the log as needing a restart. Stops gracefully on
+tasks carry on), other changed settings are named in the log as needing a restart; the fleet's revocation
+list is read again (and fetched from ca_peer). With ca_peer set (or on the CA's own home) the node renews its
+certificate by itself at two thirds of its lifetime. Stops gracefully on
 SIGTERM/SIGINT: running tasks get a grace period, then end FAILED ("interrupted") so no accepted task is left
 without an outcome; a task waiting for input keeps waiting (its answer resumes it after the restart), and a
 Hermes run is left running and re-attached to at the next start.
