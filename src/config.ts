@@ -119,6 +119,10 @@ function checked<T>(read: () => T, source: string): T {
 /** The effective configuration for `serve --check --json`, with secrets shown only as set or not. */
 export function redacted(c: ServeConfig): Record<string, unknown> {
   const out: Record<string, unknown> = { ...c };
-  for (const name of NAMES) if (setting(name).secret) out[name] = c[name] === undefined ? "(not set)" : "(set)";
+  for (const name of NAMES) {
+    const s = setting(name);
+    if (s.secret) out[name] = c[name] === undefined ? "(not set)" : "(set)";
+    else if (s.redact && c[name] !== undefined) out[name] = s.redact(c[name]);
+  }
   return out;
 }

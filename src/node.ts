@@ -28,12 +28,10 @@ import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
 import { PeerRateLimiter, RateLimitLog } from "./server/rate-limit";
 import { certificateCheck, checkReadiness } from "./server/readiness";
 import { createRequestRouter, tooLargeResponse, type RouterMetrics } from "./server/request-router";
-import { openDatabase } from "./store/database";
 import { StoreProbe } from "./store/store-probe";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
-import { SqliteTaskStore } from "./store/sqlite-task-store";
+import { openStorage } from "./store/storage";
 import { PushDispatcher } from "./push/push-dispatcher";
-import { SqlitePushConfigStore } from "./store/sqlite-push-config-store";
 import { RetentionSweeper } from "./tasks/retention";
 import { WebhookGuard } from "./push/ssrf-guard";
 import { allOf } from "./tasks/lifecycle";
@@ -66,9 +64,11 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const paths = homePaths(home);
   let identity = await loadNodeIdentity(paths);
   const startedAt = Date.now();
-  const database = openDatabase(paths.database, { backgroundCheckpoints: true });
+  const storage = await openStorage({ path: paths.database, databaseUrl: config.databaseUrl, maxListBytes: config.maxListBytes, leaseMs: config.leaseMs, log });
+  const store = storage.tasks;
+  const database = storage.local;
+  // Health and the tasks-by-state gauge read the home's SQLite file (with Postgres they see only local state).
   const storeProbe = new StoreProbe(paths.database);
-  const store = new SqliteTaskStore(database, { maxListBytes: config.maxListBytes, log });
   // An embedding program (a benchmark, a test) may bring its own executor; the binary picks one by name.
   const executor = embed.executor ?? createExecutor(config);
   // The metrics read the runner and the listener, which are made after them (the runner reports into them).
@@ -91,13 +91,14 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     deadlineMs: config.deadlineMs,
     outputCapBytes: config.outputCapBytes,
     lifecycle: allOf(taskLog(log), metrics),
+    leases: storage.leases,
   });
   runnerRef = runner;
-  const pushConfigs = new SqlitePushConfigStore(database);
+  const pushConfigs = storage.pushConfigs;
   const peers = new SqlitePeerRegistry(database.db);
   const fleetPki = new FleetPki({ paths, identity: () => identity, adopt: (fresh) => (identity = fresh), peers, settings: () => config, log });
   const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().map((p) => new URL(p.url).host)) });
-  const dispatcher = new PushDispatcher(database, pushConfigs, {
+  const dispatcher = new PushDispatcher(storage.deliveries, pushConfigs, {
     guard,
     log,
     concurrency: config.pushConcurrency,
@@ -114,6 +115,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const recovered = await runner.recover();
   if (recovered.resumed + recovered.failed > 0)
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
+  // With replicas: renew this one's leases, and take over the tasks of replicas that died.
+  const stopLeases = runner.keepLeases((err) => log.error("could not renew task leases; trying again", { reason: err instanceof Error ? err.message : String(err) }));
   const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext });
   // Both bindings over one method table, so they validate, scope and answer alike.
   const v1 = v1Methods(handler);
@@ -223,7 +226,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     listen: mtls.url,
     advertised: advertisedUrl,
     executor: executor.kind,
-    database: paths.database,
+    database: storage.where,
     version: VERSION,
   });
   fleetPki.start(mtls);
@@ -268,11 +271,12 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       refusals.flush();
       await retention.stop();
       await runner.shutdown(config.shutdownGraceMs);
+      stopLeases();
       for (const l of listeners) await l.close();
-      store.flush();
+      await storage.flush();
       storeProbe.stop();
       await dispatcher.stop();
-      database.close();
+      await storage.close();
       log.info("stopped", { name: identity.name });
     },
   };

@@ -62,6 +62,7 @@ export function settingsHelp(): string {
 function tomlValue(name: SettingName, value: unknown): string {
   const s = setting(name);
   if (s.secret) return value === undefined ? "(not set)" : "(set)";
+  if (s.redact) return JSON.stringify(s.redact(value));
   if (name === "skills") return `${(value as unknown[]).length} [[skills]] tables`;
   if (typeof value === "string") return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map((v) => JSON.stringify(v)).join(", ")}]`;

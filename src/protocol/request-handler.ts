@@ -3,6 +3,7 @@ import { notStored, type TaskRunner } from "../tasks/task-runner";
 import { ConfigOwnedElsewhere } from "../push/push-config-store";
 import { TaskStoreRequestError, UnstorableData, type StoredEvent, type TaskStore } from "../tasks/task-store";
 import { EventStream } from "../tasks/event-stream";
+import { ends, followStored, untilEnded, type StoredFollow } from "../tasks/stored-follow";
 import { mapStream } from "./streams";
 import type { CallContext } from "./caller";
 import { A2AError } from "./errors";
@@ -118,10 +119,25 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const task = await this.store.get(params.id, ctx.caller.name);
     if (!task) throw A2AError.taskNotFound(params.id);
     if (isTerminal(task.status.state)) throw A2AError.taskNotCancelable(task.id, task.status.state);
-    const settled = this.runner.cancel(task.id, `canceled by ${ctx.caller.name}`);
+    const reason = `canceled by ${ctx.caller.name}`;
+    const settled = this.runner.cancel(task.id, reason);
     if (settled) await settled.catch(() => {});
-    // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
-    else await whenStored(task.id, this.runner.cancelIdle(task, `canceled by ${ctx.caller.name}`, ctx.caller.name));
+    else if (!this.store.requestCancel) {
+      // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
+      await whenStored(task.id, this.runner.cancelIdle(task, reason, ctx.caller.name));
+    } else if (await this.runner.hold(task.id)) {
+      // A shared store, and no live process holds the task: this one records the cancel.
+      try {
+        await whenStored(task.id, this.runner.cancelIdle(task, reason, ctx.caller.name));
+      } finally {
+        this.runner.letGo(task.id);
+      }
+    } else {
+      // Another process runs it (or waits there for its answer): it is asked to cancel it, and the answer
+      // waits for the task's end (a process that holds a task and lives answers within a lease period).
+      await this.store.requestCancel(task.id, reason);
+      await untilEnded(this.store, task.id, 2 * (this.runner.leaseMs ?? 30_000));
+    }
     return (await this.store.get(task.id, ctx.caller.name)) as Task;
   }
 
@@ -254,6 +270,10 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     }
     this.runner.check(message, task);
     this.runner.assertCapacity(owner);
+    // On a store other processes share, the task must be this one's to run (see TaskLeases).
+    if (!(await this.runner.hold(taskId)))
+      throw A2AError.unsupportedOperation(`task ${taskId} is held by another replica of this agent (it waits for input there); send the answer to that replica`);
+    if (this.runner.settledOf(taskId)) throw A2AError.unsupportedOperation(`task ${taskId} is still TASK_STATE_WORKING; wait for it to ask for input`);
     const committed = this.store.record(taskId, { history: [stored] });
     task.history = [...(task.history ?? []), stored];
     const initial = snapshot(task);
@@ -269,23 +289,40 @@ export class DefaultRequestHandler implements A2ARequestHandler {
    * and the stream drops any it sees twice.
    */
   private async follow(taskId: string, owner: string, task: Task, lastSeq: number, afterSeq: number | undefined): Promise<AsyncIterable<StreamItem>> {
-    const stream: EventStream = new EventStream(() => this.runner.unsubscribe(taskId, stream));
+    let remote: StoredFollow | undefined;
+    const stream: EventStream = new EventStream(() => {
+      this.runner.unsubscribe(taskId, stream);
+      remote?.stop();
+    });
+    const from = afterSeq ?? lastSeq;
     stream.push({ response: { task } });
-    stream.hold();
+    stream.hold(from);
     const live = this.runner.subscribe(taskId, owner, stream);
-    // Not running here: a task waiting for input keeps its subscriber until it runs again and ends.
-    const parked = !live && isInterrupted(task.status.state);
+    const state = task.status.state;
+    // Not running here, on a store other processes share: it may run in one of them (or run again there, once
+    // answered), so the stream follows it through the store until it settles.
+    if (!live && !isTerminal(state) && this.store.watch)
+      remote = followStored(this.store, taskId, stream, isInterrupted(state), (err) => (err === undefined ? stream.end() : stream.fail(err)));
+    // Not running here, on a store of this process alone: a task waiting for input keeps its subscriber until it
+    // runs here again and ends.
+    const parked = !live && !remote && isInterrupted(state);
     if (parked) this.runner.park(taskId, stream);
     let replay: StoredEvent[];
     try {
-      replay = await this.store.eventsAfter(taskId, afterSeq ?? lastSeq);
+      replay = await this.store.eventsAfter(taskId, from);
     } catch (err) {
       this.runner.unsubscribe(taskId, stream);
+      remote?.stop();
       throw err;
     }
     stream.release(replay);
+    const untilTerminal = isInterrupted(state);
+    if (remote) {
+      if (replay.some((e) => ends(e, untilTerminal))) remote.stop();
+      else remote.catchUp();
+    }
     // Any other task nothing runs here has ended (or ends in what was replayed): its stream closes after it.
-    if (!live && (!parked || endsIn(replay))) {
+    else if (!live && (!parked || endsIn(replay))) {
       this.runner.unsubscribe(taskId, stream);
       stream.end();
     }

@@ -1,7 +1,8 @@
-import type { Database, Statement } from "bun:sqlite";
 import type { Logger } from "../log";
 import type { StreamResponse } from "../protocol/types";
 import type { OpenDatabase } from "../store/database";
+import { SqliteDeliveryQueue } from "../store/sqlite-delivery-queue";
+import type { DeliveryQueue } from "./delivery-queue";
 import { newId } from "../tasks/clock";
 import { FairScheduler } from "./fair-scheduler";
 import type { PushFetch } from "./pinned-fetch";
@@ -66,14 +67,6 @@ interface Lane {
   ready: boolean;
 }
 
-interface DeliveryRow {
-  id: string;
-  task_id: string;
-  config_id: string;
-  body: string;
-  attempts: number;
-  next_attempt_at: string;
-}
 
 /**
  * Sends task events to registered webhooks, at least once, in order per webhook.
@@ -97,8 +90,8 @@ interface DeliveryRow {
  * commit with it, i.e. together with the event they describe.
  */
 export class PushDispatcher {
-  private readonly sqlite: Database;
-  private readonly q: Record<"insert" | "byId" | "all" | "remove" | "retry" | "dropLane", Statement>;
+  private readonly queue: DeliveryQueue;
+  private renewal: ReturnType<typeof setInterval> | undefined;
   private readonly lanes = new Map<string, Lane>();
   private readonly scheduler: FairScheduler<Lane>;
   private readonly idleWaiters: (() => void)[] = [];
@@ -118,11 +111,12 @@ export class PushDispatcher {
   private readonly random: () => number;
 
   constructor(
-    database: OpenDatabase,
+    /** The queue, or the home's SQLite database to keep it in. */
+    database: OpenDatabase | DeliveryQueue,
     private readonly configs: PushConfigStore,
     private readonly options: PushDispatcherOptions = {},
   ) {
-    this.sqlite = database.sqlite;
+    this.queue = "sqlite" in database ? new SqliteDeliveryQueue(database) : database;
     this.maxAttempts = Math.max(1, options.maxAttempts ?? 10);
     this.baseMs = options.backoffBaseMs ?? 1000;
     this.maxMs = options.backoffMaxMs ?? 300_000;
@@ -135,15 +129,6 @@ export class PushDispatcher {
     this.fetchFn = options.fetch ?? ((url, init) => fetch(url, init));
     this.clock = options.clock ?? Date.now;
     this.random = options.random ?? Math.random;
-    const prep = (s: string) => database.sqlite.prepare(s);
-    this.q = {
-      insert: prep("INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at) VALUES (?1, ?2, ?3, ?4, 0, ?5)"),
-      byId: prep("SELECT * FROM push_deliveries WHERE id = ?1"),
-      all: prep("SELECT id, task_id, config_id, attempts, next_attempt_at FROM push_deliveries ORDER BY id"),
-      remove: prep("DELETE FROM push_deliveries WHERE id = ?1"),
-      retry: prep("UPDATE push_deliveries SET attempts = ?2, next_attempt_at = ?3, last_error = ?4 WHERE id = ?1"),
-      dropLane: prep("DELETE FROM push_deliveries WHERE task_id = ?1 AND config_id = ?2"),
-    };
   }
 
   /**
@@ -171,9 +156,8 @@ export class PushDispatcher {
     const body = JSON.stringify(event);
     const at = this.clock();
     const ids = configs.map(() => newId());
-    this.sqlite.transaction(() => {
-      configs.forEach((c, i) => this.q.insert.run(ids[i]!, taskId, c.id, body, new Date(at).toISOString()));
-    })();
+    const nextAttemptAt = new Date(at).toISOString();
+    await this.queue.add(configs.map((c, i) => ({ id: ids[i]!, task_id: taskId, config_id: c.id, body, next_attempt_at: nextAttemptAt })));
     // Rows written while a start() loads the queue were not in what it read: they go in after it.
     if (this.starting) await this.starting;
     if (!this.running) return;
@@ -202,7 +186,7 @@ export class PushDispatcher {
     this.lanes.clear();
     this.scheduler.clear();
     const generation = ++this.generation;
-    const rows = this.q.all.all() as Omit<DeliveryRow, "body">[];
+    const rows = await this.queue.load();
     // Looked up once per lane; a config gone meanwhile is dropped at its attempt.
     const configs = new Map<string, StoredPushConfig | undefined>();
     for (const row of rows) {
@@ -211,6 +195,7 @@ export class PushDispatcher {
     }
     if (generation !== this.generation) return; // stopped meanwhile
     this.running = true;
+    this.keepClaims(generation);
     for (const row of rows) {
       const config = configs.get(`${row.task_id}\0${row.config_id}`);
       this.enqueue(row.task_id, config ?? { id: row.config_id, owner: "", url: "" }, row.id, Date.parse(row.next_attempt_at));
@@ -226,6 +211,8 @@ export class PushDispatcher {
   stop(): Promise<void> {
     this.running = false;
     this.generation++;
+    clearInterval(this.renewal);
+    this.renewal = undefined;
     for (const lane of this.lanes.values()) clearTimeout(lane.timer);
     this.lanes.clear();
     this.scheduler.clear();
@@ -242,6 +229,38 @@ export class PushDispatcher {
     return this.scheduler.inFlight === 0 && this.lanes.size === 0;
   }
 
+  /**
+   * On a shared queue: keeps this process's claims alive, and takes up the deliveries of processes that died
+   * (those `load` returns that are not queued here yet), each in its lane's order.
+   */
+  private keepClaims(generation: number): void {
+    const every = this.queue.renewEveryMs;
+    if (!every || !this.queue.renew) return;
+    let busy = false;
+    this.renewal = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      void (async () => {
+        await this.queue.renew!();
+        const rows = await this.queue.load();
+        if (generation !== this.generation) return;
+        let added = false;
+        for (const row of rows) {
+          const lane = this.lanes.get(`${row.task_id}\0${row.config_id}`);
+          if (lane?.queue.includes(row.id)) continue;
+          const config = lane ? undefined : await this.configs.forDelivery(row.task_id, row.config_id);
+          if (generation !== this.generation) return;
+          this.enqueue(row.task_id, config ?? { id: row.config_id, owner: lane?.owner ?? "", url: "" }, row.id, Date.parse(row.next_attempt_at));
+          added = true;
+        }
+        if (added) this.pump();
+      })()
+        .catch((err) => this.options.log?.error("could not renew the push delivery claims", { reason: String(err) }))
+        .finally(() => (busy = false));
+    }, every);
+    (this.renewal as { unref?: () => void }).unref?.();
+  }
+
   private enqueue(taskId: string, config: Pick<StoredPushConfig, "id" | "owner" | "url">, deliveryId: string, dueAt: number): void {
     const key = `${taskId}\0${config.id}`;
     let lane = this.lanes.get(key);
@@ -252,8 +271,11 @@ export class PushDispatcher {
       this.schedule(lane);
       return;
     }
-    // Behind the current head: it waits its turn, whatever its own due time.
-    lane.queue.push(deliveryId);
+    // Behind the current head: it waits its turn, whatever its own due time. In id order (queued order): a
+    // delivery taken up from a process that died may be older than what this one queued since.
+    let at = lane.queue.length;
+    while (at > 1 && lane.queue[at - 1]! > deliveryId) at--;
+    lane.queue.splice(at, 0, deliveryId);
   }
 
   /** Makes the lane's head ready now or arms its timer. */
@@ -317,7 +339,7 @@ export class PushDispatcher {
   /** One attempt of the lane's head; leaves lane.queue/dueAt describing what comes next. */
   private async attempt(lane: Lane): Promise<void> {
     const id = lane.queue[0]!;
-    const row = this.q.byId.get(id) as DeliveryRow | null;
+    const row = await this.queue.get(id);
     if (!row) {
       // Removed behind our back (its config was deleted, which drops its rows): nothing to send.
       lane.queue.shift();
@@ -326,7 +348,7 @@ export class PushDispatcher {
     }
     const config = await this.configs.forDelivery(lane.taskId, lane.configId);
     if (!config) {
-      const dropped = this.q.dropLane.run(lane.taskId, lane.configId).changes;
+      const dropped = await this.queue.dropLane(lane.taskId, lane.configId);
       lane.queue.length = 0;
       this.options.log?.info("push config gone; dropped its queued deliveries", { task: lane.taskId, config: lane.configId, dropped });
       return;
@@ -341,14 +363,14 @@ export class PushDispatcher {
       nowSeconds: Math.floor(this.clock() / 1000),
     });
     if (error === undefined) {
-      this.q.remove.run(id);
+      await this.queue.remove(id);
       lane.queue.shift();
       lane.dueAt = this.clock();
       return;
     }
     const attempts = row.attempts + 1;
     if (attempts >= this.maxAttempts) {
-      this.q.remove.run(id);
+      await this.queue.remove(id);
       lane.queue.shift();
       lane.dueAt = this.clock();
       // One line per abandoned event; the host only (a URL's path or query may carry a secret).
@@ -363,7 +385,7 @@ export class PushDispatcher {
       return;
     }
     lane.dueAt = this.clock() + backoffDelay(attempts, this.baseMs, this.maxMs, this.random);
-    this.q.retry.run(id, attempts, new Date(lane.dueAt).toISOString(), error.slice(0, 500));
+    await this.queue.retry(id, attempts, new Date(lane.dueAt).toISOString(), error.slice(0, 500));
   }
 }
 

@@ -34,6 +34,8 @@ export interface Setting<T> {
   readonly choices?: readonly string[];
   /** SIGHUP applies a new value without a restart. */
   readonly reloadable?: boolean;
+  /** The value as `serve --check` and logs show it, when parts of it are secret (a database URL's password). */
+  redact?(value: T): string;
   /** From a flag's or an environment variable's text. */
   fromText(text: string, source: "flag" | "env"): T;
   /** From a value in the config file (already TOML-typed). */
@@ -172,6 +174,32 @@ export function list(c: Common & { default: string[]; item: (v: string) => strin
       return each(v);
     },
     shown: (v) => (v.length ? v.join(",") : undefined),
+  };
+}
+
+/**
+ * A database URL (postgres:// or postgresql://). It may carry a password: `serve --check` and the logs show it
+ * with the password replaced (`redact`); a file key for it, like a secret's, keeps it out of the config file.
+ */
+export function databaseUrl(c: Common & { redact: (v: string) => string }): Setting<string | undefined> {
+  const check = (v: string) => {
+    let u: URL | undefined;
+    try {
+      u = new URL(v);
+    } catch {}
+    if (!u || (u.protocol !== "postgres:" && u.protocol !== "postgresql:")) throw new SettingProblem(`must be a postgres:// URL (got '${c.redact(v)}')`);
+    return v;
+  };
+  return {
+    ...base(c),
+    default: undefined,
+    redact: (v) => (v === undefined ? "" : c.redact(v)),
+    fromText: check,
+    fromFile: (v) => {
+      if (typeof v !== "string") throw new SettingProblem(`must be a postgres:// URL (got ${got(v)})`);
+      return check(v);
+    },
+    shown: () => undefined,
   };
 }
 

@@ -10,7 +10,8 @@ import { CONNECTION_DEFAULTS } from "../server/connection-limits";
 import { HTTP_DEFAULTS } from "../server/http1";
 import { RATE_LIMIT_DEFAULTS } from "../server/rate-limit";
 import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
-import { list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
+import { databaseUrl, list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
+import { redactUrl } from "../store/postgres/url";
 import { readSkills, type SkillSetting } from "./skills";
 
 export type ExecutorKind = "echo" | "openai" | "hermes" | "conformance";
@@ -357,6 +358,24 @@ export const SETTINGS = {
   }),
 
   // The daemon itself.
+  databaseUrl: databaseUrl({
+    file: "database_url",
+    flag: "database",
+    value: "URL",
+    group: "daemon",
+    redact: redactUrl,
+    doc: "keep tasks in this Postgres database (postgres://user:password@host/db) instead of the home's SQLite file, so several replicas of one agent share them; the password is never printed",
+  }),
+  leaseMs: seconds({
+    file: "lease_seconds",
+    flag: "lease",
+    value: "SECONDS",
+    group: "daemon",
+    default: 30_000,
+    min: 0.5,
+    max: 3600,
+    doc: "with database_url: how long a replica's hold on the tasks it runs lasts unrenewed (renewed every third of it); when a replica dies, another takes its tasks over after this, as the executor's restart policy says",
+  }),
   logLevel: text({
     file: "log_level",
     value: "LEVEL",

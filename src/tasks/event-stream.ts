@@ -58,9 +58,12 @@ export class EventStream implements AsyncIterable<StreamItem> {
   /**
    * Holds live items back until `release`: a subscriber that subscribes first and reads the stored events
    * after (so that nothing falls between the two) gets the stored ones first, then the live ones in order.
+   * `after`: the number the stream goes on from; nothing at or below it is delivered.
    */
-  hold(): void {
+  hold(after?: number): void {
     this.held ??= [];
+    // The subscriber has every event up to `after` already (its Last-Event-ID, or what its snapshot reflects).
+    if (after !== undefined && after > this.lastSeq) this.lastSeq = after;
   }
 
   /** Delivers `replay` (stored items, in order), then what was held; an end asked for meanwhile follows. */

@@ -68,6 +68,8 @@ export interface Job {
   acceptedAt: number;
   /** Milliseconds the executor spent on the task, time waiting for an answer left out. */
   executorMs: number;
+  /** Another process took the task over (this one's lease ran out): the execution stops writing nothing. */
+  handedOver?: boolean;
 }
 
 export function newJob(task: Task, message: Message, caller: string, lastSeq: number, resumed: boolean): Job {

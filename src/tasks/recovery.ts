@@ -2,7 +2,7 @@ import type { AgentExecutor } from "../executors/executor";
 import type { Message, Task, TaskStatus } from "../protocol/types";
 import { agentMessage } from "./artifacts";
 import { now } from "./clock";
-import type { TaskStore } from "./task-store";
+import type { TaskStore, UnfinishedTask } from "./task-store";
 
 /** How many times a task is resumed after the node stopped mid-way before it is given up. */
 const MAX_RESTARTS = 2;
@@ -17,11 +17,15 @@ export async function recoverUnfinished(
   store: TaskStore,
   executor: AgentExecutor,
   start: (task: Task, message: Message, owner: string, lastSeq: number, resumed: boolean) => void,
+  /** The tasks to recover (default: every unfinished task of the store). */
+  tasks?: UnfinishedTask[],
+  /** Told of each task ended here (FAILED), which nothing runs any more. */
+  ended?: (taskId: string) => void,
 ): Promise<{ resumed: number; failed: number }> {
   let resumed = 0;
   let failed = 0;
   const writes: Promise<void>[] = [];
-  for (const t of await store.unfinished()) {
+  for (const t of tasks ?? (await store.unfinished())) {
     const [snap, lastSeq] = await Promise.all([store.snapshot(t.id, t.owner), store.lastEventSeq(t.id)]);
     if (!snap) continue;
     const { task } = snap;
@@ -41,8 +45,8 @@ export async function recoverUnfinished(
         : "interrupted: the node stopped while running this task, more than twice; not trying it again";
     const status: TaskStatus = { state: "TASK_STATE_FAILED", timestamp: now(), message: agentMessage(t.id, task.contextId, why) };
     failed++;
-    const ended = { statusUpdate: { taskId: t.id, contextId: task.contextId, status } };
-    writes.push(store.record(t.id, { status, history: [status.message!], events: { firstSeq: lastSeq + 1, items: [ended] }, rowSeq: lastSeq + 1 }));
+    const endedEvent = { statusUpdate: { taskId: t.id, contextId: task.contextId, status } };
+    writes.push(store.record(t.id, { status, history: [status.message!], events: { firstSeq: lastSeq + 1, items: [endedEvent] }, rowSeq: lastSeq + 1 }).then(() => ended?.(t.id)));
   }
   await Promise.all(writes);
   return { resumed, failed };

@@ -9,9 +9,13 @@ import type { TaskLifecycle } from "./lifecycle";
 import { abortOf, causeOf, deferred, type Job, newJob, stop, type Waiting } from "./job";
 import { EventPublisher, type EventListener } from "./publisher";
 import { recoverUnfinished } from "./recovery";
-import type { TaskStore } from "./task-store";
+import type { TaskLeases } from "./leases";
+import type { TaskStore, UnfinishedTask } from "./task-store";
 
 export type { EventListener } from "./publisher";
+
+/** Orphaned tasks claimed at a time (the rest are claimed at the next renewal). */
+const ORPHANS_PER_CLAIM = 100;
 
 export interface TaskRunnerOptions {
   /** Tasks executing at once. */
@@ -31,6 +35,11 @@ export interface TaskRunnerOptions {
   outputCapBytes?: number;
   /** Told when tasks are taken, wait for input, and end (the daemon's task log lines and metrics). */
   lifecycle?: TaskLifecycle;
+  /**
+   * For a store other processes share: the leases by which this process runs its tasks (see TaskLeases and
+   * keepLeases). Without them every unfinished task is this process's to recover.
+   */
+  leases?: TaskLeases;
 }
 
 /**
@@ -66,6 +75,8 @@ export class TaskRunner {
     this.perCallerQueued = Math.max(1, Math.ceil(options.maxQueued * share));
     this.queue = new FairQueue((job) => job.caller);
     this.events = new EventPublisher(store);
+    // Another process was asked to cancel a task: this one does, if it runs it.
+    store.onCancelRequest?.((taskId, reason) => void this.cancel(taskId, reason)?.catch(() => {}));
   }
 
   get executorKind(): string {
@@ -220,9 +231,74 @@ export class TaskRunner {
     return stored;
   }
 
-  /** Picks up what the last run of the node left unfinished (see recoverUnfinished). */
-  recover(): Promise<{ resumed: number; failed: number }> {
-    return recoverUnfinished(this.store, this.executor, (task, message, owner, lastSeq, resumed) => void this.start(task, message, owner, lastSeq, resumed));
+  /**
+   * Picks up what the last run of the node left unfinished (see recoverUnfinished); with leases, only the
+   * tasks no live process holds, claimed for this one.
+   */
+  async recover(): Promise<{ resumed: number; failed: number }> {
+    const leases = this.options.leases;
+    const tasks = leases ? await leases.claimOrphans(ORPHANS_PER_CLAIM) : undefined;
+    return this.resume(tasks);
+  }
+
+  /**
+   * Holds the task for this process before it runs here (a follow-up message): false when another live
+   * process holds it, which must then be the one to run it. Always true without leases.
+   */
+  async hold(taskId: string): Promise<boolean> {
+    return this.options.leases ? this.options.leases.acquire(taskId) : true;
+  }
+
+  /** Lets go of a task held for a moment (see hold) that this process did not run after all. */
+  letGo(taskId: string): void {
+    this.releaseLease(taskId);
+  }
+
+  /** With leases, how long they last: a process that holds a task and is alive answers within it. */
+  get leaseMs(): number | undefined {
+    return this.options.leases?.ttlMs;
+  }
+
+  /**
+   * With leases: renews this process's leases every third of their time, stops (without writing anything)
+   * the executions of tasks it lost to another process meanwhile, and claims and resumes the tasks of
+   * processes that died. Returns a function that stops it.
+   */
+  keepLeases(onError: (err: unknown) => void): () => void {
+    const leases = this.options.leases;
+    if (!leases) return () => {};
+    let busy = false;
+    const tick = async () => {
+      // Renewed until the runner is stopped (executions in their shutdown grace still hold their tasks).
+      if (busy) return;
+      busy = true;
+      try {
+        for (const id of await leases.renew()) {
+          const job = this.jobs.get(id);
+          if (!job) continue;
+          job.handedOver = true;
+          stop(job, "shutdown", "another replica took this task over");
+        }
+        if (this.accepting) await this.resume(await leases.claimOrphans(ORPHANS_PER_CLAIM));
+      } catch (err) {
+        onError(err);
+      } finally {
+        busy = false;
+      }
+    };
+    const timer = setInterval(() => void tick(), Math.max(50, Math.floor(leases.ttlMs / 3)));
+    timer.unref?.();
+    return () => clearInterval(timer);
+  }
+
+  private resume(tasks: UnfinishedTask[] | undefined): Promise<{ resumed: number; failed: number }> {
+    return recoverUnfinished(
+      this.store,
+      this.executor,
+      (task, message, owner, lastSeq, resumed) => void this.start(task, message, owner, lastSeq, resumed),
+      tasks,
+      (id) => void this.options.leases?.release(id).catch(() => {}),
+    );
   }
 
   /**
@@ -233,8 +309,11 @@ export class TaskRunner {
    */
   async shutdown(graceMs: number): Promise<void> {
     this.accepting = false;
-    for (const job of this.queue.drain())
-      void this.record(job, { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down before this task started" });
+    for (const job of this.queue.drain()) {
+      // With leases another process starts it (see leftForRestart); alone, it ends here.
+      if (this.options.leases && this.leftForRestart(job)) this.detach(job);
+      else void this.record(job, { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down before this task started" });
+    }
     const pending = [...this.jobs.values()].filter((j) => !j.waiting).map((j) => j.done.promise);
     if (pending.length > 0) {
       let timer: ReturnType<typeof setTimeout> | undefined;
@@ -348,6 +427,9 @@ export class TaskRunner {
    * waiting for input (its answer restarts it), and one of an executor that re-attaches to remote work.
    */
   private leftForRestart(job: Job): boolean {
+    if (job.handedOver) return true;
+    // With leases another process takes the task over (its lease is released below) unless it must fail.
+    if (this.options.leases && (this.executor.onRestart ?? "fail") !== "fail") return true;
     return job.task.status.state === "TASK_STATE_INPUT_REQUIRED" || this.executor.onRestart === "reattach";
   }
 
@@ -355,6 +437,8 @@ export class TaskRunner {
   private detach(job: Job): void {
     this.options.lifecycle?.leftForRestart(job.task, job.caller);
     this.jobs.delete(job.task.id);
+    // Handed over: another process claims it (at once, since nobody holds it now).
+    if (!job.handedOver) this.releaseLease(job.task.id);
     for (const s of job.subscribers) s.end();
     job.subscribers.clear();
     job.turn.resolve(job.task);
@@ -508,12 +592,17 @@ export class TaskRunner {
     }
     this.jobs.delete(task.id);
     this.finished(job, job.task.status.state);
+    this.releaseLease(task.id);
     job.turn.resolve(job.task);
     job.done.resolve(job.task);
   }
 
   private finished(job: Job, state: TaskState): void {
     this.options.lifecycle?.finished(job.task, job.caller, state, (performance.now() - job.acceptedAt) / 1000, Math.max(0, job.executorMs) / 1000);
+  }
+
+  private releaseLease(taskId: string): void {
+    void this.options.leases?.release(taskId).catch(() => {}); // an unreleased lease only runs out
   }
 
   /** The outcome as the task's final status, artifacts, reply and metadata; resolves once committed. */

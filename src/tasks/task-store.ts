@@ -152,6 +152,16 @@ export interface TaskStore {
    * every task that remains exactly once.
    */
   deleteFinished(before: string, limit: number): Promise<string[]>;
+  /**
+   * Only for a store several processes share (replicas on one database): calls `onCommitted` whenever any
+   * process may have committed events of the task (and again after a lost connection to the store, when some
+   * notices may have been missed); the caller reads them with eventsAfter. Returns a function that stops it.
+   */
+  watch?(taskId: string, onCommitted: () => void): () => void;
+  /** Only for a shared store: asks whichever process runs the task to cancel it (see onCancelRequest). */
+  requestCancel?(taskId: string, reason: string): Promise<void>;
+  /** Only for a shared store: hears the cancel requests of every process (for the tasks it may run). */
+  onCancelRequest?(listener: (taskId: string, reason: string) => void): void;
 }
 
 /** The states a task never leaves: retention may delete tasks in them. */

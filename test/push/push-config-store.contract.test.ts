@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { openDatabase } from "../../src/store/database";
 import { MemoryPushConfigStore } from "../../src/store/memory-push-config-store";
 import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
+import { PostgresPushConfigStore } from "../../src/store/postgres/postgres-push-config-store";
+import { emptyPostgres } from "../helpers/postgres-stores";
 import { pushConfigStoreContract } from "./push-config-store-contract";
 
 pushConfigStoreContract("in memory", () => ({ store: new MemoryPushConfigStore(), close: () => {} }));
@@ -19,4 +21,9 @@ pushConfigStoreContract("SQLite (a real file)", () => {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+});
+
+pushConfigStoreContract("Postgres (a real server)", async () => {
+  const database = await emptyPostgres();
+  return { store: new PostgresPushConfigStore(database), close: () => database.close() };
 });

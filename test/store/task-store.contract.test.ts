@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { MemoryTaskStore } from "../../src/store/memory-task-store";
 import { openDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
+import { emptyPostgres } from "../helpers/postgres-stores";
 import { taskStoreContract } from "./task-store-contract";
 
 taskStoreContract("in memory", () => {
@@ -22,6 +24,18 @@ taskStoreContract("SQLite (a real file)", () => {
       store.flush();
       database.close();
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+});
+
+taskStoreContract("Postgres (a real server)", async () => {
+  const database = await emptyPostgres();
+  const store = new PostgresTaskStore(database);
+  return {
+    store,
+    async close() {
+      await store.flush();
+      await database.close();
     },
   };
 });

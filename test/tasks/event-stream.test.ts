@@ -25,6 +25,17 @@ describe("EventStream hold/release", () => {
     expect(await drain(stream)).toEqual([undefined, 3, 4, 5, 6]);
   });
 
+  it("goes on from the number it is held at: nothing at or below it, even when the replay is empty", async () => {
+    const stream = new EventStream();
+    stream.hold(3); // the subscriber has 1-3 (Last-Event-ID 3); nothing was committed since when it read
+    stream.push(ev(2)); // a read that started from an older position
+    stream.push(ev(4));
+    stream.release([]);
+    stream.push(ev(5));
+    stream.end();
+    expect(await drain(stream)).toEqual([4, 5]);
+  });
+
   it("ends only after the release when it was ended while held", async () => {
     const stream = new EventStream();
     stream.hold();

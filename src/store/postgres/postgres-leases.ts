@@ -1,0 +1,84 @@
+import type { SQL } from "bun";
+import type { TaskLeases } from "../../tasks/leases";
+import type { UnfinishedTask } from "../../tasks/task-store";
+
+/** Now in epoch milliseconds, by the database's clock: every replica compares leases by the same clock. */
+export const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+/**
+ * TaskLeases in the shared database (table task_leases: task, replica, expiry). Times are the database's, so
+ * the replicas' own clocks do not matter. PostgresTaskStore writes the lease of a task it creates in the same
+ * transaction as the task (a new task is never without one) and refuses writes to a task another live replica
+ * holds (see fence).
+ */
+export class PostgresLeases implements TaskLeases {
+  private readonly held = new Set<string>();
+
+  constructor(
+    private readonly sql: SQL,
+    /** This replica's name in the table: unique per process. */
+    readonly replica: string,
+    readonly ttlMs: number,
+  ) {}
+
+  /** Marks tasks as held (their leases were written by the store with the tasks). */
+  adopt(taskIds: Iterable<string>): void {
+    for (const id of taskIds) this.held.add(id);
+  }
+
+  async acquire(taskId: string): Promise<boolean> {
+    const rows = await this.sql.unsafe(
+      `INSERT INTO task_leases (task_id, replica, expires_at) VALUES ($1, $2, ${DB_NOW_MS} + $3)
+       ON CONFLICT (task_id) DO UPDATE SET replica = excluded.replica, expires_at = excluded.expires_at
+       WHERE task_leases.replica = excluded.replica OR task_leases.expires_at < ${DB_NOW_MS}
+       RETURNING task_id`,
+      [taskId, this.replica, this.ttlMs],
+    );
+    if (rows.length) this.held.add(taskId);
+    return rows.length > 0;
+  }
+
+  async release(taskId: string): Promise<void> {
+    this.held.delete(taskId);
+    await this.sql`DELETE FROM task_leases WHERE task_id = ${taskId} AND replica = ${this.replica}`;
+  }
+
+  async renew(): Promise<string[]> {
+    const rows = (await this.sql.unsafe(
+      `UPDATE task_leases SET expires_at = ${DB_NOW_MS} + $2 WHERE replica = $1 RETURNING task_id`,
+      [this.replica, this.ttlMs],
+    )) as { task_id: string }[];
+    const still = new Set(rows.map((r) => r.task_id));
+    const lost = [...this.held].filter((id) => !still.has(id));
+    for (const id of lost) this.held.delete(id);
+    return lost;
+  }
+
+  async claimOrphans(limit: number): Promise<UnfinishedTask[]> {
+    // Two replicas claiming one task: the second waits on the first's row, then finds its lease live.
+    const claimed = (await this.sql.unsafe(
+      `WITH orphans AS (
+         SELECT t.id FROM tasks t LEFT JOIN task_leases l ON l.task_id = t.id
+         WHERE t.state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING') AND (l.task_id IS NULL OR l.expires_at < ${DB_NOW_MS})
+         ORDER BY t.id LIMIT $3)
+       INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, $1, ${DB_NOW_MS} + $2 FROM orphans
+       ON CONFLICT (task_id) DO UPDATE SET replica = excluded.replica, expires_at = excluded.expires_at
+       WHERE task_leases.expires_at < ${DB_NOW_MS}
+       RETURNING task_id`,
+      [this.replica, this.ttlMs, limit],
+    )) as { task_id: string }[];
+    if (claimed.length === 0) return [];
+    const ids = claimed.map((r) => r.task_id);
+    this.adopt(ids);
+    const rows = (await this.sql`SELECT id, owner, state, executor FROM tasks WHERE id IN ${this.sql(ids)} ORDER BY id`) as UnfinishedTask[];
+    return rows.map(({ id, owner, state, executor }) => ({ id, owner, state, executor }));
+  }
+
+  /**
+   * The condition a write to task `$n` must meet: no other replica holds a live lease on it (a task nobody
+   * holds, waiting for input or idle, takes writes from anyone).
+   */
+  fence(param: string): string {
+    return `NOT EXISTS (SELECT 1 FROM task_leases WHERE task_id = ${param} AND replica <> '${this.replica.replaceAll("'", "''")}' AND expires_at > ${DB_NOW_MS})`;
+  }
+}

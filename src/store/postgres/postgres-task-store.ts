@@ -1,0 +1,566 @@
+import type { SQL } from "bun";
+
+type SQLListen = Awaited<ReturnType<SQL["listen"]>>;
+import { encodeTime } from "ulid";
+import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../../protocol/types";
+import { createLogger, type Logger } from "../../log";
+import { FINAL_STATES, UnstorableData, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
+import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
+import { decodePageToken, encodePageToken } from "../page-token";
+import { newPending, planWrite, toJson, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
+import type { PostgresDatabase } from "./database";
+import { DB_NOW_MS, type PostgresLeases } from "./postgres-leases";
+import { SerialGroupCommit } from "./serial-commit";
+
+export interface PostgresTaskStoreOptions {
+  /** Bytes of task JSON one ListTasks page may carry (see list-budget.ts). */
+  maxListBytes?: number;
+  log?: Logger;
+  /**
+   * This replica's leases: a task created here is leased to it in the same transaction, and a write to a task
+   * another live replica holds is refused (WriteRefused), so a replica that lost a task cannot write over the
+   * one that took it.
+   */
+  leases?: PostgresLeases;
+}
+
+/** The channel every commit that adds events notifies, with "taskId seq" lines (see watch). */
+export const EVENTS_CHANNEL = "a2a_task_events";
+/** Cancel requests between replicas: JSON {taskId, reason} (see requestCancel). */
+export const CANCEL_CHANNEL = "a2a_task_cancel";
+
+const DEFAULT_PAGE_SIZE = 50;
+/** Rows of one multi-row INSERT (Postgres takes at most 65,535 parameters in a statement). */
+const CREATE_CHUNK = 500;
+/** A NOTIFY payload stays under Postgres's 8,000 bytes. */
+const NOTIFY_BYTES = 7_000;
+
+interface CreateRequest {
+  task: Task;
+  owner: string;
+  /** null for a caller without an identity of its own: never deduplicated. */
+  requestMessageId: string | null;
+  executor: string;
+  timestamp: string;
+  metadataJson: string | null;
+  historyJson: string;
+  settle: Deferred<{ task: Task; created: boolean }>;
+}
+
+/**
+ * TaskStore on Postgres: the store several replicas of one agent share. A task is one row, as in SQLite, and
+ * its events are rows of task_events, which every replica replays from.
+ *
+ * Creates of one turn are inserted together, `ON CONFLICT DO NOTHING` on (owner, messageId): a message two
+ * replicas take at the same moment makes one task, and the replica that lost the race answers with the
+ * winner's. A create resolves once its row is committed. Other writes gather per task and are committed a
+ * group at a time (SerialGroupCommit): the runner's status, artifacts and events of many tasks share one
+ * transaction, which also NOTIFYs EVENTS_CHANNEL for the tasks that got events. A group that fails is tried
+ * again a task at a time, so that only the tasks that fail again are lost, as in SQLite.
+ */
+export class PostgresTaskStore implements TaskStore {
+  private readonly sql: SQL;
+  private readonly pending = new Map<string, Pending>();
+  private creates: CreateRequest[] = [];
+  /** owner + "\0" + messageId → the create in flight (idempotency must see it). */
+  private readonly inFlight = new Map<string, Promise<{ task: Task; created: boolean }>>();
+  private readonly group = new SerialGroupCommit<string>(() => this.commitGroup());
+  private readonly maxListBytes: number;
+  private readonly log: Logger;
+  private readonly leases: PostgresLeases | undefined;
+  private readonly updateTask: string;
+  private readonly insertEvents: string;
+  /** Task id → who follows it from the store (see watch). */
+  private readonly watchers = new Map<string, Set<() => void>>();
+  private feed: SQLListen | undefined;
+  private cancels: SQLListen | undefined;
+  private cancelListener: ((taskId: string, reason: string) => void) | undefined;
+
+  constructor(database: PostgresDatabase, options: PostgresTaskStoreOptions = {}) {
+    this.sql = database.sql;
+    this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
+    this.log = options.log ?? createLogger((line) => process.stderr.write(line));
+    this.leases = options.leases;
+    const fence = this.leases ? ` AND ${this.leases.fence("$1")}` : "";
+    this.updateTask = UPDATE_TASK + fence;
+    this.insertEvents = `INSERT INTO task_events (task_id, seq, last_seq, events) SELECT $1::text, $2::int, $3::int, $4::text${fence ? ` WHERE ${this.leases!.fence("$1")}` : ""}`;
+  }
+
+  async create(input: NewTask): Promise<{ task: Task; created: boolean; committed: Promise<void> }> {
+    const idempotent = input.idempotent !== false;
+    const key = `${input.owner}\0${input.message.messageId}`;
+    const inFlight = idempotent ? this.inFlight.get(key) : undefined;
+    if (inFlight) {
+      const first = await inFlight;
+      return { task: first.task, created: false, committed: Promise.resolve() };
+    }
+    // Refused here, before anything is recorded: what the caller sent cannot be stored.
+    const historyJson = `[${toJson(input.message, "message")}]`;
+    const metadataJson = input.metadata ? toJson(input.metadata, "metadata") : null;
+    for (const [what, value] of [["contextId", input.contextId], ["messageId", input.message.messageId]] as const)
+      if (value.includes("\0")) throw new UnstorableData(what, "it contains a NUL character, which Postgres text cannot hold");
+    const task: Task = { id: input.id, contextId: input.contextId, status: { state: "TASK_STATE_SUBMITTED", timestamp: input.timestamp }, history: [input.message] };
+    if (input.metadata) task.metadata = input.metadata;
+    const settle = deferred<{ task: Task; created: boolean }>();
+    this.creates.push({
+      task,
+      owner: input.owner,
+      requestMessageId: idempotent ? input.message.messageId : null,
+      executor: input.executor,
+      timestamp: input.timestamp,
+      metadataJson,
+      historyJson,
+      settle,
+    });
+    if (idempotent) {
+      this.inFlight.set(key, settle.promise);
+      void settle.promise.finally(() => this.inFlight.delete(key)).catch(() => {});
+    }
+    void this.group.commit(`\0create ${input.id}`);
+    const result = await settle.promise;
+    return { ...result, committed: Promise.resolve() };
+  }
+
+  record(taskId: string, change: TaskChange): Promise<void> {
+    let history: string[] | undefined;
+    let statusMessage: string | null | undefined;
+    try {
+      if (change.status) statusMessage = change.status.message ? toJson(change.status.message, "status message") : null;
+      if (change.history?.length) history = change.history.map((m) => (statusMessage && m === change.status?.message ? statusMessage : toJson(m, "message")));
+      if (change.metadata) toJson(change.metadata, "metadata");
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    let p = this.pending.get(taskId);
+    if (!p) this.pending.set(taskId, (p = newPending()));
+    if (history) p.messages.push(...history);
+    if (change.status) {
+      p.status = change.status;
+      p.statusMessage = statusMessage;
+    }
+    if (change.artifacts?.length) p.artifacts.push(...change.artifacts);
+    if (change.metadata) p.metadata = { ...p.metadata, ...change.metadata };
+    if (change.events?.items.length) {
+      if (p.events.length === 0) p.firstSeq = change.events.firstSeq;
+      p.events.push(...change.events.items);
+    }
+    if (change.rowSeq !== undefined) p.rowSeq = change.rowSeq;
+    return this.group.commit(taskId);
+  }
+
+  async get(id: string, owner: string, historyLength?: number): Promise<Task | undefined> {
+    const [row] = await this.sql`SELECT * FROM tasks WHERE id = ${id} AND owner = ${owner}`;
+    return row ? assemble(row as RawRow, historyLength, true) : undefined;
+  }
+
+  async snapshot(id: string, owner: string, historyLength?: number): Promise<{ task: Task; lastSeq: number } | undefined> {
+    const [row] = await this.sql`SELECT * FROM tasks WHERE id = ${id} AND owner = ${owner}`;
+    return row ? { task: assemble(row as RawRow, historyLength, true), lastSeq: (row as RawRow).last_seq } : undefined;
+  }
+
+  async list(owner: string, params: ListTasksParams): Promise<ListTasksResult> {
+    const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE;
+    const cursor = params.pageToken ? decodePageToken(params.pageToken) : undefined;
+    const where = ["owner = $1"];
+    const values: unknown[] = [owner];
+    const add = (clause: (n: string) => string, value: unknown) => {
+      values.push(value);
+      where.push(clause(`$${values.length}`));
+    };
+    if (params.contextId) add((n) => `context_id = ${n}`, params.contextId);
+    if (params.status) add((n) => `state = ${n}`, params.status);
+    if (params.statusTimestampAfter) add((n) => `status_timestamp > ${n}`, new Date(params.statusTimestampAfter).toISOString());
+    const filters = where.join(" AND ");
+    const countValues = [...values];
+    if (cursor) {
+      values.push(cursor.timestamp, cursor.id);
+      const t = `$${values.length - 1}`;
+      where.push(`(status_timestamp < ${t} OR (status_timestamp = ${t} AND id < $${values.length}))`);
+    }
+    values.push(pageSize + 1);
+    // The page is planned from tasks_owner_recent alone, which holds each task's sizes: a task the page
+    // leaves out (or the parts of one it cuts) is never read.
+    const [[{ n: totalSize }], candidates] = await Promise.all([
+      this.sql.unsafe(`SELECT count(*)::int AS n FROM tasks WHERE ${filters}`, countValues),
+      this.sql.unsafe(
+        `SELECT id, status_timestamp AS "statusTimestamp", head_bytes AS "headBytes", history_bytes AS "historyBytes", artifacts_bytes AS "artifactsBytes"
+         FROM tasks WHERE ${where.join(" AND ")} ORDER BY status_timestamp DESC, id DESC LIMIT $${values.length}`,
+        values,
+      ),
+    ]);
+    const withArtifacts = params.includeArtifacts ?? false;
+    const plan = planPage(candidates, { pageSize, maxBytes: this.maxListBytes, history: params.historyLength !== 0, artifacts: withArtifacts });
+    const last = plan.tasks[plan.tasks.length - 1];
+    return {
+      tasks: await Promise.all(plan.tasks.map((p) => this.listed(p, params.historyLength, withArtifacts))),
+      nextPageToken: plan.more && last ? encodePageToken(last.statusTimestamp, last.id) : "",
+      pageSize,
+      totalSize,
+    };
+  }
+
+  /** One task of a planned page, reading only the columns of the parts it carries. */
+  private async listed(p: PlannedTask, historyLength: number | undefined, withArtifacts: boolean): Promise<Task> {
+    const artifacts = withArtifacts && !p.omitted.includes("artifacts");
+    const history = historyLength !== 0 && !p.omitted.includes("history");
+    const message = !p.omitted.includes("status.message");
+    const [row] = await this.sql.unsafe(
+      `SELECT id, context_id, state, status_timestamp, metadata,
+         ${message ? "status_message" : "NULL"} AS status_message, ${message ? "false" : "status_message IS NOT NULL"} AS had_message,
+         ${history ? "history" : "'[]'"} AS history, ${artifacts ? "artifacts" : "'[]'"} AS artifacts
+       FROM tasks WHERE id = $1`,
+      [p.id],
+    );
+    const task = assemble(row as RawRow, history ? historyLength : 0, artifacts);
+    if (p.omitted.length) {
+      const omitted = (row as { had_message: boolean }).had_message ? p.omitted : p.omitted.filter((part) => part !== "status.message");
+      task.metadata = { ...task.metadata, [OMITTED_KEY]: omissionNote({ ...p, omitted }, this.maxListBytes) };
+    }
+    return task;
+  }
+
+  async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
+    const rows = await this.sql`SELECT seq, events FROM task_events WHERE task_id = ${taskId} AND last_seq > ${afterSeq} ORDER BY seq`;
+    const out: StoredEvent[] = [];
+    for (const row of rows as { seq: number; events: string }[]) {
+      const events = JSON.parse(row.events) as StreamResponse[];
+      for (let i = 0; i < events.length; i++) if (row.seq + i > afterSeq) out.push({ seq: row.seq + i, response: events[i] });
+    }
+    return out;
+  }
+
+  async lastEventSeq(taskId: string): Promise<number> {
+    const [row] = await this.sql`SELECT coalesce(max(last_seq), 0)::int AS n FROM task_events WHERE task_id = ${taskId}`;
+    return (row as { n: number }).n;
+  }
+
+  async countInContext(contextId: string, owner: string): Promise<number> {
+    const [row] = await this.sql`SELECT count(*)::int AS n FROM tasks WHERE context_id = ${contextId} AND owner = ${owner}`;
+    return (row as { n: number }).n;
+  }
+
+  async unfinished(): Promise<UnfinishedTask[]> {
+    const rows = (await this.sql`SELECT id, owner, state, executor FROM tasks WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING') ORDER BY id`) as UnfinishedTask[];
+    return rows.map(({ id, owner, state, executor }) => ({ id, owner, state, executor }));
+  }
+
+  async contextHistory(contextId: string, owner: string, limit: number): Promise<Message[]> {
+    if (limit <= 0) return [];
+    // Every task holds at least one message: the newest `limit` tasks hold all that can be returned.
+    const rows = await this.sql`SELECT history FROM tasks WHERE context_id = ${contextId} AND owner = ${owner} ORDER BY id DESC LIMIT ${limit}`;
+    const out: Message[][] = [];
+    let n = 0;
+    for (const row of rows as { history: string }[]) {
+      const h = JSON.parse(row.history) as Message[];
+      out.push(h);
+      n += h.length;
+      if (n >= limit) break;
+    }
+    const all = out.reverse().flat();
+    return all.length > limit ? all.slice(all.length - limit) : all;
+  }
+
+  async deleteFinished(before: string, limit: number): Promise<string[]> {
+    const cutoff = Date.parse(before);
+    if (Number.isNaN(cutoff)) throw new TypeError(`not a time: ${before}`);
+    // Ids are ULIDs (see SqliteTaskStore.deleteFinished): a task that ended before the cut-off was created
+    // before it, so the walk is a primary-key range. Rows another replica holds locked are skipped.
+    const idBound = `${encodeTime(cutoff, 10)}0000000000000000`;
+    const skip = [...this.pending.keys()];
+    const finals = FINAL_STATES as readonly string[];
+    const rows = await this.sql.begin(async (tx) => {
+      const doomed = (await tx`
+        SELECT id FROM tasks
+        WHERE id < ${idBound} AND status_timestamp < ${new Date(cutoff).toISOString()} AND state IN ${tx(finals)}
+          AND NOT (id = ANY(${tx.array(skip, "TEXT")}))
+        ORDER BY id LIMIT ${limit} FOR UPDATE SKIP LOCKED`) as { id: string }[];
+      if (doomed.length === 0) return [] as string[];
+      const ids = doomed.map((r) => r.id);
+      await tx`DELETE FROM task_events WHERE task_id IN ${tx(ids)}`;
+      await tx`DELETE FROM task_leases WHERE task_id IN ${tx(ids)}`;
+      await tx`DELETE FROM tasks WHERE id IN ${tx(ids)}`;
+      return ids;
+    });
+    return rows;
+  }
+
+  /**
+   * Listens to EVENTS_CHANNEL on a connection of its own, so watch() hears of every replica's commits. After a
+   * lost connection the listen is made again and every watcher is told, since notices may have been missed.
+   */
+  async listen(): Promise<void> {
+    if (this.feed) return;
+    let first = true;
+    this.feed = await this.sql.listen(
+      EVENTS_CHANNEL,
+      (payload) => {
+        for (const line of payload.split("\n")) {
+          const id = line.slice(0, line.lastIndexOf(" "));
+          for (const w of this.watchers.get(id) ?? []) w();
+        }
+      },
+      () => {
+        if (first) first = false;
+        else for (const set of this.watchers.values()) for (const w of set) w();
+      },
+    );
+    this.cancels = await this.sql.listen(CANCEL_CHANNEL, (payload) => {
+      try {
+        const { taskId, reason } = JSON.parse(payload) as { taskId: string; reason: string };
+        this.cancelListener?.(taskId, reason);
+      } catch {
+        // Not one of ours: ignored.
+      }
+    });
+  }
+
+  async requestCancel(taskId: string, reason: string): Promise<void> {
+    await this.sql`SELECT pg_notify(${CANCEL_CHANNEL}, ${JSON.stringify({ taskId, reason })})`;
+  }
+
+  onCancelRequest(listener: (taskId: string, reason: string) => void): void {
+    this.cancelListener = listener;
+  }
+
+  /** Stops listening (before closing the database). */
+  async unlisten(): Promise<void> {
+    const [feed, cancels] = [this.feed, this.cancels];
+    this.feed = this.cancels = undefined;
+    await Promise.all([feed?.unlisten(), cancels?.unlisten()]);
+  }
+
+  watch(taskId: string, onCommitted: () => void): () => void {
+    if (!this.feed) throw new Error("the Postgres task store is not listening: call listen() first");
+    let set = this.watchers.get(taskId);
+    if (!set) this.watchers.set(taskId, (set = new Set()));
+    const w = () => onCommitted();
+    set.add(w);
+    return () => {
+      set.delete(w);
+      if (set.size === 0 && this.watchers.get(taskId) === set) this.watchers.delete(taskId);
+    };
+  }
+
+  /** Resolves once everything written so far is committed (call before closing the database). */
+  flush(): Promise<void> {
+    return this.group.flush();
+  }
+
+  /**
+   * Commits the creates and the task writes gathered so far in one transaction; if it fails, each create and
+   * each task again in one of its own. Returns the keys not committed, with their reasons.
+   */
+  private async commitGroup(): Promise<Map<string, unknown>> {
+    const creates = this.creates;
+    this.creates = [];
+    const batch = [...this.pending];
+    this.pending.clear();
+    const failed = new Map<string, unknown>();
+    try {
+      const inserted = await this.sql.begin((tx) => this.apply(tx, creates, batch, failed));
+      await this.settleCreates(creates, inserted);
+      return failed;
+    } catch (err) {
+      if (creates.length + batch.length > 1)
+        this.log.warn("a group commit failed; committing its tasks one at a time", { tasks: creates.length + batch.length, reason: reasonOf(err) });
+      else return this.reportFailed(creates, batch, failed, err);
+    }
+    failed.clear();
+    for (const c of creates) {
+      try {
+        await this.settleCreates([c], await this.sql.begin((tx) => this.apply(tx, [c], [], failed)));
+      } catch (err) {
+        this.reportFailed([c], [], failed, err);
+      }
+    }
+    for (const item of batch) {
+      try {
+        await this.sql.begin((tx) => this.apply(tx, [], [item], failed));
+      } catch (err) {
+        this.reportFailed([], [item], failed, err);
+      }
+    }
+    return failed;
+  }
+
+  private reportFailed(creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, err: unknown): Map<string, unknown> {
+    for (const c of creates) {
+      c.settle.reject(err);
+      this.log.error("could not store a task's writes; its callers get an error", { task: c.task.id, reason: reasonOf(err) });
+    }
+    for (const [id] of batch) {
+      // A write refused on the way (fenced off, see apply) keeps that reason.
+      if (!failed.has(id)) failed.set(id, err);
+      this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(failed.get(id)) });
+    }
+    return failed;
+  }
+
+  /** The statements of one group, in one transaction; returns the ids the creates inserted. */
+  private async apply(tx: SQL, creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>): Promise<Set<string>> {
+    const inserted = new Set<string>();
+    for (let i = 0; i < creates.length; i += CREATE_CHUNK) {
+      for (const r of await insertTasks(tx, creates.slice(i, i + CREATE_CHUNK))) inserted.add(r.id);
+    }
+    if (this.leases && inserted.size) await insertLeases(tx, [...inserted], this.leases);
+    // The rows an update rewrites, read (and locked) together.
+    const needRows = batch.filter(([, p]) => needsRow(p)).map(([id]) => id);
+    const rows = new Map<string, StoredRow>();
+    if (needRows.length)
+      for (const r of (await tx`SELECT id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq FROM tasks WHERE id IN ${tx(needRows)} FOR UPDATE`) as (StoredRow & { id: string })[])
+        rows.set(r.id, r);
+    const statements: Promise<unknown>[] = [];
+    const fenced: [string, Promise<{ count: number }>][] = [];
+    const notes: string[] = [];
+    for (const [id, p] of batch) {
+      let plan: WritePlan | undefined;
+      try {
+        plan = planWrite(id, p, () => rows.get(id) ?? null);
+      } catch (err) {
+        failed.set(id, err); // refused before anything of it ran: the others go on
+        this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(err) });
+        continue;
+      }
+      if (!plan) continue;
+      if ("update" in plan) fenced.push([id, tx.unsafe(this.updateTask, plan.update)]);
+      if (plan.events) {
+        fenced.push([id, tx.unsafe(this.insertEvents, plan.events)]);
+        notes.push(`${id} ${plan.events[2]}`);
+      }
+    }
+    for (const payload of chunkLines(notes, NOTIFY_BYTES)) statements.push(tx`SELECT pg_notify(${EVENTS_CHANNEL}, ${payload})`);
+    const [results] = await Promise.all([Promise.all(fenced.map(([, q]) => q)), Promise.all(statements)]);
+    // A write that changed nothing was fenced off: another live replica holds the task (see PostgresLeases).
+    const refused = new Set(fenced.filter((_, i) => results[i]!.count === 0).map(([id]) => id));
+    if (refused.size) {
+      for (const id of refused) failed.set(id, new WriteRefused(`task ${id} is held by another replica now (this one's lease on it ran out)`));
+      throw new FencedOff(); // nothing of this transaction may stand: each task is tried again on its own
+    }
+    if (this.leases) this.leases.adopt(inserted);
+    return inserted;
+  }
+
+  /** After the commit: each create learns whether it made its task, or another create (elsewhere) did. */
+  private async settleCreates(creates: CreateRequest[], inserted: Set<string>): Promise<void> {
+    for (const c of creates) {
+      if (inserted.has(c.task.id)) {
+        c.settle.resolve({ task: c.task, created: true });
+        continue;
+      }
+      try {
+        const [row] = await this.sql`SELECT * FROM tasks WHERE owner = ${c.owner} AND request_message_id = ${c.requestMessageId}`;
+        if (row) c.settle.resolve({ task: assemble(row as RawRow, undefined, true), created: false });
+        else c.settle.reject(new Error(`task ${c.task.id} was neither inserted nor found by its messageId`));
+      } catch (err) {
+        c.settle.reject(err);
+      }
+    }
+  }
+}
+
+const UPDATE_TASK = `UPDATE tasks SET state = $2, status_message = $3, status_timestamp = $4, updated_at = $4, metadata = $5, history = $6, artifacts = $7, last_seq = $8,
+  head_bytes = octet_length(id) + octet_length(context_id) + coalesce(octet_length($3), 0) + coalesce(octet_length($5), 0),
+  history_bytes = octet_length($6), artifacts_bytes = octet_length($7) WHERE id = $1`;
+
+/** Inserts new SUBMITTED tasks, skipping those whose (owner, messageId) is taken; returns the ids inserted. */
+function insertTasks(tx: SQL, creates: CreateRequest[]): Promise<{ id: string }[]> {
+  const values: unknown[] = [];
+  const tuples = creates.map((c) => {
+    const at = values.length;
+    values.push(c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson);
+    return `(${Array.from({ length: 8 }, (_, i) => `$${at + i + 1}::text`).join(", ")})`;
+  });
+  return tx.unsafe(
+    `INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
+       last_seq, head_bytes, history_bytes, artifacts_bytes)
+     SELECT v.id, v.context_id, v.owner, 'TASK_STATE_SUBMITTED', v.ts, v.rmid, v.executor, v.ts, v.ts, v.metadata, v.history, '[]',
+       0, octet_length(v.id) + octet_length(v.context_id) + coalesce(octet_length(v.metadata), 0), octet_length(v.history), 2
+     FROM (VALUES ${tuples.join(", ")}) AS v(id, context_id, owner, ts, rmid, executor, metadata, history)
+     ON CONFLICT (owner, request_message_id) DO NOTHING RETURNING id`,
+    values,
+  );
+}
+
+/** Leases the tasks just inserted to this replica, in the same transaction. */
+function insertLeases(tx: SQL, ids: string[], leases: PostgresLeases): Promise<unknown> {
+  const values: unknown[] = [leases.replica, leases.ttlMs];
+  const tuples = ids.map((id) => {
+    values.push(id);
+    return `($${values.length}::text, $1::text, ${DB_NOW_MS} + $2::bigint)`;
+  });
+  return tx.unsafe(`INSERT INTO task_leases (task_id, replica, expires_at) VALUES ${tuples.join(", ")}`, values);
+}
+
+/** A group whose writes were partly fenced off (see apply): rolled back, then tried task by task. */
+class FencedOff extends Error {
+  constructor() {
+    super("some of the group's tasks are held by another replica");
+  }
+}
+
+/** Whether planWrite will read the task's row (anything beyond events alone). */
+function needsRow(p: Pending): boolean {
+  return !p.insert && (p.status !== undefined || p.metadata !== undefined || p.messages.length > 0 || p.artifacts.length > 0 || p.rowSeq !== undefined);
+}
+
+/** Lines joined by "\n" into payloads of at most `max` bytes. */
+function chunkLines(lines: string[], max: number): string[] {
+  const out: string[] = [];
+  let current = "";
+  for (const line of lines) {
+    if (current && current.length + 1 + line.length > max) {
+      out.push(current);
+      current = "";
+    }
+    current = current ? `${current}\n${line}` : line;
+  }
+  if (current) out.push(current);
+  return out;
+}
+
+interface RawRow {
+  id: string;
+  context_id: string;
+  state: string;
+  status_message: string | null;
+  status_timestamp: string;
+  metadata: string | null;
+  history: string;
+  artifacts: string;
+  last_seq: number;
+}
+
+function assemble(row: RawRow, historyLength: number | undefined, withArtifacts: boolean): Task {
+  const status: TaskStatus = { state: row.state as TaskState, timestamp: row.status_timestamp };
+  if (row.status_message) status.message = JSON.parse(row.status_message) as Message;
+  const task: Task = { id: row.id, contextId: row.context_id, status };
+  if (withArtifacts && row.artifacts !== "[]") task.artifacts = JSON.parse(row.artifacts) as Artifact[];
+  if (historyLength !== 0) {
+    let hist = JSON.parse(row.history) as Message[];
+    if (historyLength !== undefined && hist.length > historyLength) hist = hist.slice(hist.length - historyLength);
+    if (hist.length > 0) task.history = hist;
+  }
+  if (row.metadata) task.metadata = JSON.parse(row.metadata) as Record<string, unknown>;
+  return task;
+}
+
+function reasonOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+  reject(err: unknown): void;
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}

@@ -1,0 +1,110 @@
+import { sql } from "drizzle-orm";
+import { bigint, index, integer, pgTable, primaryKey, text, uniqueIndex } from "drizzle-orm/pg-core";
+
+/**
+ * The node's durable state on Postgres, shared by every replica of one agent (see postgres-task-store.ts).
+ * The same tables as SQLite's (../schema.ts), for one difference in kind: several processes write here at
+ * once. The SQL migrations under postgres/migrations/ are generated from this file by drizzle-kit
+ * (`npm run db:generate`) and embedded in the binary (migrations.gen.ts).
+ *
+ * Columns holding protocol objects are JSON text, exactly as they go on the wire (as in SQLite): the store
+ * encodes them once and reads never rebuild them field by field. The generated SQL is edited by hand in one way
+ * drizzle cannot express: ids and timestamps are COLLATE "C", so they sort byte by byte (as ULIDs, ISO times
+ * and page tokens assume) whatever the database's own collation. Peers stay in each replica's local SQLite
+ * file, where the CLI keeps them.
+ */
+export const tasks = pgTable(
+  "tasks",
+  {
+    id: text("id").primaryKey(), // ULID: sorts by creation time
+    contextId: text("context_id").notNull(),
+    /** Certificate CN of the peer that created the task; every read is scoped by it. */
+    owner: text("owner").notNull(),
+    state: text("state").notNull(),
+    statusTimestamp: text("status_timestamp").notNull(),
+    /** Sequence number of the latest event the row reflects (see taskEvents). */
+    lastSeq: integer("last_seq").notNull().default(0),
+    /** messageId of the message that created the task, for idempotent retries; null for callers without one. */
+    requestMessageId: text("request_message_id"),
+    /** Which executor runs it; decides what happens to it after its replica is gone. */
+    executor: text("executor").notNull(),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+    /** Bytes of the row's JSON as a task on the wire carries it (see ../list-budget.ts), written with the row. */
+    headBytes: integer("head_bytes").notNull().default(0),
+    historyBytes: integer("history_bytes").notNull().default(0),
+    artifactsBytes: integer("artifacts_bytes").notNull().default(0),
+    statusMessage: text("status_message"),
+    metadata: text("metadata"),
+    history: text("history").notNull(),
+    artifacts: text("artifacts").notNull(),
+  },
+  (t) => [
+    // ListTasks: the caller's tasks newest first, with what its filters and byte budget need.
+    index("tasks_owner_recent").on(t.owner, t.statusTimestamp, t.id, t.state, t.headBytes, t.historyBytes, t.artifactsBytes),
+    index("tasks_context").on(t.contextId, t.owner),
+    index("tasks_unfinished")
+      .on(t.id)
+      .where(sql`${t.state} IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING')`),
+    uniqueIndex("tasks_owner_request_message").on(t.owner, t.requestMessageId),
+  ],
+);
+
+/**
+ * Every event of a task, numbered per task from 1; events committed together are one row (a JSON array
+ * starting at `seq`). The table is the truth a subscriber on any replica replays from.
+ */
+export const taskEvents = pgTable(
+  "task_events",
+  {
+    taskId: text("task_id").notNull(),
+    seq: integer("seq").notNull(),
+    lastSeq: integer("last_seq").notNull(),
+    events: text("events").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.seq] })],
+);
+
+/** Webhooks a caller registered for its tasks (A2A TaskPushNotificationConfig). */
+export const pushConfigs = pgTable(
+  "push_configs",
+  {
+    taskId: text("task_id").notNull(),
+    id: text("id").notNull(),
+    owner: text("owner").notNull(),
+    url: text("url").notNull(),
+    token: text("token"),
+    authentication: text("authentication"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.taskId, t.id] })],
+);
+
+/** Push deliveries not yet acknowledged by their receiver, each claimed by one replica at a time. */
+export const pushDeliveries = pgTable(
+  "push_deliveries",
+  {
+    id: text("id").primaryKey(), // ULID: delivery order
+    taskId: text("task_id").notNull(),
+    configId: text("config_id").notNull(),
+    body: text("body").notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    nextAttemptAt: text("next_attempt_at").notNull(),
+    lastError: text("last_error"),
+    /** The replica that sends it (the one that queued it, or one that took it up after that one died)... */
+    claimedBy: text("claimed_by"),
+    /** ...until then (epoch ms, database clock), unless it renews its claims. */
+    claimExpires: bigint("claim_expires", { mode: "number" }),
+  },
+  (t) => [index("push_deliveries_due").on(t.nextAttemptAt), index("push_deliveries_task").on(t.taskId, t.configId), index("push_deliveries_claim").on(t.claimedBy)],
+);
+
+/**
+ * Which replica runs a task, until when (epoch ms): the replica renews its leases while it runs them, and
+ * another takes a task over once its lease has run out (its replica is gone).
+ */
+export const taskLeases = pgTable("task_leases", {
+  taskId: text("task_id").primaryKey(),
+  replica: text("replica").notNull(),
+  expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
+});

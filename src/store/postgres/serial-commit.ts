@@ -1,0 +1,81 @@
+/**
+ * Group commit for a store on a server: writes requested during one turn of the event loop are committed
+ * together, one group at a time. While a group is being committed, new writes gather for the next one, so
+ * the busier the node, the larger its groups; a task's writes are committed in the order they were made,
+ * since no group starts before the one ahead of it has ended.
+ *
+ * Each key (a task) has its own outcome, as in the SQLite group commit (../write-batch.ts): `commitGroup`
+ * returns the keys it could not commit with their reasons, and everyone else's promise resolves.
+ */
+export class SerialGroupCommit<K> {
+  private open: Map<K, Outcome> | undefined;
+  private scheduled = false;
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly commitGroup: () => Promise<Map<K, unknown>>) {}
+
+  /** Resolves once `key`'s writes requested so far are committed; rejects if they could not be. */
+  commit(key: K): Promise<void> {
+    const open = (this.open ??= new Map());
+    let outcome = open.get(key);
+    if (!outcome) open.set(key, (outcome = newOutcome()));
+    this.schedule();
+    return outcome.promise;
+  }
+
+  /** Resolves once everything requested so far is committed (or failed). */
+  async flush(): Promise<void> {
+    while (this.open || this.running) {
+      if (this.running) await this.running;
+      else await this.run();
+    }
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.running) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      if (!this.running) void this.run();
+    });
+  }
+
+  private run(): Promise<void> {
+    const outcomes = this.open;
+    this.open = undefined;
+    if (!outcomes) return Promise.resolve();
+    this.running = this.commitGroup().then(
+      (failed) => {
+        for (const [key, o] of outcomes) {
+          if (failed.has(key)) o.reject(failed.get(key));
+          else o.resolve();
+        }
+      },
+      (err) => {
+        for (const o of outcomes.values()) o.reject(err);
+      },
+    );
+    return this.running.finally(() => {
+      this.running = undefined;
+      // What gathered while this group was committing goes next, at once.
+      if (this.open) void this.run();
+    });
+  }
+}
+
+interface Outcome {
+  promise: Promise<void>;
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+function newOutcome(): Outcome {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const promise = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  promise.catch(() => {}); // see GroupCommit: a writer may never wait on its own promise
+  return { promise, resolve, reject };
+}

@@ -1,0 +1,70 @@
+/**
+ * PostgresLeases with PostgresTaskStore, two replicas on one real database: a task is leased to the replica
+ * that creates it, claimed by one replica only once its lease ran out, and the replica that lost it can no
+ * longer write to it (fenced off), so only one runner's writes count at a time.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../src/log";
+import type { PostgresDatabase } from "../../src/store/postgres/database";
+import { PostgresLeases } from "../../src/store/postgres/postgres-leases";
+import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
+import { WriteRefused } from "../../src/tasks/task-store";
+import { emptyPostgres } from "../helpers/postgres-stores";
+
+let database: PostgresDatabase;
+const replica = (name: string) => {
+  const leases = new PostgresLeases(database.sql, name, 60_000);
+  return { leases, store: new PostgresTaskStore(database, { leases, log: createLogger(() => {}) }) };
+};
+const msg = (id: string) => ({ messageId: id, role: "ROLE_USER" as const, parts: [{ text: id }] });
+
+beforeEach(async () => {
+  database = await emptyPostgres(6);
+});
+afterEach(async () => {
+  await database.close();
+});
+
+describe("task leases on Postgres", () => {
+  it("leases a new task to its creator; another replica claims it only once the lease ran out, and the old holder is fenced off", async () => {
+    const a = replica("a");
+    const b = replica("b");
+    const created = await a.store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1"), executor: "echo", timestamp: new Date().toISOString() });
+    await created.committed;
+    expect(await b.leases.acquire("t1")).toBe(false);
+    expect(await b.leases.claimOrphans(10)).toEqual([]);
+    await a.store.record("t1", { status: { state: "TASK_STATE_WORKING", timestamp: new Date().toISOString() } });
+
+    await database.sql`UPDATE task_leases SET expires_at = 0 WHERE task_id = 't1'`; // a's replica stalled past its lease
+    expect(await b.leases.claimOrphans(10)).toEqual([{ id: "t1", owner: "alpha", state: "TASK_STATE_WORKING", executor: "echo" }]);
+    const late = a.store.record("t1", { status: { state: "TASK_STATE_COMPLETED", timestamp: new Date().toISOString() } });
+    await expect(late).rejects.toBeInstanceOf(WriteRefused);
+    await expect(late).rejects.toThrow(/held by another replica/);
+    await expect(a.store.record("t1", { events: { firstSeq: 1, items: [{ statusUpdate: { taskId: "t1", contextId: "c", status: { state: "TASK_STATE_FAILED" } } }] } })).rejects.toBeInstanceOf(WriteRefused);
+    await b.store.record("t1", { status: { state: "TASK_STATE_CANCELED", timestamp: new Date().toISOString() } });
+    expect((await b.store.get("t1", "alpha"))?.status.state).toBe("TASK_STATE_CANCELED");
+    expect(await b.store.lastEventSeq("t1")).toBe(0);
+    expect(await a.leases.renew()).toEqual(["t1"]); // a learns it lost the task
+    expect(await b.leases.renew()).toEqual([]);
+  });
+
+  it("lets one replica only claim an orphan when several claim at once", async () => {
+    const a = replica("a");
+    await (await a.store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1"), executor: "echo", timestamp: new Date().toISOString() })).committed;
+    await database.sql`UPDATE task_leases SET expires_at = 0`;
+    const claims = await Promise.all(["b", "c", "d", "e"].map((n) => replica(n).leases.claimOrphans(10)));
+    expect(claims.filter((c) => c.length === 1)).toHaveLength(1);
+    expect(claims.flat().map((t) => t.id)).toEqual(["t1"]);
+  });
+
+  it("takes writes for a task nobody holds (waiting for input, or released) from any replica", async () => {
+    const a = replica("a");
+    const b = replica("b");
+    await (await a.store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1"), executor: "echo", timestamp: new Date().toISOString() })).committed;
+    await a.leases.release("t1");
+    await b.store.record("t1", { history: [msg("answer")] });
+    expect((await b.store.get("t1", "alpha"))?.history?.map((m) => m.messageId)).toEqual(["m1", "answer"]);
+    expect(await b.leases.acquire("t1")).toBe(true);
+    expect(await a.leases.acquire("t1")).toBe(false);
+  });
+});
