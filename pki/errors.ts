@@ -26,7 +26,17 @@ export type PkiErrorCode =
   | "NOT_ISSUED_BY_CA"
   | "EXPIRED"
   | "NOT_YET_VALID"
-  | "READ_FAILED";
+  | "READ_FAILED"
+  | "NAME_HAS_CERT"
+  | "BAD_CSR"
+  | "NO_PENDING_KEY"
+  | "BAD_CRL"
+  | "STALE_CRL"
+  | "NO_CRL"
+  | "RENEW_REFUSED"
+  | "BAD_TOKEN"
+  | "CA_KEY_LOCKED"
+  | "NOT_ISSUED";
 
 export class PkiError extends Error {
   constructor(
@@ -57,15 +67,15 @@ export const pkiErrors = {
     ),
   fileExists: (path: string) =>
     new PkiError("FILE_EXISTS", `refusing to overwrite ${path}: it already exists`, "choose another path, or pass --force to replace it"),
-  caMismatch: (path: string) =>
+  caMismatch: (path: string, other = "the bundle") =>
     new PkiError(
       "CA_MISMATCH",
-      `${path} holds a different fleet CA than the bundle`,
-      "a home belongs to one fleet: use a fresh --home, or ask for a bundle issued by this home's CA",
+      `${path} holds a different fleet CA than ${other}`,
+      "a home belongs to one fleet: use a fresh --home, or ask for a certificate issued by this home's CA",
     ),
   noCa: (path: string, hint = INIT_HINT) => new PkiError("NO_CA", `no fleet CA certificate at ${path}`, hint),
   noCaKey: (path: string, hint: string) => new PkiError("NO_CA_KEY", `no fleet CA key at ${path}`, hint),
-  noNodeCert: (path: string) => new PkiError("NO_NODE_CERT", `no node certificate at ${path}`, INIT_HINT),
+  noNodeCert: (path: string, hint = INIT_HINT) => new PkiError("NO_NODE_CERT", `no node certificate at ${path}`, hint),
   noNodeKey: (path: string) =>
     new PkiError(
       "NO_NODE_KEY",
@@ -112,5 +122,41 @@ export const pkiErrors = {
     new PkiError("EXPIRED", `${what} expired on ${notAfter.toISOString()}`, "issue a new certificate on the CA machine: a2a-node pki issue NAME --out FILE"),
   notYetValid: (what: string, notBefore: Date) =>
     new PkiError("NOT_YET_VALID", `${what} is not valid before ${notBefore.toISOString()}`, "check this machine's clock"),
+  nameHasCert: (name: string, held: { serial: string; notAfter: Date }) =>
+    new PkiError(
+      "NAME_HAS_CERT",
+      `"${name}" already has a valid certificate (serial ${held.serial}, expires ${held.notAfter.toISOString()})`,
+      `pass --replace to issue a new one and revoke the old one, or renew it on that machine with 'a2a-node pki renew' ('a2a-node pki list' shows what this CA issued)`,
+    ),
+  badCsr: (what: string, reason: string) =>
+    new PkiError("BAD_CSR", `${what} cannot be signed: ${reason}`, "make a new one on that machine: a2a-node init-pki --name NAME --csr FILE"),
+  noPendingKey: (path: string) =>
+    new PkiError(
+      "NO_PENDING_KEY",
+      `no node key at ${path} for this certificate`,
+      "import it in the home that ran 'a2a-node init-pki --name NAME --csr FILE' (the key never leaves that machine)",
+    ),
+  badCrl: (what: string, reason: string) =>
+    new PkiError("BAD_CRL", `${what} is not a revocation list of this fleet: ${reason}`, "ask the CA machine for a fresh one: a2a-node pki export-crl --out FILE"),
+  staleCrl: (what: string, number: number, installed: number) =>
+    new PkiError(
+      "STALE_CRL",
+      `${what} is older than the revocation list installed here (number ${number}, installed ${installed})`,
+      "ask the CA machine for its current list: a2a-node pki export-crl --out FILE",
+    ),
+  noCrl: (path: string) =>
+    new PkiError("NO_CRL", `no revocation list at ${path}`, "nothing was revoked yet, or import one: a2a-node pki import-crl FILE"),
+  renewRefused: (reason: string) =>
+    new PkiError("RENEW_REFUSED", `renewal refused: ${reason}`, "renew from the machine that holds the certificate, with its own key; or issue anew on the CA machine (pki issue NAME --replace)"),
+  badToken: (reason: string) =>
+    new PkiError("BAD_TOKEN", `join token refused: ${reason}`, "ask the CA machine for a new one: a2a-node pki token --name NAME"),
+  caKeyLocked: (path: string, reason: string) =>
+    new PkiError(
+      "CA_KEY_LOCKED",
+      `cannot use the fleet CA key ${path}: ${reason}`,
+      "set A2A_NODE_CA_PASSPHRASE, or ca_passphrase_file (a 0600 file), or run the command in a terminal to be asked",
+    ),
+  notIssued: (what: string) =>
+    new PkiError("NOT_ISSUED", `this CA has no record of a certificate ${what}`, "'a2a-node pki list' shows every certificate this CA issued"),
   readFailed: (path: string, reason: string) => new PkiError("READ_FAILED", `cannot read ${path}: ${reason}`, "check the path and its permissions"),
 } as const;

@@ -14,9 +14,17 @@ export interface FleetMember {
   name: string;
   /** SHA-256 of the DER, "AB:CD:...", as node:tls reports fingerprint256. */
   fingerprint256: string;
+  /** Uppercase hex without leading zeros, as the revocation list keys it. */
+  serial: string;
 }
 
 export type Membership = { member: FleetMember } | { refused: string };
+
+const SERVER_AUTH = "1.3.6.1.5.5.7.3.1";
+const CLIENT_AUTH = "1.3.6.1.5.5.7.3.2";
+
+/** When the certificate with this serial (uppercase hex, no leading zeros) was revoked; undefined if it was not. */
+export type RevocationLookup = (serial: string) => Date | undefined;
 
 /**
  * The fleet CA judging the certificates peers present, on both sides of mutual TLS. The TLS stack has already
@@ -26,6 +34,10 @@ export type Membership = { member: FleetMember } | { refused: string };
  *   but Bun's TLS accepts a leaf under an intermediate CA the fleet CA signed, when the peer sends that
  *   intermediate along (`openssl verify` refuses the same chain). Checking the signature with the CA's
  *   own key needs no chain from the runtime, which Bun's fetch does not give its checkServerIdentity.
+ * - it is for TLS client and server use both (extended key usage serverAuth and clientAuth), as every leaf of
+ *   this PKI is.
+ * - it is not on the fleet's revocation list (when a lookup is given; it is read at each check, so a new list
+ *   applies to the next connection).
  * - the name is a node name exactly as this PKI issues one (lower case, no NUL or control characters, one CN
  *   and nothing else in the subject, not a reserved name): a name is compared byte for byte and used as
  *   the owner of tasks, so any other spelling would be another identity that merely looks alike.
@@ -37,7 +49,10 @@ export type Membership = { member: FleetMember } | { refused: string };
 export class FleetMembership {
   private readonly ca: X509Certificate;
 
-  constructor(caPem: string) {
+  constructor(
+    caPem: string,
+    private readonly revoked?: RevocationLookup,
+  ) {
     this.ca = new X509Certificate(caPem);
   }
 
@@ -50,11 +65,19 @@ export class FleetMembership {
       return { refused: "its certificate does not parse" };
     }
     if (cert.ca) return { refused: "it is a CA certificate, not a node's" };
+    // Every node is client and server both, and this PKI issues every leaf for both. The TLS stack checks only
+    // the purpose of the side it is on, and lets a certificate with no extended key usage pass for any.
+    const purposes = cert.keyUsage ?? [];
+    if (!purposes.includes(SERVER_AUTH) || !purposes.includes(CLIENT_AUTH))
+      return { refused: `its certificate is not for TLS client and server both (extended key usage: ${purposes.length ? purposes.join(", ") : "none"})` };
     if (!cert.checkIssued(this.ca) || !cert.verify(this.ca.publicKey))
       return { refused: `it was not issued by the fleet CA itself (its issuer is ${JSON.stringify(cert.issuer)}; intermediate CAs are not accepted)` };
+    const serial = serialOf(cert);
+    const revokedAt = this.revoked?.(serial);
+    if (revokedAt) return { refused: `its certificate (serial ${serial}) was revoked on ${revokedAt.toISOString()}` };
     const name = nameOf(presented.subject, cert);
     if (typeof name !== "string") return name;
-    return { member: { name, fingerprint256: cert.fingerprint256 } };
+    return { member: { name, fingerprint256: cert.fingerprint256, serial } };
   }
 }
 
@@ -70,4 +93,9 @@ function nameOf(subject: unknown, cert: X509Certificate): string | { refused: st
   if (problem) return { refused: problem };
   if (cert.subject !== `CN=${cn}`) return { refused: `its subject ${JSON.stringify(cert.subject)} is not a single CN` };
   return cn;
+}
+
+/** The serial as the revocation list keys it: uppercase hex without leading zeros. */
+export function serialOf(cert: X509Certificate): string {
+  return cert.serialNumber.toUpperCase().replace(/^0+(?=.)/, "");
 }

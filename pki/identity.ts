@@ -4,6 +4,7 @@ import { pkiErrors } from "./errors";
 import type { CertInfo } from "./inspect";
 import { checkIssuedNodeName } from "./names";
 import { readPublic, readSecret } from "./secure-file";
+import { recoverInterruptedRenewal } from "./renewal-files";
 
 /** The files of a home's identity (HomePaths fits). */
 export interface IdentityPaths {
@@ -20,6 +21,8 @@ export interface NodeIdentity {
   /** The certificate's CN: this node's name in the fleet. */
   name: string;
   sans: string[];
+  /** URI SANs (the SPIFFE ID, when the fleet has a trust domain). */
+  uris: string[];
   fingerprint256: string;
   serialNumber: string;
   notBefore: Date;
@@ -38,7 +41,12 @@ export interface NodeIdentity {
  * `serve`, `send` and `status`, and must not pay for loading the certificate-issuing library.
  */
 export async function loadNodeIdentity(paths: IdentityPaths, opts: { now?: Date; allowExpired?: boolean } = {}): Promise<NodeIdentity> {
-  if (!existsSync(paths.nodeCert)) throw pkiErrors.noNodeCert(paths.nodeCert);
+  // A renewal a crash cut short is finished (or undone) before the pair is read.
+  recoverInterruptedRenewal(paths);
+  if (!existsSync(paths.nodeCert))
+    throw existsSync(paths.nodeKey)
+      ? pkiErrors.noNodeCert(paths.nodeCert, "this home's key waits for its certificate: 'a2a-node pki import CERT --ca CA_CERT' after init-pki --csr, or 'a2a-node join' again with a new token")
+      : pkiErrors.noNodeCert(paths.nodeCert);
   if (!existsSync(paths.nodeKey)) throw pkiErrors.noNodeKey(paths.nodeKey);
   if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert);
   const certPem = readPublic(paths.nodeCert);
@@ -73,6 +81,7 @@ export async function loadNodeIdentity(paths: IdentityPaths, opts: { now?: Date;
     keyPem,
     name: info.subjectCn,
     sans: info.sans,
+    uris: info.uris ?? [],
     fingerprint256: info.fingerprint256,
     serialNumber: info.serialNumber,
     notBefore: info.notBefore,
@@ -97,14 +106,14 @@ function cn(dn: string): string {
 }
 
 function describeNative(c: X509Certificate): CertInfo {
-  const sans = (c.subjectAltName ?? "")
-    .split(", ")
-    .filter(Boolean)
-    .map((s) => s.replace(/^DNS:/, "").replace(/^IP Address:/, ""));
+  const entries = (c.subjectAltName ?? "").split(", ").filter(Boolean);
+  const sans = entries.filter((s) => s.startsWith("DNS:") || s.startsWith("IP Address:")).map((s) => s.replace(/^DNS:/, "").replace(/^IP Address:/, ""));
+  const uris = entries.filter((s) => s.startsWith("URI:")).map((s) => s.slice(4));
   return {
     subjectCn: cn(c.subject),
     issuerCn: cn(c.issuer),
     sans,
+    uris,
     fingerprint256: c.fingerprint256,
     serialNumber: c.serialNumber.toUpperCase(),
     notBefore: c.validFromDate,

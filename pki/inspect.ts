@@ -8,6 +8,8 @@ export interface CertInfo {
   issuerCn: string;
   /** DNS names and IP literals, in certificate order. */
   sans: string[];
+  /** URI SANs (a SPIFFE ID), if any. */
+  uris?: string[];
   /** SHA-256 of the DER, "AB:CD:...", exactly as node:tls getPeerCertificate().fingerprint256. */
   fingerprint256: string;
   /** Uppercase hex, as node:tls reports it. */
@@ -40,6 +42,7 @@ export function describe(cert: x509.X509Certificate): CertInfo {
     subjectCn: cert.subjectName.getField("CN")[0] ?? "",
     issuerCn: cert.issuerName.getField("CN")[0] ?? "",
     sans: san ? san.names.items.filter((n) => n.type === "dns" || n.type === "ip").map((n) => n.value) : [],
+    uris: san ? san.names.items.filter((n) => n.type === "url").map((n) => n.value) : [],
     fingerprint256: fingerprint256(cert.rawData),
     serialNumber: cert.serialNumber.toUpperCase(),
     notBefore: cert.notBefore,
@@ -88,4 +91,30 @@ export function checkValidity(cert: x509.X509Certificate, what: string, now: Dat
 
 function sameBytes(a: ArrayBuffer, b: ArrayBuffer): boolean {
   return Buffer.from(a).equals(Buffer.from(b));
+}
+
+/** What `pki inspect` shows beyond CertInfo: the full names and what the certificate may be used for. */
+export interface CertDetails extends CertInfo {
+  subject: string;
+  issuer: string;
+  /** "serverAuth", "clientAuth", or the OID of any other extended key usage. */
+  extendedKeyUsages: string[];
+}
+
+const EKU_NAMES: Record<string, string> = {
+  [x509.ExtendedKeyUsage.serverAuth]: "serverAuth",
+  [x509.ExtendedKeyUsage.clientAuth]: "clientAuth",
+  [x509.ExtendedKeyUsage.codeSigning]: "codeSigning",
+  [x509.ExtendedKeyUsage.emailProtection]: "emailProtection",
+};
+
+export function certDetails(pem: string, what = "certificate"): CertDetails {
+  const cert = parseCert(pem, what);
+  const eku = cert.getExtension(x509.ExtendedKeyUsageExtension);
+  return {
+    ...describe(cert),
+    subject: cert.subject,
+    issuer: cert.issuer,
+    extendedKeyUsages: (eku?.usages ?? []).map((u) => EKU_NAMES[String(u)] ?? String(u)),
+  };
 }

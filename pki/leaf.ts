@@ -14,6 +14,8 @@ export interface LeafOptions {
   sans: string[];
   /** Validity in days (default 365); must end before the CA does. */
   days?: number;
+  /** URI SANs, such as the node's SPIFFE ID (spiffe://TRUST-DOMAIN/NAME). */
+  uris?: string[];
   /** For tests: the moment the certificate is made. */
   now?: Date;
 }
@@ -60,7 +62,7 @@ export async function signPublicKey(opts: LeafOptions & { publicKey: CryptoKey |
       // stacks check for the former on EC keys.
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
-      new x509.SubjectAlternativeNameExtension(sans),
+      new x509.SubjectAlternativeNameExtension([...sans, ...(opts.uris ?? []).map((value) => ({ type: "url" as const, value }))]),
       await x509.SubjectKeyIdentifierExtension.create(publicKey),
       caSki
         ? new x509.AuthorityKeyIdentifierExtension(caSki.keyId)

@@ -130,3 +130,13 @@ export function checkDays(days: number, what: string): number {
   if (!Number.isInteger(days) || days < 1 || days > MAX_DAYS) throw pkiErrors.badDays(what, days, MAX_DAYS);
   return days;
 }
+
+// A SPIFFE trust domain: lower-case letters, digits, dots, dashes (and underscores, which SPIFFE allows).
+const TRUST_DOMAIN = /^[a-z0-9]([a-z0-9._-]{0,253}[a-z0-9])?$/;
+
+/** Throws BAD_NAME unless `domain` is a SPIFFE trust domain such as "fleet.example". */
+export function checkTrustDomain(domain: string): string {
+  if (!TRUST_DOMAIN.test(domain) || domain.includes(".."))
+    throw pkiErrors.badName(domain, "a SPIFFE trust domain has lower-case letters, digits, dots, dashes and underscores, such as fleet.example");
+  return domain;
+}

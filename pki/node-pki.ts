@@ -5,10 +5,14 @@ import { PkiError, pkiErrors } from "./errors";
 import { assertKeyMatchesCert } from "./keys";
 import { createCa, defaultCaName } from "./ca";
 import { issueLeaf } from "./leaf";
+import { issueRecorded, openCaRegistry, recordOf, SPIFFE_DOMAIN, spiffeId } from "./issuance";
+import { CaRegistry } from "./registry";
+import type { IssuedCert } from "./registry";
+import { encryptKeyPem, readCaKey, type Unlock } from "./ca-key";
 import { inspectCert } from "./inspect";
 import { type Bundle, BUNDLE_FORMAT, readBundle, writeBundle } from "./bundle";
-import { isValidSan, normalizeNodeName, normalizeSans, checkDays } from "./names";
-import { PUBLIC_MODE, SECRET_MODE, readPublic, readSecret, writeFileAtomic } from "./secure-file";
+import { checkTrustDomain, isValidSan, normalizeNodeName, normalizeSans, checkDays } from "./names";
+import { PUBLIC_MODE, SECRET_MODE, readPublic, writeFileAtomic } from "./secure-file";
 import type { CertAndKey } from "./cert-params";
 export { loadNodeIdentity, type NodeIdentity } from "./identity";
 
@@ -16,8 +20,14 @@ export { loadNodeIdentity, type NodeIdentity } from "./identity";
 export interface PkiPaths {
   caCert: string;
   caKey: string;
+  /** The CA's record of what it issued and revoked (only on the CA machine). */
+  caRegistry: string;
   nodeCert: string;
   nodeKey: string;
+  /** The fleet's revocation list this home enforces (and, on the CA machine, serves). */
+  crl: string;
+  /** The CA key's passphrase, asked for only if the key is encrypted. */
+  unlock?: Unlock;
 }
 
 export interface CaSummary {
@@ -51,12 +61,15 @@ export interface InitPkiOptions {
   caDays?: number;
   /** Defaults to os.hostname(); added as a SAN only when it is a valid DNS name. */
   hostname?: string;
+  /** Encrypt a newly created CA key with this passphrase (secrets/ca.key then holds an encrypted PKCS#8). */
+  caPassphrase?: string;
+  /** The fleet's SPIFFE trust domain: every certificate the CA issues then carries spiffe://DOMAIN/NAME. */
+  spiffeDomain?: string;
   now?: Date;
 }
 
 const NO_CA_KEY_FOR_INIT =
   "this home has a fleet CA certificate but not its key (it was set up from a bundle): install a bundle with 'a2a-node init-pki --bundle FILE', or use a fresh --home";
-const NO_CA_KEY_FOR_ISSUE = "run this on the machine that ran 'a2a-node init-pki' first (it holds secrets/ca.key)";
 
 /**
  * Gives a home its identity: creates the fleet CA if the home has none, then this node's key and
@@ -73,6 +86,7 @@ export async function initPki(paths: PkiPaths, opts: InitPkiOptions): Promise<In
   normalizeSans(sans);
   const days = checkDays(opts.days ?? 365, "certificate");
   const caDays = checkDays(opts.caDays ?? 3650, "CA");
+  const wantedDomain = opts.spiffeDomain !== undefined ? checkTrustDomain(opts.spiffeDomain) : undefined;
   refuseExistingNode(paths);
 
   const hasCaCert = existsSync(paths.caCert);
@@ -82,14 +96,32 @@ export async function initPki(paths: PkiPaths, opts: InitPkiOptions): Promise<In
   prepareDirs(paths);
 
   // Make everything in memory first, so a refusal (e.g. a leaf that would outlive the CA) writes nothing.
-  const ca = hasCaCert ? readCa(paths) : await createCa({ name: defaultCaName(name), days: caDays, now: opts.now });
-  const leaf = await issueLeaf({ ca, name, sans, days, now: opts.now });
+  const ca = hasCaCert ? await readCa(paths) : await createCa({ name: defaultCaName(name), days: caDays, now: opts.now });
+  let domain = wantedDomain;
+  if (domain === undefined && hasCaCert && existsSync(paths.caRegistry)) {
+    const existing = CaRegistry.open(paths.caRegistry);
+    domain = existing.setting(SPIFFE_DOMAIN);
+    existing.close();
+  }
+  const leaf = await issueLeaf({ ca, name, sans, days, now: opts.now, uris: domain ? [spiffeId(domain, name)] : [] });
   if (!hasCaCert) {
     // Key first: a certificate without its key is useless, a key without its certificate is just retried.
-    writeFileAtomic(paths.caKey, ca.keyPem, { mode: SECRET_MODE, onExists: pkiErrors.keyExists });
+    const keyPem = opts.caPassphrase !== undefined ? encryptKeyPem(ca.keyPem, opts.caPassphrase) : ca.keyPem;
+    writeFileAtomic(paths.caKey, keyPem, { mode: SECRET_MODE, onExists: pkiErrors.keyExists });
     writeFileAtomic(paths.caCert, ca.certPem, { mode: PUBLIC_MODE, onExists: pkiErrors.certExists });
   }
   writeNode(paths, leaf);
+  // The CA records every certificate it issues, its own node's first.
+  const registry = openCaRegistry(paths);
+  try {
+    const own = recordOf(leaf.certPem, "init", opts.now ?? new Date());
+    registry.transaction(() => {
+      if (!registry.bySerial(own.serial)) registry.record(own);
+      if (wantedDomain !== undefined) registry.setSetting(SPIFFE_DOMAIN, wantedDomain);
+    });
+  } finally {
+    registry.close();
+  }
   return { ca: caSummary(paths, ca.certPem, !hasCaCert, true), node: nodeSummary(paths, leaf.certPem) };
 }
 
@@ -108,7 +140,7 @@ export async function installBundle(paths: PkiPaths, bundlePath: string, opts: {
   const hasCaKey = existsSync(paths.caKey);
   if (hasCaKey) {
     try {
-      assertKeyMatchesCert(readSecret(paths.caKey), bundle.caCert, paths.caKey, "the bundle's CA");
+      assertKeyMatchesCert(await readCaKey(paths.caKey, paths.unlock), bundle.caCert, paths.caKey, "the bundle's CA");
     } catch (err) {
       if (err instanceof PkiError && err.code === "KEY_MISMATCH") throw pkiErrors.caMismatch(paths.caKey);
       throw err;
@@ -128,11 +160,16 @@ export interface IssueBundleOptions {
   out: string;
   /** Replace an existing file at `out`. */
   overwrite?: boolean;
+  /** Issue although NAME holds a valid certificate, revoking that one. */
+  replace?: boolean;
   now?: Date;
 }
 
 export interface IssueResult extends Omit<NodeSummary, "certPath" | "keyPath"> {
   out: string;
+  serial: string;
+  /** Certificates of this name that the issue revoked (--replace). */
+  revoked: IssuedCert[];
 }
 
 /**
@@ -147,24 +184,33 @@ export async function issueBundle(paths: PkiPaths, opts: IssueBundleOptions): Pr
   normalizeSans(sans);
   const days = checkDays(opts.days ?? 365, "certificate");
   if (!opts.overwrite && existsSync(opts.out)) throw pkiErrors.fileExists(opts.out);
-  if (!existsSync(paths.caKey)) throw pkiErrors.noCaKey(paths.caKey, NO_CA_KEY_FOR_ISSUE);
-  if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert);
-  const ca = readCa(paths);
-  const leaf = await issueLeaf({ ca, name, sans, days, now: opts.now });
-  const bundle: Bundle = { format: BUNDLE_FORMAT, name, caCert: ca.certPem, cert: leaf.certPem, key: leaf.keyPem };
-  writeBundle(opts.out, bundle, { overwrite: opts.overwrite });
-  const info = inspectCert(leaf.certPem);
-  return { name, sans: info.sans, fingerprint256: info.fingerprint256, notAfter: info.notAfter, out: opts.out };
+  const registry = openCaRegistry(paths);
+  try {
+    const caCert = readPublic(paths.caCert);
+    const issued = await issueRecorded(paths, registry, {
+      name,
+      sans,
+      days,
+      how: "bundle",
+      replace: opts.replace,
+      now: opts.now,
+      deliver: (leaf) =>
+        writeBundle(opts.out, { format: BUNDLE_FORMAT, name, caCert, cert: leaf.certPem, key: leaf.keyPem as string } satisfies Bundle, { overwrite: opts.overwrite }),
+    });
+    const r = issued.record;
+    return { name, sans: r.sans, fingerprint256: r.fingerprint256, notAfter: r.notAfter, serial: r.serial, out: opts.out, revoked: issued.revoked };
+  } finally {
+    registry.close();
+  }
 }
 
-/** Everything the daemon needs to serve and dial over mutual TLS, already checked. */
-function refuseExistingNode(paths: PkiPaths): void {
+export function refuseExistingNode(paths: PkiPaths): void {
   if (existsSync(paths.nodeKey)) throw pkiErrors.keyExists(paths.nodeKey);
   if (existsSync(paths.nodeCert)) throw pkiErrors.certExists(paths.nodeCert);
 }
 
-function readCa(paths: PkiPaths): CertAndKey {
-  return { certPem: readPublic(paths.caCert), keyPem: readSecret(paths.caKey) };
+async function readCa(paths: PkiPaths): Promise<CertAndKey> {
+  return { certPem: readPublic(paths.caCert), keyPem: await readCaKey(paths.caKey, paths.unlock) };
 }
 
 function writeNode(paths: PkiPaths, leaf: CertAndKey): void {
@@ -173,14 +219,14 @@ function writeNode(paths: PkiPaths, leaf: CertAndKey): void {
 }
 
 /** Key and certificate folders exist and are private (0700), as src/home.ts lays them out. */
-function prepareDirs(paths: PkiPaths): void {
+export function prepareDirs(paths: Pick<PkiPaths, "caKey" | "nodeKey" | "caCert" | "nodeCert">): void {
   for (const dir of new Set([dirname(paths.caKey), dirname(paths.nodeKey), dirname(paths.caCert), dirname(paths.nodeCert)])) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
   }
 }
 
-function caSummary(paths: PkiPaths, certPem: string, created: boolean, hasKey: boolean): CaSummary {
+export function caSummary(paths: Pick<PkiPaths, "caCert" | "caKey">, certPem: string, created: boolean, hasKey: boolean): CaSummary {
   const info = inspectCert(certPem);
   return {
     created,
@@ -192,7 +238,7 @@ function caSummary(paths: PkiPaths, certPem: string, created: boolean, hasKey: b
   };
 }
 
-function nodeSummary(paths: PkiPaths, certPem: string): NodeSummary {
+export function nodeSummary(paths: Pick<PkiPaths, "nodeCert" | "nodeKey">, certPem: string): NodeSummary {
   const info = inspectCert(certPem);
   return { name: info.subjectCn, sans: info.sans, fingerprint256: info.fingerprint256, notAfter: info.notAfter, certPath: paths.nodeCert, keyPath: paths.nodeKey };
 }

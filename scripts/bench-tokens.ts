@@ -37,7 +37,10 @@ async function waitFor(p: Bun.Subprocess, pipe: "stdout" | "stderr", marker: Reg
     text += new TextDecoder().decode(value);
     const m = marker.exec(text);
     if (m) {
-      reader.releaseLock();
+      // Keep reading (and dropping) the rest, so a full pipe never stalls the process's writes.
+      void (async () => {
+        while (!(await reader.read()).done);
+      })();
       return m[1] ?? m[0];
     }
   }
@@ -61,11 +64,11 @@ const bundle = join(dir, "alpha.json");
 run(["--home", home, "pki", "issue", "alpha", "--out", bundle]);
 const node = track(
   Bun.spawn([BINARY, "--home", home, "serve", "--executor", "openai", "--model-url", modelUrl, "--host", "127.0.0.1", "--port", "0", "--max-concurrent", "128"], {
-    stdout: "ignore",
-    stderr: "pipe",
+    stdout: "pipe", // its log: JSON lines, one when the node listens
+    stderr: "inherit",
   }),
 );
-const nodeUrl = `${await waitFor(node, "stderr", /listen=(https:\/\/\S+)/)}/`;
+const nodeUrl = `${await waitFor(node, "stdout", /"listen":"(https:\/\/[^"]+)"/)}/`;
 
 // Warm-up both paths.
 await client({ mode: "direct", url: modelUrl, text: "tokens=200 pace=0" });

@@ -3,7 +3,9 @@
  * bare mTLS echo (the floor), all over mutual TLS with keep-alive, each server in its own process, measured
  * by a separate load-client process. Loopback only; certificates come from our own binary.
  *
- *   npm run bench [-- --duration S] [--warmup S] [--rounds N] [--only a2a-node,sdk,bare] [--clients N] [--json FILE]
+ *   npm run bench [-- --duration S] [--warmup S] [--rounds N] [--only a2a-node,a2a-node-rest,sdk,bare] [--clients N] [--json FILE]
+ *
+ * a2a-node-rest is the same node loaded over HTTP+JSON (POST /message:send) instead of JSON-RPC.
  *
  * The 32-client load, which the targets compare, is measured in rounds: each round loads every server once,
  * in a rotating order, and a server's figures are the sums over its rounds. This VM's speed drifts by tens of
@@ -97,7 +99,7 @@ async function measureLoad(server: RunningServer, concurrency: number, processes
   const clients = Array.from({ length: n }, (_, i) => {
     // Spread in-flight requests over the processes: 32 over 2 is 16 + 16.
     const share = Math.floor(concurrency / n) + (i < concurrency % n ? 1 : 0);
-    const config = { url: server.url, bundle: bundlePath, concurrency: share };
+    const config = { url: server.url, bundle: bundlePath, concurrency: share, binding: server.binding };
     return track(
       Bun.spawn([process.execPath, LOAD_SCRIPT, JSON.stringify(config)], {
         stdin: "pipe",

@@ -29,18 +29,29 @@ function sh(home: string, who: string, args: string[]): string {
 
 async function serve(home: string, who: string, args: string[]): Promise<string> {
   console.log(`\x1b[36m${who}$ a2a-node serve ${args.join(" ")} &\x1b[0m`);
-  const p = Bun.spawn([binary, "--home", home, "serve", "--host", "127.0.0.1", "--port", "0", ...args], { stdio: ["ignore", "inherit", "pipe"] });
+  // The node logs on stdout; text lines, since a person watches the demo.
+  const p = Bun.spawn([binary, "--home", home, "serve", "--host", "127.0.0.1", "--port", "0", "--log-format", "text", ...args], { stdio: ["ignore", "pipe", "inherit"] });
   servers.push(p);
   let log = "";
-  for await (const chunk of p.stderr as unknown as AsyncIterable<Uint8Array>) {
-    log += new TextDecoder().decode(chunk);
+  const reader = (p.stdout as ReadableStream<Uint8Array>).getReader();
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`serve exited:\n${log}`);
+    log += new TextDecoder().decode(value);
     const m = /listen=(https:\/\/\S+)/.exec(log);
     if (m) {
       process.stdout.write(log);
+      // Keep showing what it logs (and keep its pipe drained).
+      void (async () => {
+        for (;;) {
+          const next = await reader.read();
+          if (next.done) return;
+          process.stdout.write(next.value);
+        }
+      })();
       return m[1];
     }
   }
-  throw new Error(`serve exited:\n${log}`);
 }
 
 try {

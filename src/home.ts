@@ -9,9 +9,11 @@ import { join, resolve } from "node:path";
  *   HOME/                 0700
  *     certs/ca.crt        fleet CA certificate (public)
  *     certs/node.crt      this node's certificate (public)
+ *     certs/crl.pem       the fleet's revocation list this node enforces (public, signed by the fleet CA)
  *     secrets/            0700
  *       ca.key            fleet CA key (only on the machine that issues certificates)
  *       node.key          this node's key (never leaves the machine)
+ *       ca-registry.db    what the fleet CA issued and revoked, and its join tokens (CA machine only)
  *     a2a-node.db         SQLite database (tasks, events, peers), WAL mode
  */
 export interface HomePaths {
@@ -20,8 +22,10 @@ export interface HomePaths {
   secretsDir: string;
   caCert: string;
   caKey: string;
+  caRegistry: string;
   nodeCert: string;
   nodeKey: string;
+  crl: string;
   database: string;
 }
 
@@ -62,8 +66,10 @@ export function homePaths(root: string): HomePaths {
     secretsDir,
     caCert: join(certsDir, "ca.crt"),
     caKey: join(secretsDir, "ca.key"),
+    caRegistry: join(secretsDir, "ca-registry.db"),
     nodeCert: join(certsDir, "node.crt"),
     nodeKey: join(secretsDir, "node.key"),
+    crl: join(certsDir, "crl.pem"),
     database: join(root, "a2a-node.db"),
   };
 }

@@ -10,21 +10,32 @@ import { OpenAiCompatibleExecutor } from "./executors/openai-executor";
 import { homePaths } from "./home";
 import type { Logger } from "./log";
 import type { CallerIdentity } from "./protocol/caller";
+import { HttpJsonTransport } from "./protocol/http-json-transport";
 import { JsonRpcTransport } from "./protocol/jsonrpc-transport";
 import { DefaultRequestHandler } from "./protocol/request-handler";
 import type { AgentCard } from "./protocol/types";
 import { v1Methods } from "./protocol/v1-methods";
 import { v03Methods } from "./protocol/v03/methods";
-import { buildAgentCard, DEFAULT_SKILLS } from "./server/agent-card";
+import { FleetPki } from "./fleet/fleet-pki";
+import type { PkiRoutes } from "./fleet/pki-routes";
+import { NodeMetrics } from "./metrics/node-metrics";
+import { listenAdmin } from "./server/admin-listener";
+import { buildAgentCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
 import { RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener } from "./server/mtls-listener";
+import { opsRoutes } from "./server/ops-routes";
 import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
-import { createRequestRouter, tooLargeResponse } from "./server/request-router";
+import { PeerRateLimiter, RateLimitLog } from "./server/rate-limit";
+import { certificateCheck, checkReadiness } from "./server/readiness";
+import { createRequestRouter, tooLargeResponse, type RouterMetrics } from "./server/request-router";
+import { StoreProbe } from "./store/store-probe";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
 import { openStorage } from "./store/storage";
 import { PushDispatcher } from "./push/push-dispatcher";
 import { RetentionSweeper } from "./tasks/retention";
 import { WebhookGuard } from "./push/ssrf-guard";
+import { allOf } from "./tasks/lifecycle";
+import { taskLog } from "./tasks/task-log";
 import { TaskRunner } from "./tasks/task-runner";
 import { VERSION } from "./version";
 
@@ -34,6 +45,8 @@ export interface RunningNode {
   advertisedUrl: string;
   /** The plain loopback listener's URL, when --plain-http-port is set. */
   plainUrl?: string;
+  /** The admin port's URL (metrics and health only), when --admin-port is set. */
+  adminUrl?: string;
   /**
    * Applies what can change without a restart (SIGHUP): the certificate, key and CA are read again from the
    * home and used for new connections; settings marked reloadable take their new values. Says which changed
@@ -50,11 +63,26 @@ export interface RunningNode {
 export async function startNode(home: string, config: ServeConfig, log: Logger, embed: { executor?: AgentExecutor } = {}): Promise<RunningNode> {
   const paths = homePaths(home);
   let identity = await loadNodeIdentity(paths);
+  const startedAt = Date.now();
   const storage = await openStorage({ path: paths.database, databaseUrl: config.databaseUrl, maxListBytes: config.maxListBytes, leaseMs: config.leaseMs, log });
   const store = storage.tasks;
   const database = storage.local;
+  // Health and the tasks-by-state gauge read the home's SQLite file (with Postgres they see only local state).
+  const storeProbe = new StoreProbe(paths.database);
   // An embedding program (a benchmark, a test) may bring its own executor; the binary picks one by name.
   const executor = embed.executor ?? createExecutor(config);
+  // The metrics read the runner and the listener, which are made after them (the runner reports into them).
+  let runnerRef: TaskRunner | undefined;
+  let mtlsRef: Listener | undefined;
+  const metrics = new NodeMetrics({
+    version: VERSION,
+    executor: executor.kind,
+    startedAt,
+    taskStates: () => storeProbe.countByState(),
+    load: () => runnerRef?.load() ?? { running: 0, queued: 0, waitingForInput: 0 },
+    openConnections: () => mtlsRef?.openConnections?.(),
+    certificateNotAfter: () => identity.notAfter,
+  });
   const runner = new TaskRunner(store, executor, {
     maxConcurrent: config.maxConcurrent,
     maxQueued: config.maxQueued,
@@ -62,10 +90,13 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     historyMessages: 50,
     deadlineMs: config.deadlineMs,
     outputCapBytes: config.outputCapBytes,
+    lifecycle: allOf(taskLog(log), metrics),
     leases: storage.leases,
   });
+  runnerRef = runner;
   const pushConfigs = storage.pushConfigs;
   const peers = new SqlitePeerRegistry(database.db);
+  const fleetPki = new FleetPki({ paths, identity: () => identity, adopt: (fresh) => (identity = fresh), peers, settings: () => config, log });
   const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().map((p) => new URL(p.url).host)) });
   const dispatcher = new PushDispatcher(storage.deliveries, pushConfigs, {
     guard,
@@ -87,8 +118,41 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   // With replicas: renew this one's leases, and take over the tasks of replicas that died.
   const stopLeases = runner.keepLeases((err) => log.error("could not renew task leases; trying again", { reason: err instanceof Error ? err.message : String(err) }));
   const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext });
-  const transport = new JsonRpcTransport({ v1: v1Methods(handler), v03: v03Methods(handler) });
-  const startedAt = Date.now();
+  // Both bindings over one method table, so they validate, scope and answer alike.
+  const v1 = v1Methods(handler);
+  const transport = new JsonRpcTransport({ v1, v03: v03Methods(handler) });
+  const httpJson = new HttpJsonTransport(v1);
+  const limiter = new PeerRateLimiter({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
+  const modelReady = async (signal: AbortSignal) =>
+    (await executor.ready?.(signal)) ?? { ready: true, detail: `the ${executor.kind} executor needs nothing external` };
+  const ops = opsRoutes({
+    name: identity.name,
+    version: VERSION,
+    executor: executor.kind,
+    startedAt,
+    readiness: () =>
+      checkReadiness({
+        database: () => storeProbe.writable(),
+        certificate: () => certificateCheck(identity),
+        model: async (signal) => {
+          const r = await modelReady(signal);
+          return { ok: r.ready, detail: r.detail };
+        },
+      }),
+    metrics: () => metrics.render(),
+  });
+  const rateLog = new RateLimitLog(log);
+  const routerMetrics: RouterMetrics = {
+    rpc: (method, seconds, code) => metrics.rpc(method, seconds, code),
+    streamOpened: () => metrics.streamOpened(),
+    streamClosed: () => metrics.streamClosed(),
+    rateLimited: (peer, wait) => {
+      metrics.rateLimited(peer);
+      rateLog.limited(peer, wait);
+    },
+  };
+  // The fleet PKI's routes (/pki/) only where callers hold a fleet certificate: the mutual-TLS listener.
+  const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes) => createRequestRouter({ transport, httpJson, web, ops, limiter, metrics: routerMetrics, pki });
   const card = (url: string) =>
     buildAgentCard({
       name: identity.name,
@@ -97,11 +161,17 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       advertisedUrl: url,
       skills: config.skills ?? DEFAULT_SKILLS,
       pushNotifications: true,
+      preferredBinding: config.preferredBinding as Binding,
     });
-  const common = { maxBodyBytes: config.maxBodyBytes, tooLarge: tooLargeResponse };
+  const common = {
+    maxBodyBytes: config.maxBodyBytes,
+    tooLarge: tooLargeResponse,
+    onRefusedRequest: (status: number) => metrics.requestRefused(status),
+    http: { maxHeadBytes: config.maxHeadBytes, idleTimeoutMs: config.idleTimeoutMs, headTimeoutMs: config.requestTimeoutMs },
+  };
 
   let advertisedUrl = "";
-  const refusals = new RefusalLog(log, { detailedPerWindow: config.logRefusalsPerMinute });
+  const refusals = new RefusalLog(log, { detailedPerWindow: config.logRefusalsPerMinute, count: (kind) => metrics.connectionRefused(kind) });
   const mtls = await listenMtls({
     ...common,
     host: config.host,
@@ -109,24 +179,47 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     cert: identity.certPem,
     key: identity.keyPem,
     ca: identity.caPem,
-    onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(advertisedUrl), executor, startedAt) }),
+    onRequest: route(lazyWebApp(() => card(advertisedUrl), startedAt), fleetPki.routes),
+    revoked: fleetPki.revocations.revokedAt,
     onHandshakeError: (err, remote) => refusals.refused(err.message, remote),
     onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
     handshakeTimeoutMs: config.handshakeTimeoutMs,
     limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
   });
+  mtlsRef = mtls;
   advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, mtls.port);
   const listeners: Listener[] = [mtls];
+  if (config.enrollPort !== undefined) {
+    const enroll = await fleetPki.openEnrollment({
+      host: config.host,
+      port: config.enrollPort,
+      mtlsPort: mtls.port,
+      tooLarge: tooLargeResponse,
+      http: common.http,
+      handshakeTimeoutMs: config.handshakeTimeoutMs,
+      limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+      onHandshakeError: (err, remote) => refusals.refused(`enrollment port: ${err.message}`, remote),
+      onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
+    });
+    if (enroll) listeners.push(enroll);
+  }
   let plainUrl: string | undefined;
   if (config.plainHttpPort !== undefined) {
     const plain = await listenPlainLoopback({
       ...common,
       port: config.plainHttpPort,
-      onRequest: createRequestRouter({ transport, web: lazyWebApp(() => card(plainUrl as string), executor, startedAt) }),
+      onRequest: route(lazyWebApp(() => card(plainUrl as string), startedAt)),
     });
     plainUrl = plain.url;
     listeners.push(plain);
     log.warn(`plain-HTTP listener open on loopback: any local process can use it, as caller '${LOOPBACK_CALLER.name}'`, { url: plain.url });
+  }
+  let adminUrl: string | undefined;
+  if (config.adminPort !== undefined) {
+    const admin = await listenAdmin({ port: config.adminPort, ops: (method, path) => ops(method, path) });
+    adminUrl = admin.url;
+    listeners.push(admin);
+    log.info("admin port open on loopback: /metrics and /health/* over plain HTTP, nothing else", { url: admin.url });
   }
   log.info("serving A2A over mTLS", {
     name: identity.name,
@@ -136,12 +229,20 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     database: storage.where,
     version: VERSION,
   });
+  fleetPki.start(mtls);
+  // Said at once, not found out from the first task that fails; not awaited, so the node answers meanwhile.
+  if (executor.ready)
+    void modelReady(AbortSignal.timeout(3000)).then(
+      (r) => r.ready || log.warn("the model endpoint does not answer: tasks will fail until it does", { executor: executor.kind, detail: r.detail }),
+      () => {},
+    );
 
   return {
     name: identity.name,
     url: mtls.url,
     advertisedUrl,
     plainUrl,
+    adminUrl,
     async reload(next) {
       const applied: string[] = [];
       const needsRestart: string[] = [];
@@ -149,8 +250,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       if (fresh.certPem !== identity.certPem || fresh.keyPem !== identity.keyPem || fresh.caPem !== identity.caPem) {
         if (fresh.name !== identity.name) needsRestart.push(`certificate (its name changed from ${identity.name} to ${fresh.name})`);
         else {
-          mtls.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
-          identity = fresh;
+          fleetPki.useIdentity(fresh);
           applied.push("certificate");
         }
       }
@@ -161,9 +261,12 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
           applied.push(SETTINGS[name].file);
         } else needsRestart.push(SETTINGS[name].file);
       }
+      limiter.configure({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
+      await fleetPki.refresh();
       return { applied, needsRestart };
     },
     async stop() {
+      fleetPki.stop();
       for (const l of listeners) l.stopAccepting();
       refusals.flush();
       await retention.stop();
@@ -171,6 +274,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       stopLeases();
       for (const l of listeners) await l.close();
       await storage.flush();
+      storeProbe.stop();
       await dispatcher.stop();
       await storage.close();
       log.info("stopped", { name: identity.name });
@@ -204,13 +308,10 @@ export function createExecutor(config: ServeConfig): AgentExecutor {
  * The web surface (Elysia, OpenAPI) of one listener, built on its first request: the JSON-RPC path never
  * needs it, and not loading it at start keeps the time from launch to the first answered task short.
  */
-function lazyWebApp(card: () => AgentCard, executor: AgentExecutor, startedAt: number) {
+function lazyWebApp(card: () => AgentCard, startedAt: number) {
   let web: Promise<(request: Request, caller: CallerIdentity) => Promise<Response>> | undefined;
-  const ready = (signal: AbortSignal) => executor.ready?.(signal) ?? Promise.resolve({ ready: true, detail: `the ${executor.kind} executor needs nothing external` });
   return async (request: Request, caller: CallerIdentity) => {
-    web ??= import("./server/web-app").then(
-      ({ createWebApp }) => createWebApp({ card: card(), version: VERSION, executor: executor.kind, startedAt, ready }).handle,
-    );
+    web ??= import("./server/web-app").then(({ createWebApp }) => createWebApp({ card: card(), version: VERSION, startedAt }).handle);
     return (await web)(request, caller);
   };
 }

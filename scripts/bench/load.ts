@@ -2,7 +2,7 @@
  * Load client: keeps CONCURRENCY SendMessage calls in flight against one server over mTLS keep-alive, in its
  * own process so its CPU is not charged to the orchestrator and can be measured on its own.
  *
- *   bun scripts/bench/load.ts '{"url":"https://127.0.0.1:P/","bundle":"client.json","concurrency":16}'
+ *   bun scripts/bench/load.ts '{"url":"https://127.0.0.1:P/","bundle":"client.json","concurrency":16,"binding":"jsonrpc"}'
  *
  * It loads from the start (warm-up). The orchestrator drives the measured window through stdin:
  *   "mark\n"  start counting now (requests completing from here on)
@@ -10,12 +10,13 @@
  * Counting by completion time inside [mark, stop) keeps the window exactly the one the orchestrator sampled
  * the server's CPU over.
  */
-import { checkAnswer, clientTls, readBundle, RPC_HEADERS, sendMessageBody } from "./rpc";
+import { checkAnswer, clientTls, readBundle, sendMessageRequest, type Binding } from "./rpc";
 
 interface Config {
   url: string;
   bundle: string;
   concurrency: number;
+  binding: Binding;
 }
 
 export interface LoadResult {
@@ -45,12 +46,12 @@ function fail(message: string) {
 async function worker(): Promise<void> {
   while (phase !== "stopping") {
     const n = ++counter;
-    const { body, text } = sendMessageBody(`${prefix}-${n}`, n);
+    const { url, headers, body, text } = sendMessageRequest(config.binding, config.url, `${prefix}-${n}`, n);
     const started = performance.now();
     let error: string | undefined;
     try {
-      const res = await fetch(config.url, { method: "POST", headers: RPC_HEADERS, body, tls } as RequestInit);
-      error = checkAnswer(res.status, await res.text(), text);
+      const res = await fetch(url, { method: "POST", headers, body, tls } as RequestInit);
+      error = checkAnswer(res.status, await res.text(), text, config.binding);
     } catch (err) {
       error = `request failed: ${(err as Error).message}`;
     }

@@ -36,17 +36,29 @@ export function sendMessageBody(messageId: string, rpcId: number): { body: strin
 }
 
 export const RPC_HEADERS = { "content-type": "application/json", "A2A-Version": "1.0" };
+const REST_HEADERS = { "content-type": "application/a2a+json", accept: "application/a2a+json", "A2A-Version": "1.0" };
+
+/** Which A2A binding a load speaks: JSON-RPC (POST /) or HTTP+JSON (POST /message:send). */
+export type Binding = "jsonrpc" | "http-json";
+
+/** The same SendMessage in either binding: where it goes, with which headers and body. */
+export function sendMessageRequest(binding: Binding, base: string, messageId: string, rpcId: number) {
+  const { body, text } = sendMessageBody(messageId, rpcId);
+  if (binding === "jsonrpc") return { url: base, headers: RPC_HEADERS, body, text };
+  return { url: new URL("/message:send", base).toString(), headers: REST_HEADERS, body: JSON.stringify(JSON.parse(body).params), text };
+}
 
 /**
  * Every answer is checked in full (a JSON.parse of half a kilobyte costs the client a few microseconds): it
  * must be a COMPLETED task whose artifact echoes exactly the text sent. Returns an error message, or
  * undefined when the answer is right.
  */
-export function checkAnswer(status: number, body: string, text: string): string | undefined {
+export function checkAnswer(status: number, body: string, text: string, binding: Binding = "jsonrpc"): string | undefined {
   if (status !== 200) return `HTTP ${status}: ${body.slice(0, 200)}`;
   let task: any;
   try {
-    task = JSON.parse(body)?.result?.task;
+    const answer = JSON.parse(body);
+    task = binding === "jsonrpc" ? answer?.result?.task : answer?.task;
   } catch {
     return `answer is not JSON: ${body.slice(0, 200)}`;
   }

@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
 import type { Subprocess } from "bun";
-import { checkAnswer, RPC_HEADERS, sendMessageBody, type ClientTls } from "./rpc";
+import { checkAnswer, sendMessageRequest, type Binding, type ClientTls } from "./rpc";
 import { freePort, track } from "./proc";
 import { homePaths } from "../../src/home";
 
@@ -14,10 +14,12 @@ export const ROOT = join(import.meta.dir, "..", "..");
 export const BINARY = join(ROOT, "dist", "a2a-node");
 const BUN = process.execPath; // the bench itself runs under Bun
 
-export type ServerName = "a2a-node" | "sdk" | "bare";
-export const SERVER_NAMES: ServerName[] = ["a2a-node", "sdk", "bare"];
+/** a2a-node-rest: the same binary, in a process and home of its own, loaded over HTTP+JSON. */
+export type ServerName = "a2a-node" | "a2a-node-rest" | "sdk" | "bare";
+export const SERVER_NAMES: ServerName[] = ["a2a-node", "a2a-node-rest", "sdk", "bare"];
 export const SERVER_LABELS: Record<ServerName, string> = {
   "a2a-node": "a2a-node",
+  "a2a-node-rest": "a2a-node HTTP+JSON",
   sdk: "@a2a-js/sdk",
   bare: "bare echo",
 };
@@ -25,13 +27,17 @@ export const SERVER_LABELS: Record<ServerName, string> = {
 export interface Pki {
   /** Home made by `init-pki`: the fleet CA and a2a-node's own identity. */
   a2aHome: string;
+  /** Home of the a2a-node loaded over HTTP+JSON (one `serve` per home). */
+  restHome: string;
   /** Bundles from `pki issue`, by purpose. */
-  bundles: { sdk: string; bare: string; client: string; startup: string };
+  bundles: { sdk: string; bare: string; client: string; startup: string; rest: string };
 }
 
 export interface RunningServer {
   name: ServerName;
   url: string;
+  /** The binding the load speaks to it. */
+  binding: Binding;
   proc: Subprocess;
   /** performance.now() just before the spawn, for start-to-first-answer. */
   spawnedAt: number;
@@ -53,10 +59,10 @@ export function makePki(dir: string): Pki {
     run(["--home", a2aHome, "pki", "issue", name, "--out", out]);
     return out;
   };
-  return {
-    a2aHome,
-    bundles: { sdk: issue("bench-sdk"), bare: issue("bench-bare"), client: issue("bench-load"), startup: issue("bench-startup") },
-  };
+  const bundles = { sdk: issue("bench-sdk"), bare: issue("bench-bare"), client: issue("bench-load"), startup: issue("bench-startup"), rest: issue("bench-a2a-node-rest") };
+  const restHome = join(dir, "a2a-rest-home");
+  run(["--home", restHome, "init-pki", "--bundle", bundles.rest]);
+  return { a2aHome, restHome, bundles };
 }
 
 /** A fresh a2a-node home (no database yet) holding the `startup` identity, for start-to-first-answer runs. */
@@ -66,17 +72,22 @@ export function freshHome(dir: string, pki: Pki, n: number): string {
   return home;
 }
 
-export async function startServer(name: ServerName, pki: Pki, dir: string, home = pki.a2aHome): Promise<RunningServer> {
+export async function startServer(name: ServerName, pki: Pki, dir: string, home = name === "a2a-node-rest" ? pki.restHome : pki.a2aHome): Promise<RunningServer> {
   const port = await freePort();
+  const node = name === "a2a-node" || name === "a2a-node-rest";
   const cmd =
-    name === "a2a-node"
-      ? [BINARY, "--home", home, "serve", "--executor", "echo", "--host", "127.0.0.1", "--port", String(port), "--max-concurrent", "64", "--quiet"]
+    node
+      ? // The load comes from one peer far faster than the rate limit allows: the limit is set out of reach, so
+        // its check is still paid on every request but never refuses one.
+        [BINARY, "--home", home, "serve", "--executor", "echo", "--host", "127.0.0.1", "--port", String(port), "--max-concurrent", "64", "--quiet", "--rate-limit-per-second", "1000000", "--rate-limit-burst", "1000000"]
       : [BUN, join(import.meta.dir, name === "sdk" ? "sdk-server.ts" : "bare-echo-server.ts"), String(port), pki.bundles[name]];
   const logFile = join(dir, `${name}-${port}.log`);
   const spawnedAt = performance.now();
-  const proc = track(Bun.spawn(cmd, { cwd: ROOT, stdin: "ignore", stdout: "ignore", stderr: Bun.file(logFile) }));
-  const walFile = name === "a2a-node" ? `${homePaths(home).database}-wal` : undefined;
-  return { name, url: `https://127.0.0.1:${port}/`, proc, spawnedAt, logFile, walFile };
+  // a2a-node logs on stdout, the other servers on stderr: both go to the log file (the node's log is quiet).
+  const proc = track(Bun.spawn(cmd, { cwd: ROOT, stdin: "ignore", stdout: node ? Bun.file(logFile) : "ignore", stderr: node ? "inherit" : Bun.file(logFile) }));
+  const walFile = node ? `${homePaths(home).database}-wal` : undefined;
+  const binding: Binding = name === "a2a-node-rest" ? "http-json" : "jsonrpc";
+  return { name, url: `https://127.0.0.1:${port}/`, binding, proc, spawnedAt, logFile, walFile };
 }
 
 /**
@@ -89,18 +100,18 @@ export async function waitUntilAnswering(server: RunningServer, tls: ClientTls, 
   let lastError = "";
   for (let attempt = 0; performance.now() - since < timeoutMs; attempt++) {
     assertRunning(server, "before answering");
-    const { body, text } = sendMessageBody(`bench-ready-${server.proc.pid}-${attempt}`, attempt);
+    const { url, headers, body, text } = sendMessageRequest(server.binding, server.url, `bench-ready-${server.proc.pid}-${attempt}`, attempt);
     let status: number;
     let answer: string;
     try {
-      const res = await fetch(server.url, { method: "POST", headers: RPC_HEADERS, body, tls } as RequestInit);
+      const res = await fetch(url, { method: "POST", headers, body, tls } as RequestInit);
       [status, answer] = [res.status, await res.text()];
     } catch (err) {
       lastError = (err as Error).message; // not listening yet
       await Bun.sleep(1);
       continue;
     }
-    const error = checkAnswer(status, answer, text);
+    const error = checkAnswer(status, answer, text, server.binding);
     if (error) throw new Error(`${server.name} answered wrongly: ${error}`); // listening but broken: no point waiting
     return performance.now() - since;
   }

@@ -1,8 +1,10 @@
 /**
  * Errors a command reports to a person. The message is one line; `hint` is the next step to take.
- * Exit codes are part of the CLI contract (documented in every command's help):
- *   0 success, 1 failure (task failed, remote error), 2 usage error, 3 not found, 4 unreachable/refused,
- *   5 timed out waiting, 6 the task waits for input.
+ * Exit codes are part of the CLI contract (documented in every command's help and the README):
+ *   0 success (a waited-for task completed), 1 failure (the task failed or was rejected, a remote error),
+ *   2 usage error, 3 not found, 4 cannot connect (nothing answers, not TLS, unknown host), 5 timed out
+ *   waiting, 6 the task waits for input, 7 the task was canceled, 8 refused (the TLS handshake, a
+ *   certificate, a name or a pin), 130 interrupted (Ctrl-C) while waiting; the task goes on.
  */
 export const ExitCode = {
   Ok: 0,
@@ -12,6 +14,9 @@ export const ExitCode = {
   Unreachable: 4,
   Timeout: 5,
   NeedsInput: 6,
+  Canceled: 7,
+  Refused: 8,
+  Interrupted: 130,
 } as const;
 
 /**
@@ -19,13 +24,16 @@ export const ExitCode = {
  * without a meaning here does not compile, and the help cannot leave one out.
  */
 export const EXIT_CODE_MEANINGS: Record<keyof typeof ExitCode, string> = {
-  Ok: "success",
-  Failure: "failure",
+  Ok: "success (a waited-for task completed)",
+  Failure: "failure (the task failed or was rejected)",
   Usage: "usage error",
   NotFound: "not found",
-  Unreachable: "peer unreachable or refused",
-  Timeout: "timed out (the task goes on)",
+  Unreachable: "cannot connect",
+  Timeout: "timed out waiting (the task goes on)",
   NeedsInput: "the task waits for input",
+  Canceled: "the task was canceled",
+  Refused: "refused (TLS handshake, certificate, name or pin)",
+  Interrupted: "interrupted (Ctrl-C) while waiting",
 };
 
 export class CliError extends Error {

@@ -16,11 +16,14 @@ export interface CommandEntry {
 
 export const COMMANDS: readonly CommandEntry[] = [
   { name: "init-pki", summary: "create this node's key and certificate (and the fleet CA), or install a bundle", load: async () => (await import("./commands/init-pki")).initPkiCommand },
-  { name: "pki", summary: "issue identities for other machines (pki issue), show this node's (pki show)", load: async () => (await import("./commands/pki")).pkiCommand },
+  { name: "pki", summary: "the fleet's certificates: token, issue, sign, import, list, revoke, renew, show, inspect", load: async () => (await import("./commands/pki")).pkiCommand },
+  { name: "join", summary: "join a fleet with a one-time token from 'pki token' (the key is made here)", load: async () => (await import("./commands/join")).joinCommand },
   { name: "serve", summary: "run the node: A2A over mutual TLS, tasks in SQLite", load: async () => (await import("./commands/serve")).serveCommand },
-  { name: "peers", summary: "manage known peers: add, list, remove", load: async () => (await import("./commands/peers")).peersCommand },
+  { name: "peers", summary: "manage known peers: add, list, remove, discover, ping", load: async () => (await import("./commands/peers")).peersCommand },
   { name: "send", summary: "delegate a task to a peer (and optionally wait for its result)", load: async () => (await import("./commands/send")).sendCommand },
-  { name: "status", summary: "show a delegated task's state and result", load: async () => (await import("./commands/status")).statusCommand },
+  { name: "status", summary: "show a delegated task's state and result, or wait for it to end", load: async () => (await import("./commands/status")).statusCommand },
+  { name: "tasks", summary: "list the tasks this node delegated to its peers", load: async () => (await import("./commands/tasks")).tasksCommand },
+  { name: "cancel", summary: "cancel a task this node delegated to a peer", load: async () => (await import("./commands/cancel")).cancelCommand },
   { name: "service", summary: "run this node under systemd: service install, uninstall, status", load: async () => (await import("./commands/service")).serviceCommand },
   { name: "doctor", summary: "check this node's home, certificates, port, model, database and peers", load: async () => (await import("./commands/doctor")).doctorCommand },
   { name: "completion", summary: "print a shell completion script: completion bash|zsh", load: async () => (await import("./commands/completion")).completionCommand },
@@ -46,8 +49,9 @@ EXAMPLES
   a2a-node pki issue beta --san 10.0.0.7 --out beta.bundle
   a2a-node init-pki --bundle beta.bundle              # machine B, after copying the bundle
   a2a-node serve --executor openai --model-url http://127.0.0.1:11434/v1
-  a2a-node peers add beta https://10.0.0.7:9443
+  a2a-node peers add beta https://10.0.0.7:9443 --pin
   a2a-node send --agent beta --task "summarise today's logs" --wait
+  a2a-node tasks list                                 # what this node delegated, on every peer
 
 EXIT CODES
 ${exitCodes()}

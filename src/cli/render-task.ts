@@ -5,7 +5,7 @@ import { ExitCode } from "./errors";
 /** "TASK_STATE_INPUT_REQUIRED" → "input-required": how people read states. */
 export const shortState = (state: string): string => state.replace(/^TASK_STATE_/, "").toLowerCase().replace(/_/g, "-");
 
-function partsText(parts: { text?: string; data?: unknown; url?: string; raw?: string; filename?: string }[]): string {
+export function partsText(parts: { text?: string; data?: unknown; url?: string; raw?: string; filename?: string }[]): string {
   return parts
     .map((p) =>
       p.text !== undefined
@@ -36,11 +36,19 @@ export function artifactsText(task: Task): string {
   return (task.artifacts ?? []).map((a) => partsText(a.parts)).join("\n");
 }
 
+/** The agent's status text (a progress note, a question, a failure's reason), on one line. */
+export function statusNote(task: Task): string | undefined {
+  const m = task.status.message;
+  return m ? partsText(m.parts).replace(/\s+/g, " ").trim() || undefined : undefined;
+}
+
 /**
- * Exit code for a task someone waited for: 0 completed, 6 waiting for input, 1 any other end.
+ * Exit code for a task someone waited for: 0 completed, 6 waiting for input, 7 canceled, 1 failed or rejected.
  */
 export function exitCodeFor(task: Task): number {
-  if (task.status.state === "TASK_STATE_COMPLETED") return ExitCode.Ok;
-  if (!isTerminal(task.status.state)) return ExitCode.NeedsInput;
+  const state = task.status.state;
+  if (state === "TASK_STATE_COMPLETED") return ExitCode.Ok;
+  if (state === "TASK_STATE_CANCELED") return ExitCode.Canceled;
+  if (!isTerminal(state)) return ExitCode.NeedsInput;
   return ExitCode.Failure;
 }

@@ -7,22 +7,23 @@ import type { StreamResponse } from "../protocol/types";
 /** The protocol generation a peer speaks, as its agent card says. */
 export type PeerProtocol = "1.0" | "0.3";
 
-/**
- * What a card says the agent speaks over JSON-RPC: 1.0 if any JSON-RPC interface names 1.x, 0.3 if the card
- * is a v0.3 card (protocolVersion 0.3.x, no supportedInterfaces). Unknown cards are taken as 1.0.
- */
-export function protocolOf(card: unknown): PeerProtocol {
-  const c = card as { supportedInterfaces?: { protocolBinding?: string; protocolVersion?: string }[]; protocolVersion?: string };
-  if (Array.isArray(c?.supportedInterfaces) && c.supportedInterfaces.some((i) => i.protocolBinding === "JSONRPC" && i.protocolVersion?.startsWith("1.")))
-    return "1.0";
-  if (typeof c?.protocolVersion === "string" && c.protocolVersion.startsWith("0.3") && !Array.isArray(c.supportedInterfaces)) return "0.3";
-  return "1.0";
+/** What `send` and `status` do with a peer, whichever binding it speaks (A2AClient, HttpJsonClient). */
+export interface PeerClient {
+  readonly binding: "JSONRPC" | "HTTP+JSON";
+  /** The protocol generation spoken: HTTP+JSON is always 1.0; JSON-RPC may be 0.3 for an older peer. */
+  readonly protocol: PeerProtocol;
+  sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult>;
+  sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse>;
+  subscribeToTask(id: string, signal?: AbortSignal): AsyncIterable<StreamResponse>;
+  getTask(params: GetTaskParams, signal?: AbortSignal): Promise<Task>;
+  listTasks(params: ListTasksParams, signal?: AbortSignal): Promise<ListTasksResult>;
+  cancelTask(id: string, signal?: AbortSignal): Promise<Task>;
 }
 
 /** How the client reaches a server: a fetch that already carries the TLS identity and pinning. */
 export type FetchFn = (url: string, init: RequestInit) => Promise<Response>;
 
-/** An error the remote agent answered with (a JSON-RPC error object). */
+/** An error the remote agent answered with: a JSON-RPC error object, or an HTTP+JSON one read as such. */
 export class RemoteError extends Error {
   constructor(
     readonly code: number,
@@ -34,14 +35,15 @@ export class RemoteError extends Error {
   }
 }
 
-/** The server answered, but not with JSON-RPC (wrong URL, a proxy page, ...). */
+/** The server answered, but not in A2A (wrong URL, a proxy page, ...). */
 export class ProtocolError extends Error {}
 
 /**
  * A minimal A2A v1.0 JSON-RPC client. It never imports server code; every request names the protocol
  * version it speaks (A2A-Version: 1.0).
  */
-export class A2AClient {
+export class A2AClient implements PeerClient {
+  readonly binding = "JSONRPC";
   private nextId = 1;
 
   constructor(
@@ -50,6 +52,8 @@ export class A2AClient {
     private readonly fetchFn: FetchFn,
     /** Speak v0.3 (method names, shapes, no A2A-Version header) to a peer that only knows it. */
     readonly protocol: PeerProtocol = "1.0",
+    /** The `tenant` of the card's interface, sent in every v1.0 request's params when the card names one. */
+    private readonly tenant?: string,
   ) {}
 
   async sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult> {
@@ -71,15 +75,28 @@ export class A2AClient {
    * SendStreamingMessage: the Task first, then its status and artifact updates as they happen, until it
    * settles. A v0.3 peer's events are converted to v1.0 shapes.
    */
-  async *sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+  sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    const v1 = this.protocol === "1.0";
+    const rpcParams = v1 ? params : { message: toV03Message(params.message), ...(params.metadata ? { metadata: params.metadata } : {}) };
+    return this.stream(v1 ? "SendStreamingMessage" : "message/stream", rpcParams, signal);
+  }
+
+  /**
+   * SubscribeToTask: the task as it is, then its updates while it runs. A task that has already ended is
+   * refused by the server (-32004: read it with GetTask); one waiting for input keeps the stream open.
+   */
+  subscribeToTask(id: string, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    return this.stream(this.protocol === "1.0" ? "SubscribeToTask" : "tasks/resubscribe", { id }, signal);
+  }
+
+  private async *stream(method: string, params: unknown, signal?: AbortSignal): AsyncIterable<StreamResponse> {
     const v1 = this.protocol === "1.0";
     const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
     if (v1) headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
-    const rpcParams = v1 ? params : { message: toV03Message(params.message), ...(params.metadata ? { metadata: params.metadata } : {}) };
     const res = await this.fetchFn(this.rpcUrl, {
       method: "POST",
       headers,
-      body: JSON.stringify({ jsonrpc: "2.0", id: this.nextId++, method: v1 ? "SendStreamingMessage" : "message/stream", params: rpcParams }),
+      body: JSON.stringify({ jsonrpc: "2.0", id: this.nextId++, method, params: v1 ? this.withTenant(params) : params }),
       signal,
     });
     if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) {
@@ -109,23 +126,26 @@ export class A2AClient {
     return this.call("ListTasks", params, signal);
   }
 
-  cancelTask(id: string, signal?: AbortSignal): Promise<Task> {
-    return this.call("CancelTask", { id }, signal);
+  async cancelTask(id: string, signal?: AbortSignal): Promise<Task> {
+    if (this.protocol === "1.0") return this.call("CancelTask", { id }, signal);
+    return fromV03Task(await this.call("tasks/cancel", { id }, signal), "result");
   }
 
-  async getAgentCard(baseUrl: string, signal?: AbortSignal): Promise<AgentCard> {
-    const res = await this.fetchFn(new URL("/.well-known/agent-card.json", baseUrl).toString(), {
-      headers: { accept: "application/json", "a2a-version": CURRENT_PROTOCOL_VERSION },
-      signal,
-    });
-    if (!res.ok) throw new ProtocolError(`agent card request answered HTTP ${res.status}`);
-    return (await res.json()) as AgentCard;
+  getAgentCard(baseUrl: string, signal?: AbortSignal): Promise<AgentCard> {
+    return fetchAgentCard(this.fetchFn, baseUrl, signal);
+  }
+
+  private withTenant(params: unknown): unknown {
+    return this.tenant ? { ...(params as object), tenant: this.tenant } : params;
   }
 
   private async call<T>(method: string, params: unknown, signal?: AbortSignal): Promise<T> {
     const id = this.nextId++;
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
-    if (this.protocol === "1.0") headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
+    if (this.protocol === "1.0") {
+      headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
+      params = this.withTenant(params);
+    }
     const res = await this.fetchFn(this.rpcUrl, {
       method: "POST",
       headers,
@@ -143,4 +163,14 @@ export class A2AClient {
     if (!("result" in body)) throw new ProtocolError(`${method}: the answer has neither result nor error`);
     return body.result as T;
   }
+}
+
+/** The agent card at `baseUrl` (the well-known path), whichever binding the agent speaks. */
+export async function fetchAgentCard(fetchFn: FetchFn, baseUrl: string, signal?: AbortSignal): Promise<AgentCard> {
+  const res = await fetchFn(new URL("/.well-known/agent-card.json", baseUrl).toString(), {
+    headers: { accept: "application/json", "a2a-version": CURRENT_PROTOCOL_VERSION },
+    signal,
+  });
+  if (!res.ok) throw new ProtocolError(`agent card request answered HTTP ${res.status}`);
+  return (await res.json()) as AgentCard;
 }

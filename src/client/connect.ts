@@ -1,6 +1,9 @@
 import type { Peer, PeerRegistry } from "../peers/peer-registry";
+import { isThisMachine } from "../local-addresses";
 import { PeerIdentityError } from "./mtls-fetch";
 import { ProtocolError, RemoteError } from "./a2a-client";
+import { normalizePeerUrl } from "./peer-url";
+import type { Probe } from "./probe";
 
 /** Where a command is sending: a registered peer, or a URL given directly. */
 export interface Target {
@@ -10,62 +13,130 @@ export interface Target {
   peer?: Peer;
 }
 
-/** `--agent NAME|URL`: a URL is used as is; anything else must be a registered peer. */
+/**
+ * `--agent NAME|URL`: a URL (anything with "://") is checked as `peers add` checks one (https only, port 9443
+ * when none is given); anything else must be a registered peer. Names are looked up as typed, then in lower
+ * case (the form init-pki issues). Throws PeerUrlError for a bad URL; undefined for an unknown name.
+ */
 export function resolveTarget(agent: string, peers: PeerRegistry): Target | undefined {
   if (agent.includes("://")) {
-    const u = new URL(agent);
-    const rpcUrl = u.pathname === "/" || u.pathname === "" ? new URL("/", u).toString() : u.toString();
-    return { label: agent, baseUrl: u.origin, rpcUrl };
+    const u = new URL(normalizePeerUrl(agent).url);
+    return { label: u.origin, baseUrl: u.origin, rpcUrl: new URL(u.pathname || "/", u).toString() };
   }
-  const peer = peers.get(agent);
+  const peer = peers.get(agent) ?? peers.get(agent.toLowerCase());
   if (!peer) return undefined;
   const u = new URL(peer.url);
   return { label: `peer '${peer.name}'`, baseUrl: u.origin, rpcUrl: new URL(u.pathname || "/", u).toString(), peer };
 }
 
+/** A failure to get a conversation going with a peer, told apart by what a probe found. */
+export class ConnectionFailure extends Error {
+  constructor(
+    message: string,
+    readonly kind: "unreachable" | "refused",
+    readonly hint?: string,
+  ) {
+    super(message);
+    this.name = "ConnectionFailure";
+  }
+}
+
+/** This node's certificate, named in a refusal so the person can compare it with what the peer trusts. */
+export interface OwnCertificate {
+  path: string;
+  name: string;
+  fingerprint: string;
+  notAfter: Date;
+}
+
+/**
+ * Words for what a probe found after a call failed: what is wrong and the next step. `undefined` when the
+ * probe got through (the failure was passing, or elsewhere): the original error is then reported as is.
+ */
+export function explainProbe(probe: Probe, target: Target, us: OwnCertificate): ConnectionFailure | undefined {
+  const u = new URL(target.baseUrl);
+  const where = whereOf(target);
+  const hostPort = `${u.hostname}:${u.port || 443}`;
+  const local = isThisMachine(u.hostname);
+  switch (probe.kind) {
+    case "no-listener":
+      return new ConnectionFailure(
+        `cannot reach ${where}: connection refused (nothing listens on ${hostPort})`,
+        "unreachable",
+        local
+          ? "is the node on this machine running? check 'systemctl status a2a-node' (or start it: 'a2a-node serve'), and the port it logs as listen=…"
+          : `is 'a2a-node serve' running there, on port ${u.port || 443}? (the node's default is 9443; its log says listen=…)`,
+      );
+    case "unresolved":
+      return new ConnectionFailure(`cannot resolve the host name '${u.hostname}' of ${where}`, "unreachable", "use an IP address or a host name this machine can resolve");
+    case "no-route":
+      return new ConnectionFailure(`cannot reach ${where}: ${probe.detail}`, "unreachable", "check the network path and firewall between the two machines");
+    case "not-tls":
+      return new ConnectionFailure(
+        probe.plainHttp
+          ? `${where} answers plain HTTP, not TLS: ${hostPort} is not an a2a-node mutual-TLS port`
+          : `${where} does not speak TLS${probe.banner ? ` (it said '${probe.banner}')` : ""}: wrong port?`,
+        "unreachable",
+        probe.plainHttp
+          ? "use the port 'a2a-node serve' logs as listen=https://… (9443 by default), not a --plain-http-port or another web server"
+          : "use the port 'a2a-node serve' logs as listen=https://… (9443 by default)",
+      );
+    case "foreign-certificate": {
+      const c = probe.certificate;
+      return new ConnectionFailure(
+        `${where} presented a certificate from outside our fleet: ${probe.reason} (CN ${c.name ?? "?"}, issuer ${c.issuer ?? "?"}, fingerprint ${c.fingerprint}, expires ${c.notAfter})`,
+        "refused",
+        /expired/.test(probe.reason)
+          ? "that node needs a new certificate: on the CA machine 'a2a-node pki issue NAME --out NAME.bundle', then 'a2a-node init-pki --bundle' there"
+          : "that machine belongs to another fleet, or its bundle came from another CA: compare the CA fingerprints of 'a2a-node pki show' on both machines",
+      );
+    }
+    case "refused-us": {
+      const expired = us.notAfter.getTime() < Date.now();
+      return new ConnectionFailure(
+        `${where} refused our certificate${probe.alert ? ` (${probe.alert})` : ""}: ${us.path}, CN ${us.name}, fingerprint ${us.fingerprint}, ${expired ? "EXPIRED on" : "expires"} ${us.notAfter.toISOString()}`,
+        "refused",
+        expired
+          ? "our certificate has expired: get a new bundle from the CA machine ('a2a-node pki issue NAME') and install it with 'a2a-node init-pki --bundle'"
+          : "the peer must trust the CA that issued ours: compare the CA fingerprint of 'a2a-node pki show' on both machines",
+      );
+    }
+    case "ok":
+      return undefined;
+  }
+}
+
+function whereOf(target: Target): string {
+  return target.peer ? `${target.label} at ${target.baseUrl}` : target.baseUrl;
+}
+
 /** Why a call to a peer failed, in words a person can act on: a message and the next step. */
 export function explainFailure(err: unknown, target: Target): { message: string; hint?: string; kind: "unreachable" | "refused" | "remote" | "other" } {
   const e = err as { code?: string; message?: string; name?: string };
-  const where = target.peer ? `${target.label} at ${target.baseUrl}` : target.baseUrl;
+  const where = whereOf(target);
+  if (err instanceof ConnectionFailure) return { kind: err.kind, message: err.message, hint: err.hint };
   if (err instanceof PeerIdentityError)
     return {
       kind: "refused",
       message: `${where} is not who we expected: ${err.message}`,
-      hint: target.peer ? `check the URL with 'a2a-node peers list', or re-add it with 'a2a-node peers add ${target.peer.name} URL --replace'` : undefined,
+      hint: target.peer
+        ? /fingerprint/.test(err.message)
+          ? `if ${target.peer.name} renewed its certificate, pin the new one: 'a2a-node peers add ${target.peer.name} ${target.peer.url} --pin --replace'`
+          : `check the URL with 'a2a-node peers list', or re-add it with 'a2a-node peers add ${target.peer.name} URL --replace'`
+        : undefined,
     };
   if (err instanceof RemoteError) return { kind: "remote", message: `${target.label} answered error ${err.code}: ${err.message}` };
-  if (err instanceof ProtocolError) return { kind: "other", message: `${where}: ${err.message}`, hint: "is that URL an a2a-node (or A2A JSON-RPC) endpoint?" };
-  switch (e.code) {
-    case "ECONNREFUSED":
-      return { kind: "unreachable", message: `cannot reach ${where}: connection refused`, hint: "is 'a2a-node serve' running there, on that port?" };
-    case "ENOTFOUND":
-    case "EAI_AGAIN":
-      return { kind: "unreachable", message: `cannot resolve the host of ${where}`, hint: "use an IP address or a host name this machine can resolve" };
-    case "ETIMEDOUT":
-    case "ConnectionRefused":
-      return { kind: "unreachable", message: `cannot reach ${where}: ${e.message}`, hint: "check the network path and firewall" };
-    case "EPROTO":
-    case "ECONNRESET":
-    case "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED":
-    case "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA":
-      return {
-        kind: "refused",
-        message: `${target.label} refused our certificate (TLS handshake failed: ${e.code})`,
-        hint: "was this node's certificate issued by the same fleet CA? compare 'a2a-node pki show' on both machines",
-      };
-    case "SELF_SIGNED_CERT_IN_CHAIN":
-    case "DEPTH_ZERO_SELF_SIGNED_CERT":
-    case "UNABLE_TO_VERIFY_LEAF_SIGNATURE":
-    case "UNABLE_TO_GET_ISSUER_CERT_LOCALLY":
-    case "CERT_SIGNATURE_FAILURE":
-      return {
-        kind: "refused",
-        message: `${where} presented a certificate our fleet CA did not issue (${e.code})`,
-        hint: "that machine belongs to another fleet, or its bundle came from another CA",
-      };
-    case "CERT_HAS_EXPIRED":
-      return { kind: "refused", message: `${where} presented an expired certificate`, hint: "issue it a new bundle with 'a2a-node pki issue'" };
-  }
+  if (err instanceof ProtocolError) return { kind: "other", message: `${where}: ${err.message}`, hint: "is that URL an a2a-node (or another A2A agent)?" };
+  if (e.code === "ECONNREFUSED")
+    return { kind: "unreachable", message: `cannot reach ${where}: connection refused`, hint: "is 'a2a-node serve' running there, on that port?" };
   if (e.name === "AbortError" || e.name === "TimeoutError") return { kind: "other", message: `gave up waiting for ${where}` };
   return { kind: "other", message: `request to ${where} failed: ${e.message ?? String(err)}` };
+}
+
+/** Errors of fetch itself (no HTTP answer) worth a probe: everything but our own refusal and an abort. */
+export function isConnectionError(err: unknown): boolean {
+  if (err instanceof PeerIdentityError || err instanceof RemoteError || err instanceof ProtocolError) return false;
+  const e = err as { code?: unknown; name?: string };
+  if (e?.name === "AbortError" || e?.name === "TimeoutError") return false;
+  return typeof e?.code === "string";
 }

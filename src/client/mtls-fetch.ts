@@ -1,5 +1,5 @@
 import { checkServerIdentity as defaultCheck, type PeerCertificate } from "node:tls";
-import { FleetMembership } from "../../pki/fleet-member";
+import { FleetMembership, type RevocationLookup } from "../../pki/fleet-member";
 import type { FetchFn } from "./a2a-client";
 
 export interface ClientTls {
@@ -30,10 +30,11 @@ export class PeerIdentityError extends Error {
 /**
  * A fetch that presents this node's certificate and trusts only the fleet CA. For a named peer, identity is
  * the certificate CN (and pinned fingerprint), not the host name: peers are often reached by IP address, and
- * the fleet CA vouching for "beta" is what matters. For a bare URL the usual host-name check applies.
+ * the fleet CA vouching for "beta" is what matters. For a bare URL the usual host-name check applies. A server
+ * whose certificate is on the fleet's revocation list (`revoked`) is refused before anything is sent.
  */
-export function mtlsFetch(tls: ClientTls, expect: Expectation = {}): FetchFn {
-  const fleet = new FleetMembership(tls.ca);
+export function mtlsFetch(tls: ClientTls, expect: Expectation = {}, revoked?: RevocationLookup): FetchFn {
+  const fleet = new FleetMembership(tls.ca, revoked);
   let mismatch: PeerIdentityError | undefined;
   const checkServerIdentity = (host: string, cert: PeerCertificate): Error | undefined => {
     const cn = typeof cert.subject?.CN === "string" ? cert.subject.CN : undefined;

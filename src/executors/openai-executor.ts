@@ -1,5 +1,6 @@
 import { A2AError } from "../protocol/errors";
-import type { Message, Part } from "../protocol/types";
+import type { Message } from "../protocol/types";
+import { refusedPart, textLength, toChat, type ChatMessage } from "./chat-content";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest, Readiness } from "./executor";
 import { readSse } from "./sse";
 
@@ -26,11 +27,6 @@ export interface OpenAiExecutorOptions {
 export const DEFAULT_MODEL_URL = "http://127.0.0.1:11434/v1";
 export const DEFAULT_MODEL = "llama3.2";
 
-interface ChatMessage {
-  role: "system" | "user" | "assistant";
-  content: string;
-}
-
 /**
  * Bridges a task to a local model server that speaks the OpenAI chat-completions API (Ollama, llama.cpp,
  * vLLM, LM Studio). The conversation of the task's context goes along as chat history, bounded so that a
@@ -48,19 +44,18 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     this.endpoint = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
   }
 
-  /** Text and data parts become prompt text; files (raw bytes or URLs) a chat model cannot take are refused. */
+  /**
+   * Text and data parts become prompt text, text files too, and images (png, jpeg, gif, webp) go to the model
+   * as image_url parts; other files, and files by URL, are refused before a task exists.
+   */
   check(message: Message): A2AError | undefined {
     const skill = skillOf(message);
     if (skill !== undefined && !this.options.skills?.[skill])
       return A2AError.invalidParams(
         `unknown skill '${skill}' in message.metadata.skill; this agent has: ${Object.keys(this.options.skills ?? {}).join(", ") || "no skills with their own model"}`,
       );
-    const i = message.parts.findIndex((p) => p.text === undefined && p.data === undefined);
-    if (i === -1) return undefined;
-    const p = message.parts[i];
-    return A2AError.contentTypeNotSupported(
-      `part ${i} is a file (${p.mediaType ?? (p.url !== undefined ? "url" : "raw bytes")}); this agent's model takes text and JSON data only`,
-    );
+    const refused = refusedPart(message);
+    return refused === undefined ? undefined : A2AError.contentTypeNotSupported(refused);
   }
 
   async ready(signal: AbortSignal): Promise<Readiness> {
@@ -77,9 +72,11 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     const stream = this.options.stream !== false;
     const skill = this.options.skills?.[skillOf(request.message) ?? ""] ?? {};
     const temperature = skill.temperature ?? this.options.temperature;
+    const model = skill.model ?? this.options.model;
+    const { messages, images } = await this.chatMessages(request, skill.systemPrompt ?? this.options.systemPrompt);
     const body = JSON.stringify({
-      model: skill.model ?? this.options.model,
-      messages: await this.chatMessages(request, skill.systemPrompt ?? this.options.systemPrompt),
+      model,
+      messages,
       stream,
       ...(stream ? { stream_options: { include_usage: true } } : {}),
       ...(temperature !== undefined ? { temperature } : {}),
@@ -89,7 +86,9 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     if ("state" in response) return response;
     if (!response.ok) {
       const text = await response.text().catch(() => "");
-      return { state: "TASK_STATE_FAILED", message: `model endpoint ${this.endpoint} answered HTTP ${response.status}: ${text.slice(0, 300)}` };
+      // The usual reason a model refuses a request with pictures: it cannot see them. Say so.
+      const why = images > 0 && response.status >= 400 && response.status < 500 ? ` (the task carried ${images} image${images > 1 ? "s" : ""}: does model '${model}' take images? use a vision model, e.g. in a skill)` : "";
+      return { state: "TASK_STATE_FAILED", message: `model endpoint ${this.endpoint} answered HTTP ${response.status}: ${text.slice(0, 300)}${why}` };
     }
     const artifactId = `${request.taskId}-answer`;
     if (!(response.headers.get("content-type") ?? "").includes("text/event-stream")) return this.whole(request, response, artifactId);
@@ -171,19 +170,19 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
   }
 
   /** System prompt, then as many of the context's latest turns as fit the budget, then this message. */
-  private async chatMessages(request: ExecutionRequest, systemPrompt: string | undefined): Promise<ChatMessage[]> {
-    const current = toChat(request.message);
-    let budget = (this.options.historyChars ?? 24_000) - current.content.length;
+  private async chatMessages(request: ExecutionRequest, systemPrompt: string | undefined): Promise<{ messages: ChatMessage[]; images: number }> {
+    const { message: current, images } = toChat(request.message, true);
+    let budget = (this.options.historyChars ?? 24_000) - textLength(current);
     const earlier: ChatMessage[] = [];
     const history = await request.history();
     for (let i = history.length - 1; i >= 0 && budget > 0; i--) {
       if (history[i].messageId === request.message.messageId) continue;
-      const m = toChat(history[i]);
-      if (m.content.length > budget) break; // oldest turns go first
-      budget -= m.content.length;
+      const m = toChat(history[i], false).message;
+      if (textLength(m) > budget) break; // oldest turns go first
+      budget -= textLength(m);
       earlier.unshift(m);
     }
-    return [...(systemPrompt ? [{ role: "system" as const, content: systemPrompt }] : []), ...earlier, current];
+    return { messages: [...(systemPrompt ? [{ role: "system" as const, content: systemPrompt }] : []), ...earlier, current], images };
   }
 }
 
@@ -191,14 +190,6 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
 function skillOf(m: Message): string | undefined {
   const s = m.metadata?.skill;
   return typeof s === "string" && s !== "" ? s : undefined;
-}
-
-function partText(p: Part): string {
-  return p.text !== undefined ? p.text : p.data !== undefined ? JSON.stringify(p.data) : "";
-}
-
-function toChat(m: Message): ChatMessage {
-  return { role: m.role === "ROLE_AGENT" ? "assistant" : "user", content: m.parts.map(partText).filter(Boolean).join("\n") };
 }
 
 function describe(err: unknown): string {

@@ -22,10 +22,15 @@ export class A2AError extends Error {
     this.name = "A2AError";
   }
 
-  toJsonRpc(): JsonRpcErrorObject {
+  /** The google.rpc.ErrorInfo both bindings carry: in JSON-RPC's `error.data`, in HTTP+JSON's `error.details`. */
+  errorInfo(): Record<string, unknown> {
     const info: Record<string, unknown> = { "@type": ERROR_INFO_TYPE, reason: this.reason, domain: ERROR_DOMAIN };
     if (this.metadata) info.metadata = this.metadata;
-    return { code: this.code, message: this.message, data: [info] };
+    return info;
+  }
+
+  toJsonRpc(): JsonRpcErrorObject {
+    return { code: this.code, message: this.message, data: [this.errorInfo()] };
   }
 
   static parse(message = "Invalid JSON payload") {
@@ -72,8 +77,43 @@ export class A2AError extends Error {
       { version, supported: "1.0" },
     );
   }
+  /**
+   * The caller sent more requests than its rate limit allows; it may retry after `seconds`. The same code and
+   * reason as a node at capacity (the A2A spec assigns back-pressure no code of its own), with the wait in
+   * the ErrorInfo metadata for programs and in the message for people.
+   */
+  static rateLimited(seconds: number, perSecond: number, burst: number) {
+    return new A2AError(
+      -32603,
+      `rate limit: retry after ${seconds} s (this node takes ${perSecond} requests per second from one peer, ${burst} at once)`,
+      "RESOURCE_EXHAUSTED",
+      { retry: "later", retryAfterSeconds: String(seconds), limit: "rate" },
+    );
+  }
   /** The node is at capacity; the caller should retry later. */
   static busy(message: string) {
     return new A2AError(-32603, message, "RESOURCE_EXHAUSTED", { retry: "later" });
   }
 }
+
+/**
+ * The JSON-RPC code of each ErrorInfo reason: an HTTP+JSON error names its kind only by reason (several share
+ * one HTTP status), so a client turns it back into the code its callers already handle.
+ */
+export const CODE_OF_REASON: Readonly<Record<string, number>> = {
+  PARSE_ERROR: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL_ERROR: -32603,
+  RESOURCE_EXHAUSTED: -32603,
+  TASK_NOT_FOUND: -32001,
+  TASK_NOT_CANCELABLE: -32002,
+  PUSH_NOTIFICATION_NOT_SUPPORTED: -32003,
+  UNSUPPORTED_OPERATION: -32004,
+  CONTENT_TYPE_NOT_SUPPORTED: -32005,
+  INVALID_AGENT_RESPONSE: -32006,
+  EXTENDED_AGENT_CARD_NOT_CONFIGURED: -32007,
+  EXTENSION_SUPPORT_REQUIRED: -32008,
+  VERSION_NOT_SUPPORTED: -32009,
+};

@@ -1,6 +1,7 @@
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth";
 import type { CallContext } from "./caller";
 import { A2AError, type JsonRpcErrorObject } from "./errors";
+import { mapStreamCatching } from "./streams";
 
 export type RpcId = string | number | null;
 export type UnaryMethod = (params: unknown, ctx: CallContext) => Promise<unknown>;
@@ -18,12 +19,17 @@ export interface MethodTable {
   error(err: A2AError): JsonRpcErrorObject;
 }
 
-export type RpcOutcome =
+/**
+ * What became of a request. `method` names the method when it is one this protocol generation serves (a closed
+ * set, so metrics can be labelled by it); `error` is the JSON-RPC error code of an error answer.
+ */
+export type RpcOutcome = (
   | { kind: "json"; body: string }
   /** A notification (a request with no "id" member): JSON-RPC 2.0 says it gets no response at all. */
   | { kind: "none" }
   /** Each `data` is a whole JSON-RPC response, ready for an SSE `data:` line. */
-  | { kind: "stream"; events: AsyncIterable<{ id?: string; data: string }> };
+  | { kind: "stream"; events: AsyncIterable<{ id?: string; data: string }> }
+) & { method?: string; error?: number };
 
 export interface Generations {
   /** A2A-Version: 1.0 */
@@ -73,14 +79,14 @@ export class JsonRpcTransport {
     try {
       if (Object.hasOwn(table.unary, method)) {
         const result = await table.unary[method](r.params, ctx);
-        return { kind: "json", body: `{"jsonrpc":"2.0","id":${JSON.stringify(rid)},"result":${JSON.stringify(result)}}` };
+        return { kind: "json", body: `{"jsonrpc":"2.0","id":${JSON.stringify(rid)},"result":${JSON.stringify(result)}}`, method };
       }
       if (Object.hasOwn(table.stream, method)) {
         const events = await table.stream[method](r.params, ctx, lastEventId);
-        return { kind: "stream", events: frame(events, rid, table) };
+        return { kind: "stream", events: frame(events, rid, table), method };
       }
     } catch (err) {
-      return json(table, rid, asA2AError(err, method));
+      return json(table, rid, asA2AError(err, method), method);
     }
     return json(table, rid, A2AError.methodNotFound(method));
   }
@@ -101,58 +107,35 @@ export class JsonRpcTransport {
  */
 async function notify(table: MethodTable | A2AError, method: string, params: unknown, ctx: CallContext): Promise<RpcOutcome> {
   if (table instanceof A2AError) return { kind: "none" };
+  if (!Object.hasOwn(table.unary, method) && !Object.hasOwn(table.stream, method)) return { kind: "none" };
   try {
     if (Object.hasOwn(table.unary, method)) await table.unary[method](params, ctx);
-    else if (Object.hasOwn(table.stream, method)) await (await table.stream[method](params, ctx, undefined))[Symbol.asyncIterator]().return?.();
+    else await (await table.stream[method](params, ctx, undefined))[Symbol.asyncIterator]().return?.();
   } catch (err) {
-    asA2AError(err, method);
+    return { kind: "none", method, error: asA2AError(err, method).code };
   }
-  return { kind: "none" };
+  return { kind: "none", method };
 }
 
-/**
- * Wraps each result as a JSON-RPC response; an error mid-stream becomes the stream's last item. A plain
- * iterator, so that return() (the client left) reaches the source at once.
- */
+/** Wraps each result as a JSON-RPC response; an error mid-stream becomes the stream's last item. */
 function frame(events: AsyncIterable<StreamEvent>, id: RpcId, table: MethodTable): AsyncIterable<{ id?: string; data: string }> {
   const rid = JSON.stringify(id);
-  return {
-    [Symbol.asyncIterator]() {
-      const it = events[Symbol.asyncIterator]();
-      let done = false;
-      return {
-        async next() {
-          if (done) return { value: undefined, done: true };
-          try {
-            const r = await it.next();
-            if (r.done) {
-              done = true;
-              return { value: undefined, done: true };
-            }
-            return { value: { id: r.value.id, data: `{"jsonrpc":"2.0","id":${rid},"result":${JSON.stringify(r.value.result)}}` }, done: false };
-          } catch (err) {
-            done = true;
-            return { value: { data: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(asA2AError(err, "stream")) }) }, done: false };
-          }
-        },
-        async return() {
-          done = true;
-          await it.return?.();
-          return { value: undefined, done: true };
-        },
-      };
-    },
-  };
+  return mapStreamCatching(
+    events,
+    (e) => ({ id: e.id, data: `{"jsonrpc":"2.0","id":${rid},"result":${JSON.stringify(e.result)}}` }),
+    (err) => ({ data: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(asA2AError(err, "stream")) }) }),
+  );
 }
 
-function asA2AError(err: unknown, method: string): A2AError {
+/** Any failure as the A2A error a client is shown: an unexpected one is logged and becomes -32603. */
+export function asA2AError(err: unknown, method: string): A2AError {
   if (err instanceof A2AError) return err;
   console.error(`a2a-node: ${method} failed:`, err);
   return A2AError.internal(`internal error while handling ${method}`);
 }
 
-function json(table: MethodTable, id: RpcId, err: A2AError): RpcOutcome {
-  return { kind: "json", body: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(err) }) };
+function json(table: MethodTable, id: RpcId, err: A2AError, method?: string): RpcOutcome {
+  return { kind: "json", body: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(err) }), method, error: err.code };
 }
 
 /** A v1.0 error body, for answers given before any method table is chosen (e.g. a body over the limit). */

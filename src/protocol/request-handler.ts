@@ -124,11 +124,11 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     if (settled) await settled.catch(() => {});
     else if (!this.store.requestCancel) {
       // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
-      await whenStored(task.id, this.runner.cancelIdle(task, reason));
+      await whenStored(task.id, this.runner.cancelIdle(task, reason, ctx.caller.name));
     } else if (await this.runner.hold(task.id)) {
       // A shared store, and no live process holds the task: this one records the cancel.
       try {
-        await whenStored(task.id, this.runner.cancelIdle(task, reason));
+        await whenStored(task.id, this.runner.cancelIdle(task, reason, ctx.caller.name));
       } finally {
         this.runner.letGo(task.id);
       }

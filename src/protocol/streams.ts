@@ -25,3 +25,35 @@ export function mapStream<T, U>(source: AsyncIterable<T>, fn: (item: T) => U, fi
     },
   };
 }
+
+/**
+ * Like mapStream, but an error of the source becomes the stream's last item, `fail(err)`, instead of a
+ * rejection: a transport tells the client why its stream ended, in the stream.
+ */
+export function mapStreamCatching<T, U>(source: AsyncIterable<T>, fn: (item: T) => U, fail: (err: unknown) => U): AsyncIterable<U> {
+  return {
+    [Symbol.asyncIterator]() {
+      const it = source[Symbol.asyncIterator]();
+      let done = false;
+      return {
+        async next(): Promise<IteratorResult<U>> {
+          if (done) return { value: undefined, done: true };
+          try {
+            const r = await it.next();
+            if (!r.done) return { value: fn(r.value), done: false };
+            done = true;
+            return { value: undefined, done: true };
+          } catch (err) {
+            done = true;
+            return { value: fail(err), done: false };
+          }
+        },
+        async return(): Promise<IteratorResult<U>> {
+          done = true;
+          await it.return?.();
+          return { value: undefined, done: true };
+        },
+      };
+    },
+  };
+}

@@ -1,4 +1,4 @@
-import type { AgentCard, AgentSkill } from "../protocol/types";
+import type { AgentCard, AgentInterface, AgentSkill } from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
 import { JSONRPC_PATH } from "./request-router";
 
@@ -10,7 +10,11 @@ export interface CardOptions {
   advertisedUrl: string;
   skills: AgentSkill[];
   pushNotifications?: boolean;
+  /** The binding listed first in supportedInterfaces, which clients take when they speak both. */
+  preferredBinding?: Binding;
 }
+
+export type Binding = "JSONRPC" | "HTTP+JSON";
 
 export const DEFAULT_SKILLS: AgentSkill[] = [
   {
@@ -24,20 +28,22 @@ export const DEFAULT_SKILLS: AgentSkill[] = [
 
 /**
  * The A2A v1.0 agent card. It declares mutual TLS as the only way in: every route of the node, this card
- * included, needs a certificate from the fleet CA.
+ * included, needs a certificate from the fleet CA. Both bindings are served on the same listener, with the
+ * same security (one scheme for the whole card); the preferred one comes first.
  */
 export function buildAgentCard(o: CardOptions): AgentCard {
+  const root = new URL(JSONRPC_PATH, o.advertisedUrl).toString();
+  const interfaces: AgentInterface[] = [
+    { url: root, protocolBinding: "JSONRPC", protocolVersion: CURRENT_PROTOCOL_VERSION },
+    // The HTTP+JSON routes (/message:send, /tasks/{id}, ...) are joined to this base: no trailing slash.
+    { url: root.replace(/\/+$/, ""), protocolBinding: "HTTP+JSON", protocolVersion: CURRENT_PROTOCOL_VERSION },
+  ];
+  if (o.preferredBinding === "HTTP+JSON") interfaces.reverse();
   return {
     name: o.name,
     description: o.description,
     version: o.version,
-    supportedInterfaces: [
-      {
-        url: new URL(JSONRPC_PATH, o.advertisedUrl).toString(),
-        protocolBinding: "JSONRPC",
-        protocolVersion: CURRENT_PROTOCOL_VERSION,
-      },
-    ],
+    supportedInterfaces: interfaces,
     capabilities: { streaming: true, pushNotifications: o.pushNotifications ?? false, extendedAgentCard: false },
     securitySchemes: {
       mtls: {

@@ -27,12 +27,16 @@ export interface Http1Options {
   headTimeoutMs: number;
   /** Called once per request; requests on one connection are answered in order. */
   handle(request: HttpRequest): Promise<HttpResponse>;
-  /** Builds the answer for a body over the limit (JSON-RPC wants its own error shape). */
-  tooLarge(limit: number, declared: number | undefined): HttpResponse;
+  /** Builds the answer for a body over the limit (each binding has its own error shape; `target` says which). */
+  tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   /** On a quiet stream, a comment line is sent this often so proxies and clients do not cut it. */
   streamKeepAliveMs?: number;
+  /** How long a connection being closed waits for the client to take its last answer and close (LINGER_MS). */
+  lingerMs?: number;
   /** Told each time the connection stops reading its client (backpressure), for tests and metrics. */
   onPause?(state: Http1State): void;
+  /** Told of each request the loop refuses itself (400, 408, 413, 431, 501, 505), for the metrics. */
+  onRefused?(status: number): void;
 }
 
 /** What one connection holds, for tests and metrics. */
@@ -51,6 +55,9 @@ export interface Http1State {
  * socket buffers then fill and the client's own writes block; the node holds at most about this much.
  */
 const HIGH_WATER_BYTES = 64 * 1024;
+
+/** Once the node closes a connection, the client has this long to read the answer and close its side. */
+const LINGER_MS = 5_000;
 
 const CRLF = Buffer.from("\r\n");
 const CRLF2 = Buffer.from("\r\n\r\n");
@@ -96,8 +103,8 @@ function parseFields(lines: string[], from: number, into: Map<string, string>, w
 const REASONS: Record<number, string> = {
   100: "Continue", 200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden",
   404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large",
-  431: "Request Header Fields Too Large", 500: "Internal Server Error", 501: "Not Implemented",
-  505: "HTTP Version Not Supported",
+  415: "Unsupported Media Type", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
+  500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable", 505: "HTTP Version Not Supported",
 };
 
 function chunk(text: string): string {
@@ -182,16 +189,27 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
 
   function fail(err: HttpError): void {
     if (closed) return;
+    o.onRefused?.(err.status);
     write({ status: err.status, headers: { "content-type": "text/plain" }, body: `${err.message}\n` }, false, "GET");
     finish();
   }
 
-  /** Ends the connection after what was written (and stops reading it). */
+  /**
+   * Ends the connection after what was written. Whatever the client still sends is read and dropped: left
+   * unread (reading may be paused for backpressure), it would hide the client's FIN, and the socket would be
+   * held half-closed forever, holding its slot of the connection limits. A client that neither reads its
+   * answer nor closes is cut after LINGER_MS.
+   */
   function finish(): void {
     closed = true;
     buf = Buffer.alloc(0);
     clearTimeout(requestTimer);
     socket.end();
+    paused = false;
+    socket.resume();
+    const linger = setTimeout(() => socket.destroy(), o.lingerMs ?? LINGER_MS);
+    linger.unref?.();
+    socket.once("close", () => clearTimeout(linger));
   }
 
   function write(res: HttpResponse, keepAlive: boolean, method: string): void {
@@ -347,13 +365,13 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     if (te !== undefined) {
       if (te.toLowerCase() !== "chunked") throw new HttpError(501, `transfer-encoding ${te} is not supported`);
       expectContinue(headers);
-      const r = dechunk(start);
+      const r = dechunk(start, target);
       if (!r) return undefined;
       [body, consumed] = r;
     } else {
       if (cl !== undefined && !DIGITS.test(cl)) throw new HttpError(400, "bad content-length");
       const len = cl === undefined ? 0 : Number(cl);
-      if (len > o.maxBodyBytes) return tooLarge(len);
+      if (len > o.maxBodyBytes) return tooLarge(len, target);
       if (buf.length < start + len) {
         expectContinue(headers);
         armRequestTimer();
@@ -376,7 +394,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
   }
 
   /** Decodes a chunked body that starts at `from`; [body, bytes consumed] once complete. */
-  function dechunk(from: number): [Buffer, number] | undefined {
+  function dechunk(from: number, target: string): [Buffer, number] | undefined {
     const st = (chunked ??= { at: from, parts: [], size: 0 });
     for (;;) {
       const eol = buf.indexOf(CRLF, st.at);
@@ -405,7 +423,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
         return [Buffer.concat(st.parts), trailerEnd + 4];
       }
       if (st.size + n > o.maxBodyBytes) {
-        tooLarge(undefined);
+        tooLarge(undefined, target);
         return undefined;
       }
       const dataEnd = eol + 2 + n;
@@ -420,9 +438,10 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     }
   }
 
-  function tooLarge(declared: number | undefined): undefined {
+  function tooLarge(declared: number | undefined, target: string): undefined {
     // Answer, then drop the connection: the unread rest of the body makes it unusable.
-    write(o.tooLarge(o.maxBodyBytes, declared), false, "POST");
+    o.onRefused?.(413);
+    write(o.tooLarge(o.maxBodyBytes, declared, target), false, "POST");
     finish();
     return undefined;
   }
@@ -442,17 +461,25 @@ export async function closeGracefully(connections: Map<Socket, Http1Connection>,
   for (const s of connections.keys()) s.destroy();
 }
 
+/** The per-connection limits of the serve settings max_head_bytes, idle_timeout_seconds, request_timeout_seconds. */
+export type HttpLimits = Pick<Http1Options, "maxHeadBytes" | "idleTimeoutMs" | "headTimeoutMs">;
+
+/** 16 KiB heads, 65 s idle (past common proxies' 60 s), 30 s to send a whole request (slow-loris guard). */
+export const HTTP_DEFAULTS: HttpLimits = { maxHeadBytes: 16 * 1024, idleTimeoutMs: 65_000, headTimeoutMs: 30_000 };
+
 /** Connections a listener serves, so that it can close them gracefully. */
 export class ConnectionSet {
   private readonly open = new Map<Socket, Http1Connection>();
 
-  /** Serves HTTP/1.1 on a new socket with the node's limits (16 KiB heads, 65 s idle, 30 s to send a request). */
-  serve(socket: Socket, options: { maxBodyBytes: number; tooLarge: Http1Options["tooLarge"]; handle: Http1Options["handle"] }): void {
+  constructor(private readonly limits: HttpLimits = HTTP_DEFAULTS) {}
+
+  /** Serves HTTP/1.1 on a new socket with this set's limits. */
+  serve(
+    socket: Socket,
+    options: { maxBodyBytes: number; tooLarge: Http1Options["tooLarge"]; handle: Http1Options["handle"]; onRefused?: Http1Options["onRefused"] },
+  ): void {
     socket.on("close", () => this.open.delete(socket));
-    this.open.set(
-      socket,
-      serveHttp1(socket, { ...options, maxHeadBytes: 16 * 1024, idleTimeoutMs: 65_000, headTimeoutMs: 30_000 }),
-    );
+    this.open.set(socket, serveHttp1(socket, { ...options, ...this.limits }));
   }
 
   close(limitMs?: number): Promise<void> {

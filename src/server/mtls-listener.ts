@@ -2,10 +2,13 @@ import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
 import { CONNECTION_DEFAULTS, ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
-import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
+import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
+import type { RevocationLookup } from "../../pki/fleet-member";
 import { peerIdentifier } from "./peer-identity";
 
 export interface MtlsListenerOptions {
+  /** Head size, idle and request timeouts per connection (HTTP_DEFAULTS when absent). */
+  http?: HttpLimits;
   host: string;
   port: number;
   /** PEM: this node's certificate and key, and the fleet CA that client certificates must chain to. */
@@ -16,7 +19,7 @@ export interface MtlsListenerOptions {
   /** Called for every HTTP request, with the identity proven by the connection's client certificate. */
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
   /** The answer to a body over maxBodyBytes. */
-  tooLarge(limit: number, declared: number | undefined): HttpResponse;
+  tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   /** Called when a TLS handshake fails (no certificate, foreign CA, expired...) or its certificate is refused. */
   onHandshakeError?(err: Error, remote: string | undefined): void;
   /** A client that has not finished its TLS handshake after this long is dropped. */
@@ -25,6 +28,10 @@ export interface MtlsListenerOptions {
   limits?: ConnectionLimits;
   /** Called when a connection is closed at once for being over the limits. */
   onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
+  /** The fleet's revocation list: a client certificate on it is refused at the connection. */
+  revoked?: RevocationLookup;
+  /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
+  onRefusedRequest?(status: number): void;
 }
 
 export interface Listener {
@@ -32,10 +39,14 @@ export interface Listener {
   port: number;
   /** Uses a new certificate and key (and CA) for connections from now on; open ones keep theirs. */
   setIdentity?(pem: { cert: string; key: string; ca: string }): void;
+  /** Closes open connections whose client certificate is now revoked; returns how many. */
+  dropRevoked?(): number;
   /** Stops taking new connections; open ones keep working (so blocking calls can still be answered). */
   stopAccepting(): void;
   /** Closes every connection. */
   close(): Promise<void>;
+  /** Connections open now (handshakes in progress included), where the listener counts them. */
+  openConnections?(): number;
 }
 
 /**
@@ -45,7 +56,7 @@ export interface Listener {
  * connection from the socket and handed to every request on it. No header can set or change it.
  */
 export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
-  const connections = new ConnectionSet();
+  const connections = new ConnectionSet(options.http);
   const tls = createTlsServer({
     cert: options.cert,
     key: options.key,
@@ -59,7 +70,9 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
   const gate = new ConnectionGate(options.limits ?? CONNECTION_DEFAULTS, options.onRefusedConnection);
   // "connection" is the raw TCP socket, before any TLS: counting there bounds unauthenticated clients too.
   tls.on("connection", (socket) => gate.admit(socket));
-  const identify = peerIdentifier(options.ca);
+  let identify = peerIdentifier(options.ca, options.revoked);
+  // Each open connection's certificate serial, so a revocation can end the connections already made with it.
+  const serials = new Map<TLSSocket, string>();
   tls.on("secureConnection", (socket: TLSSocket) => {
     const peer = identify(socket);
     if ("refused" in peer) {
@@ -68,7 +81,14 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       return;
     }
     const { caller } = peer;
-    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, caller) });
+    serials.set(socket, peer.serial);
+    socket.on("close", () => serials.delete(socket));
+    connections.serve(socket, {
+      maxBodyBytes: options.maxBodyBytes,
+      tooLarge: options.tooLarge,
+      handle: (req) => options.onRequest(req, caller),
+      onRefused: options.onRefusedRequest,
+    });
   });
   tls.on("tlsClientError", (err, socket) => {
     // Bun reports a failed or timed-out handshake but, unlike Node, leaves the socket open: close it here.
@@ -85,7 +105,23 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       resolve({
         url: `https://${host}:${port}`,
         port,
-        setIdentity: (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" }),
+        setIdentity: (pem) => {
+          tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" });
+          // Members are judged against the CA now in use, not the one the listener started with.
+          identify = peerIdentifier(pem.ca, options.revoked);
+        },
+        dropRevoked: () => {
+          let dropped = 0;
+          for (const [socket, serial] of serials) {
+            const at = options.revoked?.(serial);
+            if (!at) continue;
+            options.onHandshakeError?.(new Error(`closed an open connection: its certificate (serial ${serial}) was revoked on ${at.toISOString()}`), socket.remoteAddress);
+            socket.destroy();
+            dropped++;
+          }
+          return dropped;
+        },
+        openConnections: () => gate.count(),
         stopAccepting: () => void tls.close(),
         close: async () => {
           if (tls.listening) tls.close();

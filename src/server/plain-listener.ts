@@ -2,7 +2,7 @@ import { createServer } from "node:net";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
 import { refuseBrowserRequest } from "./browser-guard";
-import { ConnectionSet, type HttpRequest, type HttpResponse } from "./http1";
+import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
 
 /**
@@ -13,10 +13,14 @@ import type { Listener } from "./mtls-listener";
 export const LOOPBACK_CALLER: CallerIdentity = { name: "@local", fingerprint: "plain-http-loopback", anonymous: true };
 
 export interface PlainListenerOptions {
+  /** Head size, idle and request timeouts per connection (HTTP_DEFAULTS when absent). */
+  http?: HttpLimits;
   port: number;
   maxBodyBytes: number;
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
-  tooLarge(limit: number, declared: number | undefined): HttpResponse;
+  tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
+  /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
+  onRefusedRequest?(status: number): void;
 }
 
 /**
@@ -25,11 +29,11 @@ export interface PlainListenerOptions {
  * identity, so every caller is LOOPBACK_CALLER and sees only the tasks made through this listener.
  */
 export function listenPlainLoopback(options: PlainListenerOptions): Promise<Listener> {
-  const connections = new ConnectionSet();
+  const connections = new ConnectionSet(options.http);
   let port = 0;
   const handle = async (req: HttpRequest) => refuseBrowserRequest(req, port) ?? options.onRequest(req, LOOPBACK_CALLER);
   const server = createServer((socket) =>
-    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle }),
+    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle, onRefused: options.onRefusedRequest }),
   );
   return new Promise((resolve, reject) => {
     server.once("error", reject);

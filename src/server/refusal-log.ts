@@ -13,11 +13,13 @@ export class RefusalLog {
 
   constructor(
     private readonly log: Logger,
-    private readonly options: { windowMs?: number; detailedPerWindow?: number } = {},
+    private readonly options: { windowMs?: number; detailedPerWindow?: number; count?(kind: string): void } = {},
   ) {}
 
+  /** Every refusal comes here, logged or not; `count` (the metrics) hears of each one. */
   refused(reason: string, remote: string | undefined): void {
     const kind = classify(reason);
+    this.options.count?.(kind);
     if (!this.timer) {
       this.timer = setTimeout(() => this.flush(), this.options.windowMs ?? 60_000);
       this.timer.unref?.();
@@ -41,16 +43,34 @@ export class RefusalLog {
   }
 }
 
+/** Every kind classify() can return: the refused-connections counter shows each from the start, at 0. */
+export const REFUSAL_KINDS = [
+  "per_address_limit",
+  "connection_limit",
+  "handshake_timeout",
+  "certificate_refused",
+  "expired",
+  "no_certificate",
+  "foreign_ca",
+  "not_tls",
+  "other",
+] as const;
+
 /** A short, stable name for why a connection was refused (for counting; the full reason is logged first). */
 export function classify(reason: string): string {
-  const r = reason.toLowerCase();
+  // OpenSSL and BoringSSL name their errors in upper case with underscores (HTTP_REQUEST, WRONG_VERSION_NUMBER).
+  const r = reason.toLowerCase().replaceAll("_", " ");
   if (r.includes("too many connections from one address")) return "per_address_limit";
   if (r.includes("too many connections")) return "connection_limit";
   if (r.includes("timed out") || r.includes("timeout")) return "handshake_timeout";
+  if (r.includes("revoked")) return "revoked";
+  if (r.includes("unsupported certificate purpose") || r.includes("extended key usage")) return "wrong_purpose";
   if (r.includes("certificate refused")) return "certificate_refused";
   if (r.includes("expired")) return "expired";
+  if (r.includes("not yet valid")) return "not_yet_valid";
   if (r.includes("peer did not return a certificate") || r.includes("no certificate") || r.includes("certificate required")) return "no_certificate";
-  if (r.includes("unknown ca") || r.includes("unable to get") || r.includes("self signed") || r.includes("self-signed")) return "foreign_ca";
+  if (r.includes("unknown ca") || r.includes("unable to get") || r.includes("unable to verify") || r.includes("self signed") || r.includes("self-signed"))
+    return "foreign_ca";
   if (r.includes("wrong version") || r.includes("http request") || r.includes("unknown protocol")) return "not_tls";
   return "other";
 }

@@ -1,7 +1,11 @@
 import type { CallerIdentity } from "../protocol/caller";
 import { A2AError } from "../protocol/errors";
+import { statusBody } from "../protocol/http-json-errors";
+import { matchRoute, type HttpMethod } from "../protocol/http-json-routes";
+import type { HttpJsonOutcome, HttpJsonTransport } from "../protocol/http-json-transport";
 import { errorBody, type JsonRpcTransport } from "../protocol/jsonrpc-transport";
 import type { HttpRequest, HttpResponse } from "./http1";
+import type { PeerRateLimiter } from "./rate-limit";
 
 /** Paths that take JSON-RPC POSTs: the interface URL named in the agent card, and the legacy Hermes path. */
 export const JSONRPC_PATH = "/";
@@ -12,20 +16,38 @@ const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-
 /**
  * Server-sent events: `id:` carries the task event number a reconnecting client sends back as Last-Event-ID.
  * A plain iterator rather than an async generator, so that return() (the client went away) reaches the event
- * source at once even while it is waiting for the next event.
+ * source at once even while it is waiting for the next event. `closed` is called once, when the stream ends
+ * or its client goes away.
  */
-function sse(events: AsyncIterable<{ id?: string; data: string }>): AsyncIterable<string> {
+function sse(events: AsyncIterable<{ id?: string; event?: string; data: string }>, closed?: () => void): AsyncIterable<string> {
+  let open = true;
+  const close = () => {
+    if (!open) return;
+    open = false;
+    closed?.();
+  };
   return {
     [Symbol.asyncIterator]() {
       const it = events[Symbol.asyncIterator]();
       return {
         async next() {
-          const r = await it.next();
-          if (r.done) return { value: undefined, done: true };
+          let r: IteratorResult<{ id?: string; event?: string; data: string }>;
+          try {
+            r = await it.next();
+          } catch (err) {
+            close();
+            throw err;
+          }
+          if (r.done) {
+            close();
+            return { value: undefined, done: true };
+          }
           const e = r.value;
-          return { value: e.id === undefined ? `data: ${e.data}\n\n` : `id: ${e.id}\ndata: ${e.data}\n\n`, done: false };
+          const head = (e.id === undefined ? "" : `id: ${e.id}\n`) + (e.event === undefined ? "" : `event: ${e.event}\n`);
+          return { value: `${head}data: ${e.data}\n\n`, done: false };
         },
         async return() {
+          close();
           await it.return?.();
           return { value: undefined, done: true };
         },
@@ -34,31 +56,93 @@ function sse(events: AsyncIterable<{ id?: string; data: string }>): AsyncIterabl
   };
 }
 
+/** What the router reports, for the node's metrics. Called on every request: implementations only count. */
+export interface RouterMetrics {
+  /** An A2A request (either binding) was answered (a stream: its head sent); `method` undefined for one not served. */
+  rpc(method: string | undefined, seconds: number, errorCode: number | undefined): void;
+  streamOpened(): void;
+  streamClosed(): void;
+  rateLimited(peer: string, retryAfterSeconds: number): void;
+}
+
 export interface RouterOptions {
   transport: JsonRpcTransport;
-  /** Everything that is not a JSON-RPC POST (card, health, OpenAPI) goes to the web app. */
+  /** The HTTP+JSON binding's routes (/message:send, /tasks/...), over the same method table as JSON-RPC. */
+  httpJson: HttpJsonTransport;
+  /** Everything else (card, OpenAPI) goes to the web app. */
   web(request: Request, caller: CallerIdentity): Promise<Response>;
+  /** Health and metrics (see ops-routes.ts): answered here, before the web app, when they match. */
+  ops?(method: string, path: string, caller: CallerIdentity): Promise<HttpResponse> | undefined;
+  /** Per-peer rate limit on A2A requests (both bindings), checked once the caller is known and before anything is parsed. */
+  limiter?: PeerRateLimiter;
+  metrics?: RouterMetrics;
+  /** Paths under /pki/ (the fleet PKI: revocation list, renewal), when this listener serves them. */
+  pki?(req: HttpRequest, caller: CallerIdentity, path: string): Promise<HttpResponse>;
 }
 
 /**
- * Splits traffic between the JSON-RPC transport and the web app. JSON-RPC POSTs, the per-task hot path, go
- * straight from the connection to the transport: turning them into Fetch Requests and back would cost more
- * than the rest of the node's work on a task. Everything else goes through the web app (Elysia).
+ * Splits traffic between the two A2A bindings and the web app. JSON-RPC POSTs, the per-task hot path, are
+ * checked first and go straight from the connection to the transport, and so do the HTTP+JSON routes:
+ * turning them into Fetch Requests and back would cost more than the rest of the node's work on a task.
+ * Everything else (card, health, OpenAPI) goes through the web app (Elysia).
  */
 export function createRequestRouter(options: RouterOptions) {
-  const { transport, web } = options;
+  const { transport, httpJson, web, ops, limiter, metrics } = options;
+  const streamClosed = metrics && (() => metrics.streamClosed());
 
   return async function route(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse> {
     const q = req.target.indexOf("?");
     const path = q === -1 ? req.target : req.target.slice(0, q);
     if (req.method === "POST" && JSONRPC_PATHS.has(path)) {
+      if (limiter) {
+        const wait = limiter.take(caller.name);
+        if (wait > 0) {
+          metrics?.rateLimited(caller.name, wait);
+          return rateLimitedResponse(wait, limiter);
+        }
+      }
       const type = req.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
       if (type && type !== "application/json" && !type.endsWith("+json"))
         return { status: 200, headers: JSON_HEADERS, body: errorBody(null, A2AError.contentTypeNotSupported(`Content-Type ${type} is not JSON; send application/json`)) };
+      const started = metrics ? performance.now() : 0;
       const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), { caller }, req.headers.get("last-event-id"));
+      metrics?.rpc(out.method, (performance.now() - started) / 1000, out.error);
       if (out.kind === "json") return { status: 200, headers: JSON_HEADERS, body: out.body };
       if (out.kind === "none") return { status: 204 };
-      return { status: 200, headers: SSE_HEADERS, stream: sse(out.events) };
+      metrics?.streamOpened();
+      return { status: 200, headers: SSE_HEADERS, stream: sse(out.events, streamClosed) };
+    }
+    const answered = ops?.(req.method, path, caller);
+    if (answered) return answered;
+    if (options.pki && path.startsWith("/pki/")) return options.pki(req, caller, path);
+    const match = matchRoute(path);
+    if (match !== undefined) {
+      if (limiter) {
+        const wait = limiter.take(caller.name);
+        if (wait > 0) {
+          metrics?.rateLimited(caller.name, wait);
+          return rateLimitedResponse(wait, limiter, "http-json");
+        }
+      }
+      const started = metrics ? performance.now() : 0;
+      const out = await httpJson.handle(
+        match,
+        {
+          method: req.method,
+          path,
+          query: q === -1 ? "" : req.target.slice(q + 1),
+          body: req.body.toString("utf8"),
+          contentType: req.headers.get("content-type")?.split(";")[0].trim().toLowerCase(),
+          version: protocolVersion(req, q),
+          lastEventId: req.headers.get("last-event-id"),
+        },
+        { caller },
+      );
+      if (metrics) {
+        metrics.rpc(typeof match === "object" ? match.operations[req.method as HttpMethod] : undefined, (performance.now() - started) / 1000, out.kind === "json" ? out.error : undefined);
+        if (out.kind === "stream") metrics.streamOpened();
+      }
+      return httpJsonResponse(out, req.headers.get("accept"), streamClosed);
     }
     const headers = new Headers();
     for (const [k, v] of req.headers) headers.set(k, v);
@@ -71,10 +155,46 @@ export function createRequestRouter(options: RouterOptions) {
   };
 }
 
-/** The answer to a body over the limit: HTTP 413 carrying a JSON-RPC error that names the limit. */
-export function tooLargeResponse(limit: number, declared: number | undefined): HttpResponse {
+/**
+ * The answer to a peer over its rate limit: HTTP 429 with Retry-After, carrying the binding's error (refused
+ * before the request is read: a JSON-RPC error has id null) that says how long to wait. Clients that only
+ * read bodies get the same message as those that read the status.
+ */
+export function rateLimitedResponse(seconds: number, limits: { perSecond: number; burst: number }, binding: "jsonrpc" | "http-json" = "jsonrpc"): HttpResponse {
+  const err = A2AError.rateLimited(seconds, limits.perSecond, limits.burst);
+  return {
+    status: 429,
+    headers: { ...JSON_HEADERS, "retry-after": String(seconds) },
+    body: binding === "http-json" ? statusBody(err, 429) : errorBody(null, err),
+  };
+}
+
+/**
+ * application/a2a+json is the binding's media type (spec v1.0.1 §11.1: SHOULD); clients that do not name it
+ * in Accept (v1.0.0 said application/json) get the same JSON labelled application/json.
+ */
+function jsonType(accept: string | undefined): string {
+  return accept?.toLowerCase().includes("application/a2a+json") ? A2A_JSON : "application/json";
+}
+const A2A_JSON = "application/a2a+json";
+
+function httpJsonResponse(out: HttpJsonOutcome, accept: string | undefined, streamClosed?: () => void): HttpResponse {
+  if (out.kind === "stream") return { status: 200, headers: SSE_HEADERS, stream: sse(out.events, streamClosed) };
+  const headers: Record<string, string> = { "content-type": jsonType(accept) };
+  if (out.allow) headers.allow = out.allow;
+  return { status: out.status, headers, body: out.body };
+}
+
+/**
+ * The answer to a body over the limit: HTTP 413 naming the limit, as a JSON-RPC error, or as a
+ * google.rpc.Status on an HTTP+JSON route.
+ */
+export function tooLargeResponse(limit: number, declared: number | undefined, target = "/"): HttpResponse {
   const what = declared === undefined ? "request body exceeds" : `request body of ${declared} bytes exceeds`;
-  return { status: 413, headers: JSON_HEADERS, body: errorBody(null, A2AError.invalidRequest(`${what} this node's limit of ${limit} bytes`)) };
+  const err = A2AError.invalidRequest(`${what} this node's limit of ${limit} bytes`);
+  const q = target.indexOf("?");
+  if (matchRoute(q === -1 ? target : target.slice(0, q)) !== undefined) return { status: 413, headers: JSON_HEADERS, body: statusBody(err, 413) };
+  return { status: 413, headers: JSON_HEADERS, body: errorBody(null, err) };
 }
 
 /** The A2A-Version header, or the A2A-Version query parameter; null when neither is given. */

@@ -1,25 +1,24 @@
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
 import { canonicalJson } from "./canonical-json";
+import { BINDING_PATHS, OPS_PATHS_DOC } from "./openapi-paths";
 import { openapi } from "@elysiajs/openapi";
 import type { CallerIdentity } from "../protocol/caller";
 import type { AgentCard } from "../protocol/types";
-import type { Readiness } from "../executors/executor";
 
 export interface WebAppOptions {
   /** The card this listener serves (it names the listener's own URL). */
   card: AgentCard;
   version: string;
-  executor: string;
   startedAt: number;
-  /** Whether the executor's backing service (the model server) answers. */
-  ready(signal: AbortSignal): Promise<Readiness>;
 }
 
+type Paths = NonNullable<NonNullable<NonNullable<Parameters<typeof openapi>[0]>["documentation"]>["paths"]>;
+
 /**
- * The node's HTTP surface apart from JSON-RPC: the agent card, health, and the OpenAPI description. Elysia
- * is only this adapter; the protocol core does not know it exists. The verified caller reaches handlers
- * through `callerOf`, keyed by the Request object, never through a header.
+ * The node's HTTP surface apart from the A2A bindings, health and metrics: the agent card and the OpenAPI
+ * description with its reference page. Elysia is only this adapter; the protocol core does not know it exists.
+ * The verified caller reaches handlers through `callerOf`, keyed by the Request object, never through a header.
  */
 export function createWebApp(o: WebAppOptions) {
   const callers = new WeakMap<Request, CallerIdentity>();
@@ -28,25 +27,24 @@ export function createWebApp(o: WebAppOptions) {
   const etag = `"${createHash("sha256").update(canonicalJson(o.card)).digest("base64url").slice(0, 27)}"`;
   const lastModified = new Date(Math.floor(o.startedAt / 1000) * 1000).toUTCString();
   const cardHeaders = { "content-type": "application/json", etag, "last-modified": lastModified, "cache-control": "public, max-age=300" };
+  const title = `${o.card.name}: a2a-node ${o.version} API reference`;
+  // The page and its viewer (4 MiB) are loaded on the first visit only.
+  const page = () => import("./openapi-page");
 
   const app = new Elysia({ aot: true })
     .use(
       openapi({
         path: "/openapi",
+        specPath: "/openapi/json",
+        // No page from the plugin: its page loads its viewer from a CDN. Ours is below, served from the binary.
+        provider: null,
+        // The plugin leaves out paths with a dot as static files by default: the agent card is not one.
+        exclude: { staticFile: false },
         documentation: {
-          info: { title: "a2a-node", version: o.version, description: "A2A v1.0 over JSON-RPC, behind mutual TLS." },
-          // JSON-RPC POSTs never reach Elysia (see request-router.ts), so they are described here by hand.
-          paths: {
-            "/": {
-              post: {
-                summary: "A2A v1.0 JSON-RPC: SendMessage, GetTask, ListTasks, CancelTask",
-                description: "Send header A2A-Version: 1.0. Errors travel in the JSON-RPC body with HTTP 200.",
-                parameters: [{ name: "A2A-Version", in: "header", required: true, schema: { type: "string", enum: ["1.0"] } }],
-                requestBody: { required: true, content: { "application/json": { schema: { type: "object", required: ["jsonrpc", "method"] } } } },
-                responses: { "200": { description: "A JSON-RPC response" }, "413": { description: "Body over --max-body" } },
-              },
-            },
-          },
+          info: { title: "a2a-node", version: o.version, description: "A2A v1.0 over JSON-RPC and HTTP+JSON, behind mutual TLS." },
+          // Neither binding nor the health and metrics routes reach Elysia (see request-router.ts): they are
+          // described by hand. Each HTTP+JSON route also answers under a /{tenant} prefix.
+          paths: { ...BINDING_PATHS, ...OPS_PATHS_DOC } as Paths,
         },
       }),
     )
@@ -61,24 +59,24 @@ export function createWebApp(o: WebAppOptions) {
       { detail: { summary: "The A2A agent card" } },
     )
     .get(
-      "/health",
-      ({ caller }) => ({
-        status: "ok",
-        name: o.card.name,
-        version: o.version,
-        executor: o.executor,
-        uptimeSeconds: Math.round((Date.now() - o.startedAt) / 1000),
-        caller: caller?.name,
-      }),
-      { detail: { summary: "Liveness, and who the node thinks you are" } },
+      "/openapi",
+      async () => {
+        const { openApiPage, OPENAPI_PAGE_CSP } = await page();
+        return new Response(openApiPage(title, "/openapi/json"), {
+          headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": OPENAPI_PAGE_CSP, "x-content-type-options": "nosniff" },
+        });
+      },
+      { detail: { summary: "The API reference page (works offline: its viewer is served by the node)" } },
     )
     .get(
-      "/health/ready",
-      async () => {
-        const r = await o.ready(AbortSignal.timeout(2000)).catch((err) => ({ ready: false, detail: String(err) }));
-        return new Response(JSON.stringify({ ...r, executor: o.executor }), { status: r.ready ? 200 : 503, headers: { "content-type": "application/json" } });
+      "/openapi/:asset",
+      async ({ params, request }) => {
+        const { SCALAR_PATH, scalarAsset } = await page();
+        if (`/openapi/${params.asset}` !== SCALAR_PATH) return new Response("not found\n", { status: 404 });
+        const { body, headers } = scalarAsset(request.headers.get("accept-encoding"));
+        return new Response(body, { headers });
       },
-      { detail: { summary: "Readiness: whether the model endpoint behind the executor answers (503 if not)" } },
+      { detail: { hide: true } },
     );
 
   return {

@@ -12,7 +12,7 @@ import { mtlsFetch } from "../client/mtls-fetch";
 
 export interface NodeHealth {
   url: string;
-  /** The node answered and is ready (its model endpoint answers). */
+  /** The node answered and is ready (database writable, certificate valid, model endpoint answering). */
   ready: boolean;
   /** What it said, or why it could not be asked. */
   detail: string;

@@ -4,9 +4,11 @@
  * come from this table (test/config.test.ts checks that they agree).
  */
 import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "../executors/openai-executor";
-import { LOG_LEVELS } from "../log";
+import { LOG_FORMATS, LOG_LEVELS } from "../log";
 import { PUSH_DEFAULTS } from "../push/push-dispatcher";
 import { CONNECTION_DEFAULTS } from "../server/connection-limits";
+import { HTTP_DEFAULTS } from "../server/http1";
+import { RATE_LIMIT_DEFAULTS } from "../server/rate-limit";
 import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
 import { databaseUrl, list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
 import { redactUrl } from "../store/postgres/url";
@@ -43,6 +45,16 @@ export const SETTINGS = {
     max: 65535,
     integer: true,
     doc: "also serve plain HTTP on 127.0.0.1:PORT (loopback only, no identity: every caller is '@local'), for local tools and the A2A conformance kit; leave unset in production",
+  }),
+  adminPort: number({
+    file: "admin_port",
+    value: "PORT",
+    group: "listen",
+    default: undefined,
+    min: 0,
+    max: 65535,
+    integer: true,
+    doc: "also serve /metrics and /health/* (nothing else: no A2A) over plain HTTP on 127.0.0.1:PORT, for a local Prometheus or health checker without a client certificate; off when unset",
   }),
 
   // What runs incoming tasks.
@@ -100,6 +112,37 @@ export const SETTINGS = {
     integer: true,
     doc: "most bytes of tasks in one ListTasks answer: its page holds fewer tasks, and a task larger than this alone comes with its artifacts (then history) left out, noted in its metadata as a2a-node/omitted (GetTask returns it whole)",
   }),
+  maxHeadBytes: number({
+    file: "max_head_bytes",
+    flag: "max-head",
+    value: "BYTES",
+    group: "limits",
+    default: HTTP_DEFAULTS.maxHeadBytes,
+    min: 1024,
+    max: 1024 * 1024,
+    integer: true,
+    doc: "largest request head (request line and headers) accepted; larger ones get HTTP 431",
+  }),
+  idleTimeoutMs: seconds({
+    file: "idle_timeout_seconds",
+    flag: "idle-timeout",
+    value: "SECONDS",
+    group: "limits",
+    default: HTTP_DEFAULTS.idleTimeoutMs,
+    min: 1,
+    max: 3600,
+    doc: "a connection with no request in progress is closed after this",
+  }),
+  requestTimeoutMs: seconds({
+    file: "request_timeout_seconds",
+    flag: "request-timeout",
+    value: "SECONDS",
+    group: "limits",
+    default: HTTP_DEFAULTS.headTimeoutMs,
+    min: 1,
+    max: 3600,
+    doc: "a request must arrive whole (head and body) within this once it has begun, or it gets HTTP 408 and the connection is closed (slow-loris guard)",
+  }),
   handshakeTimeoutMs: seconds({
     file: "handshake_timeout_seconds",
     flag: "handshake-timeout",
@@ -139,6 +182,27 @@ export const SETTINGS = {
     max: 1_000_000,
     integer: true,
     doc: "refused connections (failed handshakes, foreign or revoked certificates, over the limits) logged one by one each minute; the rest are counted by kind in one line",
+  }),
+  rateLimitPerSecond: number({
+    file: "rate_limit_per_second",
+    value: "N",
+    group: "limits",
+    default: RATE_LIMIT_DEFAULTS.perSecond,
+    min: 0,
+    max: 1_000_000,
+    reloadable: true,
+    doc: "A2A requests one peer may make per second, on average (token bucket; 0: no limit); past it the peer gets HTTP 429 with Retry-After and a JSON-RPC error; SIGHUP applies a change",
+  }),
+  rateLimitBurst: number({
+    file: "rate_limit_burst",
+    value: "N",
+    group: "limits",
+    default: RATE_LIMIT_DEFAULTS.burst,
+    min: 1,
+    max: 1_000_000,
+    integer: true,
+    reloadable: true,
+    doc: "A2A requests one peer may make at once before the per-second rate applies (the bucket's size); SIGHUP applies a change",
   }),
   maxConcurrent: number({ file: "max_concurrent", value: "N", group: "limits", default: 4, min: 1, max: 10_000, integer: true, doc: "tasks executing at once" }),
   maxQueued: number({ file: "max_queued", value: "N", group: "limits", default: 1000, min: 0, max: 1_000_000, integer: true, doc: "tasks waiting for a slot; beyond this new tasks are refused (\"retry later\")" }),
@@ -236,6 +300,14 @@ export const SETTINGS = {
 
   // What peers see in the agent card.
   description: text({ file: "description", value: "TEXT", group: "card", default: "An a2a-node agent: delegate tasks to it over mutual TLS.", doc: "description in the agent card" }),
+  preferredBinding: text({
+    file: "preferred_binding",
+    value: "BINDING",
+    group: "card",
+    default: "JSONRPC" as string,
+    choices: ["JSONRPC", "HTTP+JSON"],
+    doc: "the A2A binding the agent card lists first, which clients that speak both use: JSONRPC or HTTP+JSON (both are always served)",
+  }),
   skills: table<SkillSetting[] | undefined>({
     file: "skills",
     value: "[[skills]]",
@@ -243,6 +315,46 @@ export const SETTINGS = {
     default: undefined,
     read: readSkills,
     doc: "skills listed in the agent card, each optionally with its own model, system_prompt and temperature (config file only)",
+  }),
+
+  // The fleet PKI: where the CA node is, how often its revocation list is fetched, the enrollment port.
+  enrollPort: number({
+    file: "enroll_port",
+    value: "PORT",
+    group: "pki",
+    default: undefined,
+    min: 0,
+    max: 65535,
+    integer: true,
+    doc: "on the node holding the fleet CA: also listen on PORT (TLS, no client certificate) for machines joining with a token from 'pki token' ('a2a-node join'); only enrollment is served there",
+  }),
+  caPeer: text({
+    file: "ca_peer",
+    value: "PEER",
+    group: "pki",
+    default: undefined,
+    nonEmpty: true,
+    reloadable: true,
+    doc: "the registered peer that holds the fleet CA: its revocation list is fetched from it over mutual TLS (unset: only HOME/certs/crl.pem, from pki revoke or pki import-crl, is enforced)",
+  }),
+  caPassphrase: secret({
+    file: "ca_passphrase_file",
+    flag: "ca-passphrase-file",
+    env: ["A2A_NODE_CA_PASSPHRASE"],
+    value: "FILE",
+    group: "pki",
+    doc: "on the CA node, when secrets/ca.key is encrypted: read its passphrase from FILE (mode 0600), else from the environment; needed to renew, enroll and revoke; never printed",
+  }),
+  crlRefreshMs: seconds({
+    file: "crl_refresh_seconds",
+    flag: "crl-refresh",
+    value: "SECONDS",
+    group: "pki",
+    default: 300_000,
+    min: 1,
+    max: 86_400,
+    reloadable: true,
+    doc: "how often the revocation list is read again from HOME/certs/crl.pem and fetched from ca_peer; SIGHUP does it at once",
   }),
 
   // The daemon itself.
@@ -273,6 +385,14 @@ export const SETTINGS = {
     reloadable: true,
     doc: "least important log lines written: info, warn or error (--quiet: warn); SIGHUP applies a change",
   }),
+  logFormat: text({
+    file: "log_format",
+    value: "FORMAT",
+    group: "daemon",
+    default: "auto" as string,
+    choices: LOG_FORMATS,
+    doc: "log lines on stdout as json (one object per line: time, level, msg, fields; for journald and log shippers) or text; auto: text on a terminal, json otherwise",
+  }),
 } satisfies Record<string, Setting<unknown>>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -287,5 +407,6 @@ export const GROUPS: Record<SettingGroup, string> = {
   limits: "LIMITS",
   webhooks: "PUSH-NOTIFICATION WEBHOOKS",
   card: "AGENT CARD",
+  pki: "FLEET PKI",
   daemon: "DAEMON",
 };

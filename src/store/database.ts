@@ -23,6 +23,17 @@ export interface OpenDatabase {
 export const WAL_CAP_BYTES = 64 * 1024 * 1024;
 /** Past this, the writer itself checkpoints: half the cap, so one turn's writes cannot cross the cap. */
 export const WAL_CHECKPOINT_BYTES = WAL_CAP_BYTES / 2;
+/** Past this, the writer waits until its checkpoint gets through: the cap must hold under any load. */
+export const WAL_HARD_BYTES = (WAL_CAP_BYTES * 3) / 4;
+
+/** Runs a TRUNCATE checkpoint; true if it could not finish (another checkpoint or a reader was in the way). */
+function checkpointBusy(sqlite: Database): boolean {
+  try {
+    return (sqlite.query("PRAGMA wal_checkpoint(TRUNCATE)").get() as { busy: number } | null)?.busy !== 0;
+  } catch {
+    return true;
+  }
+}
 
 export interface OpenOptions {
   /** Run WAL checkpoints in a worker thread instead of inline (the daemon); see checkpointer.ts. */
@@ -67,10 +78,14 @@ export function openDatabase(path: string, options: OpenOptions = {}): OpenDatab
         return;
       }
       if (size <= WAL_CHECKPOINT_BYTES) return;
-      try {
-        sqlite.query("PRAGMA wal_checkpoint(TRUNCATE)").get();
-      } catch {
-        // Busy (the worker is mid-checkpoint): the commit stands; the next one tries again.
+      // Busy (the worker is mid-checkpoint, or a reader holds an old snapshot) is answered, not thrown: the
+      // commit stands and the next one tries again. Past WAL_HARD_BYTES there may be no next one in time
+      // (a loaded machine, a slow disk): the writer then waits for the checkpoint, up to a second, so the cap
+      // holds; new writes queue meanwhile.
+      const hard = size > WAL_HARD_BYTES;
+      for (let attempt = 0; ; attempt++) {
+        if (!checkpointBusy(sqlite) || !hard || attempt >= 100) return;
+        Bun.sleepSync(10);
       }
     };
   }

@@ -67,5 +67,13 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796153559325,
     "hash": "69dc6e6eb9dda933bdb6529350d667506a4ce7e3cf28b2a16402624593bc61cf"
+  },
+  {
+    "tag": "0006_health_probe",
+    "sql": [
+      "CREATE TABLE `health_probe` (\n\t`id` integer PRIMARY KEY NOT NULL,\n\t`checked_at` text NOT NULL\n);\n"
+    ],
+    "folderMillis": 1796163674157,
+    "hash": "2a56eaf4894354e304d9e868acb8e552bf2c88159fccf3accbb1e6c1bbf6a09b"
   }
 ];

@@ -133,3 +133,13 @@ export const peers = sqliteTable("peers", {
     .notNull()
     .default(sql`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`),
 });
+
+/**
+ * One row, rewritten by the readiness probe (GET /health/ready) through a connection of its own: a commit that
+ * lands proves the database file at its path takes writes now (not full, not locked by another process, not
+ * read-only, not deleted from under the node).
+ */
+export const healthProbe = sqliteTable("health_probe", {
+  id: integer("id").primaryKey(),
+  checkedAt: text("checked_at").notNull(),
+});

@@ -351,7 +351,7 @@ export class SqliteTaskStore implements TaskStore {
       this.log.warn("a group commit failed; committing its tasks one at a time", { tasks: batch.length, reason: reasonOf(err) }),
     );
     // Task ids and reasons only: what the tasks hold stays out of the log.
-    for (const [id, err] of failed) this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(err) });
+    for (const [id, err] of failed) this.log.error("could not store a task's writes; its callers get an error", { task_id: id, reason: reasonOf(err) });
     this.database.afterCommit();
     return failed;
   }

@@ -64,6 +64,10 @@ export interface Job {
   final?: boolean;
   /** Why a write of this task could not be stored, if one could not: the task then cannot end COMPLETED. */
   lost?: string;
+  /** performance.now() when this runner took the task (accepted, answered after a restart, or resumed). */
+  acceptedAt: number;
+  /** Milliseconds the executor spent on the task, time waiting for an answer left out. */
+  executorMs: number;
   /** Another process took the task over (this one's lease ran out): the execution stops writing nothing. */
   handedOver?: boolean;
 }
@@ -82,6 +86,8 @@ export function newJob(task: Task, message: Message, caller: string, lastSeq: nu
     outputBytes: 0,
     resumed,
     counted: false,
+    acceptedAt: performance.now(),
+    executorMs: 0,
   };
 }
 

@@ -1,10 +1,11 @@
 import type { AgentExecutor, ExecutionEvents, ExecutionOutcome, InputRequest } from "../executors/executor";
 import { A2AError } from "../protocol/errors";
-import type { Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
+import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { accumulate, agentMessage, capParts } from "./artifacts";
 import { now } from "./clock";
 import type { EventStream } from "./event-stream";
 import { FairQueue } from "./fair-queue";
+import type { TaskLifecycle } from "./lifecycle";
 import { abortOf, causeOf, deferred, type Job, newJob, stop, type Waiting } from "./job";
 import { EventPublisher, type EventListener } from "./publisher";
 import { recoverUnfinished } from "./recovery";
@@ -32,6 +33,8 @@ export interface TaskRunnerOptions {
   deadlineMs?: number;
   /** Artifact text beyond this many bytes is cut, the executor stopped, and the task marked truncated. */
   outputCapBytes?: number;
+  /** Told when tasks are taken, wait for input, and end (the daemon's task log lines and metrics). */
+  lifecycle?: TaskLifecycle;
   /**
    * For a store other processes share: the leases by which this process runs its tasks (see TaskLeases and
    * keepLeases). Without them every unfinished task is this process's to recover.
@@ -80,6 +83,13 @@ export class TaskRunner {
     return this.executor.kind;
   }
 
+  /** Tasks executing now, waiting for a slot, and waiting for an answer (held here without a slot). */
+  load(): { running: number; queued: number; waitingForInput: number } {
+    let waitingForInput = 0;
+    for (const job of this.jobs.values()) if (job.waiting) waitingForInput++;
+    return { running: this.running, queued: this.queue.size, waitingForInput };
+  }
+
   /** Registers the one listener of committed events (the push dispatcher). */
   onEvent(listener: EventListener): void {
     this.events.listener = listener;
@@ -117,6 +127,7 @@ export class TaskRunner {
     const job = newJob(task, message, caller, lastSeq, resumed);
     this.events.adopt(job);
     this.jobs.set(task.id, job);
+    this.options.lifecycle?.accepted(task, caller, resumed ? "resumed" : lastSeq > 0 ? "continued" : "new");
     if (committed) this.track(job, committed);
     // Taken first: an execution that asks a question at once starts the next turn before run() returns.
     const settled = job.turn.promise;
@@ -169,6 +180,7 @@ export class TaskRunner {
     this.acquire(job);
     this.setWorking(job);
     const settled = job.turn.promise;
+    this.options.lifecycle?.answered(task, job.caller);
     waiting.answered.resolve(message);
     return { task: before, committed, settled, lastSeq };
   }
@@ -207,13 +219,16 @@ export class TaskRunner {
 
   /**
    * Cancels a task nothing executes here (one interrupted while it waited for input): records CANCELED and its
-   * event. Resolves once committed.
+   * event. Resolves once committed. `peer`: the task's owner, for the lifecycle's watchers.
    */
-  async cancelIdle(task: Task, reason: string): Promise<void> {
+  async cancelIdle(task: Task, reason: string, peer: string): Promise<void> {
     const status: TaskStatus = { state: "TASK_STATE_CANCELED", timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
     const seq = (await this.store.lastEventSeq(task.id)) + 1;
     const ended = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
-    return this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
+    const stored = this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
+    // Nothing ran it in this process: no time of its own to report, only that it ended.
+    void stored.then(() => this.options.lifecycle?.finished(task, peer, "TASK_STATE_CANCELED", 0, 0), () => {});
+    return stored;
   }
 
   /**
@@ -358,6 +373,7 @@ export class TaskRunner {
             stop(job, "deadline", "deadline");
           }, this.options.deadlineMs)
         : undefined;
+      const executing = performance.now();
       try {
         const history = async () =>
           (await this.store.contextHistory(task.contextId, job.caller, this.options.historyMessages + 1)).filter(
@@ -383,6 +399,7 @@ export class TaskRunner {
         clearTimeout(deadline);
         job.waiting?.detach();
         job.waiting = undefined;
+        job.executorMs += performance.now() - executing;
       }
       const cause = causeOf(job);
       if (job.stopped === "output-cap") {
@@ -418,6 +435,7 @@ export class TaskRunner {
 
   /** Ends the execution without an outcome: the stored task is what the next start of the node sees. */
   private detach(job: Job): void {
+    this.options.lifecycle?.leftForRestart(job.task, job.caller);
     this.jobs.delete(job.task.id);
     // Handed over: another process claims it (at once, since nobody holds it now).
     if (!job.handedOver) this.releaseLease(job.task.id);
@@ -445,6 +463,12 @@ export class TaskRunner {
     task.history = [...(task.history ?? []), question];
     job.withdrawn = undefined;
     const answered = deferred<Message>();
+    // Time spent waiting for the answer is not the executor's: it is taken off its share when the wait ends.
+    const asked = performance.now();
+    answered.promise.then(
+      () => void (job.executorMs -= performance.now() - asked),
+      () => void (job.executorMs -= performance.now() - asked),
+    );
     const onStop = () => {
       if (job.waiting !== waiting) return;
       job.waiting = undefined;
@@ -476,6 +500,7 @@ export class TaskRunner {
     const committed = this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true);
     const turn = job.turn;
     job.turn = deferred();
+    this.options.lifecycle?.waitingForInput(task, job.caller);
     committed.then(
       () => turn.resolve(job.task),
       (err) => turn.reject(notStored(task.id, err)),
@@ -559,15 +584,21 @@ export class TaskRunner {
         const error = notStored(task.id, job.lost ?? err);
         for (const s of job.subscribers) s.fail(error);
         this.jobs.delete(task.id);
+        this.finished(job, "TASK_STATE_FAILED");
         job.turn.reject(error);
         job.done.reject(error);
         return;
       }
     }
     this.jobs.delete(task.id);
+    this.finished(job, job.task.status.state);
     this.releaseLease(task.id);
     job.turn.resolve(job.task);
     job.done.resolve(job.task);
+  }
+
+  private finished(job: Job, state: TaskState): void {
+    this.options.lifecycle?.finished(job.task, job.caller, state, (performance.now() - job.acceptedAt) / 1000, Math.max(0, job.executorMs) / 1000);
   }
 
   private releaseLease(taskId: string): void {

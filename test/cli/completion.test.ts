@@ -85,8 +85,8 @@ describe("what bash completes", () => {
   it("commands, subcommands and flags", () => {
     expect(complete("a2a-node se")).toEqual(["send", "serve", "service"]);
     expect(complete("a2a-node --home /tmp/h do")).toEqual(["doctor"]);
-    expect(complete("a2a-node pki ")).toEqual(["--help", "issue", "show"]);
-    expect(complete("a2a-node pki issue --")).toEqual(["--days", "--force", "--help", "--json", "--out", "--san"]);
+    expect(complete("a2a-node pki ")).toEqual(["--help", "export-crl", "import", "import-crl", "inspect", "issue", "list", "needs-renewal", "protect-ca-key", "renew", "revoke", "show", "sign", "spiffe-domain", "token"]);
+    expect(complete("a2a-node pki issue --")).toEqual(["--days", "--force", "--help", "--json", "--out", "--replace", "--san"]);
     expect(complete("a2a-node service install --no")).toEqual(["--no-start"]);
     expect(complete("a2a-node completion ")).toEqual(["--help", "bash", "zsh"]);
   });
@@ -149,9 +149,9 @@ describe.skipIf(!hasZsh)(`the zsh script${hasZsh ? "" : " (skipped: zsh is not i
 
   it("offers commands, subcommands, flags and values as the bash script does", () => {
     expect(offered("a2a-node ")).toEqual([...COMMANDS.map((c) => c.name), "--help", "--home", "--version"].sort());
-    expect(offered("a2a-node pki ")).toEqual(["--help", "issue", "show"]);
-    expect(offered("a2a-node pki issue --")).toEqual(["--days", "--force", "--help", "--json", "--out", "--san"]);
-    expect(offered("a2a-node --home /h send --agent beta --ta")).toEqual(["--agent", "--context-id", "--help", "--json", "--skill", "--stream", "--task", "--task-id", "--timeout", "--wait"]);
+    expect(offered("a2a-node pki ")).toEqual(["--help", "export-crl", "import", "import-crl", "inspect", "issue", "list", "needs-renewal", "protect-ca-key", "renew", "revoke", "show", "sign", "spiffe-domain", "token"]);
+    expect(offered("a2a-node pki issue --")).toEqual(["--days", "--force", "--help", "--json", "--out", "--replace", "--san"]);
+    expect(offered("a2a-node --home /h send --agent beta --ta")).toEqual(["--agent", "--context-id", "--file", "--help", "--json", "--skill", "--stream", "--task", "--task-id", "--timeout", "--wait"]);
     expect(offered("a2a-node serve --executor ")).toEqual(["conformance", "echo", "hermes", "openai"]);
     expect(offered("a2a-node init-pki --bundle ")).toEqual(["(files)"]);
     expect(offered("a2a-node service install --root ")).toEqual(["(files-/)"]);

@@ -49,6 +49,9 @@ describe("a2a-node init-pki", () => {
     [["--name", "a", "--days", "0"], /--days must be a whole number/],
     [["--name", "a", "--ca-days", "1.5"], /--ca-days must be a whole number/],
     [["--nmae", "a"], /unknown flag '--nmae'/],
+    [["--bundle", "f", "--csr", "r"], /--csr and --bundle cannot be used together/],
+    [["--name", "a", "--csr", "r", "--days", "3"], /--days cannot be used with --csr: the CA machine chooses it$/],
+    [["--name", "a", "--force"], /--force applies only to --csr FILE/],
   ])("rejects %j as a usage error (exit 2)", async (argv, message) => {
     const home = join(tmp(), "home");
     const err = await failure(run(argv as string[], home));
@@ -157,5 +160,55 @@ describe("a2a-node init-pki", () => {
     expect(err.exitCode).toBe(1);
     expect(err.message).toBe(`bad bundle ${file}: format is null, expected "a2a-node-bundle/1"`);
     expect(err.hint).toContain("pki issue");
+  });
+});
+
+describe("a2a-node init-pki --csr, then pki sign and pki import", () => {
+  it("makes the key here, the CA signs the request, import installs it; each step says the next", async () => {
+    const caHome = join(tmp(), "alpha");
+    await run(["--name", "alpha"], caHome);
+    const home = join(tmp(), "carol");
+    const csr = join(tmp(), "carol.csr");
+    const req = await run(["--name", "carol", "--san", "10.0.0.8", "--csr", csr], home);
+    expect(req.code).toBe(0);
+    expect(req.out).toContain(`made this node's key ${homePaths(home).nodeKey} (it never leaves this machine)\n`);
+    expect(req.out).toContain(`wrote a certificate request for "carol" to ${csr}\n`);
+    expect(req.out).toMatch(/SANs asked for +carol, localhost, 127\.0\.0\.1, .*10\.0\.0\.8\n/);
+    expect(req.out).toContain(`next: copy ${csr} to the CA machine and run 'a2a-node pki sign ${csr} --out carol.crt' there;`);
+    expect(statSync(homePaths(home).nodeKey).mode & 0o777).toBe(0o600);
+    expect(readFileSync(csr, "utf8")).not.toContain("PRIVATE KEY");
+
+    const pki = async (argv: string[], h: string) => {
+      const io = bufferIo();
+      const code = await pkiCommand.run(argv, { io, home: h });
+      return { code, out: io.out() };
+    };
+    const review = await pki(["inspect", csr], caHome);
+    expect(review.out).toContain("name          carol\n");
+    expect(review.out).toMatch(/SANs asked +localhost, 127\.0\.0\.1, .*10\.0\.0\.8\n/);
+
+    const cert = join(tmp(), "carol.crt");
+    const signed = await pki(["sign", csr, "--out", cert, "--days", "30"], caHome);
+    expect(signed.code).toBe(0);
+    expect(signed.out).toContain(`signed "carol" into ${cert}\n`);
+    expect(signed.out).toMatch(/expires +.* \(in 30 days\)\n/);
+    expect(signed.out).toContain(`next: copy ${cert} and certs/ca.crt to carol, and there run 'a2a-node pki import CERT --ca ca.crt'`);
+
+    const imported = await pki(["import", cert, "--ca", homePaths(caHome).caCert, "--json"], home);
+    const j = JSON.parse(imported.out);
+    expect(j.node).toMatchObject({ name: "carol", certPath: homePaths(home).nodeCert });
+    expect(j.ca).toMatchObject({ keyPath: null, fingerprint256: inspectCert(readFileSync(homePaths(caHome).caCert, "utf8")).fingerprint256 });
+    expect(j.node.fingerprint256).toBe(inspectCert(readFileSync(homePaths(home).nodeCert, "utf8")).fingerprint256);
+  });
+
+  it.each([
+    [["sign", "--out", "x"], /pki sign needs the request file/],
+    [["sign", "r.csr"], /pki sign needs --out CERT/],
+    [["import", "c.crt"], /pki import needs --ca CA_CERT/],
+    [["import", "--ca", "ca.crt"], /pki import needs the certificate file/],
+  ])("pki %j is a usage error", async (argv, message) => {
+    const err = await failure(pkiCommand.run(argv as string[], { io: bufferIo(), home: join(tmp(), "h") }));
+    expect(err).toBeInstanceOf(UsageError);
+    expect(err.message).toMatch(message);
   });
 });

@@ -56,17 +56,46 @@ describe("peers", () => {
     [["peers"], "peers needs a subcommand"],
     [["peers", "frob"], "unknown peers subcommand 'frob'"],
     [["peers", "add", "beta"], "peers add needs NAME and URL"],
-    [["peers", "add", "bad name!", "https://x:1"], "not a valid peer name"],
+    [["peers", "add", "bad name!", "https://x:1"], "'bad name!' is not a valid peer name: only letters, digits and dashes"],
+    [["peers", "add", "beta-", "https://x:1"], "'beta-' is not a valid peer name"],
+    [["peers", "add", "b".repeat(64), "https://x:1"], "must be 1 to 63 characters"],
+    [["peers", "add", "local", "https://x:1"], "is reserved"],
+    [["peers", "add", "Localhost", "https://x:1"], "is reserved"],
     [["peers", "add", "beta", "not a url"], "is not a URL"],
-    [["peers", "add", "beta", "http://x:9443"], "must be https://"],
+    [["peers", "add", "beta", "http://x:9443"], "'http://x:9443' is plain HTTP; peers speak mutual TLS only: use https://x:9443"],
+    [["peers", "add", "beta", "https://u:p@x:9443"], "carries a user name or password"],
     [["peers", "add", "beta", "https://x:9443", "--fingerprint", "abc"], "--fingerprint must be a SHA-256"],
+    [["peers", "add", "beta", "https://x:9443", "--pin", "--fingerprint", FP], "--pin and --fingerprint do not go together"],
     [["peers", "remove"], "exactly one NAME"],
     [["peers", "list", "extra"], "takes no arguments"],
+    [["peers", "discover"], "peers discover needs exactly one URL"],
+    [["peers", "discover", "http://x:9443"], "is plain HTTP"],
+    [["peers", "ping"], "peers ping needs exactly one NAME"],
   ])("%j is a usage error: %s", async (args, message) => {
     const r = await cli(...(args as string[]));
     expect(r.code).toBe(2);
     expect(r.err).toContain(message);
     expect(r.err).toContain("see 'a2a-node peers --help'");
+  });
+
+  it("lower-cases a name as init-pki issues it, and says so", async () => {
+    const r = await cli("peers", "add", "Delta", "https://10.0.0.9:9443");
+    expect(r).toMatchObject({ code: 0, out: "added peer delta at https://10.0.0.9:9443\n" });
+    expect(r.err).toBe("note: peer names are lower case, as init-pki issues them: 'Delta' is added as 'delta'\n");
+    expect(await cli("peers", "remove", "DELTA", "--json")).toMatchObject({ code: 0, out: `{"removed":"delta"}\n` });
+  });
+
+  it("fills in the node's port 9443 (not 443) and https://, and says so; an explicit :443 stays", async () => {
+    const noPort = await cli("peers", "add", "epsilon", "https://10.0.0.10", "--json");
+    expect(noPort.code).toBe(0);
+    expect(JSON.parse(noPort.out)).toMatchObject({ name: "epsilon", url: "https://10.0.0.10:9443" });
+    expect(noPort.err).toBe("note: no port given: using the node default 9443 (https://10.0.0.10:9443)\n");
+    const bare = await cli("peers", "add", "zeta", "zeta.lan");
+    expect(bare.out).toBe("added peer zeta at https://zeta.lan:9443\n");
+    expect(bare.err).toContain("no scheme given: using https://");
+    const explicit = await cli("peers", "add", "eta", "https://eta.lan:443");
+    expect(explicit).toMatchObject({ code: 0, out: "added peer eta at https://eta.lan:443\n", err: "" });
+    for (const n of ["epsilon", "zeta", "eta"]) expect((await cli("peers", "remove", n)).code).toBe(0);
   });
 
   it("says how to start when the home does not exist", async () => {

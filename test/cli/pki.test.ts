@@ -7,7 +7,7 @@ import { pkiCommand } from "../../src/cli/commands/pki";
 import { CliError, UsageError } from "../../src/cli/errors";
 import { bufferIo } from "../../src/cli/io";
 import { homePaths } from "../../src/home";
-import { inspectCert, readBundle } from "../../pki";
+import { createCa, inspectCert, issueLeaf, readBundle } from "../../pki";
 
 const made: string[] = [];
 afterAll(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -52,7 +52,13 @@ describe("a2a-node pki", () => {
   });
 
   it.each([
-    [[], /missing subcommand: issue or show/],
+    [[], /missing subcommand: token, issue, sign, import, list, revoke, export-crl, import-crl, renew, needs-renewal, show, inspect/],
+    [["token"], /pki token needs --name NAME/],
+    [["token", "--name", "x", "--ttl", "1 hour"], /--ttl must be a number and a unit, such as 15m, 1h or 2d \(got '1 hour'\)/],
+    [["token", "--name", "x", "--ttl", "10"], /--ttl must be a number and a unit/],
+    [["revoke"], /pki revoke needs a NAME or SERIAL/],
+    [["export-crl"], /pki export-crl needs --out FILE/],
+    [["import-crl"], /pki import-crl needs the FILE to install/],
     [["frobnicate"], /unknown subcommand 'frobnicate'/],
     [["issue", "--out", "x"], /needs the machine's NAME/],
     [["issue", "bob"], /needs --out FILE/],
@@ -165,5 +171,279 @@ describe("a2a-node pki show", () => {
     chmodSync(homePaths(home).nodeKey, 0o640);
     const err = await failure(pki(["show"], home));
     expect(err.hint).toBe(`chmod 600 ${homePaths(home).nodeKey}`);
+  });
+});
+
+describe("a2a-node pki issue --replace and pki list", () => {
+  it("refuses a name that holds a valid certificate, then --replace revokes it, and list shows both", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    const first = JSON.parse((await pki(["issue", "hank", "--out", join(tmp(), "h1"), "--json"], home)).out);
+
+    const err = await failure(pki(["issue", "hank", "--out", join(tmp(), "h2")], home));
+    expect(err.exitCode).toBe(1);
+    expect(err.message).toBe(`"hank" already has a valid certificate (serial ${first.serial}, expires ${first.notAfter})`);
+    expect(err.hint).toContain("pass --replace to issue a new one and revoke the old one");
+
+    const h3 = join(tmp(), "h3");
+    const r = await pki(["issue", "hank", "--out", h3, "--replace"], home);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`revoked      serial ${first.serial} (hank, was valid until `);
+    const second = inspectCert((await readBundle(h3)).cert);
+
+    const text = (await pki(["list"], home)).out;
+    const lines = text.trim().split("\n");
+    expect(lines[0]).toMatch(/^NAME +STATUS +EXPIRES +SERIAL +FINGERPRINT \(SHA-256\)$/);
+    expect(lines.slice(1).map((l) => l.split(/ +/).slice(0, 2))).toEqual([
+      ["ca", "valid"],
+      ["hank", "revoked"],
+      ["hank", "valid"],
+    ]);
+    expect(lines[3]).toContain(second.serialNumber);
+    expect(lines[3]).toContain(second.fingerprint256);
+
+    const json = JSON.parse((await pki(["list", "--json"], home)).out);
+    expect(json).toHaveLength(3);
+    expect(json[1]).toMatchObject({ name: "hank", serial: first.serial, status: "revoked", revokeReason: `replaced by ${second.serialNumber}` });
+    expect(json[2]).toMatchObject({ name: "hank", serial: second.serialNumber, status: "valid", revokedAt: null, how: "bundle" });
+  });
+
+  it("list on a home without the CA key says where to run it", async () => {
+    const err = await failure(pki(["list"], bundleHome));
+    expect(err.message).toBe(`no fleet CA key at ${homePaths(bundleHome).caKey}`);
+  });
+});
+
+describe("a2a-node pki inspect", () => {
+  it("describes this node's certificate by default, and that the fleet CA issued it", async () => {
+    const r = await pki(["inspect"], bundleHome);
+    const cert = inspectCert(readFileSync(homePaths(bundleHome).nodeCert, "utf8"));
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`file          ${homePaths(bundleHome).nodeCert}\n`);
+    expect(r.out).toContain("subject       CN=bob\n");
+    expect(r.out).toContain("SANs          bob, localhost, 127.0.0.1\n");
+    expect(r.out).toContain(`serial        ${cert.serialNumber}\n`);
+    expect(r.out).toContain(`fingerprint   ${cert.fingerprint256}\n`);
+    expect(r.out).toMatch(/^valid until +\d{4}-\d\d-\d\d \d\d:\d\d UTC \(in 365 days\)$/m);
+    expect(r.out).toMatch(/^issuer +CN=a2a-node fleet CA [0-9a-f]{8} \(alice\)$/m);
+    expect(r.out).toContain("kind          node certificate (serverAuth, clientAuth)\n");
+    expect(r.out).toMatch(/^fleet CA +issued by this home's fleet CA \(/m);
+  });
+
+  it("says so when another CA issued the file, and describes a CA certificate", async () => {
+    const other = join(tmp(), "other");
+    await initPkiCommand.run(["--name", "zed"], { io: bufferIo(), home: other });
+    const foreign = JSON.parse((await pki(["inspect", homePaths(other).nodeCert, "--json"], caHome)).out);
+    expect(foreign).toMatchObject({ subjectCn: "zed", status: "valid", isCa: false, fleetCa: { chains: false } });
+    expect(foreign.fleetCa.reason).toMatch(/^its issuer is "CN=a2a-node fleet CA/);
+    const ca = JSON.parse((await pki(["inspect", homePaths(caHome).caCert, "--json"], caHome)).out);
+    expect(ca).toMatchObject({ isCa: true, fleetCa: { chains: true, reason: "it is the fleet CA certificate itself" } });
+    expect((await pki(["inspect", homePaths(caHome).caCert], caHome)).out).toContain("kind          CA certificate\n");
+  });
+
+  it("exits 3 for a missing file and 1 for one that is not a certificate", async () => {
+    const missing = await failure(pki(["inspect", join(tmp(), "nope.crt")], caHome));
+    expect(missing.exitCode).toBe(3);
+    expect(missing.message).toMatch(/^no certificate at .*nope\.crt$/);
+    const junk = join(tmp(), "junk.crt");
+    writeFileSync(junk, "not a certificate");
+    const bad = await failure(pki(["inspect", junk], caHome));
+    expect(bad.exitCode).toBe(1);
+    expect(bad.message).toBe(`${junk} is not a valid PEM certificate`);
+  });
+});
+
+describe("a2a-node pki needs-renewal", () => {
+  it("exit 1 for a fresh certificate, 0 once within --within days of expiry", async () => {
+    const fresh = await pki(["needs-renewal"], bundleHome);
+    expect(fresh.code).toBe(1);
+    expect(fresh.out).toMatch(/^no renewal needed: .*node\.crt expires .* \(in 365 days\); renewal is due \d{4}-/);
+    expect((await pki(["needs-renewal", "--within", "364"], bundleHome)).code).toBe(1);
+    const soon = await pki(["needs-renewal", "--within", "366", "--json"], bundleHome);
+    expect(soon.code).toBe(0);
+    expect(JSON.parse(soon.out)).toMatchObject({ needsRenewal: true, daysLeft: 365 });
+  });
+
+  it("exit 0 once two thirds of the lifetime have passed, and for an expired certificate", async () => {
+    const past = new Date(Date.now() - 21 * 86_400_000);
+    const ca = await createCa({ name: "old CA", now: past });
+    const file = async (days: number) => {
+      const path = join(tmp(), `${days}.crt`);
+      writeFileSync(path, (await issueLeaf({ ca, name: "x", sans: [], days, now: past })).certPem);
+      return path;
+    };
+    // 21 days into 30 (past 2/3), into 20 (expired), into 90 (not yet 2/3).
+    const due = await pki(["needs-renewal", await file(30)], caHome);
+    expect(due.code).toBe(0);
+    expect(due.out).toMatch(/^renewal needed: .*30\.crt expires .* \(in 9 days\)\nnext: /);
+    const gone = await pki(["needs-renewal", await file(20)], caHome);
+    expect(gone.code).toBe(0);
+    expect(gone.out).toMatch(/^renewal needed: .*20\.crt expired \d{4}-/);
+    expect((await pki(["needs-renewal", await file(90)], caHome)).code).toBe(1);
+  });
+
+  it("exit 3 for a missing certificate, 255 for an unreadable one, 2 for a bad flag", async () => {
+    expect((await failure(pki(["needs-renewal", join(tmp(), "none.crt")], caHome))).exitCode).toBe(3);
+    const junk = join(tmp(), "junk.crt");
+    writeFileSync(junk, "garbage");
+    const bad = await failure(pki(["needs-renewal", junk], caHome));
+    expect(bad.exitCode).toBe(255);
+    expect(bad.message).toBe(`${junk} is not a valid PEM certificate`);
+    expect((await failure(pki(["needs-renewal", "--within", "-3"], caHome))).exitCode).toBe(2);
+  });
+});
+
+describe("a2a-node pki revoke, export-crl, import-crl", () => {
+  it("revokes by name, says what it signed and what next; again by serial says it already was", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    const issued = JSON.parse((await pki(["issue", "ivy", "--out", join(tmp(), "ivy"), "--json"], home)).out);
+    const r = await pki(["revoke", "ivy", "--reason", "stolen"], home);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(new RegExp(`^revoked "ivy" serial ${issued.serial} \\(was valid until \\d{4}-`));
+    expect(r.out).toMatch(/\nsigned revocation list number 1 \(1 revoked certificate\) into .*certs\/crl\.pem\n/);
+    expect(r.out).toContain("next: nodes with ca_peer set to this node fetch it within crl_refresh_seconds (SIGHUP: at once);");
+    const again = JSON.parse((await pki(["revoke", issued.serial, "--json"], home)).out);
+    expect(again).toMatchObject({ revoked: [], alreadyRevoked: [{ name: "ivy", serial: issued.serial, revokeReason: "stolen" }], crl: { number: 2, revoked: 1 } });
+    const list = JSON.parse((await pki(["list", "--json"], home)).out);
+    expect(list.find((c: { name: string }) => c.name === "ivy")).toMatchObject({ status: "revoked", revokeReason: "stolen" });
+
+    const unknown = await failure(pki(["revoke", "nobody"], home));
+    expect(unknown.exitCode).toBe(1);
+    expect(unknown.hint).toBe("'a2a-node pki list' shows every certificate this CA issued");
+
+    const crl = join(tmp(), "fleet.crl");
+    const exported = await pki(["export-crl", "--out", crl], home);
+    expect(exported.out).toMatch(new RegExp(`^wrote revocation list number 3 \\(1 revoked, signed .*\\) to ${crl.replace(/[.]/g, "\\.")}\nnext: on each machine, a2a-node pki import-crl `));
+    const shown = await pki(["inspect", crl], home);
+    expect(shown.out).toContain("kind          revocation list number 3, signed by this home's fleet CA on ");
+    expect(shown.out).toContain(`revoked       ${issued.serial} (on `);
+
+    const other = join(tmp(), "other");
+    const b = join(tmp(), "o.bundle");
+    await pki(["issue", "olive", "--out", b], home);
+    await initPkiCommand.run(["--bundle", b], { io: bufferIo(), home: other });
+    expect((await pki(["import-crl", crl], other)).out).toMatch(/^installed revocation list number 3 \(1 revoked\) into .*crl\.pem\n$/);
+    expect((await pki(["import-crl", crl], other)).out).toBe("revocation list number 3 is already installed; nothing changed\n");
+    const newer = join(tmp(), "newer.crl");
+    await pki(["export-crl", "--out", newer], home);
+    expect((await pki(["import-crl", newer], other)).code).toBe(0);
+    const stale = await failure(pki(["import-crl", crl], other));
+    expect(stale.exitCode).toBe(1);
+    expect(stale.message).toBe(`${crl} is older than the revocation list installed here (number 3, installed 4)`);
+    expect(stale.hint).toBe("ask the CA machine for its current list: a2a-node pki export-crl --out FILE");
+  });
+});
+
+describe("a2a-node pki renew", () => {
+  it("on the CA home, renews from its own CA: new key and certificate, same name and SANs", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca", "--san", "ca.lan"], { io: bufferIo(), home });
+    const before = inspectCert(readFileSync(homePaths(home).nodeCert, "utf8"));
+    const key = readFileSync(homePaths(home).nodeKey, "utf8");
+    const r = await pki(["renew"], home);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^renewed "ca" from this home's fleet CA\n/);
+    expect(r.out).toContain(`previous     serial ${before.serialNumber}, valid until `);
+    expect(r.out).toContain("no serve is running on this home; the next one uses it\n");
+    const after = inspectCert(readFileSync(homePaths(home).nodeCert, "utf8"));
+    expect(after.sans).toEqual(before.sans);
+    expect(after.serialNumber).not.toBe(before.serialNumber);
+    expect(readFileSync(homePaths(home).nodeKey, "utf8")).not.toBe(key);
+    expect(statSync(homePaths(home).nodeKey).mode & 0o777).toBe(0o600);
+    const list = JSON.parse((await pki(["list", "--json"], home)).out);
+    expect(list.map((c: { how: string }) => c.how)).toEqual(["init", "renew"]);
+  });
+
+  it("elsewhere, needs a CA peer: --ca-peer or ca_peer, registered", async () => {
+    const none = await failure(pki(["renew"], bundleHome));
+    expect(none).toBeInstanceOf(UsageError);
+    expect(none.message).toBe("this home does not hold the fleet CA: pass --ca-peer PEER (or set ca_peer in the config file)");
+    const unknown = await failure(pki(["renew", "--ca-peer", "alice"], bundleHome));
+    expect(unknown.exitCode).toBe(3);
+    expect(unknown.message).toBe("no peer named 'alice'");
+    writeFileSync(join(bundleHome, "config.toml"), 'ca_peer = "alice-from-config"\n');
+    expect((await failure(pki(["renew"], bundleHome))).message).toBe("no peer named 'alice-from-config'");
+    const io = bufferIo({ A2A_NODE_CA_PEER: "alice-from-env" });
+    const fromEnv = await pkiCommand.run(["renew"], { io, home: bundleHome }).catch((e) => e);
+    expect(fromEnv.message).toBe("no peer named 'alice-from-env'");
+    rmSync(join(bundleHome, "config.toml"));
+  });
+});
+
+describe("a2a-node pki token", () => {
+  it("prints the token, when it expires, and the join command with the CA fingerprint", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    writeFileSync(join(home, "config.toml"), "enroll_port = 9444\n");
+    const r = await pki(["token", "--name", "kim", "--ttl", "90s"], home);
+    expect(r.code).toBe(0);
+    const fp = inspectCert(readFileSync(homePaths(home).caCert, "utf8")).fingerprint256.replace(/:/g, "").toLowerCase();
+    expect(r.out).toMatch(/^join token for "kim", usable once until \d{4}-\d\d-\d\d \d\d:\d\d UTC:\n  kim\.[A-Za-z0-9_-]{43}\non kim, run:\n/);
+    expect(r.out).toMatch(new RegExp(`  a2a-node join https://\\S+:9444 --token kim\\.[A-Za-z0-9_-]{43} --ca-fingerprint sha256:${fp}\\n`));
+    expect(r.out).toContain("the token is a secret until used: pass it over a private channel");
+    const err = await failure(pki(["token", "--name", "kim", "--ttl", "8d"], home));
+    expect(err.exitCode).toBe(1);
+    expect(err.message).toMatch(/a join token lives from 1 second to 7 days/);
+    expect((await failure(pki(["token", "--name", "kim"], bundleHome))).message).toMatch(/^no fleet CA key at /);
+  });
+});
+
+describe("a passphrase on the CA key", () => {
+  const PASS = "correct horse battery staple";
+
+  it("init-pki --encrypt-ca-key takes it from the environment; commands that sign then need it, never as a flag", async () => {
+    const home = join(tmp(), "ca");
+    expect(await initPkiCommand.run(["--name", "ca", "--encrypt-ca-key"], { io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }), home })).toBe(0);
+    expect(readFileSync(homePaths(home).caKey, "utf8")).toMatch(/ENCRYPTED PRIVATE KEY/);
+
+    const locked = await failure(pkiCommand.run(["issue", "lou", "--out", join(tmp(), "l")], { io: bufferIo(), home }));
+    expect(locked.exitCode).toBe(1);
+    expect(locked.message).toMatch(/^cannot use the fleet CA key .*ca\.key: it is encrypted and no passphrase was given$/);
+    expect(locked.hint).toBe("set A2A_NODE_CA_PASSPHRASE, or ca_passphrase_file (a 0600 file), or run the command in a terminal to be asked");
+
+    expect(await pkiCommand.run(["issue", "lou", "--out", join(tmp(), "l2")], { io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }), home })).toBe(0);
+
+    // At a terminal it is asked for, once per command even when the command signs twice (issue --replace).
+    const prompts: string[] = [];
+    const io = { ...bufferIo(), askSecret: async (p: string) => (prompts.push(p), PASS) };
+    expect(await pkiCommand.run(["issue", "lou", "--replace", "--out", join(tmp(), "l3")], { io, home })).toBe(0);
+    expect(prompts).toEqual(["passphrase of the fleet CA key: "]);
+
+    // From a 0600 file named in the config.
+    const file = join(tmp(), "pass");
+    writeFileSync(file, PASS + "\n", { mode: 0o600 });
+    writeFileSync(join(home, "config.toml"), `ca_passphrase_file = ${JSON.stringify(file)}\n`);
+    expect(await pkiCommand.run(["revoke", "lou"], { io: bufferIo(), home })).toBe(0);
+    expect(pkiCommand.help).not.toMatch(/--ca-passphrase\b/);
+  });
+
+  it("init-pki --encrypt-ca-key refuses a home that already has a CA key, and mismatched typing", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    const again = join(tmp(), "ca2");
+    const io = { ...bufferIo(), askSecret: async (p: string) => (p.startsWith("new") ? PASS : PASS + "x") };
+    const differ = await failure(initPkiCommand.run(["--name", "ca2", "--encrypt-ca-key"], { io, home: again }));
+    expect(differ.message).toBe("the two passphrases differ; nothing was changed");
+    expect(existsSync(homePaths(again).caKey)).toBe(false);
+    const noTerminal = await failure(initPkiCommand.run(["--name", "ca2", "--encrypt-ca-key"], { io: bufferIo(), home: again }));
+    expect(noTerminal.exitCode).toBe(2);
+    // The CA key stays when the node's own identity is gone: a new node identity must not re-key it silently.
+    rmSync(homePaths(home).nodeCert);
+    rmSync(homePaths(home).nodeKey);
+    const withCa = await failure(initPkiCommand.run(["--name", "other", "--encrypt-ca-key"], { io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }), home }));
+    expect(withCa.hint).toBe("encrypt it with 'a2a-node pki protect-ca-key'");
+  });
+
+  it("pki protect-ca-key encrypts an existing key", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    const r = await pki(["protect-ca-key"], home).catch((e) => e);
+    expect(r).toBeInstanceOf(CliError);
+    const io = bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS });
+    expect(await pkiCommand.run(["protect-ca-key"], { io, home })).toBe(0);
+    expect(io.out()).toContain(`encrypted ${homePaths(home).caKey}\n`);
+    expect(readFileSync(homePaths(home).caKey, "utf8")).toMatch(/ENCRYPTED PRIVATE KEY/);
+    expect(statSync(homePaths(home).caKey).mode & 0o777).toBe(0o600);
   });
 });

@@ -51,15 +51,17 @@ describe("serve", () => {
     let log = "";
     let listening!: (url: string) => void;
     const url = new Promise<string>((r) => (listening = r));
+    let errors = "";
     const io = {
-      stdout: { write: () => {} },
-      stderr: {
+      // The log goes to stdout; not a terminal here, so JSON lines.
+      stdout: {
         write: (t: string) => {
           log += t;
-          const m = /listen=(https:\/\/\S+)/.exec(log);
+          const m = /"listen":"(https:\/\/[^"]+)"/.exec(log);
           if (m) listening(m[1]);
         },
       },
+      stderr: { write: (t: string) => void (errors += t) },
       env: {},
       stopSignal: stop.signal,
     };
@@ -68,7 +70,10 @@ describe("serve", () => {
     expect(health.body).toMatchObject({ status: "ok", name: "alpha", caller: "alpha", executor: "echo" });
     stop.abort("SIGTERM");
     expect(await exit).toBe(0);
-    expect(log).toContain("stopped name=alpha");
+    const lines = log.trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(lines.at(-1)).toMatchObject({ level: "info", msg: "stopped", name: "alpha" });
+    expect(lines.every((l) => typeof l.time === "string" && ["info", "warn", "error"].includes(l.level))).toBe(true);
+    expect(errors).toBe("");
   });
 
   it("says what to do when the home has no identity", async () => {

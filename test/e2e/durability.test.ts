@@ -149,10 +149,10 @@ describe("(a) kill -9 while tasks run", () => {
     m.release(); // the model answers everything from now on
     const before = m.requests.length;
     const again = await serve(home, m);
-    const recovery = /found tasks the last stop interrupted resumed=(\d+) failed=(\d+) policy=(\w+)/.exec(again.log());
-    expect(recovery, again.log()).not.toBeNull();
-    const [, resumed, failed, policy] = recovery!;
-    expect(Number(resumed) + Number(failed)).toBe(5);
+    const recovery = again.lines().find((l) => l.msg === "found tasks the last stop interrupted");
+    expect(recovery, again.log()).toBeDefined();
+    const { resumed, failed, policy } = recovery as unknown as { resumed: number; failed: number; policy: string };
+    expect(resumed + failed).toBe(5);
 
     const tasks = await allTasks(again.url);
     expect(tasks).toHaveLength(7);
@@ -251,7 +251,7 @@ describe("(b) SIGTERM with a task running", () => {
       expect((await subscriber.next())?.data.result.task.id).toBe(immediate.id);
 
       node.signal("SIGTERM");
-      await node.waitForLog(/ stopping /);
+      await node.waitForLine({ msg: "stopping", signal: "SIGTERM" });
       // The process is still running, waiting for its tasks: now the model answers.
       m.release();
       [followed, blocking] = await Promise.all([subscriber.settle(), pending]);
@@ -260,6 +260,7 @@ describe("(b) SIGTERM with a task running", () => {
 
       const again = await serve(home(), m);
       expect(again.log()).not.toMatch(/interrupted/);
+      expect(again.lines().some((l) => l.msg === "found tasks the last stop interrupted")).toBe(false);
       const tasks = await allTasks(again.url);
       expect(tasks).toHaveLength(2);
       for (const t of tasks) {
@@ -298,7 +299,7 @@ describe("(b) SIGTERM with a task running", () => {
       expect((await subscriber.next())?.data.result.task.id).toBe(task.id);
 
       node.signal("SIGTERM");
-      await node.waitForLog(/ stopping /);
+      await node.waitForLine({ msg: "stopping", signal: "SIGTERM" });
       await Promise.all([request.aborted, blockingRequest.aborted]); // given up when the grace period ran out
       [followed, blocking] = await Promise.all([subscriber.settle(), pending]);
       expect(await node.exited).toBe(0);
@@ -307,7 +308,7 @@ describe("(b) SIGTERM with a task running", () => {
       m.release();
       const again = await serve(home(), m);
       // Recorded by the stopping node itself: nothing is left for the next start to recover.
-      expect(again.log()).not.toMatch(/found tasks the last stop interrupted/);
+      expect(again.lines().some((l) => l.msg === "found tasks the last stop interrupted")).toBe(false);
       const tasks = (await allTasks(again.url)).filter((t) => [text, blockingText].includes(firstUserText(t)));
       expect(tasks).toHaveLength(2);
       for (const t of tasks) {

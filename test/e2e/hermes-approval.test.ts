@@ -50,9 +50,11 @@ describe.each(["newer", "older"] as const)("a Hermes approval answered from anot
   it("send --wait exits 6 with the task INPUT_REQUIRED, showing the command, why, the choices, and how to answer", async () => {
     const r = await alpha("send", "--agent", "beta", "--task", "deploy 1.4.2", "--wait");
     expect(r.code, r.stderr).toBe(6);
-    const id = /^task (\S+) input-required \(peer 'beta'\)/.exec(r.stderr);
+    const id = /^task (\S+) input-required \(peer 'beta'\)/m.exec(r.stderr);
     expect(id, r.stderr).not.toBeNull();
     taskId = id![1]!;
+    // The id came first, as soon as beta took the task.
+    expect(r.stderr.startsWith(`task ${taskId} accepted by peer 'beta'\n`), r.stderr).toBe(true);
     expect(r.stderr).toContain(`Why: ${DEPLOY.description}`);
     expect(r.stderr).toContain(`Command: ${DEPLOY.command}`);
     expect(r.stderr).toContain("Answer with one of: once, session, always, deny (yes means once, no means deny).");

@@ -50,7 +50,7 @@ afterAll(async () => {
 
 describe("retention", () => {
   it("deletes the finished tasks older than retention_days at start, and logs how many", async () => {
-    expect(await node.waitForLog(/deleted finished tasks past the retention age count=3/)).toBeTruthy();
+    expect(await node.waitForLine({ msg: "deleted finished tasks past the retention age", level: "info" })).toMatchObject({ count: 3 });
     for (const id of old) expect((await rpc(node.url, alpha, "GetTask", { id })).body.error?.code).toBe(-32001);
     for (const id of kept) expect((await rpc(node.url, alpha, "GetTask", { id })).body.result?.id).toBe(id);
     const listed = await rpc(node.url, alpha, "ListTasks", {});

@@ -87,15 +87,15 @@ describe("SIGHUP", () => {
 
     // A renewed certificate for the same name, written over the old one (as `pki` tooling or an operator would).
     const bundlePath = join(fleet.root, "gamma-renewed.bundle");
-    await issueBundle(homePaths(fleet.homes.alpha), { name: "gamma", out: bundlePath });
+    await issueBundle(homePaths(fleet.homes.alpha), { name: "gamma", out: bundlePath, replace: true });
     const renewed = await readBundle(bundlePath);
     writeFileSync(homePaths(home).nodeCert, renewed.cert);
     writeFileSync(homePaths(home).nodeKey, renewed.key, { mode: 0o600 });
     writeFileSync(join(home, "config.toml"), 'log_level = "info"\nmax_concurrent = 9\n');
 
     node.signal("SIGHUP");
-    const log = await node.waitForLog(/these changes take effect only after a restart settings=max_concurrent/);
-    expect(log).toMatch(/reloaded applied=certificate\n/);
+    await node.waitForLine({ msg: "these changes take effect only after a restart", level: "warn", settings: "max_concurrent" });
+    expect(node.lines().filter((l) => l.msg === "reloaded")).toContainEqual(expect.objectContaining({ level: "info", applied: "certificate" }));
     const after = await servedFingerprint(node.url);
     expect(after).not.toBe(before);
     expect(after).toBe(new (await import("node:crypto")).X509Certificate(renewed.cert).fingerprint256);
@@ -111,8 +111,8 @@ describe("SIGHUP", () => {
     const node = running.find((n) => n.log().includes("gamma")) ?? (await serveBinary(home, ["--executor", "echo"]));
     writeFileSync(join(home, "config.toml"), "port = = 1\n");
     node.signal("SIGHUP");
-    const log = await node.waitForLog(/reload refused; the running configuration stays/);
-    expect(log).toContain("is not valid TOML");
+    const refused = await node.waitForLine({ msg: "reload refused; the running configuration stays", level: "error" });
+    expect(refused.reason).toContain("is not valid TOML");
     expect((await get(`${node.url}/health`, fleet.identity("alpha"))).status).toBe(200);
   });
 });
@@ -145,8 +145,9 @@ describe("npm start", () => {
     const code = await npm.exited;
     await closed;
     output += `\nNPM EXIT ${code} ${npm.signalCode}`;
-    expect(output, output).toContain("stopping signal=SIGTERM");
-    expect(output).toContain("stopped name=");
+    // Its stdout is a pipe: the log is JSON lines.
+    expect(output, output).toContain('"msg":"stopping","signal":"SIGTERM"');
+    expect(output).toContain('"msg":"stopped","name":');
     expect(existsSync(join(home, "serve.pid"))).toBe(false);
   });
 });

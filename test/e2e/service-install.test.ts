@@ -355,8 +355,8 @@ describe("readiness under systemd", () => {
     const s = sandbox([]);
     const node = await serveBinary(fleet.homes.alpha, ["--executor", "echo"], { PATH: join(s.dir, "bin"), NOTIFY_SOCKET: "/run/fake-notify" });
     try {
-      const log = await node.waitForLog(/could not be told/);
-      expect(log).toMatch(/systemd waits for readiness \(NOTIFY_SOCKET is set\) but could not be told; it will stop the service at its start timeout/);
+      const line = await node.waitForLine({ msg: /could not be told/ });
+      expect(line.msg).toMatch(/systemd waits for readiness \(NOTIFY_SOCKET is set\) but could not be told; it will stop the service at its start timeout/);
     } finally {
       await node.stop();
     }

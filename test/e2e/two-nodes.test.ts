@@ -129,12 +129,12 @@ describe("two nodes over mutual TLS, through the CLI", () => {
     expect(r.stderr).toMatch(/\n\s*next: .+/);
   });
 
-  it("refuses (exit 4) a peer whose URL serves another node's certificate", async () => {
+  it("refuses (exit 8) a peer whose URL serves another node's certificate", async () => {
     // "gamma" is registered at alpha's own server: the certificate there says CN=alpha.
     const added = await alpha("peers", "add", "gamma", alphaNode.url);
     expect(added.code, added.stderr).toBe(0);
     const r = await alpha("send", "--agent", "gamma", "--task", "hello", "--wait");
-    expect(r.code).toBe(4);
+    expect(r.code).toBe(8);
     expect(r.stdout).toBe("");
     expect(r.stderr).toContain("'alpha'");
     expect(r.stderr).toContain("'gamma'");
@@ -153,7 +153,7 @@ describe("two nodes over mutual TLS, through the CLI", () => {
   it("SIGTERM stops serve with exit code 0, after which beta is refused-unreachable (exit 4)", async () => {
     const code = await betaNode.stop("SIGTERM");
     expect(code).toBe(0);
-    expect(betaNode.log()).toMatch(/stopped/);
+    expect(betaNode.lines().at(-1)).toMatchObject({ level: "info", msg: "stopped", name: "beta" });
     const r = await alpha("send", "--agent", "beta", "--task", "anyone there?");
     expect(r.code).toBe(4);
     expect(r.stderr).toMatch(/connection refused/i);

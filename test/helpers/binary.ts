@@ -27,26 +27,57 @@ export async function runBinary(args: string[], env: Record<string, string> = {}
   return { code, stdout, stderr };
 }
 
+/** One line of the node's log (stdout, JSON when not a terminal): time, level, msg and the event's fields. */
+export interface LogLine {
+  time: string;
+  level: "info" | "warn" | "error";
+  msg: string;
+  [field: string]: unknown;
+}
+
+/** What a wanted line must have: its msg (exactly, or matching), and fields equal to (or matching) these. */
+export type LinePattern = { msg: string | RegExp } & Record<string, unknown>;
+
 export interface ServedBinary {
   url: string;
   port: number;
   pid: number;
-  /** Everything it logged so far. */
+  /** Everything it logged so far, as written (JSON lines). */
   log(): string;
-  /** Resolves with the log so far once it matches `re` (an event of the process, not a timer). */
-  waitForLog(re: RegExp): Promise<string>;
+  /** Every log line so far, parsed. A line that is not one JSON object fails the wait that reads it. */
+  lines(): LogLine[];
+  /** Resolves with the first log line that matches `pattern` once it is written (an event, not a timer). */
+  waitForLine(pattern: LinePattern): Promise<LogLine>;
   /** Sends a signal without waiting for the exit. */
   signal(signal: "SIGTERM" | "SIGKILL" | "SIGHUP"): void;
   /** Sends a signal (SIGTERM by default) and waits for it to exit; resolves with the exit code. */
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<number>;
   exited: Promise<number>;
+  /** What it wrote on stderr (nothing, while it runs well: the log is on stdout). */
+  stderr(): string;
 }
 
-const LISTENING = /serving A2A over mTLS .*listen=(https:\/\/[^\s]+)/;
+/** Whether `line` has everything `pattern` asks for. */
+export function matches(line: LogLine, pattern: LinePattern): boolean {
+  return Object.entries(pattern).every(([k, want]) => {
+    const got = line[k];
+    if (want instanceof RegExp) return typeof got === "string" && want.test(got);
+    return JSON.stringify(got) === JSON.stringify(want);
+  });
+}
+
+/** Parses the node's stdout into log lines, strictly: every line one JSON object with time, level and msg. */
+export function parseLogLine(text: string): LogLine {
+  const parsed = JSON.parse(text) as LogLine;
+  if (typeof parsed !== "object" || parsed === null || typeof parsed.time !== "string" || typeof parsed.level !== "string" || typeof parsed.msg !== "string")
+    throw new Error(`not a log line (time, level, msg): ${text}`);
+  return parsed;
+}
 
 /**
  * Starts `a2a-node serve` from the compiled binary and resolves once it logs that it is listening (the
- * event, not a timer). Port 0 lets the OS pick; the real port is read from the log line.
+ * event, not a timer). Port 0 lets the OS pick; the real port is read from the log line. Its stdout is a pipe,
+ * so it logs JSON, which is what these tests read.
  */
 export async function serveBinary(home: string, args: string[] = [], env: Record<string, string> = {}): Promise<ServedBinary> {
   const proc = Bun.spawn([requireBinary(), "--home", home, "serve", "--host", "127.0.0.1", "--port", "0", ...args], {
@@ -56,23 +87,52 @@ export async function serveBinary(home: string, args: string[] = [], env: Record
     stderr: "pipe",
   });
   let log = "";
-  const waiters: { re: RegExp; resolve(log: string): void; reject(err: Error): void }[] = [];
+  let partial = "";
+  let stderr = "";
+  let broken: Error | undefined;
+  const lines: LogLine[] = [];
+  const waiters: { pattern: LinePattern; resolve(line: LogLine): void; reject(err: Error): void }[] = [];
   const decoder = new TextDecoder();
-  const pump = (async () => {
-    for await (const chunk of proc.stderr as unknown as AsyncIterable<Uint8Array>) {
-      log += decoder.decode(chunk, { stream: true });
-      for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i].re.test(log)) waiters.splice(i, 1)[0].resolve(log);
+  const settle = () => {
+    for (let i = waiters.length - 1; i >= 0; i--) {
+      const w = waiters[i];
+      if (broken) waiters.splice(i, 1)[0].reject(broken);
+      else {
+        const found = lines.find((l) => matches(l, w.pattern));
+        if (found) waiters.splice(i, 1)[0].resolve(found);
+      }
     }
-    for (const w of waiters.splice(0)) w.reject(new Error(`a2a-node serve ended before logging ${w.re}:\n${log}`));
+  };
+  const pump = (async () => {
+    for await (const chunk of proc.stdout as unknown as AsyncIterable<Uint8Array>) {
+      const text = decoder.decode(chunk, { stream: true });
+      log += text;
+      const parts = (partial + text).split("\n");
+      partial = parts.pop() ?? "";
+      for (const part of parts) {
+        try {
+          lines.push(parseLogLine(part));
+        } catch (err) {
+          broken ??= new Error(`a2a-node serve wrote a log line that is not JSON (${(err as Error).message}):\n${part}`);
+        }
+      }
+      settle();
+    }
+    for (const w of waiters.splice(0)) w.reject(broken ?? new Error(`a2a-node serve ended before logging ${JSON.stringify(w.pattern, regexText)}:\n${log}${stderr}`));
   })();
-  void new Response(proc.stdout).text();
-  const waitForLog = (re: RegExp) =>
-    re.test(log) ? Promise.resolve(log) : new Promise<string>((resolve, reject) => waiters.push({ re, resolve, reject }));
+  void (async () => {
+    for await (const chunk of proc.stderr as unknown as AsyncIterable<Uint8Array>) stderr += decoder.decode(chunk, { stream: true });
+  })();
+  const waitForLine = (pattern: LinePattern) =>
+    new Promise<LogLine>((resolve, reject) => {
+      waiters.push({ pattern, resolve, reject });
+      settle();
+    });
   const url = await Promise.race([
-    waitForLog(LISTENING).then((l) => (LISTENING.exec(l) as RegExpExecArray)[1]),
+    waitForLine({ msg: "serving A2A over mTLS" }).then((l) => l.listen as string),
     proc.exited.then(async (c) => {
       await pump;
-      throw new Error(`serve exited ${c}:\n${log}`);
+      throw new Error(`serve exited ${c}:\n${log}${stderr}`);
     }),
   ]);
   return {
@@ -80,12 +140,23 @@ export async function serveBinary(home: string, args: string[] = [], env: Record
     port: Number(new URL(url).port),
     pid: proc.pid,
     log: () => log,
+    lines: () => {
+      if (broken) throw broken;
+      return [...lines];
+    },
+    stderr: () => stderr,
     exited: proc.exited,
-    waitForLog,
+    waitForLine,
     signal: (s) => proc.kill(s),
     async stop(signal = "SIGTERM") {
       proc.kill(signal);
-      return proc.exited;
+      const code = await proc.exited;
+      await pump;
+      return code;
     },
   };
+}
+
+function regexText(_key: string, value: unknown): unknown {
+  return value instanceof RegExp ? String(value) : value;
 }

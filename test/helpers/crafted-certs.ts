@@ -16,6 +16,11 @@ export interface CraftOptions {
   pathLength?: number;
   /** A CA whose key may also sign TLS handshakes (digitalSignature, serverAuth and clientAuth). */
   tlsUsable?: boolean;
+  /** A leaf's extended key usages instead of serverAuth + clientAuth (an empty list: no EKU extension). */
+  eku?: string[];
+  /** Validity instead of the last 5 minutes to 30 days ahead: expired or not-yet-valid certificates. */
+  notBefore?: Date;
+  notAfter?: Date;
 }
 
 /** A certificate signed by `issuer`, with the extensions of our own leaves (or of a CA), and a fresh key. */
@@ -35,7 +40,7 @@ export async function craftCert(issuer: CertAndKey, opts: CraftOptions): Promise
     : [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),
-        new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
+        ...(opts.eku?.length === 0 ? [] : [new x509.ExtendedKeyUsageExtension(opts.eku ?? [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth])]),
         new x509.SubjectAlternativeNameExtension([
           { type: "dns", value: "localhost" },
           { type: "ip", value: "127.0.0.1" },
@@ -46,6 +51,8 @@ export async function craftCert(issuer: CertAndKey, opts: CraftOptions): Promise
     subject: opts.subject,
     issuer: issuerCert.subjectName,
     ...validityWindow(30, new Date()),
+    ...(opts.notBefore ? { notBefore: opts.notBefore } : {}),
+    ...(opts.notAfter ? { notAfter: opts.notAfter } : {}),
     publicKey: keys.publicKey,
     signingKey: await importPrivateKeyPem(issuer.keyPem, "issuer key"),
     signingAlgorithm: EC_ALGORITHM,

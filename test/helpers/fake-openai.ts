@@ -13,8 +13,13 @@ export interface FakeUsage {
 }
 
 export interface FakeModelOptions {
-  /** What the model says, given the chat messages it received. Default: "echo: <last user message>". */
+  /**
+   * What the model says, given the chat messages it received, each content as text (an array's text parts
+   * joined by newlines; the request as sent is in `requests`). Default: "echo: <last user message>".
+   */
   reply?: (messages: { role: string; content: string }[]) => string;
+  /** `false`: a model that cannot see images, refusing image_url parts as OpenAI's API does (HTTP 400). */
+  vision?: false;
   /** Answer with this HTTP status and body instead. */
   fail?: { status: number; body: string };
   /** Hold every answer until the test calls release() (a slow model, without timers in the test). */
@@ -120,7 +125,12 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
       req.signal.addEventListener("abort", onAbort);
       if (!released) await Promise.race([gate, gone]);
       if (options.fail) return new Response(options.fail.body, { status: options.fail.status });
-      const messages = body.messages as { role: string; content: string }[];
+      const refusal = checkMessages(body.messages, options.vision !== false);
+      if (refusal) return refusal;
+      const messages = (body.messages as { role: string; content: string | { type: string; text?: string }[] }[]).map((m) => ({
+        role: m.role,
+        content: typeof m.content === "string" ? m.content : m.content.flatMap((p) => (p.type === "text" ? [p.text as string] : [])).join("\n"),
+      }));
       const text = options.tokens
         ? options.tokens.join("")
         : options.reply
@@ -245,4 +255,57 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
       void server.stop(true);
     },
   };
+}
+
+/** An error answer in the shape OpenAI's API gives (HTTP 400, `error` with message, type, param, code). */
+function invalidRequest(message: string, param: string | null, code: string | null): Response {
+  return Response.json({ error: { message, type: "invalid_request_error", param, code } }, { status: 400 });
+}
+
+const ROLES = ["system", "developer", "user", "assistant", "tool", "function"];
+const PART_TYPES = ["text", "image_url", "input_audio", "refusal", "audio", "file"];
+const DATA_URL = /^data:(image\/(?:png|jpeg|gif|webp));base64,[A-Za-z0-9+/]+=*$/;
+
+/**
+ * The checks OpenAI's chat-completions API makes of `messages` that an a2a-node request can reach: a
+ * non-empty array; known roles; content a string or an array of typed parts; text parts with text;
+ * image_url parts with an object holding an http(s) URL or a base64 data: URL of an image type; and, for a
+ * model without vision, no image_url at all. The wording follows the API's answers.
+ */
+function checkMessages(messages: unknown, vision: boolean): Response | undefined {
+  if (!Array.isArray(messages) || messages.length === 0)
+    return invalidRequest("Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", "messages", "empty_array");
+  for (const [i, m] of messages.entries()) {
+    if (!ROLES.includes(m?.role))
+      return invalidRequest(`Invalid value: '${m?.role}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`, `messages[${i}].role`, "invalid_value");
+    if (typeof m.content === "string") continue;
+    if (!Array.isArray(m.content))
+      return invalidRequest(`Invalid type for 'messages[${i}].content': expected one of a string or array of objects, but got ${typeof m.content} instead.`, `messages[${i}].content`, "invalid_type");
+    for (const [j, p] of (m.content as any[]).entries()) {
+      if (!PART_TYPES.includes(p?.type))
+        return invalidRequest(
+          `Invalid value: '${p?.type}'. Supported values are: 'text', 'image_url', 'input_audio', 'refusal', 'audio', and 'file'.`,
+          `messages[${i}].content[${j}].type`,
+          "invalid_value",
+        );
+      if (p.type === "text" && typeof p.text !== "string")
+        return invalidRequest(`Invalid type for 'messages[${i}].content[${j}].text': expected a string, but got ${typeof p.text} instead.`, `messages[${i}].content[${j}].text`, "invalid_type");
+      if (p.type !== "image_url") continue;
+      if (m.role !== "user")
+        return invalidRequest(`Invalid value: 'image_url'. Supported values are: 'text'${m.role === "assistant" ? " and 'refusal'" : ""}.`, `messages[${i}].content[${j}].type`, "invalid_value");
+      const url = p.image_url?.url;
+      if (typeof url !== "string")
+        return invalidRequest(`Missing required parameter: 'messages[${i}].content[${j}].image_url.url'.`, `messages[${i}].content[${j}].image_url.url`, "missing_required_parameter");
+      if (url.startsWith("data:") && !DATA_URL.test(url))
+        return invalidRequest(
+          `Invalid 'messages[${i}].content[${j}].image_url.url'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got unsupported MIME type '${/^data:([^;,]*)/.exec(url)?.[1] ?? ""}'.`,
+          `messages[${i}].content[${j}].image_url.url`,
+          "invalid_value",
+        );
+      if (!url.startsWith("data:") && !/^https?:\/\//.test(url))
+        return invalidRequest(`Invalid image URL: 'messages[${i}].content[${j}].image_url.url'.`, `messages[${i}].content[${j}].image_url.url`, "invalid_value");
+      if (!vision) return invalidRequest("Invalid content type. image_url is only supported by certain models.", `messages.[${i}].content.[${j}].type`, null);
+    }
+  }
+  return undefined;
 }

@@ -37,6 +37,8 @@ export interface GatedModel {
   received(n: number): Promise<void>;
   /** Resolves with the request whose text contains `needle`, once it has arrived. */
   arrival(needle: string): Promise<GatedModelRequest>;
+  /** Resolves once `n` requests whose text contains `needle` have arrived (a task asked again, after a restart). */
+  arrivals(needle: string, n: number): Promise<void>;
   /** Resolves once the request whose text contains `needle` has been sent at least `n` answer chunks. */
   chunks(needle: string, n: number): Promise<void>;
   /** Lets held requests whose text contains `needle` go (all held ones, and every later one, without it). */
@@ -137,6 +139,7 @@ export function startGatedModel(options: GatedModelOptions = {}): GatedModel {
       await until(() => requests.some((r) => r.text.includes(needle)));
       return requests.find((r) => r.text.includes(needle))!;
     },
+    arrivals: (needle, n) => until(() => requests.filter((r) => r.text.includes(needle)).length >= n),
     chunks: (needle, n) => until(() => requests.some((r) => r.text.includes(needle) && r.chunksSent >= n)),
     release(needle) {
       if (needle === undefined) releasedAll = true;

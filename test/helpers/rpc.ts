@@ -19,7 +19,7 @@ export async function post(url: string, who: TlsIdentity | undefined, body: stri
 }
 
 /** A response as tests read it: status, headers, raw text, and the JSON body when it is JSON. */
-async function reply(res: Response): Promise<RpcReply> {
+export async function reply(res: Response): Promise<RpcReply> {
   const text = await res.text();
   let parsed: unknown;
   try {

@@ -1,8 +1,9 @@
 /**
- * Interop, the other direction: our own client (src/client/a2a-client.ts over mtlsFetch) against the official
- * @a2a-js/sdk 1.3.0 server (DefaultRequestHandler + InMemoryTaskStore + an echo AgentExecutor, served with the
- * SDK's express JSON-RPC and agent-card handlers) on node:https demanding a client certificate from our fleet
- * CA, as scripts/bench/sdk-server.ts wires it.
+ * Interop, the other direction: our own clients (src/client: JSON-RPC and HTTP+JSON, over mtlsFetch) against
+ * the official @a2a-js/sdk 1.3.0 server (DefaultRequestHandler + InMemoryTaskStore + an echo AgentExecutor,
+ * served with the SDK's express JSON-RPC, REST and agent-card handlers) on node:https demanding a client
+ * certificate from our fleet CA, as scripts/bench/sdk-server.ts wires it. The SDK's card lists HTTP+JSON
+ * first, so the terminal client (`send`, `status`) speaks HTTP+JSON to it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:https";
@@ -17,8 +18,11 @@ import {
   type ExecutionEventBus,
   type RequestContext,
 } from "@a2a-js/sdk/server";
-import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
-import { A2AClient, RemoteError } from "../../src/client/a2a-client";
+import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from "@a2a-js/sdk/server/express";
+import { A2AClient, RemoteError, type PeerClient } from "../../src/client/a2a-client";
+import { HttpJsonClient } from "../../src/client/http-json-client";
+import { bufferIo } from "../../src/cli/io";
+import { runCli } from "../../src/cli/registry";
 import { mtlsFetch, PeerIdentityError } from "../../src/client/mtls-fetch";
 import type { Task } from "../../src/protocol/types";
 import { makeFleet, type Fleet } from "../helpers/fleet";
@@ -77,7 +81,9 @@ class EchoExecutor implements AgentExecutor {
 let fleet: Fleet;
 let server: Server;
 let base: string;
-let client: A2AClient;
+let client: PeerClient;
+/** Every request the SDK server received: method and path. */
+const hits: string[] = [];
 const executor = new EchoExecutor();
 
 beforeAll(async () => {
@@ -87,7 +93,10 @@ beforeAll(async () => {
     name: "sdk-echo",
     description: "@a2a-js/sdk echo agent",
     version: "1.0.0",
-    supportedInterfaces: [{ url: "https://127.0.0.1:0/", protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" }],
+    supportedInterfaces: [
+      { url: "https://127.0.0.1:0/rest", protocolBinding: "HTTP+JSON", protocolVersion: "1.0", tenant: "" },
+      { url: "https://127.0.0.1:0/", protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" },
+    ],
     provider: undefined,
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
     securitySchemes: { mtls: { scheme: { $case: "mtlsSecurityScheme", value: { description: "fleet CA client certificate" } } } },
@@ -110,7 +119,12 @@ beforeAll(async () => {
   };
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
   const app = express();
+  app.use((req, _res, next) => {
+    hits.push(`${req.method} ${req.originalUrl}`);
+    next();
+  });
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
+  app.use("/rest", restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   app.use("/", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   server = createServer({ cert: serverId.cert, key: serverId.key, ca: serverId.ca, requestCert: true, rejectUnauthorized: true }, app);
   await new Promise<void>((resolve, reject) => {
@@ -118,9 +132,8 @@ beforeAll(async () => {
     server.listen(0, "127.0.0.1", () => resolve());
   });
   base = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  card.supportedInterfaces[0]!.url = `${base}/`;
-  // A named peer: the server's certificate must say CN=sdkpeer and chain to our fleet CA.
-  client = new A2AClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: "sdkpeer" }));
+  card.supportedInterfaces[0]!.url = `${base}/rest`;
+  card.supportedInterfaces[1]!.url = `${base}/`;
 });
 
 afterAll(async () => {
@@ -145,17 +158,29 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
   );
 }
 
-describe("our A2AClient against the @a2a-js/sdk server over mutual TLS", () => {
+it("getAgentCard reads the SDK server's v1.0 card", async () => {
+  const card = await new A2AClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: "sdkpeer" })).getAgentCard(base);
+  expect(card.name).toBe("sdk-echo");
+  expect(card.supportedInterfaces.map((i) => [i.url, i.protocolBinding, i.protocolVersion])).toEqual([
+    [`${base}/rest`, "HTTP+JSON", "1.0"],
+    [`${base}/`, "JSONRPC", "1.0"],
+  ]);
+  expect(card.capabilities.streaming).toBe(true);
+  expect(card.skills.map((s) => s.id)).toEqual(["echo"]);
+  expect(JSON.stringify(card.securitySchemes)).toContain("mtlsSecurityScheme");
+});
+
+/** Our client for each binding; a named peer: the server's certificate must say CN=sdkpeer and chain to our fleet CA. */
+const CLIENTS: { name: string; make(peerName: string): PeerClient }[] = [
+  { name: "A2AClient (JSON-RPC)", make: (peer) => new A2AClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: peer })) },
+  { name: "HttpJsonClient (HTTP+JSON)", make: (peer) => new HttpJsonClient(`${base}/rest`, mtlsFetch(fleet.identity("alpha"), { name: peer })) },
+];
+
+describe.each(CLIENTS)("our $name against the @a2a-js/sdk server over mutual TLS", ({ make }) => {
   let sent: Task;
   const text = `hello from a2a-node ${crypto.randomUUID()}`;
-
-  it("getAgentCard reads the SDK server's v1.0 card", async () => {
-    const card = await client.getAgentCard(base);
-    expect(card.name).toBe("sdk-echo");
-    expect(card.supportedInterfaces[0]).toMatchObject({ url: `${base}/`, protocolBinding: "JSONRPC", protocolVersion: "1.0" });
-    expect(card.capabilities.streaming).toBe(true);
-    expect(card.skills.map((s) => s.id)).toEqual(["echo"]);
-    expect(JSON.stringify(card.securitySchemes)).toContain("mtlsSecurityScheme");
+  beforeAll(() => {
+    client = make("sdkpeer");
   });
 
   it("sendMessage (blocking) returns the SDK's COMPLETED task with the echo artifact", async () => {
@@ -207,10 +232,54 @@ describe("our A2AClient against the @a2a-js/sdk server over mutual TLS", () => {
     expect((err as RemoteError).code).toBe(-32002);
   });
 
+  it("sendStreamingMessage yields the SDK's Task, then its updates, to the terminal status", async () => {
+    const streamed = `streamed ${crypto.randomUUID()}`;
+    const events = [];
+    for await (const e of client.sendStreamingMessage({ message: userMessage(streamed) })) events.push(e);
+    const first = events[0] as { task?: Task };
+    expect(first.task?.id, JSON.stringify(events)).toEqual(expect.any(String));
+    const artifact = events.find((e) => "artifactUpdate" in e) as { artifactUpdate: { artifact: { parts: { text?: string }[] } } };
+    expect(artifact.artifactUpdate.artifact.parts[0]?.text).toBe(`sdk echo: ${streamed}`);
+    expect((events.at(-1) as { statusUpdate?: { status: { state: string } } }).statusUpdate?.status.state).toBe("TASK_STATE_COMPLETED");
+  });
+
   it("refuses the SDK server when it is not the peer we expected (certificate CN)", async () => {
-    const wrong = new A2AClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: "someone-else" }));
+    const wrong = make("someone-else");
     const err = await rejection(wrong.getTask({ id: sent.id }));
     expect(err).toBeInstanceOf(PeerIdentityError);
     expect((err as PeerIdentityError).actualName).toBe("sdkpeer");
+  });
+});
+
+describe("the terminal client and an SDK agent whose card lists HTTP+JSON first", () => {
+  async function cli(...args: string[]) {
+    const io = bufferIo();
+    const code = await runCli(["--home", fleet.homes.alpha, ...args], io);
+    return { code, out: io.out(), err: io.err() };
+  }
+
+  it("send --wait and status speak HTTP+JSON to it (the SDK serves JSON-RPC too, at another path)", async () => {
+    expect((await cli("peers", "add", "sdkpeer", base)).code).toBe(0);
+    const before = executor.seen.length;
+    const from = hits.length;
+    const sent = await cli("send", "--agent", "sdkpeer", "--task", "over rest", "--wait", "--json");
+    expect(sent.code, sent.err).toBe(0);
+    const task = JSON.parse(sent.out);
+    expect(task).toMatchObject({ status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ parts: [{ text: "sdk echo: over rest" }] }] });
+    expect(executor.seen.slice(before)).toEqual(["over rest"]);
+    const status = await cli("status", "--agent", "sdkpeer", "--task-id", task.id);
+    expect(status.code, status.err).toBe(0);
+    expect(status.out).toBe(`task ${task.id} completed (peer 'sdkpeer')\nsdk echo: over rest\n`);
+    const missing = await cli("status", "--agent", "sdkpeer", "--task-id", crypto.randomUUID());
+    expect(missing.code).toBe(3);
+    expect(missing.err).toMatch(/answered error -32001/);
+    // After reading the card, every call went to the HTTP+JSON routes: none to JSON-RPC's POST /.
+    const calls = hits.slice(from).filter((h) => !h.includes("agent-card.json"));
+    const shapes = new Set(calls.map((h) => h.replace(/[0-9a-f-]{36}/g, "ID")));
+    expect(shapes.has("POST /rest/message:send")).toBe(true);
+    expect(shapes.has("GET /rest/tasks/ID")).toBe(true);
+    // send --wait follows the task with SubscribeToTask while it runs (how often it still runs when the answer
+    // comes back depends on the SDK's timing); nothing else is asked, and all of it over HTTP+JSON.
+    for (const s of shapes) expect(["POST /rest/message:send", "GET /rest/tasks/ID", "POST /rest/tasks/ID:subscribe"]).toContain(s);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * Interop, every method: the official A2A TypeScript SDK (@a2a-js/sdk 1.3.0) as a client of our compiled
- * node over mutual TLS, for each A2A v1.0 JSON-RPC operation (send, stream, get, list, cancel, subscribe,
- * push configs with a real webhook receiver, extended card), and the SDK's v0.3 compat transport against
- * the same node (no A2A-Version header: v0.3 method names).
+ * node over mutual TLS, for each A2A v1.0 operation (send, stream, get, list, cancel, subscribe, push configs
+ * with a real webhook receiver, extended card) through each of its v1.0 transports (JSON-RPC, and HTTP+JSON
+ * with its RestTransportFactory), and the SDK's v0.3 compat transport against the same node (no
+ * A2A-Version header: v0.3 method names).
  *
  * The node runs `--executor openai` against a fake model that holds only the requests whose text contains
  * "[hold]", so some tasks finish at once while others stay running until the test releases them.
@@ -11,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Message, Role, TaskState, type StreamResponse, type Task } from "@a2a-js/sdk";
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
+import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client, type TransportFactory } from "@a2a-js/sdk/client";
 import { LegacyJsonRpcTransport } from "@a2a-js/sdk/compat/v0_3/client";
 import {
   ExtendedAgentCardNotConfiguredError,
@@ -24,6 +25,7 @@ import { makeFleet, type Fleet } from "../helpers/fleet";
 import { startGatedModel, type GatedModel } from "../helpers/gated-model";
 import { Receiver, type ReceivedRequest } from "../push/receiver";
 import { verifySignature } from "../../src/push/signature";
+import { matchRoute } from "../../src/protocol/http-json-routes";
 
 let fleet: Fleet;
 let node: ServedBinary;
@@ -31,8 +33,14 @@ let model: GatedModel;
 let receiver: Receiver;
 let fetchImpl: typeof fetch;
 let client: Client;
-/** Every request the SDK made: URL, A2A-Version header, JSON-RPC method. */
+/** Every request the SDK made: URL, A2A-Version header, and the operation (JSON-RPC method, or HTTP+JSON route's). */
 const calls: { url: string; version: string | null; method?: string }[] = [];
+
+/** The operation an HTTP+JSON request asked for, read with the node's own route table. */
+function restOperation(url: string, method = "GET"): string | undefined {
+  const match = matchRoute(new URL(url).pathname);
+  return typeof match === "object" ? match.operations[method as "GET"] : undefined;
+}
 
 beforeAll(async () => {
   fleet = await makeFleet(["beta", "alpha"]);
@@ -43,20 +51,15 @@ beforeAll(async () => {
   node = await serveBinary(fleet.homes.beta, ["--executor", "openai", "--model-url", model.url, "--model", "test-model"]);
   const { cert, key, ca } = fleet.identity("alpha");
   fetchImpl = ((url: string | URL | Request, init?: RequestInit) => {
-    let method: string | undefined;
+    let method = restOperation(String(url), init?.method);
     try {
-      method = JSON.parse(String(init?.body)).method;
+      method ??= JSON.parse(String(init?.body)).method;
     } catch {
       method = undefined;
     }
     calls.push({ url: String(url), version: new Headers(init?.headers).get("a2a-version"), method });
     return fetch(url, { ...init, tls: { cert, key, ca } } as RequestInit);
   }) as typeof fetch;
-  const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl })],
-    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-  });
-  client = await factory.createFromUrl(node.url);
 });
 
 afterAll(async () => {
@@ -143,7 +146,19 @@ function expectWellFormedStream(events: StreamResponse[], final: TaskState): Tas
   return task;
 }
 
-describe("@a2a-js/sdk v1.0 client: every method against a2a-node", () => {
+const TRANSPORTS: { name: string; factory: () => TransportFactory }[] = [
+  { name: "JSONRPC", factory: () => new JsonRpcTransportFactory({ fetchImpl }) },
+  { name: "HTTP+JSON", factory: () => new RestTransportFactory({ fetchImpl }) },
+];
+
+describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method against a2a-node", ({ name, factory }) => {
+  let start = 0;
+  beforeAll(async () => {
+    start = calls.length;
+    // Given one transport, the SDK takes the card's first interface of that binding (the card lists both).
+    client = await new ClientFactory({ transports: [factory()], cardResolver: new DefaultAgentCardResolver({ fetchImpl }) }).createFromUrl(node.url);
+  });
+
   it("sendMessage (blocking) returns the COMPLETED task with the model's answer", async () => {
     const text = `blocking ${crypto.randomUUID()}`;
     const task = await send(text);
@@ -327,11 +342,14 @@ describe("@a2a-js/sdk v1.0 client: every method against a2a-node", () => {
       expect(after.configs.map((c) => c.id)).toEqual(["hook-1"]);
       expect(await rejection(client.getTaskPushNotificationConfig(configRef("hook-2")))).toBeInstanceOf(TaskNotFoundError);
 
-      // A page token the node did not issue (here one of ListTasks' kind) is the store's refusal, mapped to -32602.
-      const foreignToken = Buffer.from("2026-01-01T00:00:00.000Z|01ABC").toString("base64url");
-      const refused = (await rejection(client.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: foreignToken }))) as { code?: number; message: string };
-      expect(refused.message).toContain("pageToken is not one this node issued");
-      expect(JSON.stringify(refused)).toContain("-32602");
+      // A page token the node did not issue (here one of ListTasks' kind) is the store's refusal, mapped to
+      // -32602. (The SDK's REST client sends no pageToken for this call: JSON-RPC only.)
+      if (name === "JSONRPC") {
+        const foreignToken = Buffer.from("2026-01-01T00:00:00.000Z|01ABC").toString("base64url");
+        const refused = (await rejection(client.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: foreignToken }))) as { message: string };
+        expect(refused.message).toContain("pageToken is not one this node issued");
+        expect(JSON.stringify(refused)).toContain("-32602");
+      }
     });
 
     it("the receiver gets the task's events POSTed as application/a2a+json with the token", async () => {
@@ -368,7 +386,8 @@ describe("@a2a-js/sdk v1.0 client: every method against a2a-node", () => {
       expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
       const mine = (rs: ReceivedRequest[]) => rs.filter((r) => r.path === "/at-send" && r.body.includes(task.id));
       let got: ReceivedRequest[] = [];
-      for (let n = receiver.requests.length + 1; !got.some((r) => r.body.includes("TASK_STATE_COMPLETED")); n++) got = mine(await receiver.received(n));
+      // From what has arrived already: every delivery may be in before the blocking call returns.
+      for (let n = receiver.requests.length; !got.some((r) => r.body.includes("TASK_STATE_COMPLETED")); n++) got = mine(await receiver.received(n));
       const states = got.map((r) => JSON.parse(r.body).statusUpdate?.status?.state).filter(Boolean);
       expect(states[0]).toBe("TASK_STATE_WORKING"); // registered before the task started: it heard the start too
       expect(states.at(-1)).toBe("TASK_STATE_COMPLETED");
@@ -406,8 +425,9 @@ describe("@a2a-js/sdk v1.0 client: every method against a2a-node", () => {
     expect((err as Error).message).toMatch(/extended/i);
   });
 
-  it("every call it made named A2A-Version 1.0", () => {
-    const rpcCalls = calls.filter((c) => c.method !== undefined);
+  it(`every call it made went over ${name} and named A2A-Version 1.0`, () => {
+    const rpcCalls = calls.slice(start).filter((c) => c.method !== undefined);
+    for (const c of rpcCalls) expect(new URL(c.url).pathname === "/", c.url).toBe(name === "JSONRPC");
     expect(new Set(rpcCalls.map((c) => c.method))).toEqual(
       new Set([
         "SendMessage",

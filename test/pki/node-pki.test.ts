@@ -36,9 +36,10 @@ describe("initPki", () => {
     expect(mode(paths.nodeKey)).toBe(0o600);
     expect(mode(paths.caCert)).toBe(0o644);
     expect(mode(paths.nodeCert)).toBe(0o644);
+    expect(mode(paths.caRegistry)).toBe(0o600);
     expect(mode(paths.secretsDir)).toBe(0o700);
     expect(mode(paths.certsDir)).toBe(0o700);
-    expect(listFiles(paths.root)).toEqual(["certs/ca.crt", "certs/node.crt", "secrets/ca.key", "secrets/node.key"]);
+    expect(listFiles(paths.root)).toEqual(["certs/ca.crt", "certs/node.crt", "secrets/ca-registry.db", "secrets/ca.key", "secrets/node.key"]);
   });
 
   it("skips a hostname that is not a valid DNS name", async () => {
@@ -55,7 +56,7 @@ describe("initPki", () => {
     expect(err.message).toBe(`refusing to overwrite ${paths.nodeKey}: it already exists`);
     expect(err.hint).toBe("use another --home, or remove the file yourself if you really mean to replace this node's identity");
     for (const [p, content] of Object.entries(before)) expect(readFileSync(p, "utf8")).toBe(content);
-    expect(listFiles(paths.root)).toEqual(["certs/ca.crt", "certs/node.crt", "secrets/ca.key", "secrets/node.key"]);
+    expect(listFiles(paths.root)).toEqual(["certs/ca.crt", "certs/node.crt", "secrets/ca-registry.db", "secrets/ca.key", "secrets/node.key"]);
   });
 
   it("refuses a lone node certificate too (CERT_EXISTS)", async () => {

@@ -47,12 +47,17 @@ describe("JsonRpcTransport", () => {
   it("answers a notification (no id member) with nothing at all, still doing what it asks; an id of null is a request", async () => {
     const text = `notified ${crypto.randomUUID()}`;
     const sent = await transport.handle(JSON.stringify({ jsonrpc: "2.0", method: "SendMessage", params: { message: message({ parts: [{ text }] }) } }), "1.0", ctx);
-    expect(sent).toEqual({ kind: "none" });
+    expect(sent).toEqual({ kind: "none", method: "SendMessage" });
     const listed = await call(req("ListTasks", {}));
     const task = listed.result.tasks.find((t: { history?: { parts: { text?: string }[] }[] }) => t.history?.[0]?.parts[0]?.text === text);
     expect(task).toBeDefined();
-    for (const bad of [{ jsonrpc: "2.0", method: "NoSuchMethod" }, { jsonrpc: "2.0", method: "GetTask", params: { id: "nope" } }, { jsonrpc: "2.0", method: "SendMessage", params: 5 }])
-      expect(await transport.handle(JSON.stringify(bad), "1.0", ctx)).toEqual({ kind: "none" });
+    // Nothing is answered; what happened is still told to the transport's caller (for the metrics).
+    const outcomes = [
+      [{ jsonrpc: "2.0", method: "NoSuchMethod" }, { kind: "none" }],
+      [{ jsonrpc: "2.0", method: "GetTask", params: { id: "nope" } }, { kind: "none", method: "GetTask", error: -32001 }],
+      [{ jsonrpc: "2.0", method: "SendMessage", params: 5 }, { kind: "none", method: "SendMessage", error: -32602 }],
+    ] as const;
+    for (const [bad, outcome] of outcomes) expect(await transport.handle(JSON.stringify(bad), "1.0", ctx)).toStrictEqual(outcome);
     expectError(await call({ jsonrpc: "2.0", id: null, method: "NoSuchMethod" }), -32601, null);
   });
 

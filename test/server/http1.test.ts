@@ -1235,3 +1235,47 @@ describe("a client that pipelines requests without reading the answers", () => {
     expect(seen).toEqual(Array.from({ length: count }, (_, i) => `/r${i}`));
   });
 });
+
+describe("a connection the node closes while the client still sends (found by npm run fuzz, seed 1)", () => {
+  it("is let go once the client leaves, although reading had paused for backpressure: its FIN is not hidden behind unread data", async () => {
+    const server = await startServer();
+    const c = await client(server.port);
+    // One write: a request that asks to close, then 2 MiB of pipelined requests the node will never answer.
+    const flood = Array.from({ length: 60_000 }, () => "GET /health HTTP/1.1\r\nHost: t\r\n\r\n").join("");
+    c.socket.write(`GET /first HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n${flood}`);
+    const r = await c.response();
+    expect(r.status).toBe(200);
+    expect(r.headers.connection).toBe("close");
+    expect(server.requests.map((q) => q.target)).toEqual(["/first"]);
+    const serverSide = server.sockets[0] as Socket;
+    const released = closeOf(serverSide);
+    c.socket.destroy(); // the client leaves with most of its flood unread by the node
+    await released;
+    expect(serverSide.destroyed).toBe(true);
+  });
+
+  it("cuts a client that neither reads its last answer nor closes, after the linger time", async () => {
+    const server = await startServer({ lingerMs: 200 });
+    const raw = connect(server.port, "127.0.0.1");
+    clients.push(raw);
+    raw.on("error", () => {});
+    await once(raw, "connect");
+    raw.pause(); // never reads, never closes
+    raw.write("GET /bye HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    await server.handled(1);
+    const serverSide = server.sockets[0] as Socket;
+    await closeOf(serverSide);
+    expect(serverSide.destroyed).toBe(true);
+    expect(raw.destroyed).toBe(false); // the client kept its side; the node did not wait for it
+  });
+
+  it("still delivers the answer whole when the client reads and closes in time", async () => {
+    const server = await startServer({ lingerMs: 10_000 });
+    const c = await client(server.port);
+    c.socket.write(`POST /big HTTP/1.1\r\nHost: t\r\nContent-Length: 5000\r\n\r\n${"x".repeat(5000)}`);
+    const r = await c.response();
+    expect(r.status).toBe(413);
+    await c.untilClosed();
+    expect(c.ended).toBe(true);
+  });
+});

@@ -12,6 +12,9 @@ import { tooLargeResponse } from "../../src/server/request-router";
 import type { CallerIdentity } from "../../src/protocol/caller";
 import { craftCert, craftIntermediateLeaf } from "../helpers/crafted-certs";
 import type { x509 } from "../../pki/x509";
+import { X509Certificate } from "node:crypto";
+import { connect } from "node:tls";
+import { once } from "node:events";
 
 let ca: CertAndKey;
 let server: CertAndKey;
@@ -235,6 +238,139 @@ describe("only leaves signed by the fleet CA itself are fleet members", () => {
       );
     } finally {
       await impostor.close();
+    }
+  });
+});
+
+describe("certificates refused for their dates, their purpose, or revocation", () => {
+  const DAY = 86_400_000;
+  const revokedSerials = new Map<string, Date>();
+  const lookup = (serial: string) => revokedSerials.get(serial);
+  let guarded: Listener;
+  const why: string[] = [];
+  const serialOf = (pem: string) => new X509Certificate(pem).serialNumber.replace(/^0+/, "");
+
+  beforeAll(async () => {
+    guarded = await listenMtls({
+      host: "127.0.0.1",
+      port: 0,
+      cert: server.certPem,
+      key: server.keyPem,
+      ca: ca.certPem,
+      maxBodyBytes: 1024,
+      tooLarge: tooLargeResponse,
+      revoked: lookup,
+      onRequest: async (_req, caller) => ({ status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify(caller) }),
+      onHandshakeError: (err) => why.push(err.message),
+    });
+  });
+  afterAll(async () => {
+    await guarded?.close();
+  });
+
+  async function callGuarded(who: CertAndKey): Promise<{ status?: number; code?: string }> {
+    try {
+      const res = await fetch(`${guarded.url}/`, { tls: { cert: who.certPem, key: who.keyPem, ca: ca.certPem } } as RequestInit);
+      await res.arrayBuffer();
+      return { status: res.status };
+    } catch (err) {
+      return { code: (err as { code?: string }).code };
+    }
+  }
+
+  it.each([
+    ["an expired certificate", { notBefore: new Date(Date.now() - 10 * DAY), notAfter: new Date(Date.now() - DAY) }, /^certificate has expired$/],
+    ["a not-yet-valid certificate", { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 10 * DAY) }, /^certificate is not yet valid$/],
+    ["a code-signing certificate", { eku: ["1.3.6.1.5.5.7.3.3"] }, /^unsupported certificate purpose$/],
+    ["a server-only certificate", { eku: ["1.3.6.1.5.5.7.3.1"] }, /^unsupported certificate purpose$/],
+    [
+      "a certificate with no extended key usage (TLS takes it for any purpose)",
+      { eku: [] },
+      /^client certificate refused: its certificate is not for TLS client and server both \(extended key usage: none\)$/,
+    ],
+  ])("the server refuses %s, saying why", async (_what, opts, reason) => {
+    const c = await craftCert(ca, { subject: [{ CN: ["alice"] }], ...opts });
+    const n = why.length;
+    const r = await callGuarded(c);
+    expect(r.status).toBeUndefined();
+    expect(why.slice(n)).toEqual([expect.stringMatching(reason)]);
+  });
+
+  it("refuses a revoked certificate at the next connection, and ends the connections it already has", async () => {
+    const bob = await issueLeaf({ ca, name: "bob", sans: [] });
+    expect((await callGuarded(bob)).status).toBe(200);
+
+    // A keep-alive connection made before the revocation.
+    const socket = connect({ host: "127.0.0.1", port: new URL(guarded.url).port as unknown as number, cert: bob.certPem, key: bob.keyPem, ca: ca.certPem, servername: "server" });
+    await once(socket, "secureConnect");
+    socket.write("GET / HTTP/1.1\r\nHost: server\r\n\r\n");
+    const [first] = await once(socket, "data");
+    expect(String(first)).toMatch(/^HTTP\/1\.1 200/);
+    const closed = once(socket, "close");
+
+    revokedSerials.set(serialOf(bob.certPem), new Date("2030-01-01T00:00:00Z"));
+    const n = why.length;
+    // Ours, and the one fetch keeps alive from the first call: both are bob's.
+    const dropped = guarded.dropRevoked?.() ?? 0;
+    expect(dropped).toBeGreaterThanOrEqual(1);
+    await closed;
+    expect(why.slice(n)).toEqual(Array(dropped).fill(`closed an open connection: its certificate (serial ${serialOf(bob.certPem)}) was revoked on 2030-01-01T00:00:00.000Z`));
+    expect(guarded.dropRevoked?.()).toBe(0);
+
+    const again = await callGuarded(bob);
+    expect(again.status).toBeUndefined();
+    expect(why.slice(n + dropped)).toEqual([`client certificate refused: its certificate (serial ${serialOf(bob.certPem)}) was revoked on 2030-01-01T00:00:00.000Z`]);
+    expect((await callGuarded(alice)).status).toBe(200);
+  });
+
+  it("a client refuses a server whose certificate is revoked, before sending it anything", async () => {
+    const asked: string[] = [];
+    const revokedServer = await issueLeaf({ ca, name: "server", sans: ["127.0.0.1"] });
+    const l = await listenMtls({
+      host: "127.0.0.1",
+      port: 0,
+      cert: revokedServer.certPem,
+      key: revokedServer.keyPem,
+      ca: ca.certPem,
+      maxBodyBytes: 1024,
+      tooLarge: tooLargeResponse,
+      onRequest: async (req) => {
+        asked.push(req.target);
+        return { status: 200, body: "served" };
+      },
+    });
+    try {
+      const tls = { cert: alice.certPem, key: alice.keyPem, ca: ca.certPem };
+      const list = new Map([[serialOf(revokedServer.certPem), new Date("2030-01-01T00:00:00Z")]]);
+      const err = await mtlsFetch(tls, { name: "server" }, (s) => list.get(s))(`${l.url}/secret`, {}).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(PeerIdentityError);
+      expect((err as Error).message).toBe(
+        `the server's certificate is not a fleet member's: its certificate (serial ${serialOf(revokedServer.certPem)}) was revoked on 2030-01-01T00:00:00.000Z`,
+      );
+      expect(asked).toEqual([]);
+      // Without that list, the same server is talked to.
+      expect((await mtlsFetch(tls, { name: "server" })(`${l.url}/ok`, {})).status).toBe(200);
+    } finally {
+      await l.close();
+    }
+  });
+
+  it("a client refuses a server whose certificate is server-only or has no EKU", async () => {
+    for (const eku of [["1.3.6.1.5.5.7.3.1"], []]) {
+      const c = await craftCert(ca, { subject: [{ CN: ["server"] }], eku });
+      const l = await listenMtls({ host: "127.0.0.1", port: 0, cert: c.certPem, key: c.keyPem, ca: ca.certPem, maxBodyBytes: 1024, tooLarge: tooLargeResponse, onRequest: async () => ({ status: 200 }) });
+      try {
+        const err = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name: "server" })(`${l.url}/`, {}).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect((err as Error).message).toMatch(/^the server's certificate is not a fleet member's: its certificate is not for TLS client and server both/);
+      } finally {
+        await l.close();
+      }
     }
   });
 });

@@ -68,7 +68,7 @@ async function outcomes(names: string[], writes: Promise<void>[]) {
 }
 
 function expectLogged(task: string, reason: RegExp) {
-  const line = log.split("\n").find((l) => l.includes(`task=${task}`));
+  const line = log.split("\n").find((l) => l.includes(`task_id=${task}`));
   expect(line, log).toBeDefined();
   expect(line).toMatch(/ error could not store a task's writes/);
   expect(line).toMatch(reason);

@@ -112,7 +112,7 @@ describe("a task whose outcome cannot be stored", () => {
         expect(stored.artifacts?.[0]?.parts[0]).toEqual({ text: `echo: ${texts[i]}` });
       }
     }
-    expect(log).toMatch(/could not store a task's writes; its callers get an error task=\S+ reason="injected disk error"/);
+    expect(log).toMatch(/could not store a task's writes; its callers get an error task_id=\S+ reason="injected disk error"/);
     expect(log).not.toMatch(/noted/); // ids and reasons only, never what the tasks hold
   });
 

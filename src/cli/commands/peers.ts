@@ -1,113 +1,137 @@
 import { PeerExistsError } from "../../store/sqlite-peer-registry";
-import type { Command } from "../command";
-import { openPeers } from "../client-session";
+import type { Command, CommandContext } from "../command";
+import { peerName, peerUrl } from "../peer-input";
+import { loadClientIdentity, openPeers } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
+import { fetchPeerFacts } from "../peer-facts";
+import { PEERS_FLAGS } from "./peers-flags";
+import { discoverPeer, pingPeer } from "./peers-remote";
 
-const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/i;
 const FINGERPRINT = /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/i;
 
-const addFlags = {
-  fingerprint: { type: "string", value: "SHA256" },
-  replace: { type: "boolean" },
-} as const;
-const listFlags = { json: { type: "boolean" } } as const;
-const removeFlags = {} as const;
 
 export const peersCommand: Command = {
   name: "peers",
-  summary: "manage known peers: add, list, remove",
-  help: `Manage the peers this node knows: a name (the CN on the peer's certificate), the URL it serves at,
-and optionally a pinned certificate fingerprint. Kept in HOME/a2a-node.db.
+  summary: "manage known peers: add, list, remove, discover, ping",
+  help: `Manage the peers this node knows: a name (the CN on the peer's certificate, lower case as init-pki issues
+it), the URL it serves at, and optionally a pinned certificate fingerprint. Kept in HOME/a2a-node.db.
 
 USAGE
-  a2a-node peers add NAME URL [--fingerprint SHA256] [--replace]
+  a2a-node peers add NAME URL [--pin | --fingerprint SHA256] [--replace] [--json]
+  a2a-node peers discover URL [--yes] [--json]
+  a2a-node peers ping NAME|URL [--json]
   a2a-node peers list [--json]
-  a2a-node peers remove NAME
+  a2a-node peers remove NAME [--json]
+
+SUBCOMMANDS
+  add        register NAME at URL. NAME is lower-cased (certificates carry lower-case names); a URL without a
+             port means the node default 9443 (not HTTPS's 443), and a bare HOST[:PORT] means https://;
+             both are said when filled in. --pin connects first: the node there must hold a fleet
+             certificate for NAME, and its fingerprint is pinned
+  discover   connect to URL, show the node's name, version, skills and certificate fingerprint, then pin it
+             (adding the peer, or updating the peer of that name). Asks first on a terminal; without one,
+             pass --yes
+  ping       read a peer's agent card: how long it takes (the first request includes the TLS handshake)
+             and the version it runs
+  list       the known peers
+  remove     forget a peer
 
 FLAGS
-  --fingerprint SHA256   pin the peer's certificate (AA:BB:... as 'a2a-node pki show' prints it)
-  --replace              overwrite an existing peer of that name
-  --json                 list as a JSON array on one line
+  --pin                  (add) fetch the peer's certificate and pin its fingerprint
+  --fingerprint SHA256   (add) pin this fingerprint (AA:BB:... as 'a2a-node pki show' prints it on the peer)
+  --replace              (add) overwrite an existing peer of that name
+  --yes                  (discover) pin without asking
+  --json                 one JSON value on one line on stdout
 
 EXAMPLES
-  a2a-node peers add beta https://10.0.0.7:9443
+  a2a-node peers add beta https://10.0.0.7:9443 --pin
+  a2a-node peers discover https://10.0.0.7:9443
+  a2a-node peers ping beta
   a2a-node peers list --json
   a2a-node peers remove beta
 
 EXIT CODES
-  0 success   1 failure (peer exists)   2 usage error   3 no such peer
+  0 success   1 failure (peer exists; not confirmed)   2 usage error (bad name or URL; discover without a
+  terminal and without --yes)   3 no such peer   4 cannot connect (nothing listens, not TLS, unknown host)
+  8 refused (TLS handshake, a certificate from outside the fleet, another node's name, a pin that differs)
 `,
   flags: {},
-  subcommands: { add: addFlags, list: listFlags, remove: removeFlags },
-  async run(argv, { io, home }) {
+  subcommands: PEERS_FLAGS,
+  async run(argv, ctx) {
     const [sub, ...args] = argv;
     switch (sub) {
-      case "add": {
-        const { flags, positionals } = parseFlags(args, addFlags);
-        const [name, url, ...extra] = positionals;
-        if (!name || !url || extra.length) throw new UsageError("peers add needs NAME and URL");
-        if (!NAME.test(name)) throw new UsageError(`'${name}' is not a valid peer name (letters, digits and '-', as in the certificate CN)`);
-        let parsed: URL;
-        try {
-          parsed = new URL(url);
-        } catch {
-          throw new UsageError(`'${url}' is not a URL (expected https://HOST:PORT)`);
-        }
-        if (parsed.protocol !== "https:") throw new UsageError(`peer URL must be https:// (mutual TLS); got '${url}'`);
-        if (flags.fingerprint && !FINGERPRINT.test(flags.fingerprint))
-          throw new UsageError("--fingerprint must be a SHA-256 fingerprint like AB:CD:... (32 bytes)");
-        const { peers, close } = openPeers(home);
-        try {
-          const peer = peers.add(
-            { name, url: parsed.toString().replace(/\/$/, ""), fingerprint: flags.fingerprint?.toUpperCase() },
-            { replace: flags.replace },
-          );
-          io.stdout.write(`added peer ${peer.name} at ${peer.url}${peer.fingerprint ? ` (pinned ${peer.fingerprint})` : ""}\n`);
-        } catch (err) {
-          if (err instanceof PeerExistsError)
-            throw new CliError(err.message, ExitCode.Failure, `pass --replace to point '${name}' at ${url}`);
-          throw err;
-        } finally {
-          close();
-        }
-        return 0;
-      }
-      case "list": {
-        const { flags, positionals } = parseFlags(args, listFlags);
-        if (positionals.length) throw new UsageError(`peers list takes no arguments (got '${positionals[0]}')`);
-        const { peers, close } = openPeers(home);
-        try {
-          const all = peers.list();
-          if (flags.json) io.stdout.write(`${JSON.stringify(all)}\n`);
-          else if (all.length === 0) io.stdout.write("no peers yet: add one with 'a2a-node peers add NAME URL'\n");
-          else {
-            const w = Math.max(4, ...all.map((p) => p.name.length));
-            io.stdout.write(`${"NAME".padEnd(w)}  URL\n`);
-            for (const p of all) io.stdout.write(`${p.name.padEnd(w)}  ${p.url}${p.fingerprint ? `  pinned ${p.fingerprint}` : ""}\n`);
-          }
-        } finally {
-          close();
-        }
-        return 0;
-      }
-      case "remove": {
-        const { positionals } = parseFlags(args, removeFlags);
-        if (positionals.length !== 1) throw new UsageError("peers remove needs exactly one NAME");
-        const { peers, close } = openPeers(home);
-        try {
-          if (!peers.remove(positionals[0]))
-            throw new CliError(`no peer named '${positionals[0]}'`, ExitCode.NotFound, "see 'a2a-node peers list'");
-          io.stdout.write(`removed peer ${positionals[0]}\n`);
-        } finally {
-          close();
-        }
-        return 0;
-      }
+      case "add":
+        return addPeer(args, ctx);
+      case "discover":
+        return discoverPeer(args, ctx);
+      case "ping":
+        return pingPeer(args, ctx);
+      case "list":
+        return listPeers(args, ctx);
+      case "remove":
+        return removePeer(args, ctx);
       case undefined:
-        throw new UsageError("peers needs a subcommand: add, list or remove");
+        throw new UsageError("peers needs a subcommand: add, list, remove, discover or ping");
       default:
-        throw new UsageError(`unknown peers subcommand '${sub}' (add, list, remove)`);
+        throw new UsageError(`unknown peers subcommand '${sub}' (add, list, remove, discover, ping)`);
     }
   },
 };
+
+async function addPeer(args: string[], ctx: CommandContext): Promise<number> {
+  const { flags, positionals } = parseFlags(args, PEERS_FLAGS.add);
+  const [typedName, typedUrl, ...extra] = positionals;
+  if (!typedName || !typedUrl || extra.length) throw new UsageError("peers add needs NAME and URL");
+  if (flags.pin && flags.fingerprint) throw new UsageError("--pin and --fingerprint do not go together (--pin reads the fingerprint from the peer)");
+  if (flags.fingerprint && !FINGERPRINT.test(flags.fingerprint)) throw new UsageError("--fingerprint must be a SHA-256 fingerprint like AB:CD:... (32 bytes)");
+  const name = peerName(typedName, ctx);
+  const url = peerUrl(typedUrl, ctx);
+  let fingerprint = flags.fingerprint?.toUpperCase();
+  if (flags.pin) fingerprint = (await fetchPeerFacts(await loadClientIdentity(ctx.home), url, name)).certificate.fingerprint;
+  const { peers, close } = openPeers(ctx.home);
+  try {
+    const peer = peers.add({ name, url, fingerprint }, { replace: flags.replace });
+    ctx.io.stdout.write(flags.json ? `${JSON.stringify(peer)}\n` : `added peer ${peer.name} at ${peer.url}${peer.fingerprint ? ` (pinned ${peer.fingerprint})` : ""}\n`);
+  } catch (err) {
+    if (err instanceof PeerExistsError) throw new CliError(err.message, ExitCode.Failure, `pass --replace to point '${name}' at ${url}`);
+    throw err;
+  } finally {
+    close();
+  }
+  return ExitCode.Ok;
+}
+
+async function listPeers(args: string[], { io, home }: CommandContext): Promise<number> {
+  const { flags, positionals } = parseFlags(args, PEERS_FLAGS.list);
+  if (positionals.length) throw new UsageError(`peers list takes no arguments (got '${positionals[0]}')`);
+  const { peers, close } = openPeers(home);
+  try {
+    const all = peers.list();
+    if (flags.json) io.stdout.write(`${JSON.stringify(all)}\n`);
+    else if (all.length === 0) io.stdout.write("no peers yet: add one with 'a2a-node peers add NAME URL'\n");
+    else {
+      const w = Math.max(4, ...all.map((p) => p.name.length));
+      io.stdout.write(`${"NAME".padEnd(w)}  URL\n`);
+      for (const p of all) io.stdout.write(`${p.name.padEnd(w)}  ${p.url}${p.fingerprint ? `  pinned ${p.fingerprint}` : ""}\n`);
+    }
+  } finally {
+    close();
+  }
+  return ExitCode.Ok;
+}
+
+async function removePeer(args: string[], { io, home }: CommandContext): Promise<number> {
+  const { flags, positionals } = parseFlags(args, PEERS_FLAGS.remove);
+  if (positionals.length !== 1) throw new UsageError("peers remove needs exactly one NAME");
+  const { peers, close } = openPeers(home);
+  try {
+    const typed = positionals[0];
+    const name = peers.get(typed) ? typed : typed.toLowerCase();
+    if (!peers.remove(name)) throw new CliError(`no peer named '${typed}'`, ExitCode.NotFound, "see 'a2a-node peers list'");
+    io.stdout.write(flags.json ? `${JSON.stringify({ removed: name })}\n` : `removed peer ${name}\n`);
+  } finally {
+    close();
+  }
+  return ExitCode.Ok;
+}

@@ -1,16 +1,19 @@
+import { RemoteError } from "../../client/a2a-client";
 import type { Message, Task } from "../../protocol/types";
-import { isSettled } from "../../protocol/types";
 import { newId } from "../../tasks/clock";
+import { readAttachments, readTaskText } from "../attachments";
 import type { Command } from "../command";
-import { openClientSession } from "../client-session";
+import { openClientSession, type ClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
-import { accumulate } from "../../tasks/artifacts";
-import { answerHint, artifactsText, exitCodeFor, shortState, statusLine } from "../render-task";
+import { shortState } from "../render-task";
+import { streamTask } from "../stream-task";
+import { DEFAULT_WAIT_SECONDS, waitAndReport, type WaitReport } from "../wait-report";
 
 const flags = {
   agent: { type: "string", value: "NAME|URL" },
   task: { type: "string", value: "TEXT" },
+  file: { type: "list", value: "PATH" },
   "task-id": { type: "string", value: "ID" },
   "context-id": { type: "string", value: "ID" },
   skill: { type: "string", value: "ID" },
@@ -20,65 +23,77 @@ const flags = {
   json: { type: "boolean" },
 } as const;
 
-export const DEFAULT_WAIT_SECONDS = 600;
-
 export const sendCommand: Command = {
   name: "send",
   summary: "delegate a task to a peer (and optionally wait for its result)",
   help: `Delegate a task to a peer over mutual TLS. The peer commits the task before it answers, so the task id
-printed here stays valid whatever happens to this connection; check on it later with 'a2a-node status'.
+stays valid whatever happens to this connection: with --wait or --stream it is printed on stderr as soon as the
+peer accepts the task, and 'a2a-node status --task-id ID --wait' picks the wait up again.
 
 USAGE
-  a2a-node send --agent NAME|URL --task TEXT [--wait [--timeout S]] [--json]
+  a2a-node send --agent NAME|URL --task TEXT [--file PATH]... [--wait|--stream [--timeout S]] [--json]
   a2a-node send --agent NAME|URL --task-id ID --task TEXT [--wait]      # answer a task that asked for input
 
 FLAGS
   --agent NAME|URL   a peer from 'a2a-node peers list' (its certificate must be for NAME), or an https URL
-  --task TEXT        what to do, in plain text ('-' reads it from standard input)
+                     (without a port: 9443, the node's default)
+  --task TEXT        what to do, in plain text; '-' reads it from standard input
+  --file PATH        attach a file (repeatable): sent as an A2A file part, its media type guessed from its
+                     name (or its bytes). The peer's body limit (max_body, 1 MiB by default) counts the
+                     files in base64, a third larger than on disk
   --task-id ID       continue this task (one waiting for input) instead of starting a new one
   --context-id ID    start the task in an existing conversation
   --skill ID         ask for one of the peer's skills (its card lists them); sent as message.metadata.skill
-  --wait             wait until the task completes, fails, or asks for input
+  --wait             wait until the task completes, fails, is canceled, or asks for input
   --stream           like --wait, but print the answer as it is produced (tokens as they come) and the
                      agent's progress on stderr; with --json, one JSON stream item per line
-  --timeout S        with --wait: stop waiting after S seconds (default ${DEFAULT_WAIT_SECONDS}); the task keeps running
+  --timeout S        with --wait/--stream: stop waiting after S seconds (default ${DEFAULT_WAIT_SECONDS}); the task keeps running
   --json             print the Task (A2A v1.0 JSON) on one line on stdout, nothing else
 
 OUTPUT
   without --wait: "ID<TAB>STATE" on stdout
-  with --wait: the result (the artifacts' text) on stdout and a status line on stderr
+  with --wait: "task ID accepted by ..." on stderr at once, the result (the artifacts' text) on stdout and
+  a status line on stderr at the end. On a terminal, a progress line on stderr shows the state, the time
+  waited and the agent's last status message meanwhile; piped or with --json, output stays plain.
+  Ctrl-C stops waiting (the task goes on) and says how to follow it up.
 
 EXAMPLES
   a2a-node send --agent beta --task "list the open ports on this host" --wait
   a2a-node send --agent beta --task "write a haiku about TLS" --stream
+  a2a-node send --agent beta --task "summarise these notes" --file notes.md --file chart.png --wait
   a2a-node send --agent https://10.0.0.7:9443 --task "hello" --json
-  echo "long prompt" | a2a-node send --agent beta --task - --wait --json | jq -r '.artifacts[0].parts[0].text'
+  git diff | a2a-node send --agent beta --task - --wait --json | jq -r '.artifacts[0].parts[0].text'
 
 EXIT CODES
-  0 sent (with --wait: completed)   1 the task failed, was rejected or canceled, or the peer answered an error
-  2 usage error   3 unknown peer or task   4 peer unreachable or refused our certificate
-  5 --timeout reached (the task goes on)   6 the task waits for input (answer it with --task-id)
+  0 sent (with --wait/--stream: completed)   1 the task failed or was rejected, or the peer answered an error
+  2 usage error (bad flags, a missing file, empty input)   3 unknown peer or task
+  4 cannot connect (nothing listens, not TLS, unknown host)   5 --timeout reached (the task goes on)
+  6 the task waits for input (answer it with --task-id)   7 the task was canceled
+  8 refused (TLS handshake, a certificate, the peer's name or pin)   130 Ctrl-C while waiting (the task goes on)
 `,
   flags,
   async run(argv, { io, home }) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}' (quote the task text and pass it with --task)`);
     if (!f.agent) throw new UsageError("--agent is required (a peer name or an https URL)");
-    if (f.task === undefined) throw new UsageError("--task is required (the text to delegate)");
-    const text = f.task === "-" ? await Bun.stdin.text() : f.task;
-    if (text.trim() === "") throw new UsageError("--task is empty");
+    if (f.task === undefined) throw new UsageError("--task is required (the text to delegate; '-' reads standard input)");
+    if (f.wait && f.stream) throw new UsageError("--wait and --stream do not go together (--stream waits too)");
     const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
     if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
+    const files = await readAttachments(f.file);
+    const text = await readTaskText(f.task, io);
 
     const session = await openClientSession(home, f.agent);
-    const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }] };
+    const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }, ...files] };
     if (f["task-id"]) message.taskId = f["task-id"];
     if (f["context-id"]) message.contextId = f["context-id"];
     if (f.skill) message.metadata = { skill: f.skill };
-    if (f.stream) return streamTask(session, message, timeoutS, f.json, f.agent, io);
+    const report: WaitReport = { io, session, agent: session.target.peer?.name ?? f.agent, json: f.json, timeoutS, printResult: !f.stream };
+    const tooLarge = (err: unknown) => (files.length ? explainTooLarge(err, session) : undefined);
+    if (f.stream) return streamTask(report, message, tooLarge);
 
-    // Receipt first: the peer commits the task and answers at once; then we wait by asking, so a slow model
-    // or a cut connection never costs the task.
+    // Receipt first: the peer commits the task and answers at once; then we wait, so a slow model or a cut
+    // connection never costs the task.
     let task: Task;
     try {
       const result = await session.client.sendMessage({ message, configuration: { returnImmediately: true } });
@@ -88,113 +103,25 @@ EXIT CODES
       }
       task = result.task;
     } catch (err) {
+      const large = tooLarge(err);
+      if (large) throw large;
       return session.fail(err);
     }
-    if (f.wait) task = await waitForTask(session, task, timeoutS * 1000, io.stopSignal);
-
-    if (f.json) io.stdout.write(`${JSON.stringify(task)}\n`);
-    else if (!f.wait) io.stdout.write(`${task.id}\t${shortState(task.status.state)}\n`);
-    else {
-      const out = artifactsText(task);
-      if (out) io.stdout.write(out.endsWith("\n") ? out : `${out}\n`);
-      io.stderr.write(`${statusLine(task, session.target.label)}\n`);
-      const hint = answerHint(task, f.agent);
-      if (hint) io.stderr.write(`${hint}\n`);
+    if (!f.wait) {
+      io.stdout.write(f.json ? `${JSON.stringify(task)}\n` : `${task.id}\t${shortState(task.status.state)}\n`);
+      return ExitCode.Ok;
     }
-    if (f.wait && !isSettled(task.status.state))
-      throw new CliError(
-        `gave up waiting after ${timeoutS}s; task ${task.id} is still ${shortState(task.status.state)}`,
-        ExitCode.Timeout,
-        `check later with 'a2a-node status --agent ${f.agent} --task-id ${task.id}'`,
-      );
-    return f.wait ? exitCodeFor(task) : ExitCode.Ok;
+    if (!f.json) io.stderr.write(`task ${task.id} accepted by ${session.target.label}\n`);
+    return waitAndReport(report, task);
   },
 };
 
-/**
- * Polls GetTask until the task settles or the deadline passes, starting fast (most delegated tasks to a
- * local model take seconds) and backing off to once a second.
- */
-async function waitForTask(
-  session: Awaited<ReturnType<typeof openClientSession>>,
-  task: Task,
-  timeoutMs: number,
-  stop?: AbortSignal,
-): Promise<Task> {
-  const deadline = Date.now() + timeoutMs;
-  let delay = 20;
-  let current = task;
-  while (!isSettled(current.status.state) && Date.now() < deadline && !stop?.aborted) {
-    await Bun.sleep(Math.min(delay, Math.max(0, deadline - Date.now())));
-    delay = Math.min(delay * 2, 1000);
-    try {
-      current = await session.client.getTask({ id: task.id });
-    } catch (err) {
-      return session.fail(err);
-    }
-  }
-  return current;
-}
-
-/**
- * --stream: SendStreamingMessage, printing artifact text as it arrives (stdout) and progress (stderr). The
- * task id is known from the first item, so a cut stream or --timeout still leaves the next step.
- */
-async function streamTask(
-  session: Awaited<ReturnType<typeof openClientSession>>,
-  message: Message,
-  timeoutS: number,
-  json: boolean,
-  agent: string,
-  io: import("../io").Io,
-): Promise<number> {
-  const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(new Error("timeout")), timeoutS * 1000);
-  let task: Task | undefined;
-  let printedNewline = true;
-  /** Each artifact's text as printed so far. */
-  const shown = new Map<string, string>();
-  try {
-    for await (const item of session.client.sendStreamingMessage({ message }, abort.signal)) {
-      if (json) io.stdout.write(`${JSON.stringify(item)}\n`);
-      if ("task" in item) task = item.task;
-      else if ("message" in item) {
-        if (!json) io.stdout.write(`${item.message.parts.map((p) => p.text ?? "").join("")}\n`);
-        return ExitCode.Ok;
-      } else if ("artifactUpdate" in item) {
-        const { artifact, append } = item.artifactUpdate;
-        const t = artifact.parts.map((p) => p.text ?? "").join("");
-        const before = shown.get(artifact.artifactId);
-        // A replacement of text already shown (an agent's final answer after streamed narration) prints only
-        // what the reader has not seen yet.
-        const fresh = append || before === undefined ? t : before.endsWith(t) ? "" : t.startsWith(before) ? t.slice(before.length) : `\n${t}`;
-        shown.set(artifact.artifactId, append ? (before ?? "") + t : t);
-        if (!json && fresh) {
-          io.stdout.write(fresh);
-          printedNewline = fresh.endsWith("\n");
-        }
-        if (task) task.artifacts = accumulate(task.artifacts ?? [], artifact, append === true);
-      } else if ("statusUpdate" in item) {
-        if (task) task.status = item.statusUpdate.status;
-        const note = item.statusUpdate.status.message?.parts.map((p) => p.text ?? "").join("");
-        if (!json && note && !isSettled(item.statusUpdate.status.state)) io.stderr.write(`[${agent}] ${note}\n`);
-      }
-    }
-  } catch (err) {
-    if (abort.signal.aborted && task)
-      throw new CliError(`gave up waiting after ${timeoutS}s; task ${task.id} goes on`, ExitCode.Timeout, `check later with 'a2a-node status --agent ${agent} --task-id ${task.id}'`);
-    if (task && !(err as { code?: number }).code)
-      throw new CliError(`the stream broke off: ${(err as Error).message}; task ${task.id} goes on`, ExitCode.Failure, `check it with 'a2a-node status --agent ${agent} --task-id ${task.id}'`);
-    return session.fail(err);
-  } finally {
-    clearTimeout(timer);
-  }
-  if (!task) throw new CliError("the peer's stream ended without a task", ExitCode.Failure);
-  if (!json) {
-    if (!printedNewline) io.stdout.write("\n");
-    io.stderr.write(`${statusLine(task, session.target.label)}\n`);
-    const hint = answerHint(task, agent);
-    if (hint) io.stderr.write(`${hint}\n`);
-  }
-  return exitCodeFor(task);
+/** A message over the peer's body limit (HTTP 413): the sizes, and what to do about them. */
+function explainTooLarge(err: unknown, session: ClientSession): CliError | undefined {
+  if (!(err instanceof RemoteError) || err.code !== -32600 || !/exceeds this node's limit/.test(err.message)) return undefined;
+  return new CliError(
+    `${session.target.label} refused the message with its files: ${err.message}`,
+    ExitCode.Failure,
+    "send smaller or fewer files (base64 makes them a third larger), or raise max_body on the peer ('a2a-node serve --max-body BYTES')",
+  );
 }

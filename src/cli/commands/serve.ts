@@ -2,7 +2,8 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { acquireHomeLock, HomeLockedError, type HomeLock } from "../../home-lock";
 import { EXECUTOR_KINDS, loadConfigFile, resolveSettings, type ServeConfig } from "../../config";
-import { createLogger, type LevelledLogger } from "../../log";
+import { machineAddresses } from "../../local-addresses";
+import { createLogger, resolveLogFormat, type LevelledLogger } from "../../log";
 import { notifyReady } from "../../systemd-notify";
 import { startNode, type RunningNode } from "../../node";
 import type { Command } from "../command";
@@ -21,14 +22,21 @@ const flags = {
 export const serveCommand: Command = {
   name: "serve",
   summary: "run the node: A2A over mutual TLS, tasks in SQLite",
-  help: `Run the node: an A2A v1.0 JSON-RPC server behind mutual TLS. Only clients with a certificate from this
-fleet's CA get past the TLS handshake; their certificate's CN is their identity. Tasks, their history and
-artifacts are kept in HOME/a2a-node.db. SIGHUP reloads: the config file and the certificate on disk are read again; a new certificate, key or
-CA and the log level apply at once (open connections and tasks carry on), other changed settings are named
-in the log as needing a restart. Stops gracefully on SIGTERM/SIGINT: running tasks get a grace period,
-then end FAILED ("interrupted") so no accepted task is left without an outcome; a task waiting for input keeps
-waiting (its answer resumes it after the restart), and a Hermes run is left running and re-attached to at the
-next start.
+  help: `Run the node: an A2A v1.0 server (JSON-RPC and HTTP+JSON) behind mutual TLS. Only clients with a
+certificate from this fleet's CA get past the TLS handshake; their certificate's CN is their identity. Tasks, their history and
+artifacts are kept in HOME/a2a-node.db. SIGHUP reloads: the config file and the certificate on disk are read
+again; a new certificate, key or CA, the log level and the rate limits apply at once (open connections and
+tasks carry on), other changed settings are named in the log as needing a restart; the fleet's revocation
+list is read again (and fetched from ca_peer). With ca_peer set (or on the CA's own home) the node renews its
+certificate by itself at two thirds of its lifetime. Stops gracefully on
+SIGTERM/SIGINT: running tasks get a grace period, then end FAILED ("interrupted") so no accepted task is left
+without an outcome; a task waiting for input keeps waiting (its answer resumes it after the restart), and a
+Hermes run is left running and re-attached to at the next start.
+
+The log goes to stdout, one line per event (JSON unless stdout is a terminal; see --log-format): a line when a
+task is accepted and one when it finishes, with its id, context id, peer, state and duration, never what it
+says. Operators: GET /health/live, /health/ready (database, certificate, model endpoint; 503 naming what
+failed) and /metrics (Prometheus) on every listener, and on --admin-port alone without a client certificate.
 
 USAGE
   a2a-node serve [--host ADDR] [--port PORT] [--executor ${EXECUTOR_KINDS.join("|")}] [--model-url URL] [--model NAME]
@@ -62,7 +70,11 @@ EXIT CODES
       io.stdout.write(f.json ? checkJson(home, configFile, config, sources) : checkListing(home, configFile, config, sources));
       return ExitCode.Ok;
     }
-    const log = createLogger((line) => io.stderr.write(line), f.quiet ? "warn" : config.logLevel);
+    // The log goes to stdout, the journal's stream; errors that stop serve from starting go to stderr.
+    const log = createLogger((line) => io.stdout.write(line), f.quiet ? "warn" : config.logLevel, resolveLogFormat(config.logFormat, io.stdout.isTTY === true));
+    // Taken before the node starts: a SIGTERM that arrives while it starts (it has logged that it listens)
+    // then stops it cleanly, instead of killing the process before its handlers exist.
+    const stop = io.stopSignal;
     const lock = holdHome(home);
     let node;
     try {
@@ -71,11 +83,16 @@ EXIT CODES
       lock?.release();
       const e = err as NodeJS.ErrnoException;
       if (e.code === "EADDRINUSE")
-        throw new CliError(`port ${config.port} on ${config.host} is already in use`, ExitCode.Failure, "stop the other process, or pass --port");
+        throw new CliError(`port ${config.port} on ${config.host} is already in use by another process`, ExitCode.Failure, `stop that process, or pass another --port (e.g. --port ${config.port + 1})`);
       if (e.code === "EACCES")
         throw new CliError(`not allowed to listen on ${config.host}:${config.port}`, ExitCode.Failure, "use a port above 1023");
-      if (e.code === "EADDRNOTAVAIL")
-        throw new CliError(`this machine has no address ${config.host} to listen on`, ExitCode.Failure, "pass --host with one of its addresses, or 0.0.0.0 for all");
+      // Bun reports a host name that does not resolve only as "Failed to listen at HOST", without a code.
+      if (e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND" || (!e.code && /^Failed to listen at /.test(e.message ?? "")))
+        throw new CliError(
+          `cannot listen on ${config.host}: it is not an address of this machine (nor a name for one)`,
+          ExitCode.Failure,
+          `pass --host with one of its addresses (${machineAddresses().join(", ")}), or --host 0.0.0.0 for all of them`,
+        );
       throw err;
     }
     const running = node;
@@ -83,7 +100,6 @@ EXIT CODES
     io.onReload?.(() => {
       void reload(running, () => resolveSettings(f, io.env, loadConfigFile(configFile, f.config !== undefined)).config, log, f.quiet);
     });
-    const stop = io.stopSignal;
     if (stop) {
       await new Promise<void>((resolve) => {
         if (stop.aborted) resolve();

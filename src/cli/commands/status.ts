@@ -3,36 +3,47 @@ import { openClientSession } from "../client-session";
 import { UsageError } from "../errors";
 import { parseFlags } from "../flags";
 import { answerHint, artifactsText, statusLine } from "../render-task";
+import { DEFAULT_WAIT_SECONDS, waitAndReport } from "../wait-report";
 
 const flags = {
   agent: { type: "string", value: "NAME|URL" },
   "task-id": { type: "string", value: "ID" },
   "history-length": { type: "number", value: "N" },
+  wait: { type: "boolean" },
+  timeout: { type: "number", value: "SECONDS" },
   json: { type: "boolean" },
 } as const;
 
 export const statusCommand: Command = {
   name: "status",
-  summary: "show a delegated task's state and result",
-  help: `Show the state of a task this node delegated to a peer, and its result if it has one. A peer shows
-each caller only its own tasks.
+  summary: "show a delegated task's state and result, or wait for it to end",
+  help: `Show the state of a task this node delegated to a peer, and its result if it has one; with --wait,
+wait until it ends or asks for input (following its events as they happen, or asking every second where the
+peer cannot stream them). A peer shows each caller only its own tasks.
 
 USAGE
-  a2a-node status --agent NAME|URL --task-id ID [--json]
+  a2a-node status --agent NAME|URL --task-id ID [--wait [--timeout S]] [--json]
 
 FLAGS
   --agent NAME|URL     the peer the task was sent to
   --task-id ID         the id 'a2a-node send' printed
+  --wait               wait until the task completes, fails, is canceled, or asks for input; on a terminal a
+                       progress line on stderr shows its state, the time waited and its last status message
+  --timeout S          with --wait: stop waiting after S seconds (default ${DEFAULT_WAIT_SECONDS}); the task keeps running
   --history-length N   with --json: include at most N messages of the task's history
   --json               print the Task (A2A v1.0 JSON) on one line on stdout
 
 EXAMPLES
   a2a-node status --agent beta --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S
+  a2a-node status --agent beta --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S --wait
   a2a-node status --agent beta --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S --json | jq .status.state
 
 EXIT CODES
-  0 the task was found (whatever its state)   1 the peer answered an error   2 usage error
-  3 no such task (or not yours)   4 peer unreachable or refused our certificate
+  without --wait: 0 the task was found (whatever its state)
+  with --wait: 0 completed   1 failed or rejected   5 --timeout reached   6 waits for input   7 canceled
+               130 Ctrl-C (the task goes on)
+  1 the peer answered an error   2 usage error   3 no such task (or not yours)
+  4 cannot connect (nothing listens, not TLS, unknown host)   8 refused (TLS handshake, certificate, name or pin)
 `,
   flags,
   async run(argv, { io, home }) {
@@ -42,6 +53,9 @@ EXIT CODES
     if (!f["task-id"]) throw new UsageError("--task-id is required");
     const hl = f["history-length"];
     if (hl !== undefined && (!Number.isInteger(hl) || hl < 0)) throw new UsageError("--history-length must be 0 or more");
+    const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
+    if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
+    if (f.timeout !== undefined && !f.wait) throw new UsageError("--timeout goes with --wait");
     const session = await openClientSession(home, f.agent);
     let task;
     try {
@@ -49,10 +63,11 @@ EXIT CODES
     } catch (err) {
       return session.fail(err);
     }
+    if (f.wait) return waitAndReport({ io, session, agent: session.target.peer?.name ?? f.agent, json: f.json, timeoutS, printResult: true }, task);
     if (f.json) io.stdout.write(`${JSON.stringify(task)}\n`);
     else {
       io.stdout.write(`${statusLine(task, session.target.label)}\n`);
-      const hint = answerHint(task, f.agent);
+      const hint = answerHint(task, session.target.peer?.name ?? f.agent);
       if (hint) io.stderr.write(`${hint}\n`);
       const out = artifactsText(task);
       if (out) io.stdout.write(out.endsWith("\n") ? out : `${out}\n`);

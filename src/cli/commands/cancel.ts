@@ -1,0 +1,59 @@
+import { RemoteError } from "../../client/a2a-client";
+import type { Command } from "../command";
+import { openClientSession } from "../client-session";
+import { CliError, ExitCode, UsageError } from "../errors";
+import { parseFlags } from "../flags";
+import { shortState, statusLine } from "../render-task";
+
+const flags = {
+  agent: { type: "string", value: "NAME|URL" },
+  "task-id": { type: "string", value: "ID" },
+  json: { type: "boolean" },
+} as const;
+
+export const cancelCommand: Command = {
+  name: "cancel",
+  summary: "cancel a task this node delegated to a peer",
+  help: `Cancel a task this node delegated to a peer (CancelTask). A running task is stopped and ends CANCELED; a
+task waiting for input is canceled at once. A peer lets each caller cancel only its own tasks.
+
+USAGE
+  a2a-node cancel --agent NAME|URL --task-id ID [--json]
+
+FLAGS
+  --agent NAME|URL   the peer the task was sent to
+  --task-id ID       the id 'a2a-node send' printed (or 'a2a-node tasks list' shows)
+  --json             print the canceled Task (A2A v1.0 JSON) on one line on stdout
+
+EXAMPLES
+  a2a-node cancel --agent beta --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S
+  a2a-node tasks list --agent beta --state working --json | jq -r '.tasks[].task.id' |
+    xargs -n1 a2a-node cancel --agent beta --task-id
+
+EXIT CODES
+  0 canceled   1 the task had already ended (nothing to cancel), or the peer answered an error
+  2 usage error   3 no such task (or not yours)   4 cannot connect   8 refused (TLS, certificate, name or pin)
+`,
+  flags,
+  async run(argv, { io, home }) {
+    const { flags: f, positionals } = parseFlags(argv, flags);
+    if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
+    if (!f.agent) throw new UsageError("--agent is required (a peer name or an https URL)");
+    if (!f["task-id"]) throw new UsageError("--task-id is required");
+    const session = await openClientSession(home, f.agent);
+    const agent = session.target.peer?.name ?? f.agent;
+    let task;
+    try {
+      task = await session.client.cancelTask(f["task-id"]);
+    } catch (err) {
+      if (err instanceof RemoteError && err.code === -32002)
+        throw new CliError(`${session.target.label}: ${err.message}`, ExitCode.Failure, `see how it ended with 'a2a-node status --agent ${agent} --task-id ${f["task-id"]}'`);
+      return session.fail(err);
+    }
+    io.stdout.write(f.json ? `${JSON.stringify(task)}\n` : `${statusLine(task, session.target.label)}\n`);
+    // It may have ended on its own while the cancel was on its way.
+    if (task.status.state !== "TASK_STATE_CANCELED")
+      throw new CliError(`task ${task.id} ended ${shortState(task.status.state)} before the cancel reached it`, ExitCode.Failure);
+    return ExitCode.Ok;
+  },
+};

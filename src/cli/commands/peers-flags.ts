@@ -1,0 +1,13 @@
+/** Each subcommand's flags: what it parses, and what the help test and shell completion read. */
+export const PEERS_FLAGS = {
+  add: {
+    fingerprint: { type: "string", value: "SHA256" },
+    pin: { type: "boolean" },
+    replace: { type: "boolean" },
+    json: { type: "boolean" },
+  },
+  discover: { yes: { type: "boolean" }, json: { type: "boolean" } },
+  ping: { json: { type: "boolean" } },
+  list: { json: { type: "boolean" } },
+  remove: { json: { type: "boolean" } },
+} as const;

@@ -1,0 +1,83 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { loadConfigFile, resolveSettings } from "../../../config";
+import { mtlsFetch } from "../../../client/mtls-fetch";
+import { RenewalError, renewIdentity } from "../../../fleet/renewal";
+import { homeLockHolder } from "../../../home-lock";
+import { homePaths } from "../../../home";
+import { readRevocationList } from "../../../../pki/crl-reader";
+import { loadNodeIdentity } from "../../../../pki/identity";
+import { readPublic } from "../../../../pki/secure-file";
+import type { Peer } from "../../../peers/peer-registry";
+import { openPeers } from "../../client-session";
+import { caUnlock } from "../../ca-unlock";
+import { CliError, ExitCode, UsageError } from "../../errors";
+import { parseFlags } from "../../flags";
+import { expiresIn, utc } from "./text";
+import type { PkiSubcommand } from "./subcommand";
+
+const flags = {
+  "ca-peer": { type: "string", value: "PEER" },
+  json: { type: "boolean" },
+} as const;
+
+export const renew: PkiSubcommand = {
+  name: "renew",
+  usage: "pki renew [--ca-peer PEER] [--json]",
+  flagSpec: flags,
+  summary: `renew this node's certificate for the same name and SANs, with a new key made here: from the
+            CA node over mutual TLS (ca_peer), or from this home's CA. The old files stay until the new
+            ones are in place; a running serve on this home is told to use them (SIGHUP). serve does this
+            by itself at two thirds of the lifetime when ca_peer is set`,
+  flagHelp: `  --ca-peer PEER      the registered peer that holds the fleet CA (default: ca_peer from the config
+                      file or A2A_NODE_CA_PEER)`,
+  async run(argv, ctx) {
+    const { flags: f, positionals } = parseFlags(argv, flags);
+    if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
+    const paths = homePaths(ctx.home);
+    const current = await loadNodeIdentity(paths);
+    let peer: Peer | undefined;
+    if (!current.hasCaKey) {
+      const caPeer = f["ca-peer"] ?? resolveSettings({}, ctx.io.env, loadConfigFile(join(ctx.home, "config.toml"), false)).config.caPeer;
+      if (!caPeer) throw new UsageError("this home does not hold the fleet CA: pass --ca-peer PEER (or set ca_peer in the config file)");
+      const { peers, close } = openPeers(ctx.home);
+      try {
+        peer = peers.get(caPeer);
+      } finally {
+        close();
+      }
+      if (!peer) throw new CliError(`no peer named '${caPeer}'`, ExitCode.NotFound, `add the CA node: a2a-node peers add ${caPeer} https://HOST:9443`);
+    }
+    const list = existsSync(paths.crl) ? readRevocationList(readPublic(paths.crl), current.caPem, paths.crl) : undefined;
+    let fresh;
+    try {
+      fresh = await renewIdentity({ ...paths, unlock: caUnlock(ctx) }, current, {
+        peer,
+        fetchFor: (p) => mtlsFetch({ cert: current.certPem, key: current.keyPem, ca: current.caPem }, { name: p.name, fingerprint: p.fingerprint }, list && ((s) => list.revoked.get(s))),
+      });
+    } catch (err) {
+      if (err instanceof RenewalError) throw new CliError(err.message, /cannot reach/.test(err.message) ? ExitCode.Unreachable : ExitCode.Failure, err.hint);
+      throw err;
+    }
+    const pid = homeLockHolder(ctx.home);
+    if (pid !== undefined) process.kill(pid, "SIGHUP");
+    if (f.json) {
+      ctx.io.stdout.write(
+        JSON.stringify({ name: fresh.name, serial: fresh.serialNumber, fingerprint256: fresh.fingerprint256, sans: fresh.sans, notAfter: fresh.notAfter, previous: { serial: current.serialNumber, notAfter: current.notAfter }, reloadedPid: pid ?? null }) + "\n",
+      );
+      return 0;
+    }
+    ctx.io.stdout.write(
+      [
+        `renewed "${fresh.name}"${peer ? ` from peer '${peer.name}'` : " from this home's fleet CA"}`,
+        `  SANs         ${fresh.sans.join(", ")}`,
+        `  serial       ${fresh.serialNumber}`,
+        `  fingerprint  ${fresh.fingerprint256}`,
+        `  expires      ${expiresIn(fresh.notAfter)}`,
+        `  previous     serial ${current.serialNumber}, valid until ${utc(current.notAfter)} (not revoked: it runs out by itself)`,
+        pid !== undefined ? `told the running serve (PID ${pid}) to use it (SIGHUP)` : "no serve is running on this home; the next one uses it",
+      ].join("\n") + "\n",
+    );
+    return 0;
+  },
+};

@@ -1,0 +1,111 @@
+import { RemoteError } from "../client/a2a-client";
+import type { StreamResponse, Task } from "../protocol/types";
+import { isSettled } from "../protocol/types";
+import { accumulate } from "../tasks/artifacts";
+import type { ClientSession } from "./client-session";
+
+/** How a wait ended: the task settled (ended, or waits for input), the deadline passed, or Ctrl-C. */
+export type FollowReason = "settled" | "timeout" | "interrupted";
+
+export interface FollowOptions {
+  /** When to stop waiting (ms since the epoch). */
+  deadline: number;
+  /** Ctrl-C. */
+  interrupt?: AbortSignal;
+  /** Each change as it arrives (a status or artifact update, or the whole task from a poll), with the task after it. */
+  onItem?(item: StreamResponse, task: Task): void;
+}
+
+/** The peer went away while we waited; the task (as last seen) was accepted and may well go on. */
+export class FollowBroken extends Error {
+  constructor(
+    readonly task: Task,
+    override readonly cause: unknown,
+  ) {
+    super(`lost the peer while waiting for task ${task.id}`);
+    this.name = "FollowBroken";
+  }
+}
+
+/** Applies one stream item to the task as we know it. */
+export function applyItem(task: Task, item: StreamResponse): Task {
+  if ("task" in item) return item.task;
+  if ("statusUpdate" in item) return { ...task, status: item.statusUpdate.status };
+  if ("artifactUpdate" in item) {
+    const { artifact, append } = item.artifactUpdate;
+    return { ...task, artifacts: accumulate(task.artifacts ?? [], artifact, append === true) };
+  }
+  return task;
+}
+
+/**
+ * Waits until a task settles: over SubscribeToTask (events as they happen), and where the peer cannot
+ * stream it (the task ended meanwhile, an older peer, a stream cut short) by polling GetTask, fast at first
+ * and then once a second. Ends with the settled task fetched whole by GetTask.
+ */
+export async function followTask(session: ClientSession, start: Task, options: FollowOptions): Promise<{ task: Task; reason: FollowReason }> {
+  let task = start;
+  let timedOut = false;
+  const stopped = (): FollowReason | undefined => (options.interrupt?.aborted ? "interrupted" : timedOut || Date.now() >= options.deadline ? "timeout" : undefined);
+  const see = (item: StreamResponse) => {
+    task = applyItem(task, item);
+    options.onItem?.(item, task);
+  };
+  if (isSettled(task.status.state)) return { task, reason: "settled" };
+
+  const abort = new AbortController();
+  const timer = setTimeout(() => {
+    timedOut = true;
+    abort.abort();
+  }, Math.max(0, options.deadline - Date.now()));
+  const onInterrupt = () => abort.abort();
+  // Ctrl-C may have come before this wait began (while the task was being sent).
+  if (options.interrupt?.aborted) abort.abort();
+  options.interrupt?.addEventListener("abort", onInterrupt, { once: true });
+  try {
+    try {
+      for await (const item of session.client.subscribeToTask(task.id, abort.signal)) {
+        see(item);
+        if (isSettled(task.status.state)) break;
+      }
+    } catch {
+      const why = stopped();
+      if (why) return { task, reason: why };
+      // A refusal (the task ended before we subscribed, a peer without streaming) means: ask instead. A cut
+      // connection is asked about too: if the peer is really gone, the poll says so.
+    }
+    for (let delay = 20; ; delay = Math.min(delay * 2, 1000)) {
+      const why = stopped();
+      if (why) return { task, reason: why };
+      try {
+        const fresh = await session.client.getTask({ id: task.id }, abort.signal);
+        see({ task: fresh });
+      } catch (err) {
+        const late = stopped();
+        if (late) return { task, reason: late };
+        // Settled over the stream already: the whole task was only a nicety.
+        if (isSettled(task.status.state)) return { task, reason: "settled" };
+        if (err instanceof RemoteError) throw err;
+        throw new FollowBroken(task, err);
+      }
+      if (isSettled(task.status.state)) return { task, reason: "settled" };
+      await pause(delay, abort.signal);
+    }
+  } finally {
+    clearTimeout(timer);
+    options.interrupt?.removeEventListener("abort", onInterrupt);
+  }
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}

@@ -1,0 +1,112 @@
+import { readNamedSse } from "../executors/sse";
+import { CODE_OF_REASON, ERROR_INFO_TYPE } from "../protocol/errors";
+import type { GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, StreamResponse, Task } from "../protocol/types";
+import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
+import { ProtocolError, RemoteError, type FetchFn, type PeerClient } from "./a2a-client";
+
+const A2A_JSON = "application/a2a+json";
+
+/**
+ * A minimal A2A v1.0 HTTP+JSON client (spec §11): the operations `send` and `status` use, over RESTful
+ * routes. Errors (google.rpc.Status) come back as the same RemoteError the JSON-RPC client throws, its code
+ * read from the ErrorInfo reason, so callers need not know which binding a peer speaks.
+ */
+export class HttpJsonClient implements PeerClient {
+  readonly binding = "HTTP+JSON";
+  readonly protocol = "1.0" as const;
+  private readonly base: string;
+
+  constructor(
+    /** The interface URL from the peer's card, e.g. https://beta:9443; routes are joined to it. */
+    baseUrl: string,
+    private readonly fetchFn: FetchFn,
+    /** The `tenant` of the card's interface: sent as the first path segment when the card names one. */
+    tenant?: string,
+  ) {
+    this.base = baseUrl.replace(/\/+$/, "") + (tenant ? `/${encodeURIComponent(tenant)}` : "");
+  }
+
+  sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult> {
+    return this.call("SendMessage", "POST", "/message:send", params, signal);
+  }
+
+  /** The Task first, then its status and artifact updates as they happen, until it settles. */
+  sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    return this.stream("SendStreamingMessage", "/message:stream", params, signal);
+  }
+
+  /** The task as it is, then its updates while it runs (an ended task is refused: read it with GetTask). */
+  subscribeToTask(id: string, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    return this.stream("SubscribeToTask", `/tasks/${encodeURIComponent(id)}:subscribe`, {}, signal);
+  }
+
+  private async *stream(operation: string, path: string, body: unknown, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+    const res = await this.fetchFn(`${this.base}${path}`, {
+      method: "POST",
+      headers: { ...this.headers(), "content-type": A2A_JSON, accept: "text/event-stream" },
+      body: JSON.stringify(body),
+      signal,
+    });
+    if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) throw await failure(operation, res);
+    for await (const e of readNamedSse(res.body as ReadableStream<Uint8Array>)) {
+      const item = JSON.parse(e.data) as Record<string, unknown>;
+      // An error after the stream began comes as an "error" event holding a google.rpc.Status.
+      if (e.event === "error" || "error" in item) throw fromStatus(operation, 200, item);
+      yield item as StreamResponse;
+    }
+  }
+
+  getTask(params: GetTaskParams, signal?: AbortSignal): Promise<Task> {
+    const q = params.historyLength === undefined ? "" : `?historyLength=${params.historyLength}`;
+    return this.call("GetTask", "GET", `/tasks/${encodeURIComponent(params.id)}${q}`, undefined, signal);
+  }
+
+  listTasks(params: ListTasksParams, signal?: AbortSignal): Promise<ListTasksResult> {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params)) if (v !== undefined) q.set(k, String(v));
+    const text = q.toString();
+    return this.call("ListTasks", "GET", `/tasks${text ? `?${text}` : ""}`, undefined, signal);
+  }
+
+  cancelTask(id: string, signal?: AbortSignal): Promise<Task> {
+    return this.call("CancelTask", "POST", `/tasks/${encodeURIComponent(id)}:cancel`, {}, signal);
+  }
+
+  private headers(): Record<string, string> {
+    return { "a2a-version": CURRENT_PROTOCOL_VERSION, accept: `${A2A_JSON}, application/json` };
+  }
+
+  private async call<T>(operation: string, method: string, path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+    const headers = this.headers();
+    if (body !== undefined) headers["content-type"] = A2A_JSON;
+    const res = await this.fetchFn(`${this.base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
+    if (!res.ok) throw await failure(operation, res);
+    try {
+      return (await res.json()) as T;
+    } catch {
+      throw new ProtocolError(`${operation}: the server answered HTTP ${res.status} with something that is not JSON`);
+    }
+  }
+}
+
+/** A refusal as the error the JSON-RPC client would throw for it; an answer that is no A2A error, as such. */
+async function failure(operation: string, res: Response): Promise<Error> {
+  const text = await res.text().catch(() => "");
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return new ProtocolError(`${operation}: the server answered HTTP ${res.status} with something that is not an A2A error: ${text.slice(0, 120)}`);
+  }
+  return fromStatus(operation, res.status, body);
+}
+
+function fromStatus(operation: string, httpStatus: number, body: unknown): Error {
+  const error = (body as { error?: { message?: unknown; details?: unknown } })?.error;
+  const details = Array.isArray(error?.details) ? (error.details as Record<string, unknown>[]) : [];
+  const info = details.find((d) => d?.["@type"] === ERROR_INFO_TYPE);
+  const code = typeof info?.reason === "string" ? CODE_OF_REASON[info.reason] : undefined;
+  const message = typeof error?.message === "string" ? error.message : "";
+  if (code === undefined) return new ProtocolError(`${operation}: the server answered HTTP ${httpStatus} without an A2A error reason${message ? `: ${message}` : ""}`);
+  return new RemoteError(code, message, details);
+}

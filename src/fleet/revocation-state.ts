@@ -1,0 +1,88 @@
+import { existsSync, statSync } from "node:fs";
+import { readRevocationList, type RevocationList } from "../../pki/crl-reader";
+import { PUBLIC_MODE, readPublic, writeFileAtomic } from "../../pki/secure-file";
+import type { Logger } from "../log";
+
+export interface RevocationIdentity {
+  caPem: string;
+  name: string;
+  serialNumber: string;
+}
+
+/**
+ * The fleet revocation list this node enforces, in memory and in HOME/certs/crl.pem. A list is taken only when
+ * the fleet CA signed it and its number is not lower than the one held, so neither a forged nor an old list
+ * can bring a revoked certificate back. Deleting the file does not either: the last list stays in force until
+ * the daemon restarts.
+ */
+export class RevocationState {
+  private list: RevocationList | undefined;
+  private stamp = "";
+  private readonly listeners: ((list: RevocationList) => void)[] = [];
+
+  constructor(
+    private readonly path: string,
+    private readonly identity: () => RevocationIdentity,
+    private readonly log: Logger,
+  ) {}
+
+  /** When the certificate with this serial was revoked, or undefined. */
+  revokedAt = (serial: string): Date | undefined => this.list?.revoked.get(serial);
+
+  current(): RevocationList | undefined {
+    return this.list;
+  }
+
+  /** Calls `fn` each time a new list is taken. */
+  onChange(fn: (list: RevocationList) => void): void {
+    this.listeners.push(fn);
+  }
+
+  /** Reads the file again if it changed (pki revoke or pki import-crl wrote it). Cheap when it did not. */
+  loadFromDisk(): void {
+    if (!existsSync(this.path)) return;
+    let stamp: string;
+    try {
+      const st = statSync(this.path);
+      stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
+    } catch {
+      return;
+    }
+    if (stamp === this.stamp) return;
+    this.stamp = stamp;
+    try {
+      this.take(readRevocationList(readPublic(this.path), this.identity().caPem, this.path), this.path, false);
+    } catch (err) {
+      this.log.error("ignoring the revocation list on disk; the one in force stays", { path: this.path, reason: (err as Error).message });
+    }
+  }
+
+  /**
+   * A list from elsewhere (the CA node): checked, then kept on disk and used when newer than the one held.
+   * Throws BAD_CRL when it is not the fleet CA's; returns whether it was taken.
+   */
+  offer(pem: string, source: string): boolean {
+    const list = readRevocationList(pem, this.identity().caPem, `the revocation list from ${source}`);
+    if (this.list && list.number <= this.list.number) return false;
+    writeFileAtomic(this.path, list.pem, { mode: PUBLIC_MODE, overwrite: true });
+    const st = statSync(this.path);
+    this.stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
+    return this.take(list, source, true);
+  }
+
+  private take(list: RevocationList, source: string, fromOffer: boolean): boolean {
+    if (this.list && list.number < this.list.number) {
+      this.log.warn("ignoring an older revocation list; the newer one stays in force", { source, number: list.number, in_force: this.list.number });
+      return false;
+    }
+    if (this.list && list.number === this.list.number && !fromOffer) return false;
+    this.list = list;
+    this.log.info("revocation list in force", { source, number: list.number, revoked: list.revoked.size, signed: list.thisUpdate.toISOString() });
+    const own = this.identity();
+    const serial = own.serialNumber.toUpperCase().replace(/^0+(?=.)/, "");
+    const at = list.revoked.get(serial);
+    if (at) this.log.error("this node's own certificate is revoked; peers refuse it", { name: own.name, serial, revoked: at.toISOString(), next: "get a new identity from the CA machine" });
+    for (const fn of this.listeners) fn(list);
+    return true;
+  }
+}

@@ -1,0 +1,130 @@
+import type { RouterMetrics } from "../server/request-router";
+import { REFUSAL_KINDS } from "../server/refusal-log";
+import type { Arrival, TaskLifecycle } from "../tasks/lifecycle";
+import type { Task, TaskState } from "../protocol/types";
+import { registerProcessMetrics } from "./process-metrics";
+import { Registry } from "./registry";
+
+/** What the node's metrics read when scraped (the store, the runner, the listeners, the identity). */
+export interface MetricSources {
+  version: string;
+  executor: string;
+  startedAt: number;
+  /** Stored tasks by state; may take a while (it runs in a worker), so its answer is reused for a few seconds. */
+  taskStates(): Promise<{ state: string; n: number }[]>;
+  load(): { running: number; queued: number; waitingForInput: number };
+  /** Connections open on the mTLS listener. */
+  openConnections(): number | undefined;
+  certificateNotAfter(): Date;
+}
+
+// Blocking SendMessage answers when its task ends, so requests run from sub-millisecond to minutes.
+const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+const TASK_BUCKETS = [0.005, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+const FINAL_STATES: TaskState[] = ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"];
+/** How long a reading of the tasks-by-state gauge is reused: scrapes more frequent than this cost nothing. */
+const TASK_STATES_TTL_MS = 5000;
+
+/**
+ * The node's Prometheus metrics: the router and the task runner report into it (counter increments and
+ * histogram observations only), and the gauges are read from their sources when /metrics is scraped.
+ */
+export class NodeMetrics implements RouterMetrics, TaskLifecycle {
+  readonly registry = new Registry();
+  private readonly requests = this.registry.histogram(
+    "a2a_node_rpc_request_duration_seconds",
+    "JSON-RPC requests by method, from the request read to the answer (for a stream, to its head); method 'unknown' for one this node does not serve.",
+    "method",
+    REQUEST_BUCKETS,
+  );
+  private readonly rpcErrors = this.registry.counter("a2a_node_rpc_errors_total", "JSON-RPC error answers by error code.", "code");
+  private readonly acceptedTasks = this.registry
+    .counter("a2a_node_tasks_accepted_total", "Tasks taken by the runner: new ones, messages continuing one, and ones a restart resumed.", "arrival")
+    .preset(["new", "continued", "resumed"]);
+  private readonly taskDuration = this.registry
+    .histogram("a2a_node_task_duration_seconds", "Tasks by final state, from accepted to the final state recorded (waits for input included).", "state", TASK_BUCKETS)
+    .preset(FINAL_STATES);
+  private readonly executorDuration = this.registry
+    .histogram("a2a_node_executor_duration_seconds", "Time the executor spent on a task (the model's latency), by the task's final state; waits for input left out.", "state", TASK_BUCKETS)
+    .preset(FINAL_STATES);
+  private readonly refused = this.registry
+    .counter("a2a_node_connections_refused_total", "Connections refused on the mTLS listener, by reason (every one, logged or not).", "reason")
+    .preset(REFUSAL_KINDS);
+  private readonly httpRefused = this.registry
+    .counter(
+      "a2a_node_http_requests_refused_total",
+      "Requests the HTTP loop refused before the node saw them, by status: 400 malformed, 408 too slow to arrive (slow-loris), 413 body too large, 431 head too large, 501/505 unsupported.",
+      "status",
+    )
+    .preset(["400", "408", "413", "431", "501", "505"]);
+  private readonly limited = this.registry.counter("a2a_node_rate_limited_total", "A2A requests refused with HTTP 429 by the per-peer rate limit, by peer.", "peer");
+  private streams = 0;
+  private states: { at: number; value: Promise<{ state: string; n: number }[]> } | undefined;
+
+  constructor(private readonly sources: MetricSources) {
+    const r = this.registry;
+    r.collected("a2a_node_build_info", "The running binary: version and executor (always 1).", () => [[{ version: sources.version, executor: sources.executor }, 1]]);
+    r.collected("a2a_node_uptime_seconds", "Seconds since the node started.", () => Math.round((Date.now() - sources.startedAt) / 1000));
+    r.collected("a2a_node_tasks", "Stored tasks by state (read from the database, at most every 5 s).", () => this.lastStates?.map(({ state, n }) => [{ state }, n]));
+    r.collected("a2a_node_tasks_running", "Tasks executing now.", () => sources.load().running);
+    r.collected("a2a_node_tasks_queued", "Tasks waiting for an execution slot (queue depth).", () => sources.load().queued);
+    r.collected("a2a_node_tasks_waiting_for_input", "Tasks whose execution waits for an answer (INPUT_REQUIRED, holding no slot).", () => sources.load().waitingForInput);
+    r.collected("a2a_node_sse_streams", "Server-sent event streams open now (SendStreamingMessage, SubscribeToTask).", () => this.streams);
+    r.collected("a2a_node_connections_open", "Connections open on the mTLS listener, TLS handshakes in progress included.", () => sources.openConnections());
+    r.collected("a2a_node_certificate_expiry_timestamp_seconds", "When this node's certificate expires (unix time).", () =>
+      Math.floor(sources.certificateNotAfter().getTime() / 1000),
+    );
+    registerProcessMetrics(r, sources.startedAt);
+  }
+
+  private lastStates: { state: string; n: number }[] | undefined;
+
+  /** Everything, in the Prometheus text format; reads the stored tasks by state first if the last reading is old. */
+  async render(): Promise<string> {
+    const now = Date.now();
+    if (!this.states || now - this.states.at > TASK_STATES_TTL_MS) this.states = { at: now, value: this.sources.taskStates() };
+    try {
+      this.lastStates = await this.states.value;
+    } catch {
+      this.lastStates = undefined; // the database does not answer: the gauge is left out (GET /health/ready says why)
+    }
+    return this.registry.render();
+  }
+
+  // RouterMetrics
+  rpc(method: string | undefined, seconds: number, errorCode: number | undefined): void {
+    this.requests.get(method ?? "unknown").observe(seconds);
+    if (errorCode !== undefined) this.rpcErrors.get(String(errorCode)).inc();
+  }
+  streamOpened(): void {
+    this.streams++;
+  }
+  streamClosed(): void {
+    this.streams--;
+  }
+  rateLimited(peer: string): void {
+    this.limited.get(peer).inc();
+  }
+
+  /** A request the HTTP loop refused, by its status. */
+  requestRefused(status: number): void {
+    this.httpRefused.get(String(status)).inc();
+  }
+
+  /** A refused connection, by classify()'s kind. */
+  connectionRefused(kind: string): void {
+    this.refused.get(kind).inc();
+  }
+
+  // TaskLifecycle
+  accepted(_task: Task, _peer: string, arrival: Arrival): void {
+    this.acceptedTasks.get(arrival).inc();
+  }
+  waitingForInput(): void {}
+  answered(): void {}
+  finished(_task: Task, _peer: string, state: TaskState, seconds: number, executorSeconds: number): void {
+    this.taskDuration.get(state).observe(seconds);
+    this.executorDuration.get(state).observe(executorSeconds);
+  }
+  leftForRestart(): void {}
+}

@@ -1,0 +1,58 @@
+import { createServer, type AddressInfo } from "node:net";
+import { refuseBrowserRequest } from "./browser-guard";
+import { ConnectionSet, type HttpResponse } from "./http1";
+import type { Listener } from "./mtls-listener";
+import { OPS_PATHS } from "./ops-routes";
+
+export interface AdminListenerOptions {
+  port: number;
+  /** Health and metrics (ops-routes.ts); undefined for anything else. */
+  ops(method: string, path: string): Promise<HttpResponse> | undefined;
+}
+
+/**
+ * The admin port: /metrics and /health/* over plain HTTP on 127.0.0.1, for a Prometheus or a health checker on
+ * this machine, which has no client certificate. Nothing else is served here (no A2A, no agent card, no
+ * OpenAPI): what it shows is counts and states, never a task. It binds loopback only, and refuses what a web
+ * page could send it (another Origin, a foreign Host: DNS rebinding), as the plain A2A listener does.
+ */
+export function listenAdmin(options: AdminListenerOptions): Promise<Listener> {
+  const connections = new ConnectionSet();
+  let port = 0;
+  const server = createServer((socket) =>
+    connections.serve(socket, {
+      maxBodyBytes: 1024,
+      tooLarge: () => notFound(),
+      handle: async (req) => {
+        const refused = refuseBrowserRequest(req, port);
+        if (refused) return refused;
+        const q = req.target.indexOf("?");
+        return (await options.ops(req.method, q === -1 ? req.target : req.target.slice(0, q))) ?? notFound();
+      },
+    }),
+  );
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, "127.0.0.1", () => {
+      server.off("error", reject);
+      port = (server.address() as AddressInfo).port;
+      resolve({
+        url: `http://127.0.0.1:${port}`,
+        port,
+        stopAccepting: () => void server.close(),
+        close: async () => {
+          if (server.listening) server.close();
+          await connections.close(500);
+        },
+      });
+    });
+  });
+}
+
+function notFound(): HttpResponse {
+  return {
+    status: 404,
+    headers: { "content-type": "text/plain; charset=utf-8" },
+    body: `not found: the admin port serves only GET ${OPS_PATHS.join(", ")}\n`,
+  };
+}

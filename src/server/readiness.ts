@@ -1,0 +1,76 @@
+/**
+ * GET /health/ready: whether this node can do its work now, as three checks, each with what it found. The
+ * answer is 503 when any fails, naming the ones that did; a load balancer or systemd watchdog reads the status,
+ * a person reads the details.
+ */
+
+export interface CheckResult {
+  ok: boolean;
+  detail: string;
+  [more: string]: unknown;
+}
+
+export type CheckName = "database" | "certificate" | "model";
+
+export interface ReadinessReport {
+  ready: boolean;
+  /** The checks that failed, in order. */
+  failed: CheckName[];
+  checks: Record<CheckName, CheckResult>;
+}
+
+export interface ReadinessChecks {
+  /** A write to the database commits (see store/store-probe.ts). */
+  database(): Promise<CheckResult>;
+  /** The node's certificate and the fleet CA's are valid now. */
+  certificate(): CheckResult;
+  /** The executor's backing service (the model server, Hermes) answers. */
+  model(signal: AbortSignal): Promise<CheckResult>;
+}
+
+/** A certificate this close to its end is still valid, but its check says to renew it. */
+export const RENEW_WITHIN_DAYS = 14;
+const DAY_MS = 86_400_000;
+
+export async function checkReadiness(checks: ReadinessChecks, modelTimeoutMs = 2000): Promise<ReadinessReport> {
+  const failedCheck = (err: unknown): CheckResult => ({ ok: false, detail: `the check itself failed: ${(err as Error)?.message ?? String(err)}` });
+  const [database, model] = await Promise.all([
+    checks.database().catch(failedCheck),
+    checks.model(AbortSignal.timeout(modelTimeoutMs)).catch(failedCheck),
+  ]);
+  let certificate: CheckResult;
+  try {
+    certificate = checks.certificate();
+  } catch (err) {
+    certificate = failedCheck(err);
+  }
+  const all = { database, certificate, model };
+  const failed = (Object.keys(all) as CheckName[]).filter((k) => !all[k].ok);
+  return { ready: failed.length === 0, failed, checks: all };
+}
+
+export interface CertificateDates {
+  name: string;
+  notBefore: Date;
+  notAfter: Date;
+  ca: { notBefore: Date; notAfter: Date };
+}
+
+/**
+ * The node's certificate and the fleet CA's, against the clock: failed when either has expired or is not yet
+ * valid (peers refuse the node then), with the days left of whichever ends first, and advice to renew within
+ * RENEW_WITHIN_DAYS of that.
+ */
+export function certificateCheck(id: CertificateDates, now = new Date()): CheckResult {
+  const t = now.getTime();
+  const ends = Math.min(id.notAfter.getTime(), id.ca.notAfter.getTime());
+  const which = id.ca.notAfter.getTime() < id.notAfter.getTime() ? "the fleet CA certificate" : `the certificate of ${id.name}`;
+  const daysLeft = Math.floor((ends - t) / DAY_MS);
+  const facts = { notAfter: id.notAfter.toISOString(), caNotAfter: id.ca.notAfter.toISOString(), daysLeft };
+  const renew = "issue a new one on the CA machine (a2a-node pki issue NAME --out FILE), install it, and send SIGHUP";
+  if (t >= ends) return { ok: false, detail: `${which} expired on ${new Date(ends).toISOString()}: peers refuse this node; ${renew}`, ...facts, daysLeft: 0 };
+  for (const [c, what] of [[id, `the certificate of ${id.name}`], [id.ca, "the fleet CA certificate"]] as const)
+    if (t < c.notBefore.getTime()) return { ok: false, detail: `${what} is not valid before ${c.notBefore.toISOString()} (is this machine's clock right?)`, ...facts };
+  if (daysLeft < RENEW_WITHIN_DAYS) return { ok: true, detail: `valid, but ${which} expires in ${daysLeft} days: ${renew}`, ...facts };
+  return { ok: true, detail: `valid until ${new Date(ends).toISOString()} (${daysLeft} days)`, ...facts };
+}
