@@ -5,7 +5,8 @@ import { encodeTime } from "ulid";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../../protocol/types";
 import { isTerminal } from "../../protocol/types";
 import { createLogger, type Logger } from "../../log";
-import { FINAL_STATES, UnstorableData, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
+import { newId } from "../../tasks/clock";
+import { FINAL_STATES, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
 import { newPending, planWrite, toJson, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
@@ -29,6 +30,11 @@ export interface PostgresTaskStoreOptions {
 export const EVENTS_CHANNEL = "a2a_task_events";
 /** Cancel requests between replicas: JSON {taskId, reason} (see requestCancel). */
 export const CANCEL_CHANNEL = "a2a_task_cancel";
+/** Answers passed between replicas, and the replies (see requestAnswer). */
+export const ANSWER_CHANNEL = "a2a_task_answer";
+export const ANSWER_REPLY_CHANNEL = "a2a_task_answer_reply";
+/** How long an answer waits for the replica where its task waits (a live one takes it at once). */
+const ANSWER_TIMEOUT_MS = 10_000;
 
 const DEFAULT_PAGE_SIZE = 50;
 /** Rows of one multi-row INSERT (Postgres takes at most 65,535 parameters in a statement). */
@@ -76,6 +82,10 @@ export class PostgresTaskStore implements TaskStore {
   private feed: SQLListen | undefined;
   private cancels: SQLListen | undefined;
   private cancelListener: ((taskId: string, reason: string) => void) | undefined;
+  private answers: SQLListen[] = [];
+  private answerTaker: ((taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined) | undefined;
+  /** Answers this replica passed on, waiting for a reply, by request id. */
+  private readonly awaitingReply = new Map<string, Deferred<{ lastSeq: number }>>();
 
   constructor(database: PostgresDatabase, options: PostgresTaskStoreOptions = {}) {
     this.sql = database.sql;
@@ -313,6 +323,67 @@ export class PostgresTaskStore implements TaskStore {
         // Not one of ours: ignored.
       }
     });
+    this.answers = [await this.sql.listen(ANSWER_CHANNEL, (p) => this.takeAnswer(p)), await this.sql.listen(ANSWER_REPLY_CHANNEL, (p) => this.takeReply(p))];
+  }
+
+  async requestAnswer(taskId: string, owner: string, message: Message): Promise<{ lastSeq: number }> {
+    const id = newId();
+    const payload = JSON.stringify({ id, taskId, owner, message });
+    if (Buffer.byteLength(payload) > NOTIFY_BYTES)
+      throw new TaskStoreError(`the answer is too large (${Buffer.byteLength(payload)} bytes) to pass to the replica where task ${taskId} waits for it; send it to that replica`);
+    const reply = deferred<{ lastSeq: number }>();
+    this.awaitingReply.set(id, reply);
+    const timer = setTimeout(
+      () => reply.reject(new TaskStoreError(`no replica took the answer to task ${taskId} within ${ANSWER_TIMEOUT_MS / 1000} s (the one where it waits may have stopped); send it again`)),
+      ANSWER_TIMEOUT_MS,
+    );
+    try {
+      await this.sql`SELECT pg_notify(${ANSWER_CHANNEL}, ${payload})`;
+      return await reply.promise;
+    } finally {
+      clearTimeout(timer);
+      this.awaitingReply.delete(id);
+    }
+  }
+
+  onAnswerRequest(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined): void {
+    this.answerTaker = take;
+  }
+
+  /** An answer another replica passed on: taken here if its task waits here, and the outcome sent back. */
+  private takeAnswer(payload: string): void {
+    let request: { id: string; taskId: string; owner: string; message: Message };
+    try {
+      request = JSON.parse(payload);
+    } catch {
+      return;
+    }
+    let taken: Promise<{ lastSeq: number }> | undefined;
+    try {
+      taken = this.answerTaker?.(request.taskId, request.owner, request.message);
+    } catch (err) {
+      taken = Promise.reject(err);
+    }
+    if (!taken) return; // not waiting here
+    const reply = (body: Record<string, unknown>) => this.sql`SELECT pg_notify(${ANSWER_REPLY_CHANNEL}, ${JSON.stringify({ id: request.id, ...body })})`.catch(() => {});
+    taken.then(
+      ({ lastSeq }) => void reply({ lastSeq }),
+      (err: { code?: number; reason?: string; message?: string }) =>
+        void reply({ error: { code: typeof err?.code === "number" ? err.code : -32603, message: err?.message ?? String(err), reason: err?.reason ?? "INTERNAL_ERROR" } }),
+    );
+  }
+
+  private takeReply(payload: string): void {
+    let r: { id: string; lastSeq?: number; error?: { code: number; message: string; reason: string } };
+    try {
+      r = JSON.parse(payload);
+    } catch {
+      return;
+    }
+    const waiting = this.awaitingReply.get(r.id);
+    if (!waiting) return; // another replica's
+    if (r.error) waiting.reject(new RelayedRefusal(r.error.code, r.error.message, r.error.reason));
+    else waiting.resolve({ lastSeq: r.lastSeq ?? 0 });
   }
 
   async requestCancel(taskId: string, reason: string): Promise<void> {
@@ -325,9 +396,10 @@ export class PostgresTaskStore implements TaskStore {
 
   /** Stops listening (before closing the database). */
   async unlisten(): Promise<void> {
-    const [feed, cancels] = [this.feed, this.cancels];
+    const [feed, cancels, answers] = [this.feed, this.cancels, this.answers];
     this.feed = this.cancels = undefined;
-    await Promise.all([feed?.unlisten(), cancels?.unlisten()]);
+    this.answers = [];
+    await Promise.all([feed?.unlisten(), cancels?.unlisten(), ...answers.map((a) => a.unlisten())]);
   }
 
   watch(taskId: string, onCommitted: () => void): () => void {
