@@ -33,7 +33,8 @@ const warmupMs = Number(values.warmup) * 1000;
 const concurrency = Number(values.clients);
 const counts = values.replicas!.split(",").map(Number);
 const LOAD = join(import.meta.dir, "bench", "load.ts");
-const SERVE = ["--executor", "echo", "--max-concurrent", "64", "--quiet"];
+// As in bench.ts: the per-peer rate limit out of reach (its check still paid on every request).
+const SERVE = ["--executor", "echo", "--max-concurrent", "64", "--quiet", "--rate-limit-per-second", "1000000", "--rate-limit-burst", "1000000"];
 
 interface Row {
   setup: string;
@@ -77,7 +78,7 @@ if (rows.some((r) => r.errors > 0)) process.exit(1);
 /** One load window against `url`: the replicas' CPU over exactly the window the clients count in. */
 async function measure(label: string, url: string, bundle: string, pids: number[]): Promise<Row> {
   process.stdout.write(`  ${label}... `);
-  const client = Bun.spawn([process.execPath, LOAD, JSON.stringify({ url, bundle, concurrency })], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+  const client = Bun.spawn([process.execPath, LOAD, JSON.stringify({ url, bundle, concurrency, binding: "jsonrpc" })], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
   await Bun.sleep(warmupMs);
   const s0 = pids.map(cpuTicks);
   const m0 = machineBusyTicks();

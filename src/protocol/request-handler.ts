@@ -1,9 +1,9 @@
 import { newId, now } from "../tasks/clock";
 import { notStored, type TaskRunner } from "../tasks/task-runner";
 import { ConfigOwnedElsewhere } from "../push/push-config-store";
-import { TaskStoreRequestError, UnstorableData, type StoredEvent, type TaskStore } from "../tasks/task-store";
+import { RelayedRefusal, TaskStoreError, TaskStoreRequestError, UnstorableData, type StoredEvent, type TaskStore } from "../tasks/task-store";
 import { EventStream } from "../tasks/event-stream";
-import { ends, followStored, untilEnded, type StoredFollow } from "../tasks/stored-follow";
+import { ends, followStored, untilEnded, untilSettled, type StoredFollow } from "../tasks/stored-follow";
 import { mapStream } from "./streams";
 import type { CallContext } from "./caller";
 import { A2AError } from "./errors";
@@ -18,6 +18,7 @@ import type {
   CancelTaskParams,
   GetTaskParams,
   ListTasksParams,
+  Message,
   ListTasksResult,
   SendMessageParams,
   SendMessageResult,
@@ -270,9 +271,9 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     }
     this.runner.check(message, task);
     this.runner.assertCapacity(owner);
-    // On a store other processes share, the task must be this one's to run (see TaskLeases).
-    if (!(await this.runner.hold(taskId)))
-      throw A2AError.unsupportedOperation(`task ${taskId} is held by another replica of this agent (it waits for input there); send the answer to that replica`);
+    // On a store other processes share, the task must be this one's to run (see TaskLeases); if another
+    // process holds it, its execution waits there, and the answer is passed on to it.
+    if (!(await this.runner.hold(taskId))) return this.answerElsewhere(task, stored, owner, stream);
     if (this.runner.settledOf(taskId)) throw A2AError.unsupportedOperation(`task ${taskId} is still TASK_STATE_WORKING; wait for it to ask for input`);
     const committed = this.store.record(taskId, { history: [stored] });
     task.history = [...(task.history ?? []), stored];
@@ -280,6 +281,28 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const settled = this.runner.start(task, stored, owner, lastSeq, false, committed);
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq };
+  }
+
+  /**
+   * The answer to a task whose execution waits in another process on the shared store: passed on to it (which
+   * stores it, or refuses it as it would its own caller's); the task then runs there, and is followed here
+   * through the store.
+   */
+  private async answerElsewhere(task: Task, message: Message, owner: string, stream?: EventStream) {
+    if (!this.store.requestAnswer)
+      throw A2AError.unsupportedOperation(`task ${task.id} is held by another process; send the answer to it`);
+    let lastSeq: number;
+    try {
+      ({ lastSeq } = await this.store.requestAnswer(task.id, owner, message));
+    } catch (err) {
+      if (err instanceof RelayedRefusal) throw new A2AError(err.code, err.message, err.reason);
+      if (err instanceof TaskStoreError) throw A2AError.unsupportedOperation(err.message);
+      throw err;
+    }
+    // Taken: the execution runs again (WORKING) with the answer in its history.
+    const answered: Task = { ...task, status: { state: "TASK_STATE_WORKING", timestamp: now() }, history: [...(task.history ?? []), message] };
+    const settled = stream ? undefined : untilSettled(this.store, task.id, lastSeq).then(async () => (await this.store.get(task.id, owner)) ?? answered);
+    return { task: answered, initial: answered, committed: Promise.resolve(), settled, lastSeq };
   }
 
   /**

@@ -85,3 +85,23 @@ export async function untilEnded(store: TaskStore, taskId: string, timeoutMs: nu
     unwatch();
   }
 }
+
+/** Resolves once a settled state (interrupted or terminal) is stored for the task after event `afterSeq`. */
+export async function untilSettled(store: TaskStore, taskId: string, afterSeq: number): Promise<void> {
+  if (!store.watch) throw new Error("this store cannot tell when another process commits events");
+  let notify: () => void = () => {};
+  const unwatch = store.watch(taskId, () => notify());
+  try {
+    let seen = afterSeq;
+    for (;;) {
+      const noticed = new Promise<void>((resolve) => (notify = resolve));
+      for (const e of await store.eventsAfter(taskId, seen)) {
+        seen = e.seq;
+        if ("statusUpdate" in e.response && isSettled(e.response.statusUpdate.status.state)) return;
+      }
+      await noticed;
+    }
+  } finally {
+    unwatch();
+  }
+}

@@ -77,6 +77,13 @@ export class TaskRunner {
     this.events = new EventPublisher(store);
     // Another process was asked to cancel a task: this one does, if it runs it.
     store.onCancelRequest?.((taskId, reason) => void this.cancel(taskId, reason)?.catch(() => {}));
+    // Another process passed on an answer: taken if the task's execution waits here for its caller.
+    store.onAnswerRequest?.((taskId, owner, message) => {
+      const job = this.jobs.get(taskId);
+      if (!job?.waiting || job.caller !== owner) return undefined;
+      const answered = this.answer(taskId, message);
+      return answered.committed.then(() => ({ lastSeq: answered.lastSeq }));
+    });
   }
 
   get executorKind(): string {

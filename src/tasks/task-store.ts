@@ -50,6 +50,21 @@ export class UnstorableData extends WriteRefused {
   }
 }
 
+/**
+ * Another process refused what this one passed on to it (an answer to a task waiting for input there), with
+ * the protocol error it would have given its own caller: its JSON-RPC code, message and reason.
+ */
+export class RelayedRefusal extends TaskStoreError {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly reason: string,
+  ) {
+    super(message);
+    this.name = "RelayedRefusal";
+  }
+}
+
 /** A task that had not reached a terminal state when the node last stopped. */
 export interface UnfinishedTask {
   id: string;
@@ -162,6 +177,17 @@ export interface TaskStore {
   requestCancel?(taskId: string, reason: string): Promise<void>;
   /** Only for a shared store: hears the cancel requests of every process (for the tasks it may run). */
   onCancelRequest?(listener: (taskId: string, reason: string) => void): void;
+  /**
+   * Only for a shared store: passes the answer to a task waiting for input to the process where its execution
+   * waits; resolves once that one has stored it, with the number of the task's last event before it. Rejects
+   * with RelayedRefusal when that process refuses it, or a TaskStoreError when no process took it.
+   */
+  requestAnswer?(taskId: string, owner: string, message: Message): Promise<{ lastSeq: number }>;
+  /**
+   * Only for a shared store: hears the answers other processes pass on; `take` returns undefined for a task
+   * that does not wait here (another process may take it), else resolves once the answer is stored.
+   */
+  onAnswerRequest?(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined): void;
 }
 
 /** The states a task never leaves: retention may delete tasks in them. */

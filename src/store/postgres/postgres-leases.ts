@@ -39,8 +39,14 @@ export class PostgresLeases implements TaskLeases {
   }
 
   async release(taskId: string): Promise<void> {
-    this.held.delete(taskId);
+    // Not held (any more): the store let it go with the task's final write, or it was never this replica's.
+    if (!this.held.delete(taskId)) return;
     await this.sql`DELETE FROM task_leases WHERE task_id = ${taskId} AND replica = ${this.replica}`;
+  }
+
+  /** Tasks whose leases the store deleted with their final writes. */
+  forget(taskIds: Iterable<string>): void {
+    for (const id of taskIds) this.held.delete(id);
   }
 
   async renew(): Promise<string[]> {

@@ -3,8 +3,10 @@ import type { SQL } from "bun";
 type SQLListen = Awaited<ReturnType<SQL["listen"]>>;
 import { encodeTime } from "ulid";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../../protocol/types";
+import { isTerminal } from "../../protocol/types";
 import { createLogger, type Logger } from "../../log";
-import { FINAL_STATES, UnstorableData, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
+import { newId } from "../../tasks/clock";
+import { FINAL_STATES, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
 import { newPending, planWrite, toJson, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
@@ -28,6 +30,11 @@ export interface PostgresTaskStoreOptions {
 export const EVENTS_CHANNEL = "a2a_task_events";
 /** Cancel requests between replicas: JSON {taskId, reason} (see requestCancel). */
 export const CANCEL_CHANNEL = "a2a_task_cancel";
+/** Answers passed between replicas, and the replies (see requestAnswer). */
+export const ANSWER_CHANNEL = "a2a_task_answer";
+export const ANSWER_REPLY_CHANNEL = "a2a_task_answer_reply";
+/** How long an answer waits for the replica where its task waits (a live one takes it at once). */
+const ANSWER_TIMEOUT_MS = 10_000;
 
 const DEFAULT_PAGE_SIZE = 50;
 /** Rows of one multi-row INSERT (Postgres takes at most 65,535 parameters in a statement). */
@@ -75,6 +82,10 @@ export class PostgresTaskStore implements TaskStore {
   private feed: SQLListen | undefined;
   private cancels: SQLListen | undefined;
   private cancelListener: ((taskId: string, reason: string) => void) | undefined;
+  private answers: SQLListen[] = [];
+  private answerTaker: ((taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined) | undefined;
+  /** Answers this replica passed on, waiting for a reply, by request id. */
+  private readonly awaitingReply = new Map<string, Deferred<{ lastSeq: number }>>();
 
   constructor(database: PostgresDatabase, options: PostgresTaskStoreOptions = {}) {
     this.sql = database.sql;
@@ -312,6 +323,67 @@ export class PostgresTaskStore implements TaskStore {
         // Not one of ours: ignored.
       }
     });
+    this.answers = [await this.sql.listen(ANSWER_CHANNEL, (p) => this.takeAnswer(p)), await this.sql.listen(ANSWER_REPLY_CHANNEL, (p) => this.takeReply(p))];
+  }
+
+  async requestAnswer(taskId: string, owner: string, message: Message): Promise<{ lastSeq: number }> {
+    const id = newId();
+    const payload = JSON.stringify({ id, taskId, owner, message });
+    if (Buffer.byteLength(payload) > NOTIFY_BYTES)
+      throw new TaskStoreError(`the answer is too large (${Buffer.byteLength(payload)} bytes) to pass to the replica where task ${taskId} waits for it; send it to that replica`);
+    const reply = deferred<{ lastSeq: number }>();
+    this.awaitingReply.set(id, reply);
+    const timer = setTimeout(
+      () => reply.reject(new TaskStoreError(`no replica took the answer to task ${taskId} within ${ANSWER_TIMEOUT_MS / 1000} s (the one where it waits may have stopped); send it again`)),
+      ANSWER_TIMEOUT_MS,
+    );
+    try {
+      await this.sql`SELECT pg_notify(${ANSWER_CHANNEL}, ${payload})`;
+      return await reply.promise;
+    } finally {
+      clearTimeout(timer);
+      this.awaitingReply.delete(id);
+    }
+  }
+
+  onAnswerRequest(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined): void {
+    this.answerTaker = take;
+  }
+
+  /** An answer another replica passed on: taken here if its task waits here, and the outcome sent back. */
+  private takeAnswer(payload: string): void {
+    let request: { id: string; taskId: string; owner: string; message: Message };
+    try {
+      request = JSON.parse(payload);
+    } catch {
+      return;
+    }
+    let taken: Promise<{ lastSeq: number }> | undefined;
+    try {
+      taken = this.answerTaker?.(request.taskId, request.owner, request.message);
+    } catch (err) {
+      taken = Promise.reject(err);
+    }
+    if (!taken) return; // not waiting here
+    const reply = (body: Record<string, unknown>) => this.sql`SELECT pg_notify(${ANSWER_REPLY_CHANNEL}, ${JSON.stringify({ id: request.id, ...body })})`.catch(() => {});
+    taken.then(
+      ({ lastSeq }) => void reply({ lastSeq }),
+      (err: { code?: number; reason?: string; message?: string }) =>
+        void reply({ error: { code: typeof err?.code === "number" ? err.code : -32603, message: err?.message ?? String(err), reason: err?.reason ?? "INTERNAL_ERROR" } }),
+    );
+  }
+
+  private takeReply(payload: string): void {
+    let r: { id: string; lastSeq?: number; error?: { code: number; message: string; reason: string } };
+    try {
+      r = JSON.parse(payload);
+    } catch {
+      return;
+    }
+    const waiting = this.awaitingReply.get(r.id);
+    if (!waiting) return; // another replica's
+    if (r.error) waiting.reject(new RelayedRefusal(r.error.code, r.error.message, r.error.reason));
+    else waiting.resolve({ lastSeq: r.lastSeq ?? 0 });
   }
 
   async requestCancel(taskId: string, reason: string): Promise<void> {
@@ -324,9 +396,10 @@ export class PostgresTaskStore implements TaskStore {
 
   /** Stops listening (before closing the database). */
   async unlisten(): Promise<void> {
-    const [feed, cancels] = [this.feed, this.cancels];
+    const [feed, cancels, answers] = [this.feed, this.cancels, this.answers];
     this.feed = this.cancels = undefined;
-    await Promise.all([feed?.unlisten(), cancels?.unlisten()]);
+    this.answers = [];
+    await Promise.all([feed?.unlisten(), cancels?.unlisten(), ...answers.map((a) => a.unlisten())]);
   }
 
   watch(taskId: string, onCommitted: () => void): () => void {
@@ -357,7 +430,11 @@ export class PostgresTaskStore implements TaskStore {
     this.pending.clear();
     const failed = new Map<string, unknown>();
     try {
-      const inserted = await this.sql.begin((tx) => this.apply(tx, creates, batch, failed));
+      // Creates alone are one statement (their leases with them), committed without a transaction of its own.
+      const ended: string[] = [];
+      const alone = batch.length === 0 && creates.length <= CREATE_CHUNK;
+      const inserted = alone ? await this.insertAll(this.sql, creates) : await this.sql.begin((tx) => this.apply(tx, creates, batch, failed, ended));
+      this.leases?.forget(ended);
       await this.settleCreates(creates, inserted);
       return failed;
     } catch (err) {
@@ -368,14 +445,16 @@ export class PostgresTaskStore implements TaskStore {
     failed.clear();
     for (const c of creates) {
       try {
-        await this.settleCreates([c], await this.sql.begin((tx) => this.apply(tx, [c], [], failed)));
+        await this.settleCreates([c], await this.insertAll(this.sql, [c]));
       } catch (err) {
         this.reportFailed([c], [], failed, err);
       }
     }
     for (const item of batch) {
       try {
-        await this.sql.begin((tx) => this.apply(tx, [], [item], failed));
+        const ended: string[] = [];
+        await this.sql.begin((tx) => this.apply(tx, [], [item], failed, ended));
+        this.leases?.forget(ended);
       } catch (err) {
         this.reportFailed([], [item], failed, err);
       }
@@ -397,12 +476,8 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   /** The statements of one group, in one transaction; returns the ids the creates inserted. */
-  private async apply(tx: SQL, creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>): Promise<Set<string>> {
-    const inserted = new Set<string>();
-    for (let i = 0; i < creates.length; i += CREATE_CHUNK) {
-      for (const r of await insertTasks(tx, creates.slice(i, i + CREATE_CHUNK))) inserted.add(r.id);
-    }
-    if (this.leases && inserted.size) await insertLeases(tx, [...inserted], this.leases);
+  private async apply(tx: SQL, creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, ended: string[]): Promise<Set<string>> {
+    const inserted = await this.insertAll(tx, creates);
     // The rows an update rewrites, read (and locked) together.
     const needRows = batch.filter(([, p]) => needsRow(p)).map(([id]) => id);
     const rows = new Map<string, StoredRow>();
@@ -427,6 +502,11 @@ export class PostgresTaskStore implements TaskStore {
         fenced.push([id, tx.unsafe(this.insertEvents, plan.events)]);
         notes.push(`${id} ${plan.events[2]}`);
       }
+      // A task that ends lets its lease go in the same commit (saving the runner's release a round trip).
+      if (this.leases && p.status && isTerminal(p.status.state)) {
+        statements.push(tx`DELETE FROM task_leases WHERE task_id = ${id} AND replica = ${this.leases.replica}`);
+        ended.push(id);
+      }
     }
     for (const payload of chunkLines(notes, NOTIFY_BYTES)) statements.push(tx`SELECT pg_notify(${EVENTS_CHANNEL}, ${payload})`);
     const [results] = await Promise.all([Promise.all(fenced.map(([, q]) => q)), Promise.all(statements)]);
@@ -436,12 +516,19 @@ export class PostgresTaskStore implements TaskStore {
       for (const id of refused) failed.set(id, new WriteRefused(`task ${id} is held by another replica now (this one's lease on it ran out)`));
       throw new FencedOff(); // nothing of this transaction may stand: each task is tried again on its own
     }
-    if (this.leases) this.leases.adopt(inserted);
+    return inserted;
+  }
+
+  /** Inserts the creates (and their leases); returns the ids inserted (not those whose messageId was taken). */
+  private async insertAll(q: SQL, creates: CreateRequest[]): Promise<Set<string>> {
+    const inserted = new Set<string>();
+    for (let i = 0; i < creates.length; i += CREATE_CHUNK) for (const r of await insertTasks(q, creates.slice(i, i + CREATE_CHUNK), this.leases)) inserted.add(r.id);
     return inserted;
   }
 
   /** After the commit: each create learns whether it made its task, or another create (elsewhere) did. */
   private async settleCreates(creates: CreateRequest[], inserted: Set<string>): Promise<void> {
+    this.leases?.adopt(inserted);
     for (const c of creates) {
       if (inserted.has(c.task.id)) {
         c.settle.resolve({ task: c.task, created: true });
@@ -462,33 +549,29 @@ const UPDATE_TASK = `UPDATE tasks SET state = $2, status_message = $3, status_ti
   head_bytes = octet_length(id) + octet_length(context_id) + coalesce(octet_length($3), 0) + coalesce(octet_length($5), 0),
   history_bytes = octet_length($6), artifacts_bytes = octet_length($7) WHERE id = $1`;
 
-/** Inserts new SUBMITTED tasks, skipping those whose (owner, messageId) is taken; returns the ids inserted. */
-function insertTasks(tx: SQL, creates: CreateRequest[]): Promise<{ id: string }[]> {
-  const values: unknown[] = [];
+/**
+ * Inserts new SUBMITTED tasks, skipping those whose (owner, messageId) is taken, and leases those it inserted
+ * to this replica, in one statement; returns the ids inserted.
+ */
+function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases | undefined): Promise<{ id: string }[]> {
+  const values: unknown[] = leases ? [leases.replica, leases.ttlMs] : [];
   const tuples = creates.map((c) => {
     const at = values.length;
     values.push(c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson);
     return `(${Array.from({ length: 8 }, (_, i) => `$${at + i + 1}::text`).join(", ")})`;
   });
-  return tx.unsafe(
-    `INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
+  const insert = `INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
        last_seq, head_bytes, history_bytes, artifacts_bytes)
      SELECT v.id, v.context_id, v.owner, 'TASK_STATE_SUBMITTED', v.ts, v.rmid, v.executor, v.ts, v.ts, v.metadata, v.history, '[]',
        0, octet_length(v.id) + octet_length(v.context_id) + coalesce(octet_length(v.metadata), 0), octet_length(v.history), 2
      FROM (VALUES ${tuples.join(", ")}) AS v(id, context_id, owner, ts, rmid, executor, metadata, history)
-     ON CONFLICT (owner, request_message_id) DO NOTHING RETURNING id`,
+     ON CONFLICT (owner, request_message_id) DO NOTHING RETURNING id`;
+  if (!leases) return tx.unsafe(insert, values);
+  return tx.unsafe(
+    `WITH inserted AS (${insert})
+     INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, $1::text, ${DB_NOW_MS} + $2::bigint FROM inserted RETURNING task_id AS id`,
     values,
   );
-}
-
-/** Leases the tasks just inserted to this replica, in the same transaction. */
-function insertLeases(tx: SQL, ids: string[], leases: PostgresLeases): Promise<unknown> {
-  const values: unknown[] = [leases.replica, leases.ttlMs];
-  const tuples = ids.map((id) => {
-    values.push(id);
-    return `($${values.length}::text, $1::text, ${DB_NOW_MS} + $2::bigint)`;
-  });
-  return tx.unsafe(`INSERT INTO task_leases (task_id, replica, expires_at) VALUES ${tuples.join(", ")}`, values);
 }
 
 /** A group whose writes were partly fenced off (see apply): rolled back, then tried task by task. */
