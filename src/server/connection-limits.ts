@@ -1,4 +1,5 @@
 import type { Socket } from "node:net";
+import type { Server as TlsServer } from "node:tls";
 
 /** How many connections a listener holds open, in all and per source address, before it refuses more. */
 export interface ConnectionLimits {
@@ -55,4 +56,27 @@ export class ConnectionGate {
   count(address?: string): number {
     return address === undefined ? this.open : (this.perAddress.get(address) ?? 0);
   }
+}
+
+/**
+ * Bounds a TLS server's unauthenticated connections: counts them from TCP accept (refusing those over the
+ * limits) and closes a socket whose handshake failed or timed out, which Bun, unlike Node, leaves open.
+ * Returns the gate, for its counts.
+ */
+export function boundTlsServer(
+  tls: TlsServer,
+  o: {
+    limits?: ConnectionLimits;
+    onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
+    onHandshakeError?(err: Error, remote: string | undefined): void;
+  },
+): ConnectionGate {
+  const gate = new ConnectionGate(o.limits ?? CONNECTION_DEFAULTS, o.onRefusedConnection);
+  // "connection" is the raw TCP socket, before any TLS: counting there bounds unauthenticated clients too.
+  tls.on("connection", (socket) => gate.admit(socket));
+  tls.on("tlsClientError", (err, socket) => {
+    socket.destroy();
+    o.onHandshakeError?.(err, socket.remoteAddress);
+  });
+  return gate;
 }

@@ -1,6 +1,6 @@
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
-import { CONNECTION_DEFAULTS, ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
+import { boundTlsServer, CONNECTION_DEFAULTS, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
 
@@ -37,14 +37,9 @@ export function listenEnroll(options: EnrollListenerOptions): Promise<Listener> 
     minVersion: "TLSv1.2",
     handshakeTimeout: options.handshakeTimeoutMs ?? CONNECTION_DEFAULTS.handshakeTimeoutMs,
   });
-  const gate = new ConnectionGate(options.limits ?? CONNECTION_DEFAULTS, options.onRefusedConnection);
-  tls.on("connection", (socket) => gate.admit(socket));
+  boundTlsServer(tls, options);
   tls.on("secureConnection", (socket: TLSSocket) => {
     connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, socket.remoteAddress) });
-  });
-  tls.on("tlsClientError", (err, socket) => {
-    socket.destroy();
-    options.onHandshakeError?.(err, socket.remoteAddress);
   });
   return new Promise((resolve, reject) => {
     tls.once("error", reject);

@@ -1,7 +1,7 @@
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
-import { CONNECTION_DEFAULTS, ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
+import { boundTlsServer, CONNECTION_DEFAULTS, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { RevocationLookup } from "../../pki/fleet-member";
 import { peerIdentifier } from "./peer-identity";
@@ -67,9 +67,7 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     // Node's default gives a silent client 120 s; a legitimate peer finishes in milliseconds.
     handshakeTimeout: options.handshakeTimeoutMs ?? CONNECTION_DEFAULTS.handshakeTimeoutMs,
   });
-  const gate = new ConnectionGate(options.limits ?? CONNECTION_DEFAULTS, options.onRefusedConnection);
-  // "connection" is the raw TCP socket, before any TLS: counting there bounds unauthenticated clients too.
-  tls.on("connection", (socket) => gate.admit(socket));
+  const gate = boundTlsServer(tls, options);
   let identify = peerIdentifier(options.ca, options.revoked);
   // Each open connection's certificate serial, so a revocation can end the connections already made with it.
   const serials = new Map<TLSSocket, string>();
@@ -89,11 +87,6 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       handle: (req) => options.onRequest(req, caller),
       onRefused: options.onRefusedRequest,
     });
-  });
-  tls.on("tlsClientError", (err, socket) => {
-    // Bun reports a failed or timed-out handshake but, unlike Node, leaves the socket open: close it here.
-    socket.destroy();
-    options.onHandshakeError?.(err, socket.remoteAddress);
   });
 
   return new Promise((resolve, reject) => {

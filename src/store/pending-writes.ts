@@ -1,6 +1,6 @@
 import type { Artifact, StreamResponse, TaskStatus } from "../protocol/types";
 import { isTerminal } from "../protocol/types";
-import { UnstorableData, WriteRefused } from "../tasks/task-store";
+import { UnstorableData, WriteRefused, type TaskChange } from "../tasks/task-store";
 
 /**
  * Everything not yet committed about one task; several requests' worth merge into one row write. What a
@@ -34,6 +34,32 @@ export interface Pending {
 
 export function newPending(): Pending {
   return { messages: [], artifacts: [], events: [], firstSeq: 0 };
+}
+
+/**
+ * Adds one TaskChange to a task's pending writes (`pendingFor` gives them, made if new). What the change
+ * carries is serialised first: a change that cannot be stored throws UnstorableData and adds nothing.
+ */
+export function addChange(pendingFor: () => Pending, change: TaskChange): void {
+  let history: string[] | undefined;
+  let statusMessage: string | null | undefined;
+  if (change.status) statusMessage = change.status.message ? toJson(change.status.message, "status message") : null;
+  // The agent's final reply is usually the status message too: serialised once.
+  if (change.history?.length) history = change.history.map((m) => (statusMessage && m === change.status?.message ? statusMessage : toJson(m, "message")));
+  if (change.metadata) toJson(change.metadata, "metadata");
+  const p = pendingFor();
+  if (history) p.messages.push(...history);
+  if (change.status) {
+    p.status = change.status;
+    p.statusMessage = statusMessage;
+  }
+  if (change.artifacts?.length) p.artifacts.push(...change.artifacts);
+  if (change.metadata) p.metadata = { ...p.metadata, ...change.metadata };
+  if (change.events?.items.length) {
+    if (p.events.length === 0) p.firstSeq = change.events.firstSeq;
+    p.events.push(...change.events.items);
+  }
+  if (change.rowSeq !== undefined) p.rowSeq = change.rowSeq;
 }
 
 /** The columns of a task's row that an update rewrites (as stored). */

@@ -1,18 +1,11 @@
 import type { Database, Statement } from "bun:sqlite";
-import type { AuthenticationInfo, ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
+import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
 import { ConfigOwnedElsewhere, PUSH_CONFIG_PAGE, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
 import { newId, now } from "../tasks/clock";
 import type { OpenDatabase } from "./database";
 import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
+import { toConfig, toStored, type PushConfigRow } from "./push-config-rows";
 
-interface Row {
-  task_id: string;
-  id: string;
-  owner: string;
-  url: string;
-  token: string | null;
-  authentication: string | null;
-}
 
 /**
  * PushConfigStore on the node's SQLite database (table push_configs; primary key (task_id, id), so all of a
@@ -71,7 +64,7 @@ export class SqlitePushConfigStore implements PushConfigStore {
   }
 
   async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {
-    const row = this.q.get.get(taskId, id, owner) as Row | null;
+    const row = this.q.get.get(taskId, id, owner) as PushConfigRow | null;
     return row ? toConfig(row) : undefined;
   }
 
@@ -80,7 +73,7 @@ export class SqlitePushConfigStore implements PushConfigStore {
     // One row more than the page tells whether another page follows without a count query.
     const rows = (
       pageToken ? this.q.pageAfter.all(taskId, owner, decodeConfigPageToken(pageToken), size + 1) : this.q.page.all(taskId, owner, size + 1)
-    ) as Row[];
+    ) as PushConfigRow[];
     const page = rows.slice(0, size);
     const last = page[page.length - 1];
     return { configs: page.map(toConfig), nextPageToken: rows.length > size && last ? encodeConfigPageToken(last.id) : "" };
@@ -111,24 +104,13 @@ export class SqlitePushConfigStore implements PushConfigStore {
 
   async forTask(taskId: string): Promise<StoredPushConfig[]> {
     if (!this.withConfigs.has(taskId)) return [];
-    const rows = (this.q.forTask.all(taskId) as Row[]).map(toStored);
+    const rows = (this.q.forTask.all(taskId) as PushConfigRow[]).map(toStored);
     if (rows.length === 0) this.withConfigs.delete(taskId);
     return rows;
   }
 
   async forDelivery(taskId: string, id: string): Promise<StoredPushConfig | undefined> {
-    const row = this.q.forDelivery.get(taskId, id) as Row | null;
+    const row = this.q.forDelivery.get(taskId, id) as PushConfigRow | null;
     return row ? toStored(row) : undefined;
   }
-}
-
-function toConfig(row: Row): TaskPushNotificationConfig {
-  const c: TaskPushNotificationConfig = { id: row.id, taskId: row.task_id, url: row.url };
-  if (row.token) c.token = row.token;
-  if (row.authentication) c.authentication = JSON.parse(row.authentication) as AuthenticationInfo;
-  return c;
-}
-
-function toStored(row: Row): StoredPushConfig {
-  return { ...toConfig(row), owner: row.owner };
 }

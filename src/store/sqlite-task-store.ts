@@ -7,7 +7,7 @@ import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
 import { decodePageToken, encodePageToken } from "./page-token";
-import { newPending, planWrite, toJson, type Pending, type StoredRow } from "./pending-writes";
+import { addChange, newPending, planWrite, toJson, type Pending, type StoredRow } from "./pending-writes";
 import { tasks } from "./schema";
 import { commitEach, GroupCommit } from "./write-batch";
 
@@ -221,31 +221,11 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   record(taskId: string, change: TaskChange): Promise<void> {
-    // Everything the change carries is serialised before any of it joins the task's pending writes: a change
-    // that cannot be stored is refused whole, and leaves nothing behind.
-    let history: string[] | undefined;
-    let statusMessage: string | null | undefined;
     try {
-      if (change.status) statusMessage = change.status.message ? toJson(change.status.message, "status message") : null;
-      // The agent's final reply is usually the status message too: serialised once.
-      if (change.history?.length) history = change.history.map((m) => (statusMessage && m === change.status?.message ? statusMessage : toJson(m, "message")));
-      if (change.metadata) toJson(change.metadata, "metadata");
+      addChange(() => this.pendingFor(taskId), change);
     } catch (err) {
       return Promise.reject(err);
     }
-    const p = this.pendingFor(taskId);
-    if (history) p.messages.push(...history);
-    if (change.status) {
-      p.status = change.status;
-      p.statusMessage = statusMessage;
-    }
-    if (change.artifacts?.length) p.artifacts.push(...change.artifacts);
-    if (change.metadata) p.metadata = { ...p.metadata, ...change.metadata };
-    if (change.events?.items.length) {
-      if (p.events.length === 0) p.firstSeq = change.events.firstSeq;
-      p.events.push(...change.events.items);
-    }
-    if (change.rowSeq !== undefined) p.rowSeq = change.rowSeq;
     return this.group.commit(taskId);
   }
 

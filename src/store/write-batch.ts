@@ -59,13 +59,14 @@ export class GroupCommit<K> {
   }
 }
 
-interface Outcome {
+/** A writer's promise and the means to settle it. */
+export interface Outcome {
   promise: Promise<void>;
   resolve(): void;
   reject(err: unknown): void;
 }
 
-function newOutcome(): Outcome {
+export function newOutcome(): Outcome {
   let resolve!: () => void;
   let reject!: (err: unknown) => void;
   const promise = new Promise<void>((res, rej) => {

@@ -1,18 +1,11 @@
 import type { SQL } from "bun";
-import type { AuthenticationInfo, ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../../protocol/types";
+import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../../protocol/types";
 import { ConfigOwnedElsewhere, PUSH_CONFIG_PAGE, type PushConfigStore, type StoredPushConfig } from "../../push/push-config-store";
 import { newId, now } from "../../tasks/clock";
 import { decodeConfigPageToken, encodeConfigPageToken } from "../page-token";
 import type { PostgresDatabase } from "./database";
+import { toConfig, toStored, type PushConfigRow } from "../push-config-rows";
 
-interface Row {
-  task_id: string;
-  id: string;
-  owner: string;
-  url: string;
-  token: string | null;
-  authentication: string | null;
-}
 
 /**
  * PushConfigStore on the shared Postgres database (table push_configs, primary key (task_id, id)): a webhook
@@ -43,7 +36,7 @@ export class PostgresPushConfigStore implements PushConfigStore {
 
   async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {
     const [row] = await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND id = ${id} AND owner = ${owner}`;
-    return row ? toConfig(row as Row) : undefined;
+    return row ? toConfig(row as PushConfigRow) : undefined;
   }
 
   async list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult> {
@@ -54,7 +47,7 @@ export class PostgresPushConfigStore implements PushConfigStore {
       after === undefined
         ? await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND owner = ${owner} ORDER BY id LIMIT ${size + 1}`
         : await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND owner = ${owner} AND id > ${after} ORDER BY id LIMIT ${size + 1}`
-    ) as Row[];
+    ) as PushConfigRow[];
     const page = rows.slice(0, size);
     const last = page[page.length - 1];
     return { configs: page.map(toConfig), nextPageToken: rows.length > size && last ? encodeConfigPageToken(last.id) : "" };
@@ -80,22 +73,11 @@ export class PostgresPushConfigStore implements PushConfigStore {
   }
 
   async forTask(taskId: string): Promise<StoredPushConfig[]> {
-    return ((await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} ORDER BY id`) as Row[]).map(toStored);
+    return ((await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} ORDER BY id`) as PushConfigRow[]).map(toStored);
   }
 
   async forDelivery(taskId: string, id: string): Promise<StoredPushConfig | undefined> {
     const [row] = await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND id = ${id}`;
-    return row ? toStored(row as Row) : undefined;
+    return row ? toStored(row as PushConfigRow) : undefined;
   }
-}
-
-function toConfig(row: Row): TaskPushNotificationConfig {
-  const c: TaskPushNotificationConfig = { id: row.id, taskId: row.task_id, url: row.url };
-  if (row.token) c.token = row.token;
-  if (row.authentication) c.authentication = JSON.parse(row.authentication) as AuthenticationInfo;
-  return c;
-}
-
-function toStored(row: Row): StoredPushConfig {
-  return { ...toConfig(row), owner: row.owner };
 }

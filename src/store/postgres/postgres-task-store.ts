@@ -9,7 +9,7 @@ import { newId } from "../../tasks/clock";
 import { FINAL_STATES, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
-import { newPending, planWrite, toJson, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
+import { addChange, newPending, planWrite, toJson, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
 import type { PostgresDatabase } from "./database";
 import { DB_NOW_MS, type PostgresLeases } from "./postgres-leases";
 import { SerialGroupCommit } from "./serial-commit";
@@ -132,30 +132,18 @@ export class PostgresTaskStore implements TaskStore {
     return { ...result, committed: Promise.resolve() };
   }
 
+  private pendingFor(taskId: string): Pending {
+    let p = this.pending.get(taskId);
+    if (!p) this.pending.set(taskId, (p = newPending()));
+    return p;
+  }
+
   record(taskId: string, change: TaskChange): Promise<void> {
-    let history: string[] | undefined;
-    let statusMessage: string | null | undefined;
     try {
-      if (change.status) statusMessage = change.status.message ? toJson(change.status.message, "status message") : null;
-      if (change.history?.length) history = change.history.map((m) => (statusMessage && m === change.status?.message ? statusMessage : toJson(m, "message")));
-      if (change.metadata) toJson(change.metadata, "metadata");
+      addChange(() => this.pendingFor(taskId), change);
     } catch (err) {
       return Promise.reject(err);
     }
-    let p = this.pending.get(taskId);
-    if (!p) this.pending.set(taskId, (p = newPending()));
-    if (history) p.messages.push(...history);
-    if (change.status) {
-      p.status = change.status;
-      p.statusMessage = statusMessage;
-    }
-    if (change.artifacts?.length) p.artifacts.push(...change.artifacts);
-    if (change.metadata) p.metadata = { ...p.metadata, ...change.metadata };
-    if (change.events?.items.length) {
-      if (p.events.length === 0) p.firstSeq = change.events.firstSeq;
-      p.events.push(...change.events.items);
-    }
-    if (change.rowSeq !== undefined) p.rowSeq = change.rowSeq;
     return this.group.commit(taskId);
   }
 

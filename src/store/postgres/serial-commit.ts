@@ -1,3 +1,5 @@
+import { newOutcome, type Outcome } from "../write-batch";
+
 /**
  * Group commit for a store on a server: writes requested during one turn of the event loop are committed
  * together, one group at a time. While a group is being committed, new writes gather for the next one, so
@@ -61,21 +63,4 @@ export class SerialGroupCommit<K> {
       if (this.open) void this.run();
     });
   }
-}
-
-interface Outcome {
-  promise: Promise<void>;
-  resolve(): void;
-  reject(err: unknown): void;
-}
-
-function newOutcome(): Outcome {
-  let resolve!: () => void;
-  let reject!: (err: unknown) => void;
-  const promise = new Promise<void>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  promise.catch(() => {}); // see GroupCommit: a writer may never wait on its own promise
-  return { promise, resolve, reject };
 }
