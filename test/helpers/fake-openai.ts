@@ -1,3 +1,17 @@
+/**
+ * A fake OpenAI-compatible model server, for the openai executor's tests: a twin of the Chat Completions API as
+ * OpenAI documents it (https://platform.openai.com/docs/api-reference/chat/create and /chat-streaming), which
+ * Ollama, llama.cpp's server, vLLM and LM Studio follow:
+ * - POST /v1/chat/completions; with `stream: true`, `text/event-stream` chunks `data: {"object":
+ *   "chat.completion.chunk","choices":[{"delta":{"content":...}}]}`, a chunk with `finish_reason`, a usage chunk
+ *   with `"choices":[]` only when `stream_options.include_usage` is set, then `data: [DONE]`; without
+ *   `stream`, one `chat.completion` object;
+ * - errors as the API sends them: `{"error":{"message","type":"invalid_request_error","param","code"}}` with
+ *   HTTP 400 for invalid content parts (unknown part types, image_url without a URL or with a non-image data URL,
+ *   images sent to a model without vision), in the API's own wording;
+ * - GET /v1/models, as readiness probes use it.
+ * What it does not model: tool calls, logprobs, n > 1, and the real models' token accounting.
+ */
 import { connect, createServer, type Server as NetServer, type Socket } from "node:net";
 
 export interface FakeModelRequest {
@@ -162,7 +176,9 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
               wake();
               return;
             }
-            c.enqueue(chunk({ id: "c1", object: "chat.completion.chunk", model: body.model, choices: [{ index: 0, delta: {}, finish_reason: "stop" }], usage }));
+            c.enqueue(chunk({ id: "c1", object: "chat.completion.chunk", model: body.model, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }));
+            // As OpenAI streams usage: only when asked, in a chunk of its own with no choices, before [DONE].
+            if (body.stream_options?.include_usage) c.enqueue(chunk({ id: "c1", object: "chat.completion.chunk", model: body.model, choices: [], usage }));
             c.enqueue(enc.encode("data: [DONE]\n\n"));
             done = true;
             c.close();
