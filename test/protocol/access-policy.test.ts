@@ -83,3 +83,13 @@ describe("[[authorize]] in the config file", () => {
     expect(problem([{ peers: ["local"], methods: ["GetTask"] }])).toMatch(/^entry 1: peer 'local' is not a fleet name: .*reserved/);
   });
 });
+
+describe("[[authorize]] with [[skills]]", () => {
+  it("refuses a rule for a skill the node does not declare (it could never match)", async () => {
+    const { resolveServeConfig } = await import("../../src/config");
+    const skills = [{ id: "summarise", name: "S", description: "d", tags: [] }];
+    const authorize = [{ peers: ["beta"], methods: ["SendMessage"], skills: ["summarize"] }];
+    expect(() => resolveServeConfig({}, {}, { skills, authorize })).toThrow("authorize entry 1: skill 'summarize' is not one of this node's [[skills]] (summarise)");
+    expect(resolveServeConfig({}, {}, { skills, authorize: [{ ...authorize[0], skills: ["summarise", "*"] }] }).authorize[0].skills).toEqual(["summarise", "*"]);
+  });
+});
