@@ -139,7 +139,14 @@ export function createRequestRouter(options: RouterOptions) {
     }
     const answered = ops?.(req.method, path, caller);
     if (answered) return answered;
-    if (options.pki && path.startsWith("/pki/")) return options.pki(req, caller, path);
+    if (options.pki && path.startsWith("/pki/")) {
+      const started = audit ? performance.now() : 0;
+      const res = await options.pki(req, caller, path);
+      // Renewals and revocation-list fetches are fleet calls too; a path it does not serve is named by kind only.
+      const known = path === "/pki/renew" || path === "/pki/crl";
+      record({ caller }, "pki", known ? `${req.method} ${path}` : undefined, started, res.status < 400 ? undefined : res.status);
+      return res;
+    }
     const match = matchRoute(path);
     if (match !== undefined) {
       if (limiter) {

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";
 import { httpJsonDriver, jsonRpcDriver } from "../helpers/bindings";
-import { makeFleet, type Fleet } from "../helpers/fleet";
+import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
 import { rpc, userMessage } from "../helpers/rpc";
 
 const MAX = 2048;
@@ -37,7 +37,7 @@ afterAll(async () => {
   fleet?.cleanup();
 });
 
-async function attempt(url: string, tls: Record<string, string>): Promise<boolean> {
+async function attempt(url: string, tls: Partial<TlsIdentity>): Promise<boolean> {
   try {
     await fetch(`${url}/`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}", tls } as RequestInit);
     return true;
@@ -68,6 +68,11 @@ describe("authorization and audit in the binary", () => {
 
     // Enough calls to rotate the log more than twice: the oldest files go.
     for (let i = 1; i <= 40; i++) expect((await rpc(node.url, beta, "GetTask", { id: `bulk-${i}` })).body.error.code).toBe(-32001);
+
+    // The CLI shows the refusal as the node words it.
+    const cli = await runBinary(["--home", fleet.homes.gamma, "send", "--agent", node.url, "--task", SECRET]);
+    expect(cli.code).toBe(1);
+    expect(cli.stderr).toContain(`answered error -32000: permission denied: peer 'gamma' may not call SendMessage on this node (no [[authorize]] rule in its config.toml allows it)`);
 
     const sent = await jsonRpcDriver(node.url).call(beta, "SendMessage", message());
     expect(sent.ok).toBe(true);
@@ -114,6 +119,7 @@ describe("authorization and audit in the binary", () => {
     expect(bulk.at(-1)).toBe("bulk-40");
     expect(lines.find((l) => l.peer === "beta" && l.method === "SendMessage")).toMatchObject({ outcome: "ok", binding: "jsonrpc", taskId: sent.result.task.id });
     expect(lines.filter((l) => l.peer === "gamma").map((l) => [l.binding, l.method, l.outcome, l.code])).toEqual([
+      ["jsonrpc", "SendMessage", "denied", -32000],
       ["http-json", "SendMessage", "denied", -32000],
       ["jsonrpc", "ListTasks", "denied", -32000],
       ["http-json", "SendMessage", "ok", undefined],

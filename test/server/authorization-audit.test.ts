@@ -203,7 +203,15 @@ describe("the audit log", () => {
     await node.reload(config);
     expect((await attempt(who.zeta)).res).toBeUndefined();
 
-    // Calls the binding refuses itself.
+    // A peer over its rate limit.
+    await node.reload({ ...config, rateLimitPerSecond: 0.001, rateLimitBurst: 1 });
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await rpc(node.url, who.epsilon, "ListTasks", {})).status);
+    expect(statuses).toContain(429);
+    await node.reload(config);
+    // A fleet PKI route, and calls the binding refuses itself.
+    expect((await fetch(`${node.url}/pki/crl`, { tls: who.beta } as RequestInit)).status).toBe(200);
+    expect((await fetch(`${node.url}/pki/nothing`, { tls: who.beta } as RequestInit)).status).toBe(404);
     expect((await post(`${node.url}/`, who.beta, "{not json")).body.error.code).toBe(-32700);
     expect((await rpc(node.url, who.beta, "NoSuchMethod", {})).body.error.code).toBe(-32601);
     await node.stop(); // flushes the log
@@ -240,6 +248,11 @@ describe("the audit log", () => {
     expect(calls.find((l) => l.peer === "gamma" && l.method === "GetTask" && l.outcome === "error")).toMatchObject({ code: -32001, taskId: expect.any(String) });
     expect(calls.find((l) => l.code === -32700)).toMatchObject({ peer: "beta", outcome: "error" });
     expect(calls.find((l) => l.code === -32601)).toMatchObject({ peer: "beta", outcome: "error" });
+    expect(calls.find((l) => l.outcome === "rate_limited")).toMatchObject({ peer: "epsilon", fingerprint: fingerprints.epsilon, code: 429, binding: "jsonrpc" });
+    expect(calls.filter((l) => l.binding === "pki").map((l) => [l.method, l.outcome, l.code])).toEqual([
+      ["GET /pki/crl", "ok", undefined],
+      [undefined, "error", 404],
+    ]);
   });
 
   it("records each call the policy refused as denied, with the method and the task it named", () => {
