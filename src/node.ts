@@ -278,6 +278,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
         } else needsRestart.push(SETTINGS[name].file);
       }
       limiter.configure({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
+      audit?.reopen();
       await fleetPki.refresh();
       return { applied, needsRestart };
     },
@@ -312,7 +313,8 @@ function openAuditLog(paths: HomePaths, config: ServeConfig, log: Logger): Audit
       path,
       maxBytes: config.auditLogMaxBytes,
       keep: config.auditLogKeep,
-      onError: (err) => log.error("could not write the audit log; its buffered lines are lost", { path, reason: err instanceof Error ? err.message : String(err) }),
+      onError: (err) => log.error("could not write the audit log; lines are dropped until it works again", { path, reason: err instanceof Error ? err.message : String(err) }),
+      onRecovered: (dropped) => log.warn("the audit log is written again", { path, dropped }),
     });
   } catch (err) {
     throw new Error(`cannot open the audit log ${path}: ${(err as Error).message}; make its folder writable, or set audit_log to another file (or to off)`);

@@ -36,8 +36,12 @@ export interface AuditLogOptions {
   flushMs?: number;
   /** Buffered bytes that are written at once, without waiting for the timer (default 64 KiB). */
   flushBytes?: number;
-  /** Told when a write fails (the disk is full, the file was removed with its folder): the lines are dropped. */
+  /**
+   * Told when writing fails (the disk is full, the folder is gone): those lines are dropped. Told once per run
+   * of failures, so a full disk does not fill the journal too; `onRecovered` hears when writing works again.
+   */
   onError?(err: unknown): void;
+  onRecovered?(dropped: number): void;
 }
 
 /**
@@ -58,6 +62,8 @@ export class AuditLog {
   private buffered = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private closed = false;
+  /** Lines dropped since writing began to fail; undefined while it works. */
+  private dropped: number | undefined;
 
   constructor(private readonly options: AuditLogOptions) {
     mkdirSync(dirname(options.path), { recursive: true, mode: 0o700 });
@@ -83,9 +89,30 @@ export class AuditLog {
     this.buffered = 0;
     try {
       this.write(lines);
+      if (this.dropped !== undefined) this.options.onRecovered?.(this.dropped);
+      this.dropped = undefined;
+    } catch (err) {
+      if (this.dropped === undefined) this.options.onError?.(err);
+      this.dropped = (this.dropped ?? 0) + lines.length;
+    }
+  }
+
+  /**
+   * Writes what is buffered and opens the file by its path again (SIGHUP): a file moved away or deleted by
+   * hand or by logrotate is started afresh instead of being written on unseen.
+   */
+  reopen(): void {
+    this.flush();
+    if (this.closed) return;
+    const old = this.fd;
+    try {
+      this.fd = this.open();
     } catch (err) {
       this.options.onError?.(err);
+      return;
     }
+    this.size = fstatSync(this.fd).size;
+    closeSync(old);
   }
 
   /** Writes what is buffered and closes the file; later lines are dropped. */
@@ -139,7 +166,7 @@ export class AuditLog {
     else {
       rmSync(`${path}.${keep}`, { force: true });
       for (let i = keep - 1; i >= 1; i--) renameIfThere(`${path}.${i}`, `${path}.${i + 1}`);
-      renameSync(path, `${path}.1`);
+      renameIfThere(path, `${path}.1`); // gone (removed by hand): a new file is started all the same
     }
     const old = this.fd;
     this.fd = this.open();

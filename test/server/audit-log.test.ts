@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AuditLog, type AuditCall } from "../../src/server/audit-log";
@@ -82,6 +82,21 @@ describe("the audit log", () => {
     expect(existsSync(`${path}.1`)).toBe(false);
   });
 
+  it("opens its path again on reopen (SIGHUP): a file moved away is started afresh", () => {
+    const path = join(tmp(), "audit.jsonl");
+    const log = new AuditLog({ path, maxBytes: 1 << 20, keep: 1 });
+    log.call(call(1));
+    log.flush();
+    renameSync(path, `${path}.moved`);
+    log.call(call(2));
+    log.reopen(); // writes what it holds to the file it had open, then takes the path again
+    log.call(call(3));
+    log.close();
+    expect(lines(`${path}.moved`).map((l) => l.taskId)).toEqual(["task-1", "task-2"]);
+    expect(lines(path).map((l) => l.taskId)).toEqual(["task-3"]);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
   it("writes a line longer than max bytes whole, into a file of its own", () => {
     const path = join(tmp(), "audit.jsonl");
     const log = new AuditLog({ path, maxBytes: 50, keep: 3 });
@@ -92,18 +107,27 @@ describe("the audit log", () => {
     expect(lines(`${path}.1`).map((l) => l.taskId)).toEqual(["task-1"]);
   });
 
-  it("reports a write that fails and goes on", () => {
+  it("reports writes that fail once per run of failures, drops those lines, and says when it works again", () => {
     const dir = tmp();
     const path = join(dir, "audit.jsonl");
     const errors: unknown[] = [];
-    const log = new AuditLog({ path, maxBytes: 100, keep: 1, onError: (e) => errors.push(e) });
+    const recovered: number[] = [];
+    const log = new AuditLog({ path, maxBytes: 100, keep: 1, onError: (e) => errors.push(e), onRecovered: (n) => recovered.push(n) });
     log.call(call(1));
     log.flush();
     // The folder goes away: rotating (a rename into it) fails; the lines are dropped, the log lives on.
     rmSync(dir, { recursive: true, force: true });
-    log.call(call(2));
-    log.flush();
+    for (const n of [2, 3]) {
+      log.call(call(n));
+      log.flush();
+    }
     expect(errors).toHaveLength(1);
-    expect(() => log.close()).not.toThrow();
+    expect((errors[0] as NodeJS.ErrnoException).code).toBe("ENOENT");
+    mkdirSync(dir);
+    log.call(call(4));
+    log.flush();
+    expect(recovered).toEqual([2]);
+    log.close();
+    expect(lines(path).map((l) => l.taskId)).toEqual(["task-4"]);
   });
 });
