@@ -1,11 +1,10 @@
 import type { CallContext, CallerIdentity } from "../protocol/caller";
-import { PERMISSION_DENIED_CODE } from "../protocol/errors";
-import { A2AError } from "../protocol/errors";
-import type { AuditCall } from "./audit-log";
+import { A2AError, PERMISSION_DENIED_CODE } from "../protocol/errors";
 import { statusBody } from "../protocol/http-json-errors";
 import { matchRoute, type HttpMethod } from "../protocol/http-json-routes";
 import type { HttpJsonOutcome, HttpJsonTransport } from "../protocol/http-json-transport";
 import { errorBody, type JsonRpcTransport } from "../protocol/jsonrpc-transport";
+import type { AuditCall } from "./audit-log";
 import type { HttpRequest, HttpResponse } from "./http1";
 import type { PeerRateLimiter } from "./rate-limit";
 
@@ -80,7 +79,7 @@ export interface RouterOptions {
   metrics?: RouterMetrics;
   /** Paths under /pki/ (the fleet PKI: revocation list, renewal), when this listener serves them. */
   pki?(req: HttpRequest, caller: CallerIdentity, path: string): Promise<HttpResponse>;
-  /** Told of every A2A call (either binding) once it is answered, for the audit log. */
+  /** Told of every A2A call (either binding) and fleet PKI call once it is answered, for the audit log. */
   audit?(call: AuditCall): void;
 }
 
