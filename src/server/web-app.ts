@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
-import { canonicalJson } from "./canonical-json";
+import { canonicalJson } from "../protocol/canonical-json";
 import { BINDING_PATHS, OPS_PATHS_DOC } from "./openapi-paths";
 import { openapi } from "@elysiajs/openapi";
 import type { CallerIdentity } from "../protocol/caller";
