@@ -7,7 +7,7 @@ import type { ServeConfig } from "../config";
 import type { NodeIdentity } from "../../pki/identity";
 import type { Peer } from "../peers/peer-registry";
 import { explainFailure } from "../client/connect";
-import { mtlsFetch } from "../client/mtls-fetch";
+import { expectationOf, mtlsFetch } from "../client/mtls-fetch";
 import { homeLockHolder } from "../home-lock";
 import { nodeHealth } from "../service/node-health";
 import { type Finding, fail, ok, skip } from "./check";
@@ -63,7 +63,7 @@ export async function checkPeers(peers: Peer[], identity: NodeIdentity, timeoutM
   return Promise.all(
     peers.map(async (peer): Promise<Finding> => {
       const check = `peer ${peer.name}`;
-      const fetchFn = mtlsFetch({ cert: identity.certPem, key: identity.keyPem, ca: identity.caPem }, { name: peer.name, fingerprint: peer.fingerprint });
+      const fetchFn = mtlsFetch({ cert: identity.certPem, key: identity.keyPem, ca: identity.caPem }, expectationOf(peer));
       const url = new URL("/.well-known/agent-card.json", peer.url).toString();
       const started = performance.now();
       try {

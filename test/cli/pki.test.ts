@@ -7,7 +7,7 @@ import { pkiCommand } from "../../src/cli/commands/pki";
 import { CliError, UsageError } from "../../src/cli/errors";
 import { bufferIo } from "../../src/cli/io";
 import { homePaths } from "../../src/home";
-import { createCa, inspectCert, issueLeaf, readBundle } from "../../pki";
+import { createCa, inspectCert, issueLeaf, keyPinOf, readBundle } from "../../pki";
 
 const made: string[] = [];
 afterAll(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -336,23 +336,50 @@ describe("a2a-node pki revoke, export-crl, import-crl", () => {
 });
 
 describe("a2a-node pki renew", () => {
-  it("on the CA home, renews from its own CA: new key and certificate, same name and SANs", async () => {
+  it("on the CA home, renews from its own CA: new certificate, same name, SANs and key (key pins stay valid)", async () => {
     const home = join(tmp(), "ca");
     await initPkiCommand.run(["--name", "ca", "--san", "ca.lan"], { io: bufferIo(), home });
     const before = inspectCert(readFileSync(homePaths(home).nodeCert, "utf8"));
+    const pin = keyPinOf(readFileSync(homePaths(home).nodeCert, "utf8"));
     const key = readFileSync(homePaths(home).nodeKey, "utf8");
     const r = await pki(["renew"], home);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/^renewed "ca" from this home's fleet CA\n/);
     expect(r.out).toContain(`previous     serial ${before.serialNumber}, valid until `);
+    expect(r.out).toContain(`  key          kept ${pin} (key pins of this node stay valid)\n`);
     expect(r.out).toContain("no serve is running on this home; the next one uses it\n");
+    expect(r.out).not.toContain("peers add");
     const after = inspectCert(readFileSync(homePaths(home).nodeCert, "utf8"));
     expect(after.sans).toEqual(before.sans);
     expect(after.serialNumber).not.toBe(before.serialNumber);
-    expect(readFileSync(homePaths(home).nodeKey, "utf8")).not.toBe(key);
+    expect(after.fingerprint256).not.toBe(before.fingerprint256);
+    expect(keyPinOf(readFileSync(homePaths(home).nodeCert, "utf8"))).toBe(pin);
+    expect(readFileSync(homePaths(home).nodeKey, "utf8")).toBe(key);
     expect(statSync(homePaths(home).nodeKey).mode & 0o777).toBe(0o600);
     const list = JSON.parse((await pki(["list", "--json"], home)).out);
     expect(list.map((c: { how: string }) => c.how)).toEqual(["init", "renew"]);
+  });
+
+  it("--rekey makes a new key and says how the pins of this node elsewhere are updated", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    writeFileSync(join(home, "config.toml"), 'advertise_url = "https://ca.lan:9443"\n');
+    const pin = keyPinOf(readFileSync(homePaths(home).nodeCert, "utf8"));
+    const key = readFileSync(homePaths(home).nodeKey, "utf8");
+    const r = await pki(["renew", "--rekey"], home);
+    expect(r.code).toBe(0);
+    const fresh = keyPinOf(readFileSync(homePaths(home).nodeCert, "utf8"));
+    expect(fresh).not.toBe(pin);
+    expect(readFileSync(homePaths(home).nodeKey, "utf8")).not.toBe(key);
+    expect(statSync(homePaths(home).nodeKey).mode & 0o777).toBe(0o600);
+    expect(r.out).toContain(`  key          NEW ${fresh}\n`);
+    expect(r.out).toContain(`the key changed: machines that pinned "ca" now refuse it until they pin it again. On each of them run\n  a2a-node peers add ca https://ca.lan:9443 --pin --replace\n`);
+    expect(r.out).toContain(`--key-pin ${fresh} --replace`);
+    const json = JSON.parse((await pki(["renew", "--json"], home)).out);
+    expect(json).toMatchObject({ name: "ca", keyPin: fresh, rekeyed: false, repin: null });
+    const again = JSON.parse((await pki(["renew", "--rekey", "--json"], home)).out);
+    expect(again).toMatchObject({ rekeyed: true, repin: "a2a-node peers add ca https://ca.lan:9443 --pin --replace" });
+    expect(again.keyPin).not.toBe(fresh);
   });
 
   it("elsewhere, needs a CA peer: --ca-peer or ca_peer, registered", async () => {

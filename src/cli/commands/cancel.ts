@@ -40,7 +40,7 @@ EXIT CODES
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     if (!f.agent) throw new UsageError("--agent is required (a peer name or an https URL)");
     if (!f["task-id"]) throw new UsageError("--task-id is required");
-    const session = await openClientSession(home, f.agent);
+    const session = await openClientSession(home, f.agent, io);
     const agent = session.target.peer?.name ?? f.agent;
     let task;
     try {

@@ -83,7 +83,7 @@ EXIT CODES
     const files = await readAttachments(f.file);
     const text = await readTaskText(f.task, io);
 
-    const session = await openClientSession(home, f.agent);
+    const session = await openClientSession(home, f.agent, io);
     const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }, ...files] };
     if (f["task-id"]) message.taskId = f["task-id"];
     if (f["context-id"]) message.contextId = f["context-id"];

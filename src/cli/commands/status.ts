@@ -56,7 +56,7 @@ EXIT CODES
     const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
     if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
     if (f.timeout !== undefined && !f.wait) throw new UsageError("--timeout goes with --wait");
-    const session = await openClientSession(home, f.agent);
+    const session = await openClientSession(home, f.agent, io);
     let task;
     try {
       task = await session.client.getTask({ id: f["task-id"], historyLength: hl });
