@@ -252,8 +252,9 @@ describe.each(CLIENTS)("our $name against the @a2a-js/sdk server over mutual TLS
 });
 
 describe("the terminal client and an SDK agent whose card lists HTTP+JSON first", () => {
+  // The SDK agent's card is not signed, as a peer older than signed cards: accepted only when the config says so.
   async function cli(...args: string[]) {
-    const io = bufferIo();
+    const io = bufferIo({ A2A_NODE_UNSIGNED_CARDS: "accept" });
     const code = await runCli(["--home", fleet.homes.alpha, ...args], io);
     return { code, out: io.out(), err: io.err() };
   }
@@ -262,8 +263,13 @@ describe("the terminal client and an SDK agent whose card lists HTTP+JSON first"
     expect((await cli("peers", "add", "sdkpeer", base)).code).toBe(0);
     const before = executor.seen.length;
     const from = hits.length;
+    const refusing = bufferIo();
+    expect(await runCli(["--home", fleet.homes.alpha, "send", "--agent", "sdkpeer", "--task", "unsigned", "--wait"], refusing)).toBe(8);
+    expect(refusing.err()).toContain(`a2a-node: peer 'sdkpeer' at ${base} is not trusted: its agent card is not signed\n`);
+    expect(refusing.err()).toContain('unsigned_cards = "accept" in config.toml (or A2A_NODE_UNSIGNED_CARDS=accept)');
     const sent = await cli("send", "--agent", "sdkpeer", "--task", "over rest", "--wait", "--json");
     expect(sent.code, sent.err).toBe(0);
+    expect(sent.err).toContain(`warning: peer 'sdkpeer' at ${base}: its agent card is not signed; used anyway (unsigned_cards = "accept")`);
     const task = JSON.parse(sent.out);
     expect(task).toMatchObject({ status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ parts: [{ text: "sdk echo: over rest" }] }] });
     expect(executor.seen.slice(before)).toEqual(["over rest"]);
