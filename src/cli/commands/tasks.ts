@@ -44,7 +44,7 @@ EXAMPLES
 
 EXIT CODES
   0 listed   1 the peer answered an error   2 usage error   3 unknown peer
-  4 cannot connect to a peer   8 refused by a peer (TLS, certificate, name or pin)
+  4 cannot connect to a peer   8 refused by a peer (TLS, certificate, name, pin, an unsigned card)
   (without --agent: the code of the first peer that failed, after listing the others)
 `,
   flags: {},
