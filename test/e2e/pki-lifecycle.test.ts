@@ -53,6 +53,9 @@ describe("the CSR flow (binary): no private key travels", () => {
       const sent = await runBinary(["--home", alpha, "send", "--agent", node.url, "--task", "hello carol", "--wait", "--json"]);
       expect(sent.code, sent.stderr).toBe(0);
       expect(JSON.parse(sent.stdout).artifacts[0].parts[0].text).toBe("hello carol");
+      // By a URL no peer is registered at: any fleet member is accepted, and which one is said.
+      const carolPin = JSON.parse((await runBinary(["--home", carol, "pki", "show", "--json"])).stdout).keyPin;
+      expect(sent.stderr).toContain(`${node.url} is fleet node 'carol' (key ${carolPin}); to check that name and key every time, add it: a2a-node peers add carol ${node.url} --pin\n`);
     } finally {
       await node.stop();
     }
