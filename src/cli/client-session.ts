@@ -125,7 +125,7 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
   const peer = target.peer;
   const raw = mtlsFetch(identity.tls, expect, identity.revoked, {
     certPinMatched: (accepted) => {
-      if (!peer || !policy.home) return;
+      if (!peer || !policy.home || peer.keyPin) return; // nothing to convert, or converted by an earlier connection
       const { peers, close } = openPeers(policy.home);
       try {
         peers.pinKey(peer.name, accepted.keyPin);

@@ -131,6 +131,7 @@ export class FleetPki {
     return mtlsFetch({ cert: id.certPem, key: id.keyPem, ca: id.caPem }, expectationOf(peer), this.revocations.revokedAt, {
       // An older certificate pin that matched becomes a key pin, which the peer's renewals keep.
       certPinMatched: (accepted) => {
+        if (this.options.peers.get(peer.name)?.keyPin) return; // converted already (by an earlier connection)
         if (this.options.peers.pinKey(peer.name, accepted.keyPin)) this.options.log.info("converted a peer's certificate pin to a key pin", { peer: peer.name, key_pin: accepted.keyPin });
       },
     });

@@ -324,7 +324,9 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
     await installBundle(ensureHome(homePaths(home("aging"))), bundle, { now: past });
     const alpha = await serveBinary(home("old-alpha"), ["--executor", "echo"]);
     served.push(alpha);
-    expect((await cli("aging", "peers", "add", "old-alpha", alpha.url)).code).toBe(0);
+    // Pinned the way peers were before key pins (one certificate): the daemon converts it on first contact.
+    const alphaFp = inspectCert(readFileSync(ca.nodeCert, "utf8")).fingerprint256;
+    expect((await cli("aging", "peers", "add", "old-alpha", alpha.url, "--fingerprint", alphaFp)).code).toBe(0);
     const before = inspectCert(readFileSync(homePaths(home("aging")).nodeCert, "utf8"));
     const aging = await serveBinary(home("aging"), ["--executor", "echo", "--ca-peer", "old-alpha"]);
     served.push(aging);
@@ -335,6 +337,9 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
     expect(Math.round((after.notAfter.getTime() - Date.now()) / DAY)).toBe(30);
     expect(await servedFingerprint(aging.url, "old-alpha")).toBe(after.fingerprint256);
     expect(statSync(homePaths(home("aging")).nodeKey).mode & 0o777).toBe(0o600);
+    const alphaPin = JSON.parse((await cli("old-alpha", "pki", "show", "--json")).stdout).keyPin;
+    expect(await aging.waitForLine({ msg: "converted a peer's certificate pin to a key pin", peer: "old-alpha" })).toMatchObject({ key_pin: alphaPin });
+    expect(JSON.parse((await cli("aging", "peers", "list", "--json")).stdout)).toEqual([expect.objectContaining({ name: "old-alpha", keyPin: alphaPin })]);
   });
 });
 
