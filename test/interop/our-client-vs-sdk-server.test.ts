@@ -7,7 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:https";
+import { rmSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import express from "express";
 import { AGENT_CARD_PATH, TaskState, type AgentCard, type Message as SdkMessage } from "@a2a-js/sdk";
 import {
@@ -261,12 +263,27 @@ describe("the terminal client and an SDK agent whose card lists HTTP+JSON first"
 
   it("send --wait and status speak HTTP+JSON to it (the SDK serves JSON-RPC too, at another path)", async () => {
     expect((await cli("peers", "add", "sdkpeer", base)).code).toBe(0);
-    const before = executor.seen.length;
-    const from = hits.length;
     const refusing = bufferIo();
     expect(await runCli(["--home", fleet.homes.alpha, "send", "--agent", "sdkpeer", "--task", "unsigned", "--wait"], refusing)).toBe(8);
     expect(refusing.err()).toContain(`a2a-node: peer 'sdkpeer' at ${base} is not trusted: its agent card is not signed\n`);
     expect(refusing.err()).toContain('unsigned_cards = "accept" in config.toml (or A2A_NODE_UNSIGNED_CARDS=accept)');
+    // doctor says the same of it, as a warning.
+    const doctor = bufferIo();
+    await runCli(["--home", fleet.homes.alpha, "doctor", "--json", "--timeout", "3"], doctor);
+    const finding = JSON.parse(doctor.out()).checks.find((c: { check: string }) => c.check === "peer sdkpeer");
+    expect(finding).toMatchObject({ status: "warn", detail: expect.stringMatching(/answers over mutual TLS: card "sdk-echo".*, but its agent card is not signed$/) });
+    expect(finding.fix).toContain('send and status refuse it unless unsigned_cards = "accept"');
+    // The same setting from the home's config file.
+    writeFileSync(join(fleet.homes.alpha, "config.toml"), 'unsigned_cards = "accept"\n');
+    try {
+      const viaFile = bufferIo();
+      expect(await runCli(["--home", fleet.homes.alpha, "send", "--agent", "sdkpeer", "--task", "via file", "--wait"], viaFile)).toBe(0);
+      expect(viaFile.err()).toContain("its agent card is not signed; used anyway");
+    } finally {
+      rmSync(join(fleet.homes.alpha, "config.toml"));
+    }
+    const before = executor.seen.length;
+    const from = hits.length;
     const sent = await cli("send", "--agent", "sdkpeer", "--task", "over rest", "--wait", "--json");
     expect(sent.code, sent.err).toBe(0);
     expect(sent.err).toContain(`warning: peer 'sdkpeer' at ${base}: its agent card is not signed; used anyway (unsigned_cards = "accept")`);
