@@ -32,7 +32,7 @@ export async function fetchPeerFacts(identity: ClientIdentity, url: string, expe
   const name = certificate.name ?? "";
   if (expectName !== undefined && name !== expectName)
     throw new CliError(
-      `the node at ${base.origin} is '${name}', not '${expectName}' (its certificate, from our fleet CA, says so)`,
+      `the node at ${base.origin} is fleet node '${name}', not '${expectName}' (the name its fleet certificate carries)`,
       ExitCode.Refused,
       `add it under its own name ('a2a-node peers add ${name} ${url} --pin'), or check the URL of ${expectName}`,
     );

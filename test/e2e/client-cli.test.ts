@@ -177,7 +177,7 @@ describe("peers discover and ping", () => {
   it("peers add --pin checks the name on the certificate before pinning", async () => {
     const wrong = await alpha("peers", "add", "delta", beta.url, "--pin");
     expect(wrong.code).toBe(8);
-    expect(wrong.stderr).toContain(`the node at ${beta.url} is 'beta', not 'delta'`);
+    expect(wrong.stderr).toContain(`the node at ${beta.url} is fleet node 'beta', not 'delta' (the name its fleet certificate carries)`);
     expect(wrong.stderr).toContain(`add it under its own name ('a2a-node peers add beta ${beta.url} --pin')`);
     const right = await alpha("peers", "add", "beta", beta.url, "--pin", "--replace");
     expect(right.code, right.stderr).toBe(0);
