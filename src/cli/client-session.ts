@@ -100,7 +100,13 @@ export async function openClientSession(home: string, agent: string, io?: Pick<I
   }
   if (!target)
     throw new CliError(`no peer named '${agent}'`, ExitCode.NotFound, `add it with 'a2a-node peers add ${agent.toLowerCase()} https://HOST:9443', or pass a URL`);
-  return sessionFor(identity, target, target.peer ? expectationOf(target.peer) : {}, { ...clientPolicy(home, io), home });
+  const policy = { ...clientPolicy(home, io), home };
+  const session = await sessionFor(identity, target, target.peer ? expectationOf(target.peer) : {}, policy);
+  // A URL no peer is registered at has no expected name: say which fleet member answered, and how to pin it.
+  const accepted = session.accepted;
+  if (!target.peer && accepted)
+    policy.note?.(`${target.baseUrl} is fleet node '${accepted.name}' (key ${accepted.keyPin}); to check that name and key every time, add it: a2a-node peers add ${accepted.name} ${target.baseUrl} --pin`);
+  return session;
 }
 
 /** The CLI's exit code for a failure explained by explainFailure. */
@@ -165,7 +171,6 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
   const cardMs = card ? performance.now() - started : undefined;
   const accepted = raw.accepted();
   if (card) card = await trustedCard(card, target, identity, accepted?.name ?? expect.name, policy);
-  if (!peer && accepted) policy.note?.(`${target.baseUrl} is fleet node '${accepted.name}' (key ${accepted.keyPin}); to check that name and key every time, add it: a2a-node peers add ${accepted.name} ${target.baseUrl} --pin`);
   return { client: clientForCard(card, target, fetchFn), target, card, cardMs, fetch: fetchFn, fail, accepted };
 }
 
