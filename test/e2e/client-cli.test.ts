@@ -150,6 +150,7 @@ describe("peers discover and ping", () => {
     expect(r.stderr).toContain("then pass --yes");
     const pinned = await alpha("peers", "discover", beta.url, "--yes", "--json");
     expect(pinned.code, pinned.stderr).toBe(0);
+    expect(pinned.stderr).toBe(""); // it shows the identity itself; no note on how to pin it
     const facts = JSON.parse(pinned.stdout);
     expect(facts).toMatchObject({ name: "beta", url: beta.url, pinned: true, changed: true, card: { name: "beta" } });
     const peers = JSON.parse((await alpha("peers", "list", "--json")).stdout);
