@@ -46,6 +46,12 @@ describe("peers", () => {
     const text = (await cli("peers", "list")).out;
     expect(text).toMatch(/^NAME\s+URL\n/);
     expect(text).toContain(`beta   https://10.0.0.8:9443  certificate pinned ${FP} (older pin: converted to a key pin on next contact)`);
+    const pin = `spki:sha256:${"Ab_-".repeat(10)}xyz`;
+    const keyed = await cli("peers", "add", "delta", "https://delta:9443", "--key-pin", pin);
+    expect(keyed).toMatchObject({ code: 0, out: `added peer delta at https://delta:9443 (key pinned ${pin})\n` });
+    expect(JSON.parse((await cli("peers", "list", "--json")).out).find((p: { name: string }) => p.name === "delta")).toEqual({ name: "delta", url: "https://delta:9443", keyPin: pin, addedAt: expect.any(String) });
+    expect((await cli("peers", "list")).out).toContain(`delta  https://delta:9443  key pinned ${pin}\n`);
+    expect((await cli("peers", "remove", "delta")).code).toBe(0);
     expect(await cli("peers", "remove", "gamma")).toMatchObject({ code: 0, out: "removed peer gamma\n" });
     const gone = await cli("peers", "remove", "gamma");
     expect(gone.code).toBe(3);
