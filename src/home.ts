@@ -10,6 +10,7 @@ import { join, resolve } from "node:path";
  *     certs/ca.crt        fleet CA certificate (public)
  *     certs/node.crt      this node's certificate (public)
  *     certs/crl.pem       the fleet's revocation list this node enforces (public, signed by the fleet CA)
+ *     certs/crl.source.json where that list came from (this home's CA, ca_peer, or an imported file), for pki show
  *     secrets/            0700
  *       ca.key            fleet CA key (only on the machine that issues certificates)
  *       node.key          this node's key (never leaves the machine)

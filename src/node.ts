@@ -24,6 +24,7 @@ import { NodeMetrics } from "./metrics/node-metrics";
 import { listenAdmin } from "./server/admin-listener";
 import { buildAgentCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
 import { AuditLog } from "./server/audit-log";
+import { signCardAs } from "./server/card-signing";
 import { classify, RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener, type RefusedPeer } from "./server/mtls-listener";
 import { opsRoutes } from "./server/ops-routes";
@@ -162,7 +163,22 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   // The fleet PKI's routes (/pki/) only where callers hold a fleet certificate: the mutual-TLS listener.
   const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes) =>
     createRequestRouter({ transport, httpJson, web, ops, limiter, metrics: routerMetrics, pki, audit: audit && ((call) => audit.call(call)) });
-  const card = (url: string) =>
+  // The card of each listener URL, signed with this node's key; signed again once the identity changes.
+  const signed = new Map<string, Promise<AgentCard>>();
+  let signedAs = identity;
+  const card = (url: string): Promise<AgentCard> => {
+    if (signedAs !== identity) {
+      signed.clear();
+      signedAs = identity;
+    }
+    let c = signed.get(url);
+    if (!c) {
+      c = signCardAs(unsignedCard(url), identity);
+      signed.set(url, c);
+    }
+    return c;
+  };
+  const unsignedCard = (url: string) =>
     buildAgentCard({
       name: identity.name,
       description: config.description,
@@ -347,10 +363,10 @@ export function createExecutor(config: ServeConfig): AgentExecutor {
  * The web surface (Elysia, OpenAPI) of one listener, built on its first request: the JSON-RPC path never
  * needs it, and not loading it at start keeps the time from launch to the first answered task short.
  */
-function lazyWebApp(card: () => AgentCard, startedAt: number) {
+function lazyWebApp(card: () => Promise<AgentCard>, startedAt: number) {
   let web: Promise<(request: Request, caller: CallerIdentity) => Promise<Response>> | undefined;
   return async (request: Request, caller: CallerIdentity) => {
-    web ??= import("./server/web-app").then(({ createWebApp }) => createWebApp({ card: card(), version: VERSION, startedAt }).handle);
+    web ??= import("./server/web-app").then(({ createWebApp }) => createWebApp({ card, version: VERSION, startedAt }).handle);
     return (await web)(request, caller);
   };
 }

@@ -16,15 +16,23 @@ export interface Target {
 /**
  * `--agent NAME|URL`: a URL (anything with "://") is checked as `peers add` checks one (https only, port 9443
  * when none is given); anything else must be a registered peer. Names are looked up as typed, then in lower
- * case (the form init-pki issues). Throws PeerUrlError for a bad URL; undefined for an unknown name.
+ * case (the form init-pki issues). A URL that is a registered peer's URL is that peer (its name and pin are
+ * checked); any other URL accepts whichever fleet member answers, and says which. Throws PeerUrlError for a
+ * bad URL; undefined for an unknown name.
  */
-export function resolveTarget(agent: string, peers: PeerRegistry): Target | undefined {
+export function resolveTarget(agent: string, peers: Pick<PeerRegistry, "get" | "list">): Target | undefined {
   if (agent.includes("://")) {
-    const u = new URL(normalizePeerUrl(agent).url);
+    const url = normalizePeerUrl(agent).url;
+    const known = peers.list().find((p) => p.url === url);
+    if (known) return targetOf(known);
+    const u = new URL(url);
     return { label: u.origin, baseUrl: u.origin, rpcUrl: new URL(u.pathname || "/", u).toString() };
   }
   const peer = peers.get(agent) ?? peers.get(agent.toLowerCase());
-  if (!peer) return undefined;
+  return peer && targetOf(peer);
+}
+
+function targetOf(peer: Peer): Target {
   const u = new URL(peer.url);
   return { label: `peer '${peer.name}'`, baseUrl: u.origin, rpcUrl: new URL(u.pathname || "/", u).toString(), peer };
 }
@@ -115,22 +123,32 @@ export function explainFailure(err: unknown, target: Target): { message: string;
   const e = err as { code?: string; message?: string; name?: string };
   const where = whereOf(target);
   if (err instanceof ConnectionFailure) return { kind: err.kind, message: err.message, hint: err.hint };
-  if (err instanceof PeerIdentityError)
-    return {
-      kind: "refused",
-      message: `${where} is not who we expected: ${err.message}`,
-      hint: target.peer
-        ? /fingerprint/.test(err.message)
-          ? `if ${target.peer.name} renewed its certificate, pin the new one: 'a2a-node peers add ${target.peer.name} ${target.peer.url} --pin --replace'`
-          : `check the URL with 'a2a-node peers list', or re-add it with 'a2a-node peers add ${target.peer.name} URL --replace'`
-        : undefined,
-    };
+  if (err instanceof PeerIdentityError) return { kind: "refused", message: `${where} is not who we expected: ${err.message}`, hint: identityHint(err, target) };
   if (err instanceof RemoteError) return { kind: "remote", message: `${target.label} answered error ${err.code}: ${err.message}` };
   if (err instanceof ProtocolError) return { kind: "other", message: `${where}: ${err.message}`, hint: "is that URL an a2a-node (or another A2A agent)?" };
   if (e.code === "ECONNREFUSED")
     return { kind: "unreachable", message: `cannot reach ${where}: connection refused`, hint: "is 'a2a-node serve' running there, on that port?" };
   if (e.name === "AbortError" || e.name === "TimeoutError") return { kind: "other", message: `gave up waiting for ${where}` };
   return { kind: "other", message: `request to ${where} failed: ${e.message ?? String(err)}` };
+}
+
+/** The next step for each part of the identity rule that failed (see README "Who a peer is"). */
+function identityHint(err: PeerIdentityError, target: Target): string {
+  const peer = target.peer;
+  const repin = peer ? `'a2a-node peers add ${peer.name} ${peer.url} --pin --replace'` : "";
+  switch (err.failed) {
+    case "not-member":
+      return "that server's certificate is not one our fleet CA issued to a node: compare the CA fingerprints of 'a2a-node pki show' on both machines";
+    case "name":
+      return peer
+        ? `${peer.url} now reaches '${err.actualName ?? "?"}', not '${peer.name}': check where ${peer.name} listens, then 'a2a-node peers add ${peer.name} https://HOST:PORT --pin --replace' (see 'a2a-node peers list')`
+        : "check the URL ('a2a-node peers list' shows where each peer listens)";
+    case "pin":
+      if (!peer) return "check the URL ('a2a-node peers list')";
+      return err.certPin
+        ? `${peer.name} was pinned by one certificate, which its renewal has replaced: compare the key pin with 'a2a-node pki show' on ${peer.name}, then pin its key (renewals keep it): ${repin}`
+        : `${peer.name} now holds another key ('pki renew --rekey' there, or another machine holds a '${peer.name}' certificate): compare the key pin with 'a2a-node pki show' on ${peer.name}, then re-pin: ${repin}`;
+  }
 }
 
 /** Errors of fetch itself (no HTTP answer) worth a probe: everything but our own refusal and an abort. */

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { isEncryptedKey } from "../../pki/ca-key";
 import type { NodeIdentity } from "../../pki/identity";
-import { mtlsFetch } from "../client/mtls-fetch";
+import { expectationOf, mtlsFetch } from "../client/mtls-fetch";
 import type { HomePaths } from "../home";
 import type { Logger } from "../log";
 import type { PeerRegistry } from "../peers/peer-registry";
@@ -126,9 +126,15 @@ export class FleetPki {
   }
 
   /** An mTLS fetch to a named peer as this node, refusing a revoked server. */
-  fetchAs(peer: { name: string; fingerprint?: string }) {
+  fetchAs(peer: { name: string; keyPin?: string; fingerprint?: string }) {
     const id = this.options.identity();
-    return mtlsFetch({ cert: id.certPem, key: id.keyPem, ca: id.caPem }, { name: peer.name, fingerprint: peer.fingerprint }, this.revocations.revokedAt);
+    return mtlsFetch({ cert: id.certPem, key: id.keyPem, ca: id.caPem }, expectationOf(peer), this.revocations.revokedAt, {
+      // An older certificate pin that matched becomes a key pin, which the peer's renewals keep.
+      certPinMatched: (accepted) => {
+        if (this.options.peers.get(peer.name)?.keyPin) return; // converted already (by an earlier connection)
+        if (this.options.peers.pinKey(peer.name, accepted.keyPin)) this.options.log.info("converted a peer's certificate pin to a key pin", { peer: peer.name, key_pin: accepted.keyPin });
+      },
+    });
   }
 
   /** SIGHUP: the revocation list is read and fetched again at once, and expiry looked at again. */

@@ -347,6 +347,14 @@ export const SETTINGS = {
     group: "pki",
     doc: "on the CA node, when secrets/ca.key is encrypted: read its passphrase from FILE (mode 0600), else from the environment; needed to renew, enroll and revoke; never printed",
   }),
+  unsignedCards: text({
+    file: "unsigned_cards",
+    value: "WHAT",
+    group: "pki",
+    default: "refuse" as string,
+    choices: ["refuse", "accept"],
+    doc: "what the client commands (send, status, cancel, tasks, peers add --pin, discover, ping) do with a fleet peer's agent card that carries no signature: refuse it, or accept it with a warning (for peers older than signed cards). A signature that does not verify is refused either way",
+  }),
   crlRefreshMs: seconds({
     file: "crl_refresh_seconds",
     flag: "crl-refresh",

@@ -124,7 +124,7 @@ export const pushDeliveries = sqliteTable(
   (t) => [index("push_deliveries_due").on(t.nextAttemptAt)],
 );
 
-/** Names to URLs, and optionally the pinned certificate fingerprint of each peer. */
+/** Names to URLs, and optionally the pin of each peer: a key pin (spki:sha256:...) or an older certificate fingerprint (AA:BB:...). */
 export const peers = sqliteTable("peers", {
   name: text("name").primaryKey(),
   url: text("url").notNull(),

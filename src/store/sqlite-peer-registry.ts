@@ -1,5 +1,6 @@
 import { asc, eq } from "drizzle-orm";
 import type { Peer, PeerRegistry } from "../peers/peer-registry";
+import { isKeyPin } from "../../pki/key-pin";
 import type { Db } from "./database";
 import { peers } from "./schema";
 
@@ -16,7 +17,8 @@ export class SqlitePeerRegistry implements PeerRegistry {
     return this.db.transaction(() => {
       const existing = this.get(peer.name);
       if (existing && !options.replace) throw new PeerExistsError(existing);
-      const row = { name: peer.name, url: peer.url, fingerprint: peer.fingerprint ?? null, addedAt: new Date().toISOString() };
+      // One column holds either kind of pin; a key pin is told apart by its spki:sha256: prefix.
+      const row = { name: peer.name, url: peer.url, fingerprint: peer.keyPin ?? peer.fingerprint ?? null, addedAt: new Date().toISOString() };
       this.db
         .insert(peers)
         .values(row)
@@ -35,6 +37,10 @@ export class SqlitePeerRegistry implements PeerRegistry {
     return this.db.select().from(peers).orderBy(asc(peers.name)).all().map(toPeer);
   }
 
+  pinKey(name: string, keyPin: string): boolean {
+    return this.db.update(peers).set({ fingerprint: keyPin }).where(eq(peers.name, name)).returning({ name: peers.name }).all().length > 0;
+  }
+
   remove(name: string): boolean {
     return this.db.delete(peers).where(eq(peers.name, name)).returning({ name: peers.name }).all().length > 0;
   }
@@ -42,6 +48,7 @@ export class SqlitePeerRegistry implements PeerRegistry {
 
 function toPeer(row: { name: string; url: string; fingerprint: string | null; addedAt: string }): Peer {
   const p: Peer = { name: row.name, url: row.url, addedAt: row.addedAt };
-  if (row.fingerprint) p.fingerprint = row.fingerprint;
+  if (row.fingerprint && isKeyPin(row.fingerprint)) p.keyPin = row.fingerprint;
+  else if (row.fingerprint) p.fingerprint = row.fingerprint;
   return p;
 }

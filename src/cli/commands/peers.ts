@@ -1,11 +1,12 @@
 import { PeerExistsError } from "../../store/sqlite-peer-registry";
 import type { Command, CommandContext } from "../command";
 import { peerName, peerUrl } from "../peer-input";
-import { loadClientIdentity, openPeers } from "../client-session";
+import { isKeyPin } from "../../../pki/key-pin";
+import { clientPolicy, loadClientIdentity, openPeers } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
 import { fetchPeerFacts } from "../peer-facts";
-import { PEERS_FLAGS } from "./peers-flags";
+import { PEERS_FLAGS, pinText } from "./peers-flags";
 import { discoverPeer, pingPeer } from "./peers-remote";
 
 const FINGERPRINT = /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/i;
@@ -14,11 +15,13 @@ const FINGERPRINT = /^([0-9A-F]{2}:){31}[0-9A-F]{2}$/i;
 export const peersCommand: Command = {
   name: "peers",
   summary: "manage known peers: add, list, remove, discover, ping",
-  help: `Manage the peers this node knows: a name (the CN on the peer's certificate, lower case as init-pki issues
-it), the URL it serves at, and optionally a pinned certificate fingerprint. Kept in HOME/a2a-node.db.
+  help: `Manage the peers this node knows: a name (the fleet name on the peer's certificate, lower case as init-pki
+issues it), the URL it serves at, and optionally a pin of its public key, which its renewals keep (a
+'pki renew --rekey' there changes it). Kept in HOME/a2a-node.db. A peer is who its fleet certificate names
+(it must chain to the fleet CA and carry that name), and, if pinned, must hold the pinned key.
 
 USAGE
-  a2a-node peers add NAME URL [--pin | --fingerprint SHA256] [--replace] [--json]
+  a2a-node peers add NAME URL [--pin | --key-pin PIN] [--replace] [--json]
   a2a-node peers discover URL [--yes] [--json]
   a2a-node peers ping NAME|URL [--json]
   a2a-node peers list [--json]
@@ -28,8 +31,8 @@ SUBCOMMANDS
   add        register NAME at URL. NAME is lower-cased (certificates carry lower-case names); a URL without a
              port means the node default 9443 (not HTTPS's 443), and a bare HOST[:PORT] means https://;
              both are said when filled in. --pin connects first: the node there must hold a fleet
-             certificate for NAME, and its fingerprint is pinned
-  discover   connect to URL, show the node's name, version, skills and certificate fingerprint, then pin it
+             certificate for NAME and serve a card it signed, and its public key is pinned
+  discover   connect to URL, show the node's name, version, skills and key pin, then pin it
              (adding the peer, or updating the peer of that name). Asks first on a terminal; without one,
              pass --yes
   ping       read a peer's agent card: how long it takes (the first request includes the TLS handshake)
@@ -38,14 +41,17 @@ SUBCOMMANDS
   remove     forget a peer
 
 FLAGS
-  --pin                  (add) fetch the peer's certificate and pin its fingerprint
-  --fingerprint SHA256   (add) pin this fingerprint (AA:BB:... as 'a2a-node pki show' prints it on the peer)
+  --pin                  (add) connect to the peer and pin its public key
+  --key-pin PIN          (add) pin this key (spki:sha256:... as 'a2a-node pki show' prints it on the peer)
+  --fingerprint SHA256   (add) pin one certificate (AA:BB:...), as before key pins: the peer's next renewal
+                         breaks it unless the peer is contacted first (the pin then becomes a key pin)
   --replace              (add) overwrite an existing peer of that name
   --yes                  (discover) pin without asking
   --json                 one JSON value on one line on stdout
 
 EXAMPLES
   a2a-node peers add beta https://10.0.0.7:9443 --pin
+  a2a-node peers add beta https://10.0.0.7:9443 --key-pin spki:sha256:3q2-7w...
   a2a-node peers discover https://10.0.0.7:9443
   a2a-node peers ping beta
   a2a-node peers list --json
@@ -54,7 +60,8 @@ EXAMPLES
 EXIT CODES
   0 success   1 failure (peer exists; not confirmed)   2 usage error (bad name or URL; discover without a
   terminal and without --yes)   3 no such peer   4 cannot connect (nothing listens, not TLS, unknown host)
-  8 refused (TLS handshake, a certificate from outside the fleet, another node's name, a pin that differs)
+  8 refused (TLS handshake, a certificate from outside the fleet, another node's name, a key that differs
+  from the pin, an agent card that is unsigned or not signed by that node)
 `,
   flags: {},
   subcommands: PEERS_FLAGS,
@@ -83,16 +90,21 @@ async function addPeer(args: string[], ctx: CommandContext): Promise<number> {
   const { flags, positionals } = parseFlags(args, PEERS_FLAGS.add);
   const [typedName, typedUrl, ...extra] = positionals;
   if (!typedName || !typedUrl || extra.length) throw new UsageError("peers add needs NAME and URL");
-  if (flags.pin && flags.fingerprint) throw new UsageError("--pin and --fingerprint do not go together (--pin reads the fingerprint from the peer)");
+  if ([flags.pin, flags["key-pin"], flags.fingerprint].filter((f) => f !== undefined && f !== false).length > 1)
+    throw new UsageError("--pin, --key-pin and --fingerprint do not go together (--pin reads the key from the peer)");
+  if (flags["key-pin"] !== undefined && !isKeyPin(flags["key-pin"]))
+    throw new UsageError("--key-pin must be a key pin like spki:sha256:... (43 base64url characters), as 'a2a-node pki show' prints it on the peer");
   if (flags.fingerprint && !FINGERPRINT.test(flags.fingerprint)) throw new UsageError("--fingerprint must be a SHA-256 fingerprint like AB:CD:... (32 bytes)");
   const name = peerName(typedName, ctx);
   const url = peerUrl(typedUrl, ctx);
-  let fingerprint = flags.fingerprint?.toUpperCase();
-  if (flags.pin) fingerprint = (await fetchPeerFacts(await loadClientIdentity(ctx.home), url, name)).certificate.fingerprint;
+  const fingerprint = flags.fingerprint?.toUpperCase();
+  let keyPin = flags["key-pin"];
+  if (flags.pin) keyPin = (await fetchPeerFacts(await loadClientIdentity(ctx.home), url, name, { ...clientPolicy(ctx.home, ctx.io), home: ctx.home })).certificate.keyPin;
+  if (fingerprint) ctx.io.stderr.write("note: --fingerprint pins one certificate, which the peer's next renewal replaces; --pin or --key-pin pins its key, which renewals keep\n");
   const { peers, close } = openPeers(ctx.home);
   try {
-    const peer = peers.add({ name, url, fingerprint }, { replace: flags.replace });
-    ctx.io.stdout.write(flags.json ? `${JSON.stringify(peer)}\n` : `added peer ${peer.name} at ${peer.url}${peer.fingerprint ? ` (pinned ${peer.fingerprint})` : ""}\n`);
+    const peer = peers.add({ name, url, keyPin, fingerprint }, { replace: flags.replace });
+    ctx.io.stdout.write(flags.json ? `${JSON.stringify(peer)}\n` : `added peer ${peer.name} at ${peer.url}${peer.keyPin || peer.fingerprint ? ` (${pinText(peer)})` : ""}\n`);
   } catch (err) {
     if (err instanceof PeerExistsError) throw new CliError(err.message, ExitCode.Failure, `pass --replace to point '${name}' at ${url}`);
     throw err;
@@ -113,7 +125,7 @@ async function listPeers(args: string[], { io, home }: CommandContext): Promise<
     else {
       const w = Math.max(4, ...all.map((p) => p.name.length));
       io.stdout.write(`${"NAME".padEnd(w)}  URL\n`);
-      for (const p of all) io.stdout.write(`${p.name.padEnd(w)}  ${p.url}${p.fingerprint ? `  pinned ${p.fingerprint}` : ""}\n`);
+      for (const p of all) io.stdout.write(`${p.name.padEnd(w)}  ${p.url}${p.keyPin || p.fingerprint ? `  ${pinText(p)}` : ""}\n`);
     }
   } finally {
     close();

@@ -2,7 +2,9 @@ import { resolveTarget, type Target } from "../../client/connect";
 import type { Task, TaskState } from "../../protocol/types";
 import { TASK_STATES } from "../../protocol/types";
 import type { Command } from "../command";
-import { loadClientIdentity, openClientSession, openPeers, sessionFor, type ClientSession } from "../client-session";
+import { clientPolicy, loadClientIdentity, openClientSession, openPeers, sessionFor, type ClientSession } from "../client-session";
+import { expectationOf } from "../../client/mtls-fetch";
+import type { Io } from "../io";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { intFlag, parseFlags } from "../flags";
 import { shortState, statusNote } from "../render-task";
@@ -42,7 +44,7 @@ EXAMPLES
 
 EXIT CODES
   0 listed   1 the peer answered an error   2 usage error   3 unknown peer
-  4 cannot connect to a peer   8 refused by a peer (TLS, certificate, name or pin)
+  4 cannot connect to a peer   8 refused by a peer (TLS, certificate, name, pin, an unsigned card)
   (without --agent: the code of the first peer that failed, after listing the others)
 `,
   flags: {},
@@ -57,7 +59,7 @@ EXIT CODES
     const state = f.state === undefined ? undefined : parseState(f.state);
 
     const agent = f.agent;
-    const sources = agent ? [{ peer: agent, open: () => openClientSession(home, agent) }] : await everyPeer(home);
+    const sources = agent ? [{ peer: agent, open: () => openClientSession(home, agent, io) }] : await everyPeer(home, io);
     if (sources.length === 0) {
       io.stdout.write(f.json ? `${JSON.stringify({ tasks: [], errors: [] })}\n` : "no peers yet: add one with 'a2a-node peers add NAME URL'\n");
       return ExitCode.Ok;
@@ -91,13 +93,14 @@ EXIT CODES
 };
 
 /** A session opener for every registered peer, each held to its name and pin. */
-async function everyPeer(home: string): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
+async function everyPeer(home: string, io: Io): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
   const identity = await loadClientIdentity(home);
+  const policy = { ...clientPolicy(home, io), home };
   const { peers, close } = openPeers(home);
   try {
     return peers.list().map((p) => {
       const target = resolveTarget(p.name, peers) as Target;
-      return { peer: p.name, open: () => sessionFor(identity, target, { name: p.name, fingerprint: p.fingerprint }) };
+      return { peer: p.name, open: () => sessionFor(identity, target, expectationOf(p), policy) };
     });
   } finally {
     close();
