@@ -8,7 +8,9 @@ import { ConnectionFailure, explainFailure, explainProbe, isConnectionError, res
 import { mtlsFetch, PeerIdentityError, type ClientTls, type Expectation } from "../client/mtls-fetch";
 import { clientForCard } from "../client/peer-interface";
 import { PeerUrlError } from "../client/peer-url";
+import { isOutsideFailure, outsideFetch } from "../client/outside-fetch";
 import { probePeer } from "../client/probe";
+import { isOutsidePeer, type Peer, type PeerTrust } from "../peers/peer-registry";
 import { giveToHomeOwner, homePaths } from "../home";
 import type { AgentCard } from "../protocol/types";
 import { openDatabase, type OpenDatabase } from "../store/database";
@@ -56,9 +58,11 @@ export interface ClientSession {
   fail(err: unknown): never;
 }
 
-/** Everything `send`, `status`, `tasks` and `cancel` need: this node's identity, the target, an mTLS client. */
+/**
+ * Everything `send`, `status`, `tasks` and `cancel` need: the target and a client for it; over mutual TLS with
+ * this node's identity for a fleet peer, with the peer's own trust and credentials for one outside the fleet.
+ */
 export async function openClientSession(home: string, agent: string): Promise<ClientSession> {
-  const identity = await loadClientIdentity(home);
   const { peers, close } = openPeers(home);
   let target: Target | undefined;
   try {
@@ -71,7 +75,14 @@ export async function openClientSession(home: string, agent: string): Promise<Cl
   }
   if (!target)
     throw new CliError(`no peer named '${agent}'`, ExitCode.NotFound, `add it with 'a2a-node peers add ${agent.toLowerCase()} https://HOST:9443', or pass a URL`);
-  return sessionFor(identity, target, { name: target.peer?.name, fingerprint: target.peer?.fingerprint });
+  return sessionForTarget(target, () => loadClientIdentity(home));
+}
+
+/** A session with a resolved target: an outside peer's own, or over mTLS with the identity `identity` loads. */
+export async function sessionForTarget(target: Target, identity: () => Promise<ClientIdentity>): Promise<ClientSession> {
+  const peer = target.peer;
+  if (peer && isOutsidePeer(peer)) return outsideSession(target, peer);
+  return sessionFor(await identity(), target, { name: peer?.name, fingerprint: peer?.fingerprint });
 }
 
 /** The CLI's exit code for a failure explained by explainFailure. */
@@ -79,6 +90,7 @@ export function exitCodeOfFailure(err: unknown, target: Target): number {
   const why = explainFailure(err, target);
   if (why.kind === "unreachable") return ExitCode.Unreachable;
   if (why.kind === "refused") return ExitCode.Refused;
+  if (why.kind === "local") return ExitCode.Usage;
   if (why.kind === "remote" && (err as { code?: number }).code === -32001) return ExitCode.NotFound;
   return ExitCode.Failure;
 }
@@ -99,6 +111,20 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
       throw explained ?? err;
     }
   };
+  return withCard(target, fetchFn);
+}
+
+/**
+ * A session with an agent outside the fleet: its server is checked against the system's CA store or its own
+ * CA file, and its credentials are read from their file at each request. No probe follows a failure: the
+ * probe judges fleet certificates, which such an agent does not have.
+ */
+function outsideSession(target: Target, peer: Peer): Promise<ClientSession> {
+  return withCard(target, outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth }));
+}
+
+/** Reads the card with `fetchFn`, then picks the client for the interface it prefers. */
+async function withCard(target: Target, fetchFn: FetchFn): Promise<ClientSession> {
   const fail = (err: unknown): never => {
     if (err instanceof CliError) throw err; // already worded for a person
     const why = explainFailure(err, target);
@@ -113,7 +139,7 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
     const res = await fetchFn(new URL("/.well-known/agent-card.json", target.baseUrl).toString(), { headers: { accept: "application/json", "a2a-version": "1.0" } });
     if (res.ok) card = (await res.json()) as AgentCard;
   } catch (err) {
-    if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || (err as { code?: string }).code) fail(err);
+    if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || isOutsideFailure(err) || (err as { code?: string }).code) fail(err);
   }
   const cardMs = card ? performance.now() - started : undefined;
   return { client: clientForCard(card, target, fetchFn), target, card, cardMs, fetch: fetchFn, fail };

@@ -5,7 +5,8 @@
 import { createServer } from "node:net";
 import type { ServeConfig } from "../config";
 import type { NodeIdentity } from "../../pki/identity";
-import type { Peer } from "../peers/peer-registry";
+import { isOutsidePeer, type Peer, type PeerTrust } from "../peers/peer-registry";
+import { outsideFetch } from "../client/outside-fetch";
 import { explainFailure } from "../client/connect";
 import { mtlsFetch } from "../client/mtls-fetch";
 import { homeLockHolder } from "../home-lock";
@@ -63,7 +64,10 @@ export async function checkPeers(peers: Peer[], identity: NodeIdentity, timeoutM
   return Promise.all(
     peers.map(async (peer): Promise<Finding> => {
       const check = `peer ${peer.name}`;
-      const fetchFn = mtlsFetch({ cert: identity.certPem, key: identity.keyPem, ca: identity.caPem }, { name: peer.name, fingerprint: peer.fingerprint });
+      const outside = isOutsidePeer(peer);
+      const fetchFn = outside
+        ? outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth })
+        : mtlsFetch({ cert: identity.certPem, key: identity.keyPem, ca: identity.caPem }, { name: peer.name, fingerprint: peer.fingerprint });
       const url = new URL("/.well-known/agent-card.json", peer.url).toString();
       const started = performance.now();
       try {
@@ -71,7 +75,7 @@ export async function checkPeers(peers: Peer[], identity: NodeIdentity, timeoutM
         if (!res.ok) return fail(check, `${peer.url} answered HTTP ${res.status} for its agent card`, "is that URL an a2a-node? check it with 'a2a-node peers list'");
         const card = (await res.json()) as { name?: string; version?: string };
         const ms = Math.round(performance.now() - started);
-        return ok(check, `${peer.url} answers over mutual TLS: card "${card.name ?? "?"}"${card.version ? ` version ${card.version}` : ""} (${ms} ms)`);
+        return ok(check, `${peer.url} answers ${outside ? "(outside the fleet)" : "over mutual TLS"}: card "${card.name ?? "?"}"${card.version ? ` version ${card.version}` : ""} (${ms} ms)`);
       } catch (err) {
         if ((err as Error).name === "TimeoutError")
           return fail(check, `${peer.url} did not answer within ${timeoutMs / 1000} s`, "check that serve runs there, and the network path and firewall between the machines");

@@ -9,6 +9,8 @@ export class PeerExistsError extends Error {
   }
 }
 
+type Row = typeof peers.$inferSelect;
+
 export class SqlitePeerRegistry implements PeerRegistry {
   constructor(private readonly db: Db) {}
 
@@ -16,12 +18,20 @@ export class SqlitePeerRegistry implements PeerRegistry {
     return this.db.transaction(() => {
       const existing = this.get(peer.name);
       if (existing && !options.replace) throw new PeerExistsError(existing);
-      const row = { name: peer.name, url: peer.url, fingerprint: peer.fingerprint ?? null, addedAt: new Date().toISOString() };
-      this.db
-        .insert(peers)
-        .values(row)
-        .onConflictDoUpdate({ target: peers.name, set: { url: row.url, fingerprint: row.fingerprint, addedAt: row.addedAt } })
-        .run();
+      const trust = peer.trust ?? { kind: "fleet" as const };
+      const row: Row = {
+        name: peer.name,
+        url: peer.url,
+        fingerprint: peer.fingerprint ?? null,
+        addedAt: new Date().toISOString(),
+        trust: trust.kind,
+        caFile: trust.kind === "ca" ? trust.caFile : null,
+        authKind: peer.auth?.kind ?? null,
+        authFile: peer.auth?.file ?? null,
+        insecureHttp: peer.insecureHttp === true,
+      };
+      const { name: _name, ...set } = row;
+      this.db.insert(peers).values(row).onConflictDoUpdate({ target: peers.name, set }).run();
       return toPeer(row);
     });
   }
@@ -40,8 +50,13 @@ export class SqlitePeerRegistry implements PeerRegistry {
   }
 }
 
-function toPeer(row: { name: string; url: string; fingerprint: string | null; addedAt: string }): Peer {
+function toPeer(row: Row): Peer {
   const p: Peer = { name: row.name, url: row.url, addedAt: row.addedAt };
   if (row.fingerprint) p.fingerprint = row.fingerprint;
+  // A fleet peer reads back exactly as before outside peers existed (no trust field).
+  if (row.trust === "system") p.trust = { kind: "system" };
+  else if (row.trust === "ca" && row.caFile) p.trust = { kind: "ca", caFile: row.caFile };
+  if ((row.authKind === "bearer" || row.authKind === "header") && row.authFile) p.auth = { kind: row.authKind, file: row.authFile };
+  if (row.insecureHttp) p.insecureHttp = true;
   return p;
 }

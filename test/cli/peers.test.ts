@@ -44,8 +44,8 @@ describe("peers", () => {
       ["gamma", "https://gamma:9443", undefined],
     ]);
     const text = (await cli("peers", "list")).out;
-    expect(text).toMatch(/^NAME\s+URL\n/);
-    expect(text).toContain(`beta   https://10.0.0.8:9443  pinned ${FP}`);
+    expect(text).toMatch(/^NAME\s+URL\s+REACHED\n/);
+    expect(text).toContain(`beta   https://10.0.0.8:9443  fleet, pinned ${FP}`);
     expect(await cli("peers", "remove", "gamma")).toMatchObject({ code: 0, out: "removed peer gamma\n" });
     const gone = await cli("peers", "remove", "gamma");
     expect(gone.code).toBe(3);

@@ -2,7 +2,7 @@ import { resolveTarget, type Target } from "../../client/connect";
 import type { Task, TaskState } from "../../protocol/types";
 import { TASK_STATES } from "../../protocol/types";
 import type { Command } from "../command";
-import { loadClientIdentity, openClientSession, openPeers, sessionFor, type ClientSession } from "../client-session";
+import { loadClientIdentity, openClientSession, openPeers, sessionForTarget, type ClientIdentity, type ClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { intFlag, parseFlags } from "../flags";
 import { shortState, statusNote } from "../render-task";
@@ -92,12 +92,14 @@ EXIT CODES
 
 /** A session opener for every registered peer, each held to its name and pin. */
 async function everyPeer(home: string): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
-  const identity = await loadClientIdentity(home);
+  let identity: Promise<ClientIdentity> | undefined;
+  // Loaded once, and only if a fleet peer needs it: outside peers are reached without this node's certificate.
+  const ours = () => (identity ??= loadClientIdentity(home));
   const { peers, close } = openPeers(home);
   try {
     return peers.list().map((p) => {
       const target = resolveTarget(p.name, peers) as Target;
-      return { peer: p.name, open: () => sessionFor(identity, target, { name: p.name, fingerprint: p.fingerprint }) };
+      return { peer: p.name, open: () => sessionForTarget(target, ours) };
     });
   } finally {
     close();
