@@ -41,8 +41,8 @@ EXAMPLES
   a2a-node tasks list --json | jq -r '.tasks[] | select(.task.status.state == "TASK_STATE_WORKING") | .task.id'
 
 EXIT CODES
-  0 listed   1 the peer answered an error   2 usage error   3 unknown peer
-  4 cannot connect to a peer   8 refused by a peer (TLS, certificate, name or pin)
+  0 listed   1 the peer answered an error   2 usage error (also an outside peer's unreadable token file)   3 unknown peer
+  4 cannot connect to a peer   8 refused by a peer (TLS, certificate, name or pin; an outside peer's 401/403)
   (without --agent: the code of the first peer that failed, after listing the others)
 `,
   flags: {},
