@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { getCACertificates } from "node:tls";
 import type { PeerAuth, PeerTrust } from "../peers/peer-registry";
-import type { FetchFn } from "./a2a-client";
+import { ProtocolError, type FetchFn } from "./a2a-client";
 
 /** A peer's credentials file could not be used: missing, unreadable, empty, or not the form its kind needs. */
 export class PeerCredentialsError extends Error {
@@ -105,12 +105,20 @@ export function outsideFetch(peer: { trust: Exclude<PeerTrust, { kind: "fleet" }
       const h = readCredentialHeader(peer.auth);
       headers.set(h.name, h.value);
     }
-    const request: RequestInit = { ...init, headers };
+    // A redirect is not followed: it would carry the credentials to a URL the person never registered.
+    const request: RequestInit = { ...init, headers, redirect: "manual" };
     if (url.startsWith("https:")) {
       roots ??= trustRoots(peer.trust);
       (request as { tls?: unknown }).tls = { ca: roots };
     }
     const res = await fetch(url, request);
+    if (res.status >= 300 && res.status < 400) {
+      await res.arrayBuffer().catch(() => undefined);
+      const to = res.headers.get("location");
+      throw new ProtocolError(
+        `answered HTTP ${res.status}, a redirect${to ? ` to ${to}` : ""}; redirects are not followed with credentials: re-add the peer with the URL it sends to, if you trust it`,
+      );
+    }
     if (res.status === 401 || res.status === 403) {
       await res.arrayBuffer().catch(() => undefined);
       const scheme = res.headers.get("www-authenticate")?.split(/[\s,]/)[0];

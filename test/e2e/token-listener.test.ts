@@ -79,7 +79,7 @@ describe("the token listener over TLS with the node's certificate", () => {
   it("serves its card without a token, declaring the bearer scheme and its own URL", async () => {
     const res = await fetch(`${tokenUrl}/.well-known/agent-card.json`, { tls: { ca } } as RequestInit);
     expect(res.status).toBe(200);
-    const card = await res.json();
+    const card = (await res.json()) as any;
     expect(card.securitySchemes).toEqual({ bearer: { httpAuthSecurityScheme: { scheme: "Bearer", description: expect.any(String) } } });
     expect(card.securityRequirements).toEqual([{ schemes: { bearer: { list: [] } } }]);
     expect(card.supportedInterfaces.map((i: { url: string }) => i.url)).toContain(`${tokenUrl}/`);
@@ -96,7 +96,7 @@ describe("the token listener over TLS with the node's certificate", () => {
     // The HTTP+JSON binding on the same listener, same caller.
     const rest = await fetch(`${tokenUrl}/tasks/${task.id}`, { headers: { authorization: `Bearer ${tokens.hermes}`, "a2a-version": "1.0" }, tls: { ca } } as RequestInit);
     expect(rest.status).toBe(200);
-    expect((await rest.json()).id).toBe(task.id);
+    expect(((await rest.json()) as any).id).toBe(task.id);
     // A fleet member on the mutual-TLS listener is another caller: 'token:hermes' is never a certificate's name.
     const beta = await fetch(`${node.url}/`, {
       method: "POST",
@@ -104,7 +104,7 @@ describe("the token listener over TLS with the node's certificate", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: task.id } }),
       tls: { ...fleet.identity("beta"), checkServerIdentity: () => undefined },
     } as RequestInit);
-    expect((await beta.json()).error.code).toBe(-32001);
+    expect(((await beta.json()) as any).error.code).toBe(-32001);
   });
 
   it("answers 401 with WWW-Authenticate without a token, with a wrong one, and with a revoked one", async () => {
