@@ -157,7 +157,9 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     },
   };
   // The fleet PKI's routes (/pki/) only where callers hold a fleet certificate: the mutual-TLS listener.
-  const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes) => createRequestRouter({ transport, httpJson, web, ops, limiter, metrics: routerMetrics, pki });
+  // Health and metrics (which name fleet callers) are not for token callers: the token listener leaves them out.
+  const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes, withOps = true) =>
+    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki });
   const card = (url: string, security?: "bearer") =>
     buildAgentCard({
       name: identity.name,
@@ -230,7 +232,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       port: config.tokenPort,
       tls: config.tokenTls === "on" ? { cert: identity.certPem, key: identity.keyPem } : undefined,
       verify: (t) => tokens.verify(t),
-      onRequest: route(lazyWebApp(() => card(tokenCardUrl(tokenUrl as string, advertisedUrl), "bearer"), startedAt)),
+      onRequest: route(lazyWebApp(() => card(tokenCardUrl(tokenUrl as string, advertisedUrl), "bearer"), startedAt), undefined, false),
       onUnauthorized: (reason, remote) => refusals.refused(`token listener: ${reason}`, remote),
       handshakeTimeoutMs: config.handshakeTimeoutMs,
       limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },

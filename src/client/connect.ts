@@ -141,7 +141,7 @@ export function explainFailure(err: unknown, target: Target): { message: string;
 }
 
 /** The failures of a session with a peer outside the fleet: its credentials, its CA file, its certificate. */
-function explainOutside(err: unknown, target: Target): { message: string; hint?: string; kind: "refused" | "local" } | undefined {
+function explainOutside(err: unknown, target: Target): { message: string; hint?: string; kind: "refused" | "local" | "unreachable" } | undefined {
   const where = whereOf(target);
   const peer = target.peer;
   const readd = (flags: string) => (peer ? `'a2a-node peers add ${peer.name} ${peer.url} ${flags} --replace'` : `'a2a-node peers add NAME URL ${flags}'`);
@@ -169,6 +169,10 @@ function explainOutside(err: unknown, target: Target): { message: string; hint?:
   }
   if (peer && isOutsidePeer(peer)) {
     const code = (err as { code?: unknown })?.code;
+    if (code === "ECONNREFUSED")
+      return { kind: "unreachable", message: `cannot reach ${where}: connection refused`, hint: `is the agent running, and is ${peer.url} its URL? (check it with 'a2a-node peers show ${peer.name}')` };
+    if (code === "ENOTFOUND" || code === "EAI_AGAIN")
+      return { kind: "unreachable", message: `cannot resolve the host name '${new URL(peer.url).hostname}' of ${where}`, hint: "check the URL, or this machine's DNS" };
     if (typeof code === "string" && /CERT|SELF_SIGNED|UNABLE_TO_|ALTNAME|ERR_TLS|ISSUER/.test(code)) {
       const against = peer.trust?.kind === "ca" ? `the CA in ${peer.trust.caFile}` : "this system's CA store";
       return {

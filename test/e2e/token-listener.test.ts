@@ -123,6 +123,11 @@ describe("the token listener over TLS with the node's certificate", () => {
     const after = await rpc(tokenUrl, "ListTasks", {}, dave);
     expect(after.status).toBe(401);
     expect(after.headers.get("www-authenticate")).toContain('error="invalid_token"');
+    // Health and metrics are not for token callers.
+    for (const path of ["/metrics", "/health/ready"]) {
+      const res = await fetch(`${tokenUrl}${path}`, { headers: { authorization: `Bearer ${tokens.hermes}` }, tls: { ca } } as RequestInit);
+      expect(res.status, path).toBe(404);
+    }
     // Nothing the node logged holds a token.
     for (const t of [...Object.values(tokens), dave]) expect(node.log()).not.toContain(t);
   });

@@ -250,12 +250,34 @@ describe("outside peers: the other credentials, trust and mistakes", () => {
     expect(r.err).toContain("--ca FILE");
   });
 
+  it("an agent that is not running: exit 4, naming its URL", async () => {
+    const probe = createHttpServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", () => resolve()));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    expect((await cli("peers", "add", "down", `http://127.0.0.1:${port}`, "--token-file", tokenFile)).code).toBe(0);
+    const r = await cli("send", "--agent", "down", "--task", "hi");
+    expect(r.code).toBe(4);
+    expect(r.err).toContain(`cannot reach peer 'down' at http://127.0.0.1:${port}: connection refused`);
+    expect(r.err).toContain("is the agent running");
+  });
+
   it("an agent that wants a token from a peer added without one says how to add it", async () => {
     expect((await cli("peers", "add", "bare", plain.base, "--auth", "none")).code).toBe(0);
     const r = await cli("status", "--agent", "bare", "--task-id", "x");
     expect(r.code).toBe(8);
     expect(r.err).toContain("it wants credentials, and this peer has none");
     expect(r.err).toContain(`'a2a-node peers add bare ${plain.base} --auth bearer --token-file FILE --replace'`);
+  });
+
+  it("doctor reads each outside peer's card with its own trust and token", async () => {
+    const r = await cli("doctor", "--json");
+    const checks = JSON.parse(r.out).checks as { check: string; status: string; detail: string; fix?: string }[];
+    const by = (name: string) => checks.find((c) => c.check === `peer ${name}`);
+    expect(by("sdk-rpc-tls")).toMatchObject({ status: "ok", detail: expect.stringContaining("answers (outside the fleet): card \"sdk-outside\"") });
+    expect(by("keyed")?.status).toBe("ok");
+    expect(by("gone")).toMatchObject({ status: "fail", detail: expect.stringContaining("cannot read the token file") });
+    expect(by("untrusted")).toMatchObject({ status: "fail", detail: expect.stringContaining("does not vouch for") });
   });
 
   it("peers list, show and their --json name the token's file, never the token; nor did anything printed", async () => {
