@@ -63,6 +63,8 @@ export interface ClientSession {
  * this node's identity for a fleet peer, with the peer's own trust and credentials for one outside the fleet.
  */
 export async function openClientSession(home: string, agent: string): Promise<ClientSession> {
+  // Without a home there is neither a peer list nor an identity: the identity's error says what makes both.
+  if (!existsSync(homePaths(home).root)) await loadClientIdentity(home);
   const { peers, close } = openPeers(home);
   let target: Target | undefined;
   try {
