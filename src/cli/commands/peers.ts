@@ -41,13 +41,13 @@ SUBCOMMANDS
              port means the node default 9443 (not HTTPS's 443), and a bare HOST[:PORT] means https://;
              both are said when filled in. --pin connects first: the node there must hold a fleet
              certificate for NAME, and its fingerprint is pinned
+             An outside peer's URL is taken as the agent publishes it (a missing port is the scheme's own,
+             a path is kept); plain http:// only to a loopback host, or anywhere with --insecure-http
   discover   connect to URL, show the node's name, version, skills and certificate fingerprint, then pin it
              (adding the peer, or updating the peer of that name). Asks first on a terminal; without one,
              pass --yes
   ping       read a peer's agent card: how long it takes (the first request includes the TLS handshake)
              and the version it runs
-             An outside peer's URL is taken as the agent publishes it (a missing port is the scheme's own,
-             a path is kept); plain http:// only to a loopback host, or anywhere with --insecure-http
   list       the known peers, and how each is reached (never a secret)
   show       one peer: URL, how its server is verified, where its credentials are read from
   remove     forget a peer
@@ -63,8 +63,8 @@ FLAGS
   --header-file FILE     (add) the file holding one 'Name: value' header line; implies --auth header
   --ca FILE              (add) verify the outside peer's server against this CA certificate (PEM) instead of
                          the system's CA store
-  --insecure-http        (add) allow plain http:// to a host other than this machine (credentials then cross
-                         the network in clear); http:// to a loopback host needs no flag
+  --insecure-http        (add) allow plain http:// to a host that is not loopback (credentials then cross
+                         the network in clear); http:// to 127.0.0.0/8, ::1 or localhost needs no flag
   --yes                  (discover) pin without asking
   --json                 one JSON value on one line on stdout
 
