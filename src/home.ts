@@ -15,6 +15,7 @@ import { join, resolve } from "node:path";
  *       node.key          this node's key (never leaves the machine)
  *       ca-registry.db    what the fleet CA issued and revoked, and its join tokens (CA machine only)
  *     a2a-node.db         SQLite database (tasks, events, peers), WAL mode
+ *     audit.jsonl         the audit log (0600), rotated to audit.jsonl.1 ... (the audit_log setting moves it)
  */
 export interface HomePaths {
   root: string;
@@ -27,6 +28,7 @@ export interface HomePaths {
   nodeKey: string;
   crl: string;
   database: string;
+  auditLog: string;
 }
 
 export const DEFAULT_HOME_DIRNAME = ".a2a-node";
@@ -71,6 +73,7 @@ export function homePaths(root: string): HomePaths {
     nodeKey: join(secretsDir, "node.key"),
     crl: join(certsDir, "crl.pem"),
     database: join(root, "a2a-node.db"),
+    auditLog: join(root, "audit.jsonl"),
   };
 }
 

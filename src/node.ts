@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { isIP } from "node:net";
+import { resolve } from "node:path";
 import { loadNodeIdentity } from "../pki/identity";
 import { SETTINGS, type ServeConfig, type SettingName } from "./config";
 import { ConformanceExecutor } from "./executors/conformance-executor";
@@ -7,9 +8,10 @@ import { EchoExecutor } from "./executors/echo-executor";
 import { HermesExecutor } from "./executors/hermes-executor";
 import type { AgentExecutor } from "./executors/executor";
 import { OpenAiCompatibleExecutor } from "./executors/openai-executor";
-import { homePaths } from "./home";
+import { homePaths, type HomePaths } from "./home";
 import type { Logger } from "./log";
 import type { CallerIdentity } from "./protocol/caller";
+import { AuthorizedHandler } from "./protocol/authorized-handler";
 import { HttpJsonTransport } from "./protocol/http-json-transport";
 import { JsonRpcTransport } from "./protocol/jsonrpc-transport";
 import { DefaultRequestHandler } from "./protocol/request-handler";
@@ -21,8 +23,9 @@ import type { PkiRoutes } from "./fleet/pki-routes";
 import { NodeMetrics } from "./metrics/node-metrics";
 import { listenAdmin } from "./server/admin-listener";
 import { buildAgentCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
-import { RefusalLog } from "./server/refusal-log";
-import { listenMtls, type Listener } from "./server/mtls-listener";
+import { AuditLog } from "./server/audit-log";
+import { classify, RefusalLog } from "./server/refusal-log";
+import { listenMtls, type Listener, type RefusedPeer } from "./server/mtls-listener";
 import { opsRoutes } from "./server/ops-routes";
 import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
 import { listenToken } from "./server/token-listener";
@@ -122,7 +125,12 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
   // With replicas: renew this one's leases, and take over the tasks of replicas that died.
   const stopLeases = runner.keepLeases((err) => log.error("could not renew task leases; trying again", { reason: err instanceof Error ? err.message : String(err) }));
-  const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext });
+  // The authorization policy ([[authorize]]) in front of the handler, read at each call so SIGHUP applies it.
+  const handler = new AuthorizedHandler(
+    new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext }),
+    () => config.authorize,
+  );
+  const audit = openAuditLog(paths, config, log);
   // Both bindings over one method table, so they validate, scope and answer alike.
   const v1 = v1Methods(handler);
   const transport = new JsonRpcTransport({ v1, v03: v03Methods(handler) });
@@ -159,7 +167,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   // The fleet PKI's routes (/pki/) only where callers hold a fleet certificate: the mutual-TLS listener.
   // Health and metrics (which name fleet callers) are not for token callers: the token listener leaves them out.
   const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes, withOps = true) =>
-    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki });
+    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki, audit: audit && ((call) => audit.call(call)) });
   const card = (url: string, security?: "bearer") =>
     buildAgentCard({
       name: identity.name,
@@ -180,6 +188,11 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
 
   let advertisedUrl = "";
   const refusals = new RefusalLog(log, { detailedPerWindow: config.logRefusalsPerMinute, count: (kind) => metrics.connectionRefused(kind) });
+  // The journal hears of refusals at a rate; the audit log records every one.
+  const refused = (reason: string, remote: string | undefined, peer?: RefusedPeer) => {
+    refusals.refused(reason, remote);
+    audit?.refused({ kind: classify(reason), reason, remote, peer: peer?.name, fingerprint: peer?.fingerprint });
+  };
   const mtls = await listenMtls({
     ...common,
     host: config.host,
@@ -189,8 +202,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     ca: identity.caPem,
     onRequest: route(lazyWebApp(() => card(advertisedUrl), startedAt), fleetPki.routes),
     revoked: fleetPki.revocations.revokedAt,
-    onHandshakeError: (err, remote) => refusals.refused(err.message, remote),
-    onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
+    onHandshakeError: (err, remote, peer) => refused(err.message, remote, peer),
+    onRefusedConnection: (reason, remote) => refused(reason, remote),
     handshakeTimeoutMs: config.handshakeTimeoutMs,
     limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
   });
@@ -206,8 +219,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       http: common.http,
       handshakeTimeoutMs: config.handshakeTimeoutMs,
       limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
-      onHandshakeError: (err, remote) => refusals.refused(`enrollment port: ${err.message}`, remote),
-      onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
+      onHandshakeError: (err, remote) => refused(`enrollment port: ${err.message}`, remote),
+      onRefusedConnection: (reason, remote) => refused(reason, remote),
     });
     if (enroll) listeners.push(enroll);
   }
@@ -233,11 +246,11 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       tls: config.tokenTls === "on" ? { cert: identity.certPem, key: identity.keyPem } : undefined,
       verify: (t) => tokens.verify(t),
       onRequest: route(lazyWebApp(() => card(tokenCardUrl(tokenUrl as string, advertisedUrl), "bearer"), startedAt), undefined, false),
-      onUnauthorized: (reason, remote) => refusals.refused(`token listener: ${reason}`, remote),
+      onUnauthorized: (reason, remote) => refused(`token listener: ${reason}`, remote),
       handshakeTimeoutMs: config.handshakeTimeoutMs,
       limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
-      onHandshakeError: (err, remote) => refusals.refused(`token listener: ${err.message}`, remote),
-      onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
+      onHandshakeError: (err, remote) => refused(`token listener: ${err.message}`, remote),
+      onRefusedConnection: (reason, remote) => refused(reason, remote),
     });
     tokenUrl = token.url;
     tokenListener = token;
@@ -259,6 +272,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     executor: executor.kind,
     database: storage.where,
     version: VERSION,
+    audit: audit ? auditPath(paths, config) : "off",
+    authorization: config.authorize.length ? `${config.authorize.length} [[authorize]] rule(s)` : "none: every fleet member may call everything",
   });
   // A renewed certificate is served on the token listener too (when it speaks TLS).
   fleetPki.start(mtls, tokenListener ? [tokenListener] : []);
@@ -295,6 +310,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
         } else needsRestart.push(SETTINGS[name].file);
       }
       limiter.configure({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
+      audit?.reopen();
       await fleetPki.refresh();
       return { applied, needsRestart };
     },
@@ -306,6 +322,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       await runner.shutdown(config.shutdownGraceMs);
       stopLeases();
       for (const l of listeners) await l.close();
+      audit?.close();
       await storage.flush();
       storeProbe.stop();
       await dispatcher.stop();
@@ -313,6 +330,27 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       log.info("stopped", { name: identity.name });
     },
   };
+}
+
+/** Where the audit log goes: HOME/audit.jsonl unless audit_log names another file (relative: in the home). */
+function auditPath(paths: HomePaths, config: ServeConfig): string {
+  return config.auditLog === undefined ? paths.auditLog : resolve(paths.root, config.auditLog);
+}
+
+function openAuditLog(paths: HomePaths, config: ServeConfig, log: Logger): AuditLog | undefined {
+  if (config.auditLog === "off") return undefined;
+  const path = auditPath(paths, config);
+  try {
+    return new AuditLog({
+      path,
+      maxBytes: config.auditLogMaxBytes,
+      keep: config.auditLogKeep,
+      onError: (err) => log.error("could not write the audit log; lines are dropped until it works again", { path, reason: err instanceof Error ? err.message : String(err) }),
+      onRecovered: (dropped) => log.warn("the audit log is written again", { path, dropped }),
+    });
+  } catch (err) {
+    throw new Error(`cannot open the audit log ${path}: ${(err as Error).message}; make its folder writable, or set audit_log to another file (or to off)`);
+  }
 }
 
 export function createExecutor(config: ServeConfig): AgentExecutor {

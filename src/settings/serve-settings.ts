@@ -13,6 +13,8 @@ import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
 import { databaseUrl, list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
 import { redactUrl } from "../store/postgres/url";
 import { readSkills, type SkillSetting } from "./skills";
+import { readAuthorization } from "./authorization";
+import type { AccessRule } from "../protocol/access-policy";
 
 export type ExecutorKind = "echo" | "openai" | "hermes" | "conformance";
 export const EXECUTOR_KINDS: readonly ExecutorKind[] = ["echo", "openai", "hermes", "conformance"];
@@ -383,6 +385,45 @@ export const SETTINGS = {
     doc: "how often the revocation list is read again from HOME/certs/crl.pem and fetched from ca_peer; SIGHUP does it at once",
   }),
 
+  // Who may call what, and the record of every call.
+  authorize: table<AccessRule[]>({
+    file: "authorize",
+    value: "[[authorize]]",
+    group: "access",
+    default: [],
+    read: readAuthorization,
+    reloadable: true,
+    doc: "who may call what: each [[authorize]] table lets its peers (fleet names, \"*\": any member) call its methods (A2A v1.0 names, \"*\": all) and, if it lists skills, send messages only for those (message.metadata.skill); none: every fleet member may call everything; a refused call gets PERMISSION_DENIED (JSON-RPC -32000, HTTP 403); the plain loopback listener is not subject to it; SIGHUP applies a change (config file only)",
+  }),
+  auditLog: text({
+    file: "audit_log",
+    value: "PATH",
+    group: "access",
+    default: undefined,
+    nonEmpty: true,
+    doc: "the audit log: one JSON line per A2A call (peer, certificate fingerprint, method, task id, outcome, duration; never message content) and per refused connection (and why); default HOME/audit.jsonl, a relative path is in HOME; off: none",
+  }),
+  auditLogMaxBytes: number({
+    file: "audit_log_max_bytes",
+    value: "BYTES",
+    group: "access",
+    default: 10 * MIB,
+    min: 1024,
+    max: 1024 * 1024 * MIB,
+    integer: true,
+    doc: "the audit log is rotated before it grows past this: audit.jsonl becomes audit.jsonl.1, .1 becomes .2, and so on",
+  }),
+  auditLogKeep: number({
+    file: "audit_log_keep",
+    value: "N",
+    group: "access",
+    default: 5,
+    min: 0,
+    max: 1000,
+    integer: true,
+    doc: "rotated audit log files kept (audit.jsonl.1 to .N); older ones are deleted",
+  }),
+
   // The daemon itself.
   databaseUrl: databaseUrl({
     file: "database_url",
@@ -434,5 +475,6 @@ export const GROUPS: Record<SettingGroup, string> = {
   webhooks: "PUSH-NOTIFICATION WEBHOOKS",
   card: "AGENT CARD",
   pki: "FLEET PKI",
+  access: "AUTHORIZATION AND AUDIT",
   daemon: "DAEMON",
 };
