@@ -157,6 +157,9 @@ describe("the token listener over plain HTTP (token_tls = off)", () => {
     expect((await cli(fleet.homes.beta, "serve", "--check", "--token-port", "9999")).stderr).toBe("");
     const made = await cli(fleet.homes.beta, "tokens", "add", "script");
     const token = made.stdout.trim();
+    const other = (await cli(fleet.homes.beta, "tokens", "add", "other")).stdout.trim();
+    // The authorization policy names token callers as the node knows them.
+    writeFileSync(join(fleet.homes.beta, "config.toml"), `[[authorize]]\npeers = ["token:script"]\nmethods = ["*"]\n`);
     const plain = await serveBinary(fleet.homes.beta, ["--executor", "echo", "--token-port", "0", "--token-tls", "off"]);
     started.push(plain);
     const warned = await plain.waitForLine({ msg: /^token listener open over plain HTTP/ });
@@ -166,5 +169,8 @@ describe("the token listener over plain HTTP (token_tls = off)", () => {
     expect((await rpc(url, "ListTasks", {})).status).toBe(401);
     const sent = await rpc(url, "SendMessage", { message: userMessage("plain") }, token);
     expect(sent.body.result.task.status.state, sent.text).toBe("TASK_STATE_COMPLETED");
+    const denied = await rpc(url, "SendMessage", { message: userMessage("not allowed") }, other);
+    expect(denied.body.error.code, denied.text).toBe(-32000);
+    expect(denied.body.error.message).toContain("peer 'token:other' may not call SendMessage");
   });
 });
