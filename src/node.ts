@@ -29,11 +29,14 @@ import { classify, RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener, type RefusedPeer } from "./server/mtls-listener";
 import { opsRoutes } from "./server/ops-routes";
 import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
+import { listenToken } from "./server/token-listener";
+import { SqliteCallerTokens } from "./store/sqlite-caller-tokens";
 import { PeerRateLimiter, RateLimitLog } from "./server/rate-limit";
 import { certificateCheck, checkReadiness } from "./server/readiness";
 import { createRequestRouter, tooLargeResponse, type RouterMetrics } from "./server/request-router";
 import { StoreProbe } from "./store/store-probe";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
+import { isOutsidePeer } from "./peers/peer-registry";
 import { openStorage } from "./store/storage";
 import { PushDispatcher } from "./push/push-dispatcher";
 import { RetentionSweeper } from "./tasks/retention";
@@ -51,6 +54,8 @@ export interface RunningNode {
   plainUrl?: string;
   /** The admin port's URL (metrics and health only), when --admin-port is set. */
   adminUrl?: string;
+  /** The token listener's URL (callers outside the fleet, bearer tokens), when token_port is set. */
+  tokenUrl?: string;
   /**
    * Applies what can change without a restart (SIGHUP): the certificate, key and CA are read again from the
    * home and used for new connections; settings marked reloadable take their new values. Says which changed
@@ -101,7 +106,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const pushConfigs = storage.pushConfigs;
   const peers = new SqlitePeerRegistry(database.db);
   const fleetPki = new FleetPki({ paths, identity: () => identity, adopt: (fresh) => (identity = fresh), peers, settings: () => config, log });
-  const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().map((p) => new URL(p.url).host)) });
+  const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().filter((p) => !isOutsidePeer(p)).map((p) => new URL(p.url).host)) });
   const dispatcher = new PushDispatcher(storage.deliveries, pushConfigs, {
     guard,
     log,
@@ -161,24 +166,26 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     },
   };
   // The fleet PKI's routes (/pki/) only where callers hold a fleet certificate: the mutual-TLS listener.
-  const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes) =>
-    createRequestRouter({ transport, httpJson, web, ops, limiter, metrics: routerMetrics, pki, audit: audit && ((call) => audit.call(call)) });
-  // The card of each listener URL, signed with this node's key; signed again once the identity changes.
+  // Health and metrics (which name fleet callers) are not for token callers: the token listener leaves them out.
+  const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes, withOps = true) =>
+    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki, audit: audit && ((call) => audit.call(call)) });
+  // The card of each listener URL (and security), signed with this node's key; signed again once the identity changes.
   const signed = new Map<string, Promise<AgentCard>>();
   let signedAs = identity;
-  const card = (url: string): Promise<AgentCard> => {
+  const card = (url: string, security?: "bearer"): Promise<AgentCard> => {
     if (signedAs !== identity) {
       signed.clear();
       signedAs = identity;
     }
-    let c = signed.get(url);
+    const key = `${security ?? "mtls"} ${url}`;
+    let c = signed.get(key);
     if (!c) {
-      c = signCardAs(unsignedCard(url), identity);
-      signed.set(url, c);
+      c = signCardAs(unsignedCard(url, security), identity);
+      signed.set(key, c);
     }
     return c;
   };
-  const unsignedCard = (url: string) =>
+  const unsignedCard = (url: string, security?: "bearer") =>
     buildAgentCard({
       name: identity.name,
       description: config.description,
@@ -187,6 +194,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       skills: config.skills ?? DEFAULT_SKILLS,
       pushNotifications: true,
       preferredBinding: config.preferredBinding as Binding,
+      security,
     });
   const common = {
     maxBodyBytes: config.maxBodyBytes,
@@ -244,6 +252,29 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     listeners.push(plain);
     log.warn(`plain-HTTP listener open on loopback: any local process can use it, as caller '${LOOPBACK_CALLER.name}'`, { url: plain.url });
   }
+  let tokenUrl: string | undefined;
+  let tokenListener: Listener | undefined;
+  if (config.tokenPort !== undefined) {
+    const tokens = new SqliteCallerTokens(database.db);
+    const token = await listenToken({
+      ...common,
+      host: config.tokenHost,
+      port: config.tokenPort,
+      tls: config.tokenTls === "on" ? { cert: identity.certPem, key: identity.keyPem } : undefined,
+      verify: (t) => tokens.verify(t),
+      onRequest: route(lazyWebApp(() => card(tokenCardUrl(tokenUrl as string, advertisedUrl), "bearer"), startedAt), undefined, false),
+      onUnauthorized: (reason, remote) => refused(`token listener: ${reason}`, remote),
+      handshakeTimeoutMs: config.handshakeTimeoutMs,
+      limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+      onHandshakeError: (err, remote) => refused(`token listener: ${err.message}`, remote),
+      onRefusedConnection: (reason, remote) => refused(reason, remote),
+    });
+    tokenUrl = token.url;
+    tokenListener = token;
+    listeners.push(token);
+    if (config.tokenTls === "on") log.info("token listener open: callers outside the fleet with a bearer token from 'a2a-node tokens add'", { url: token.url });
+    else log.warn("token listener open over plain HTTP: bearer tokens cross the network in clear (token_tls = off)", { url: token.url });
+  }
   let adminUrl: string | undefined;
   if (config.adminPort !== undefined) {
     const admin = await listenAdmin({ port: config.adminPort, ops: (method, path) => ops(method, path) });
@@ -261,7 +292,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     audit: audit ? auditPath(paths, config) : "off",
     authorization: config.authorize.length ? `${config.authorize.length} [[authorize]] rule(s)` : "none: every fleet member may call everything",
   });
-  fleetPki.start(mtls);
+  // A renewed certificate is served on the token listener too (when it speaks TLS).
+  fleetPki.start(mtls, tokenListener ? [tokenListener] : []);
   // Said at once, not found out from the first task that fails; not awaited, so the node answers meanwhile.
   if (executor.ready)
     void modelReady(AbortSignal.timeout(3000)).then(
@@ -275,6 +307,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     advertisedUrl,
     plainUrl,
     adminUrl,
+    tokenUrl,
     async reload(next) {
       const applied: string[] = [];
       const needsRestart: string[] = [];
@@ -369,6 +402,17 @@ function lazyWebApp(card: () => Promise<AgentCard>, startedAt: number) {
     web ??= import("./server/web-app").then(({ createWebApp }) => createWebApp({ card, version: VERSION, startedAt }).handle);
     return (await web)(request, caller);
   };
+}
+
+/**
+ * The token listener's card URL: where it listens, unless it listens on every interface (0.0.0.0, ::), whose
+ * address no caller can use; then the mutual-TLS listener's advertised host with the token listener's port.
+ */
+function tokenCardUrl(listening: string, advertised: string): string {
+  const u = new URL(listening);
+  if (u.hostname !== "0.0.0.0" && u.hostname !== "[::]") return listening;
+  const a = new URL(advertised);
+  return `${u.protocol}//${a.host.replace(/:\d+$/, "")}:${u.port}`;
 }
 
 /**

@@ -11,7 +11,9 @@ import { CardTrustError, verifyFleetCard } from "../client/card-trust";
 import { expectationOf, mtlsFetch, PeerIdentityError, type AcceptedPeer, type ClientTls, type Expectation } from "../client/mtls-fetch";
 import { clientForCard } from "../client/peer-interface";
 import { PeerUrlError } from "../client/peer-url";
+import { isOutsideFailure, outsideFetch } from "../client/outside-fetch";
 import { probePeer } from "../client/probe";
+import { isOutsidePeer, type Peer, type PeerTrust } from "../peers/peer-registry";
 import { giveToHomeOwner, homePaths } from "../home";
 import type { AgentCard } from "../protocol/types";
 import { openDatabase, type OpenDatabase } from "../store/database";
@@ -85,9 +87,13 @@ export function clientPolicy(home: string, io?: Pick<Io, "env" | "stderr">): Cli
   return { acceptUnsignedCards: value === "accept", note: io && ((line) => io.stderr.write(`${line}\n`)) };
 }
 
-/** Everything `send`, `status`, `tasks` and `cancel` need: this node's identity, the target, an mTLS client. */
+/**
+ * Everything `send`, `status`, `tasks` and `cancel` need: the target and a client for it; over mutual TLS with
+ * this node's identity for a fleet peer, with the peer's own trust and credentials for one outside the fleet.
+ */
 export async function openClientSession(home: string, agent: string, io?: Pick<Io, "env" | "stderr">): Promise<ClientSession> {
-  const identity = await loadClientIdentity(home);
+  // Without a home there is neither a peer list nor an identity: the identity's error says what makes both.
+  if (!existsSync(homePaths(home).root)) await loadClientIdentity(home);
   const { peers, close } = openPeers(home);
   let target: Target | undefined;
   try {
@@ -101,7 +107,7 @@ export async function openClientSession(home: string, agent: string, io?: Pick<I
   if (!target)
     throw new CliError(`no peer named '${agent}'`, ExitCode.NotFound, `add it with 'a2a-node peers add ${agent.toLowerCase()} https://HOST:9443', or pass a URL`);
   const policy = { ...clientPolicy(home, io), home };
-  const session = await sessionFor(identity, target, target.peer ? expectationOf(target.peer) : {}, policy);
+  const session = await sessionForTarget(target, () => loadClientIdentity(home), policy);
   // A URL no peer is registered at has no expected name: say which fleet member answered, and how to pin it.
   const accepted = session.accepted;
   if (!target.peer && accepted)
@@ -109,11 +115,19 @@ export async function openClientSession(home: string, agent: string, io?: Pick<I
   return session;
 }
 
+/** A session with a resolved target: an outside peer's own, or over mTLS with the identity `identity` loads. */
+export async function sessionForTarget(target: Target, identity: () => Promise<ClientIdentity>, policy: ClientPolicy = { acceptUnsignedCards: false }): Promise<ClientSession> {
+  const peer = target.peer;
+  if (peer && isOutsidePeer(peer)) return outsideSession(target, peer);
+  return sessionFor(await identity(), target, peer ? expectationOf(peer) : {}, policy);
+}
+
 /** The CLI's exit code for a failure explained by explainFailure. */
 export function exitCodeOfFailure(err: unknown, target: Target): number {
   const why = explainFailure(err, target);
   if (why.kind === "unreachable") return ExitCode.Unreachable;
   if (why.kind === "refused") return ExitCode.Refused;
+  if (why.kind === "local") return ExitCode.Usage;
   if (why.kind === "remote" && (err as { code?: number }).code === -32001) return ExitCode.NotFound;
   return ExitCode.Failure;
 }
@@ -152,6 +166,30 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
       throw explained ?? err;
     }
   };
+  return withCard(target, fetchFn, {
+    trust: (card) => trustedCard(card, target, identity, raw.accepted()?.name ?? expect.name, policy),
+    accepted: () => raw.accepted(),
+  });
+}
+
+/**
+ * A session with an agent outside the fleet: its server is checked against the system's CA store or its own
+ * CA file, and its credentials are read from their file at each request. No probe follows a failure: the
+ * probe judges fleet certificates, which such an agent does not have.
+ */
+function outsideSession(target: Target, peer: Peer): Promise<ClientSession> {
+  return withCard(target, outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth }));
+}
+
+/**
+ * Reads the card with `fetchFn`, has `fleet.trust` check it (a fleet peer's signature; an outside peer's card
+ * is trusted as far as its TLS server check goes), then picks the client for the interface it prefers.
+ */
+async function withCard(
+  target: Target,
+  fetchFn: FetchFn,
+  fleet?: { trust(card: AgentCard): Promise<AgentCard>; accepted(): AcceptedPeer | undefined },
+): Promise<ClientSession> {
   const fail = (err: unknown): never => {
     if (err instanceof CliError) throw err; // already worded for a person
     const why = explainFailure(err, target);
@@ -166,12 +204,11 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
     const res = await fetchFn(new URL("/.well-known/agent-card.json", target.baseUrl).toString(), { headers: { accept: "application/json", "a2a-version": "1.0" } });
     if (res.ok) card = (await res.json()) as AgentCard;
   } catch (err) {
-    if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || (err as { code?: string }).code) fail(err);
+    if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || isOutsideFailure(err) || (err as { code?: string }).code) fail(err);
   }
   const cardMs = card ? performance.now() - started : undefined;
-  const accepted = raw.accepted();
-  if (card) card = await trustedCard(card, target, identity, accepted?.name ?? expect.name, policy);
-  return { client: clientForCard(card, target, fetchFn), target, card, cardMs, fetch: fetchFn, fail, accepted };
+  if (card && fleet) card = await fleet.trust(card);
+  return { client: clientForCard(card, target, fetchFn), target, card, cardMs, fetch: fetchFn, fail, accepted: fleet?.accepted() };
 }
 
 /**

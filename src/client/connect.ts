@@ -1,6 +1,8 @@
 import type { Peer, PeerRegistry } from "../peers/peer-registry";
 import { isThisMachine } from "../local-addresses";
+import { isOutsidePeer } from "../peers/peer-registry";
 import { PeerIdentityError } from "./mtls-fetch";
+import { PeerAuthRefused, PeerCaError, PeerCredentialsError } from "./outside-fetch";
 import { ProtocolError, RemoteError } from "./a2a-client";
 import { normalizePeerUrl } from "./peer-url";
 import type { Probe } from "./probe";
@@ -118,11 +120,16 @@ function whereOf(target: Target): string {
   return target.peer ? `${target.label} at ${target.baseUrl}` : target.baseUrl;
 }
 
-/** Why a call to a peer failed, in words a person can act on: a message and the next step. */
-export function explainFailure(err: unknown, target: Target): { message: string; hint?: string; kind: "unreachable" | "refused" | "remote" | "other" } {
+/**
+ * Why a call to a peer failed, in words a person can act on: a message and the next step. "local" is a
+ * problem on this machine (an outside peer's token or CA file), not the peer's.
+ */
+export function explainFailure(err: unknown, target: Target): { message: string; hint?: string; kind: "unreachable" | "refused" | "remote" | "local" | "other" } {
   const e = err as { code?: string; message?: string; name?: string };
   const where = whereOf(target);
   if (err instanceof ConnectionFailure) return { kind: err.kind, message: err.message, hint: err.hint };
+  const outside = explainOutside(err, target);
+  if (outside) return outside;
   if (err instanceof PeerIdentityError) return { kind: "refused", message: `${where} is not who we expected: ${err.message}`, hint: identityHint(err, target) };
   if (err instanceof RemoteError) return { kind: "remote", message: `${target.label} answered error ${err.code}: ${err.message}` };
   if (err instanceof ProtocolError) return { kind: "other", message: `${where}: ${err.message}`, hint: "is that URL an a2a-node (or another A2A agent)?" };
@@ -151,9 +158,58 @@ function identityHint(err: PeerIdentityError, target: Target): string {
   }
 }
 
+/** The failures of a session with a peer outside the fleet: its credentials, its CA file, its certificate. */
+function explainOutside(err: unknown, target: Target): { message: string; hint?: string; kind: "refused" | "local" | "unreachable" } | undefined {
+  const where = whereOf(target);
+  const peer = target.peer;
+  const readd = (flags: string) => (peer ? `'a2a-node peers add ${peer.name} ${peer.url} ${flags} --replace'` : `'a2a-node peers add NAME URL ${flags}'`);
+  if (err instanceof PeerCredentialsError)
+    return {
+      kind: "local",
+      message: `${where}: ${err.message}`,
+      hint: `write the ${peer?.auth?.kind === "header" ? "'Name: value' line" : "token"} to ${err.file} (mode 0600), or point the peer at another file with ${readd(peer?.auth?.kind === "header" ? "--header-file FILE" : "--auth bearer --token-file FILE")}`,
+    };
+  if (err instanceof PeerCaError)
+    return { kind: "local", message: `${where}: ${err.message}`, hint: `put the agent's CA certificate (PEM) there, or re-add the peer with ${readd("--ca FILE")}` };
+  if (err instanceof PeerAuthRefused) {
+    const auth = err.auth;
+    const what = auth ? `the ${auth.kind === "bearer" ? "token" : "header"} in ${auth.file}` : undefined;
+    if (!what)
+      return { kind: "refused", message: `${where} ${err.message}: it wants credentials, and this peer has none`, hint: `add them with ${readd("--auth bearer --token-file FILE")}` };
+    return {
+      kind: "refused",
+      message: `${where} refused ${what} (${err.message})`,
+      hint:
+        err.status === 403
+          ? `the agent knows the credentials but does not allow this call: check the rights its owner gave them`
+          : `check that ${auth!.file} holds what the agent expects (it is read at every call: fix the file and try again), or point the peer at another file with ${readd(auth!.kind === "bearer" ? "--auth bearer --token-file FILE" : "--header-file FILE")}`,
+    };
+  }
+  if (peer && isOutsidePeer(peer)) {
+    const code = (err as { code?: unknown })?.code;
+    if (code === "ECONNREFUSED")
+      return { kind: "unreachable", message: `cannot reach ${where}: connection refused`, hint: `is the agent running, and is ${peer.url} its URL? (check it with 'a2a-node peers show ${peer.name}')` };
+    if (code === "ENOTFOUND" || code === "EAI_AGAIN")
+      return { kind: "unreachable", message: `cannot resolve the host name '${new URL(peer.url).hostname}' of ${where}`, hint: "check the URL, or this machine's DNS" };
+    if (typeof code === "string" && /CERT|SELF_SIGNED|UNABLE_TO_|ALTNAME|ERR_TLS|ISSUER/.test(code)) {
+      const against = peer.trust?.kind === "ca" ? `the CA in ${peer.trust.caFile}` : "this system's CA store";
+      return {
+        kind: "refused",
+        message: `${where} presented a certificate that ${against} does not vouch for (${code})`,
+        hint:
+          peer.trust?.kind === "ca"
+            ? `check that ${peer.trust.caFile} is the CA that issued the agent's certificate, and that the certificate covers ${new URL(peer.url).hostname}`
+            : `if the agent uses a private CA, give its certificate: ${readd("--ca FILE")}`,
+      };
+    }
+  }
+  return undefined;
+}
+
 /** Errors of fetch itself (no HTTP answer) worth a probe: everything but our own refusal and an abort. */
 export function isConnectionError(err: unknown): boolean {
   if (err instanceof PeerIdentityError || err instanceof RemoteError || err instanceof ProtocolError) return false;
+  if (err instanceof PeerAuthRefused || err instanceof PeerCredentialsError || err instanceof PeerCaError) return false;
   const e = err as { code?: unknown; name?: string };
   if (e?.name === "AbortError" || e?.name === "TimeoutError") return false;
   return typeof e?.code === "string";

@@ -5,7 +5,8 @@
 import { createServer } from "node:net";
 import type { ServeConfig } from "../config";
 import type { NodeIdentity } from "../../pki/identity";
-import type { Peer } from "../peers/peer-registry";
+import { isOutsidePeer, type Peer, type PeerTrust } from "../peers/peer-registry";
+import { outsideFetch } from "../client/outside-fetch";
 import { explainFailure } from "../client/connect";
 import { expectationOf, mtlsFetch } from "../client/mtls-fetch";
 import { homeLockHolder } from "../home-lock";
@@ -65,7 +66,10 @@ export async function checkPeers(peers: Peer[], identity: NodeIdentity, timeoutM
   return Promise.all(
     peers.map(async (peer): Promise<Finding> => {
       const check = `peer ${peer.name}`;
-      const fetchFn = mtlsFetch({ cert: identity.certPem, key: identity.keyPem, ca: identity.caPem }, expectationOf(peer));
+      const outside = isOutsidePeer(peer);
+      const fetchFn = outside
+        ? outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth })
+        : mtlsFetch({ cert: identity.certPem, key: identity.keyPem, ca: identity.caPem }, expectationOf(peer));
       const url = new URL("/.well-known/agent-card.json", peer.url).toString();
       const started = performance.now();
       try {
@@ -73,6 +77,7 @@ export async function checkPeers(peers: Peer[], identity: NodeIdentity, timeoutM
         if (!res.ok) return fail(check, `${peer.url} answered HTTP ${res.status} for its agent card`, "is that URL an a2a-node? check it with 'a2a-node peers list'");
         const card = (await res.json()) as AgentCard;
         const ms = Math.round(performance.now() - started);
+        if (outside) return ok(check, `${peer.url} answers (outside the fleet): card "${card.name ?? "?"}"${card.version ? ` version ${card.version}` : ""} (${ms} ms)`);
         const answers = `${peer.url} answers over mutual TLS: card "${card.name ?? "?"}"${card.version ? ` version ${card.version}` : ""} (${ms} ms)`;
         try {
           await verifyFleetCard(card, { ca: identity.caPem, name: peer.name });

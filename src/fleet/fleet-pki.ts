@@ -37,6 +37,8 @@ export class FleetPki {
   readonly revocations: RevocationState;
   readonly routes: PkiRoutes;
   private listener: Listener | undefined;
+  /** Other listeners that present this node's certificate (the token listener), given it too on renewal. */
+  private alsoServing: Listener[] = [];
   private enroll: Listener | undefined;
   private crlSync: CrlSync | undefined;
   private expiry: ExpiryWatch | undefined;
@@ -57,9 +59,10 @@ export class FleetPki {
   }
 
   /** Starts the background work once the mTLS listener is up: a new revocation list ends revoked peers' open connections. */
-  start(listener: Listener): void {
+  start(listener: Listener, alsoServing: Listener[] = []): void {
     const { options } = this;
     this.listener = listener;
+    this.alsoServing = alsoServing;
     this.revocations.onChange(() => listener.dropRevoked?.());
     this.crlSync = startCrlSync({
       state: this.revocations,
@@ -97,7 +100,7 @@ export class FleetPki {
 
   /** Serves `fresh` to new connections (open ones keep theirs) and makes it the node's identity. */
   useIdentity(fresh: NodeIdentity): void {
-    for (const l of [this.listener, this.enroll]) l?.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
+    for (const l of [this.listener, this.enroll, ...this.alsoServing]) l?.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
     this.options.adopt(fresh);
     this.autoRenew?.replan();
   }

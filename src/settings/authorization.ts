@@ -1,4 +1,5 @@
 import { nodeNameProblem } from "../../pki/names";
+import { TOKEN_CALLER_PREFIX } from "../auth/caller-tokens";
 import { A2A_METHODS, type AccessRule } from "../protocol/access-policy";
 import { SettingProblem } from "./kinds";
 
@@ -47,8 +48,10 @@ export function readAuthorization(v: unknown): AccessRule[] {
     const peers = strings("peers", true) as string[];
     for (const p of peers) {
       if (p === "*") continue;
-      const problem = nodeNameProblem(p);
-      if (problem) throw new SettingProblem(`${at} peer '${p}' is not a fleet name: ${problem}`);
+      // A caller of the token listener is named "token:NAME" (NAME as 'tokens add' took it).
+      const token = p.startsWith(TOKEN_CALLER_PREFIX);
+      const problem = nodeNameProblem(token ? p.slice(TOKEN_CALLER_PREFIX.length) : p);
+      if (problem) throw new SettingProblem(`${at} peer '${p}' is not a fleet name${token ? " after 'token:'" : ""}: ${problem}`);
     }
     const methods = strings("methods", true) as string[];
     for (const m of methods) {

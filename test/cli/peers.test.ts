@@ -44,13 +44,14 @@ describe("peers", () => {
       ["gamma", "https://gamma:9443", undefined],
     ]);
     const text = (await cli("peers", "list")).out;
-    expect(text).toMatch(/^NAME\s+URL\n/);
-    expect(text).toContain(`beta   https://10.0.0.8:9443  certificate pinned ${FP} (older pin: converted to a key pin on next contact)`);
+    expect(text).toMatch(/^NAME\s+URL\s+REACHED\n/);
+    expect(text).toContain(`beta   https://10.0.0.8:9443  fleet, certificate pinned ${FP} (older pin: converted to a key pin on next contact)`);
     const pin = `spki:sha256:${"Ab_-".repeat(10)}xyz`;
     const keyed = await cli("peers", "add", "delta", "https://delta:9443", "--key-pin", pin);
     expect(keyed).toMatchObject({ code: 0, out: `added peer delta at https://delta:9443 (key pinned ${pin})\n` });
     expect(JSON.parse((await cli("peers", "list", "--json")).out).find((p: { name: string }) => p.name === "delta")).toEqual({ name: "delta", url: "https://delta:9443", keyPin: pin, addedAt: expect.any(String) });
-    expect((await cli("peers", "list")).out).toContain(`delta  https://delta:9443  key pinned ${pin}\n`);
+    expect((await cli("peers", "list")).out).toMatch(new RegExp(`delta\\s+https://delta:9443\\s+fleet, key pinned ${pin.replace(/[-_]/g, "\\$&")}\\n`));
+    expect((await cli("peers", "show", "delta")).out).toContain(`pinned       key pinned ${pin}\n`);
     expect((await cli("peers", "remove", "delta")).code).toBe(0);
     expect(await cli("peers", "remove", "gamma")).toMatchObject({ code: 0, out: "removed peer gamma\n" });
     const gone = await cli("peers", "remove", "gamma");

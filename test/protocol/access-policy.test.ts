@@ -81,6 +81,9 @@ describe("[[authorize]] in the config file", () => {
     );
     expect(problem([{ peers: ["Beta"], methods: ["GetTask"] }])).toMatch(/^entry 1: peer 'Beta' is not a fleet name: .*lower case/);
     expect(problem([{ peers: ["local"], methods: ["GetTask"] }])).toMatch(/^entry 1: peer 'local' is not a fleet name: .*reserved/);
+    // A token listener's caller is written as the node knows it; the name after 'token:' is checked alike.
+    expect(readAuthorization([{ peers: ["token:hermes"], methods: ["GetTask"] }])).toEqual([{ peers: ["token:hermes"], methods: ["GetTask"] }]);
+    expect(problem([{ peers: ["token:Her mes"], methods: ["GetTask"] }])).toMatch(/^entry 1: peer 'token:Her mes' is not a fleet name after 'token:'/);
   });
 });
 

@@ -32,7 +32,8 @@ EXAMPLES
 
 EXIT CODES
   0 canceled   1 the task had already ended (nothing to cancel), or the peer answered an error
-  2 usage error   3 no such task (or not yours)   4 cannot connect   8 refused (TLS, certificate, name, pin, or its card unsigned or not signed by it)
+  2 usage error (also an outside peer's unreadable token file)   3 no such task (or not yours)   4 cannot connect
+  8 refused (TLS, certificate, name, pin, or its card unsigned or not signed by it; an outside peer's 401/403 to its token)
 `,
   flags,
   async run(argv, { io, home }) {

@@ -5,11 +5,17 @@ export const PEERS_FLAGS = {
     fingerprint: { type: "string", value: "SHA256" },
     pin: { type: "boolean" },
     replace: { type: "boolean" },
+    auth: { type: "string", value: "KIND", choices: ["bearer", "header", "none"] },
+    "token-file": { type: "string", value: "FILE" },
+    "header-file": { type: "string", value: "FILE" },
+    ca: { type: "string", value: "FILE" },
+    "insecure-http": { type: "boolean" },
     json: { type: "boolean" },
   },
   discover: { yes: { type: "boolean" }, json: { type: "boolean" } },
   ping: { json: { type: "boolean" } },
   list: { json: { type: "boolean" } },
+  show: { json: { type: "boolean" } },
   remove: { json: { type: "boolean" } },
 } as const;
 

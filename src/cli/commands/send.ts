@@ -26,9 +26,10 @@ const flags = {
 export const sendCommand: Command = {
   name: "send",
   summary: "delegate a task to a peer (and optionally wait for its result)",
-  help: `Delegate a task to a peer over mutual TLS. The peer commits the task before it answers, so the task id
-stays valid whatever happens to this connection: with --wait or --stream it is printed on stderr as soon as the
-peer accepts the task, and 'a2a-node status --task-id ID --wait' picks the wait up again.
+  help: `Delegate a task to a peer over mutual TLS (or to a peer outside the fleet with its own token: see
+'a2a-node peers --help'). The peer commits the task before it answers, so the task id stays valid whatever
+happens to this connection: with --wait or --stream it is printed on stderr as soon as the peer accepts the
+task, and 'a2a-node status --task-id ID --wait' picks the wait up again.
 
 USAGE
   a2a-node send --agent NAME|URL --task TEXT [--file PATH]... [--wait|--stream [--timeout S]] [--json]
@@ -68,10 +69,11 @@ EXAMPLES
 
 EXIT CODES
   0 sent (with --wait/--stream: completed)   1 the task failed or was rejected, or the peer answered an error
-  2 usage error (bad flags, a missing file, empty input)   3 unknown peer or task
+  2 usage error (bad flags, a missing file, empty input, an outside peer's unreadable token file)   3 unknown peer or task
   4 cannot connect (nothing listens, not TLS, unknown host)   5 --timeout reached (the task goes on)
   6 the task waits for input (answer it with --task-id)   7 the task was canceled
-  8 refused (TLS handshake, a certificate, the peer's name or pin, its card unsigned or not its own)
+  8 refused (TLS handshake, a certificate, the peer's name or pin, its card unsigned or not its own; an outside
+    peer's 401/403 to its token)
   130 Ctrl-C while waiting (the task goes on)
 `,
   flags,

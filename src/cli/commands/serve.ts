@@ -71,6 +71,10 @@ EXIT CODES
     const configFile = f.config ?? join(home, "config.toml");
     const { config, sources } = resolveSettings(f, io.env, loadConfigFile(configFile, f.config !== undefined));
     if (f.check) {
+      if (config.tokenPort !== undefined && config.tokenTls === "off")
+        io.stderr.write(
+          `warning: the token listener (token_port = ${config.tokenPort}, on ${config.tokenHost}) is on without TLS (token_tls = off): bearer tokens cross the network in clear; set token_tls = "on" unless only this machine can reach it\n`,
+        );
       io.stdout.write(f.json ? checkJson(home, configFile, config, sources) : checkListing(home, configFile, config, sources));
       return ExitCode.Ok;
     }

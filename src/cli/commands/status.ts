@@ -42,8 +42,9 @@ EXIT CODES
   without --wait: 0 the task was found (whatever its state)
   with --wait: 0 completed   1 failed or rejected   5 --timeout reached   6 waits for input   7 canceled
                130 Ctrl-C (the task goes on)
-  1 the peer answered an error   2 usage error   3 no such task (or not yours)
-  4 cannot connect (nothing listens, not TLS, unknown host)   8 refused (TLS handshake, certificate, name or pin, an unsigned card)
+  1 the peer answered an error   2 usage error (also an outside peer's unreadable token file)   3 no such task (or not yours)
+  4 cannot connect (nothing listens, not TLS, unknown host)   8 refused (TLS handshake, certificate, name or pin, an unsigned
+  card; an outside peer's 401/403 to its token)
 `,
   flags,
   async run(argv, { io, home }) {

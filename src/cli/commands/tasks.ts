@@ -2,8 +2,7 @@ import { resolveTarget, type Target } from "../../client/connect";
 import type { Task, TaskState } from "../../protocol/types";
 import { TASK_STATES } from "../../protocol/types";
 import type { Command } from "../command";
-import { clientPolicy, loadClientIdentity, openClientSession, openPeers, sessionFor, type ClientSession } from "../client-session";
-import { expectationOf } from "../../client/mtls-fetch";
+import { clientPolicy, loadClientIdentity, openClientSession, openPeers, sessionForTarget, type ClientIdentity, type ClientSession } from "../client-session";
 import type { Io } from "../io";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { intFlag, parseFlags } from "../flags";
@@ -43,8 +42,8 @@ EXAMPLES
   a2a-node tasks list --json | jq -r '.tasks[] | select(.task.status.state == "TASK_STATE_WORKING") | .task.id'
 
 EXIT CODES
-  0 listed   1 the peer answered an error   2 usage error   3 unknown peer
-  4 cannot connect to a peer   8 refused by a peer (TLS, certificate, name, pin, an unsigned card)
+  0 listed   1 the peer answered an error   2 usage error (also an outside peer's unreadable token file)   3 unknown peer
+  4 cannot connect to a peer   8 refused by a peer (TLS, certificate, name, pin, an unsigned card; an outside peer's 401/403)
   (without --agent: the code of the first peer that failed, after listing the others)
 `,
   flags: {},
@@ -94,13 +93,15 @@ EXIT CODES
 
 /** A session opener for every registered peer, each held to its name and pin. */
 async function everyPeer(home: string, io: Io): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
-  const identity = await loadClientIdentity(home);
+  let identity: Promise<ClientIdentity> | undefined;
+  // Loaded once, and only if a fleet peer needs it: outside peers are reached without this node's certificate.
+  const ours = () => (identity ??= loadClientIdentity(home));
   const policy = { ...clientPolicy(home, io), home };
   const { peers, close } = openPeers(home);
   try {
     return peers.list().map((p) => {
       const target = resolveTarget(p.name, peers) as Target;
-      return { peer: p.name, open: () => sessionFor(identity, target, expectationOf(p), policy) };
+      return { peer: p.name, open: () => sessionForTarget(target, ours, policy) };
     });
   } finally {
     close();
