@@ -7,6 +7,12 @@ import type { AgentCard, AgentCardSignature } from "./types";
  * card holds only the protected header and the signature. The signing input is
  * ASCII(base64url(protected) "." base64url(payload)), as for any JWS.
  *
+ * Before canonicalising, empty members ("", null, [] and {}, recursively) are dropped, as the official SDKs do
+ * (@a2a-js/sdk's canonicalizeAgentCard, a2a-python's signing utilities): a card is protobuf in JSON, where an
+ * empty list and an absent one are the same value, so a signer and a verifier that serialise it differently
+ * still agree on what was signed. Our own card's mutual-TLS requirement has an empty scope list; without this
+ * step the SDK's verifier refused our signatures.
+ *
  * This fleet signs with ES256 (ECDSA P-256 and SHA-256, the key of every certificate the fleet CA issues); the
  * signature is r||s, 64 bytes, as JWS writes ECDSA (RFC 7518 3.4), not DER, which is what WebCrypto produces
  * and checks. The protected header carries `x5c` (the signer's certificate, base64 DER) so a client can check
@@ -30,8 +36,26 @@ const P256 = { name: "ECDSA", namedCurve: "P-256" } as const;
 /** The bytes a card signature covers, for the base64url protected header `protectedB64`. */
 export function cardSigningInput(card: AgentCard, protectedB64: string): Uint8Array<ArrayBuffer> {
   const { signatures: _left, ...unsigned } = card;
-  const payload = Buffer.from(canonicalJson(unsigned), "utf8").toString("base64url");
+  const payload = Buffer.from(canonicalJson(withoutEmptyMembers(unsigned) ?? {}), "utf8").toString("base64url");
   return new TextEncoder().encode(`${protectedB64}.${payload}`);
+}
+
+/** `value` without its empty members, recursively; undefined when nothing is left ("", null, [], {}). */
+export function withoutEmptyMembers(value: unknown): unknown {
+  if (value === "" || value === null || value === undefined) return undefined;
+  if (Array.isArray(value)) {
+    const kept = value.map(withoutEmptyMembers).filter((v) => v !== undefined);
+    return kept.length > 0 ? kept : undefined;
+  }
+  if (typeof value === "object") {
+    const kept: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      const c = withoutEmptyMembers(v);
+      if (c !== undefined) kept[k] = c;
+    }
+    return Object.keys(kept).length > 0 ? kept : undefined;
+  }
+  return value;
 }
 
 export interface CardSigner {

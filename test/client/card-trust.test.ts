@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { X509Certificate } from "node:crypto";
 import { keyPinOf } from "../../pki";
 import { CardTrustError, verifyFleetCard } from "../../src/client/card-trust";
-import { cardSigningInput, readSignatureHeader, signAgentCard, verifyCardSignature } from "../../src/protocol/card-signature";
+import { cardSigningInput, readSignatureHeader, signAgentCard, verifyCardSignature, withoutEmptyMembers } from "../../src/protocol/card-signature";
 import { canonicalJson } from "../../src/protocol/canonical-json";
 import type { AgentCard } from "../../src/protocol/types";
 import { buildAgentCard, DEFAULT_SKILLS } from "../../src/server/agent-card";
@@ -48,10 +48,13 @@ describe("signing a card", () => {
     expect(signatures![0]).not.toHaveProperty("header");
   });
 
-  it("covers the RFC 8785 form of the card without `signatures`, whatever the member order", async () => {
+  it("covers the RFC 8785 form of the card without `signatures` and without empty members, whatever the member order", async () => {
     const signed = await signCardAs(card, id("beta"));
     const sig = signed.signatures![0];
-    const payload = Buffer.from(canonicalJson(card)).toString("base64url");
+    // The card's mutual-TLS requirement has an empty scope list: it is left out of what is signed, as the SDKs do.
+    expect(card.securityRequirements).toEqual([{ schemes: { mtls: { list: [] } } }]);
+    const { securityRequirements: _empty, ...nonEmpty } = card;
+    const payload = Buffer.from(canonicalJson(nonEmpty)).toString("base64url");
     expect(new TextDecoder().decode(cardSigningInput(signed, sig.protected))).toBe(`${sig.protected}.${payload}`);
     const reordered = Object.fromEntries(Object.entries(signed).reverse()) as AgentCard;
     const spki = new Uint8Array(new X509Certificate(fleet.identity("beta").cert).publicKey.export({ type: "spki", format: "der" }));
@@ -148,5 +151,13 @@ describe("verifying a peer's card against the fleet CA", () => {
     const byGamma = await signCardAs(card, id("gamma"));
     const both = { ...good, signatures: [byGamma.signatures![0], good.signatures![0]] };
     expect((await verifyFleetCard(both, { ca: fleet.identity("alpha").ca, name: "beta" })).name).toBe("beta");
+  });
+});
+
+describe("withoutEmptyMembers (what a card signature leaves out)", () => {
+  it('drops "", null, [] and {} at every depth, and what becomes empty by that; keeps false, 0 and other values', () => {
+    expect(withoutEmptyMembers({ a: "", b: null, c: [], d: {}, e: { f: { g: [] } }, h: [{}, "", 0, false, "x"], i: { j: 1 } })).toEqual({ h: [0, false, "x"], i: { j: 1 } });
+    expect(withoutEmptyMembers({ a: [""] })).toBeUndefined();
+    expect(withoutEmptyMembers("text")).toBe("text");
   });
 });

@@ -1,10 +1,8 @@
 /**
- * Card signatures between @a2a-js/sdk (1.3) and us. The SDK signs what it canonicalises: the card through its
- * protobuf types, empty members dropped, then sorted keys; the spec and we sign RFC 8785 of the card as it is.
- * For a card without empty members the two agree, so we verify what the SDK signs (with the fleet's x5c header);
- * our own card lists the mutual-TLS requirement with an empty scope list, which the SDK drops, so its verifier
- * refuses our signature. The last test pins that known gap down (README "Who a peer is"): when it fails, the
- * SDK has changed and the README should say so.
+ * Card signatures between @a2a-js/sdk (1.3) and us, both ways. The SDK signs what it canonicalises: the card
+ * through its protobuf types, empty members dropped, then sorted keys; we drop empty members too, then RFC 8785
+ * (card-signature.ts). Our own card lists the mutual-TLS requirement with an empty scope list: the SDK's
+ * verifier must still accept our signature of it, and a change of a member that is not empty must still fail.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPrivateKey, X509Certificate } from "node:crypto";
@@ -58,9 +56,14 @@ describe("card signatures with @a2a-js/sdk", () => {
     expect(await sdkVerify(JSON.parse(JSON.stringify(await signCardAs(plain as AgentCard, { certPem: fleet.identity("beta").cert, keyPem: fleet.identity("beta").key }))))).toBe("verified");
   });
 
-  it("known gap: the SDK drops our card's empty mutual-TLS scope list before verifying, so it refuses our card's signature", async () => {
+  it("the SDK verifies our signature of our own card, empty mutual-TLS scope list and all", async () => {
     expect(card.securityRequirements).toEqual([{ schemes: { mtls: { list: [] } } }]);
-    const ours = JSON.parse(JSON.stringify(await signCardAs(card, { certPem: fleet.identity("beta").cert, keyPem: fleet.identity("beta").key })));
-    expect(await sdkVerify(ours)).toBe("No valid signatures found on agent card.");
+    const ours = JSON.parse(JSON.stringify(await signCardAs(card, { certPem: fleet.identity("beta").cert, keyPem: fleet.identity("beta").key }))) as AgentCard;
+    expect(await sdkVerify(ours)).toBe("verified");
+    expect(await verifyFleetCard(ours, { ca: fleet.identity("alpha").ca, name: "beta" })).toMatchObject({ name: "beta" });
+    // What the signature covers still counts, for the SDK and for us: a changed URL fails both.
+    const moved = { ...ours, supportedInterfaces: ours.supportedInterfaces.map((i) => ({ ...i, url: i.url.replace("10.0.0.7", "10.6.6.6") })) };
+    expect(await sdkVerify(moved)).toBe("No valid signatures found on agent card.");
+    await expect(verifyFleetCard(moved, { ca: fleet.identity("alpha").ca, name: "beta" })).rejects.toThrow();
   });
 });
