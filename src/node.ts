@@ -20,7 +20,7 @@ import { FleetPki } from "./fleet/fleet-pki";
 import type { PkiRoutes } from "./fleet/pki-routes";
 import { NodeMetrics } from "./metrics/node-metrics";
 import { listenAdmin } from "./server/admin-listener";
-import { buildAgentCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
+import { buildAgentCard, buildExtendedCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
 import { RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener } from "./server/mtls-listener";
 import { opsRoutes } from "./server/ops-routes";
@@ -117,7 +117,14 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
   // With replicas: renew this one's leases, and take over the tasks of replicas that died.
   const stopLeases = runner.keepLeases((err) => log.error("could not renew task leases; trying again", { reason: err instanceof Error ? err.message : String(err) }));
-  const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext });
+  // Built on each request: the advertised URL is known only once the mTLS listener is bound.
+  const extendedCard = config.extendedCard && (() => buildExtendedCard(card(advertisedUrl), config.extendedCard!));
+  const handler = new DefaultRequestHandler(store, runner, {
+    push: { configs: pushConfigs, guard },
+    maxTasksPerContext: config.maxTasksPerContext,
+    extendedCard,
+    extensions: config.extensions,
+  });
   // Both bindings over one method table, so they validate, scope and answer alike.
   const v1 = v1Methods(handler);
   const transport = new JsonRpcTransport({ v1, v03: v03Methods(handler) });
@@ -153,7 +160,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   };
   // The fleet PKI's routes (/pki/) only where callers hold a fleet certificate: the mutual-TLS listener.
   const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes) => createRequestRouter({ transport, httpJson, web, ops, limiter, metrics: routerMetrics, pki });
-  const card = (url: string) =>
+  // `anonymous`: the plain loopback listener, whose callers have no identity to show an extended card to.
+  const card = (url: string, anonymous = false) =>
     buildAgentCard({
       name: identity.name,
       description: config.description,
@@ -162,6 +170,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       skills: config.skills ?? DEFAULT_SKILLS,
       pushNotifications: true,
       preferredBinding: config.preferredBinding as Binding,
+      extendedAgentCard: config.extendedCard !== undefined && !anonymous,
+      extensions: config.extensions,
     });
   const common = {
     maxBodyBytes: config.maxBodyBytes,
@@ -208,7 +218,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     const plain = await listenPlainLoopback({
       ...common,
       port: config.plainHttpPort,
-      onRequest: route(lazyWebApp(() => card(plainUrl as string), startedAt)),
+      onRequest: route(lazyWebApp(() => card(plainUrl as string, true), startedAt)),
     });
     plainUrl = plain.url;
     listeners.push(plain);

@@ -7,6 +7,7 @@ import type { FetchFn, PeerClient } from "../client/a2a-client";
 import { ConnectionFailure, explainFailure, explainProbe, isConnectionError, resolveTarget, type OwnCertificate, type Target } from "../client/connect";
 import { mtlsFetch, PeerIdentityError, type ClientTls, type Expectation } from "../client/mtls-fetch";
 import { clientForCard } from "../client/peer-interface";
+import { extensionsFetch } from "../client/extensions-fetch";
 import { PeerUrlError } from "../client/peer-url";
 import { probePeer } from "../client/probe";
 import { giveToHomeOwner, homePaths } from "../home";
@@ -54,10 +55,12 @@ export interface ClientSession {
   fetch: FetchFn;
   /** Turns any failure of a call into a CliError with the next step. */
   fail(err: unknown): never;
+  /** With extensions requested: the ones the peer's last answer said it activated (A2A-Extensions). */
+  activatedExtensions?(): string[] | undefined;
 }
 
 /** Everything `send`, `status`, `tasks` and `cancel` need: this node's identity, the target, an mTLS client. */
-export async function openClientSession(home: string, agent: string): Promise<ClientSession> {
+export async function openClientSession(home: string, agent: string, extensions: string[] = []): Promise<ClientSession> {
   const identity = await loadClientIdentity(home);
   const { peers, close } = openPeers(home);
   let target: Target | undefined;
@@ -71,7 +74,7 @@ export async function openClientSession(home: string, agent: string): Promise<Cl
   }
   if (!target)
     throw new CliError(`no peer named '${agent}'`, ExitCode.NotFound, `add it with 'a2a-node peers add ${agent.toLowerCase()} https://HOST:9443', or pass a URL`);
-  return sessionFor(identity, target, { name: target.peer?.name, fingerprint: target.peer?.fingerprint });
+  return sessionFor(identity, target, { name: target.peer?.name, fingerprint: target.peer?.fingerprint }, extensions);
 }
 
 /** The CLI's exit code for a failure explained by explainFailure. */
@@ -88,9 +91,9 @@ export function exitCodeOfFailure(err: unknown, target: Target): number {
  * by a probe of the connection, so the error says which step failed (nothing listening, not TLS, their
  * certificate, ours) instead of the runtime's one word for all of them.
  */
-export async function sessionFor(identity: ClientIdentity, target: Target, expect: Expectation): Promise<ClientSession> {
+export async function sessionFor(identity: ClientIdentity, target: Target, expect: Expectation, extensions: string[] = []): Promise<ClientSession> {
   const raw = mtlsFetch(identity.tls, expect, identity.revoked);
-  const fetchFn: FetchFn = async (url, init) => {
+  const probed: FetchFn = async (url, init) => {
     try {
       return await raw(url, init);
     } catch (err) {
@@ -99,6 +102,8 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
       throw explained ?? err;
     }
   };
+  const requesting = extensions.length ? extensionsFetch(probed, extensions) : undefined;
+  const fetchFn = requesting?.fetch ?? probed;
   const fail = (err: unknown): never => {
     if (err instanceof CliError) throw err; // already worded for a person
     const why = explainFailure(err, target);
@@ -116,5 +121,5 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
     if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || (err as { code?: string }).code) fail(err);
   }
   const cardMs = card ? performance.now() - started : undefined;
-  return { client: clientForCard(card, target, fetchFn), target, card, cardMs, fetch: fetchFn, fail };
+  return { client: clientForCard(card, target, fetchFn), target, card, cardMs, fetch: fetchFn, fail, activatedExtensions: requesting?.activated };
 }

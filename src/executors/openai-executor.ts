@@ -86,6 +86,7 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     if ("state" in response) return response;
     if (!response.ok) {
       const text = await response.text().catch(() => "");
+      if (response.status === 401 || response.status === 403) return this.refusedKey(response.status, text);
       // The usual reason a model refuses a request with pictures: it cannot see them. Say so.
       const why = images > 0 && response.status >= 400 && response.status < 500 ? ` (the task carried ${images} image${images > 1 ? "s" : ""}: does model '${model}' take images? use a vision model, e.g. in a skill)` : "";
       return { state: "TASK_STATE_FAILED", message: `model endpoint ${this.endpoint} answered HTTP ${response.status}: ${text.slice(0, 300)}${why}` };
@@ -142,6 +143,28 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
         delay *= 2;
       }
     }
+  }
+
+  /**
+   * The model endpoint refused this node's API key: AUTH_REQUIRED (see src/tasks/auth-retry.ts), saying who
+   * can fix it. Only the error's type and code are quoted: OpenAI's message repeats part of the key.
+   */
+  private refusedKey(status: number, body: string): ExecutionOutcome {
+    let code = "";
+    try {
+      const e = (JSON.parse(body) as { error?: { code?: unknown; type?: unknown } }).error;
+      code = [e?.type, e?.code].filter((x) => typeof x === "string" && x).join(", ");
+    } catch {
+      // not OpenAI's error shape: the status says enough
+    }
+    const key = this.options.apiKey ? "refused this node's API key" : "wants an API key, and this node has none";
+    return {
+      state: "TASK_STATE_AUTH_REQUIRED",
+      message:
+        `model endpoint ${this.endpoint} ${key} (HTTP ${status}${code ? `: ${code}` : ""}). ` +
+        "The node's operator must set a valid key (model_api_key_file in config.toml, or OPENAI_API_KEY) and restart the node; " +
+        "then send any message to this task to run it again, or cancel it.",
+    };
   }
 
   /** A non-streaming answer: one artifact with the whole text. */

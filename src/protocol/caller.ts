@@ -12,6 +12,23 @@ export interface CallerIdentity {
   anonymous?: boolean;
 }
 
+/**
+ * The A2A extensions of one request: the URIs the client named in its A2A-Extensions header, and the ones
+ * the handler activated for it (which the transport echoes in the answer's A2A-Extensions header).
+ */
+export interface RequestExtensions {
+  requested: string[];
+  activated?: string[];
+}
+
 export interface CallContext {
   caller: CallerIdentity;
+  /** Absent when the request named none (and for calls that do not come over HTTP). */
+  extensions?: RequestExtensions;
+}
+
+/** The URIs of an A2A-Extensions header: comma-separated (several header lines arrive joined), each once. */
+export function parseExtensionsHeader(value: string | undefined | null): string[] {
+  if (!value) return [];
+  return [...new Set(value.split(",").map((u) => u.trim()).filter((u) => u !== ""))];
 }

@@ -1,4 +1,4 @@
-import type { AgentCard, AgentInterface, AgentSkill } from "../protocol/types";
+import type { AgentCard, AgentExtension, AgentInterface, AgentSkill } from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
 import { JSONRPC_PATH } from "./request-router";
 
@@ -12,6 +12,10 @@ export interface CardOptions {
   pushNotifications?: boolean;
   /** The binding listed first in supportedInterfaces, which clients take when they speak both. */
   preferredBinding?: Binding;
+  /** Whether GetExtendedAgentCard gives callers of this listener more (capabilities.extendedAgentCard). */
+  extendedAgentCard?: boolean;
+  /** The A2A extensions declared in capabilities.extensions. */
+  extensions?: AgentExtension[];
 }
 
 export type Binding = "JSONRPC" | "HTTP+JSON";
@@ -44,7 +48,12 @@ export function buildAgentCard(o: CardOptions): AgentCard {
     description: o.description,
     version: o.version,
     supportedInterfaces: interfaces,
-    capabilities: { streaming: true, pushNotifications: o.pushNotifications ?? false, extendedAgentCard: false },
+    capabilities: {
+      streaming: true,
+      pushNotifications: o.pushNotifications ?? false,
+      ...(o.extensions?.length ? { extensions: o.extensions } : {}),
+      extendedAgentCard: o.extendedAgentCard ?? false,
+    },
     securitySchemes: {
       mtls: {
         mtlsSecurityScheme: {
@@ -56,5 +65,18 @@ export function buildAgentCard(o: CardOptions): AgentCard {
     defaultInputModes: ["text/plain", "application/json"],
     defaultOutputModes: ["text/plain"],
     skills: o.skills,
+  };
+}
+
+/**
+ * The extended card fleet members get from GetExtendedAgentCard: the public card with the [extended_card]
+ * additions (its description, its skills after the public ones).
+ */
+export function buildExtendedCard(publicCard: AgentCard, extra: { description?: string; skills: AgentSkill[] }): AgentCard {
+  return {
+    ...publicCard,
+    description: extra.description ?? publicCard.description,
+    capabilities: { ...publicCard.capabilities, extendedAgentCard: true },
+    skills: [...publicCard.skills, ...extra.skills],
   };
 }

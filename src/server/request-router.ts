@@ -1,4 +1,4 @@
-import type { CallerIdentity } from "../protocol/caller";
+import { parseExtensionsHeader, type CallContext, type CallerIdentity } from "../protocol/caller";
 import { A2AError } from "../protocol/errors";
 import { statusBody } from "../protocol/http-json-errors";
 import { matchRoute, type HttpMethod } from "../protocol/http-json-routes";
@@ -105,12 +105,13 @@ export function createRequestRouter(options: RouterOptions) {
       if (type && type !== "application/json" && !type.endsWith("+json"))
         return { status: 200, headers: JSON_HEADERS, body: errorBody(null, A2AError.contentTypeNotSupported(`Content-Type ${type} is not JSON; send application/json`)) };
       const started = metrics ? performance.now() : 0;
-      const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), { caller }, req.headers.get("last-event-id"));
+      const ctx = callContext(req, caller);
+      const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), ctx, req.headers.get("last-event-id"));
       metrics?.rpc(out.method, (performance.now() - started) / 1000, out.error);
-      if (out.kind === "json") return { status: 200, headers: JSON_HEADERS, body: out.body };
+      if (out.kind === "json") return { status: 200, headers: withExtensions(JSON_HEADERS, ctx), body: out.body };
       if (out.kind === "none") return { status: 204 };
       metrics?.streamOpened();
-      return { status: 200, headers: SSE_HEADERS, stream: sse(out.events, streamClosed) };
+      return { status: 200, headers: withExtensions(SSE_HEADERS, ctx), stream: sse(out.events, streamClosed) };
     }
     const answered = ops?.(req.method, path, caller);
     if (answered) return answered;
@@ -125,6 +126,7 @@ export function createRequestRouter(options: RouterOptions) {
         }
       }
       const started = metrics ? performance.now() : 0;
+      const ctx = callContext(req, caller);
       const out = await httpJson.handle(
         match,
         {
@@ -136,13 +138,14 @@ export function createRequestRouter(options: RouterOptions) {
           version: protocolVersion(req, q),
           lastEventId: req.headers.get("last-event-id"),
         },
-        { caller },
+        ctx,
       );
       if (metrics) {
         metrics.rpc(typeof match === "object" ? match.operations[req.method as HttpMethod] : undefined, (performance.now() - started) / 1000, out.kind === "json" ? out.error : undefined);
         if (out.kind === "stream") metrics.streamOpened();
       }
-      return httpJsonResponse(out, req.headers.get("accept"), streamClosed);
+      const res = httpJsonResponse(out, req.headers.get("accept"), streamClosed);
+      return { ...res, headers: withExtensions(res.headers ?? {}, ctx) };
     }
     const headers = new Headers();
     for (const [k, v] of req.headers) headers.set(k, v);
@@ -153,6 +156,21 @@ export function createRequestRouter(options: RouterOptions) {
     response.headers.forEach((v, k) => (out[k] = v));
     return { status: response.status, headers: out, body: new Uint8Array(await response.arrayBuffer()) };
   };
+}
+
+/**
+ * The request's context: the verified caller, and the extensions its A2A-Extensions header requests (v0.3
+ * clients name the header X-A2A-Extensions).
+ */
+function callContext(req: HttpRequest, caller: CallerIdentity): CallContext {
+  const requested = parseExtensionsHeader(req.headers.get("a2a-extensions") ?? req.headers.get("x-a2a-extensions"));
+  return requested.length ? { caller, extensions: { requested } } : { caller };
+}
+
+/** The answer's headers, with A2A-Extensions listing the extensions the handler activated, if any. */
+function withExtensions(headers: Record<string, string>, ctx: CallContext): Record<string, string> {
+  const activated = ctx.extensions?.activated;
+  return activated?.length ? { ...headers, "a2a-extensions": activated.join(",") } : headers;
 }
 
 /**

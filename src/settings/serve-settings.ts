@@ -13,6 +13,9 @@ import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
 import { databaseUrl, list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
 import { redactUrl } from "../store/postgres/url";
 import { readSkills, type SkillSetting } from "./skills";
+import { readExtendedCard, type ExtendedCardSetting } from "./extended-card";
+import { readExtensions } from "./extensions";
+import type { AgentExtension } from "../protocol/types";
 
 export type ExecutorKind = "echo" | "openai" | "hermes" | "conformance";
 export const EXECUTOR_KINDS: readonly ExecutorKind[] = ["echo", "openai", "hermes", "conformance"];
@@ -315,6 +318,22 @@ export const SETTINGS = {
     default: undefined,
     read: readSkills,
     doc: "skills listed in the agent card, each optionally with its own model, system_prompt and temperature (config file only)",
+  }),
+  extendedCard: table<ExtendedCardSetting | undefined>({
+    file: "extended_card",
+    value: "[extended_card]",
+    group: "card",
+    default: undefined,
+    read: readExtendedCard,
+    doc: "an extended agent card for fleet members (GetExtendedAgentCard over mutual TLS): a description and [[extended_card.skills]] (as [[skills]]) added to the public card; the public card then says capabilities.extendedAgentCard (config file only)",
+  }),
+  extensions: table<AgentExtension[] | undefined>({
+    file: "extensions",
+    value: "[[extensions]]",
+    group: "card",
+    default: undefined,
+    read: readExtensions,
+    doc: "A2A extensions declared in the card (uri, description, required, params): a client activates one with the A2A-Extensions header, the node echoes the ones activated and hands them to the executor; a required one missing from a message gets -32008 (config file only)",
   }),
 
   // The fleet PKI: where the CA node is, how often its revocation list is fetched, the enrollment port.

@@ -40,7 +40,7 @@ EXAMPLES
 
 EXIT CODES
   without --wait: 0 the task was found (whatever its state)
-  with --wait: 0 completed   1 failed or rejected   5 --timeout reached   6 waits for input   7 canceled
+  with --wait: 0 completed   1 failed or rejected   5 --timeout reached   6 waits for input or authorization   7 canceled
                130 Ctrl-C (the task goes on)
   1 the peer answered an error   2 usage error   3 no such task (or not yours)
   4 cannot connect (nothing listens, not TLS, unknown host)   8 refused (TLS handshake, certificate, name or pin)
