@@ -11,6 +11,8 @@ import { httpJsonDriver, jsonRpcDriver, type BindingDriver, type BindingName } f
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
 import { get, userMessage } from "../helpers/rpc";
 import { openSse, openSseRequest } from "../helpers/sse";
+import { runCli } from "../../src/cli/registry";
+import { bufferIo } from "../../src/cli/io";
 
 const OPTIONAL = "https://example.com/ext/citations/v1";
 const REQUIRED = "urn:example:signed-messages:v2";
@@ -20,6 +22,7 @@ let fleet: Fleet;
 let alpha: TlsIdentity;
 let beta: RunningNode;
 let gamma: RunningNode;
+let delta: RunningNode;
 const seen: ExecutionRequest[] = [];
 const quiet = createLogger(() => {}, "warn");
 
@@ -35,7 +38,7 @@ const recorder: AgentExecutor = {
 const base: ServeConfig = { ...DEFAULTS, host: "127.0.0.1", port: 0 };
 
 beforeAll(async () => {
-  fleet = await makeFleet(["alpha", "beta", "gamma"]);
+  fleet = await makeFleet(["alpha", "beta", "gamma", "delta"]);
   alpha = fleet.identity("alpha");
   beta = await startNode(
     fleet.homes.beta,
@@ -56,11 +59,26 @@ beforeAll(async () => {
     { executor: recorder },
   );
   gamma = await startNode(fleet.homes.gamma, { ...base, executor: "echo" }, quiet);
+  // The same extensions behind a card that prefers HTTP+JSON, for the CLI's other client.
+  delta = await startNode(
+    fleet.homes.delta,
+    { ...base, executor: "echo", preferredBinding: "HTTP+JSON", extensions: [{ uri: OPTIONAL }, { uri: REQUIRED, required: true }] },
+    quiet,
+    { executor: recorder },
+  );
+  for (const [name, url] of [["beta", beta.url], ["delta", delta.url]]) expect((await cli("peers", "add", name, url)).code).toBe(0);
 });
+
+async function cli(...args: string[]) {
+  const io = bufferIo({});
+  const code = await runCli(["--home", fleet.homes.alpha, ...args], io);
+  return { code, out: io.out(), err: io.err() };
+}
 
 afterAll(async () => {
   await beta?.stop();
   await gamma?.stop();
+  await delta?.stop();
   fleet?.cleanup();
 });
 
@@ -191,5 +209,36 @@ describe.each(BINDINGS)("%s binding", (name) => {
     const o = await driver(name, gamma.url).call(alpha, "SendMessage", { message: userMessage("plain") }, v1(OPTIONAL));
     expect(o.ok, o.reply.text).toBe(true);
     expect(o.reply.headers.get("a2a-extensions")).toBeNull();
+  });
+});
+
+describe.each([
+  ["beta", "JSON-RPC"],
+  ["delta", "HTTP+JSON"],
+])("send --extension to %s (%s)", (peer) => {
+  it("without the required extension: refused, exit 1, naming the flag that requests it", async () => {
+    const r = await cli("send", "--agent", peer, "--task", "hi", "--extension", OPTIONAL);
+    expect(r.code).toBe(1);
+    expect(r.err).toContain(`peer '${peer}' refused the message: this agent requires the A2A extension ${REQUIRED}`);
+    expect(r.err).toContain(`send again with --extension ${REQUIRED}`);
+  });
+
+  it("requests the extensions in A2A-Extensions; the executor gets the declared ones; one the peer did not activate is named on stderr", async () => {
+    const r = await cli("send", "--agent", peer, "--task", "cite", "--extension", REQUIRED, "--extension", UNKNOWN, "--extension", REQUIRED, "--wait");
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toBe(`extensions: ${REQUIRED}\n`);
+    expect(r.err).toContain(`peer '${peer}' did not activate extension ${UNKNOWN} (its card lists the ones it supports under capabilities.extensions)`);
+    const json = await cli("send", "--agent", peer, "--task", "cite", "--extension", REQUIRED, "--extension", OPTIONAL, "--wait", "--json");
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.out).artifacts[0].parts[0].text).toBe(`extensions: ${OPTIONAL} ${REQUIRED}`);
+    expect(json.err).toBe("");
+  });
+});
+
+describe("send --extension", () => {
+  it.each(["has space", "a,b", "no-scheme"])("refuses '%s' as a usage error", async (uri) => {
+    const r = await cli("send", "--agent", "beta", "--task", "x", "--extension", uri);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(`--extension '${uri}' is not an extension URI`);
   });
 });
