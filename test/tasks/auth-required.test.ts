@@ -17,6 +17,7 @@ import { startFakeModel, type FakeModel } from "../helpers/fake-openai";
 import { hermes, startFakeHermes, type FakeHermes } from "../helpers/fake-hermes";
 import { answerText, startHermesNode, type HermesNode } from "../helpers/hermes-node";
 import { userMessage } from "../helpers/rpc";
+import { openSse } from "../helpers/sse";
 
 const RIGHT = "sk-right-key-0123456789abcdef";
 const WRONG = "sk-wrong-key-9876543210fedcba";
@@ -110,6 +111,14 @@ describe("an openai node whose model endpoint refuses its key", () => {
       const canceled = await b().call(alpha, "CancelTask", { id: task.id });
       expect(canceled.result.status.state).toBe("TASK_STATE_CANCELED");
     });
+  });
+
+  it("a stream ends at AUTH_REQUIRED, its last event the status with the message", async () => {
+    const s = await openSse(`${node.url}/`, alpha, "SendStreamingMessage", { message: userMessage("stream me") });
+    const events = await s.rest();
+    const last = events.at(-1)!.data.result.statusUpdate.status;
+    expect(last.state).toBe("TASK_STATE_AUTH_REQUIRED");
+    expect(last.message.parts[0].text).toContain("refused this node's API key");
   });
 
   it("the task stays AUTH_REQUIRED across a restart; once the key is fixed, the next message runs the refused message again", async () => {

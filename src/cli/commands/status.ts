@@ -27,7 +27,8 @@ USAGE
 FLAGS
   --agent NAME|URL     the peer the task was sent to
   --task-id ID         the id 'a2a-node send' printed
-  --wait               wait until the task completes, fails, is canceled, or asks for input; on a terminal a
+  --wait               wait until the task completes, fails, is canceled, or asks for input (or for an
+                       authorization: its status says what, and the line after it how to retry); on a terminal a
                        progress line on stderr shows its state, the time waited and its last status message
   --timeout S          with --wait: stop waiting after S seconds (default ${DEFAULT_WAIT_SECONDS}); the task keeps running
   --history-length N   with --json: include at most N messages of the task's history
