@@ -157,7 +157,8 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     } catch {
       // not OpenAI's error shape: the status says enough
     }
-    const key = this.options.apiKey ? "refused this node's API key" : "wants an API key, and this node has none";
+    // 401: the key (missing or wrong); 403: a key the endpoint knows but does not let do this (its code says why).
+    const key = !this.options.apiKey ? "wants an API key, and this node has none" : status === 403 ? "does not allow this node's API key to do this" : "refused this node's API key";
     return {
       state: "TASK_STATE_AUTH_REQUIRED",
       message:

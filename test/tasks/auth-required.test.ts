@@ -18,6 +18,8 @@ import { hermes, startFakeHermes, type FakeHermes } from "../helpers/fake-hermes
 import { answerText, startHermesNode, type HermesNode } from "../helpers/hermes-node";
 import { userMessage } from "../helpers/rpc";
 import { openSse } from "../helpers/sse";
+import { OpenAiCompatibleExecutor } from "../../src/executors/openai-executor";
+import type { Message } from "../../src/protocol/types";
 
 const RIGHT = "sk-right-key-0123456789abcdef";
 const WRONG = "sk-wrong-key-9876543210fedcba";
@@ -57,6 +59,34 @@ describe("the fake OpenAI server answers a missing or wrong key as OpenAI does",
     expect(body.error.message).toMatch(/^Incorrect API key provided: kk\. /);
     expect((await post(`Bearer ${RIGHT}`)).status).toBe(200);
     expect((await fetch(`${model.url}/models`)).status).toBe(401);
+  });
+});
+
+describe("the openai executor on a 403 (a key the endpoint knows, not allowed to do this)", () => {
+  it("is AUTH_REQUIRED too, quoting the error's type and code, not its message", async () => {
+    const body = JSON.stringify({ error: { message: "Country, region, or territory not supported", type: "request_forbidden", param: null, code: "unsupported_country_region_territory" } });
+    const model = startFakeModel({ fail: { status: 403, body } });
+    try {
+      const executor = new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m", apiKey: RIGHT });
+      const noop = () => {};
+      const outcome = await executor.execute({
+        taskId: "t",
+        contextId: "c",
+        message: userMessage("hi") as Message,
+        history: async () => [],
+        caller: "alpha",
+        signal: new AbortController().signal,
+        events: { progress: noop, artifact: noop, note: async () => {} },
+        metadata: {},
+        resumed: false,
+        input: () => Promise.reject(new Error("no questions")),
+      });
+      expect(outcome.state).toBe("TASK_STATE_AUTH_REQUIRED");
+      expect(outcome.message).toContain("does not allow this node's API key to do this (HTTP 403: request_forbidden, unsupported_country_region_territory)");
+      expect(outcome.message).not.toContain("Country");
+    } finally {
+      model.stop();
+    }
   });
 });
 
