@@ -73,8 +73,10 @@ export function buildAgentCard(o: CardOptions): AgentCard {
  * additions (its description, its skills after the public ones).
  */
 export function buildExtendedCard(publicCard: AgentCard, extra: { description?: string; skills: AgentSkill[] }): AgentCard {
+  // A signature of the public card does not cover this one: it is left out (a signer signs this card itself).
+  const { signatures: _signatures, ...card } = publicCard as AgentCard & { signatures?: unknown };
   return {
-    ...publicCard,
+    ...card,
     description: extra.description ?? publicCard.description,
     capabilities: { ...publicCard.capabilities, extendedAgentCard: true },
     skills: [...publicCard.skills, ...extra.skills],

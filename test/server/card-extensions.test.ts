@@ -242,3 +242,16 @@ describe("send --extension", () => {
     expect(r.err).toContain(`--extension '${uri}' is not an extension URI`);
   });
 });
+
+describe("buildExtendedCard", () => {
+  it("adds the skills after the public ones, takes the description, and drops a signature of the public card", async () => {
+    const { buildAgentCard, buildExtendedCard } = await import("../../src/server/agent-card");
+    const pub = buildAgentCard({ name: "n", description: "public", version: "1", advertisedUrl: "https://n:9443", skills: [{ id: "a", name: "A", description: "a", tags: [] }] });
+    const signed = { ...pub, signatures: [{ protected: "x", signature: "y" }] };
+    const ext = buildExtendedCard(signed, { skills: [{ id: "b", name: "B", description: "b", tags: [] }] }) as Record<string, unknown>;
+    expect(ext.signatures).toBeUndefined();
+    expect(ext.description).toBe("public");
+    expect((ext.skills as { id: string }[]).map((s) => s.id)).toEqual(["a", "b"]);
+    expect((ext.capabilities as Record<string, unknown>).extendedAgentCard).toBe(true);
+  });
+});
