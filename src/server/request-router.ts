@@ -108,7 +108,7 @@ export function createRequestRouter(options: RouterOptions) {
       const ctx = callContext(req, caller);
       const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), ctx, req.headers.get("last-event-id"));
       metrics?.rpc(out.method, (performance.now() - started) / 1000, out.error);
-      if (out.kind === "json") return { status: 200, headers: withExtensions(JSON_HEADERS, ctx), body: out.body };
+      if (out.kind === "json") return { status: 200, headers: out.error === undefined ? withExtensions(JSON_HEADERS, ctx) : JSON_HEADERS, body: out.body };
       if (out.kind === "none") return { status: 204 };
       metrics?.streamOpened();
       return { status: 200, headers: withExtensions(SSE_HEADERS, ctx), stream: sse(out.events, streamClosed) };
@@ -145,7 +145,8 @@ export function createRequestRouter(options: RouterOptions) {
         if (out.kind === "stream") metrics.streamOpened();
       }
       const res = httpJsonResponse(out, req.headers.get("accept"), streamClosed);
-      return { ...res, headers: withExtensions(res.headers ?? {}, ctx) };
+      // A refused request activated nothing (the refusal may come after the extensions were read).
+      return out.kind === "json" && out.error !== undefined ? res : { ...res, headers: withExtensions(res.headers ?? {}, ctx) };
     }
     const headers = new Headers();
     for (const [k, v] of req.headers) headers.set(k, v);

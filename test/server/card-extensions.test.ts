@@ -205,6 +205,12 @@ describe.each(BINDINGS)("%s binding", (name) => {
     }
   });
 
+  it("a message refused after its extensions were read (an unknown task) echoes none", async () => {
+    const o = await driver(name, beta.url).call(alpha, "SendMessage", { message: userMessage("x", { taskId: "no-such-task" }) }, v1(REQUIRED));
+    expect(o.reason).toBe("TASK_NOT_FOUND");
+    expect(o.reply.headers.get("a2a-extensions")).toBeNull();
+  });
+
   it("a node that declares no extensions ignores requested ones and echoes none", async () => {
     const o = await driver(name, gamma.url).call(alpha, "SendMessage", { message: userMessage("plain") }, v1(OPTIONAL));
     expect(o.ok, o.reply.text).toBe(true);
@@ -248,7 +254,7 @@ describe("buildExtendedCard", () => {
     const { buildAgentCard, buildExtendedCard } = await import("../../src/server/agent-card");
     const pub = buildAgentCard({ name: "n", description: "public", version: "1", advertisedUrl: "https://n:9443", skills: [{ id: "a", name: "A", description: "a", tags: [] }] });
     const signed = { ...pub, signatures: [{ protected: "x", signature: "y" }] };
-    const ext = buildExtendedCard(signed, { skills: [{ id: "b", name: "B", description: "b", tags: [] }] }) as Record<string, unknown>;
+    const ext = buildExtendedCard(signed, { skills: [{ id: "b", name: "B", description: "b", tags: [] }] }) as unknown as Record<string, unknown>;
     expect(ext.signatures).toBeUndefined();
     expect(ext.description).toBe("public");
     expect((ext.skills as { id: string }[]).map((s) => s.id)).toEqual(["a", "b"]);
