@@ -95,7 +95,8 @@ describe("an openai node whose model endpoint refuses its key", () => {
   let alpha: TlsIdentity;
   let model: FakeModel;
   let node: RunningNode;
-  const quiet = createLogger(() => {}, "warn");
+  const logged: string[] = [];
+  const quiet = createLogger((line) => void logged.push(line), "warn", "json");
   const config = (key: string | undefined): ServeConfig => ({ ...DEFAULTS, host: "127.0.0.1", port: 0, executor: "openai", modelUrl: model.url, modelApiKey: key });
   const restartWith = async (key: string | undefined) => {
     await node.stop();
@@ -134,6 +135,10 @@ describe("an openai node whose model endpoint refuses its key", () => {
       expect(text).toContain("send any message to this task to run it again, or cancel it");
       expect(text).not.toContain("sk-wrong");
       expect(task.artifacts ?? []).toEqual([]);
+      // The operator, who must fix it, hears of it in the log (a warning, with the reason and not the key).
+      const warned = logged.map((l) => JSON.parse(l)).find((l) => l.task_id === task.id);
+      expect(warned).toMatchObject({ level: "warn", msg: "task waits for an authorization: the executor's backend refused this node's credentials", peer: "alpha", reason: text });
+      expect(logged.join("\n")).not.toContain("sk-wrong");
       // A message while the key is still wrong: refused again, and still AUTH_REQUIRED.
       const again = await b().call(alpha, "SendMessage", { message: userMessage("retry", { taskId: task.id }) });
       expect(again.result.task.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
