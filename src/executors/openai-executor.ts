@@ -62,6 +62,8 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     const url = `${this.options.baseUrl.replace(/\/+$/, "")}/models`;
     try {
       const res = await fetch(url, { headers: this.headers(), signal });
+      if (res.status === 401 || res.status === 403)
+        return { ready: false, detail: `${url} refused the API key (HTTP ${res.status}); set OPENAI_API_KEY or --model-api-key-file (tasks wait in auth-required meanwhile)` };
       return res.ok ? { ready: true, detail: `${url} answered ${res.status}` } : { ready: false, detail: `${url} answered HTTP ${res.status}` };
     } catch (err) {
       return { ready: false, detail: `${url} is unreachable: ${describe(err)}` };

@@ -45,6 +45,14 @@ describe("the fake OpenAI server answers a missing or wrong key as OpenAI does",
     expect(body.error.message).toMatch(/^You didn't provide an API key\. You need to provide your API key in an Authorization header using Bearer auth/);
   });
 
+  it("the openai executor's readiness says the key is refused", async () => {
+    const executor = new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m", apiKey: WRONG });
+    expect(await executor.ready(AbortSignal.timeout(5000))).toEqual({
+      ready: false,
+      detail: `${model.url}/models refused the API key (HTTP 401); set OPENAI_API_KEY or --model-api-key-file (tasks wait in auth-required meanwhile)`,
+    });
+  });
+
   it("a wrong key: 401 invalid_api_key, the key masked as OpenAI masks it (first 8, last 4); a short one shown whole", async () => {
     let body = (await (await post(`Bearer ${WRONG}`)).json()) as any;
     expect(body).toEqual({
@@ -84,6 +92,7 @@ describe("the openai executor on a 403 (a key the endpoint knows, not allowed to
       expect(outcome.state).toBe("TASK_STATE_AUTH_REQUIRED");
       expect(outcome.message).toContain("does not allow this node's API key to do this (HTTP 403: request_forbidden, unsupported_country_region_territory)");
       expect(outcome.message).not.toContain("Country");
+
     } finally {
       model.stop();
     }
