@@ -222,11 +222,13 @@ describe.each([
   ["beta", "JSON-RPC"],
   ["delta", "HTTP+JSON"],
 ])("send --extension to %s (%s)", (peer) => {
-  it("without the required extension: refused, exit 1, naming the flag that requests it", async () => {
-    const r = await cli("send", "--agent", peer, "--task", "hi", "--extension", OPTIONAL);
-    expect(r.code).toBe(1);
-    expect(r.err).toContain(`peer '${peer}' refused the message: this agent requires the A2A extension ${REQUIRED}`);
-    expect(r.err).toContain(`send again with --extension ${REQUIRED}`);
+  it("without the required extension: refused, exit 1, naming the flag that requests it (--stream too)", async () => {
+    for (const mode of [[], ["--stream"]]) {
+      const r = await cli("send", "--agent", peer, "--task", "hi", "--extension", OPTIONAL, ...mode);
+      expect(r.code).toBe(1);
+      expect(r.err).toContain(`peer '${peer}' refused the message: this agent requires the A2A extension ${REQUIRED}`);
+      expect(r.err).toContain(`send again with --extension ${REQUIRED}`);
+    }
   });
 
   it("requests the extensions in A2A-Extensions; the executor gets the declared ones; one the peer did not activate is named on stderr", async () => {

@@ -97,7 +97,8 @@ EXIT CODES
     if (f.skill) message.metadata = { skill: f.skill };
     const report: WaitReport = { io, session, agent: session.target.peer?.name ?? f.agent, json: f.json, timeoutS, printResult: !f.stream };
     const tooLarge = (err: unknown) => (files.length ? explainTooLarge(err, session) : undefined);
-    if (f.stream) return streamTask(report, message, tooLarge);
+    // A refusal the stream's start can get too, worded with the flag to change.
+    if (f.stream) return streamTask(report, message, (err) => tooLarge(err) ?? explainRequired(err, session));
 
     // Receipt first: the peer commits the task and answers at once; then we wait, so a slow model or a cut
     // connection never costs the task.
