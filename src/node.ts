@@ -297,14 +297,22 @@ export function createExecutor(config: ServeConfig): AgentExecutor {
     case "echo":
       return new EchoExecutor();
     case "hermes":
-      return new HermesExecutor({ baseUrl: config.hermesUrl, apiKey: config.hermesApiKey });
+      // The keys are read at each call, so a key file SIGHUP read again applies to the next request.
+      return new HermesExecutor({
+        baseUrl: config.hermesUrl,
+        get apiKey() {
+          return config.hermesApiKey;
+        },
+      });
     case "conformance":
       return new ConformanceExecutor();
     case "openai":
       return new OpenAiCompatibleExecutor({
         baseUrl: config.modelUrl,
         model: config.model,
-        apiKey: config.modelApiKey,
+        get apiKey() {
+          return config.modelApiKey;
+        },
         systemPrompt: config.systemPrompt,
         temperature: config.temperature,
         maxTokens: config.maxTokens,

@@ -165,7 +165,7 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
       state: "TASK_STATE_AUTH_REQUIRED",
       message:
         `model endpoint ${this.endpoint} ${key} (HTTP ${status}${code ? `: ${code}` : ""}). ` +
-        "The node's operator must set a valid key (model_api_key_file in config.toml, or OPENAI_API_KEY) and restart the node; " +
+        "The node's operator must set a valid key (the model_api_key_file, then SIGHUP; or OPENAI_API_KEY and a restart); " +
         "then send any message to this task to run it again, or cancel it.",
     };
   }

@@ -77,7 +77,8 @@ export const SETTINGS = {
     env: ["A2A_NODE_MODEL_API_KEY", "OPENAI_API_KEY"],
     value: "FILE",
     group: "executor",
-    doc: "read the model API key from FILE (mode 0600), else from the environment; never printed",
+    reloadable: true,
+    doc: "read the model API key from FILE (mode 0600), else from the environment; never printed; SIGHUP reads the file again",
   }),
   systemPrompt: text({ file: "system_prompt", value: "TEXT", group: "executor", default: undefined, doc: "system prompt sent to the model" }),
   temperature: number({ file: "temperature", value: "T", group: "executor", default: undefined, min: 0, max: 2, doc: "sampling temperature sent to the model" }),
@@ -99,7 +100,8 @@ export const SETTINGS = {
     env: ["A2A_NODE_HERMES_API_KEY", "HERMES_API_KEY"],
     value: "FILE",
     group: "executor",
-    doc: "read the Hermes API key from FILE (mode 0600), else from the environment; never printed",
+    reloadable: true,
+    doc: "read the Hermes API key from FILE (mode 0600), else from the environment; never printed; SIGHUP reads the file again",
   }),
 
   // How much work the node takes on.

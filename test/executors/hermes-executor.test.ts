@@ -263,7 +263,7 @@ describe("HermesExecutor errors and readiness", () => {
     expect(task.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
     expect(task.status.message?.parts[0]?.text).toBe(
       `Hermes at ${fake.url} refused this node's API key (HTTP 401 invalid_api_key). The node's operator must set the key Hermes expects ` +
-        "(API_SERVER_KEY there; hermes_api_key_file or HERMES_API_KEY here) and restart the node; then send any message to this task to run it again, or cancel it.",
+        "(API_SERVER_KEY there; here the hermes_api_key_file, then SIGHUP, or HERMES_API_KEY and a restart); then send any message to this task to run it again, or cancel it.",
     );
     expect(fake.runs).toHaveLength(0);
   });

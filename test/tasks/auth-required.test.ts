@@ -19,6 +19,7 @@ import { answerText, startHermesNode, type HermesNode } from "../helpers/hermes-
 import { userMessage } from "../helpers/rpc";
 import { openSse } from "../helpers/sse";
 import { OpenAiCompatibleExecutor } from "../../src/executors/openai-executor";
+import { HermesExecutor } from "../../src/executors/hermes-executor";
 import type { Message } from "../../src/protocol/types";
 
 const RIGHT = "sk-right-key-0123456789abcdef";
@@ -201,6 +202,21 @@ describe("an openai node whose model endpoint refuses its key", () => {
     expect(s.err).toContain("retry with: a2a-node send --agent beta");
   });
 
+  it("a key file read again on SIGHUP (reload) applies without a restart: the next message to the task runs it", async () => {
+    const asked = await jsonRpcDriver(node.url).call(alpha, "SendMessage", { message: userMessage("reload me") });
+    const id = asked.result.task.id;
+    expect(asked.result.task.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
+    const { applied, needsRestart } = await node.reload(config(RIGHT));
+    expect(applied).toEqual(["model_api_key_file"]);
+    expect(needsRestart).toEqual([]);
+    const retried = await jsonRpcDriver(node.url).call(alpha, "SendMessage", { message: userMessage("retry", { taskId: id }) });
+    expect(retried.result.task.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(answerText(retried.result.task)).toBe("saw 1 message(s), last: reload me");
+    await node.reload(config(WRONG));
+    const again = await jsonRpcDriver(node.url).call(alpha, "SendMessage", { message: userMessage("and now?") });
+    expect(again.result.task.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
+  });
+
   it("a node with no key at all says it has none", async () => {
     await restartWith(undefined);
     const o = await jsonRpcDriver(node.url).call(alpha, "SendMessage", { message: userMessage("hi") });
@@ -213,17 +229,18 @@ describe("an openai node whose model endpoint refuses its key", () => {
 describe.each(["newer", "older"] as const)("a Hermes node whose %s Hermes refuses its key", (generation) => {
   const KEY = "hermes-right-key";
   let fake: FakeHermes;
-  let node: HermesNode;
+  let node: HermesNode | undefined;
   afterEach(async () => {
     await node?.close();
     await fake?.stop();
+    node = undefined;
   });
 
   it("ends AUTH_REQUIRED (Hermes' own 401 invalid_api_key), stays so across a restart, and runs the refused message once the key is right", async () => {
     fake = startFakeHermes({ generation, apiKey: KEY, script: [hermes.delta("fine"), hermes.completed()] });
     const options = { apiKey: "not-the-key" };
-    node = await startHermesNode(fake, options);
-    const task = await node.send("check the disk");
+    const n = (node = await startHermesNode(fake, options));
+    const task = await n.send("check the disk");
     expect(task.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
     const text = task.status.message!.parts[0].text!;
     expect(text).toContain(`Hermes at ${fake.url} refused this node's API key (HTTP 401 invalid_api_key)`);
@@ -231,12 +248,21 @@ describe.each(["newer", "older"] as const)("a Hermes node whose %s Hermes refuse
     // No run was started: Hermes checks the key first.
     expect(fake.requests.filter((r) => r.method === "POST" && r.path === "/v1/runs").map((r) => r.status)).toEqual([401]);
     options.apiKey = KEY;
-    await node.restart();
-    expect((await node.get(task.id)).status.state).toBe("TASK_STATE_AUTH_REQUIRED");
-    const done = await node.answer(task.id, "retry");
+    await n.restart();
+    expect((await n.get(task.id)).status.state).toBe("TASK_STATE_AUTH_REQUIRED");
+    const done = await n.answer(task.id, "retry");
     expect(done.status.state).toBe("TASK_STATE_COMPLETED");
     expect(answerText(done)).toBe("fine");
     const started = fake.requests.filter((r) => r.method === "POST" && r.path === "/v1/runs").at(-1)!;
     expect(started.body.input).toBe("check the disk");
+  });
+
+  it("reads its key at each call, so a key the node reloads (SIGHUP) applies at once", async () => {
+    fake = startFakeHermes({ generation, apiKey: KEY });
+    const options = { baseUrl: fake.url, apiKey: "not-the-key" };
+    const executor = new HermesExecutor(options);
+    expect((await executor.ready(AbortSignal.timeout(5000))).ready).toBe(false);
+    options.apiKey = KEY;
+    expect(await executor.ready(AbortSignal.timeout(5000))).toEqual({ ready: true, detail: `Hermes at ${fake.url} accepted the API key` });
   });
 });

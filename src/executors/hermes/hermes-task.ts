@@ -338,7 +338,7 @@ export class HermesTask {
       state: "TASK_STATE_AUTH_REQUIRED",
       message:
         `Hermes at ${this.api.base} ${key} (HTTP ${err.status}${err.code ? ` ${err.code}` : ""}${runId ? `; run ${runId} had started` : ""}). ` +
-        "The node's operator must set the key Hermes expects (API_SERVER_KEY there; hermes_api_key_file or HERMES_API_KEY here) and restart the node; " +
+        "The node's operator must set the key Hermes expects (API_SERVER_KEY there; here the hermes_api_key_file, then SIGHUP, or HERMES_API_KEY and a restart); " +
         "then send any message to this task to run it again, or cancel it.",
     };
   }
