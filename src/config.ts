@@ -8,6 +8,7 @@ import type { LogLevel } from "./log";
 import { SettingProblem, type Setting } from "./settings/kinds";
 import { EXECUTOR_KINDS, SETTINGS, type ExecutorKind, type SettingName, type SettingValues } from "./settings/serve-settings";
 import { cardSkills, skillModels, type SkillModel } from "./settings/skills";
+import { DEFAULT_SKILLS } from "./server/agent-card";
 
 export { EXECUTOR_KINDS, SETTINGS };
 export type { ExecutorKind, SettingName, SkillModel };
@@ -106,6 +107,16 @@ export function resolveSettings(flags: FlagValues, env: Record<string, string | 
     });
     c.skillModels = skillModels(c.skills);
     c.skills = cardSkills(c.skills);
+  }
+  if (c.extendedCard) {
+    // One skill id names one skill, whichever card lists it (a message picks its skill by id).
+    const publicIds = new Set((c.skills ?? DEFAULT_SKILLS).map((s) => s.id));
+    const clash = c.extendedCard.skills.find((s) => publicIds.has(s.id));
+    if (clash)
+      throw new ConfigError(`config file: extended_card: skill id '${clash.id}' is already a skill of the public card; give the fleet-only skill another id`);
+    const models = skillModels(c.extendedCard.skills);
+    if (Object.keys(models).length) c.skillModels = { ...c.skillModels, ...models };
+    c.extendedCard = { ...c.extendedCard, skills: cardSkills(c.extendedCard.skills) };
   }
   return { config: c, sources };
 }

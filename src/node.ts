@@ -22,7 +22,7 @@ import { FleetPki } from "./fleet/fleet-pki";
 import type { PkiRoutes } from "./fleet/pki-routes";
 import { NodeMetrics } from "./metrics/node-metrics";
 import { listenAdmin } from "./server/admin-listener";
-import { buildAgentCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
+import { buildAgentCard, buildExtendedCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
 import { AuditLog } from "./server/audit-log";
 import { signCardAs } from "./server/card-signing";
 import { classify, RefusalLog } from "./server/refusal-log";
@@ -126,9 +126,16 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
   // With replicas: renew this one's leases, and take over the tasks of replicas that died.
   const stopLeases = runner.keepLeases((err) => log.error("could not renew task leases; trying again", { reason: err instanceof Error ? err.message : String(err) }));
+  // Built on request: the advertised URL is known only once the mTLS listener is bound.
+  const extendedCard = config.extendedCard && (() => signed("extended", advertisedUrl));
   // The authorization policy ([[authorize]]) in front of the handler, read at each call so SIGHUP applies it.
   const handler = new AuthorizedHandler(
-    new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext }),
+    new DefaultRequestHandler(store, runner, {
+      push: { configs: pushConfigs, guard },
+      maxTasksPerContext: config.maxTasksPerContext,
+      extendedCard,
+      extensions: config.extensions,
+    }),
     () => config.authorize,
   );
   const audit = openAuditLog(paths, config, log);
@@ -169,23 +176,27 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   // Health and metrics (which name fleet callers) are not for token callers: the token listener leaves them out.
   const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes, withOps = true) =>
     createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki, audit: audit && ((call) => audit.call(call)) });
-  // The card of each listener URL (and security), signed with this node's key; signed again once the identity changes.
-  const signed = new Map<string, Promise<AgentCard>>();
+  // The cards, signed with this node's key and kept until the identity changes: one per listener, by who may
+  // call there ("mtls": fleet members, who get the extended card too; "bearer": token callers; "anonymous": the
+  // plain loopback listener, no identity), and the extended card for fleet members.
+  const signedCards = new Map<string, Promise<AgentCard>>();
   let signedAs = identity;
-  const card = (url: string, security?: "bearer"): Promise<AgentCard> => {
+  const signed = (kind: "mtls" | "bearer" | "anonymous" | "extended", url: string): Promise<AgentCard> => {
     if (signedAs !== identity) {
-      signed.clear();
+      signedCards.clear();
       signedAs = identity;
     }
-    const key = `${security ?? "mtls"} ${url}`;
-    let c = signed.get(key);
+    const key = `${kind} ${url}`;
+    let c = signedCards.get(key);
     if (!c) {
-      c = signCardAs(unsignedCard(url, security), identity);
-      signed.set(key, c);
+      const unsigned = kind === "extended" ? buildExtendedCard(unsignedCard(url, "mtls"), config.extendedCard!) : unsignedCard(url, kind);
+      c = signCardAs(unsigned, identity);
+      signedCards.set(key, c);
     }
     return c;
   };
-  const unsignedCard = (url: string, security?: "bearer") =>
+  const card = (url: string, kind: "mtls" | "bearer" | "anonymous" = "mtls") => signed(kind, url);
+  const unsignedCard = (url: string, kind: "mtls" | "bearer" | "anonymous") =>
     buildAgentCard({
       name: identity.name,
       description: config.description,
@@ -194,7 +205,10 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       skills: config.skills ?? DEFAULT_SKILLS,
       pushNotifications: true,
       preferredBinding: config.preferredBinding as Binding,
-      security,
+      security: kind === "bearer" ? "bearer" : "mtls",
+      // Only fleet members (mutual TLS) are shown the extended card.
+      extendedAgentCard: config.extendedCard !== undefined && kind === "mtls",
+      extensions: config.extensions,
     });
   const common = {
     maxBodyBytes: config.maxBodyBytes,
@@ -246,7 +260,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     const plain = await listenPlainLoopback({
       ...common,
       port: config.plainHttpPort,
-      onRequest: route(lazyWebApp(() => card(plainUrl as string), startedAt)),
+      onRequest: route(lazyWebApp(() => card(plainUrl as string, "anonymous"), startedAt)),
     });
     plainUrl = plain.url;
     listeners.push(plain);
@@ -375,14 +389,22 @@ export function createExecutor(config: ServeConfig): AgentExecutor {
     case "echo":
       return new EchoExecutor();
     case "hermes":
-      return new HermesExecutor({ baseUrl: config.hermesUrl, apiKey: config.hermesApiKey });
+      // The keys are read at each call, so a key file SIGHUP read again applies to the next request.
+      return new HermesExecutor({
+        baseUrl: config.hermesUrl,
+        get apiKey() {
+          return config.hermesApiKey;
+        },
+      });
     case "conformance":
       return new ConformanceExecutor();
     case "openai":
       return new OpenAiCompatibleExecutor({
         baseUrl: config.modelUrl,
         model: config.model,
-        apiKey: config.modelApiKey,
+        get apiKey() {
+          return config.modelApiKey;
+        },
         systemPrompt: config.systemPrompt,
         temperature: config.temperature,
         maxTokens: config.maxTokens,

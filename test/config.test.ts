@@ -81,10 +81,37 @@ describe("configuration", () => {
     ["skills2.toml", '[[skills]]\nid = "x"\nname = "X"\ndescription = "d"\nmodle = "m"\n', "config file FILE: skills entry 1: unknown key 'modle'"],
     ["skills3.toml", '[[skills]]\nid = "x"\nname = "X"\ndescription = "d"\n[[skills]]\nid = "x"\nname = "Y"\ndescription = "e"\n', "skills entry 2: id 'x' is used by an earlier skill"],
     ["secret.toml", 'model_api_key_file = "/nonexistent/key"\n', "config file FILE: model_api_key_file names /nonexistent/key, which does not exist"],
+    ["ext-card.toml", "[extended_card]\n", "config file FILE: extended_card has neither description nor [[extended_card.skills]]"],
+    ["ext-card2.toml", '[extended_card]\ndescripton = "x"\n', "config file FILE: extended_card unknown key 'descripton' (known: description, skills)"],
+    ["ext-card3.toml", '[[extended_card.skills]]\nid = "x"\n', "config file FILE: extended_card skills (the [[extended_card.skills]] tables): entry 1: name must be a non-empty string"],
+    ["ext-card4.toml", 'extended_card = "yes"\n', "config file FILE: extended_card must be a table ([extended_card])"],
+    ["exts.toml", '[[extensions]]\ndescription = "no uri"\n', "config file FILE: extensions entry 1: uri must be an absolute URI without spaces or commas"],
+    ["exts2.toml", '[[extensions]]\nuri = "a,b"\n', "config file FILE: extensions entry 1: uri must be an absolute URI"],
+    ["exts3.toml", '[[extensions]]\nuri = "urn:x"\n[[extensions]]\nuri = "urn:x"\n', "config file FILE: extensions entry 2: uri 'urn:x' is declared by an earlier entry"],
+    ["exts4.toml", '[[extensions]]\nuri = "urn:x"\nrequired = "yes"\n', "config file FILE: extensions entry 1: required must be true or false"],
+    ["exts5.toml", '[[extensions]]\nuri = "urn:x"\nparams = 3\n', "config file FILE: extensions entry 1: params must be a table"],
+    ["exts6.toml", '[[extensions]]\nuri = "urn:x"\nrequried = true\n', "config file FILE: extensions entry 1: unknown key 'requried'"],
   ])("%s is refused, naming the file and the key", (name, text, message) => {
     const path = file(name, text);
     expect(() => loadConfigFile(path, true)).toThrow(message.replace("FILE", path));
     expect(() => loadConfigFile(path, true)).toThrow(ConfigError);
+  });
+
+  it("[extended_card] and [[extensions]]: read into the config, the fleet-only skills' models joined to the others; a skill id of the public card is refused", () => {
+    const f = loadConfigFile(
+      file(
+        "ext-ok.toml",
+        '[[skills]]\nid = "pub"\nname = "P"\ndescription = "p"\n\n[extended_card]\ndescription = "more"\n\n[[extended_card.skills]]\nid = "ops"\nname = "Ops"\ndescription = "o"\nmodel = "big"\n\n' +
+          '[[extensions]]\nuri = "urn:example:sign:v1"\nrequired = true\nparams = { alg = "Ed25519" }\n',
+      ),
+      true,
+    );
+    const c = resolveServeConfig({}, {}, f);
+    expect(c.extendedCard).toEqual({ description: "more", skills: [{ id: "ops", name: "Ops", description: "o", tags: [] }] });
+    expect(c.skillModels).toEqual({ ops: { model: "big" } });
+    expect(c.extensions).toEqual([{ uri: "urn:example:sign:v1", required: true, params: { alg: "Ed25519" } }]);
+    const clash = loadConfigFile(file("ext-clash.toml", '[[extended_card.skills]]\nid = "delegate"\nname = "D"\ndescription = "d"\n'), true);
+    expect(() => resolveServeConfig({}, {}, clash)).toThrow("extended_card: skill id 'delegate' is already a skill of the public card; give the fleet-only skill another id");
   });
 
   it("max_list_bytes: 256 KiB by default, from the file, A2A_NODE_MAX_LIST_BYTES over it, --max-list-bytes over both", () => {
@@ -191,10 +218,14 @@ describe("one declaration per setting", () => {
     const text = readFileSync(EXAMPLE, "utf8");
     const topLevel = text.slice(0, text.indexOf("[[")).split("\n");
     const keys = new Set(topLevel.map((l) => /^#?\s?([a-z_]+) = /.exec(l)?.[1]).filter((k): k is string => k !== undefined));
-    const files = NAMES.map((n) => setting(n).file).filter((f) => f !== "skills" && f !== "authorize");
+    const tables = ["skills", "authorize", "extended_card", "extensions"];
+    const files = NAMES.map((n) => setting(n).file).filter((f) => !tables.includes(f));
     expect([...keys].sort()).toEqual(files.sort());
     expect(text).toContain("[[skills]]");
     expect(text).toContain("# [[authorize]]");
+    expect(text).toContain("# [extended_card]");
+    expect(text).toContain("# [[extended_card.skills]]");
+    expect(text).toContain("# [[extensions]]");
   });
 });
 

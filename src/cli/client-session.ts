@@ -10,6 +10,7 @@ import { ConnectionFailure, explainFailure, explainProbe, isConnectionError, res
 import { CardTrustError, verifyFleetCard } from "../client/card-trust";
 import { expectationOf, mtlsFetch, PeerIdentityError, type AcceptedPeer, type ClientTls, type Expectation } from "../client/mtls-fetch";
 import { clientForCard } from "../client/peer-interface";
+import { extensionsFetch } from "../client/extensions-fetch";
 import { PeerUrlError } from "../client/peer-url";
 import { isOutsideFailure, outsideFetch } from "../client/outside-fetch";
 import { probePeer } from "../client/probe";
@@ -62,6 +63,8 @@ export interface ClientSession {
   fail(err: unknown): never;
   /** The identity the server proved (its fleet name, key pin), once a connection was made. */
   accepted?: AcceptedPeer;
+  /** With extensions requested: the ones the peer's last answer said it activated (A2A-Extensions). */
+  activatedExtensions?(): string[] | undefined;
 }
 
 /** What a client command does beyond the one identity rule, from the home's config file and environment. */
@@ -72,6 +75,8 @@ export interface ClientPolicy {
   note?(line: string): void;
   /** The home whose peer list converts an older certificate pin to a key pin when it matches. */
   home?: string;
+  /** A2A extensions to request of the peer (the A2A-Extensions header on every request). */
+  extensions?: string[];
 }
 
 /** The client policy of `home`: unsigned_cards from its config file or A2A_NODE_UNSIGNED_CARDS. */
@@ -90,8 +95,9 @@ export function clientPolicy(home: string, io?: Pick<Io, "env" | "stderr">): Cli
 /**
  * Everything `send`, `status`, `tasks` and `cancel` need: the target and a client for it; over mutual TLS with
  * this node's identity for a fleet peer, with the peer's own trust and credentials for one outside the fleet.
+ * `extensions`: A2A extensions to request of the peer.
  */
-export async function openClientSession(home: string, agent: string, io?: Pick<Io, "env" | "stderr">): Promise<ClientSession> {
+export async function openClientSession(home: string, agent: string, io?: Pick<Io, "env" | "stderr">, extensions: string[] = []): Promise<ClientSession> {
   // Without a home there is neither a peer list nor an identity: the identity's error says what makes both.
   if (!existsSync(homePaths(home).root)) await loadClientIdentity(home);
   const { peers, close } = openPeers(home);
@@ -106,7 +112,7 @@ export async function openClientSession(home: string, agent: string, io?: Pick<I
   }
   if (!target)
     throw new CliError(`no peer named '${agent}'`, ExitCode.NotFound, `add it with 'a2a-node peers add ${agent.toLowerCase()} https://HOST:9443', or pass a URL`);
-  const policy = { ...clientPolicy(home, io), home };
+  const policy = { ...clientPolicy(home, io), home, extensions };
   const session = await sessionForTarget(target, () => loadClientIdentity(home), policy);
   // A URL no peer is registered at has no expected name: say which fleet member answered, and how to pin it.
   const accepted = session.accepted;
@@ -118,7 +124,7 @@ export async function openClientSession(home: string, agent: string, io?: Pick<I
 /** A session with a resolved target: an outside peer's own, or over mTLS with the identity `identity` loads. */
 export async function sessionForTarget(target: Target, identity: () => Promise<ClientIdentity>, policy: ClientPolicy = { acceptUnsignedCards: false }): Promise<ClientSession> {
   const peer = target.peer;
-  if (peer && isOutsidePeer(peer)) return outsideSession(target, peer);
+  if (peer && isOutsidePeer(peer)) return outsideSession(target, peer, policy.extensions);
   return sessionFor(await identity(), target, peer ? expectationOf(peer) : {}, policy);
 }
 
@@ -166,10 +172,15 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
       throw explained ?? err;
     }
   };
-  return withCard(target, fetchFn, {
-    trust: (card) => trustedCard(card, target, identity, raw.accepted()?.name ?? expect.name, policy),
-    accepted: () => raw.accepted(),
-  });
+  return withCard(
+    target,
+    fetchFn,
+    {
+      trust: (card) => trustedCard(card, target, identity, raw.accepted()?.name ?? expect.name, policy),
+      accepted: () => raw.accepted(),
+    },
+    policy.extensions,
+  );
 }
 
 /**
@@ -177,19 +188,23 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
  * CA file, and its credentials are read from their file at each request. No probe follows a failure: the
  * probe judges fleet certificates, which such an agent does not have.
  */
-function outsideSession(target: Target, peer: Peer): Promise<ClientSession> {
-  return withCard(target, outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth }));
+function outsideSession(target: Target, peer: Peer, extensions?: string[]): Promise<ClientSession> {
+  return withCard(target, outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth }), undefined, extensions);
 }
 
 /**
  * Reads the card with `fetchFn`, has `fleet.trust` check it (a fleet peer's signature; an outside peer's card
- * is trusted as far as its TLS server check goes), then picks the client for the interface it prefers.
+ * is trusted as far as its TLS server check goes), then picks the client for the interface it prefers. Every
+ * request names `extensions` in its A2A-Extensions header, if any.
  */
 async function withCard(
   target: Target,
-  fetchFn: FetchFn,
+  baseFetch: FetchFn,
   fleet?: { trust(card: AgentCard): Promise<AgentCard>; accepted(): AcceptedPeer | undefined },
+  extensions: string[] = [],
 ): Promise<ClientSession> {
+  const requesting = extensions.length ? extensionsFetch(baseFetch, extensions) : undefined;
+  const fetchFn = requesting?.fetch ?? baseFetch;
   const fail = (err: unknown): never => {
     if (err instanceof CliError) throw err; // already worded for a person
     const why = explainFailure(err, target);
@@ -208,7 +223,7 @@ async function withCard(
   }
   const cardMs = card ? performance.now() - started : undefined;
   if (card && fleet) card = await fleet.trust(card);
-  return { client: clientForCard(card, target, fetchFn), target, card, cardMs, fetch: fetchFn, fail, accepted: fleet?.accepted() };
+  return { client: clientForCard(card, target, fetchFn), target, card, cardMs, fetch: fetchFn, fail, accepted: fleet?.accepted(), activatedExtensions: requesting?.activated };
 }
 
 /**

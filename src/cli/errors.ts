@@ -30,7 +30,7 @@ export const EXIT_CODE_MEANINGS: Record<keyof typeof ExitCode, string> = {
   NotFound: "not found",
   Unreachable: "cannot connect",
   Timeout: "timed out waiting (the task goes on)",
-  NeedsInput: "the task waits for input",
+  NeedsInput: "the task waits for input (or for an authorization)",
   Canceled: "the task was canceled",
   Refused: "refused (TLS handshake, certificate, name or pin)",
   Interrupted: "interrupted (Ctrl-C) while waiting",

@@ -25,9 +25,18 @@ export function statusLine(task: Task, where: string): string {
   return `task ${task.id} ${shortState(task.status.state)} (${where})${msg}`;
 }
 
-/** For a task that waits for input: the command that answers it (printed after its status line). */
+/**
+ * For a task that waits for input: the command that answers it; for one that waits for authorization (the
+ * agent's backend refused its credentials, which its operator supplies): how to retry or give up. Printed
+ * after its status line.
+ */
 export function answerHint(task: Task, agent: string): string | undefined {
-  if (task.status.state !== "TASK_STATE_INPUT_REQUIRED" && task.status.state !== "TASK_STATE_AUTH_REQUIRED") return undefined;
+  if (task.status.state === "TASK_STATE_AUTH_REQUIRED")
+    return (
+      `the agent needs an authorization it cannot get by itself (its status says what). Once it is fixed there, retry with: ` +
+      `a2a-node send --agent ${agent} --task-id ${task.id} --task "retry" --wait; or give up with: a2a-node cancel --agent ${agent} --task-id ${task.id}`
+    );
+  if (task.status.state !== "TASK_STATE_INPUT_REQUIRED") return undefined;
   return `answer it with: a2a-node send --agent ${agent} --task-id ${task.id} --task "YOUR ANSWER" --wait`;
 }
 

@@ -64,6 +64,11 @@ function tomlValue(name: SettingName, value: unknown): string {
   if (s.secret) return value === undefined ? "(not set)" : "(set)";
   if (s.redact) return JSON.stringify(s.redact(value));
   if (name === "skills") return `${(value as unknown[]).length} [[skills]] tables`;
+  if (name === "extendedCard") {
+    const card = value as { description?: string; skills: { id: string }[] };
+    return `[extended_card] with ${card.description === undefined ? "the public description" : "its own description"} and skills ${JSON.stringify(card.skills.map((k) => k.id))}`;
+  }
+  if (name === "extensions") return (value as { uri: string; required?: boolean }[]).map((e) => `${e.uri}${e.required ? " (required)" : ""}`).join(", ");
   if (typeof value === "string") return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map((v) => JSON.stringify(v)).join(", ")}]`;
   return s.shown(value) ?? String(value);

@@ -90,6 +90,13 @@ export interface ExecutionRequest {
   events: ExecutionEvents;
   /** The task's metadata so far (what earlier runs noted). */
   metadata: Record<string, unknown>;
+  /**
+   * The A2A extensions activated for the message this execution runs: the URIs its request named in the
+   * A2A-Extensions header that the card declares ([[extensions]] in config.toml). An executor that
+   * implements one acts on it here (its data usually rides in message.metadata under the extension's URI).
+   * Absent or empty: none.
+   */
+  extensions?: string[];
   /** True when this run continues a task a previous process of the node had started (after a restart). */
   resumed: boolean;
   /**
@@ -108,9 +115,14 @@ export interface ExecutionRequest {
 export interface ExecutionOutcome {
   state: Extract<
     TaskState,
-    "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_REJECTED" | "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_CANCELED"
+    "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_REJECTED" | "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED" | "TASK_STATE_CANCELED"
   >;
-  /** Human-readable status text (the reason for a failure, the question for input-required). */
+  /**
+   * Human-readable status text (the reason for a failure, the question for input-required; for
+   * auth-required: what refused which credential, and who can fix it). AUTH_REQUIRED: the backend refused the
+   * node's credentials; the next message to the task runs this execution's message again (see
+   * src/tasks/auth-retry.ts).
+   */
   message?: string;
   /** Artifacts not already sent through events.artifact(). */
   artifacts?: Artifact[];

@@ -36,7 +36,8 @@ export class HermesExecutor implements AgentExecutor {
   private readonly timing: HermesTiming;
 
   constructor(private readonly options: HermesExecutorOptions) {
-    this.api = new RunsApi({ baseUrl: options.baseUrl, apiKey: options.apiKey });
+    // The options themselves, not a copy of the key: the node may give it a key that changes (SIGHUP).
+    this.api = new RunsApi(options);
     this.timing = { ...DEFAULT_TIMING, ...options.timing };
   }
 

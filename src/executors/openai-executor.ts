@@ -62,6 +62,8 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     const url = `${this.options.baseUrl.replace(/\/+$/, "")}/models`;
     try {
       const res = await fetch(url, { headers: this.headers(), signal });
+      if (res.status === 401 || res.status === 403)
+        return { ready: false, detail: `${url} refused the API key (HTTP ${res.status}); set OPENAI_API_KEY or --model-api-key-file (tasks wait in auth-required meanwhile)` };
       return res.ok ? { ready: true, detail: `${url} answered ${res.status}` } : { ready: false, detail: `${url} answered HTTP ${res.status}` };
     } catch (err) {
       return { ready: false, detail: `${url} is unreachable: ${describe(err)}` };
@@ -86,6 +88,7 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     if ("state" in response) return response;
     if (!response.ok) {
       const text = await response.text().catch(() => "");
+      if (response.status === 401 || response.status === 403) return this.refusedKey(response.status, text);
       // The usual reason a model refuses a request with pictures: it cannot see them. Say so.
       const why = images > 0 && response.status >= 400 && response.status < 500 ? ` (the task carried ${images} image${images > 1 ? "s" : ""}: does model '${model}' take images? use a vision model, e.g. in a skill)` : "";
       return { state: "TASK_STATE_FAILED", message: `model endpoint ${this.endpoint} answered HTTP ${response.status}: ${text.slice(0, 300)}${why}` };
@@ -142,6 +145,29 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
         delay *= 2;
       }
     }
+  }
+
+  /**
+   * The model endpoint refused this node's API key: AUTH_REQUIRED (see src/tasks/auth-retry.ts), saying who
+   * can fix it. Only the error's type and code are quoted: OpenAI's message repeats part of the key.
+   */
+  private refusedKey(status: number, body: string): ExecutionOutcome {
+    let code = "";
+    try {
+      const e = (JSON.parse(body) as { error?: { code?: unknown; type?: unknown } }).error;
+      code = [e?.type, e?.code].filter((x) => typeof x === "string" && x).join(", ");
+    } catch {
+      // not OpenAI's error shape: the status says enough
+    }
+    // 401: the key (missing or wrong); 403: a key the endpoint knows but does not let do this (its code says why).
+    const key = !this.options.apiKey ? "wants an API key, and this node has none" : status === 403 ? "does not allow this node's API key to do this" : "refused this node's API key";
+    return {
+      state: "TASK_STATE_AUTH_REQUIRED",
+      message:
+        `model endpoint ${this.endpoint} ${key} (HTTP ${status}${code ? `: ${code}` : ""}). ` +
+        "The node's operator must set a valid key (the model_api_key_file, then SIGHUP; or OPENAI_API_KEY and a restart); " +
+        "then send any message to this task to run it again, or cancel it.",
+    };
   }
 
   /** A non-streaming answer: one artifact with the whole text. */

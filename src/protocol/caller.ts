@@ -10,16 +10,38 @@ export interface CallerIdentity {
    * that one identity, so a messageId two of them happen to reuse is not a retry and is not deduplicated.
    */
   anonymous?: boolean;
+  /**
+   * True for a caller outside the fleet (a bearer token on the token listener): it owns its tasks like any
+   * caller, but is not shown what is only for fleet members (the extended agent card).
+   */
+  outsideFleet?: boolean;
+}
+
+/**
+ * The A2A extensions of one request: the URIs the client named in its A2A-Extensions header, and the ones
+ * the handler activated for it (which the transport echoes in the answer's A2A-Extensions header).
+ */
+export interface RequestExtensions {
+  requested: string[];
+  activated?: string[];
 }
 
 export interface CallContext {
   caller: CallerIdentity;
   /** What the call turned out to concern, noted as it goes, for the audit log (absent when nobody reads it). */
   note?: CallNote;
+  /** Absent when the request named none (and for calls that do not come over HTTP). */
+  extensions?: RequestExtensions;
 }
 
 /** Filled in by the request handler: the task a call concerns once it is known, and whether policy refused it. */
 export interface CallNote {
   taskId?: string;
   denied?: boolean;
+}
+
+/** The URIs of an A2A-Extensions header: comma-separated (several header lines arrive joined), each once. */
+export function parseExtensionsHeader(value: string | undefined | null): string[] {
+  if (!value) return [];
+  return [...new Set(value.split(",").map((u) => u.trim()).filter((u) => u !== ""))];
 }

@@ -69,6 +69,15 @@ export class A2AError extends Error {
   static extendedCardNotConfigured() {
     return new A2AError(-32007, "No extended agent card is configured", "EXTENDED_AGENT_CARD_NOT_CONFIGURED");
   }
+  /** A message that did not request (A2A-Extensions) an extension the card marks required. */
+  static extensionSupportRequired(missing: string[]) {
+    return new A2AError(
+      -32008,
+      `this agent requires the A2A extension${missing.length > 1 ? "s" : ""} ${missing.join(", ")}: request ${missing.length > 1 ? "them" : "it"} in the A2A-Extensions header (its card lists them under capabilities.extensions)`,
+      "EXTENSION_SUPPORT_REQUIRED",
+      { extensions: missing.join(",") },
+    );
+  }
   static versionNotSupported(version: string) {
     return new A2AError(
       -32009,

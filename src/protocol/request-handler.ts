@@ -1,5 +1,5 @@
 import { newId, now } from "../tasks/clock";
-import { notStored, type TaskRunner } from "../tasks/task-runner";
+import { EXTENSIONS_KEY, notStored, type TaskRunner } from "../tasks/task-runner";
 import { ConfigOwnedElsewhere } from "../push/push-config-store";
 import { RelayedRefusal, TaskStoreError, TaskStoreRequestError, UnstorableData, type StoredEvent, type TaskStore } from "../tasks/task-store";
 import { EventStream } from "../tasks/event-stream";
@@ -9,6 +9,7 @@ import type { CallContext } from "./caller";
 import { A2AError } from "./errors";
 import type {
   AgentCard,
+  AgentExtension,
   GetTaskPushNotificationConfigParams,
   ListTaskPushNotificationConfigsParams,
   ListTaskPushNotificationConfigsResult,
@@ -60,8 +61,13 @@ export interface RequestHandlerOptions {
   push?: { configs: PushConfigs; guard: { check(url: string): Promise<void> } };
   /** Tasks one caller may start in one contextId: two agents delegating back and forth stop here. */
   maxTasksPerContext?: number;
-  /** The card for authenticated callers, if one is configured (GetExtendedAgentCard). */
-  extendedCard?: () => AgentCard;
+  /**
+   * The card for authenticated callers (GetExtendedAgentCard), when one is configured; the public card then
+   * says capabilities.extendedAgentCard.
+   */
+  extendedCard?: () => AgentCard | Promise<AgentCard>;
+  /** The A2A extensions the card declares (see activateExtensions). */
+  extensions?: AgentExtension[];
 }
 
 /**
@@ -78,7 +84,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   async sendMessage(params: SendMessageParams, ctx: CallContext): Promise<SendMessageResult> {
     const historyLength = params.configuration?.historyLength;
     const blocking = params.configuration?.returnImmediately !== true;
-    const { task, committed, settled } = await this.accept(params, ctx);
+    const { task, committed, settled } = await this.accept(params, ctx, undefined, this.activateExtensions(ctx));
     if (!blocking || !settled) {
       await whenStored(task.id, committed);
       return { task: trimHistory(snapshot(task), historyLength) };
@@ -90,8 +96,9 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   }
 
   async sendStreamingMessage(params: SendMessageParams, ctx: CallContext): Promise<AsyncIterable<StreamItem>> {
+    const active = this.activateExtensions(ctx);
     const stream = new EventStream(() => this.runner.unsubscribe(task.id, stream));
-    const { task, initial, committed, settled, lastSeq } = await this.accept(params, ctx, stream);
+    const { task, initial, committed, settled, lastSeq } = await this.accept(params, ctx, stream, active);
     await whenStored(task.id, committed);
     const first = initial ?? snapshot(task);
     if (!settled) {
@@ -179,23 +186,53 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     await push.configs.delete(ctx.caller.name, params.taskId, params.id);
   }
 
-  async getExtendedAgentCard(_ctx: CallContext): Promise<AgentCard> {
-    if (!this.options.extendedCard) throw A2AError.extendedCardNotConfigured();
-    return this.options.extendedCard();
+  /**
+   * The extended card, for callers whose identity a certificate proved. Where the card says
+   * capabilities.extendedAgentCard is false (none configured, or the plain loopback listener, whose callers
+   * are anonymous and whose card says so) the spec's answer is UnsupportedOperationError.
+   */
+  async getExtendedAgentCard(ctx: CallContext): Promise<AgentCard> {
+    if (!this.options.extendedCard)
+      throw A2AError.unsupportedOperation("this agent has no extended agent card (its card says capabilities.extendedAgentCard: false)");
+    if (ctx.caller.anonymous)
+      throw A2AError.unsupportedOperation(
+        "the extended agent card is for fleet members: ask for it over mutual TLS with a fleet certificate (callers of this plain loopback listener have no identity)",
+      );
+    if (ctx.caller.outsideFleet)
+      throw A2AError.unsupportedOperation("the extended agent card is for fleet members: ask for it over mutual TLS with a fleet certificate (a token caller is outside the fleet)");
+    return await this.options.extendedCard();
+  }
+
+  /**
+   * The A2A extensions of a message (A2A v1.0, "Extensions"): refused (-32008) when the card marks one
+   * required that the request did not name in A2A-Extensions; otherwise the requested ones the card declares
+   * are activated (recorded on the context, which the transport echoes), and the rest ignored. Messages only:
+   * they are what an executor acts on; the other operations do nothing an extension changes.
+   */
+  private activateExtensions(ctx: CallContext): string[] {
+    const declared = this.options.extensions ?? [];
+    const requested = new Set(ctx.extensions?.requested ?? []);
+    const missing = declared.filter((e) => e.required && !requested.has(e.uri)).map((e) => e.uri);
+    if (missing.length) throw A2AError.extensionSupportRequired(missing);
+    const active = declared.filter((e) => requested.has(e.uri)).map((e) => e.uri);
+    if (ctx.extensions && active.length) ctx.extensions.activated = active;
+    return active;
   }
 
   /**
    * Takes a message: a new task (committed, then run), a retry of one already taken (its task), or a
    * follow-up to a task waiting for input. `stream` is subscribed before anything can be published.
+   * `extensions`: the ones activated for this request, handed to the execution it starts.
    */
   private async accept(
     params: SendMessageParams,
     ctx: CallContext,
     stream?: EventStream,
+    extensions: string[] = [],
   ): Promise<{ task: Task; initial?: Task; committed: Promise<void>; settled?: Promise<Task>; lastSeq: number }> {
     const { message } = params;
     const owner = ctx.caller.name;
-    if (message.taskId) return this.continueTask(params, owner, stream);
+    if (message.taskId) return this.continueTask(params, owner, stream, extensions);
 
     this.runner.check(message);
     this.runner.assertCapacity(owner);
@@ -218,7 +255,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
         owner,
         message: stored,
         executor: this.runner.executorKind,
-        metadata: params.metadata,
+        // Kept with the task so that an execution resumed after a restart has them too.
+        metadata: extensions.length ? { ...params.metadata, [EXTENSIONS_KEY]: extensions } : params.metadata,
         timestamp: now(),
         idempotent: !ctx.caller.anonymous,
       }),
@@ -234,7 +272,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
     if (pushConfig) await configsCall(() => this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id }));
-    const settled = this.runner.start(task, stored, owner, 0, false, committed);
+    const settled = this.runner.start(task, stored, owner, 0, false, committed, extensions);
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq: 0 };
   }
@@ -243,7 +281,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
    * A message naming a task: the answer to the question it waits on (given to the execution that asked, if
    * it still waits here, or starting a new one), refused otherwise.
    */
-  private async continueTask(params: SendMessageParams, owner: string, stream?: EventStream) {
+  private async continueTask(params: SendMessageParams, owner: string, stream?: EventStream, extensions: string[] = []) {
     const { message } = params;
     const taskId = message.taskId as string;
     // Both reads before any decision: from here to the start of an execution nothing waits, so two messages
@@ -276,10 +314,12 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     // process holds it, its execution waits there, and the answer is passed on to it.
     if (!(await this.runner.hold(taskId))) return this.answerElsewhere(task, stored, owner, stream);
     if (this.runner.settledOf(taskId)) throw A2AError.unsupportedOperation(`task ${taskId} is still TASK_STATE_WORKING; wait for it to ask for input`);
-    const committed = this.store.record(taskId, { history: [stored] });
+    const extensionsChanged = JSON.stringify(task.metadata?.[EXTENSIONS_KEY] ?? []) !== JSON.stringify(extensions);
+    const committed = this.store.record(taskId, { history: [stored], ...(extensionsChanged ? { metadata: { [EXTENSIONS_KEY]: extensions } } : {}) });
     task.history = [...(task.history ?? []), stored];
+    if (extensionsChanged) task.metadata = { ...task.metadata, [EXTENSIONS_KEY]: extensions };
     const initial = snapshot(task);
-    const settled = this.runner.start(task, stored, owner, lastSeq, false, committed);
+    const settled = this.runner.start(task, stored, owner, lastSeq, false, committed, extensions);
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq };
   }

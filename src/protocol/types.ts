@@ -170,7 +170,7 @@ export interface AgentCard {
   capabilities: {
     streaming?: boolean;
     pushNotifications?: boolean;
-    extensions?: unknown[];
+    extensions?: AgentExtension[];
     extendedAgentCard?: boolean;
   };
   securitySchemes?: Record<string, unknown>;
@@ -190,6 +190,15 @@ export interface AgentCardSignature {
   signature: string;
   /** Unprotected header members, if any. */
   header?: Record<string, unknown>;
+}
+
+/** An A2A extension the agent supports (AgentCard.capabilities.extensions). */
+export interface AgentExtension {
+  uri: string;
+  description?: string;
+  /** The client must request it (A2A-Extensions) in every message, or gets -32008. */
+  required?: boolean;
+  params?: Record<string, unknown>;
 }
 
 /** The protocol version a request asked for via the A2A-Version header (missing/empty means 0.3). */

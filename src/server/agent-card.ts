@@ -1,4 +1,4 @@
-import type { AgentCard, AgentInterface, AgentSkill } from "../protocol/types";
+import type { AgentCard, AgentExtension, AgentInterface, AgentSkill } from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
 import { JSONRPC_PATH } from "./request-router";
 
@@ -14,6 +14,10 @@ export interface CardOptions {
   preferredBinding?: Binding;
   /** How callers prove who they are on the listener serving this card: mutual TLS (default), or a bearer token. */
   security?: "mtls" | "bearer";
+  /** Whether GetExtendedAgentCard gives callers of this listener more (capabilities.extendedAgentCard). */
+  extendedAgentCard?: boolean;
+  /** The A2A extensions declared in capabilities.extensions. */
+  extensions?: AgentExtension[];
 }
 
 export type Binding = "JSONRPC" | "HTTP+JSON";
@@ -70,10 +74,30 @@ export function buildAgentCard(o: CardOptions): AgentCard {
     description: o.description,
     version: o.version,
     supportedInterfaces: interfaces,
-    capabilities: { streaming: true, pushNotifications: o.pushNotifications ?? false, extendedAgentCard: false },
+    capabilities: {
+      streaming: true,
+      pushNotifications: o.pushNotifications ?? false,
+      ...(o.extensions?.length ? { extensions: o.extensions } : {}),
+      extendedAgentCard: o.extendedAgentCard ?? false,
+    },
     ...(o.security === "bearer" ? BEARER_SECURITY : MTLS_SECURITY),
     defaultInputModes: ["text/plain", "application/json"],
     defaultOutputModes: ["text/plain"],
     skills: o.skills,
+  };
+}
+
+/**
+ * The extended card fleet members get from GetExtendedAgentCard: the public card with the [extended_card]
+ * additions (its description, its skills after the public ones).
+ */
+export function buildExtendedCard(publicCard: AgentCard, extra: { description?: string; skills: AgentSkill[] }): AgentCard {
+  // A signature of the public card does not cover this one: it is left out (a signer signs this card itself).
+  const { signatures: _signatures, ...card } = publicCard as AgentCard & { signatures?: unknown };
+  return {
+    ...card,
+    description: extra.description ?? publicCard.description,
+    capabilities: { ...publicCard.capabilities, extendedAgentCard: true },
+    skills: [...publicCard.skills, ...extra.skills],
   };
 }

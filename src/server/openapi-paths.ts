@@ -79,7 +79,7 @@ export const BINDING_PATHS: Record<string, Record<string, Operation>> = {
     get: op("GetTaskPushNotificationConfig", { params: [CONFIG_TASK, path("id", "config id")] }),
     delete: op("DeleteTaskPushNotificationConfig", { params: [CONFIG_TASK, path("id", "config id")], ok: "{} (deleting a config already gone is no error)" }),
   },
-  "/extendedAgentCard": { get: op("GetExtendedAgentCard (400 EXTENDED_AGENT_CARD_NOT_CONFIGURED: none configured)") },
+  "/extendedAgentCard": { get: op("GetExtendedAgentCard: the card with [extended_card] for fleet members (400 UNSUPPORTED_OPERATION where the card says capabilities.extendedAgentCard: false)") },
 };
 
 const JSON_ANSWER = { "application/json": { schema: { type: "object" } } };

@@ -1,4 +1,4 @@
-import type { CallContext, CallerIdentity } from "../protocol/caller";
+import { parseExtensionsHeader, type CallContext, type CallerIdentity } from "../protocol/caller";
 import { A2AError, PERMISSION_DENIED_CODE } from "../protocol/errors";
 import { statusBody } from "../protocol/http-json-errors";
 import { matchRoute, type HttpMethod } from "../protocol/http-json-routes";
@@ -127,14 +127,14 @@ export function createRequestRouter(options: RouterOptions) {
         return { status: 200, headers: JSON_HEADERS, body: errorBody(null, err) };
       }
       const started = timed ? performance.now() : 0;
-      const ctx: CallContext = { caller, note: audit && {} };
+      const ctx = callContext(req, caller, audit !== undefined);
       const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), ctx, req.headers.get("last-event-id"));
       metrics?.rpc(out.method, (performance.now() - started) / 1000, out.error);
       record(ctx, "jsonrpc", out.method, started, out.error);
-      if (out.kind === "json") return { status: 200, headers: JSON_HEADERS, body: out.body };
+      if (out.kind === "json") return { status: 200, headers: out.error === undefined ? withExtensions(JSON_HEADERS, ctx) : JSON_HEADERS, body: out.body };
       if (out.kind === "none") return { status: 204 };
       metrics?.streamOpened();
-      return { status: 200, headers: SSE_HEADERS, stream: sse(out.events, streamClosed) };
+      return { status: 200, headers: withExtensions(SSE_HEADERS, ctx), stream: sse(out.events, streamClosed) };
     }
     const answered = ops?.(req.method, path, caller);
     if (answered) return answered;
@@ -157,7 +157,7 @@ export function createRequestRouter(options: RouterOptions) {
         }
       }
       const started = timed ? performance.now() : 0;
-      const ctx: CallContext = { caller, note: audit && {} };
+      const ctx = callContext(req, caller, audit !== undefined);
       const out = await httpJson.handle(
         match,
         {
@@ -178,7 +178,9 @@ export function createRequestRouter(options: RouterOptions) {
         if (out.kind === "stream") metrics.streamOpened();
       }
       record(ctx, "http-json", method, started, code);
-      return httpJsonResponse(out, req.headers.get("accept"), streamClosed);
+      const res = httpJsonResponse(out, req.headers.get("accept"), streamClosed);
+      // A refused request activated nothing (the refusal may come after the extensions were read).
+      return out.kind === "json" && out.error !== undefined ? res : { ...res, headers: withExtensions(res.headers ?? {}, ctx) };
     }
     const headers = new Headers();
     for (const [k, v] of req.headers) headers.set(k, v);
@@ -189,6 +191,25 @@ export function createRequestRouter(options: RouterOptions) {
     response.headers.forEach((v, k) => (out[k] = v));
     return { status: response.status, headers: out, body: new Uint8Array(await response.arrayBuffer()) };
   };
+}
+
+/**
+ * The request's context: the verified caller, and the extensions its A2A-Extensions header requests (v0.3
+ * clients name the header X-A2A-Extensions).
+ */
+/** The call's context: its caller, the extensions it requests, and (when audited) a note of what it concerned. */
+function callContext(req: HttpRequest, caller: CallerIdentity, audited: boolean): CallContext {
+  const ctx: CallContext = { caller };
+  if (audited) ctx.note = {};
+  const requested = parseExtensionsHeader(req.headers.get("a2a-extensions") ?? req.headers.get("x-a2a-extensions"));
+  if (requested.length) ctx.extensions = { requested };
+  return ctx;
+}
+
+/** The answer's headers, with A2A-Extensions listing the extensions the handler activated, if any. */
+function withExtensions(headers: Record<string, string>, ctx: CallContext): Record<string, string> {
+  const activated = ctx.extensions?.activated;
+  return activated?.length ? { ...headers, "a2a-extensions": activated.join(",") } : headers;
 }
 
 /**

@@ -55,7 +55,7 @@ export function listenToken(options: TokenListenerOptions): Promise<Listener> {
       options.onUnauthorized?.("unknown or revoked token", remote);
       return unauthorized("invalid_token", "the bearer token is not one this node knows (unknown, or revoked)");
     }
-    return options.onRequest(req, { name: `${TOKEN_CALLER_PREFIX}${found.name}`, fingerprint: `${TOKEN_CALLER_PREFIX}${found.name}@${found.createdAt}` });
+    return options.onRequest(req, { name: `${TOKEN_CALLER_PREFIX}${found.name}`, fingerprint: `${TOKEN_CALLER_PREFIX}${found.name}@${found.createdAt}`, outsideFleet: true });
   };
   const serve = (socket: import("node:net").Socket) =>
     connections.serve(socket, {

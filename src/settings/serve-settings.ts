@@ -15,6 +15,9 @@ import { redactUrl } from "../store/postgres/url";
 import { readSkills, type SkillSetting } from "./skills";
 import { readAuthorization } from "./authorization";
 import type { AccessRule } from "../protocol/access-policy";
+import { readExtendedCard, type ExtendedCardSetting } from "./extended-card";
+import { readExtensions } from "./extensions";
+import type { AgentExtension } from "../protocol/types";
 
 export type ExecutorKind = "echo" | "openai" | "hermes" | "conformance";
 export const EXECUTOR_KINDS: readonly ExecutorKind[] = ["echo", "openai", "hermes", "conformance"];
@@ -102,7 +105,8 @@ export const SETTINGS = {
     env: ["A2A_NODE_MODEL_API_KEY", "OPENAI_API_KEY"],
     value: "FILE",
     group: "executor",
-    doc: "read the model API key from FILE (mode 0600), else from the environment; never printed",
+    reloadable: true,
+    doc: "read the model API key from FILE (mode 0600), else from the environment; never printed; SIGHUP reads the file again",
   }),
   systemPrompt: text({ file: "system_prompt", value: "TEXT", group: "executor", default: undefined, doc: "system prompt sent to the model" }),
   temperature: number({ file: "temperature", value: "T", group: "executor", default: undefined, min: 0, max: 2, doc: "sampling temperature sent to the model" }),
@@ -124,7 +128,8 @@ export const SETTINGS = {
     env: ["A2A_NODE_HERMES_API_KEY", "HERMES_API_KEY"],
     value: "FILE",
     group: "executor",
-    doc: "read the Hermes API key from FILE (mode 0600), else from the environment; never printed",
+    reloadable: true,
+    doc: "read the Hermes API key from FILE (mode 0600), else from the environment; never printed; SIGHUP reads the file again",
   }),
 
   // How much work the node takes on.
@@ -343,6 +348,22 @@ export const SETTINGS = {
     default: undefined,
     read: readSkills,
     doc: "skills listed in the agent card, each optionally with its own model, system_prompt and temperature (config file only)",
+  }),
+  extendedCard: table<ExtendedCardSetting | undefined>({
+    file: "extended_card",
+    value: "[extended_card]",
+    group: "card",
+    default: undefined,
+    read: readExtendedCard,
+    doc: "an extended agent card for fleet members (GetExtendedAgentCard over mutual TLS): a description and [[extended_card.skills]] (as [[skills]]) added to the public card; the public card then says capabilities.extendedAgentCard (config file only)",
+  }),
+  extensions: table<AgentExtension[] | undefined>({
+    file: "extensions",
+    value: "[[extensions]]",
+    group: "card",
+    default: undefined,
+    read: readExtensions,
+    doc: "A2A extensions declared in the card (uri, description, required, params): a client activates one with the A2A-Extensions header, the node echoes the ones activated and hands them to the executor; a required one missing from a message gets -32008 (config file only)",
   }),
 
   // The fleet PKI: where the CA node is, how often its revocation list is fetched, the enrollment port.

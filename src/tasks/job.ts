@@ -70,6 +70,10 @@ export interface Job {
   executorMs: number;
   /** Another process took the task over (this one's lease ran out): the execution stops writing nothing. */
   handedOver?: boolean;
+  /** The message the executor was given (the job's own, or the one an AUTH_REQUIRED retry runs again). */
+  ran?: Message;
+  /** The A2A extensions activated for the message that started this execution (undefined: read the task's). */
+  extensions?: string[];
 }
 
 export function newJob(task: Task, message: Message, caller: string, lastSeq: number, resumed: boolean): Job {

@@ -16,7 +16,7 @@ export function taskLog(log: Logger): TaskLifecycle {
       }),
     waitingForInput: (task, peer) => log.info("task waits for input", { task_id: task.id, context_id: task.contextId, peer }),
     answered: (task, peer) => log.info("task answered", { task_id: task.id, context_id: task.contextId, peer }),
-    finished: (task, peer, state, seconds, executorSeconds) =>
+    finished: (task, peer, state, seconds, executorSeconds) => {
       log.info("task finished", {
         task_id: task.id,
         context_id: task.contextId,
@@ -24,7 +24,17 @@ export function taskLog(log: Logger): TaskLifecycle {
         state: state.replace("TASK_STATE_", "").toLowerCase(),
         duration_ms: Math.round(seconds * 1000),
         executor_ms: Math.round(executorSeconds * 1000),
-      }),
+      });
+      // The fix is the operator's (a key), so they hear of it: the reason is the executor's own words about
+      // its backend (see src/tasks/auth-retry.ts), not anything the task says.
+      if (state === "TASK_STATE_AUTH_REQUIRED")
+        log.warn("task waits for an authorization: the executor's backend refused this node's credentials", {
+          task_id: task.id,
+          context_id: task.contextId,
+          peer,
+          reason: task.status.message?.parts.map((p) => p.text ?? "").join(" "),
+        });
+    },
     leftForRestart: (task, peer) =>
       log.info("task left for the next start", { task_id: task.id, context_id: task.contextId, peer, state: task.status.state.replace("TASK_STATE_", "").toLowerCase() }),
   };

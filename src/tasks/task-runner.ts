@@ -9,10 +9,14 @@ import type { TaskLifecycle } from "./lifecycle";
 import { abortOf, causeOf, deferred, type Job, newJob, stop, type Waiting } from "./job";
 import { EventPublisher, type EventListener } from "./publisher";
 import { recoverUnfinished } from "./recovery";
+import { authRetryOf, withAuthNote } from "./auth-retry";
 import type { TaskLeases } from "./leases";
 import type { TaskStore, UnfinishedTask } from "./task-store";
 
 export type { EventListener } from "./publisher";
+
+/** Task metadata: the A2A extensions activated for the message the task's execution runs (see ExecutionRequest.extensions). */
+export const EXTENSIONS_KEY = "a2a-node/extensions";
 
 /** Orphaned tasks claimed at a time (the rest are claimed at the next renewal). */
 const ORPHANS_PER_CLAIM = 100;
@@ -130,8 +134,9 @@ export class TaskRunner {
    * (the task's creation, the follow-up message), if not settled yet; if it fails, the execution stops and
    * the task does not end COMPLETED. Resolves when the task next settles.
    */
-  start(task: Task, message: Message, caller: string, lastSeq = 0, resumed = false, committed?: Promise<void>): Promise<Task> {
+  start(task: Task, message: Message, caller: string, lastSeq = 0, resumed = false, committed?: Promise<void>, extensions?: string[]): Promise<Task> {
     const job = newJob(task, message, caller, lastSeq, resumed);
+    job.extensions = extensions;
     this.events.adopt(job);
     this.jobs.set(task.id, job);
     this.options.lifecycle?.accepted(task, caller, resumed ? "resumed" : lastSeq > 0 ? "continued" : "new");
@@ -381,15 +386,19 @@ export class TaskRunner {
           }, this.options.deadlineMs)
         : undefined;
       const executing = performance.now();
+      // A task whose last execution ended AUTH_REQUIRED runs that execution's message again.
+      const retry = authRetryOf(task);
+      const message = retry?.message ?? job.message;
+      job.ran = message;
       try {
         const history = async () =>
-          (await this.store.contextHistory(task.contextId, job.caller, this.options.historyMessages + 1)).filter(
-            (m) => m.messageId !== job.message.messageId,
+          (await this.store.contextHistory(task.contextId, job.caller, this.options.historyMessages + 1 + (retry?.skip.size ?? 0))).filter(
+            (m) => m.messageId !== message.messageId && !retry?.skip.has(m.messageId),
           );
         outcome = await this.executor.execute({
           taskId: task.id,
           contextId: task.contextId,
-          message: job.message,
+          message,
           history,
           caller: job.caller,
           get signal() {
@@ -397,6 +406,8 @@ export class TaskRunner {
           },
           events: this.eventsFor(job),
           metadata: { ...task.metadata },
+          // A resumed execution (after a restart) has what the task recorded.
+          extensions: job.extensions ?? storedExtensions(task),
           resumed: job.resumed,
           input: (request) => this.input(job, request),
         });
@@ -628,6 +639,7 @@ export class TaskRunner {
     }
     task.status = status;
     if (status.message) task.history = [...(task.history ?? []), status.message];
+    outcome = { ...outcome, metadata: withAuthNote(outcome, task, job.ran ?? job.message) };
     if (outcome.metadata) task.metadata = { ...task.metadata, ...outcome.metadata };
     const finalEvent: StreamResponse = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
     // Both writes join the same group commit (and share the task's outcome in it).
@@ -668,4 +680,9 @@ export function notStored(taskId: string, err: unknown): A2AError {
 
 function reasonOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+function storedExtensions(task: Task): string[] {
+  const v = task.metadata?.[EXTENSIONS_KEY];
+  return Array.isArray(v) ? v.filter((u): u is string => typeof u === "string") : [];
 }

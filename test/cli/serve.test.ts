@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { writeFileSync } from "node:fs";
 import { runCli } from "../../src/cli/registry";
 import { bufferIo } from "../../src/cli/io";
 import { makeFleet, type Fleet } from "../helpers/fleet";
@@ -27,6 +28,22 @@ describe("serve", () => {
     const c = JSON.parse(io.out());
     expect(c).toMatchObject({ home: fleet.homes.alpha, port: 9555, executor: "echo", modelApiKey: "(set)", sources: { port: "A2A_NODE_PORT", executor: "flag" } });
     expect(io.out()).not.toContain("sk-very-secret");
+  });
+
+  it("--check shows [extended_card] and [[extensions]], and refuses an extended card that reuses a public skill id", async () => {
+    const path = `${fleet.root}/card.toml`;
+    writeFileSync(
+      path,
+      '[extended_card]\n[[extended_card.skills]]\nid = "ops"\nname = "Ops"\ndescription = "o"\n[[extensions]]\nuri = "urn:example:sign:v1"\nrequired = true\n[[extensions]]\nuri = "urn:example:cite:v1"\n',
+    );
+    let io = bufferIo();
+    expect(await runCli(["--home", fleet.homes.alpha, "serve", "--check", "--config", path, "--executor", "echo"], io)).toBe(0);
+    expect(io.out()).toMatch(/^extended_card = \[extended_card\] with the public description and skills \["ops"\] +# file$/m);
+    expect(io.out()).toMatch(/^extensions = urn:example:sign:v1 \(required\), urn:example:cite:v1 +# file$/m);
+    writeFileSync(path, '[[extended_card.skills]]\nid = "delegate"\nname = "D"\ndescription = "d"\n');
+    io = bufferIo();
+    expect(await runCli(["--home", fleet.homes.alpha, "serve", "--check", "--config", path], io)).toBe(2);
+    expect(io.err()).toContain("extended_card: skill id 'delegate' is already a skill of the public card");
   });
 
   it("--check exits 2 naming the variable when the configuration is invalid", async () => {

@@ -37,7 +37,6 @@ const CODES: Record<string, Record<BindingName, number>> = {
   VERSION_NOT_SUPPORTED: { JSONRPC: -32009, "HTTP+JSON": 400 },
   METHOD_NOT_FOUND: { JSONRPC: -32601, "HTTP+JSON": 404 },
   RESOURCE_EXHAUSTED: { JSONRPC: -32603, "HTTP+JSON": 429 },
-  EXTENDED_AGENT_CARD_NOT_CONFIGURED: { JSONRPC: -32007, "HTTP+JSON": 400 },
 };
 
 function refused(o: Outcome | undefined, reason: string, binding: BindingName, fragment?: string): void {
@@ -230,7 +229,7 @@ describe.each(BINDINGS)("$name binding", ({ name, home, args }) => {
     refused(await b.call(alpha, "ListTasks", { pageSize: 1000 }), "INVALID_PARAMS", name, "pageSize must be a whole number from 1 to 100");
     refused(await b.call(alpha, "GetTask", { id: "x" }, { "a2a-version": "9.9" }), "VERSION_NOT_SUPPORTED", name, "'9.9' is not supported");
     refused(await b.call(alpha, "Pause", { id: "x" }), "METHOD_NOT_FOUND", name);
-    refused(await b.call(alpha, "GetExtendedAgentCard", {}), "EXTENDED_AGENT_CARD_NOT_CONFIGURED", name);
+    refused(await b.call(alpha, "GetExtendedAgentCard", {}), "UNSUPPORTED_OPERATION", name, "no extended agent card");
   });
 
   it("refuses work past its capacity as RESOURCE_EXHAUSTED, and takes work again once there is room", async () => {

@@ -4,6 +4,8 @@
  * HTTP (token_tls = off). Tokens scope tasks like certificates; wrong and revoked tokens get 401 with
  * WWW-Authenticate; only the token's hash is stored. Another node reaches it as a peer outside the fleet.
  */
+import { verifyFleetCard } from "../../src/client/card-trust";
+import type { AgentCard } from "../../src/protocol/types";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -41,6 +43,8 @@ beforeAll(async () => {
     expect(made.code, made.stderr).toBe(0);
     tokens[name] = made.stdout.trim();
   }
+  // An extended card for fleet members: token callers, outside the fleet, are not shown it.
+  writeFileSync(join(fleet.homes.alpha, "config.toml"), `[extended_card]\ndescription = "alpha, as the fleet sees it"\n`);
   node = await serveBinary(fleet.homes.alpha, ["--executor", "echo", "--token-port", "0"]);
   started.push(node);
   tokenUrl = (await node.waitForLine({ msg: /^token listener open/ })).url as string;
@@ -83,6 +87,24 @@ describe("the token listener over TLS with the node's certificate", () => {
     expect(card.securitySchemes).toEqual({ bearer: { httpAuthSecurityScheme: { scheme: "Bearer", description: expect.any(String) } } });
     expect(card.securityRequirements).toEqual([{ schemes: { bearer: { list: [] } } }]);
     expect(card.supportedInterfaces.map((i: { url: string }) => i.url)).toContain(`${tokenUrl}/`);
+  });
+
+  it("shows token callers no extended card; a fleet member over mutual TLS gets it, signed by the node", async () => {
+    const card = (await (await fetch(`${tokenUrl}/.well-known/agent-card.json`, { tls: { ca } } as RequestInit)).json()) as any;
+    expect(card.capabilities.extendedAgentCard).toBe(false);
+    const refused = await rpc(tokenUrl, "GetExtendedAgentCard", {}, tokens.hermes);
+    expect([refused.status, refused.body.error.code]).toEqual([200, -32004]);
+    expect(refused.body.error.message).toContain("a token caller is outside the fleet");
+    const res = await fetch(`${node.url}/`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "a2a-version": "1.0" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetExtendedAgentCard", params: {} }),
+      tls: { ...fleet.identity("beta"), checkServerIdentity: () => undefined },
+    } as RequestInit);
+    const extended = ((await res.json()) as any).result as AgentCard;
+    expect(extended.description).toBe("alpha, as the fleet sees it");
+    expect(extended.capabilities.extendedAgentCard).toBe(true);
+    expect((await verifyFleetCard(extended, { ca, name: "alpha" })).name).toBe("alpha");
   });
 
   it("runs a task for a valid token and shows it only to that token's caller", async () => {

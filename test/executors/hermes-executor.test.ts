@@ -254,14 +254,17 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
 });
 
 describe("HermesExecutor errors and readiness", () => {
-  it("a refused API key ends the task FAILED naming the endpoint and the HTTP status", async () => {
+  it("a refused API key puts the task in AUTH_REQUIRED naming the endpoint, the HTTP status and the fix (see test/tasks/auth-required.test.ts)", async () => {
     const fake = startFakeHermes({ apiKey: KEY });
     fakes.push(fake);
     const node = await startHermesNode(fake, { apiKey: "wrong-key" });
     nodes.push(node);
     const task = await node.send("go");
-    expect(task.status.state).toBe("TASK_STATE_FAILED");
-    expect(task.status.message?.parts[0]?.text).toBe(`Hermes at ${fake.url}: POST /v1/runs answered HTTP 401 invalid_api_key: Invalid API key`);
+    expect(task.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
+    expect(task.status.message?.parts[0]?.text).toBe(
+      `Hermes at ${fake.url} refused this node's API key (HTTP 401 invalid_api_key). The node's operator must set the key Hermes expects ` +
+        "(API_SERVER_KEY there; here the hermes_api_key_file, then SIGHUP, or HERMES_API_KEY and a restart); then send any message to this task to run it again, or cancel it.",
+    );
     expect(fake.runs).toHaveLength(0);
   });
 

@@ -9,7 +9,10 @@
  * - errors as the API sends them: `{"error":{"message","type":"invalid_request_error","param","code"}}` with
  *   HTTP 400 for invalid content parts (unknown part types, image_url without a URL or with a non-image data URL,
  *   images sent to a model without vision), in the API's own wording;
- * - GET /v1/models, as readiness probes use it.
+ * - GET /v1/models, as readiness probes use it;
+ * - with `apiKey`, HTTP 401 for a request without that bearer key, with OpenAI's two bodies: no key ("You
+ *   didn't provide an API key...", code null) and a wrong one ("Incorrect API key provided: <the key, masked
+ *   as OpenAI masks it>...", code invalid_api_key).
  * What it does not model: tool calls, logprobs, n > 1, and the real models' token accounting.
  */
 import { connect, createServer, type Server as NetServer, type Socket } from "node:net";
@@ -58,6 +61,8 @@ export interface FakeModelOptions {
   refuseFirst?: number;
   /** The usage reported (default: a count of the words). */
   usage?: FakeUsage;
+  /** The only key accepted (`Authorization: Bearer KEY`); unset: no key needed, as local servers run. */
+  apiKey?: string;
 }
 
 export interface FakeModel {
@@ -115,6 +120,8 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
     idleTimeout: 0,
     async fetch(req) {
       const url = new URL(req.url);
+      const refused = options.apiKey === undefined ? undefined : checkKey(req.headers.get("authorization"), options.apiKey);
+      if (refused) return refused;
       if (req.method === "GET" && url.pathname === "/v1/models")
         return Response.json({ object: "list", data: [{ id: "fake-model", object: "model", owned_by: "test" }] });
       if (req.method !== "POST" || url.pathname !== "/v1/chat/completions")
@@ -271,6 +278,31 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
       void server.stop(true);
     },
   };
+}
+
+/**
+ * OpenAI's answer to a request without the right key: HTTP 401, type invalid_request_error, its two
+ * messages, and the given key masked as the API masks it (keys over 12 characters keep their first 8 and last
+ * 4; shorter ones are shown whole).
+ */
+function checkKey(authorization: string | null, key: string): Response | undefined {
+  const given = authorization?.startsWith("Bearer ") ? authorization.slice(7).trim() : "";
+  if (given === key) return undefined;
+  const error = given
+    ? {
+        message: `Incorrect API key provided: ${given.length > 12 ? `${given.slice(0, 8)}${"*".repeat(given.length - 12)}${given.slice(-4)}` : given}. You can find your API key at https://platform.openai.com/account/api-keys.`,
+        type: "invalid_request_error",
+        param: null,
+        code: "invalid_api_key",
+      }
+    : {
+        message:
+          "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank username) if you're accessing the API from your browser and are prompted for a username. You can obtain an API key from https://platform.openai.com/account/api-keys.",
+        type: "invalid_request_error",
+        param: null,
+        code: null,
+      };
+  return Response.json({ error }, { status: 401 });
 }
 
 /** An error answer in the shape OpenAI's API gives (HTTP 400, `error` with message, type, param, code). */

@@ -15,7 +15,6 @@ import { Message, Role, TaskState, type StreamResponse, type Task } from "@a2a-j
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client, type TransportFactory } from "@a2a-js/sdk/client";
 import { LegacyJsonRpcTransport } from "@a2a-js/sdk/compat/v0_3/client";
 import {
-  ExtendedAgentCardNotConfiguredError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -47,7 +46,12 @@ beforeAll(async () => {
   model = startGatedModel();
   receiver = new Receiver();
   // The SSRF guard refuses loopback webhooks unless allow-listed: allow exactly our receiver's host:port.
-  writeFileSync(join(fleet.homes.beta, "config.toml"), `push_allow = ["127.0.0.1:${receiver.port}"]\n`);
+  // An extended card for fleet members, which the SDK's Client fetches when the public card says there is one.
+  writeFileSync(
+    join(fleet.homes.beta, "config.toml"),
+    `push_allow = ["127.0.0.1:${receiver.port}"]\n\n[extended_card]\ndescription = "beta for the fleet"\n\n` +
+      `[[extended_card.skills]]\nid = "fleet-ops"\nname = "Fleet operations"\ndescription = "Maintenance chores."\ntags = ["ops"]\n`,
+  );
   node = await serveBinary(fleet.homes.beta, ["--executor", "openai", "--model-url", model.url, "--model", "test-model"]);
   const { cert, key, ca } = fleet.identity("alpha");
   fetchImpl = ((url: string | URL | Request, init?: RequestInit) => {
@@ -415,14 +419,14 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
     });
   });
 
-  it("getExtendedAgentCard raises the SDK's ExtendedAgentCardNotConfiguredError (-32007)", async () => {
+  it("getAgentCard fetches the extended card the public card advertises (GetExtendedAgentCard), with the fleet-only skill", async () => {
     const card = await client.getAgentCard();
-    expect(card.capabilities?.extendedAgentCard).toBe(false);
-    // Client.getAgentCard() only asks for the extended card when the card advertises one, so ask through its
-    // transport, with the A2A-Version header the Client would have added.
-    const err = await rejection(client.transport.getExtendedAgentCard({ tenant: "" }, { serviceParameters: { "A2A-Version": client.protocolVersion } }));
-    expect(err).toBeInstanceOf(ExtendedAgentCardNotConfiguredError);
-    expect((err as Error).message).toMatch(/extended/i);
+    expect(card.capabilities?.extendedAgentCard).toBe(true);
+    expect(card.description).toBe("beta for the fleet");
+    expect(card.skills.map((s) => s.id)).toEqual(["delegate", "fleet-ops"]);
+    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(["JSONRPC", "HTTP+JSON"]);
+    const direct = await client.transport.getExtendedAgentCard({ tenant: "" }, { serviceParameters: { "A2A-Version": client.protocolVersion } });
+    expect(direct.skills.map((s) => s.id)).toEqual(["delegate", "fleet-ops"]);
   });
 
   it(`every call it made went over ${name} and named A2A-Version 1.0`, () => {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Message, Role, TaskState, type Task } from "@a2a-js/sdk";
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, type Client } from "@a2a-js/sdk/client";
-import { TaskNotCancelableError, TaskNotFoundError } from "@a2a-js/sdk/errors";
+import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 
@@ -109,5 +109,16 @@ describe("@a2a-js/sdk client against a2a-node", () => {
     expect(err).toBeInstanceOf(TaskNotCancelableError);
     const task = await client.getTask({ id: sent.id } as Parameters<Client["getTask"]>[0]);
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it("getExtendedAgentCard of a node without one raises the SDK's UnsupportedOperationError (its card says false)", async () => {
+    const card = await client.getAgentCard();
+    expect(card.capabilities?.extendedAgentCard).toBe(false);
+    // Client.getAgentCard() asks only when the card advertises one: ask through the transport.
+    const err = await client.transport.getExtendedAgentCard({ tenant: "" }, { serviceParameters: { "A2A-Version": client.protocolVersion } }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(UnsupportedOperationError);
   });
 });

@@ -17,6 +17,7 @@ const flags = {
   "task-id": { type: "string", value: "ID" },
   "context-id": { type: "string", value: "ID" },
   skill: { type: "string", value: "ID" },
+  extension: { type: "list", value: "URI" },
   wait: { type: "boolean" },
   stream: { type: "boolean" },
   timeout: { type: "number", value: "SECONDS" },
@@ -47,7 +48,11 @@ FLAGS
   --task-id ID       continue this task (one waiting for input) instead of starting a new one
   --context-id ID    start the task in an existing conversation
   --skill ID         ask for one of the peer's skills (its card lists them); sent as message.metadata.skill
-  --wait             wait until the task completes, fails, is canceled, or asks for input
+  --extension URI    request an A2A extension of the peer's card (repeatable): sent in the A2A-Extensions
+                     header; one the peer marks required must be named, or it refuses the message (-32008).
+                     Extensions the peer did not activate are named on stderr (not with --json)
+  --wait             wait until the task completes, fails, is canceled, or asks for input (or for an
+                     authorization: its status says what; once fixed there, any message to the task retries it)
   --stream           like --wait, but print the answer as it is produced (tokens as they come) and the
                      agent's progress on stderr; with --json, one JSON stream item per line
   --timeout S        with --wait/--stream: stop waiting after S seconds (default ${DEFAULT_WAIT_SECONDS}); the task keeps running
@@ -65,13 +70,14 @@ EXAMPLES
   a2a-node send --agent beta --task "write a haiku about TLS" --stream
   a2a-node send --agent beta --task "summarise these notes" --file notes.md --file chart.png --wait
   a2a-node send --agent https://10.0.0.7:9443 --task "hello" --json
+  a2a-node send --agent beta --task "cite your sources" --extension https://example.com/ext/citations/v1 --wait
   git diff | a2a-node send --agent beta --task - --wait --json | jq -r '.artifacts[0].parts[0].text'
 
 EXIT CODES
   0 sent (with --wait/--stream: completed)   1 the task failed or was rejected, or the peer answered an error
   2 usage error (bad flags, a missing file, empty input, an outside peer's unreadable token file)   3 unknown peer or task
   4 cannot connect (nothing listens, not TLS, unknown host)   5 --timeout reached (the task goes on)
-  6 the task waits for input (answer it with --task-id)   7 the task was canceled
+  6 the task waits for input (answer it with --task-id) or for an authorization   7 the task was canceled
   8 refused (TLS handshake, a certificate, the peer's name or pin, its card unsigned or not its own; an outside
     peer's 401/403 to its token)
   130 Ctrl-C while waiting (the task goes on)
@@ -88,14 +94,16 @@ EXIT CODES
     const files = await readAttachments(f.file);
     const text = await readTaskText(f.task, io);
 
-    const session = await openClientSession(home, f.agent, io);
+    const extensions = extensionList(f.extension);
+    const session = await openClientSession(home, f.agent, io, extensions);
     const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }, ...files] };
     if (f["task-id"]) message.taskId = f["task-id"];
     if (f["context-id"]) message.contextId = f["context-id"];
     if (f.skill) message.metadata = { skill: f.skill };
     const report: WaitReport = { io, session, agent: session.target.peer?.name ?? f.agent, json: f.json, timeoutS, printResult: !f.stream };
     const tooLarge = (err: unknown) => (files.length ? explainTooLarge(err, session) : undefined);
-    if (f.stream) return streamTask(report, message, tooLarge);
+    // A refusal the stream's start can get too, worded with the flag to change.
+    if (f.stream) return streamTask(report, message, (err) => tooLarge(err) ?? explainRequired(err, session));
 
     // Receipt first: the peer commits the task and answers at once; then we wait, so a slow model or a cut
     // connection never costs the task.
@@ -107,9 +115,12 @@ EXIT CODES
         return ExitCode.Ok;
       }
       task = result.task;
+      if (!f.json) noteInactive(io, session, extensions);
     } catch (err) {
       const large = tooLarge(err);
       if (large) throw large;
+      const required = explainRequired(err, session);
+      if (required) throw required;
       return session.fail(err);
     }
     if (!f.wait) {
@@ -120,6 +131,36 @@ EXIT CODES
     return waitAndReport(report, task);
   },
 };
+
+/** --extension values: URIs, each once (the header lists them comma-separated, so none may hold a comma). */
+function extensionList(given: string[] | undefined): string[] {
+  const out = [...new Set(given ?? [])];
+  for (const uri of out)
+    if (!/^[A-Za-z][A-Za-z0-9+.-]*:[^\s,]+$/.test(uri))
+      throw new UsageError(`--extension '${uri}' is not an extension URI (an absolute URI without spaces or commas, as the peer's card lists it)`);
+  return out;
+}
+
+/** Says which requested extensions the peer did not activate (its card does not declare them, or it ignores them). */
+function noteInactive(io: { stderr: { write(s: string): unknown } }, session: ClientSession, requested: string[]): void {
+  if (!requested.length) return;
+  const active = new Set(session.activatedExtensions?.() ?? []);
+  const inactive = requested.filter((u) => !active.has(u));
+  if (inactive.length)
+    io.stderr.write(`${session.target.label} did not activate extension${inactive.length > 1 ? "s" : ""} ${inactive.join(", ")} (its card lists the ones it supports under capabilities.extensions)\n`);
+}
+
+/** A peer that requires extensions the message did not request (-32008): which, and the flag that requests them. */
+function explainRequired(err: unknown, session: ClientSession): CliError | undefined {
+  if (!(err instanceof RemoteError) || err.code !== -32008) return undefined;
+  const info = Array.isArray(err.data) ? (err.data as { metadata?: { extensions?: unknown } }[]).find((d) => typeof d?.metadata?.extensions === "string") : undefined;
+  const uris = typeof info?.metadata?.extensions === "string" ? info.metadata.extensions.split(",") : [];
+  return new CliError(
+    `${session.target.label} refused the message: ${err.message}`,
+    ExitCode.Failure,
+    uris.length ? `if this client follows ${uris.length > 1 ? "those extensions" : "that extension"}, send again with ${uris.map((u) => `--extension ${u}`).join(" ")}` : "request the extensions its card marks required with --extension URI",
+  );
+}
 
 /** A message over the peer's body limit (HTTP 413): the sizes, and what to do about them. */
 function explainTooLarge(err: unknown, session: ClientSession): CliError | undefined {

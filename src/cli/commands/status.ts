@@ -27,7 +27,8 @@ USAGE
 FLAGS
   --agent NAME|URL     the peer the task was sent to
   --task-id ID         the id 'a2a-node send' printed
-  --wait               wait until the task completes, fails, is canceled, or asks for input; on a terminal a
+  --wait               wait until the task completes, fails, is canceled, or asks for input (or for an
+                       authorization: its status says what, and the line after it how to retry); on a terminal a
                        progress line on stderr shows its state, the time waited and its last status message
   --timeout S          with --wait: stop waiting after S seconds (default ${DEFAULT_WAIT_SECONDS}); the task keeps running
   --history-length N   with --json: include at most N messages of the task's history
@@ -40,7 +41,7 @@ EXAMPLES
 
 EXIT CODES
   without --wait: 0 the task was found (whatever its state)
-  with --wait: 0 completed   1 failed or rejected   5 --timeout reached   6 waits for input   7 canceled
+  with --wait: 0 completed   1 failed or rejected   5 --timeout reached   6 waits for input or authorization   7 canceled
                130 Ctrl-C (the task goes on)
   1 the peer answered an error   2 usage error (also an outside peer's unreadable token file)   3 no such task (or not yours)
   4 cannot connect (nothing listens, not TLS, unknown host)   8 refused (TLS handshake, certificate, name or pin, an unsigned

@@ -332,12 +332,26 @@ export class HermesTask {
     return outcome;
   }
 
+  private refusedKey(err: HermesHttpError, runId: string | undefined): ExecutionOutcome {
+    const key = this.api.auth().authorization ? "refused this node's API key" : "wants an API key, and this node has none";
+    return {
+      state: "TASK_STATE_AUTH_REQUIRED",
+      message:
+        `Hermes at ${this.api.base} ${key} (HTTP ${err.status}${err.code ? ` ${err.code}` : ""}${runId ? `; run ${runId} had started` : ""}). ` +
+        "The node's operator must set the key Hermes expects (API_SERVER_KEY there; here the hermes_api_key_file, then SIGHUP, or HERMES_API_KEY and a restart); " +
+        "then send any message to this task to run it again, or cancel it.",
+    };
+  }
+
   /** How the execution ends after an error or a stop. */
   private async ended(err: unknown, runId: string | undefined): Promise<ExecutionOutcome> {
     const { signal } = this.req;
     const cause = stopCause(signal);
     // The node is stopping: the run goes on, and the next start of the node re-attaches to it.
     if (cause === "shutdown") return { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down" };
+    // Hermes refused the key (its 401 invalid_api_key): a run already started goes on there, and the retry
+    // (the next message to the task, see src/tasks/auth-retry.ts) re-attaches to it by its noted id.
+    if (err instanceof HermesHttpError && (err.status === 401 || err.status === 403) && !signal.aborted) return this.refusedKey(err, runId);
     if (runId) await this.api.stop(runId, AbortSignal.timeout(2000)).catch(() => {});
     if (signal.aborted) return { state: "TASK_STATE_CANCELED", message: (signal.reason as Error | undefined)?.message ?? "canceled" };
     let message: string;
