@@ -96,7 +96,8 @@ async function sdkPeer(restFirst: boolean): Promise<string> {
 }
 
 async function cli(...args: string[]) {
-  const io = bufferIo({});
+  // The SDK's server serves an unsigned card: a fleet peer's unsigned card is used only when accepted.
+  const io = bufferIo({ A2A_NODE_UNSIGNED_CARDS: "accept" });
   const code = await runCli(["--home", fleet.homes.alpha, ...args], io);
   return { code, out: io.out(), err: io.err() };
 }
