@@ -90,6 +90,9 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     historyMessages: 50,
     deadlineMs: config.deadlineMs,
     outputCapBytes: config.outputCapBytes,
+    maxArtifactBytes: config.maxArtifactBytes,
+    maxTaskMessages: config.maxTaskMessages,
+    maxMessageParts: config.maxMessageParts,
     lifecycle: allOf(taskLog(log), metrics),
     leases: storage.leases,
   });
@@ -117,7 +120,12 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
   // With replicas: renew this one's leases, and take over the tasks of replicas that died.
   const stopLeases = runner.keepLeases((err) => log.error("could not renew task leases; trying again", { reason: err instanceof Error ? err.message : String(err) }));
-  const handler = new DefaultRequestHandler(store, runner, { push: { configs: pushConfigs, guard }, maxTasksPerContext: config.maxTasksPerContext });
+  const handler = new DefaultRequestHandler(store, runner, {
+    push: { configs: pushConfigs, guard },
+    maxTasksPerContext: config.maxTasksPerContext,
+    maxTaskMessages: config.maxTaskMessages,
+    maxMessageParts: config.maxMessageParts,
+  });
   // Both bindings over one method table, so they validate, scope and answer alike.
   const v1 = v1Methods(handler);
   const transport = new JsonRpcTransport({ v1, v03: v03Methods(handler) });

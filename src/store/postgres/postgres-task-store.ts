@@ -39,7 +39,7 @@ const ANSWER_TIMEOUT_MS = 10_000;
 const DEFAULT_PAGE_SIZE = 50;
 /** Rows of one multi-row INSERT (Postgres takes at most 65,535 parameters in a statement). */
 const CREATE_CHUNK = 500;
-/** A NOTIFY payload stays under Postgres's 8,000 bytes. */
+/** A NOTIFY payload (lines of "taskId seq") stays under Postgres's 8,000 bytes. */
 const NOTIFY_BYTES = 7_000;
 
 interface CreateRequest {
@@ -84,6 +84,7 @@ export class PostgresTaskStore implements TaskStore {
   private cancelListener: ((taskId: string, reason: string) => void) | undefined;
   private answers: SQLListen[] = [];
   private answerTaker: ((taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined) | undefined;
+  private waitsHere: ((taskId: string) => boolean) | undefined;
   /** Answers this replica passed on, waiting for a reply, by request id. */
   private readonly awaitingReply = new Map<string, Deferred<{ lastSeq: number }>>();
 
@@ -277,6 +278,7 @@ export class PostgresTaskStore implements TaskStore {
       const ids = doomed.map((r) => r.id);
       await tx`DELETE FROM task_events WHERE task_id IN ${tx(ids)}`;
       await tx`DELETE FROM task_leases WHERE task_id IN ${tx(ids)}`;
+      await tx`DELETE FROM task_answers WHERE task_id IN ${tx(ids)}`;
       await tx`DELETE FROM tasks WHERE id IN ${tx(ids)}`;
       return ids;
     });
@@ -311,14 +313,18 @@ export class PostgresTaskStore implements TaskStore {
         // Not one of ours: ignored.
       }
     });
-    this.answers = [await this.sql.listen(ANSWER_CHANNEL, (p) => this.takeAnswer(p)), await this.sql.listen(ANSWER_REPLY_CHANNEL, (p) => this.takeReply(p))];
+    this.answers = [await this.sql.listen(ANSWER_CHANNEL, (p) => void this.takeAnswer(p)), await this.sql.listen(ANSWER_REPLY_CHANNEL, (p) => this.takeReply(p))];
   }
 
+  /**
+   * The answer goes by reference: its row in task_answers, and a NOTIFY of the row's id (with the task and
+   * owner, so only the replica where the task waits reads it), in one statement. Any answer the node took from
+   * its caller fits, whatever NOTIFY's payload limit. The row is deleted once answered or given up on.
+   */
   async requestAnswer(taskId: string, owner: string, message: Message): Promise<{ lastSeq: number }> {
     const id = newId();
-    const payload = JSON.stringify({ id, taskId, owner, message });
-    if (Buffer.byteLength(payload) > NOTIFY_BYTES)
-      throw new TaskStoreError(`the answer is too large (${Buffer.byteLength(payload)} bytes) to pass to the replica where task ${taskId} waits for it; send it to that replica`);
+    const body = toJson(message, "message");
+    const payload = JSON.stringify({ id, taskId, owner });
     const reply = deferred<{ lastSeq: number }>();
     this.awaitingReply.set(id, reply);
     const timer = setTimeout(
@@ -326,29 +332,38 @@ export class PostgresTaskStore implements TaskStore {
       ANSWER_TIMEOUT_MS,
     );
     try {
-      await this.sql`SELECT pg_notify(${ANSWER_CHANNEL}, ${payload})`;
+      await this.sql`WITH stored AS (INSERT INTO task_answers (id, task_id, owner, message) VALUES (${id}, ${taskId}, ${owner}, ${body}) RETURNING id)
+        SELECT pg_notify(${ANSWER_CHANNEL}, ${payload}) FROM stored`;
       return await reply.promise;
     } finally {
       clearTimeout(timer);
       this.awaitingReply.delete(id);
+      await this.sql`DELETE FROM task_answers WHERE id = ${id}`.catch(() => {}); // left over, it is harmless (retention removes it)
     }
   }
 
-  onAnswerRequest(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined): void {
+  onAnswerRequest(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined, waitsHere?: (taskId: string) => boolean): void {
     this.answerTaker = take;
+    this.waitsHere = waitsHere;
   }
 
-  /** An answer another replica passed on: taken here if its task waits here, and the outcome sent back. */
-  private takeAnswer(payload: string): void {
-    let request: { id: string; taskId: string; owner: string; message: Message };
+  /**
+   * An answer another replica passed on: read from task_answers and taken here if its task waits here, and
+   * the outcome sent back. Only a replica whose runner holds the task (asked with `waitsHere`) reads the row.
+   */
+  private async takeAnswer(payload: string): Promise<void> {
+    let request: { id: string; taskId: string; owner: string };
     try {
       request = JSON.parse(payload);
     } catch {
       return;
     }
+    if (this.waitsHere && !this.waitsHere(request.taskId)) return;
     let taken: Promise<{ lastSeq: number }> | undefined;
     try {
-      taken = this.answerTaker?.(request.taskId, request.owner, request.message);
+      const [row] = (await this.sql`SELECT message FROM task_answers WHERE id = ${request.id} AND task_id = ${request.taskId} AND owner = ${request.owner}`) as { message: string }[];
+      if (!row) return; // given up on already
+      taken = this.answerTaker?.(request.taskId, request.owner, JSON.parse(row.message) as Message);
     } catch (err) {
       taken = Promise.reject(err);
     }
