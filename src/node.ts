@@ -28,7 +28,6 @@ import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
 import { PeerRateLimiter, RateLimitLog } from "./server/rate-limit";
 import { certificateCheck, checkReadiness } from "./server/readiness";
 import { createRequestRouter, tooLargeResponse, type RouterMetrics } from "./server/request-router";
-import { StoreProbe } from "./store/store-probe";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
 import { openStorage } from "./store/storage";
 import { PushDispatcher } from "./push/push-dispatcher";
@@ -67,8 +66,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const storage = await openStorage({ path: paths.database, databaseUrl: config.databaseUrl, maxListBytes: config.maxListBytes, leaseMs: config.leaseMs, log });
   const store = storage.tasks;
   const database = storage.local;
-  // Health and the tasks-by-state gauge read the home's SQLite file (with Postgres they see only local state).
-  const storeProbe = new StoreProbe(paths.database);
+  // Health and the tasks-by-state gauge read the store that holds the tasks (SQLite file or Postgres).
+  const storeProbe = storage.health;
   // An embedding program (a benchmark, a test) may bring its own executor; the binary picks one by name.
   const executor = embed.executor ?? createExecutor(config);
   // The metrics read the runner and the listener, which are made after them (the runner reports into them).

@@ -31,11 +31,12 @@ export const migrations: Migration[] = [
     "hash": "b5e01856e50ee87498247651cb4e55cb47f6b4183571026d29639fc50b47db79"
   },
   {
-    "tag": "0002_answers_by_reference",
+    "tag": "0002_answers_and_health",
     "sql": [
-      "CREATE TABLE \"task_answers\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"task_id\" text NOT NULL,\n\t\"owner\" text NOT NULL,\n\t\"message\" text NOT NULL\n);\n"
+      "CREATE TABLE \"health_probe\" (\n\t\"id\" integer PRIMARY KEY NOT NULL,\n\t\"checked_at\" text NOT NULL,\n\t\"replica\" text NOT NULL\n);\n",
+      "\nCREATE TABLE \"task_answers\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"task_id\" text NOT NULL,\n\t\"owner\" text NOT NULL,\n\t\"message\" text NOT NULL\n);\n"
     ],
-    "folderMillis": 1796172635721,
-    "hash": "64118750c1afd25db68e0ceae5e3f555b91c22ff23ad1e54c0bc6423c96a37d8"
+    "folderMillis": 1796172842093,
+    "hash": "1eefa80a72244172147e18f695599916189ea5563de894926488f92196e5c7b0"
   }
 ];

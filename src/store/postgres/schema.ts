@@ -120,3 +120,13 @@ export const taskAnswers = pgTable("task_answers", {
   owner: text("owner").notNull(),
   message: text("message").notNull(),
 });
+
+/**
+ * One row the readiness check writes (GET /health/ready, see postgres-probe.ts): a write that commits proves
+ * the database takes this replica's writes (not read-only, not a standby, not out of space or connections).
+ */
+export const healthProbe = pgTable("health_probe", {
+  id: integer("id").primaryKey(),
+  checkedAt: text("checked_at").notNull(),
+  replica: text("replica").notNull(),
+});
