@@ -181,7 +181,7 @@ export class PostgresTaskStore implements TaskStore {
     if (cursor) {
       values.push(cursor.timestamp, cursor.id);
       const t = `$${values.length - 1}`;
-      where.push(`(status_timestamp < ${t} OR (status_timestamp = ${t} AND id < $${values.length}))`);
+      where.push(`(status_timestamp, id) < (${t}, $${values.length})`); // a range of tasks_owner_recent
     }
     values.push(pageSize + 1);
     // The page is planned from tasks_owner_recent alone, which holds each task's sizes: a task the page
