@@ -4,6 +4,7 @@ import { readRevocationList, type RevocationList } from "./crl-reader";
 import type { CaRegistry } from "./registry";
 import { PUBLIC_MODE, readPublic, writeFileAtomic } from "./secure-file";
 import { readCaKey, type Unlock } from "./ca-key";
+import { recordCrlSource } from "./crl-source";
 
 /**
  * Signs the CA's current revocation list (every revoked certificate not yet expired, under a new CRL number)
@@ -19,6 +20,7 @@ export async function publishCrl(paths: { caCert: string; caKey: string; crl: st
   const installed = installedList(paths, caPem);
   if (installed && installed.number > list.number) return installed;
   writeFileAtomic(paths.crl, list.pem, { mode: PUBLIC_MODE, overwrite: true });
+  recordCrlSource(paths.crl, list.number, { kind: "local-ca", at: now.toISOString() });
   return list;
 }
 

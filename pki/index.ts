@@ -37,5 +37,6 @@ export { revoke, exportCrl, importCrl, type RevocationPaths, type RevokeResult }
 export { publishCrl, installedList } from "./crl-publish";
 export { renewRecorded, type RenewalRequest } from "./renewal";
 export { installRenewedIdentity, recoverInterruptedRenewal, type NodeFiles } from "./renewal-files";
+export { keyPinOf, isKeyPin, KEY_PIN_PREFIX } from "./key-pin";
 export { createToken, enrollWithToken, tokenHash, tokenName, MAX_TOKEN_TTL_MS, type NewToken } from "./tokens";
 export { readCaKey, encryptKeyPem, protectCaKey, isEncryptedKey, MIN_PASSPHRASE, type Unlock } from "./ca-key";

@@ -1,4 +1,3 @@
-import { X509Certificate } from "node:crypto";
 import { pkiErrors } from "./errors";
 import { readCsr } from "./csr";
 import { inspectCert, verifyIssuedBy } from "./inspect";
@@ -9,7 +8,7 @@ import { readPublic } from "./secure-file";
 const DAY_MS = 86_400_000;
 
 export interface RenewalRequest {
-  /** The new key's certificate request (PEM), made by the holder. */
+  /** The certificate request (PEM), signed by the holder with the key to certify: the current one, or a new one. */
   csrPem: string;
   /** The certificate being renewed, as the holder sent it. */
   currentCertPem: string;
@@ -21,7 +20,8 @@ export interface RenewalRequest {
 /**
  * On the CA: a fresh certificate for the holder of a valid one, for a new key. The certificate sent must be the
  * one the connection presented (so it is held, not merely copied), issued by this CA, valid now and not revoked;
- * the request must be for the same name and a different key. The new certificate keeps the SANs and the
+ * the request must be for the same name. Its key is the holder's choice, as with step-ca's `renew` (same key:
+ * pins of the node's key stay valid) and `rekey` (a new key). The new certificate keeps the SANs and the
  * lifetime of the old one (shortened if the CA ends sooner), and is recorded as a renewal: the old one is not
  * revoked and runs out by itself. Throws RENEW_REFUSED with the reason.
  */
@@ -37,8 +37,6 @@ export async function renewRecorded(paths: CaPaths, registry: CaRegistry, req: R
   if (record?.revokedAt) throw pkiErrors.renewRefused(`the certificate (serial ${record.serial}) was revoked on ${record.revokedAt.toISOString()}`);
   const csr = await readCsr(req.csrPem, "the renewal request");
   if (csr.name !== current.subjectCn) throw pkiErrors.renewRefused(`the request is for "${csr.name}", but the certificate renewed is "${current.subjectCn}"`);
-  const oldKey = new X509Certificate(req.currentCertPem).publicKey.export({ type: "spki", format: "pem" }).toString();
-  if (oldKey.replace(/\s/g, "") === csr.publicKeyPem.replace(/\s/g, "")) throw pkiErrors.renewRefused("the request reuses the old key; a renewal makes a new one");
   const lifetime = Math.max(1, Math.round((current.notAfter.getTime() - current.notBefore.getTime()) / DAY_MS));
   const caLeft = Math.floor((inspectCert(caPem).notAfter.getTime() - now.getTime()) / DAY_MS);
   if (caLeft < 1) throw pkiErrors.outlivesCa(lifetime, inspectCert(caPem).notAfter, caLeft);

@@ -1,4 +1,6 @@
 import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { recordCrlSource } from "./crl-source";
 import { pkiErrors } from "./errors";
 import { readRevocationList, type RevocationList } from "./crl-reader";
 import { installedList, publishCrl } from "./crl-publish";
@@ -97,5 +99,6 @@ export function importCrl(paths: { caCert: string; crl: string }, file: string):
   if (installed && installed.number > list.number) throw pkiErrors.staleCrl(file, list.number, installed.number);
   if (installed && installed.number === list.number) return { list: installed, changed: false };
   writeFileAtomic(paths.crl, list.pem, { mode: PUBLIC_MODE, overwrite: true });
+  recordCrlSource(paths.crl, list.number, { kind: "imported", file: resolve(file), at: new Date().toISOString() });
   return { list, changed: true };
 }

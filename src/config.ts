@@ -97,6 +97,13 @@ export function resolveSettings(flags: FlagValues, env: Record<string, string | 
   }
   const c = config as ServeConfig;
   if (c.skills) {
+    // A rule for a skill this node does not declare would never let anything through: a typo, said now.
+    const ids = new Set(c.skills.map((s) => s.id));
+    c.authorize.forEach((rule, i) => {
+      const unknown = rule.skills?.find((s) => s !== "*" && !ids.has(s));
+      if (unknown !== undefined)
+        throw new ConfigError(`authorize entry ${i + 1}: skill '${unknown}' is not one of this node's [[skills]] (${[...ids].join(", ")})`);
+    });
     c.skillModels = skillModels(c.skills);
     c.skills = cardSkills(c.skills);
   }

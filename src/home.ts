@@ -10,11 +10,13 @@ import { join, resolve } from "node:path";
  *     certs/ca.crt        fleet CA certificate (public)
  *     certs/node.crt      this node's certificate (public)
  *     certs/crl.pem       the fleet's revocation list this node enforces (public, signed by the fleet CA)
+ *     certs/crl.source.json where that list came from (this home's CA, ca_peer, or an imported file), for pki show
  *     secrets/            0700
  *       ca.key            fleet CA key (only on the machine that issues certificates)
  *       node.key          this node's key (never leaves the machine)
  *       ca-registry.db    what the fleet CA issued and revoked, and its join tokens (CA machine only)
  *     a2a-node.db         SQLite database (tasks, events, peers), WAL mode
+ *     audit.jsonl         the audit log (0600), rotated to audit.jsonl.1 ... (the audit_log setting moves it)
  */
 export interface HomePaths {
   root: string;
@@ -27,6 +29,7 @@ export interface HomePaths {
   nodeKey: string;
   crl: string;
   database: string;
+  auditLog: string;
 }
 
 export const DEFAULT_HOME_DIRNAME = ".a2a-node";
@@ -71,6 +74,7 @@ export function homePaths(root: string): HomePaths {
     nodeKey: join(secretsDir, "node.key"),
     crl: join(certsDir, "crl.pem"),
     database: join(root, "a2a-node.db"),
+    auditLog: join(root, "audit.jsonl"),
   };
 }
 

@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { isIP } from "node:net";
+import { resolve } from "node:path";
 import { loadNodeIdentity } from "../pki/identity";
 import { SETTINGS, type ServeConfig, type SettingName } from "./config";
 import { ConformanceExecutor } from "./executors/conformance-executor";
@@ -7,9 +8,10 @@ import { EchoExecutor } from "./executors/echo-executor";
 import { HermesExecutor } from "./executors/hermes-executor";
 import type { AgentExecutor } from "./executors/executor";
 import { OpenAiCompatibleExecutor } from "./executors/openai-executor";
-import { homePaths } from "./home";
+import { homePaths, type HomePaths } from "./home";
 import type { Logger } from "./log";
 import type { CallerIdentity } from "./protocol/caller";
+import { AuthorizedHandler } from "./protocol/authorized-handler";
 import { HttpJsonTransport } from "./protocol/http-json-transport";
 import { JsonRpcTransport } from "./protocol/jsonrpc-transport";
 import { DefaultRequestHandler } from "./protocol/request-handler";
@@ -21,14 +23,19 @@ import type { PkiRoutes } from "./fleet/pki-routes";
 import { NodeMetrics } from "./metrics/node-metrics";
 import { listenAdmin } from "./server/admin-listener";
 import { buildAgentCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
-import { RefusalLog } from "./server/refusal-log";
-import { listenMtls, type Listener } from "./server/mtls-listener";
+import { AuditLog } from "./server/audit-log";
+import { signCardAs } from "./server/card-signing";
+import { classify, RefusalLog } from "./server/refusal-log";
+import { listenMtls, type Listener, type RefusedPeer } from "./server/mtls-listener";
 import { opsRoutes } from "./server/ops-routes";
 import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
+import { listenToken } from "./server/token-listener";
+import { SqliteCallerTokens } from "./store/sqlite-caller-tokens";
 import { PeerRateLimiter, RateLimitLog } from "./server/rate-limit";
 import { certificateCheck, checkReadiness } from "./server/readiness";
 import { createRequestRouter, tooLargeResponse, type RouterMetrics } from "./server/request-router";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
+import { isOutsidePeer } from "./peers/peer-registry";
 import { openStorage } from "./store/storage";
 import { PushDispatcher } from "./push/push-dispatcher";
 import { RetentionSweeper } from "./tasks/retention";
@@ -46,6 +53,8 @@ export interface RunningNode {
   plainUrl?: string;
   /** The admin port's URL (metrics and health only), when --admin-port is set. */
   adminUrl?: string;
+  /** The token listener's URL (callers outside the fleet, bearer tokens), when token_port is set. */
+  tokenUrl?: string;
   /**
    * Applies what can change without a restart (SIGHUP): the certificate, key and CA are read again from the
    * home and used for new connections; settings marked reloadable take their new values. Says which changed
@@ -99,7 +108,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const pushConfigs = storage.pushConfigs;
   const peers = new SqlitePeerRegistry(database.db);
   const fleetPki = new FleetPki({ paths, identity: () => identity, adopt: (fresh) => (identity = fresh), peers, settings: () => config, log });
-  const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().map((p) => new URL(p.url).host)) });
+  const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().filter((p) => !isOutsidePeer(p)).map((p) => new URL(p.url).host)) });
   const dispatcher = new PushDispatcher(storage.deliveries, pushConfigs, {
     guard,
     log,
@@ -119,12 +128,17 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
   // With replicas: renew this one's leases, and take over the tasks of replicas that died.
   const stopLeases = runner.keepLeases((err) => log.error("could not renew task leases; trying again", { reason: err instanceof Error ? err.message : String(err) }));
-  const handler = new DefaultRequestHandler(store, runner, {
-    push: { configs: pushConfigs, guard },
-    maxTasksPerContext: config.maxTasksPerContext,
-    maxTaskMessages: config.maxTaskMessages,
-    maxMessageParts: config.maxMessageParts,
-  });
+  // The authorization policy ([[authorize]]) in front of the handler, read at each call so SIGHUP applies it.
+  const handler = new AuthorizedHandler(
+    new DefaultRequestHandler(store, runner, {
+      push: { configs: pushConfigs, guard },
+      maxTasksPerContext: config.maxTasksPerContext,
+      maxTaskMessages: config.maxTaskMessages,
+      maxMessageParts: config.maxMessageParts,
+    }),
+    () => config.authorize,
+  );
+  const audit = openAuditLog(paths, config, log);
   // Both bindings over one method table, so they validate, scope and answer alike.
   const v1 = v1Methods(handler);
   const transport = new JsonRpcTransport({ v1, v03: v03Methods(handler) });
@@ -159,8 +173,26 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     },
   };
   // The fleet PKI's routes (/pki/) only where callers hold a fleet certificate: the mutual-TLS listener.
-  const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes) => createRequestRouter({ transport, httpJson, web, ops, limiter, metrics: routerMetrics, pki });
-  const card = (url: string) =>
+  // Health and metrics (which name fleet callers) are not for token callers: the token listener leaves them out.
+  const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes, withOps = true) =>
+    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki, audit: audit && ((call) => audit.call(call)) });
+  // The card of each listener URL (and security), signed with this node's key; signed again once the identity changes.
+  const signed = new Map<string, Promise<AgentCard>>();
+  let signedAs = identity;
+  const card = (url: string, security?: "bearer"): Promise<AgentCard> => {
+    if (signedAs !== identity) {
+      signed.clear();
+      signedAs = identity;
+    }
+    const key = `${security ?? "mtls"} ${url}`;
+    let c = signed.get(key);
+    if (!c) {
+      c = signCardAs(unsignedCard(url, security), identity);
+      signed.set(key, c);
+    }
+    return c;
+  };
+  const unsignedCard = (url: string, security?: "bearer") =>
     buildAgentCard({
       name: identity.name,
       description: config.description,
@@ -169,6 +201,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       skills: config.skills ?? DEFAULT_SKILLS,
       pushNotifications: true,
       preferredBinding: config.preferredBinding as Binding,
+      security,
     });
   const common = {
     maxBodyBytes: config.maxBodyBytes,
@@ -179,6 +212,11 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
 
   let advertisedUrl = "";
   const refusals = new RefusalLog(log, { detailedPerWindow: config.logRefusalsPerMinute, count: (kind) => metrics.connectionRefused(kind) });
+  // The journal hears of refusals at a rate; the audit log records every one.
+  const refused = (reason: string, remote: string | undefined, peer?: RefusedPeer) => {
+    refusals.refused(reason, remote);
+    audit?.refused({ kind: classify(reason), reason, remote, peer: peer?.name, fingerprint: peer?.fingerprint });
+  };
   const mtls = await listenMtls({
     ...common,
     host: config.host,
@@ -188,8 +226,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     ca: identity.caPem,
     onRequest: route(lazyWebApp(() => card(advertisedUrl), startedAt), fleetPki.routes),
     revoked: fleetPki.revocations.revokedAt,
-    onHandshakeError: (err, remote) => refusals.refused(err.message, remote),
-    onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
+    onHandshakeError: (err, remote, peer) => refused(err.message, remote, peer),
+    onRefusedConnection: (reason, remote) => refused(reason, remote),
     handshakeTimeoutMs: config.handshakeTimeoutMs,
     limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
   });
@@ -205,8 +243,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       http: common.http,
       handshakeTimeoutMs: config.handshakeTimeoutMs,
       limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
-      onHandshakeError: (err, remote) => refusals.refused(`enrollment port: ${err.message}`, remote),
-      onRefusedConnection: (reason, remote) => refusals.refused(reason, remote),
+      onHandshakeError: (err, remote) => refused(`enrollment port: ${err.message}`, remote),
+      onRefusedConnection: (reason, remote) => refused(reason, remote),
     });
     if (enroll) listeners.push(enroll);
   }
@@ -220,6 +258,29 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     plainUrl = plain.url;
     listeners.push(plain);
     log.warn(`plain-HTTP listener open on loopback: any local process can use it, as caller '${LOOPBACK_CALLER.name}'`, { url: plain.url });
+  }
+  let tokenUrl: string | undefined;
+  let tokenListener: Listener | undefined;
+  if (config.tokenPort !== undefined) {
+    const tokens = new SqliteCallerTokens(database.db);
+    const token = await listenToken({
+      ...common,
+      host: config.tokenHost,
+      port: config.tokenPort,
+      tls: config.tokenTls === "on" ? { cert: identity.certPem, key: identity.keyPem } : undefined,
+      verify: (t) => tokens.verify(t),
+      onRequest: route(lazyWebApp(() => card(tokenCardUrl(tokenUrl as string, advertisedUrl), "bearer"), startedAt), undefined, false),
+      onUnauthorized: (reason, remote) => refused(`token listener: ${reason}`, remote),
+      handshakeTimeoutMs: config.handshakeTimeoutMs,
+      limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+      onHandshakeError: (err, remote) => refused(`token listener: ${err.message}`, remote),
+      onRefusedConnection: (reason, remote) => refused(reason, remote),
+    });
+    tokenUrl = token.url;
+    tokenListener = token;
+    listeners.push(token);
+    if (config.tokenTls === "on") log.info("token listener open: callers outside the fleet with a bearer token from 'a2a-node tokens add'", { url: token.url });
+    else log.warn("token listener open over plain HTTP: bearer tokens cross the network in clear (token_tls = off)", { url: token.url });
   }
   let adminUrl: string | undefined;
   if (config.adminPort !== undefined) {
@@ -235,8 +296,11 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     executor: executor.kind,
     database: storage.where,
     version: VERSION,
+    audit: audit ? auditPath(paths, config) : "off",
+    authorization: config.authorize.length ? `${config.authorize.length} [[authorize]] rule(s)` : "none: every fleet member may call everything",
   });
-  fleetPki.start(mtls);
+  // A renewed certificate is served on the token listener too (when it speaks TLS).
+  fleetPki.start(mtls, tokenListener ? [tokenListener] : []);
   // Said at once, not found out from the first task that fails; not awaited, so the node answers meanwhile.
   if (executor.ready)
     void modelReady(AbortSignal.timeout(3000)).then(
@@ -250,6 +314,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     advertisedUrl,
     plainUrl,
     adminUrl,
+    tokenUrl,
     async reload(next) {
       const applied: string[] = [];
       const needsRestart: string[] = [];
@@ -269,6 +334,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
         } else needsRestart.push(SETTINGS[name].file);
       }
       limiter.configure({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
+      audit?.reopen();
       await fleetPki.refresh();
       return { applied, needsRestart };
     },
@@ -280,6 +346,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       await runner.shutdown(config.shutdownGraceMs);
       stopLeases();
       for (const l of listeners) await l.close();
+      audit?.close();
       await storage.flush();
       storeProbe.stop();
       await dispatcher.stop();
@@ -287,6 +354,27 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       log.info("stopped", { name: identity.name });
     },
   };
+}
+
+/** Where the audit log goes: HOME/audit.jsonl unless audit_log names another file (relative: in the home). */
+function auditPath(paths: HomePaths, config: ServeConfig): string {
+  return config.auditLog === undefined ? paths.auditLog : resolve(paths.root, config.auditLog);
+}
+
+function openAuditLog(paths: HomePaths, config: ServeConfig, log: Logger): AuditLog | undefined {
+  if (config.auditLog === "off") return undefined;
+  const path = auditPath(paths, config);
+  try {
+    return new AuditLog({
+      path,
+      maxBytes: config.auditLogMaxBytes,
+      keep: config.auditLogKeep,
+      onError: (err) => log.error("could not write the audit log; lines are dropped until it works again", { path, reason: err instanceof Error ? err.message : String(err) }),
+      onRecovered: (dropped) => log.warn("the audit log is written again", { path, dropped }),
+    });
+  } catch (err) {
+    throw new Error(`cannot open the audit log ${path}: ${(err as Error).message}; make its folder writable, or set audit_log to another file (or to off)`);
+  }
 }
 
 export function createExecutor(config: ServeConfig): AgentExecutor {
@@ -315,12 +403,23 @@ export function createExecutor(config: ServeConfig): AgentExecutor {
  * The web surface (Elysia, OpenAPI) of one listener, built on its first request: the JSON-RPC path never
  * needs it, and not loading it at start keeps the time from launch to the first answered task short.
  */
-function lazyWebApp(card: () => AgentCard, startedAt: number) {
+function lazyWebApp(card: () => Promise<AgentCard>, startedAt: number) {
   let web: Promise<(request: Request, caller: CallerIdentity) => Promise<Response>> | undefined;
   return async (request: Request, caller: CallerIdentity) => {
-    web ??= import("./server/web-app").then(({ createWebApp }) => createWebApp({ card: card(), version: VERSION, startedAt }).handle);
+    web ??= import("./server/web-app").then(({ createWebApp }) => createWebApp({ card, version: VERSION, startedAt }).handle);
     return (await web)(request, caller);
   };
+}
+
+/**
+ * The token listener's card URL: where it listens, unless it listens on every interface (0.0.0.0, ::), whose
+ * address no caller can use; then the mutual-TLS listener's advertised host with the token listener's port.
+ */
+function tokenCardUrl(listening: string, advertised: string): string {
+  const u = new URL(listening);
+  if (u.hostname !== "0.0.0.0" && u.hostname !== "[::]") return listening;
+  const a = new URL(advertised);
+  return `${u.protocol}//${a.host.replace(/:\d+$/, "")}:${u.port}`;
 }
 
 /**

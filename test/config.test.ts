@@ -191,9 +191,10 @@ describe("one declaration per setting", () => {
     const text = readFileSync(EXAMPLE, "utf8");
     const topLevel = text.slice(0, text.indexOf("[[")).split("\n");
     const keys = new Set(topLevel.map((l) => /^#?\s?([a-z_]+) = /.exec(l)?.[1]).filter((k): k is string => k !== undefined));
-    const files = NAMES.map((n) => setting(n).file).filter((f) => f !== "skills");
+    const files = NAMES.map((n) => setting(n).file).filter((f) => f !== "skills" && f !== "authorize");
     expect([...keys].sort()).toEqual(files.sort());
     expect(text).toContain("[[skills]]");
+    expect(text).toContain("# [[authorize]]");
   });
 });
 

@@ -1,19 +1,25 @@
 import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { ConfigError, loadConfigFile, resolveSettings } from "../config";
 import { loadNodeIdentity } from "../../pki/identity";
 import { readRevocationList } from "../../pki/crl-reader";
 import type { RevocationLookup } from "../../pki/fleet-member";
 import { readPublic } from "../../pki/secure-file";
 import type { FetchFn, PeerClient } from "../client/a2a-client";
 import { ConnectionFailure, explainFailure, explainProbe, isConnectionError, resolveTarget, type OwnCertificate, type Target } from "../client/connect";
-import { mtlsFetch, PeerIdentityError, type ClientTls, type Expectation } from "../client/mtls-fetch";
+import { CardTrustError, verifyFleetCard } from "../client/card-trust";
+import { expectationOf, mtlsFetch, PeerIdentityError, type AcceptedPeer, type ClientTls, type Expectation } from "../client/mtls-fetch";
 import { clientForCard } from "../client/peer-interface";
 import { PeerUrlError } from "../client/peer-url";
+import { isOutsideFailure, outsideFetch } from "../client/outside-fetch";
 import { probePeer } from "../client/probe";
+import { isOutsidePeer, type Peer, type PeerTrust } from "../peers/peer-registry";
 import { giveToHomeOwner, homePaths } from "../home";
 import type { AgentCard } from "../protocol/types";
 import { openDatabase, type OpenDatabase } from "../store/database";
 import { SqlitePeerRegistry } from "../store/sqlite-peer-registry";
 import { CliError, ExitCode, UsageError } from "./errors";
+import type { Io } from "./io";
 
 /** Opens the home's database (creating it if new) and its peer registry, for commands that manage peers. */
 export function openPeers(home: string): { peers: SqlitePeerRegistry; close(): void } {
@@ -54,11 +60,40 @@ export interface ClientSession {
   fetch: FetchFn;
   /** Turns any failure of a call into a CliError with the next step. */
   fail(err: unknown): never;
+  /** The identity the server proved (its fleet name, key pin), once a connection was made. */
+  accepted?: AcceptedPeer;
 }
 
-/** Everything `send`, `status`, `tasks` and `cancel` need: this node's identity, the target, an mTLS client. */
-export async function openClientSession(home: string, agent: string): Promise<ClientSession> {
-  const identity = await loadClientIdentity(home);
+/** What a client command does beyond the one identity rule, from the home's config file and environment. */
+export interface ClientPolicy {
+  /** unsigned_cards = "accept": a fleet peer's unsigned card is used, with a warning (peers older than signed cards). */
+  acceptUnsignedCards: boolean;
+  /** Where warnings and notes go (standard error); none: unsaid. */
+  note?(line: string): void;
+  /** The home whose peer list converts an older certificate pin to a key pin when it matches. */
+  home?: string;
+}
+
+/** The client policy of `home`: unsigned_cards from its config file or A2A_NODE_UNSIGNED_CARDS. */
+export function clientPolicy(home: string, io?: Pick<Io, "env" | "stderr">): ClientPolicy {
+  const env = io?.env ?? {};
+  let value: string | undefined;
+  try {
+    value = resolveSettings({}, env, loadConfigFile(join(home, "config.toml"), false)).config.unsignedCards;
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message, ExitCode.Usage, "fix the config file (check it with 'a2a-node serve --check')");
+    throw err;
+  }
+  return { acceptUnsignedCards: value === "accept", note: io && ((line) => io.stderr.write(`${line}\n`)) };
+}
+
+/**
+ * Everything `send`, `status`, `tasks` and `cancel` need: the target and a client for it; over mutual TLS with
+ * this node's identity for a fleet peer, with the peer's own trust and credentials for one outside the fleet.
+ */
+export async function openClientSession(home: string, agent: string, io?: Pick<Io, "env" | "stderr">): Promise<ClientSession> {
+  // Without a home there is neither a peer list nor an identity: the identity's error says what makes both.
+  if (!existsSync(homePaths(home).root)) await loadClientIdentity(home);
   const { peers, close } = openPeers(home);
   let target: Target | undefined;
   try {
@@ -71,7 +106,20 @@ export async function openClientSession(home: string, agent: string): Promise<Cl
   }
   if (!target)
     throw new CliError(`no peer named '${agent}'`, ExitCode.NotFound, `add it with 'a2a-node peers add ${agent.toLowerCase()} https://HOST:9443', or pass a URL`);
-  return sessionFor(identity, target, { name: target.peer?.name, fingerprint: target.peer?.fingerprint });
+  const policy = { ...clientPolicy(home, io), home };
+  const session = await sessionForTarget(target, () => loadClientIdentity(home), policy);
+  // A URL no peer is registered at has no expected name: say which fleet member answered, and how to pin it.
+  const accepted = session.accepted;
+  if (!target.peer && accepted)
+    policy.note?.(`${target.baseUrl} is fleet node '${accepted.name}' (key ${accepted.keyPin}); to check that name and key every time, add it: a2a-node peers add ${accepted.name} ${target.baseUrl} --pin`);
+  return session;
+}
+
+/** A session with a resolved target: an outside peer's own, or over mTLS with the identity `identity` loads. */
+export async function sessionForTarget(target: Target, identity: () => Promise<ClientIdentity>, policy: ClientPolicy = { acceptUnsignedCards: false }): Promise<ClientSession> {
+  const peer = target.peer;
+  if (peer && isOutsidePeer(peer)) return outsideSession(target, peer);
+  return sessionFor(await identity(), target, peer ? expectationOf(peer) : {}, policy);
 }
 
 /** The CLI's exit code for a failure explained by explainFailure. */
@@ -79,17 +127,36 @@ export function exitCodeOfFailure(err: unknown, target: Target): number {
   const why = explainFailure(err, target);
   if (why.kind === "unreachable") return ExitCode.Unreachable;
   if (why.kind === "refused") return ExitCode.Refused;
+  if (why.kind === "local") return ExitCode.Usage;
   if (why.kind === "remote" && (err as { code?: number }).code === -32001) return ExitCode.NotFound;
   return ExitCode.Failure;
 }
 
 /**
- * A session with `target`, whose certificate must meet `expect`. A call that gets no HTTP answer is followed
- * by a probe of the connection, so the error says which step failed (nothing listening, not TLS, their
- * certificate, ours) instead of the runtime's one word for all of them.
+ * A session with `target`, whose certificate must meet `expect` (the one identity rule, mtls-fetch.ts). A call
+ * that gets no HTTP answer is followed by a probe of the connection, so the error says which step failed
+ * (nothing listening, not TLS, their certificate, ours) instead of the runtime's one word for all of them.
+ *
+ * The peer's agent card is read first, and used (its interfaces, its skills) only once its signature is
+ * checked against the fleet CA and the name the connection proved (card-trust.ts). With `home`, a peer's
+ * older certificate pin that matched is converted to a key pin in the peer list.
  */
-export async function sessionFor(identity: ClientIdentity, target: Target, expect: Expectation): Promise<ClientSession> {
-  const raw = mtlsFetch(identity.tls, expect, identity.revoked);
+export async function sessionFor(identity: ClientIdentity, target: Target, expect: Expectation, policy: ClientPolicy = { acceptUnsignedCards: false }): Promise<ClientSession> {
+  const peer = target.peer;
+  const raw = mtlsFetch(identity.tls, expect, identity.revoked, {
+    certPinMatched: (accepted) => {
+      if (!peer || !policy.home || peer.keyPin) return; // nothing to convert, or converted by an earlier connection
+      const { peers, close } = openPeers(policy.home);
+      try {
+        peers.pinKey(peer.name, accepted.keyPin);
+      } finally {
+        close();
+      }
+      peer.keyPin = accepted.keyPin;
+      delete peer.fingerprint;
+      policy.note?.(`note: peer '${peer.name}' was pinned by one certificate (renewal replaces it); now its key is pinned instead: ${accepted.keyPin}`);
+    },
+  });
   const fetchFn: FetchFn = async (url, init) => {
     try {
       return await raw(url, init);
@@ -99,6 +166,30 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
       throw explained ?? err;
     }
   };
+  return withCard(target, fetchFn, {
+    trust: (card) => trustedCard(card, target, identity, raw.accepted()?.name ?? expect.name, policy),
+    accepted: () => raw.accepted(),
+  });
+}
+
+/**
+ * A session with an agent outside the fleet: its server is checked against the system's CA store or its own
+ * CA file, and its credentials are read from their file at each request. No probe follows a failure: the
+ * probe judges fleet certificates, which such an agent does not have.
+ */
+function outsideSession(target: Target, peer: Peer): Promise<ClientSession> {
+  return withCard(target, outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth }));
+}
+
+/**
+ * Reads the card with `fetchFn`, has `fleet.trust` check it (a fleet peer's signature; an outside peer's card
+ * is trusted as far as its TLS server check goes), then picks the client for the interface it prefers.
+ */
+async function withCard(
+  target: Target,
+  fetchFn: FetchFn,
+  fleet?: { trust(card: AgentCard): Promise<AgentCard>; accepted(): AcceptedPeer | undefined },
+): Promise<ClientSession> {
   const fail = (err: unknown): never => {
     if (err instanceof CliError) throw err; // already worded for a person
     const why = explainFailure(err, target);
@@ -113,8 +204,36 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
     const res = await fetchFn(new URL("/.well-known/agent-card.json", target.baseUrl).toString(), { headers: { accept: "application/json", "a2a-version": "1.0" } });
     if (res.ok) card = (await res.json()) as AgentCard;
   } catch (err) {
-    if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || (err as { code?: string }).code) fail(err);
+    if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || isOutsideFailure(err) || (err as { code?: string }).code) fail(err);
   }
   const cardMs = card ? performance.now() - started : undefined;
-  return { client: clientForCard(card, target, fetchFn), target, card, cardMs, fetch: fetchFn, fail };
+  if (card && fleet) card = await fleet.trust(card);
+  return { client: clientForCard(card, target, fetchFn), target, card, cardMs, fetch: fetchFn, fail, accepted: fleet?.accepted() };
+}
+
+/**
+ * The card if its signature holds (card-trust.ts); an unsigned card only when the policy accepts those, with a
+ * warning. Anything else ends the session before the card's URLs or skills are used.
+ */
+async function trustedCard(card: AgentCard, target: Target, identity: ClientIdentity, name: string | undefined, policy: ClientPolicy): Promise<AgentCard> {
+  const where = target.peer ? `${target.label} at ${target.baseUrl}` : target.baseUrl;
+  try {
+    await verifyFleetCard(card, { ca: identity.tls.ca, revoked: identity.revoked, name });
+    return card;
+  } catch (err) {
+    if (!(err instanceof CardTrustError)) throw err;
+    if (err.reason === "unsigned" && policy.acceptUnsignedCards) {
+      policy.note?.(`warning: ${where}: ${err.message}; used anyway (unsigned_cards = "accept")`);
+      return card;
+    }
+    throw new CliError(
+      `${where} is not trusted: ${err.message}`,
+      ExitCode.Refused,
+      err.reason === "unsigned"
+        ? "upgrade a2a-node there (it signs its card since this version), or accept unsigned cards from older peers: unsigned_cards = \"accept\" in config.toml (or A2A_NODE_UNSIGNED_CARDS=accept)"
+        : err.reason === "wrong-name"
+          ? "that node serves a card another node signed: it is misconfigured or impersonating; check it with 'a2a-node pki show' there"
+          : "the card was altered on the way or at the node: check that node ('a2a-node pki show', its logs) before using it",
+    );
+  }
 }

@@ -2,7 +2,7 @@ import { fetchAgentCard } from "../client/a2a-client";
 import { explainProbe, type Target } from "../client/connect";
 import { probePeer, type ServerCertificate } from "../client/probe";
 import type { AgentCard } from "../protocol/types";
-import { sessionFor, type ClientIdentity } from "./client-session";
+import { sessionFor, type ClientIdentity, type ClientPolicy } from "./client-session";
 import { CliError, ExitCode } from "./errors";
 
 /** What `peers discover` and `peers add --pin` learn about a node before pinning it. */
@@ -17,9 +17,9 @@ export interface PeerFacts {
 /**
  * Connects to `url` with this node's identity, checks that the server's certificate is a fleet member's (and,
  * with `expectName`, that it is that node's), then reads its agent card over a connection that must present
- * the very certificate seen: what is shown to the person is what gets pinned.
+ * the very key seen, and checks the card's signature: what is shown to the person is what gets pinned.
  */
-export async function fetchPeerFacts(identity: ClientIdentity, url: string, expectName?: string): Promise<PeerFacts> {
+export async function fetchPeerFacts(identity: ClientIdentity, url: string, expectName: string | undefined, policy: ClientPolicy): Promise<PeerFacts> {
   const base = new URL(url);
   const target: Target = { label: base.origin, baseUrl: base.origin, rpcUrl: new URL(base.pathname || "/", base).toString() };
   const probe = await probePeer(base, identity.tls);
@@ -32,11 +32,11 @@ export async function fetchPeerFacts(identity: ClientIdentity, url: string, expe
   const name = certificate.name ?? "";
   if (expectName !== undefined && name !== expectName)
     throw new CliError(
-      `the node at ${base.origin} is '${name}', not '${expectName}' (its certificate, from our fleet CA, says so)`,
+      `the node at ${base.origin} is fleet node '${name}', not '${expectName}' (the name its fleet certificate carries)`,
       ExitCode.Refused,
       `add it under its own name ('a2a-node peers add ${name} ${url} --pin'), or check the URL of ${expectName}`,
     );
-  const session = await sessionFor(identity, { ...target, label: `node '${name}' at ${base.origin}` }, { name, fingerprint: certificate.fingerprint });
+  const session = await sessionFor(identity, { ...target, label: `node '${name}' at ${base.origin}` }, { name, keyPin: certificate.keyPin }, policy);
   let card = session.card;
   if (!card) {
     try {
@@ -58,7 +58,8 @@ export function describeFacts(f: PeerFacts): string {
     ["version", `${f.card.version}${versions ? ` (A2A ${versions})` : ""}`],
     ["about", f.card.description],
     ["skills", skills || "(none listed)"],
-    ["fingerprint", f.certificate.fingerprint],
+    ["key pin", f.certificate.keyPin],
+    ["fingerprint", `${f.certificate.fingerprint} (this certificate; renewal replaces it)`],
     ["expires", f.certificate.notAfter],
     ["issued by", `${f.certificate.issuer ?? "?"}, our fleet CA`],
   ];

@@ -53,3 +53,36 @@ export function normalizePeerUrl(raw: string): NormalizedUrl {
   const url = `https://${u.hostname}:${port}${path}`;
   return notes.length ? { url, note: `${notes.join("; ")} (${url})` } : { url };
 }
+
+/** A loopback host: plain HTTP to it never leaves this machine. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
+  return h === "localhost" || h === "::1" || /^127\.\d+\.\d+\.\d+$/.test(h);
+}
+
+/**
+ * Checks a URL of an agent outside the fleet. Unlike a fleet peer's, it is taken as the agent publishes it:
+ * the scheme must be written, a missing port is the scheme's own (443 or 80), and a path is kept. Plain
+ * http:// is taken for a loopback host (a local agent, a test); for any other host only with `insecureHttp`,
+ * since the token would cross the network in clear.
+ *
+ * @example normalizeOutsideUrl("https://agent.example.com/a2a").url === "https://agent.example.com/a2a"
+ */
+export function normalizeOutsideUrl(raw: string, options: { insecureHttp?: boolean } = {}): NormalizedUrl {
+  const text = raw.trim();
+  let u: URL;
+  try {
+    u = new URL(text);
+  } catch {
+    throw new PeerUrlError(`'${raw}' is not a URL (expected https://HOST[:PORT][/PATH])`);
+  }
+  if (u.protocol !== "https:" && u.protocol !== "http:") throw new PeerUrlError(`'${raw}' is not an http(s) URL`);
+  if (u.protocol === "http:" && !isLoopbackHost(u.hostname) && !options.insecureHttp)
+    throw new PeerUrlError(
+      `'${raw}' is plain HTTP to another machine: credentials would cross the network in clear; use https://, or pass --insecure-http if that network is yours`,
+    );
+  if (u.username || u.password) throw new PeerUrlError(`'${raw}' carries a user name or password; give credentials with --token-file or --header-file`);
+  if (u.search || u.hash) throw new PeerUrlError(`'${raw}' has a query or fragment; give the agent's URL without them`);
+  const path = u.pathname === "/" ? "" : u.pathname.replace(/\/+$/, "");
+  return { url: `${u.origin}${path}` };
+}

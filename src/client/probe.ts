@@ -2,6 +2,7 @@ import { X509Certificate } from "node:crypto";
 import { connect as tcpConnect } from "node:net";
 import { connect as tlsConnect, type PeerCertificate } from "node:tls";
 import { FleetMembership } from "../../pki/fleet-member";
+import { keyPinOf } from "../../pki/key-pin";
 import type { ClientTls } from "./mtls-fetch";
 
 /** The certificate a server presented, as a person compares it with `a2a-node pki show` on that machine. */
@@ -10,6 +11,8 @@ export interface ServerCertificate {
   name?: string;
   issuer?: string;
   fingerprint: string;
+  /** The pin of its public key (spki:sha256:...), which its renewals keep; empty if the certificate did not parse. */
+  keyPin: string;
   /** ISO-8601. */
   notAfter: string;
 }
@@ -120,12 +123,17 @@ function sniffPlain(host: string, port: number): Promise<{ plainHttp: boolean; b
 function describe(cert: PeerCertificate): ServerCertificate {
   const one = (v: unknown) => (typeof v === "string" ? v : Array.isArray(v) ? v.join(",") : undefined);
   let notAfter = cert.valid_to ? new Date(cert.valid_to).toISOString() : "";
+  let keyPin = "";
   try {
-    if (cert.raw) notAfter = new Date(new X509Certificate(cert.raw).validTo).toISOString();
+    if (cert.raw) {
+      const parsed = new X509Certificate(cert.raw);
+      notAfter = new Date(parsed.validTo).toISOString();
+      keyPin = keyPinOf(parsed);
+    }
   } catch {
     // the runtime's parse above stands
   }
-  return { name: one(cert.subject?.CN), issuer: one(cert.issuer?.CN), fingerprint: cert.fingerprint256 ?? "", notAfter };
+  return { name: one(cert.subject?.CN), issuer: one(cert.issuer?.CN), fingerprint: cert.fingerprint256 ?? "", keyPin, notAfter };
 }
 
 /** The runtime's verification codes, in words. */

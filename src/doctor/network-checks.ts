@@ -5,12 +5,15 @@
 import { createServer } from "node:net";
 import type { ServeConfig } from "../config";
 import type { NodeIdentity } from "../../pki/identity";
-import type { Peer } from "../peers/peer-registry";
+import { isOutsidePeer, type Peer, type PeerTrust } from "../peers/peer-registry";
+import { outsideFetch } from "../client/outside-fetch";
 import { explainFailure } from "../client/connect";
-import { mtlsFetch } from "../client/mtls-fetch";
+import { expectationOf, mtlsFetch } from "../client/mtls-fetch";
 import { homeLockHolder } from "../home-lock";
 import { nodeHealth } from "../service/node-health";
-import { type Finding, fail, ok, skip } from "./check";
+import { type Finding, fail, ok, skip, warn } from "./check";
+import { CardTrustError, verifyFleetCard } from "../client/card-trust";
+import type { AgentCard } from "../protocol/types";
 
 export async function checkPort(home: string, config: ServeConfig, timeoutMs: number): Promise<Finding> {
   const where = `${config.host}:${config.port}`;
@@ -57,21 +60,34 @@ export async function checkModel(config: ServeConfig, timeoutMs: number): Promis
   return fail("model", `${config.executor}: ${r.detail}`, fix);
 }
 
-/** Each peer's agent card, fetched over mutual TLS as `send` would: its certificate name and pin checked. */
+/** Each peer's agent card, fetched over mutual TLS as `send` would: its certificate name and pin, and the card's signature, checked. */
 export async function checkPeers(peers: Peer[], identity: NodeIdentity, timeoutMs: number): Promise<Finding[]> {
   if (peers.length === 0) return [skip("peers", "no peers registered ('a2a-node peers add NAME URL')")];
   return Promise.all(
     peers.map(async (peer): Promise<Finding> => {
       const check = `peer ${peer.name}`;
-      const fetchFn = mtlsFetch({ cert: identity.certPem, key: identity.keyPem, ca: identity.caPem }, { name: peer.name, fingerprint: peer.fingerprint });
+      const outside = isOutsidePeer(peer);
+      const fetchFn = outside
+        ? outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth })
+        : mtlsFetch({ cert: identity.certPem, key: identity.keyPem, ca: identity.caPem }, expectationOf(peer));
       const url = new URL("/.well-known/agent-card.json", peer.url).toString();
       const started = performance.now();
       try {
         const res = await fetchFn(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(timeoutMs) });
         if (!res.ok) return fail(check, `${peer.url} answered HTTP ${res.status} for its agent card`, "is that URL an a2a-node? check it with 'a2a-node peers list'");
-        const card = (await res.json()) as { name?: string; version?: string };
+        const card = (await res.json()) as AgentCard;
         const ms = Math.round(performance.now() - started);
-        return ok(check, `${peer.url} answers over mutual TLS: card "${card.name ?? "?"}"${card.version ? ` version ${card.version}` : ""} (${ms} ms)`);
+        if (outside) return ok(check, `${peer.url} answers (outside the fleet): card "${card.name ?? "?"}"${card.version ? ` version ${card.version}` : ""} (${ms} ms)`);
+        const answers = `${peer.url} answers over mutual TLS: card "${card.name ?? "?"}"${card.version ? ` version ${card.version}` : ""} (${ms} ms)`;
+        try {
+          await verifyFleetCard(card, { ca: identity.caPem, name: peer.name });
+        } catch (err) {
+          if (!(err instanceof CardTrustError)) throw err;
+          if (err.reason === "unsigned")
+            return warn(check, `${answers}, but ${err.message}`, `send and status refuse it unless unsigned_cards = "accept"; upgrade a2a-node on ${peer.name}`);
+          return fail(check, `${answers}, but ${err.message}`, `check ${peer.name} ('a2a-node pki show' there) before sending it anything`);
+        }
+        return ok(check, `${answers}, signed by ${peer.name}`);
       } catch (err) {
         if ((err as Error).name === "TimeoutError")
           return fail(check, `${peer.url} did not answer within ${timeoutMs / 1000} s`, "check that serve runs there, and the network path and firewall between the machines");

@@ -11,7 +11,7 @@ export interface CrlSyncOptions {
   /** Read at every round, so SIGHUP changes apply at the next one. */
   settings(): { caPeer?: string; crlRefreshMs: number };
   /** An mTLS fetch to the named peer, as this node, refusing revoked servers. */
-  fetchFor(peer: { name: string; fingerprint?: string }): FetchFn;
+  fetchFor(peer: { name: string; keyPin?: string; fingerprint?: string }): FetchFn;
   log: Logger;
 }
 
@@ -41,7 +41,7 @@ export function startCrlSync(options: CrlSyncOptions): CrlSync {
     const res = await options.fetchFor(peer)(url, { signal: AbortSignal.timeout(15_000) });
     if (res.status === 404) return void (await res.arrayBuffer()); // the CA node has revoked nothing yet
     if (!res.ok) throw new Error(`${url} answered HTTP ${res.status}`);
-    state.offer(await res.text(), `peer '${peer.name}'`);
+    state.offer(await res.text(), `peer '${peer.name}'`, peer.name);
   };
 
   const round = async () => {

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { isEncryptedKey } from "../../pki/ca-key";
 import type { NodeIdentity } from "../../pki/identity";
-import { mtlsFetch } from "../client/mtls-fetch";
+import { expectationOf, mtlsFetch } from "../client/mtls-fetch";
 import type { HomePaths } from "../home";
 import type { Logger } from "../log";
 import type { PeerRegistry } from "../peers/peer-registry";
@@ -37,6 +37,8 @@ export class FleetPki {
   readonly revocations: RevocationState;
   readonly routes: PkiRoutes;
   private listener: Listener | undefined;
+  /** Other listeners that present this node's certificate (the token listener), given it too on renewal. */
+  private alsoServing: Listener[] = [];
   private enroll: Listener | undefined;
   private crlSync: CrlSync | undefined;
   private expiry: ExpiryWatch | undefined;
@@ -57,9 +59,10 @@ export class FleetPki {
   }
 
   /** Starts the background work once the mTLS listener is up: a new revocation list ends revoked peers' open connections. */
-  start(listener: Listener): void {
+  start(listener: Listener, alsoServing: Listener[] = []): void {
     const { options } = this;
     this.listener = listener;
+    this.alsoServing = alsoServing;
     this.revocations.onChange(() => listener.dropRevoked?.());
     this.crlSync = startCrlSync({
       state: this.revocations,
@@ -97,7 +100,7 @@ export class FleetPki {
 
   /** Serves `fresh` to new connections (open ones keep theirs) and makes it the node's identity. */
   useIdentity(fresh: NodeIdentity): void {
-    for (const l of [this.listener, this.enroll]) l?.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
+    for (const l of [this.listener, this.enroll, ...this.alsoServing]) l?.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
     this.options.adopt(fresh);
     this.autoRenew?.replan();
   }
@@ -126,9 +129,15 @@ export class FleetPki {
   }
 
   /** An mTLS fetch to a named peer as this node, refusing a revoked server. */
-  fetchAs(peer: { name: string; fingerprint?: string }) {
+  fetchAs(peer: { name: string; keyPin?: string; fingerprint?: string }) {
     const id = this.options.identity();
-    return mtlsFetch({ cert: id.certPem, key: id.keyPem, ca: id.caPem }, { name: peer.name, fingerprint: peer.fingerprint }, this.revocations.revokedAt);
+    return mtlsFetch({ cert: id.certPem, key: id.keyPem, ca: id.caPem }, expectationOf(peer), this.revocations.revokedAt, {
+      // An older certificate pin that matched becomes a key pin, which the peer's renewals keep.
+      certPinMatched: (accepted) => {
+        if (this.options.peers.get(peer.name)?.keyPin) return; // converted already (by an earlier connection)
+        if (this.options.peers.pinKey(peer.name, accepted.keyPin)) this.options.log.info("converted a peer's certificate pin to a key pin", { peer: peer.name, key_pin: accepted.keyPin });
+      },
+    });
   }
 
   /** SIGHUP: the revocation list is read and fetched again at once, and expiry looked at again. */

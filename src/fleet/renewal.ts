@@ -26,14 +26,16 @@ export interface RenewalSource {
 }
 
 /**
- * Renews this node's certificate for the same name and SANs, with a new key made here: from the CA node
- * (`peer`) over mutual TLS, or, when this home holds the fleet CA, from it directly. What comes back is checked
- * (issued by our fleet CA, for our name, for the new key) before it replaces the current pair
- * (installRenewedIdentity: the old files stay until the new ones are in place). Returns the new identity.
+ * Renews this node's certificate for the same name and SANs: from the CA node (`peer`) over mutual TLS, or,
+ * when this home holds the fleet CA, from it directly. The key is kept (pins of this node's key on other
+ * machines stay valid, as with step-ca's `renew`); with `rekey`, a new key is made here (step-ca's `rekey`),
+ * and every pin of this node must be updated. What comes back is checked (issued by our fleet CA, for our
+ * name, for the key asked for) before it replaces the current pair (installRenewedIdentity: the old files stay
+ * until the new ones are in place). Returns the new identity.
  */
-export async function renewIdentity(paths: RenewalPaths, current: NodeIdentity, source: RenewalSource): Promise<NodeIdentity> {
+export async function renewIdentity(paths: RenewalPaths, current: NodeIdentity, source: RenewalSource, options: { rekey?: boolean } = {}): Promise<NodeIdentity> {
   const { createCsr } = await import("../../pki/csr");
-  const { csrPem, keyPem } = await createCsr({ name: current.name, sans: [] });
+  const { csrPem, keyPem } = await createCsr({ name: current.name, sans: [], keyPem: options.rekey ? undefined : current.keyPem });
   let certPem: string;
   if (current.hasCaKey) certPem = await renewLocally(paths, current, csrPem);
   else if (source.peer && source.fetchFor) certPem = await renewFromPeer(source.peer, source.fetchFor(source.peer), current, csrPem);

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from "node:fs";
 import { readRevocationList, type RevocationList } from "../../pki/crl-reader";
 import { PUBLIC_MODE, readPublic, writeFileAtomic } from "../../pki/secure-file";
+import { recordCrlChecked, recordCrlSource } from "../../pki/crl-source";
 import type { Logger } from "../log";
 
 export interface RevocationIdentity {
@@ -61,10 +62,15 @@ export class RevocationState {
    * A list from elsewhere (the CA node): checked, then kept on disk and used when newer than the one held.
    * Throws BAD_CRL when it is not the fleet CA's; returns whether it was taken.
    */
-  offer(pem: string, source: string): boolean {
+  offer(pem: string, source: string, fromPeer?: string): boolean {
     const list = readRevocationList(pem, this.identity().caPem, `the revocation list from ${source}`);
-    if (this.list && list.number <= this.list.number) return false;
+    const now = new Date();
+    if (this.list && list.number <= this.list.number) {
+      if (fromPeer && list.number === this.list.number) recordCrlChecked(this.path, list.number, fromPeer, now);
+      return false;
+    }
     writeFileAtomic(this.path, list.pem, { mode: PUBLIC_MODE, overwrite: true });
+    if (fromPeer) recordCrlSource(this.path, list.number, { kind: "ca-peer", peer: fromPeer, at: now.toISOString() });
     const st = statSync(this.path);
     this.stamp = `${st.mtimeMs}:${st.size}:${st.ino}`;
     return this.take(list, source, true);

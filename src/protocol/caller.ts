@@ -14,4 +14,12 @@ export interface CallerIdentity {
 
 export interface CallContext {
   caller: CallerIdentity;
+  /** What the call turned out to concern, noted as it goes, for the audit log (absent when nobody reads it). */
+  note?: CallNote;
+}
+
+/** Filled in by the request handler: the task a call concerns once it is known, and whether policy refused it. */
+export interface CallNote {
+  taskId?: string;
+  denied?: boolean;
 }

@@ -90,6 +90,22 @@ export class A2AError extends Error {
       { retry: "later", retryAfterSeconds: String(seconds), limit: "rate" },
     );
   }
+  /**
+   * The node's authorization policy does not let this peer make this call. JSON-RPC has no "forbidden" and the
+   * A2A spec assigns none, so the code is -32000, the first of JSON-RPC's implementation-defined server errors
+   * (A2A's own start at -32001), and the kind is in the ErrorInfo reason, PERMISSION_DENIED, the google.rpc.Code
+   * HTTP+JSON answers with (HTTP 403). The message names the peer, the call and what the operator can change.
+   */
+  static permissionDenied(peer: string, method: string, skill?: string) {
+    const what = skill === undefined ? method : `${method} with skill '${skill}'`;
+    return new A2AError(
+      PERMISSION_DENIED_CODE,
+      `permission denied: peer '${peer}' may not call ${what} on this node (no [[authorize]] rule in its config.toml allows it); ` +
+        `this node's operator can add '${peer}' to the peers of a rule whose methods include ${method}${skill === undefined ? "" : ` and whose skills include '${skill}'`}, then reload it with SIGHUP`,
+      "PERMISSION_DENIED",
+      skill === undefined ? { peer, method } : { peer, method, skill },
+    );
+  }
   /** The node is at capacity; the caller should retry later. */
   static busy(message: string) {
     return new A2AError(-32603, message, "RESOURCE_EXHAUSTED", { retry: "later" });
@@ -100,6 +116,9 @@ export class A2AError extends Error {
  * The JSON-RPC code of each ErrorInfo reason: an HTTP+JSON error names its kind only by reason (several share
  * one HTTP status), so a client turns it back into the code its callers already handle.
  */
+/** The JSON-RPC code of a call the authorization policy refused (see A2AError.permissionDenied). */
+export const PERMISSION_DENIED_CODE = -32000;
+
 export const CODE_OF_REASON: Readonly<Record<string, number>> = {
   PARSE_ERROR: -32700,
   INVALID_REQUEST: -32600,
@@ -107,6 +126,7 @@ export const CODE_OF_REASON: Readonly<Record<string, number>> = {
   INVALID_PARAMS: -32602,
   INTERNAL_ERROR: -32603,
   RESOURCE_EXHAUSTED: -32603,
+  PERMISSION_DENIED: PERMISSION_DENIED_CODE,
   TASK_NOT_FOUND: -32001,
   TASK_NOT_CANCELABLE: -32002,
   PUSH_NOTIFICATION_NOT_SUPPORTED: -32003,

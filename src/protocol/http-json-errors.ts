@@ -23,6 +23,8 @@ const BY_REASON: Record<string, readonly [number, string]> = {
   METHOD_NOT_FOUND: [404, "NOT_FOUND"],
   // The node is at capacity (JSON-RPC: -32603 with this reason): HTTP's "retry later".
   RESOURCE_EXHAUSTED: [429, "RESOURCE_EXHAUSTED"],
+  // The authorization policy refused the call (JSON-RPC: -32000 with this reason).
+  PERMISSION_DENIED: [403, "PERMISSION_DENIED"],
   INTERNAL_ERROR: [500, "INTERNAL"],
 };
 

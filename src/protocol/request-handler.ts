@@ -232,6 +232,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
         idempotent: !ctx.caller.anonymous,
       }),
     );
+    if (ctx.note) ctx.note.taskId = task.id;
     if (!created) {
       // A retry of a message we already took: answer with that task instead of running it again.
       await whenStored(task.id, committed);

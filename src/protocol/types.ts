@@ -178,6 +178,18 @@ export interface AgentCard {
   defaultInputModes: string[];
   defaultOutputModes: string[];
   skills: AgentSkill[];
+  /** JWS signatures of the card (A2A v1.0 AgentCardSignature); see card-signature.ts. */
+  signatures?: AgentCardSignature[];
+}
+
+/** One JWS (RFC 7515, flattened JSON, detached payload) over the RFC 8785 canonical card without `signatures`. */
+export interface AgentCardSignature {
+  /** base64url of the protected header (JSON). */
+  protected: string;
+  /** base64url of the signature. */
+  signature: string;
+  /** Unprotected header members, if any. */
+  header?: Record<string, unknown>;
 }
 
 /** The protocol version a request asked for via the A2A-Version header (missing/empty means 0.3). */

@@ -17,10 +17,13 @@ export interface StoredPushConfig extends TaskPushNotificationConfig {
  * task store's uncommitted group), so the request handler must check that the caller owns `taskId` before
  * `create`.
  *
- * Token and credentials: configs are returned exactly as set, token and `authentication.credentials` included.
- * That is what the A2A spec and @a2a-js/sdk do (Get/List return the stored TaskPushNotificationConfig), the
- * secret was chosen by this same caller, and every read is scoped to that caller, so nobody learns a secret
- * they did not already have. They are never logged.
+ * Credentials are write-only: `get` and `list` return `authentication` with its scheme but without
+ * `credentials` (redactConfig), as a2aproject/A2A#1681 (and its fix, PR #1750) asks of
+ * GetTaskPushNotificationConfig and ListTaskPushNotificationConfigs: a config read back, logged by a client or
+ * pasted into an agent's context must not carry a live secret. `create` answers with what it was given (the
+ * caller sent it that instant). The `token` is still returned: it is the caller's own check value, which
+ * receivers compare and sign with, and a2a-js returns it too. Only `forTask`/`forDelivery` (the dispatcher)
+ * see the credentials. Nothing here is ever logged.
  *
  * Every method returns a promise (a store on a server answers over the network); errors are rejections.
  */
@@ -44,6 +47,13 @@ export interface PushConfigStore {
   forTask(taskId: string): Promise<StoredPushConfig[]>;
   /** One config for delivery (the dispatcher re-reads it before each attempt: it may have been deleted). */
   forDelivery(taskId: string, id: string): Promise<StoredPushConfig | undefined>;
+}
+
+/** The config as a client may read it back: `authentication.credentials` omitted, the scheme kept. */
+export function redactConfig(config: TaskPushNotificationConfig): TaskPushNotificationConfig {
+  if (!config.authentication) return config;
+  const { credentials: _secret, ...rest } = config.authentication;
+  return { ...config, authentication: rest };
 }
 
 /** Another owner holds the config with that (taskId, id): the caller is told no more than "not found". */

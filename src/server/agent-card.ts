@@ -12,6 +12,8 @@ export interface CardOptions {
   pushNotifications?: boolean;
   /** The binding listed first in supportedInterfaces, which clients take when they speak both. */
   preferredBinding?: Binding;
+  /** How callers prove who they are on the listener serving this card: mutual TLS (default), or a bearer token. */
+  security?: "mtls" | "bearer";
 }
 
 export type Binding = "JSONRPC" | "HTTP+JSON";
@@ -25,6 +27,30 @@ export const DEFAULT_SKILLS: AgentSkill[] = [
     examples: ["Summarise the attached notes in three bullet points."],
   },
 ];
+
+const MTLS_SECURITY: Pick<AgentCard, "securitySchemes" | "securityRequirements"> = {
+  securitySchemes: {
+    mtls: {
+      mtlsSecurityScheme: {
+        description: "Mutual TLS: present a client certificate issued by this fleet's CA; its CN is your identity.",
+      },
+    },
+  },
+  securityRequirements: [{ schemes: { mtls: { list: [] } } }],
+};
+
+/** The token listener's card (token_port): HTTP authentication, scheme Bearer (spec §4.5 HTTPAuthSecurityScheme). */
+const BEARER_SECURITY: Pick<AgentCard, "securitySchemes" | "securityRequirements"> = {
+  securitySchemes: {
+    bearer: {
+      httpAuthSecurityScheme: {
+        scheme: "Bearer",
+        description: "Authorization: Bearer TOKEN, a token this node's operator made with 'a2a-node tokens add NAME'; NAME is your identity.",
+      },
+    },
+  },
+  securityRequirements: [{ schemes: { bearer: { list: [] } } }],
+};
 
 /**
  * The A2A v1.0 agent card. It declares mutual TLS as the only way in: every route of the node, this card
@@ -45,14 +71,7 @@ export function buildAgentCard(o: CardOptions): AgentCard {
     version: o.version,
     supportedInterfaces: interfaces,
     capabilities: { streaming: true, pushNotifications: o.pushNotifications ?? false, extendedAgentCard: false },
-    securitySchemes: {
-      mtls: {
-        mtlsSecurityScheme: {
-          description: "Mutual TLS: present a client certificate issued by this fleet's CA; its CN is your identity.",
-        },
-      },
-    },
-    securityRequirements: [{ schemes: { mtls: { list: [] } } }],
+    ...(o.security === "bearer" ? BEARER_SECURITY : MTLS_SECURITY),
     defaultInputModes: ["text/plain", "application/json"],
     defaultOutputModes: ["text/plain"],
     skills: o.skills,

@@ -20,8 +20,11 @@ export interface MtlsListenerOptions {
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
   /** The answer to a body over maxBodyBytes. */
   tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
-  /** Called when a TLS handshake fails (no certificate, foreign CA, expired...) or its certificate is refused. */
-  onHandshakeError?(err: Error, remote: string | undefined): void;
+  /**
+   * Called when a TLS handshake fails (no certificate, foreign CA, expired...) or its certificate is refused;
+   * `peer` is the refused certificate's CN and fingerprint when the handshake got as far as reading one.
+   */
+  onHandshakeError?(err: Error, remote: string | undefined, peer?: RefusedPeer): void;
   /** A client that has not finished its TLS handshake after this long is dropped. */
   handshakeTimeoutMs?: number;
   /** Connections held open (handshakes in progress included), in all and per source address. */
@@ -32,6 +35,12 @@ export interface MtlsListenerOptions {
   revoked?: RevocationLookup;
   /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
   onRefusedRequest?(status: number): void;
+}
+
+/** Whose certificate a refused connection presented (its CN as written, which need not be a fleet name). */
+export interface RefusedPeer {
+  name: string;
+  fingerprint: string;
 }
 
 export interface Listener {
@@ -70,16 +79,16 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
   const gate = boundTlsServer(tls, options);
   let identify = peerIdentifier(options.ca, options.revoked);
   // Each open connection's certificate serial, so a revocation can end the connections already made with it.
-  const serials = new Map<TLSSocket, string>();
+  const serials = new Map<TLSSocket, { serial: string; peer: RefusedPeer }>();
   tls.on("secureConnection", (socket: TLSSocket) => {
     const peer = identify(socket);
     if ("refused" in peer) {
-      options.onHandshakeError?.(new Error(`client certificate refused: ${peer.refused}`), socket.remoteAddress);
+      options.onHandshakeError?.(new Error(`client certificate refused: ${peer.refused}`), socket.remoteAddress, presented(socket));
       socket.destroy();
       return;
     }
     const { caller } = peer;
-    serials.set(socket, peer.serial);
+    serials.set(socket, { serial: peer.serial, peer: { name: caller.name, fingerprint: caller.fingerprint } });
     socket.on("close", () => serials.delete(socket));
     connections.serve(socket, {
       maxBodyBytes: options.maxBodyBytes,
@@ -105,10 +114,10 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
         },
         dropRevoked: () => {
           let dropped = 0;
-          for (const [socket, serial] of serials) {
+          for (const [socket, { serial, peer }] of serials) {
             const at = options.revoked?.(serial);
             if (!at) continue;
-            options.onHandshakeError?.(new Error(`closed an open connection: its certificate (serial ${serial}) was revoked on ${at.toISOString()}`), socket.remoteAddress);
+            options.onHandshakeError?.(new Error(`closed an open connection: its certificate (serial ${serial}) was revoked on ${at.toISOString()}`), socket.remoteAddress, peer);
             socket.destroy();
             dropped++;
           }
@@ -123,4 +132,12 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       });
     });
   });
+}
+
+/** The CN and fingerprint of the certificate a client presented, if it presented one. */
+function presented(socket: TLSSocket): RefusedPeer | undefined {
+  const cert = socket.getPeerCertificate();
+  if (!cert || !cert.fingerprint256) return undefined;
+  const cn = cert.subject?.CN;
+  return { name: Array.isArray(cn) ? cn.join("+") : String(cn ?? ""), fingerprint: cert.fingerprint256 };
 }

@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import { gzipSync } from "node:zlib";
 // Embedded in the binary at build time (a text import); see scripts/vendor-scalar.ts for where it comes from.
 import scalarScript from "./assets/scalar/standalone.js" with { type: "text" };
 
@@ -62,7 +61,8 @@ export function scalarAsset(acceptEncoding: string | null): { body: string | Uin
     vary: "accept-encoding",
   };
   if (acceptEncoding && /\bgzip\b/i.test(acceptEncoding)) {
-    gzipped ??= gzipSync(scalarScript);
+    // Bun.gzipSync, not node:zlib: importing node:zlib loads Node's stream machinery at every start of the binary.
+    gzipped ??= Bun.gzipSync(scalarScript);
     return { body: gzipped, headers: { ...headers, "content-encoding": "gzip" } };
   }
   return { body: scalarScript, headers };

@@ -7,6 +7,7 @@ type Operation = Record<string, unknown>;
 const VERSION_HEADER = { name: "A2A-Version", in: "header", required: true, schema: { type: "string", enum: ["1.0"] } };
 const STATUS_ERRORS = {
   "400": { description: "google.rpc.Status: bad request, or an A2A error (ErrorInfo reason in details: TASK_NOT_CANCELABLE, UNSUPPORTED_OPERATION, ...)" },
+  "403": { description: "google.rpc.Status, reason PERMISSION_DENIED: this node's authorization policy ([[authorize]]) does not let this peer make this call" },
   "404": { description: "google.rpc.Status, reason TASK_NOT_FOUND (another caller's task is not found either)" },
   "405": { description: "the path does not take this method (see Allow)" },
   "413": { description: "body over --max-body" },

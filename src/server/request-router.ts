@@ -1,9 +1,10 @@
-import type { CallerIdentity } from "../protocol/caller";
-import { A2AError } from "../protocol/errors";
+import type { CallContext, CallerIdentity } from "../protocol/caller";
+import { A2AError, PERMISSION_DENIED_CODE } from "../protocol/errors";
 import { statusBody } from "../protocol/http-json-errors";
 import { matchRoute, type HttpMethod } from "../protocol/http-json-routes";
 import type { HttpJsonOutcome, HttpJsonTransport } from "../protocol/http-json-transport";
 import { errorBody, type JsonRpcTransport } from "../protocol/jsonrpc-transport";
+import type { AuditCall } from "./audit-log";
 import type { HttpRequest, HttpResponse } from "./http1";
 import type { PeerRateLimiter } from "./rate-limit";
 
@@ -78,6 +79,8 @@ export interface RouterOptions {
   metrics?: RouterMetrics;
   /** Paths under /pki/ (the fleet PKI: revocation list, renewal), when this listener serves them. */
   pki?(req: HttpRequest, caller: CallerIdentity, path: string): Promise<HttpResponse>;
+  /** Told of every A2A call (either binding) and fleet PKI call once it is answered, for the audit log. */
+  audit?(call: AuditCall): void;
 }
 
 /**
@@ -87,7 +90,22 @@ export interface RouterOptions {
  * Everything else (card, health, OpenAPI) goes through the web app (Elysia).
  */
 export function createRequestRouter(options: RouterOptions) {
-  const { transport, httpJson, web, ops, limiter, metrics } = options;
+  const { transport, httpJson, web, ops, limiter, metrics, audit } = options;
+  const timed = metrics !== undefined || audit !== undefined;
+  /** The audit line of a call: what it concerned (ctx.note, filled in by the handler) and how it ended. */
+  const record = (ctx: CallContext, binding: string, method: string | undefined, started: number, code: number | undefined) =>
+    audit?.({
+      peer: ctx.caller.name,
+      fingerprint: ctx.caller.fingerprint,
+      binding,
+      method,
+      taskId: ctx.note?.taskId,
+      outcome: code === undefined ? "ok" : ctx.note?.denied && code === PERMISSION_DENIED_CODE ? "denied" : "error",
+      code,
+      ms: performance.now() - started,
+    });
+  const limited = (caller: CallerIdentity, binding: string) =>
+    audit?.({ peer: caller.name, fingerprint: caller.fingerprint, binding, outcome: "rate_limited", code: 429, ms: 0 });
   const streamClosed = metrics && (() => metrics.streamClosed());
 
   return async function route(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse> {
@@ -98,15 +116,21 @@ export function createRequestRouter(options: RouterOptions) {
         const wait = limiter.take(caller.name);
         if (wait > 0) {
           metrics?.rateLimited(caller.name, wait);
+          limited(caller, "jsonrpc");
           return rateLimitedResponse(wait, limiter);
         }
       }
       const type = req.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
-      if (type && type !== "application/json" && !type.endsWith("+json"))
-        return { status: 200, headers: JSON_HEADERS, body: errorBody(null, A2AError.contentTypeNotSupported(`Content-Type ${type} is not JSON; send application/json`)) };
-      const started = metrics ? performance.now() : 0;
-      const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), { caller }, req.headers.get("last-event-id"));
+      if (type && type !== "application/json" && !type.endsWith("+json")) {
+        const err = A2AError.contentTypeNotSupported(`Content-Type ${type} is not JSON; send application/json`);
+        record({ caller }, "jsonrpc", undefined, performance.now(), err.code);
+        return { status: 200, headers: JSON_HEADERS, body: errorBody(null, err) };
+      }
+      const started = timed ? performance.now() : 0;
+      const ctx: CallContext = { caller, note: audit && {} };
+      const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), ctx, req.headers.get("last-event-id"));
       metrics?.rpc(out.method, (performance.now() - started) / 1000, out.error);
+      record(ctx, "jsonrpc", out.method, started, out.error);
       if (out.kind === "json") return { status: 200, headers: JSON_HEADERS, body: out.body };
       if (out.kind === "none") return { status: 204 };
       metrics?.streamOpened();
@@ -114,17 +138,26 @@ export function createRequestRouter(options: RouterOptions) {
     }
     const answered = ops?.(req.method, path, caller);
     if (answered) return answered;
-    if (options.pki && path.startsWith("/pki/")) return options.pki(req, caller, path);
+    if (options.pki && path.startsWith("/pki/")) {
+      const started = audit ? performance.now() : 0;
+      const res = await options.pki(req, caller, path);
+      // Renewals and revocation-list fetches are fleet calls too; a path it does not serve is named by kind only.
+      const known = path === "/pki/renew" || path === "/pki/crl";
+      record({ caller }, "pki", known ? `${req.method} ${path}` : undefined, started, res.status < 400 ? undefined : res.status);
+      return res;
+    }
     const match = matchRoute(path);
     if (match !== undefined) {
       if (limiter) {
         const wait = limiter.take(caller.name);
         if (wait > 0) {
           metrics?.rateLimited(caller.name, wait);
+          limited(caller, "http-json");
           return rateLimitedResponse(wait, limiter, "http-json");
         }
       }
-      const started = metrics ? performance.now() : 0;
+      const started = timed ? performance.now() : 0;
+      const ctx: CallContext = { caller, note: audit && {} };
       const out = await httpJson.handle(
         match,
         {
@@ -136,12 +169,15 @@ export function createRequestRouter(options: RouterOptions) {
           version: protocolVersion(req, q),
           lastEventId: req.headers.get("last-event-id"),
         },
-        { caller },
+        ctx,
       );
+      const method = typeof match === "object" ? match.operations[req.method as HttpMethod] : undefined;
+      const code = out.kind === "json" ? out.error : undefined;
       if (metrics) {
-        metrics.rpc(typeof match === "object" ? match.operations[req.method as HttpMethod] : undefined, (performance.now() - started) / 1000, out.kind === "json" ? out.error : undefined);
+        metrics.rpc(method, (performance.now() - started) / 1000, code);
         if (out.kind === "stream") metrics.streamOpened();
       }
+      record(ctx, "http-json", method, started, code);
       return httpJsonResponse(out, req.headers.get("accept"), streamClosed);
     }
     const headers = new Headers();

@@ -1,14 +1,17 @@
 import { createHash } from "node:crypto";
 import { Elysia } from "elysia";
-import { canonicalJson } from "./canonical-json";
+import { canonicalJson } from "../protocol/canonical-json";
 import { BINDING_PATHS, OPS_PATHS_DOC } from "./openapi-paths";
 import { openapi } from "@elysiajs/openapi";
 import type { CallerIdentity } from "../protocol/caller";
 import type { AgentCard } from "../protocol/types";
 
 export interface WebAppOptions {
-  /** The card this listener serves (it names the listener's own URL). */
-  card: AgentCard;
+  /**
+   * The card this listener serves (it names the listener's own URL), asked for at each request: a new identity
+   * (renewal, SIGHUP) comes with a newly signed card. The same object twice is served from what was made of it.
+   */
+  card: () => AgentCard | Promise<AgentCard>;
   version: string;
   startedAt: number;
 }
@@ -22,11 +25,22 @@ type Paths = NonNullable<NonNullable<NonNullable<Parameters<typeof openapi>[0]>[
  */
 export function createWebApp(o: WebAppOptions) {
   const callers = new WeakMap<Request, CallerIdentity>();
-  const cardJson = JSON.stringify(o.card);
-  // A stable ETag: the hash of the canonical card, the same on every start while the card is the same.
-  const etag = `"${createHash("sha256").update(canonicalJson(o.card)).digest("base64url").slice(0, 27)}"`;
   const lastModified = new Date(Math.floor(o.startedAt / 1000) * 1000).toUTCString();
-  const cardHeaders = { "content-type": "application/json", etag, "last-modified": lastModified, "cache-control": "public, max-age=300" };
+  const served = new WeakMap<AgentCard, { json: string; etag: string; headers: Record<string, string> }>();
+  const current = async () => {
+    const card = await o.card();
+    let s = served.get(card);
+    if (!s) {
+      // A stable ETag: the hash of the canonical card without its signatures (an ECDSA signature differs at every
+      // signing) and of the certificates that signed it, the same on every start while both are the same.
+      const { signatures, ...unsigned } = card;
+      const signers = (signatures ?? []).map((sig) => JSON.parse(Buffer.from(sig.protected, "base64url").toString("utf8")).x5c ?? null);
+      const etag = `"${createHash("sha256").update(canonicalJson({ card: unsigned, signers })).digest("base64url").slice(0, 27)}"`;
+      s = { json: JSON.stringify(card), etag, headers: { "content-type": "application/json", etag, "last-modified": lastModified, "cache-control": "public, max-age=300" } };
+      served.set(card, s);
+    }
+    return s;
+  };
   const title = `${o.card.name}: a2a-node ${o.version} API reference`;
   // The page and its viewer (4 MiB) are loaded on the first visit only.
   const page = () => import("./openapi-page");
@@ -51,10 +65,11 @@ export function createWebApp(o: WebAppOptions) {
     .derive(({ request }) => ({ caller: callers.get(request) }))
     .get(
       "/.well-known/agent-card.json",
-      ({ request }) => {
+      async ({ request }) => {
+        const { json, etag, headers } = await current();
         const inm = request.headers.get("if-none-match");
-        if (inm && inm.split(",").some((t) => t.trim() === etag || t.trim() === "*")) return new Response(null, { status: 304, headers: cardHeaders });
-        return new Response(cardJson, { headers: cardHeaders });
+        if (inm && inm.split(",").some((t) => t.trim() === etag || t.trim() === "*")) return new Response(null, { status: 304, headers });
+        return new Response(json, { headers });
       },
       { detail: { summary: "The A2A agent card" } },
     )

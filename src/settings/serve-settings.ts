@@ -13,6 +13,8 @@ import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
 import { databaseUrl, list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
 import { redactUrl } from "../store/postgres/url";
 import { readSkills, type SkillSetting } from "./skills";
+import { readAuthorization } from "./authorization";
+import type { AccessRule } from "../protocol/access-policy";
 
 export type ExecutorKind = "echo" | "openai" | "hermes" | "conformance";
 export const EXECUTOR_KINDS: readonly ExecutorKind[] = ["echo", "openai", "hermes", "conformance"];
@@ -45,6 +47,32 @@ export const SETTINGS = {
     max: 65535,
     integer: true,
     doc: "also serve plain HTTP on 127.0.0.1:PORT (loopback only, no identity: every caller is '@local'), for local tools and the A2A conformance kit; leave unset in production",
+  }),
+  tokenPort: number({
+    file: "token_port",
+    value: "PORT",
+    group: "listen",
+    default: undefined,
+    min: 0,
+    max: 65535,
+    integer: true,
+    doc: "also serve A2A to callers outside the fleet on PORT, each proving who it is with a bearer token from 'a2a-node tokens add NAME' (caller 'token:NAME'); off when unset",
+  }),
+  tokenHost: text({
+    file: "token_host",
+    value: "ADDR",
+    group: "listen",
+    default: "127.0.0.1",
+    nonEmpty: true,
+    doc: "address the token listener (token_port) binds; 0.0.0.0 for every interface",
+  }),
+  tokenTls: text({
+    file: "token_tls",
+    value: "on|off",
+    group: "listen",
+    default: "on",
+    choices: ["on", "off"],
+    doc: "on: the token listener speaks TLS with this node's certificate (callers must trust the fleet CA; no client certificate is asked); off: plain HTTP, tokens in clear (serve --check warns)",
   }),
   adminPort: number({
     file: "admin_port",
@@ -375,6 +403,14 @@ export const SETTINGS = {
     group: "pki",
     doc: "on the CA node, when secrets/ca.key is encrypted: read its passphrase from FILE (mode 0600), else from the environment; needed to renew, enroll and revoke; never printed",
   }),
+  unsignedCards: text({
+    file: "unsigned_cards",
+    value: "WHAT",
+    group: "pki",
+    default: "refuse" as string,
+    choices: ["refuse", "accept"],
+    doc: "what the client commands (send, status, cancel, tasks, peers add --pin, discover, ping) do with a fleet peer's agent card that carries no signature: refuse it, or accept it with a warning (for peers older than signed cards). A signature that does not verify is refused either way",
+  }),
   crlRefreshMs: seconds({
     file: "crl_refresh_seconds",
     flag: "crl-refresh",
@@ -385,6 +421,45 @@ export const SETTINGS = {
     max: 86_400,
     reloadable: true,
     doc: "how often the revocation list is read again from HOME/certs/crl.pem and fetched from ca_peer; SIGHUP does it at once",
+  }),
+
+  // Who may call what, and the record of every call.
+  authorize: table<AccessRule[]>({
+    file: "authorize",
+    value: "[[authorize]]",
+    group: "access",
+    default: [],
+    read: readAuthorization,
+    reloadable: true,
+    doc: "who may call what: each [[authorize]] table lets its peers (fleet names, \"*\": any member) call its methods (A2A v1.0 names, \"*\": all) and, if it lists skills, send messages only for those (message.metadata.skill); none: every fleet member may call everything; a refused call gets PERMISSION_DENIED (JSON-RPC -32000, HTTP 403); the plain loopback listener is not subject to it; SIGHUP applies a change (config file only)",
+  }),
+  auditLog: text({
+    file: "audit_log",
+    value: "PATH",
+    group: "access",
+    default: undefined,
+    nonEmpty: true,
+    doc: "the audit log: one JSON line per A2A call (peer, certificate fingerprint, method, task id, outcome, duration; never message content) and per refused connection (and why); default HOME/audit.jsonl, a relative path is in HOME; off: none",
+  }),
+  auditLogMaxBytes: number({
+    file: "audit_log_max_bytes",
+    value: "BYTES",
+    group: "access",
+    default: 10 * MIB,
+    min: 1024,
+    max: 1024 * 1024 * MIB,
+    integer: true,
+    doc: "the audit log is rotated before it grows past this: audit.jsonl becomes audit.jsonl.1, .1 becomes .2, and so on",
+  }),
+  auditLogKeep: number({
+    file: "audit_log_keep",
+    value: "N",
+    group: "access",
+    default: 5,
+    min: 0,
+    max: 1000,
+    integer: true,
+    doc: "rotated audit log files kept (audit.jsonl.1 to .N); older ones are deleted",
   }),
 
   // The daemon itself.
@@ -438,5 +513,6 @@ export const GROUPS: Record<SettingGroup, string> = {
   webhooks: "PUSH-NOTIFICATION WEBHOOKS",
   card: "AGENT CARD",
   pki: "FLEET PKI",
+  access: "AUTHORIZATION AND AUDIT",
   daemon: "DAEMON",
 };

@@ -1,5 +1,5 @@
 import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
-import { ConfigOwnedElsewhere, PUSH_CONFIG_PAGE, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
+import { ConfigOwnedElsewhere, PUSH_CONFIG_PAGE, redactConfig, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
 import { newId } from "../tasks/clock";
 import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
 
@@ -63,5 +63,5 @@ export class MemoryPushConfigStore implements PushConfigStore {
 
 function withoutOwner(c: StoredPushConfig): TaskPushNotificationConfig {
   const { owner: _owner, ...config } = structuredClone(c);
-  return config;
+  return redactConfig(config);
 }

@@ -75,5 +75,18 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796163674157,
     "hash": "2a56eaf4894354e304d9e868acb8e552bf2c88159fccf3accbb1e6c1bbf6a09b"
+  },
+  {
+    "tag": "0007_outside_peers",
+    "sql": [
+      "CREATE TABLE `caller_tokens` (\n\t`name` text PRIMARY KEY NOT NULL,\n\t`token_hash` text NOT NULL,\n\t`created_at` text NOT NULL\n) WITHOUT ROWID;\n",
+      "\nALTER TABLE `peers` ADD `trust` text DEFAULT 'fleet' NOT NULL;",
+      "\nALTER TABLE `peers` ADD `ca_file` text;",
+      "\nALTER TABLE `peers` ADD `auth_kind` text;",
+      "\nALTER TABLE `peers` ADD `auth_file` text;",
+      "\nALTER TABLE `peers` ADD `insecure_http` integer DEFAULT false NOT NULL;"
+    ],
+    "folderMillis": 1796172595931,
+    "hash": "8778928fbcdb5b8049167840379ba55c63eabbebcb80b1f731f1ce8de3ad2427"
   }
 ];

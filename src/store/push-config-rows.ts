@@ -1,5 +1,5 @@
 import type { AuthenticationInfo, TaskPushNotificationConfig } from "../protocol/types";
-import type { StoredPushConfig } from "../push/push-config-store";
+import { redactConfig, type StoredPushConfig } from "../push/push-config-store";
 
 /** A push_configs row, as both the SQLite and the Postgres stores keep it. */
 export interface PushConfigRow {
@@ -11,8 +11,13 @@ export interface PushConfigRow {
   authentication: string | null;
 }
 
-/** The config as its owner set it (and as Get/List return it). */
+/** The config as Get/List return it: as its owner set it, but `authentication.credentials` left out (redactConfig). */
 export function toConfig(row: PushConfigRow): TaskPushNotificationConfig {
+  return redactConfig(toFullConfig(row));
+}
+
+/** The config as its owner set it, secrets included. */
+function toFullConfig(row: PushConfigRow): TaskPushNotificationConfig {
   const c: TaskPushNotificationConfig = { id: row.id, taskId: row.task_id, url: row.url };
   if (row.token) c.token = row.token;
   if (row.authentication) c.authentication = JSON.parse(row.authentication) as AuthenticationInfo;
@@ -21,5 +26,5 @@ export function toConfig(row: PushConfigRow): TaskPushNotificationConfig {
 
 /** The config with its owner, for delivery. */
 export function toStored(row: PushConfigRow): StoredPushConfig {
-  return { ...toConfig(row), owner: row.owner };
+  return { ...toFullConfig(row), owner: row.owner };
 }

@@ -124,7 +124,7 @@ export const pushDeliveries = sqliteTable(
   (t) => [index("push_deliveries_due").on(t.nextAttemptAt)],
 );
 
-/** Names to URLs, and optionally the pinned certificate fingerprint of each peer. */
+/** Names to URLs, and optionally the pin of each peer: a key pin (spki:sha256:...) or an older certificate fingerprint (AA:BB:...). */
 export const peers = sqliteTable("peers", {
   name: text("name").primaryKey(),
   url: text("url").notNull(),
@@ -132,6 +132,31 @@ export const peers = sqliteTable("peers", {
   addedAt: text("added_at")
     .notNull()
     .default(sql`(strftime('%Y-%m-%dT%H:%M:%fZ','now'))`),
+  /**
+   * How the server is verified: 'fleet' (mutual TLS, our fleet CA, the CN is the name), 'system' (an agent
+   * outside the fleet, checked by host name against the runtime's CA store) or 'ca' (outside, against ca_file).
+   */
+  trust: text("trust").notNull().default("fleet"),
+  caFile: text("ca_file"),
+  /**
+   * Credentials for an outside peer: 'bearer' (auth_file holds the token) or 'header' (auth_file holds one
+   * `Name: value` line). Only the file's path is kept; the secret is read from it at each use, so rotating it
+   * needs no re-add, and the database never holds it.
+   */
+  authKind: text("auth_kind"),
+  authFile: text("auth_file"),
+  /** Set when the person allowed plain http:// to a host that is not this machine (--insecure-http). */
+  insecureHttp: integer("insecure_http", { mode: "boolean" }).notNull().default(false),
+});
+
+/**
+ * Bearer tokens of callers outside the fleet (the token listener): the caller's name and the SHA-256 of its
+ * token, never the token itself. The caller name is what task scoping uses, as the CN is for a certificate.
+ */
+export const callerTokens = sqliteTable("caller_tokens", {
+  name: text("name").primaryKey(),
+  tokenHash: text("token_hash").notNull(),
+  createdAt: text("created_at").notNull(),
 });
 
 /**

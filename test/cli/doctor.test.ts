@@ -98,10 +98,10 @@ describe("doctor", () => {
     expect(f.by("certificate")[0].detail).toMatch(/^node "alpha": valid, expires in 36[45] days/);
     expect(f.by("port")[0].detail).toBe(`127.0.0.1:${port} is free for 'a2a-node serve'`);
     expect(f.by("model")[0].detail).toBe(`openai: ${model.url}/models answered 200`);
-    expect(f.by("peer beta")[0].detail).toMatch(new RegExp(`^${beta.url} answers over mutual TLS: card "beta".* \\(\\d+ ms\\)$`));
+    expect(f.by("peer beta")[0].detail).toMatch(new RegExp(`^${beta.url} answers over mutual TLS: card "beta".* \\(\\d+ ms\\), signed by beta$`));
     expect(f.by("peer gone")[0]).toMatchObject({ detail: `cannot reach peer 'gone' at https://127.0.0.1:${closedPort}: connection refused`, fix: "is 'a2a-node serve' running there, on that port?" });
-    expect(f.by("peer alias")[0].detail).toMatch(/is not who we expected: the server's certificate is for 'beta', not 'alias'/);
-    expect(f.by("peer gamma")[0].detail).toMatch(/is not who we expected: the server's certificate fingerprint [0-9A-F:]+ is not the pinned AB:AB:/);
+    expect(f.by("peer alias")[0].detail).toMatch(/is not who we expected: the server is fleet node 'beta', not 'alias'/);
+    expect(f.by("peer gamma")[0].detail).toMatch(/is not who we expected: the server is 'gamma' by its fleet certificate, but that certificate \(fingerprint [0-9A-F:]+\) is not the pinned AB:AB:/);
 
     const text = await doctor(h, "--timeout", "3");
     expect(text.code).toBe(1);

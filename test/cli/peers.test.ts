@@ -44,8 +44,15 @@ describe("peers", () => {
       ["gamma", "https://gamma:9443", undefined],
     ]);
     const text = (await cli("peers", "list")).out;
-    expect(text).toMatch(/^NAME\s+URL\n/);
-    expect(text).toContain(`beta   https://10.0.0.8:9443  pinned ${FP}`);
+    expect(text).toMatch(/^NAME\s+URL\s+REACHED\n/);
+    expect(text).toContain(`beta   https://10.0.0.8:9443  fleet, certificate pinned ${FP} (older pin: converted to a key pin on next contact)`);
+    const pin = `spki:sha256:${"Ab_-".repeat(10)}xyz`;
+    const keyed = await cli("peers", "add", "delta", "https://delta:9443", "--key-pin", pin);
+    expect(keyed).toMatchObject({ code: 0, out: `added peer delta at https://delta:9443 (key pinned ${pin})\n` });
+    expect(JSON.parse((await cli("peers", "list", "--json")).out).find((p: { name: string }) => p.name === "delta")).toEqual({ name: "delta", url: "https://delta:9443", keyPin: pin, addedAt: expect.any(String) });
+    expect((await cli("peers", "list")).out).toMatch(new RegExp(`delta\\s+https://delta:9443\\s+fleet, key pinned ${pin.replace(/[-_]/g, "\\$&")}\\n`));
+    expect((await cli("peers", "show", "delta")).out).toContain(`pinned       key pinned ${pin}\n`);
+    expect((await cli("peers", "remove", "delta")).code).toBe(0);
     expect(await cli("peers", "remove", "gamma")).toMatchObject({ code: 0, out: "removed peer gamma\n" });
     const gone = await cli("peers", "remove", "gamma");
     expect(gone.code).toBe(3);
@@ -65,7 +72,9 @@ describe("peers", () => {
     [["peers", "add", "beta", "http://x:9443"], "'http://x:9443' is plain HTTP; peers speak mutual TLS only: use https://x:9443"],
     [["peers", "add", "beta", "https://u:p@x:9443"], "carries a user name or password"],
     [["peers", "add", "beta", "https://x:9443", "--fingerprint", "abc"], "--fingerprint must be a SHA-256"],
-    [["peers", "add", "beta", "https://x:9443", "--pin", "--fingerprint", FP], "--pin and --fingerprint do not go together"],
+    [["peers", "add", "beta", "https://x:9443", "--pin", "--fingerprint", FP], "--pin, --key-pin and --fingerprint do not go together"],
+    [["peers", "add", "beta", "https://x:9443", "--pin", "--key-pin", `spki:sha256:${"A".repeat(43)}`], "--pin, --key-pin and --fingerprint do not go together"],
+    [["peers", "add", "beta", "https://x:9443", "--key-pin", FP], "--key-pin must be a key pin like spki:sha256:"],
     [["peers", "remove"], "exactly one NAME"],
     [["peers", "list", "extra"], "takes no arguments"],
     [["peers", "discover"], "peers discover needs exactly one URL"],

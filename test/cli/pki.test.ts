@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { initPkiCommand } from "../../src/cli/commands/init-pki";
@@ -7,7 +7,9 @@ import { pkiCommand } from "../../src/cli/commands/pki";
 import { CliError, UsageError } from "../../src/cli/errors";
 import { bufferIo } from "../../src/cli/io";
 import { homePaths } from "../../src/home";
-import { createCa, inspectCert, issueLeaf, readBundle } from "../../pki";
+import { RevocationState } from "../../src/fleet/revocation-state";
+import { createLogger } from "../../src/log";
+import { createCa, inspectCert, issueLeaf, keyPinOf, readBundle } from "../../pki";
 
 const made: string[] = [];
 afterAll(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -293,6 +295,73 @@ describe("a2a-node pki needs-renewal", () => {
   });
 });
 
+describe("a2a-node pki show: the revocation list in force", () => {
+  it("none yet: says so and where one comes from; --json has crl null; the key pin is shown", async () => {
+    const { out } = await pki(["show"], bundleHome);
+    expect(out).toContain("revocation list none here: nothing is refused as revoked (the CA home writes one at 'pki revoke';\n");
+    expect(out).toContain(`key pin         ${keyPinOf(readFileSync(homePaths(bundleHome).nodeCert, "utf8"))} (renewals keep it;`);
+    const json = JSON.parse((await pki(["show", "--json"], bundleHome)).out);
+    expect(json.crl).toBeNull();
+    expect(json.keyPin).toBe(keyPinOf(readFileSync(homePaths(bundleHome).nodeCert, "utf8")));
+  });
+
+  it("signed by this home's CA (pki revoke), imported elsewhere (pki import-crl), fetched from ca_peer, or unknown", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    await pki(["issue", "ivy", "--out", join(tmp(), "ivy")], home);
+    await pki(["issue", "ida", "--out", join(tmp(), "ida")], home);
+    const before = Date.now();
+    await pki(["revoke", "ivy"], home);
+    await pki(["revoke", "ida"], home);
+    const local = await pki(["show"], home);
+    expect(local.out).toMatch(/\nrevocation list number 2, 2 revoked certificates\n {16}issued \d{4}-\d\d-\d\d \d\d:\d\d UTC, next update (\d{4}-\d\d-\d\d \d\d:\d\d UTC|not set)\n {16}from: signed by this home's CA on \d{4}-/);
+    expect(local.out).toContain(`\n                ${homePaths(home).crl}\n`);
+    const j = JSON.parse((await pki(["show", "--json"], home)).out).crl;
+    expect(j).toMatchObject({ path: homePaths(home).crl, number: 2, revoked: 2, source: { kind: "local-ca" } });
+    expect(new Date(j.thisUpdate).getTime()).toBeGreaterThanOrEqual(before - 1000);
+    expect(new Date(j.source.at).getTime()).toBeGreaterThanOrEqual(before - 1000);
+
+    const other = join(tmp(), "other");
+    const b = join(tmp(), "o.bundle");
+    await pki(["issue", "olive", "--out", b], home);
+    await initPkiCommand.run(["--bundle", b], { io: bufferIo(), home: other });
+    const file = join(tmp(), "fleet.crl");
+    await pki(["export-crl", "--out", file], home);
+    await pki(["import-crl", file], other);
+    expect((await pki(["show"], other)).out).toMatch(new RegExp(`\nrevocation list number 3, 2 revoked certificates\n.*\n {16}from: imported from ${file.replace(/[.]/g, "\\.")} on \\d{4}-`));
+    expect(JSON.parse((await pki(["show", "--json"], other)).out).crl).toMatchObject({ number: 3, revoked: 2, source: { kind: "imported", file } });
+
+    // The daemon's fetch from ca_peer records itself; asked again, it notes that the list is still current.
+    await pki(["export-crl", "--out", join(tmp(), "newer.crl")], home);
+    const state = new RevocationState(homePaths(other).crl, () => ({ caPem: readFileSync(homePaths(other).caCert, "utf8"), name: "olive", serialNumber: "01" }), createLogger(() => {}, "error"));
+    state.loadFromDisk();
+    expect(state.offer(readFileSync(homePaths(home).crl, "utf8"), "peer 'ca'", "ca")).toBe(true);
+    const fetched = JSON.parse((await pki(["show", "--json"], other)).out).crl;
+    expect(fetched).toMatchObject({ number: 4, source: { kind: "ca-peer", peer: "ca" } });
+    expect(fetched.source.checkedAt).toBeUndefined();
+    expect(state.offer(readFileSync(homePaths(home).crl, "utf8"), "peer 'ca'", "ca")).toBe(false);
+    const checked = JSON.parse((await pki(["show", "--json"], other)).out).crl;
+    expect(checked.source).toMatchObject({ kind: "ca-peer", peer: "ca", at: fetched.source.at });
+    expect(typeof checked.source.checkedAt).toBe("string");
+    expect((await pki(["show"], other)).out).toMatch(/\n {16}from: fetched from ca_peer 'ca' on \d{4}-\d\d-\d\d \d\d:\d\d UTC, still current there on \d{4}-/);
+
+    // A list copied in by hand: the record is of another list, so the source is not told.
+    copyFileSync(file, homePaths(other).crl);
+    expect(JSON.parse((await pki(["show", "--json"], other)).out).crl).toMatchObject({ number: 3, source: { kind: "unknown" } });
+    expect((await pki(["show"], other)).out).toContain("from: not recorded (installed before this was kept, or copied in by hand)");
+  });
+
+  it("a list that is not the fleet CA's is reported, not trusted", async () => {
+    const home = join(tmp(), "x");
+    await initPkiCommand.run(["--name", "x"], { io: bufferIo(), home });
+    writeFileSync(homePaths(home).crl, "not a crl\n");
+    const r = await pki(["show"], home);
+    expect(r.code).toBe(0);
+    expect(r.out).toContain(`revocation list ${homePaths(home).crl} cannot be used: `);
+    expect(JSON.parse((await pki(["show", "--json"], home)).out).crl).toMatchObject({ path: homePaths(home).crl, error: expect.any(String) });
+  });
+});
+
 describe("a2a-node pki revoke, export-crl, import-crl", () => {
   it("revokes by name, says what it signed and what next; again by serial says it already was", async () => {
     const home = join(tmp(), "ca");
@@ -336,23 +405,50 @@ describe("a2a-node pki revoke, export-crl, import-crl", () => {
 });
 
 describe("a2a-node pki renew", () => {
-  it("on the CA home, renews from its own CA: new key and certificate, same name and SANs", async () => {
+  it("on the CA home, renews from its own CA: new certificate, same name, SANs and key (key pins stay valid)", async () => {
     const home = join(tmp(), "ca");
     await initPkiCommand.run(["--name", "ca", "--san", "ca.lan"], { io: bufferIo(), home });
     const before = inspectCert(readFileSync(homePaths(home).nodeCert, "utf8"));
+    const pin = keyPinOf(readFileSync(homePaths(home).nodeCert, "utf8"));
     const key = readFileSync(homePaths(home).nodeKey, "utf8");
     const r = await pki(["renew"], home);
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/^renewed "ca" from this home's fleet CA\n/);
     expect(r.out).toContain(`previous     serial ${before.serialNumber}, valid until `);
+    expect(r.out).toContain(`  key          kept ${pin} (key pins of this node stay valid)\n`);
     expect(r.out).toContain("no serve is running on this home; the next one uses it\n");
+    expect(r.out).not.toContain("peers add");
     const after = inspectCert(readFileSync(homePaths(home).nodeCert, "utf8"));
     expect(after.sans).toEqual(before.sans);
     expect(after.serialNumber).not.toBe(before.serialNumber);
-    expect(readFileSync(homePaths(home).nodeKey, "utf8")).not.toBe(key);
+    expect(after.fingerprint256).not.toBe(before.fingerprint256);
+    expect(keyPinOf(readFileSync(homePaths(home).nodeCert, "utf8"))).toBe(pin);
+    expect(readFileSync(homePaths(home).nodeKey, "utf8")).toBe(key);
     expect(statSync(homePaths(home).nodeKey).mode & 0o777).toBe(0o600);
     const list = JSON.parse((await pki(["list", "--json"], home)).out);
     expect(list.map((c: { how: string }) => c.how)).toEqual(["init", "renew"]);
+  });
+
+  it("--rekey makes a new key and says how the pins of this node elsewhere are updated", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    writeFileSync(join(home, "config.toml"), 'advertise_url = "https://ca.lan:9443"\n');
+    const pin = keyPinOf(readFileSync(homePaths(home).nodeCert, "utf8"));
+    const key = readFileSync(homePaths(home).nodeKey, "utf8");
+    const r = await pki(["renew", "--rekey"], home);
+    expect(r.code).toBe(0);
+    const fresh = keyPinOf(readFileSync(homePaths(home).nodeCert, "utf8"));
+    expect(fresh).not.toBe(pin);
+    expect(readFileSync(homePaths(home).nodeKey, "utf8")).not.toBe(key);
+    expect(statSync(homePaths(home).nodeKey).mode & 0o777).toBe(0o600);
+    expect(r.out).toContain(`  key          NEW ${fresh}\n`);
+    expect(r.out).toContain(`the key changed: machines that pinned "ca" now refuse it until they pin it again. On each of them run\n  a2a-node peers add ca https://ca.lan:9443 --pin --replace\n`);
+    expect(r.out).toContain(`--key-pin ${fresh} --replace`);
+    const json = JSON.parse((await pki(["renew", "--json"], home)).out);
+    expect(json).toMatchObject({ name: "ca", keyPin: fresh, rekeyed: false, repin: null });
+    const again = JSON.parse((await pki(["renew", "--rekey", "--json"], home)).out);
+    expect(again).toMatchObject({ rekeyed: true, repin: "a2a-node peers add ca https://ca.lan:9443 --pin --replace" });
+    expect(again.keyPin).not.toBe(fresh);
   });
 
   it("elsewhere, needs a CA peer: --ca-peer or ca_peer, registered", async () => {

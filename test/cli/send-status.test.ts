@@ -294,7 +294,7 @@ describe("status, cancel, tasks", () => {
     const listed = JSON.parse(r.out);
     expect(new Set(listed.tasks.map((t: any) => t.peer))).toEqual(new Set(["beta", "gamma", "delta", "epsilon"].filter((p) => listed.tasks.some((t: any) => t.peer === p))));
     expect(listed.tasks.some((t: any) => t.peer === "beta")).toBe(true);
-    expect(listed.errors).toEqual([expect.objectContaining({ peer: "impostor", error: expect.stringContaining("the server's certificate is for 'beta', not 'impostor'") })]);
+    expect(listed.errors).toEqual([expect.objectContaining({ peer: "impostor", error: expect.stringContaining("the server is fleet node 'beta', not 'impostor'") })]);
     const text = await run("tasks", "list");
     expect(text.code).toBe(8);
     expect(text.err).toContain("a2a-node: peer 'impostor' at");
@@ -320,7 +320,8 @@ describe("errors that tell the cases apart", () => {
   it("a peer whose certificate is for someone else: refused (exit 8)", async () => {
     const r = await run("send", "--agent", "impostor", "--task", "x");
     expect(r.code).toBe(8);
-    expect(r.err).toContain("the server's certificate is for 'beta', not 'impostor'");
+    expect(r.err).toContain("the server is fleet node 'beta', not 'impostor' (the name its fleet certificate carries)");
+    expect(r.err).toContain(`next: ${beta.url} now reaches 'beta', not 'impostor': check where impostor listens, then 'a2a-node peers add impostor https://HOST:PORT --pin --replace'`);
   });
 
   it("an unknown peer: exit 3 with the command that adds it; a name in capitals finds the peer", async () => {

@@ -12,6 +12,7 @@ import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
 import { startGatedModel, type GatedModel } from "../helpers/gated-model";
 import { get, userMessage } from "../helpers/rpc";
+import { Receiver } from "../push/receiver";
 
 let fleet: Fleet;
 let alpha: TlsIdentity;
@@ -198,6 +199,28 @@ describe.each(BINDINGS)("$name binding", ({ name, home, args }) => {
     // A page token the node never issued (one of ListTasks' kind) is the store's own refusal, mapped alike.
     const foreign = Buffer.from("2026-01-01T00:00:00.000Z|01ABC").toString("base64url");
     refused(await b.call(alpha, "ListTaskPushNotificationConfigs", { taskId: task.id, pageToken: foreign }), "INVALID_PARAMS", name, "pageToken is not one this node issued");
+  });
+
+  it("delivers with the config's AuthenticationInfo in Authorization, and never reads the credentials back", async () => {
+    const receiver = new Receiver();
+    try {
+      const secret = `cred-${crypto.randomUUID()}`;
+      const push = { url: receiver.url("/auth-hook"), token: "tok-2", authentication: { scheme: "Bearer", credentials: secret } };
+      const task = ok(await send(b, alpha, `pushed with auth ${crypto.randomUUID()}`, { taskPushNotificationConfig: push })).task;
+      const [first] = await receiver.delivered(1);
+      expect(first.headers.authorization).toBe(`Bearer ${secret}`);
+      expect(first.headers["x-a2a-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/);
+      const listed = ok(await b.call(alpha, "ListTaskPushNotificationConfigs", { taskId: task.id }));
+      expect(listed.configs).toEqual([expect.objectContaining({ url: push.url, token: "tok-2", authentication: { scheme: "Bearer" } })]);
+      const got = ok(await b.call(alpha, "GetTaskPushNotificationConfig", { taskId: task.id, id: listed.configs[0].id }));
+      expect(got).toEqual(listed.configs[0]);
+      const made = ok(await b.call(alpha, "CreateTaskPushNotificationConfig", { taskId: task.id, url: push.url, authentication: { scheme: "Basic", credentials: secret } }));
+      const again = ok(await b.call(alpha, "GetTaskPushNotificationConfig", { taskId: task.id, id: made.id }));
+      expect(again.authentication).toEqual({ scheme: "Basic" });
+      expect(JSON.stringify([listed, got, again, ok(await b.call(alpha, "ListTaskPushNotificationConfigs", { taskId: task.id }))])).not.toContain(secret);
+    } finally {
+      receiver.stop();
+    }
   });
 
   it("refuses what is not a valid request with the same reason: unknown task, bad params, unsupported version, unknown operation", async () => {

@@ -143,16 +143,19 @@ describe("peers discover and ping", () => {
     const r = await alpha("peers", "discover", beta.url);
     expect(r.code).toBe(2);
     expect(r.stdout).toMatch(/^ {2}node {9}beta\n/);
-    expect(r.stdout).toMatch(/fingerprint +([0-9A-F]{2}:){31}[0-9A-F]{2}\n/);
+    expect(r.stdout).toMatch(/key pin +spki:sha256:[A-Za-z0-9_-]{43}\n/);
+    expect(r.stdout).toMatch(/fingerprint +([0-9A-F]{2}:){31}[0-9A-F]{2} \(this certificate; renewal replaces it\)\n/);
     expect(r.stdout).toContain("skills");
     expect(r.stderr).toContain("nothing pinned: standard input is not a terminal to confirm on");
     expect(r.stderr).toContain("then pass --yes");
     const pinned = await alpha("peers", "discover", beta.url, "--yes", "--json");
     expect(pinned.code, pinned.stderr).toBe(0);
+    expect(pinned.stderr).toBe(""); // it shows the identity itself; no note on how to pin it
     const facts = JSON.parse(pinned.stdout);
     expect(facts).toMatchObject({ name: "beta", url: beta.url, pinned: true, changed: true, card: { name: "beta" } });
     const peers = JSON.parse((await alpha("peers", "list", "--json")).stdout);
-    expect(peers.find((p: any) => p.name === "beta").fingerprint).toBe(facts.certificate.fingerprint);
+    expect(peers.find((p: any) => p.name === "beta").keyPin).toBe(facts.certificate.keyPin);
+    expect(facts.certificate.keyPin).toMatch(/^spki:sha256:/);
     // Pinned: sends still work, and a second discover has nothing to change.
     expect((await alpha("peers", "discover", beta.url, "--json")).code).toBe(0);
   });
@@ -161,7 +164,7 @@ describe("peers discover and ping", () => {
     const gamma = await serveBinary(fleet.homes.gamma!, ["--executor", "echo"]);
     served.push(gamma);
     const pty = runInPty(alphaArgs("peers", "discover", gamma.url));
-    await pty.waitFor(/pin 'gamma' at .* with fingerprint .*\? \[y\/N\] $/);
+    await pty.waitFor(/pin 'gamma' at .* with key spki:sha256:\S+\? \[y\/N\] $/);
     pty.type("y\n");
     expect(await pty.exited).toBe(0);
     expect(pty.output()).toContain(`pinned peer gamma at ${gamma.url}`);
@@ -175,10 +178,11 @@ describe("peers discover and ping", () => {
   it("peers add --pin checks the name on the certificate before pinning", async () => {
     const wrong = await alpha("peers", "add", "delta", beta.url, "--pin");
     expect(wrong.code).toBe(8);
-    expect(wrong.stderr).toContain(`the node at ${beta.url} is 'beta', not 'delta'`);
+    expect(wrong.stderr).toContain(`the node at ${beta.url} is fleet node 'beta', not 'delta' (the name its fleet certificate carries)`);
+    expect(wrong.stderr).toContain(`add it under its own name ('a2a-node peers add beta ${beta.url} --pin')`);
     const right = await alpha("peers", "add", "beta", beta.url, "--pin", "--replace");
     expect(right.code, right.stderr).toBe(0);
-    expect(right.stdout).toMatch(/^added peer beta at https:\/\/127\.0\.0\.1:\d+ \(pinned ([0-9A-F]{2}:){31}[0-9A-F]{2}\)\n$/);
+    expect(right.stdout).toMatch(/^added peer beta at https:\/\/127\.0\.0\.1:\d+ \(key pinned spki:sha256:[A-Za-z0-9_-]{43}\)\n$/);
   });
 });
 

@@ -53,6 +53,9 @@ describe("the CSR flow (binary): no private key travels", () => {
       const sent = await runBinary(["--home", alpha, "send", "--agent", node.url, "--task", "hello carol", "--wait", "--json"]);
       expect(sent.code, sent.stderr).toBe(0);
       expect(JSON.parse(sent.stdout).artifacts[0].parts[0].text).toBe("hello carol");
+      // By a URL no peer is registered at: any fleet member is accepted, and which one is said.
+      const carolPin = JSON.parse((await runBinary(["--home", carol, "pki", "show", "--json"])).stdout).keyPin;
+      expect(sent.stderr).toContain(`${node.url} is fleet node 'carol' (key ${carolPin}); to check that name and key every time, add it: a2a-node peers add carol ${node.url} --pin\n`);
     } finally {
       await node.stop();
     }
@@ -151,7 +154,7 @@ describe("revocation (binary): a stolen machine is cut off fleet-wide", () => {
   });
 });
 
-describe("renewal (binary): the same name and SANs, a new key, no restart", () => {
+describe("renewal (binary): the same name, SANs and key, no restart", () => {
   const served: ServedBinary[] = [];
   afterAll(async () => {
     for (const n of served) await n.stop("SIGKILL");
@@ -203,7 +206,8 @@ describe("renewal (binary): the same name and SANs, a new key, no restart", () =
       expect(r).toMatchObject({ name: "beta", sans: ["beta", "localhost", "127.0.0.1", "beta.lan"], reloadedPid: beta.pid });
       expect(Math.round((Date.parse(r.notAfter) - Date.now()) / DAY)).toBe(30);
       expect(statSync(homePaths(home("beta")).nodeKey).mode & 0o777).toBe(0o600);
-      expect(readFileSync(homePaths(home("beta")).nodeKey, "utf8")).not.toBe(oldId.key);
+      // The key is kept (pki renew --rekey makes a new one), so pins of beta's key hold.
+      expect(readFileSync(homePaths(home("beta")).nodeKey, "utf8")).toBe(oldId.key);
 
       await beta.waitForLine({ msg: "reloaded", applied: "certificate" });
       const after = await servedFingerprint(beta.url, "alpha");
@@ -250,6 +254,67 @@ describe("renewal (binary): the same name and SANs, a new key, no restart", () =
     expect(anonymous).not.toBe("answered");
   });
 
+  it("a key pin survives renewal: a node pinned by name is still sent to after it renews; --rekey breaks the pin, saying so, and re-pinning mends it", async () => {
+    const h = (name: string) => home(`pin-${name}`);
+    const run = (name: string, ...args: string[]) => runBinary(["--home", h(name), ...args]);
+    expect((await run("alpha", "init-pki", "--name", "alpha")).code).toBe(0);
+    for (const name of ["beta", "gamma", "delta"]) {
+      const bundle = join(root, `pin-${name}.bundle`);
+      expect((await run("alpha", "pki", "issue", name, "--out", bundle)).code).toBe(0);
+      expect((await run(name, "init-pki", "--bundle", bundle)).code).toBe(0);
+    }
+    const alpha = await serveBinary(h("alpha"), ["--executor", "echo"]);
+    served.push(alpha);
+    let beta = await serveBinary(h("beta"), ["--executor", "echo"]);
+    served.push(beta);
+    expect((await run("beta", "peers", "add", "alpha", alpha.url)).code).toBe(0);
+
+    // alpha pins beta's key; gamma and delta pin beta's certificate, as before key pins.
+    const added = await run("alpha", "peers", "add", "beta", beta.url, "--pin", "--json");
+    expect(added.code, added.stderr).toBe(0);
+    const keyPin = JSON.parse(added.stdout).keyPin as string;
+    expect(keyPin).toMatch(/^spki:sha256:[A-Za-z0-9_-]{43}$/);
+    expect(JSON.parse((await run("beta", "pki", "show", "--json")).stdout).keyPin).toBe(keyPin);
+    const certFp = inspectCert(readFileSync(homePaths(h("beta")).nodeCert, "utf8")).fingerprint256;
+    for (const name of ["gamma", "delta"]) expect((await run(name, "peers", "add", "beta", beta.url, "--fingerprint", certFp)).code).toBe(0);
+    // gamma contacts beta before the renewal: its certificate pin matches and becomes a key pin.
+    const early = await run("gamma", "send", "--agent", "beta", "--task", "before", "--wait");
+    expect(early.code, early.stderr).toBe(0);
+    expect(early.stderr).toContain(`note: peer 'beta' was pinned by one certificate (renewal replaces it); now its key is pinned instead: ${keyPin}`);
+    expect(JSON.parse((await run("gamma", "peers", "list", "--json")).stdout)).toEqual([expect.objectContaining({ name: "beta", keyPin })]);
+
+    const renewed = await run("beta", "pki", "renew", "--ca-peer", "alpha", "--json");
+    expect(renewed.code, renewed.stderr).toBe(0);
+    expect(JSON.parse(renewed.stdout)).toMatchObject({ rekeyed: false, keyPin, reloadedPid: beta.pid });
+    await beta.waitForLine({ msg: "reloaded", applied: "certificate" });
+    // A new certificate (delta's refusal below shows beta serves it), for the same key.
+    expect(inspectCert(readFileSync(homePaths(h("beta")).nodeCert, "utf8")).fingerprint256).not.toBe(certFp);
+
+    const sent = await run("alpha", "send", "--agent", "beta", "--task", "after renewal", "--wait");
+    expect(sent.code, sent.stderr).toBe(0);
+    expect(sent.stdout).toBe("after renewal\n");
+    expect((await run("gamma", "send", "--agent", "beta", "--task", "converted", "--wait")).code).toBe(0);
+    // delta never contacted beta while its pinned certificate was in use: refused, saying it was a certificate pin.
+    const stale = await run("delta", "send", "--agent", "beta", "--task", "x");
+    expect(stale.code).toBe(8);
+    expect(stale.stderr).toContain(`is not the pinned ${certFp} (a pin of one certificate, from before key pins: a renewal replaces the certificate)`);
+    expect(stale.stderr).toContain(`next: beta was pinned by one certificate, which its renewal has replaced:`);
+
+    // A new key: pins of it fail, as 'pin' (not 'name'), until re-pinned.
+    const rekeyed = await run("beta", "pki", "renew", "--ca-peer", "alpha", "--rekey");
+    expect(rekeyed.code, rekeyed.stderr).toBe(0);
+    expect(rekeyed.stdout).toContain(`the key changed: machines that pinned "beta" now refuse it until they pin it again.`);
+    await beta.stop();
+    beta = await serveBinary(h("beta"), ["--executor", "echo", "--port", String(beta.port)]);
+    served.push(beta);
+    const refused = await run("alpha", "send", "--agent", "beta", "--task", "x");
+    expect(refused.code).toBe(8);
+    expect(refused.stderr).toMatch(new RegExp(`the server is 'beta' by its fleet certificate, but its public key spki:sha256:\\S+ is not the pinned ${keyPin.replace(/[-]/g, "\\-")}`));
+    expect(refused.stderr).toContain(`next: beta now holds another key ('pki renew --rekey' there, or another machine holds a 'beta' certificate)`);
+    expect((await run("alpha", "peers", "add", "beta", beta.url, "--pin", "--replace")).code).toBe(0);
+    expect((await run("alpha", "send", "--agent", "beta", "--task", "re-pinned", "--wait")).code).toBe(0);
+  });
+
   it("serve renews by itself once two thirds of the lifetime have passed, from its ca_peer", async () => {
     const past = new Date(Date.now() - 21 * DAY);
     const ca = homePaths(home("old-alpha"));
@@ -259,7 +324,9 @@ describe("renewal (binary): the same name and SANs, a new key, no restart", () =
     await installBundle(ensureHome(homePaths(home("aging"))), bundle, { now: past });
     const alpha = await serveBinary(home("old-alpha"), ["--executor", "echo"]);
     served.push(alpha);
-    expect((await cli("aging", "peers", "add", "old-alpha", alpha.url)).code).toBe(0);
+    // Pinned the way peers were before key pins (one certificate): the daemon converts it on first contact.
+    const alphaFp = inspectCert(readFileSync(ca.nodeCert, "utf8")).fingerprint256;
+    expect((await cli("aging", "peers", "add", "old-alpha", alpha.url, "--fingerprint", alphaFp)).code).toBe(0);
     const before = inspectCert(readFileSync(homePaths(home("aging")).nodeCert, "utf8"));
     const aging = await serveBinary(home("aging"), ["--executor", "echo", "--ca-peer", "old-alpha"]);
     served.push(aging);
@@ -270,6 +337,9 @@ describe("renewal (binary): the same name and SANs, a new key, no restart", () =
     expect(Math.round((after.notAfter.getTime() - Date.now()) / DAY)).toBe(30);
     expect(await servedFingerprint(aging.url, "old-alpha")).toBe(after.fingerprint256);
     expect(statSync(homePaths(home("aging")).nodeKey).mode & 0o777).toBe(0o600);
+    const alphaPin = JSON.parse((await cli("old-alpha", "pki", "show", "--json")).stdout).keyPin;
+    expect(await aging.waitForLine({ msg: "converted a peer's certificate pin to a key pin", peer: "old-alpha" })).toMatchObject({ key_pin: alphaPin });
+    expect(JSON.parse((await cli("aging", "peers", "list", "--json")).stdout)).toEqual([expect.objectContaining({ name: "old-alpha", keyPin: alphaPin })]);
   });
 });
 

@@ -6,7 +6,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { connect } from "node:tls";
+import { X509Certificate } from "node:crypto";
 import { homePaths } from "../../src/home";
+import { verifyFleetCard } from "../../src/client/card-trust";
+import { readSignatureHeader } from "../../src/protocol/card-signature";
+import type { AgentCard } from "../../src/protocol/types";
 import { issueBundle, readBundle } from "../../pki";
 import { startGatedModel } from "../helpers/gated-model";
 import { join } from "node:path";
@@ -80,6 +84,12 @@ describe("SIGHUP", () => {
     const node = await serveBinary(home, ["--executor", "openai", "--model-url", model.url]);
     running.push(node);
     const before = await servedFingerprint(node.url);
+    const signer = async () => {
+      const card = (await get(`${node.url}/.well-known/agent-card.json`, fleet.identity("alpha"))).body as AgentCard;
+      return { x5c: readSignatureHeader(card.signatures![0])?.x5c?.[0], verified: await verifyFleetCard(card, { ca: fleet.identity("alpha").ca, name: "gamma" }) };
+    };
+    const cardBefore = await signer();
+    expect(cardBefore.x5c).toBe(new X509Certificate(readFileSync(homePaths(home).nodeCert, "utf8")).raw.toString("base64"));
 
     const text = `[hold] ${crypto.randomUUID()}`;
     const inFlight = rpc(node.url, fleet.identity("alpha"), "SendMessage", { message: userMessage(text) });
@@ -99,6 +109,10 @@ describe("SIGHUP", () => {
     const after = await servedFingerprint(node.url);
     expect(after).not.toBe(before);
     expect(after).toBe(new (await import("node:crypto")).X509Certificate(renewed.cert).fingerprint256);
+    // The card is signed again, by the new key and certificate.
+    const cardAfter = await signer();
+    expect(cardAfter.x5c).toBe(new X509Certificate(renewed.cert).raw.toString("base64"));
+    expect(cardAfter.verified.keyPin).not.toBe(cardBefore.verified.keyPin);
 
     model.release();
     const reply = await inFlight;

@@ -7,7 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer, type Server } from "node:https";
+import { rmSync, writeFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import express from "express";
 import { AGENT_CARD_PATH, TaskState, type AgentCard, type Message as SdkMessage } from "@a2a-js/sdk";
 import {
@@ -252,18 +254,39 @@ describe.each(CLIENTS)("our $name against the @a2a-js/sdk server over mutual TLS
 });
 
 describe("the terminal client and an SDK agent whose card lists HTTP+JSON first", () => {
+  // The SDK agent's card is not signed, as a peer older than signed cards: accepted only when the config says so.
   async function cli(...args: string[]) {
-    const io = bufferIo();
+    const io = bufferIo({ A2A_NODE_UNSIGNED_CARDS: "accept" });
     const code = await runCli(["--home", fleet.homes.alpha, ...args], io);
     return { code, out: io.out(), err: io.err() };
   }
 
   it("send --wait and status speak HTTP+JSON to it (the SDK serves JSON-RPC too, at another path)", async () => {
     expect((await cli("peers", "add", "sdkpeer", base)).code).toBe(0);
+    const refusing = bufferIo();
+    expect(await runCli(["--home", fleet.homes.alpha, "send", "--agent", "sdkpeer", "--task", "unsigned", "--wait"], refusing)).toBe(8);
+    expect(refusing.err()).toContain(`a2a-node: peer 'sdkpeer' at ${base} is not trusted: its agent card is not signed\n`);
+    expect(refusing.err()).toContain('unsigned_cards = "accept" in config.toml (or A2A_NODE_UNSIGNED_CARDS=accept)');
+    // doctor says the same of it, as a warning.
+    const doctor = bufferIo();
+    await runCli(["--home", fleet.homes.alpha, "doctor", "--json", "--timeout", "3"], doctor);
+    const finding = JSON.parse(doctor.out()).checks.find((c: { check: string }) => c.check === "peer sdkpeer");
+    expect(finding).toMatchObject({ status: "warn", detail: expect.stringMatching(/answers over mutual TLS: card "sdk-echo".*, but its agent card is not signed$/) });
+    expect(finding.fix).toContain('send and status refuse it unless unsigned_cards = "accept"');
+    // The same setting from the home's config file.
+    writeFileSync(join(fleet.homes.alpha, "config.toml"), 'unsigned_cards = "accept"\n');
+    try {
+      const viaFile = bufferIo();
+      expect(await runCli(["--home", fleet.homes.alpha, "send", "--agent", "sdkpeer", "--task", "via file", "--wait"], viaFile)).toBe(0);
+      expect(viaFile.err()).toContain("its agent card is not signed; used anyway");
+    } finally {
+      rmSync(join(fleet.homes.alpha, "config.toml"));
+    }
     const before = executor.seen.length;
     const from = hits.length;
     const sent = await cli("send", "--agent", "sdkpeer", "--task", "over rest", "--wait", "--json");
     expect(sent.code, sent.err).toBe(0);
+    expect(sent.err).toContain(`warning: peer 'sdkpeer' at ${base}: its agent card is not signed; used anyway (unsigned_cards = "accept")`);
     const task = JSON.parse(sent.out);
     expect(task).toMatchObject({ status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ parts: [{ text: "sdk echo: over rest" }] }] });
     expect(executor.seen.slice(before)).toEqual(["over rest"]);

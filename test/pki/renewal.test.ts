@@ -70,11 +70,6 @@ describe("renewRecorded", () => {
       async () => ({ csrPem: (await createCsr({ name: "alpha", sans: [] })).csrPem }),
       /the request is for "alpha", but the certificate renewed is "beta"/,
     ],
-    [
-      "a request reusing the old key",
-      async (b: Awaited<ReturnType<typeof fleet>>) => ({ csrPem: (await createCsr({ name: "beta", sans: [], keyPem: b.betaId.keyPem })).csrPem }),
-      /the request reuses the old key/,
-    ],
     ["a name other than the connection's", async () => ({ presented: { name: "gamma" } }), /the certificate is for "beta", not "gamma"/],
   ])("refuses %s (RENEW_REFUSED)", async (_what, change, reason) => {
     const b = await fleet();

@@ -29,7 +29,9 @@ export function pushConfigStoreContract(name: string, open: () => Promise<Opened
       expect(a).toEqual({ id: a.id, taskId: "t1", url: "https://hooks.example/a", token: "s3cret" });
       const b = await store.create("alpha", { id: "mine", taskId: "t1", url: "https://hooks.example/b", authentication: { scheme: "Bearer", credentials: "xyz" } });
       expect(b.id).toBe("mine");
-      expect(await store.get("alpha", "t1", "mine")).toEqual({ id: "mine", taskId: "t1", url: "https://hooks.example/b", authentication: { scheme: "Bearer", credentials: "xyz" } });
+      expect(b.authentication).toEqual({ scheme: "Bearer", credentials: "xyz" });
+      // Credentials are write-only (a2aproject/A2A#1681): read back, the scheme stays and the secret is gone.
+      expect(await store.get("alpha", "t1", "mine")).toEqual({ id: "mine", taskId: "t1", url: "https://hooks.example/b", authentication: { scheme: "Bearer" } });
       expect(await store.get("alpha", "t1", a.id)).toEqual(a);
       expect(await store.get("alpha", "t1", "nope")).toBeUndefined();
     });
@@ -105,10 +107,24 @@ export function pushConfigStoreContract(name: string, open: () => Promise<Opened
       given.authentication.credentials = "changed";
       saved.url = "https://evil.example/";
       const read = (await store.get("alpha", "t1", "c"))!;
-      expect(read).toEqual({ id: "c", taskId: "t1", url: "https://h.example/", authentication: { scheme: "Bearer", credentials: "one" } });
+      expect(read).toEqual({ id: "c", taskId: "t1", url: "https://h.example/", authentication: { scheme: "Bearer" } });
       read.authentication!.credentials = "changed again";
+      read.authentication!.scheme = "Basic";
       (await store.forTask("t1"))[0].url = "https://evil.example/";
       expect(await store.forDelivery("t1", "c")).toEqual({ id: "c", taskId: "t1", url: "https://h.example/", authentication: { scheme: "Bearer", credentials: "one" }, owner: "alpha" });
+    });
+
+    it("never returns credentials to a client (get, list), but hands them to delivery (forTask, forDelivery)", async () => {
+      const secret = `cred-${crypto.randomUUID()}`;
+      await store.create("alpha", { id: "a", taskId: "t1", url: "https://h.example/a", token: "tok", authentication: { scheme: "Bearer", credentials: secret } });
+      await store.create("alpha", { id: "b", taskId: "t1", url: "https://h.example/b", authentication: { scheme: "Basic" } });
+      const got = await store.get("alpha", "t1", "a");
+      expect(got).toEqual({ id: "a", taskId: "t1", url: "https://h.example/a", token: "tok", authentication: { scheme: "Bearer" } });
+      const listed = await store.list("alpha", "t1");
+      expect(listed.configs).toEqual([got, { id: "b", taskId: "t1", url: "https://h.example/b", authentication: { scheme: "Basic" } }]);
+      expect(JSON.stringify([got, listed])).not.toContain(secret);
+      expect((await store.forDelivery("t1", "a"))?.authentication).toEqual({ scheme: "Bearer", credentials: secret });
+      expect((await store.forTask("t1")).map((c) => c.authentication)).toEqual([{ scheme: "Bearer", credentials: secret }, { scheme: "Basic" }]);
     });
 
     it("deleteForTasks forgets every config of those tasks, whoever set it, and nothing else", async () => {

@@ -63,6 +63,7 @@ describe("SqlitePushConfigStore", async () => {
     database.close();
     database = openDatabase(path);
     store = new SqlitePushConfigStore(database);
-    expect(await store.get("alpha", "t1", c.id)).toEqual(c);
+    expect(await store.get("alpha", "t1", c.id)).toEqual({ ...c, authentication: { scheme: "Basic" } });
+    expect((await store.forDelivery("t1", c.id))?.authentication).toEqual({ scheme: "Basic", credentials: "dTpw" });
   });
 });

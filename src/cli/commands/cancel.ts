@@ -32,7 +32,8 @@ EXAMPLES
 
 EXIT CODES
   0 canceled   1 the task had already ended (nothing to cancel), or the peer answered an error
-  2 usage error   3 no such task (or not yours)   4 cannot connect   8 refused (TLS, certificate, name or pin)
+  2 usage error (also an outside peer's unreadable token file)   3 no such task (or not yours)   4 cannot connect
+  8 refused (TLS, certificate, name, pin, or its card unsigned or not signed by it; an outside peer's 401/403 to its token)
 `,
   flags,
   async run(argv, { io, home }) {
@@ -40,7 +41,7 @@ EXIT CODES
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     if (!f.agent) throw new UsageError("--agent is required (a peer name or an https URL)");
     if (!f["task-id"]) throw new UsageError("--task-id is required");
-    const session = await openClientSession(home, f.agent);
+    const session = await openClientSession(home, f.agent, io);
     const agent = session.target.peer?.name ?? f.agent;
     let task;
     try {

@@ -1,6 +1,7 @@
 import type { AgentCard } from "../../protocol/types";
 import type { CommandContext } from "../command";
-import { loadClientIdentity, openClientSession, openPeers } from "../client-session";
+import { clientPolicy, loadClientIdentity, openClientSession, openPeers } from "../client-session";
+import { pinText } from "./peers-flags";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
 import { describeFacts, fetchPeerFacts } from "../peer-facts";
@@ -13,16 +14,17 @@ export async function discoverPeer(args: string[], ctx: CommandContext): Promise
   const { flags, positionals } = parseFlags(args, PEERS_FLAGS.discover);
   if (positionals.length !== 1) throw new UsageError("peers discover needs exactly one URL (https://HOST:PORT)");
   const url = peerUrl(positionals[0], ctx);
-  const facts = await fetchPeerFacts(await loadClientIdentity(home), url);
+  const facts = await fetchPeerFacts(await loadClientIdentity(home), url, undefined, { ...clientPolicy(home, io), home });
+  const keyPin = facts.certificate.keyPin;
   const { peers, close } = openPeers(home);
   try {
     const before = peers.get(facts.name);
-    const same = before?.url === url && before.fingerprint === facts.certificate.fingerprint;
+    const same = before?.url === url && before.keyPin === keyPin;
     const change = !before
       ? `adds peer '${facts.name}'`
       : same
-        ? `peer '${facts.name}' is already pinned to this certificate at this URL`
-        : `updates peer '${facts.name}' (now ${before.url}, ${before.fingerprint ? `pinned ${before.fingerprint}` : "not pinned"})`;
+        ? `peer '${facts.name}' is already pinned to this key at this URL`
+        : `updates peer '${facts.name}' (now ${before.url}, ${pinText(before)})`;
     const json = (pinned: boolean) => `${JSON.stringify({ ...facts, pinned, changed: pinned && !same })}\n`;
     if (!flags.json) io.stdout.write(`${describeFacts(facts)}  ${"pinning".padEnd(12)} ${change}\n`);
     if (same) {
@@ -32,17 +34,17 @@ export async function discoverPeer(args: string[], ctx: CommandContext): Promise
     if (!flags.yes) {
       if (!io.tty?.stdin || !io.readLine) {
         if (flags.json) io.stdout.write(json(false));
-        throw new UsageError("nothing pinned: standard input is not a terminal to confirm on; check the fingerprint against 'a2a-node pki show' on that machine, then pass --yes");
+        throw new UsageError("nothing pinned: standard input is not a terminal to confirm on; check the key pin against 'a2a-node pki show' on that machine, then pass --yes");
       }
-      io.stderr.write(`pin '${facts.name}' at ${url} with fingerprint ${facts.certificate.fingerprint}? [y/N] `);
+      io.stderr.write(`pin '${facts.name}' at ${url} with key ${keyPin}? [y/N] `);
       const answer = ((await io.readLine()) ?? "").trim().toLowerCase();
       if (answer !== "y" && answer !== "yes") {
         if (flags.json) io.stdout.write(json(false));
         throw new CliError("nothing pinned", ExitCode.Failure, `pin it later with 'a2a-node peers discover ${url}'`);
       }
     }
-    peers.add({ name: facts.name, url, fingerprint: facts.certificate.fingerprint }, { replace: true });
-    io.stdout.write(flags.json ? json(true) : `pinned peer ${facts.name} at ${url} (${facts.certificate.fingerprint})\n`);
+    peers.add({ name: facts.name, url, keyPin }, { replace: true });
+    io.stdout.write(flags.json ? json(true) : `pinned peer ${facts.name} at ${url} (key ${keyPin})\n`);
     return ExitCode.Ok;
   } finally {
     close();
@@ -53,7 +55,7 @@ export async function discoverPeer(args: string[], ctx: CommandContext): Promise
 export async function pingPeer(args: string[], { io, home }: CommandContext): Promise<number> {
   const { flags, positionals } = parseFlags(args, PEERS_FLAGS.ping);
   if (positionals.length !== 1) throw new UsageError("peers ping needs exactly one NAME (or URL)");
-  const session = await openClientSession(home, positionals[0]);
+  const session = await openClientSession(home, positionals[0], io);
   const firstMs = session.cardMs ?? 0;
   const cardUrl = new URL("/.well-known/agent-card.json", session.target.baseUrl).toString();
   const t0 = performance.now();

@@ -26,17 +26,20 @@ const flags = {
 export const sendCommand: Command = {
   name: "send",
   summary: "delegate a task to a peer (and optionally wait for its result)",
-  help: `Delegate a task to a peer over mutual TLS. The peer commits the task before it answers, so the task id
-stays valid whatever happens to this connection: with --wait or --stream it is printed on stderr as soon as the
-peer accepts the task, and 'a2a-node status --task-id ID --wait' picks the wait up again.
+  help: `Delegate a task to a peer over mutual TLS (or to a peer outside the fleet with its own token: see
+'a2a-node peers --help'). The peer commits the task before it answers, so the task id stays valid whatever
+happens to this connection: with --wait or --stream it is printed on stderr as soon as the peer accepts the
+task, and 'a2a-node status --task-id ID --wait' picks the wait up again.
 
 USAGE
   a2a-node send --agent NAME|URL --task TEXT [--file PATH]... [--wait|--stream [--timeout S]] [--json]
   a2a-node send --agent NAME|URL --task-id ID --task TEXT [--wait]      # answer a task that asked for input
 
 FLAGS
-  --agent NAME|URL   a peer from 'a2a-node peers list' (its certificate must be for NAME), or an https URL
-                     (without a port: 9443, the node's default)
+  --agent NAME|URL   a peer from 'a2a-node peers list' (its fleet certificate must be for NAME, and hold the
+                     pinned key if pinned), or an https URL (without a port: 9443, the node's default): a
+                     registered peer's URL is held to that peer; any other accepts any fleet member and
+                     says which. The peer's agent card must be signed by it (unsigned_cards: see README)
   --task TEXT        what to do, in plain text; '-' reads it from standard input
   --file PATH        attach a file (repeatable): sent as an A2A file part, its media type guessed from its
                      name (or its bytes). The peer's body limit (max_body, 1 MiB by default) counts the
@@ -66,10 +69,12 @@ EXAMPLES
 
 EXIT CODES
   0 sent (with --wait/--stream: completed)   1 the task failed or was rejected, or the peer answered an error
-  2 usage error (bad flags, a missing file, empty input)   3 unknown peer or task
+  2 usage error (bad flags, a missing file, empty input, an outside peer's unreadable token file)   3 unknown peer or task
   4 cannot connect (nothing listens, not TLS, unknown host)   5 --timeout reached (the task goes on)
   6 the task waits for input (answer it with --task-id)   7 the task was canceled
-  8 refused (TLS handshake, a certificate, the peer's name or pin)   130 Ctrl-C while waiting (the task goes on)
+  8 refused (TLS handshake, a certificate, the peer's name or pin, its card unsigned or not its own; an outside
+    peer's 401/403 to its token)
+  130 Ctrl-C while waiting (the task goes on)
 `,
   flags,
   async run(argv, { io, home }) {
@@ -83,7 +88,7 @@ EXIT CODES
     const files = await readAttachments(f.file);
     const text = await readTaskText(f.task, io);
 
-    const session = await openClientSession(home, f.agent);
+    const session = await openClientSession(home, f.agent, io);
     const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }, ...files] };
     if (f["task-id"]) message.taskId = f["task-id"];
     if (f["context-id"]) message.contextId = f["context-id"];

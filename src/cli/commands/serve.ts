@@ -25,9 +25,9 @@ export const serveCommand: Command = {
   help: `Run the node: an A2A v1.0 server (JSON-RPC and HTTP+JSON) behind mutual TLS. Only clients with a
 certificate from this fleet's CA get past the TLS handshake; their certificate's CN is their identity. Tasks, their history and
 artifacts are kept in HOME/a2a-node.db. SIGHUP reloads: the config file and the certificate on disk are read
-again; a new certificate, key or CA, the log level and the rate limits apply at once (open connections and
-tasks carry on), other changed settings are named in the log as needing a restart; the fleet's revocation
-list is read again (and fetched from ca_peer). With ca_peer set (or on the CA's own home) the node renews its
+again; a new certificate, key or CA, the log level, the rate limits and the authorization policy apply at once
+(open connections and tasks carry on), other changed settings are named in the log as needing a restart; the
+fleet's revocation list is read again (and fetched from ca_peer). With ca_peer set (or on the CA's own home) the node renews its
 certificate by itself at two thirds of its lifetime. Stops gracefully on
 SIGTERM/SIGINT: running tasks get a grace period, then end FAILED ("interrupted") so no accepted task is left
 without an outcome; a task waiting for input keeps waiting (its answer resumes it after the restart), and a
@@ -37,6 +37,10 @@ The log goes to stdout, one line per event (JSON unless stdout is a terminal; se
 task is accepted and one when it finishes, with its id, context id, peer, state and duration, never what it
 says. Operators: GET /health/live, /health/ready (database, certificate, model endpoint; 503 naming what
 failed) and /metrics (Prometheus) on every listener, and on --admin-port alone without a client certificate.
+
+Who may call what is the [[authorize]] tables of the config file (none: every fleet member may call
+everything); a refused call gets PERMISSION_DENIED. Every A2A call and every refused connection is a JSON
+line in the audit log, HOME/audit.jsonl (0600, rotated by size; see --audit-log), never with message content.
 
 USAGE
   a2a-node serve [--host ADDR] [--port PORT] [--executor ${EXECUTOR_KINDS.join("|")}] [--model-url URL] [--model NAME]
@@ -67,6 +71,10 @@ EXIT CODES
     const configFile = f.config ?? join(home, "config.toml");
     const { config, sources } = resolveSettings(f, io.env, loadConfigFile(configFile, f.config !== undefined));
     if (f.check) {
+      if (config.tokenPort !== undefined && config.tokenTls === "off")
+        io.stderr.write(
+          `warning: the token listener (token_port = ${config.tokenPort}, on ${config.tokenHost}) is on without TLS (token_tls = off): bearer tokens cross the network in clear; set token_tls = "on" unless only this machine can reach it\n`,
+        );
       io.stdout.write(f.json ? checkJson(home, configFile, config, sources) : checkListing(home, configFile, config, sources));
       return ExitCode.Ok;
     }

@@ -42,8 +42,9 @@ EXIT CODES
   without --wait: 0 the task was found (whatever its state)
   with --wait: 0 completed   1 failed or rejected   5 --timeout reached   6 waits for input   7 canceled
                130 Ctrl-C (the task goes on)
-  1 the peer answered an error   2 usage error   3 no such task (or not yours)
-  4 cannot connect (nothing listens, not TLS, unknown host)   8 refused (TLS handshake, certificate, name or pin)
+  1 the peer answered an error   2 usage error (also an outside peer's unreadable token file)   3 no such task (or not yours)
+  4 cannot connect (nothing listens, not TLS, unknown host)   8 refused (TLS handshake, certificate, name or pin, an unsigned
+  card; an outside peer's 401/403 to its token)
 `,
   flags,
   async run(argv, { io, home }) {
@@ -56,7 +57,7 @@ EXIT CODES
     const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
     if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
     if (f.timeout !== undefined && !f.wait) throw new UsageError("--timeout goes with --wait");
-    const session = await openClientSession(home, f.agent);
+    const session = await openClientSession(home, f.agent, io);
     let task;
     try {
       task = await session.client.getTask({ id: f["task-id"], historyLength: hl });

@@ -2,7 +2,8 @@ import { resolveTarget, type Target } from "../../client/connect";
 import type { Task, TaskState } from "../../protocol/types";
 import { TASK_STATES } from "../../protocol/types";
 import type { Command } from "../command";
-import { loadClientIdentity, openClientSession, openPeers, sessionFor, type ClientSession } from "../client-session";
+import { clientPolicy, loadClientIdentity, openClientSession, openPeers, sessionForTarget, type ClientIdentity, type ClientSession } from "../client-session";
+import type { Io } from "../io";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { intFlag, parseFlags } from "../flags";
 import { shortState, statusNote } from "../render-task";
@@ -41,8 +42,8 @@ EXAMPLES
   a2a-node tasks list --json | jq -r '.tasks[] | select(.task.status.state == "TASK_STATE_WORKING") | .task.id'
 
 EXIT CODES
-  0 listed   1 the peer answered an error   2 usage error   3 unknown peer
-  4 cannot connect to a peer   8 refused by a peer (TLS, certificate, name or pin)
+  0 listed   1 the peer answered an error   2 usage error (also an outside peer's unreadable token file)   3 unknown peer
+  4 cannot connect to a peer   8 refused by a peer (TLS, certificate, name, pin, an unsigned card; an outside peer's 401/403)
   (without --agent: the code of the first peer that failed, after listing the others)
 `,
   flags: {},
@@ -57,7 +58,7 @@ EXIT CODES
     const state = f.state === undefined ? undefined : parseState(f.state);
 
     const agent = f.agent;
-    const sources = agent ? [{ peer: agent, open: () => openClientSession(home, agent) }] : await everyPeer(home);
+    const sources = agent ? [{ peer: agent, open: () => openClientSession(home, agent, io) }] : await everyPeer(home, io);
     if (sources.length === 0) {
       io.stdout.write(f.json ? `${JSON.stringify({ tasks: [], errors: [] })}\n` : "no peers yet: add one with 'a2a-node peers add NAME URL'\n");
       return ExitCode.Ok;
@@ -91,13 +92,16 @@ EXIT CODES
 };
 
 /** A session opener for every registered peer, each held to its name and pin. */
-async function everyPeer(home: string): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
-  const identity = await loadClientIdentity(home);
+async function everyPeer(home: string, io: Io): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
+  let identity: Promise<ClientIdentity> | undefined;
+  // Loaded once, and only if a fleet peer needs it: outside peers are reached without this node's certificate.
+  const ours = () => (identity ??= loadClientIdentity(home));
+  const policy = { ...clientPolicy(home, io), home };
   const { peers, close } = openPeers(home);
   try {
     return peers.list().map((p) => {
       const target = resolveTarget(p.name, peers) as Target;
-      return { peer: p.name, open: () => sessionFor(identity, target, { name: p.name, fingerprint: p.fingerprint }) };
+      return { peer: p.name, open: () => sessionForTarget(target, ours, policy) };
     });
   } finally {
     close();

@@ -2,7 +2,12 @@ import { UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
 import { homePaths } from "../../../home";
 import { loadNodeIdentity, type NodeIdentity } from "../../../../pki/identity";
-import { expiresIn } from "./text";
+import { existsSync } from "node:fs";
+import { readRevocationList } from "../../../../pki/crl-reader";
+import { readCrlSource, type CrlSource } from "../../../../pki/crl-source";
+import { keyPinOf } from "../../../../pki/key-pin";
+import { readPublic } from "../../../../pki/secure-file";
+import { expiresIn, utc } from "./text";
 import type { PkiSubcommand } from "./subcommand";
 
 const flags = {
@@ -13,15 +18,18 @@ export const show: PkiSubcommand = {
   name: "show",
   usage: "pki show [--json]",
   flagSpec: flags,
-  summary: `print this node's identity: name, SANs, fingerprint, expiry, fleet CA, whether this home
-            holds the CA key`,
+  summary: `print this node's identity: name, SANs, key pin (what other nodes pin), fingerprint, expiry,
+            fleet CA, whether this home holds the CA key, and the revocation list in force: its number,
+            when it was issued, its next update, how many certificates it revokes, and where it came
+            from (this home's CA, fetched from ca_peer, or imported)`,
   flagHelp: "",
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     const paths = homePaths(ctx.home);
     const id = await loadNodeIdentity(paths, { allowExpired: true });
-    ctx.io.stdout.write(f.json ? JSON.stringify(showJson(id, paths)) + "\n" : showText(id, paths));
+    const crl = crlState(paths, id.caPem);
+    ctx.io.stdout.write(f.json ? JSON.stringify({ ...showJson(id, paths), crl }) + "\n" : showText(id, paths) + crlText(crl));
     return 0;
   },
 };
@@ -31,6 +39,7 @@ function showJson(id: NodeIdentity, paths: ReturnType<typeof homePaths>) {
     name: id.name,
     sans: id.sans,
     uris: id.uris ?? [],
+    keyPin: keyPinOf(id.certPem),
     fingerprint256: id.fingerprint256,
     serialNumber: id.serialNumber,
     notBefore: id.notBefore,
@@ -54,6 +63,7 @@ function showText(id: NodeIdentity, paths: ReturnType<typeof homePaths>): string
       `node            ${id.name}`,
       `SANs            ${id.sans.join(", ")}`,
       ...(id.uris?.length ? [`SPIFFE ID       ${id.uris.join(", ")}`] : []),
+      `key pin         ${keyPinOf(id.certPem)} (renewals keep it; 'peers add --pin' elsewhere pins it)`,
       `fingerprint     ${id.fingerprint256}`,
       `expires         ${expiresIn(id.notAfter)}`,
       `certificate     ${paths.nodeCert}`,
@@ -66,4 +76,56 @@ function showText(id: NodeIdentity, paths: ReturnType<typeof homePaths>): string
         : `CA key          not here (identities are issued on the CA machine)`,
     ].join("\n") + "\n"
   );
+}
+
+/** The revocation list installed in this home, for `pki show`; null when there is none. */
+export interface CrlState {
+  path: string;
+  number?: number;
+  thisUpdate?: Date;
+  nextUpdate?: Date | null;
+  revoked?: number;
+  /** Where it came from; kind "unknown" when not recorded (a list from before this was kept, or copied by hand). */
+  source?: CrlSource | { kind: "unknown" };
+  /** Set instead of the above when the file cannot be used (not the fleet CA's, damaged). */
+  error?: string;
+}
+
+function crlState(paths: ReturnType<typeof homePaths>, caPem: string): CrlState | null {
+  if (!existsSync(paths.crl)) return null;
+  let list;
+  try {
+    list = readRevocationList(readPublic(paths.crl), caPem, paths.crl);
+  } catch (err) {
+    return { path: paths.crl, error: (err as Error).message };
+  }
+  return {
+    path: paths.crl,
+    number: list.number,
+    thisUpdate: list.thisUpdate,
+    nextUpdate: list.nextUpdate ?? null,
+    revoked: list.revoked.size,
+    source: readCrlSource(paths.crl, list.number) ?? { kind: "unknown" },
+  };
+}
+
+function crlText(crl: CrlState | null): string {
+  const pad = "                ";
+  if (!crl) return "revocation list none here: nothing is refused as revoked (the CA home writes one at 'pki revoke';\n" + pad + "elsewhere set ca_peer to fetch it, or 'pki import-crl FILE')\n";
+  if (crl.error) return `revocation list ${crl.path} cannot be used: ${crl.error}\n`;
+  const source = crl.source as CrlSource | { kind: "unknown" };
+  const from =
+    source.kind === "local-ca"
+      ? `signed by this home's CA on ${utc(new Date(source.at))}`
+      : source.kind === "ca-peer"
+        ? `fetched from ca_peer '${source.peer}' on ${utc(new Date(source.at))}${source.checkedAt ? `, still current there on ${utc(new Date(source.checkedAt))}` : ""}`
+        : source.kind === "imported"
+          ? `imported from ${source.file} on ${utc(new Date(source.at))}`
+          : "not recorded (installed before this was kept, or copied in by hand)";
+  return [
+    `revocation list number ${crl.number}, ${crl.revoked} revoked certificate${crl.revoked === 1 ? "" : "s"}`,
+    `${pad}issued ${utc(crl.thisUpdate as Date)}, next update ${crl.nextUpdate ? utc(crl.nextUpdate) : "not set"}`,
+    `${pad}from: ${from}`,
+    `${pad}${crl.path}`,
+  ].join("\n") + "\n";
 }

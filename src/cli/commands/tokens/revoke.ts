@@ -1,0 +1,21 @@
+import type { CommandContext } from "../../command";
+import { CliError, ExitCode, UsageError } from "../../errors";
+import { parseFlags } from "../../flags";
+import { callerName, openTokens } from "./open";
+
+export const REVOKE_FLAGS = { json: { type: "boolean" } } as const;
+
+/** `tokens revoke NAME`: the token stops working at its next request (the listener reads the table each time). */
+export async function revokeToken(args: string[], { io, home }: CommandContext): Promise<number> {
+  const { flags, positionals } = parseFlags(args, REVOKE_FLAGS);
+  if (positionals.length > 1) throw new UsageError(`tokens revoke takes one NAME (got '${positionals[1]}' too)`);
+  const name = callerName(positionals[0]);
+  const { tokens, close } = openTokens(home);
+  try {
+    if (!tokens.revoke(name)) throw new CliError(`no token for '${name}'`, ExitCode.NotFound, "see 'a2a-node tokens list'");
+    io.stdout.write(flags.json ? `${JSON.stringify({ revoked: name })}\n` : `revoked the token of '${name}': its next request is refused (401)\n`);
+  } finally {
+    close();
+  }
+  return ExitCode.Ok;
+}

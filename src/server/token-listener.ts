@@ -1,0 +1,123 @@
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from "node:net";
+import { createServer as createTlsServer, type TLSSocket } from "node:tls";
+import { TOKEN_CALLER_PREFIX, type CallerToken } from "../auth/caller-tokens";
+import type { CallerIdentity } from "../protocol/caller";
+import { boundTlsServer, CONNECTION_DEFAULTS, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
+import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
+import type { Listener } from "./mtls-listener";
+
+/** The card is public: a caller reads it to learn that this listener wants a bearer token. */
+const PUBLIC_PATHS = new Set(["/.well-known/agent-card.json"]);
+
+/** Who reads the public card: nobody in particular, and never an owner of tasks (no A2A route is open to it). */
+const CARD_READER: CallerIdentity = { name: "@card-reader", fingerprint: "none", anonymous: true };
+
+export interface TokenListenerOptions {
+  http?: HttpLimits;
+  host: string;
+  port: number;
+  /** Serve TLS with the node's own certificate (no client certificate asked); absent: plain HTTP. */
+  tls?: { cert: string; key: string };
+  maxBodyBytes: number;
+  /** The caller a bearer token belongs to (read at each request, so an added or revoked token counts at once). */
+  verify(token: string): CallerToken | undefined;
+  onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
+  tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
+  onRefusedRequest?(status: number): void;
+  /** A request without a valid token (logged without the token). */
+  onUnauthorized?(reason: string, remote: string | undefined): void;
+  handshakeTimeoutMs?: number;
+  limits?: ConnectionLimits;
+  onHandshakeError?(err: Error, remote: string | undefined): void;
+  onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
+}
+
+/**
+ * A listener for A2A callers outside the fleet, who prove who they are with a bearer token
+ * (`Authorization: Bearer TOKEN`, from `a2a-node tokens add NAME`) instead of a client certificate. The
+ * token's name, prefixed "token:", is the caller: it owns the tasks made with it exactly as a certificate's
+ * CN does on the mutual-TLS listener, and the request goes to the same router. Only the agent card is
+ * served without a token; everything else without a valid one is 401 with WWW-Authenticate.
+ */
+export function listenToken(options: TokenListenerOptions): Promise<Listener> {
+  const connections = new ConnectionSet(options.http);
+  const handle = async (req: HttpRequest, remote: string | undefined): Promise<HttpResponse> => {
+    const q = req.target.indexOf("?");
+    const path = q === -1 ? req.target : req.target.slice(0, q);
+    if ((req.method === "GET" || req.method === "HEAD") && PUBLIC_PATHS.has(path)) return options.onRequest(req, CARD_READER);
+    const auth = bearerToken(req.headers.get("authorization"));
+    if (auth.kind !== "token") {
+      options.onUnauthorized?.(auth.kind === "none" ? "no bearer token" : "not a bearer token", remote);
+      return unauthorized(auth.kind === "none" ? undefined : "invalid_request", "send 'Authorization: Bearer TOKEN' (a token from 'a2a-node tokens add NAME' on this node)");
+    }
+    const found = options.verify(auth.token);
+    if (!found) {
+      options.onUnauthorized?.("unknown or revoked token", remote);
+      return unauthorized("invalid_token", "the bearer token is not one this node knows (unknown, or revoked)");
+    }
+    return options.onRequest(req, { name: `${TOKEN_CALLER_PREFIX}${found.name}`, fingerprint: `${TOKEN_CALLER_PREFIX}${found.name}@${found.createdAt}` });
+  };
+  const serve = (socket: import("node:net").Socket) =>
+    connections.serve(socket, {
+      maxBodyBytes: options.maxBodyBytes,
+      tooLarge: options.tooLarge,
+      handle: (req) => handle(req, socket.remoteAddress),
+      onRefused: options.onRefusedRequest,
+    });
+
+  let server: NetServer;
+  let setIdentity: Listener["setIdentity"];
+  if (options.tls) {
+    const tls = createTlsServer({
+      cert: options.tls.cert,
+      key: options.tls.key,
+      minVersion: "TLSv1.2",
+      handshakeTimeout: options.handshakeTimeoutMs ?? CONNECTION_DEFAULTS.handshakeTimeoutMs,
+    });
+    boundTlsServer(tls, options);
+    tls.on("secureConnection", (socket: TLSSocket) => serve(socket));
+    server = tls;
+    setIdentity = (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, minVersion: "TLSv1.2" });
+  } else server = createNetServer(serve);
+
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port, options.host, () => {
+      server.off("error", reject);
+      const port = (server.address() as AddressInfo).port;
+      const host = options.host.includes(":") ? `[${options.host}]` : options.host;
+      resolve({
+        url: `${options.tls ? "https" : "http"}://${host}:${port}`,
+        port,
+        setIdentity,
+        stopAccepting: () => void server.close(),
+        close: async () => {
+          if (server.listening) server.close();
+          await connections.close();
+        },
+      });
+    });
+  });
+}
+
+/** The token of an `Authorization: Bearer TOKEN` header (the scheme is case-insensitive, RFC 7235). */
+function bearerToken(header: string | undefined): { kind: "token"; token: string } | { kind: "none" } | { kind: "other" } {
+  if (header === undefined || header.trim() === "") return { kind: "none" };
+  const m = /^bearer[ \t]+([^\s]+)[ \t]*$/i.exec(header.trim());
+  return m ? { kind: "token", token: m[1] } : { kind: "other" };
+}
+
+/**
+ * 401 with the challenge RFC 6750 describes (error="invalid_token" when a token was sent and refused), and a
+ * google.rpc.Status body a person or either binding's client can read.
+ */
+function unauthorized(error: string | undefined, message: string): HttpResponse {
+  return {
+    status: 401,
+    headers: {
+      "content-type": "application/json",
+      "www-authenticate": `Bearer realm="a2a-node"${error ? `, error="${error}"` : ""}`,
+    },
+    body: JSON.stringify({ error: { code: 401, status: "UNAUTHENTICATED", message } }),
+  };
+}
