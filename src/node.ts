@@ -34,7 +34,6 @@ import { SqliteCallerTokens } from "./store/sqlite-caller-tokens";
 import { PeerRateLimiter, RateLimitLog } from "./server/rate-limit";
 import { certificateCheck, checkReadiness } from "./server/readiness";
 import { createRequestRouter, tooLargeResponse, type RouterMetrics } from "./server/request-router";
-import { StoreProbe } from "./store/store-probe";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
 import { isOutsidePeer } from "./peers/peer-registry";
 import { openStorage } from "./store/storage";
@@ -76,8 +75,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const storage = await openStorage({ path: paths.database, databaseUrl: config.databaseUrl, maxListBytes: config.maxListBytes, leaseMs: config.leaseMs, log });
   const store = storage.tasks;
   const database = storage.local;
-  // Health and the tasks-by-state gauge read the home's SQLite file (with Postgres they see only local state).
-  const storeProbe = new StoreProbe(paths.database);
+  // Health and the tasks-by-state gauge read the store that holds the tasks (SQLite file or Postgres).
+  const storeProbe = storage.health;
   // An embedding program (a benchmark, a test) may bring its own executor; the binary picks one by name.
   const executor = embed.executor ?? createExecutor(config);
   // The metrics read the runner and the listener, which are made after them (the runner reports into them).
@@ -99,6 +98,9 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     historyMessages: 50,
     deadlineMs: config.deadlineMs,
     outputCapBytes: config.outputCapBytes,
+    maxArtifactBytes: config.maxArtifactBytes,
+    maxTaskMessages: config.maxTaskMessages,
+    maxMessageParts: config.maxMessageParts,
     lifecycle: allOf(taskLog(log), metrics),
     leases: storage.leases,
   });
@@ -135,6 +137,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       maxTasksPerContext: config.maxTasksPerContext,
       extendedCard,
       extensions: config.extensions,
+      maxTaskMessages: config.maxTaskMessages,
+      maxMessageParts: config.maxMessageParts,
     }),
     () => config.authorize,
   );

@@ -49,8 +49,10 @@ export interface InputRequest {
 /**
  * Why an execution's signal was aborted (the `cause` of the reason it carries). "unstored": the node could
  * not store the task (its creation, or part of what happened since), so its result could not be kept.
+ * "limit": the execution's output passed one of the node's limits (max_artifact_bytes, max_task_messages,
+ * max_message_parts); the task ends FAILED saying which.
  */
-export type StopCause = "canceled" | "shutdown" | "deadline" | "output-cap" | "unstored";
+export type StopCause = "canceled" | "shutdown" | "deadline" | "output-cap" | "unstored" | "limit";
 
 /**
  * The reason an execution's signal carries. On "shutdown" an executor with remote work that outlives the

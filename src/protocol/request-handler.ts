@@ -68,6 +68,10 @@ export interface RequestHandlerOptions {
   extendedCard?: () => AgentCard | Promise<AgentCard>;
   /** The A2A extensions the card declares (see activateExtensions). */
   extensions?: AgentExtension[];
+  /** Messages one task's history may hold, the last place kept for the task's final message. */
+  maxTaskMessages?: number;
+  /** Parts one message may have. */
+  maxMessageParts?: number;
 }
 
 /**
@@ -232,6 +236,11 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   ): Promise<{ task: Task; initial?: Task; committed: Promise<void>; settled?: Promise<Task>; lastSeq: number }> {
     const { message } = params;
     const owner = ctx.caller.name;
+    const maxParts = this.options.maxMessageParts;
+    if (maxParts !== undefined && message.parts.length > maxParts)
+      throw A2AError.invalidParams(
+        `params.message has ${message.parts.length} parts, more than this node takes in one message (max_message_parts = ${maxParts}); send fewer parts, or join them`,
+      );
     if (message.taskId) return this.continueTask(params, owner, stream, extensions);
 
     this.runner.check(message);
@@ -293,6 +302,13 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       throw A2AError.invalidParams(`message.contextId ${message.contextId} does not match task ${taskId}'s context ${task.contextId}`);
     if (isTerminal(task.status.state))
       throw A2AError.unsupportedOperation(`task ${taskId} is ${task.status.state} and cannot take more messages`);
+    const maxMessages = this.options.maxTaskMessages;
+    const held = task.history?.length ?? 0;
+    // The last place is the task's final message's: a message that would take it is refused.
+    if (maxMessages !== undefined && held + 2 > maxMessages)
+      throw A2AError.invalidParams(
+        `task ${taskId} holds ${held} messages; this node keeps at most ${maxMessages} per task (max_task_messages), the last place for the task's final message; start a new task in context ${task.contextId}`,
+      );
     const stored = { ...message, contextId: task.contextId };
     if (this.runner.isWaitingForInput(taskId)) {
       const answered = this.runner.answer(taskId, stored);

@@ -10,6 +10,12 @@ import type { PushConfigStore, StoredPushConfig } from "./push-config-store";
 import type { WebhookTarget } from "./ssrf-guard";
 import { postDelivery } from "./webhook-post";
 
+/** Events of one task waiting for one look-up of its configs (see PushDispatcher.notify). */
+interface EventBatch {
+  events: { event: StreamResponse; owner?: string }[];
+  queued: Promise<void>;
+}
+
 export type { PushFetch } from "./pinned-fetch";
 
 /** Defaults of the delivery limits (also the serve defaults, see config.ts). */
@@ -97,6 +103,8 @@ export class PushDispatcher {
   private readonly idleWaiters: (() => void)[] = [];
   /** Per task, the last notify() still being queued: the next one waits for it. */
   private readonly notifying = new Map<string, Promise<void>>();
+  /** Per task, the events notified whose look-up has not started yet (see notify). */
+  private readonly gathering = new Map<string, EventBatch>();
   private running = false;
   /** Counts start() and stop() calls: a start that a stop overtook does not start. */
   private generation = 0;
@@ -139,29 +147,52 @@ export class PushDispatcher {
    * the order notify() was called, however long each look-up of its configs takes.
    */
   notify(taskId: string, event: StreamResponse, owner?: string): Promise<void> {
+    // Events of one task notified before its look-up starts (those committed together) share one look-up of
+    // its configs and one write of their deliveries: a task's events cost one query, not one each.
+    const open = this.gathering.get(taskId);
+    if (open) {
+      open.events.push({ event, owner });
+      return open.queued;
+    }
+    const batch: EventBatch = { events: [{ event, owner }], queued: Promise.resolve() };
+    this.gathering.set(taskId, batch);
+    const start = () => {
+      if (this.gathering.get(taskId) === batch) this.gathering.delete(taskId);
+      return this.queueDeliveries(taskId, batch.events);
+    };
     const before = this.notifying.get(taskId);
-    const queued = before ? before.then(() => this.queueDeliveries(taskId, event, owner)) : this.queueDeliveries(taskId, event, owner);
-    const settled = queued.catch(() => {});
+    batch.queued = before ? before.then(start) : Promise.resolve().then(start);
+    const settled = batch.queued.catch(() => {});
     this.notifying.set(taskId, settled);
     void settled.then(() => {
       if (this.notifying.get(taskId) === settled) this.notifying.delete(taskId);
     });
-    return queued;
+    return batch.queued;
   }
 
-  private async queueDeliveries(taskId: string, event: StreamResponse, owner?: string): Promise<void> {
-    let configs = await this.configs.forTask(taskId);
-    if (owner !== undefined) configs = configs.filter((c) => c.owner === owner);
-    if (configs.length === 0) return;
-    const body = JSON.stringify(event);
+  private async queueDeliveries(taskId: string, events: EventBatch["events"]): Promise<void> {
+    const all = await this.configs.forTask(taskId);
+    if (all.length === 0) return;
     const at = this.clock();
-    const ids = configs.map(() => newId());
     const nextAttemptAt = new Date(at).toISOString();
-    await this.queue.add(configs.map((c, i) => ({ id: ids[i]!, task_id: taskId, config_id: c.id, body, next_attempt_at: nextAttemptAt })));
+    const queued: { config: StoredPushConfig; id: string }[] = [];
+    const rows: Parameters<DeliveryQueue["add"]>[0] = [];
+    for (const { event, owner } of events) {
+      const configs = owner === undefined ? all : all.filter((c) => c.owner === owner);
+      if (configs.length === 0) continue;
+      const body = JSON.stringify(event);
+      for (const c of configs) {
+        const id = newId();
+        queued.push({ config: c, id });
+        rows.push({ id, task_id: taskId, config_id: c.id, body, next_attempt_at: nextAttemptAt });
+      }
+    }
+    if (rows.length === 0) return;
+    await this.queue.add(rows);
     // Rows written while a start() loads the queue were not in what it read: they go in after it.
     if (this.starting) await this.starting;
     if (!this.running) return;
-    configs.forEach((c, i) => this.enqueue(taskId, c, ids[i]!, at));
+    for (const q of queued) this.enqueue(taskId, q.config, q.id, at);
     this.pump();
   }
 

@@ -1,5 +1,5 @@
 import type { Database, Statement } from "bun:sqlite";
-import { and, count, desc, eq, gt, inArray, lt, or, asc } from "drizzle-orm";
+import { and, count, desc, eq, gt, inArray, asc, sql } from "drizzle-orm";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { encodeTime } from "ulid";
 import { FINAL_STATES, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
@@ -173,10 +173,9 @@ export class SqliteTaskStore implements TaskStore {
     let pageWhere = where;
     if (params.pageToken) {
       const cursor = decodePageToken(params.pageToken);
-      pageWhere = and(
-        where,
-        or(lt(tasks.statusTimestamp, cursor.timestamp), and(eq(tasks.statusTimestamp, cursor.timestamp), lt(tasks.id, cursor.id))),
-      );
+      // A row-value comparison, which SQLite turns into a range of tasks_owner_recent: the equivalent OR of
+      // two comparisons made it walk the index from the newest task (measured: 150 ms for a page 100,000 deep).
+      pageWhere = and(where, sql`(${tasks.statusTimestamp}, ${tasks.id}) < (${cursor.timestamp}, ${cursor.id})`);
     }
     // The page is planned from tasks_owner_recent alone, which holds each task's sizes: a task the page
     // leaves out (or the parts of one it cuts) is never read.

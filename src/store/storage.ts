@@ -14,6 +14,8 @@ import { PostgresPushConfigStore } from "./postgres/postgres-push-config-store";
 import { PostgresTaskStore } from "./postgres/postgres-task-store";
 import { SqlitePushConfigStore } from "./sqlite-push-config-store";
 import { SqliteTaskStore } from "./sqlite-task-store";
+import { StoreProbe, type StoreHealth } from "./store-probe";
+import { PostgresProbe } from "./postgres/postgres-probe";
 
 /** Where a node keeps its tasks and webhooks. */
 export interface Storage {
@@ -27,6 +29,8 @@ export interface Storage {
   postgres?: PostgresDatabase;
   /** This replica's leases on the tasks it runs, when tasks are kept in Postgres. */
   leases?: TaskLeases;
+  /** GET /health/ready's database check and the tasks-by-state gauge, on the store that holds the tasks. */
+  health: StoreHealth;
   /** Where the tasks are, for the log (a Postgres URL without its password). */
   where: string;
   /** Commits what is pending. */
@@ -56,6 +60,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       pushConfigs: new SqlitePushConfigStore(local),
       local,
       deliveries: new SqliteDeliveryQueue(local),
+      health: new StoreProbe(options.path),
       where: options.path,
       async flush() {
         tasks.flush();
@@ -91,6 +96,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     deliveries: new PostgresDeliveryQueue(postgres.sql, replica, options.leaseMs),
     postgres,
     leases,
+    health: new PostgresProbe(postgres.sql, postgres.display, replica),
     where: postgres.display,
     flush: () => tasks.flush(),
     async close() {

@@ -46,6 +46,18 @@ export type ProbeResult = {
   detail: string;
 };
 
+/**
+ * What GET /health/ready's database check and the tasks-by-state gauge ask of the store the node uses: the
+ * home's SQLite file (StoreProbe) or the shared Postgres database (PostgresProbe).
+ */
+export interface StoreHealth {
+  /** Whether a write to the store commits now; the detail says what failed and what to do. */
+  writable(): Promise<ProbeResult>;
+  /** Stored tasks by state; throws if the store does not answer. */
+  countByState(): Promise<{ state: string; n: number }[]>;
+  stop(): void;
+}
+
 interface Reply {
   id: number;
   ok: boolean;
@@ -53,7 +65,7 @@ interface Reply {
   states?: { state: string; n: number }[];
 }
 
-export class StoreProbe {
+export class StoreProbe implements StoreHealth {
   private worker: Worker | undefined;
   private next = 1;
   private readonly waiting = new Map<number, (reply: Reply) => void>();

@@ -54,3 +54,45 @@ export function accumulate(artifacts: Artifact[], a: Artifact, append: boolean):
   out[i] = { ...out[i], parts };
   return out;
 }
+
+/**
+ * What a part adds to a task's artifacts, in bytes, as max_artifact_bytes counts it: its content (text as
+ * UTF-8, raw as its base64 text, a URL, data as JSON) and its metadata as JSON. Names and media types are
+ * small and not counted.
+ */
+export function partBytes(p: Artifact["parts"][number]): number {
+  let n = 0;
+  if (typeof p.text === "string") n += Buffer.byteLength(p.text);
+  if (typeof p.raw === "string") n += p.raw.length;
+  if (typeof p.url === "string") n += Buffer.byteLength(p.url);
+  if (p.data !== undefined) n += Buffer.byteLength(JSON.stringify(p.data) ?? "");
+  if (p.metadata !== undefined) n += Buffer.byteLength(JSON.stringify(p.metadata) ?? "");
+  return n;
+}
+
+/**
+ * The bytes of a task's artifacts, kept per artifact so a streamed chunk costs only its own size: appended
+ * chunks add to their artifact's count, a re-sent artifact replaces it (see accumulate).
+ */
+export class ArtifactSizes {
+  private readonly sizes = new Map<string, number>();
+  total = 0;
+
+  constructor(artifacts: Artifact[] = []) {
+    for (const a of artifacts) this.add(a, false);
+  }
+
+  /** The total once `a` is applied (appended or replacing), without applying it. */
+  after(a: Artifact, append: boolean): number {
+    const bytes = a.parts.reduce((n, p) => n + partBytes(p), 0);
+    const before = this.sizes.get(a.artifactId) ?? 0;
+    return append ? this.total + bytes : this.total - before + bytes;
+  }
+
+  add(a: Artifact, append: boolean): void {
+    const total = this.after(a, append);
+    const before = this.sizes.get(a.artifactId) ?? 0;
+    this.sizes.set(a.artifactId, before + (total - this.total));
+    this.total = total;
+  }
+}

@@ -1,6 +1,7 @@
 import type { InputRequest } from "../executors/executor";
 import { ExecutionStopped, type StopCause } from "../executors/executor";
 import type { Message, StreamResponse, Task } from "../protocol/types";
+import type { ArtifactSizes } from "./artifacts";
 import type { EventStream } from "./event-stream";
 
 /** A promise with its settle functions, for states that many callers wait on. */
@@ -36,8 +37,12 @@ export interface Job {
   /** Continues a task a previous process started (restart recovery). */
   resumed: boolean;
   /** Why the executor was stopped by the runner itself, if it was. */
-  stopped?: "deadline" | "output-cap";
+  stopped?: "deadline" | "output-cap" | "limit";
+  /** With stopped "limit": which of the node's limits the executor's output passed, said to the task's callers. */
+  limitReason?: string;
   outputBytes: number;
+  /** The bytes of the task's artifacts so far (see max_artifact_bytes), counted from the first artifact event. */
+  artifactSizes?: ArtifactSizes;
   message: Message;
   caller: string;
   /** Made on first use: most tasks are never canceled, and an echo never looks at its signal. */

@@ -1,7 +1,7 @@
 import type { AgentExecutor, ExecutionEvents, ExecutionOutcome, InputRequest } from "../executors/executor";
 import { A2AError } from "../protocol/errors";
 import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
-import { accumulate, agentMessage, capParts } from "./artifacts";
+import { accumulate, agentMessage, ArtifactSizes, capParts } from "./artifacts";
 import { now } from "./clock";
 import type { EventStream } from "./event-stream";
 import { FairQueue } from "./fair-queue";
@@ -37,6 +37,18 @@ export interface TaskRunnerOptions {
   deadlineMs?: number;
   /** Artifact text beyond this many bytes is cut, the executor stopped, and the task marked truncated. */
   outputCapBytes?: number;
+  /**
+   * Bytes a task's artifacts may hold, every part and chunk counted (see partBytes): output past it is not
+   * kept, the executor is stopped and the task ends FAILED saying so.
+   */
+  maxArtifactBytes?: number;
+  /**
+   * Messages a task's history may hold. A question that would leave no room for its answer and the task's
+   * final message ends the task FAILED instead (callers' messages are checked by the request handler).
+   */
+  maxTaskMessages?: number;
+  /** Parts an agent's reply may have; a reply with more ends the task FAILED. */
+  maxMessageParts?: number;
   /** Told when tasks are taken, wait for input, and end (the daemon's task log lines and metrics). */
   lifecycle?: TaskLifecycle;
   /**
@@ -87,7 +99,7 @@ export class TaskRunner {
       if (!job?.waiting || job.caller !== owner) return undefined;
       const answered = this.answer(taskId, message);
       return answered.committed.then(() => ({ lastSeq: answered.lastSeq }));
-    });
+    }, (taskId) => this.jobs.get(taskId)?.waiting !== undefined);
   }
 
   get executorKind(): string {
@@ -420,7 +432,9 @@ export class TaskRunner {
         job.executorMs += performance.now() - executing;
       }
       const cause = causeOf(job);
-      if (job.stopped === "output-cap") {
+      if (job.stopped === "limit") {
+        outcome = { state: "TASK_STATE_FAILED", message: `stopped: ${job.limitReason}` };
+      } else if (job.stopped === "output-cap") {
         outcome = {
           state: "TASK_STATE_COMPLETED",
           message: `output cut at ${this.options.outputCapBytes} bytes (this node's output cap)`,
@@ -434,10 +448,36 @@ export class TaskRunner {
         if (this.leftForRestart(job)) return this.detach(job);
         outcome = { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
       }
+      const over = this.outcomeOverLimit(job, outcome);
+      if (over) outcome = { state: "TASK_STATE_FAILED", message: `stopped: ${over}` };
       await this.record(job, outcome);
     } finally {
       this.release(job);
     }
+  }
+
+  /**
+   * Why an outcome cannot be recorded as the executor gave it: its artifacts would pass max_artifact_bytes, or
+   * its reply has more parts than max_message_parts. Undefined when it fits.
+   */
+  private outcomeOverLimit(job: Job, outcome: ExecutionOutcome): string | undefined {
+    const maxParts = this.options.maxMessageParts;
+    const parts = outcome.reply?.parts?.length ?? 0;
+    if (maxParts !== undefined && parts > maxParts)
+      return `the agent's reply has ${parts} parts, more than this node's limit of ${maxParts} per message (max_message_parts); it was not kept`;
+    const maxBytes = this.options.maxArtifactBytes;
+    if (maxBytes === undefined || !outcome.artifacts?.length) return undefined;
+    const sizes = new ArtifactSizes(job.task.artifacts);
+    for (const a of outcome.artifacts) sizes.add(a, false);
+    if (sizes.total > maxBytes) return artifactsOver(sizes.total, maxBytes);
+    return undefined;
+  }
+
+  /** The executor's output passed one of the node's limits: it is stopped, and the task ends FAILED saying why. */
+  private overLimit(job: Job, reason: string): void {
+    job.stopped = "limit";
+    job.limitReason = reason;
+    stop(job, "limit", reason);
   }
 
   /**
@@ -474,6 +514,16 @@ export class TaskRunner {
     if (job.waiting) return Promise.reject(new Error("this execution already waits for input"));
     if (request.signal?.aborted) return Promise.reject(request.signal.reason);
     const { task } = job;
+    const maxMessages = this.options.maxTaskMessages;
+    const held = task.history?.length ?? 0;
+    // Room for the question, its answer and the task's final message, or the question is not asked.
+    if (maxMessages !== undefined && held + 3 > maxMessages) {
+      this.overLimit(
+        job,
+        `the agent asked for input, but the task holds ${held} messages: the question, its answer and the final message would pass this node's limit of ${maxMessages} per task (max_task_messages)`,
+      );
+      return Promise.reject(abortOf(job).signal.reason);
+    }
     const question = agentMessage(task.id, task.contextId, request.text);
     if (request.metadata) question.metadata = request.metadata;
     const status: TaskStatus = { state: "TASK_STATE_INPUT_REQUIRED", timestamp: now(), message: question };
@@ -552,6 +602,14 @@ export class TaskRunner {
             job.stopped = "output-cap";
             stop(job, "output-cap", "output cap");
           }
+        }
+        const maxBytes = this.options.maxArtifactBytes;
+        if (maxBytes !== undefined) {
+          const sizes = (job.artifactSizes ??= new ArtifactSizes(task.artifacts));
+          const total = sizes.after(artifact, options.append === true);
+          // Not kept: what is stored stays within the limit, and the task ends FAILED saying so.
+          if (total > maxBytes) return this.overLimit(job, `${artifactsOver(total, maxBytes)}; the artifact event that passed it was not kept`);
+          sizes.add(artifact, options.append === true);
         }
         task.artifacts = accumulate(task.artifacts ?? [], artifact, options.append === true);
         const update = { taskId: task.id, contextId: task.contextId, artifact, ...(options.append ? { append: true } : {}), ...(lastChunk ? { lastChunk: true } : {}) };
@@ -670,6 +728,10 @@ export class TaskRunner {
     ]);
     job.task = (await this.store.snapshot(task.id, job.caller))?.task ?? { ...task, status };
   }
+}
+
+function artifactsOver(total: number, max: number): string {
+  return `the task's artifacts would hold ${total} bytes, more than this node's limit of ${max} (max_artifact_bytes)`;
 }
 
 /** The error a caller gets when its task could not be stored: -32603, naming the task and the store's reason. */

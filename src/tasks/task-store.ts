@@ -186,8 +186,10 @@ export interface TaskStore {
   /**
    * Only for a shared store: hears the answers other processes pass on; `take` returns undefined for a task
    * that does not wait here (another process may take it), else resolves once the answer is stored.
+   * `waitsHere`, if given, says beforehand whether a task waits here, so a store that passes answers by
+   * reference reads only those it may take.
    */
-  onAnswerRequest?(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined): void;
+  onAnswerRequest?(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined, waitsHere?: (taskId: string) => boolean): void;
 }
 
 /** The states a task never leaves: retention may delete tasks in them. */

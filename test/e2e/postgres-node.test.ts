@@ -1,12 +1,14 @@
 /**
  * The compiled binary on a Postgres database (--database): tasks go there instead of the home's SQLite file,
- * survive a restart, and the URL's password never reaches the output.
+ * survive a restart, and the URL's password never reaches the output; /health/ready's database check and the
+ * tasks-by-state gauge read Postgres, not the home's SQLite file.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SQL } from "bun";
 import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
 import { freshDatabase, type TestDatabase } from "../helpers/postgres";
+import { scrape } from "../helpers/metrics";
 import { rpc, userMessage } from "../helpers/rpc";
 
 let fleet: Fleet;
@@ -87,5 +89,50 @@ describe("a node on Postgres", () => {
     await node.stop();
     node = await serveBinary(fleet.homes.beta, ["--executor", "echo"]);
     expect((await rpc(node.url, alpha, "GetTask", { id })).body.error?.code).toBe(-32001);
+  });
+
+  it("checks Postgres for /health/ready and counts Postgres's tasks in a2a_node_tasks", async () => {
+    await node?.stop();
+    node = await serveBinary(fleet.homes.beta, ["--executor", "echo", "--database", db.url, "--admin-port", "0"]);
+    const admin = (await node.waitForLine({ msg: /^admin port open/ })).url as string;
+    const sql = new SQL(db.url, { max: 2 });
+    try {
+      await sql`DELETE FROM tasks`;
+      const sent = await rpc(node.url, alpha, "SendMessage", { message: userMessage("counted") });
+      expect(sent.body.result?.task?.status?.state, sent.text).toBe("TASK_STATE_COMPLETED");
+      // A task only the database holds (another replica's): the gauge counts it too.
+      await sql`INSERT INTO tasks (id, context_id, owner, state, status_timestamp, executor, created_at, updated_at, history, artifacts)
+        VALUES ('01ELSEWHERE0000000000000000', 'c', 'gamma', 'TASK_STATE_REJECTED', '2026-01-01T00:00:00Z', 'echo', 't', 't', '[]', '[]')`;
+      const metrics = await scrape(admin);
+      expect(metrics.value('a2a_node_tasks{state="TASK_STATE_COMPLETED"}')).toBe(1);
+      expect(metrics.value('a2a_node_tasks{state="TASK_STATE_REJECTED"}')).toBe(1);
+
+      const ok = await fetch(`${admin}/health/ready`);
+      const body = (await ok.json()) as { checks: { database: { ok: boolean; detail: string } } };
+      expect(ok.status).toBe(200);
+      expect(body.checks.database.ok).toBe(true);
+      expect(body.checks.database.detail).toMatch(/^a write to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/e2e_[0-9a-f]+ committed$/);
+      const [probe] = await sql`SELECT checked_at FROM health_probe WHERE id = 1`;
+      expect(Date.now() - Date.parse(probe.checked_at)).toBeLessThan(60_000);
+
+      // A database that takes no write (the probe's row locked by another session): not ready, saying so.
+      const locked = await sql.reserve();
+      try {
+        await locked`BEGIN`;
+        await locked`LOCK TABLE health_probe IN ACCESS EXCLUSIVE MODE`;
+        const stuck = await fetch(`${admin}/health/ready`);
+        const why = (await stuck.json()) as { failed: string[]; checks: { database: { ok: boolean; detail: string } } };
+        expect(stuck.status).toBe(503);
+        expect(why.failed).toEqual(["database"]);
+        expect(why.checks.database.detail).toMatch(/^a write to postgres:\/\/postgres:\*\*\*@.* failed: the database did not answer within 3 s$/);
+        await locked`ROLLBACK`;
+      } finally {
+        locked.release();
+      }
+      expect((await fetch(`${admin}/health/ready`)).status).toBe(200);
+      expect(node.log()).not.toContain(password());
+    } finally {
+      await sql.close();
+    }
   });
 });

@@ -48,6 +48,27 @@ describe("task leases on Postgres", () => {
     expect(await b.leases.renew()).toEqual([]);
   });
 
+  it("builds a write on the row as the database holds it once another replica held the task in between (its own copy is not trusted then)", async () => {
+    const a = replica("a");
+    const b = replica("b");
+    const now = () => new Date().toISOString();
+    await (await a.store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1"), executor: "echo", timestamp: now() })).committed;
+    await a.store.record("t1", { status: { state: "TASK_STATE_WORKING", timestamp: now() }, metadata: { by: "a" } });
+    // a's lease runs out; b takes the task over, adds to it, and lets it go.
+    await database.sql`UPDATE task_leases SET expires_at = 0 WHERE task_id = 't1'`;
+    expect(await b.leases.acquire("t1")).toBe(true);
+    await b.store.record("t1", { history: [msg("m2")], metadata: { by: "b", seen: true } });
+    await b.leases.release("t1");
+    expect(await a.leases.renew()).toEqual(["t1"]);
+    // a holds it again and writes: what b wrote stays.
+    expect(await a.leases.acquire("t1")).toBe(true);
+    await a.store.record("t1", { history: [msg("m3")], metadata: { by: "a again" } });
+    const task = await a.store.get("t1", "alpha");
+    expect(task?.history?.map((m) => m.messageId)).toEqual(["m1", "m2", "m3"]);
+    expect(task?.metadata).toEqual({ by: "a again", seen: true });
+    expect(task?.status.state).toBe("TASK_STATE_WORKING");
+  });
+
   it("lets one replica only claim an orphan when several claim at once", async () => {
     const a = replica("a");
     await (await a.store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1"), executor: "echo", timestamp: new Date().toISOString() })).committed;

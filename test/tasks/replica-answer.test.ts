@@ -88,6 +88,27 @@ describe("an answer sent to another replica than the one where the execution wai
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   });
 
+  it("passes on an answer of any size the node takes (by reference: NOTIFY carries only its id), and leaves no row behind", async () => {
+    // Takes any answer, and completes with it as its artifact.
+    const anyAnswer: AgentExecutor = {
+      kind: "any",
+      async execute(req) {
+        const answer = await req.input({ text: "say something long" });
+        return { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "answer", parts: answer.parts }] };
+      },
+    };
+    const a = await replica("a", anyAnswer);
+    const b = await replica("b", anyAnswer);
+    const asked = taskOf(await a.handler.sendMessage({ message: message("go") }, alpha));
+    // Far past NOTIFY's 8,000-byte payload: about the node's default largest request body (1 MiB).
+    const long = "ü".repeat(400_000) + "x".repeat(200_000);
+    const done = taskOf(await b.handler.sendMessage({ message: message(long, { taskId: asked.id }) }, alpha));
+    expect(done.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(done.artifacts?.[0]?.parts[0]?.text).toBe(long);
+    expect((await stores[0]!.get(asked.id, "alpha"))?.history?.at(-1)?.parts[0]?.text).toBe(long);
+    expect((await database.sql`SELECT count(*)::int AS n FROM task_answers`)[0].n).toBe(0);
+  });
+
   it("streams from the other replica until the task settles again", async () => {
     const a = await replica("a", new AskingExecutor());
     const b = await replica("b", new AskingExecutor());

@@ -29,5 +29,14 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796169693412,
     "hash": "b5e01856e50ee87498247651cb4e55cb47f6b4183571026d29639fc50b47db79"
+  },
+  {
+    "tag": "0002_answers_and_health",
+    "sql": [
+      "CREATE TABLE \"health_probe\" (\n\t\"id\" integer PRIMARY KEY NOT NULL,\n\t\"checked_at\" text NOT NULL,\n\t\"replica\" text NOT NULL\n);\n",
+      "\nCREATE TABLE \"task_answers\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"task_id\" text NOT NULL,\n\t\"owner\" text NOT NULL,\n\t\"message\" text NOT NULL\n);\n"
+    ],
+    "folderMillis": 1796172842093,
+    "hash": "1eefa80a72244172147e18f695599916189ea5563de894926488f92196e5c7b0"
   }
 ];

@@ -12,7 +12,9 @@ export const DB_NOW_MS = "(extract(epoch from clock_timestamp()) * 1000)::bigint
  * holds (see fence).
  */
 export class PostgresLeases implements TaskLeases {
-  private readonly held = new Set<string>();
+  /** The tasks this replica holds, each with the number of the hold (a new one each time it is taken). */
+  private readonly held = new Map<string, number>();
+  private holds = 0;
 
   constructor(
     private readonly sql: SQL,
@@ -23,7 +25,15 @@ export class PostgresLeases implements TaskLeases {
 
   /** Marks tasks as held (their leases were written by the store with the tasks). */
   adopt(taskIds: Iterable<string>): void {
-    for (const id of taskIds) this.held.add(id);
+    for (const id of taskIds) this.held.set(id, ++this.holds);
+  }
+
+  /**
+   * Which hold of this replica's the task is under, or undefined when it holds none: two answers alike mean
+   * nobody else could have written the task in between (see PostgresTaskStore's row cache).
+   */
+  holdOf(taskId: string): number | undefined {
+    return this.held.get(taskId);
   }
 
   async acquire(taskId: string): Promise<boolean> {
@@ -34,7 +44,7 @@ export class PostgresLeases implements TaskLeases {
        RETURNING task_id`,
       [taskId, this.replica, this.ttlMs],
     );
-    if (rows.length) this.held.add(taskId);
+    if (rows.length) this.held.set(taskId, ++this.holds);
     return rows.length > 0;
   }
 
@@ -55,7 +65,7 @@ export class PostgresLeases implements TaskLeases {
       [this.replica, this.ttlMs],
     )) as { task_id: string }[];
     const still = new Set(rows.map((r) => r.task_id));
-    const lost = [...this.held].filter((id) => !still.has(id));
+    const lost = [...this.held.keys()].filter((id) => !still.has(id));
     for (const id of lost) this.held.delete(id);
     return lost;
   }

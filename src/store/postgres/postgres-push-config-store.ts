@@ -14,6 +14,8 @@ import { toConfig, toStored, type PushConfigRow } from "../push-config-rows";
  */
 export class PostgresPushConfigStore implements PushConfigStore {
   private readonly sql: SQL;
+  /** forTask look-ups waiting for this turn's query. */
+  private asked: Map<string, { promise: Promise<StoredPushConfig[]>; resolve(v: StoredPushConfig[]): void; reject(e: unknown): void }> | undefined;
 
   constructor(database: PostgresDatabase) {
     this.sql = database.sql;
@@ -72,12 +74,51 @@ export class PostgresPushConfigStore implements PushConfigStore {
     });
   }
 
-  async forTask(taskId: string): Promise<StoredPushConfig[]> {
-    return ((await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} ORDER BY id`) as PushConfigRow[]).map(toStored);
+  /**
+   * Look-ups asked for in one turn of the event loop (the events of every task one group commit stored) are
+   * one query, `task_id = ANY(...)`, rather than one each.
+   */
+  forTask(taskId: string): Promise<StoredPushConfig[]> {
+    let asked = this.asked;
+    if (!asked) {
+      asked = this.asked = new Map();
+      setImmediate(() => void this.lookUp());
+    }
+    let waiter = asked.get(taskId);
+    if (!waiter) asked.set(taskId, (waiter = deferred()));
+    return waiter.promise;
+  }
+
+  private async lookUp(): Promise<void> {
+    const asked = this.asked!;
+    this.asked = undefined;
+    const ids = [...asked.keys()];
+    try {
+      const rows = (await this.sql`SELECT * FROM push_configs WHERE task_id = ANY(${this.sql.array(ids, "TEXT")}) ORDER BY task_id, id`) as PushConfigRow[];
+      const byTask = new Map<string, StoredPushConfig[]>();
+      for (const row of rows) {
+        const list = byTask.get(row.task_id) ?? [];
+        list.push(toStored(row));
+        byTask.set(row.task_id, list);
+      }
+      for (const [id, waiter] of asked) waiter.resolve(byTask.get(id) ?? []);
+    } catch (err) {
+      for (const waiter of asked.values()) waiter.reject(err);
+    }
   }
 
   async forDelivery(taskId: string, id: string): Promise<StoredPushConfig | undefined> {
     const [row] = await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND id = ${id}`;
     return row ? toStored(row as PushConfigRow) : undefined;
   }
+}
+
+function deferred<T>(): { promise: Promise<T>; resolve(v: T): void; reject(e: unknown): void } {
+  let resolve!: (v: T) => void;
+  let reject!: (e: unknown) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { promise, resolve, reject };
 }

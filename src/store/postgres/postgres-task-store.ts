@@ -3,13 +3,13 @@ import type { SQL } from "bun";
 type SQLListen = Awaited<ReturnType<SQL["listen"]>>;
 import { encodeTime } from "ulid";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../../protocol/types";
-import { isTerminal } from "../../protocol/types";
+import { isInterrupted, isTerminal } from "../../protocol/types";
 import { createLogger, type Logger } from "../../log";
 import { newId } from "../../tasks/clock";
 import { FINAL_STATES, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
-import { addChange, newPending, planWrite, toJson, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
+import { addChange, newPending, planWrite, toJson, type Params, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
 import type { PostgresDatabase } from "./database";
 import { DB_NOW_MS, type PostgresLeases } from "./postgres-leases";
 import { SerialGroupCommit } from "./serial-commit";
@@ -39,7 +39,7 @@ const ANSWER_TIMEOUT_MS = 10_000;
 const DEFAULT_PAGE_SIZE = 50;
 /** Rows of one multi-row INSERT (Postgres takes at most 65,535 parameters in a statement). */
 const CREATE_CHUNK = 500;
-/** A NOTIFY payload stays under Postgres's 8,000 bytes. */
+/** A NOTIFY payload (lines of "taskId seq") stays under Postgres's 8,000 bytes. */
 const NOTIFY_BYTES = 7_000;
 
 interface CreateRequest {
@@ -84,6 +84,13 @@ export class PostgresTaskStore implements TaskStore {
   private cancelListener: ((taskId: string, reason: string) => void) | undefined;
   private answers: SQLListen[] = [];
   private answerTaker: ((taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined) | undefined;
+  private waitsHere: ((taskId: string) => boolean) | undefined;
+  /**
+   * The rows of tasks this replica runs, as its last commit left them, with the hold (see PostgresLeases.holdOf)
+   * they were written under: while the hold is the same nobody else wrote the task, so the next write builds
+   * on this copy instead of reading the row back first. Dropped when the task waits for input or ends.
+   */
+  private readonly rows = new Map<string, { row: StoredRow; hold: number }>();
   /** Answers this replica passed on, waiting for a reply, by request id. */
   private readonly awaitingReply = new Map<string, Deferred<{ lastSeq: number }>>();
 
@@ -174,7 +181,7 @@ export class PostgresTaskStore implements TaskStore {
     if (cursor) {
       values.push(cursor.timestamp, cursor.id);
       const t = `$${values.length - 1}`;
-      where.push(`(status_timestamp < ${t} OR (status_timestamp = ${t} AND id < $${values.length}))`);
+      where.push(`(status_timestamp, id) < (${t}, $${values.length})`); // a range of tasks_owner_recent
     }
     values.push(pageSize + 1);
     // The page is planned from tasks_owner_recent alone, which holds each task's sizes: a task the page
@@ -277,6 +284,7 @@ export class PostgresTaskStore implements TaskStore {
       const ids = doomed.map((r) => r.id);
       await tx`DELETE FROM task_events WHERE task_id IN ${tx(ids)}`;
       await tx`DELETE FROM task_leases WHERE task_id IN ${tx(ids)}`;
+      await tx`DELETE FROM task_answers WHERE task_id IN ${tx(ids)}`;
       await tx`DELETE FROM tasks WHERE id IN ${tx(ids)}`;
       return ids;
     });
@@ -311,14 +319,18 @@ export class PostgresTaskStore implements TaskStore {
         // Not one of ours: ignored.
       }
     });
-    this.answers = [await this.sql.listen(ANSWER_CHANNEL, (p) => this.takeAnswer(p)), await this.sql.listen(ANSWER_REPLY_CHANNEL, (p) => this.takeReply(p))];
+    this.answers = [await this.sql.listen(ANSWER_CHANNEL, (p) => void this.takeAnswer(p)), await this.sql.listen(ANSWER_REPLY_CHANNEL, (p) => this.takeReply(p))];
   }
 
+  /**
+   * The answer goes by reference: its row in task_answers, and a NOTIFY of the row's id (with the task and
+   * owner, so only the replica where the task waits reads it), in one statement. Any answer the node took from
+   * its caller fits, whatever NOTIFY's payload limit. The row is deleted once answered or given up on.
+   */
   async requestAnswer(taskId: string, owner: string, message: Message): Promise<{ lastSeq: number }> {
     const id = newId();
-    const payload = JSON.stringify({ id, taskId, owner, message });
-    if (Buffer.byteLength(payload) > NOTIFY_BYTES)
-      throw new TaskStoreError(`the answer is too large (${Buffer.byteLength(payload)} bytes) to pass to the replica where task ${taskId} waits for it; send it to that replica`);
+    const body = toJson(message, "message");
+    const payload = JSON.stringify({ id, taskId, owner });
     const reply = deferred<{ lastSeq: number }>();
     this.awaitingReply.set(id, reply);
     const timer = setTimeout(
@@ -326,29 +338,38 @@ export class PostgresTaskStore implements TaskStore {
       ANSWER_TIMEOUT_MS,
     );
     try {
-      await this.sql`SELECT pg_notify(${ANSWER_CHANNEL}, ${payload})`;
+      await this.sql`WITH stored AS (INSERT INTO task_answers (id, task_id, owner, message) VALUES (${id}, ${taskId}, ${owner}, ${body}) RETURNING id)
+        SELECT pg_notify(${ANSWER_CHANNEL}, ${payload}) FROM stored`;
       return await reply.promise;
     } finally {
       clearTimeout(timer);
       this.awaitingReply.delete(id);
+      await this.sql`DELETE FROM task_answers WHERE id = ${id}`.catch(() => {}); // left over, it is harmless (retention removes it)
     }
   }
 
-  onAnswerRequest(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined): void {
+  onAnswerRequest(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined, waitsHere?: (taskId: string) => boolean): void {
     this.answerTaker = take;
+    this.waitsHere = waitsHere;
   }
 
-  /** An answer another replica passed on: taken here if its task waits here, and the outcome sent back. */
-  private takeAnswer(payload: string): void {
-    let request: { id: string; taskId: string; owner: string; message: Message };
+  /**
+   * An answer another replica passed on: read from task_answers and taken here if its task waits here, and
+   * the outcome sent back. Only a replica whose runner holds the task (asked with `waitsHere`) reads the row.
+   */
+  private async takeAnswer(payload: string): Promise<void> {
+    let request: { id: string; taskId: string; owner: string };
     try {
       request = JSON.parse(payload);
     } catch {
       return;
     }
+    if (this.waitsHere && !this.waitsHere(request.taskId)) return;
     let taken: Promise<{ lastSeq: number }> | undefined;
     try {
-      taken = this.answerTaker?.(request.taskId, request.owner, request.message);
+      const [row] = (await this.sql`SELECT message FROM task_answers WHERE id = ${request.id} AND task_id = ${request.taskId} AND owner = ${request.owner}`) as { message: string }[];
+      if (!row) return; // given up on already
+      taken = this.answerTaker?.(request.taskId, request.owner, JSON.parse(row.message) as Message);
     } catch (err) {
       taken = Promise.reject(err);
     }
@@ -421,11 +442,18 @@ export class PostgresTaskStore implements TaskStore {
       // Creates alone are one statement (their leases with them), committed without a transaction of its own.
       const ended: string[] = [];
       const alone = batch.length === 0 && creates.length <= CREATE_CHUNK;
-      const inserted = alone ? await this.insertAll(this.sql, creates) : await this.sql.begin((tx) => this.apply(tx, creates, batch, failed, ended));
+      // A group of ordinary size is one statement (no transaction of its own to open and close); a larger one
+      // (past what one statement's parameters hold) is a transaction of several.
+      const inserted = alone
+        ? await this.insertAll(this.sql, creates)
+        : creates.length <= CREATE_CHUNK && batch.length <= ONE_STATEMENT_TASKS
+          ? await this.applyAtOnce(creates, batch, failed, ended)
+          : await this.sql.begin((tx) => this.apply(tx, creates, batch, failed, ended));
       this.leases?.forget(ended);
       await this.settleCreates(creates, inserted);
       return failed;
     } catch (err) {
+      for (const [id] of batch) this.rows.delete(id); // what the database holds now is not known: read it again
       if (creates.length + batch.length > 1)
         this.log.warn("a group commit failed; committing its tasks one at a time", { tasks: creates.length + batch.length, reason: reasonOf(err) });
       else return this.reportFailed(creates, batch, failed, err);
@@ -441,9 +469,10 @@ export class PostgresTaskStore implements TaskStore {
     for (const item of batch) {
       try {
         const ended: string[] = [];
-        await this.sql.begin((tx) => this.apply(tx, [], [item], failed, ended));
+        await this.applyAtOnce([], [item], failed, ended);
         this.leases?.forget(ended);
       } catch (err) {
+        this.rows.delete(item[0]);
         this.reportFailed([], [item], failed, err);
       }
     }
@@ -461,6 +490,125 @@ export class PostgresTaskStore implements TaskStore {
       this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(failed.get(id)) });
     }
     return failed;
+  }
+
+  /** The row of a task as this replica last wrote it, if nobody else can have written it since. */
+  private cachedRow(id: string): StoredRow | undefined {
+    const cached = this.rows.get(id);
+    if (!cached) return undefined;
+    if (this.leases?.holdOf(id) === cached.hold) return cached.row;
+    this.rows.delete(id);
+    return undefined;
+  }
+
+  /** Keeps a task's row as just committed (see rows), while it runs here under `hold`. */
+  private keepRow(id: string, row: StoredRow, hold: number | undefined): void {
+    if (hold === undefined || hold !== this.leases?.holdOf(id) || isTerminal(row.state as TaskState) || isInterrupted(row.state as TaskState)) this.rows.delete(id);
+    else this.rows.set(id, { row, hold });
+  }
+
+  /**
+   * The writes of one group as one statement, so one round trip: the creates (with their leases), the row
+   * updates, the events, the leases of tasks that end and the NOTIFY, in data-modifying CTEs that all run or
+   * none do. Rows this replica wrote last are not read back (see rows); others are read first. If a task is
+   * held by another live replica (or its row is gone), nothing is written, the reason is recorded for that
+   * task, and FencedOff makes the caller try each task alone (as apply does).
+   */
+  private async applyAtOnce(creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, ended: string[]): Promise<Set<string>> {
+    const leases = this.leases;
+    const need = batch.filter(([id, p]) => needsRow(p) && !this.cachedRow(id)).map(([id]) => id);
+    const read = new Map<string, StoredRow>();
+    if (need.length)
+      for (const r of (await this.sql`SELECT id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq FROM tasks WHERE id IN ${this.sql(need)}`) as (StoredRow & { id: string })[])
+        read.set(r.id, r);
+    const values: unknown[] = [];
+    const param = (v: unknown, cast: string) => {
+      values.push(v);
+      return `$${values.length}::${cast}`;
+    };
+    const updates: string[] = [];
+    const events: string[] = [];
+    const notes: string[] = [];
+    const ending: string[] = [];
+    const written: { id: string; update: Params; hold: number | undefined }[] = [];
+    for (const [id, p] of batch) {
+      const hold = leases?.holdOf(id);
+      let plan: WritePlan | undefined;
+      try {
+        plan = planWrite(id, p, () => this.cachedRow(id) ?? read.get(id) ?? null);
+      } catch (err) {
+        failed.set(id, err); // refused before anything of it ran: the others go on
+        this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(err) });
+        continue;
+      }
+      if (!plan) continue;
+      if ("insert" in plan) throw new Error("a Postgres task is created by create(), never by a write");
+      if ("update" in plan) {
+        const u = plan.update;
+        updates.push(`(${u.slice(0, 7).map((v) => param(v, "text")).join(", ")}, ${param(u[7], "int")})`);
+        written.push({ id, update: u, hold });
+      }
+      if (plan.events) {
+        const [taskId, first, last, json] = plan.events;
+        events.push(`(${param(taskId, "text")}, ${param(first, "int")}, ${param(last, "int")}, ${param(json, "text")})`);
+        notes.push(`${id} ${last}`);
+      }
+      // A task that ends lets its lease go in the same commit (saving the runner's release a round trip).
+      if (leases && p.status && isTerminal(p.status.state)) ending.push(id);
+    }
+    const tuples = creates.map((c) => `(${[c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson].map((v) => param(v, "text")).join(", ")})`);
+    if (updates.length + events.length + tuples.length === 0) return new Set();
+
+    const me = leases ? param(leases.replica, "text") : "";
+    const guard = "NOT EXISTS (SELECT 1 FROM blocked)";
+    const ctes: string[] = [];
+    if (updates.length) ctes.push(`v (id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq) AS (VALUES ${updates.join(", ")})`);
+    if (events.length) ctes.push(`e (task_id, seq, last_seq, events) AS (VALUES ${events.join(", ")})`);
+    const touched = [updates.length ? "SELECT id FROM v" : "", events.length ? "SELECT task_id FROM e" : ""].filter(Boolean).join(" UNION ");
+    const blocked: string[] = [];
+    if (leases && touched) blocked.push(`SELECT task_id, 'held' FROM task_leases WHERE task_id IN (${touched}) AND replica <> ${me} AND expires_at > ${DB_NOW_MS}`);
+    if (updates.length) blocked.push(`SELECT id, 'gone' FROM v WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = v.id)`);
+    ctes.push(`blocked (task_id, why) AS (${blocked.length ? blocked.join(" UNION ALL ") : "SELECT NULL::text, NULL::text WHERE false"})`);
+    if (updates.length)
+      ctes.push(`u AS (UPDATE tasks t SET state = v.state, status_message = v.status_message, status_timestamp = v.status_timestamp, updated_at = v.status_timestamp,
+        metadata = v.metadata, history = v.history, artifacts = v.artifacts, last_seq = v.last_seq,
+        head_bytes = octet_length(t.id) + octet_length(t.context_id) + coalesce(octet_length(v.status_message), 0) + coalesce(octet_length(v.metadata), 0),
+        history_bytes = octet_length(v.history), artifacts_bytes = octet_length(v.artifacts)
+        FROM v WHERE t.id = v.id AND ${guard} RETURNING t.id)`);
+    if (events.length) ctes.push(`ev AS (INSERT INTO task_events (task_id, seq, last_seq, events) SELECT task_id, seq, last_seq, events FROM e WHERE ${guard} RETURNING task_id)`);
+    if (tuples.length) {
+      ctes.push(`c (id, context_id, owner, ts, rmid, executor, metadata, history) AS (VALUES ${tuples.join(", ")})`);
+      ctes.push(`ins AS (INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
+          last_seq, head_bytes, history_bytes, artifacts_bytes)
+        SELECT c.id, c.context_id, c.owner, 'TASK_STATE_SUBMITTED', c.ts, c.rmid, c.executor, c.ts, c.ts, c.metadata, c.history, '[]',
+          0, octet_length(c.id) + octet_length(c.context_id) + coalesce(octet_length(c.metadata), 0), octet_length(c.history), 2
+        FROM c WHERE ${guard} ON CONFLICT (owner, request_message_id) DO NOTHING RETURNING id)`);
+      if (leases) ctes.push(`lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, ${me}, ${DB_NOW_MS} + ${param(leases.ttlMs, "bigint")} FROM ins RETURNING task_id)`);
+    }
+    if (ending.length) ctes.push(`gone AS (DELETE FROM task_leases WHERE task_id = ANY(${param(pgArray(ending), "text[]")}) AND replica = ${me} AND ${guard} RETURNING task_id)`);
+    const notify = notes.length ? `(SELECT count(pg_notify('${EVENTS_CHANNEL}', p)) FROM unnest(${param(pgArray(chunkLines(notes, NOTIFY_BYTES)), "text[]")}) AS p WHERE ${guard})` : "0";
+    const [result] = (await this.sql.unsafe(
+      `WITH ${ctes.join(",\n")}
+       SELECT (SELECT coalesce(string_agg(task_id || ' ' || why, ','), '') FROM blocked) AS blocked,
+         ${tuples.length ? "(SELECT coalesce(string_agg(id, ','), '') FROM ins)" : "''"} AS inserted, ${notify} AS notified`,
+      values,
+    )) as { blocked: string; inserted: string }[];
+    if (result!.blocked) {
+      for (const entry of result!.blocked.split(",")) {
+        const [id, why] = entry.split(" ");
+        failed.set(
+          id!,
+          new WriteRefused(why === "held" ? `task ${id} is held by another replica now (this one's lease on it ran out)` : `task ${id} is not stored (its creation was never committed)`),
+        );
+      }
+      throw new FencedOff(); // nothing of the statement was written: each task is tried again on its own
+    }
+    for (const w of written) {
+      const [, state, status_message, status_timestamp, metadata, history, artifacts, last_seq] = w.update as [string, string, string | null, string, string | null, string, string, number];
+      this.keepRow(w.id, { state, status_message, status_timestamp, metadata, history, artifacts, last_seq }, w.hold);
+    }
+    ended.push(...ending);
+    return new Set(result!.inserted ? result!.inserted.split(",") : []);
   }
 
   /** The statements of one group, in one transaction; returns the ids the creates inserted. */
@@ -519,6 +667,8 @@ export class PostgresTaskStore implements TaskStore {
     this.leases?.adopt(inserted);
     for (const c of creates) {
       if (inserted.has(c.task.id)) {
+        const row = { state: "TASK_STATE_SUBMITTED", status_message: null, status_timestamp: c.timestamp, metadata: c.metadataJson, history: c.historyJson, artifacts: "[]", last_seq: 0 };
+        this.keepRow(c.task.id, row, this.leases?.holdOf(c.task.id));
         c.settle.resolve({ task: c.task, created: true });
         continue;
       }
@@ -560,6 +710,14 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
      INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, $1::text, ${DB_NOW_MS} + $2::bigint FROM inserted RETURNING task_id AS id`,
     values,
   );
+}
+
+/** Tasks of a group written by one statement (each takes at most 12 of a statement's 65,535 parameters). */
+const ONE_STATEMENT_TASKS = 2_000;
+
+/** A Postgres array literal of text values. */
+function pgArray(items: string[]): string {
+  return `{${items.map((s) => `"${s.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`).join(",")}}`;
 }
 
 /** A group whose writes were partly fenced off (see apply): rolled back, then tried task by task. */

@@ -108,3 +108,25 @@ export const taskLeases = pgTable("task_leases", {
   replica: text("replica").notNull(),
   expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
 });
+
+/**
+ * Answers one replica passes on to another (see PostgresTaskStore.requestAnswer): the row holds the message,
+ * the NOTIFY only its id, so an answer of any size the node takes (max_body) gets through NOTIFY's 8,000-byte
+ * payload. The replica that takes it deletes it; the sender deletes one nobody took.
+ */
+export const taskAnswers = pgTable("task_answers", {
+  id: text("id").primaryKey(),
+  taskId: text("task_id").notNull(),
+  owner: text("owner").notNull(),
+  message: text("message").notNull(),
+});
+
+/**
+ * One row the readiness check writes (GET /health/ready, see postgres-probe.ts): a write that commits proves
+ * the database takes this replica's writes (not read-only, not a standby, not out of space or connections).
+ */
+export const healthProbe = pgTable("health_probe", {
+  id: integer("id").primaryKey(),
+  checkedAt: text("checked_at").notNull(),
+  replica: text("replica").notNull(),
+});

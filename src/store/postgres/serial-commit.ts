@@ -59,8 +59,9 @@ export class SerialGroupCommit<K> {
     );
     return this.running.finally(() => {
       this.running = undefined;
-      // What gathered while this group was committing goes next, at once.
-      if (this.open) void this.run();
+      // What gathered while this group was committing goes next, after this turn of the event loop: writes its
+      // commit set off (a task's WORKING, then its outcome from an executor that answers at once) join it.
+      if (this.open) this.schedule();
     });
   }
 }

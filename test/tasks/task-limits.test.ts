@@ -1,0 +1,258 @@
+/**
+ * The node's limits on what a task may hold, crossed by one byte or one item, through the request handler and
+ * the runner on real stores (a SQLite file, a Postgres server): max_artifact_bytes (streamed chunks and returned
+ * artifacts), max_task_messages (callers' messages and the agent's questions), max_message_parts (callers'
+ * messages and the agent's reply). A caller over a limit gets -32602 naming it; an executor over one ends its
+ * task FAILED saying which, with what was stored before it kept whole and nothing past it.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
+import { messageText } from "../../src/executors/executor";
+import { createLogger } from "../../src/log";
+import { A2AError } from "../../src/protocol/errors";
+import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import type { Artifact, Message, Part, Task } from "../../src/protocol/types";
+import { openDatabase } from "../../src/store/database";
+import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
+import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import { partBytes } from "../../src/tasks/artifacts";
+import { TaskRunner, type TaskRunnerOptions } from "../../src/tasks/task-runner";
+import type { TaskStore } from "../../src/tasks/task-store";
+import { emptyPostgres } from "../helpers/postgres-stores";
+
+const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
+const message = (parts: Part[] | string, extra: Partial<Message> = {}): Message => ({
+  messageId: crypto.randomUUID(),
+  role: "ROLE_USER",
+  parts: typeof parts === "string" ? [{ text: parts }] : parts,
+  ...extra,
+});
+const taskOf = (r: unknown) => (r as { task: Task }).task;
+const statusText = (t: Task) => t.status.message?.parts[0]?.text ?? "";
+const artifactBytes = (t: Task | undefined) => (t?.artifacts ?? []).reduce((n, a) => n + a.parts.reduce((m, p) => m + partBytes(p), 0), 0);
+
+async function a2aError(p: Promise<unknown>): Promise<A2AError> {
+  const err = await p.then(
+    () => undefined,
+    (e) => e,
+  );
+  expect(err).toBeInstanceOf(A2AError);
+  return err as A2AError;
+}
+
+/** What the test executor does, set per test: stream chunks, return artifacts, reply, ask questions. */
+interface Plan {
+  chunks?: string[];
+  artifacts?: Artifact[];
+  reply?: Part[];
+  /** Questions asked one after another in the same execution. */
+  questions?: number;
+  /** End INPUT_REQUIRED (no execution waits): the next message starts a new one. */
+  interrupt?: boolean;
+}
+
+class PlannedExecutor implements AgentExecutor {
+  readonly kind = "planned";
+  plan: Plan = {};
+  inputErrors: unknown[] = [];
+  async execute(req: ExecutionRequest): Promise<ExecutionOutcome> {
+    const plan = this.plan;
+    plan.chunks?.forEach((text, i) => req.events.artifact({ artifactId: "out", parts: [{ text }] }, { append: i > 0, lastChunk: i === plan.chunks!.length - 1 }));
+    const answers: string[] = [];
+    for (let i = 0; i < (plan.questions ?? 0); i++) {
+      try {
+        answers.push(messageText(await req.input({ text: `question ${i + 1}?` })));
+      } catch (err) {
+        this.inputErrors.push(err);
+        // An executor that goes on regardless: the runner's outcome wins.
+        return { state: "TASK_STATE_COMPLETED", message: "carried on" };
+      }
+    }
+    if (plan.interrupt) return { state: "TASK_STATE_INPUT_REQUIRED", message: "more, please" };
+    if (plan.reply) return { state: "TASK_STATE_COMPLETED", reply: { messageId: crypto.randomUUID(), role: "ROLE_AGENT", parts: plan.reply } };
+    return { state: "TASK_STATE_COMPLETED", artifacts: plan.artifacts, message: answers.length ? answers.join(",") : undefined };
+  }
+}
+
+type Limits = Pick<TaskRunnerOptions, "maxArtifactBytes" | "maxTaskMessages" | "maxMessageParts">;
+
+interface Backend {
+  name: string;
+  open(): Promise<{ store: TaskStore; close(): Promise<void> }>;
+}
+
+const BACKENDS: Backend[] = [
+  {
+    name: "SQLite",
+    async open() {
+      const dir = mkdtempSync(join(tmpdir(), "a2a-limits-"));
+      const database = openDatabase(join(dir, "db.sqlite"));
+      const store = new SqliteTaskStore(database);
+      return {
+        store,
+        async close() {
+          store.flush();
+          database.close();
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
+    },
+  },
+  {
+    name: "Postgres",
+    async open() {
+      const database = await emptyPostgres();
+      const store = new PostgresTaskStore(database, { log: createLogger(() => {}) });
+      return {
+        store,
+        async close() {
+          await store.flush();
+          await database.close();
+        },
+      };
+    },
+  },
+];
+
+describe.each(BACKENDS)("limits on $name", (backend) => {
+  async function node(limits: Limits, run: (n: { handler: DefaultRequestHandler; store: TaskStore; executor: PlannedExecutor }) => Promise<void>) {
+    const { store, close } = await backend.open();
+    const executor = new PlannedExecutor();
+    const runner = new TaskRunner(store, executor, { maxConcurrent: 4, maxQueued: 100, historyMessages: 20, ...limits });
+    const handler = new DefaultRequestHandler(store, runner, { maxTaskMessages: limits.maxTaskMessages, maxMessageParts: limits.maxMessageParts });
+    try {
+      await run({ handler, store, executor });
+    } finally {
+      await close();
+    }
+  }
+
+  describe("max_artifact_bytes", () => {
+    const LIMIT = 4096;
+    const chunks = (total: number) => ["a".repeat(1000), "é".repeat(500), "b".repeat(total - 2000)]; // é is 2 bytes
+
+    it("keeps streamed chunks that add up to the limit exactly, whole", () =>
+      node({ maxArtifactBytes: LIMIT }, async ({ handler, store, executor }) => {
+        executor.plan = { chunks: chunks(LIMIT) };
+        const done = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        expect(done.status.state).toBe("TASK_STATE_COMPLETED");
+        const stored = await store.get(done.id, "alpha");
+        expect(artifactBytes(stored)).toBe(LIMIT);
+        expect(stored?.artifacts?.[0]?.parts[0]?.text).toBe(chunks(LIMIT).join(""));
+      }));
+
+    it("ends the task FAILED when the chunks pass it by one byte, keeping what came before the chunk that passed it", () =>
+      node({ maxArtifactBytes: LIMIT }, async ({ handler, store, executor }) => {
+        executor.plan = { chunks: chunks(LIMIT + 1) };
+        const done = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        expect(done.status.state).toBe("TASK_STATE_FAILED");
+        expect(statusText(done)).toBe(
+          `stopped: the task's artifacts would hold ${LIMIT + 1} bytes, more than this node's limit of ${LIMIT} (max_artifact_bytes); the artifact event that passed it was not kept`,
+        );
+        const stored = await store.get(done.id, "alpha");
+        expect(stored?.status.state).toBe("TASK_STATE_FAILED");
+        expect(artifactBytes(stored)).toBe(2000); // the first two chunks
+        // The events say the same: no chunk past the limit was stored.
+        const events = await store.eventsAfter(done.id, 0);
+        expect(events.filter((e) => "artifactUpdate" in e.response)).toHaveLength(2);
+        expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      }));
+
+    it("counts artifacts the executor returns, every kind of part: at the limit kept, one byte over FAILED", () =>
+      node({ maxArtifactBytes: LIMIT }, async ({ handler, store, executor }) => {
+        const raw = Buffer.alloc(1500, 7).toString("base64"); // 2000 characters
+        const data = { list: [1, 2, 3] }; // {"list":[1,2,3]}: 16 bytes
+        const returned = (text: number): Artifact[] => [
+          { artifactId: "file", parts: [{ raw, mediaType: "application/octet-stream" }, { data }] },
+          { artifactId: "text", parts: [{ text: "x".repeat(text) }] },
+        ];
+        executor.plan = { artifacts: returned(LIMIT - 2016) };
+        const fits = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        expect(fits.status.state).toBe("TASK_STATE_COMPLETED");
+        expect(artifactBytes(await store.get(fits.id, "alpha"))).toBe(LIMIT);
+
+        executor.plan = { artifacts: returned(LIMIT - 2015) };
+        const over = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        expect(over.status.state).toBe("TASK_STATE_FAILED");
+        expect(statusText(over)).toContain(`would hold ${LIMIT + 1} bytes, more than this node's limit of ${LIMIT} (max_artifact_bytes)`);
+        expect((await store.get(over.id, "alpha"))?.artifacts).toBeUndefined();
+      }));
+  });
+
+  describe("max_task_messages", () => {
+    it("lets an execution ask while its question, the answer and the final message fit; one message fewer and the task ends FAILED", async () => {
+      // Two questions: the message, q1, a1, q2, a2 and the final message are 6.
+      await node({ maxTaskMessages: 6 }, async ({ handler, store, executor }) => {
+        executor.plan = { questions: 2 };
+        const asked = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        await handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha);
+        const done = taskOf(await handler.sendMessage({ message: message("b", { taskId: asked.id }) }, alpha));
+        expect(done.status.state).toBe("TASK_STATE_COMPLETED");
+        expect((await store.get(done.id, "alpha"))?.history).toHaveLength(6);
+      });
+      await node({ maxTaskMessages: 5 }, async ({ handler, store, executor }) => {
+        executor.plan = { questions: 2 };
+        const asked = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        const done = taskOf(await handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha));
+        expect(done.status.state).toBe("TASK_STATE_FAILED");
+        expect(statusText(done)).toBe(
+          "stopped: the agent asked for input, but the task holds 3 messages: the question, its answer and the final message would pass this node's limit of 5 per task (max_task_messages)",
+        );
+        expect(executor.inputErrors).toHaveLength(1);
+        const stored = await store.get(done.id, "alpha");
+        expect(stored?.status.state).toBe("TASK_STATE_FAILED");
+        expect(stored?.history?.length).toBeLessThanOrEqual(5);
+      });
+    });
+
+    it("takes a caller's message into the last place but the final message's, and refuses the next with -32602", () =>
+      node({ maxTaskMessages: 6 }, async ({ handler, store, executor }) => {
+        executor.plan = { interrupt: true }; // each turn: the caller's message and the agent's "more, please"
+        const first = taskOf(await handler.sendMessage({ message: message("one") }, alpha));
+        await handler.sendMessage({ message: message("two", { taskId: first.id }) }, alpha);
+        const third = taskOf(await handler.sendMessage({ message: message("three", { taskId: first.id }) }, alpha)); // place 5 of 6
+        expect(third.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+        expect((await store.get(first.id, "alpha"))?.history).toHaveLength(6);
+        const err = await a2aError(handler.sendMessage({ message: message("four", { taskId: first.id }) }, alpha));
+        expect(err.code).toBe(-32602);
+        expect(err.message).toBe(
+          `task ${first.id} holds 6 messages; this node keeps at most 6 per task (max_task_messages), the last place for the task's final message; start a new task in context ${first.contextId}`,
+        );
+        expect((await store.get(first.id, "alpha"))?.history).toHaveLength(6); // nothing recorded
+      }));
+  });
+
+  describe("max_message_parts", () => {
+    const parts = (n: number): Part[] => Array.from({ length: n }, (_, i) => ({ text: `p${i}` }));
+
+    it("takes a message with as many parts as the limit and refuses one more with -32602, new task or follow-up", () =>
+      node({ maxMessageParts: 3 }, async ({ handler, store, executor }) => {
+        executor.plan = { interrupt: true };
+        const ok = taskOf(await handler.sendMessage({ message: message(parts(3)) }, alpha));
+        expect((await store.get(ok.id, "alpha"))?.history?.[0]?.parts).toHaveLength(3);
+        const before = (await store.list("alpha", {})).totalSize;
+        const err = await a2aError(handler.sendMessage({ message: message(parts(4)) }, alpha));
+        expect(err.code).toBe(-32602);
+        expect(err.message).toBe("params.message has 4 parts, more than this node takes in one message (max_message_parts = 3); send fewer parts, or join them");
+        expect((await store.list("alpha", {})).totalSize).toBe(before);
+        const followUp = await a2aError(handler.sendMessage({ message: message(parts(4), { taskId: ok.id }) }, alpha));
+        expect(followUp.code).toBe(-32602);
+        expect((await store.get(ok.id, "alpha"))?.history).toHaveLength(2);
+      }));
+
+    it("ends a task FAILED when the agent's reply has one part too many; a reply at the limit is the answer", () =>
+      node({ maxMessageParts: 3 }, async ({ handler, store, executor }) => {
+        executor.plan = { reply: parts(3) };
+        const fits = await handler.sendMessage({ message: message("go") }, alpha);
+        expect("message" in fits && fits.message.parts).toHaveLength(3);
+        executor.plan = { reply: parts(4) };
+        const over = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        expect(over.status.state).toBe("TASK_STATE_FAILED");
+        expect(statusText(over)).toBe("stopped: the agent's reply has 4 parts, more than this node's limit of 3 per message (max_message_parts); it was not kept");
+        expect((await store.get(over.id, "alpha"))?.status.state).toBe("TASK_STATE_FAILED");
+      }));
+  });
+});
