@@ -125,6 +125,46 @@ describe("a failure inside a commit shared with good tasks", () => {
     expect(onDisk().get("t-07")).toBe("TASK_STATE_COMPLETED");
   });
 
+  it("a write that failed is not remembered: the task's next write builds on what is on disk, not on the rolled-back change", async () => {
+    // The store keeps the row it last committed for a running task (no read-back before its next change);
+    // a change rolled back must not leak into that copy. The failure comes after the row's update ran (at the
+    // task's events), so the update's row was made and must be forgotten with the rollback.
+    await Promise.all(createAll(["r-1", "r-2"]));
+    await store.record("r-1", { status: { state: "TASK_STATE_WORKING", timestamp: now() } });
+    database.sqlite.exec(`CREATE TRIGGER poison BEFORE INSERT ON task_events WHEN NEW.task_id = 'r-1' AND NEW.events LIKE '%lost%' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
+    const lost: Artifact = { artifactId: "lost", parts: [{ text: "rolled back" }] };
+    const [failedWrite, other] = await Promise.allSettled([
+      store.record("r-1", { status: { state: "TASK_STATE_WORKING", timestamp: now() }, artifacts: [lost], history: [msg("r-1-more")], events: { firstSeq: 1, items: [{ artifactUpdate: { taskId: "r-1", contextId: "c-r-1", artifact: lost } }] } }),
+      store.record("r-2", { status: { state: "TASK_STATE_WORKING", timestamp: now() } }),
+    ]);
+    expect(failedWrite.status).toBe("rejected");
+    expect(other.status).toBe("fulfilled");
+    database.sqlite.exec("DROP TRIGGER poison");
+    await finishTask(store, "r-1", { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: "kept", parts: [{ text: "done" }] }]);
+    const task = await store.get("r-1", "alpha");
+    expect(task?.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(task?.artifacts?.map((a) => a.artifactId)).toEqual(["kept"]);
+    expect(task?.history?.map((m) => m.messageId)).toEqual(["m-r-1"]);
+    expect(onDisk().get("r-2")).toBe("TASK_STATE_WORKING");
+  });
+
+  it("a task's successive writes, each planned on the row the last one committed, add up on disk", async () => {
+    await Promise.all(createAll(["s-1"]));
+    await store.record("s-1", { status: { state: "TASK_STATE_WORKING", timestamp: now() } });
+    for (let i = 0; i < 5; i++) await store.record("s-1", { artifacts: [{ artifactId: `a-${i}`, parts: [{ text: `part ${i}` }] }], history: [msg(`s-1-${i}`)] });
+    await finishTask(store, "s-1", { state: "TASK_STATE_COMPLETED", timestamp: now() }, []);
+    // Read by a second connection: what is on disk.
+    const other = new Database(path, { readonly: true });
+    try {
+      const row = other.query("SELECT state, history, artifacts FROM tasks WHERE id = 's-1'").get() as { state: string; history: string; artifacts: string };
+      expect(row.state).toBe("TASK_STATE_COMPLETED");
+      expect((JSON.parse(row.artifacts) as Artifact[]).map((a) => a.artifactId)).toEqual(["a-0", "a-1", "a-2", "a-3", "a-4"]);
+      expect((JSON.parse(row.history) as Message[]).map((m) => m.messageId)).toEqual(["m-s-1", "m-s-1-0", "m-s-1-1", "m-s-1-2", "m-s-1-3", "m-s-1-4"]);
+    } finally {
+      other.close();
+    }
+  });
+
   it("a full disk (SQLite's page limit reached): every caller of the commit gets the error, none is told its task is stored; once there is room, writes go on", async () => {
     const pages = (database.sqlite.query("PRAGMA page_count").get() as { page_count: number }).page_count;
     database.sqlite.exec(`PRAGMA max_page_count = ${pages}`);
