@@ -88,5 +88,17 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796172595931,
     "hash": "8778928fbcdb5b8049167840379ba55c63eabbebcb80b1f731f1ce8de3ad2427"
+  },
+  {
+    "tag": "0008_task_counts",
+    "sql": [
+      "-- Hand-written after drizzle-kit's table (made WITHOUT ROWID, as every table but `tasks`): the triggers that\n-- keep task_counts exactly in step with `tasks` in the same transaction as each write, then the count of the\n-- rows already stored. ListTasks reads totalSize from it (see SqliteTaskStore.list). A task's state changes\n-- a few times in its life; its other writes (artifacts, messages) leave the counts alone.\nCREATE TABLE `task_counts` (\n\t`owner` text NOT NULL,\n\t`state` text NOT NULL,\n\t`n` integer NOT NULL,\n\tPRIMARY KEY(`owner`, `state`)\n) WITHOUT ROWID;\n",
+      "\nCREATE TRIGGER `task_counts_insert` AFTER INSERT ON `tasks` BEGIN\n\tINSERT INTO `task_counts` (`owner`, `state`, `n`) VALUES (NEW.`owner`, NEW.`state`, 1)\n\t\tON CONFLICT (`owner`, `state`) DO UPDATE SET `n` = `n` + 1;\nEND;\n",
+      "\nCREATE TRIGGER `task_counts_delete` AFTER DELETE ON `tasks` BEGIN\n\tUPDATE `task_counts` SET `n` = `n` - 1 WHERE `owner` = OLD.`owner` AND `state` = OLD.`state`;\nEND;\n",
+      "\nCREATE TRIGGER `task_counts_update` AFTER UPDATE OF `owner`, `state` ON `tasks`\n\tWHEN OLD.`owner` IS NOT NEW.`owner` OR OLD.`state` IS NOT NEW.`state` BEGIN\n\tUPDATE `task_counts` SET `n` = `n` - 1 WHERE `owner` = OLD.`owner` AND `state` = OLD.`state`;\n\tINSERT INTO `task_counts` (`owner`, `state`, `n`) VALUES (NEW.`owner`, NEW.`state`, 1)\n\t\tON CONFLICT (`owner`, `state`) DO UPDATE SET `n` = `n` + 1;\nEND;\n",
+      "\nINSERT INTO `task_counts` (`owner`, `state`, `n`) SELECT `owner`, `state`, count(*) FROM `tasks` GROUP BY `owner`, `state`;\n"
+    ],
+    "folderMillis": 1796176722515,
+    "hash": "5721fdc85521ffd630802aa2d6b3f3ce57a6228f5a70a18bf03aad9b81147c7c"
   }
 ];

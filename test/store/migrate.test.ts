@@ -69,6 +69,36 @@ describe("applyMigrations", () => {
     ]);
   });
 
+  it("counts the tasks a database already holds per owner and state, and keeps the count with every later write", () => {
+    const upTo = migrations.findIndex((m) => m.tag === "0008_task_counts");
+    expect(upTo).toBeGreaterThan(0);
+    applyMigrations(sqlite, migrations.slice(0, upTo));
+    const task = (id: string, owner: string, state: string) =>
+      sqlite.exec(
+        `INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, history, artifacts, created_at, updated_at)
+         VALUES ('${id}', 'c', '${owner}', '${state}', 't', 'm-${id}', 'echo', '[]', '[]', 't', 't')`,
+      );
+    task("t1", "alpha", "TASK_STATE_COMPLETED");
+    task("t2", "alpha", "TASK_STATE_COMPLETED");
+    task("t3", "alpha", "TASK_STATE_WORKING");
+    task("t4", "beta", "TASK_STATE_COMPLETED");
+    expect(applyMigrations(sqlite, migrations)).toEqual(migrations.slice(upTo).map((m) => m.tag));
+    const kept = () => sqlite.query("SELECT owner, state, n FROM task_counts WHERE n <> 0 ORDER BY owner, state").all();
+    const real = () => sqlite.query("SELECT owner, state, count(*) AS n FROM tasks GROUP BY owner, state ORDER BY owner, state").all();
+    expect(kept()).toEqual([
+      { owner: "alpha", state: "TASK_STATE_COMPLETED", n: 2 },
+      { owner: "alpha", state: "TASK_STATE_WORKING", n: 1 },
+      { owner: "beta", state: "TASK_STATE_COMPLETED", n: 1 },
+    ]);
+    sqlite.exec("UPDATE tasks SET state = 'TASK_STATE_FAILED' WHERE id = 't3'");
+    sqlite.exec("UPDATE tasks SET artifacts = '[1]' WHERE id = 't4'"); // no state change
+    sqlite.exec("UPDATE tasks SET owner = 'gamma' WHERE id = 't2'");
+    task("t5", "beta", "TASK_STATE_SUBMITTED");
+    sqlite.exec("DELETE FROM tasks WHERE id = 't1'");
+    expect(kept()).toEqual(real());
+    expect(kept()).toHaveLength(4);
+  });
+
   it("leaves the database as it was when a migration fails", () => {
     const broken: Migration[] = [
       ...migrations,

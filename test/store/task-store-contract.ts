@@ -114,6 +114,62 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       expect((await store.list("beta", {})).tasks.map((t) => t.id)).toEqual(["x1"]);
     });
 
+    /** totalSize for `owner` and `params`, checked against the tasks a walk through every page returns. */
+    async function total(owner: string, params: Parameters<TaskStore["list"]>[1] = {}): Promise<number> {
+      const first = await store.list(owner, { ...params, pageSize: 100 });
+      let walked = first.tasks.length;
+      for (let page = first; page.nextPageToken; walked += page.tasks.length) page = await store.list(owner, { ...params, pageSize: 100, pageToken: page.nextPageToken });
+      expect(first.totalSize).toBe(walked);
+      return first.totalSize;
+    }
+
+    it("keeps totalSize exact per owner and per state through creates, repeated messages and state changes", async () => {
+      for (let i = 0; i < 4; i++) await create(`a${i}`, "alpha");
+      for (let i = 0; i < 2; i++) await create(`b${i}`, "beta");
+      // A repeated messageId makes no task, so it counts for nothing.
+      expect((await store.create({ id: "a9", contextId: "c", owner: "alpha", message: msg("m-a0", "again"), executor: "echo", timestamp: new Date().toISOString() })).created).toBe(false);
+      expect([await total("alpha"), await total("beta"), await total("gamma")]).toEqual([4, 2, 0]);
+      expect(await total("alpha", { status: "TASK_STATE_SUBMITTED" })).toBe(4);
+      expect(await total("alpha", { status: "TASK_STATE_WORKING" })).toBe(0);
+
+      const at = (s: number) => `2026-01-01T00:00:${String(s).padStart(2, "0")}.000Z`;
+      await store.record("a0", { status: { state: "TASK_STATE_WORKING", timestamp: at(1) } });
+      await store.record("a0", { artifacts: [{ artifactId: "x", parts: [{ text: "chunk" }] }] }); // no state change
+      await store.record("a0", { history: [msg("m2", "more")], metadata: { k: 1 } }); // nor here
+      await store.record("a1", { status: { state: "TASK_STATE_WORKING", timestamp: at(2) } });
+      await finishTask(store, "a1", { state: "TASK_STATE_COMPLETED", timestamp: at(3) });
+      await finishTask(store, "a2", { state: "TASK_STATE_FAILED", timestamp: at(4) });
+      await store.record("b0", { status: { state: "TASK_STATE_INPUT_REQUIRED", timestamp: at(5) } });
+      await store.record("b0", { status: { state: "TASK_STATE_INPUT_REQUIRED", timestamp: at(6) } }); // the same state again
+
+      expect(await total("alpha")).toBe(4);
+      const byState = async (owner: string) =>
+        Object.fromEntries(
+          await Promise.all(
+            (["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_INPUT_REQUIRED"] as const).map(async (s) => [s, await total(owner, { status: s })]),
+          ),
+        );
+      expect(await byState("alpha")).toEqual({ TASK_STATE_SUBMITTED: 1, TASK_STATE_WORKING: 1, TASK_STATE_COMPLETED: 1, TASK_STATE_FAILED: 1, TASK_STATE_INPUT_REQUIRED: 0 });
+      expect(await byState("beta")).toEqual({ TASK_STATE_SUBMITTED: 1, TASK_STATE_WORKING: 0, TASK_STATE_COMPLETED: 0, TASK_STATE_FAILED: 0, TASK_STATE_INPUT_REQUIRED: 1 });
+      expect(await total("beta")).toBe(2);
+    });
+
+    it("keeps totalSize exact with filters beside owner and state: context, status time, and the two with a state", async () => {
+      const at = (s: number) => `2026-01-01T00:00:${String(s).padStart(2, "0")}.000Z`;
+      for (let i = 0; i < 6; i++) await create(`t${i}`, "alpha", i % 2 ? "odd" : "even", at(i));
+      await create("x1", "beta", "odd", at(7));
+      await finishTask(store, "t1", { state: "TASK_STATE_COMPLETED", timestamp: at(8) });
+      await finishTask(store, "t2", { state: "TASK_STATE_COMPLETED", timestamp: at(9) });
+      expect(await total("alpha", { contextId: "odd" })).toBe(3);
+      expect(await total("alpha", { contextId: "odd", status: "TASK_STATE_COMPLETED" })).toBe(1);
+      expect(await total("alpha", { contextId: "odd", status: "TASK_STATE_SUBMITTED" })).toBe(2);
+      expect(await total("beta", { contextId: "odd" })).toBe(1);
+      expect(await total("alpha", { statusTimestampAfter: at(3) })).toBe(4); // t4, t5, and t1, t2 ended later
+      expect(await total("alpha", { statusTimestampAfter: at(3), status: "TASK_STATE_SUBMITTED" })).toBe(2);
+      expect(await total("alpha", { statusTimestampAfter: at(8), contextId: "even" })).toBe(1);
+      expect(await total("alpha", { statusTimestampAfter: at(9) })).toBe(0);
+    });
+
     it("refuses a page token it did not issue", async () => {
       await expect(store.list("alpha", { pageToken: "garbage" })).rejects.toThrow(TaskStoreRequestError);
     });
@@ -360,6 +416,26 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
         expect(await store.deleteFinished(cutoff, 2)).toEqual(ids.slice(2, 4));
         expect(await store.deleteFinished(cutoff, 2)).toEqual(ids.slice(4));
         expect((await store.list("alpha", {})).totalSize).toBe(0);
+      });
+
+      it("keeps totalSize exact per owner and per state through deletes in batches", async () => {
+        const states = ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED"] as const;
+        for (let i = 0; i < 9; i++) await aged(i % 3 ? "alpha" : "beta", 90 - i, 80 - i, states[i % 3]);
+        await aged("alpha", 60, 50, "TASK_STATE_WORKING");
+        await aged("alpha", 60, 5, "TASK_STATE_COMPLETED");
+        const counts = async () => ({
+          alpha: (await store.list("alpha", {})).totalSize,
+          beta: (await store.list("beta", {})).totalSize,
+          ...Object.fromEntries(await Promise.all(states.map(async (s) => [s, (await store.list("alpha", { status: s })).totalSize]))),
+        });
+        expect(await counts()).toEqual({ alpha: 8, beta: 3, TASK_STATE_COMPLETED: 1, TASK_STATE_FAILED: 3, TASK_STATE_CANCELED: 3 });
+        // Oldest first, four at a time: the first batch takes beta's t0, alpha's t1 (FAILED), t2 (CANCELED), beta's t3.
+        expect(await store.deleteFinished(cutoff, 4)).toHaveLength(4);
+        expect(await counts()).toEqual({ alpha: 6, beta: 1, TASK_STATE_COMPLETED: 1, TASK_STATE_FAILED: 2, TASK_STATE_CANCELED: 2 });
+        expect(await store.deleteFinished(cutoff, 4)).toHaveLength(4);
+        expect(await store.deleteFinished(cutoff, 4)).toHaveLength(1);
+        expect(await counts()).toEqual({ alpha: 2, beta: 0, TASK_STATE_COMPLETED: 1, TASK_STATE_FAILED: 0, TASK_STATE_CANCELED: 0 });
+        expect((await store.list("alpha", { status: "TASK_STATE_WORKING" })).totalSize).toBe(1);
       });
 
       it("forgets a deleted task's messageId: the same message later makes a new task", async () => {

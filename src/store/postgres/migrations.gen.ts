@@ -38,5 +38,22 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796172842093,
     "hash": "1eefa80a72244172147e18f695599916189ea5563de894926488f92196e5c7b0"
+  },
+  {
+    "tag": "0003_task_counts",
+    "sql": [
+      "-- Hand-written after drizzle-kit's table and index: triggers that add rows of changes to task_counts in the\n-- transaction of each write to `tasks`, then the count of the rows already stored. Inserts and deletes (creates\n-- and retention come in batches) add one row per (owner, state) a statement changed; an update adds two rows\n-- when it changes a task's state, and nothing otherwise (the WHEN is checked per row before the trigger is\n-- queued, so the updates that stream artifacts or append messages cost nothing here). A row trigger rather\n-- than a statement one for updates: a statement trigger's transition tables would copy every updated row,\n-- large artifacts included. Rows are only added (see schema.ts for why); the store folds them\n-- together now and then (compactCounts). The table is locked first so that no replica still running an older\n-- binary commits a task between the count below and the triggers taking effect.\nLOCK TABLE \"tasks\" IN SHARE ROW EXCLUSIVE MODE;\n",
+      "\nCREATE TABLE \"task_counts\" (\n\t\"owner\" text NOT NULL,\n\t\"state\" text NOT NULL,\n\t\"n\" integer NOT NULL\n);\n",
+      "\nCREATE INDEX \"task_counts_owner_state\" ON \"task_counts\" USING btree (\"owner\",\"state\");\n",
+      "\nCREATE FUNCTION \"task_counts_insert\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO task_counts (owner, state, n) SELECT owner, state, count(*) FROM new_rows GROUP BY owner, state;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"task_counts_delete\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO task_counts (owner, state, n) SELECT owner, state, -count(*) FROM old_rows GROUP BY owner, state;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"task_counts_update\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO task_counts (owner, state, n) VALUES (OLD.owner, OLD.state, -1), (NEW.owner, NEW.state, 1);\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE TRIGGER \"task_counts_insert\" AFTER INSERT ON \"tasks\" REFERENCING NEW TABLE AS new_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"task_counts_insert\"();\n",
+      "\nCREATE TRIGGER \"task_counts_delete\" AFTER DELETE ON \"tasks\" REFERENCING OLD TABLE AS old_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"task_counts_delete\"();\n",
+      "\nCREATE TRIGGER \"task_counts_update\" AFTER UPDATE OF \"owner\", \"state\" ON \"tasks\"\n\tFOR EACH ROW WHEN (OLD.\"owner\" IS DISTINCT FROM NEW.\"owner\" OR OLD.\"state\" IS DISTINCT FROM NEW.\"state\")\n\tEXECUTE FUNCTION \"task_counts_update\"();\n",
+      "\nINSERT INTO \"task_counts\" (\"owner\", \"state\", \"n\") SELECT \"owner\", \"state\", count(*) FROM \"tasks\" GROUP BY \"owner\", \"state\";\n"
+    ],
+    "folderMillis": 1796176723634,
+    "hash": "cb387c58c4ad6250327686136f57187aa962e9b8bb8a19f790c9ce49c34585fb"
   }
 ];

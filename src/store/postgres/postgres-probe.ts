@@ -34,7 +34,7 @@ export class PostgresProbe implements StoreHealth {
   }
 
   async countByState(): Promise<{ state: string; n: number }[]> {
-    return (await this.bounded(this.sql`SELECT state, count(*)::int AS n FROM tasks GROUP BY state`)) as { state: string; n: number }[];
+    return (await this.bounded(this.sql`SELECT state, sum(n)::int AS n FROM task_counts GROUP BY state HAVING sum(n) <> 0`)) as { state: string; n: number }[];
   }
 
   stop(): void {

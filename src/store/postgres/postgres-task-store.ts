@@ -41,6 +41,18 @@ const DEFAULT_PAGE_SIZE = 50;
 const CREATE_CHUNK = 500;
 /** A NOTIFY payload (lines of "taskId seq") stays under Postgres's 8,000 bytes. */
 const NOTIFY_BYTES = 7_000;
+/**
+ * task_counts (see schema.ts) gains rows with every write; it is folded to one row per (owner, state) after
+ * this many task writes on this replica, or when a ListTasks summed more rows than COMPACT_ROWS for its caller.
+ * Between the two a count sums at most a few thousand small index entries.
+ */
+const COMPACT_AFTER_WRITES = 2_000;
+const COMPACT_ROWS = 1_000;
+/** The advisory lock of a compaction (any 64-bit number of our own): one replica folds at a time. */
+const COMPACT_LOCK = 0x61326163_6f756e74n;
+/** Folds task_counts: the rows a compaction deletes are exactly the rows it sums (see compactCounts). */
+const COMPACT_COUNTS = `WITH gone AS (DELETE FROM task_counts RETURNING owner, state, n)
+  INSERT INTO task_counts (owner, state, n) SELECT owner, state, sum(n) FROM gone GROUP BY owner, state HAVING sum(n) <> 0`;
 
 interface CreateRequest {
   task: Task;
@@ -93,6 +105,9 @@ export class PostgresTaskStore implements TaskStore {
   private readonly rows = new Map<string, { row: StoredRow; hold: number }>();
   /** Answers this replica passed on, waiting for a reply, by request id. */
   private readonly awaitingReply = new Map<string, Deferred<{ lastSeq: number }>>();
+  /** Task writes since task_counts was last folded, and the fold in progress (see compactCounts). */
+  private writesSinceCompact = 0;
+  private compacting: Promise<void> | undefined;
 
   constructor(database: PostgresDatabase, options: PostgresTaskStoreOptions = {}) {
     this.sql = database.sql;
@@ -176,7 +191,13 @@ export class PostgresTaskStore implements TaskStore {
     if (params.contextId) add((n) => `context_id = ${n}`, params.contextId);
     if (params.status) add((n) => `state = ${n}`, params.status);
     if (params.statusTimestampAfter) add((n) => `status_timestamp > ${n}`, new Date(params.statusTimestampAfter).toISOString());
-    const filters = where.join(" AND ");
+    // totalSize from task_counts when the filters are owner and state alone (counting the caller's tasks
+    // instead cost 330 ms a call at a million); the other filters count the tasks they match, which
+    // tasks_owner_recent or tasks_context bound.
+    const counted = params.contextId || params.statusTimestampAfter;
+    const countQuery = counted
+      ? `SELECT count(*)::int AS n, 0 AS summed FROM tasks WHERE ${where.join(" AND ")}`
+      : `SELECT coalesce(sum(n), 0)::int AS n, count(*)::int AS summed FROM task_counts WHERE ${where.join(" AND ")}`;
     const countValues = [...values];
     if (cursor) {
       values.push(cursor.timestamp, cursor.id);
@@ -186,14 +207,15 @@ export class PostgresTaskStore implements TaskStore {
     values.push(pageSize + 1);
     // The page is planned from tasks_owner_recent alone, which holds each task's sizes: a task the page
     // leaves out (or the parts of one it cuts) is never read.
-    const [[{ n: totalSize }], candidates] = await Promise.all([
-      this.sql.unsafe(`SELECT count(*)::int AS n FROM tasks WHERE ${filters}`, countValues),
+    const [[{ n: totalSize, summed }], candidates] = await Promise.all([
+      this.sql.unsafe(countQuery, countValues) as Promise<{ n: number; summed: number }[]>,
       this.sql.unsafe(
         `SELECT id, status_timestamp AS "statusTimestamp", head_bytes AS "headBytes", history_bytes AS "historyBytes", artifacts_bytes AS "artifactsBytes"
          FROM tasks WHERE ${where.join(" AND ")} ORDER BY status_timestamp DESC, id DESC LIMIT $${values.length}`,
         values,
       ),
     ]);
+    if (summed > COMPACT_ROWS) this.compactSoon();
     const withArtifacts = params.includeArtifacts ?? false;
     const plan = planPage(candidates, { pageSize, maxBytes: this.maxListBytes, history: params.historyLength !== 0, artifacts: withArtifacts });
     const last = plan.tasks[plan.tasks.length - 1];
@@ -288,6 +310,7 @@ export class PostgresTaskStore implements TaskStore {
       await tx`DELETE FROM tasks WHERE id IN ${tx(ids)}`;
       return ids;
     });
+    this.wrote(rows.length);
     return rows;
   }
 
@@ -424,8 +447,38 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   /** Resolves once everything written so far is committed (call before closing the database). */
-  flush(): Promise<void> {
-    return this.group.flush();
+  async flush(): Promise<void> {
+    await this.group.flush();
+    await this.compacting;
+  }
+
+  /**
+   * Folds task_counts to one row per (owner, state), in the background. Safe beside every other write: the
+   * DELETE removes only rows committed when it started (a row a concurrent write adds stays, and is summed by
+   * the next fold), and the INSERT puts back exactly their sums, in one statement, so a reader sees the rows
+   * before the fold or after it, with the same total. One replica folds at a time (a transaction-level
+   * advisory lock, tried, not waited for). A fold that fails changes nothing and is tried again later.
+   */
+  compactCounts(): Promise<void> {
+    this.writesSinceCompact = 0;
+    this.compacting ??= this.sql
+      .begin(async (tx) => {
+        const [{ locked }] = await tx`SELECT pg_try_advisory_xact_lock(${COMPACT_LOCK.toString()}::bigint) AS locked`;
+        if (locked) await tx.unsafe(COMPACT_COUNTS);
+      })
+      .catch((err) => this.log.warn("could not fold the task counts; will try again", { reason: reasonOf(err) }))
+      .finally(() => (this.compacting = undefined));
+    return this.compacting;
+  }
+
+  /** Counts task writes towards the next fold of task_counts. */
+  private wrote(tasks: number): void {
+    this.writesSinceCompact += tasks;
+    if (this.writesSinceCompact >= COMPACT_AFTER_WRITES) this.compactSoon();
+  }
+
+  private compactSoon(): void {
+    if (!this.compacting) void this.compactCounts();
   }
 
   /**
@@ -437,6 +490,7 @@ export class PostgresTaskStore implements TaskStore {
     this.creates = [];
     const batch = [...this.pending];
     this.pending.clear();
+    this.wrote(creates.length + batch.length);
     const failed = new Map<string, unknown>();
     try {
       // Creates alone are one statement (their leases with them), committed without a transaction of its own.
