@@ -28,6 +28,22 @@ import { startPostgres, type PostgresServer } from "./postgres-server";
 const ROOT = join(import.meta.dir, "..");
 const BINARY = join(ROOT, "dist", "a2a-node");
 const args = process.argv.slice(2);
+const USAGE = "usage: bun scripts/bench-million.ts [--tasks 1000000] [--store sqlite|postgres|both] [--samples 2000] [--skip-retention] [--json]";
+// A run at the default size takes many minutes and gigabytes: a typo or --help must not start one.
+if (args.includes("--help") || args.includes("-h")) {
+  console.log(USAGE);
+  process.exit(0);
+}
+for (let i = 0; i < args.length; i++) {
+  const a = args[i];
+  if (a === "--json" || a === "--skip-retention") continue;
+  if (["--tasks", "--store", "--samples"].includes(a) && args[i + 1] !== undefined && !args[i + 1].startsWith("--")) {
+    i++;
+    continue;
+  }
+  console.error(`bench-million: unknown or incomplete option '${a}'\n${USAGE}`);
+  process.exit(2);
+}
 const opt = (name: string, fallback: string) => {
   const i = args.indexOf(`--${name}`);
   return i === -1 ? fallback : args[i + 1]!;
@@ -37,6 +53,10 @@ const STORES = opt("store", "both") === "both" ? ["sqlite", "postgres"] : [opt("
 const SAMPLES = Number(opt("samples", "2000"));
 const JSON_OUT = args.includes("--json");
 const SKIP_RETENTION = args.includes("--skip-retention");
+if (!Number.isInteger(N) || N < 10 || !Number.isInteger(SAMPLES) || SAMPLES < 1 || !STORES.every((s) => s === "sqlite" || s === "postgres")) {
+  console.error(`bench-million: --tasks must be an integer ≥ 10, --samples ≥ 1, --store sqlite, postgres or both\n${USAGE}`);
+  process.exit(2);
+}
 const OWNER = "@local";
 const DAY = 86_400_000;
 const now = Date.now();
