@@ -1,4 +1,5 @@
-import { createServer, type AddressInfo } from "node:net";
+import { bindServer } from "./bind";
+import { createServer } from "node:net";
 import { refuseBrowserRequest } from "./browser-guard";
 import { ConnectionSet, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
@@ -31,21 +32,9 @@ export function listenAdmin(options: AdminListenerOptions): Promise<Listener> {
       },
     }),
   );
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, "127.0.0.1", () => {
-      server.off("error", reject);
-      port = (server.address() as AddressInfo).port;
-      resolve({
-        url: `http://127.0.0.1:${port}`,
-        port,
-        stopAccepting: () => void server.close(),
-        close: async () => {
-          if (server.listening) server.close();
-          await connections.close(500);
-        },
-      });
-    });
+  return bindServer(server, options.port, "127.0.0.1", "http", { close: () => connections.close(500) }).then((bound) => {
+    port = bound.port;
+    return bound;
   });
 }
 

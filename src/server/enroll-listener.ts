@@ -1,5 +1,5 @@
+import { bindServer } from "./bind";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
-import type { AddressInfo } from "node:net";
 import { boundTlsServer, CONNECTION_DEFAULTS, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
@@ -41,22 +41,8 @@ export function listenEnroll(options: EnrollListenerOptions): Promise<Listener> 
   tls.on("secureConnection", (socket: TLSSocket) => {
     connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, socket.remoteAddress) });
   });
-  return new Promise((resolve, reject) => {
-    tls.once("error", reject);
-    tls.listen(options.port, options.host, () => {
-      tls.off("error", reject);
-      const port = (tls.address() as AddressInfo).port;
-      const host = options.host.includes(":") ? `[${options.host}]` : options.host;
-      resolve({
-        url: `https://${host}:${port}`,
-        port,
-        setIdentity: (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, minVersion: "TLSv1.2" }),
-        stopAccepting: () => void tls.close(),
-        close: async () => {
-          if (tls.listening) tls.close();
-          await connections.close();
-        },
-      });
-    });
-  });
+  return bindServer(tls, options.port, options.host, "https", connections).then((bound) => ({
+    ...bound,
+    setIdentity: (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, minVersion: "TLSv1.2" }),
+  }));
 }

@@ -1,5 +1,5 @@
+import { bindServer } from "./bind";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
-import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
 import { boundTlsServer, CONNECTION_DEFAULTS, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
@@ -98,40 +98,26 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     });
   });
 
-  return new Promise((resolve, reject) => {
-    tls.once("error", reject);
-    tls.listen(options.port, options.host, () => {
-      tls.off("error", reject);
-      const port = (tls.address() as AddressInfo).port;
-      const host = options.host.includes(":") ? `[${options.host}]` : options.host;
-      resolve({
-        url: `https://${host}:${port}`,
-        port,
-        setIdentity: (pem) => {
-          tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" });
-          // Members are judged against the CA now in use, not the one the listener started with.
-          identify = peerIdentifier(pem.ca, options.revoked);
-        },
-        dropRevoked: () => {
-          let dropped = 0;
-          for (const [socket, { serial, peer }] of serials) {
-            const at = options.revoked?.(serial);
-            if (!at) continue;
-            options.onHandshakeError?.(new Error(`closed an open connection: its certificate (serial ${serial}) was revoked on ${at.toISOString()}`), socket.remoteAddress, peer);
-            socket.destroy();
-            dropped++;
-          }
-          return dropped;
-        },
-        openConnections: () => gate.count(),
-        stopAccepting: () => void tls.close(),
-        close: async () => {
-          if (tls.listening) tls.close();
-          await connections.close();
-        },
-      });
-    });
-  });
+  return bindServer(tls, options.port, options.host, "https", connections).then((bound) => ({
+    ...bound,
+    setIdentity: (pem) => {
+      tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" });
+      // Members are judged against the CA now in use, not the one the listener started with.
+      identify = peerIdentifier(pem.ca, options.revoked);
+    },
+    dropRevoked: () => {
+      let dropped = 0;
+      for (const [socket, { serial, peer }] of serials) {
+        const at = options.revoked?.(serial);
+        if (!at) continue;
+        options.onHandshakeError?.(new Error(`closed an open connection: its certificate (serial ${serial}) was revoked on ${at.toISOString()}`), socket.remoteAddress, peer);
+        socket.destroy();
+        dropped++;
+      }
+      return dropped;
+    },
+    openConnections: () => gate.count(),
+  }));
 }
 
 /** The CN and fingerprint of the certificate a client presented, if it presented one. */

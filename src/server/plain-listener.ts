@@ -1,5 +1,5 @@
+import { bindServer } from "./bind";
 import { createServer } from "node:net";
-import type { AddressInfo } from "node:net";
 import type { CallerIdentity } from "../protocol/caller";
 import { refuseBrowserRequest } from "./browser-guard";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
@@ -35,20 +35,8 @@ export function listenPlainLoopback(options: PlainListenerOptions): Promise<List
   const server = createServer((socket) =>
     connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle, onRefused: options.onRefusedRequest }),
   );
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, "127.0.0.1", () => {
-      server.off("error", reject);
-      port = (server.address() as AddressInfo).port;
-      resolve({
-        url: `http://127.0.0.1:${port}`,
-        port,
-        stopAccepting: () => void server.close(),
-        close: async () => {
-          if (server.listening) server.close();
-          await connections.close();
-        },
-      });
-    });
+  return bindServer(server, options.port, "127.0.0.1", "http", connections).then((bound) => {
+    port = bound.port;
+    return bound;
   });
 }

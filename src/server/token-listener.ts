@@ -1,4 +1,5 @@
-import { createServer as createNetServer, type AddressInfo, type Server as NetServer } from "node:net";
+import { bindServer } from "./bind";
+import { createServer as createNetServer, type Server as NetServer } from "node:net";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import { TOKEN_CALLER_PREFIX, type CallerToken } from "../auth/caller-tokens";
 import type { CallerIdentity } from "../protocol/caller";
@@ -80,24 +81,7 @@ export function listenToken(options: TokenListenerOptions): Promise<Listener> {
     setIdentity = (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, minVersion: "TLSv1.2" });
   } else server = createNetServer(serve);
 
-  return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port, options.host, () => {
-      server.off("error", reject);
-      const port = (server.address() as AddressInfo).port;
-      const host = options.host.includes(":") ? `[${options.host}]` : options.host;
-      resolve({
-        url: `${options.tls ? "https" : "http"}://${host}:${port}`,
-        port,
-        setIdentity,
-        stopAccepting: () => void server.close(),
-        close: async () => {
-          if (server.listening) server.close();
-          await connections.close();
-        },
-      });
-    });
-  });
+  return bindServer(server, options.port, options.host, options.tls ? "https" : "http", connections).then((bound) => ({ ...bound, setIdentity }));
 }
 
 /** The token of an `Authorization: Bearer TOKEN` header (the scheme is case-insensitive, RFC 7235). */
