@@ -111,7 +111,7 @@ function crlState(paths: ReturnType<typeof homePaths>, caPem: string): CrlState 
 
 function crlText(crl: CrlState | null): string {
   const pad = "                ";
-  if (!crl) return "revocation list none here: nothing is refused as revoked (the CA home writes one at 'pki revoke';\n" + pad + "elsewhere set ca_peer to fetch it, or 'pki import-crl FILE')\n";
+  if (!crl) return "revocation list none here: nothing is refused as revoked (the CA home writes one at 'pki revoke';\n" + pad + "a node with ca_peer fetches it from there once the CA has one; or 'pki import-crl FILE')\n";
   if (crl.error) return `revocation list ${crl.path} cannot be used: ${crl.error}\n`;
   const source = crl.source as CrlSource | { kind: "unknown" };
   const from =
