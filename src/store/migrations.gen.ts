@@ -100,5 +100,13 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796176722515,
     "hash": "5721fdc85521ffd630802aa2d6b3f3ce57a6228f5a70a18bf03aad9b81147c7c"
+  },
+  {
+    "tag": "0009_task_node_state",
+    "sql": [
+      "-- What the node and its executor keep about a task (a remote run's id, a pending approval, how often it was\n-- resumed, the extensions its execution has), in a column of its own: the caller writes `metadata`, and nothing\n-- it sends is read back as the node's own (see schema.ts).\nALTER TABLE `tasks` ADD `node_state` text;\n"
+    ],
+    "folderMillis": 1796211776035,
+    "hash": "cddb5adc32f07d004466981698c5a4c6f82276eafc83ae31938934990054d336"
   }
 ];

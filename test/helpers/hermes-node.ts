@@ -42,7 +42,8 @@ export interface HermesNode {
   close(): Promise<void>;
 }
 
-export async function startHermesNode(fake: FakeHermes, options: { apiKey?: string; timing?: Partial<HermesTiming>; maxConcurrent?: number } = {}): Promise<HermesNode> {
+/** `fake`: the fake Hermes, or any Hermes server by its URL (the real one, /work/shared/real-hermes). */
+export async function startHermesNode(fake: Pick<FakeHermes, "url">, options: { apiKey?: string; timing?: Partial<HermesTiming>; maxConcurrent?: number } = {}): Promise<HermesNode> {
   const dir = mkdtempSync(join(tmpdir(), "a2a-hermes-node-"));
   let database: OpenDatabase = openDatabase(join(dir, "db.sqlite"));
   const make = () => {

@@ -55,5 +55,13 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796176723634,
     "hash": "cb387c58c4ad6250327686136f57187aa962e9b8bb8a19f790c9ce49c34585fb"
+  },
+  {
+    "tag": "0004_task_node_state",
+    "sql": [
+      "-- What the node and its executor keep about a task (a remote run's id, a pending approval, how often it was\n-- resumed, the extensions its execution has), in a column of its own: the caller writes `metadata`, and nothing\n-- it sends is read back as the node's own (see schema.ts).\nALTER TABLE \"tasks\" ADD COLUMN \"node_state\" text;\n"
+    ],
+    "folderMillis": 1796211778394,
+    "hash": "4250a436d4db27c3d30a4e1cafd424c2a807eadd141c2e0eac785b889ee46ec7"
   }
 ];
