@@ -82,6 +82,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   // The metrics read the runner and the listener, which are made after them (the runner reports into them).
   let runnerRef: TaskRunner | undefined;
   let mtlsRef: Listener | undefined;
+  let fleetPkiRef: FleetPki | undefined;
   const metrics = new NodeMetrics({
     version: VERSION,
     executor: executor.kind,
@@ -90,6 +91,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     load: () => runnerRef?.load() ?? { running: 0, queued: 0, waitingForInput: 0 },
     openConnections: () => mtlsRef?.openConnections?.(),
     certificateNotAfter: () => identity.notAfter,
+    revocationList: () => fleetPkiRef?.revocationFacts(),
   });
   const runner = new TaskRunner(store, executor, {
     maxConcurrent: config.maxConcurrent,
@@ -108,6 +110,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const pushConfigs = storage.pushConfigs;
   const peers = new SqlitePeerRegistry(database.db);
   const fleetPki = new FleetPki({ paths, identity: () => identity, adopt: (fresh) => (identity = fresh), peers, settings: () => config, log });
+  fleetPkiRef = fleetPki;
   const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().filter((p) => !isOutsidePeer(p)).map((p) => new URL(p.url).host)) });
   const dispatcher = new PushDispatcher(storage.deliveries, pushConfigs, {
     guard,
@@ -158,7 +161,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     readiness: () =>
       checkReadiness({
         database: () => storeProbe.writable(),
-        certificate: () => certificateCheck(identity),
+        certificate: () => certificateCheck({ ...identity, revoked: fleetPki.revocations.ownRevocation() }),
+        revocation: () => fleetPki.revocationCheck(),
         model: async (signal) => {
           const r = await modelReady(signal);
           return { ok: r.ready, detail: r.detail };
@@ -237,6 +241,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     ca: identity.caPem,
     onRequest: route(lazyWebApp(() => card(advertisedUrl), startedAt), fleetPki.routes),
     revoked: fleetPki.revocations.revokedAt,
+    answerRevoked: (req, reason, name) => fleetPki.revokedAnswer(req, reason, name),
     onHandshakeError: (err, remote, peer) => refused(err.message, remote, peer),
     onRefusedConnection: (reason, remote) => refused(reason, remote),
     handshakeTimeoutMs: config.handshakeTimeoutMs,
@@ -280,6 +285,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       port: config.tokenPort,
       tls: config.tokenTls === "on" ? { cert: identity.certPem, key: identity.keyPem } : undefined,
       verify: (t) => tokens.verify(t),
+      current: () => tokens.list(),
+      onDropped: (caller, remote) => refused(`token listener: closed an open connection: the token of '${caller}' was revoked`, remote),
       onRequest: route(lazyWebApp(() => card(tokenCardUrl(tokenUrl as string, advertisedUrl), "bearer"), startedAt), undefined, false),
       onUnauthorized: (reason, remote) => refused(`token listener: ${reason}`, remote),
       handshakeTimeoutMs: config.handshakeTimeoutMs,
@@ -346,6 +353,8 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       }
       limiter.configure({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
       audit?.reopen();
+      // A token revoked since (tokens revoke signals this reload): its open connections and streams end now.
+      tokenListener?.dropRevoked?.();
       await fleetPki.refresh();
       return { applied, needsRestart };
     },

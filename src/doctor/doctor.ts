@@ -3,14 +3,14 @@
  * Later checks that need an earlier one's result (peers need a usable identity) are skipped with the reason
  * rather than failing twice for one cause.
  */
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfigFile, resolveSettings, type ServeConfig } from "../config";
 import { homePaths, SYSTEM_HOME } from "../home";
 import { readEnvironmentFile } from "../service/node-health";
 import { SYSTEM_ENV_FILE } from "../service/unit";
 import { type Finding, fail, skip } from "./check";
-import { checkCertificate, checkDatabase, checkHome } from "./local-checks";
+import { checkCertificate, checkDatabase, checkHome, checkRevocation } from "./local-checks";
 import { checkModel, checkPeers, checkPort } from "./network-checks";
 
 export interface DoctorOptions {
@@ -52,6 +52,7 @@ export async function runDoctor(o: DoctorOptions): Promise<Finding[]> {
     ? await Promise.all([checkPort(o.home, config, o.timeoutMs), checkModel(config, o.timeoutMs)])
     : [skip("port", "needs a valid configuration"), skip("model", "needs a valid configuration")];
   findings.push(port, model);
+  findings.push(checkRevocation(paths, existsSync(paths.caKey) || config?.caPeer !== undefined));
 
   const database = checkDatabase(paths);
   findings.push(database);
