@@ -185,7 +185,9 @@ export class FleetPki {
     const list = this.revocations.current();
     if (req.method === "GET" && path === CRL_PATH && list)
       return { status: 200, headers: { "content-type": "application/x-pem-file", "x-crl-number": String(list.number) }, body: list.pem };
-    const message = `${this.options.identity().name} refuses this connection: the client certificate (${reason.replace(/^its certificate /, "")}) is revoked by the fleet CA; ${newIdentityHint(name)}`;
+    // reason: "its certificate (serial X) was revoked on T" (pki/fleet-member.ts).
+    const what = reason.replace(/^its certificate/, "the client certificate").replace(" was revoked on ", " was revoked by the fleet CA on ");
+    const message = `${this.options.identity().name} refuses this connection: ${what}; ${newIdentityHint(name)}`;
     return {
       status: 403,
       headers: { "content-type": "application/json" },
