@@ -108,7 +108,14 @@ export class RevocationState {
       return false;
     }
     if (this.list && list.number === this.list.number && !fromOffer) return false;
+    const before = this.list;
     this.list = list;
+    // The CA node signs the same revocations anew every refresh period (so lists do not go stale): only a list
+    // that revokes something else is worth a line.
+    if (before && sameRevocations(before, list)) {
+      for (const fn of this.listeners) fn(list);
+      return true;
+    }
     this.log.info("revocation list in force", { source, number: list.number, revoked: list.revoked.size, signed: list.thisUpdate.toISOString() });
     const own = this.ownRevocation();
     if (own)
@@ -131,4 +138,11 @@ function normalized(serial: string): string {
 /** What the holder of a revoked certificate does next: a new identity from the CA machine. */
 export function newIdentityHint(name: string): string {
   return `get a new identity from the fleet CA: on the CA machine 'a2a-node pki issue ${name} --replace --out ${name}.bundle'; here, move the node's key and certificate aside and install it ('a2a-node init-pki --bundle ${name}.bundle')`;
+}
+
+/** Whether two lists revoke the same certificates at the same times. */
+function sameRevocations(a: RevocationList, b: RevocationList): boolean {
+  if (a.revoked.size !== b.revoked.size) return false;
+  for (const [serial, at] of a.revoked) if (b.revoked.get(serial)?.getTime() !== at.getTime()) return false;
+  return true;
 }
