@@ -151,7 +151,7 @@ describe("revocation (binary): a stolen machine is cut off fleet-wide", () => {
     expect(imported.code, imported.stderr).toBe(0);
     expect(imported.stdout).toMatch(/^installed revocation list number \d+ \(1 revoked\)/);
     expect((await cli("delta", "send", "--agent", gamma.url, "--task", "hi", "--wait")).code).toBe(8);
-  });
+  }, 120_000);
 });
 
 describe("renewal (binary): the same name, SANs and key, no restart", () => {
@@ -316,7 +316,7 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
     expect(refused.stderr).toContain(`next: beta now holds another key ('pki renew --rekey' there, or another machine holds a 'beta' certificate)`);
     expect((await run("alpha", "peers", "add", "beta", beta.url, "--pin", "--replace")).code).toBe(0);
     expect((await run("alpha", "send", "--agent", "beta", "--task", "re-pinned", "--wait")).code).toBe(0);
-  });
+  }, 120_000);
 
   it("serve renews by itself once two thirds of the lifetime have passed, from its ca_peer", async () => {
     const past = new Date(Date.now() - 21 * DAY);
