@@ -7,6 +7,7 @@ import { openClientSession, type ClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
 import { shortState } from "../render-task";
+import { answeredStatus } from "../follow-task";
 import { streamTask } from "../stream-task";
 import { DEFAULT_WAIT_SECONDS, waitAndReport, type WaitReport } from "../wait-report";
 
@@ -128,7 +129,8 @@ EXIT CODES
       return ExitCode.Ok;
     }
     if (!f.json) io.stderr.write(`task ${task.id} accepted by ${session.target.label}\n`);
-    return waitAndReport(report, task);
+    // An answer: the question it answered is not where the wait ends, even if the peer's reply still shows it.
+    return waitAndReport(report, task, message.taskId ? answeredStatus(task) : undefined);
   },
 };
 
