@@ -451,7 +451,8 @@ export class TaskRunner {
       } else if (job.stopped === "deadline") {
         outcome = { state: "TASK_STATE_FAILED", message: `stopped: the task ran longer than this node's deadline of ${Math.round((this.options.deadlineMs ?? 0) / 1000)} s` };
       } else if (cause === "canceled") {
-        outcome = { state: "TASK_STATE_CANCELED", message: job.cancelReason ?? "canceled" };
+        const reason = job.cancelReason ?? "canceled";
+        outcome = { state: "TASK_STATE_CANCELED", message: outcome.stopNote ? `${reason}; ${outcome.stopNote}` : reason };
       } else if (cause === "shutdown") {
         if (this.leftForRestart(job)) return this.detach(job);
         outcome = { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
