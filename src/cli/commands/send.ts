@@ -46,7 +46,8 @@ FLAGS
   --file PATH        attach a file (repeatable): sent as an A2A file part, its media type guessed from its
                      name (or its bytes). The peer's body limit (max_body, 1 MiB by default) counts the
                      files in base64, a third larger than on disk
-  --task-id ID       continue this task (one waiting for input) instead of starting a new one
+  --task-id ID       continue this task (one waiting for input) instead of starting a new one; --wait then
+                     waits for what the task does after this answer, not the question it answered
   --context-id ID    start the task in an existing conversation
   --skill ID         ask for one of the peer's skills (its card lists them); sent as message.metadata.skill
   --extension URI    request an A2A extension of the peer's card (repeatable): sent in the A2A-Extensions
