@@ -338,10 +338,12 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const committed = this.store.record(taskId, { history: [stored], ...(noted ? { state: noted, metadata: noted } : {}) });
     task.history = [...(task.history ?? []), stored];
     if (noted) task.metadata = { ...task.metadata, ...noted };
-    const initial = snapshot(task);
     const settled = this.runner.start(task, stored, owner, { lastSeq, committed, extensions, state: { ...snap.state, ...noted } });
+    // Taken after the start, which made the task WORKING: the reply is never the question it answered (a caller
+    // would take INPUT_REQUIRED for the task's state and stop waiting).
+    const initial = snapshot(task);
     if (stream) this.runner.subscribe(task.id, owner, stream);
-    return { task, initial, committed, settled, lastSeq };
+    return { task: initial, initial, committed, settled, lastSeq };
   }
 
   /**
