@@ -63,7 +63,7 @@ describe("the twin's server, as adapter.py serves", () => {
   });
 
   it("serves a v1.0 card with v0.3 fields mixed in, its URL from the request's Host", async () => {
-    const card = await (await fetch(`${hermes.url}/.well-known/agent-card.json`)).json();
+    const card = (await (await fetch(`${hermes.url}/.well-known/agent-card.json`)).json()) as Record<string, any>;
     const url = `${hermes.url}/`;
     expect(card).toMatchObject({
       url,
@@ -78,7 +78,7 @@ describe("the twin's server, as adapter.py serves", () => {
     expect(await (await fetch(`${hermes.url}/.well-known/agent.json`)).json()).toEqual(card);
     const open = await startHermesA2AServer({ port: 0 });
     try {
-      expect((await (await fetch(`${open.url}/.well-known/agent-card.json`)).json()).security).toBeUndefined();
+      expect(((await (await fetch(`${open.url}/.well-known/agent-card.json`)).json()) as Record<string, unknown>).security).toBeUndefined();
     } finally {
       await open.stop();
     }

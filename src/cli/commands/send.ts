@@ -1,12 +1,13 @@
 import { RemoteError } from "../../client/a2a-client";
 import type { Message, Task } from "../../protocol/types";
+import { isOutsidePeer } from "../../peers/peer-registry";
 import { newId } from "../../tasks/clock";
 import { readAttachments, readTaskText } from "../attachments";
 import type { Command } from "../command";
 import { openClientSession, type ClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
-import { shortState } from "../render-task";
+import { otherTaskNote, shortState } from "../render-task";
 import { streamTask } from "../stream-task";
 import { DEFAULT_WAIT_SECONDS, waitAndReport, type WaitReport } from "../wait-report";
 
@@ -99,6 +100,9 @@ EXIT CODES
     const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }, ...files] };
     if (f["task-id"]) message.taskId = f["task-id"];
     if (f["context-id"]) message.contextId = f["context-id"];
+    // A peer outside the fleet may keep a conversation by context alone (Hermes's own A2A server reads no
+    // taskId): the answer goes with the task's context, so it lands in the same conversation there too.
+    else if (message.taskId && session.target.peer && isOutsidePeer(session.target.peer)) message.contextId = await contextOf(session, message.taskId);
     if (f.skill) message.metadata = { skill: f.skill };
     const report: WaitReport = { io, session, agent: session.target.peer?.name ?? f.agent, json: f.json, timeoutS, printResult: !f.stream };
     const tooLarge = (err: unknown) => (files.length ? explainTooLarge(err, session) : undefined);
@@ -115,7 +119,11 @@ EXIT CODES
         return ExitCode.Ok;
       }
       task = result.task;
-      if (!f.json) noteInactive(io, session, extensions);
+      if (!f.json) {
+        noteInactive(io, session, extensions);
+        const other = otherTaskNote(message.taskId, task, session.target.label);
+        if (other) io.stderr.write(`${other}\n`);
+      }
     } catch (err) {
       const large = tooLarge(err);
       if (large) throw large;
@@ -131,6 +139,15 @@ EXIT CODES
     return waitAndReport(report, task);
   },
 };
+
+/** The context of the task an answer is for, as the peer has it (a task it does not know ends the command: exit 3). */
+async function contextOf(session: ClientSession, taskId: string): Promise<string> {
+  try {
+    return (await session.client.getTask({ id: taskId })).contextId;
+  } catch (err) {
+    return session.fail(err);
+  }
+}
 
 /** --extension values: URIs, each once (the header lists them comma-separated, so none may hold a comma). */
 function extensionList(given: string[] | undefined): string[] {
