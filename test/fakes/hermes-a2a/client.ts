@@ -350,11 +350,15 @@ export class HermesA2AClient {
 
 class ValueError extends Error {}
 
-/** A read error of the response: a reset is an OSError (not caught for the fallback); a body cut short is an HTTPException. */
+/**
+ * A read error of the response: a reset read is an OSError (not caught for the fallback); a body cut short
+ * (the connection closed mid chunked body: the runtime's "aborted") is http.client's IncompleteRead, an
+ * HTTPException (caught: the stream falls back to SendMessage).
+ */
 function readError(err: unknown): Error {
   const e = err as NodeJS.ErrnoException;
   if (e instanceof UrlError) return e;
-  if (e?.code === "ECONNRESET") return new Error("[Errno 104] Connection reset by peer");
+  if (e?.code === "ECONNRESET" && e.syscall === "read") return new Error("[Errno 104] Connection reset by peer");
   return new UrlError(`IncompleteRead (${e?.message ?? String(err)})`);
 }
 
