@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { connect, type AddressInfo } from "node:net";
-import { HermesA2AClient, isSafeCallbackUrl, pyDumps, startHermesA2AServer, type HermesA2AServer } from "../fakes/hermes-a2a";
+import { HermesA2AClient, isSafeCallbackUrl, pyDumps, SecurityContext, startHermesA2AServer, type HermesA2AServer } from "../fakes/hermes-a2a";
 
 const TOKEN = `tok-${crypto.randomUUID()}`;
 let hermes: HermesA2AServer;
@@ -168,6 +168,15 @@ describe("the twin's server, as adapter.py serves", () => {
     expect((await rpc("GetTask", { id: held.id })).body.result.status.state).toBe("TASK_STATE_CANCELED");
   });
 
+  it("with a token and a bind beyond loopback, refuses every peer until A2A_TRUSTED_PEERS names it", () => {
+    const wide = { peerTokens: { alpha: TOKEN }, host: "0.0.0.0" };
+    expect(new SecurityContext(wide).isTrustedPeer("alpha")).toBe(false);
+    expect(new SecurityContext({ ...wide, trustedPeers: ["alpha"] }).isTrustedPeer("alpha")).toBe(true);
+    expect(new SecurityContext({ ...wide, trustedPeers: ["alpha"] }).isTrustedPeer("bob")).toBe(false);
+    expect(new SecurityContext({ peerTokens: { alpha: TOKEN } }).isTrustedPeer("anyone")).toBe(true); // loopback bind
+    expect(new SecurityContext({ host: "0.0.0.0" }).resolveBindHost()).toBe("127.0.0.1"); // no token: loopback only
+  });
+
   it("answers 429 with -32051 over its per-identity rate limit", async () => {
     const limited = await startHermesA2AServer({ port: 0, peerTokens: { alpha: TOKEN }, rateLimit: 1 });
     try {
@@ -226,6 +235,7 @@ describe("the twin's push, as adapter.py and security.py send it", () => {
     expect(await hermes.nextPush()).toEqual({ url: receiverUrl, error: "blocked: unsafe callback URL" });
     expect(r.body.result.task.status.state).toBe("TASK_STATE_WORKING");
     expect(isSafeCallbackUrl("http://10.1.2.3/h", false)).toBe(false);
+    expect(isSafeCallbackUrl("http://10.1.2.3/h", true)).toBe(false);
     expect(isSafeCallbackUrl("http://localhost:9/h", true)).toBe(true);
     expect(isSafeCallbackUrl("https://hooks.example.com/h", false)).toBe(true);
   });

@@ -46,7 +46,9 @@ FLAGS
   --file PATH        attach a file (repeatable): sent as an A2A file part, its media type guessed from its
                      name (or its bytes). The peer's body limit (max_body, 1 MiB by default) counts the
                      files in base64, a third larger than on disk
-  --task-id ID       continue this task (one waiting for input) instead of starting a new one
+  --task-id ID       continue this task (one waiting for input) instead of starting a new one; to a peer
+                     outside the fleet the message also names the task's context (Hermes's own A2A takes
+                     it as a new task of that conversation, and a note says so)
   --context-id ID    start the task in an existing conversation
   --skill ID         ask for one of the peer's skills (its card lists them); sent as message.metadata.skill
   --extension URI    request an A2A extension of the peer's card (repeatable): sent in the A2A-Extensions
