@@ -69,7 +69,9 @@ export async function followTask(session: ClientSession, start: Task, options: F
   // subscription is dropped (the poll below then ends the wait).
   const subscription = new AbortController();
   const onAbort = () => subscription.abort();
-  abort.signal.addEventListener("abort", onAbort, { once: true });
+  // The wait may be over already (Ctrl-C before it began aborted `abort` above).
+  if (abort.signal.aborted) subscription.abort();
+  else abort.signal.addEventListener("abort", onAbort, { once: true });
   const opened =
     session.target.peer && isOutsidePeer(session.target.peer)
       ? () =>

@@ -213,7 +213,7 @@ describe("the twin's push, as adapter.py and security.py send it", () => {
     const open = await startHermesA2AServer({ port: 0, pushSecret: secret });
     try {
       const r = await rpc("SendMessage", { ...msg("push me — ünïcode"), configuration: { taskPushNotificationConfig: { url: receiverUrl } } }, {}, open.url);
-      const pushed = await open.nextPush();
+      const pushed = await open.nextPush(0);
       expect(pushed).toEqual({ url: receiverUrl, status: 200 });
       const { headers, body } = got.at(-1)!;
       const payload = JSON.parse(body);
@@ -231,8 +231,9 @@ describe("the twin's push, as adapter.py and security.py send it", () => {
   });
 
   it("refuses loopback and private callbacks on a node with tokens (no SSRF guard exception there)", async () => {
+    const pushes = hermes.pushes.length;
     const r = await rpc("SendMessage", { ...msg("push me"), configuration: { taskPushNotificationConfig: { url: receiverUrl } } });
-    expect(await hermes.nextPush()).toEqual({ url: receiverUrl, error: "blocked: unsafe callback URL" });
+    expect(await hermes.nextPush(pushes)).toEqual({ url: receiverUrl, error: "blocked: unsafe callback URL" });
     expect(r.body.result.task.status.state).toBe("TASK_STATE_WORKING");
     expect(isSafeCallbackUrl("http://10.1.2.3/h", false)).toBe(false);
     expect(isSafeCallbackUrl("http://10.1.2.3/h", true)).toBe(false);

@@ -253,14 +253,14 @@ export class HermesA2AServer {
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 
-  /** The next message the agent is handed (already handed ones count). */
-  nextTurn(after = this.turns.length): Promise<AgentTurn> {
+  /** The message the agent is handed after the first `after` (count them before the request that causes it). */
+  nextTurn(after: number): Promise<AgentTurn> {
     if (this.turns.length > after) return Promise.resolve(this.turns[after]);
     return new Promise((resolve) => this.turnWaiters.push(resolve));
   }
 
-  /** The next push the twin sends (one already sent counts). */
-  nextPush(after = this.pushes.length): Promise<SentPush> {
+  /** The push the twin sends after the first `after` (count them before the request that causes it). */
+  nextPush(after: number): Promise<SentPush> {
     if (this.pushes.length > after) return Promise.resolve(this.pushes[after]);
     return new Promise((resolve) => this.pushWaiters.push(resolve));
   }
