@@ -3,7 +3,7 @@ import { and, count, desc, eq, gt, inArray, asc, sql } from "drizzle-orm";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted, isTerminal } from "../protocol/types";
 import { encodeTime } from "ulid";
-import { FINAL_STATES, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
 import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
@@ -249,6 +249,13 @@ export class SqliteTaskStore implements TaskStore {
       return Promise.reject(err);
     }
     return this.group.commit(taskId);
+  }
+
+  discard(taskId: string): void {
+    // A creation not yet committed has no earlier write to have failed: it stays.
+    if (!this.pending.get(taskId) || this.pending.get(taskId)!.insert) return;
+    this.pending.delete(taskId);
+    this.group.drop(taskId, new DroppedWrite(taskId));
   }
 
   async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {

@@ -30,6 +30,17 @@ export class GroupCommit<K> {
     return outcome.promise;
   }
 
+  /**
+   * Withdraws `key` from the open group: its writers' promise rejects with `reason` (the caller drops the
+   * key's pending writes itself), and a later commit(key) starts a new outcome.
+   */
+  drop(key: K, reason: unknown): void {
+    const outcome = this.open?.get(key);
+    if (!outcome) return;
+    this.open!.delete(key);
+    outcome.reject(reason);
+  }
+
   /** Makes sure a group is open: it closes, committing, at the end of this turn of the event loop. */
   schedule(): Map<K, Outcome> {
     if (this.open) return this.open;

@@ -38,6 +38,14 @@ export class WriteRefused extends TaskStoreError {
   }
 }
 
+/** A write dropped before it was committed, because an earlier write of its task failed (see TaskStore.discard). */
+export class DroppedWrite extends WriteRefused {
+  constructor(taskId: string) {
+    super(`not stored: an earlier write of task ${taskId} failed, so what followed it is dropped`);
+    this.name = "DroppedWrite";
+  }
+}
+
 /** Data that cannot be stored as given (it cannot be serialised, e.g. nested too deeply). */
 export class UnstorableData extends WriteRefused {
   constructor(
@@ -146,6 +154,12 @@ export interface TaskStore {
   create(task: NewTask): Promise<{ task: Task; created: boolean; committed: Promise<void> }>;
   /** Applies one change to a created task (see TaskChange); resolves once it is committed. */
   record(taskId: string, change: TaskChange): Promise<void>;
+  /**
+   * Drops the task's writes not yet committed (nor being committed): their promises reject, nothing of them is
+   * stored. After a write of a task failed, what its writer wrote next must not be stored after the gap (its
+   * events would skip a number); the writer continues from what is stored (lastEventSeq).
+   */
+  discard(taskId: string): void;
   get(id: string, owner: string, historyLength?: number): Promise<Task | undefined>;
   list(owner: string, params: ListTasksParams): Promise<ListTasksResult>;
   /** Committed events of a task with a number above `afterSeq`, in order. (Callers check ownership first.) */

@@ -69,6 +69,31 @@ describe("task leases on Postgres", () => {
     expect(task?.status.state).toBe("TASK_STATE_WORKING");
   });
 
+  it("renews only the tasks the replica holds: a task it abandoned (its writes could not be stored) is let go and claimed by another", async () => {
+    const a = replica("a");
+    const b = replica("b");
+    const now = () => new Date().toISOString();
+    for (const id of ["t1", "t2"]) await (await a.store.create({ id, contextId: "c", owner: "alpha", message: msg(id), executor: "echo", timestamp: now() })).committed;
+    await database.sql`UPDATE task_leases SET expires_at = 0`; // both leases about to run out
+    // The database did not answer when a gave t1 up: it stops holding it at once, its lease stays for now.
+    a.leases.forget(["t1"]);
+    expect(await a.leases.renew()).toEqual([]);
+    const expiry = async (id: string) => Number((await database.sql`SELECT expires_at FROM task_leases WHERE task_id = ${id}`)[0]?.expires_at ?? -1);
+    expect(await expiry("t1")).toBe(0); // not renewed: it runs out
+    expect(await expiry("t2")).toBeGreaterThan(0); // renewed
+    expect(await b.leases.claimOrphans(10)).toEqual([{ id: "t1", owner: "alpha", state: "TASK_STATE_SUBMITTED", executor: "echo" }]);
+    // Abandoning deletes a's own lease only: t1 is b's now, and stays so.
+    await a.leases.abandon("t1");
+    expect([...(await database.sql`SELECT task_id, replica FROM task_leases ORDER BY task_id`)]).toEqual([
+      { task_id: "t1", replica: "b" },
+      { task_id: "t2", replica: "a" },
+    ]);
+    await a.leases.abandon("t2");
+    expect([...(await database.sql`SELECT task_id FROM task_leases WHERE replica = 'a'`)]).toEqual([]);
+    expect(await a.leases.renew()).toEqual([]); // holds nothing
+    expect(await b.leases.claimOrphans(10)).toEqual([{ id: "t2", owner: "alpha", state: "TASK_STATE_SUBMITTED", executor: "echo" }]);
+  });
+
   it("lets one replica only claim an orphan when several claim at once", async () => {
     const a = replica("a");
     await (await a.store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1"), executor: "echo", timestamp: new Date().toISOString() })).committed;

@@ -6,12 +6,12 @@ import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamRespons
 import { isInterrupted, isTerminal } from "../../protocol/types";
 import { createLogger, type Logger } from "../../log";
 import { newId } from "../../tasks/clock";
-import { FINAL_STATES, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
 import { addChange, newPending, planWrite, toJson, type Params, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
 import type { PostgresDatabase } from "./database";
-import { DB_NOW_MS, type PostgresLeases } from "./postgres-leases";
+import { DB_NOW_MS, pgArray, type PostgresLeases } from "./postgres-leases";
 import { SerialGroupCommit } from "./serial-commit";
 
 export interface PostgresTaskStoreOptions {
@@ -167,6 +167,12 @@ export class PostgresTaskStore implements TaskStore {
       return Promise.reject(err);
     }
     return this.group.commit(taskId);
+  }
+
+  discard(taskId: string): void {
+    if (!this.pending.delete(taskId)) return;
+    this.rows.delete(taskId);
+    this.group.drop(taskId, new DroppedWrite(taskId));
   }
 
   async get(id: string, owner: string, historyLength?: number): Promise<Task | undefined> {
@@ -769,10 +775,6 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
 /** Tasks of a group written by one statement (each takes at most 12 of a statement's 65,535 parameters). */
 const ONE_STATEMENT_TASKS = 2_000;
 
-/** A Postgres array literal of text values. */
-function pgArray(items: string[]): string {
-  return `{${items.map((s) => `"${s.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`).join(",")}}`;
-}
 
 /** A group whose writes were partly fenced off (see apply): rolled back, then tried task by task. */
 class FencedOff extends Error {
