@@ -340,11 +340,14 @@ export class SqliteTaskStore implements TaskStore {
   /**
    * The idempotency look-ups of one turn and that turn's writes share one transaction: it begins at the first
    * look-up and commits with the group. Each SQLite transaction costs file-lock system calls in WAL mode, which
-   * measured more than the look-up itself.
+   * measured more than the look-up itself. It takes the write lock as it begins (IMMEDIATE): a transaction that
+   * has read and then writes while another connection (the readiness probe, a sqlite3 shell) holds the lock
+   * gets SQLITE_BUSY at once, busy_timeout or not, and every write of the turn on this connection (push
+   * deliveries too) would fail with "database is locked" instead of waiting.
    */
   private openGroupTransaction(): void {
     if (this.sqlite.inTransaction) return;
-    this.sqlite.exec("BEGIN");
+    this.sqlite.exec("BEGIN IMMEDIATE");
     this.group.schedule();
   }
 

@@ -101,7 +101,9 @@ export function commitEach<K, V>(sqlite: Database, items: [K, V][], apply: (key:
   const failed = new Map<K, unknown>();
   if (items.length === 0 && !sqlite.inTransaction) return failed;
   try {
-    if (!sqlite.inTransaction) sqlite.exec("BEGIN");
+    // IMMEDIATE: the write lock is waited for (busy_timeout) here, never refused at once half-way (see
+    // SqliteTaskStore.openGroupTransaction).
+    if (!sqlite.inTransaction) sqlite.exec("BEGIN IMMEDIATE");
     for (const [key, value] of items) {
       try {
         apply(key, value);
@@ -119,7 +121,7 @@ export function commitEach<K, V>(sqlite: Database, items: [K, V][], apply: (key:
   for (const [key, value] of items) {
     if (failed.has(key)) continue;
     try {
-      sqlite.exec("BEGIN");
+      sqlite.exec("BEGIN IMMEDIATE");
       apply(key, value);
       sqlite.exec("COMMIT");
     } catch (err) {
