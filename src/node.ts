@@ -117,9 +117,13 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     callerConcurrency: config.pushCallerConcurrency,
     timeoutMs: config.pushTimeoutMs,
   });
-  runner.onEvent((taskId, item) =>
-    dispatcher.notify(taskId, item.response).catch((err) => log.error("could not queue a push notification", { task: taskId, reason: String(err) })),
-  );
+  // Deliveries are queued with their events, in the same commit, and scheduled once it committed; a store
+  // that cannot do that has them queued after the commit.
+  if (store.onDeliveriesQueued) store.onDeliveriesQueued((deliveries) => dispatcher.scheduleQueued(deliveries));
+  else
+    runner.onEvent((taskId, item) =>
+      dispatcher.notify(taskId, item.response).catch((err) => log.error("could not queue a push notification", { task: taskId, reason: String(err) })),
+    );
   await dispatcher.start();
   const retention = new RetentionSweeper(store, { maxAgeMs: config.retentionDays * 86_400_000, forget: (ids) => pushConfigs.deleteForTasks(ids), log });
   retention.start();

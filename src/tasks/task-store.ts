@@ -81,6 +81,22 @@ export interface UnfinishedTask {
   executor: string;
 }
 
+/**
+ * A push delivery a store queued in the commit of the event it carries (see TaskStore.onDeliveriesQueued):
+ * what the push dispatcher needs to schedule it (the body waits in the queue).
+ */
+export interface QueuedWithEvent {
+  /** The delivery's id in the queue; a webhook's deliveries are sent in the order of their ids. */
+  id: string;
+  taskId: string;
+  configId: string;
+  /** Who registered the webhook, and its URL: the dispatcher's fair share is by them. */
+  owner: string;
+  url: string;
+  /** ISO 8601: when it may first be sent (when it was queued). */
+  nextAttemptAt: string;
+}
+
 /** A task event as stored: its per-task sequence number and the stream item (statusUpdate/artifactUpdate). */
 export interface StoredEvent {
   seq: number;
@@ -187,6 +203,15 @@ export interface TaskStore {
    * notices may have been missed); the caller reads them with eventsAfter. Returns a function that stops it.
    */
   watch?(taskId: string, onCommitted: () => void): () => void;
+  /**
+   * For a store that keeps the webhooks beside the tasks (SQLite and Postgres, when given their delivery
+   * queue): every commit that stores events of a task also queues, in the same transaction, one push delivery
+   * per event for each webhook the task has then. An event on disk therefore never lacks its deliveries,
+   * whatever happens after the commit (a crash, a lost connection). `listener` hears of each commit's
+   * deliveries once it is committed, to schedule them; deliveries of commits before it is set wait in the
+   * queue for the dispatcher's start.
+   */
+  onDeliveriesQueued?(listener: (deliveries: QueuedWithEvent[]) => void): void;
   /** Only for a shared store: asks whichever process runs the task to cancel it (see onCancelRequest). */
   requestCancel?(taskId: string, reason: string): Promise<void>;
   /** Only for a shared store: hears the cancel requests of every process (for the tasks it may run). */
