@@ -25,7 +25,7 @@ export async function recoverUnfinished(
   start: (task: Task, message: Message, owner: string, lastSeq: number, resumed: boolean) => void,
   /** The tasks to recover (default: every unfinished task of the store). */
   tasks?: UnfinishedTask[],
-  /** Told of each task ended here (FAILED), which nothing runs any more. */
+  /** Told of each task ended here (FAILED), or found ended (or waiting) already: nothing runs it any more. */
   ended?: (taskId: string) => void,
   /** Told of each task whose restart or end could not be stored: it stays as stored, and nothing runs it. */
   unstored?: (task: UnfinishedTask, err: unknown) => void,
@@ -39,7 +39,11 @@ export async function recoverUnfinished(
   };
   for (const t of tasks ?? (await store.unfinished())) {
     const [snap, lastSeq] = await Promise.all([store.snapshot(t.id, t.owner), store.lastEventSeq(t.id)]);
-    if (!snap || !UNFINISHED.has(snap.task.status.state)) continue;
+    if (!snap || !UNFINISHED.has(snap.task.status.state)) {
+      // Ended (or waiting) since it was found: nothing to do, nothing to hold.
+      ended?.(t.id);
+      continue;
+    }
     const { task } = snap;
     const policy = t.executor === executor.kind ? (executor.onRestart ?? "fail") : "fail";
     const restarts = Number(task.metadata?.["a2a-node/restarts"] ?? 0);

@@ -11,7 +11,7 @@ import { EventPublisher, type EventListener } from "./publisher";
 import { recoverUnfinished } from "./recovery";
 import { authRetryOf, withAuthNote } from "./auth-retry";
 import type { TaskLeases } from "./leases";
-import { DroppedWrite, WriteRefused, type TaskStore, type UnfinishedTask } from "./task-store";
+import { DroppedWrite, HeldElsewhere, WriteRefused, type TaskStore, type UnfinishedTask } from "./task-store";
 
 export type { EventListener } from "./publisher";
 
@@ -317,27 +317,39 @@ export class TaskRunner {
   keepLeases(onError: (err: unknown) => void): () => void {
     const leases = this.options.leases;
     if (!leases) return () => {};
-    let busy = false;
-    const tick = async () => {
-      // Renewed until the runner is stopped (executions in their shutdown grace still hold their tasks).
-      if (busy) return;
-      busy = true;
-      try {
-        await this.abandonUnstored(leases);
-        for (const id of await leases.renew()) {
-          const job = this.jobs.get(id);
-          if (!job) continue;
-          job.handedOver = true;
-          stop(job, "shutdown", "another replica took this task over");
-        }
-        if (this.accepting) await this.resume(await leases.claimOrphans(ORPHANS_PER_CLAIM));
-      } catch (err) {
-        onError(err);
-      } finally {
-        busy = false;
+    let renewing = false;
+    let claiming = false;
+    // Renewed until the runner is stopped (executions in their shutdown grace still hold their tasks).
+    const renew = async () => {
+      for (const id of await leases.renew()) {
+        const job = this.jobs.get(id);
+        if (!job) continue;
+        job.handedOver = true;
+        stop(job, "shutdown", "another replica took this task over");
       }
     };
-    const timer = setInterval(() => void tick(), Math.max(50, Math.floor(leases.ttlMs / 3)));
+    // Unstored tasks are let go in the same sequence as the claims (see abandonUnstored).
+    const claim = async () => {
+      await this.abandonUnstored(leases);
+      if (this.accepting) await this.resume(await leases.claimOrphans(ORPHANS_PER_CLAIM));
+    };
+    const tick = () => {
+      // Apart: a renewal never waits for a claim in progress (taking up many tasks at once, after an outage,
+      // may take longer than a lease lasts), and each runs one at a time.
+      if (!renewing) {
+        renewing = true;
+        void renew()
+          .catch(onError)
+          .finally(() => (renewing = false));
+      }
+      if (!claiming) {
+        claiming = true;
+        void claim()
+          .catch(onError)
+          .finally(() => (claiming = false));
+      }
+    };
+    const timer = setInterval(tick, Math.max(50, Math.floor(leases.ttlMs / 3)));
     timer.unref?.();
     return () => clearInterval(timer);
   }
@@ -373,10 +385,9 @@ export class TaskRunner {
   }
 
   /**
-   * With leases, at each renewal and before any claim: deletes the leases of the unstored tasks, so that the
-   * next claim of orphans (this process's, or another's) takes each up. Done here, not beside the claims: a
-   * delete of this process's lease must never overtake its own claim of the task. What fails stays for the
-   * next renewal.
+   * With leases, before each claim of orphans: deletes the leases of the unstored tasks, so that the next claim
+   * (this process's, or another's) takes each up. Before the claim, never beside it: a delete of this process's
+   * lease must not overtake its own claim of the task. What fails stays for the next time.
    */
   private async abandonUnstored(leases: TaskLeases): Promise<void> {
     await Promise.all(
@@ -769,7 +780,9 @@ export class TaskRunner {
         const error = notStored(task.id, job.lost ?? err);
         for (const s of job.subscribers) s.fail(error);
         this.jobs.delete(task.id);
-        this.finished(job, "TASK_STATE_FAILED");
+        // Another process holds the task now and runs it to its end: nothing ended here.
+        if (err instanceof HeldElsewhere) this.options.lifecycle?.leftForRestart(task, job.caller);
+        else this.finished(job, "TASK_STATE_FAILED");
         job.turn.reject(error);
         job.done.reject(error);
       } else this.strand(job, job.lost ?? reasonOf(err));

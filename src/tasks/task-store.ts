@@ -38,6 +38,14 @@ export class WriteRefused extends TaskStoreError {
   }
 }
 
+/** A write refused because another process holds the task now (see TaskLeases): that one runs it. */
+export class HeldElsewhere extends WriteRefused {
+  constructor(taskId: string) {
+    super(`task ${taskId} is held by another replica now (this one's lease on it ran out)`);
+    this.name = "HeldElsewhere";
+  }
+}
+
 /** A write dropped before it was committed, because an earlier write of its task failed (see TaskStore.discard). */
 export class DroppedWrite extends WriteRefused {
   constructor(taskId: string) {

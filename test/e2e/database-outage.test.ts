@@ -141,7 +141,8 @@ async function expectOutcomes(w: World, tasks: Streaming[]): Promise<void> {
     const events = await storedEvents(w.sql, t.id);
     expect(events.map((e) => e.seq), `task ${t.id}'s events`).toEqual(events.map((_, i) => i + 1));
     const terminal = events.filter((e) => TERMINAL.includes(stateOf(e.response) ?? ""));
-    expect(terminal.map((e) => e.seq), `task ${t.id}'s terminal events`).toEqual([events.length]);
+    const summary = events.map((e) => `${e.seq}:${stateOf(e.response) ?? "artifact"}${e.response.statusUpdate?.status?.message ? ` (${JSON.stringify(e.response.statusUpdate.status.message.parts)})` : ""}`).join(", ");
+    expect(terminal.map((e) => e.seq), `task ${t.id}'s terminal events, of ${summary}`).toEqual([events.length]);
     expect(stateOf(terminal[0]!.response)).toBe(row!.state);
     expect(await w.sql`SELECT replica FROM task_leases WHERE task_id = ${t.id}`).toHaveLength(0);
     const lines = w.replicas.flatMap((r) => r.lines().filter((l) => l.msg === "task finished" && l.task_id === t.id));

@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log";
 import type { PostgresDatabase } from "../../src/store/postgres/database";
-import { PostgresLeases } from "../../src/store/postgres/postgres-leases";
+import { DB_NOW_MS, PostgresLeases } from "../../src/store/postgres/postgres-leases";
 import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
 import { WriteRefused } from "../../src/tasks/task-store";
 import { emptyPostgres } from "../helpers/postgres-stores";
@@ -92,6 +92,39 @@ describe("task leases on Postgres", () => {
     expect([...(await database.sql`SELECT task_id FROM task_leases WHERE replica = 'a'`)]).toEqual([]);
     expect(await a.leases.renew()).toEqual([]); // holds nothing
     expect(await b.leases.claimOrphans(10)).toEqual([{ id: "t2", owner: "alpha", state: "TASK_STATE_SUBMITTED", executor: "echo" }]);
+  });
+
+  it("fences off a write that runs while another replica's claim of the task commits: never both", async () => {
+    const a = replica("a");
+    const now = () => new Date().toISOString();
+    await (await a.store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1"), executor: "echo", timestamp: now() })).committed;
+    await database.sql`UPDATE task_leases SET expires_at = 0 WHERE task_id = 't1'`; // a stalled past its lease
+    // b claims the task (as claimOrphans does) in a transaction not committed yet.
+    const b = await database.sql.reserve();
+    try {
+      await b`BEGIN`;
+      await b.unsafe(`INSERT INTO task_leases (task_id, replica, expires_at) VALUES ('t1', 'b', ${DB_NOW_MS} + 60000)
+        ON CONFLICT (task_id) DO UPDATE SET replica = excluded.replica, expires_at = excluded.expires_at WHERE task_leases.expires_at < ${DB_NOW_MS}`);
+      const [{ pid }] = (await b`SELECT pg_backend_pid() AS pid`) as { pid: number }[];
+      const event = { statusUpdate: { taskId: "t1", contextId: "c", status: { state: "TASK_STATE_WORKING" as const } } };
+      const write = a.store.record("t1", { events: { firstSeq: 1, items: [event] } });
+      write.catch(() => {});
+      // a's write must wait for the claim's outcome (it reads the lease locked), not go through beside it.
+      const waits = (async () => {
+        for (;;) {
+          const [row] = await database.sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND ${pid} = ANY(pg_blocking_pids(pid))`;
+          if (row) return "waits";
+          await Bun.sleep(10); // no event tells when a statement waits in the server: its state is polled
+        }
+      })();
+      expect(await Promise.race([write.then(() => "written", () => "refused"), waits])).toBe("waits");
+      await b`COMMIT`;
+      await expect(write).rejects.toBeInstanceOf(WriteRefused);
+      await expect(write).rejects.toThrow(/held by another replica/);
+      expect(await a.store.lastEventSeq("t1")).toBe(0);
+    } finally {
+      b.release();
+    }
   });
 
   it("lets one replica only claim an orphan when several claim at once", async () => {

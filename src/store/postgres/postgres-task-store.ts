@@ -7,7 +7,7 @@ import { isInterrupted, isTerminal } from "../../protocol/types";
 import { crashPoint } from "../../crash-point";
 import { createLogger, type Logger } from "../../log";
 import { newId } from "../../tasks/clock";
-import { DroppedWrite, FINAL_STATES, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, HeldElsewhere, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
 import { addChange, newPending, planWrite, toJson, type Params, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
@@ -678,7 +678,13 @@ export class PostgresTaskStore implements TaskStore {
     if (events.length) ctes.push(`e (task_id, seq, last_seq, events) AS (VALUES ${events.join(", ")})`);
     const touched = [updates.length ? "SELECT id FROM v" : "", events.length ? "SELECT task_id FROM e" : ""].filter(Boolean).join(" UNION ");
     const blocked: string[] = [];
-    if (leases && touched) blocked.push(`SELECT task_id, 'held' FROM task_leases WHERE task_id IN (${touched}) AND replica <> ${me} AND expires_at > ${DB_NOW_MS}`);
+    if (leases && touched) {
+      // The leases are read locked (FOR SHARE): a claim of one of these tasks by another replica waits for this
+      // statement to commit (and then sees its events), or this one waits for the claim and reads the lease as
+      // claimed. Read unlocked, a claim committed while this statement ran would let both write the task.
+      ctes.push(`lk AS (SELECT task_id, replica, expires_at FROM task_leases WHERE task_id IN (${touched}) FOR SHARE)`);
+      blocked.push(`SELECT task_id, 'held' FROM lk WHERE replica <> ${me} AND expires_at > ${DB_NOW_MS}`);
+    }
     if (updates.length) blocked.push(`SELECT id, 'gone' FROM v WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = v.id)`);
     ctes.push(`blocked (task_id, why) AS (${blocked.length ? blocked.join(" UNION ALL ") : "SELECT NULL::text, NULL::text WHERE false"})`);
     if (updates.length)
@@ -716,7 +722,7 @@ export class PostgresTaskStore implements TaskStore {
         const [id, why] = entry.split(" ");
         failed.set(
           id!,
-          new WriteRefused(why === "held" ? `task ${id} is held by another replica now (this one's lease on it ran out)` : `task ${id} is not stored (its creation was never committed)`),
+          why === "held" ? new HeldElsewhere(id) : new WriteRefused(`task ${id} is not stored (its creation was never committed)`),
         );
       }
       throw new FencedOff(); // nothing of the statement was written: each task is tried again on its own
@@ -733,6 +739,8 @@ export class PostgresTaskStore implements TaskStore {
   /** The statements of one group, in one transaction; returns the ids the creates inserted. */
   private async apply(tx: SQL, creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, ended: string[], queued: QueuedWithEvent[]): Promise<Set<string>> {
     const inserted = await this.insertAll(tx, creates);
+    // The leases locked first (see applyAtOnce): the fenced statements below then read them as they stand.
+    if (this.leases && batch.length) await tx`SELECT task_id FROM task_leases WHERE task_id IN ${tx(batch.map(([id]) => id))} FOR SHARE`;
     // The rows an update rewrites, read (and locked) together.
     const needRows = batch.filter(([, p]) => needsRow(p)).map(([id]) => id);
     const rows = new Map<string, StoredRow>();
@@ -784,7 +792,7 @@ export class PostgresTaskStore implements TaskStore {
     // A write that changed nothing was fenced off: another live replica holds the task (see PostgresLeases).
     const refused = new Set(fenced.filter((_, i) => results[i]!.count === 0).map(([id]) => id));
     if (refused.size) {
-      for (const id of refused) failed.set(id, new WriteRefused(`task ${id} is held by another replica now (this one's lease on it ran out)`));
+      for (const id of refused) failed.set(id, new HeldElsewhere(id));
       throw new FencedOff(); // nothing of this transaction may stand: each task is tried again on its own
     }
     if (deliveries) queued.push(...queuedOf((await deliveries)[0]!.deliveries)); // committed with the transaction
