@@ -117,9 +117,13 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     callerConcurrency: config.pushCallerConcurrency,
     timeoutMs: config.pushTimeoutMs,
   });
-  runner.onEvent((taskId, item) =>
-    dispatcher.notify(taskId, item.response).catch((err) => log.error("could not queue a push notification", { task: taskId, reason: String(err) })),
-  );
+  // Deliveries are queued with their events, in the same commit, and scheduled once it committed; a store
+  // that cannot do that has them queued after the commit.
+  if (store.onDeliveriesQueued) store.onDeliveriesQueued((deliveries) => dispatcher.scheduleQueued(deliveries));
+  else
+    runner.onEvent((taskId, item) =>
+      dispatcher.notify(taskId, item.response).catch((err) => log.error("could not queue a push notification", { task: taskId, reason: String(err) })),
+    );
   await dispatcher.start();
   const retention = new RetentionSweeper(store, { maxAgeMs: config.retentionDays * 86_400_000, forget: (ids) => pushConfigs.deleteForTasks(ids), log });
   retention.start();
@@ -157,7 +161,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     startedAt,
     readiness: () =>
       checkReadiness({
-        database: () => storeProbe.writable(),
+        database: async () => withUnstored(await storeProbe.writable(), runner.unstoredTasks()),
         certificate: () => certificateCheck(identity),
         model: async (signal) => {
           const r = await modelReady(signal);
@@ -364,6 +368,19 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       await storage.close();
       log.info("stopped", { name: identity.name });
     },
+  };
+}
+
+/**
+ * The database check, failed while tasks wait to be recovered because their writes could not be stored (see
+ * TaskRunner.unstoredTasks): the probe's write may commit while the tasks' writes fail (one table's fault).
+ */
+function withUnstored(probe: { ok: boolean; detail: string }, unstored: { count: number; reason?: string }): { ok: boolean; detail: string } {
+  if (unstored.count === 0) return probe;
+  const tasks = unstored.count === 1 ? "1 task" : `${unstored.count} tasks`;
+  return {
+    ok: false,
+    detail: `${probe.detail}; but ${tasks} could not be stored (${unstored.reason}): each is taken up again as after a restart once the database takes its writes`,
   };
 }
 
