@@ -12,6 +12,7 @@ import { expectationOf, mtlsFetch, PeerIdentityError, type AcceptedPeer, type Cl
 import { clientForCard } from "../client/peer-interface";
 import { extensionsFetch } from "../client/extensions-fetch";
 import { PeerUrlError } from "../client/peer-url";
+import { WrongPortError } from "../client/wrong-port";
 import { isOutsideFailure, outsideFetch } from "../client/outside-fetch";
 import { probePeer } from "../client/probe";
 import { isOutsidePeer, type Peer, type PeerTrust } from "../peers/peer-registry";
@@ -219,7 +220,7 @@ async function withCard(
     const res = await fetchFn(new URL("/.well-known/agent-card.json", target.baseUrl).toString(), { headers: { accept: "application/json", "a2a-version": "1.0" } });
     if (res.ok) card = (await res.json()) as AgentCard;
   } catch (err) {
-    if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || isOutsideFailure(err) || (err as { code?: string }).code) fail(err);
+    if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || err instanceof WrongPortError || isOutsideFailure(err) || (err as { code?: string }).code) fail(err);
   }
   const cardMs = card ? performance.now() - started : undefined;
   if (card && fleet) card = await fleet.trust(card);

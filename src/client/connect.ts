@@ -6,6 +6,7 @@ import { PeerAuthRefused, PeerCaError, PeerCredentialsError } from "./outside-fe
 import { ProtocolError, RemoteError } from "./a2a-client";
 import { normalizePeerUrl } from "./peer-url";
 import type { Probe } from "./probe";
+import { WrongPortError } from "./wrong-port";
 
 /** Where a command is sending: a registered peer, or a URL given directly. */
 export interface Target {
@@ -130,6 +131,7 @@ export function explainFailure(err: unknown, target: Target): { message: string;
   if (err instanceof ConnectionFailure) return { kind: err.kind, message: err.message, hint: err.hint };
   const outside = explainOutside(err, target);
   if (outside) return outside;
+  if (err instanceof WrongPortError) return { kind: "unreachable", message: err.message, hint: err.hint(target.peer?.name) };
   if (err instanceof PeerIdentityError) return { kind: "refused", message: `${where} is not who we expected: ${err.message}`, hint: identityHint(err, target) };
   if (err instanceof RemoteError) return { kind: "remote", message: `${target.label} answered error ${err.code}: ${err.message}` };
   if (err instanceof ProtocolError) return { kind: "other", message: `${where}: ${err.message}`, hint: "is that URL an a2a-node (or another A2A agent)?" };
@@ -208,7 +210,7 @@ function explainOutside(err: unknown, target: Target): { message: string; hint?:
 
 /** Errors of fetch itself (no HTTP answer) worth a probe: everything but our own refusal and an abort. */
 export function isConnectionError(err: unknown): boolean {
-  if (err instanceof PeerIdentityError || err instanceof RemoteError || err instanceof ProtocolError) return false;
+  if (err instanceof PeerIdentityError || err instanceof RemoteError || err instanceof ProtocolError || err instanceof WrongPortError) return false;
   if (err instanceof PeerAuthRefused || err instanceof PeerCredentialsError || err instanceof PeerCaError) return false;
   const e = err as { code?: unknown; name?: string };
   if (e?.name === "AbortError" || e?.name === "TimeoutError") return false;

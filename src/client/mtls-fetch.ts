@@ -2,6 +2,7 @@ import type { PeerCertificate } from "node:tls";
 import { FleetMembership, type RevocationLookup } from "../../pki/fleet-member";
 import { keyPinOf } from "../../pki/key-pin";
 import type { FetchFn } from "./a2a-client";
+import { refuseWrongPort } from "./wrong-port";
 
 export interface ClientTls {
   /** PEM: this node's certificate and key (its identity), and the fleet CA servers must chain to. */
@@ -107,7 +108,8 @@ export function mtlsFetch(tls: ClientTls, expect: Expectation = {}, revoked?: Re
   const options = { cert: tls.cert, key: tls.key, ca: tls.ca, checkServerIdentity };
   const fetchFn = async (url: string, init: RequestInit) => {
     try {
-      return await fetch(url, { ...init, tls: options } as RequestInit);
+      // A node's enrollment port proves the node's name too, and then answers nothing of A2A: said as such.
+      return await refuseWrongPort(url, await fetch(url, { ...init, tls: options } as RequestInit), accepted?.name);
     } catch (err) {
       // Bun reports our own rejection as a plain error; hand back the precise one.
       if (mismatch) {

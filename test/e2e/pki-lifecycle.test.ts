@@ -468,6 +468,27 @@ describe("join with a token (binary): one command, the key made where it stays",
     }
   });
 
+  it("a client that dials the enrollment port as a peer is told what that port is, and where A2A is", async () => {
+    const a2aPort = new URL(alpha.url).port;
+    const said = new RegExp(`^a2a-node: ${enrollUrl.replace(/[.]/g, "\\.")} is the enrollment port of fleet node 'alpha' \\(it serves only 'a2a-node join'\\), not its A2A port; it serves A2A on port ${a2aPort}\n  next: use https://127\\.0\\.0\\.1:${a2aPort} instead`);
+    const t = await token("theta");
+    expect((await cli("theta", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", fingerprint)).code).toBe(0);
+    for (const args of [
+      ["send", "--agent", enrollUrl, "--task", "hello"],
+      ["status", "--agent", enrollUrl, "--task-id", "01J00000000000000000000000"],
+      ["peers", "ping", enrollUrl],
+      ["peers", "discover", enrollUrl, "--yes"],
+    ]) {
+      const r = await cli("theta", ...args);
+      expect([args[0], r.code]).toEqual([args[0], 4]);
+      expect(r.stderr).toMatch(said);
+      // Not the advice to pin what answered there, nor an error without a code.
+      expect(r.stderr).not.toContain("to check that name and key every time");
+      expect(r.stderr).not.toContain("undefined");
+    }
+    expect(JSON.parse((await cli("theta", "peers", "list", "--json")).stdout).map((p: { name: string }) => p.name)).toEqual(["alpha"]);
+  });
+
   it("a node without the CA key does not open an enrollment port", async () => {
     const gamma = await serveBinary(home("gamma"), ["--executor", "echo", "--enroll-port", "0"]);
     served.push(gamma);
