@@ -186,6 +186,18 @@ describe("peers discover and ping", () => {
   });
 });
 
+describe("the environment of another machine", () => {
+  it("NODE_EXTRA_CA_CERTS naming a file this machine lacks (no ca-certificates) adds no runtime warning to a command's output", async () => {
+    const env = { NODE_EXTRA_CA_CERTS: join(fleet.root, "no-such-ca-certificates.crt") };
+    const ping = await runBinary(alphaArgs("peers", "ping", "beta"), env);
+    expect(ping.code, ping.stderr).toBe(0);
+    expect(ping.stderr).toBe("");
+    const sent = await runBinary(alphaArgs("send", "--agent", "beta", "--task", "no warning", "--json"), env);
+    expect(sent.code, sent.stderr).toBe(0);
+    expect(sent.stderr).toBe("");
+  });
+});
+
 describe("serve's start-up errors", () => {
   it("--host on an address this machine lacks names the machine's addresses", async () => {
     const r = await runBinary(["--home", fleet.homes.alpha!, "serve", "--host", "203.0.113.77", "--port", "0", "--executor", "echo"]);
