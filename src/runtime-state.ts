@@ -39,6 +39,8 @@ export interface RuntimeState {
   configFile: string;
   /** Where each listener is bound (0.0.0.0 for every interface), and the URL its card advertises. */
   urls: { mtls: string; advertised: string; enroll?: string; plain?: string; admin?: string; token?: string };
+  /** advertise_url was set (config, environment or flag), rather than worked out from the bound address. */
+  advertisedExplicitly: boolean;
   executor: string;
   /** The model endpoint the executor uses (openai), or Hermes's (hermes). */
   modelUrl?: string;

@@ -174,6 +174,7 @@ function runtimeState(node: RunningNode, config: ServeConfig, sources: Record<Se
     name: node.name,
     configFile,
     urls: { mtls: node.url, advertised: node.advertisedUrl, enroll: node.enrollUrl, plain: node.plainUrl, admin: node.adminUrl, token: node.tokenUrl },
+    advertisedExplicitly: sources.advertiseUrl !== "default",
     executor: config.executor,
     ...(config.executor === "openai" ? { modelUrl: config.modelUrl, model: config.model } : {}),
     ...(config.executor === "hermes" ? { hermesUrl: config.hermesUrl } : {}),
