@@ -191,6 +191,30 @@ describe("doctor", () => {
     }
   });
 
+  it("judges the node as it runs: started with flags (another port, another model URL), no false failure from the config file's defaults", async () => {
+    const h = await home(""); // nothing in the config: its defaults are port 9443 and Ollama's URL
+    const node = await serveBinary(h, ["--executor", "openai", "--model-url", model.url]);
+    try {
+      const f = await findings(h);
+      expect(f.by("node")[0]).toMatchObject({ status: "ok", detail: expect.stringMatching(new RegExp(`^PID ${node.pid}, node "node\\d+" since .*, executor openai, tasks in .*a2a-node\\.db; settings from flags: host, port, executor, model_url$`)) });
+      expect(f.by("port")[0]).toMatchObject({ status: "ok", detail: `127.0.0.1:${node.port} is held by this home's node (PID ${node.pid}), which answers at https://127.0.0.1:${node.port}/health/ready` });
+      expect(f.by("model")[0]).toMatchObject({ status: "ok", detail: expect.stringMatching(new RegExp(`^openai at ${model.url.replace(/[.]/g, "\\.")}: .* answered 200 \\(as the running node sees it\\)$`)) });
+      expect(f.code, JSON.stringify(f.checks.filter((c) => c.status === "fail"))).toBe(0);
+      // The model server going away is seen as the node sees it.
+      model.stop();
+      const down = await findings(h);
+      expect(down.by("model")[0]).toMatchObject({ status: "fail", detail: expect.stringContaining("(as the running node sees it)") });
+      expect(down.by("model")[0].fix).toContain(model.url);
+    } finally {
+      await node.stop();
+      model = startFakeModel();
+    }
+    // Stopped: back to the config file's view, which is what the next start would use.
+    const after = await findings(h);
+    expect(after.by("node")).toEqual([]);
+    expect(after.by("port")[0].detail).toMatch(/:9443 (is free|is in use)/);
+  });
+
   it("a database that is not one fails with what to do; peers are then not checked", async () => {
     const h = await home(`executor = "echo"\nport = 0\n`);
     writeFileSync(homePaths(h).database, "this is not a database, it is text ".repeat(200), { mode: 0o600 });
