@@ -8,7 +8,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { initPki } from "../../pki";
+import { initPki, installBundle, issueBundle } from "../../pki";
 import { bufferIo } from "../../src/cli/io";
 import { runCli } from "../../src/cli/registry";
 import type { Finding } from "../../src/doctor/check";
@@ -120,8 +120,19 @@ describe("doctor", () => {
     const cert = f.by("certificate")[0];
     expect(cert.status).toBe("fail");
     expect(cert.detail).toMatch(/^node "node\d+": expired on \d{4}-\d\d-\d\dT.*; peers refuse it$/);
-    expect(cert.fix).toMatch(/on the CA machine 'a2a-node pki issue node\d+ --out node\d+\.bundle'; here, move .*node\.key and .*node\.crt aside, then 'a2a-node init-pki --bundle node\d+\.bundle'/);
+    // This home holds the fleet CA: it renews its own certificate, keeping the key (not a new bundle, which breaks pins).
+    expect(cert.fix).toBe("renew it here with this home's fleet CA, keeping its key (so pins of it hold): a2a-node pki renew");
     expect(f.by("fleet CA")[0].status).toBe("ok");
+
+    // A home without the CA key gets its new certificate from the CA machine.
+    const bundle = join(tmp, "expired.bundle");
+    const then = new Date(Date.now() - 300 * 86_400_000);
+    await issueBundle(homePaths(h), { name: "faraway", days: 1, out: bundle, now: then });
+    const far = join(tmp, "faraway");
+    await installBundle(ensureHome(homePaths(far)), bundle, { now: then });
+    const farCert = (await findings(far)).by("certificate")[0];
+    expect(farCert.status).toBe("fail");
+    expect(farCert.fix).toMatch(/^get a new one: on the CA machine 'a2a-node pki issue faraway --out faraway\.bundle'; here, move .*node\.key and .*node\.crt aside, then 'a2a-node init-pki --bundle faraway\.bundle'$/);
   });
 
   it("a certificate expiring within 30 days is a warning, not a failure (exit 0)", async () => {

@@ -229,6 +229,38 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
     }
   });
 
+  it("an expired certificate on the CA machine: serve says to renew it there; pki renew does, keeping the key, so a peer's pin of it holds", async () => {
+    // Issued 60 days ago for 30 days: expired a month ago, while the fleet CA is good for years.
+    const ca = homePaths(home("expired-ca"));
+    await initPki(ensureHome(ca), { name: "omega", days: 30, now: new Date(Date.now() - 60 * DAY) });
+    const keyBefore = readFileSync(ca.nodeKey, "utf8");
+    const pinBefore = JSON.parse((await cli("expired-ca", "pki", "show", "--json")).stdout).keyPin;
+
+    const refused = await runBinary(["--home", home("expired-ca"), "serve", "--host", "127.0.0.1", "--port", "0", "--executor", "echo"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/node\.crt expired on .*\n  next: renew it here with this home's fleet CA, keeping its key \(so pins of it hold\): a2a-node pki renew\n$/);
+
+    const renewed = await cli("expired-ca", "pki", "renew", "--json");
+    expect(renewed.code, renewed.stderr).toBe(0);
+    const r = JSON.parse(renewed.stdout);
+    expect(r).toMatchObject({ name: "omega", rekeyed: false, keyPin: pinBefore });
+    expect(Math.round((Date.parse(r.notAfter) - Date.now()) / DAY)).toBe(30);
+    expect(readFileSync(ca.nodeKey, "utf8")).toBe(keyBefore);
+    const list = JSON.parse((await cli("expired-ca", "pki", "list", "--json")).stdout);
+    expect(list.filter((c: { name: string }) => c.name === "omega").map((c: { how: string; status: string }) => `${c.how}:${c.status}`)).toEqual(["init:expired", "renew:valid"]);
+
+    // It serves again, and a node that pinned its key (before it expired) still sends to it.
+    const omega = await serveBinary(home("expired-ca"), ["--executor", "echo"]);
+    served.push(omega);
+    const bundle = join(root, "ren-psi.bundle");
+    expect((await cli("expired-ca", "pki", "issue", "psi", "--out", bundle)).code).toBe(0);
+    expect((await cli("psi", "init-pki", "--bundle", bundle)).code).toBe(0);
+    expect((await cli("psi", "peers", "add", "omega", omega.url, "--key-pin", pinBefore)).code).toBe(0);
+    const sent = await cli("psi", "send", "--agent", "omega", "--task", "still you", "--wait", "--json");
+    expect(sent.code, sent.stderr).toBe(0);
+    expect(JSON.parse(sent.stdout).artifacts[0].parts[0].text).toBe("still you");
+  });
+
   it("the renewal endpoint: only on the CA node, only for the caller's own certificate and name", async () => {
     const alpha = served[0];
     const beta = served[1];

@@ -40,7 +40,8 @@ export const renew: PkiSubcommand = {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     const paths = homePaths(ctx.home);
-    const current = await loadNodeIdentity(paths);
+    // On the CA's own home an expired certificate is what renew is for; elsewhere the CA node would refuse it.
+    const current = await loadNodeIdentity(paths, { allowExpired: existsSync(paths.caKey) });
     let peer: Peer | undefined;
     if (!current.hasCaKey) {
       const caPeer = f["ca-peer"] ?? resolveSettings({}, ctx.io.env, loadConfigFile(join(ctx.home, "config.toml"), false)).config.caPeer;
