@@ -542,10 +542,10 @@ describe("an encrypted CA key (binary): the CA node signs only with its passphra
   it("without the passphrase serve warns and enrollment fails saying why; with it, a machine joins", async () => {
     expect((await cli("alpha", { A2A_NODE_CA_PASSPHRASE: PASS }, "init-pki", "--name", "alpha", "--encrypt-ca-key")).code).toBe(0);
     const fp = `sha256:${inspectCert(readFileSync(homePaths(home("alpha")).caCert, "utf8")).fingerprint256.replace(/:/g, "")}`;
-    const t1 = JSON.parse((await cli("alpha", {}, "pki", "token", "--name", "beta", "--json")).stdout).token;
-
     const locked = await serveBinary(home("alpha"), ["--executor", "echo", "--enroll-port", "0"]);
     served.push(locked);
+    // Made while the node serves enrollment (pki token prints its URL; it refuses when there is none).
+    const t1 = JSON.parse((await cli("alpha", {}, "pki", "token", "--name", "beta", "--json")).stdout).token;
     expect(locked.lines()).toContainEqual(
       expect.objectContaining({ level: "warn", msg: "the fleet CA key is encrypted and no passphrase is set: renewals and enrollments by this node will fail" }),
     );
