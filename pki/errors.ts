@@ -118,8 +118,8 @@ export const pkiErrors = {
     ),
   notIssuedByCa: (what: string, reason: string) =>
     new PkiError("NOT_ISSUED_BY_CA", `${what} was not issued by the fleet CA: ${reason}`, "use a certificate issued by this fleet's CA (a2a-node pki issue)"),
-  expired: (what: string, notAfter: Date) =>
-    new PkiError("EXPIRED", `${what} expired on ${notAfter.toISOString()}`, "issue a new certificate on the CA machine: a2a-node pki issue NAME --out FILE"),
+  expired: (what: string, notAfter: Date, hint = "issue a new certificate on the CA machine: a2a-node pki issue NAME --out FILE") =>
+    new PkiError("EXPIRED", `${what} expired on ${notAfter.toISOString()}`, hint),
   notYetValid: (what: string, notBefore: Date) =>
     new PkiError("NOT_YET_VALID", `${what} is not valid before ${notBefore.toISOString()}`, "check this machine's clock"),
   nameHasCert: (name: string, held: { serial: string; notAfter: Date }) =>

@@ -7,6 +7,9 @@ import { readPublic, readSecret } from "./secure-file";
 import { recoverInterruptedRenewal } from "./renewal-files";
 
 /** The files of a home's identity (HomePaths fits). */
+/** What to do about an expired node certificate in a home that holds the fleet CA. */
+export const RENEW_ON_CA_HOME = "renew it here with this home's fleet CA, keeping its key (so pins of it hold): a2a-node pki renew";
+
 export interface IdentityPaths {
   caCert: string;
   caKey: string;
@@ -67,7 +70,9 @@ export async function loadNodeIdentity(paths: IdentityPaths, opts: { now?: Date;
   if (!opts.allowExpired) {
     const now = (opts.now ?? new Date()).getTime();
     for (const [c, what] of [[ca, "the fleet CA certificate"], [cert, paths.nodeCert]] as const) {
-      if (now > c.validToDate.getTime()) throw pkiErrors.expired(what, c.validToDate);
+      // The CA's own home renews its node certificate itself, keeping the key: no new bundle, no broken pins.
+      if (now > c.validToDate.getTime())
+        throw c === cert && existsSync(paths.caKey) ? pkiErrors.expired(what, c.validToDate, RENEW_ON_CA_HOME) : pkiErrors.expired(what, c.validToDate);
       if (now < c.validFromDate.getTime()) throw pkiErrors.notYetValid(what, c.validFromDate);
     }
   }

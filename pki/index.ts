@@ -12,7 +12,7 @@ export { createCa, defaultCaName, type CreateCaOptions } from "./ca";
 export { issueLeaf, signPublicKey, type LeafOptions } from "./leaf";
 export { inspectCert, certDetails, verifyIssuedBy, fingerprint256, type CertInfo, type CertDetails, type VerifyOptions } from "./inspect";
 export { CaRegistry, normalizeSerial, type IssuedCert, type IssueKind, type StoredToken } from "./registry";
-export { openCaRegistry, issueRecorded, recordOf, SPIFFE_DOMAIN, spiffeId, type CaPaths, type RecordedIssue, type RecordedIssueOptions } from "./issuance";
+export { openCaRegistry, issueRecorded, NO_CA_KEY_FOR_ISSUE, recordOf, SPIFFE_DOMAIN, spiffeId, type CaPaths, type RecordedIssue, type RecordedIssueOptions } from "./issuance";
 export { needsRenewal, renewalDue, renewalTime, expiryLevel, RENEW_AT, type Validity, type ExpiryLevel } from "./renewal-policy";
 export { readBundle, writeBundle, BUNDLE_FORMAT, type Bundle } from "./bundle";
 export {

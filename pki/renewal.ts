@@ -14,6 +14,11 @@ export interface RenewalRequest {
   currentCertPem: string;
   /** What the connection proved: the fingerprint of the certificate the caller presented, and its name. */
   presented: { name: string; fingerprint256: string };
+  /**
+   * Renew it even if it has expired: only for the CA's own home renewing its own node certificate, whose
+   * holder has the CA key and could issue any certificate anyway. A peer asking over the network never may.
+   */
+  acceptExpired?: boolean;
   now?: Date;
 }
 
@@ -33,7 +38,7 @@ export async function renewRecorded(paths: CaPaths, registry: CaRegistry, req: R
   if (current.fingerprint256 !== req.presented.fingerprint256.toUpperCase())
     throw pkiErrors.renewRefused("the certificate sent is not the one this connection presented");
   const caPem = readPublic(paths.caCert);
-  await verifyIssuedBy(req.currentCertPem, caPem, { now, what: "the certificate to renew" });
+  await verifyIssuedBy(req.currentCertPem, caPem, { now, what: "the certificate to renew", ignoreValidity: req.acceptExpired && now > current.notAfter });
   if (current.subjectCn !== req.presented.name) throw pkiErrors.renewRefused(`the certificate is for "${current.subjectCn}", not "${req.presented.name}"`);
   const record = registry.bySerial(current.serialNumber);
   if (record?.revokedAt) throw pkiErrors.renewRefused(`the certificate (serial ${record.serial}) was revoked on ${record.revokedAt.toISOString()}`);

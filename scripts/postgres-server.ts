@@ -23,6 +23,13 @@ import { fileURLToPath } from "node:url";
 export interface PostgresServer {
   /** URL of the server's `postgres` database, as its superuser (tests make their own databases from it). */
   adminUrl: string;
+  /**
+   * Stops the server as `pg_ctl stop -m fast` does (SIGINT: open connections are ended, nothing committed is
+   * lost), keeping its data: an outage. `resume()` starts it again.
+   */
+  halt(): Promise<void>;
+  /** Starts a halted server again, on the same data and port; resolves once it accepts connections. */
+  resume(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -55,28 +62,44 @@ export async function startPostgres(options: { port?: number; flags?: string[]; 
     ...(options.durable ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
     ...(options.flags ?? []),
   ];
-  const proc = spawn(bin.postgres, args, { ...(owner ?? {}), env: { ...process.env, LC_MESSAGES: "C" }, stdio: ["ignore", "ignore", "pipe"] });
+  let proc: ChildProcess | undefined;
   // If this process dies without stopping it, the server goes too (a plain, synchronous exit listener: it
   // leaves the exit code alone).
-  const killOnExit = () => proc.kill("SIGKILL");
+  const killOnExit = () => proc?.kill("SIGKILL");
   process.on("exit", killOnExit);
+  const launch = async () => {
+    proc = spawn(bin.postgres, args, { ...(owner ?? {}), env: { ...process.env, LC_MESSAGES: "C" }, stdio: ["ignore", "ignore", "pipe"] });
+    try {
+      await ready(proc, log);
+    } catch (err) {
+      proc.kill("SIGKILL");
+      throw new Error(`the Postgres server did not start on port ${port}: ${(err as Error).message}`);
+    }
+  };
+  const halt = async () => {
+    const running = proc;
+    if (!running || running.exitCode !== null || running.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => running.once("exit", () => resolve()));
+    running.kill("SIGINT"); // fast shutdown
+    await exited;
+  };
   try {
-    await ready(proc, log);
+    await launch();
   } catch (err) {
     process.off("exit", killOnExit);
-    proc.kill("SIGKILL");
     rmSync(dir, { recursive: true, force: true });
-    throw new Error(`the Postgres server did not start on port ${port}: ${(err as Error).message}`);
+    throw err;
   }
   return {
     adminUrl: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
+    halt,
+    async resume() {
+      if (proc && proc.exitCode === null && proc.signalCode === null) return;
+      await launch();
+    },
     async stop() {
       process.off("exit", killOnExit);
-      if (proc.exitCode === null && proc.signalCode === null) {
-        const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
-        proc.kill("SIGINT"); // fast shutdown
-        await exited;
-      }
+      await halt();
       rmSync(dir, { recursive: true, force: true });
     },
   };

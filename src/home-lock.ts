@@ -71,7 +71,7 @@ function readHolder(path: string): number | undefined {
 }
 
 /** Alive, and (where /proc tells) running `serve`: a reused PID of another program does not hold the lock. */
-function isServing(pid: number): boolean {
+export function isServing(pid: number): boolean {
   try {
     process.kill(pid, 0);
   } catch (err) {

@@ -55,6 +55,10 @@ export interface RunningNode {
   adminUrl?: string;
   /** The token listener's URL (callers outside the fleet, bearer tokens), when token_port is set. */
   tokenUrl?: string;
+  /** The enrollment port's URL, when enroll_port is set and this home holds the fleet CA. */
+  enrollUrl?: string;
+  /** Where tasks are kept: the home's SQLite file, or the Postgres database (without its password). */
+  database: { kind: "sqlite" | "postgres"; where: string };
   /**
    * Applies what can change without a restart (SIGHUP): the certificate, key and CA are read again from the
    * home and used for new connections; settings marked reloadable take their new values. Says which changed
@@ -68,7 +72,12 @@ export interface RunningNode {
  * The daemon, assembled top to bottom: identity, database, executor, task runner, protocol, listeners. Each
  * line names the one piece it adds; nothing here knows how the pieces work inside.
  */
-export async function startNode(home: string, config: ServeConfig, log: Logger, embed: { executor?: AgentExecutor } = {}): Promise<RunningNode> {
+export async function startNode(
+  home: string,
+  config: ServeConfig,
+  log: Logger,
+  embed: { executor?: AgentExecutor; /** Called once every listener is bound, before the node logs that it serves. */ listening?(node: RunningNode): void } = {},
+): Promise<RunningNode> {
   const paths = homePaths(home);
   let identity = await loadNodeIdentity(paths);
   const startedAt = Date.now();
@@ -120,9 +129,13 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     callerConcurrency: config.pushCallerConcurrency,
     timeoutMs: config.pushTimeoutMs,
   });
-  runner.onEvent((taskId, item) =>
-    dispatcher.notify(taskId, item.response).catch((err) => log.error("could not queue a push notification", { task: taskId, reason: String(err) })),
-  );
+  // Deliveries are queued with their events, in the same commit, and scheduled once it committed; a store
+  // that cannot do that has them queued after the commit.
+  if (store.onDeliveriesQueued) store.onDeliveriesQueued((deliveries) => dispatcher.scheduleQueued(deliveries));
+  else
+    runner.onEvent((taskId, item) =>
+      dispatcher.notify(taskId, item.response).catch((err) => log.error("could not queue a push notification", { task: taskId, reason: String(err) })),
+    );
   await dispatcher.start();
   const retention = new RetentionSweeper(store, { maxAgeMs: config.retentionDays * 86_400_000, forget: (ids) => pushConfigs.deleteForTasks(ids), log });
   retention.start();
@@ -160,7 +173,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     startedAt,
     readiness: () =>
       checkReadiness({
-        database: () => storeProbe.writable(),
+        database: async () => withUnstored(await storeProbe.writable(), runner.unstoredTasks()),
         certificate: () => certificateCheck({ ...identity, revoked: fleetPki.revocations.ownRevocation() }),
         revocation: () => fleetPki.revocationCheck(),
         model: async (signal) => {
@@ -250,6 +263,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   mtlsRef = mtls;
   advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, mtls.port);
   const listeners: Listener[] = [mtls];
+  let enrollUrl: string | undefined;
   if (config.enrollPort !== undefined) {
     const enroll = await fleetPki.openEnrollment({
       host: config.host,
@@ -263,6 +277,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       onRefusedConnection: (reason, remote) => refused(reason, remote),
     });
     if (enroll) listeners.push(enroll);
+    enrollUrl = enroll?.url;
   }
   let plainUrl: string | undefined;
   if (config.plainHttpPort !== undefined) {
@@ -307,32 +322,15 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     listeners.push(admin);
     log.info("admin port open on loopback: /metrics and /health/* over plain HTTP, nothing else", { url: admin.url });
   }
-  log.info("serving A2A over mTLS", {
-    name: identity.name,
-    listen: mtls.url,
-    advertised: advertisedUrl,
-    executor: executor.kind,
-    database: storage.where,
-    version: VERSION,
-    audit: audit ? auditPath(paths, config) : "off",
-    authorization: config.authorize.length ? `${config.authorize.length} [[authorize]] rule(s)` : "none: every fleet member may call everything",
-  });
-  // A renewed certificate is served on the token listener too (when it speaks TLS).
-  fleetPki.start(mtls, tokenListener ? [tokenListener] : []);
-  // Said at once, not found out from the first task that fails; not awaited, so the node answers meanwhile.
-  if (executor.ready)
-    void modelReady(AbortSignal.timeout(3000)).then(
-      (r) => r.ready || log.warn("the model endpoint does not answer: tasks will fail until it does", { executor: executor.kind, detail: r.detail }),
-      () => {},
-    );
-
-  return {
+  const running: RunningNode = {
     name: identity.name,
     url: mtls.url,
     advertisedUrl,
     plainUrl,
     adminUrl,
     tokenUrl,
+    enrollUrl,
+    database: { kind: storage.postgres ? "postgres" : "sqlite", where: storage.where },
     async reload(next) {
       const applied: string[] = [];
       const needsRestart: string[] = [];
@@ -373,6 +371,42 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       await storage.close();
       log.info("stopped", { name: identity.name });
     },
+  };
+  // Told before the line that says the node serves: whoever waits for that line finds what the hook wrote.
+  embed.listening?.(running);
+  log.info("serving A2A over mTLS", {
+    name: identity.name,
+    listen: mtls.url,
+    advertised: advertisedUrl,
+    executor: executor.kind,
+    database: storage.where,
+    version: VERSION,
+    audit: audit ? auditPath(paths, config) : "off",
+    authorization: config.authorize.length ? `${config.authorize.length} [[authorize]] rule(s)` : "none: every fleet member may call everything",
+  });
+  // A renewed certificate is served on the token listener too (when it speaks TLS).
+  fleetPki.start(mtls, tokenListener ? [tokenListener] : []);
+  // Said at once, not found out from the first task that fails; not awaited, so the node answers meanwhile.
+  if (executor.ready)
+    void modelReady(AbortSignal.timeout(3000)).then(
+      (r) => r.ready || log.warn("the model endpoint does not answer: tasks will fail until it does", { executor: executor.kind, detail: r.detail }),
+      () => {},
+    );
+
+
+  return running;
+}
+
+/**
+ * The database check, failed while tasks wait to be recovered because their writes could not be stored (see
+ * TaskRunner.unstoredTasks): the probe's write may commit while the tasks' writes fail (one table's fault).
+ */
+function withUnstored(probe: { ok: boolean; detail: string }, unstored: { count: number; reason?: string }): { ok: boolean; detail: string } {
+  if (unstored.count === 0) return probe;
+  const tasks = unstored.count === 1 ? "1 task" : `${unstored.count} tasks`;
+  return {
+    ok: false,
+    detail: `${probe.detail}; but ${tasks} could not be stored (${unstored.reason}): each is taken up again as after a restart once the database takes its writes`,
   };
 }
 

@@ -12,6 +12,9 @@ import { expectationOf, mtlsFetch, PeerIdentityError, type AcceptedPeer, type Cl
 import { clientForCard } from "../client/peer-interface";
 import { extensionsFetch } from "../client/extensions-fetch";
 import { PeerUrlError } from "../client/peer-url";
+import { WrongPortError } from "../client/wrong-port";
+import { DEFAULT_PEER_TIMEOUTS, PeerTimeoutError, peerTimeouts, type PeerTimeouts } from "../client/deadlines";
+import { peerTimeoutFlags } from "./peer-timeouts";
 import { isOutsideFailure, outsideFetch } from "../client/outside-fetch";
 import { probePeer } from "../client/probe";
 import { isOutsidePeer, type Peer, type PeerTrust } from "../peers/peer-registry";
@@ -77,19 +80,25 @@ export interface ClientPolicy {
   home?: string;
   /** A2A extensions to request of the peer (the A2A-Extensions header on every request). */
   extensions?: string[];
+  /** How long each step of a call to the peer may take (peer_*_seconds, --peer-*-timeout). */
+  timeouts?: PeerTimeouts;
 }
 
-/** The client policy of `home`: unsigned_cards from its config file or A2A_NODE_UNSIGNED_CARDS. */
-export function clientPolicy(home: string, io?: Pick<Io, "env" | "stderr">): ClientPolicy {
+/**
+ * The client policy of `home`: unsigned_cards and the peer_*_seconds timeouts from its config file, the
+ * environment (A2A_NODE_*) and the command's --peer-*-timeout flags (`flags`, as parsed).
+ */
+export function clientPolicy(home: string, io?: Pick<Io, "env" | "stderr">, flags: Record<string, unknown> = {}): ClientPolicy {
   const env = io?.env ?? {};
-  let value: string | undefined;
+  let config;
   try {
-    value = resolveSettings({}, env, loadConfigFile(join(home, "config.toml"), false)).config.unsignedCards;
+    config = resolveSettings(peerTimeoutFlags(flags), env, loadConfigFile(join(home, "config.toml"), false)).config;
   } catch (err) {
+    if (err instanceof ConfigError && err.message.startsWith("--")) throw new UsageError(err.message);
     if (err instanceof ConfigError) throw new CliError(err.message, ExitCode.Usage, "fix the config file (check it with 'a2a-node serve --check')");
     throw err;
   }
-  return { acceptUnsignedCards: value === "accept", note: io && ((line) => io.stderr.write(`${line}\n`)) };
+  return { acceptUnsignedCards: config.unsignedCards === "accept", note: io && ((line) => io.stderr.write(`${line}\n`)), timeouts: peerTimeouts(config) };
 }
 
 /**
@@ -97,7 +106,7 @@ export function clientPolicy(home: string, io?: Pick<Io, "env" | "stderr">): Cli
  * this node's identity for a fleet peer, with the peer's own trust and credentials for one outside the fleet.
  * `extensions`: A2A extensions to request of the peer.
  */
-export async function openClientSession(home: string, agent: string, io?: Pick<Io, "env" | "stderr">, extensions: string[] = []): Promise<ClientSession> {
+export async function openClientSession(home: string, agent: string, io?: Pick<Io, "env" | "stderr">, extensions: string[] = [], flags: Record<string, unknown> = {}): Promise<ClientSession> {
   // Without a home there is neither a peer list nor an identity: the identity's error says what makes both.
   if (!existsSync(homePaths(home).root)) await loadClientIdentity(home);
   const { peers, close } = openPeers(home);
@@ -112,7 +121,7 @@ export async function openClientSession(home: string, agent: string, io?: Pick<I
   }
   if (!target)
     throw new CliError(`no peer named '${agent}'`, ExitCode.NotFound, `add it with 'a2a-node peers add ${agent.toLowerCase()} https://HOST:9443', or pass a URL`);
-  const policy = { ...clientPolicy(home, io), home, extensions };
+  const policy = { ...clientPolicy(home, io, flags), home, extensions };
   const session = await sessionForTarget(target, () => loadClientIdentity(home), policy);
   // A URL no peer is registered at has no expected name: say which fleet member answered, and how to pin it.
   const accepted = session.accepted;
@@ -124,7 +133,7 @@ export async function openClientSession(home: string, agent: string, io?: Pick<I
 /** A session with a resolved target: an outside peer's own, or over mTLS with the identity `identity` loads. */
 export async function sessionForTarget(target: Target, identity: () => Promise<ClientIdentity>, policy: ClientPolicy = { acceptUnsignedCards: false }): Promise<ClientSession> {
   const peer = target.peer;
-  if (peer && isOutsidePeer(peer)) return outsideSession(target, peer, policy.extensions);
+  if (peer && isOutsidePeer(peer)) return outsideSession(target, peer, policy.extensions, policy.timeouts);
   return sessionFor(await identity(), target, peer ? expectationOf(peer) : {}, policy);
 }
 
@@ -134,6 +143,7 @@ export function exitCodeOfFailure(err: unknown, target: Target): number {
   if (why.kind === "unreachable") return ExitCode.Unreachable;
   if (why.kind === "refused") return ExitCode.Refused;
   if (why.kind === "local") return ExitCode.Usage;
+  if (why.kind === "timeout") return ExitCode.Timeout;
   if (why.kind === "remote" && (err as { code?: number }).code === -32001) return ExitCode.NotFound;
   return ExitCode.Failure;
 }
@@ -149,6 +159,7 @@ export function exitCodeOfFailure(err: unknown, target: Target): number {
  */
 export async function sessionFor(identity: ClientIdentity, target: Target, expect: Expectation, policy: ClientPolicy = { acceptUnsignedCards: false }): Promise<ClientSession> {
   const peer = target.peer;
+  const timeouts = policy.timeouts ?? DEFAULT_PEER_TIMEOUTS;
   const raw = mtlsFetch(identity.tls, expect, identity.revoked, {
     certPinMatched: (accepted) => {
       if (!peer || !policy.home || peer.keyPin) return; // nothing to convert, or converted by an earlier connection
@@ -162,13 +173,13 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
       delete peer.fingerprint;
       policy.note?.(`note: peer '${peer.name}' was pinned by one certificate (renewal replaces it); now its key is pinned instead: ${accepted.keyPin}`);
     },
-  });
+  }, timeouts);
   const fetchFn: FetchFn = async (url, init) => {
     try {
       return await raw(url, init);
     } catch (err) {
       if (!isConnectionError(err) || init.signal?.aborted) throw err;
-      const explained = explainProbe(await probePeer(new URL(target.baseUrl), identity.tls), target, identity.own);
+      const explained = explainProbe(await probePeer(new URL(target.baseUrl), identity.tls, timeouts), target, identity.own);
       throw explained ?? err;
     }
   };
@@ -188,8 +199,8 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
  * CA file, and its credentials are read from their file at each request. No probe follows a failure: the
  * probe judges fleet certificates, which such an agent does not have.
  */
-function outsideSession(target: Target, peer: Peer, extensions?: string[]): Promise<ClientSession> {
-  return withCard(target, outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth }), undefined, extensions);
+function outsideSession(target: Target, peer: Peer, extensions?: string[], timeouts?: PeerTimeouts): Promise<ClientSession> {
+  return withCard(target, outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth }, timeouts), undefined, extensions);
 }
 
 /**
@@ -219,7 +230,7 @@ async function withCard(
     const res = await fetchFn(new URL("/.well-known/agent-card.json", target.baseUrl).toString(), { headers: { accept: "application/json", "a2a-version": "1.0" } });
     if (res.ok) card = (await res.json()) as AgentCard;
   } catch (err) {
-    if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || isOutsideFailure(err) || (err as { code?: string }).code) fail(err);
+    if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || err instanceof WrongPortError || err instanceof PeerTimeoutError || isOutsideFailure(err) || (err as { code?: string }).code) fail(err);
   }
   const cardMs = card ? performance.now() - started : undefined;
   if (card && fleet) card = await fleet.trust(card);

@@ -22,7 +22,7 @@ export interface PeerFacts {
 export async function fetchPeerFacts(identity: ClientIdentity, url: string, expectName: string | undefined, policy: ClientPolicy): Promise<PeerFacts> {
   const base = new URL(url);
   const target: Target = { label: base.origin, baseUrl: base.origin, rpcUrl: new URL(base.pathname || "/", base).toString() };
-  const probe = await probePeer(base, identity.tls);
+  const probe = await probePeer(base, identity.tls, policy.timeouts);
   if (probe.kind !== "ok") {
     const failure = explainProbe(probe, target, identity.own);
     if (failure) throw new CliError(failure.message, failure.kind === "refused" ? ExitCode.Refused : ExitCode.Unreachable, failure.hint);

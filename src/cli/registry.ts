@@ -25,6 +25,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: "status", summary: "show a delegated task's state and result, or wait for it to end", load: async () => (await import("./commands/status")).statusCommand },
   { name: "tasks", summary: "list the tasks this node delegated to its peers", load: async () => (await import("./commands/tasks")).tasksCommand },
   { name: "cancel", summary: "cancel a task this node delegated to a peer", load: async () => (await import("./commands/cancel")).cancelCommand },
+  { name: "reload", summary: "make the running node read its config file and certificate again, and say how it went", load: async () => (await import("./commands/reload")).reloadCommand },
   { name: "service", summary: "run this node under systemd: service install, uninstall, status", load: async () => (await import("./commands/service")).serviceCommand },
   { name: "doctor", summary: "check this node's home, certificates, port, model, database and peers", load: async () => (await import("./commands/doctor")).doctorCommand },
   { name: "completion", summary: "print a shell completion script: completion bash|zsh", load: async () => (await import("./commands/completion")).completionCommand },

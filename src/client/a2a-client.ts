@@ -102,8 +102,9 @@ export class A2AClient implements PeerClient {
     });
     if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) {
       // A refusal comes back as a plain JSON-RPC error.
-      const body = (await res.json().catch(() => ({}))) as { error?: { code: number; message: string; data?: unknown } };
-      if (body.error) throw new RemoteError(body.error.code, body.error.message, body.error.data);
+      const body = (await res.json().catch(() => ({}))) as { error?: unknown };
+      const error = rpcError(body.error);
+      if (error) throw error;
       throw new ProtocolError(`streaming call answered HTTP ${res.status} without an event stream`);
     }
     opened?.();
@@ -155,16 +156,28 @@ export class A2AClient implements PeerClient {
       signal,
     });
     const text = await res.text();
-    let body: { result?: T; error?: { code: number; message: string; data?: unknown } };
+    const notRpc = () => new ProtocolError(`${method}: the server answered HTTP ${res.status} with something that is not JSON-RPC: ${text.slice(0, 120)}`);
+    let body: { result?: T; error?: unknown };
     try {
       body = JSON.parse(text);
     } catch {
-      throw new ProtocolError(`${method}: the server answered HTTP ${res.status} with something that is not JSON-RPC: ${text.slice(0, 120)}`);
+      throw notRpc();
     }
-    if (body.error) throw new RemoteError(body.error.code, body.error.message, body.error.data);
+    if (typeof body !== "object" || body === null) throw notRpc();
+    if (body.error !== undefined) throw rpcError(body.error) ?? notRpc();
     if (!("result" in body)) throw new ProtocolError(`${method}: the answer has neither result nor error`);
     return body.result as T;
   }
+}
+
+/**
+ * A JSON-RPC error object (a numeric code and a message) as a RemoteError; undefined for anything else, such
+ * as the `{"error": "not found"}` of a web server that is no JSON-RPC endpoint.
+ */
+function rpcError(error: unknown): RemoteError | undefined {
+  const e = error as { code?: unknown; message?: unknown; data?: unknown } | null | undefined;
+  if (typeof e !== "object" || e === null || typeof e.code !== "number" || !Number.isInteger(e.code)) return undefined;
+  return new RemoteError(e.code, typeof e.message === "string" ? e.message : "", e.data);
 }
 
 /** The agent card at `baseUrl` (the well-known path), whichever binding the agent speaks. */

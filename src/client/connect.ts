@@ -6,6 +6,8 @@ import { PeerAuthRefused, PeerCaError, PeerCredentialsError } from "./outside-fe
 import { ProtocolError, RemoteError } from "./a2a-client";
 import { normalizePeerUrl } from "./peer-url";
 import type { Probe } from "./probe";
+import { WrongPortError } from "./wrong-port";
+import { PeerTimeoutError, timeoutHint } from "./deadlines";
 
 /** Where a command is sending: a registered peer, or a URL given directly. */
 export interface Target {
@@ -81,6 +83,10 @@ export function explainProbe(probe: Probe, target: Target, us: OwnCertificate): 
       return new ConnectionFailure(`cannot resolve the host name '${u.hostname}' of ${where}`, "unreachable", "use an IP address or a host name this machine can resolve");
     case "no-route":
       return new ConnectionFailure(`cannot reach ${where}: ${probe.detail}`, "unreachable", "check the network path and firewall between the two machines");
+    case "timeout": {
+      const t = new PeerTimeoutError(probe.step, u.origin, probe.seconds);
+      return new ConnectionFailure(target.peer ? t.message.replace(u.origin, where) : t.message, "unreachable", timeoutHint(t));
+    }
     case "not-tls":
       return new ConnectionFailure(
         probe.plainHttp
@@ -124,12 +130,18 @@ function whereOf(target: Target): string {
  * Why a call to a peer failed, in words a person can act on: a message and the next step. "local" is a
  * problem on this machine (an outside peer's token or CA file), not the peer's.
  */
-export function explainFailure(err: unknown, target: Target): { message: string; hint?: string; kind: "unreachable" | "refused" | "remote" | "local" | "other" } {
+export function explainFailure(err: unknown, target: Target): { message: string; hint?: string; kind: "unreachable" | "refused" | "remote" | "local" | "timeout" | "other" } {
   const e = err as { code?: string; message?: string; name?: string };
   const where = whereOf(target);
   if (err instanceof ConnectionFailure) return { kind: err.kind, message: err.message, hint: err.hint };
+  if (err instanceof PeerTimeoutError) {
+    const hint = timeoutHint(err).replace("--agent NAME", `--agent ${target.peer?.name ?? target.baseUrl}`);
+    const message = target.peer ? err.message.replace(err.origin, where) : err.message;
+    return { kind: err.step === "connect" || err.step === "handshake" ? "unreachable" : "timeout", message, hint };
+  }
   const outside = explainOutside(err, target);
   if (outside) return outside;
+  if (err instanceof WrongPortError) return { kind: "unreachable", message: err.message, hint: err.hint(target.peer?.name) };
   if (err instanceof PeerIdentityError) return { kind: "refused", message: `${where} is not who we expected: ${err.message}`, hint: identityHint(err, target) };
   if (err instanceof RemoteError) return { kind: "remote", message: `${target.label} answered error ${err.code}: ${err.message}` };
   if (err instanceof ProtocolError) return { kind: "other", message: `${where}: ${err.message}`, hint: "is that URL an a2a-node (or another A2A agent)?" };
@@ -208,7 +220,7 @@ function explainOutside(err: unknown, target: Target): { message: string; hint?:
 
 /** Errors of fetch itself (no HTTP answer) worth a probe: everything but our own refusal and an abort. */
 export function isConnectionError(err: unknown): boolean {
-  if (err instanceof PeerIdentityError || err instanceof RemoteError || err instanceof ProtocolError) return false;
+  if (err instanceof PeerIdentityError || err instanceof RemoteError || err instanceof ProtocolError || err instanceof WrongPortError || err instanceof PeerTimeoutError) return false;
   if (err instanceof PeerAuthRefused || err instanceof PeerCredentialsError || err instanceof PeerCaError) return false;
   const e = err as { code?: unknown; name?: string };
   if (e?.name === "AbortError" || e?.name === "TimeoutError") return false;

@@ -2,6 +2,8 @@ import type { PeerCertificate } from "node:tls";
 import { FleetMembership, type RevocationLookup } from "../../pki/fleet-member";
 import { keyPinOf } from "../../pki/key-pin";
 import type { FetchFn } from "./a2a-client";
+import { refuseWrongPort } from "./wrong-port";
+import { DEFAULT_PEER_TIMEOUTS, withDeadlines, type PeerTimeouts, type SecuredFetch } from "./deadlines";
 
 export interface ClientTls {
   /** PEM: this node's certificate and key (its identity), and the fleet CA servers must chain to. */
@@ -91,23 +93,27 @@ export interface MtlsFetchHooks {
 /**
  * A fetch that presents this node's certificate, trusts only the fleet CA, and holds the server to `expect`
  * (checkPeerIdentity). A server whose certificate is on the fleet's revocation list (`revoked`) is refused
- * before anything is sent.
+ * before anything is sent. Each call is bounded step by step (`timeouts`, deadlines.ts): the identity check
+ * runs at the end of each handshake (a request with its own check has a connection of its own), which is what
+ * tells the handshake's time from the answer's.
  */
-export function mtlsFetch(tls: ClientTls, expect: Expectation = {}, revoked?: RevocationLookup, hooks: MtlsFetchHooks = {}): PeerFetch {
+export function mtlsFetch(tls: ClientTls, expect: Expectation = {}, revoked?: RevocationLookup, hooks: MtlsFetchHooks = {}, timeouts: PeerTimeouts = DEFAULT_PEER_TIMEOUTS): PeerFetch {
   const fleet = new FleetMembership(tls.ca, revoked);
   let mismatch: PeerIdentityError | undefined;
   let accepted: AcceptedPeer | undefined;
-  const checkServerIdentity = (_host: string, cert: PeerCertificate): Error | undefined => {
+  const checked = (secured: () => void) => (_host: string, cert: PeerCertificate): Error | undefined => {
+    secured();
     const verdict = checkPeerIdentity(fleet, cert, expect);
     if ("error" in verdict) return (mismatch = verdict.error);
     accepted = verdict.accepted;
     if (!expect.keyPin && expect.certFingerprint) hooks.certPinMatched?.(accepted);
     return undefined;
   };
-  const options = { cert: tls.cert, key: tls.key, ca: tls.ca, checkServerIdentity };
-  const fetchFn = async (url: string, init: RequestInit) => {
+  const inner: SecuredFetch = async (url, init, secured) => {
+    const options = { cert: tls.cert, key: tls.key, ca: tls.ca, checkServerIdentity: checked(secured) };
     try {
-      return await fetch(url, { ...init, tls: options } as RequestInit);
+      // A node's enrollment port proves the node's name too, and then answers nothing of A2A: said as such.
+      return await refuseWrongPort(url, await fetch(url, { ...init, tls: options } as RequestInit), accepted?.name);
     } catch (err) {
       // Bun reports our own rejection as a plain error; hand back the precise one.
       if (mismatch) {
@@ -118,7 +124,7 @@ export function mtlsFetch(tls: ClientTls, expect: Expectation = {}, revoked?: Re
       throw err;
     }
   };
-  return Object.assign(fetchFn, { accepted: () => accepted });
+  return Object.assign(withDeadlines(inner, timeouts, true), { accepted: () => accepted });
 }
 
 /** What a registered peer's entry asks of its server. */

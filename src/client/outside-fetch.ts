@@ -2,6 +2,7 @@ import { readFileSync, statSync } from "node:fs";
 import { getCACertificates } from "node:tls";
 import type { PeerAuth, PeerTrust } from "../peers/peer-registry";
 import { ProtocolError, type FetchFn } from "./a2a-client";
+import { DEFAULT_PEER_TIMEOUTS, withDeadlines, type PeerTimeouts } from "./deadlines";
 
 /** A peer's credentials file could not be used: missing, unreadable, empty, or not the form its kind needs. */
 export class PeerCredentialsError extends Error {
@@ -97,9 +98,10 @@ export function trustRoots(trust: Exclude<PeerTrust, { kind: "fleet" }>): string
  * credentials, read from their file at each request. A 401 or 403 becomes PeerAuthRefused, so the person
  * learns which file to check; the secret itself is never put in an error.
  */
-export function outsideFetch(peer: { trust: Exclude<PeerTrust, { kind: "fleet" }>; auth?: PeerAuth }): FetchFn {
+export function outsideFetch(peer: { trust: Exclude<PeerTrust, { kind: "fleet" }>; auth?: PeerAuth }, timeouts: PeerTimeouts = DEFAULT_PEER_TIMEOUTS): FetchFn {
   let roots: string[] | undefined;
-  return async (url, init) => {
+  // Bounded like a fleet peer's calls (deadlines.ts); no sign of the handshake here, so it is timed with the answer.
+  return withDeadlines(async (url, init) => {
     const headers = new Headers(init.headers);
     if (peer.auth) {
       const h = readCredentialHeader(peer.auth);
@@ -129,7 +131,7 @@ export function outsideFetch(peer: { trust: Exclude<PeerTrust, { kind: "fleet" }
       );
     }
     return res;
-  };
+  }, timeouts, false);
 }
 
 /** One of the failures only a session with an outside peer has. */

@@ -4,6 +4,7 @@ import { connect as tlsConnect, type PeerCertificate } from "node:tls";
 import { FleetMembership } from "../../pki/fleet-member";
 import { keyPinOf } from "../../pki/key-pin";
 import type { ClientTls } from "./mtls-fetch";
+import { DEFAULT_PEER_TIMEOUTS, type PeerTimeouts } from "./deadlines";
 
 /** The certificate a server presented, as a person compares it with `a2a-node pki show` on that machine. */
 export interface ServerCertificate {
@@ -26,34 +27,36 @@ export type Probe =
   | { kind: "no-listener" }
   | { kind: "unresolved" }
   | { kind: "no-route"; detail: string }
+  /** No TCP connection within the connect timeout, or a connection and then no TLS handshake within its own. */
+  | { kind: "timeout"; step: "connect" | "handshake"; seconds: number }
   | { kind: "not-tls"; plainHttp: boolean; banner?: string }
   | { kind: "foreign-certificate"; certificate: ServerCertificate; reason: string }
   | { kind: "refused-us"; certificate?: ServerCertificate; alert?: string }
   | { kind: "ok"; certificate: ServerCertificate };
 
-const STEP_MS = 5000;
-
 /**
  * Connects to `url` with this node's identity and reports what happened. Nothing is sent but a GET /health
  * once the server's certificate has been judged a fleet member's, so probing a stranger gives it nothing.
  */
-export async function probePeer(url: URL, tls: ClientTls): Promise<Probe> {
+export async function probePeer(url: URL, tls: ClientTls, timeouts: PeerTimeouts = DEFAULT_PEER_TIMEOUTS): Promise<Probe> {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   const port = Number(url.port || 443);
-  const first = await tlsAttempt(host, port, tls);
+  const first = await tlsAttempt(host, port, tls, timeouts);
   if (first.kind !== "handshake-failed") return first;
-  return { kind: "not-tls", ...(await sniffPlain(host, port)) };
+  return { kind: "not-tls", ...(await sniffPlain(host, port, timeouts)) };
 }
 
 type Attempt = Probe | { kind: "handshake-failed" };
 
-function tlsAttempt(host: string, port: number, tls: ClientTls): Promise<Attempt> {
+function tlsAttempt(host: string, port: number, tls: ClientTls, t: PeerTimeouts): Promise<Attempt> {
   const fleet = new FleetMembership(tls.ca);
   return new Promise((resolve) => {
+    let connected = false;
     let secured = false;
     let gotData = false;
     let certificate: ServerCertificate | undefined;
     let done = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const finish = (p: Attempt) => {
       if (done) return;
       done = true;
@@ -61,14 +64,22 @@ function tlsAttempt(host: string, port: number, tls: ClientTls): Promise<Attempt
       socket.destroy();
       resolve(p);
     };
-    const timer = setTimeout(
-      () => finish(secured ? { kind: "refused-us", certificate, alert: "no answer after the handshake" } : { kind: "no-route", detail: `no TLS answer within ${STEP_MS / 1000} s` }),
-      STEP_MS,
-    );
+    // One bound per step: the connection, the handshake, the first byte of an answer.
+    const step = (ms: number, outcome: () => Attempt) => {
+      clearTimeout(timer);
+      timer = setTimeout(() => finish(outcome()), ms);
+    };
+    step(t.connectMs, () => ({ kind: "timeout", step: "connect", seconds: t.connectMs / 1000 }));
     // Our own judgement follows (fleet membership, with a reason); the runtime's is read from `authorized`.
     const socket = tlsConnect({ host, port, cert: tls.cert, key: tls.key, ca: tls.ca, rejectUnauthorized: false, servername: isIpLike(host) ? undefined : host });
+    socket.on("connect", () => {
+      if (connected || secured) return;
+      connected = true;
+      step(t.handshakeMs, () => ({ kind: "timeout", step: "handshake", seconds: t.handshakeMs / 1000 }));
+    });
     socket.on("secureConnect", () => {
       secured = true;
+      step(t.answerMs, () => ({ kind: "refused-us", certificate, alert: "no answer after the handshake" }));
       const peer = socket.getPeerCertificate(true);
       certificate = describe(peer);
       if (!socket.authorized) return finish({ kind: "foreign-certificate", certificate, reason: why(String(socket.authorizationError)) });
@@ -99,7 +110,7 @@ function tlsAttempt(host: string, port: number, tls: ClientTls): Promise<Attempt
 }
 
 /** What answers on a port that does not speak TLS: an HTTP server (a plain-HTTP port) or something else. */
-function sniffPlain(host: string, port: number): Promise<{ plainHttp: boolean; banner?: string }> {
+function sniffPlain(host: string, port: number, t: PeerTimeouts): Promise<{ plainHttp: boolean; banner?: string }> {
   return new Promise((resolve) => {
     let seen = "";
     const socket = tcpConnect({ host, port });
@@ -109,7 +120,7 @@ function sniffPlain(host: string, port: number): Promise<{ plainHttp: boolean; b
       const printable = seen.replace(/[^\x20-\x7e]+/g, " ").trim().slice(0, 40);
       resolve({ plainHttp: /^HTTP\/\d/.test(seen), banner: printable || undefined });
     };
-    const timer = setTimeout(finish, STEP_MS);
+    const timer = setTimeout(finish, t.connectMs + t.answerMs);
     socket.on("connect", () => socket.write(`HEAD / HTTP/1.0\r\nhost: ${host}\r\n\r\n`));
     socket.on("data", (d) => {
       seen += d.toString("latin1");

@@ -5,13 +5,15 @@
  */
 import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfigFile, resolveSettings, type ServeConfig } from "../config";
-import { homePaths, SYSTEM_HOME } from "../home";
-import { readEnvironmentFile } from "../service/node-health";
+import { DEFAULTS, loadConfigFile, resolveSettings, type ServeConfig } from "../config";
+import { homePaths, SYSTEM_HOME, type HomePaths } from "../home";
+import { runningNodeState, type RuntimeState } from "../runtime-state";
+import { nodeHealth, readEnvironmentFile } from "../service/node-health";
 import { SYSTEM_ENV_FILE } from "../service/unit";
 import { type Finding, fail, skip } from "./check";
 import { checkCertificate, checkDatabase, checkHome, checkRevocation } from "./local-checks";
 import { checkModel, checkPeers, checkPort } from "./network-checks";
+import { readinessFinding, runningFinding, runningPortFinding } from "./running-node";
 
 export interface DoctorOptions {
   home: string;
@@ -48,16 +50,43 @@ export async function runDoctor(o: DoctorOptions): Promise<Finding[]> {
   } catch (err) {
     findings.push(fail("configuration", (err as Error).message, "fix it; 'a2a-node serve --check' shows the effective configuration"));
   }
-  const [port, model] = config
-    ? await Promise.all([checkPort(o.home, config, o.timeoutMs), checkModel(config, o.timeoutMs)])
-    : [skip("port", "needs a valid configuration"), skip("model", "needs a valid configuration")];
-  findings.push(port, model);
+  const running = runningNodeState(o.home);
+  if (running) findings.push(...(await runningFindings(paths, running, config, o.timeoutMs)));
+  else {
+    const [port, model] = config
+      ? await Promise.all([checkPort(o.home, config, o.timeoutMs), checkModel(config, o.timeoutMs)])
+      : [skip("port", "needs a valid configuration"), skip("model", "needs a valid configuration")];
+    findings.push(port, model);
+    if (config?.databaseUrl) {
+      const { checkPostgres } = await import("./postgres-check");
+      findings.push(await checkPostgres(config.databaseUrl, o.timeoutMs));
+    }
+  }
   findings.push(checkRevocation(paths, existsSync(paths.caKey) || config?.caPeer !== undefined));
 
+  // The home's SQLite file: the tasks (unless they are in Postgres), and always the peer list.
+  const postgres = running ? running.database.kind === "postgres" : config?.databaseUrl !== undefined;
   const database = checkDatabase(paths);
-  findings.push(database);
+  findings.push(postgres ? { ...database, check: "home database" } : database);
   findings.push(...(await peerFindings(paths, database, o.timeoutMs)));
   return findings;
+}
+
+/**
+ * The node as it runs: asked over mutual TLS where it listens, its readiness report gives the model
+ * endpoint's and the database's state as it sees them (its settings, its keys, its Postgres connection).
+ * What it cannot be asked is checked here with the settings it runs with.
+ */
+async function runningFindings(paths: HomePaths, state: RuntimeState, config: ServeConfig | undefined, timeoutMs: number): Promise<Finding[]> {
+  const health = await nodeHealth(paths.root, config ?? DEFAULTS, timeoutMs);
+  const out = [runningFinding(state), runningPortFinding(state, health)];
+  const model =
+    readinessFinding("model", state, health) ??
+    (config ? await checkModel({ ...config, executor: state.executor as ServeConfig["executor"], modelUrl: state.modelUrl ?? config.modelUrl, hermesUrl: state.hermesUrl ?? config.hermesUrl }, timeoutMs) : skip("model", "needs a valid configuration"));
+  out.push(model);
+  if (state.database.kind === "postgres")
+    out.push(readinessFinding("database", state, health) ?? skip("database", `Postgres ${state.database.where}: the node did not answer to say (its password is not kept where doctor could read it)`));
+  return out;
 }
 
 async function peerFindings(paths: ReturnType<typeof homePaths>, database: Finding, timeoutMs: number): Promise<Finding[]> {

@@ -46,7 +46,10 @@ export function checkCertificate(paths: HomePaths, now = new Date()): Finding[] 
     return [fail("certificate", `${paths.nodeCert} cannot be read as a certificate: ${(err as Error).message}`, "restore it from a backup, or set up this node in a fresh home")];
   }
   const name = /(?:^|\n)CN=([^\n]*)/.exec(cert.subject)?.[1] ?? "?";
-  const renew = `get a new one: on the CA machine 'a2a-node pki issue ${name} --out ${name}.bundle'; here, move ${paths.nodeKey} and ${paths.nodeCert} aside, then 'a2a-node init-pki --bundle ${name}.bundle' (on the CA machine itself: 'init-pki --name ${name}')`;
+  // The CA's own home renews itself and keeps the key; another machine needs the CA machine's help.
+  const renew = existsSync(paths.caKey)
+    ? "renew it here with this home's fleet CA, keeping its key (so pins of it hold): a2a-node pki renew"
+    : `get a new one: on the CA machine 'a2a-node pki issue ${name} --out ${name}.bundle'; here, move ${paths.nodeKey} and ${paths.nodeCert} aside, then 'a2a-node init-pki --bundle ${name}.bundle'`;
   const days = Math.floor((cert.validToDate.getTime() - now.getTime()) / 86_400_000);
   if (now < cert.validFromDate) out.push(fail("certificate", `node "${name}": not valid before ${cert.validFromDate.toISOString()}`, "check this machine's clock (timedatectl)"));
   else if (now > cert.validToDate) out.push(fail("certificate", `node "${name}": expired on ${cert.validToDate.toISOString()}; peers refuse it`, renew));

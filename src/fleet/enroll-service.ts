@@ -1,6 +1,7 @@
 import type { CaPaths } from "../../pki/issuance";
 import type { Logger } from "../log";
 import type { HttpRequest, HttpResponse } from "../server/http1";
+import { ENROLLMENT_ROLE, PORT_ROLE_HEADER } from "../client/wrong-port";
 
 export const CA_CERT_PATH = "/pki/ca";
 export const ENROLL_PATH = "/pki/enroll";
@@ -13,7 +14,9 @@ export interface EnrollAnswer {
   caNode: { name: string; port: number };
 }
 
-const JSON_HEADERS = { "content-type": "application/json" };
+// Every answer says what this port is, so a client that dialled it for A2A can say so (client/wrong-port.ts).
+const ROLE = { [PORT_ROLE_HEADER]: ENROLLMENT_ROLE };
+const JSON_HEADERS = { "content-type": "application/json", ...ROLE };
 
 /**
  * The enrollment port's only routes. GET /pki/ca gives the fleet CA certificate (public), which the joining
@@ -28,9 +31,12 @@ export function enrollHandler(paths: CaPaths, caNode: () => { name: string; port
     const { readPublic } = await import("../../pki/secure-file");
     if (path === CA_CERT_PATH) {
       if (req.method !== "GET") return json(405, { error: "use GET" });
-      return { status: 200, headers: { "content-type": "application/x-pem-file" }, body: readPublic(paths.caCert) };
+      return { status: 200, headers: { "content-type": "application/x-pem-file", ...ROLE }, body: readPublic(paths.caCert) };
     }
-    if (path !== ENROLL_PATH) return json(404, { error: "this port serves enrollment only (a2a-node join); A2A is on the mutual-TLS port" });
+    if (path !== ENROLL_PATH) {
+      const a2aPort = caNode().port;
+      return json(404, { error: `this port serves enrollment only (a2a-node join); A2A is on the mutual-TLS port, ${a2aPort}`, a2aPort });
+    }
     if (req.method !== "POST") return json(405, { error: "use POST" });
     let body: { token?: unknown; csr?: unknown };
     try {

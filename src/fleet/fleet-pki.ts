@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { isEncryptedKey } from "../../pki/ca-key";
 import type { NodeIdentity } from "../../pki/identity";
+import { peerTimeouts, type PeerTimeoutSettings } from "../client/deadlines";
 import { expectationOf, mtlsFetch } from "../client/mtls-fetch";
 import type { HomePaths } from "../home";
 import type { Logger } from "../log";
@@ -30,7 +31,7 @@ export interface FleetPkiOptions {
   adopt(fresh: NodeIdentity): void;
   peers: PeerRegistry;
   /** The live settings (SIGHUP updates the reloadable ones in place). */
-  settings(): { caPeer?: string; crlRefreshMs: number; caPassphrase?: string; authorize?: readonly AccessRule[] };
+  settings(): { caPeer?: string; crlRefreshMs: number; caPassphrase?: string; authorize?: readonly AccessRule[] } & PeerTimeoutSettings;
   log: Logger;
 }
 
@@ -282,7 +283,7 @@ export class FleetPki {
         if (this.options.peers.get(peer.name)?.keyPin) return; // converted already (by an earlier connection)
         if (this.options.peers.pinKey(peer.name, accepted.keyPin)) this.options.log.info("converted a peer's certificate pin to a key pin", { peer: peer.name, key_pin: accepted.keyPin });
       },
-    });
+    }, peerTimeouts(this.options.settings()));
   }
 
   /** SIGHUP: the revocation list is read and fetched again at once, and expiry looked at again. */

@@ -7,6 +7,7 @@ import { FleetMembership } from "../../pki/fleet-member";
 import { PUBLIC_MODE, SECRET_MODE, readPublic, readSecret, writeFileAtomic } from "../../pki/secure-file";
 import type { HomePaths } from "../home";
 import { CA_CERT_PATH, ENROLL_PATH, type EnrollAnswer } from "./enroll-service";
+import { DEFAULT_PEER_TIMEOUTS, PeerTimeoutError, timeoutHint, withDeadlines, type PeerTimeouts } from "../client/deadlines";
 
 /** A join that did not happen; nothing but (possibly) this machine's new key was written. */
 export class JoinError extends Error {
@@ -45,7 +46,8 @@ export function normalizeFingerprint(input: string): string {
  * must be a fleet member). What comes back is checked (that CA, the token's name, this key, valid now) before
  * the CA certificate and this node's certificate are installed. No private key ever leaves the machine.
  */
-export async function join(paths: HomePaths, opts: { url: string; token: string; caFingerprint: string }): Promise<JoinResult> {
+export async function join(paths: HomePaths, opts: { url: string; token: string; caFingerprint: string; timeouts?: PeerTimeouts }): Promise<JoinResult> {
+  const timed = timedFetch(opts.timeouts ?? DEFAULT_PEER_TIMEOUTS);
   const pin = normalizeFingerprint(opts.caFingerprint);
   const { tokenName } = await import("../../pki/tokens");
   const name = tokenName(opts.token);
@@ -54,7 +56,7 @@ export async function join(paths: HomePaths, opts: { url: string; token: string;
   if (existsSync(paths.nodeCert)) throw pkiErrors.certExists(paths.nodeCert);
   if (existsSync(paths.caCert) && new X509Certificate(readPublic(paths.caCert)).fingerprint256 !== pin) throw pkiErrors.caMismatch(paths.caCert, "the pinned --ca-fingerprint");
 
-  const caPem = await fetchPinnedCa(base, pin);
+  const caPem = await fetchPinnedCa(timed, base, pin);
   const { createCsr } = await import("../../pki/csr");
   const existingKey = existsSync(paths.nodeKey) ? readSecret(paths.nodeKey) : undefined;
   const { csrPem, keyPem } = await createCsr({ name, sans: [], keyPem: existingKey });
@@ -62,7 +64,7 @@ export async function join(paths: HomePaths, opts: { url: string; token: string;
   // The key is on disk before it is used: a certificate issued for a key that was then lost would be wasted.
   if (!existingKey) writeFileAtomic(paths.nodeKey, keyPem, { mode: SECRET_MODE, onExists: pkiErrors.keyExists });
 
-  const answer = await enroll(base, caPem, opts.token, csrPem);
+  const answer = await enroll(timed, base, caPem, opts.token, csrPem);
   const cert = checkAnswer(answer, caPem, name, keyPem);
   if (!existsSync(paths.caCert)) writeFileAtomic(paths.caCert, caPem, { mode: PUBLIC_MODE, onExists: pkiErrors.certExists });
   writeFileAtomic(paths.nodeCert, answer.cert, { mode: PUBLIC_MODE, onExists: pkiErrors.certExists });
@@ -79,12 +81,13 @@ export async function join(paths: HomePaths, opts: { url: string; token: string;
 }
 
 /** The enrollment port's CA certificate, trusted only because its SHA-256 is the pinned one. */
-async function fetchPinnedCa(base: URL, pin: string): Promise<string> {
+async function fetchPinnedCa(timed: TimedFetch, base: URL, pin: string): Promise<string> {
   let res: Response;
   try {
     // Not verified on purpose: what this fetches is checked against the pin below, and nothing is sent.
-    res = await fetch(new URL(CA_CERT_PATH, base), { tls: { rejectUnauthorized: false }, signal: AbortSignal.timeout(15_000) } as RequestInit);
+    res = await timed(new URL(CA_CERT_PATH, base).toString(), { rejectUnauthorized: false });
   } catch (err) {
+    if (err instanceof PeerTimeoutError) throw new JoinError(err.message, "unreachable", `${timeoutHint(err)}; is that the CA node's enrollment port ('pki token' prints its URL)?`);
     const code = (err as { code?: string }).code ?? "";
     if (/^(EPROTO|ECONNRESET|ERR_SSL_)/.test(code))
       throw new JoinError(
@@ -109,7 +112,7 @@ async function fetchPinnedCa(base: URL, pin: string): Promise<string> {
 }
 
 /** POST the token and request over TLS verified against the pinned CA, to a server that is a fleet member. */
-async function enroll(base: URL, caPem: string, token: string, csrPem: string): Promise<EnrollAnswer> {
+async function enroll(timed: TimedFetch, base: URL, caPem: string, token: string, csrPem: string): Promise<EnrollAnswer> {
   const fleet = new FleetMembership(caPem);
   let notMember: string | undefined;
   // The server is judged by the fleet CA, not by host name: a machine often joins through an IP address.
@@ -120,15 +123,14 @@ async function enroll(base: URL, caPem: string, token: string, csrPem: string): 
   };
   let res: Response;
   try {
-    res = await fetch(new URL(ENROLL_PATH, base), {
+    res = await timed(new URL(ENROLL_PATH, base).toString(), { ca: caPem, checkServerIdentity }, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ token, csr: csrPem }),
-      tls: { ca: caPem, checkServerIdentity },
-      signal: AbortSignal.timeout(30_000),
-    } as RequestInit);
+    });
   } catch (err) {
     if (notMember) throw new JoinError(notMember, "mismatch");
+    if (err instanceof PeerTimeoutError) throw new JoinError(err.message, "unreachable", timeoutHint(err));
     throw new JoinError(`cannot enroll at ${base.origin}: ${(err as Error).message}`, "unreachable");
   }
   const text = await res.text();
@@ -142,6 +144,28 @@ async function enroll(base: URL, caPem: string, token: string, csrPem: string): 
   if (typeof body.cert !== "string" || typeof body.caCert !== "string" || typeof body.caNode?.name !== "string" || typeof body.caNode.port !== "number")
     throw new JoinError("the CA node's answer is missing the certificate or its own name and port", "refused");
   return body as EnrollAnswer;
+}
+
+/** A fetch to the enrollment port with these TLS options, bounded step by step (its identity check marks the handshake). */
+type TimedFetch = (url: string, tls: { rejectUnauthorized?: boolean; ca?: string; checkServerIdentity?: (host: string, cert: PeerCertificate) => Error | undefined }, init?: RequestInit) => Promise<Response>;
+
+function timedFetch(timeouts: PeerTimeouts): TimedFetch {
+  return (url, tls, init = {}) =>
+    withDeadlines(
+      (u, i, secured) =>
+        fetch(u, {
+          ...i,
+          tls: {
+            ...tls,
+            checkServerIdentity: (host: string, cert: PeerCertificate) => {
+              secured();
+              return tls.checkServerIdentity?.(host, cert);
+            },
+          },
+        } as RequestInit),
+      timeouts,
+      true,
+    )(url, init);
 }
 
 function checkAnswer(answer: EnrollAnswer, caPem: string, name: string, keyPem: string): X509Certificate {

@@ -4,6 +4,7 @@ import type { OpenDatabase } from "../store/database";
 import { SqliteDeliveryQueue } from "../store/sqlite-delivery-queue";
 import type { DeliveryQueue } from "./delivery-queue";
 import { newId } from "../tasks/clock";
+import type { QueuedWithEvent } from "../tasks/task-store";
 import { FairScheduler } from "./fair-scheduler";
 import type { PushFetch } from "./pinned-fetch";
 import type { PushConfigStore, StoredPushConfig } from "./push-config-store";
@@ -92,8 +93,11 @@ interface Lane {
  * until the timeout therefore holds only its own share, and another caller's notification starts at the next
  * free slot instead of behind every hanging request.
  *
- * Rows are written on the node's shared connection: if the task store's group transaction is open, they
- * commit with it, i.e. together with the event they describe.
+ * Deliveries commit with the event they carry: the node's task store (SQLite or Postgres) writes an event's
+ * rows in the transaction that stores the event (TaskStore.onDeliveriesQueued) and tells scheduleQueued() once it
+ * committed, so a crash or a lost connection between the two leaves no event on disk without its deliveries.
+ * notify() queues deliveries itself, after the event's commit: for a task store that cannot do that (tests, an
+ * embedding program's store), where a crash in between may lose them.
  */
 export class PushDispatcher {
   private readonly queue: DeliveryQueue;
@@ -140,7 +144,8 @@ export class PushDispatcher {
   }
 
   /**
-   * Queues `event` for every webhook of the task (durably, before returning) and schedules the sends. Cheap
+   * Queues `event` for every webhook of the task (durably, before returning) and schedules the sends, for a task
+   * store that does not queue deliveries with its events (see scheduleQueued). Cheap
    * when the task has no webhook (one index probe), so it can be called for every event. `owner`, if given,
    * restricts delivery to that owner's configs (defence in depth should a config ever be attached to a task
    * its owner does not own). Called while stopped, the rows wait for start(). A task's events are queued in
@@ -168,6 +173,22 @@ export class PushDispatcher {
       if (this.notifying.get(taskId) === settled) this.notifying.delete(taskId);
     });
     return batch.queued;
+  }
+
+  /**
+   * Schedules deliveries a task store queued with their events (see TaskStore.onDeliveriesQueued): they are in
+   * the queue already, committed with the events. Called while stopped (or before start), they wait there for
+   * start(), which loads them.
+   */
+  scheduleQueued(deliveries: QueuedWithEvent[]): void {
+    const go = () => {
+      if (!this.running) return;
+      for (const d of deliveries) this.enqueue(d.taskId, { id: d.configId, owner: d.owner, url: d.url }, d.id, Date.parse(d.nextAttemptAt));
+      this.pump();
+    };
+    // Deliveries queued while start() loads the queue may be in what it read, or not: they go in after it.
+    if (this.starting) void this.starting.then(go, () => {});
+    else go();
   }
 
   private async queueDeliveries(taskId: string, events: EventBatch["events"]): Promise<void> {
@@ -302,6 +323,7 @@ export class PushDispatcher {
       this.schedule(lane);
       return;
     }
+    if (lane.queue.includes(deliveryId)) return; // scheduled already (loaded by start() and told by the store)
     // Behind the current head: it waits its turn, whatever its own due time. In id order (queued order): a
     // delivery taken up from a process that died may be older than what this one queued since.
     let at = lane.queue.length;

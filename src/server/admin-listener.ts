@@ -19,23 +19,19 @@ export interface AdminListenerOptions {
  */
 export function listenAdmin(options: AdminListenerOptions): Promise<Listener> {
   const connections = new ConnectionSet();
-  let port = 0;
   const server = createServer((socket) =>
     connections.serve(socket, {
       maxBodyBytes: 1024,
       tooLarge: () => notFound(),
       handle: async (req) => {
-        const refused = refuseBrowserRequest(req, port);
+        const refused = refuseBrowserRequest(req);
         if (refused) return refused;
         const q = req.target.indexOf("?");
         return (await options.ops(req.method, q === -1 ? req.target : req.target.slice(0, q))) ?? notFound();
       },
     }),
   );
-  return bindServer(server, options.port, "127.0.0.1", "http", { close: () => connections.close(500) }).then((bound) => {
-    port = bound.port;
-    return bound;
-  });
+  return bindServer(server, options.port, "127.0.0.1", "http", { close: () => connections.close(500) });
 }
 
 function notFound(): HttpResponse {

@@ -30,13 +30,9 @@ export interface PlainListenerOptions {
  */
 export function listenPlainLoopback(options: PlainListenerOptions): Promise<Listener> {
   const connections = new ConnectionSet(options.http);
-  let port = 0;
-  const handle = async (req: HttpRequest) => refuseBrowserRequest(req, port) ?? options.onRequest(req, LOOPBACK_CALLER);
+  const handle = async (req: HttpRequest) => refuseBrowserRequest(req) ?? options.onRequest(req, LOOPBACK_CALLER);
   const server = createServer((socket) =>
     connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle, onRefused: options.onRefusedRequest }),
   );
-  return bindServer(server, options.port, "127.0.0.1", "http", connections).then((bound) => {
-    port = bound.port;
-    return bound;
-  });
+  return bindServer(server, options.port, "127.0.0.1", "http", connections);
 }

@@ -9,6 +9,7 @@ import { loadConfigFile, resolveSettings, type ServeConfig } from "../config";
 import { homePaths } from "../home";
 import { loadNodeIdentity } from "../../pki/identity";
 import { mtlsFetch } from "../client/mtls-fetch";
+import { dialable, runningNodeState } from "../runtime-state";
 
 export interface NodeHealth {
   url: string;
@@ -18,6 +19,8 @@ export interface NodeHealth {
   detail: string;
   /** False when nothing answered at all (not running, or not on that port). */
   answered: boolean;
+  /** Each readiness check as the node ran it (database, certificate, model), when it answered. */
+  checks?: Partial<Record<"database" | "certificate" | "model", { ok: boolean; detail: string }>>;
 }
 
 /** The settings `serve` on this home would use: its config file and the environment given. */
@@ -31,8 +34,13 @@ export function localUrl(host: string, port: number): string {
   return `https://${h}:${port}`;
 }
 
+/**
+ * Asks the home's node for its readiness: where it really listens (HOME/serve.json, which a node started with
+ * --port or --host differs from its config in), or, for a node that did not say, where `config` puts it.
+ */
 export async function nodeHealth(home: string, config: ServeConfig, timeoutMs = 5000): Promise<NodeHealth> {
-  const url = `${localUrl(config.host, config.port)}/health/ready`;
+  const running = runningNodeState(home);
+  const url = `${running ? dialable(running.urls.mtls) : localUrl(config.host, config.port)}/health/ready`;
   let identity;
   try {
     identity = await loadNodeIdentity(homePaths(home), { allowExpired: true });
@@ -43,8 +51,8 @@ export async function nodeHealth(home: string, config: ServeConfig, timeoutMs = 
   try {
     const res = await fetchFn(url, { signal: AbortSignal.timeout(timeoutMs) });
     // A refusal in words (this node's own certificate revoked: its listener says so) is told as it is.
-    const body = (await res.json().catch(() => ({}))) as { detail?: string; error?: { message?: string } };
-    return { url, ready: res.status === 200, answered: true, detail: body.detail ?? body.error?.message ?? `HTTP ${res.status}` };
+    const body = (await res.json().catch(() => ({}))) as { detail?: string; checks?: NodeHealth["checks"]; error?: { message?: string } };
+    return { url, ready: res.status === 200, answered: true, detail: body.detail ?? body.error?.message ?? `HTTP ${res.status}`, checks: body.checks };
   } catch (err) {
     const e = err as { code?: string; name?: string; message?: string };
     const why =

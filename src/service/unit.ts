@@ -52,8 +52,10 @@ export function renderUnit(o: UnitOptions): string {
     `Environment=${quoted(`A2A_NODE_HOME=${o.home}`)}`,
     ...(system ? [`EnvironmentFile=-${SYSTEM_ENV_FILE}`] : []),
     `ExecStart=${quoted(o.binary).replaceAll("$", "$$$$")} serve`,
-    "# SIGHUP: read the config file and the certificate again; the log names what needs a restart.",
-    "ExecReload=/bin/kill -HUP $MAINPID",
+    // Not /bin/kill (procps), which a minimal system lacks (203/EXEC): the binary itself sends SIGHUP, and
+    // waits for the node's outcome, so `systemctl reload` returns once it is applied and fails on a bad config.
+    "# SIGHUP to the node, which reads the config file and the certificate again; fails if it refuses the config.",
+    `ExecReload=${quoted(o.binary).replaceAll("$", "$$$$")} reload --pid $MAINPID`,
     "# SIGTERM: stop taking tasks, give running ones shutdown_grace_seconds, record the rest; then exit 0.",
     "KillSignal=SIGTERM",
     "TimeoutStopSec=60",

@@ -44,7 +44,7 @@ export interface Setting<T> {
   shown(value: T): string | undefined;
 }
 
-export type SettingGroup = "listen" | "executor" | "limits" | "webhooks" | "card" | "pki" | "access" | "daemon";
+export type SettingGroup = "listen" | "executor" | "limits" | "webhooks" | "card" | "pki" | "access" | "peers" | "daemon";
 
 interface Common {
   file: string;

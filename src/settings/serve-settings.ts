@@ -7,6 +7,7 @@ import { DEFAULT_MODEL, DEFAULT_MODEL_URL } from "../executors/openai-executor";
 import { LOG_FORMATS, LOG_LEVELS } from "../log";
 import { PUSH_DEFAULTS } from "../push/push-dispatcher";
 import { CONNECTION_DEFAULTS } from "../server/connection-limits";
+import { DEFAULT_PEER_TIMEOUTS } from "../client/deadlines";
 import { HTTP_DEFAULTS } from "../server/http1";
 import { RATE_LIMIT_DEFAULTS } from "../server/rate-limit";
 import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
@@ -483,6 +484,48 @@ export const SETTINGS = {
     doc: "rotated audit log files kept (audit.jsonl.1 to .N); older ones are deleted",
   }),
 
+  // Calls this node makes to peers: the client commands, and serve's own (ca_peer's revocation list, renewal).
+  peerConnectTimeoutMs: seconds({
+    file: "peer_connect_timeout_seconds",
+    flag: "peer-connect-timeout",
+    value: "SECONDS",
+    group: "peers",
+    default: DEFAULT_PEER_TIMEOUTS.connectMs,
+    min: 0.1,
+    max: 600,
+    doc: "calls to peers (send, status, tasks, cancel, peers ping/discover/add --pin, join, pki renew, and serve's own to ca_peer) give up on a host that takes no TCP connection within this",
+  }),
+  peerHandshakeTimeoutMs: seconds({
+    file: "peer_handshake_timeout_seconds",
+    flag: "peer-handshake-timeout",
+    value: "SECONDS",
+    group: "peers",
+    default: DEFAULT_PEER_TIMEOUTS.handshakeMs,
+    min: 0.1,
+    max: 600,
+    doc: "calls to peers give up on a port that takes the connection but does not finish the TLS handshake within this (a silent port, a wrong one)",
+  }),
+  peerAnswerTimeoutMs: seconds({
+    file: "peer_answer_timeout_seconds",
+    flag: "peer-answer-timeout",
+    value: "SECONDS",
+    group: "peers",
+    default: DEFAULT_PEER_TIMEOUTS.answerMs,
+    min: 0.1,
+    max: 3600,
+    doc: "calls to peers give up on an answer that has not come whole within this; an event stream is bounded by peer_stream_idle_seconds instead",
+  }),
+  peerStreamIdleMs: seconds({
+    file: "peer_stream_idle_seconds",
+    flag: "peer-stream-idle",
+    value: "SECONDS",
+    group: "peers",
+    default: DEFAULT_PEER_TIMEOUTS.streamIdleMs,
+    min: 1,
+    max: 3600,
+    doc: "a peer's event stream (send --stream, --wait) that sends nothing for this long, not even the keep-alive a node sends every 15 s, is taken as cut: the wait goes on by asking for the task",
+  }),
+
   // The daemon itself.
   databaseUrl: databaseUrl({
     file: "database_url",
@@ -535,5 +578,6 @@ export const GROUPS: Record<SettingGroup, string> = {
   card: "AGENT CARD",
   pki: "FLEET PKI",
   access: "AUTHORIZATION AND AUDIT",
+  peers: "CALLS TO PEERS (also the client commands' timeouts)",
   daemon: "DAEMON",
 };

@@ -1,5 +1,5 @@
 import type { ListTasksParams, ListTasksResult, Message, StreamResponse, Task } from "../protocol/types";
-import { FINAL_STATES, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
 import { decodePageToken, encodePageToken } from "./page-token";
 import { mergeArtifacts, toJson } from "./pending-writes";
 
@@ -27,7 +27,7 @@ export class MemoryTaskStore implements TaskStore {
   private readonly byRequest = new Map<string, string>();
   /** Creates not yet applied, by owner + "\0" + messageId (idempotency must see them). */
   private readonly pendingRequests = new Map<string, { task: Task; committed: Promise<void> }>();
-  private queue: { apply: () => void; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  private queue: { apply: () => void; resolve: () => void; reject: (err: unknown) => void; taskId?: string }[] = [];
 
   async create(input: NewTask): Promise<{ task: Task; created: boolean; committed: Promise<void> }> {
     const message = copy<Message>(toJson(input.message, "message"));
@@ -44,7 +44,7 @@ export class MemoryTaskStore implements TaskStore {
     const task: Task = { id: input.id, contextId: input.contextId, status: { state: "TASK_STATE_SUBMITTED", timestamp: input.timestamp }, history: [message] };
     if (metadata) task.metadata = metadata;
     const stored = copy<Task>(JSON.stringify(task));
-    const committed = this.enqueue(() => {
+    const committed = this.enqueue(undefined, () => {
       this.tasks.set(input.id, { task: stored, owner: input.owner, executor: input.executor, events: [], rowSeq: 0, state });
       if (idempotent) this.byRequest.set(key, input.id);
       this.pendingRequests.delete(key);
@@ -61,7 +61,7 @@ export class MemoryTaskStore implements TaskStore {
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.enqueue(() => {
+    return this.enqueue(taskId, () => {
       const e = this.tasks.get(taskId);
       if (!e) throw new WriteRefused(`task ${taskId} is not stored (its creation was never committed)`);
       const t = e.task;
@@ -174,10 +174,18 @@ export class MemoryTaskStore implements TaskStore {
     }
   }
 
-  private enqueue(apply: () => void): Promise<void> {
+  discard(taskId: string): void {
+    const dropped = this.queue.filter((q) => q.taskId === taskId);
+    if (dropped.length === 0) return;
+    this.queue = this.queue.filter((q) => q.taskId !== taskId);
+    for (const q of dropped) q.reject(new DroppedWrite(taskId));
+  }
+
+  /** `taskId`: the task a change is for (a creation has none: discard never drops it). */
+  private enqueue(taskId: string | undefined, apply: () => void): Promise<void> {
     return new Promise((resolve, reject) => {
       // Applied at the end of this turn of the event loop, as SQLite's group commit is.
-      if (this.queue.push({ apply, resolve, reject }) === 1) setImmediate(() => this.flush());
+      if (this.queue.push({ apply, resolve, reject, taskId }) === 1) setImmediate(() => this.flush());
     });
   }
 }

@@ -29,7 +29,7 @@ export class SqliteCallerTokens implements CallerTokenStore {
         .onConflictDoUpdate({ target: callerTokens.name, set: { tokenHash: row.tokenHash, createdAt: row.createdAt } })
         .run();
       return { token, created: { name, createdAt: row.createdAt } };
-    });
+    }, { behavior: "immediate" }); // the write lock first: a read then a write under a busy lock fails at once
   }
 
   list(): CallerToken[] {

@@ -1,10 +1,15 @@
 import type { Database, Statement } from "bun:sqlite";
+import type { StreamResponse } from "../protocol/types";
 import type { DeliveryQueue, QueuedDelivery } from "../push/delivery-queue";
+import type { StoredPushConfig } from "../push/push-config-store";
+import { newId } from "../tasks/clock";
+import type { QueuedWithEvent } from "../tasks/task-store";
 import type { OpenDatabase } from "./database";
 
 /**
  * The push delivery queue in the home's SQLite file (table push_deliveries), on the node's shared connection:
- * rows queued while the task store's group transaction is open commit with it.
+ * rows queued while the task store's group transaction is open commit with it. The task store queues an
+ * event's deliveries itself, in the commit of the event (queueWith).
  */
 export class SqliteDeliveryQueue implements DeliveryQueue {
   private readonly sqlite: Database;
@@ -27,6 +32,26 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
     this.sqlite.transaction(() => {
       for (const r of rows) this.q.insert.run(r.id, r.task_id, r.config_id, r.body, r.next_attempt_at);
     })();
+  }
+
+  /**
+   * Queues one delivery per event for each of `webhooks`, at once, on the node's connection: called by the task
+   * store inside the commit that stores the events (see TaskStore.onDeliveriesQueued), so both commit or
+   * neither does. Ids are ULIDs made in order, so a webhook's deliveries go out in event order.
+   */
+  queueWith(taskId: string, webhooks: Pick<StoredPushConfig, "id" | "owner" | "url">[], events: StreamResponse[]): QueuedWithEvent[] {
+    if (webhooks.length === 0) return [];
+    const nextAttemptAt = new Date().toISOString();
+    const queued: QueuedWithEvent[] = [];
+    for (const event of events) {
+      const body = JSON.stringify(event);
+      for (const w of webhooks) {
+        const id = newId();
+        this.q.insert.run(id, taskId, w.id, body, nextAttemptAt);
+        queued.push({ id, taskId, configId: w.id, owner: w.owner, url: w.url, nextAttemptAt });
+      }
+    }
+    return queued;
   }
 
   async load(): Promise<Omit<QueuedDelivery, "body">[]> {

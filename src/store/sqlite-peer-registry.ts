@@ -35,7 +35,7 @@ export class SqlitePeerRegistry implements PeerRegistry {
       const { name: _name, ...set } = row;
       this.db.insert(peers).values(row).onConflictDoUpdate({ target: peers.name, set }).run();
       return toPeer(row);
-    });
+    }, { behavior: "immediate" }); // the write lock first: a read then a write under a busy lock fails at once
   }
 
   get(name: string): Peer | undefined {

@@ -102,6 +102,15 @@ export class SqlitePushConfigStore implements PushConfigStore {
     })();
   }
 
+  /**
+   * The task's webhooks (id, owner, URL), at once: for the task store's commit, which queues their deliveries
+   * with the events (see SqliteDeliveryQueue.queueWith). A task without any costs no statement.
+   */
+  webhooksOf(taskId: string): Pick<StoredPushConfig, "id" | "owner" | "url">[] {
+    if (!this.withConfigs.has(taskId)) return [];
+    return (this.q.forTask.all(taskId) as PushConfigRow[]).map((r) => ({ id: r.id, owner: r.owner, url: r.url }));
+  }
+
   async forTask(taskId: string): Promise<StoredPushConfig[]> {
     if (!this.withConfigs.has(taskId)) return [];
     const rows = (this.q.forTask.all(taskId) as PushConfigRow[]).map(toStored);

@@ -3,7 +3,8 @@ import { and, count, desc, eq, gt, inArray, asc, sql } from "drizzle-orm";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted, isTerminal } from "../protocol/types";
 import { encodeTime } from "ulid";
-import { FINAL_STATES, type NewTask, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { crashPoint } from "../crash-point";
 import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
@@ -21,6 +22,11 @@ export interface SqliteTaskStoreOptions {
   maxListBytes?: number;
   /** Where a failed commit is reported (which tasks, why); default stderr. */
   log?: Logger;
+  /**
+   * Queues the push deliveries of a task's events, synchronously, on this store's connection: called inside
+   * the commit that stores the events (see TaskStore.onDeliveriesQueued). Without it no delivery is queued.
+   */
+  outbox?: (taskId: string, events: StreamResponse[]) => QueuedWithEvent[];
 }
 
 const DEFAULT_PAGE_SIZE = 50;
@@ -58,6 +64,10 @@ export class SqliteTaskStore implements TaskStore {
   private readonly rows = new Map<string, StoredRow>();
   /** Rows written by the group being committed: kept in `rows` only for the tasks it did commit. */
   private readonly written = new Map<string, StoredRow>();
+  /** Push deliveries queued by the group being committed, by task: told to the listener for the tasks it did commit. */
+  private readonly queuedNow = new Map<string, QueuedWithEvent[]>();
+  private deliveryListener: ((deliveries: QueuedWithEvent[]) => void) | undefined;
+  private readonly outbox: SqliteTaskStoreOptions["outbox"];
   private readonly db: Db;
   private readonly sqlite: Database;
   private readonly maxListBytes: number;
@@ -90,6 +100,7 @@ export class SqliteTaskStore implements TaskStore {
     this.db = database.db;
     this.sqlite = database.sqlite;
     this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
+    this.outbox = options.outbox;
     const prep = (q: string) => database.sqlite.prepare(q);
     this.w = {
       // Both statements also set the size columns (for ListTasks) from the values they write: SIZES_ON_INSERT
@@ -253,6 +264,17 @@ export class SqliteTaskStore implements TaskStore {
     return this.group.commit(taskId);
   }
 
+  onDeliveriesQueued(listener: (deliveries: QueuedWithEvent[]) => void): void {
+    this.deliveryListener = listener;
+  }
+
+  discard(taskId: string): void {
+    // A creation not yet committed has no earlier write to have failed: it stays.
+    if (!this.pending.get(taskId) || this.pending.get(taskId)!.insert) return;
+    this.pending.delete(taskId);
+    this.group.drop(taskId, new DroppedWrite(taskId));
+  }
+
   async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
     const out: StoredEvent[] = [];
     const implied = this.w.selectImplied.get(taskId) as ImpliedRow | null;
@@ -335,11 +357,14 @@ export class SqliteTaskStore implements TaskStore {
   /**
    * The idempotency look-ups of one turn and that turn's writes share one transaction: it begins at the first
    * look-up and commits with the group. Each SQLite transaction costs file-lock system calls in WAL mode, which
-   * measured more than the look-up itself.
+   * measured more than the look-up itself. It takes the write lock as it begins (IMMEDIATE): a transaction that
+   * has read and then writes while another connection (the readiness probe, a sqlite3 shell) holds the lock
+   * gets SQLITE_BUSY at once, busy_timeout or not, and every write of the turn on this connection (push
+   * deliveries too) would fail with "database is locked" instead of waiting.
    */
   private openGroupTransaction(): void {
     if (this.sqlite.inTransaction) return;
-    this.sqlite.exec("BEGIN");
+    this.sqlite.exec("BEGIN IMMEDIATE");
     this.group.schedule();
   }
 
@@ -362,11 +387,14 @@ export class SqliteTaskStore implements TaskStore {
     // Task ids and reasons only: what the tasks hold stays out of the log.
     for (const [id, err] of failed) this.log.error("could not store a task's writes; its callers get an error", { task_id: id, reason: reasonOf(err) });
     this.database.afterCommit();
+    crashPoint("event-committed", () => batch.some(([id, p]) => p.events.length > 0 && !failed.has(id)));
+    this.tellQueued(failed);
     return failed;
   }
 
   /** One task's pending writes: every value is serialised (or the task refused) before a statement runs. */
   private write(id: string, p: Pending): void {
+    this.queuedNow.delete(id); // tried again alone after a failed group: what that queued was rolled back
     const plan = planWrite(id, p, () => this.rows.get(id) ?? (this.w.selectForUpdate.get(id) as StoredRow | null));
     if (!plan) return;
     if ("insert" in plan) {
@@ -377,6 +405,26 @@ export class SqliteTaskStore implements TaskStore {
       this.written.set(id, rowOfUpdate(plan.update));
     }
     if (plan.events) this.w.insertEvents.run(...plan.events);
+    // The events' push deliveries, in the same transaction (implied events too: p.events holds them all).
+    if (this.outbox && p.events.length) {
+      const queued = this.outbox(id, p.events);
+      if (queued.length) this.queuedNow.set(id, queued);
+    }
+  }
+
+  /** After a group: the deliveries it queued for the tasks it committed go to the listener (the dispatcher). */
+  private tellQueued(failed: Map<string, unknown>): void {
+    if (this.queuedNow.size === 0) return;
+    const committed: QueuedWithEvent[] = [];
+    for (const [id, queued] of this.queuedNow) if (!failed.has(id)) committed.push(...queued);
+    this.queuedNow.clear();
+    if (committed.length === 0 || !this.deliveryListener) return;
+    try {
+      this.deliveryListener(committed);
+    } catch (err) {
+      // They are queued: the dispatcher's next start sends them.
+      this.log.error("could not schedule queued push deliveries", { reason: reasonOf(err) });
+    }
   }
 
   /**

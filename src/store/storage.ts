@@ -1,4 +1,5 @@
 import type { Logger } from "../log";
+import type { StreamResponse } from "../protocol/types";
 import type { PushConfigStore } from "../push/push-config-store";
 import { hostname } from "node:os";
 import { newId } from "../tasks/clock";
@@ -54,12 +55,16 @@ export interface StorageOptions {
 export async function openStorage(options: StorageOptions): Promise<Storage> {
   const local = openDatabase(options.path, { backgroundCheckpoints: true });
   if (!options.databaseUrl) {
-    const tasks = new SqliteTaskStore(local, { maxListBytes: options.maxListBytes, log: options.log });
+    const pushConfigs = new SqlitePushConfigStore(local);
+    const deliveries = new SqliteDeliveryQueue(local);
+    // An event's push deliveries are queued in the commit that stores it (see TaskStore.onDeliveriesQueued).
+    const outbox = (taskId: string, events: StreamResponse[]) => deliveries.queueWith(taskId, pushConfigs.webhooksOf(taskId), events);
+    const tasks = new SqliteTaskStore(local, { maxListBytes: options.maxListBytes, log: options.log, outbox });
     return {
       tasks,
-      pushConfigs: new SqlitePushConfigStore(local),
+      pushConfigs,
       local,
-      deliveries: new SqliteDeliveryQueue(local),
+      deliveries,
       health: new StoreProbe(options.path),
       where: options.path,
       async flush() {
@@ -81,7 +86,13 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   // Unique per process: a restarted replica is another holder, so it never mistakes its old leases for its own.
   const replica = `${hostname()}/${process.pid}/${newId()}`;
   const leases = new PostgresLeases(postgres.sql, replica, options.leaseMs);
-  const tasks = new PostgresTaskStore(postgres, { maxListBytes: options.maxListBytes, log: options.log, leases });
+  const tasks = new PostgresTaskStore(postgres, {
+    maxListBytes: options.maxListBytes,
+    log: options.log,
+    leases,
+    // Claimed as PostgresDeliveryQueue claims what it queues: by this replica, renewed with its claims.
+    pushDeliveries: { replica, claimMs: options.leaseMs },
+  });
   try {
     await tasks.listen();
   } catch (err) {

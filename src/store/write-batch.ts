@@ -30,6 +30,17 @@ export class GroupCommit<K> {
     return outcome.promise;
   }
 
+  /**
+   * Withdraws `key` from the open group: its writers' promise rejects with `reason` (the caller drops the
+   * key's pending writes itself), and a later commit(key) starts a new outcome.
+   */
+  drop(key: K, reason: unknown): void {
+    const outcome = this.open?.get(key);
+    if (!outcome) return;
+    this.open!.delete(key);
+    outcome.reject(reason);
+  }
+
   /** Makes sure a group is open: it closes, committing, at the end of this turn of the event loop. */
   schedule(): Map<K, Outcome> {
     if (this.open) return this.open;
@@ -90,7 +101,9 @@ export function commitEach<K, V>(sqlite: Database, items: [K, V][], apply: (key:
   const failed = new Map<K, unknown>();
   if (items.length === 0 && !sqlite.inTransaction) return failed;
   try {
-    if (!sqlite.inTransaction) sqlite.exec("BEGIN");
+    // IMMEDIATE: the write lock is waited for (busy_timeout) here, never refused at once half-way (see
+    // SqliteTaskStore.openGroupTransaction).
+    if (!sqlite.inTransaction) sqlite.exec("BEGIN IMMEDIATE");
     for (const [key, value] of items) {
       try {
         apply(key, value);
@@ -108,7 +121,7 @@ export function commitEach<K, V>(sqlite: Database, items: [K, V][], apply: (key:
   for (const [key, value] of items) {
     if (failed.has(key)) continue;
     try {
-      sqlite.exec("BEGIN");
+      sqlite.exec("BEGIN IMMEDIATE");
       apply(key, value);
       sqlite.exec("COMMIT");
     } catch (err) {

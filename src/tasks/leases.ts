@@ -14,7 +14,16 @@ export interface TaskLeases {
   acquire(taskId: string): Promise<boolean>;
   /** Lets the task go (it ended here, or is handed over): another process may claim it at once. */
   release(taskId: string): Promise<void>;
-  /** Renews every lease of this process; returns the tasks it held but no longer does (taken over). */
+  /**
+   * Stops holding the task (it is not renewed from now on) and deletes its lease, so that any process may
+   * claim it; if the store cannot be reached, the lease runs out by itself. For a task whose execution ended
+   * here with no outcome stored (see TaskRunner): another process, or this one, claims it and applies the
+   * restart policy. Rejects when the lease could not be deleted (call it again).
+   */
+  abandon(taskId: string): Promise<void>;
+  /** Stops holding these tasks here (their leases are left as they are: deleted by the store, or abandoned). */
+  forget(taskIds: Iterable<string>): void;
+  /** Renews the lease of every task this process holds; returns those it held but no longer does (taken over). */
   renew(): Promise<string[]>;
   /** Claims unfinished tasks nobody holds (their process died), up to `limit`, oldest first. */
   claimOrphans(limit: number): Promise<UnfinishedTask[]>;

@@ -21,6 +21,11 @@ export interface TaskLifecycle {
   finished(task: Task, peer: string, state: TaskState, seconds: number, executorSeconds: number): void;
   /** Stopped at shutdown and left as stored, for the next start to take up (see TaskRunner.shutdown). */
   leftForRestart(task: Task, peer: string): void;
+  /**
+   * Its writes could not be stored, not even its failure (the database does not take writes): its execution
+   * ended, and the task, as stored, is taken up again as after a restart once the database takes writes.
+   */
+  notStored?(task: Task, peer: string, reason: string): void;
 }
 
 /** Several watchers as one (plain loops: this runs for every task). */
@@ -40,6 +45,9 @@ export function allOf(...watchers: TaskLifecycle[]): TaskLifecycle {
     },
     leftForRestart(t, p) {
       for (let i = 0; i < watchers.length; i++) watchers[i].leftForRestart(t, p);
+    },
+    notStored(t, p, r) {
+      for (let i = 0; i < watchers.length; i++) watchers[i].notStored?.(t, p, r);
     },
   };
 }

@@ -35,6 +35,13 @@ export function taskLog(log: Logger): TaskLifecycle {
           reason: task.status.message?.parts.map((p) => p.text ?? "").join(" "),
         });
     },
+    notStored: (task, peer, reason) =>
+      log.error("could not store a task's outcome; it is taken up again as after a restart once the database takes writes", {
+        task_id: task.id,
+        context_id: task.contextId,
+        peer,
+        reason,
+      }),
     leftForRestart: (task, peer) =>
       log.info("task left for the next start", { task_id: task.id, context_id: task.contextId, peer, state: task.status.state.replace("TASK_STATE_", "").toLowerCase() }),
   };

@@ -12,7 +12,7 @@ import { EventPublisher, type EventListener } from "./publisher";
 import { recoverUnfinished } from "./recovery";
 import { authNote, authRetryOf } from "./auth-retry";
 import type { TaskLeases } from "./leases";
-import type { TaskStore, UnfinishedTask } from "./task-store";
+import { DroppedWrite, HeldElsewhere, WriteRefused, type TaskStore, type UnfinishedTask } from "./task-store";
 
 export type { EventListener } from "./publisher";
 
@@ -41,6 +41,12 @@ export interface StartOptions {
 
 /** Orphaned tasks claimed at a time (the rest are claimed at the next renewal). */
 const ORPHANS_PER_CLAIM = 100;
+/**
+ * How soon a task whose writes could not be stored is tried again (see recoverUnstored), doubling while the
+ * store still fails, up to the most: a database back after an outage is used within seconds.
+ */
+const RECOVERY_FIRST_MS = 250;
+const RECOVERY_MOST_MS = 5_000;
 
 export interface TaskRunnerOptions {
   /** Tasks executing at once. */
@@ -87,9 +93,12 @@ export interface TaskRunnerOptions {
  * touches a task. An execution may also stop half-way to ask a question (input()): the task is then
  * INPUT_REQUIRED while the execution waits, and the next message for the task is its answer.
  *
- * A task the store could not keep whole (one of its writes failed: disk full, I/O error, data that cannot be
- * serialised) is stopped and never ends COMPLETED: it is recorded FAILED saying so, or, if even that cannot be
- * stored, its callers get an error (-32603).
+ * A task the store could not keep whole (one of its writes failed: disk full, I/O error, a lost database, data
+ * that cannot be serialised) is stopped and never ends COMPLETED: it is recorded FAILED saying so, its events
+ * continuing from the last stored one. If even that cannot be stored (the database does not take writes), its
+ * callers get an error (-32603) and the task is left as stored, never held here: with leases, its lease is let
+ * go so that a process claims it and applies the restart policy; alone, this process does that itself once the
+ * store takes writes again (see recoverUnstored). Until then the task counts in unstoredTasks() (readiness).
  */
 export class TaskRunner {
   private readonly jobs = new Map<string, Job>();
@@ -101,6 +110,11 @@ export class TaskRunner {
   private accepting = true;
   private readonly replies = new WeakMap<Task, Message>();
   private readonly events: EventPublisher;
+  /** Tasks whose execution ended here without any outcome stored, waiting to be recovered (see recoverUnstored). */
+  private readonly unstored = new Map<string, { task: UnfinishedTask; reason: string }>();
+  private recoveryTimer: ReturnType<typeof setTimeout> | undefined;
+  private recoveryDelay = RECOVERY_FIRST_MS;
+  private stopped = false;
 
   constructor(
     private readonly store: TaskStore,
@@ -132,6 +146,16 @@ export class TaskRunner {
     let waitingForInput = 0;
     for (const job of this.jobs.values()) if (job.waiting) waitingForInput++;
     return { running: this.running, queued: this.queue.size, waitingForInput };
+  }
+
+  /**
+   * Tasks whose writes could not be stored, not even their failure, waiting for the store to take writes again
+   * (see recoverUnstored); `reason` is the latest failure. /health/ready is not ready while there are any.
+   */
+  unstoredTasks(): { count: number; reason?: string } {
+    let reason: string | undefined;
+    for (const u of this.unstored.values()) reason = u.reason;
+    return { count: this.unstored.size, reason };
   }
 
   /** Registers the one listener of committed events (the push dispatcher). */
@@ -297,6 +321,8 @@ export class TaskRunner {
    * process holds it, which must then be the one to run it. Always true without leases.
    */
   async hold(taskId: string): Promise<boolean> {
+    // A task given up here after its writes failed, now taken again: its lease must not be let go meanwhile.
+    this.unstored.delete(taskId);
     return this.options.leases ? this.options.leases.acquire(taskId) : true;
   }
 
@@ -318,26 +344,39 @@ export class TaskRunner {
   keepLeases(onError: (err: unknown) => void): () => void {
     const leases = this.options.leases;
     if (!leases) return () => {};
-    let busy = false;
-    const tick = async () => {
-      // Renewed until the runner is stopped (executions in their shutdown grace still hold their tasks).
-      if (busy) return;
-      busy = true;
-      try {
-        for (const id of await leases.renew()) {
-          const job = this.jobs.get(id);
-          if (!job) continue;
-          job.handedOver = true;
-          stop(job, "shutdown", "another replica took this task over");
-        }
-        if (this.accepting) await this.resume(await leases.claimOrphans(ORPHANS_PER_CLAIM));
-      } catch (err) {
-        onError(err);
-      } finally {
-        busy = false;
+    let renewing = false;
+    let claiming = false;
+    // Renewed until the runner is stopped (executions in their shutdown grace still hold their tasks).
+    const renew = async () => {
+      for (const id of await leases.renew()) {
+        const job = this.jobs.get(id);
+        if (!job) continue;
+        job.handedOver = true;
+        stop(job, "shutdown", "another replica took this task over");
       }
     };
-    const timer = setInterval(() => void tick(), Math.max(50, Math.floor(leases.ttlMs / 3)));
+    // Unstored tasks are let go in the same sequence as the claims (see abandonUnstored).
+    const claim = async () => {
+      await this.abandonUnstored(leases);
+      if (this.accepting) await this.resume(await leases.claimOrphans(ORPHANS_PER_CLAIM));
+    };
+    const tick = () => {
+      // Apart: a renewal never waits for a claim in progress (taking up many tasks at once, after an outage,
+      // may take longer than a lease lasts), and each runs one at a time.
+      if (!renewing) {
+        renewing = true;
+        void renew()
+          .catch(onError)
+          .finally(() => (renewing = false));
+      }
+      if (!claiming) {
+        claiming = true;
+        void claim()
+          .catch(onError)
+          .finally(() => (claiming = false));
+      }
+    };
+    const timer = setInterval(tick, Math.max(50, Math.floor(leases.ttlMs / 3)));
     timer.unref?.();
     return () => clearInterval(timer);
   }
@@ -349,7 +388,71 @@ export class TaskRunner {
       (task, message, owner, options) => void this.start(task, message, owner, options),
       tasks,
       (id) => void this.options.leases?.release(id).catch(() => {}),
+      (task, err) => {
+        // Refused: another process holds it now, or it is not stored at all; nothing is this process's to do.
+        if (err instanceof WriteRefused) this.releaseLease(task.id);
+        else this.keepUnstored(task, reasonOf(err));
+      },
     );
+  }
+
+  /**
+   * A task whose execution ended here with nothing of its outcome stored (see strand), or whose recovery could
+   * not be stored: never held here any more. With leases its lease is let go (at once, or it runs out if the
+   * database does not answer) and whichever process claims it next applies the restart policy; alone, this
+   * process recovers it itself once the store takes writes again. Tried again with a growing delay meanwhile.
+   */
+  private keepUnstored(task: UnfinishedTask, reason: string): void {
+    const again = this.unstored.has(task.id);
+    this.unstored.set(task.id, { task, reason });
+    // With leases: not renewed from now on; the lease itself goes at the next renewal (see abandonUnstored).
+    if (this.options.leases) return this.options.leases.forget([task.id]);
+    if (!again) this.recoveryDelay = RECOVERY_FIRST_MS;
+    this.scheduleRecovery();
+  }
+
+  /**
+   * With leases, before each claim of orphans: deletes the leases of the unstored tasks, so that the next claim
+   * (this process's, or another's) takes each up. Before the claim, never beside it: a delete of this process's
+   * lease must not overtake its own claim of the task. What fails stays for the next time.
+   */
+  private async abandonUnstored(leases: TaskLeases): Promise<void> {
+    await Promise.all(
+      [...this.unstored.keys()].map((id) => {
+        // Running here again (an answer started it): nothing to give up.
+        if (this.jobs.has(id)) return void this.unstored.delete(id);
+        return leases.abandon(id).then(
+          () => void this.unstored.delete(id),
+          () => {},
+        );
+      }),
+    );
+  }
+
+  private scheduleRecovery(): void {
+    if (this.recoveryTimer || this.stopped || this.options.leases || this.unstored.size === 0) return;
+    this.recoveryTimer = setTimeout(() => void this.recoverUnstored(), this.recoveryDelay);
+    this.recoveryTimer.unref?.();
+  }
+
+  /**
+   * Without leases: one try at recovering the unstored tasks here as a restart would (see recoverUnfinished),
+   * which stores each restart (or end) before running the task again. What still fails is tried again later.
+   */
+  private async recoverUnstored(): Promise<void> {
+    const before = this.unstored.size;
+    const entries = [...this.unstored.entries()];
+    try {
+      await this.resume(entries.filter(([id]) => !this.jobs.has(id)).map(([, u]) => u.task));
+      // Started, ended or found settled: done. (One that failed again was put back by keepUnstored, anew.)
+      for (const [id, u] of entries) if (this.unstored.get(id) === u) this.unstored.delete(id);
+    } catch (err) {
+      // A read failed (the store does not answer): what was not taken up is tried again.
+      for (const [, u] of entries) u.reason = reasonOf(err);
+    }
+    this.recoveryTimer = undefined;
+    this.recoveryDelay = this.unstored.size < before ? RECOVERY_FIRST_MS : Math.min(RECOVERY_MOST_MS, this.recoveryDelay * 2);
+    this.scheduleRecovery();
   }
 
   /**
@@ -374,6 +477,10 @@ export class TaskRunner {
     }
     for (const job of this.jobs.values()) stop(job, "shutdown", "node shutting down");
     await Promise.allSettled([...this.jobs.values()].map((j) => j.done.promise));
+    // Unstored tasks stay as stored: the next start (or, with leases, another process) takes them up.
+    this.stopped = true;
+    clearTimeout(this.recoveryTimer);
+    this.recoveryTimer = undefined;
   }
 
   private hasSlotFor(caller: string): boolean {
@@ -403,6 +510,7 @@ export class TaskRunner {
   }
 
   private setWorking(job: Job, text?: string): void {
+    if (job.lost !== undefined) return; // nothing more of this execution is stored (see track)
     const { task } = job;
     const working: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now() };
     if (text) working.message = agentMessage(task.id, task.contextId, text);
@@ -611,7 +719,7 @@ export class TaskRunner {
     const { task } = job;
     return {
       progress: (text, metadata) => {
-        if (!this.jobs.has(task.id) || job.waiting) return;
+        if (!this.jobs.has(task.id) || job.waiting || job.lost !== undefined) return;
         const status: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now(), message: agentMessage(task.id, task.contextId, text) };
         // The task's status is the latest progress, for those who read it with GetTask rather than a stream.
         task.status = status;
@@ -619,7 +727,7 @@ export class TaskRunner {
         this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status, ...(metadata ? { metadata } : {}) } }, true);
       },
       artifact: (artifact, options = {}) => {
-        if (!this.jobs.has(task.id) || job.stopped) return;
+        if (!this.jobs.has(task.id) || job.stopped || job.lost !== undefined) return;
         let lastChunk = options.lastChunk === true;
         const cap = this.options.outputCapBytes;
         if (cap !== undefined) {
@@ -646,6 +754,7 @@ export class TaskRunner {
       },
       note: (state) => {
         if (!this.jobs.has(task.id)) return Promise.resolve();
+        if (job.lost !== undefined) return Promise.reject(notStored(task.id, job.lost));
         // Read back from the node state only; the metadata shows it to the task's caller.
         job.state = { ...job.state, ...state };
         task.metadata = { ...task.metadata, ...state };
@@ -660,13 +769,16 @@ export class TaskRunner {
 
   /**
    * Watches a write of the task: if it is not stored, the task is not whole on disk, so its execution stops
-   * and it cannot end COMPLETED (see record). Returns the write.
+   * and it cannot end COMPLETED (see record). What the task wrote after it and is not committed yet is dropped
+   * (stored after the gap, its events would skip a number), and nothing more of the execution is written: its
+   * end continues from what is stored. Returns the write.
    */
   private track(job: Job, write: Promise<void>): Promise<void> {
     write.catch((err) => {
       if (job.lost !== undefined) return;
       job.lost = reasonOf(err);
-      if (job.final) return;
+      this.store.discard(job.task.id);
+      if (job.final) return; // the outcome being written was dropped too: record() writes FAILED instead
       if (this.queue.remove(job)) void this.record(job, { state: "TASK_STATE_FAILED" });
       else stop(job, "unstored", `the node could not store this task: ${job.lost}`);
     });
@@ -676,32 +788,61 @@ export class TaskRunner {
   /**
    * Writes the outcome once; resolves `done` (and the turn) after it is committed. A task that lost a write
    * ends FAILED instead; if the outcome cannot be stored, FAILED is tried once more without the outcome's
-   * data, and if even that fails, `done` and the turn reject with a -32603 error saying the task is not stored.
+   * data. If even that cannot be stored, `done` and the turn reject with a -32603 error saying so, and the task
+   * is left as stored for recovery (see strand), or, when the store refused it (another process holds it now,
+   * or it was never stored), left to whoever holds it.
    */
   private async record(job: Job, outcome: ExecutionOutcome): Promise<void> {
     const { task } = job;
     job.final = true;
-    if (job.lost !== undefined) outcome = { state: "TASK_STATE_FAILED", message: `the node could not store part of this task, so its result is not kept: ${job.lost}` };
     try {
-      await this.writeOutcome(job, outcome);
+      if (job.lost !== undefined) await this.writeFailed(job, `the node could not store part of this task, so its result is not kept: ${job.lost}`);
+      else {
+        try {
+          await this.writeOutcome(job, outcome);
+        } catch (err) {
+          // Dropped: a write before the outcome failed (see track); else the outcome's own write failed.
+          const what = err instanceof DroppedWrite ? "part of this task" : "this task's outcome";
+          await this.writeFailed(job, `the node could not store ${what}, so its result is not kept: ${job.lost ?? reasonOf(err)}`);
+        }
+      }
     } catch (err) {
-      try {
-        await this.writeNotStored(job, reasonOf(err));
-      } catch {
+      if (err instanceof WriteRefused) {
         const error = notStored(task.id, job.lost ?? err);
         for (const s of job.subscribers) s.fail(error);
         this.jobs.delete(task.id);
-        this.finished(job, "TASK_STATE_FAILED");
+        // Another process holds the task now and runs it to its end: nothing ended here.
+        if (err instanceof HeldElsewhere) this.options.lifecycle?.leftForRestart(task, job.caller);
+        else this.finished(job, "TASK_STATE_FAILED");
         job.turn.reject(error);
         job.done.reject(error);
-        return;
-      }
+      } else this.strand(job, job.lost ?? reasonOf(err));
+      return;
     }
     this.jobs.delete(task.id);
     this.finished(job, job.task.status.state);
     this.releaseLease(task.id);
     job.turn.resolve(job.task);
     job.done.resolve(job.task);
+  }
+
+  /**
+   * Nothing of the task's end could be stored (the database does not take writes): the execution is over here,
+   * its callers get -32603, and the task, as stored (WORKING or SUBMITTED), goes to recovery (keepUnstored):
+   * this process neither holds it nor reports it finished, so its view and the database's agree.
+   */
+  private strand(job: Job, reason: string): void {
+    const { task } = job;
+    const error = A2AError.internal(
+      `the node could not store task ${task.id} (${reason}); it is taken up again as after a restart once the database takes writes: follow it with GetTask or SubscribeToTask`,
+    );
+    for (const s of job.subscribers) s.fail(error);
+    job.subscribers.clear();
+    this.jobs.delete(task.id);
+    this.options.lifecycle?.notStored?.(task, job.caller, reason);
+    job.turn.reject(error);
+    job.done.reject(error);
+    this.keepUnstored({ id: task.id, owner: job.caller, state: task.status.state, executor: this.executor.kind }, reason);
   }
 
   private finished(job: Job, state: TaskState): void {
@@ -743,20 +884,20 @@ export class TaskRunner {
   }
 
   /**
-   * The outcome could not be stored: records FAILED saying so, with nothing of the outcome's own data (which
-   * may be what could not be stored). The task then reads as stored: its events continue from the last stored
-   * one, and the live task becomes the stored one. Throws if this cannot be stored either.
+   * The task's writes or its outcome could not be stored: records FAILED with `message`, with nothing of the
+   * outcome's own data (which may be what could not be stored), its event numbered after the last stored one
+   * (what was not stored is dropped first, see track). The live task becomes the stored one. Throws if this
+   * cannot be stored either.
    */
-  private async writeNotStored(job: Job, reason: string): Promise<void> {
+  private async writeFailed(job: Job, message: string): Promise<void> {
     const { task } = job;
-    job.lost ??= reason;
+    this.store.discard(task.id);
+    // Events of the task being committed now (a group in flight on a database server) settle first: the
+    // numbering continues from what is stored once they have.
+    await Promise.allSettled(job.unpublished.map((u) => u.committed));
     job.unpublished = [];
     job.seq = await this.store.lastEventSeq(task.id);
-    const status: TaskStatus = {
-      state: "TASK_STATE_FAILED",
-      timestamp: now(),
-      message: agentMessage(task.id, task.contextId, `the node could not store this task's outcome, so its result is not kept: ${reason}`),
-    };
+    const status: TaskStatus = { state: "TASK_STATE_FAILED", timestamp: now(), message: agentMessage(task.id, task.contextId, message) };
     await Promise.all([
       this.store.record(task.id, { status, history: [status.message!] }),
       this.events.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true),

@@ -41,6 +41,22 @@ export class WriteRefused extends TaskStoreError {
   }
 }
 
+/** A write refused because another process holds the task now (see TaskLeases): that one runs it. */
+export class HeldElsewhere extends WriteRefused {
+  constructor(taskId: string) {
+    super(`task ${taskId} is held by another replica now (this one's lease on it ran out)`);
+    this.name = "HeldElsewhere";
+  }
+}
+
+/** A write dropped before it was committed, because an earlier write of its task failed (see TaskStore.discard). */
+export class DroppedWrite extends WriteRefused {
+  constructor(taskId: string) {
+    super(`not stored: an earlier write of task ${taskId} failed, so what followed it is dropped`);
+    this.name = "DroppedWrite";
+  }
+}
+
 /** Data that cannot be stored as given (it cannot be serialised, e.g. nested too deeply). */
 export class UnstorableData extends WriteRefused {
   constructor(
@@ -81,6 +97,22 @@ export interface TaskSnapshot {
   task: Task;
   lastSeq: number;
   state: Record<string, unknown>;
+}
+
+/**
+ * A push delivery a store queued in the commit of the event it carries (see TaskStore.onDeliveriesQueued):
+ * what the push dispatcher needs to schedule it (the body waits in the queue).
+ */
+export interface QueuedWithEvent {
+  /** The delivery's id in the queue; a webhook's deliveries are sent in the order of their ids. */
+  id: string;
+  taskId: string;
+  configId: string;
+  /** Who registered the webhook, and its URL: the dispatcher's fair share is by them. */
+  owner: string;
+  url: string;
+  /** ISO 8601: when it may first be sent (when it was queued). */
+  nextAttemptAt: string;
 }
 
 /** A task event as stored: its per-task sequence number and the stream item (statusUpdate/artifactUpdate). */
@@ -163,6 +195,12 @@ export interface TaskStore {
   create(task: NewTask): Promise<{ task: Task; created: boolean; committed: Promise<void> }>;
   /** Applies one change to a created task (see TaskChange); resolves once it is committed. */
   record(taskId: string, change: TaskChange): Promise<void>;
+  /**
+   * Drops the task's writes not yet committed (nor being committed): their promises reject, nothing of them is
+   * stored. After a write of a task failed, what its writer wrote next must not be stored after the gap (its
+   * events would skip a number); the writer continues from what is stored (lastEventSeq).
+   */
+  discard(taskId: string): void;
   get(id: string, owner: string, historyLength?: number): Promise<Task | undefined>;
   list(owner: string, params: ListTasksParams): Promise<ListTasksResult>;
   /** Committed events of a task with a number above `afterSeq`, in order. (Callers check ownership first.) */
@@ -193,6 +231,15 @@ export interface TaskStore {
    * notices may have been missed); the caller reads them with eventsAfter. Returns a function that stops it.
    */
   watch?(taskId: string, onCommitted: () => void): () => void;
+  /**
+   * For a store that keeps the webhooks beside the tasks (SQLite and Postgres, when given their delivery
+   * queue): every commit that stores events of a task also queues, in the same transaction, one push delivery
+   * per event for each webhook the task has then. An event on disk therefore never lacks its deliveries,
+   * whatever happens after the commit (a crash, a lost connection). `listener` hears of each commit's
+   * deliveries once it is committed, to schedule them; deliveries of commits before it is set wait in the
+   * queue for the dispatcher's start.
+   */
+  onDeliveriesQueued?(listener: (deliveries: QueuedWithEvent[]) => void): void;
   /** Only for a shared store: asks whichever process runs the task to cancel it (see onCancelRequest). */
   requestCancel?(taskId: string, reason: string): Promise<void>;
   /** Only for a shared store: hears the cancel requests of every process (for the tasks it may run). */

@@ -8,7 +8,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { initPki } from "../../pki";
+import { initPki, installBundle, issueBundle } from "../../pki";
 import { bufferIo } from "../../src/cli/io";
 import { runCli } from "../../src/cli/registry";
 import type { Finding } from "../../src/doctor/check";
@@ -120,8 +120,19 @@ describe("doctor", () => {
     const cert = f.by("certificate")[0];
     expect(cert.status).toBe("fail");
     expect(cert.detail).toMatch(/^node "node\d+": expired on \d{4}-\d\d-\d\dT.*; peers refuse it$/);
-    expect(cert.fix).toMatch(/on the CA machine 'a2a-node pki issue node\d+ --out node\d+\.bundle'; here, move .*node\.key and .*node\.crt aside, then 'a2a-node init-pki --bundle node\d+\.bundle'/);
+    // This home holds the fleet CA: it renews its own certificate, keeping the key (not a new bundle, which breaks pins).
+    expect(cert.fix).toBe("renew it here with this home's fleet CA, keeping its key (so pins of it hold): a2a-node pki renew");
     expect(f.by("fleet CA")[0].status).toBe("ok");
+
+    // A home without the CA key gets its new certificate from the CA machine.
+    const bundle = join(tmp, "expired.bundle");
+    const then = new Date(Date.now() - 300 * 86_400_000);
+    await issueBundle(homePaths(h), { name: "faraway", days: 1, out: bundle, now: then });
+    const far = join(tmp, "faraway");
+    await installBundle(ensureHome(homePaths(far)), bundle, { now: then });
+    const farCert = (await findings(far)).by("certificate")[0];
+    expect(farCert.status).toBe("fail");
+    expect(farCert.fix).toMatch(/^get a new one: on the CA machine 'a2a-node pki issue faraway --out faraway\.bundle'; here, move .*node\.key and .*node\.crt aside, then 'a2a-node init-pki --bundle faraway\.bundle'$/);
   });
 
   it("a certificate expiring within 30 days is a warning, not a failure (exit 0)", async () => {
@@ -189,6 +200,30 @@ describe("doctor", () => {
     } finally {
       await node.stop();
     }
+  });
+
+  it("judges the node as it runs: started with flags (another port, another model URL), no false failure from the config file's defaults", async () => {
+    const h = await home(""); // nothing in the config: its defaults are port 9443 and Ollama's URL
+    const node = await serveBinary(h, ["--executor", "openai", "--model-url", model.url]);
+    try {
+      const f = await findings(h);
+      expect(f.by("node")[0]).toMatchObject({ status: "ok", detail: expect.stringMatching(new RegExp(`^PID ${node.pid}, node "node\\d+" since .*, executor openai, tasks in .*a2a-node\\.db; settings from flags: host, port, executor, model_url$`)) });
+      expect(f.by("port")[0]).toMatchObject({ status: "ok", detail: `127.0.0.1:${node.port} is held by this home's node (PID ${node.pid}), which answers at https://127.0.0.1:${node.port}/health/ready` });
+      expect(f.by("model")[0]).toMatchObject({ status: "ok", detail: expect.stringMatching(new RegExp(`^openai at ${model.url.replace(/[.]/g, "\\.")}: .* answered 200 \\(as the running node sees it\\)$`)) });
+      expect(f.code, JSON.stringify(f.checks.filter((c) => c.status === "fail"))).toBe(0);
+      // The model server going away is seen as the node sees it.
+      model.stop();
+      const down = await findings(h);
+      expect(down.by("model")[0]).toMatchObject({ status: "fail", detail: expect.stringContaining("(as the running node sees it)") });
+      expect(down.by("model")[0].fix).toContain(model.url);
+    } finally {
+      await node.stop();
+      model = startFakeModel();
+    }
+    // Stopped: back to the config file's view, which is what the next start would use.
+    const after = await findings(h);
+    expect(after.by("node")).toEqual([]);
+    expect(after.by("port")[0].detail).toMatch(/:9443 (is free|is in use)/);
   });
 
   it("a database that is not one fails with what to do; peers are then not checked", async () => {

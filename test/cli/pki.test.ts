@@ -1,3 +1,4 @@
+import { Database } from "bun:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -482,6 +483,42 @@ describe("a2a-node pki token", () => {
     expect(err.exitCode).toBe(1);
     expect(err.message).toMatch(/a join token lives from 1 second to 7 days/);
     expect((await failure(pki(["token", "--name", "kim"], bundleHome))).message).toMatch(/^no fleet CA key at /);
+  });
+
+  it("the join command names the enrollment port's real host: a --san of the certificate, advertise_url's host, the address it is bound to; never a placeholder", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca", "--san", "ca.lan", "--san", "10.9.8.7"], { io: bufferIo(), home });
+    writeFileSync(join(home, "config.toml"), "enroll_port = 9444\n");
+    const url = async (env: Record<string, string> = {}) => {
+      const io = bufferIo(env);
+      expect(await pkiCommand.run(["token", "--name", "kim", "--replace", "--json"], { io, home })).toBe(0);
+      const t = JSON.parse(io.out());
+      expect(t.command.startsWith(`a2a-node join ${t.enrollUrl} --token kim.`)).toBe(true);
+      return t.enrollUrl;
+    };
+    expect(await url()).toBe("https://ca.lan:9444");
+    expect(await url({ A2A_NODE_ADVERTISE_URL: "https://alpha.example.net:9443" })).toBe("https://alpha.example.net:9444");
+    expect(await url({ A2A_NODE_HOST: "10.9.8.7" })).toBe("https://10.9.8.7:9444");
+    const text = await pki(["token", "--name", "kim"], home);
+    expect(text.out).toContain("(the host is this node's certificate (a --san it was issued for); if kim reaches this machine by another name or address");
+    // --url says it as the person knows it.
+    const io = bufferIo();
+    expect(await pkiCommand.run(["token", "--name", "kim", "--url", "https://198.51.100.4:19444", "--json"], { io, home })).toBe(0);
+    expect(JSON.parse(io.out()).enrollUrl).toBe("https://198.51.100.4:19444");
+    for (const bad of ["http://ca.lan:9444", "https://ca.lan", "https://ca.lan:9444/pki", "ca.lan:9444"])
+      expect((await failure(pki(["token", "--name", "kim", "--url", bad], home))).message).toMatch(/^--url must be/);
+  });
+
+  it("without an enrollment port it makes no token and says how to open one", async () => {
+    const home = join(tmp(), "ca");
+    await initPkiCommand.run(["--name", "ca"], { io: bufferIo(), home });
+    const err = await failure(pki(["token", "--name", "kim"], home));
+    expect(err.exitCode).toBe(1);
+    expect(err.message).toBe("this node serves no enrollment port, so a joining machine has nowhere to go");
+    expect(err.hint).toMatch(/^serve with one \('a2a-node serve --enroll-port 9444', or enroll_port = 9444 in config\.toml\)/);
+    const db = new Database(homePaths(home).caRegistry, { readonly: true });
+    expect(db.query("SELECT count(*) AS n FROM tokens").get()).toEqual({ n: 0 });
+    db.close();
   });
 });
 

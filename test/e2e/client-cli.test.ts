@@ -4,7 +4,9 @@
  * dies mid-wait, following a task up, discovering and pinning a peer, and serve's start-up errors.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { createServer as createTlsServer, type Server as TlsServer } from "node:tls";
 import { join } from "node:path";
 import { runBinary, serveBinary, type CliRun, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet } from "../helpers/fleet";
@@ -183,6 +185,105 @@ describe("peers discover and ping", () => {
     const right = await alpha("peers", "add", "beta", beta.url, "--pin", "--replace");
     expect(right.code, right.stderr).toBe(0);
     expect(right.stdout).toMatch(/^added peer beta at https:\/\/127\.0\.0\.1:\d+ \(key pinned spki:sha256:[A-Za-z0-9_-]{43}\)\n$/);
+  });
+});
+
+describe("a peer that takes the connection and then stays silent", () => {
+  // What a hung process, a port forwarded to nothing or a wrong service looks like: TCP accepted, then nothing.
+  let silent: Server;
+  let silentUrl: string;
+  // A fleet member's TLS server that finishes the handshake and then never answers a request (a stuck node).
+  let stuck: TlsServer;
+  let stuckUrl: string;
+  const held: Socket[] = [];
+  const quick = ["--peer-connect-timeout", "2", "--peer-handshake-timeout", "1", "--peer-answer-timeout", "1"];
+  beforeAll(async () => {
+    silent = createServer((socket) => void held.push(socket));
+    await new Promise<void>((r) => silent.listen(0, "127.0.0.1", () => r()));
+    silentUrl = `https://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const gamma = fleet.identity("gamma");
+    stuck = createTlsServer({ cert: gamma.cert, key: gamma.key, ca: gamma.ca, requestCert: true, rejectUnauthorized: true }, (socket) => void held.push(socket));
+    await new Promise<void>((r) => stuck.listen(0, "127.0.0.1", () => r()));
+    stuckUrl = `https://127.0.0.1:${(stuck.address() as AddressInfo).port}`;
+    expect((await alpha("peers", "add", "hung", silentUrl)).code).toBe(0);
+  });
+  afterAll(() => {
+    for (const s of held) s.destroy();
+    silent?.close();
+    stuck?.close();
+  });
+  const handshake = (url: string) =>
+    new RegExp(`${url.replace(/[.]/g, "\\.")} accepted the connection but did not finish a TLS handshake within 1 s: something there accepts connections and stays silent \\(not an a2a-node port\\?\\), or the node is overloaded\n  next: check the port: .*--peer-handshake-timeout S`);
+
+  it.each([
+    ["send", ["send", "--agent", "URL", "--task", "anyone there?"]],
+    ["send --stream", ["send", "--agent", "URL", "--task", "anyone there?", "--stream"]],
+    ["status", ["status", "--agent", "URL", "--task-id", "01J00000000000000000000000"]],
+    ["tasks list", ["tasks", "list", "--agent", "URL"]],
+    ["cancel", ["cancel", "--agent", "URL", "--task-id", "01J00000000000000000000000"]],
+    ["peers ping", ["peers", "ping", "URL"]],
+    ["peers discover", ["peers", "discover", "URL", "--yes"]],
+    ["peers add --pin", ["peers", "add", "quiet", "URL", "--pin"]],
+  ])("%s gives up after the handshake timeout, says so and what to check (exit 4)", async (_name, args) => {
+    const r = await alpha(...args.map((a) => (a === "URL" ? silentUrl : a)), ...quick);
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr).toMatch(handshake(silentUrl));
+  });
+
+  it("with the defaults (no flag, no setting), send gives up after the 10 s handshake timeout instead of waiting forever", async () => {
+    const r = await alpha("send", "--agent", silentUrl, "--task", "anyone there?");
+    expect(r.code, r.stderr).toBe(4);
+    expect(r.stderr).toContain(`${silentUrl} accepted the connection but did not finish a TLS handshake within 10 s`);
+  });
+
+  it("a registered peer is named, the config file's setting applies, and the flag wins over it", async () => {
+    writeFileSync(join(fleet.homes.alpha!, "config.toml"), "peer_handshake_timeout_seconds = 1\n");
+    try {
+      const byConfig = await alpha("peers", "ping", "hung");
+      expect(byConfig.code).toBe(4);
+      expect(byConfig.stderr).toMatch(/^a2a-node: peer 'hung' at https:\/\/127\.0\.0\.1:\d+ accepted the connection but did not finish a TLS handshake within 1 s/);
+      const byFlag = await alpha("peers", "ping", "hung", "--peer-handshake-timeout", "2");
+      expect(byFlag.stderr).toContain("did not finish a TLS handshake within 2 s");
+      const byEnv = await runBinary(alphaArgs("peers", "ping", "hung"), { A2A_NODE_PEER_HANDSHAKE_TIMEOUT_SECONDS: "1.5" });
+      expect(byEnv.stderr).toContain("did not finish a TLS handshake within 1.5 s");
+    } finally {
+      writeFileSync(join(fleet.homes.alpha!, "config.toml"), "");
+    }
+    const bad = await alpha("peers", "ping", "hung", "--peer-answer-timeout", "0");
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toBe("a2a-node: --peer-answer-timeout must be 0.1-3600 seconds (got 0)\nsee 'a2a-node peers --help'\n");
+  });
+
+  it("join and pki renew (from a ca_peer) are bounded too", async () => {
+    const fresh = join(fleet.root, "joiner");
+    const joined = await runBinary(["--home", fresh, "join", silentUrl, "--token", `joiner.${"x".repeat(43)}`, "--ca-fingerprint", `sha256:${"0".repeat(64)}`, ...quick]);
+    expect(joined.code).toBe(4);
+    expect(joined.stderr).toMatch(handshake(silentUrl));
+    const beta = (...args: string[]) => runBinary(["--home", fleet.homes.beta!, ...args]);
+    expect((await beta("peers", "add", "hung", silentUrl, "--replace")).code).toBe(0);
+    const renewed = await beta("pki", "renew", "--ca-peer", "hung", ...quick);
+    expect(renewed.code).toBe(4);
+    expect(renewed.stderr).toContain("accepted the connection but did not finish a TLS handshake within 1 s");
+  });
+
+  it("a fleet member that finishes the handshake and then never answers: the answer timeout, exit 5", async () => {
+    const r = await alpha("send", "--agent", stuckUrl, "--task", "are you stuck?", ...quick);
+    expect(r.code, r.stderr).toBe(5);
+    expect(r.stderr).toMatch(new RegExp(`^a2a-node: ${stuckUrl.replace(/[.]/g, "\\.")} did not answer within 1 s: the node is overloaded or stuck\n  next: see that node's log and /health/ready; .*--peer-answer-timeout S`));
+    const ping = await alpha("peers", "ping", stuckUrl, ...quick);
+    expect(ping.code).toBe(5);
+  });
+});
+
+describe("the environment of another machine", () => {
+  it("NODE_EXTRA_CA_CERTS naming a file this machine lacks (no ca-certificates) adds no runtime warning to a command's output", async () => {
+    const env = { NODE_EXTRA_CA_CERTS: join(fleet.root, "no-such-ca-certificates.crt") };
+    const ping = await runBinary(alphaArgs("peers", "ping", "beta"), env);
+    expect(ping.code, ping.stderr).toBe(0);
+    expect(ping.stderr).toBe("");
+    const sent = await runBinary(alphaArgs("send", "--agent", "beta", "--task", "no warning", "--json"), env);
+    expect(sent.code, sent.stderr).toBe(0);
+    expect(sent.stderr).toBe("");
   });
 });
 

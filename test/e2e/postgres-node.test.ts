@@ -136,3 +136,40 @@ describe("a node on Postgres", () => {
     }
   });
 });
+
+describe("doctor on a Postgres node", () => {
+  const doctor = async (env: Record<string, string> = {}) => {
+    const r = await runBinary(["--home", fleet.homes.beta, "doctor", "--json", "--timeout", "5"], env);
+    expect(r.stderr).toBe("");
+    expect(r.stdout).not.toContain(password());
+    const checks = JSON.parse(r.stdout).checks as { check: string; status: string; detail: string; fix?: string }[];
+    return { code: r.code, by: (check: string) => checks.filter((c) => c.check === check) };
+  };
+
+  it("running with --database: the database is Postgres as the node sees it, beside the home's own file", async () => {
+    await node?.stop();
+    node = await serveBinary(fleet.homes.beta, ["--executor", "echo", "--database", db.url]);
+    const f = await doctor();
+    expect(f.by("database")).toEqual([
+      expect.objectContaining({ status: "ok", detail: expect.stringMatching(/^Postgres postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/e2e_[0-9a-f]+: a write to .* committed \(as the running node sees it\)$/) }),
+    ]);
+    expect(f.by("home database")[0].status).toBe("ok");
+    expect(f.by("node")[0].detail).toMatch(/tasks in Postgres postgres:\/\/postgres:\*\*\*@/);
+    await node.stop();
+    node = undefined;
+  });
+
+  it("not running, database_url in its settings: doctor asks Postgres itself, and says what is wrong with it", async () => {
+    const f = await doctor({ A2A_NODE_DATABASE_URL: db.url });
+    expect(f.by("database")).toEqual([expect.objectContaining({ status: "ok", detail: expect.stringMatching(/^Postgres postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/e2e_[0-9a-f]+ answers and takes writes$/) })]);
+    const wrong = new URL(db.url);
+    wrong.password = "not-the-password";
+    const refused = await doctor({ A2A_NODE_DATABASE_URL: wrong.href });
+    expect(refused.code).toBe(1);
+    expect(refused.by("database")[0]).toMatchObject({ status: "fail", fix: expect.stringContaining("check the user and password in database_url") });
+    const missing = new URL(db.url);
+    missing.pathname = "/no_such_database";
+    const gone = await doctor({ A2A_NODE_DATABASE_URL: missing.href });
+    expect(gone.by("database")[0]).toMatchObject({ status: "fail", detail: expect.stringContaining("no_such_database"), fix: expect.stringContaining("create the database") });
+  });
+});

@@ -4,7 +4,7 @@
  * certificate on disk is used for new connections while a task in flight carries on) instead of ending it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { connect } from "node:tls";
 import { X509Certificate } from "node:crypto";
 import { homePaths } from "../../src/home";
@@ -128,6 +128,48 @@ describe("SIGHUP", () => {
     const refused = await node.waitForLine({ msg: "reload refused; the running configuration stays", level: "error" });
     expect(refused.reason).toContain("is not valid TOML");
     expect((await get(`${node.url}/health`, fleet.identity("alpha"))).status).toBe(200);
+  });
+});
+
+describe("a2a-node reload (the unit's ExecReload) and HOME/serve.json", () => {
+  it("signals the home's serve and waits for its outcome: applied, needs a restart, refused; serve.json says how the node runs and goes when it stops", async () => {
+    const home = join(fleet.root, "reload-delta");
+    expect((await runBinary(["--home", home, "init-pki", "--name", "delta"])).code).toBe(0);
+    writeFileSync(join(home, "config.toml"), "rate_limit_per_second = 100\n");
+    const node = await serveBinary(home, ["--executor", "echo", "--admin-port", "0"]);
+    running.push(node);
+    const state = JSON.parse(readFileSync(join(home, "serve.json"), "utf8"));
+    expect(state).toMatchObject({ pid: node.pid, name: "delta", executor: "echo", urls: { mtls: node.url }, database: { kind: "sqlite", where: join(home, "a2a-node.db") } });
+    expect(state.urls.admin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(state.fromFlags.sort()).toEqual(["admin_port", "executor", "host", "port"]);
+    expect(statSync(join(home, "serve.json")).mode & 0o777).toBe(0o600);
+
+    writeFileSync(join(home, "config.toml"), "rate_limit_per_second = 50\nmax_concurrent = 9\n");
+    const applied = await runBinary(["--home", home, "reload"]);
+    expect(applied.code, applied.stderr).toBe(0);
+    expect(applied.stdout).toBe(`reloaded a2a-node serve (PID ${node.pid}): applied rate_limit_per_second\n`);
+    expect(applied.stderr).toBe("warning: these changes take effect only after a restart: max_concurrent (systemctl restart a2a-node)\n");
+
+    writeFileSync(join(home, "config.toml"), "port = = 1\n");
+    const refused = await runBinary(["--home", home, "reload", "--pid", String(node.pid), "--json"]);
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout)).toMatchObject({ pid: node.pid, outcome: "refused", reason: expect.stringContaining("is not valid TOML") });
+    expect((await fetch(`${state.urls.admin}/health/live`)).status).toBe(200); // still serving
+    const said = await runBinary(["--home", home, "reload"]);
+    expect(said.code).toBe(1);
+    expect(said.stderr).toMatch(/^a2a-node: a2a-node serve \(PID \d+\) refused the new configuration and keeps running on the old one: config file .* is not valid TOML/);
+
+    writeFileSync(join(home, "config.toml"), "");
+    // Not a serve: never signalled.
+    const other = await runBinary(["--home", home, "reload", "--pid", String(process.pid)]);
+    expect(other.code).toBe(3);
+    expect(other.stderr).toContain(`process ${process.pid} is not an a2a-node serve`);
+
+    expect(await node.stop()).toBe(0);
+    expect(existsSync(join(home, "serve.json"))).toBe(false);
+    const none = await runBinary(["--home", home, "reload"]);
+    expect(none.code).toBe(3);
+    expect(none.stderr).toContain(`no a2a-node serve is running on ${home}`);
   });
 });
 

@@ -90,10 +90,15 @@ describe("renewRecorded", () => {
     const later = new Date(betaId.notAfter.getTime() + 1000);
     const reg = openCaRegistry(ca);
     expect((await refusal(renewRecorded(ca, reg, { csrPem, currentCertPem: betaId.certPem, presented, now: later }))).code).toBe("EXPIRED");
+    // Only the CA's own home renewing its own certificate passes acceptExpired: then it is renewed, same lifetime.
+    const late = await renewRecorded(ca, reg, { csrPem, currentCertPem: betaId.certPem, presented, now: later, acceptExpired: true });
+    expect(inspectCert(late.certPem).notAfter.getTime()).toBeGreaterThan(later.getTime());
     reg.close();
     await revoke(ca, { target: "beta" });
     const reg2 = openCaRegistry(ca);
     expect((await refusal(renewRecorded(ca, reg2, { csrPem, currentCertPem: betaId.certPem, presented }))).message).toMatch(/^renewal refused: the certificate \(serial [0-9A-F]+\) was revoked on /);
+    // Revoked stays refused, expired or not.
+    expect((await refusal(renewRecorded(ca, reg2, { csrPem, currentCertPem: betaId.certPem, presented, now: later, acceptExpired: true }))).message).toMatch(/was revoked on /);
     reg2.close();
   });
 

@@ -44,13 +44,36 @@ describe("the plain loopback listener against browsers", () => {
     expect(seen.at(-1)).toBe("GET /.well-known/agent-card.json @local");
   });
 
+  // The host part is what DNS rebinding controls; the port is whatever the client connected to: another one
+  // behind `ssh -L 8080:localhost:PORT` or a local proxy (none: port 80).
+  it.each([
+    ["localhost on another port (an ssh tunnel)", "localhost:8080", "http://localhost:8080"],
+    ["localhost without a port", "localhost", undefined],
+    ["IPv6 loopback", "[::1]:PORT", "http://[::1]:PORT"],
+    ["another address of 127.0.0.0/8", "127.0.0.2:9", undefined],
+    ["upper case", "LocalHost:8080", "http://localhost:8080"],
+  ])("serves %s", async (_label, hostHeader, origin) => {
+    const before = seen.length;
+    const h = hostHeader.replace("PORT", String(listener.port));
+    const o = origin ? `\r\norigin: ${origin.replace("PORT", String(listener.port))}` : "";
+    expect((await raw(`POST / HTTP/1.1\r\nhost: ${h}${o}\r\ncontent-type: application/json`, rpc)).status).toBe(200);
+    expect(seen.length).toBe(before + 1);
+  });
+
   it.each([
     ["a cross-origin POST with no Content-Type", `POST / HTTP/1.1\r\n${"HOST"}\r\norigin: https://evil.example`, 403, "another origin"],
     ["a simple CORS POST (text/plain) from another origin", `POST / HTTP/1.1\r\n${"HOST"}\r\norigin: http://127.0.0.1:1\r\ncontent-type: text/plain`, 403, "another origin"],
     ["a POST with no Content-Type (no Origin)", `POST / HTTP/1.1\r\n${"HOST"}`, 415, "must be JSON"],
     ["a form POST", `POST / HTTP/1.1\r\n${"HOST"}\r\ncontent-type: application/x-www-form-urlencoded`, 415, "must be JSON"],
     ["a cross-site fetch", `GET / HTTP/1.1\r\n${"HOST"}\r\nsec-fetch-site: cross-site`, 403, "cross-site"],
-    ["a rebinding host name", `POST / HTTP/1.1\r\nhost: evil.example:PORT\r\ncontent-type: application/json`, 400, "Host must be"],
+    ["a rebinding host name", `POST / HTTP/1.1\r\nhost: evil.example:PORT\r\ncontent-type: application/json`, 400, "Host must name this machine's loopback"],
+    ["a name that starts like loopback", `POST / HTTP/1.1\r\nhost: 127.0.0.1.evil.example:PORT\r\ncontent-type: application/json`, 400, "Host must name"],
+    ["a subdomain of localhost's look-alike", `POST / HTTP/1.1\r\nhost: localhost.evil.example\r\ncontent-type: application/json`, 400, "Host must name"],
+    ["an IPv6 address other than ::1", `POST / HTTP/1.1\r\nhost: [::2]:PORT\r\ncontent-type: application/json`, 400, "Host must name"],
+    ["an octet past 255", `POST / HTTP/1.1\r\nhost: 127.0.0.256:PORT\r\ncontent-type: application/json`, 400, "Host must name"],
+    ["a port past 65535", `POST / HTTP/1.1\r\nhost: localhost:70000\r\ncontent-type: application/json`, 400, "Host must name"],
+    ["an Origin other than the Host it names", `POST / HTTP/1.1\r\nhost: localhost:8080\r\norigin: http://localhost:3000\r\ncontent-type: application/json`, 403, "another origin"],
+    ["an https Origin for a plain-HTTP Host", `POST / HTTP/1.1\r\nhost: localhost:8080\r\norigin: https://localhost:8080\r\ncontent-type: application/json`, 403, "another origin"],
     // Refused by the HTTP layer already (RFC 9112 §3.2), before the guard sees it.
     ["no Host at all", `POST / HTTP/1.1\r\ncontent-type: application/json`, 400, "needs a Host header"],
   ])("refuses %s", async (_label, head, status, message) => {

@@ -20,7 +20,7 @@ describe("the systemd unit", () => {
     expect(renderUnit(USER_UNIT)).toBe(readFileSync(join(import.meta.dirname, "golden", "a2a-node.user.service"), "utf8"));
   });
 
-  it("system unit: own user, state directory as the home, readiness by notify, reload by SIGHUP, sandboxed, no MemoryDenyWriteExecute", () => {
+  it("system unit: own user, state directory as the home, readiness by notify, reload by the binary itself (no /bin/kill), sandboxed, no MemoryDenyWriteExecute", () => {
     const unit = keys(renderUnit(DEFAULT_SYSTEM_UNIT));
     for (const line of [
       "Type=notify",
@@ -31,7 +31,7 @@ describe("the systemd unit", () => {
       "StateDirectoryMode=0700",
       "Environment=A2A_NODE_HOME=/var/lib/a2a-node",
       "ExecStart=/usr/local/bin/a2a-node serve",
-      "ExecReload=/bin/kill -HUP $MAINPID",
+      "ExecReload=/usr/local/bin/a2a-node reload --pid $MAINPID",
       "Restart=on-failure",
       "RestartPreventExitStatus=2",
       "NoNewPrivileges=yes",
@@ -49,6 +49,7 @@ describe("the systemd unit", () => {
     const unit = keys(renderUnit(USER_UNIT));
     expect(unit).toContain("Environment=A2A_NODE_HOME=/home/ann/.a2a-node");
     expect(unit).toContain("ExecStart=/home/ann/bin/a2a-node serve");
+    expect(unit).toContain("ExecReload=/home/ann/bin/a2a-node reload --pid $MAINPID");
     expect(unit).toContain("WantedBy=default.target");
     for (const absent of ["User=", "StateDirectory=", "ProtectSystem=", "ProtectHome=", "PrivateTmp=", "MemoryDenyWriteExecute="])
       expect(unit.some((l) => l.startsWith(absent))).toBe(false);
@@ -57,6 +58,7 @@ describe("the systemd unit", () => {
   it("paths with spaces, quotes, % and $ are quoted and escaped as systemd reads them", () => {
     const unit = renderUnit({ scope: "user", binary: "/opt/my tools/a2a$node%i", home: '/home/a "b"/.a2a-node' });
     expect(unit).toContain('ExecStart="/opt/my tools/a2a$$node%%i" serve');
+    expect(unit).toContain('ExecReload="/opt/my tools/a2a$$node%%i" reload --pid $MAINPID');
     expect(unit).toContain('Environment="A2A_NODE_HOME=/home/a \\"b\\"/.a2a-node"');
   });
 });

@@ -6,7 +6,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log";
 import type { PostgresDatabase } from "../../src/store/postgres/database";
-import { PostgresLeases } from "../../src/store/postgres/postgres-leases";
+import { DB_NOW_MS, PostgresLeases } from "../../src/store/postgres/postgres-leases";
 import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
 import { WriteRefused } from "../../src/tasks/task-store";
 import { emptyPostgres } from "../helpers/postgres-stores";
@@ -67,6 +67,64 @@ describe("task leases on Postgres", () => {
     expect(task?.history?.map((m) => m.messageId)).toEqual(["m1", "m2", "m3"]);
     expect(task?.metadata).toEqual({ by: "a again", seen: true });
     expect(task?.status.state).toBe("TASK_STATE_WORKING");
+  });
+
+  it("renews only the tasks the replica holds: a task it abandoned (its writes could not be stored) is let go and claimed by another", async () => {
+    const a = replica("a");
+    const b = replica("b");
+    const now = () => new Date().toISOString();
+    for (const id of ["t1", "t2"]) await (await a.store.create({ id, contextId: "c", owner: "alpha", message: msg(id), executor: "echo", timestamp: now() })).committed;
+    await database.sql`UPDATE task_leases SET expires_at = 0`; // both leases about to run out
+    // The database did not answer when a gave t1 up: it stops holding it at once, its lease stays for now.
+    a.leases.forget(["t1"]);
+    expect(await a.leases.renew()).toEqual([]);
+    const expiry = async (id: string) => Number((await database.sql`SELECT expires_at FROM task_leases WHERE task_id = ${id}`)[0]?.expires_at ?? -1);
+    expect(await expiry("t1")).toBe(0); // not renewed: it runs out
+    expect(await expiry("t2")).toBeGreaterThan(0); // renewed
+    expect(await b.leases.claimOrphans(10)).toEqual([{ id: "t1", owner: "alpha", state: "TASK_STATE_SUBMITTED", executor: "echo" }]);
+    // Abandoning deletes a's own lease only: t1 is b's now, and stays so.
+    await a.leases.abandon("t1");
+    expect([...(await database.sql`SELECT task_id, replica FROM task_leases ORDER BY task_id`)]).toEqual([
+      { task_id: "t1", replica: "b" },
+      { task_id: "t2", replica: "a" },
+    ]);
+    await a.leases.abandon("t2");
+    expect([...(await database.sql`SELECT task_id FROM task_leases WHERE replica = 'a'`)]).toEqual([]);
+    expect(await a.leases.renew()).toEqual([]); // holds nothing
+    expect(await b.leases.claimOrphans(10)).toEqual([{ id: "t2", owner: "alpha", state: "TASK_STATE_SUBMITTED", executor: "echo" }]);
+  });
+
+  it("fences off a write that runs while another replica's claim of the task commits: never both", async () => {
+    const a = replica("a");
+    const now = () => new Date().toISOString();
+    await (await a.store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1"), executor: "echo", timestamp: now() })).committed;
+    await database.sql`UPDATE task_leases SET expires_at = 0 WHERE task_id = 't1'`; // a stalled past its lease
+    // b claims the task (as claimOrphans does) in a transaction not committed yet.
+    const b = await database.sql.reserve();
+    try {
+      await b`BEGIN`;
+      await b.unsafe(`INSERT INTO task_leases (task_id, replica, expires_at) VALUES ('t1', 'b', ${DB_NOW_MS} + 60000)
+        ON CONFLICT (task_id) DO UPDATE SET replica = excluded.replica, expires_at = excluded.expires_at WHERE task_leases.expires_at < ${DB_NOW_MS}`);
+      const [{ pid }] = (await b`SELECT pg_backend_pid() AS pid`) as { pid: number }[];
+      const event = { statusUpdate: { taskId: "t1", contextId: "c", status: { state: "TASK_STATE_WORKING" as const } } };
+      const write = a.store.record("t1", { events: { firstSeq: 1, items: [event] } });
+      write.catch(() => {});
+      // a's write must wait for the claim's outcome (it reads the lease locked), not go through beside it.
+      const waits = (async () => {
+        for (;;) {
+          const [row] = await database.sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND ${pid} = ANY(pg_blocking_pids(pid))`;
+          if (row) return "waits";
+          await Bun.sleep(10); // no event tells when a statement waits in the server: its state is polled
+        }
+      })();
+      expect(await Promise.race([write.then(() => "written", () => "refused"), waits])).toBe("waits");
+      await b`COMMIT`;
+      await expect(write).rejects.toBeInstanceOf(WriteRefused);
+      await expect(write).rejects.toThrow(/held by another replica/);
+      expect(await a.store.lastEventSeq("t1")).toBe(0);
+    } finally {
+      b.release();
+    }
   });
 
   it("lets one replica only claim an orphan when several claim at once", async () => {

@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Message, StreamResponse } from "../../src/protocol/types";
-import { TaskStoreError, TaskStoreRequestError, UnstorableData, WriteRefused, type TaskStore } from "../../src/tasks/task-store";
+import { DroppedWrite, TaskStoreError, TaskStoreRequestError, UnstorableData, WriteRefused, type TaskStore } from "../../src/tasks/task-store";
 import { finishTask } from "../helpers/store-writes";
 import { ulidFactory } from "../../src/tasks/clock";
 
@@ -254,6 +254,30 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       expect((await store.eventsAfter("t1", 1)).map((e) => e.seq)).toEqual([2, 3]);
       expect((await store.snapshot("t1", "alpha"))?.lastSeq).toBe(1);
       expect(await store.lastEventSeq("other")).toBe(0);
+    });
+
+    it("discards a task's writes not yet committed (they reject with DroppedWrite, nothing of them stored), and only that task's", async () => {
+      await create("t1");
+      await create("t2");
+      const ev = (id: string, text: string): StreamResponse => ({ statusUpdate: { taskId: id, contextId: `ctx-${id}`, status: { state: "TASK_STATE_WORKING", message: msg(text, text) } } });
+      await store.record("t1", { events: { firstSeq: 1, items: [ev("t1", "kept")] } });
+      // Both made in this turn, neither committed yet: t1's are dropped, t2's stay.
+      const dropped = [store.record("t1", { events: { firstSeq: 2, items: [ev("t1", "dropped")] } }), store.record("t1", { metadata: { gone: true } })];
+      const other = store.record("t2", { events: { firstSeq: 1, items: [ev("t2", "other")] } });
+      store.discard("t1");
+      for (const d of dropped) {
+        await expect(d).rejects.toBeInstanceOf(DroppedWrite);
+        await expect(d).rejects.toBeInstanceOf(WriteRefused);
+      }
+      await other;
+      expect(await store.lastEventSeq("t1")).toBe(1);
+      expect((await store.get("t1", "alpha"))?.metadata).toBeUndefined();
+      expect((await store.eventsAfter("t2", 0)).map((e) => e.seq)).toEqual([1]);
+      // The task's numbering continues from what is stored; later writes commit.
+      await store.record("t1", { events: { firstSeq: 2, items: [ev("t1", "after")] } });
+      expect((await store.eventsAfter("t1", 0)).map((e) => (e.response as { statusUpdate: { status: { message: Message } } }).statusUpdate.status.message.messageId)).toEqual(["kept", "after"]);
+      store.discard("t1"); // nothing pending: nothing happens
+      store.discard("unknown");
     });
 
     it("applies one change whole, in call order: history, status, artifacts merged, metadata merged, events", async () => {

@@ -3,7 +3,10 @@
  * file whose triggers make chosen writes fail (as a disk error would): never COMPLETED for a task that is not
  * on disk. A task whose outcome cannot be stored ends FAILED saying so; one whose creation cannot be stored
  * gets its caller -32603; a task that lost part of its record does not end COMPLETED; the tasks sharing those
- * commits are unaffected.
+ * commits are unaffected. A task of which nothing more can be stored is not left behind: it is run again as
+ * after a restart once the database takes writes. On a real Postgres, a write cut in flight (its connection
+ * ended) leaves no gap in the task's events: what the task wrote after it is dropped, and its FAILED follows the
+ * last stored event.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -17,14 +20,23 @@ import { DefaultRequestHandler } from "../../src/protocol/request-handler";
 import type { Message, StreamItem, Task } from "../../src/protocol/types";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
+import type { TaskLifecycle } from "../../src/tasks/lifecycle";
+import { taskLog } from "../../src/tasks/task-log";
 import { TaskRunner } from "../../src/tasks/task-runner";
+import { emptyPostgres } from "../helpers/postgres-stores";
 
 let dir: string;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 let handler: DefaultRequestHandler;
+let runner: TaskRunner;
 let executor: NotingExecutor;
 let log: string;
+/** Resolves once the log holds `n` lines matching `pattern` (the lines are the events a test waits for). */
+let logged: (pattern: RegExp, n: number) => Promise<void>;
+/** Resolves with the task once the runner reports it finished (an outcome stored). */
+let finished: (taskId: string) => Promise<Task>;
 
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
 const message = (text: string): Message => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] });
@@ -36,6 +48,8 @@ const message = (text: string): Message => ({ messageId: crypto.randomUUID(), ro
  */
 class NotingExecutor implements AgentExecutor {
   readonly kind = "noting";
+  /** Run again after an interruption, as echo and openai are. */
+  readonly onRestart = "rerun" as const;
   readonly stops: (string | undefined)[] = [];
 
   async execute(req: ExecutionRequest): Promise<ExecutionOutcome> {
@@ -54,15 +68,43 @@ beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "a2a-unstored-"));
   database = openDatabase(join(dir, "db.sqlite"));
   log = "";
-  store = new SqliteTaskStore(database, { log: createLogger((line) => (log += line)) });
+  const waiters: { ready: () => boolean; resolve: () => void }[] = [];
+  const write = (line: string) => {
+    log += line;
+    for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!.ready()) waiters.splice(i, 1)[0]!.resolve();
+  };
+  logged = (pattern, n) => {
+    const g = new RegExp(pattern.source, "g");
+    const ready = () => (log.match(g)?.length ?? 0) >= n;
+    return ready() ? Promise.resolve() : new Promise((resolve) => waiters.push({ ready, resolve }));
+  };
+  store = new SqliteTaskStore(database, { log: createLogger(write) });
   executor = new NotingExecutor();
-  const runner = new TaskRunner(store, executor, { maxConcurrent: 64, maxQueued: 100, historyMessages: 20 });
+  const ends = watchEnds();
+  finished = ends.finished;
+  const lifecycle = { ...taskLog(createLogger(write)), ...ends.lifecycle };
+  runner = new TaskRunner(store, executor, { maxConcurrent: 64, maxQueued: 100, historyMessages: 20, lifecycle });
   handler = new DefaultRequestHandler(store, runner);
 });
 afterEach(() => {
   database.close();
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** A lifecycle watcher whose `finished(id)` resolves when the runner reports that task finished. */
+function watchEnds(): { lifecycle: Pick<TaskLifecycle, "finished">; finished: (taskId: string) => Promise<Task> } {
+  const done = new Map<string, Task>();
+  const waiting = new Map<string, (t: Task) => void>();
+  return {
+    lifecycle: {
+      finished(task) {
+        done.set(task.id, task);
+        waiting.get(task.id)?.(task);
+      },
+    },
+    finished: (id) => (done.has(id) ? Promise.resolve(done.get(id)!) : new Promise((resolve) => waiting.set(id, resolve))),
+  };
+}
 
 /** A trigger that fails writes to `table` whose new row matches `when` (SQL over NEW), as a disk error would. */
 function failWrites(table: "tasks" | "task_events", op: "INSERT" | "UPDATE", when: string): void {
@@ -125,13 +167,44 @@ describe("a task whose outcome cannot be stored", () => {
     expect(states).not.toContain("TASK_STATE_COMPLETED");
   });
 
-  it("when even FAILED cannot be stored, the blocking caller gets -32603 naming the task", async () => {
+  it("when even FAILED cannot be stored, the blocking caller gets -32603 naming the task, left as stored and never run while writes fail", async () => {
     failWrites("tasks", "UPDATE", "NEW.state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED')");
     const err = await a2aError(handler.sendMessage({ message: message("noted twice unlucky") }, alpha));
     expect(err.code).toBe(-32603);
-    expect(err.message).toMatch(/^the node could not store task \S+, so it is not kept: injected disk error$/);
+    expect(err.message).toMatch(/^the node could not store task \S+ \(injected disk error\); it is taken up again as after a restart once the database takes writes/);
     const [task] = (await store.list("alpha", {})).tasks;
-    expect(task.status.state).toBe("TASK_STATE_WORKING"); // as last stored: the next start of the node ends it
+    expect(task.status.state).toBe("TASK_STATE_WORKING"); // as last stored
+    expect(runner.unstoredTasks()).toEqual({ count: 1, reason: "injected disk error" });
+    expect(log).toMatch(new RegExp(`could not store a task's outcome; it is taken up again as after a restart once the database takes writes task_id=${task.id}`));
+  });
+
+  it("a task of which nothing can be stored any more is run again as after a restart once the database takes writes, and ends once, events gapless", async () => {
+    failWrites("tasks", "UPDATE", "1"); // no task's row can change: not its WORKING, FAILED, nor a restart
+    const err = await a2aError(handler.sendMessage({ message: message("noted recovered") }, alpha));
+    expect(err.code).toBe(-32603);
+    const [stranded] = (await store.list("alpha", {})).tasks;
+    expect(stranded.status.state).toBe("TASK_STATE_WORKING"); // inserted WORKING, nothing after
+    expect(runner.unstoredTasks().count).toBe(1);
+    // Its restart is tried (and refused by the disk) twice more: it is not run again meanwhile.
+    const failedWrite = new RegExp(`could not store a task's writes; its callers get an error task_id=${stranded.id}`);
+    const before = log.match(new RegExp(failedWrite.source, "g"))!.length;
+    await logged(failedWrite, before + 2);
+    expect(executor.stops).toEqual([undefined]); // the one execution, whose outcome was not stored
+    expect(runner.unstoredTasks().count).toBe(1);
+
+    database.sqlite.exec("DROP TRIGGER fail_tasks_UPDATE"); // the disk takes writes again
+    const ended = await finished(stranded.id);
+    expect(ended.status.state).toBe("TASK_STATE_COMPLETED");
+    const stored = (await store.get(stranded.id, "alpha")) as Task;
+    expect(stored.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(stored.metadata?.["a2a-node/restarts"]).toBe(1);
+    expect(stored.artifacts?.[0]?.parts[0]).toEqual({ text: "echo: noted recovered" });
+    const events = await storedEvents(stranded.id);
+    const states = events.flatMap((e) => ("statusUpdate" in e ? [e.statusUpdate.status.state] : []));
+    expect(states.filter((s) => s === "TASK_STATE_COMPLETED" || s === "TASK_STATE_FAILED")).toEqual(["TASK_STATE_COMPLETED"]);
+    expect(states.at(-1)).toBe("TASK_STATE_COMPLETED");
+    expect(executor.stops).toEqual([undefined, undefined]); // run once more, and only once
+    expect(runner.unstoredTasks().count).toBe(0);
   });
 });
 
@@ -181,5 +254,75 @@ describe("a task that lost part of its record", () => {
     expect(text(task)).toMatch(/could not store part of this task, so its result is not kept: injected disk error/);
     expect((await store.get(task.id, "alpha"))?.status.state).toBe("TASK_STATE_FAILED");
     expect(executor.stops).toEqual(["unstored"]);
+  });
+});
+
+describe("on Postgres, a task whose write is cut in flight (its connection ended)", () => {
+  it("keeps its events gapless: what it wrote after the cut write is dropped, and it ends FAILED after the last stored event", async () => {
+    const pg = await emptyPostgres(4);
+    const holder = await pg.sql.reserve();
+    try {
+      const pgStore = new PostgresTaskStore(pg, { log: createLogger(() => {}) });
+      const working = Promise.withResolvers<void>();
+      const locked = Promise.withResolvers<void>();
+      const gate = Promise.withResolvers<void>();
+      const streamed = Promise.withResolvers<void>();
+      const returned = Promise.withResolvers<void>();
+      // Once WORKING is stored, streams "x" (its write is the one cut), waits, then "y", "z" and COMPLETED, which
+      // queue behind it.
+      const cutting: AgentExecutor = {
+        kind: "cutting",
+        async execute(req) {
+          await req.events.note({ step: 1 });
+          working.resolve();
+          await locked.promise;
+          req.events.artifact({ artifactId: "a", parts: [{ text: "x" }] });
+          streamed.resolve();
+          await gate.promise;
+          req.events.artifact({ artifactId: "a", parts: [{ text: "y" }] }, { append: true });
+          req.events.artifact({ artifactId: "a", parts: [{ text: "z" }] }, { append: true, lastChunk: true });
+          returned.resolve();
+          return { state: "TASK_STATE_COMPLETED" };
+        },
+      };
+      const ends = watchEnds();
+      const pgRunner = new TaskRunner(pgStore, cutting, { maxConcurrent: 4, maxQueued: 10, historyMessages: 20, lifecycle: { ...taskLog(createLogger(() => {})), ...ends.lifecycle } });
+      const pgHandler = new DefaultRequestHandler(pgStore, pgRunner);
+      const sent = taskOf(await pgHandler.sendMessage({ message: message("cut"), configuration: { returnImmediately: true } }, alpha));
+      await working.promise;
+      // The events table locked: the write of "x" waits in the server.
+      await holder`BEGIN`;
+      await holder`LOCK TABLE task_events IN ACCESS EXCLUSIVE MODE`;
+      const [{ pid: holderPid }] = (await holder`SELECT pg_backend_pid() AS pid`) as { pid: number }[];
+      locked.resolve();
+      await streamed.promise;
+      // No event tells when a statement waits in the server: its state is polled there.
+      let waiting: number | undefined;
+      while (waiting === undefined) {
+        const [row] = (await pg.sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> ${holderPid}`) as { pid: number }[];
+        waiting = row?.pid;
+        if (waiting === undefined) await Bun.sleep(10);
+      }
+      gate.resolve();
+      await returned.promise;
+      await new Promise((resolve) => setImmediate(resolve)); // the outcome's writes queued behind the waiting one
+      await pg.sql`SELECT pg_terminate_backend(${waiting})`;
+      await holder`ROLLBACK`;
+
+      const ended = await ends.finished(sent.id);
+      expect(ended.status.state).toBe("TASK_STATE_FAILED");
+      const events = await pgStore.eventsAfter(sent.id, 0);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
+      const states = events.flatMap((e) => ("statusUpdate" in e.response ? [e.response.statusUpdate.status.state] : []));
+      expect(states).toEqual(["TASK_STATE_WORKING", "TASK_STATE_FAILED"]);
+      expect(events.some((e) => "artifactUpdate" in e.response)).toBe(false); // "x" was cut; "y" and "z" not stored after it
+      const stored = (await pgStore.get(sent.id, "alpha")) as Task;
+      expect(stored.status.state).toBe("TASK_STATE_FAILED");
+      expect(text(stored)).toMatch(/could not store part of this task, so its result is not kept/);
+      await pgStore.flush();
+    } finally {
+      holder.release();
+      await pg.close();
+    }
   });
 });

@@ -3,12 +3,14 @@ import type { Command } from "../command";
 import { openClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
+import { PEER_TIMEOUT_FLAGS, PEER_TIMEOUT_HELP } from "../peer-timeouts";
 import { shortState, statusLine } from "../render-task";
 
 const flags = {
   agent: { type: "string", value: "NAME|URL" },
   "task-id": { type: "string", value: "ID" },
   json: { type: "boolean" },
+  ...PEER_TIMEOUT_FLAGS,
 } as const;
 
 export const cancelCommand: Command = {
@@ -24,6 +26,7 @@ FLAGS
   --agent NAME|URL   the peer the task was sent to
   --task-id ID       the id 'a2a-node send' printed (or 'a2a-node tasks list' shows)
   --json             print the canceled Task (A2A v1.0 JSON) on one line on stdout
+${PEER_TIMEOUT_HELP}
 
 EXAMPLES
   a2a-node cancel --agent beta --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S
@@ -33,6 +36,7 @@ EXAMPLES
 EXIT CODES
   0 canceled   1 the task had already ended (nothing to cancel), or the peer answered an error
   2 usage error (also an outside peer's unreadable token file)   3 no such task (or not yours)   4 cannot connect
+  5 the peer did not answer in time
   8 refused (TLS, certificate, name, pin, or its card unsigned or not signed by it; an outside peer's 401/403 to its token)
 `,
   flags,
@@ -41,7 +45,7 @@ EXIT CODES
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     if (!f.agent) throw new UsageError("--agent is required (a peer name or an https URL)");
     if (!f["task-id"]) throw new UsageError("--task-id is required");
-    const session = await openClientSession(home, f.agent, io);
+    const session = await openClientSession(home, f.agent, io, [], f);
     const agent = session.target.peer?.name ?? f.agent;
     let task;
     try {

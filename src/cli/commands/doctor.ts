@@ -14,8 +14,11 @@ const help = `USAGE
   Checks, in order: the home's permissions (folders 0700, keys and database 0600, owned by the home's
   owner); the certificate (valid now, days to expiry, issued by the fleet CA in this home, its key
   matches); the configuration; the port (free, or held by this home's running node, which must answer on
-  it); the model endpoint the executor uses; the database (opens, can be written); and each peer (its
-  agent card fetched over mutual TLS, its certificate name and pin checked). Each line is ✓ (fine),
+  it); the model endpoint the executor uses; the database (opens, can be written; with database_url,
+  Postgres answers and takes writes); and each peer (its agent card fetched over mutual TLS, its
+  certificate name and pin checked). When this home's node runs, it is judged as it runs, flags
+  included: the port it listens on, and its model endpoint and database as its own readiness check
+  finds them (HOME/serve.json says where it listens and how it was started). Each line is ✓ (fine),
   ! (works, but see to it), ✗ (broken; the line after says what to do) or - (not checked, and why).
   Settings are read as 'serve' would: HOME/config.toml (or --config) and A2A_NODE_* variables; for the
   system service's home, /etc/default/a2a-node instead of your environment, as the service sees it. For the

@@ -5,9 +5,10 @@ import { ensureHome, homePaths } from "../../home";
 import { PeerExistsError } from "../../store/sqlite-peer-registry";
 import { writeFileAtomic } from "../../../pki/secure-file";
 import type { Command } from "../command";
-import { openPeers } from "../client-session";
+import { clientPolicy, openPeers } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
+import { PEER_TIMEOUT_FLAGS, PEER_TIMEOUT_HELP } from "../peer-timeouts";
 import { handPkiFilesToOwner } from "../home-files";
 import { asCliError, expiresIn } from "./pki";
 
@@ -15,6 +16,7 @@ const flags = {
   token: { type: "string", value: "TOKEN" },
   "ca-fingerprint": { type: "string", value: "SHA256" },
   json: { type: "boolean" },
+  ...PEER_TIMEOUT_FLAGS,
 } as const;
 
 const help = `USAGE
@@ -31,6 +33,7 @@ FLAGS
   --token TOKEN            the one-time token (NAME.SECRET): this machine's name is its first part
   --ca-fingerprint SHA256  the fleet CA's SHA-256 fingerprint (sha256:hex, or AB:CD:... as 'pki show' prints it)
   --json                   print the result as one line of JSON
+${PEER_TIMEOUT_HELP}
   --home DIR               node home (default $A2A_NODE_HOME, else ~/.a2a-node)
 
 EXAMPLES
@@ -44,7 +47,7 @@ EXIT CODES
   0  joined
   1  refused: used, expired or unknown token; a key or certificate already here; ... (the message says what next)
   2  usage error
-  4  the CA node is unreachable
+  4  the CA node is unreachable (no connection, handshake or answer in time included)
   8  the server is not the pinned fleet CA, or its TLS handshake refused us (the A2A port, not the enrollment port)
 `;
 
@@ -73,7 +76,7 @@ export const joinCommand: Command = {
     const paths = ensureHome(homePaths(ctx.home));
     let r;
     try {
-      r = await join(paths, { url: url.toString(), token: f.token, caFingerprint: f["ca-fingerprint"] });
+      r = await join(paths, { url: url.toString(), token: f.token, caFingerprint: f["ca-fingerprint"], timeouts: clientPolicy(ctx.home, ctx.io, f).timeouts });
     } catch (err) {
       if (err instanceof JoinError)
         throw new CliError(err.message, err.kind === "refused" ? ExitCode.Failure : err.kind === "mismatch" ? ExitCode.Refused : ExitCode.Unreachable, err.hint);

@@ -1,3 +1,5 @@
+import { PEER_TIMEOUT_FLAGS } from "../peer-timeouts";
+
 /** Each subcommand's flags: what it parses, and what the help test and shell completion read. */
 export const PEERS_FLAGS = {
   add: {
@@ -11,9 +13,10 @@ export const PEERS_FLAGS = {
     ca: { type: "string", value: "FILE" },
     "insecure-http": { type: "boolean" },
     json: { type: "boolean" },
+    ...PEER_TIMEOUT_FLAGS,
   },
-  discover: { yes: { type: "boolean" }, json: { type: "boolean" } },
-  ping: { json: { type: "boolean" } },
+  discover: { yes: { type: "boolean" }, json: { type: "boolean" }, ...PEER_TIMEOUT_FLAGS },
+  ping: { json: { type: "boolean" }, ...PEER_TIMEOUT_FLAGS },
   list: { json: { type: "boolean" } },
   show: { json: { type: "boolean" } },
   remove: { json: { type: "boolean" } },

@@ -14,7 +14,7 @@ export async function discoverPeer(args: string[], ctx: CommandContext): Promise
   const { flags, positionals } = parseFlags(args, PEERS_FLAGS.discover);
   if (positionals.length !== 1) throw new UsageError("peers discover needs exactly one URL (https://HOST:PORT)");
   const url = peerUrl(positionals[0], ctx);
-  const facts = await fetchPeerFacts(await loadClientIdentity(home), url, undefined, { ...clientPolicy(home, io), home });
+  const facts = await fetchPeerFacts(await loadClientIdentity(home), url, undefined, { ...clientPolicy(home, io, flags), home });
   const keyPin = facts.certificate.keyPin;
   const { peers, close } = openPeers(home);
   try {
@@ -55,7 +55,7 @@ export async function discoverPeer(args: string[], ctx: CommandContext): Promise
 export async function pingPeer(args: string[], { io, home }: CommandContext): Promise<number> {
   const { flags, positionals } = parseFlags(args, PEERS_FLAGS.ping);
   if (positionals.length !== 1) throw new UsageError("peers ping needs exactly one NAME (or URL)");
-  const session = await openClientSession(home, positionals[0], io);
+  const session = await openClientSession(home, positionals[0], io, [], flags);
   const firstMs = session.cardMs ?? 0;
   const cardUrl = new URL("/.well-known/agent-card.json", session.target.baseUrl).toString();
   const t0 = performance.now();

@@ -8,6 +8,7 @@ import { parseFlags } from "../flags";
 import { fetchPeerFacts } from "../peer-facts";
 import { isOutsidePeer, type Peer } from "../../peers/peer-registry";
 import { PEERS_FLAGS, pinText } from "./peers-flags";
+import { PEER_TIMEOUT_HELP } from "../peer-timeouts";
 import { describeReach, outsidePeer, wantsOutside } from "./peers-outside";
 import { discoverPeer, pingPeer } from "./peers-remote";
 
@@ -72,6 +73,8 @@ FLAGS
                          the network in clear); http:// to 127.0.0.0/8, ::1 or localhost needs no flag
   --yes                  (discover) pin without asking
   --json                 one JSON value on one line on stdout
+  (add --pin, discover, ping: how long each step of the call to the peer may take)
+${PEER_TIMEOUT_HELP}
 
 EXAMPLES
   a2a-node peers add beta https://10.0.0.7:9443 --pin
@@ -87,7 +90,8 @@ EXAMPLES
 EXIT CODES
   0 success   1 failure (peer exists; not confirmed)   2 usage error (bad name or URL; discover without a
   terminal and without --yes; a token, header or CA file that cannot be read)   3 no such peer
-  4 cannot connect (nothing listens, not TLS, unknown host)   8 refused (TLS handshake, a certificate from
+  4 cannot connect (nothing listens, not TLS, unknown host, no connection or handshake in time)
+  5 the peer did not answer in time   8 refused (TLS handshake, a certificate from
   outside the fleet, another node's name, a key that differs from the pin, an agent card that is unsigned or
   not signed by that node; an outside peer that refused the token, 401/403)
 `,
@@ -135,7 +139,7 @@ async function addPeer(args: string[], ctx: CommandContext): Promise<number> {
     const url = peerUrl(typedUrl, ctx);
     const fingerprint = flags.fingerprint?.toUpperCase();
     let keyPin = flags["key-pin"];
-    if (flags.pin) keyPin = (await fetchPeerFacts(await loadClientIdentity(ctx.home), url, name, { ...clientPolicy(ctx.home, ctx.io), home: ctx.home })).certificate.keyPin;
+    if (flags.pin) keyPin = (await fetchPeerFacts(await loadClientIdentity(ctx.home), url, name, { ...clientPolicy(ctx.home, ctx.io, flags), home: ctx.home })).certificate.keyPin;
     if (fingerprint) ctx.io.stderr.write("note: --fingerprint pins one certificate, which the peer's next renewal replaces; --pin or --key-pin pins its key, which renewals keep\n");
     toAdd = { name, url, keyPin, fingerprint };
   }

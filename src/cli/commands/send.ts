@@ -7,6 +7,7 @@ import type { Command } from "../command";
 import { openClientSession, type ClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
+import { PEER_TIMEOUT_FLAGS, PEER_TIMEOUT_HELP } from "../peer-timeouts";
 import { otherTaskNote, shortState } from "../render-task";
 import { answeredStatus } from "../follow-task";
 import { streamTask } from "../stream-task";
@@ -24,6 +25,7 @@ const flags = {
   stream: { type: "boolean" },
   timeout: { type: "number", value: "SECONDS" },
   json: { type: "boolean" },
+  ...PEER_TIMEOUT_FLAGS,
 } as const;
 
 export const sendCommand: Command = {
@@ -62,6 +64,7 @@ FLAGS
                      agent's progress on stderr; with --json, one JSON stream item per line
   --timeout S        with --wait/--stream: stop waiting after S seconds (default ${DEFAULT_WAIT_SECONDS}); the task keeps running
   --json             print the Task (A2A v1.0 JSON) on one line on stdout, nothing else
+${PEER_TIMEOUT_HELP}
 
 OUTPUT
   without --wait: "ID<TAB>STATE" on stdout
@@ -81,7 +84,8 @@ EXAMPLES
 EXIT CODES
   0 sent (with --wait/--stream: completed)   1 the task failed or was rejected, or the peer answered an error
   2 usage error (bad flags, a missing file, empty input, an outside peer's unreadable token file)   3 unknown peer or task
-  4 cannot connect (nothing listens, not TLS, unknown host)   5 --timeout reached (the task goes on)
+  4 cannot connect (nothing listens, not TLS, unknown host, no connection or handshake in time)
+  5 --timeout reached (the task goes on), or the peer did not answer within --peer-answer-timeout
   6 the task waits for input (answer it with --task-id) or for an authorization   7 the task was canceled
   8 refused (TLS handshake, a certificate, the peer's name or pin, its card unsigned or not its own; an outside
     peer's 401/403 to its token)
@@ -100,7 +104,7 @@ EXIT CODES
     const text = await readTaskText(f.task, io);
 
     const extensions = extensionList(f.extension);
-    const session = await openClientSession(home, f.agent, io, extensions);
+    const session = await openClientSession(home, f.agent, io, extensions, f);
     const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }, ...files] };
     if (f["task-id"]) message.taskId = f["task-id"];
     if (f["context-id"]) message.contextId = f["context-id"];

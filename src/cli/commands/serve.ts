@@ -5,6 +5,9 @@ import { EXECUTOR_KINDS, loadConfigFile, resolveSettings, type ServeConfig } fro
 import { machineAddresses } from "../../local-addresses";
 import { createLogger, resolveLogFormat, type LevelledLogger } from "../../log";
 import { notifyReady } from "../../systemd-notify";
+import { removeRuntimeState, writeRuntimeState, type ReloadRecord, type RuntimeState } from "../../runtime-state";
+import { VERSION } from "../../version";
+import { SETTINGS, type SettingName } from "../../settings/serve-settings";
 import { startNode, type RunningNode } from "../../node";
 import type { Command } from "../command";
 import { CliError, ExitCode, UsageError } from "../errors";
@@ -85,8 +88,23 @@ EXIT CODES
     const stop = io.stopSignal;
     const lock = holdHome(home);
     let node;
+    // Doctor, pki token and reload read what this node really runs with (flags included) from the home.
+    let state: RuntimeState | undefined;
+    const publish = () => {
+      if (!state) return;
+      try {
+        writeRuntimeState(home, state);
+      } catch (err) {
+        log.warn(`cannot write ${home}/serve.json (doctor and 'a2a-node reload' read it)`, { reason: (err as Error).message });
+      }
+    };
     try {
-      node = await startNode(home, config, log);
+      node = await startNode(home, config, log, {
+        listening: (n) => {
+          state = runtimeState(n, config, sources, configFile);
+          publish();
+        },
+      });
     } catch (err) {
       lock?.release();
       const e = err as NodeJS.ErrnoException;
@@ -106,7 +124,10 @@ EXIT CODES
     const running = node;
     void notifyReady(io.env, `serving ${node.name} on ${node.url}`, log);
     io.onReload?.(() => {
-      void reload(running, () => resolveSettings(f, io.env, loadConfigFile(configFile, f.config !== undefined)).config, log, f.quiet);
+      void reload(running, () => resolveSettings(f, io.env, loadConfigFile(configFile, f.config !== undefined)).config, log, f.quiet).then((outcome) => {
+        if (state) state.reload = { count: (state.reload?.count ?? 0) + 1, at: new Date().toISOString(), ...outcome };
+        publish();
+      });
     });
     if (stop) {
       await new Promise<void>((resolve) => {
@@ -116,6 +137,7 @@ EXIT CODES
       log.info("stopping", { signal: String(stop.reason ?? "") });
     }
     await node.stop();
+    removeRuntimeState(home);
     lock?.release();
     return ExitCode.Ok;
   },
@@ -126,16 +148,40 @@ EXIT CODES
  * is applied. A config that no longer parses is reported and the running one kept: a typo must not stop a
  * node that was working.
  */
-async function reload(node: RunningNode, read: () => ServeConfig, log: LevelledLogger, quiet: boolean): Promise<void> {
+async function reload(node: RunningNode, read: () => ServeConfig, log: LevelledLogger, quiet: boolean): Promise<Omit<ReloadRecord, "count" | "at">> {
   try {
     const next = read();
     const { applied, needsRestart } = await node.reload(next);
     if (!quiet) log.setLevel(next.logLevel);
     log.info("reloaded", { applied: applied.join(",") || "nothing changed" });
     if (needsRestart.length) log.warn("these changes take effect only after a restart", { settings: needsRestart.join(",") });
+    return { outcome: "applied", applied, needsRestart };
   } catch (err) {
-    log.error("reload refused; the running configuration stays", { reason: (err as Error).message });
+    const reason = (err as Error).message;
+    log.error("reload refused; the running configuration stays", { reason });
+    return { outcome: "refused", applied: [], needsRestart: [], reason };
   }
+}
+
+/** What this node runs with, for HOME/serve.json: where it listens, its backends, and which settings were given how. */
+function runtimeState(node: RunningNode, config: ServeConfig, sources: Record<SettingName, string>, configFile: string): RuntimeState {
+  const given = (from: (source: string) => boolean) =>
+    (Object.keys(sources) as SettingName[]).filter((n) => from(sources[n])).map((n) => SETTINGS[n].file);
+  return {
+    pid: process.pid,
+    startedAt: new Date().toISOString(),
+    version: VERSION,
+    name: node.name,
+    configFile,
+    urls: { mtls: node.url, advertised: node.advertisedUrl, enroll: node.enrollUrl, plain: node.plainUrl, admin: node.adminUrl, token: node.tokenUrl },
+    advertisedExplicitly: sources.advertiseUrl !== "default",
+    executor: config.executor,
+    ...(config.executor === "openai" ? { modelUrl: config.modelUrl, model: config.model } : {}),
+    ...(config.executor === "hermes" ? { hermesUrl: config.hermesUrl } : {}),
+    database: node.database,
+    fromFlags: given((s) => s === "flag"),
+    fromEnv: [...new Set((Object.keys(sources) as SettingName[]).map((n) => sources[n]).filter((s) => s !== "flag" && s !== "file" && s !== "default"))],
+  };
 }
 
 /** One serve per home; a home that does not exist yet has no identity, which startNode reports. */

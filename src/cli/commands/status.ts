@@ -2,6 +2,7 @@ import type { Command } from "../command";
 import { openClientSession } from "../client-session";
 import { UsageError } from "../errors";
 import { parseFlags } from "../flags";
+import { PEER_TIMEOUT_FLAGS, PEER_TIMEOUT_HELP } from "../peer-timeouts";
 import { answerHint, artifactsText, statusLine } from "../render-task";
 import { DEFAULT_WAIT_SECONDS, waitAndReport } from "../wait-report";
 
@@ -12,6 +13,7 @@ const flags = {
   wait: { type: "boolean" },
   timeout: { type: "number", value: "SECONDS" },
   json: { type: "boolean" },
+  ...PEER_TIMEOUT_FLAGS,
 } as const;
 
 export const statusCommand: Command = {
@@ -33,6 +35,7 @@ FLAGS
   --timeout S          with --wait: stop waiting after S seconds (default ${DEFAULT_WAIT_SECONDS}); the task keeps running
   --history-length N   with --json: include at most N messages of the task's history
   --json               print the Task (A2A v1.0 JSON) on one line on stdout
+${PEER_TIMEOUT_HELP}
 
 EXAMPLES
   a2a-node status --agent beta --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S
@@ -44,7 +47,8 @@ EXIT CODES
   with --wait: 0 completed   1 failed or rejected   5 --timeout reached   6 waits for input or authorization   7 canceled
                130 Ctrl-C (the task goes on)
   1 the peer answered an error   2 usage error (also an outside peer's unreadable token file)   3 no such task (or not yours)
-  4 cannot connect (nothing listens, not TLS, unknown host)   8 refused (TLS handshake, certificate, name or pin, an unsigned
+  4 cannot connect (nothing listens, not TLS, unknown host, no connection or handshake in time)
+  5 the peer did not answer within --peer-answer-timeout   8 refused (TLS handshake, certificate, name or pin, an unsigned
   card; an outside peer's 401/403 to its token)
 `,
   flags,
@@ -58,7 +62,7 @@ EXIT CODES
     const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
     if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
     if (f.timeout !== undefined && !f.wait) throw new UsageError("--timeout goes with --wait");
-    const session = await openClientSession(home, f.agent, io);
+    const session = await openClientSession(home, f.agent, io, [], f);
     let task;
     try {
       task = await session.client.getTask({ id: f["task-id"], historyLength: hl });

@@ -6,6 +6,7 @@ import { clientPolicy, loadClientIdentity, openClientSession, openPeers, session
 import type { Io } from "../io";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { intFlag, parseFlags } from "../flags";
+import { PEER_TIMEOUT_FLAGS, PEER_TIMEOUT_HELP } from "../peer-timeouts";
 import { shortState, statusNote } from "../render-task";
 
 const flags = {
@@ -13,6 +14,7 @@ const flags = {
   state: { type: "string", value: "STATE" },
   limit: { type: "number", value: "N" },
   json: { type: "boolean" },
+  ...PEER_TIMEOUT_FLAGS,
 } as const;
 
 const PAGE = 100;
@@ -31,6 +33,7 @@ FLAGS
   --state STATE      only tasks in this state: ${TASK_STATES.map(shortState).join(", ")}
   --limit N          at most N tasks, newest first (default 20, at most 1000)
   --json             {"tasks":[{"peer":NAME,"task":Task}...],"errors":[{"peer":NAME,"error":TEXT}...]} on one line
+${PEER_TIMEOUT_HELP}
 
 OUTPUT
   PEER, ID, STATE, UPDATED and the task's status message, one task a line. Without --agent, a peer that
@@ -43,7 +46,7 @@ EXAMPLES
 
 EXIT CODES
   0 listed   1 the peer answered an error   2 usage error (also an outside peer's unreadable token file)   3 unknown peer
-  4 cannot connect to a peer   8 refused by a peer (TLS, certificate, name, pin, an unsigned card; an outside peer's 401/403)
+  4 cannot connect to a peer   5 a peer did not answer in time   8 refused by a peer (TLS, certificate, name, pin, an unsigned card; an outside peer's 401/403)
   (without --agent: the code of the first peer that failed, after listing the others)
 `,
   flags: {},
@@ -58,7 +61,7 @@ EXIT CODES
     const state = f.state === undefined ? undefined : parseState(f.state);
 
     const agent = f.agent;
-    const sources = agent ? [{ peer: agent, open: () => openClientSession(home, agent, io) }] : await everyPeer(home, io);
+    const sources = agent ? [{ peer: agent, open: () => openClientSession(home, agent, io, [], f) }] : await everyPeer(home, io, f);
     if (sources.length === 0) {
       io.stdout.write(f.json ? `${JSON.stringify({ tasks: [], errors: [] })}\n` : "no peers yet: add one with 'a2a-node peers add NAME URL'\n");
       return ExitCode.Ok;
@@ -92,11 +95,11 @@ EXIT CODES
 };
 
 /** A session opener for every registered peer, each held to its name and pin. */
-async function everyPeer(home: string, io: Io): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
+async function everyPeer(home: string, io: Io, flags: Record<string, unknown>): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
   let identity: Promise<ClientIdentity> | undefined;
   // Loaded once, and only if a fleet peer needs it: outside peers are reached without this node's certificate.
   const ours = () => (identity ??= loadClientIdentity(home));
-  const policy = { ...clientPolicy(home, io), home };
+  const policy = { ...clientPolicy(home, io, flags), home };
   const { peers, close } = openPeers(home);
   try {
     return peers.list().map((p) => {

@@ -54,18 +54,28 @@ export class PostgresLeases implements TaskLeases {
     await this.sql`DELETE FROM task_leases WHERE task_id = ${taskId} AND replica = ${this.replica}`;
   }
 
+  async abandon(taskId: string): Promise<void> {
+    this.held.delete(taskId);
+    await this.sql`DELETE FROM task_leases WHERE task_id = ${taskId} AND replica = ${this.replica}`;
+  }
+
   /** Tasks whose leases the store deleted with their final writes. */
   forget(taskIds: Iterable<string>): void {
     for (const id of taskIds) this.held.delete(id);
   }
 
   async renew(): Promise<string[]> {
+    // Only the tasks this replica holds: a lease it let go of (abandon) while the database could not be
+    // reached is left to run out, never kept alive by a replica that no longer runs its task.
+    const ids = [...this.held.keys()];
+    if (ids.length === 0) return [];
     const rows = (await this.sql.unsafe(
-      `UPDATE task_leases SET expires_at = ${DB_NOW_MS} + $2 WHERE replica = $1 RETURNING task_id`,
-      [this.replica, this.ttlMs],
+      `UPDATE task_leases SET expires_at = ${DB_NOW_MS} + $2 WHERE replica = $1 AND task_id = ANY($3::text[]) RETURNING task_id`,
+      [this.replica, this.ttlMs, pgArray(ids)],
     )) as { task_id: string }[];
     const still = new Set(rows.map((r) => r.task_id));
-    const lost = [...this.held.keys()].filter((id) => !still.has(id));
+    // Held when the renewal began and still held now (not released meanwhile), but no longer in the table.
+    const lost = ids.filter((id) => !still.has(id) && this.held.has(id));
     for (const id of lost) this.held.delete(id);
     return lost;
   }
@@ -97,4 +107,9 @@ export class PostgresLeases implements TaskLeases {
   fence(param: string): string {
     return `NOT EXISTS (SELECT 1 FROM task_leases WHERE task_id = ${param} AND replica <> '${this.replica.replaceAll("'", "''")}' AND expires_at > ${DB_NOW_MS})`;
   }
+}
+
+/** A Postgres array literal of text values. */
+export function pgArray(items: string[]): string {
+  return `{${items.map((s) => `"${s.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`).join(",")}}`;
 }

@@ -4,14 +4,15 @@ type SQLListen = Awaited<ReturnType<SQL["listen"]>>;
 import { encodeTime } from "ulid";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../../protocol/types";
 import { isInterrupted, isTerminal } from "../../protocol/types";
+import { crashPoint } from "../../crash-point";
 import { createLogger, type Logger } from "../../log";
 import { newId } from "../../tasks/clock";
-import { FINAL_STATES, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, HeldElsewhere, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
 import { addChange, newPending, planWrite, toJson, type Params, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
 import type { PostgresDatabase } from "./database";
-import { DB_NOW_MS, type PostgresLeases } from "./postgres-leases";
+import { DB_NOW_MS, pgArray, type PostgresLeases } from "./postgres-leases";
 import { SerialGroupCommit } from "./serial-commit";
 
 export interface PostgresTaskStoreOptions {
@@ -24,6 +25,11 @@ export interface PostgresTaskStoreOptions {
    * one that took it.
    */
   leases?: PostgresLeases;
+  /**
+   * Queue push deliveries with the events (see TaskStore.onDeliveriesQueued), claimed by this replica for
+   * `claimMs` as PostgresDeliveryQueue claims the deliveries it queues. Without it no delivery is queued.
+   */
+  pushDeliveries?: { replica: string; claimMs: number };
 }
 
 /** The channel every commit that adds events notifies, with "taskId seq" lines (see watch). */
@@ -107,6 +113,8 @@ export class PostgresTaskStore implements TaskStore {
   private readonly rows = new Map<string, { row: StoredRow; hold: number }>();
   /** Answers this replica passed on, waiting for a reply, by request id. */
   private readonly awaitingReply = new Map<string, Deferred<{ lastSeq: number }>>();
+  private readonly pushDeliveries: PostgresTaskStoreOptions["pushDeliveries"];
+  private deliveryListener: ((deliveries: QueuedWithEvent[]) => void) | undefined;
   /** Task writes since task_counts was last folded, and the fold in progress (see compactCounts). */
   private writesSinceCompact = 0;
   private compacting: Promise<void> | undefined;
@@ -116,6 +124,7 @@ export class PostgresTaskStore implements TaskStore {
     this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
     this.log = options.log ?? createLogger((line) => process.stderr.write(line));
     this.leases = options.leases;
+    this.pushDeliveries = options.pushDeliveries;
     const fence = this.leases ? ` AND ${this.leases.fence("$1")}` : "";
     this.updateTask = UPDATE_TASK + fence;
     this.insertEvents = `INSERT INTO task_events (task_id, seq, last_seq, events) SELECT $1::text, $2::int, $3::int, $4::text${fence ? ` WHERE ${this.leases!.fence("$1")}` : ""}`;
@@ -171,6 +180,16 @@ export class PostgresTaskStore implements TaskStore {
       return Promise.reject(err);
     }
     return this.group.commit(taskId);
+  }
+
+  onDeliveriesQueued(listener: (deliveries: QueuedWithEvent[]) => void): void {
+    this.deliveryListener = listener;
+  }
+
+  discard(taskId: string): void {
+    if (!this.pending.delete(taskId)) return;
+    this.rows.delete(taskId);
+    this.group.drop(taskId, new DroppedWrite(taskId));
   }
 
   async get(id: string, owner: string, historyLength?: number): Promise<Task | undefined> {
@@ -504,12 +523,15 @@ export class PostgresTaskStore implements TaskStore {
       const alone = batch.length === 0 && creates.length <= CREATE_CHUNK;
       // A group of ordinary size is one statement (no transaction of its own to open and close); a larger one
       // (past what one statement's parameters hold) is a transaction of several.
+      const queued: QueuedWithEvent[] = [];
       const inserted = alone
         ? await this.insertAll(this.sql, creates)
         : creates.length <= CREATE_CHUNK && batch.length <= ONE_STATEMENT_TASKS
-          ? await this.applyAtOnce(creates, batch, failed, ended)
-          : await this.sql.begin((tx) => this.apply(tx, creates, batch, failed, ended));
+          ? await this.applyAtOnce(creates, batch, failed, ended, queued)
+          : await this.sql.begin((tx) => this.apply(tx, creates, batch, failed, ended, queued));
       this.leases?.forget(ended);
+      crashPoint("event-committed", () => batch.some(([id, p]) => p.events.length > 0 && !failed.has(id)));
+      this.tellQueued(queued);
       await this.settleCreates(creates, inserted);
       return failed;
     } catch (err) {
@@ -529,14 +551,50 @@ export class PostgresTaskStore implements TaskStore {
     for (const item of batch) {
       try {
         const ended: string[] = [];
-        await this.applyAtOnce([], [item], failed, ended);
+        const queued: QueuedWithEvent[] = [];
+        await this.applyAtOnce([], [item], failed, ended, queued);
         this.leases?.forget(ended);
+        crashPoint("event-committed", () => item[1].events.length > 0 && !failed.has(item[0]));
+        this.tellQueued(queued);
       } catch (err) {
         this.rows.delete(item[0]);
         this.reportFailed([], [item], failed, err);
       }
     }
     return failed;
+  }
+
+  /** After a commit: the push deliveries it queued go to the listener (the dispatcher), which schedules them. */
+  private tellQueued(queued: QueuedWithEvent[]): void {
+    if (queued.length === 0 || !this.deliveryListener) return;
+    try {
+      this.deliveryListener(queued);
+    } catch (err) {
+      // They are queued: the dispatcher takes them up from the table (its start, or another replica).
+      this.log.error("could not schedule queued push deliveries", { reason: reasonOf(err) });
+    }
+  }
+
+  /**
+   * The data-modifying CTEs (after one named `e (task_id, seq, last_seq, events)` of the events written) that
+   * queue one push delivery per event for each webhook of its task, named `pd` (and `hooks`), and the query
+   * giving what they queued as JSON, to read with queuedOf. Ids: one new ULID for the statement, then a
+   * number in (task, event, webhook) order, so a webhook's deliveries sort in event order. The bodies are the
+   * events' own JSON text (json keeps it as written). `guard`: the condition the rest of the statement runs on.
+   */
+  private queueDeliveriesSql(param: (v: unknown, cast: string) => string, guard: string): { ctes: string[]; queued: string } {
+    const d = this.pushDeliveries!;
+    const ctes = [
+      `hooks AS (SELECT task_id, id, owner, url FROM push_configs WHERE task_id IN (SELECT task_id FROM e))`,
+      `pd AS (INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at, claimed_by, claim_expires)
+        SELECT ${param(newId(), "text")} || '.' || lpad((row_number() OVER (ORDER BY e.task_id, e.seq, x.n, hooks.id))::text, 10, '0'),
+          e.task_id, hooks.id, x.value::text, 0, ${param(new Date().toISOString(), "text")}, ${param(d.replica, "text")}, ${DB_NOW_MS} + ${param(d.claimMs, "bigint")}
+        FROM e JOIN hooks ON hooks.task_id = e.task_id, json_array_elements(e.events::json) WITH ORDINALITY AS x(value, n)
+        WHERE ${guard} RETURNING id, task_id, config_id, next_attempt_at)`,
+    ];
+    const queued = `(SELECT coalesce(json_agg(json_build_array(pd.id, pd.task_id, pd.config_id, hooks.owner, hooks.url, pd.next_attempt_at) ORDER BY pd.id), '[]')::text
+      FROM pd JOIN hooks ON hooks.task_id = pd.task_id AND hooks.id = pd.config_id)`;
+    return { ctes, queued };
   }
 
   private reportFailed(creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, err: unknown): Map<string, unknown> {
@@ -574,7 +632,7 @@ export class PostgresTaskStore implements TaskStore {
    * held by another live replica (or its row is gone), nothing is written, the reason is recorded for that
    * task, and FencedOff makes the caller try each task alone (as apply does).
    */
-  private async applyAtOnce(creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, ended: string[]): Promise<Set<string>> {
+  private async applyAtOnce(creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, ended: string[], queued: QueuedWithEvent[]): Promise<Set<string>> {
     const leases = this.leases;
     const need = batch.filter(([id, p]) => needsRow(p) && !this.cachedRow(id)).map(([id]) => id);
     const read = new Map<string, StoredRow>();
@@ -626,7 +684,13 @@ export class PostgresTaskStore implements TaskStore {
     if (events.length) ctes.push(`e (task_id, seq, last_seq, events) AS (VALUES ${events.join(", ")})`);
     const touched = [updates.length ? "SELECT id FROM v" : "", events.length ? "SELECT task_id FROM e" : ""].filter(Boolean).join(" UNION ");
     const blocked: string[] = [];
-    if (leases && touched) blocked.push(`SELECT task_id, 'held' FROM task_leases WHERE task_id IN (${touched}) AND replica <> ${me} AND expires_at > ${DB_NOW_MS}`);
+    if (leases && touched) {
+      // The leases are read locked (FOR SHARE): a claim of one of these tasks by another replica waits for this
+      // statement to commit (and then sees its events), or this one waits for the claim and reads the lease as
+      // claimed. Read unlocked, a claim committed while this statement ran would let both write the task.
+      ctes.push(`lk AS (SELECT task_id, replica, expires_at FROM task_leases WHERE task_id IN (${touched}) FOR SHARE)`);
+      blocked.push(`SELECT task_id, 'held' FROM lk WHERE replica <> ${me} AND expires_at > ${DB_NOW_MS}`);
+    }
     if (updates.length) blocked.push(`SELECT id, 'gone' FROM v WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = v.id)`);
     ctes.push(`blocked (task_id, why) AS (${blocked.length ? blocked.join(" UNION ALL ") : "SELECT NULL::text, NULL::text WHERE false"})`);
     if (updates.length)
@@ -647,18 +711,24 @@ export class PostgresTaskStore implements TaskStore {
     }
     if (ending.length) ctes.push(`gone AS (DELETE FROM task_leases WHERE task_id = ANY(${param(pgArray(ending), "text[]")}) AND replica = ${me} AND ${guard} RETURNING task_id)`);
     const notify = notes.length ? `(SELECT count(pg_notify('${EVENTS_CHANNEL}', p)) FROM unnest(${param(pgArray(chunkLines(notes, NOTIFY_BYTES)), "text[]")}) AS p WHERE ${guard})` : "0";
+    let deliveries = "'[]'";
+    if (events.length && this.pushDeliveries) {
+      const q = this.queueDeliveriesSql(param, guard);
+      ctes.push(...q.ctes);
+      deliveries = q.queued;
+    }
     const [result] = (await this.sql.unsafe(
       `WITH ${ctes.join(",\n")}
        SELECT (SELECT coalesce(string_agg(task_id || ' ' || why, ','), '') FROM blocked) AS blocked,
-         ${tuples.length ? "(SELECT coalesce(string_agg(id, ','), '') FROM ins)" : "''"} AS inserted, ${notify} AS notified`,
+         ${tuples.length ? "(SELECT coalesce(string_agg(id, ','), '') FROM ins)" : "''"} AS inserted, ${notify} AS notified, ${deliveries} AS deliveries`,
       values,
-    )) as { blocked: string; inserted: string }[];
+    )) as { blocked: string; inserted: string; deliveries: string }[];
     if (result!.blocked) {
       for (const entry of result!.blocked.split(",")) {
         const [id, why] = entry.split(" ");
         failed.set(
           id!,
-          new WriteRefused(why === "held" ? `task ${id} is held by another replica now (this one's lease on it ran out)` : `task ${id} is not stored (its creation was never committed)`),
+          why === "held" ? new HeldElsewhere(id) : new WriteRefused(`task ${id} is not stored (its creation was never committed)`),
         );
       }
       throw new FencedOff(); // nothing of the statement was written: each task is tried again on its own
@@ -668,12 +738,15 @@ export class PostgresTaskStore implements TaskStore {
       this.keepRow(w.id, { state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state }, w.hold);
     }
     ended.push(...ending);
+    queued.push(...queuedOf(result!.deliveries));
     return new Set(result!.inserted ? result!.inserted.split(",") : []);
   }
 
   /** The statements of one group, in one transaction; returns the ids the creates inserted. */
-  private async apply(tx: SQL, creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, ended: string[]): Promise<Set<string>> {
+  private async apply(tx: SQL, creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, ended: string[], queued: QueuedWithEvent[]): Promise<Set<string>> {
     const inserted = await this.insertAll(tx, creates);
+    // The leases locked first (see applyAtOnce): the fenced statements below then read them as they stand.
+    if (this.leases && batch.length) await tx`SELECT task_id FROM task_leases WHERE task_id IN ${tx(batch.map(([id]) => id))} FOR SHARE`;
     // The rows an update rewrites, read (and locked) together.
     const needRows = batch.filter(([, p]) => needsRow(p)).map(([id]) => id);
     const rows = new Map<string, StoredRow>();
@@ -683,6 +756,8 @@ export class PostgresTaskStore implements TaskStore {
     const statements: Promise<unknown>[] = [];
     const fenced: [string, Promise<{ count: number }>][] = [];
     const notes: string[] = [];
+    /** The (task, first seq) of each batch of events written. */
+    const written: [string, number][] = [];
     for (const [id, p] of batch) {
       let plan: WritePlan | undefined;
       try {
@@ -697,6 +772,7 @@ export class PostgresTaskStore implements TaskStore {
       if (plan.events) {
         fenced.push([id, tx.unsafe(this.insertEvents, plan.events)]);
         notes.push(`${id} ${plan.events[2]}`);
+        written.push([plan.events[0], plan.events[1]]);
       }
       // A task that ends lets its lease go in the same commit (saving the runner's release a round trip).
       if (this.leases && p.status && isTerminal(p.status.state)) {
@@ -705,13 +781,27 @@ export class PostgresTaskStore implements TaskStore {
       }
     }
     for (const payload of chunkLines(notes, NOTIFY_BYTES)) statements.push(tx`SELECT pg_notify(${EVENTS_CHANNEL}, ${payload})`);
+    let deliveries: Promise<{ deliveries: string }[]> | undefined;
+    if (written.length && this.pushDeliveries) {
+      // The events just written, read back by key in this transaction (a fenced-off one makes it roll back).
+      const values: unknown[] = [];
+      const param = (v: unknown, cast: string) => (values.push(v), `$${values.length}::${cast}`);
+      const keys = written.map(([taskId, seq]) => `(${param(taskId, "text")}, ${param(seq, "int")})`);
+      const q = this.queueDeliveriesSql(param, "true");
+      deliveries = tx.unsafe(
+        `WITH k (task_id, seq) AS (VALUES ${keys.join(", ")}), e AS (SELECT t.task_id, t.seq, t.last_seq, t.events FROM task_events t JOIN k USING (task_id, seq)), ${q.ctes.join(",\n")}
+         SELECT ${q.queued} AS deliveries`,
+        values,
+      ) as Promise<{ deliveries: string }[]>;
+    }
     const [results] = await Promise.all([Promise.all(fenced.map(([, q]) => q)), Promise.all(statements)]);
     // A write that changed nothing was fenced off: another live replica holds the task (see PostgresLeases).
     const refused = new Set(fenced.filter((_, i) => results[i]!.count === 0).map(([id]) => id));
     if (refused.size) {
-      for (const id of refused) failed.set(id, new WriteRefused(`task ${id} is held by another replica now (this one's lease on it ran out)`));
+      for (const id of refused) failed.set(id, new HeldElsewhere(id));
       throw new FencedOff(); // nothing of this transaction may stand: each task is tried again on its own
     }
+    if (deliveries) queued.push(...queuedOf((await deliveries)[0]!.deliveries)); // committed with the transaction
     return inserted;
   }
 
@@ -775,16 +865,17 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
 /** Tasks of a group written by one statement (each takes at most 13 of a statement's 65,535 parameters). */
 const ONE_STATEMENT_TASKS = 2_000;
 
-/** A Postgres array literal of text values. */
-function pgArray(items: string[]): string {
-  return `{${items.map((s) => `"${s.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`).join(",")}}`;
-}
 
 /** A group whose writes were partly fenced off (see apply): rolled back, then tried task by task. */
 class FencedOff extends Error {
   constructor() {
     super("some of the group's tasks are held by another replica");
   }
+}
+
+/** The deliveries a statement queued (see queueDeliveriesSql), from its JSON. */
+function queuedOf(json: string): QueuedWithEvent[] {
+  return (JSON.parse(json) as [string, string, string, string, string, string][]).map(([id, taskId, configId, owner, url, nextAttemptAt]) => ({ id, taskId, configId, owner, url, nextAttemptAt }));
 }
 
 /** Whether planWrite will read the task's row (anything beyond events alone). */

@@ -25,6 +25,17 @@ export class SerialGroupCommit<K> {
     return outcome.promise;
   }
 
+  /**
+   * Withdraws `key` from the group not yet being committed: its writers' promise rejects with `reason` (the
+   * caller drops the key's pending writes itself). A group already being committed is not touched.
+   */
+  drop(key: K, reason: unknown): void {
+    const outcome = this.open?.get(key);
+    if (!outcome) return;
+    this.open!.delete(key);
+    outcome.reject(reason);
+  }
+
   /** Resolves once everything requested so far is committed (or failed). */
   async flush(): Promise<void> {
     while (this.open || this.running) {

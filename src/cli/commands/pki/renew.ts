@@ -12,7 +12,8 @@ import { loadNodeIdentity } from "../../../../pki/identity";
 import { keyPinOf } from "../../../../pki/key-pin";
 import { readPublic } from "../../../../pki/secure-file";
 import type { Peer } from "../../../peers/peer-registry";
-import { openPeers } from "../../client-session";
+import { clientPolicy, openPeers } from "../../client-session";
+import { PEER_TIMEOUT_FLAGS } from "../../peer-timeouts";
 import { caPaths, caUnlock } from "../../ca-unlock";
 import { CliError, ExitCode, UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
@@ -23,6 +24,7 @@ const flags = {
   "ca-peer": { type: "string", value: "PEER" },
   rekey: { type: "boolean" },
   json: { type: "boolean" },
+  ...PEER_TIMEOUT_FLAGS,
 } as const;
 
 export const renew: PkiSubcommand = {
@@ -39,12 +41,15 @@ export const renew: PkiSubcommand = {
   flagHelp: `  --ca-peer PEER      the registered peer that holds the fleet CA (default: ca_peer from the config
                       file or A2A_NODE_CA_PEER)
   --rekey             make a new key (after a suspected key leak, say): every machine that pinned this
-                      node must pin it again ('a2a-node peers add NAME URL --pin --replace' there)`,
+                      node must pin it again ('a2a-node peers add NAME URL --pin --replace' there)
+  --peer-connect-timeout S, --peer-handshake-timeout S, --peer-answer-timeout S, --peer-stream-idle S
+                      how long each step of the call to the CA node may take (see 'a2a-node send --help')`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     const paths = homePaths(ctx.home);
-    const current = await loadNodeIdentity(paths);
+    // On the CA's own home an expired certificate is what renew is for; elsewhere the CA node would refuse it.
+    const current = await loadNodeIdentity(paths, { allowExpired: existsSync(paths.caKey) });
     let peer: Peer | undefined;
     if (!current.hasCaKey) {
       const caPeer = f["ca-peer"] ?? resolveSettings({}, ctx.io.env, loadConfigFile(join(ctx.home, "config.toml"), false)).config.caPeer;
@@ -62,7 +67,7 @@ export const renew: PkiSubcommand = {
     try {
       fresh = await renewIdentity({ ...paths, unlock: caUnlock(ctx) }, current, {
         peer,
-        fetchFor: (p) => mtlsFetch({ cert: current.certPem, key: current.keyPem, ca: current.caPem }, expectationOf(p), list && ((s) => list.revoked.get(s))),
+        fetchFor: (p) => mtlsFetch({ cert: current.certPem, key: current.keyPem, ca: current.caPem }, expectationOf(p), list && ((s) => list.revoked.get(s)), {}, clientPolicy(ctx.home, ctx.io, f).timeouts),
       }, { rekey: f.rekey });
     } catch (err) {
       if (err instanceof RenewalError) throw new CliError(err.message, /cannot reach/.test(err.message) ? ExitCode.Unreachable : ExitCode.Failure, err.hint);
