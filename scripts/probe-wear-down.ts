@@ -283,11 +283,15 @@ async function silentScenario(c: SilentConfig): Promise<Record<string, unknown>>
     );
     await sleep(1500); // the attackers' connections are in
     const results: (number | string)[] = [];
+    const cpu0 = cpuTicks(node.pid);
+    const t0 = performance.now();
     const end = Date.now() + c.seconds * 1000;
     while (Date.now() < end) {
-      results.push(await request(url, { tls: fleet.tls, path: "/health", from: c.memberFrom }));
+      // 10 s to answer: on a busy machine a slow answer is not a refusal (ECONNRESET, closed).
+      results.push(await request(url, { tls: fleet.tls, path: "/health", from: c.memberFrom, timeoutMs: 10_000 }));
       await sleep(100);
     }
+    const cpu = (cpuTicks(node.pid) - cpu0) / CLK_TCK / ((performance.now() - t0) / 1000);
     const metrics = await scrape(node.urls.admin);
     await stop(flood, 500);
     await stop(node.proc);
@@ -299,6 +303,7 @@ async function silentScenario(c: SilentConfig): Promise<Record<string, unknown>>
       memberOk: ok,
       memberOkPercent: Math.round((1000 * ok) / results.length) / 10,
       memberOutcomes: tally(results),
+      nodeCpuCores: Math.round(cpu * 100) / 100,
       nodeConnectionsRefused: Object.fromEntries(
         metrics
           .split("\n")
