@@ -286,11 +286,15 @@ async function silentScenario(c: SilentConfig): Promise<Record<string, unknown>>
     const cpu0 = cpuTicks(node.pid);
     const t0 = performance.now();
     const end = Date.now() + c.seconds * 1000;
+    const took: number[] = [];
     while (Date.now() < end) {
       // 10 s to answer: on a busy machine a slow answer is not a refusal (ECONNRESET, closed).
+      const t = performance.now();
       results.push(await request(url, { tls: fleet.tls, path: "/health", from: c.memberFrom, timeoutMs: 10_000 }));
+      took.push((performance.now() - t) / 1000);
       await sleep(100);
     }
+    took.sort((a, b) => a - b);
     const cpu = (cpuTicks(node.pid) - cpu0) / CLK_TCK / ((performance.now() - t0) / 1000);
     const metrics = await scrape(node.urls.admin);
     await stop(flood, 500);
@@ -303,6 +307,8 @@ async function silentScenario(c: SilentConfig): Promise<Record<string, unknown>>
       memberOk: ok,
       memberOkPercent: Math.round((1000 * ok) / results.length) / 10,
       memberOutcomes: tally(results),
+      memberSecondsMedian: Math.round(took[Math.floor(took.length / 2)] * 100) / 100,
+      memberSecondsMax: Math.round((took.at(-1) ?? 0) * 100) / 100,
       nodeCpuCores: Math.round(cpu * 100) / 100,
       nodeConnectionsRefused: Object.fromEntries(
         metrics
@@ -364,7 +370,14 @@ async function idle(): Promise<Record<string, unknown>> {
       return JSON.parse(new TextDecoder().decode(value)) as { connected: number; failed: number; open: number };
     }),
   );
-  const fdsDuring = fdCount(node.pid);
+  // The clients are connected; the node may still be accepting them: wait until its descriptors stop growing.
+  let fdsDuring = fdCount(node.pid);
+  for (let i = 0; i < 40; i++) {
+    await sleep(500);
+    const now = fdCount(node.pid);
+    if (now === fdsDuring) break;
+    fdsDuring = now;
+  }
   const member: (number | string)[] = [];
   for (let i = 0; i < 10; i++) member.push(await request(node.urls.mtls, { tls: fleet.tls, path: "/health", timeoutMs: 3000 }));
   const ready = await request(node.urls.admin, { path: "/health/ready", timeoutMs: 3000 });
