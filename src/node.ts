@@ -21,12 +21,13 @@ import { v03Methods } from "./protocol/v03/methods";
 import { FleetPki } from "./fleet/fleet-pki";
 import type { PkiRoutes } from "./fleet/pki-routes";
 import { NodeMetrics, type ListenerLoad } from "./metrics/node-metrics";
-import { ADMIN_MAX_CONNECTIONS, listenAdmin } from "./server/admin-listener";
+import { listenAdmin } from "./server/admin-listener";
 import { buildAgentCard, buildExtendedCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
 import { AuditLog, type AuditCall, type AuditRefusal } from "./server/audit-log";
 import type { ConnectionLimits } from "./server/connection-limits";
 import { descriptorCheck, descriptorLimit, DescriptorWatch, fitToDescriptors, openDescriptors } from "./server/descriptor-budget";
-import { keyOf, RefusalTally, type Repeats } from "./server/refusal-tally";
+import { listenerCaps } from "./server/listener-caps";
+import { keyOf, RefusalTally, summed } from "./server/refusal-tally";
 import { signCardAs } from "./server/card-signing";
 import { classify, RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener, type RefusedPeer } from "./server/mtls-listener";
@@ -430,38 +431,6 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       await storage.close();
       log.info("stopped", { name: identity.name });
     },
-  };
-}
-
-/**
- * What each listener may hold, before fitting under the descriptor limit: the mutual-TLS and token listeners
- * max_connections, of which max_handshakes unauthenticated; the enrollment port max_handshakes, every one of
- * them unauthenticated; the plain loopback listener max_connections; the admin port ADMIN_MAX_CONNECTIONS.
- */
-function listenerCaps(config: ServeConfig) {
-  const perAddress = config.maxConnectionsPerAddress;
-  const handshakes = Math.min(config.maxHandshakes, config.maxConnections);
-  const remote: ConnectionLimits = { maxConnections: config.maxConnections, maxConnectionsPerAddress: perAddress, maxHandshakes: handshakes };
-  // Every caller of a loopback listener is this machine: one source, so only the total counts.
-  const local = (n: number): ConnectionLimits => ({ maxConnections: n, maxConnectionsPerAddress: Number.MAX_SAFE_INTEGER });
-  const caps: { mtls: ConnectionLimits; token?: ConnectionLimits; enroll?: ConnectionLimits; plain?: ConnectionLimits; admin?: ConnectionLimits } = { mtls: remote };
-  if (config.tokenPort !== undefined) caps.token = remote;
-  if (config.enrollPort !== undefined) caps.enroll = { maxConnections: handshakes, maxConnectionsPerAddress: Math.min(perAddress, handshakes), maxHandshakes: handshakes };
-  if (config.plainHttpPort !== undefined) caps.plain = local(config.maxConnections);
-  if (config.adminPort !== undefined) caps.admin = local(ADMIN_MAX_CONNECTIONS);
-  return caps;
-}
-
-/** An audit refusal as written: as it came, or the summary of those like it (an overflow line names no source). */
-function summed(r: AuditRefusal, repeats: Repeats | undefined): AuditRefusal {
-  if (!repeats) return r;
-  if (repeats.sources === undefined) return { ...r, more: repeats.more, since: repeats.since };
-  return {
-    kind: r.kind,
-    reason: `refused from ${repeats.sources} more sources this minute, past those recorded one by one`,
-    more: repeats.more,
-    since: repeats.since,
-    sources: repeats.sources,
   };
 }
 

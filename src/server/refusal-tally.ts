@@ -83,3 +83,19 @@ export class RefusalTally<R> {
 export function keyOf(r: { kind: string; remote?: string; fingerprint?: string }): string {
   return `${r.kind} ${sourceOf(r.remote)} ${r.fingerprint ?? ""}`;
 }
+
+/**
+ * A refusal record as the audit log writes it: as it came, or the summary of those like it, with `more` and
+ * `since` (and `sources`, on a line summed by kind alone, which then names no source or certificate).
+ */
+export function summed<R extends { kind: string; reason: string }>(r: R, repeats: Repeats | undefined): R | (Pick<R, "kind" | "reason"> & Repeats) {
+  if (!repeats) return r;
+  if (repeats.sources === undefined) return { ...r, more: repeats.more, since: repeats.since };
+  return {
+    kind: r.kind,
+    reason: `refused from ${repeats.sources} more sources this minute, past those recorded one by one`,
+    more: repeats.more,
+    since: repeats.since,
+    sources: repeats.sources,
+  };
+}
