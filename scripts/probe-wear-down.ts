@@ -15,7 +15,7 @@
  *            node handled per second, their answers, the node's CPU and journal bytes per second, audit lines.
  *   pki      one member asks GET /pki/crl, then POST /pki/renew (fresh keys), as fast as it can.
  *
- *   bun scripts/probe-wear-down.ts [--only silent,idle,...] [--seconds N] [--binary PATH] [--json FILE]
+ *   bun scripts/probe-wear-down.ts [--only silent,idle,...] [--seconds N] [--binary PATH] [--json FILE] [--serve-arg ARG]...
  *
  * Needs dist/a2a-node (npm run build), or --binary. `silent6` needs unshare(1) and ip(8) with the right to
  * make a network namespace (root in a container); it is skipped, saying so, where that fails.
@@ -35,19 +35,21 @@ const USAGE = `usage: bun scripts/probe-wear-down.ts [--only ${SCENARIOS.join(",
   --only      scenarios to run, comma-separated (default: all)
   --seconds   how long each flood lasts (default 15)
   --binary    the a2a-node binary to probe (default dist/a2a-node)
-  --json      also write the results to FILE`;
+  --json      also write the results to FILE
+  --serve-arg ARG  pass ARG to every 'a2a-node serve' (repeat it: --serve-arg --max-handshakes --serve-arg 1024)`;
 
 interface Args {
   only: Scenario[];
   seconds: number;
   binary: string;
   json?: string;
+  serveArgs: string[];
   role?: string;
   roleArg?: string;
 }
 
 function parseArgs(argv: string[]): Args {
-  const a: Args = { only: [...SCENARIOS], seconds: 15, binary: join(ROOT, "dist", "a2a-node") };
+  const a: Args = { only: [...SCENARIOS], seconds: 15, binary: join(ROOT, "dist", "a2a-node"), serveArgs: [] };
   for (let i = 0; i < argv.length; i++) {
     const [k, v] = [argv[i], argv[i + 1]];
     const need = () => {
@@ -67,6 +69,7 @@ function parseArgs(argv: string[]): Args {
       if (!(a.seconds > 0)) usage("--seconds must be a positive number");
     } else if (k === "--binary") a.binary = need();
     else if (k === "--json") a.json = need();
+    else if (k === "--serve-arg") a.serveArgs.push(need());
     else if (k === "--role") {
       a.role = need();
       a.roleArg = argv[++i];
@@ -165,7 +168,12 @@ interface Served {
 
 /** Starts `serve` and resolves once every listener asked for has logged its URL. */
 async function serve(home: string, extra: string[], wait: Record<string, RegExp>, host = "127.0.0.1"): Promise<Served> {
-  const proc = track(Bun.spawn([args.binary, "--home", home, "serve", "--host", host, "--port", "0", "--executor", "echo", "--log-format", "json", ...extra], { stdout: "pipe", stderr: "pipe" }));
+  const proc = track(
+    Bun.spawn([args.binary, "--home", home, "serve", "--host", host, "--port", "0", "--executor", "echo", "--log-format", "json", ...args.serveArgs, ...extra], {
+      stdout: "pipe",
+      stderr: "pipe",
+    }),
+  );
   const urls: Record<string, string> = {};
   const lines: Record<string, unknown>[] = [];
   let bytes = 0;
@@ -339,7 +347,7 @@ async function silent6(): Promise<Record<string, unknown>> {
     `exec "$0" "$@"`,
   ].join(" && ");
   const p = track(
-    Bun.spawn(["unshare", "-n", "sh", "-c", script, process.execPath, import.meta.path, "--binary", args.binary, "--role", "silent6-inner", JSON.stringify(cfg)], {
+    Bun.spawn(["unshare", "-n", "sh", "-c", script, process.execPath, import.meta.path, "--binary", args.binary, ...args.serveArgs.flatMap((a) => ["--serve-arg", a]), "--role", "silent6-inner", JSON.stringify(cfg)], {
       stdout: "pipe",
       stderr: "pipe",
     }),

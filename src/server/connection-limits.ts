@@ -10,13 +10,15 @@ export interface ConnectionLimits {
   /**
    * Of those, how many may be unauthenticated at once (a TLS handshake in progress; on the token listener, no
    * valid token yet). Absent: a connection counts as authenticated from its accept (the loopback listeners,
-   * whose every caller is this machine).
+   * whose every caller is this machine). Lower than maxConnections, it bounds what strangers hold, at a cost:
+   * a flood's connections are then evicted sooner and reconnect, and more of them wait in the kernel's accept
+   * queue (Bun fixes its length at 512), where a member's connection waits behind them.
    */
   maxHandshakes?: number;
 }
 
 /** The defaults of the handshake_timeout_seconds, max_connections, max_connections_per_address and max_handshakes settings. */
-export const CONNECTION_DEFAULTS = { handshakeTimeoutMs: 10_000, maxConnections: 1024, maxConnectionsPerAddress: 64, maxHandshakes: 256 } as const;
+export const CONNECTION_DEFAULTS = { handshakeTimeoutMs: 10_000, maxConnections: 1024, maxConnectionsPerAddress: 64, maxHandshakes: 1024 } as const;
 
 export type RefusedConnection = "too many connections" | "too many connections from one address" | typeof EVICTED;
 

@@ -5,7 +5,8 @@ import type { ConnectionLimits } from "./connection-limits";
 export interface CapSettings {
   maxConnections: number;
   maxConnectionsPerAddress: number;
-  maxHandshakes: number;
+  /** Unset: as many as max_connections (unauthenticated connections are evicted first, not budgeted apart). */
+  maxHandshakes?: number;
   tokenPort?: number;
   enrollPort?: number;
   plainHttpPort?: number;
@@ -23,13 +24,13 @@ export type ListenerCaps = {
 
 /**
  * What each listener may hold, before fitting under the descriptor limit (descriptor-budget.ts): the
- * mutual-TLS and token listeners max_connections, of which max_handshakes unauthenticated; the enrollment port
- * max_handshakes, every one of them unauthenticated; the plain loopback listener max_connections; the admin
- * port ADMIN_MAX_CONNECTIONS.
+ * mutual-TLS and token listeners max_connections, of which max_handshakes (by default all) unauthenticated;
+ * the enrollment port max_handshakes, every one of them unauthenticated; the plain loopback listener
+ * max_connections; the admin port ADMIN_MAX_CONNECTIONS.
  */
 export function listenerCaps(config: CapSettings): ListenerCaps {
   const perAddress = config.maxConnectionsPerAddress;
-  const handshakes = Math.min(config.maxHandshakes, config.maxConnections);
+  const handshakes = Math.min(config.maxHandshakes ?? config.maxConnections, config.maxConnections);
   const remote: ConnectionLimits = { maxConnections: config.maxConnections, maxConnectionsPerAddress: perAddress, maxHandshakes: handshakes };
   // Every caller of a loopback listener is this machine: one source, so only the total counts.
   const local = (n: number): ConnectionLimits => ({ maxConnections: n, maxConnectionsPerAddress: Number.MAX_SAFE_INTEGER });

