@@ -2,7 +2,7 @@ import { RemoteError } from "../client/a2a-client";
 import type { Message, StreamResponse, Task } from "../protocol/types";
 import { isSettled } from "../protocol/types";
 import { CliError, ExitCode } from "./errors";
-import { applyItem, FollowBroken, followTask, type FollowReason } from "./follow-task";
+import { answeredStatus, applyItem, FollowBroken, followTask, type FollowReason } from "./follow-task";
 import { ProgressLine } from "./progress";
 import { partsText, shortState, statusNote } from "./render-task";
 import { finishWait, lostPeer, type WaitReport } from "./wait-report";
@@ -26,6 +26,8 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
   interrupt?.addEventListener("abort", onInterrupt, { once: true });
   const stopped = (): FollowReason | undefined => (interrupt?.aborted ? "interrupted" : abort.signal.aborted ? "timeout" : undefined);
   let task: Task | undefined;
+  /** The task as the stream opened with it, while no update has come since. */
+  let opening: Task | undefined;
   let reason: FollowReason | undefined;
   try {
     try {
@@ -41,10 +43,12 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
           if (!report.json) progress.print(`task ${item.task.id} accepted by ${session.target.label}`);
           // What the task already held (a task answered after a question) was shown when it was asked.
           task = item.task;
+          opening = task;
           printer.known(task);
           continue;
         }
         task = applyItem(task, item);
+        opening = undefined;
         printer.see(item, task);
         // Settled by an update, not by the opening Task: an answer to a task waiting for input opens with
         // the task still input-required.
@@ -85,6 +89,8 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
       const end = await followTask(session, task, {
         deadline,
         interrupt,
+        // An answer whose stream broke before any update: the question it answered is not the end.
+        stale: message.taskId && opening ? answeredStatus(opening) : undefined,
         onItem: (item, t) => {
           if (report.json) io.stdout.write(`${JSON.stringify(item)}\n`);
           printer.see(item, t);
@@ -113,6 +119,8 @@ class AnswerPrinter {
   /** Each artifact's text as printed so far. */
   private readonly shown = new Map<string, string>();
   private atLineStart = true;
+  /** Something of the answer was printed. */
+  private printed = false;
   private readonly sharedTerminal: boolean;
 
   constructor(
@@ -153,12 +161,16 @@ class AnswerPrinter {
 
   private text(id: string, t: string, append: boolean): void {
     const before = this.shown.get(id);
-    const fresh = append || before === undefined ? t : before.endsWith(t) ? "" : t.startsWith(before) ? t.slice(before.length) : `\n${t}`;
+    let fresh = append || before === undefined ? t : before.endsWith(t) ? "" : t.startsWith(before) ? t.slice(before.length) : `\n${t}`;
     this.shown.set(id, append ? (before ?? "") + t : t);
+    // The answer as printed starts with its text: a paragraph break the agent put between narration shown
+    // before (when the question was asked) and the rest does not open it with blank lines.
+    if (!this.printed) fresh = fresh.replace(/^\n+/, "");
     if (fresh) this.write(fresh);
   }
 
   private write(text: string): void {
+    this.printed = true;
     if (this.sharedTerminal) this.progress.hide();
     this.report.io.stdout.write(text);
     this.atLineStart = text.endsWith("\n");

@@ -334,10 +334,12 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const committed = this.store.record(taskId, { history: [stored], ...(extensionsChanged ? { metadata: { [EXTENSIONS_KEY]: extensions } } : {}) });
     task.history = [...(task.history ?? []), stored];
     if (extensionsChanged) task.metadata = { ...task.metadata, [EXTENSIONS_KEY]: extensions };
-    const initial = snapshot(task);
     const settled = this.runner.start(task, stored, owner, lastSeq, false, committed, extensions);
+    // Taken after the start, which made the task WORKING: the reply is never the question it answered (a caller
+    // would take INPUT_REQUIRED for the task's state and stop waiting).
+    const initial = snapshot(task);
     if (stream) this.runner.subscribe(task.id, owner, stream);
-    return { task, initial, committed, settled, lastSeq };
+    return { task: initial, initial, committed, settled, lastSeq };
   }
 
   /**

@@ -7,6 +7,7 @@ import { openClientSession, type ClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
 import { shortState } from "../render-task";
+import { answeredStatus } from "../follow-task";
 import { streamTask } from "../stream-task";
 import { DEFAULT_WAIT_SECONDS, waitAndReport, type WaitReport } from "../wait-report";
 
@@ -45,7 +46,8 @@ FLAGS
   --file PATH        attach a file (repeatable): sent as an A2A file part, its media type guessed from its
                      name (or its bytes). The peer's body limit (max_body, 1 MiB by default) counts the
                      files in base64, a third larger than on disk
-  --task-id ID       continue this task (one waiting for input) instead of starting a new one
+  --task-id ID       continue this task (one waiting for input) instead of starting a new one; --wait then
+                     waits for what the task does after this answer, not the question it answered
   --context-id ID    start the task in an existing conversation
   --skill ID         ask for one of the peer's skills (its card lists them); sent as message.metadata.skill
   --extension URI    request an A2A extension of the peer's card (repeatable): sent in the A2A-Extensions
@@ -128,7 +130,8 @@ EXIT CODES
       return ExitCode.Ok;
     }
     if (!f.json) io.stderr.write(`task ${task.id} accepted by ${session.target.label}\n`);
-    return waitAndReport(report, task);
+    // An answer: the question it answered is not where the wait ends, even if the peer's reply still shows it.
+    return waitAndReport(report, task, message.taskId ? answeredStatus(task) : undefined);
   },
 };
 
