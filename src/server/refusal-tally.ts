@@ -22,7 +22,7 @@ export interface RefusalTallyOptions<R> {
   kind(record: R): string;
   /** Length of a window (default 60 s). */
   windowMs?: number;
-  /** Distinct keys recorded in full per window (default 20); more are summed by kind alone. */
+  /** Distinct keys recorded in full per window (default 10); more are summed by kind alone. */
   keysPerWindow?: number;
   now?: () => number;
 }
@@ -55,7 +55,7 @@ export class RefusalTally<R> {
       seen.more++;
       return;
     }
-    if (this.firsts.size < (this.o.keysPerWindow ?? 20)) {
+    if (this.firsts.size < (this.o.keysPerWindow ?? 10)) {
       this.firsts.set(key, { record, since: now, more: 0 });
       this.o.write(record);
       return;
