@@ -1,6 +1,7 @@
 import { RemoteError } from "../client/a2a-client";
 import type { StreamResponse, Task, TaskStatus } from "../protocol/types";
 import { isInterrupted, isSettled } from "../protocol/types";
+import { isOutsidePeer } from "../peers/peer-registry";
 import { accumulate } from "../tasks/artifacts";
 import type { ClientSession } from "./client-session";
 
@@ -88,9 +89,26 @@ export async function followTask(session: ClientSession, start: Task, options: F
   // Ctrl-C may have come before this wait began (while the task was being sent).
   if (options.interrupt?.aborted) abort.abort();
   options.interrupt?.addEventListener("abort", onInterrupt, { once: true });
+  // A subscription that does not open with the task as it is (Hermes's own A2A server sends only the task's
+  // end, and never an INPUT_REQUIRED reached before it) would miss what happened before it began: for a peer
+  // outside the fleet the task is read once as soon as the subscription is taken, and if it has settled the
+  // subscription is dropped (the poll below then ends the wait).
+  const subscription = new AbortController();
+  const onAbort = () => subscription.abort();
+  // The wait may be over already (Ctrl-C before it began aborted `abort` above).
+  if (abort.signal.aborted) subscription.abort();
+  else abort.signal.addEventListener("abort", onAbort, { once: true });
+  const opened =
+    session.target.peer && isOutsidePeer(session.target.peer)
+      ? () =>
+          void session.client.getTask({ id: task.id }, abort.signal).then(
+            (fresh) => isSettled(fresh.status.state) && !(stale && sameStatus(fresh.status, stale)) && subscription.abort(),
+            () => undefined, // the subscription or the poll says what is wrong
+          )
+      : undefined;
   try {
     try {
-      for await (const item of session.client.subscribeToTask(task.id, abort.signal)) {
+      for await (const item of session.client.subscribeToTask(task.id, subscription.signal, opened)) {
         see(item);
         if (settled(task)) break;
       }
@@ -119,6 +137,7 @@ export async function followTask(session: ClientSession, start: Task, options: F
     }
   } finally {
     clearTimeout(timer);
+    abort.signal.removeEventListener("abort", onAbort);
     options.interrupt?.removeEventListener("abort", onInterrupt);
   }
 }

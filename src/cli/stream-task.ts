@@ -1,10 +1,12 @@
 import { RemoteError } from "../client/a2a-client";
+import { isOutsidePeer } from "../peers/peer-registry";
 import type { Message, StreamResponse, Task } from "../protocol/types";
 import { isSettled } from "../protocol/types";
 import { CliError, ExitCode } from "./errors";
 import { answeredStatus, applyItem, FollowBroken, followTask, type FollowReason } from "./follow-task";
 import { ProgressLine } from "./progress";
-import { partsText, shortState, statusNote } from "./render-task";
+import { otherTaskNote, partsText, shortState, statusNote } from "./render-task";
+import type { ClientSession } from "./client-session";
 import { finishWait, lostPeer, type WaitReport } from "./wait-report";
 
 /**
@@ -15,6 +17,7 @@ import { finishWait, lostPeer, type WaitReport } from "./wait-report";
  */
 export async function streamTask(report: WaitReport, message: Message, tooLarge: (err: unknown) => CliError | undefined): Promise<number> {
   const { io, session } = report;
+  const outside = session.target.peer !== undefined && isOutsidePeer(session.target.peer);
   const interrupt = io.interruptSignal;
   const progress = ProgressLine.start(io, session.target.label, report.json);
   const printer = new AnswerPrinter(report, progress);
@@ -39,13 +42,20 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
           return ExitCode.Ok;
         }
         if (!task) {
-          if (!("task" in item)) continue;
-          if (!report.json) progress.print(`task ${item.task.id} accepted by ${session.target.label}`);
+          const first = taskOfFirst(item);
+          if (!first) continue;
+          if (!report.json) {
+            progress.print(`task ${first.id} accepted by ${session.target.label}`);
+            const other = otherTaskNote(message.taskId, first, session.target.label);
+            if (other) progress.print(other);
+          }
           // What the task already held (a task answered after a question) was shown when it was asked.
-          task = item.task;
+          task = first;
           opening = task;
           printer.known(task);
-          continue;
+          if ("task" in item) continue;
+          // A stream that skipped the Task (Hermes's own A2A server, for a task it ended at once) opens with
+          // an update: it is also the task's first change.
         }
         task = applyItem(task, item);
         opening = undefined;
@@ -84,6 +94,7 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
       progress.stop();
       return session.fail(new Error("the peer's stream ended without a task"));
     }
+    if (reason === "settled" && outside) task = await confirmed(session, task);
     if (!reason) {
       // The stream ended or broke before the task settled: keep following it another way.
       const end = await followTask(session, task, {
@@ -107,6 +118,38 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
     printer.end();
     if (err instanceof FollowBroken) return lostPeer(report, err);
     return session.fail(err);
+  }
+}
+
+/**
+ * The task a stream's first item makes known: the Task the spec puts first, or, from a server that skips it,
+ * the task an update is about (its id, its context, the status or artifact the update carries).
+ */
+function taskOfFirst(item: StreamResponse): Task | undefined {
+  if ("task" in item) return item.task;
+  if ("statusUpdate" in item) {
+    const u = item.statusUpdate;
+    return { id: u.taskId, contextId: u.contextId, status: { state: "TASK_STATE_SUBMITTED" } };
+  }
+  if ("artifactUpdate" in item) {
+    const u = item.artifactUpdate;
+    return { id: u.taskId, contextId: u.contextId, status: { state: "TASK_STATE_WORKING" } };
+  }
+  return undefined;
+}
+
+/**
+ * The settled task as the peer records it. A peer outside the fleet may stream something else than it
+ * keeps: Hermes's own A2A server streams its agent's raw reply, so a question (a reply starting
+ * "[INPUT_REQUIRED]") streams as COMPLETED while GetTask says INPUT_REQUIRED. One GetTask at the end settles
+ * it; if that fails, what the stream said stands. Fleet peers stream what they store, and are not asked.
+ */
+async function confirmed(session: ClientSession, task: Task): Promise<Task> {
+  try {
+    const stored = await session.client.getTask({ id: task.id });
+    return stored.status.state === task.status.state ? task : stored;
+  } catch {
+    return task;
   }
 }
 

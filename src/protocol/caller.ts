@@ -32,6 +32,11 @@ export interface CallContext {
   note?: CallNote;
   /** Absent when the request named none (and for calls that do not come over HTTP). */
   extensions?: RequestExtensions;
+  /**
+   * The client reads each streamed artifact update as a whole piece of its answer (Hermes's own A2A client,
+   * told by its User-Agent): its streams carry every artifact whole, once (see whole-artifacts.ts).
+   */
+  wholeArtifacts?: boolean;
 }
 
 /** Filled in by the request handler: the task a call concerns once it is known, and whether policy refused it. */

@@ -132,6 +132,47 @@ describe("an execution that asks for input and waits for the answer", () => {
     expect(done.artifacts?.[0]?.parts[0]?.text).toBe("a");
   });
 
+  it("a retry of the message (same messageId) of a task waiting for input returns that task at once, as the first call did", async () => {
+    // Hermes's A2A client sends its message again with SendMessage when a stream ends without a terminal
+    // state, INPUT_REQUIRED included: the retry must not wait for an answer that only its caller could give.
+    const exec = new AskingExecutor();
+    const { handler } = handlerWith(exec);
+    const first = message("once");
+    const asked = taskOf(await handler.sendMessage({ message: first }, alpha));
+    expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    const again = taskOf(await handler.sendMessage({ message: { ...first } }, alpha));
+    expect(again.id).toBe(asked.id);
+    expect(again.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(again.status.message?.parts[0]?.text).toBe("question 1: a or b?");
+    expect(exec.started.count).toBe(1);
+    // The task still takes its answer, in the same execution.
+    const done = taskOf(await handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha));
+    expect([done.id, done.status.state, done.artifacts?.[0]?.parts[0]?.text]).toEqual([asked.id, "TASK_STATE_COMPLETED", "a"]);
+  });
+
+  it("a retry of the message of a task still working waits for it to settle, as the first call would", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const started = counter();
+    const exec: AgentExecutor = {
+      kind: "gated",
+      async execute(req) {
+        started.bump();
+        await gate;
+        return { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "a", parts: [{ text: messageText(req.message) }] }] };
+      },
+    };
+    const { handler } = handlerWith(exec);
+    const first = message("slow");
+    const receipt = taskOf(await handler.sendMessage({ message: first, configuration: { returnImmediately: true } }, alpha));
+    await started.reached(1);
+    const retry = handler.sendMessage({ message: { ...first } }, alpha);
+    release();
+    const done = taskOf(await retry);
+    expect([done.id, done.status.state, done.artifacts?.[0]?.parts[0]?.text]).toEqual([receipt.id, "TASK_STATE_COMPLETED", "slow"]);
+    expect(started.count).toBe(1);
+  });
+
   it("asks twice in one execution, each question settling a blocking call", async () => {
     const exec = new AskingExecutor();
     const { handler } = handlerWith(exec);
