@@ -9,7 +9,7 @@ import type { PeerRegistry } from "../peers/peer-registry";
 import type { Listener } from "../server/mtls-listener";
 import { startAutoRenew, type AutoRenew } from "./auto-renew";
 import { renewHandler } from "./ca-service";
-import { enrollHandler } from "./enroll-service";
+import { enrollHandler, type EnrollEvents } from "./enroll-service";
 import { listenEnroll, type EnrollListenerOptions } from "../server/enroll-listener";
 import { startCrlSync, type CrlSync } from "./crl-sync";
 import { watchExpiry, type ExpiryWatch } from "./expiry-watch";
@@ -110,7 +110,12 @@ export class FleetPki {
    * The enrollment port (enroll_port), on the node holding the fleet CA only: machines with a join token get
    * their certificate there (src/fleet/enroll-service.ts). Undefined, with a warning, elsewhere.
    */
-  async openEnrollment(opts: { host: string; port: number; mtlsPort: number } & Pick<EnrollListenerOptions, "handshakeTimeoutMs" | "limits" | "http" | "onHandshakeError" | "onRefusedConnection" | "tooLarge">): Promise<Listener | undefined> {
+  async openEnrollment(
+    opts: { host: string; port: number; mtlsPort: number; events?: EnrollEvents } & Pick<
+      EnrollListenerOptions,
+      "handshakeTimeoutMs" | "limits" | "http" | "onHandshakeError" | "onRefusedConnection" | "tooLarge"
+    >,
+  ): Promise<Listener | undefined> {
     const { log } = this.options;
     const paths = this.paths;
     if (!existsSync(paths.caKey)) {
@@ -123,7 +128,7 @@ export class FleetPki {
       cert: id.certPem,
       key: id.keyPem,
       maxBodyBytes: 64 * 1024,
-      onRequest: enrollHandler(paths, () => ({ name: this.options.identity().name, port: opts.mtlsPort }), log),
+      onRequest: enrollHandler(paths, () => ({ name: this.options.identity().name, port: opts.mtlsPort }), log, opts.events),
     });
     log.warn("enrollment port open: a machine with a join token from 'pki token' gets a certificate there", { url: this.enroll.url });
     return this.enroll;

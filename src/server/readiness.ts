@@ -10,13 +10,13 @@ export interface CheckResult {
   [more: string]: unknown;
 }
 
-export type CheckName = "database" | "certificate" | "model";
+export type CheckName = "database" | "certificate" | "model" | "descriptors";
 
 export interface ReadinessReport {
   ready: boolean;
   /** The checks that failed, in order. */
   failed: CheckName[];
-  checks: Record<CheckName, CheckResult>;
+  checks: Partial<Record<CheckName, CheckResult>> & Record<"database" | "certificate" | "model", CheckResult>;
 }
 
 export interface ReadinessChecks {
@@ -26,6 +26,8 @@ export interface ReadinessChecks {
   certificate(): CheckResult;
   /** The executor's backing service (the model server, Hermes) answers. */
   model(signal: AbortSignal): Promise<CheckResult>;
+  /** File descriptors are left to accept connections with (see descriptor-budget.ts), where that is watched. */
+  descriptors?(): CheckResult;
 }
 
 /** A certificate this close to its end is still valid, but its check says to renew it. */
@@ -38,14 +40,17 @@ export async function checkReadiness(checks: ReadinessChecks, modelTimeoutMs = 2
     checks.database().catch(failedCheck),
     checks.model(AbortSignal.timeout(modelTimeoutMs)).catch(failedCheck),
   ]);
-  let certificate: CheckResult;
-  try {
-    certificate = checks.certificate();
-  } catch (err) {
-    certificate = failedCheck(err);
-  }
-  const all = { database, certificate, model };
-  const failed = (Object.keys(all) as CheckName[]).filter((k) => !all[k].ok);
+  const now = (check: () => CheckResult): CheckResult => {
+    try {
+      return check();
+    } catch (err) {
+      return failedCheck(err);
+    }
+  };
+  const certificate = now(() => checks.certificate());
+  const all: ReadinessReport["checks"] = { database, certificate, model };
+  if (checks.descriptors) all.descriptors = now(checks.descriptors);
+  const failed = (Object.keys(all) as CheckName[]).filter((k) => !all[k]?.ok);
   return { ready: failed.length === 0, failed, checks: all };
 }
 

@@ -3,9 +3,16 @@ import { createServer as createNetServer, type Server as NetServer } from "node:
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import { TOKEN_CALLER_PREFIX, type CallerToken } from "../auth/caller-tokens";
 import type { CallerIdentity } from "../protocol/caller";
-import { boundTlsServer, CONNECTION_DEFAULTS, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
+import { boundServer, boundTlsServer, CONNECTION_DEFAULTS, type ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
+
+/**
+ * Why a request had no caller: no Authorization header, one that is not a bearer token, or a token this node
+ * does not hold. A revoked token is forgotten (only hashes of live tokens are kept), so it cannot be told from
+ * one never issued: both are `unknown_token`, never `revoked`.
+ */
+export type UnauthorizedKind = "no_token" | "bad_token" | "unknown_token";
 
 /** The card is public: a caller reads it to learn that this listener wants a bearer token. */
 const PUBLIC_PATHS = new Set(["/.well-known/agent-card.json"]);
@@ -25,8 +32,8 @@ export interface TokenListenerOptions {
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
   tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   onRefusedRequest?(status: number): void;
-  /** A request without a valid token (logged without the token). */
-  onUnauthorized?(reason: string, remote: string | undefined): void;
+  /** A request without a valid token (logged without the token), and what kind of refusal it was. */
+  onUnauthorized?(reason: string, remote: string | undefined, kind: UnauthorizedKind): void;
   handshakeTimeoutMs?: number;
   limits?: ConnectionLimits;
   onHandshakeError?(err: Error, remote: string | undefined): void;
@@ -42,29 +49,36 @@ export interface TokenListenerOptions {
  */
 export function listenToken(options: TokenListenerOptions): Promise<Listener> {
   const connections = new ConnectionSet(options.http);
-  const handle = async (req: HttpRequest, remote: string | undefined): Promise<HttpResponse> => {
+  let gate: ConnectionGate;
+  const handle = async (req: HttpRequest, socket: import("node:net").Socket): Promise<HttpResponse> => {
+    const remote = socket.remoteAddress;
     const q = req.target.indexOf("?");
     const path = q === -1 ? req.target : req.target.slice(0, q);
     if ((req.method === "GET" || req.method === "HEAD") && PUBLIC_PATHS.has(path)) return options.onRequest(req, CARD_READER);
     const auth = bearerToken(req.headers.get("authorization"));
     if (auth.kind !== "token") {
-      options.onUnauthorized?.(auth.kind === "none" ? "no bearer token" : "not a bearer token", remote);
+      if (auth.kind === "none") options.onUnauthorized?.("no bearer token", remote, "no_token");
+      else options.onUnauthorized?.("not a bearer token", remote, "bad_token");
       return unauthorized(auth.kind === "none" ? undefined : "invalid_request", "send 'Authorization: Bearer TOKEN' (a token from 'a2a-node tokens add NAME' on this node)");
     }
     const found = options.verify(auth.token);
     if (!found) {
-      options.onUnauthorized?.("unknown or revoked token", remote);
+      options.onUnauthorized?.("a bearer token this node does not hold (never issued, mistyped, or revoked)", remote, "unknown_token");
       return unauthorized("invalid_token", "the bearer token is not one this node knows (unknown, or revoked)");
     }
+    // A caller with a valid token: its connection is no longer one a stranger's new connection may replace.
+    gate.authenticated(socket);
     return options.onRequest(req, { name: `${TOKEN_CALLER_PREFIX}${found.name}`, fingerprint: `${TOKEN_CALLER_PREFIX}${found.name}@${found.createdAt}`, outsideFleet: true });
   };
-  const serve = (socket: import("node:net").Socket) =>
+  const serve = (socket: import("node:net").Socket) => {
+    if (socket.destroyed) return;
     connections.serve(socket, {
       maxBodyBytes: options.maxBodyBytes,
       tooLarge: options.tooLarge,
-      handle: (req) => handle(req, socket.remoteAddress),
+      handle: (req) => handle(req, socket),
       onRefused: options.onRefusedRequest,
     });
+  };
 
   let server: NetServer;
   let setIdentity: Listener["setIdentity"];
@@ -75,13 +89,21 @@ export function listenToken(options: TokenListenerOptions): Promise<Listener> {
       minVersion: "TLSv1.2",
       handshakeTimeout: options.handshakeTimeoutMs ?? CONNECTION_DEFAULTS.handshakeTimeoutMs,
     });
-    boundTlsServer(tls, options);
+    gate = boundTlsServer(tls, options);
     tls.on("secureConnection", (socket: TLSSocket) => serve(socket));
     server = tls;
     setIdentity = (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, minVersion: "TLSv1.2" });
-  } else server = createNetServer(serve);
+  } else {
+    server = createNetServer(serve);
+    gate = boundServer(server, options);
+  }
 
-  return bindServer(server, options.port, options.host, options.tls ? "https" : "http", connections).then((bound) => ({ ...bound, setIdentity }));
+  return bindServer(server, options.port, options.host, options.tls ? "https" : "http", connections).then((bound) => ({
+    ...bound,
+    setIdentity,
+    openConnections: () => gate.count(),
+    unauthenticatedConnections: () => gate.handshakes(),
+  }));
 }
 
 /** The token of an `Authorization: Bearer TOKEN` header (the scheme is case-insensitive, RFC 7235). */
