@@ -28,7 +28,8 @@ const metrics = new NodeMetrics({
   startedAt: Date.now(),
   taskStates: async () => [],
   load: () => ({ running: 0, queued: 0, waitingForInput: 0 }),
-  openConnections: () => 0,
+  listeners: () => [{ listener: "mtls", open: 0, unauthenticated: 0, max: 1024 }],
+  descriptors: () => ({ exhausted: false, exhaustions: 0 }),
   certificateNotAfter: () => new Date(),
 });
 const limiter = new PeerRateLimiter({ perSecond: 1e6, burst: 1e6 });

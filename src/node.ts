@@ -20,10 +20,14 @@ import { v1Methods } from "./protocol/v1-methods";
 import { v03Methods } from "./protocol/v03/methods";
 import { FleetPki } from "./fleet/fleet-pki";
 import type { PkiRoutes } from "./fleet/pki-routes";
-import { NodeMetrics } from "./metrics/node-metrics";
+import { NodeMetrics, type ListenerLoad } from "./metrics/node-metrics";
 import { listenAdmin } from "./server/admin-listener";
 import { buildAgentCard, buildExtendedCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
-import { AuditLog } from "./server/audit-log";
+import { AuditLog, type AuditCall, type AuditRefusal } from "./server/audit-log";
+import type { ConnectionLimits } from "./server/connection-limits";
+import { descriptorCheck, descriptorLimit, DescriptorWatch, fitToDescriptors, openDescriptors } from "./server/descriptor-budget";
+import { listenerCaps } from "./server/listener-caps";
+import { keyOf, RefusalTally, summed } from "./server/refusal-tally";
 import { signCardAs } from "./server/card-signing";
 import { classify, RefusalLog } from "./server/refusal-log";
 import { listenMtls, type Listener, type RefusedPeer } from "./server/mtls-listener";
@@ -79,6 +83,10 @@ export async function startNode(
   embed: { executor?: AgentExecutor; /** Called once every listener is bound, before the node logs that it serves. */ listening?(node: RunningNode): void } = {},
 ): Promise<RunningNode> {
   const paths = homePaths(home);
+  // Every listener's connection caps, fitted under the file descriptor limit before anything is opened.
+  const fds = descriptorLimit();
+  const caps = fitToDescriptors(listenerCaps(config), fds);
+  const cap = (listener: keyof typeof caps.caps): ConnectionLimits => caps.caps[listener] ?? caps.caps.mtls;
   let identity = await loadNodeIdentity(paths);
   const startedAt = Date.now();
   const storage = await openStorage({ path: paths.database, databaseUrl: config.databaseUrl, maxListBytes: config.maxListBytes, leaseMs: config.leaseMs, log });
@@ -88,17 +96,28 @@ export async function startNode(
   const storeProbe = storage.health;
   // An embedding program (a benchmark, a test) may bring its own executor; the binary picks one by name.
   const executor = embed.executor ?? createExecutor(config);
-  // The metrics read the runner and the listener, which are made after them (the runner reports into them).
+  // The metrics read the runner and the listeners, which are made after them (the runner reports into them).
   let runnerRef: TaskRunner | undefined;
-  let mtlsRef: Listener | undefined;
   let fleetPkiRef: FleetPki | undefined;
+  const loads: (() => ListenerLoad)[] = [];
+  const descriptors = new DescriptorWatch({
+    onExhausted: (code) =>
+      log.error("out of file descriptors: no listener can accept a connection until some close", {
+        code,
+        limit: descriptors.state().limit ?? fds,
+        next: "raise the limit (systemd: LimitNOFILE; a shell: ulimit -n) or lower max_connections",
+      }),
+    onRecovered: (ms) => log.warn("file descriptors are free again: the listeners accept connections", { exhausted_for_ms: ms }),
+  });
+  descriptors.start();
   const metrics = new NodeMetrics({
     version: VERSION,
     executor: executor.kind,
     startedAt,
     taskStates: () => storeProbe.countByState(),
     load: () => runnerRef?.load() ?? { running: 0, queued: 0, waitingForInput: 0 },
-    openConnections: () => mtlsRef?.openConnections?.(),
+    listeners: () => loads.map((l) => l()),
+    descriptors: () => descriptors.state(),
     certificateNotAfter: () => identity.notAfter,
     revocationList: () => fleetPkiRef?.revocationFacts(),
   });
@@ -180,6 +199,7 @@ export async function startNode(
           const r = await modelReady(signal);
           return { ok: r.ready, detail: r.detail };
         },
+        descriptors: () => descriptorCheck(descriptors.state(), descriptors.state().limit ?? fds, openDescriptors()),
       }),
     metrics: () => metrics.render(),
   });
@@ -195,8 +215,18 @@ export async function startNode(
   };
   // The fleet PKI's routes (/pki/) only where callers hold a fleet certificate: the mutual-TLS listener.
   // Health and metrics (which name fleet callers) are not for token callers: the token listener leaves them out.
+  // Rate-limited calls are refusals too: summed per peer like the rest (see refusal-tally.ts), so a caller in
+  // a loop cannot rotate the audit log away either.
+  const limitedCalls =
+    audit &&
+    new RefusalTally<AuditCall>({
+      write: (call, repeats) => audit.call(repeats ? { ...call, more: repeats.more, since: repeats.since } : call),
+      key: (call) => `${call.peer} ${call.binding}`,
+      kind: () => "rate_limited",
+    });
+  const auditCall = audit && ((call: AuditCall) => (call.outcome === "rate_limited" ? limitedCalls?.add(call) : audit.call(call)));
   const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes, withOps = true) =>
-    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki, audit: audit && ((call) => audit.call(call)) });
+    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki, audit: auditCall });
   // The cards, signed with this node's key and kept until the identity changes: one per listener, by who may
   // call there ("mtls": fleet members, who get the extended card too; "bearer": token callers; "anonymous": the
   // plain loopback listener, no identity), and the extended card for fleet members.
@@ -240,11 +270,15 @@ export async function startNode(
 
   let advertisedUrl = "";
   const refusals = new RefusalLog(log, { detailedPerWindow: config.logRefusalsPerMinute, count: (kind) => metrics.connectionRefused(kind) });
-  // The journal hears of refusals at a rate; the audit log records every one.
-  const refused = (reason: string, remote: string | undefined, peer?: RefusedPeer) => {
-    refusals.refused(reason, remote);
-    audit?.refused({ kind: classify(reason), reason, remote, peer: peer?.name, fingerprint: peer?.fingerprint });
+  // The journal hears of refusals at a rate; the audit log records the first of each source and kind in a
+  // minute, and sums up the rest, so that no flood can rotate away what it held before.
+  const auditRefusals = audit && new RefusalTally<AuditRefusal>({ write: (r, repeats) => audit.refused(summed(r, repeats)), key: keyOf, kind: (r) => r.kind });
+  const refused = (reason: string, remote: string | undefined, peer?: RefusedPeer, kind = classify(reason)) => {
+    refusals.refused(reason, remote, { kind });
+    auditRefusals?.add({ kind, reason, remote, peer: peer?.name, fingerprint: peer?.fingerprint });
   };
+  const track = (listener: string, l: Listener, max: ConnectionLimits) =>
+    loads.push(() => ({ listener, open: l.openConnections?.() ?? 0, unauthenticated: l.unauthenticatedConnections?.(), max: max.maxConnections }));
   const mtls = await listenMtls({
     ...common,
     host: config.host,
@@ -258,9 +292,9 @@ export async function startNode(
     onHandshakeError: (err, remote, peer) => refused(err.message, remote, peer),
     onRefusedConnection: (reason, remote) => refused(reason, remote),
     handshakeTimeoutMs: config.handshakeTimeoutMs,
-    limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+    limits: caps.caps.mtls,
   });
-  mtlsRef = mtls;
+  track("mtls", mtls, caps.caps.mtls);
   advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, mtls.port);
   const listeners: Listener[] = [mtls];
   let enrollUrl: string | undefined;
@@ -272,11 +306,23 @@ export async function startNode(
       tooLarge: tooLargeResponse,
       http: common.http,
       handshakeTimeoutMs: config.handshakeTimeoutMs,
-      limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+      limits: cap("enroll"),
       onHandshakeError: (err, remote) => refused(`enrollment port: ${err.message}`, remote),
-      onRefusedConnection: (reason, remote) => refused(reason, remote),
+      onRefusedConnection: (reason, remote) => refused(`enrollment port: ${reason}`, remote),
+      events: {
+        enrolled: (e) =>
+          auditCall?.({ peer: e.name, fingerprint: e.fingerprint, binding: "enroll", method: "POST /pki/enroll", outcome: "ok", ms: 0 }),
+        // Failed enrollments are refusals like the others: the journal at a rate, the audit log summed per source.
+        refused: (e) => {
+          refusals.refused(e.reason, e.remote, { kind: e.kind, msg: "refused an enrollment", fields: { name: e.name } });
+          auditRefusals?.add({ kind: e.kind, reason: e.reason, remote: e.remote, name: e.name });
+        },
+      },
     });
-    if (enroll) listeners.push(enroll);
+    if (enroll) {
+      listeners.push(enroll);
+      track("enroll", enroll, cap("enroll"));
+    }
     enrollUrl = enroll?.url;
   }
   let plainUrl: string | undefined;
@@ -285,9 +331,12 @@ export async function startNode(
       ...common,
       port: config.plainHttpPort,
       onRequest: route(lazyWebApp(() => card(plainUrl as string, "anonymous"), startedAt)),
+      maxConnections: cap("plain").maxConnections,
+      onRefusedConnection: (reason, remote) => refused(`plain loopback listener: ${reason}`, remote),
     });
     plainUrl = plain.url;
     listeners.push(plain);
+    track("plain", plain, cap("plain"));
     log.warn(`plain-HTTP listener open on loopback: any local process can use it, as caller '${LOOPBACK_CALLER.name}'`, { url: plain.url });
   }
   let tokenUrl: string | undefined;
@@ -303,23 +352,30 @@ export async function startNode(
       current: () => tokens.list(),
       onDropped: (caller, remote) => refused(`token listener: closed an open connection: the token of '${caller}' was revoked`, remote),
       onRequest: route(lazyWebApp(() => card(tokenCardUrl(tokenUrl as string, advertisedUrl), "bearer"), startedAt), undefined, false),
-      onUnauthorized: (reason, remote) => refused(`token listener: ${reason}`, remote),
+      onUnauthorized: (reason, remote, kind) => refused(`token listener: ${reason}`, remote, undefined, kind),
       handshakeTimeoutMs: config.handshakeTimeoutMs,
-      limits: { maxConnections: config.maxConnections, maxConnectionsPerAddress: config.maxConnectionsPerAddress },
+      limits: cap("token"),
       onHandshakeError: (err, remote) => refused(`token listener: ${err.message}`, remote),
-      onRefusedConnection: (reason, remote) => refused(reason, remote),
+      onRefusedConnection: (reason, remote) => refused(`token listener: ${reason}`, remote),
     });
     tokenUrl = token.url;
     tokenListener = token;
     listeners.push(token);
+    track("token", token, cap("token"));
     if (config.tokenTls === "on") log.info("token listener open: callers outside the fleet with a bearer token from 'a2a-node tokens add'", { url: token.url });
     else log.warn("token listener open over plain HTTP: bearer tokens cross the network in clear (token_tls = off)", { url: token.url });
   }
   let adminUrl: string | undefined;
   if (config.adminPort !== undefined) {
-    const admin = await listenAdmin({ port: config.adminPort, ops: (method, path) => ops(method, path) });
+    const admin = await listenAdmin({
+      port: config.adminPort,
+      ops: (method, path) => ops(method, path),
+      maxConnections: cap("admin").maxConnections,
+      onRefusedConnection: (reason, remote) => refused(`admin port: ${reason}`, remote),
+    });
     adminUrl = admin.url;
     listeners.push(admin);
+    track("admin", admin, cap("admin"));
     log.info("admin port open on loopback: /metrics and /health/* over plain HTTP, nothing else", { url: admin.url });
   }
   const running: RunningNode = {
@@ -358,12 +414,15 @@ export async function startNode(
     },
     async stop() {
       fleetPki.stop();
+      descriptors.stop();
       for (const l of listeners) l.stopAccepting();
       refusals.flush();
       await retention.stop();
       await runner.shutdown(config.shutdownGraceMs);
       stopLeases();
       for (const l of listeners) await l.close();
+      auditRefusals?.flush();
+      limitedCalls?.flush();
       audit?.close();
       await storage.flush();
       storeProbe.stop();
@@ -392,7 +451,14 @@ export async function startNode(
       (r) => r.ready || log.warn("the model endpoint does not answer: tasks will fail until it does", { executor: executor.kind, detail: r.detail }),
       () => {},
     );
-
+  if (caps.lowered)
+    log.warn("the file descriptor limit is below what the listeners' connection caps add up to: the caps are lowered to fit", {
+      limit: fds,
+      needed: caps.needed,
+      available: caps.available,
+      caps: Object.fromEntries(Object.entries(caps.caps).map(([k, c]) => [k, (c as ConnectionLimits).maxConnections])),
+      next: "raise the limit (systemd: LimitNOFILE=65536; a shell: ulimit -n 65536), or lower max_connections to silence this",
+    });
 
   return running;
 }

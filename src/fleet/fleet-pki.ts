@@ -13,7 +13,7 @@ import type { AccessRule } from "../protocol/access-policy";
 import type { CheckResult } from "../server/readiness";
 import { startAutoRenew, type AutoRenew } from "./auto-renew";
 import { renewHandler } from "./ca-service";
-import { enrollHandler } from "./enroll-service";
+import { enrollHandler, type EnrollEvents } from "./enroll-service";
 import { listenEnroll, type EnrollListenerOptions } from "../server/enroll-listener";
 import { CRL_PATH, startCrlSync, type CrlSync } from "./crl-sync";
 import { watchExpiry, type ExpiryWatch } from "./expiry-watch";
@@ -255,7 +255,12 @@ export class FleetPki {
    * The enrollment port (enroll_port), on the node holding the fleet CA only: machines with a join token get
    * their certificate there (src/fleet/enroll-service.ts). Undefined, with a warning, elsewhere.
    */
-  async openEnrollment(opts: { host: string; port: number; mtlsPort: number } & Pick<EnrollListenerOptions, "handshakeTimeoutMs" | "limits" | "http" | "onHandshakeError" | "onRefusedConnection" | "tooLarge">): Promise<Listener | undefined> {
+  async openEnrollment(
+    opts: { host: string; port: number; mtlsPort: number; events?: EnrollEvents } & Pick<
+      EnrollListenerOptions,
+      "handshakeTimeoutMs" | "limits" | "http" | "onHandshakeError" | "onRefusedConnection" | "tooLarge"
+    >,
+  ): Promise<Listener | undefined> {
     const { log } = this.options;
     const paths = this.paths;
     if (!existsSync(paths.caKey)) {
@@ -268,7 +273,7 @@ export class FleetPki {
       cert: id.certPem,
       key: id.keyPem,
       maxBodyBytes: 64 * 1024,
-      onRequest: enrollHandler(paths, () => ({ name: this.options.identity().name, port: opts.mtlsPort }), log),
+      onRequest: enrollHandler(paths, () => ({ name: this.options.identity().name, port: opts.mtlsPort }), log, opts.events),
     });
     log.warn("enrollment port open: a machine with a join token from 'pki token' gets a certificate there", { url: this.enroll.url });
     return this.enroll;

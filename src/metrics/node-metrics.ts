@@ -1,5 +1,6 @@
 import type { RouterMetrics } from "../server/request-router";
 import { REFUSAL_KINDS } from "../server/refusal-log";
+import type { DescriptorState } from "../server/descriptor-budget";
 import type { Arrival, TaskLifecycle } from "../tasks/lifecycle";
 import type { Task, TaskState } from "../protocol/types";
 import { registerProcessMetrics } from "./process-metrics";
@@ -13,11 +14,22 @@ export interface MetricSources {
   /** Stored tasks by state; may take a while (it runs in a worker), so its answer is reused for a few seconds. */
   taskStates(): Promise<{ state: string; n: number }[]>;
   load(): { running: number; queued: number; waitingForInput: number };
-  /** Connections open on the mTLS listener. */
-  openConnections(): number | undefined;
+  /** Each listener's connections now (open, of which unauthenticated) and its cap. */
+  listeners(): ListenerLoad[];
+  /** Whether the process has run out of file descriptors, and how often it has. */
+  descriptors(): DescriptorState;
   certificateNotAfter(): Date;
   /** The revocation list in force (its age in seconds and next update), when there is one. */
   revocationList?(): { ageSeconds: number; nextUpdate?: Date } | undefined;
+}
+
+/** One listener's connections, for the gauges: "mtls", "token", "enroll", "plain" or "admin". */
+export interface ListenerLoad {
+  listener: string;
+  open: number;
+  /** Not authenticated yet (TLS handshakes in progress, token listener connections without a valid token). */
+  unauthenticated?: number;
+  max: number;
 }
 
 // Blocking SendMessage answers when its task ends, so requests run from sub-millisecond to minutes.
@@ -50,7 +62,11 @@ export class NodeMetrics implements RouterMetrics, TaskLifecycle {
     .histogram("a2a_node_executor_duration_seconds", "Time the executor spent on a task (the model's latency), by the task's final state; waits for input left out.", "state", TASK_BUCKETS)
     .preset(FINAL_STATES);
   private readonly refused = this.registry
-    .counter("a2a_node_connections_refused_total", "Connections refused on the mTLS listener, by reason (every one, logged or not).", "reason")
+    .counter(
+      "a2a_node_connections_refused_total",
+      "Connections refused on any listener, and requests of callers the node could not name (bad bearer tokens, failed enrollments), by reason (every one, logged or not).",
+      "reason",
+    )
     .preset(REFUSAL_KINDS);
   private readonly httpRefused = this.registry
     .counter(
@@ -72,7 +88,19 @@ export class NodeMetrics implements RouterMetrics, TaskLifecycle {
     r.collected("a2a_node_tasks_queued", "Tasks waiting for an execution slot (queue depth).", () => sources.load().queued);
     r.collected("a2a_node_tasks_waiting_for_input", "Tasks whose execution waits for an answer (INPUT_REQUIRED, holding no slot).", () => sources.load().waitingForInput);
     r.collected("a2a_node_sse_streams", "Server-sent event streams open now (SendStreamingMessage, SubscribeToTask).", () => this.streams);
-    r.collected("a2a_node_connections_open", "Connections open on the mTLS listener, TLS handshakes in progress included.", () => sources.openConnections());
+    r.collected("a2a_node_connections_open", "Connections open on each listener, TLS handshakes in progress included.", () =>
+      sources.listeners().map((l) => [{ listener: l.listener }, l.open]),
+    );
+    r.collected("a2a_node_connections_unauthenticated", "Of those, the ones not authenticated yet (evicted first when the listener is full).", () =>
+      sources.listeners().flatMap((l) => (l.unauthenticated === undefined ? [] : [[{ listener: l.listener }, l.unauthenticated] as [{ listener: string }, number]])),
+    );
+    r.collected("a2a_node_connections_max", "Each listener's cap on open connections (max_connections, lowered to fit the file descriptor limit).", () =>
+      sources.listeners().map((l) => [{ listener: l.listener }, l.max]),
+    );
+    r.collected("a2a_node_descriptors_exhausted", "1 while the process has no file descriptor free (no listener can accept), else 0.", () =>
+      sources.descriptors().exhausted ? 1 : 0,
+    );
+    r.collected("a2a_node_descriptors_exhausted_total", "Times the process ran out of file descriptors (a run of failed checks, one a second, counts once).", () => sources.descriptors().exhaustions, "counter");
     r.collected("a2a_node_certificate_expiry_timestamp_seconds", "When this node's certificate expires (unix time).", () =>
       Math.floor(sources.certificateNotAfter().getTime() / 1000),
     );

@@ -1,12 +1,19 @@
 import { bindServer } from "./bind";
 import { createServer } from "node:net";
+import { boundServer, type RefusedConnection } from "./connection-limits";
 import { refuseBrowserRequest } from "./browser-guard";
 import { ConnectionSet, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
 import { OPS_PATHS } from "./ops-routes";
 
+/** A Prometheus and a health checker need a connection or two; the rest is room for a few more tools. */
+export const ADMIN_MAX_CONNECTIONS = 64;
+
 export interface AdminListenerOptions {
   port: number;
+  /** Connections held open at once (default ADMIN_MAX_CONNECTIONS); more are closed at once. */
+  maxConnections?: number;
+  onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
   /** Health and metrics (ops-routes.ts); undefined for anything else. */
   ops(method: string, path: string): Promise<HttpResponse> | undefined;
 }
@@ -19,7 +26,8 @@ export interface AdminListenerOptions {
  */
 export function listenAdmin(options: AdminListenerOptions): Promise<Listener> {
   const connections = new ConnectionSet();
-  const server = createServer((socket) =>
+  const server = createServer((socket) => {
+    if (socket.destroyed) return;
     connections.serve(socket, {
       maxBodyBytes: 1024,
       tooLarge: () => notFound(),
@@ -29,9 +37,13 @@ export function listenAdmin(options: AdminListenerOptions): Promise<Listener> {
         const q = req.target.indexOf("?");
         return (await options.ops(req.method, q === -1 ? req.target : req.target.slice(0, q))) ?? notFound();
       },
-    }),
-  );
-  return bindServer(server, options.port, "127.0.0.1", "http", { close: () => connections.close(500) });
+    });
+  });
+  const max = options.maxConnections ?? ADMIN_MAX_CONNECTIONS;
+  const gate = boundServer(server, { limits: { maxConnections: max, maxConnectionsPerAddress: Number.MAX_SAFE_INTEGER }, onRefusedConnection: options.onRefusedConnection });
+  return bindServer(server, options.port, "127.0.0.1", "http", { close: () => connections.close(500) }).then((bound) => {
+    return { ...bound, openConnections: () => gate.count() };
+  });
 }
 
 function notFound(): HttpResponse {

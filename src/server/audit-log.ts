@@ -14,9 +14,15 @@ export interface AuditCall {
   outcome: "ok" | "error" | "denied" | "rate_limited";
   code?: number;
   ms: number;
+  /** On a summary line (rate-limited calls are summed per peer, see refusal-tally.ts): how many more, since when. */
+  more?: number;
+  since?: string;
 }
 
-/** A connection refused before any request: a failed handshake, a refused certificate, over the limits. */
+/**
+ * A refusal of someone the node could not name: a connection refused before any request (a failed handshake,
+ * a refused certificate, over the limits), a request without a valid bearer token, a failed enrollment.
+ */
 export interface AuditRefusal {
   kind: string;
   reason: string;
@@ -24,6 +30,12 @@ export interface AuditRefusal {
   /** The certificate's CN and fingerprint, when the handshake got as far as one (then it was refused). */
   peer?: string;
   fingerprint?: string;
+  /** A refused enrollment: the node name its token claimed (never the token). */
+  name?: string;
+  /** On a summary line (see refusal-tally.ts): how many more like this, since when, from how many sources. */
+  more?: number;
+  since?: string;
+  sources?: number;
 }
 
 export interface AuditLogOptions {
@@ -45,8 +57,8 @@ export interface AuditLogOptions {
 }
 
 /**
- * The audit log: JSON lines, one per A2A call and one per refused connection, never message content or a
- * secret. A call only formats its line and appends it to a buffer; the buffer is written in one system call
+ * The audit log: JSON lines, one per A2A call and one per refusal (the node sums floods of refusals before
+ * they come here: refusal-tally.ts), never message content or a secret. A call only formats its line and appends it to a buffer; the buffer is written in one system call
  * when it holds 64 KiB or 200 ms after its first line, and on close, so the hot path never waits for the disk.
  * The file is 0600 (it names every peer and task). Before a write would take it past maxBytes it is rotated,
  * line by line, as logrotate's numbered scheme does: PATH.1 is the newest old file, PATH.keep the oldest kept.

@@ -37,12 +37,15 @@ export function listenEnroll(options: EnrollListenerOptions): Promise<Listener> 
     minVersion: "TLSv1.2",
     handshakeTimeout: options.handshakeTimeoutMs ?? CONNECTION_DEFAULTS.handshakeTimeoutMs,
   });
-  boundTlsServer(tls, options);
+  // Nobody authenticates here: every connection stays evictable, so a flood evicts its own oldest first.
+  const gate = boundTlsServer(tls, options);
   tls.on("secureConnection", (socket: TLSSocket) => {
     connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, socket.remoteAddress) });
   });
   return bindServer(tls, options.port, options.host, "https", connections).then((bound) => ({
     ...bound,
     setIdentity: (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, minVersion: "TLSv1.2" }),
+    openConnections: () => gate.count(),
+    unauthenticatedConnections: () => gate.handshakes(),
   }));
 }

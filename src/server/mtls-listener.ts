@@ -27,7 +27,7 @@ export interface MtlsListenerOptions {
   onHandshakeError?(err: Error, remote: string | undefined, peer?: RefusedPeer): void;
   /** A client that has not finished its TLS handshake after this long is dropped. */
   handshakeTimeoutMs?: number;
-  /** Connections held open (handshakes in progress included), in all and per source address. */
+  /** Connections held open (handshakes in progress included): in all, per source, unauthenticated. */
   limits?: ConnectionLimits;
   /** Called when a connection is closed at once for being over the limits. */
   onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
@@ -61,6 +61,8 @@ export interface Listener {
   close(): Promise<void>;
   /** Connections open now (handshakes in progress included), where the listener counts them. */
   openConnections?(): number;
+  /** Of those, the ones not authenticated yet (a handshake in progress; on the token listener, no valid token yet). */
+  unauthenticatedConnections?(): number;
 }
 
 /**
@@ -95,6 +97,8 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       return;
     }
     const { caller } = peer;
+    // A fleet member: its connection is no longer one a stranger's new connection may take the place of.
+    gate.authenticated(socket);
     serials.set(socket, { serial: peer.serial, peer: { name: caller.name, fingerprint: caller.fingerprint } });
     socket.on("close", () => serials.delete(socket));
     connections.serve(socket, {
@@ -137,6 +141,7 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       return dropped;
     },
     openConnections: () => gate.count(),
+    unauthenticatedConnections: () => gate.handshakes(),
   }));
 }
 

@@ -1,5 +1,6 @@
 import { bindServer } from "./bind";
 import { createServer } from "node:net";
+import { boundServer, CONNECTION_DEFAULTS, type RefusedConnection } from "./connection-limits";
 import type { CallerIdentity } from "../protocol/caller";
 import { refuseBrowserRequest } from "./browser-guard";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
@@ -21,6 +22,9 @@ export interface PlainListenerOptions {
   tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
   onRefusedRequest?(status: number): void;
+  /** Connections held open at once (default max_connections' default); more are closed at once (every caller is this machine: none is evicted). */
+  maxConnections?: number;
+  onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
 }
 
 /**
@@ -31,8 +35,17 @@ export interface PlainListenerOptions {
 export function listenPlainLoopback(options: PlainListenerOptions): Promise<Listener> {
   const connections = new ConnectionSet(options.http);
   const handle = async (req: HttpRequest) => refuseBrowserRequest(req) ?? options.onRequest(req, LOOPBACK_CALLER);
-  const server = createServer((socket) =>
-    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle, onRefused: options.onRefusedRequest }),
-  );
-  return bindServer(server, options.port, "127.0.0.1", "http", connections);
+  const server = createServer((socket) => {
+    if (!socket.destroyed) connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle, onRefused: options.onRefusedRequest });
+  });
+  // Capped like every listener: one local process's thousands of idle connections must not take the
+  // descriptors the mutual-TLS port needs.
+  const max = options.maxConnections ?? CONNECTION_DEFAULTS.maxConnections;
+  const gate = boundServer(server, {
+    limits: { maxConnections: max, maxConnectionsPerAddress: Number.MAX_SAFE_INTEGER },
+    onRefusedConnection: options.onRefusedConnection,
+  });
+  return bindServer(server, options.port, "127.0.0.1", "http", connections).then((bound) => {
+    return { ...bound, openConnections: () => gate.count() };
+  });
 }

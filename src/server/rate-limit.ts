@@ -24,6 +24,7 @@ interface Bucket {
  */
 export class PeerRateLimiter {
   private readonly buckets = new Map<string, Bucket>();
+  private sweptAt = Number.NEGATIVE_INFINITY;
   /** The limits in force (configure() changes them). */
   perSecond: number;
   burst: number;
@@ -46,20 +47,46 @@ export class PeerRateLimiter {
   /** Takes a token for `peer`: 0 when it may go ahead, otherwise the whole seconds until it may try again. */
   take(peer: string): number {
     if (this.perSecond <= 0) return 0;
+    const b = this.refilled(peer);
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return 0;
+    }
+    return this.waitFor(b);
+  }
+
+  /** Like take(), without taking: 0 when `peer` has a token left, otherwise the whole seconds until it has. */
+  available(peer: string): number {
+    if (this.perSecond <= 0) return 0;
+    const b = this.buckets.get(peer);
+    if (b === undefined) return 0;
+    return Math.min(this.burst, b.tokens + ((this.now() - b.at) / 1000) * this.perSecond) >= 1 ? 0 : this.waitFor(this.refilled(peer));
+  }
+
+  /** `peer`'s bucket, refilled up to now (a new one is full). */
+  private refilled(peer: string): Bucket {
     const now = this.now();
     let b = this.buckets.get(peer);
     if (b === undefined) {
-      if (this.buckets.size >= MAX_BUCKETS) this.sweep(now);
+      if (this.buckets.size >= MAX_BUCKETS) {
+        // Keys may come from strangers (source addresses): the map stays bounded whatever they send. Past the
+        // bound the oldest bucket goes (its peer starts afresh), and full ones are swept at most once a second.
+        if (now - this.sweptAt >= 1000) {
+          this.sweep(now);
+          this.sweptAt = now;
+        }
+        if (this.buckets.size >= MAX_BUCKETS) this.buckets.delete(this.buckets.keys().next().value as string);
+      }
       b = { tokens: this.burst, at: now };
       this.buckets.set(peer, b);
     } else {
       b.tokens = Math.min(this.burst, b.tokens + ((now - b.at) / 1000) * this.perSecond);
       b.at = now;
     }
-    if (b.tokens >= 1) {
-      b.tokens -= 1;
-      return 0;
-    }
+    return b;
+  }
+
+  private waitFor(b: Bucket): number {
     return Math.max(1, Math.ceil((1 - b.tokens) / this.perSecond));
   }
 

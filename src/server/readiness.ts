@@ -10,7 +10,7 @@ export interface CheckResult {
   [more: string]: unknown;
 }
 
-export type CheckName = "database" | "certificate" | "model" | "revocation";
+export type CheckName = "database" | "certificate" | "model" | "descriptors" | "revocation";
 
 export interface ReadinessReport {
   ready: boolean;
@@ -26,6 +26,8 @@ export interface ReadinessChecks {
   certificate(): CheckResult;
   /** The executor's backing service (the model server, Hermes) answers. */
   model(signal: AbortSignal): Promise<CheckResult>;
+  /** File descriptors are left to accept connections with (see descriptor-budget.ts), where that is watched. */
+  descriptors?(): CheckResult;
   /** The revocation list in force is not stale (see FleetPki.revocationCheck); absent: not checked. */
   revocation?(): CheckResult;
 }
@@ -40,20 +42,18 @@ export async function checkReadiness(checks: ReadinessChecks, modelTimeoutMs = 2
     checks.database().catch(failedCheck),
     checks.model(AbortSignal.timeout(modelTimeoutMs)).catch(failedCheck),
   ]);
-  let certificate: CheckResult;
-  try {
-    certificate = checks.certificate();
-  } catch (err) {
-    certificate = failedCheck(err);
-  }
-  let revocation: CheckResult | undefined;
-  try {
-    revocation = checks.revocation?.();
-  } catch (err) {
-    revocation = failedCheck(err);
-  }
-  const all: ReadinessReport["checks"] = revocation ? { database, certificate, model, revocation } : { database, certificate, model };
-  const failed = (Object.keys(all) as CheckName[]).filter((k) => !all[k]!.ok);
+  const now = (check: () => CheckResult): CheckResult => {
+    try {
+      return check();
+    } catch (err) {
+      return failedCheck(err);
+    }
+  };
+  const certificate = now(() => checks.certificate());
+  const all: ReadinessReport["checks"] = { database, certificate, model };
+  if (checks.descriptors) all.descriptors = now(checks.descriptors);
+  if (checks.revocation) all.revocation = now(checks.revocation);
+  const failed = (Object.keys(all) as CheckName[]).filter((k) => !all[k]?.ok);
   return { ready: failed.length === 0, failed, checks: all };
 }
 

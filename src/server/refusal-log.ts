@@ -16,16 +16,19 @@ export class RefusalLog {
     private readonly options: { windowMs?: number; detailedPerWindow?: number; count?(kind: string): void } = {},
   ) {}
 
-  /** Every refusal comes here, logged or not; `count` (the metrics) hears of each one. */
-  refused(reason: string, remote: string | undefined): void {
-    const kind = classify(reason);
+  /**
+   * Every refusal comes here, logged or not; `count` (the metrics) hears of each one. `kind` defaults to what
+   * classify() makes of the reason; `msg` and `fields` shape its line when it is logged one by one.
+   */
+  refused(reason: string, remote: string | undefined, o: { kind?: string; msg?: string; fields?: Record<string, unknown> } = {}): void {
+    const kind = o.kind ?? classify(reason);
     this.options.count?.(kind);
     if (!this.timer) {
       this.timer = setTimeout(() => this.flush(), this.options.windowMs ?? 60_000);
       this.timer.unref?.();
     }
     if (++this.inWindow <= (this.options.detailedPerWindow ?? 5)) {
-      this.log.warn("refused a connection", { remote, kind, reason });
+      this.log.warn(o.msg ?? "refused a connection", { remote, kind, reason, ...o.fields });
       return;
     }
     this.suppressed.set(kind, (this.suppressed.get(kind) ?? 0) + 1);
@@ -43,16 +46,23 @@ export class RefusalLog {
   }
 }
 
-/** Every kind classify() can return: the refused-connections counter shows each from the start, at 0. */
+/** Every kind a refusal is counted under: the refused-connections counter shows each from the start, at 0. */
 export const REFUSAL_KINDS = [
   "per_address_limit",
   "connection_limit",
+  "evicted",
   "handshake_timeout",
   "certificate_refused",
   "expired",
   "no_certificate",
   "foreign_ca",
   "not_tls",
+  // Refused requests of callers the node could not name: the token listener's, the enrollment port's.
+  "no_token",
+  "bad_token",
+  "unknown_token",
+  "enrollment_refused",
+  "enrollment_throttled",
   "other",
 ] as const;
 
@@ -60,6 +70,7 @@ export const REFUSAL_KINDS = [
 export function classify(reason: string): string {
   // OpenSSL and BoringSSL name their errors in upper case with underscores (HTTP_REQUEST, WRONG_VERSION_NUMBER).
   const r = reason.toLowerCase().replaceAll("_", " ");
+  if (r.startsWith("evicted")) return "evicted";
   if (r.includes("too many connections from one address")) return "per_address_limit";
   if (r.includes("too many connections")) return "connection_limit";
   if (r.includes("timed out") || r.includes("timeout")) return "handshake_timeout";

@@ -145,7 +145,12 @@ export function createRequestRouter(options: RouterOptions) {
       const res = await options.pki(req, caller, path);
       // Renewals and revocation-list fetches are fleet calls too; a path it does not serve is named by kind only.
       const known = path === "/pki/renew" || path === "/pki/crl";
-      record({ caller }, "pki", known ? `${req.method} ${path}` : undefined, started, res.status < 400 ? undefined : res.status);
+      const method = known ? `${req.method} ${path}` : undefined;
+      if (res.status === 429) {
+        // Over the /pki/ routes' own per-peer limits (src/fleet/pki-routes.ts).
+        metrics?.rateLimited(caller.name, Number(res.headers?.["retry-after"] ?? 1));
+        audit?.({ peer: caller.name, fingerprint: caller.fingerprint, binding: "pki", method, outcome: "rate_limited", code: 429, ms: 0 });
+      } else record({ caller }, "pki", method, started, res.status < 400 ? undefined : res.status);
       return res;
     }
     const match = matchRoute(path);

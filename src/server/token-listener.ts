@@ -3,9 +3,16 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import { TOKEN_CALLER_PREFIX, type CallerToken } from "../auth/caller-tokens";
 import type { CallerIdentity } from "../protocol/caller";
-import { boundTlsServer, CONNECTION_DEFAULTS, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
+import { boundServer, boundTlsServer, CONNECTION_DEFAULTS, type ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
+
+/**
+ * Why a request had no caller: no Authorization header, one that is not a bearer token, or a token this node
+ * does not hold. A revoked token is forgotten (only hashes of live tokens are kept), so it cannot be told from
+ * one never issued: both are `unknown_token`, never `revoked`.
+ */
+export type UnauthorizedKind = "no_token" | "bad_token" | "unknown_token";
 
 /** The card is public: a caller reads it to learn that this listener wants a bearer token. */
 const PUBLIC_PATHS = new Set(["/.well-known/agent-card.json"]);
@@ -29,8 +36,8 @@ export interface TokenListenerOptions {
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
   tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   onRefusedRequest?(status: number): void;
-  /** A request without a valid token (logged without the token). */
-  onUnauthorized?(reason: string, remote: string | undefined): void;
+  /** A request without a valid token (logged without the token), and what kind of refusal it was. */
+  onUnauthorized?(reason: string, remote: string | undefined, kind: UnauthorizedKind): void;
   handshakeTimeoutMs?: number;
   limits?: ConnectionLimits;
   onHandshakeError?(err: Error, remote: string | undefined): void;
@@ -46,6 +53,7 @@ export interface TokenListenerOptions {
  */
 export function listenToken(options: TokenListenerOptions): Promise<Listener> {
   const connections = new ConnectionSet(options.http);
+  let gate: ConnectionGate;
   // The token callers each open connection has made requests as, so a revoked token's connections (and the
   // streams on them) can be ended, as a revoked certificate's are.
   const callers = new Map<Socket, Map<string, string>>();
@@ -56,14 +64,17 @@ export function listenToken(options: TokenListenerOptions): Promise<Listener> {
     if ((req.method === "GET" || req.method === "HEAD") && PUBLIC_PATHS.has(path)) return options.onRequest(req, CARD_READER);
     const auth = bearerToken(req.headers.get("authorization"));
     if (auth.kind !== "token") {
-      options.onUnauthorized?.(auth.kind === "none" ? "no bearer token" : "not a bearer token", remote);
+      if (auth.kind === "none") options.onUnauthorized?.("no bearer token", remote, "no_token");
+      else options.onUnauthorized?.("not a bearer token", remote, "bad_token");
       return unauthorized(auth.kind === "none" ? undefined : "invalid_request", "send 'Authorization: Bearer TOKEN' (a token from 'a2a-node tokens add NAME' on this node)");
     }
     const found = options.verify(auth.token);
     if (!found) {
-      options.onUnauthorized?.("unknown or revoked token", remote);
+      options.onUnauthorized?.("a bearer token this node does not hold (never issued, mistyped, or revoked)", remote, "unknown_token");
       return unauthorized("invalid_token", "the bearer token is not one this node knows (unknown, or revoked)");
     }
+    // A caller with a valid token: its connection is no longer one a stranger's new connection may replace.
+    gate.authenticated(socket);
     const caller = { name: `${TOKEN_CALLER_PREFIX}${found.name}`, fingerprint: fingerprintOf(found), outsideFleet: true };
     let used = callers.get(socket);
     if (!used) {
@@ -73,13 +84,15 @@ export function listenToken(options: TokenListenerOptions): Promise<Listener> {
     used.set(caller.fingerprint, caller.name);
     return options.onRequest(req, caller);
   };
-  const serve = (socket: Socket) =>
-    void connections.serve(socket, {
+  const serve = (socket: Socket) => {
+    if (socket.destroyed) return;
+    connections.serve(socket, {
       maxBodyBytes: options.maxBodyBytes,
       tooLarge: options.tooLarge,
       handle: (req) => handle(req, socket),
       onRefused: options.onRefusedRequest,
     });
+  };
   /** Closes every connection a token that is no longer valid was used on (its streams end with it). */
   const dropRevoked = (): number => {
     if (!options.current) return 0;
@@ -104,13 +117,22 @@ export function listenToken(options: TokenListenerOptions): Promise<Listener> {
       minVersion: "TLSv1.2",
       handshakeTimeout: options.handshakeTimeoutMs ?? CONNECTION_DEFAULTS.handshakeTimeoutMs,
     });
-    boundTlsServer(tls, options);
+    gate = boundTlsServer(tls, options);
     tls.on("secureConnection", (socket: TLSSocket) => serve(socket));
     server = tls;
     setIdentity = (pem) => tls.setSecureContext({ cert: pem.cert, key: pem.key, minVersion: "TLSv1.2" });
-  } else server = createNetServer(serve);
+  } else {
+    server = createNetServer(serve);
+    gate = boundServer(server, options);
+  }
 
-  return bindServer(server, options.port, options.host, options.tls ? "https" : "http", connections).then((bound) => ({ ...bound, setIdentity, dropRevoked }));
+  return bindServer(server, options.port, options.host, options.tls ? "https" : "http", connections).then((bound) => ({
+    ...bound,
+    setIdentity,
+    dropRevoked,
+    openConnections: () => gate.count(),
+    unauthenticatedConnections: () => gate.handshakes(),
+  }));
 }
 
 /** What tells one token from another of the same name (a token revoked and made again is another caller). */

@@ -195,7 +195,7 @@ export const SETTINGS = {
     min: 1,
     max: 1_000_000,
     integer: true,
-    doc: "connections held open at once, handshakes in progress included; more are closed at once",
+    doc: "connections each listener holds open at once, handshakes in progress included (lowered at start to fit the file descriptor limit); more are closed at once",
   }),
   maxConnectionsPerAddress: number({
     file: "max_connections_per_address",
@@ -205,7 +205,17 @@ export const SETTINGS = {
     min: 1,
     max: 1_000_000,
     integer: true,
-    doc: "of those, at most N from one source address, so one client's flood leaves room for the others",
+    doc: "of those, at most N from one source (an IPv4 address; an IPv6 /64, which one host can hold whole), so one client's flood leaves room for the others",
+  }),
+  maxHandshakes: number({
+    file: "max_handshakes",
+    value: "N",
+    group: "limits",
+    default: undefined,
+    min: 1,
+    max: 1_000_000,
+    integer: true,
+    doc: "of those, at most N not authenticated yet (a TLS handshake in progress; on the token listener, no valid token yet; every connection of the enrollment port); unset: as many as max_connections. With the listener full (or holding N), a new connection takes the place of the oldest unauthenticated one of the source holding the most, so strangers cannot keep fleet members out",
   }),
   logRefusalsPerMinute: number({
     file: "log_refusals_per_minute",

@@ -4,6 +4,8 @@
  * milliseconds. The daemon turns automatic checkpoints off and runs them here, in a worker thread with its
  * own connection, in PASSIVE mode so writers are never blocked.
  */
+import { descriptorHeadroom } from "../descriptor-headroom";
+
 const WORKER_SOURCE = `
 import { Database } from "bun:sqlite";
 self.onmessage = (e) => {
@@ -24,11 +26,19 @@ export interface Checkpointer {
  */
 export function startCheckpointer(path: string, intervalMs = 500, delayMs = 1000): Checkpointer {
   let worker: Worker | undefined;
-  const timer = setTimeout(() => {
+  let timer: ReturnType<typeof setTimeout>;
+  const start = () => {
+    // No descriptor to spare (see descriptor-headroom.ts): try again later rather than have Bun end the process.
+    if (!descriptorHeadroom()) {
+      timer = setTimeout(start, delayMs);
+      timer.unref?.();
+      return;
+    }
     worker = new Worker(`data:text/javascript,${encodeURIComponent(WORKER_SOURCE)}`);
     worker.postMessage({ path, intervalMs });
     worker.unref();
-  }, delayMs);
+  };
+  timer = setTimeout(start, delayMs);
   timer.unref?.();
   return {
     stop: () => {

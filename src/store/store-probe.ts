@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import { descriptorHeadroom } from "../descriptor-headroom";
 
 /**
  * Looks at the database from outside the node's own connection, in a worker thread, so neither question stalls
@@ -106,6 +107,8 @@ export class StoreProbe implements StoreHealth {
 
   private ask(kind: "write" | "count"): Promise<Reply> {
     if (!this.worker) {
+      // Started only with descriptors to spare: Bun ends the process when a worker cannot get its own.
+      if (!descriptorHeadroom()) return Promise.resolve({ id: 0, ok: false, error: "the node has no file descriptor free to start its database probe with" });
       this.worker = new Worker(`data:text/javascript,${encodeURIComponent(WORKER_SOURCE)}`);
       this.worker.onmessage = (e: MessageEvent<Reply>) => {
         const resolve = this.waiting.get(e.data.id);

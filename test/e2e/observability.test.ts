@@ -286,7 +286,7 @@ describe("queue depth and open streams follow the work (--max-concurrent 1, a mo
     expect(during.value("a2a_node_sse_streams")).toBe(1);
     expect(during.value("a2a_node_tasks_running")).toBe(1);
     expect(during.value("a2a_node_tasks_queued")).toBe(1);
-    expect(during.value("a2a_node_connections_open")).toBeGreaterThanOrEqual(1);
+    expect(during.value('a2a_node_connections_open{listener="mtls"}')).toBeGreaterThanOrEqual(1);
     model.release();
     await stream.rest();
     await busy.waitForLine({ msg: "task finished", task_id: queued.body.result.task.id, state: "completed" });

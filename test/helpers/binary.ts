@@ -79,8 +79,9 @@ export function parseLogLine(text: string): LogLine {
  * event, not a timer). Port 0 lets the OS pick; the real port is read from the log line. Its stdout is a pipe,
  * so it logs JSON, which is what these tests read.
  */
-export async function serveBinary(home: string, args: string[] = [], env: Record<string, string> = {}): Promise<ServedBinary> {
-  const proc = Bun.spawn([requireBinary(), "--home", home, "serve", "--host", "127.0.0.1", "--port", "0", ...args], {
+export async function serveBinary(home: string, args: string[] = [], env: Record<string, string> = {}, o: { prefix?: string[] } = {}): Promise<ServedBinary> {
+  // `prefix` runs it through a program that execs it (prlimit --nofile=N --): the pid stays the node's.
+  const proc = Bun.spawn([...(o.prefix ?? []), requireBinary(), "--home", home, "serve", "--host", "127.0.0.1", "--port", "0", ...args], {
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
     stdin: "ignore",
     stdout: "pipe",

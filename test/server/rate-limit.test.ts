@@ -59,4 +59,29 @@ describe("the per-peer token bucket", () => {
     for (let i = 0; i < 500; i++) expect(l.take("a")).toBe(0);
     expect(l.take("a")).toBe(1);
   });
+
+  it("available() says whether a token is there without taking it", () => {
+    const c = clock();
+    const l = new PeerRateLimiter({ perSecond: 1 / 60, burst: 2 }, c.now);
+    expect(l.available("10.0.0.7")).toBe(0); // never seen: a full bucket
+    expect([l.available("10.0.0.7"), l.available("10.0.0.7"), l.available("10.0.0.7")]).toEqual([0, 0, 0]);
+    expect([l.take("10.0.0.7"), l.take("10.0.0.7")]).toEqual([0, 0]);
+    expect(l.available("10.0.0.7")).toBe(60);
+    c.advance(30_000);
+    expect(l.available("10.0.0.7")).toBe(30);
+    c.advance(30_000);
+    expect(l.available("10.0.0.7")).toBe(0);
+    expect(l.take("10.0.0.7")).toBe(0);
+  });
+
+  it("stays bounded whatever keys strangers bring: past 10,000 buckets the oldest goes", () => {
+    const c = clock();
+    const l = new PeerRateLimiter({ perSecond: 1 / 60, burst: 1 }, c.now);
+    expect(l.take("first")).toBe(0);
+    expect(l.take("first")).toBe(60);
+    for (let i = 0; i < 10_000; i++) l.take(`source-${i}`); // none full again: nothing to sweep
+    expect((l as unknown as { buckets: Map<string, unknown> }).buckets.size).toBe(10_000);
+    // "first" was the oldest: it was dropped, and starts afresh.
+    expect(l.take("first")).toBe(0);
+  });
 });
