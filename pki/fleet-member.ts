@@ -18,7 +18,8 @@ export interface FleetMember {
   serial: string;
 }
 
-export type Membership = { member: FleetMember } | { refused: string };
+/** A member, or why not; `revoked`: the one reason that is the fleet CA's own word (its revocation list). */
+export type Membership = { member: FleetMember } | { refused: string; revoked?: true };
 
 const SERVER_AUTH = "1.3.6.1.5.5.7.3.1";
 const CLIENT_AUTH = "1.3.6.1.5.5.7.3.2";
@@ -74,7 +75,7 @@ export class FleetMembership {
       return { refused: `it was not issued by the fleet CA itself (its issuer is ${JSON.stringify(cert.issuer)}; intermediate CAs are not accepted)` };
     const serial = serialOf(cert);
     const revokedAt = this.revoked?.(serial);
-    if (revokedAt) return { refused: `its certificate (serial ${serial}) was revoked on ${revokedAt.toISOString()}` };
+    if (revokedAt) return { refused: `its certificate (serial ${serial}) was revoked on ${revokedAt.toISOString()}`, revoked: true };
     const name = nameOf(presented.subject, cert);
     if (typeof name !== "string") return name;
     return { member: { name, fingerprint256: cert.fingerprint256, serial } };

@@ -32,6 +32,7 @@ export {
 export { createCsr, readCsr, type CsrInfo } from "./csr";
 export { requestCertificate, signCsr, importCertificate, type RequestResult, type SignResult } from "./csr-flow";
 export { makeCrl, type CrlEntry } from "./crl";
+export { CRL_VALID_REFRESHES, DEFAULT_CRL_VALID_FOR_MS, crlValidForMs } from "./crl-validity";
 export { readRevocationList, type RevocationList } from "./crl-reader";
 export { revoke, exportCrl, importCrl, type RevocationPaths, type RevokeResult } from "./revocation";
 export { publishCrl, installedList } from "./crl-publish";
@@ -40,3 +41,4 @@ export { installRenewedIdentity, recoverInterruptedRenewal, type NodeFiles } fro
 export { keyPinOf, isKeyPin, KEY_PIN_PREFIX } from "./key-pin";
 export { createToken, enrollWithToken, tokenHash, tokenName, MAX_TOKEN_TTL_MS, type NewToken } from "./tokens";
 export { readCaKey, encryptKeyPem, protectCaKey, isEncryptedKey, MIN_PASSPHRASE, type Unlock } from "./ca-key";
+export { supersedeInUse } from "./supersede";

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { pkiErrors } from "./errors";
 import { inspectCert } from "./inspect";
 import { issueLeaf, signPublicKey } from "./leaf";
-import { CaRegistry, type IssueKind, type IssuedCert } from "./registry";
+import { CaRegistry, normalizeSerial, type IssueKind, type IssuedCert } from "./registry";
 import { publishCrl } from "./crl-publish";
 import { readPublic } from "./secure-file";
 import { readCaKey, type Unlock } from "./ca-key";
@@ -18,6 +18,8 @@ export interface CaPaths {
   crl: string;
   /** The CA key's passphrase, asked for only if the key is encrypted. */
   unlock?: Unlock;
+  /** How long a revocation list signed here is valid (its next update); default DEFAULT_CRL_VALID_FOR_MS. */
+  crlValidForMs?: number;
 }
 
 /** The registry setting holding the fleet's SPIFFE trust domain; when set, every certificate carries spiffe://DOMAIN/NAME. */
@@ -60,10 +62,12 @@ export interface RecordedIssueOptions {
   /** Issue even though NAME holds a valid certificate, and revoke that one. */
   replace?: boolean;
   /**
-   * A renewal by the holder of a valid certificate: NAME's valid certificates neither block the issue nor are
-   * revoked (they run out by themselves; connections made with them go on meanwhile).
+   * A renewal by the holder of the valid certificate with this serial (the one it presented): NAME's valid
+   * certificates do not block the issue. The one presented stays valid, so the holder keeps working until it
+   * uses the new one (see supersedeInUse); every other valid certificate of NAME (an earlier renewal never put
+   * to use) is revoked, superseded. So a name has at most two valid certificates, whatever number of renewals.
    */
-  renewal?: boolean;
+  renewedFrom?: string;
   /** A public key made elsewhere (SPKI PEM or CryptoKey); without it a key pair is made here. */
   publicKey?: CryptoKey | string;
   now?: Date;
@@ -89,20 +93,21 @@ export interface RecordedIssue {
  */
 export async function issueRecorded(paths: CaPaths, registry: CaRegistry, opts: RecordedIssueOptions): Promise<RecordedIssue> {
   const now = opts.now ?? new Date();
-  if (!opts.renewal) refuseIfHeld(registry, opts.name, now, opts.replace);
+  const renewal = opts.renewedFrom !== undefined;
+  if (!renewal) refuseIfHeld(registry, opts.name, now, opts.replace);
   const ca: CertAndKey = { certPem: readPublic(paths.caCert), keyPem: await readCaKey(paths.caKey, paths.unlock) };
   const domain = registry.setting(SPIFFE_DOMAIN);
   const leafOpts = { ca, name: opts.name, sans: opts.sans, days: opts.days, now, uris: domain ? [spiffeId(domain, opts.name)] : [] };
   const leaf = opts.publicKey !== undefined ? { certPem: await signPublicKey({ ...leafOpts, publicKey: opts.publicKey }) } : await issueLeaf(leafOpts);
-  const record = recordOf(leaf.certPem, opts.how, now);
+  const record = { ...recordOf(leaf.certPem, opts.how, now), ...(renewal ? { renewedFrom: normalizeSerial(opts.renewedFrom!) } : {}) };
   const revoked = registry.transaction(() => {
     // Again inside the transaction: another process may have issued this name while we were signing.
-    const held = opts.renewal ? [] : refuseIfHeld(registry, opts.name, now, opts.replace);
+    const held = renewal ? registry.validFor(opts.name, now).filter((c) => c.serial !== record.renewedFrom) : refuseIfHeld(registry, opts.name, now, opts.replace);
     registry.record(record);
     const gone = registry.revoke(
       held.map((c) => c.serial),
       now,
-      `replaced by ${record.serial}`,
+      renewal ? `superseded: ${opts.name} renewed serial ${record.renewedFrom} as ${record.serial}` : `replaced by ${record.serial}`,
     );
     opts.deliver?.(leaf);
     return gone;

@@ -20,6 +20,8 @@ export interface IssuedCert {
   how: IssueKind;
   revokedAt?: Date;
   revokeReason?: string;
+  /** For a renewal: the serial of the certificate it renewed (the one its holder presented). */
+  renewedFrom?: string;
 }
 
 /** A one-time enrollment token as the CA keeps it: only the SHA-256 of its secret, never the secret. */
@@ -34,7 +36,7 @@ export interface StoredToken {
   usedAt?: Date;
 }
 
-const SCHEMA_VERSION = 2;
+const SCHEMA_VERSION = 3;
 
 // Version 1. Dates are milliseconds since the epoch; SANs are JSON arrays.
 const SCHEMA = `
@@ -75,6 +77,9 @@ CREATE TABLE IF NOT EXISTS ca_settings (
 );
 `;
 
+// Version 3: which certificate a renewal renewed, so revoking one revokes what was renewed from it.
+const SCHEMA_3 = `ALTER TABLE certificates ADD COLUMN renewed_from TEXT;`;
+
 interface CertRow {
   serial: string;
   name: string;
@@ -86,6 +91,7 @@ interface CertRow {
   how: string;
   revoked_at: number | null;
   revoke_reason: string | null;
+  renewed_from: string | null;
 }
 
 interface TokenRow {
@@ -123,7 +129,8 @@ export class CaRegistry {
       if (version < SCHEMA_VERSION) {
         db.transaction(() => {
           if (version < 1) db.exec(SCHEMA);
-          db.exec(SCHEMA_2);
+          if (version < 2) db.exec(SCHEMA_2);
+          db.exec(SCHEMA_3);
           db.exec(`PRAGMA user_version = ${SCHEMA_VERSION}`);
         }).immediate();
       }
@@ -142,8 +149,8 @@ export class CaRegistry {
   record(cert: Omit<IssuedCert, "revokedAt" | "revokeReason">): void {
     this.db
       .query(
-        `INSERT INTO certificates (serial, name, fingerprint256, sans, not_before, not_after, issued_at, how)
-         VALUES ($serial, $name, $fp, $sans, $nb, $na, $at, $how)`,
+        `INSERT INTO certificates (serial, name, fingerprint256, sans, not_before, not_after, issued_at, how, renewed_from)
+         VALUES ($serial, $name, $fp, $sans, $nb, $na, $at, $how, $from)`,
       )
       .run({
         serial: normalizeSerial(cert.serial),
@@ -154,7 +161,21 @@ export class CaRegistry {
         na: cert.notAfter.getTime(),
         at: cert.issuedAt.getTime(),
         how: cert.how,
+        from: cert.renewedFrom ? normalizeSerial(cert.renewedFrom) : null,
       });
+  }
+
+  /** The certificates renewed from this one, and from those, and so on (they carry its key, or were asked for with it). */
+  renewedFrom(serial: string): IssuedCert[] {
+    return (
+      this.db
+        .query(
+          `WITH RECURSIVE later(serial) AS (SELECT serial FROM certificates WHERE renewed_from = $serial
+             UNION SELECT c.serial FROM certificates c JOIN later l ON c.renewed_from = l.serial)
+           SELECT * FROM certificates WHERE serial IN (SELECT serial FROM later) ORDER BY issued_at, rowid`,
+        )
+        .all({ serial: normalizeSerial(serial) }) as CertRow[]
+    ).map(toCert);
   }
 
   /** Every certificate, oldest first. */
@@ -275,6 +296,7 @@ function toCert(r: CertRow): IssuedCert {
     how: r.how as IssueKind,
     ...(r.revoked_at !== null ? { revokedAt: new Date(r.revoked_at) } : {}),
     ...(r.revoke_reason !== null ? { revokeReason: r.revoke_reason } : {}),
+    ...(r.renewed_from ? { renewedFrom: r.renewed_from } : {}),
   };
 }
 

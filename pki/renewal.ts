@@ -27,8 +27,10 @@ export interface RenewalRequest {
  * one the connection presented (so it is held, not merely copied), issued by this CA, valid now and not revoked;
  * the request must be for the same name. Its key is the holder's choice, as with step-ca's `renew` (same key:
  * pins of the node's key stay valid) and `rekey` (a new key). The new certificate keeps the SANs and the
- * lifetime of the old one (shortened if the CA ends sooner), and is recorded as a renewal: the old one is not
- * revoked and runs out by itself. Throws RENEW_REFUSED with the reason.
+ * lifetime of the old one (shortened if the CA ends sooner), and is recorded as a renewal of the one presented,
+ * which it supersedes: that one stays valid until the new one is first used (supersedeInUse), and any other
+ * certificate of the name is revoked now (see RecordedIssueOptions.renewedFrom). Throws RENEW_REFUSED with the
+ * reason.
  */
 export async function renewRecorded(paths: CaPaths, registry: CaRegistry, req: RenewalRequest): Promise<RecordedIssue> {
   const now = req.now ?? new Date();
@@ -50,7 +52,7 @@ export async function renewRecorded(paths: CaPaths, registry: CaRegistry, req: R
     sans: current.sans,
     days: Math.min(lifetime, caLeft),
     how: "renew",
-    renewal: true,
+    renewedFrom: current.serialNumber,
     publicKey: csr.publicKeyPem,
     now,
   });

@@ -21,9 +21,10 @@ export interface RevokeResult {
 }
 
 /**
- * On the CA machine: revokes a certificate by serial, or every certificate of a name, records it, and signs a
- * new revocation list into the home (certs/crl.pem), which the CA node serves to the fleet. Revoking again is
- * harmless: the first date stays, and the list is signed anew.
+ * On the CA machine: revokes a certificate by serial (and every certificate renewed from it, which its holder
+ * got by presenting it), or every certificate of a name, records it, and signs a new revocation list into the
+ * home (certs/crl.pem), which the CA node serves to the fleet. Revoking again is harmless: the first date
+ * stays, and the list is signed anew.
  *
  * @example await revoke(homePaths(home), { target: "beta", reason: "laptop stolen" })
  */
@@ -47,11 +48,14 @@ export async function revoke(paths: RevocationPaths, opts: { target: string; rea
   }
 }
 
-/** A serial the registry knows, else every certificate of that name. */
+/**
+ * A serial the registry knows, with the certificates renewed from it (whoever held it could get them, and a
+ * renewal keeps the key unless asked otherwise), else every certificate of that name.
+ */
 function findTargets(registry: CaRegistry, target: string): IssuedCert[] {
   if (/^[0-9A-Fa-f:]+$/.test(target)) {
     const bySerial = registry.bySerial(normalizeSerial(target));
-    if (bySerial) return [bySerial];
+    if (bySerial) return [bySerial, ...registry.renewedFrom(bySerial.serial)];
   }
   let name: string;
   try {

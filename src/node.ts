@@ -98,6 +98,7 @@ export async function startNode(
   const executor = embed.executor ?? createExecutor(config);
   // The metrics read the runner and the listeners, which are made after them (the runner reports into them).
   let runnerRef: TaskRunner | undefined;
+  let fleetPkiRef: FleetPki | undefined;
   const loads: (() => ListenerLoad)[] = [];
   const descriptors = new DescriptorWatch({
     onExhausted: (code) =>
@@ -118,6 +119,7 @@ export async function startNode(
     listeners: () => loads.map((l) => l()),
     descriptors: () => descriptors.state(),
     certificateNotAfter: () => identity.notAfter,
+    revocationList: () => fleetPkiRef?.revocationFacts(),
   });
   const runner = new TaskRunner(store, executor, {
     maxConcurrent: config.maxConcurrent,
@@ -136,6 +138,7 @@ export async function startNode(
   const pushConfigs = storage.pushConfigs;
   const peers = new SqlitePeerRegistry(database.db);
   const fleetPki = new FleetPki({ paths, identity: () => identity, adopt: (fresh) => (identity = fresh), peers, settings: () => config, log });
+  fleetPkiRef = fleetPki;
   const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().filter((p) => !isOutsidePeer(p)).map((p) => new URL(p.url).host)) });
   const dispatcher = new PushDispatcher(storage.deliveries, pushConfigs, {
     guard,
@@ -190,7 +193,8 @@ export async function startNode(
     readiness: () =>
       checkReadiness({
         database: async () => withUnstored(await storeProbe.writable(), runner.unstoredTasks()),
-        certificate: () => certificateCheck(identity),
+        certificate: () => certificateCheck({ ...identity, revoked: fleetPki.revocations.ownRevocation() }),
+        revocation: () => fleetPki.revocationCheck(),
         model: async (signal) => {
           const r = await modelReady(signal);
           return { ok: r.ready, detail: r.detail };
@@ -284,6 +288,7 @@ export async function startNode(
     ca: identity.caPem,
     onRequest: route(lazyWebApp(() => card(advertisedUrl), startedAt), fleetPki.routes),
     revoked: fleetPki.revocations.revokedAt,
+    answerRevoked: (req, reason, name) => fleetPki.revokedAnswer(req, reason, name),
     onHandshakeError: (err, remote, peer) => refused(err.message, remote, peer),
     onRefusedConnection: (reason, remote) => refused(reason, remote),
     handshakeTimeoutMs: config.handshakeTimeoutMs,
@@ -344,6 +349,8 @@ export async function startNode(
       port: config.tokenPort,
       tls: config.tokenTls === "on" ? { cert: identity.certPem, key: identity.keyPem } : undefined,
       verify: (t) => tokens.verify(t),
+      current: () => tokens.list(),
+      onDropped: (caller, remote) => refused(`token listener: closed an open connection: the token of '${caller}' was revoked`, remote),
       onRequest: route(lazyWebApp(() => card(tokenCardUrl(tokenUrl as string, advertisedUrl), "bearer"), startedAt), undefined, false),
       onUnauthorized: (reason, remote, kind) => refused(`token listener: ${reason}`, remote, undefined, kind),
       handshakeTimeoutMs: config.handshakeTimeoutMs,
@@ -400,6 +407,8 @@ export async function startNode(
       }
       limiter.configure({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
       audit?.reopen();
+      // A token revoked since (tokens revoke signals this reload): its open connections and streams end now.
+      tokenListener?.dropRevoked?.();
       await fleetPki.refresh();
       return { applied, needsRestart };
     },

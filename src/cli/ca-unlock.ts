@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Unlock } from "../../pki/ca-key";
 import { MIN_PASSPHRASE } from "../../pki/ca-key";
+import { crlValidForMs, DEFAULT_CRL_REFRESH_MS } from "../../pki/crl-validity";
 import { loadConfigFile, resolveSettings } from "../config";
 import { homePaths, type HomePaths } from "../home";
 import type { CommandContext } from "./command";
@@ -20,9 +21,18 @@ export function caUnlock(ctx: CommandContext): Unlock {
     })());
 }
 
-/** This home's paths, able to open an encrypted CA key. */
-export function caPaths(ctx: CommandContext): HomePaths & { unlock: Unlock } {
-  return { ...homePaths(ctx.home), unlock: caUnlock(ctx) };
+/**
+ * This home's paths, able to open an encrypted CA key, and signing revocation lists valid for as long as this
+ * home's serve would (CRL_VALID_REFRESHES of its crl_refresh_seconds; the default when the config is unreadable).
+ */
+export function caPaths(ctx: CommandContext): HomePaths & { unlock: Unlock; crlValidForMs: number } {
+  let refreshMs = DEFAULT_CRL_REFRESH_MS;
+  try {
+    refreshMs = resolveSettings({}, ctx.io.env, loadConfigFile(join(ctx.home, "config.toml"), false)).config.crlRefreshMs;
+  } catch {
+    // A config file that does not parse is reported by the commands that need it; the list gets the default.
+  }
+  return { ...homePaths(ctx.home), unlock: caUnlock(ctx), crlValidForMs: crlValidForMs(refreshMs) };
 }
 
 /** A new passphrase for the CA key: A2A_NODE_CA_PASSPHRASE, or typed twice at the terminal. */

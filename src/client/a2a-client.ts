@@ -186,6 +186,19 @@ export async function fetchAgentCard(fetchFn: FetchFn, baseUrl: string, signal?:
     headers: { accept: "application/json", "a2a-version": CURRENT_PROTOCOL_VERSION },
     signal,
   });
-  if (!res.ok) throw new ProtocolError(`agent card request answered HTTP ${res.status}`);
+  if (!res.ok) throw new ProtocolError(`agent card request answered HTTP ${res.status}${await refusalOf(res)}`);
   return (await res.json()) as AgentCard;
+}
+
+/**
+ * The words of an error answer a server gave in a google.rpc.Status body (a node that refuses a revoked
+ * certificate says why), for the message; "" when there are none.
+ */
+async function refusalOf(res: Response): Promise<string> {
+  try {
+    const body = (await res.json()) as { error?: { message?: unknown } };
+    return typeof body?.error?.message === "string" ? `: ${body.error.message.slice(0, 400)}` : "";
+  } catch {
+    return "";
+  }
 }

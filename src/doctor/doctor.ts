@@ -3,7 +3,7 @@
  * Later checks that need an earlier one's result (peers need a usable identity) are skipped with the reason
  * rather than failing twice for one cause.
  */
-import { accessSync, constants, statSync } from "node:fs";
+import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULTS, loadConfigFile, resolveSettings, type ServeConfig } from "../config";
 import { homePaths, SYSTEM_HOME, type HomePaths } from "../home";
@@ -11,7 +11,7 @@ import { runningNodeState, type RuntimeState } from "../runtime-state";
 import { nodeHealth, readEnvironmentFile } from "../service/node-health";
 import { SYSTEM_ENV_FILE } from "../service/unit";
 import { type Finding, fail, skip } from "./check";
-import { checkCertificate, checkDatabase, checkHome } from "./local-checks";
+import { checkCertificate, checkDatabase, checkHome, checkRevocation } from "./local-checks";
 import { checkModel, checkPeers, checkPort } from "./network-checks";
 import { readinessFinding, runningFinding, runningPortFinding } from "./running-node";
 
@@ -62,6 +62,7 @@ export async function runDoctor(o: DoctorOptions): Promise<Finding[]> {
       findings.push(await checkPostgres(config.databaseUrl, o.timeoutMs));
     }
   }
+  findings.push(checkRevocation(paths, existsSync(paths.caKey) || config?.caPeer !== undefined));
 
   // The home's SQLite file: the tasks (unless they are in Postgres), and always the peer list.
   const postgres = running ? running.database.kind === "postgres" : config?.databaseUrl !== undefined;

@@ -1,12 +1,16 @@
 /**
  * What doctor can check without the network: the home's permissions, the certificate (validity, expiry,
- * issued by the fleet CA in this home, key belongs to it), and the database.
+ * issued by the fleet CA in this home, key belongs to it, not revoked by the list this home holds), the
+ * revocation list's age, and the database.
  */
 import { Database } from "bun:sqlite";
 import { X509Certificate, createPrivateKey } from "node:crypto";
 import { accessSync, constants, existsSync, readFileSync, statSync } from "node:fs";
 import type { HomePaths } from "../home";
 import { type Finding, fail, octal, ok, skip, warn } from "./check";
+import { readRevocationList } from "../../pki/crl-reader";
+import { serialOf } from "../../pki/fleet-member";
+import { newIdentityHint } from "../fleet/revocation-state";
 
 /** Days before expiry from which doctor warns. */
 export const EXPIRY_WARNING_DAYS = 30;
@@ -119,4 +123,33 @@ export function checkDatabase(paths: HomePaths): Finding {
   } finally {
     db?.close();
   }
+}
+
+/**
+ * The revocation list this home holds (certs/crl.pem): whether it revokes this node's own certificate (peers
+ * then refuse it), and whether it is past its next update (nothing newer came from the CA since: revocations
+ * made meanwhile are not known here). `fetches`: the node gets its list by itself (ca_peer, or it is the CA).
+ */
+export function checkRevocation(paths: HomePaths, fetches: boolean, now = new Date()): Finding {
+  if (!existsSync(paths.crl)) return ok("revocation", "no revocation list here: nothing revoked yet (or none fetched yet)");
+  let list;
+  let cert: X509Certificate;
+  try {
+    list = readRevocationList(readFileSync(paths.crl, "utf8"), readFileSync(paths.caCert, "utf8"), paths.crl);
+    cert = new X509Certificate(readFileSync(paths.nodeCert));
+  } catch (err) {
+    return fail("revocation", (err as Error).message, `remove ${paths.crl}; serve fetches the list again from ca_peer (or import it: a2a-node pki import-crl FILE)`);
+  }
+  const name = /(?:^|\n)CN=([^\n]*)/.exec(cert.subject)?.[1] ?? "?";
+  const revokedAt = list.revoked.get(serialOf(cert));
+  if (revokedAt) return fail("revocation", `node "${name}": its certificate (serial ${serialOf(cert)}) was revoked by the fleet CA on ${revokedAt.toISOString()}; peers refuse it`, newIdentityHint(name));
+  const age = Math.round((now.getTime() - list.thisUpdate.getTime()) / 1000);
+  const about = `list number ${list.number} (${list.revoked.size} revoked), signed ${age} s ago`;
+  if (list.nextUpdate && now > list.nextUpdate)
+    return warn(
+      "revocation",
+      `${about}: past its next update (${list.nextUpdate.toISOString()}), so revocations made since are not known here`,
+      fetches ? "check that the CA node runs and answers (a2a-node ping CA_NODE); the node's log says why each fetch failed" : "bring a newer list from the CA machine (pki export-crl there, pki import-crl here)",
+    );
+  return ok("revocation", `${about}, next update ${list.nextUpdate?.toISOString() ?? "not set"}; this node's certificate is not on it`);
 }

@@ -16,11 +16,14 @@ export interface ExecutionEvents {
    */
   artifact(artifact: Artifact, options?: { append?: boolean; lastChunk?: boolean }): void;
   /**
-   * Remembers something about this task in its metadata, committed at once (e.g. the id of a remote run, so
-   * a restarted node can re-attach to it instead of starting it again). Resolves once it is durable; an
-   * executor that must not go on before it is (a remote run's id) awaits it.
+   * Remembers something about this task in the node's own state of it (ExecutionRequest.state), committed at
+   * once (e.g. the id of a remote run, so a restarted node can re-attach to it instead of starting it again).
+   * Kept apart from the task's metadata, which its caller writes: a later execution reads these keys from
+   * `state` only. The same keys are shown in the task's metadata, for its caller to see, never read back from
+   * there. Resolves once it is durable; an executor that must not go on before it is (a remote run's id)
+   * awaits it.
    */
-  note(metadata: Record<string, unknown>): Promise<void>;
+  note(state: Record<string, unknown>): Promise<void>;
 }
 
 /**
@@ -90,8 +93,17 @@ export interface ExecutionRequest {
   signal: AbortSignal;
   /** Where to report progress and streamed artifact chunks. */
   events: ExecutionEvents;
-  /** The task's metadata so far (what earlier runs noted). */
+  /**
+   * The task's metadata: what its caller sent (SendMessage's `metadata`) and what the node shows beside it. The
+   * caller writes it, so nothing in it is the node's own: never take a run id, an approval or any other state
+   * from here (see `state`).
+   */
   metadata: Record<string, unknown>;
+  /**
+   * What earlier executions of this task noted (ExecutionEvents.note), and the node's own keys: the node's
+   * state of the task, which no caller can write. Empty for a task's first execution.
+   */
+  state: Record<string, unknown>;
   /**
    * The A2A extensions activated for the message this execution runs: the URIs its request named in the
    * A2A-Extensions header that the card declares ([[extensions]] in config.toml). An executor that
@@ -155,9 +167,9 @@ export interface AgentExecutor {
   /**
    * Refuses, before anything is recorded, a message this executor cannot take (e.g. files for a chat model).
    * `task` is given when the message continues a task that waits for input and no execution of this process
-   * is waiting for it (the node restarted since it asked): its metadata holds what the executor noted.
+   * is waiting for it (the node restarted since it asked): its `state` holds what the executor noted.
    */
-  check?(message: Message, task?: { metadata?: Record<string, unknown> }): import("../protocol/errors").A2AError | undefined;
+  check?(message: Message, task?: { state: Record<string, unknown> }): import("../protocol/errors").A2AError | undefined;
   /** Probes the backing service; absent means always ready. */
   ready?(signal: AbortSignal): Promise<Readiness>;
   /**

@@ -45,11 +45,11 @@ export class HermesExecutor implements AgentExecutor {
     this.conversations = new Conversations(this.api);
   }
 
-  check(message: Message, task?: { metadata?: Record<string, unknown> }): A2AError | undefined {
+  check(message: Message, task?: { state: Record<string, unknown> }): A2AError | undefined {
     if (message.parts.some((p) => p.raw !== undefined || p.url !== undefined))
       return A2AError.contentTypeNotSupported("the Hermes executor gives Hermes text (and data parts as JSON); it cannot pass files");
     // An answer to an approval asked before this node restarted: refuse one that is not a choice of it.
-    const pending = task?.metadata?.[APPROVAL_KEY];
+    const pending = task?.state[APPROVAL_KEY];
     if (pending && typeof pending === "object") {
       const r = choiceOf(message, pending as HermesApproval);
       if ("refused" in r) return A2AError.invalidParams(r.refused);

@@ -23,12 +23,21 @@ const JSON_HEADERS = { "content-type": "application/json" };
 /**
  * The CA node's renewal endpoint: POST /pki/renew {csr, cert} on the mutual-TLS listener. Only the holder of a
  * valid, unrevoked certificate of the fleet reaches it (the connection proved that), and it renews only that
- * very certificate (pki/renewal.ts). The certificate-issuing library is loaded on the first renewal, not at start.
+ * very certificate (pki/renewal.ts), superseding it. A holder the authorization policy refuses everything
+ * ([[authorize]] names it in no table; `mayRenew` false) gets no new certificate either: 403. The
+ * certificate-issuing library is loaded on the first renewal, not at start.
  */
-export function renewHandler(paths: CaPaths, log: Logger): (req: HttpRequest, caller: CallerIdentity) => Promise<HttpResponse> {
+export function renewHandler(paths: CaPaths, log: Logger, mayRenew: (caller: CallerIdentity) => boolean = () => true): (req: HttpRequest, caller: CallerIdentity) => Promise<HttpResponse> {
   return async (req, caller) => {
     if (req.method !== "POST") return json(405, { error: "use POST" }, { allow: "POST" });
     if (!existsSync(paths.caKey)) return json(404, { error: "this node does not hold the fleet CA; renew from the node that does (ca_peer)" });
+    if (!mayRenew(caller)) {
+      log.warn("refused a renewal", { caller: caller.name, reason: "the authorization policy refuses it everything" });
+      return json(403, {
+        error: `renewal refused: this node's [[authorize]] policy lets peer '${caller.name}' call nothing, so it renews no certificate of it either; its operator can add '${caller.name}' to the peers of a rule`,
+        code: "RENEW_REFUSED",
+      });
+    }
     let body: Partial<RenewBody>;
     try {
       body = JSON.parse(req.body.toString("utf8")) as Partial<RenewBody>;

@@ -30,11 +30,15 @@ export const RENEW_RATE = { perSecond: 5 / 3600, burst: 5 } as const;
  * that is not revoked): GET /pki/crl gives the revocation list this node enforces, so the CA node serves the
  * one it signs and any node can pass its copy on; POST /pki/renew renews the caller's certificate, on the node
  * that holds the fleet CA (src/fleet/ca-service.ts). Both are rate-limited per peer (PKI_RATE, and RENEW_RATE
- * for renewals), apart from the A2A rate limit: 429 with Retry-After past it.
+ * for renewals), apart from the A2A rate limit: 429 with Retry-After past it. On the CA node every caller here
+ * shows which certificate it uses: `seen` supersedes the one a renewed certificate replaced (see
+ * FleetPki.seenInUse).
  */
 export function createPkiRoutes(options: {
   revocations: RevocationState;
   renew(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
+  seen?(caller: CallerIdentity): Promise<void>;
+  log?: { warn(msg: string, fields?: Record<string, unknown>): void };
   limiter?: PeerRateLimiter;
   renewLimiter?: PeerRateLimiter;
 }): PkiRoutes {
@@ -43,6 +47,8 @@ export function createPkiRoutes(options: {
   return async (req, caller, path) => {
     const wait = limiter.take(caller.name);
     if (wait > 0) return limited(wait, `this node answers ${PKI_RATE.perSecond} /pki/ request per second from one peer, ${PKI_RATE.burst} at once`);
+    // A failure here (an encrypted CA key without its passphrase) must not cost the caller its answer.
+    await options.seen?.(caller).catch((err) => options.log?.warn("could not revoke a certificate its holder renewed", { peer: caller.name, reason: (err as Error).message }));
     if (path === RENEW_PATH) {
       if (req.method === "POST") {
         const renewWait = renewLimiter.take(caller.name);

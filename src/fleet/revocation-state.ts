@@ -14,12 +14,15 @@ export interface RevocationIdentity {
  * The fleet revocation list this node enforces, in memory and in HOME/certs/crl.pem. A list is taken only when
  * the fleet CA signed it and its number is not lower than the one held, so neither a forged nor an old list
  * can bring a revoked certificate back. Deleting the file does not either: the last list stays in force until
- * the daemon restarts.
+ * the daemon restarts. The file is looked at again (one stat) before each connection is judged, so a list
+ * written into the home (`pki revoke` on the CA machine, `pki import-crl`) applies to the next connection.
  */
 export class RevocationState {
   private list: RevocationList | undefined;
   private stamp = "";
   private readonly listeners: ((list: RevocationList) => void)[] = [];
+  /** When the list's source last confirmed it: the CA node answered a fetch, or this CA home signed it. */
+  private confirmed: Date | undefined;
 
   constructor(
     private readonly path: string,
@@ -27,8 +30,31 @@ export class RevocationState {
     private readonly log: Logger,
   ) {}
 
-  /** When the certificate with this serial was revoked, or undefined. */
-  revokedAt = (serial: string): Date | undefined => this.list?.revoked.get(serial);
+  /**
+   * When the certificate with this serial was revoked, or undefined; judged against the list on disk now (a
+   * stat of the file, and a read only when it changed), so a revocation written a moment ago counts.
+   */
+  revokedAt = (serial: string): Date | undefined => {
+    this.loadFromDisk();
+    return this.list?.revoked.get(serial);
+  };
+
+  /** When this node's own certificate was revoked by the list in force, or undefined. */
+  ownRevocation(): { serial: string; at: Date } | undefined {
+    const serial = normalized(this.identity().serialNumber);
+    const at = this.list?.revoked.get(serial);
+    return at ? { serial, at } : undefined;
+  }
+
+  /** The list's source confirmed it now (a fetch from the CA node answered, or this CA home signed it). */
+  confirm(at = new Date()): void {
+    this.confirmed = at;
+  }
+
+  /** When the list's source last confirmed it (see confirm), if it has since this process started. */
+  confirmedAt(): Date | undefined {
+    return this.confirmed;
+  }
 
   current(): RevocationList | undefined {
     return this.list;
@@ -82,13 +108,41 @@ export class RevocationState {
       return false;
     }
     if (this.list && list.number === this.list.number && !fromOffer) return false;
+    const before = this.list;
     this.list = list;
+    // The CA node signs the same revocations anew every refresh period (so lists do not go stale): only a list
+    // that revokes something else is worth a line.
+    if (before && sameRevocations(before, list)) {
+      for (const fn of this.listeners) fn(list);
+      return true;
+    }
     this.log.info("revocation list in force", { source, number: list.number, revoked: list.revoked.size, signed: list.thisUpdate.toISOString() });
-    const own = this.identity();
-    const serial = own.serialNumber.toUpperCase().replace(/^0+(?=.)/, "");
-    const at = list.revoked.get(serial);
-    if (at) this.log.error("this node's own certificate is revoked; peers refuse it", { name: own.name, serial, revoked: at.toISOString(), next: "get a new identity from the CA machine" });
+    const own = this.ownRevocation();
+    if (own)
+      this.log.error("this node's own certificate is revoked; peers refuse it", {
+        name: this.identity().name,
+        serial: own.serial,
+        revoked: own.at.toISOString(),
+        next: newIdentityHint(this.identity().name),
+      });
     for (const fn of this.listeners) fn(list);
     return true;
   }
+}
+
+/** A serial as the revocation list keys it: uppercase hex without leading zeros. */
+function normalized(serial: string): string {
+  return serial.toUpperCase().replace(/^0+(?=.)/, "");
+}
+
+/** What the holder of a revoked certificate does next: a new identity from the CA machine. */
+export function newIdentityHint(name: string): string {
+  return `get a new identity from the fleet CA: on the CA machine 'a2a-node pki issue ${name} --replace --out ${name}.bundle'; here, move the node's key and certificate aside and install it ('a2a-node init-pki --bundle ${name}.bundle')`;
+}
+
+/** Whether two lists revoke the same certificates at the same times. */
+function sameRevocations(a: RevocationList, b: RevocationList): boolean {
+  if (a.revoked.size !== b.revoked.size) return false;
+  for (const [serial, at] of a.revoked) if (b.revoked.get(serial)?.getTime() !== at.getTime()) return false;
+  return true;
 }

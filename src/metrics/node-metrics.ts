@@ -19,6 +19,8 @@ export interface MetricSources {
   /** Whether the process has run out of file descriptors, and how often it has. */
   descriptors(): DescriptorState;
   certificateNotAfter(): Date;
+  /** The revocation list in force (its age in seconds and next update), when there is one. */
+  revocationList?(): { ageSeconds: number; nextUpdate?: Date } | undefined;
 }
 
 /** One listener's connections, for the gauges: "mtls", "token", "enroll", "plain" or "admin". */
@@ -102,6 +104,14 @@ export class NodeMetrics implements RouterMetrics, TaskLifecycle {
     r.collected("a2a_node_certificate_expiry_timestamp_seconds", "When this node's certificate expires (unix time).", () =>
       Math.floor(sources.certificateNotAfter().getTime() / 1000),
     );
+    r.collected("a2a_node_crl_age_seconds", "Seconds since the CA signed the revocation list in force (absent: none). The CA node signs one every crl_refresh_seconds.", () => {
+      const list = sources.revocationList?.();
+      return list && Math.round(list.ageSeconds);
+    });
+    r.collected("a2a_node_crl_next_update_timestamp_seconds", "When the revocation list in force goes stale (its next update, unix time; absent: no list). Alert on time() > this.", () => {
+      const next = sources.revocationList?.()?.nextUpdate;
+      return next && Math.floor(next.getTime() / 1000);
+    });
     registerProcessMetrics(r, sources.startedAt);
   }
 

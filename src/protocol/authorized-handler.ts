@@ -43,13 +43,23 @@ export class AuthorizedHandler implements A2ARequestHandler {
   }
 
   async sendMessage(params: SendMessageParams, ctx: CallContext): Promise<SendMessageResult> {
-    this.check(ctx, "SendMessage", skillOf(params.message), params.message.taskId);
+    this.checkSend(ctx, "SendMessage", params);
     return this.inner.sendMessage(params, ctx);
   }
 
   async sendStreamingMessage(params: SendMessageParams, ctx: CallContext): Promise<AsyncIterable<StreamItem>> {
-    this.check(ctx, "SendStreamingMessage", skillOf(params.message), params.message.taskId);
+    this.checkSend(ctx, "SendStreamingMessage", params);
     return this.inner.sendStreamingMessage(params, ctx);
+  }
+
+  /**
+   * A message, and whatever else it asks for: a webhook in its configuration (taskPushNotificationConfig, v0.3's
+   * pushNotificationConfig) is a CreateTaskPushNotificationConfig too, so a peer the policy withholds that
+   * from cannot register one by sending it along with a message.
+   */
+  private checkSend(ctx: CallContext, method: "SendMessage" | "SendStreamingMessage", params: SendMessageParams): void {
+    this.check(ctx, method, skillOf(params.message), params.message.taskId);
+    if (params.configuration?.taskPushNotificationConfig) this.check(ctx, "CreateTaskPushNotificationConfig", undefined, params.message.taskId);
   }
 
   async getTask(params: GetTaskParams, ctx: CallContext): Promise<Task> {

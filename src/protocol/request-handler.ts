@@ -264,8 +264,11 @@ export class DefaultRequestHandler implements A2ARequestHandler {
         owner,
         message: stored,
         executor: this.runner.executorKind,
-        // Kept with the task so that an execution resumed after a restart has them too.
+        // The caller's metadata is the caller's: the node keeps its own keys in the task's node state, which
+        // nothing a caller sends reaches (shown beside the caller's metadata).
         metadata: extensions.length ? { ...params.metadata, [EXTENSIONS_KEY]: extensions } : params.metadata,
+        // Kept with the task so that an execution resumed after a restart has them too.
+        state: extensions.length ? { [EXTENSIONS_KEY]: extensions } : undefined,
         timestamp: now(),
         idempotent: !ctx.caller.anonymous,
       }),
@@ -284,7 +287,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
     if (pushConfig) await configsCall(() => this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id }));
-    const settled = this.runner.start(task, stored, owner, 0, false, committed, extensions);
+    const settled = this.runner.start(task, stored, owner, { committed, extensions, state: extensions.length ? { [EXTENSIONS_KEY]: extensions } : {} });
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq: 0 };
   }
@@ -327,17 +330,18 @@ export class DefaultRequestHandler implements A2ARequestHandler {
           : `task ${taskId} is still ${this.runner.settledOf(taskId) ? "TASK_STATE_WORKING" : task.status.state}; wait for it to ask for input`,
       );
     }
-    this.runner.check(message, task);
+    this.runner.check(message, { state: snap.state });
     this.runner.assertCapacity(owner);
     // On a store other processes share, the task must be this one's to run (see TaskLeases); if another
     // process holds it, its execution waits there, and the answer is passed on to it.
     if (!(await this.runner.hold(taskId))) return this.answerElsewhere(task, stored, owner, stream);
     if (this.runner.settledOf(taskId)) throw A2AError.unsupportedOperation(`task ${taskId} is still TASK_STATE_WORKING; wait for it to ask for input`);
-    const extensionsChanged = JSON.stringify(task.metadata?.[EXTENSIONS_KEY] ?? []) !== JSON.stringify(extensions);
-    const committed = this.store.record(taskId, { history: [stored], ...(extensionsChanged ? { metadata: { [EXTENSIONS_KEY]: extensions } } : {}) });
+    const extensionsChanged = JSON.stringify(snap.state[EXTENSIONS_KEY] ?? []) !== JSON.stringify(extensions);
+    const noted = extensionsChanged ? { [EXTENSIONS_KEY]: extensions } : undefined;
+    const committed = this.store.record(taskId, { history: [stored], ...(noted ? { state: noted, metadata: noted } : {}) });
     task.history = [...(task.history ?? []), stored];
-    if (extensionsChanged) task.metadata = { ...task.metadata, [EXTENSIONS_KEY]: extensions };
-    const settled = this.runner.start(task, stored, owner, lastSeq, false, committed, extensions);
+    if (noted) task.metadata = { ...task.metadata, ...noted };
+    const settled = this.runner.start(task, stored, owner, { lastSeq, committed, extensions, state: { ...snap.state, ...noted } });
     // Taken after the start, which made the task WORKING: the reply is never the question it answered (a caller
     // would take INPUT_REQUIRED for the task's state and stop waiting).
     const initial = snapshot(task);

@@ -477,9 +477,11 @@ export class ConnectionSet {
   serve(
     socket: Socket,
     options: { maxBodyBytes: number; tooLarge: Http1Options["tooLarge"]; handle: Http1Options["handle"]; onRefused?: Http1Options["onRefused"] },
-  ): void {
+  ): Http1Connection {
     socket.on("close", () => this.open.delete(socket));
-    this.open.set(socket, serveHttp1(socket, { ...options, ...this.limits }));
+    const connection = serveHttp1(socket, { ...options, ...this.limits });
+    this.open.set(socket, connection);
+    return connection;
   }
 
   close(limitMs?: number): Promise<void> {

@@ -33,6 +33,11 @@ export interface MtlsListenerOptions {
   onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
   /** The fleet's revocation list: a client certificate on it is refused at the connection. */
   revoked?: RevocationLookup;
+  /**
+   * The one answer a connection whose certificate is revoked gets before it is closed (so its holder reads why,
+   * and can fetch the list that says so); without it such a connection is closed at once, as other refusals are.
+   */
+  answerRevoked?(req: HttpRequest, reason: string, name: string): Promise<HttpResponse>;
   /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
   onRefusedRequest?(status: number): void;
 }
@@ -48,7 +53,7 @@ export interface Listener {
   port: number;
   /** Uses a new certificate and key (and CA) for connections from now on; open ones keep theirs. */
   setIdentity?(pem: { cert: string; key: string; ca: string }): void;
-  /** Closes open connections whose client certificate is now revoked; returns how many. */
+  /** Closes open connections whose client certificate (or bearer token) is now revoked; returns how many. */
   dropRevoked?(): number;
   /** Stops taking new connections; open ones keep working (so blocking calls can still be answered). */
   stopAccepting(): void;
@@ -85,8 +90,10 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
   tls.on("secureConnection", (socket: TLSSocket) => {
     const peer = identify(socket);
     if ("refused" in peer) {
-      options.onHandshakeError?.(new Error(`client certificate refused: ${peer.refused}`), socket.remoteAddress, presented(socket));
-      socket.destroy();
+      const who = presented(socket);
+      options.onHandshakeError?.(new Error(`client certificate refused: ${peer.refused}`), socket.remoteAddress, who);
+      if (peer.revoked && options.answerRevoked) answerOnce(socket, peer.refused, who?.name ?? "", options.answerRevoked);
+      else socket.destroy();
       return;
     }
     const { caller } = peer;
@@ -101,6 +108,19 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       onRefused: options.onRefusedRequest,
     });
   });
+
+  /** One request of a revoked certificate's connection is answered (its body read and dropped), then it closes. */
+  const answerOnce = (socket: TLSSocket, reason: string, name: string, answer: NonNullable<MtlsListenerOptions["answerRevoked"]>) => {
+    const connection = connections.serve(socket, {
+      maxBodyBytes: options.maxBodyBytes,
+      tooLarge: options.tooLarge,
+      handle: (req) => {
+        connection.closeWhenIdle();
+        return answer(req, reason, name);
+      },
+      onRefused: options.onRefusedRequest,
+    });
+  };
 
   return bindServer(tls, options.port, options.host, "https", connections).then((bound) => ({
     ...bound,

@@ -22,8 +22,8 @@ const JSON_HEADERS = { "content-type": "application/json", "cache-control": "no-
  * Health and metrics, for operators and their tools: answered straight from the connection (no web framework),
  * on every listener, so a scrape costs the node little. Returns undefined for any other request.
  * - /health/live: the process runs and its event loop turns (200 while it can answer at all).
- * - /health/ready: database writable, certificate valid, model endpoint answering, file descriptors left; 503
- *   naming what failed.
+ * - /health/ready: database writable, certificate valid (and not revoked), model endpoint answering, file
+ *   descriptors left, revocation list not stale; 503 naming what failed.
  * - /health: liveness with who the node is and who it thinks the caller is.
  * - /metrics: Prometheus text format 0.0.4.
  */

@@ -2,7 +2,7 @@ import type { TLSSocket } from "node:tls";
 import { FleetMembership, type RevocationLookup } from "../../pki/fleet-member";
 import type { CallerIdentity } from "../protocol/caller";
 
-export type PeerIdentity = { caller: CallerIdentity; serial: string } | { refused: string };
+export type PeerIdentity = { caller: CallerIdentity; serial: string } | { refused: string; revoked?: true };
 
 /**
  * Reads the caller a mutual-TLS connection proves, or why it proves none; once per connection, from the

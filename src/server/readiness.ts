@@ -1,7 +1,7 @@
 /**
- * GET /health/ready: whether this node can do its work now, as three checks, each with what it found. The
- * answer is 503 when any fails, naming the ones that did; a load balancer or systemd watchdog reads the status,
- * a person reads the details.
+ * GET /health/ready: whether this node can do its work now, as checks (database, certificate, model, and the
+ * revocation list when the node enforces one), each with what it found. The answer is 503 when any fails,
+ * naming the ones that did; a load balancer or systemd watchdog reads the status, a person reads the details.
  */
 
 export interface CheckResult {
@@ -10,7 +10,7 @@ export interface CheckResult {
   [more: string]: unknown;
 }
 
-export type CheckName = "database" | "certificate" | "model" | "descriptors";
+export type CheckName = "database" | "certificate" | "model" | "descriptors" | "revocation";
 
 export interface ReadinessReport {
   ready: boolean;
@@ -28,6 +28,8 @@ export interface ReadinessChecks {
   model(signal: AbortSignal): Promise<CheckResult>;
   /** File descriptors are left to accept connections with (see descriptor-budget.ts), where that is watched. */
   descriptors?(): CheckResult;
+  /** The revocation list in force is not stale (see FleetPki.revocationCheck); absent: not checked. */
+  revocation?(): CheckResult;
 }
 
 /** A certificate this close to its end is still valid, but its check says to renew it. */
@@ -50,6 +52,7 @@ export async function checkReadiness(checks: ReadinessChecks, modelTimeoutMs = 2
   const certificate = now(() => checks.certificate());
   const all: ReadinessReport["checks"] = { database, certificate, model };
   if (checks.descriptors) all.descriptors = now(checks.descriptors);
+  if (checks.revocation) all.revocation = now(checks.revocation);
   const failed = (Object.keys(all) as CheckName[]).filter((k) => !all[k]?.ok);
   return { ready: failed.length === 0, failed, checks: all };
 }
@@ -59,6 +62,8 @@ export interface CertificateDates {
   notBefore: Date;
   notAfter: Date;
   ca: { notBefore: Date; notAfter: Date };
+  /** When the fleet's revocation list revoked this certificate, if it does, and the serial it names. */
+  revoked?: { serial: string; at: Date };
 }
 
 /**
@@ -73,6 +78,13 @@ export function certificateCheck(id: CertificateDates, now = new Date()): CheckR
   const daysLeft = Math.floor((ends - t) / DAY_MS);
   const facts = { notAfter: id.notAfter.toISOString(), caNotAfter: id.ca.notAfter.toISOString(), daysLeft };
   const renew = "issue a new one on the CA machine (a2a-node pki issue NAME --out FILE), install it, and send SIGHUP";
+  if (id.revoked)
+    return {
+      ok: false,
+      detail: `the certificate of ${id.name} (serial ${id.revoked.serial}) was revoked by the fleet CA on ${id.revoked.at.toISOString()}: peers refuse this node; get a new identity from the CA machine (a2a-node pki issue ${id.name} --replace --out FILE there)`,
+      ...facts,
+      revoked: id.revoked.at.toISOString(),
+    };
   if (t >= ends) return { ok: false, detail: `${which} expired on ${new Date(ends).toISOString()}: peers refuse this node; ${renew}`, ...facts, daysLeft: 0 };
   for (const [c, what] of [[id, `the certificate of ${id.name}`], [id.ca, "the fleet CA certificate"]] as const)
     if (t < c.notBefore.getTime()) return { ok: false, detail: `${what} is not valid before ${c.notBefore.toISOString()} (is this machine's clock right?)`, ...facts };

@@ -1,5 +1,5 @@
 import { bindServer } from "./bind";
-import { createServer as createNetServer, type Server as NetServer } from "node:net";
+import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import { TOKEN_CALLER_PREFIX, type CallerToken } from "../auth/caller-tokens";
 import type { CallerIdentity } from "../protocol/caller";
@@ -29,6 +29,10 @@ export interface TokenListenerOptions {
   maxBodyBytes: number;
   /** The caller a bearer token belongs to (read at each request, so an added or revoked token counts at once). */
   verify(token: string): CallerToken | undefined;
+  /** Every token that is valid now (see dropRevoked). */
+  current?(): CallerToken[];
+  /** A connection closed because a token it was used with is revoked (see dropRevoked). */
+  onDropped?(caller: string, remote: string | undefined): void;
   onRequest(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse>;
   tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   onRefusedRequest?(status: number): void;
@@ -50,7 +54,10 @@ export interface TokenListenerOptions {
 export function listenToken(options: TokenListenerOptions): Promise<Listener> {
   const connections = new ConnectionSet(options.http);
   let gate: ConnectionGate;
-  const handle = async (req: HttpRequest, socket: import("node:net").Socket): Promise<HttpResponse> => {
+  // The token callers each open connection has made requests as, so a revoked token's connections (and the
+  // streams on them) can be ended, as a revoked certificate's are.
+  const callers = new Map<Socket, Map<string, string>>();
+  const handle = async (req: HttpRequest, socket: Socket): Promise<HttpResponse> => {
     const remote = socket.remoteAddress;
     const q = req.target.indexOf("?");
     const path = q === -1 ? req.target : req.target.slice(0, q);
@@ -68,9 +75,16 @@ export function listenToken(options: TokenListenerOptions): Promise<Listener> {
     }
     // A caller with a valid token: its connection is no longer one a stranger's new connection may replace.
     gate.authenticated(socket);
-    return options.onRequest(req, { name: `${TOKEN_CALLER_PREFIX}${found.name}`, fingerprint: `${TOKEN_CALLER_PREFIX}${found.name}@${found.createdAt}`, outsideFleet: true });
+    const caller = { name: `${TOKEN_CALLER_PREFIX}${found.name}`, fingerprint: fingerprintOf(found), outsideFleet: true };
+    let used = callers.get(socket);
+    if (!used) {
+      callers.set(socket, (used = new Map()));
+      socket.once("close", () => callers.delete(socket));
+    }
+    used.set(caller.fingerprint, caller.name);
+    return options.onRequest(req, caller);
   };
-  const serve = (socket: import("node:net").Socket) => {
+  const serve = (socket: Socket) => {
     if (socket.destroyed) return;
     connections.serve(socket, {
       maxBodyBytes: options.maxBodyBytes,
@@ -78,6 +92,20 @@ export function listenToken(options: TokenListenerOptions): Promise<Listener> {
       handle: (req) => handle(req, socket),
       onRefused: options.onRefusedRequest,
     });
+  };
+  /** Closes every connection a token that is no longer valid was used on (its streams end with it). */
+  const dropRevoked = (): number => {
+    if (!options.current) return 0;
+    const valid = new Set(options.current().map(fingerprintOf));
+    let dropped = 0;
+    for (const [socket, used] of callers) {
+      const gone = [...used].find(([fingerprint]) => !valid.has(fingerprint));
+      if (!gone) continue;
+      options.onDropped?.(gone[1], socket.remoteAddress);
+      socket.destroy();
+      dropped++;
+    }
+    return dropped;
   };
 
   let server: NetServer;
@@ -101,9 +129,15 @@ export function listenToken(options: TokenListenerOptions): Promise<Listener> {
   return bindServer(server, options.port, options.host, options.tls ? "https" : "http", connections).then((bound) => ({
     ...bound,
     setIdentity,
+    dropRevoked,
     openConnections: () => gate.count(),
     unauthenticatedConnections: () => gate.handshakes(),
   }));
+}
+
+/** What tells one token from another of the same name (a token revoked and made again is another caller). */
+function fingerprintOf(token: CallerToken): string {
+  return `${TOKEN_CALLER_PREFIX}${token.name}@${token.createdAt}`;
 }
 
 /** The token of an `Authorization: Bearer TOKEN` header (the scheme is case-insensitive, RFC 7235). */

@@ -50,8 +50,9 @@ export async function nodeHealth(home: string, config: ServeConfig, timeoutMs = 
   const fetchFn = mtlsFetch({ cert: identity.certPem, key: identity.keyPem, ca: identity.caPem }, { name: identity.name });
   try {
     const res = await fetchFn(url, { signal: AbortSignal.timeout(timeoutMs) });
-    const body = (await res.json().catch(() => ({}))) as { detail?: string; checks?: NodeHealth["checks"] };
-    return { url, ready: res.status === 200, answered: true, detail: body.detail ?? `HTTP ${res.status}`, checks: body.checks };
+    // A refusal in words (this node's own certificate revoked: its listener says so) is told as it is.
+    const body = (await res.json().catch(() => ({}))) as { detail?: string; checks?: NodeHealth["checks"]; error?: { message?: string } };
+    return { url, ready: res.status === 200, answered: true, detail: body.detail ?? body.error?.message ?? `HTTP ${res.status}`, checks: body.checks };
   } catch (err) {
     const e = err as { code?: string; name?: string; message?: string };
     const why =

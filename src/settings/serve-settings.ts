@@ -452,7 +452,7 @@ export const SETTINGS = {
     min: 1,
     max: 86_400,
     reloadable: true,
-    doc: "how often the revocation list is read again from HOME/certs/crl.pem and fetched from ca_peer; SIGHUP does it at once",
+    doc: "how often the revocation list is fetched from ca_peer (and, on the CA node, signed anew: a list is valid 4 periods, then stale); HOME/certs/crl.pem is read before each new connection; SIGHUP fetches at once",
   }),
 
   // Who may call what, and the record of every call.

@@ -1,5 +1,5 @@
 import type { ListTasksParams, ListTasksResult, Message, StreamResponse, Task } from "../protocol/types";
-import { DroppedWrite, FINAL_STATES, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
 import { decodePageToken, encodePageToken } from "./page-token";
 import { mergeArtifacts, toJson } from "./pending-writes";
 
@@ -9,6 +9,8 @@ interface Entry {
   executor: string;
   events: StreamResponse[];
   rowSeq: number;
+  /** The node state (see TaskChange.state), never part of `task`. */
+  state: Record<string, unknown>;
 }
 
 const DEFAULT_PAGE_SIZE = 50;
@@ -30,6 +32,7 @@ export class MemoryTaskStore implements TaskStore {
   async create(input: NewTask): Promise<{ task: Task; created: boolean; committed: Promise<void> }> {
     const message = copy<Message>(toJson(input.message, "message"));
     const metadata = input.metadata ? copy<Record<string, unknown>>(toJson(input.metadata, "metadata")) : undefined;
+    const state = input.state ? copy<Record<string, unknown>>(toJson(input.state, "node state")) : {};
     const idempotent = input.idempotent !== false;
     const key = `${input.owner}\0${input.message.messageId}`;
     if (idempotent) {
@@ -42,7 +45,7 @@ export class MemoryTaskStore implements TaskStore {
     if (metadata) task.metadata = metadata;
     const stored = copy<Task>(JSON.stringify(task));
     const committed = this.enqueue(undefined, () => {
-      this.tasks.set(input.id, { task: stored, owner: input.owner, executor: input.executor, events: [], rowSeq: 0 });
+      this.tasks.set(input.id, { task: stored, owner: input.owner, executor: input.executor, events: [], rowSeq: 0, state });
       if (idempotent) this.byRequest.set(key, input.id);
       this.pendingRequests.delete(key);
     });
@@ -66,6 +69,7 @@ export class MemoryTaskStore implements TaskStore {
       if (c.status) t.status = c.status;
       if (c.artifacts?.length) t.artifacts = mergeArtifacts(t.artifacts ?? [], c.artifacts);
       if (c.metadata) t.metadata = { ...t.metadata, ...c.metadata };
+      if (c.state) e.state = { ...e.state, ...c.state };
       if (c.events?.items.length) e.events.push(...c.events.items);
       if (c.rowSeq !== undefined) e.rowSeq = c.rowSeq;
     });
@@ -117,9 +121,9 @@ export class MemoryTaskStore implements TaskStore {
     return this.tasks.get(taskId)?.events.length ?? 0;
   }
 
-  async snapshot(id: string, owner: string, historyLength?: number): Promise<{ task: Task; lastSeq: number } | undefined> {
+  async snapshot(id: string, owner: string, historyLength?: number): Promise<TaskSnapshot | undefined> {
     const e = this.tasks.get(id);
-    return e && e.owner === owner ? { task: view(e.task, historyLength, true), lastSeq: e.rowSeq } : undefined;
+    return e && e.owner === owner ? { task: view(e.task, historyLength, true), lastSeq: e.rowSeq, state: copy(JSON.stringify(e.state)) } : undefined;
   }
 
   async countInContext(contextId: string, owner: string): Promise<number> {

@@ -100,5 +100,14 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796176722515,
     "hash": "5721fdc85521ffd630802aa2d6b3f3ce57a6228f5a70a18bf03aad9b81147c7c"
+  },
+  {
+    "tag": "0009_task_node_state",
+    "sql": [
+      "-- What the node and its executor keep about a task (a remote run's id, a pending approval, how often it was\n-- resumed, the extensions its execution has), in a column of its own: the caller writes `metadata`, and nothing\n-- it sends is read back as the node's own (see schema.ts).\nALTER TABLE `tasks` ADD `node_state` text;\n",
+      "\n-- Hand-written: the tasks not yet ended keep what the node noted for them, until now in their metadata, so an\n-- upgrade mid-task re-attaches to its Hermes run, retries its AUTH_REQUIRED message and keeps its extensions.\n-- Ended tasks are never read back; their metadata stays as it was.\nUPDATE `tasks` SET `node_state` = (\n\tSELECT nullif(json_group_object(`key`, CASE WHEN `type` IN ('object', 'array') THEN json(`value`) ELSE `value` END), '{}')\n\tFROM json_each(`tasks`.`metadata`)\n\tWHERE `key` IN ('hermes/runId', 'hermes/pendingApproval', 'a2a-node/restarts', 'a2a-node/extensions', 'a2a-node/auth-required')\n) WHERE `metadata` IS NOT NULL AND `state` IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED');\n"
+    ],
+    "folderMillis": 1796211776035,
+    "hash": "a153596f3fc751df8586cf199f67a8eb0c9e845b48e1e81f6a37bf9f156e638c"
   }
 ];

@@ -17,6 +17,8 @@ export interface Pending {
     metadata?: Record<string, unknown>;
     /** `metadata` as JSON. */
     metadataJson?: string;
+    /** The node state it starts with (see TaskChange.state). */
+    state?: Record<string, unknown>;
   };
   status?: TaskStatus;
   /** `status.message` as JSON (null: the status has none). */
@@ -25,6 +27,8 @@ export interface Pending {
   messages: string[];
   artifacts: Artifact[];
   metadata?: Record<string, unknown>;
+  /** Keys to merge into the task's node state (see TaskChange.state). */
+  state?: Record<string, unknown>;
   /** Events not yet committed, numbered from `firstSeq`. */
   events: StreamResponse[];
   firstSeq: number;
@@ -47,6 +51,7 @@ export function addChange(pendingFor: () => Pending, change: TaskChange): void {
   // The agent's final reply is usually the status message too: serialised once.
   if (change.history?.length) history = change.history.map((m) => (statusMessage && m === change.status?.message ? statusMessage : toJson(m, "message")));
   if (change.metadata) toJson(change.metadata, "metadata");
+  if (change.state) toJson(change.state, "node state");
   const p = pendingFor();
   if (history) p.messages.push(...history);
   if (change.status) {
@@ -55,6 +60,7 @@ export function addChange(pendingFor: () => Pending, change: TaskChange): void {
   }
   if (change.artifacts?.length) p.artifacts.push(...change.artifacts);
   if (change.metadata) p.metadata = { ...p.metadata, ...change.metadata };
+  if (change.state) p.state = { ...p.state, ...change.state };
   if (change.events?.items.length) {
     if (p.events.length === 0) p.firstSeq = change.events.firstSeq;
     p.events.push(...change.events.items);
@@ -71,6 +77,8 @@ export interface StoredRow {
   history: string;
   artifacts: string;
   last_seq: number;
+  /** The node state (see TaskChange.state) as JSON; null when it has none. */
+  node_state: string | null;
 }
 
 /** Statement parameters. */
@@ -98,6 +106,7 @@ export function planWrite(id: string, p: Pending, stored: () => StoredRow | null
     const { insert, status } = p;
     const workingAt = impliedBy(id, p);
     const metadata = p.metadata ? toJson({ ...insert.metadata, ...p.metadata }, "metadata") : (insert.metadataJson ?? null);
+    const state = insert.state || p.state ? toJson({ ...insert.state, ...p.state }, "node state") : null;
     const row: Params = [
       id,
       insert.contextId,
@@ -113,19 +122,22 @@ export function planWrite(id: string, p: Pending, stored: () => StoredRow | null
       insert.createdAt,
       p.rowSeq ?? 0,
       workingAt ?? null,
+      state,
     ];
     // Events the row implies are not stored apart (see tasks.working_at).
     return workingAt === undefined ? { insert: row, events: eventsRow(id, p) } : { insert: row };
   }
   const events = eventsRow(id, p);
   // Streamed chunks of a running task touch only its events: no need to read (or rewrite) the task's row.
-  if (!p.status && !p.metadata && p.messages.length === 0 && p.artifacts.length === 0 && p.rowSeq === undefined) {
+  if (!p.status && !p.metadata && !p.state && p.messages.length === 0 && p.artifacts.length === 0 && p.rowSeq === undefined) {
     return events && { events };
   }
   const row = stored();
   if (!row) throw new WriteRefused(`task ${id} is not stored (its creation was never committed)`);
   let metadata = row.metadata;
   if (p.metadata) metadata = toJson({ ...(metadata ? (JSON.parse(metadata) as Record<string, unknown>) : {}), ...p.metadata }, "metadata");
+  let state = row.node_state;
+  if (p.state) state = toJson({ ...(state ? (JSON.parse(state) as Record<string, unknown>) : {}), ...p.state }, "node state");
   let artifacts = row.artifacts;
   if (p.artifacts.length) artifacts = toJson(mergeArtifacts(JSON.parse(artifacts) as Artifact[], p.artifacts), "artifacts");
   const { status } = p;
@@ -138,6 +150,7 @@ export function planWrite(id: string, p: Pending, stored: () => StoredRow | null
     appendToJsonArray(row.history, p.messages),
     artifacts,
     p.rowSeq ?? row.last_seq,
+    state,
   ];
   return events ? { update, events } : { update };
 }

@@ -56,6 +56,12 @@ export const tasks = sqliteTable(
      */
     history: text("history").notNull(),
     artifacts: text("artifacts").notNull(),
+    /**
+     * What the node and its executor keep about the task (see TaskChange.state), as JSON: a column of its own,
+     * apart from `metadata`, which a caller writes, so nothing a caller sends is read back as the node's own.
+     * Null for most tasks (migration 0009).
+     */
+    nodeState: text("node_state"),
   },
   (t) => [
     // ListTasks: the caller's tasks newest first, with what its filters and its byte budget need (state and

@@ -3,7 +3,7 @@ import { and, count, desc, eq, gt, inArray, asc, sql } from "drizzle-orm";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted, isTerminal } from "../protocol/types";
 import { encodeTime } from "ulid";
-import { DroppedWrite, FINAL_STATES, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
 import { crashPoint } from "../crash-point";
 import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
@@ -13,7 +13,7 @@ import { addChange, newPending, planWrite, toJson, type Params, type Pending, ty
 import { tasks } from "./schema";
 import { commitEach, GroupCommit } from "./write-batch";
 
-type TaskRow = Omit<typeof tasks.$inferSelect, "headBytes" | "historyBytes" | "artifactsBytes">;
+type TaskRow = Omit<typeof tasks.$inferSelect, "headBytes" | "historyBytes" | "artifactsBytes" | "nodeState">;
 /** What a Task is built from. */
 type TaskParts = Pick<TaskRow, "id" | "contextId" | "state" | "statusMessage" | "statusTimestamp" | "metadata" | "history" | "artifacts">;
 
@@ -107,13 +107,13 @@ export class SqliteTaskStore implements TaskStore {
       // and SIZES_ON_UPDATE name the same parameters as the statements around them.
       insertTask: prep(
         `INSERT INTO tasks (id, context_id, owner, state, status_message, status_timestamp, metadata, request_message_id,
-           executor, history, artifacts, created_at, updated_at, last_seq, working_at, ${SIZE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?6, ?13, ?14, ${SIZES_ON_INSERT})`,
+           executor, history, artifacts, created_at, updated_at, last_seq, working_at, node_state, ${SIZE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?6, ?13, ?14, ?15, ${SIZES_ON_INSERT})`,
       ),
       updateTask: prep(
-        `UPDATE tasks SET state = ?2, status_message = ?3, status_timestamp = ?4, updated_at = ?4, metadata = ?5, history = ?6, artifacts = ?7, last_seq = ?8,
+        `UPDATE tasks SET state = ?2, status_message = ?3, status_timestamp = ?4, updated_at = ?4, metadata = ?5, history = ?6, artifacts = ?7, last_seq = ?8, node_state = ?9,
            (${SIZE_COLUMNS}) = (${SIZES_ON_UPDATE}) WHERE id = ?1`,
       ),
-      selectForUpdate: prep("SELECT state, status_message, status_timestamp, metadata, history, artifacts, last_seq FROM tasks WHERE id = ?1"),
+      selectForUpdate: prep("SELECT state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state FROM tasks WHERE id = ?1"),
       insertEvents: prep("INSERT INTO task_events (task_id, seq, last_seq, events) VALUES (?1, ?2, ?3, ?4)"),
       maxEventSeq: prep(
         `SELECT max(coalesce((SELECT max(last_seq) FROM task_events WHERE task_id = ?1), 0),
@@ -144,6 +144,7 @@ export class SqliteTaskStore implements TaskStore {
     // Refused here, before anything is recorded: what the caller sent cannot be stored.
     const messageJson = toJson(input.message, "message");
     const metadataJson = input.metadata ? toJson(input.metadata, "metadata") : undefined;
+    if (input.state) toJson(input.state, "node state");
     if (idempotent) {
       const inFlight = this.pendingRequests.get(key);
       if (inFlight) return { task: inFlight, created: false, committed: this.group.commit(inFlight.id) };
@@ -168,6 +169,7 @@ export class SqliteTaskStore implements TaskStore {
       createdAt: input.timestamp,
       metadata: input.metadata,
       metadataJson,
+      state: input.state,
     };
     p.messages.push(messageJson);
     if (idempotent) this.pendingRequests.set(key, task);
@@ -291,9 +293,9 @@ export class SqliteTaskStore implements TaskStore {
     return (this.w.maxEventSeq.get(taskId) as { n: number }).n;
   }
 
-  async snapshot(id: string, owner: string, historyLength?: number): Promise<{ task: Task; lastSeq: number } | undefined> {
+  async snapshot(id: string, owner: string, historyLength?: number): Promise<TaskSnapshot | undefined> {
     const row = this.w.selectTask.get(id, owner) as RawRow | null;
-    return row ? { task: assemble(fromRaw(row), historyLength, true), lastSeq: row.last_seq } : undefined;
+    return row ? { task: assemble(fromRaw(row), historyLength, true), lastSeq: row.last_seq, state: stateOf(row.node_state) } : undefined;
   }
 
   async countInContext(contextId: string, owner: string): Promise<number> {
@@ -444,12 +446,12 @@ export class SqliteTaskStore implements TaskStore {
 
 /** The row an insert wrote, as selectForUpdate would read it (see planWrite for the parameter order). */
 function rowOfInsert(p: Params): StoredRow {
-  return { state: p[3] as string, status_message: p[4] as string | null, status_timestamp: p[5] as string, metadata: p[6] as string | null, history: p[9] as string, artifacts: p[10] as string, last_seq: p[12] as number };
+  return { state: p[3] as string, status_message: p[4] as string | null, status_timestamp: p[5] as string, metadata: p[6] as string | null, history: p[9] as string, artifacts: p[10] as string, last_seq: p[12] as number, node_state: p[14] as string | null };
 }
 
 /** The row an update wrote, as selectForUpdate would read it. */
 function rowOfUpdate(p: Params): StoredRow {
-  return { state: p[1] as string, status_message: p[2] as string | null, status_timestamp: p[3] as string, metadata: p[4] as string | null, history: p[5] as string, artifacts: p[6] as string, last_seq: p[7] as number };
+  return { state: p[1] as string, status_message: p[2] as string | null, status_timestamp: p[3] as string, metadata: p[4] as string | null, history: p[5] as string, artifacts: p[6] as string, last_seq: p[7] as number, node_state: p[8] as string | null };
 }
 
 function reasonOf(err: unknown): string {
@@ -502,6 +504,12 @@ interface RawRow {
   updated_at: string;
   last_seq: number;
   working_at: string | null;
+  node_state: string | null;
+}
+
+/** A row's node state (see TaskChange.state). */
+export function stateOf(json: string | null): Record<string, unknown> {
+  return json ? (JSON.parse(json) as Record<string, unknown>) : {};
 }
 
 function fromRaw(r: RawRow): TaskRow {

@@ -2,8 +2,9 @@ import type { ExecutionOutcome } from "../executors/executor";
 import type { Message, Task } from "../protocol/types";
 
 /**
- * Task metadata: the message whose execution ended AUTH_REQUIRED, `{messageId}`; null once the task has gone
- * on past it. Kept with the task, so the retry works across a restart of the node.
+ * The task's node state (shown in its metadata too): the message whose execution ended AUTH_REQUIRED,
+ * `{messageId}`; null once the task has gone on past it. Kept with the task, so the retry works across a
+ * restart of the node.
  */
 export const AUTH_RETRY_KEY = "a2a-node/auth-required";
 
@@ -25,9 +26,9 @@ export interface AuthRetry {
   skip: Set<string>;
 }
 
-/** The retry a task's next execution is, if its last execution ended AUTH_REQUIRED. */
-export function authRetryOf(task: Task): AuthRetry | undefined {
-  const noted = task.metadata?.[AUTH_RETRY_KEY] as { messageId?: unknown } | null | undefined;
+/** The retry a task's next execution is, if its last execution ended AUTH_REQUIRED (`state`: the task's node state). */
+export function authRetryOf(task: Task, state: Record<string, unknown>): AuthRetry | undefined {
+  const noted = state[AUTH_RETRY_KEY] as { messageId?: unknown } | null | undefined;
   if (!noted || typeof noted.messageId !== "string") return undefined;
   const history = task.history ?? [];
   const at = history.findIndex((m) => m.messageId === noted.messageId);
@@ -35,9 +36,12 @@ export function authRetryOf(task: Task): AuthRetry | undefined {
   return { message: history[at], skip: new Set(history.slice(at + 1).map((m) => m.messageId)) };
 }
 
-/** The outcome's metadata, with the note that makes the next message a retry of `ran` (or clears an old one). */
-export function withAuthNote(outcome: ExecutionOutcome, task: Task, ran: Message): Record<string, unknown> | undefined {
-  if (outcome.state === "TASK_STATE_AUTH_REQUIRED") return { ...outcome.metadata, [AUTH_RETRY_KEY]: { messageId: ran.messageId } };
-  if (task.metadata?.[AUTH_RETRY_KEY]) return { ...outcome.metadata, [AUTH_RETRY_KEY]: null };
-  return outcome.metadata;
+/**
+ * The node state an outcome leaves: the note that makes the next message a retry of `ran`, or the clearing of
+ * an old one (`state`: the task's node state so far); undefined when there is nothing to note.
+ */
+export function authNote(outcome: ExecutionOutcome, state: Record<string, unknown>, ran: Message): Record<string, unknown> | undefined {
+  if (outcome.state === "TASK_STATE_AUTH_REQUIRED") return { [AUTH_RETRY_KEY]: { messageId: ran.messageId } };
+  if (state[AUTH_RETRY_KEY]) return { [AUTH_RETRY_KEY]: null };
+  return undefined;
 }

@@ -79,10 +79,13 @@ export interface Job {
   ran?: Message;
   /** The A2A extensions activated for the message that started this execution (undefined: read the task's). */
   extensions?: string[];
+  /** The task's node state (see TaskChange.state), as stored and as noted since. */
+  state: Record<string, unknown>;
 }
 
-export function newJob(task: Task, message: Message, caller: string, lastSeq: number, resumed: boolean): Job {
+export function newJob(task: Task, message: Message, caller: string, lastSeq: number, resumed: boolean, state: Record<string, unknown>): Job {
   return {
+    state,
     task,
     message,
     caller,

@@ -3,6 +3,10 @@ import type { Message, Task, TaskStatus } from "../protocol/types";
 import { agentMessage } from "./artifacts";
 import { now } from "./clock";
 import type { TaskStore, UnfinishedTask } from "./task-store";
+import type { StartOptions } from "./task-runner";
+
+/** The task's node state (shown in its metadata too): how many times it was resumed after a restart. */
+export const RESTARTS_KEY = "a2a-node/restarts";
 
 /** How many times a task is resumed after the node stopped mid-way before it is given up. */
 const MAX_RESTARTS = 2;
@@ -22,7 +26,7 @@ const UNFINISHED = new Set(["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"]);
 export async function recoverUnfinished(
   store: TaskStore,
   executor: AgentExecutor,
-  start: (task: Task, message: Message, owner: string, lastSeq: number, resumed: boolean) => void,
+  start: (task: Task, message: Message, owner: string, options: StartOptions) => void,
   /** The tasks to recover (default: every unfinished task of the store). */
   tasks?: UnfinishedTask[],
   /** Told of each task ended here (FAILED), or found ended (or waiting) already: nothing runs it any more. */
@@ -46,12 +50,14 @@ export async function recoverUnfinished(
     }
     const { task } = snap;
     const policy = t.executor === executor.kind ? (executor.onRestart ?? "fail") : "fail";
-    const restarts = Number(task.metadata?.["a2a-node/restarts"] ?? 0);
+    // From the node state, never the metadata a caller wrote (a caller could have sent any count there).
+    const restarts = Number(snap.state[RESTARTS_KEY] ?? 0);
     const message = [...(task.history ?? [])].reverse().find((m) => m.role === "ROLE_USER");
     if (policy !== "fail" && restarts < MAX_RESTARTS && message) {
-      task.metadata = { ...task.metadata, "a2a-node/restarts": restarts + 1 };
-      const counted = store.record(t.id, { metadata: { "a2a-node/restarts": restarts + 1 } });
-      writes.push(counted.then(() => start(task, message, t.owner, lastSeq, policy === "reattach"), notStored(t)));
+      const noted = { [RESTARTS_KEY]: restarts + 1 };
+      task.metadata = { ...task.metadata, ...noted };
+      const counted = store.record(t.id, { state: noted, metadata: noted });
+      writes.push(counted.then(() => start(task, message, t.owner, { lastSeq, resumed: policy === "reattach", state: { ...snap.state, ...noted } }), notStored(t)));
       resumed++;
       continue;
     }

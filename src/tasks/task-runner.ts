@@ -10,14 +10,34 @@ import type { TaskLifecycle } from "./lifecycle";
 import { abortOf, causeOf, deferred, type Job, newJob, stop, type Waiting } from "./job";
 import { EventPublisher, type EventListener } from "./publisher";
 import { recoverUnfinished } from "./recovery";
-import { authRetryOf, withAuthNote } from "./auth-retry";
+import { authNote, authRetryOf } from "./auth-retry";
 import type { TaskLeases } from "./leases";
 import { DroppedWrite, HeldElsewhere, WriteRefused, type TaskStore, type UnfinishedTask } from "./task-store";
 
 export type { EventListener } from "./publisher";
 
-/** Task metadata: the A2A extensions activated for the message the task's execution runs (see ExecutionRequest.extensions). */
+/**
+ * The task's node state (shown in its metadata too): the A2A extensions activated for the message the task's
+ * execution runs (see ExecutionRequest.extensions).
+ */
 export const EXTENSIONS_KEY = "a2a-node/extensions";
+
+/** How a task is started (see TaskRunner.start). */
+export interface StartOptions {
+  /** The number of its last stored event (0 for a new task). */
+  lastSeq?: number;
+  /** It continues a task a previous process started (restart recovery). */
+  resumed?: boolean;
+  /**
+   * The commit of the write that recorded it (the task's creation, the follow-up message), if not settled yet;
+   * if it fails, the execution stops and the task does not end COMPLETED.
+   */
+  committed?: Promise<void>;
+  /** The A2A extensions activated for the message it runs (undefined: those its state names). */
+  extensions?: string[];
+  /** Its node state as stored (see TaskChange.state): what earlier executions noted. */
+  state?: Record<string, unknown>;
+}
 
 /** Orphaned tasks claimed at a time (the rest are claimed at the next renewal). */
 const ORPHANS_PER_CLAIM = 100;
@@ -147,7 +167,7 @@ export class TaskRunner {
    * Refuses a message the executor cannot take, before anything is recorded for it. `task`: the task a
    * message continues when no execution here waits for it (see AgentExecutor.check).
    */
-  check(message: Message, task?: { metadata?: Record<string, unknown> }): void {
+  check(message: Message, task?: { state: Record<string, unknown> }): void {
     const refusal = this.executor.check?.(message, task);
     if (refusal) throw refusal;
   }
@@ -166,14 +186,13 @@ export class TaskRunner {
   }
 
   /**
-   * Runs (or queues) a task already recorded as SUBMITTED (or interrupted, for a follow-up message).
-   * `lastSeq` is the number of its last stored event. `committed`: the commit of the write that recorded it
-   * (the task's creation, the follow-up message), if not settled yet; if it fails, the execution stops and
-   * the task does not end COMPLETED. Resolves when the task next settles.
+   * Runs (or queues) a task already recorded as SUBMITTED (or interrupted, for a follow-up message); see
+   * StartOptions. Resolves when the task next settles.
    */
-  start(task: Task, message: Message, caller: string, lastSeq = 0, resumed = false, committed?: Promise<void>, extensions?: string[]): Promise<Task> {
-    const job = newJob(task, message, caller, lastSeq, resumed);
-    job.extensions = extensions;
+  start(task: Task, message: Message, caller: string, options: StartOptions = {}): Promise<Task> {
+    const { lastSeq = 0, resumed = false, committed } = options;
+    const job = newJob(task, message, caller, lastSeq, resumed, options.state ?? {});
+    job.extensions = options.extensions;
     this.events.adopt(job);
     this.jobs.set(task.id, job);
     this.options.lifecycle?.accepted(task, caller, resumed ? "resumed" : lastSeq > 0 ? "continued" : "new");
@@ -366,7 +385,7 @@ export class TaskRunner {
     return recoverUnfinished(
       this.store,
       this.executor,
-      (task, message, owner, lastSeq, resumed) => void this.start(task, message, owner, lastSeq, resumed),
+      (task, message, owner, options) => void this.start(task, message, owner, options),
       tasks,
       (id) => void this.options.leases?.release(id).catch(() => {}),
       (task, err) => {
@@ -515,7 +534,7 @@ export class TaskRunner {
         : undefined;
       const executing = performance.now();
       // A task whose last execution ended AUTH_REQUIRED runs that execution's message again.
-      const retry = authRetryOf(task);
+      const retry = authRetryOf(task, job.state);
       const message = retry?.message ?? job.message;
       job.ran = message;
       try {
@@ -534,8 +553,9 @@ export class TaskRunner {
           },
           events: this.eventsFor(job),
           metadata: { ...task.metadata },
+          state: { ...job.state },
           // A resumed execution (after a restart) has what the task recorded.
-          extensions: job.extensions ?? storedExtensions(task),
+          extensions: job.extensions ?? storedExtensions(job.state),
           resumed: job.resumed,
           input: (request) => this.input(job, request),
         });
@@ -732,11 +752,13 @@ export class TaskRunner {
         const update = { taskId: task.id, contextId: task.contextId, artifact, ...(options.append ? { append: true } : {}), ...(lastChunk ? { lastChunk: true } : {}) };
         this.emit(job, { artifactUpdate: update });
       },
-      note: (metadata) => {
+      note: (state) => {
         if (!this.jobs.has(task.id)) return Promise.resolve();
         if (job.lost !== undefined) return Promise.reject(notStored(task.id, job.lost));
-        task.metadata = { ...task.metadata, ...metadata };
-        return this.track(job, this.store.record(task.id, { metadata }));
+        // Read back from the node state only; the metadata shows it to the task's caller.
+        job.state = { ...job.state, ...state };
+        task.metadata = { ...task.metadata, ...state };
+        return this.track(job, this.store.record(task.id, { state, metadata: state }));
       },
     };
   }
@@ -847,12 +869,16 @@ export class TaskRunner {
     }
     task.status = status;
     if (status.message) task.history = [...(task.history ?? []), status.message];
-    outcome = { ...outcome, metadata: withAuthNote(outcome, task, job.ran ?? job.message) };
+    const note = authNote(outcome, job.state, job.ran ?? job.message);
+    if (note) {
+      job.state = { ...job.state, ...note };
+      outcome = { ...outcome, metadata: { ...outcome.metadata, ...note } };
+    }
     if (outcome.metadata) task.metadata = { ...task.metadata, ...outcome.metadata };
     const finalEvent: StreamResponse = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
     // Both writes join the same group commit (and share the task's outcome in it).
     await Promise.all([
-      this.store.record(task.id, { status, history: status.message ? [status.message] : undefined, artifacts: task.artifacts, metadata: outcome.metadata }),
+      this.store.record(task.id, { status, history: status.message ? [status.message] : undefined, artifacts: task.artifacts, metadata: outcome.metadata, state: note }),
       this.emit(job, finalEvent, true),
     ]);
   }
@@ -894,7 +920,7 @@ function reasonOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-function storedExtensions(task: Task): string[] {
-  const v = task.metadata?.[EXTENSIONS_KEY];
+function storedExtensions(state: Record<string, unknown>): string[] {
+  const v = state[EXTENSIONS_KEY];
   return Array.isArray(v) ? v.filter((u): u is string => typeof u === "string") : [];
 }

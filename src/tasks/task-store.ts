@@ -8,7 +8,10 @@ export interface NewTask {
   owner: string;
   message: Message;
   executor: string;
+  /** The caller's metadata (SendMessage's `metadata`), with what the node shows beside it. */
   metadata?: Record<string, unknown>;
+  /** The node's own state of the task from the start (see TaskChange.state). */
+  state?: Record<string, unknown>;
   timestamp: string;
   /** Deduplicate by (owner, message.messageId); false for callers without an identity of their own. */
   idempotent?: boolean;
@@ -89,6 +92,13 @@ export interface UnfinishedTask {
   executor: string;
 }
 
+/** A task as stored, for the node itself: its row, where its events stand, and its node state. */
+export interface TaskSnapshot {
+  task: Task;
+  lastSeq: number;
+  state: Record<string, unknown>;
+}
+
 /**
  * A push delivery a store queued in the commit of the event it carries (see TaskStore.onDeliveriesQueued):
  * what the push dispatcher needs to schedule it (the body waits in the queue).
@@ -136,6 +146,13 @@ export interface TaskChange {
   artifacts?: Artifact[];
   /** Keys merged into the task's metadata. */
   metadata?: Record<string, unknown>;
+  /**
+   * Keys merged into the task's node state: what the node and its executor keep about the task (a remote run's
+   * id, a pending approval, how often it was resumed, the extensions its execution has). Kept apart from the
+   * metadata, which a caller writes (SendMessage's `metadata`): nothing a caller sends can reach it, and the
+   * node reads these keys from here alone. Never returned by the reads a caller's call makes (get, list).
+   */
+  state?: Record<string, unknown>;
   /** Events numbered `firstSeq`, `firstSeq + 1`, ...; they continue the task's numbering with no gap. */
   events?: { firstSeq: number; items: StreamResponse[] };
   /**
@@ -190,8 +207,11 @@ export interface TaskStore {
   eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]>;
   /** The number of a task's latest stored event (0 before the first): where its next event continues. */
   lastEventSeq(taskId: string): Promise<number>;
-  /** The task as its row has it, and the number of the last event that row reflects. */
-  snapshot(id: string, owner: string, historyLength?: number): Promise<{ task: Task; lastSeq: number } | undefined>;
+  /**
+   * The task as its row has it, the number of the last event that row reflects, and its node state (see
+   * TaskChange.state; {} when it has none).
+   */
+  snapshot(id: string, owner: string, historyLength?: number): Promise<TaskSnapshot | undefined>;
   /** How many tasks `owner` has started in a context. */
   countInContext(contextId: string, owner: string): Promise<number>;
   /** Tasks left SUBMITTED/WORKING by a previous run of the node. */

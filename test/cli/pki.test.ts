@@ -393,7 +393,7 @@ describe("a2a-node pki revoke, export-crl, import-crl", () => {
     const b = join(tmp(), "o.bundle");
     await pki(["issue", "olive", "--out", b], home);
     await initPkiCommand.run(["--bundle", b], { io: bufferIo(), home: other });
-    expect((await pki(["import-crl", crl], other)).out).toMatch(/^installed revocation list number 3 \(1 revoked\) into .*crl\.pem\n$/);
+    expect((await pki(["import-crl", crl], other)).out).toMatch(/^installed revocation list number 3 \(1 revoked\) into .*crl\.pem\nno serve is running on this home\n$/);
     expect((await pki(["import-crl", crl], other)).out).toBe("revocation list number 3 is already installed; nothing changed\n");
     const newer = join(tmp(), "newer.crl");
     await pki(["export-crl", "--out", newer], home);

@@ -25,6 +25,7 @@ function run(messageId: string, opts: { taskId?: string; text?: string; signal?:
     signal: opts.signal ?? new AbortController().signal,
     events: sink,
     metadata: {},
+    state: {},
     resumed: false,
     input: () => Promise.reject(new Error("this executor asks no questions")),
   };
@@ -201,6 +202,7 @@ describe("ConformanceExecutor: anything else", () => {
       signal: new AbortController().signal,
       events: { progress: (text) => events.push({ progress: text }), artifact: (artifact) => events.push({ artifact }), note: async (note) => void events.push({ note }) },
       metadata: {},
+      state: {},
       resumed: false,
       input: () => Promise.reject(new Error("this executor asks no questions")),
     });

@@ -253,6 +253,44 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
       timeoutMs,
     );
 
+    it(
+      "a caller cannot steer another caller's run: hermes/runId and hermes/pendingApproval in its SendMessage metadata get it a run of its own, never that run's answer or approval",
+      async () => {
+        const n = await node();
+        const asMallory = async (text: string, metadata: Record<string, unknown>) =>
+          ((await n.handler.sendMessage({ message: userMessage(text), metadata }, who("mallory"))) as { task: Task }).task;
+        const secret = await n.send("alpha secret report");
+        expect(answerText(secret)).toBe(ok("alpha secret report", 1));
+        const finished = secret.metadata?.["hermes/runId"] as string;
+        // Another caller's finished run, by its id: mallory's task is a run of its own.
+        const took = await asMallory("mallory asks", { "hermes/runId": finished });
+        expect(took.status.state).toBe("TASK_STATE_COMPLETED");
+        expect(answerText(took)).toBe(ok("mallory asks", 1));
+        expect(took.metadata?.["hermes/runId"]).not.toBe(finished);
+        // A run id that does not exist is no oracle: no FAILED "no longer knows run".
+        const probe = await asMallory("probe", { "hermes/runId": "run_00000000000000000000000000000000" });
+        expect(probe.status.state).toBe("TASK_STATE_COMPLETED");
+
+        // Another caller's pending approval, with its run id: mallory's "yes" is its own task's text.
+        const target = `prod-${uniq()}`;
+        const asked = await n.send(`clean up DANGER-RM:${target}`);
+        expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+        const waiting = asked.metadata?.["hermes/runId"] as string;
+        const yes = await asMallory("yes", { "hermes/runId": waiting, "hermes/pendingApproval": asked.status.message!.metadata!["hermes/approval"] });
+        expect(yes.status.state).toBe("TASK_STATE_COMPLETED");
+        expect(answerText(yes)).toBe(ok("yes", 1));
+        expect((await runStatus(waiting)).status).toBe("waiting_for_approval");
+        expect((await n.get(asked.id)).status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+        if (backend.realTools) expect(existsSync(join(backend.scratch, target))).toBe(true);
+        // alpha's own answer reaches its run: denied, nothing deleted.
+        const done = await n.answer(asked.id, "no");
+        expect(done.status.state).toBe("TASK_STATE_COMPLETED");
+        expect(answerText(done)).toMatch(/^FAKE-TOOL-DONE: \{"output": "", "exit_code": -1, "error": "BLOCKED: Command denied by user\./);
+        if (backend.realTools) expect(existsSync(join(backend.scratch, target))).toBe(true);
+      },
+      timeoutMs,
+    );
+
     // Last: the server restarts, and the next run of a fresh server is slow.
     it(
       "Hermes shutting down mid-run is not a cancel: the task ends FAILED saying Hermes stopped the run",

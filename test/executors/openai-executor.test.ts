@@ -78,6 +78,7 @@ function requestFor(msg: Message, events: ExecutionEvents, extra: Partial<Execut
     signal: new AbortController().signal,
     events,
     metadata: {},
+    state: {},
     resumed: false,
     input: () => Promise.reject(new Error("this executor asks no questions")),
     ...extra,
@@ -381,6 +382,7 @@ describe("skills with their own model", () => {
           signal: new AbortController().signal,
           events: { progress() {}, artifact() {}, note: async () => {} },
           metadata: {},
+          state: {},
           resumed: false,
           input: () => Promise.reject(new Error("this executor asks no questions")),
         });

@@ -35,6 +35,7 @@ function request(msg: Message, history: Message[] = []): ExecutionRequest {
     signal: new AbortController().signal,
     events,
     metadata: {},
+    state: {},
     resumed: false,
     input: () => Promise.reject(new Error("no questions")),
   };

@@ -76,7 +76,7 @@ describe("RevocationState", () => {
 });
 
 describe("startCrlSync", () => {
-  it("says once that ca_peer is not a registered peer, and keeps trying", async () => {
+  it("warns at every round that fails (ca_peer not a registered peer), saying what list is in force, and keeps trying", async () => {
     const { ca } = await makeFleet();
     const log = recorder();
     const state = new RevocationState(join(tmp(), "crl.pem"), () => ({ caPem: ca.certPem, name: "x", serialNumber: "1" }), log);
@@ -84,9 +84,16 @@ describe("startCrlSync", () => {
     const sync = startCrlSync({ state, peers, settings: () => ({ caPeer: "alpha", crlRefreshMs: 3_600_000 }), fetchFor: () => fetch, log });
     await sync.refreshNow();
     await sync.refreshNow();
+    // A list in force that is past its next update says so in the warning.
+    const signed = new Date(Date.now() - 2 * 3_600_000);
+    state.offer(await makeCrl(ca, [], 5, signed, 3_600_000), "a file");
+    await sync.refreshNow();
     sync.stop();
-    expect(log.lines).toEqual([
-      expect.stringMatching(/^warn could not fetch the revocation list; the one in force stays .*ca_peer 'alpha' is not a registered peer \(a2a-node peers add alpha URL\)/),
-    ]);
+    const warned = log.lines.filter((l) => l.startsWith("warn"));
+    expect(warned).toHaveLength(4); // the round at start, and three asked for
+    for (const w of warned) expect(w).toMatch(/^warn could not fetch the revocation list; the one in force stays .*ca_peer 'alpha' is not a registered peer \(a2a-node peers add alpha URL\)/);
+    expect(warned[0]).toContain('"list":"none"');
+    expect(JSON.parse(warned[3].slice(warned[3].indexOf("{")))).toMatchObject({ list: 5, stale: true, list_age_s: expect.any(Number), next_update: new Date(Math.floor(signed.getTime() / 1000) * 1000 + 3_600_000).toISOString() });
+    expect(state.confirmedAt()).toBeUndefined();
   });
 });

@@ -8,6 +8,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { homePaths } from "../../src/home";
 import {
+  DEFAULT_CRL_VALID_FOR_MS,
   createCa,
   exportCrl,
   importCrl,
@@ -45,13 +46,18 @@ describe("makeCrl and readRevocationList", () => {
     const { ca, alice, bob } = await makeFleet();
     const at = new Date("2030-01-02T03:04:05Z");
     const serialA = new X509Certificate(alice.certPem).serialNumber;
-    const pem = await makeCrl(ca, [{ serial: serialA, revokedAt: at }, { serial: "0ABC", revokedAt: at }], 300);
+    const signedAt = new Date();
+    const pem = await makeCrl(ca, [{ serial: serialA, revokedAt: at }, { serial: "0ABC", revokedAt: at }], 300, signedAt);
     expect(pem).toMatch(/^-----BEGIN X509 CRL-----\n/);
     const list = readRevocationList(pem, ca.certPem);
     expect(list.number).toBe(300);
     expect([...list.revoked.keys()]).toEqual([serialA.toUpperCase().replace(/^0+/, ""), "ABC"]);
     expect(list.revoked.get("ABC")).toEqual(at);
-    expect(list.nextUpdate).toEqual(new X509Certificate(ca.certPem).validToDate);
+    // Valid for four of the default refresh periods, not for the CA's lifetime: a list that old is stale.
+    expect(list.thisUpdate.getTime()).toBe(Math.floor(signedAt.getTime() / 1000) * 1000);
+    expect(list.nextUpdate!.getTime() - list.thisUpdate.getTime()).toBe(DEFAULT_CRL_VALID_FOR_MS);
+    const long = readRevocationList(await makeCrl(ca, [], 301, signedAt, 10 * 365 * 86_400_000), ca.certPem);
+    expect(long.nextUpdate).toEqual(new X509Certificate(ca.certPem).validToDate); // never past the CA's own end
     expect(list.revoked.has(new X509Certificate(bob.certPem).serialNumber)).toBe(false);
   });
 
@@ -140,7 +146,7 @@ describe("makeCrl and readRevocationList", () => {
     const list = readRevocationList(await makeCrl(ca, [{ serial: new X509Certificate(alice.certPem).serialNumber, revokedAt: new Date("2030-01-01T00:00:00Z") }], 2), ca.certPem);
     const fleet = new FleetMembership(ca.certPem, (serial) => list.revoked.get(serial));
     const verdict = fleet.check({ raw: new X509Certificate(alice.certPem).raw, subject: { CN: "alice" } });
-    expect(verdict).toEqual({ refused: expect.stringMatching(/^its certificate \(serial [0-9A-F]+\) was revoked on 2030-01-01T00:00:00\.000Z$/) });
+    expect(verdict).toEqual({ refused: expect.stringMatching(/^its certificate \(serial [0-9A-F]+\) was revoked on 2030-01-01T00:00:00\.000Z$/), revoked: true });
     expect(fleet.check({ raw: new X509Certificate(bob.certPem).raw, subject: { CN: "bob" } })).toMatchObject({ member: { name: "bob" } });
   });
 });

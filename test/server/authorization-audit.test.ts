@@ -28,8 +28,8 @@ const SECRET = `the-launch-code-${crypto.randomUUID()}`;
 const quiet = createLogger(() => {}, "error");
 
 beforeAll(async () => {
-  fleet = await makeFleet(["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]);
-  for (const n of ["beta", "gamma", "delta", "epsilon", "zeta"]) who[n] = fleet.identity(n);
+  fleet = await makeFleet(["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta"]);
+  for (const n of ["beta", "gamma", "delta", "epsilon", "zeta", "eta"]) who[n] = fleet.identity(n);
   auditPath = join(fleet.root, "audit", "calls.jsonl");
   config = {
     ...DEFAULTS,
@@ -38,10 +38,13 @@ beforeAll(async () => {
     plainHttpPort: 0,
     executor: "echo",
     auditLog: auditPath,
+    // A webhook on this machine passes the SSRF guard: only the policy can refuse it.
+    pushAllow: ["127.0.0.1"],
     authorize: [
       { peers: ["beta", "epsilon", "zeta"], methods: ["*"] },
       { peers: ["gamma"], methods: ["GetTask", "ListTasks"] },
       { peers: ["delta"], methods: ["SendMessage", "ListTasks"], skills: ["summarise"] },
+      { peers: ["eta"], methods: ["SendMessage", "SendStreamingMessage", "ListTasks"] },
     ],
   };
   // A copy: a reload changes the running configuration in place.
@@ -116,6 +119,23 @@ describe.each(["JSONRPC", "HTTP+JSON"])("the policy over %s", (binding) => {
     expect((await driver().call(who.delta, "GetTask", { id: ok.result.task.id })).reason).toBe("PERMISSION_DENIED");
   });
 
+  it("withholds a webhook sent along with a message from a peer not allowed CreateTaskPushNotificationConfig, streaming or not; nothing is made", async () => {
+    const hook = { url: "https://127.0.0.1:9/hook", token: "t" };
+    const before = (await driver().call(who.eta, "ListTasks", {})).result.tasks.length;
+    for (const op of ["SendMessage", "SendStreamingMessage"]) {
+      const params = { ...say(), configuration: { taskPushNotificationConfig: hook } };
+      const r = op === "SendMessage" ? await driver().call(who.eta, op, params) : (await driver().stream(who.eta, op, params)).refused;
+      expect(r, op).toMatchObject({ ok: false, reason: "PERMISSION_DENIED", ...denied });
+      expect(r?.message, op).toContain("peer 'eta' may not call CreateTaskPushNotificationConfig on this node");
+      // Proto field names are read too, and judged the same.
+      const proto = { ...say(), configuration: { task_push_notification_config: hook } };
+      expect((await driver().call(who.eta, "SendMessage", proto)).reason).toBe("PERMISSION_DENIED");
+    }
+    expect((await driver().call(who.eta, "ListTasks", {})).result.tasks.length).toBe(before);
+    // The same message without a webhook is what eta may send.
+    expect((await driver().call(who.eta, "SendMessage", say())).ok).toBe(true);
+  });
+
   it("keeps tasks scoped to their creator, for peers the policy lets read", async () => {
     const betas = await driver().call(who.beta, "SendMessage", say());
     const r = await driver().call(who.gamma, "GetTask", { id: betas.result.task.id });
@@ -130,6 +150,21 @@ describe("the policy elsewhere", () => {
     expect(r.body.error).toMatchObject({ code: -32000 });
     expect(r.body.error.message).toContain("peer 'gamma' may not call SendMessage");
     expect((await post(`${node.url}/`, who.beta, body, {})).body.result.kind).toBe("task");
+  });
+
+  it("withholds a v0.3 message/send's pushNotificationConfig as it does v1.0's", async () => {
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "message/send",
+      params: {
+        message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: SECRET }] },
+        configuration: { pushNotificationConfig: { url: "https://127.0.0.1:9/hook" } },
+      },
+    });
+    const r = await post(`${node.url}/`, who.eta, body, {});
+    expect(r.body.error).toMatchObject({ code: -32000 });
+    expect(r.body.error.message).toContain("peer 'eta' may not call CreateTaskPushNotificationConfig");
   });
 
   it("does not apply to the plain loopback listener's caller (the machine's own operator)", async () => {
@@ -163,6 +198,8 @@ async function attempt(tls: Partial<TlsIdentity>): Promise<{ res?: Response; err
       method: "POST",
       headers: { "content-type": "application/json", "a2a-version": "1.0" },
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }),
+      // A connection of its own each time: each attempt is judged at its handshake.
+      keepalive: false,
       tls,
     } as RequestInit);
     await res.arrayBuffer();
@@ -196,12 +233,12 @@ describe("the audit log", () => {
       const { res } = await attempt(tls);
       expect(res, what).toBeUndefined();
     }
-    // zeta is revoked on the CA, and the node reads the list again on reload (SIGHUP).
+    // zeta is revoked on the CA: the next connection is judged against the list on disk, no reload needed, and
+    // gets one answer saying so (403) before it is closed.
     expect((await attempt(who.zeta)).res?.status).toBe(200);
     const io = bufferIo({});
     expect(await runCli(["--home", fleet.homes.alpha, "pki", "revoke", "zeta"], io), io.err()).toBe(0);
-    await node.reload(config);
-    expect((await attempt(who.zeta)).res).toBeUndefined();
+    expect((await attempt(who.zeta)).res?.status).toBe(403);
 
     // A peer over its rate limit.
     await node.reload({ ...config, rateLimitPerSecond: 0.001, rateLimitBurst: 1 });
@@ -240,7 +277,7 @@ describe("the audit log", () => {
     expect(Object.keys(ok as object).sort()).toEqual(["binding", "event", "fingerprint", "method", "ms", "outcome", "peer", "taskId", "time"]);
     const got = calls.find((l) => l.peer === "beta" && l.method === "GetTask" && l.binding === "http-json");
     expect(got).toMatchObject({ outcome: "ok", taskId: expect.any(String) });
-    const streamed = calls.filter((l) => l.method === "SendStreamingMessage");
+    const streamed = calls.filter((l) => l.method === "SendStreamingMessage" && l.peer === "gamma");
     expect(streamed.map((l) => l.outcome)).toEqual(["denied", "denied"]);
     const v03 = calls.find((l) => l.method === "message/send" && l.peer === "beta");
     expect(v03).toMatchObject({ outcome: "ok", taskId: expect.any(String) });

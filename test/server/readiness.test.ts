@@ -44,6 +44,16 @@ describe("the certificate check", () => {
     expect(r.detail).toMatch(/is not valid before .*clock/);
   });
 
+  it("a certificate the fleet's revocation list revokes fails, naming its serial and the next step, however long it has left", async () => {
+    const id = await identity(new Date(), 365);
+    const at = new Date("2026-12-01T10:00:00.000Z");
+    const r = certificateCheck({ ...id, revoked: { serial: "5A17", at } });
+    expect(r).toMatchObject({ ok: false, revoked: at.toISOString(), daysLeft: 364 });
+    expect(r.detail).toBe(
+      "the certificate of alpha (serial 5A17) was revoked by the fleet CA on 2026-12-01T10:00:00.000Z: peers refuse this node; get a new identity from the CA machine (a2a-node pki issue alpha --replace --out FILE there)",
+    );
+  });
+
   it("the fleet CA's end counts when it comes first", async () => {
     const id = await identity(new Date(Date.now() - 10 * DAY), 30);
     // Our PKI never issues a leaf that outlives its CA; a CA renewed elsewhere, or a clock moved, can.
@@ -56,6 +66,11 @@ describe("the certificate check", () => {
 
 describe("readiness", () => {
   const ok = { ok: true, detail: "fine" };
+  it("adds the revocation check when the node enforces a list, and fails on it alone", async () => {
+    const stale = { ok: false, detail: "stale" };
+    const r = await checkReadiness({ database: async () => ok, certificate: () => ok, model: async () => ok, revocation: () => stale });
+    expect(r).toEqual({ ready: false, failed: ["revocation"], checks: { database: ok, certificate: ok, model: ok, revocation: stale } });
+  });
   it("is ready when every check passes", async () => {
     const r = await checkReadiness({ database: async () => ok, certificate: () => ok, model: async () => ok });
     expect(r).toEqual({ ready: true, failed: [], checks: { database: ok, certificate: ok, model: ok } });

@@ -391,6 +391,31 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       expect(await store.snapshot(id, "alpha")).toMatchObject({ lastSeq: 3, task: { status: { state: "TASK_STATE_COMPLETED" } } });
     });
 
+    it("keeps the node state apart from the metadata: given at creation, merged key by key, read by snapshot only", async () => {
+      const ts = new Date().toISOString();
+      // The caller's metadata names the same keys: what a caller sends never reaches the node state.
+      const caller = { "hermes/runId": "run_forged", note: "mine" };
+      await (await store.create({ id: "t1", contextId: "c1", owner: "alpha", message: msg("m1", "x"), executor: "echo", metadata: caller, state: { "a2a-node/extensions": ["urn:x"] }, timestamp: ts })).committed;
+      expect((await store.snapshot("t1", "alpha"))?.state).toEqual({ "a2a-node/extensions": ["urn:x"] });
+      await store.record("t1", { state: { "hermes/runId": "run_1" } });
+      await store.record("t1", { state: { "hermes/pendingApproval": { command: "ls" } }, status: { state: "TASK_STATE_WORKING", timestamp: ts } });
+      await store.record("t1", { state: { "hermes/pendingApproval": null }, metadata: { shown: 1 } });
+      const snap = await store.snapshot("t1", "alpha");
+      expect(snap?.state).toEqual({ "a2a-node/extensions": ["urn:x"], "hermes/runId": "run_1", "hermes/pendingApproval": null });
+      // Reads a caller's call makes show the metadata alone.
+      expect(snap?.task.metadata).toEqual({ ...caller, shown: 1 });
+      expect((await store.get("t1", "alpha"))?.metadata).toEqual({ ...caller, shown: 1 });
+      expect(JSON.stringify(await store.get("t1", "alpha"))).not.toContain("run_1");
+      expect(JSON.stringify(await store.list("alpha", {}))).not.toContain("run_1");
+      // A task with none has {}; one made in the same turn as its state changes has them all.
+      await create("t2");
+      expect((await store.snapshot("t2", "alpha"))?.state).toEqual({});
+      const made = store.create({ id: "t3", contextId: "c3", owner: "alpha", message: msg("m3", "x"), executor: "echo", state: { a: 1 }, timestamp: ts });
+      await Promise.all([(await made).committed, store.record("t3", { state: { b: 2 } })]);
+      expect((await store.snapshot("t3", "alpha"))?.state).toEqual({ a: 1, b: 2 });
+      await expect(store.record("t3", { state: cyclic() })).rejects.toBeInstanceOf(UnstorableData);
+    });
+
     it("scopes snapshots to the owner too", async () => {
       await create("t1");
       expect((await store.snapshot("t1", "alpha"))?.task.id).toBe("t1");

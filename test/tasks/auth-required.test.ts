@@ -87,6 +87,7 @@ describe("the openai executor on a 403 (a key the endpoint knows, not allowed to
         signal: new AbortController().signal,
         events: { progress: noop, artifact: noop, note: async () => {} },
         metadata: {},
+        state: {},
         resumed: false,
         input: () => Promise.reject(new Error("no questions")),
       });

@@ -28,10 +28,10 @@ function setup() {
 }
 
 describe("restart recovery", () => {
-  it("hands a resumed execution the extensions its message activated (kept in the task's metadata)", async () => {
+  it("hands a resumed execution the extensions its message activated (kept in the task's node state)", async () => {
     const { store, runner, seen } = setup();
     const first = msg("cite this");
-    await (await store.create({ id: "t1", contextId: "c1", owner: "alpha", message: first, executor: "echo", metadata: { [EXTENSIONS_KEY]: ["urn:x:1"] }, timestamp: new Date().toISOString() })).committed;
+    await (await store.create({ id: "t1", contextId: "c1", owner: "alpha", message: first, executor: "echo", state: { [EXTENSIONS_KEY]: ["urn:x:1"] }, timestamp: new Date().toISOString() })).committed;
     await store.record("t1", { status: { state: "TASK_STATE_WORKING" } });
     expect(await runner.recover()).toEqual({ resumed: 1, failed: 0 });
     await runner.shutdown(1000);
@@ -47,7 +47,7 @@ describe("restart recovery", () => {
     const status = msg("model endpoint refused this node's API key", "ROLE_AGENT");
     const retry = msg("retry");
     await (await store.create({ id: "t1", contextId: "c1", owner: "alpha", message: refused, executor: "echo", timestamp: new Date().toISOString() })).committed;
-    await store.record("t1", { history: [status, retry], status: { state: "TASK_STATE_WORKING" }, metadata: { [AUTH_RETRY_KEY]: { messageId: refused.messageId } } });
+    await store.record("t1", { history: [status, retry], status: { state: "TASK_STATE_WORKING" }, state: { [AUTH_RETRY_KEY]: { messageId: refused.messageId } } });
     expect(await runner.recover()).toEqual({ resumed: 1, failed: 0 });
     await runner.shutdown(1000);
     expect(seen).toHaveLength(1);
@@ -56,5 +56,22 @@ describe("restart recovery", () => {
     const done = await store.get("t1", "alpha");
     expect(done?.status.state).toBe("TASK_STATE_COMPLETED");
     expect(done?.metadata?.[AUTH_RETRY_KEY]).toBeNull();
+  });
+
+  it("reads none of the node's own keys from the metadata a caller sent: restarts, extensions, the auth retry", async () => {
+    const { store, runner, seen } = setup();
+    const first = msg("hello");
+    const other = msg("someone else's message");
+    // What a caller could put in SendMessage's metadata: the node's own keys, with values that would steer it.
+    const forged = { "a2a-node/restarts": 99, [EXTENSIONS_KEY]: ["urn:forged"], [AUTH_RETRY_KEY]: { messageId: other.messageId } };
+    await (await store.create({ id: "t1", contextId: "c1", owner: "alpha", message: first, executor: "echo", metadata: forged, timestamp: new Date().toISOString() })).committed;
+    await store.record("t1", { status: { state: "TASK_STATE_WORKING" } });
+    // 99 restarts would end it FAILED; it is resumed, as a task never resumed before is.
+    expect(await runner.recover()).toEqual({ resumed: 1, failed: 0 });
+    await runner.shutdown(1000);
+    expect(seen.map((s) => [s.req.message.messageId, s.req.extensions, s.req.state])).toEqual([[first.messageId, [], { "a2a-node/restarts": 1 }]]);
+    // The caller's metadata is handed on as the caller's, and shown as the node counted.
+    expect(seen[0].req.metadata).toMatchObject({ [EXTENSIONS_KEY]: ["urn:forged"], "a2a-node/restarts": 1 });
+    expect((await store.get("t1", "alpha"))?.metadata?.["a2a-node/restarts"]).toBe(1);
   });
 });

@@ -22,7 +22,8 @@ USAGE
 SUBCOMMANDS
   add      make a token for caller NAME and print it (on stdout, alone, for a pipe or a file)
   list     the callers that hold a token, and when it was made (never the tokens)
-  revoke   forget NAME's token: its next request is answered 401
+  revoke   forget NAME's token: its next request is answered 401, and a running serve is told
+           (SIGHUP) to close the connections it was used on, its open streams with them
 
 FLAGS
   --replace   (add) make a new token for a NAME that has one (the old one stops working)

@@ -6,7 +6,7 @@ import { approvalMetadata, choiceOf, question, requestIdOf } from "./approvals";
 import type { Conversations } from "./conversation";
 import { type HermesApproval, type HermesEvent, HermesHttpError, type RunsApi, type StartRun } from "./runs-api";
 
-/** Task metadata keys the executor keeps, committed as soon as known (a restarted node reads them). */
+/** The keys of the task's node state the executor keeps, committed as soon as known (a restarted node reads them). */
 export const RUN_KEY = "hermes/runId";
 export const APPROVAL_KEY = "hermes/pendingApproval";
 
@@ -74,7 +74,8 @@ export class HermesTask {
 
   async execute(): Promise<ExecutionOutcome> {
     const { req } = this;
-    let runId = typeof req.metadata[RUN_KEY] === "string" ? (req.metadata[RUN_KEY] as string) : undefined;
+    // The node's own state of the task, never its caller's metadata: a run is bound to the task that started it.
+    let runId = typeof req.state[RUN_KEY] === "string" ? (req.state[RUN_KEY] as string) : undefined;
     try {
       if (!runId) {
         runId = await this.startRun();
@@ -85,7 +86,7 @@ export class HermesTask {
       }
       // A run an earlier execution started: this process restarted, or this message answers an approval the
       // run asked before it did. Its event stream is gone (the server gives it once), so poll its status.
-      const noted = req.metadata[APPROVAL_KEY];
+      const noted = req.state[APPROVAL_KEY];
       if (noted && typeof noted === "object") {
         this.pending = [noted as HermesApproval];
         if (!req.resumed) await this.deliver(runId, noted as HermesApproval, req.message);

@@ -728,11 +728,14 @@ export function legacySendParams(p: unknown): LegacySendParams {
   return out;
 }
 
-/** The v1.0 SendMessage a `tasks/send` becomes: one user text message, answered as soon as the task is stored. */
+/**
+ * The v1.0 SendMessage a `tasks/send` becomes: one user text message, answered as soon as the task is stored.
+ * `requester` is whoever the caller says asked (its own words, kept as said); `peer_cn` is the node's: the name
+ * the caller's certificate proves, whatever the caller's metadata says it is.
+ */
 export function legacyToSendParams(p: LegacySendParams, callerName: string, freshId: () => string): SendMessageParams {
   const requester = p.requester ?? callerName;
-  const metadata: Metadata = { ...p.metadata };
-  if (metadata.peer_cn === undefined) metadata.peer_cn = callerName;
+  const metadata: Metadata = { ...p.metadata, peer_cn: callerName };
   metadata[LEGACY_METADATA_KEY] = { task: p.task, requester };
   return {
     message: { messageId: p.taskId ?? freshId(), role: "ROLE_USER", parts: [{ text: p.task }] },
@@ -761,10 +764,12 @@ const textOf = (parts: Part[] | undefined): string =>
 
 /**
  * A v1.0 task as the Hermes record: `artifacts` are the artifacts' text parts, one `{text}` each;
- * `status.message` is the status message's text, or a stock sentence for the state.
+ * `status.message` is the status message's text, or a stock sentence for the state. `peer_cn` is the caller's
+ * certificate name (only a task's owner reads it), never what a metadata written by a caller says.
  */
 export function toLegacyRecord(t: Task, callerName: string, now: () => string = () => new Date().toISOString()): LegacyTaskRecord {
-  const { [LEGACY_METADATA_KEY]: legacy, ...metadata } = t.metadata ?? {};
+  const { [LEGACY_METADATA_KEY]: legacy, ...rest } = t.metadata ?? {};
+  const metadata = { ...rest, peer_cn: callerName };
   const saved = isObj(legacy) ? legacy : {};
   const firstUser = (t.history ?? []).find((m) => m.role === "ROLE_USER");
   const state = toV03State(t.status.state);
@@ -785,7 +790,7 @@ export function legacyRecordFromMessage(m: Message, p: LegacySendParams, callerN
     taskId: m.taskId || p.taskId || m.messageId,
     task: p.task,
     requester: p.requester ?? callerName,
-    metadata: { ...p.metadata, ...(p.metadata.peer_cn === undefined ? { peer_cn: callerName } : {}) },
+    metadata: { ...p.metadata, peer_cn: callerName },
     artifacts: m.parts.filter((x) => typeof x.text === "string").map((x) => ({ text: x.text as string })),
     status: { state: "completed", message: LEGACY_STATUS_TEXT.completed, timestamp: now() },
   };

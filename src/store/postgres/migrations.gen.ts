@@ -55,5 +55,14 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796176723634,
     "hash": "cb387c58c4ad6250327686136f57187aa962e9b8bb8a19f790c9ce49c34585fb"
+  },
+  {
+    "tag": "0004_task_node_state",
+    "sql": [
+      "-- What the node and its executor keep about a task (a remote run's id, a pending approval, how often it was\n-- resumed, the extensions its execution has), in a column of its own: the caller writes `metadata`, and nothing\n-- it sends is read back as the node's own (see schema.ts).\nALTER TABLE \"tasks\" ADD COLUMN \"node_state\" text;\n",
+      "\n-- Hand-written: the tasks not yet ended keep what the node noted for them, until now in their metadata (see the\n-- SQLite migration 0009).\nUPDATE \"tasks\" SET \"node_state\" = (\n\tSELECT jsonb_object_agg(e.key, e.value)::text\n\tFROM jsonb_each(\"tasks\".\"metadata\"::jsonb) AS e\n\tWHERE e.key IN ('hermes/runId', 'hermes/pendingApproval', 'a2a-node/restarts', 'a2a-node/extensions', 'a2a-node/auth-required')\n) WHERE \"metadata\" IS NOT NULL AND \"state\" IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED');\n"
+    ],
+    "folderMillis": 1796211778394,
+    "hash": "3c162c6cbb7b9a46d222fc69dd7e63636f3522f82bbfc8d66f5a3daf7e741ff3"
   }
 ];

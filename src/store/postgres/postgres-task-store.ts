@@ -7,7 +7,7 @@ import { isInterrupted, isTerminal } from "../../protocol/types";
 import { crashPoint } from "../../crash-point";
 import { createLogger, type Logger } from "../../log";
 import { newId } from "../../tasks/clock";
-import { DroppedWrite, FINAL_STATES, HeldElsewhere, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, HeldElsewhere, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
 import { addChange, newPending, planWrite, toJson, type Params, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
@@ -68,6 +68,8 @@ interface CreateRequest {
   executor: string;
   timestamp: string;
   metadataJson: string | null;
+  /** The node state it starts with (see TaskChange.state), as JSON. */
+  stateJson: string | null;
   historyJson: string;
   settle: Deferred<{ task: Task; created: boolean }>;
 }
@@ -139,6 +141,7 @@ export class PostgresTaskStore implements TaskStore {
     // Refused here, before anything is recorded: what the caller sent cannot be stored.
     const historyJson = `[${toJson(input.message, "message")}]`;
     const metadataJson = input.metadata ? toJson(input.metadata, "metadata") : null;
+    const stateJson = input.state ? toJson(input.state, "node state") : null;
     for (const [what, value] of [["contextId", input.contextId], ["messageId", input.message.messageId]] as const)
       if (value.includes("\0")) throw new UnstorableData(what, "it contains a NUL character, which Postgres text cannot hold");
     const task: Task = { id: input.id, contextId: input.contextId, status: { state: "TASK_STATE_SUBMITTED", timestamp: input.timestamp }, history: [input.message] };
@@ -151,6 +154,7 @@ export class PostgresTaskStore implements TaskStore {
       executor: input.executor,
       timestamp: input.timestamp,
       metadataJson,
+      stateJson,
       historyJson,
       settle,
     });
@@ -193,9 +197,11 @@ export class PostgresTaskStore implements TaskStore {
     return row ? assemble(row as RawRow, historyLength, true) : undefined;
   }
 
-  async snapshot(id: string, owner: string, historyLength?: number): Promise<{ task: Task; lastSeq: number } | undefined> {
+  async snapshot(id: string, owner: string, historyLength?: number): Promise<TaskSnapshot | undefined> {
     const [row] = await this.sql`SELECT * FROM tasks WHERE id = ${id} AND owner = ${owner}`;
-    return row ? { task: assemble(row as RawRow, historyLength, true), lastSeq: (row as RawRow).last_seq } : undefined;
+    if (!row) return undefined;
+    const r = row as RawRow;
+    return { task: assemble(r, historyLength, true), lastSeq: r.last_seq, state: r.node_state ? (JSON.parse(r.node_state) as Record<string, unknown>) : {} };
   }
 
   async list(owner: string, params: ListTasksParams): Promise<ListTasksResult> {
@@ -631,7 +637,7 @@ export class PostgresTaskStore implements TaskStore {
     const need = batch.filter(([id, p]) => needsRow(p) && !this.cachedRow(id)).map(([id]) => id);
     const read = new Map<string, StoredRow>();
     if (need.length)
-      for (const r of (await this.sql`SELECT id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq FROM tasks WHERE id IN ${this.sql(need)}`) as (StoredRow & { id: string })[])
+      for (const r of (await this.sql`SELECT id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state FROM tasks WHERE id IN ${this.sql(need)}`) as (StoredRow & { id: string })[])
         read.set(r.id, r);
     const values: unknown[] = [];
     const param = (v: unknown, cast: string) => {
@@ -657,7 +663,7 @@ export class PostgresTaskStore implements TaskStore {
       if ("insert" in plan) throw new Error("a Postgres task is created by create(), never by a write");
       if ("update" in plan) {
         const u = plan.update;
-        updates.push(`(${u.slice(0, 7).map((v) => param(v, "text")).join(", ")}, ${param(u[7], "int")})`);
+        updates.push(`(${u.slice(0, 7).map((v) => param(v, "text")).join(", ")}, ${param(u[7], "int")}, ${param(u[8], "text")})`);
         written.push({ id, update: u, hold });
       }
       if (plan.events) {
@@ -668,13 +674,13 @@ export class PostgresTaskStore implements TaskStore {
       // A task that ends lets its lease go in the same commit (saving the runner's release a round trip).
       if (leases && p.status && isTerminal(p.status.state)) ending.push(id);
     }
-    const tuples = creates.map((c) => `(${[c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson].map((v) => param(v, "text")).join(", ")})`);
+    const tuples = creates.map((c) => `(${[c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson, c.stateJson].map((v) => param(v, "text")).join(", ")})`);
     if (updates.length + events.length + tuples.length === 0) return new Set();
 
     const me = leases ? param(leases.replica, "text") : "";
     const guard = "NOT EXISTS (SELECT 1 FROM blocked)";
     const ctes: string[] = [];
-    if (updates.length) ctes.push(`v (id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq) AS (VALUES ${updates.join(", ")})`);
+    if (updates.length) ctes.push(`v (id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state) AS (VALUES ${updates.join(", ")})`);
     if (events.length) ctes.push(`e (task_id, seq, last_seq, events) AS (VALUES ${events.join(", ")})`);
     const touched = [updates.length ? "SELECT id FROM v" : "", events.length ? "SELECT task_id FROM e" : ""].filter(Boolean).join(" UNION ");
     const blocked: string[] = [];
@@ -689,17 +695,17 @@ export class PostgresTaskStore implements TaskStore {
     ctes.push(`blocked (task_id, why) AS (${blocked.length ? blocked.join(" UNION ALL ") : "SELECT NULL::text, NULL::text WHERE false"})`);
     if (updates.length)
       ctes.push(`u AS (UPDATE tasks t SET state = v.state, status_message = v.status_message, status_timestamp = v.status_timestamp, updated_at = v.status_timestamp,
-        metadata = v.metadata, history = v.history, artifacts = v.artifacts, last_seq = v.last_seq,
+        metadata = v.metadata, history = v.history, artifacts = v.artifacts, last_seq = v.last_seq, node_state = v.node_state,
         head_bytes = octet_length(t.id) + octet_length(t.context_id) + coalesce(octet_length(v.status_message), 0) + coalesce(octet_length(v.metadata), 0),
         history_bytes = octet_length(v.history), artifacts_bytes = octet_length(v.artifacts)
         FROM v WHERE t.id = v.id AND ${guard} RETURNING t.id)`);
     if (events.length) ctes.push(`ev AS (INSERT INTO task_events (task_id, seq, last_seq, events) SELECT task_id, seq, last_seq, events FROM e WHERE ${guard} RETURNING task_id)`);
     if (tuples.length) {
-      ctes.push(`c (id, context_id, owner, ts, rmid, executor, metadata, history) AS (VALUES ${tuples.join(", ")})`);
+      ctes.push(`c (id, context_id, owner, ts, rmid, executor, metadata, history, node_state) AS (VALUES ${tuples.join(", ")})`);
       ctes.push(`ins AS (INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
-          last_seq, head_bytes, history_bytes, artifacts_bytes)
+          node_state, last_seq, head_bytes, history_bytes, artifacts_bytes)
         SELECT c.id, c.context_id, c.owner, 'TASK_STATE_SUBMITTED', c.ts, c.rmid, c.executor, c.ts, c.ts, c.metadata, c.history, '[]',
-          0, octet_length(c.id) + octet_length(c.context_id) + coalesce(octet_length(c.metadata), 0), octet_length(c.history), 2
+          c.node_state, 0, octet_length(c.id) + octet_length(c.context_id) + coalesce(octet_length(c.metadata), 0), octet_length(c.history), 2
         FROM c WHERE ${guard} ON CONFLICT (owner, request_message_id) DO NOTHING RETURNING id)`);
       if (leases) ctes.push(`lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, ${me}, ${DB_NOW_MS} + ${param(leases.ttlMs, "bigint")} FROM ins RETURNING task_id)`);
     }
@@ -728,8 +734,8 @@ export class PostgresTaskStore implements TaskStore {
       throw new FencedOff(); // nothing of the statement was written: each task is tried again on its own
     }
     for (const w of written) {
-      const [, state, status_message, status_timestamp, metadata, history, artifacts, last_seq] = w.update as [string, string, string | null, string, string | null, string, string, number];
-      this.keepRow(w.id, { state, status_message, status_timestamp, metadata, history, artifacts, last_seq }, w.hold);
+      const [, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state] = w.update as [string, string, string | null, string, string | null, string, string, number, string | null];
+      this.keepRow(w.id, { state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state }, w.hold);
     }
     ended.push(...ending);
     queued.push(...queuedOf(result!.deliveries));
@@ -745,7 +751,7 @@ export class PostgresTaskStore implements TaskStore {
     const needRows = batch.filter(([, p]) => needsRow(p)).map(([id]) => id);
     const rows = new Map<string, StoredRow>();
     if (needRows.length)
-      for (const r of (await tx`SELECT id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq FROM tasks WHERE id IN ${tx(needRows)} FOR UPDATE`) as (StoredRow & { id: string })[])
+      for (const r of (await tx`SELECT id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state FROM tasks WHERE id IN ${tx(needRows)} FOR UPDATE`) as (StoredRow & { id: string })[])
         rows.set(r.id, r);
     const statements: Promise<unknown>[] = [];
     const fenced: [string, Promise<{ count: number }>][] = [];
@@ -811,7 +817,7 @@ export class PostgresTaskStore implements TaskStore {
     this.leases?.adopt(inserted);
     for (const c of creates) {
       if (inserted.has(c.task.id)) {
-        const row = { state: "TASK_STATE_SUBMITTED", status_message: null, status_timestamp: c.timestamp, metadata: c.metadataJson, history: c.historyJson, artifacts: "[]", last_seq: 0 };
+        const row = { state: "TASK_STATE_SUBMITTED", status_message: null, status_timestamp: c.timestamp, metadata: c.metadataJson, history: c.historyJson, artifacts: "[]", last_seq: 0, node_state: c.stateJson };
         this.keepRow(c.task.id, row, this.leases?.holdOf(c.task.id));
         c.settle.resolve({ task: c.task, created: true });
         continue;
@@ -827,7 +833,7 @@ export class PostgresTaskStore implements TaskStore {
   }
 }
 
-const UPDATE_TASK = `UPDATE tasks SET state = $2, status_message = $3, status_timestamp = $4, updated_at = $4, metadata = $5, history = $6, artifacts = $7, last_seq = $8,
+const UPDATE_TASK = `UPDATE tasks SET state = $2, status_message = $3, status_timestamp = $4, updated_at = $4, metadata = $5, history = $6, artifacts = $7, last_seq = $8, node_state = $9,
   head_bytes = octet_length(id) + octet_length(context_id) + coalesce(octet_length($3), 0) + coalesce(octet_length($5), 0),
   history_bytes = octet_length($6), artifacts_bytes = octet_length($7) WHERE id = $1`;
 
@@ -839,14 +845,14 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
   const values: unknown[] = leases ? [leases.replica, leases.ttlMs] : [];
   const tuples = creates.map((c) => {
     const at = values.length;
-    values.push(c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson);
-    return `(${Array.from({ length: 8 }, (_, i) => `$${at + i + 1}::text`).join(", ")})`;
+    values.push(c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson, c.stateJson);
+    return `(${Array.from({ length: 9 }, (_, i) => `$${at + i + 1}::text`).join(", ")})`;
   });
   const insert = `INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
-       last_seq, head_bytes, history_bytes, artifacts_bytes)
+       node_state, last_seq, head_bytes, history_bytes, artifacts_bytes)
      SELECT v.id, v.context_id, v.owner, 'TASK_STATE_SUBMITTED', v.ts, v.rmid, v.executor, v.ts, v.ts, v.metadata, v.history, '[]',
-       0, octet_length(v.id) + octet_length(v.context_id) + coalesce(octet_length(v.metadata), 0), octet_length(v.history), 2
-     FROM (VALUES ${tuples.join(", ")}) AS v(id, context_id, owner, ts, rmid, executor, metadata, history)
+       v.node_state, 0, octet_length(v.id) + octet_length(v.context_id) + coalesce(octet_length(v.metadata), 0), octet_length(v.history), 2
+     FROM (VALUES ${tuples.join(", ")}) AS v(id, context_id, owner, ts, rmid, executor, metadata, history, node_state)
      ON CONFLICT (owner, request_message_id) DO NOTHING RETURNING id`;
   if (!leases) return tx.unsafe(insert, values);
   return tx.unsafe(
@@ -856,7 +862,7 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
   );
 }
 
-/** Tasks of a group written by one statement (each takes at most 12 of a statement's 65,535 parameters). */
+/** Tasks of a group written by one statement (each takes at most 13 of a statement's 65,535 parameters). */
 const ONE_STATEMENT_TASKS = 2_000;
 
 
@@ -874,7 +880,7 @@ function queuedOf(json: string): QueuedWithEvent[] {
 
 /** Whether planWrite will read the task's row (anything beyond events alone). */
 function needsRow(p: Pending): boolean {
-  return !p.insert && (p.status !== undefined || p.metadata !== undefined || p.messages.length > 0 || p.artifacts.length > 0 || p.rowSeq !== undefined);
+  return !p.insert && (p.status !== undefined || p.metadata !== undefined || p.state !== undefined || p.messages.length > 0 || p.artifacts.length > 0 || p.rowSeq !== undefined);
 }
 
 /** Lines joined by "\n" into payloads of at most `max` bytes. */
@@ -902,6 +908,7 @@ interface RawRow {
   history: string;
   artifacts: string;
   last_seq: number;
+  node_state?: string | null;
 }
 
 function assemble(row: RawRow, historyLength: number | undefined, withArtifacts: boolean): Task {

@@ -38,6 +38,8 @@ export const tasks = pgTable(
     metadata: text("metadata"),
     history: text("history").notNull(),
     artifacts: text("artifacts").notNull(),
+    /** What the node and its executor keep about the task, apart from the caller's metadata (see ../schema.ts). */
+    nodeState: text("node_state"),
   },
   (t) => [
     // ListTasks: the caller's tasks newest first, with what its filters and byte budget need.

@@ -449,10 +449,11 @@ describe("the Hermes legacy record", () => {
       configuration: { returnImmediately: true },
       metadata: { a: 1, peer_cn: "alpha", [LEGACY_METADATA_KEY]: { task: "do it", requester: "alpha" } },
     });
-    // A caller-given taskId is the message id (so retries are idempotent), and peer_cn is only a default.
-    const q = legacyToSendParams({ task: "x", requester: "timmy", metadata: { peer_cn: "given" }, taskId: "t-42" }, "alpha", () => "unused");
+    // A caller-given taskId is the message id (so retries are idempotent); requester is the caller's word, but
+    // peer_cn is always the name its certificate proves: a caller cannot name another peer there.
+    const q = legacyToSendParams({ task: "x", requester: "timmy", metadata: { peer_cn: "beta" }, taskId: "t-42" }, "alpha", () => "unused");
     expect(q.message.messageId).toBe("t-42");
-    expect(q.metadata).toEqual({ peer_cn: "given", [LEGACY_METADATA_KEY]: { task: "x", requester: "timmy" } });
+    expect(q.metadata).toEqual({ peer_cn: "alpha", [LEGACY_METADATA_KEY]: { task: "x", requester: "timmy" } });
   });
 
   it("builds the record from a task: lowercase state, stock status text, flattened text artifacts", () => {
@@ -496,11 +497,14 @@ describe("the Hermes legacy record", () => {
       { id: "t", contextId: "c", status: { state: "TASK_STATE_WORKING" }, history: [{ messageId: "u", role: "ROLE_USER", parts: [{ text: "from v1" }] }] },
       "alpha",
     );
-    expect(r).toMatchObject({ task: "from v1", requester: "alpha", metadata: {}, status: { state: "working", message: "Task is running" } });
+    expect(r).toMatchObject({ task: "from v1", requester: "alpha", metadata: { peer_cn: "alpha" }, status: { state: "working", message: "Task is running" } });
+    // A peer_cn a caller wrote into a v1.0 task's metadata is not shown as the node's.
+    const forged = toLegacyRecord({ id: "t", contextId: "c", status: { state: "TASK_STATE_WORKING" }, metadata: { peer_cn: "beta", x: 1 } }, "alpha");
+    expect(forged.metadata).toEqual({ peer_cn: "alpha", x: 1 });
   });
 
   it("reports a direct Message answer as a completed record", () => {
-    const r = legacyRecordFromMessage({ messageId: "m", role: "ROLE_AGENT", parts: [{ text: "instant" }] }, { task: "q", metadata: {}, taskId: "t-1" }, "alpha", () => "NOW");
+    const r = legacyRecordFromMessage({ messageId: "m", role: "ROLE_AGENT", parts: [{ text: "instant" }] }, { task: "q", metadata: { peer_cn: "beta" }, taskId: "t-1" }, "alpha", () => "NOW");
     expect(r).toEqual({ taskId: "t-1", task: "q", requester: "alpha", metadata: { peer_cn: "alpha" }, artifacts: [{ text: "instant" }], status: { state: "completed", message: "Task completed", timestamp: "NOW" } });
   });
 });

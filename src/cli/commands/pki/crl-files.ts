@@ -6,6 +6,7 @@ import { exportCrl, importCrl } from "../../../../pki";
 import { utc } from "./text";
 import type { PkiSubcommand } from "./subcommand";
 import { caPaths } from "../../ca-unlock";
+import { tellRunningServe, toldLine } from "../../tell-serve";
 
 const exportFlags = {
   out: { type: "string", value: "FILE" },
@@ -45,19 +46,21 @@ export const importCrlSub: PkiSubcommand = {
   usage: "pki import-crl FILE [--json]",
   flagSpec: importFlags,
   summary: `install a revocation list from the CA machine, once checked: signed by this home's fleet CA,
-            and not older than the one installed. A running serve takes it within crl_refresh_seconds
-            (SIGHUP: at once)`,
+            and not older than the one installed. A running serve enforces it at once (new connections
+            are judged against the file; it is told with SIGHUP, and closes the revoked certificates'
+            open connections)`,
   flagHelp: "",
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, importFlags);
     if (positionals.length === 0) throw new UsageError("pki import-crl needs the FILE to install");
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
     const { list, changed } = importCrl(homePaths(ctx.home), resolve(positionals[0]));
-    if (f.json) ctx.io.stdout.write(JSON.stringify({ changed, number: list.number, revoked: [...list.revoked.keys()] }) + "\n");
+    const told = changed ? tellRunningServe(ctx.home) : { told: false };
+    if (f.json) ctx.io.stdout.write(JSON.stringify({ changed, number: list.number, revoked: [...list.revoked.keys()], reloadedPid: told.told ? told.pid : null }) + "\n");
     else
       ctx.io.stdout.write(
         changed
-          ? `installed revocation list number ${list.number} (${list.revoked.size} revoked) into ${homePaths(ctx.home).crl}\n`
+          ? `installed revocation list number ${list.number} (${list.revoked.size} revoked) into ${homePaths(ctx.home).crl}\n${toldLine(told, "it closes the revoked certificates' open connections")}\n`
           : `revocation list number ${list.number} is already installed; nothing changed\n`,
       );
     return 0;

@@ -5,6 +5,7 @@ import { issueBundle, MAX_DAYS } from "../../../../pki";
 import { expiresIn, revokedLines } from "./text";
 import type { PkiSubcommand } from "./subcommand";
 import { caPaths } from "../../ca-unlock";
+import { tellRunningServe } from "../../tell-serve";
 
 const flags = {
   san: { type: "list", value: "DNS_OR_IP" },
@@ -36,6 +37,8 @@ export const issue: PkiSubcommand = {
     const days = intFlag("days", f.days, 365, 1, MAX_DAYS);
     const out = resolve(f.out);
     const r = await issueBundle(caPaths(ctx), { name: positionals[0], sans: f.san, days, out, overwrite: f.force, replace: f.replace });
+    // --replace revoked the old certificate: the running serve closes its open connections now.
+    if (r.revoked.length > 0) tellRunningServe(ctx.home);
     if (f.json) ctx.io.stdout.write(JSON.stringify(r) + "\n");
     else
       ctx.io.stdout.write(

@@ -5,6 +5,7 @@ import { MAX_DAYS, signCsr } from "../../../../pki";
 import { expiresIn, revokedLines } from "./text";
 import type { PkiSubcommand } from "./subcommand";
 import { caPaths } from "../../ca-unlock";
+import { tellRunningServe } from "../../tell-serve";
 
 const flags = {
   out: { type: "string", value: "CERT" },
@@ -35,6 +36,8 @@ export const sign: PkiSubcommand = {
     if (f.out === undefined) throw new UsageError("pki sign needs --out CERT (where to write the certificate)");
     const days = intFlag("days", f.days, 365, 1, MAX_DAYS);
     const r = await signCsr(caPaths(ctx), { csrPath: resolve(positionals[0]), out: resolve(f.out), sans: f.san, days, replace: f.replace, overwrite: f.force });
+    // --replace revoked the old certificate: the running serve closes its open connections now.
+    if (r.revoked.length > 0) tellRunningServe(ctx.home);
     if (f.json) ctx.io.stdout.write(JSON.stringify(r) + "\n");
     else
       ctx.io.stdout.write(

@@ -2,10 +2,14 @@ import type { CommandContext } from "../../command";
 import { CliError, ExitCode, UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
 import { callerName, openTokens } from "./open";
+import { tellRunningServe, toldLine } from "../../tell-serve";
 
 export const REVOKE_FLAGS = { json: { type: "boolean" } } as const;
 
-/** `tokens revoke NAME`: the token stops working at its next request (the listener reads the table each time). */
+/**
+ * `tokens revoke NAME`: the token stops working at its next request (the listener reads the table each time),
+ * and the running serve, told with SIGHUP, closes the connections it was used on (its open streams end).
+ */
 export async function revokeToken(args: string[], { io, home }: CommandContext): Promise<number> {
   const { flags, positionals } = parseFlags(args, REVOKE_FLAGS);
   if (positionals.length > 1) throw new UsageError(`tokens revoke takes one NAME (got '${positionals[1]}' too)`);
@@ -13,7 +17,12 @@ export async function revokeToken(args: string[], { io, home }: CommandContext):
   const { tokens, close } = openTokens(home);
   try {
     if (!tokens.revoke(name)) throw new CliError(`no token for '${name}'`, ExitCode.NotFound, "see 'a2a-node tokens list'");
-    io.stdout.write(flags.json ? `${JSON.stringify({ revoked: name })}\n` : `revoked the token of '${name}': its next request is refused (401)\n`);
+    const told = tellRunningServe(home);
+    io.stdout.write(
+      flags.json
+        ? `${JSON.stringify({ revoked: name, reloadedPid: told.told ? told.pid : null })}\n`
+        : `revoked the token of '${name}': its next request is refused (401)\n${toldLine(told, "it closes the connections the token was used on, and their streams")}\n`,
+    );
   } finally {
     close();
   }
