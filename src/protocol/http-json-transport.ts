@@ -2,7 +2,7 @@ import type { CallContext } from "./caller";
 import { A2AError } from "./errors";
 import { httpStatusOf, statusBody } from "./http-json-errors";
 import { queryFields, type HttpMethod, type RouteMatch } from "./http-json-routes";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth";
+import { inexactNumber, MAX_JSON_DEPTH, scanJson } from "./json-depth";
 import { asA2AError, type MethodTable, type StreamEvent } from "./jsonrpc-transport";
 import { mapStreamCatching } from "./streams";
 
@@ -111,7 +111,8 @@ function bodyFields(req: HttpJsonRequest): Record<string, unknown> | A2AError {
     return A2AError.contentTypeNotSupported(`Content-Type ${type} is not JSON; send application/a2a+json or application/json`);
   // CancelTask and SubscribeToTask need nothing but the path: their body may be empty.
   if (req.body.trim() === "") return {};
-  if (nestsDeeperThan(req.body, MAX_JSON_DEPTH))
+  const scan = scanJson(req.body, MAX_JSON_DEPTH);
+  if (scan.tooDeep)
     return A2AError.invalidParams(`the request is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays; no A2A request needs that`);
   let parsed: unknown;
   try {
@@ -119,6 +120,8 @@ function bodyFields(req: HttpJsonRequest): Record<string, unknown> | A2AError {
   } catch {
     return A2AError.parse("Invalid JSON payload: the request body is not valid JSON");
   }
+  // What the caller stores is what it gets back: a number JSON.parse has already changed is refused.
+  if (scan.inexact !== undefined) return A2AError.invalidParams(inexactNumber(scan.inexact));
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
     return A2AError.invalidRequest("the request body must be a JSON object (the operation's request message)");
   return parsed as Record<string, unknown>;

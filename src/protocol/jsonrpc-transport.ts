@@ -1,4 +1,4 @@
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth";
+import { inexactNumber, MAX_JSON_DEPTH, scanJson } from "./json-depth";
 import type { CallContext } from "./caller";
 import { A2AError, type JsonRpcErrorObject } from "./errors";
 import { mapStreamCatching } from "./streams";
@@ -54,7 +54,8 @@ export class JsonRpcTransport {
   async handle(body: string, version: string | null, ctx: CallContext, lastEventId?: string): Promise<RpcOutcome> {
     const { v1 } = this.generations;
     let request: unknown;
-    if (nestsDeeperThan(body, MAX_JSON_DEPTH))
+    const scan = scanJson(body, MAX_JSON_DEPTH);
+    if (scan.tooDeep)
       return json(v1, null, A2AError.invalidParams(`the request is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays; no A2A request needs that`));
     try {
       request = JSON.parse(body);
@@ -73,8 +74,13 @@ export class JsonRpcTransport {
     if (typeof r.method !== "string" || r.method.length === 0)
       return json(v1, rid, A2AError.invalidRequest("method must be a non-empty string"));
     const table = this.pick(version);
-    if (!Object.hasOwn(r, "id")) return notify(table, r.method, r.params, ctx);
+    if (!Object.hasOwn(r, "id")) return scan.inexact === undefined ? notify(table, r.method, r.params, ctx) : { kind: "none" };
     if (table instanceof A2AError) return json(v1, rid, table);
+    // What the caller stores is what it gets back: a number JSON.parse has already changed is refused.
+    if (scan.inexact !== undefined) {
+      const served = Object.hasOwn(table.unary, r.method) || Object.hasOwn(table.stream, r.method);
+      return json(table, rid, A2AError.invalidParams(inexactNumber(scan.inexact)), served ? r.method : undefined);
+    }
     const method = r.method;
     try {
       if (Object.hasOwn(table.unary, method)) {
