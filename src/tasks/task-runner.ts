@@ -448,12 +448,34 @@ export class TaskRunner {
         if (this.leftForRestart(job)) return this.detach(job);
         outcome = { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
       }
+      outcome = this.capOutcome(job, outcome);
       const over = this.outcomeOverLimit(job, outcome);
       if (over) outcome = { state: "TASK_STATE_FAILED", message: `stopped: ${over}` };
       await this.record(job, outcome);
     } finally {
       this.release(job);
     }
+  }
+
+  /**
+   * output_cap applies to artifacts an executor returns whole as it does to streamed ones: their text past
+   * what the cap leaves (after what was streamed) is cut, and the task is marked truncated. The executor's
+   * state and reply are kept; without a reply, the status message says the output was cut.
+   */
+  private capOutcome(job: Job, outcome: ExecutionOutcome): ExecutionOutcome {
+    const cap = this.options.outputCapBytes;
+    if (cap === undefined || !outcome.artifacts?.length || job.stopped) return outcome;
+    let over = false;
+    const artifacts = outcome.artifacts.map((a) => {
+      const cut = capParts(a, cap - job.outputBytes);
+      job.outputBytes += cut.bytes;
+      over ||= cut.over;
+      return cut.artifact;
+    });
+    if (!over) return outcome;
+    const capped: ExecutionOutcome = { ...outcome, artifacts, metadata: { ...outcome.metadata, truncated: true, outputCapBytes: cap } };
+    if (!outcome.reply) capped.message = `output cut at ${cap} bytes (this node's output cap)`;
+    return capped;
   }
 
   /**

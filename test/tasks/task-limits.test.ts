@@ -77,7 +77,7 @@ class PlannedExecutor implements AgentExecutor {
   }
 }
 
-type Limits = Pick<TaskRunnerOptions, "maxArtifactBytes" | "maxTaskMessages" | "maxMessageParts">;
+type Limits = Pick<TaskRunnerOptions, "maxArtifactBytes" | "maxTaskMessages" | "maxMessageParts" | "outputCapBytes">;
 
 interface Backend {
   name: string;
@@ -179,6 +179,51 @@ describe.each(BACKENDS)("limits on $name", (backend) => {
         expect(over.status.state).toBe("TASK_STATE_FAILED");
         expect(statusText(over)).toContain(`would hold ${LIMIT + 1} bytes, more than this node's limit of ${LIMIT} (max_artifact_bytes)`);
         expect((await store.get(over.id, "alpha"))?.artifacts).toBeUndefined();
+      }));
+  });
+
+  describe("output_cap", () => {
+    const CAP = 4096;
+
+    it("cuts an artifact the executor returns whole at the cap and marks the task truncated; one at the cap is kept whole", () =>
+      node({ outputCapBytes: CAP }, async ({ handler, store, executor }) => {
+        executor.plan = { artifacts: [{ artifactId: "whole", parts: [{ text: "x".repeat(CAP) }] }] };
+        const fits = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        expect(fits.status.state).toBe("TASK_STATE_COMPLETED");
+        expect(fits.metadata?.truncated).toBeUndefined();
+        expect(artifactBytes(await store.get(fits.id, "alpha"))).toBe(CAP);
+
+        executor.plan = { artifacts: [{ artifactId: "whole", parts: [{ text: "y".repeat(3 * CAP) }] }] };
+        const cut = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        expect(cut.status.state).toBe("TASK_STATE_COMPLETED");
+        expect(statusText(cut)).toBe(`output cut at ${CAP} bytes (this node's output cap)`);
+        const stored = await store.get(cut.id, "alpha");
+        expect(stored?.metadata).toMatchObject({ truncated: true, outputCapBytes: CAP });
+        expect(stored?.artifacts?.[0]?.parts[0]?.text).toBe("y".repeat(CAP));
+        // The artifact event subscribers and webhooks get carries the cut text too.
+        const events = await store.eventsAfter(cut.id, 0);
+        const artifactEvents = events.flatMap((e) => ("artifactUpdate" in e.response ? [e.response.artifactUpdate.artifact] : []));
+        expect(artifactEvents.map((a) => a.parts[0]?.text?.length)).toEqual([CAP]);
+      }));
+
+    it("counts what was streamed before: returned artifacts get only the room the chunks left, across several artifacts", () =>
+      node({ outputCapBytes: CAP }, async ({ handler, store, executor }) => {
+        executor.plan = {
+          chunks: ["s".repeat(1000)],
+          artifacts: [
+            { artifactId: "a", parts: [{ text: "a".repeat(2000) }] },
+            { artifactId: "b", parts: [{ text: "b".repeat(2000) }, { data: { kept: true } }] },
+          ],
+        };
+        const cut = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        expect(cut.metadata?.truncated).toBe(true);
+        const stored = await store.get(cut.id, "alpha");
+        const text = (id: string) => stored?.artifacts?.find((a) => a.artifactId === id)?.parts[0]?.text ?? "";
+        expect(text("out").length + text("a").length + text("b").length).toBe(CAP);
+        expect(text("a")).toBe("a".repeat(2000));
+        expect(text("b")).toBe("b".repeat(CAP - 3000));
+        // Parts that are not text are not cut.
+        expect(stored?.artifacts?.find((a) => a.artifactId === "b")?.parts[1]).toEqual({ data: { kept: true } });
       }));
   });
 
