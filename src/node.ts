@@ -23,6 +23,7 @@ import type { PkiRoutes } from "./fleet/pki-routes";
 import { NodeMetrics } from "./metrics/node-metrics";
 import { listenAdmin } from "./server/admin-listener";
 import { buildAgentCard, buildExtendedCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
+import { AnswerBudget } from "./server/answer-budget";
 import { AuditLog } from "./server/audit-log";
 import { signCardAs } from "./server/card-signing";
 import { classify, RefusalLog } from "./server/refusal-log";
@@ -82,6 +83,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   // The metrics read the runner and the listener, which are made after them (the runner reports into them).
   let runnerRef: TaskRunner | undefined;
   let mtlsRef: Listener | undefined;
+  let answersRef: AnswerBudget | undefined;
   const metrics = new NodeMetrics({
     version: VERSION,
     executor: executor.kind,
@@ -90,6 +92,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     load: () => runnerRef?.load() ?? { running: 0, queued: 0, waitingForInput: 0 },
     openConnections: () => mtlsRef?.openConnections?.(),
     certificateNotAfter: () => identity.notAfter,
+    answerBytesHeld: () => answersRef?.held() ?? 0,
   });
   const runner = new TaskRunner(store, executor, {
     maxConcurrent: config.maxConcurrent,
@@ -101,6 +104,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     maxArtifactBytes: config.maxArtifactBytes,
     maxTaskMessages: config.maxTaskMessages,
     maxMessageParts: config.maxMessageParts,
+    maxTaskBytes: config.maxTaskBytes,
     lifecycle: allOf(taskLog(log), metrics),
     leases: storage.leases,
   });
@@ -133,12 +137,13 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   // The authorization policy ([[authorize]]) in front of the handler, read at each call so SIGHUP applies it.
   const handler = new AuthorizedHandler(
     new DefaultRequestHandler(store, runner, {
-      push: { configs: pushConfigs, guard },
+      push: { configs: pushConfigs, guard, limits: { perTask: config.maxPushConfigsPerTask, perCaller: config.maxPushConfigsPerCaller } },
       maxTasksPerContext: config.maxTasksPerContext,
       extendedCard,
       extensions: config.extensions,
       maxTaskMessages: config.maxTaskMessages,
       maxMessageParts: config.maxMessageParts,
+      maxTaskBytes: config.maxTaskBytes,
     }),
     () => config.authorize,
   );
@@ -148,6 +153,9 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   const transport = new JsonRpcTransport({ v1, v03: v03Methods(handler) });
   const httpJson = new HttpJsonTransport(v1);
   const limiter = new PeerRateLimiter({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
+  // Answers waiting for clients that have not read them, per caller and in all (see AnswerBudget).
+  const answers = new AnswerBudget({ perCaller: config.answerBytesPerCaller, total: config.answerBytesInFlight });
+  answersRef = answers;
   const modelReady = async (signal: AbortSignal) =>
     (await executor.ready?.(signal)) ?? { ready: true, detail: `the ${executor.kind} executor needs nothing external` };
   const ops = opsRoutes({
@@ -179,7 +187,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   // The fleet PKI's routes (/pki/) only where callers hold a fleet certificate: the mutual-TLS listener.
   // Health and metrics (which name fleet callers) are not for token callers: the token listener leaves them out.
   const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes, withOps = true) =>
-    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki, audit: audit && ((call) => audit.call(call)) });
+    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki, audit: audit && ((call) => audit.call(call)), answers });
   // The cards, signed with this node's key and kept until the identity changes: one per listener, by who may
   // call there ("mtls": fleet members, who get the extended card too; "bearer": token callers; "anonymous": the
   // plain loopback listener, no identity), and the extended card for fleet members.

@@ -16,6 +16,8 @@ export interface MetricSources {
   /** Connections open on the mTLS listener. */
   openConnections(): number | undefined;
   certificateNotAfter(): Date;
+  /** Bytes of answers built and not yet taken by their clients (see server/answer-budget.ts). */
+  answerBytesHeld?(): number;
 }
 
 // Blocking SendMessage answers when its task ends, so requests run from sub-millisecond to minutes.
@@ -74,6 +76,8 @@ export class NodeMetrics implements RouterMetrics, TaskLifecycle {
     r.collected("a2a_node_certificate_expiry_timestamp_seconds", "When this node's certificate expires (unix time).", () =>
       Math.floor(sources.certificateNotAfter().getTime() / 1000),
     );
+    if (sources.answerBytesHeld)
+      r.collected("a2a_node_answer_bytes_held", "Bytes of answers built and not yet taken by their clients (bounded by answer_bytes_in_flight).", () => sources.answerBytesHeld!());
     registerProcessMetrics(r, sources.startedAt);
   }
 

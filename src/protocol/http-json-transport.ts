@@ -1,4 +1,5 @@
-import type { CallContext } from "./caller";
+import { holdAnswer } from "./answer-holds";
+import type { AnswerHold, CallContext } from "./caller";
 import { A2AError } from "./errors";
 import { httpStatusOf, statusBody } from "./http-json-errors";
 import { queryFields, type HttpMethod, type RouteMatch } from "./http-json-routes";
@@ -26,10 +27,14 @@ export interface SseEvent {
   id?: string;
   event?: string;
   data: string;
+  /** The event's bytes counted against the caller's answer budget (see answer-holds.ts). */
+  hold?: AnswerHold;
 }
 
 /** `error`: the A2A error code of an error answer (for the metrics, as JSON-RPC's outcome carries it). */
-export type HttpJsonOutcome = { kind: "json"; status: number; body: string; allow?: string; error?: number } | { kind: "stream"; events: AsyncIterable<SseEvent> };
+export type HttpJsonOutcome =
+  | { kind: "json"; status: number; body: string; allow?: string; error?: number; hold?: AnswerHold }
+  | { kind: "stream"; events: AsyncIterable<SseEvent> };
 
 const ROUTES_HINT =
   "the HTTP+JSON routes are /message:send, /message:stream, /tasks, /tasks/{id}, /tasks/{id}:cancel, /tasks/{id}:subscribe, /tasks/{id}/pushNotificationConfigs[/{configId}] and /extendedAgentCard";
@@ -64,14 +69,18 @@ export class HttpJsonTransport {
     try {
       if (Object.hasOwn(this.v1.unary, operation)) {
         const result = await this.v1.unary[operation](fields, ctx);
-        return { kind: "json", status: 200, body: JSON.stringify(result) };
+        const { text, hold } = holdAnswer(ctx, JSON.stringify(result));
+        return { kind: "json", status: 200, body: text, hold };
       }
       const events = await this.v1.stream[operation](fields, ctx, req.lastEventId);
       return {
         kind: "stream",
         events: mapStreamCatching<StreamEvent, SseEvent>(
           events,
-          (e) => ({ id: e.id, data: JSON.stringify(e.result) }),
+          (e) => {
+            const { text, hold } = holdAnswer(ctx, JSON.stringify(e.result));
+            return { id: e.id, data: text, hold };
+          },
           (err) => ({ event: "error", data: statusBody(restWording(asA2AError(err, operation))) }),
         ),
       };

@@ -1,7 +1,8 @@
 import { newId, now } from "../tasks/clock";
 import { EXTENSIONS_KEY, notStored, type TaskRunner } from "../tasks/task-runner";
-import { ConfigOwnedElsewhere } from "../push/push-config-store";
+import { ConfigOwnedElsewhere, TooManyPushConfigs, type PushConfigLimits } from "../push/push-config-store";
 import { RelayedRefusal, TaskStoreError, TaskStoreRequestError, UnstorableData, type StoredEvent, type TaskStore } from "../tasks/task-store";
+import { ArtifactSizes, historyBytes, messageBytes } from "../tasks/artifacts";
 import { EventStream } from "../tasks/event-stream";
 import { ends, followStored, untilEnded, untilSettled, type StoredFollow } from "../tasks/stored-follow";
 import { mapStream } from "./streams";
@@ -51,14 +52,15 @@ export interface A2ARequestHandler {
 
 /** Webhook registrations (see src/push); absent when push notifications are off. */
 export interface PushConfigs {
-  create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig>;
+  create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig>;
   get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined>;
   list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult>;
   delete(owner: string, taskId: string, id: string): Promise<boolean>;
 }
 
 export interface RequestHandlerOptions {
-  push?: { configs: PushConfigs; guard: { check(url: string): Promise<void> } };
+  /** Webhooks; `limits`: how many one task and one caller may have (max_push_configs_per_task, _per_caller). */
+  push?: { configs: PushConfigs; guard: { check(url: string): Promise<void> }; limits?: PushConfigLimits };
   /** Tasks one caller may start in one contextId: two agents delegating back and forth stop here. */
   maxTasksPerContext?: number;
   /**
@@ -72,6 +74,8 @@ export interface RequestHandlerOptions {
   maxTaskMessages?: number;
   /** Parts one message may have. */
   maxMessageParts?: number;
+  /** Bytes one task may hold, messages and artifacts (max_task_bytes); a caller's message past it is refused. */
+  maxTaskBytes?: number;
 }
 
 /**
@@ -166,7 +170,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const push = this.pushOrThrow();
     await this.ownTask(params.taskId, ctx);
     await push.guard.check(params.url);
-    return configsCall(() => push.configs.create(ctx.caller.name, params));
+    return configsCall(() => push.configs.create(ctx.caller.name, params, push.limits), ctx.caller.name);
   }
 
   async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<TaskPushNotificationConfig> {
@@ -280,7 +284,10 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     }
     const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
-    if (pushConfig) await configsCall(() => this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id }));
+    if (pushConfig) {
+      const push = this.pushOrThrow();
+      await configsCall(() => push.configs.create(owner, { ...pushConfig, taskId: id }, push.limits), owner);
+    }
     const settled = this.runner.start(task, stored, owner, 0, false, committed, extensions);
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq: 0 };
@@ -309,6 +316,15 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       throw A2AError.invalidParams(
         `task ${taskId} holds ${held} messages; this node keeps at most ${maxMessages} per task (max_task_messages), the last place for the task's final message; start a new task in context ${task.contextId}`,
       );
+    const maxBytes = this.options.maxTaskBytes;
+    if (maxBytes !== undefined) {
+      const holds = historyBytes(task.history) + new ArtifactSizes(task.artifacts).total;
+      const adds = messageBytes(message);
+      if (holds + adds > maxBytes)
+        throw A2AError.invalidParams(
+          `task ${taskId} holds ${holds} bytes; this message (${adds} bytes) would pass this node's limit of ${maxBytes} per task (max_task_bytes); start a new task in context ${task.contextId}`,
+        );
+    }
     const stored = { ...message, contextId: task.contextId };
     if (this.runner.isWaitingForInput(taskId)) {
       const answered = this.runner.answer(taskId, stored);
@@ -419,12 +435,26 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   }
 }
 
-/** A push config store's own errors as A2A errors: another owner's config is "not found", a bad token bad params. */
-async function configsCall<T>(call: () => Promise<T>): Promise<T> {
+/**
+ * A push config store's own errors as A2A errors: another owner's config is "not found", a bad token bad
+ * params, a task with as many configs as it may have bad params, a caller with as many as it may have a quota
+ * reached (RESOURCE_EXHAUSTED), each naming the limit.
+ */
+async function configsCall<T>(call: () => Promise<T>, caller?: string): Promise<T> {
   try {
     return await call();
   } catch (err) {
     if (err instanceof ConfigOwnedElsewhere) throw A2AError.taskNotFound(err.taskId);
+    if (err instanceof TooManyPushConfigs) {
+      if (err.limit === "perTask")
+        throw A2AError.invalidParams(
+          `the task already has ${err.held} push notification configs, this node's limit per task (max_push_configs_per_task = ${err.max}); delete one (DeleteTaskPushNotificationConfig) or replace one by its id`,
+        );
+      throw A2AError.quota(
+        `${caller ?? "this caller"} already has ${err.held} push notification configs on this node, its limit (max_push_configs_per_caller = ${err.max}); delete some, or wait until retention removes those of finished tasks`,
+        "max_push_configs_per_caller",
+      );
+    }
     if (err instanceof TaskStoreRequestError) throw A2AError.invalidParams(err.message);
     throw err;
   }
