@@ -33,7 +33,9 @@ import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
 import { listenToken } from "./server/token-listener";
 import { SqliteCallerTokens } from "./store/sqlite-caller-tokens";
 import { PeerRateLimiter, RateLimitLog } from "./server/rate-limit";
-import { certificateCheck, checkReadiness } from "./server/readiness";
+import { certificateCheck, checkReadiness, storageCheck } from "./server/readiness";
+import { DiskFloor } from "./store/disk-floor";
+import { StorageQuota } from "./tasks/storage-quota";
 import { createRequestRouter, tooLargeResponse, type RouterMetrics } from "./server/request-router";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
 import { isOutsidePeer } from "./peers/peer-registry";
@@ -84,6 +86,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
   let runnerRef: TaskRunner | undefined;
   let mtlsRef: Listener | undefined;
   let answersRef: AnswerBudget | undefined;
+  let floorRef: DiskFloor | undefined;
   const metrics = new NodeMetrics({
     version: VERSION,
     executor: executor.kind,
@@ -93,6 +96,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     openConnections: () => mtlsRef?.openConnections?.(),
     certificateNotAfter: () => identity.notAfter,
     answerBytesHeld: () => answersRef?.held() ?? 0,
+    diskFloor: () => floorRef?.state(),
   });
   const runner = new TaskRunner(store, executor, {
     maxConcurrent: config.maxConcurrent,
@@ -132,6 +136,16 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
   // With replicas: renew this one's leases, and take over the tasks of replicas that died.
   const stopLeases = runner.keepLeases((err) => log.error("could not renew task leases; trying again", { reason: err instanceof Error ? err.message : String(err) }));
+  // What one caller may store (max_caller_bytes, max_caller_tasks) and, on SQLite, the free-space floor behind it.
+  const floor = !config.databaseUrl && config.minFreeDisk > 0 ? new DiskFloor(store, { path: paths.database, floorBytes: config.minFreeDisk, log }) : undefined;
+  await floor?.start();
+  floorRef = floor;
+  const quota = new StorageQuota(store, {
+    maxCallerBytes: config.maxCallerBytes,
+    maxCallerTasks: config.maxCallerTasks,
+    floor,
+    onRefused: (limit) => metrics.storageRefused(limit),
+  });
   // Built on request: the advertised URL is known only once the mTLS listener is bound.
   const extendedCard = config.extendedCard && (() => signed("extended", advertisedUrl));
   // The authorization policy ([[authorize]]) in front of the handler, read at each call so SIGHUP applies it.
@@ -144,6 +158,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       maxTaskMessages: config.maxTaskMessages,
       maxMessageParts: config.maxMessageParts,
       maxTaskBytes: config.maxTaskBytes,
+      storage: quota,
     }),
     () => config.authorize,
   );
@@ -171,6 +186,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
           const r = await modelReady(signal);
           return { ok: r.ready, detail: r.detail };
         },
+        storage: () => storageCheck(floor?.state(), config.databaseUrl ? "the database is on a Postgres server, whose disk this node cannot see" : "min_free_disk is 0"),
       }),
     metrics: () => metrics.render(),
   });
@@ -362,6 +378,7 @@ export async function startNode(home: string, config: ServeConfig, log: Logger, 
       for (const l of listeners) l.stopAccepting();
       refusals.flush();
       await retention.stop();
+      floor?.stop();
       await runner.shutdown(config.shutdownGraceMs);
       stopLeases();
       for (const l of listeners) await l.close();

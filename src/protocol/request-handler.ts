@@ -4,6 +4,7 @@ import { ConfigOwnedElsewhere, TooManyPushConfigs, type PushConfigLimits } from 
 import { RelayedRefusal, TaskStoreError, TaskStoreRequestError, UnstorableData, type StoredEvent, type TaskStore } from "../tasks/task-store";
 import { ArtifactSizes, historyBytes, messageBytes } from "../tasks/artifacts";
 import { EventStream } from "../tasks/event-stream";
+import type { StorageGuard } from "../tasks/storage-quota";
 import { ends, followStored, untilEnded, untilSettled, type StoredFollow } from "../tasks/stored-follow";
 import { mapStream } from "./streams";
 import type { CallContext } from "./caller";
@@ -76,6 +77,8 @@ export interface RequestHandlerOptions {
   maxMessageParts?: number;
   /** Bytes one task may hold, messages and artifacts (max_task_bytes); a caller's message past it is refused. */
   maxTaskBytes?: number;
+  /** The per-caller storage quotas and the free-space floor, asked before a caller's task or message is recorded. */
+  storage?: StorageGuard;
 }
 
 /**
@@ -249,6 +252,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
 
     this.runner.check(message);
     this.runner.assertCapacity(owner);
+    await this.options.storage?.check(owner, messageBytes(message), true);
     const limit = this.options.maxTasksPerContext;
     if (limit !== undefined && message.contextId && (await this.store.countInContext(message.contextId, owner)) >= limit)
       throw A2AError.unsupportedOperation(
@@ -300,6 +304,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   private async continueTask(params: SendMessageParams, owner: string, stream?: EventStream, extensions: string[] = []) {
     const { message } = params;
     const taskId = message.taskId as string;
+    // Before the reads below: nothing may wait between them and the decision they lead to.
+    await this.options.storage?.check(owner, messageBytes(message), false);
     // Both reads before any decision: from here to the start of an execution nothing waits, so two messages
     // for one task cannot both start it.
     const [snap, lastSeq] = await Promise.all([this.store.snapshot(taskId, owner), this.store.lastEventSeq(taskId)]);

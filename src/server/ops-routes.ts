@@ -44,7 +44,7 @@ export function opsRoutes(o: OpsOptions) {
             failed: r.failed,
             checks: r.checks,
             // What the one-line check used to say: the failed checks' details, or the model endpoint's.
-            detail: r.ready ? r.checks.model.detail : r.failed.map((f) => `${f}: ${r.checks[f].detail}`).join("; "),
+            detail: r.ready ? r.checks.model.detail : r.failed.map((f) => `${f}: ${r.checks[f]?.detail}`).join("; "),
             executor: o.executor,
           }),
         );
