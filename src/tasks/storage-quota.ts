@@ -38,10 +38,11 @@ const TTL_MS = 1000;
 /**
  * The per-caller storage quotas (max_caller_bytes, max_caller_tasks) and the free-space floor, checked before a
  * caller's new task or message is recorded. A caller's usage comes from the store's own sums (caller_usage,
- * kept by triggers), read at most every ttlMs and added to as this node takes more, so the check costs a map
- * look-up on most requests. Usage counts what is committed: what is not yet (this turn's group commit), what
- * another replica took within the last second, and what the agent's answers add are not, so a caller can pass
- * its quota by about that much; retention is what frees room again.
+ * kept by triggers): while it is under half of a quota it is read at most every ttlMs and added to as this
+ * node takes more, so the check costs a map look-up on most requests; past half, it is read at every check.
+ * Usage counts what is committed: a caller can pass its quota by what is not yet (this turn's group commit, an
+ * agent's answer still running), and on Postgres by what other replicas took meanwhile; retention is what
+ * frees room again.
  */
 export class StorageQuota implements StorageGuard {
   private readonly known = new Map<string, CallerUsage & { at: number }>();
@@ -60,7 +61,10 @@ export class StorageQuota implements StorageGuard {
     if (!maxCallerBytes && !maxCallerTasks) return;
     const now = Date.now();
     let u = this.known.get(owner);
-    if (!u || now - u.at > this.ttlMs) {
+    // Far from its quotas a caller's usage may be a second old; near them (past half) it is read every time,
+    // so what decides a refusal is what the store holds (the agents' answers included), not an estimate.
+    const near = (x: CallerUsage) => (maxCallerBytes > 0 && 2 * (x.bytes + bytes) > maxCallerBytes) || (newTask && maxCallerTasks > 0 && 2 * (x.tasks + 1) > maxCallerTasks);
+    if (!u || now - u.at > this.ttlMs || near(u)) {
       u = { ...(await this.store.usage(owner)), at: now };
       this.known.set(owner, u);
     }
