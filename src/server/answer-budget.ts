@@ -21,7 +21,8 @@ export const ANSWER_WAIT_MS = 10_000;
  * - an answer is counted from when it is built (holdAnswer) until the socket has taken its bytes (the HTTP
  *   loop writes it in slices under backpressure and gives each slice back once written);
  * - a new request of a caller that holds its budget (or while the node holds its total) waits until some is
- *   read (`admit`), and is refused with RESOURCE_EXHAUSTED if none is within ANSWER_WAIT_MS;
+ *   read (`admit`), and is refused with RESOURCE_EXHAUSTED if none is within ANSWER_WAIT_MS; waiting requests
+ *   go on one at a time, so the room one read frees is not taken by every waiting request building at once;
  * - an answer built while its caller already holds its budget is refused too (a safety net for requests that
  *   were admitted together): so a caller never holds more than its budget plus one answer.
  *
@@ -30,7 +31,9 @@ export const ANSWER_WAIT_MS = 10_000;
 export class AnswerBudget {
   private total = 0;
   private readonly byCaller = new Map<string, number>();
-  private waiters: { caller: string; wake(): void }[] = [];
+  private waiters: Waiter[] = [];
+  /** The waiter let through last, until its answer is built (see Admission.done): one at a time. */
+  private waking: Waiter | undefined;
   private readonly waitMs: number;
 
   constructor(private readonly limits: AnswerBudgetLimits) {
@@ -48,24 +51,27 @@ export class AnswerBudget {
   }
 
   /**
-   * Resolves once the caller may have another answer built: at once when it may, when enough of what it (or
-   * the node) holds has been read, or with the refusal after waitMs.
+   * Resolves once the caller may have another answer built: at once when it may (and none of its requests
+   * waits before it), or when enough of what it (or the node) holds has been read, or with the refusal after
+   * waitMs. Waiting requests are let through one at a time, each once the one before has built its answer
+   * (done()), so room that frees up is not taken by all of them building at once.
    */
-  admit(caller: string): Promise<A2AError | undefined> {
-    if (this.admits(caller)) return Promise.resolve(undefined);
+  admit(caller: string): Promise<Admission> {
+    if (this.admits(caller) && !this.waiters.some((w) => w.caller === caller)) return Promise.resolve(ADMITTED);
     return new Promise((resolve) => {
-      const waiter = {
+      const waiter: Waiter = {
         caller,
         wake: () => {
           clearTimeout(timer);
-          resolve(undefined);
+          resolve({ done: () => this.built(waiter) });
         },
       };
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve(this.refusal(caller));
+        resolve({ refused: this.refusal(caller), done: () => {} });
       }, this.waitMs);
       this.waiters.push(waiter);
+      this.wakeNext();
     });
   }
 
@@ -107,12 +113,35 @@ export class AnswerBudget {
     const left = (this.byCaller.get(caller) ?? 0) - bytes;
     if (left <= 0) this.byCaller.delete(caller);
     else this.byCaller.set(caller, left);
-    if (this.waiters.length === 0) return;
-    const still: typeof this.waiters = [];
-    for (const w of this.waiters) {
-      if (this.admits(w.caller)) w.wake();
-      else still.push(w);
-    }
-    this.waiters = still;
+    this.wakeNext();
+  }
+
+  /** Lets the first waiter that may go through, unless one let through before has not built its answer yet. */
+  private wakeNext(): void {
+    if (this.waking || this.waiters.length === 0) return;
+    const i = this.waiters.findIndex((w) => this.admits(w.caller));
+    if (i === -1) return;
+    const [w] = this.waiters.splice(i, 1);
+    this.waking = w;
+    w.wake();
+  }
+
+  private built(w: Waiter): void {
+    if (this.waking !== w) return;
+    this.waking = undefined;
+    this.wakeNext();
   }
 }
+
+interface Waiter {
+  caller: string;
+  wake(): void;
+}
+
+/** A request's turn to have its answer built: `refused` when no room came in time; done() once it is built. */
+export interface Admission {
+  refused?: A2AError;
+  done(): void;
+}
+
+const ADMITTED: Admission = { done: () => {} };

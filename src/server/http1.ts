@@ -9,6 +9,8 @@ export interface HttpRequest {
   target: string;
   headers: Map<string, string>;
   body: Buffer;
+  /** Whether the client has gone away (a handler that waited may then skip the work). */
+  gone?(): boolean;
 }
 
 export interface HttpResponse {
@@ -457,7 +459,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     buf = buf.subarray(consumed);
     chunked = undefined;
     continued = false;
-    return { request: { method, target, headers, body }, keepAlive };
+    return { request: { method, target, headers, body, gone: () => closed }, keepAlive };
   }
 
   /** Answers `Expect: 100-continue` once, so clients that wait for it send their body. */

@@ -141,13 +141,21 @@ export function createRequestRouter(options: RouterOptions) {
         record({ caller }, "jsonrpc", undefined, performance.now(), err.code);
         return { status: 200, headers: JSON_HEADERS, body: errorBody(null, err) };
       }
-      if (answers) {
-        const full = await answers.admit(caller.name);
-        if (full) return answersHeld(full, caller, "jsonrpc");
+      const admission = answers && (await answers.admit(caller.name));
+      if (admission?.refused) return answersHeld(admission.refused, caller, "jsonrpc");
+      // A client that left while its request waited for room gets nothing built.
+      if (admission && req.gone?.()) {
+        admission.done();
+        return { status: 204 };
       }
       const started = timed ? performance.now() : 0;
       const ctx = callContext(req, caller, audit !== undefined, answers);
-      const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), ctx, req.headers.get("last-event-id"));
+      let out: Awaited<ReturnType<typeof transport.handle>>;
+      try {
+        out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), ctx, req.headers.get("last-event-id"));
+      } finally {
+        admission?.done();
+      }
       metrics?.rpc(out.method, (performance.now() - started) / 1000, out.error);
       record(ctx, "jsonrpc", out.method, started, out.error);
       if (out.kind === "json") return { status: 200, headers: out.error === undefined ? withExtensions(JSON_HEADERS, ctx) : JSON_HEADERS, body: out.body, hold: out.hold };
@@ -175,13 +183,15 @@ export function createRequestRouter(options: RouterOptions) {
           return rateLimitedResponse(wait, limiter, "http-json");
         }
       }
-      if (answers) {
-        const full = await answers.admit(caller.name);
-        if (full) return answersHeld(full, caller, "http-json");
+      const admission = answers && (await answers.admit(caller.name));
+      if (admission?.refused) return answersHeld(admission.refused, caller, "http-json");
+      if (admission && req.gone?.()) {
+        admission.done();
+        return { status: 204 };
       }
       const started = timed ? performance.now() : 0;
       const ctx = callContext(req, caller, audit !== undefined, answers);
-      const out = await httpJson.handle(
+      const handling = httpJson.handle(
         match,
         {
           method: req.method,
@@ -194,6 +204,12 @@ export function createRequestRouter(options: RouterOptions) {
         },
         ctx,
       );
+      let out: Awaited<typeof handling>;
+      try {
+        out = await handling;
+      } finally {
+        admission?.done();
+      }
       const method = typeof match === "object" ? match.operations[req.method as HttpMethod] : undefined;
       const code = out.kind === "json" ? out.error : undefined;
       if (metrics) {

@@ -199,17 +199,49 @@ describe("AnswerBudget", () => {
     const h = b.hold("alpha", 500)!;
     let admitted: unknown = "pending";
     const waiting = b.admit("alpha").then((r) => (admitted = r));
-    expect(await b.admit("beta")).toBeUndefined(); // another caller goes at once
+    expect((await b.admit("beta")).refused).toBeUndefined(); // another caller goes at once
     await settle();
     expect(admitted).toBe("pending");
     h.release(450); // still 50 held: under the budget, so it goes
     await waiting;
-    expect(admitted).toBeUndefined();
+    expect((admitted as { refused?: unknown }).refused).toBeUndefined();
 
     const quick = new AnswerBudget({ perCaller: 100, total: 1000, waitMs: 50 });
     quick.hold("alpha", 500);
     const refused = await quick.admit("alpha");
-    expect(refused?.metadata?.limit).toBe("answer_bytes_per_caller");
+    expect(refused.refused?.metadata?.limit).toBe("answer_bytes_per_caller");
+  });
+
+  it("lets waiting requests through one at a time, each once the one before has built its answer", async () => {
+    const b = new AnswerBudget({ perCaller: 100, total: 1000, waitMs: 60_000 });
+    const h = b.hold("alpha", 500)!;
+    const order: number[] = [];
+    const turns = [0, 1, 2].map((i) => b.admit("alpha").then((a) => (order.push(i), a)));
+    // A new request of alpha queues behind those that wait, even once there is room.
+    h.release();
+    const first = await turns[0];
+    await settle();
+    expect(order).toEqual([0]);
+    const later = b.admit("alpha").then((a) => (order.push(3), a));
+    first.done(); // built: the next goes
+    (await turns[1]).done();
+    (await turns[2]).done();
+    await later;
+    expect(order).toEqual([0, 1, 2, 3]);
+    // Had the first built a large answer, the next would have waited for it to be read.
+    const c = new AnswerBudget({ perCaller: 100, total: 1000, waitMs: 60_000 });
+    const held = c.hold("alpha", 500)!;
+    const [x, y] = [c.admit("alpha"), c.admit("alpha")];
+    held.release();
+    const gotX = await x;
+    const big = c.hold("alpha", 300)!;
+    gotX.done();
+    let yGone = false;
+    void y.then(() => (yGone = true));
+    await settle();
+    expect(yGone).toBe(false);
+    big.release();
+    expect((await y).refused).toBeUndefined();
   });
 
   it("holdAnswer counts only answers of 16 KiB or more, and throws the refusal when one does not fit", () => {
