@@ -358,7 +358,7 @@ export const SETTINGS = {
     min: 64 * 1024,
     max: 64 * 1024 * MIB,
     integer: true,
-    doc: "bytes of answers to one caller the node holds while the caller has not read them; past it its next large answers get RESOURCE_EXHAUSTED (HTTP 429) until it reads (its first answer always goes)",
+    doc: "bytes of answers to one caller the node holds while the caller has not read them; past it its next requests wait (10 s) for it to read, then get RESOURCE_EXHAUSTED (HTTP 429); its first answer always goes, whatever its size",
   }),
   answerBytesInFlight: number({
     file: "answer_bytes_in_flight",
@@ -368,7 +368,7 @@ export const SETTINGS = {
     min: 64 * 1024,
     max: 64 * 1024 * MIB,
     integer: true,
-    doc: "bytes of answers to all callers the node holds while they are not read; past it large answers get RESOURCE_EXHAUSTED (HTTP 429) until some are read",
+    doc: "bytes of answers to all callers the node holds while they are not read; past it requests wait (10 s) for some to be read, then get RESOURCE_EXHAUSTED (HTTP 429)",
   }),
   retentionDays: number({
     file: "retention_days",
