@@ -54,6 +54,8 @@ export interface A2ARequestHandler {
 /** Webhook registrations (see src/push); absent when push notifications are off. */
 export interface PushConfigs {
   create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig>;
+  /** How many configs `owner` has, on all its tasks (max_push_configs_per_caller). */
+  countForOwner(owner: string): Promise<number>;
   get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined>;
   list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult>;
   delete(owner: string, taskId: string, id: string): Promise<boolean>;
@@ -259,7 +261,15 @@ export class DefaultRequestHandler implements A2ARequestHandler {
         `context ${message.contextId} already has ${limit} tasks, this node's limit per conversation (it stops agents delegating to each other forever); start a new context`,
       );
     const pushConfig = params.configuration?.taskPushNotificationConfig;
-    if (pushConfig) await this.pushOrThrow().guard.check(pushConfig.url);
+    if (pushConfig) {
+      const push = this.pushOrThrow();
+      await push.guard.check(pushConfig.url);
+      // A caller with as many webhooks as it may have is refused before its task is recorded.
+      if (push.limits) {
+        const held = await push.configs.countForOwner(owner);
+        if (held >= push.limits.perCaller) await configsCall(() => Promise.reject(new TooManyPushConfigs("perCaller", held, push.limits!.perCaller)), owner);
+      }
+    }
     const id = newId();
     // A new conversation is named after the task that starts it: the store then finds its first task by id,
     // and only tasks that continue a conversation go into the context index.
@@ -290,7 +300,17 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     // Registered before the task starts, so the webhook hears its first event too.
     if (pushConfig) {
       const push = this.pushOrThrow();
-      await configsCall(() => push.configs.create(owner, { ...pushConfig, taskId: id }, push.limits), owner);
+      try {
+        await configsCall(() => push.configs.create(owner, { ...pushConfig, taskId: id }, push.limits), owner);
+      } catch (err) {
+        // The task is recorded but will not run without the webhook it was asked with: it ends FAILED (so it
+        // does not stay SUBMITTED), and the caller hears why.
+        await whenStored(task.id, committed).then(
+          () => this.runner.endIdle(task, "TASK_STATE_FAILED", `not started: its push notification config could not be saved (${(err as Error).message})`, owner),
+          () => {},
+        ).catch(() => {});
+        throw err;
+      }
     }
     const settled = this.runner.start(task, stored, owner, 0, false, committed, extensions);
     if (stream) this.runner.subscribe(task.id, owner, stream);

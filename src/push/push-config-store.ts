@@ -34,6 +34,8 @@ export interface PushConfigStore {
    * nothing saved: the count and the insert are one step, so callers racing each other cannot pass it.
    */
   create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig>;
+  /** How many configs `owner` has, on all its tasks (what max_push_configs_per_caller counts). */
+  countForOwner(owner: string): Promise<number>;
   get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined>;
   /**
    * Configs of one task ordered by id, `pageSize` (PUSH_CONFIG_PAGE) at most; `nextPageToken` is "" on the

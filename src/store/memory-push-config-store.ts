@@ -29,6 +29,12 @@ export class MemoryPushConfigStore implements PushConfigStore {
     return saved;
   }
 
+  async countForOwner(owner: string): Promise<number> {
+    let n = 0;
+    for (const byId of this.byTask.values()) for (const c of byId.values()) if (c.owner === owner) n++;
+    return n;
+  }
+
   async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {
     const c = this.byTask.get(taskId)?.get(id);
     return c && c.owner === owner ? withoutOwner(c) : undefined;

@@ -5,6 +5,7 @@ import { newId, now } from "../tasks/clock";
 import type { OpenDatabase } from "./database";
 import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
 import { toConfig, toStored, type PushConfigRow } from "./push-config-rows";
+import { writeAlone } from "./write-alone";
 
 
 /**
@@ -52,8 +53,8 @@ export class SqlitePushConfigStore implements PushConfigStore {
     const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
     if (config.token) saved.token = config.token;
     if (config.authentication) saved.authentication = { ...config.authentication };
-    // The counts and the insert in one transaction (a savepoint inside the group commit's open one).
-    const r = this.sqlite.transaction(() => {
+    // The counts and the insert in one transaction of their own (see writeAlone), committed when it resolves.
+    const r = await writeAlone(this.sqlite, () => {
       if (limits && !this.q.exists.get(saved.taskId, saved.id)) {
         const over = overPushLimits(limits, (this.q.countTask.get(saved.taskId) as { n: number }).n, (this.q.countOwner.get(owner) as { n: number }).n);
         if (over) throw over;
@@ -67,11 +68,15 @@ export class SqlitePushConfigStore implements PushConfigStore {
         saved.authentication ? JSON.stringify(saved.authentication) : null,
         now(),
       );
-    })();
+    });
     // Same answer as for a task the caller cannot see: nothing about the other owner leaks.
     if (r.changes === 0) throw new ConfigOwnedElsewhere(saved.taskId);
     this.withConfigs.add(saved.taskId);
     return saved;
+  }
+
+  async countForOwner(owner: string): Promise<number> {
+    return (this.q.countOwner.get(owner) as { n: number }).n;
   }
 
   async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {
@@ -91,26 +96,25 @@ export class SqlitePushConfigStore implements PushConfigStore {
   }
 
   async delete(owner: string, taskId: string, id: string): Promise<boolean> {
-    // One transaction (a savepoint when the task store's group transaction is open on this connection): a
-    // deleted webhook must not keep receiving what was queued for it.
-    return this.sqlite.transaction(() => {
+    // One transaction (see writeAlone): a deleted webhook must not keep receiving what was queued for it.
+    return writeAlone(this.sqlite, () => {
       if (this.q.del.run(taskId, id, owner).changes === 0) return false;
       this.q.delDeliveries.run(taskId, id);
       return true;
-    })();
+    });
   }
 
   async deleteForTasks(taskIds: readonly string[]): Promise<void> {
     // Most tasks have no webhook: only those known to have one cost a statement.
     const withConfigs = taskIds.filter((id) => this.withConfigs.has(id));
     if (withConfigs.length === 0) return;
-    this.sqlite.transaction(() => {
+    await writeAlone(this.sqlite, () => {
       for (const id of withConfigs) {
         this.q.delTask.run(id);
         this.q.delTaskDeliveries.run(id);
         this.withConfigs.delete(id);
       }
-    })();
+    });
   }
 
   async forTask(taskId: string): Promise<StoredPushConfig[]> {

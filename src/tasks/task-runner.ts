@@ -253,12 +253,20 @@ export class TaskRunner {
    * event. Resolves once committed. `peer`: the task's owner, for the lifecycle's watchers.
    */
   async cancelIdle(task: Task, reason: string, peer: string): Promise<void> {
-    const status: TaskStatus = { state: "TASK_STATE_CANCELED", timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
+    return this.endIdle(task, "TASK_STATE_CANCELED", reason, peer);
+  }
+
+  /**
+   * Ends a task nothing executes here in `state` (CANCELED, or FAILED for one that could not be started after
+   * it was recorded): records the state, its message and its event. Resolves once committed.
+   */
+  async endIdle(task: Task, state: TaskState, reason: string, peer: string): Promise<void> {
+    const status: TaskStatus = { state, timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
     const seq = (await this.store.lastEventSeq(task.id)) + 1;
     const ended = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
     const stored = this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
     // Nothing ran it in this process: no time of its own to report, only that it ended.
-    void stored.then(() => this.options.lifecycle?.finished(task, peer, "TASK_STATE_CANCELED", 0, 0), () => {});
+    void stored.then(() => this.options.lifecycle?.finished(task, peer, state, 0, 0), () => {});
     return stored;
   }
 

@@ -177,7 +177,9 @@ export function pushConfigStoreContract(name: string, open: () => Promise<Opened
 
       it("counts a caller's configs on all its tasks, and only its own", async () => {
         const limits = { perTask: 10, perCaller: 4 };
+        expect(await store.countForOwner("alpha")).toBe(0);
         for (const [task, id] of [["t1", "a"], ["t1", "b"], ["t2", "a"], ["t3", "a"]]) await store.create("alpha", { id, taskId: task, url: "https://h.example/" }, limits);
+        expect(await store.countForOwner("alpha")).toBe(4);
         const err = await refusal(store.create("alpha", { id: "a", taskId: "t4", url: "https://h.example/" }, limits));
         expect({ limit: err.limit, held: err.held, max: err.max }).toEqual({ limit: "perCaller", held: 4, max: 4 });
         expect(await store.forTask("t4")).toEqual([]);

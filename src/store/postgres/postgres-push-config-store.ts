@@ -51,6 +51,11 @@ export class PostgresPushConfigStore implements PushConfigStore {
     return saved;
   }
 
+  async countForOwner(owner: string): Promise<number> {
+    const [row] = await this.sql`SELECT count(*)::int AS n FROM push_configs WHERE owner = ${owner}`;
+    return (row as { n: number }).n;
+  }
+
   async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {
     const [row] = await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND id = ${id} AND owner = ${owner}`;
     return row ? toConfig(row as PushConfigRow) : undefined;
