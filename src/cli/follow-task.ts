@@ -1,6 +1,7 @@
 import { RemoteError } from "../client/a2a-client";
-import type { StreamResponse, Task } from "../protocol/types";
-import { isSettled } from "../protocol/types";
+import type { StreamResponse, Task, TaskStatus } from "../protocol/types";
+import { isInterrupted, isSettled } from "../protocol/types";
+import { isOutsidePeer } from "../peers/peer-registry";
 import { accumulate } from "../tasks/artifacts";
 import type { ClientSession } from "./client-session";
 
@@ -14,6 +15,25 @@ export interface FollowOptions {
   interrupt?: AbortSignal;
   /** Each change as it arrives (a status or artifact update, or the whole task from a poll), with the task after it. */
   onItem?(item: StreamResponse, task: Task): void;
+  /**
+   * A status the wait must not end on: the question (or authorization) a message just answered. A peer may
+   * still show it for a moment after taking the answer (older nodes even replied with it), and the task only
+   * settles again at a state after it.
+   */
+  stale?: TaskStatus;
+}
+
+/**
+ * The status a message to `task` answered, when the peer's reply still shows it: the task waited for input
+ * (or an authorization) and the reply is that same state. The wait that follows must not end on it.
+ */
+export function answeredStatus(reply: Task): TaskStatus | undefined {
+  return isInterrupted(reply.status.state) ? reply.status : undefined;
+}
+
+/** The same status, as the peer stored it: one state set at one moment, with one message. */
+function sameStatus(a: TaskStatus, b: TaskStatus): boolean {
+  return a.state === b.state && a.timestamp === b.timestamp && a.message?.messageId === b.message?.messageId;
 }
 
 /** The peer went away while we waited; the task (as last seen) was accepted and may well go on. */
@@ -46,12 +66,19 @@ export function applyItem(task: Task, item: StreamResponse): Task {
 export async function followTask(session: ClientSession, start: Task, options: FollowOptions): Promise<{ task: Task; reason: FollowReason }> {
   let task = start;
   let timedOut = false;
+  // Once the task has been seen in any other status, the stale one is behind it for good.
+  let stale = options.stale;
+  const settled = (t: Task): boolean => {
+    if (stale && sameStatus(t.status, stale)) return false;
+    stale = undefined;
+    return isSettled(t.status.state);
+  };
   const stopped = (): FollowReason | undefined => (options.interrupt?.aborted ? "interrupted" : timedOut || Date.now() >= options.deadline ? "timeout" : undefined);
   const see = (item: StreamResponse) => {
     task = applyItem(task, item);
     options.onItem?.(item, task);
   };
-  if (isSettled(task.status.state)) return { task, reason: "settled" };
+  if (settled(task)) return { task, reason: "settled" };
 
   const abort = new AbortController();
   const timer = setTimeout(() => {
@@ -62,11 +89,28 @@ export async function followTask(session: ClientSession, start: Task, options: F
   // Ctrl-C may have come before this wait began (while the task was being sent).
   if (options.interrupt?.aborted) abort.abort();
   options.interrupt?.addEventListener("abort", onInterrupt, { once: true });
+  // A subscription that does not open with the task as it is (Hermes's own A2A server sends only the task's
+  // end, and never an INPUT_REQUIRED reached before it) would miss what happened before it began: for a peer
+  // outside the fleet the task is read once as soon as the subscription is taken, and if it has settled the
+  // subscription is dropped (the poll below then ends the wait).
+  const subscription = new AbortController();
+  const onAbort = () => subscription.abort();
+  // The wait may be over already (Ctrl-C before it began aborted `abort` above).
+  if (abort.signal.aborted) subscription.abort();
+  else abort.signal.addEventListener("abort", onAbort, { once: true });
+  const opened =
+    session.target.peer && isOutsidePeer(session.target.peer)
+      ? () =>
+          void session.client.getTask({ id: task.id }, abort.signal).then(
+            (fresh) => isSettled(fresh.status.state) && !(stale && sameStatus(fresh.status, stale)) && subscription.abort(),
+            () => undefined, // the subscription or the poll says what is wrong
+          )
+      : undefined;
   try {
     try {
-      for await (const item of session.client.subscribeToTask(task.id, abort.signal)) {
+      for await (const item of session.client.subscribeToTask(task.id, subscription.signal, opened)) {
         see(item);
-        if (isSettled(task.status.state)) break;
+        if (settled(task)) break;
       }
     } catch {
       const why = stopped();
@@ -84,15 +128,16 @@ export async function followTask(session: ClientSession, start: Task, options: F
         const late = stopped();
         if (late) return { task, reason: late };
         // Settled over the stream already: the whole task was only a nicety.
-        if (isSettled(task.status.state)) return { task, reason: "settled" };
+        if (settled(task)) return { task, reason: "settled" };
         if (err instanceof RemoteError) throw err;
         throw new FollowBroken(task, err);
       }
-      if (isSettled(task.status.state)) return { task, reason: "settled" };
+      if (settled(task)) return { task, reason: "settled" };
       await pause(delay, abort.signal);
     }
   } finally {
     clearTimeout(timer);
+    abort.signal.removeEventListener("abort", onAbort);
     options.interrupt?.removeEventListener("abort", onInterrupt);
   }
 }

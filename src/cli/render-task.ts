@@ -61,3 +61,12 @@ export function exitCodeFor(task: Task): number {
   if (!isTerminal(state)) return ExitCode.NeedsInput;
   return ExitCode.Failure;
 }
+
+/**
+ * A peer that took a message meant for task `asked` as another task (Hermes's own A2A server reads no
+ * taskId: every message is a new task of its conversation). Undefined when it continued `asked`.
+ */
+export function otherTaskNote(asked: string | undefined, got: Task, where: string): string | undefined {
+  if (asked === undefined || got.id === asked) return undefined;
+  return `note: ${where} took the message as a new task ${got.id} in the same conversation (context ${got.contextId}), not as part of task ${asked}`;
+}

@@ -1,10 +1,12 @@
 import { RemoteError } from "../client/a2a-client";
+import { isOutsidePeer } from "../peers/peer-registry";
 import type { Message, StreamResponse, Task } from "../protocol/types";
 import { isSettled } from "../protocol/types";
 import { CliError, ExitCode } from "./errors";
-import { applyItem, FollowBroken, followTask, type FollowReason } from "./follow-task";
+import { answeredStatus, applyItem, FollowBroken, followTask, type FollowReason } from "./follow-task";
 import { ProgressLine } from "./progress";
-import { partsText, shortState, statusNote } from "./render-task";
+import { otherTaskNote, partsText, shortState, statusNote } from "./render-task";
+import type { ClientSession } from "./client-session";
 import { finishWait, lostPeer, type WaitReport } from "./wait-report";
 
 /**
@@ -15,6 +17,7 @@ import { finishWait, lostPeer, type WaitReport } from "./wait-report";
  */
 export async function streamTask(report: WaitReport, message: Message, tooLarge: (err: unknown) => CliError | undefined): Promise<number> {
   const { io, session } = report;
+  const outside = session.target.peer !== undefined && isOutsidePeer(session.target.peer);
   const interrupt = io.interruptSignal;
   const progress = ProgressLine.start(io, session.target.label, report.json);
   const printer = new AnswerPrinter(report, progress);
@@ -26,6 +29,8 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
   interrupt?.addEventListener("abort", onInterrupt, { once: true });
   const stopped = (): FollowReason | undefined => (interrupt?.aborted ? "interrupted" : abort.signal.aborted ? "timeout" : undefined);
   let task: Task | undefined;
+  /** The task as the stream opened with it, while no update has come since. */
+  let opening: Task | undefined;
   let reason: FollowReason | undefined;
   try {
     try {
@@ -37,14 +42,23 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
           return ExitCode.Ok;
         }
         if (!task) {
-          if (!("task" in item)) continue;
-          if (!report.json) progress.print(`task ${item.task.id} accepted by ${session.target.label}`);
+          const first = taskOfFirst(item);
+          if (!first) continue;
+          if (!report.json) {
+            progress.print(`task ${first.id} accepted by ${session.target.label}`);
+            const other = otherTaskNote(message.taskId, first, session.target.label);
+            if (other) progress.print(other);
+          }
           // What the task already held (a task answered after a question) was shown when it was asked.
-          task = item.task;
+          task = first;
+          opening = task;
           printer.known(task);
-          continue;
+          if ("task" in item) continue;
+          // A stream that skipped the Task (Hermes's own A2A server, for a task it ended at once) opens with
+          // an update: it is also the task's first change.
         }
         task = applyItem(task, item);
+        opening = undefined;
         printer.see(item, task);
         // Settled by an update, not by the opening Task: an answer to a task waiting for input opens with
         // the task still input-required.
@@ -80,11 +94,14 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
       progress.stop();
       return session.fail(new Error("the peer's stream ended without a task"));
     }
+    if (reason === "settled" && outside) task = await confirmed(session, task);
     if (!reason) {
       // The stream ended or broke before the task settled: keep following it another way.
       const end = await followTask(session, task, {
         deadline,
         interrupt,
+        // An answer whose stream broke before any update: the question it answered is not the end.
+        stale: message.taskId && opening ? answeredStatus(opening) : undefined,
         onItem: (item, t) => {
           if (report.json) io.stdout.write(`${JSON.stringify(item)}\n`);
           printer.see(item, t);
@@ -105,6 +122,38 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
 }
 
 /**
+ * The task a stream's first item makes known: the Task the spec puts first, or, from a server that skips it,
+ * the task an update is about (its id, its context, the status or artifact the update carries).
+ */
+function taskOfFirst(item: StreamResponse): Task | undefined {
+  if ("task" in item) return item.task;
+  if ("statusUpdate" in item) {
+    const u = item.statusUpdate;
+    return { id: u.taskId, contextId: u.contextId, status: { state: "TASK_STATE_SUBMITTED" } };
+  }
+  if ("artifactUpdate" in item) {
+    const u = item.artifactUpdate;
+    return { id: u.taskId, contextId: u.contextId, status: { state: "TASK_STATE_WORKING" } };
+  }
+  return undefined;
+}
+
+/**
+ * The settled task as the peer records it. A peer outside the fleet may stream something else than it
+ * keeps: Hermes's own A2A server streams its agent's raw reply, so a question (a reply starting
+ * "[INPUT_REQUIRED]") streams as COMPLETED while GetTask says INPUT_REQUIRED. One GetTask at the end settles
+ * it; if that fails, what the stream said stands. Fleet peers stream what they store, and are not asked.
+ */
+async function confirmed(session: ClientSession, task: Task): Promise<Task> {
+  try {
+    const stored = await session.client.getTask({ id: task.id });
+    return stored.status.state === task.status.state ? task : stored;
+  } catch {
+    return task;
+  }
+}
+
+/**
  * Prints each artifact's text once, as it grows: appended chunks as they come, and of a replacement (an
  * agent's final answer after streamed narration, a whole task after a reconnect) only what the reader has
  * not seen yet. Status notes go to stderr as "[agent] note".
@@ -113,6 +162,8 @@ class AnswerPrinter {
   /** Each artifact's text as printed so far. */
   private readonly shown = new Map<string, string>();
   private atLineStart = true;
+  /** Something of the answer was printed. */
+  private printed = false;
   private readonly sharedTerminal: boolean;
 
   constructor(
@@ -153,12 +204,16 @@ class AnswerPrinter {
 
   private text(id: string, t: string, append: boolean): void {
     const before = this.shown.get(id);
-    const fresh = append || before === undefined ? t : before.endsWith(t) ? "" : t.startsWith(before) ? t.slice(before.length) : `\n${t}`;
+    let fresh = append || before === undefined ? t : before.endsWith(t) ? "" : t.startsWith(before) ? t.slice(before.length) : `\n${t}`;
     this.shown.set(id, append ? (before ?? "") + t : t);
+    // The answer as printed starts with its text: a paragraph break the agent put between narration shown
+    // before (when the question was asked) and the rest does not open it with blank lines.
+    if (!this.printed) fresh = fresh.replace(/^\n+/, "");
     if (fresh) this.write(fresh);
   }
 
   private write(text: string): void {
+    this.printed = true;
     if (this.sharedTerminal) this.progress.hide();
     this.report.io.stdout.write(text);
     this.atLineStart = text.endsWith("\n");

@@ -1,4 +1,4 @@
-import type { Task } from "../protocol/types";
+import type { Task, TaskStatus } from "../protocol/types";
 import { explainFailure } from "../client/connect";
 import { exitCodeOfFailure, type ClientSession } from "./client-session";
 import { CliError, ExitCode } from "./errors";
@@ -63,8 +63,11 @@ export function lostPeer(r: WaitReport, broken: FollowBroken): never {
   );
 }
 
-/** Waits for `task` with a progress line on a terminal, and reports its end (also for `status --wait`). */
-export async function waitAndReport(report: WaitReport, task: Task): Promise<number> {
+/**
+ * Waits for `task` with a progress line on a terminal, and reports its end (also for `status --wait`). `stale`:
+ * a status the wait must not end on (see FollowOptions.stale).
+ */
+export async function waitAndReport(report: WaitReport, task: Task, stale?: TaskStatus): Promise<number> {
   const { io, session } = report;
   // Take Ctrl-C before anything shows that we wait: from here on it stops the wait, not the process.
   const interrupt = io.interruptSignal;
@@ -74,6 +77,7 @@ export async function waitAndReport(report: WaitReport, task: Task): Promise<num
     const end = await followTask(session, task, {
       deadline: Date.now() + report.timeoutS * 1000,
       interrupt,
+      stale,
       onItem: (_item, t) => progress.update(shortState(t.status.state), statusNote(t)),
     });
     progress.stop();

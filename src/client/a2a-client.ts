@@ -14,7 +14,8 @@ export interface PeerClient {
   readonly protocol: PeerProtocol;
   sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult>;
   sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse>;
-  subscribeToTask(id: string, signal?: AbortSignal): AsyncIterable<StreamResponse>;
+  /** `opened` is called once the server took the subscription (its event stream began), before any event. */
+  subscribeToTask(id: string, signal?: AbortSignal, opened?: () => void): AsyncIterable<StreamResponse>;
   getTask(params: GetTaskParams, signal?: AbortSignal): Promise<Task>;
   listTasks(params: ListTasksParams, signal?: AbortSignal): Promise<ListTasksResult>;
   cancelTask(id: string, signal?: AbortSignal): Promise<Task>;
@@ -85,11 +86,11 @@ export class A2AClient implements PeerClient {
    * SubscribeToTask: the task as it is, then its updates while it runs. A task that has already ended is
    * refused by the server (-32004: read it with GetTask); one waiting for input keeps the stream open.
    */
-  subscribeToTask(id: string, signal?: AbortSignal): AsyncIterable<StreamResponse> {
-    return this.stream(this.protocol === "1.0" ? "SubscribeToTask" : "tasks/resubscribe", { id }, signal);
+  subscribeToTask(id: string, signal?: AbortSignal, opened?: () => void): AsyncIterable<StreamResponse> {
+    return this.stream(this.protocol === "1.0" ? "SubscribeToTask" : "tasks/resubscribe", { id }, signal, opened);
   }
 
-  private async *stream(method: string, params: unknown, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+  private async *stream(method: string, params: unknown, signal?: AbortSignal, opened?: () => void): AsyncIterable<StreamResponse> {
     const v1 = this.protocol === "1.0";
     const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
     if (v1) headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
@@ -105,6 +106,7 @@ export class A2AClient implements PeerClient {
       if (body.error) throw new RemoteError(body.error.code, body.error.message, body.error.data);
       throw new ProtocolError(`streaming call answered HTTP ${res.status} without an event stream`);
     }
+    opened?.();
     for await (const data of readSse(res.body as ReadableStream<Uint8Array>)) {
       const msg = JSON.parse(data) as { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } };
       if (msg.error) throw new RemoteError(msg.error.code, msg.error.message, msg.error.data);

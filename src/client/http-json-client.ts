@@ -36,11 +36,11 @@ export class HttpJsonClient implements PeerClient {
   }
 
   /** The task as it is, then its updates while it runs (an ended task is refused: read it with GetTask). */
-  subscribeToTask(id: string, signal?: AbortSignal): AsyncIterable<StreamResponse> {
-    return this.stream("SubscribeToTask", `/tasks/${encodeURIComponent(id)}:subscribe`, {}, signal);
+  subscribeToTask(id: string, signal?: AbortSignal, opened?: () => void): AsyncIterable<StreamResponse> {
+    return this.stream("SubscribeToTask", `/tasks/${encodeURIComponent(id)}:subscribe`, {}, signal, opened);
   }
 
-  private async *stream(operation: string, path: string, body: unknown, signal?: AbortSignal): AsyncIterable<StreamResponse> {
+  private async *stream(operation: string, path: string, body: unknown, signal?: AbortSignal, opened?: () => void): AsyncIterable<StreamResponse> {
     const res = await this.fetchFn(`${this.base}${path}`, {
       method: "POST",
       headers: { ...this.headers(), "content-type": A2A_JSON, accept: "text/event-stream" },
@@ -48,6 +48,7 @@ export class HttpJsonClient implements PeerClient {
       signal,
     });
     if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) throw await failure(operation, res);
+    opened?.();
     for await (const e of readNamedSse(res.body as ReadableStream<Uint8Array>)) {
       const item = JSON.parse(e.data) as Record<string, unknown>;
       // An error after the stream began comes as an "error" event holding a google.rpc.Status.

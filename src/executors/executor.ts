@@ -134,6 +134,11 @@ export interface ExecutionOutcome {
    */
   reply?: Message;
   metadata?: Record<string, unknown>;
+  /**
+   * After a cancel: what became of the executor's remote work ("Hermes stopped run X", "still stopping"). The
+   * task's status says the canceller's reason, then this.
+   */
+  stopNote?: string;
 }
 
 /** Whether what backs an executor (a model server) answers: GET /health/ready. */

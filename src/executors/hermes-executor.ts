@@ -2,6 +2,7 @@ import { A2AError } from "../protocol/errors";
 import type { Message } from "../protocol/types";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest, Readiness } from "./executor";
 import { choiceOf } from "./hermes/approvals";
+import { Conversations } from "./hermes/conversation";
 import { APPROVAL_KEY, HermesTask, type HermesTiming } from "./hermes/hermes-task";
 import type { HermesApproval } from "./hermes/runs-api";
 import { HermesHttpError, RunsApi } from "./hermes/runs-api";
@@ -17,14 +18,15 @@ export interface HermesExecutorOptions {
   timing?: Partial<HermesTiming>;
 }
 
-const DEFAULT_TIMING: HermesTiming = { capacityWaitMs: 5 * 60_000, maxRetryDelayMs: 30_000, pollFirstMs: 250, pollMaxMs: 5_000 };
+const DEFAULT_TIMING: HermesTiming = { capacityWaitMs: 5 * 60_000, maxRetryDelayMs: 30_000, pollFirstMs: 250, pollMaxMs: 5_000, stopWaitMs: 10_000 };
 
 /**
  * Runs tasks on a Hermes Agent through its runs API, as the real server speaks it (see
  * ../shared/reference/hermes-runs-api.md; followed: NousResearch/hermes-agent, gateway/platforms/api_server.py
  * and api_server_runs.py, both server generations). A task is one run, started with the task id as its
- * Idempotency-Key and its conversation's session_id. Tokens stream as artifact chunks and the run's final
- * `output` becomes the answer; tools and reasoning become status updates. An approval the run asks for puts
+ * Idempotency-Key and its conversation's session_id (and, on the older server, which takes session_id as a
+ * label only, the session's earlier turns: see hermes/conversation.ts). Tokens stream as artifact chunks and the
+ * run's final `output` becomes the answer; tools and reasoning become status updates. An approval the run asks for puts
  * the task in INPUT_REQUIRED with the command and the choices, while the run's event stream stays open; the
  * next message to the task is the answer (yes/no or a choice). Cancel stops the run. After a restart the node
  * re-attaches to the run by polling its status: the server gives a run's events only once.
@@ -34,11 +36,13 @@ export class HermesExecutor implements AgentExecutor {
   readonly onRestart = "reattach";
   private readonly api: RunsApi;
   private readonly timing: HermesTiming;
+  private readonly conversations: Conversations;
 
   constructor(private readonly options: HermesExecutorOptions) {
     // The options themselves, not a copy of the key: the node may give it a key that changes (SIGHUP).
     this.api = new RunsApi(options);
     this.timing = { ...DEFAULT_TIMING, ...options.timing };
+    this.conversations = new Conversations(this.api);
   }
 
   check(message: Message, task?: { metadata?: Record<string, unknown> }): A2AError | undefined {
@@ -74,6 +78,6 @@ export class HermesExecutor implements AgentExecutor {
   }
 
   execute(req: ExecutionRequest): Promise<ExecutionOutcome> {
-    return new HermesTask(this.api, req, this.timing, this.options.model).execute();
+    return new HermesTask(this.api, req, this.timing, this.options.model, this.conversations).execute();
   }
 }

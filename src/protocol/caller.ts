@@ -33,6 +33,11 @@ export interface CallContext {
   /** Absent when the request named none (and for calls that do not come over HTTP). */
   extensions?: RequestExtensions;
   /**
+   * The client reads each streamed artifact update as a whole piece of its answer (Hermes's own A2A client,
+   * told by its User-Agent): its streams carry every artifact whole, once (see whole-artifacts.ts).
+   */
+  wholeArtifacts?: boolean;
+  /**
    * Where the bytes of this call's answers are counted while they wait to be read (see answer-holds.ts and
    * server/answer-budget.ts); absent where nothing counts them.
    */

@@ -292,7 +292,10 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     if (!created) {
       // A retry of a message we already took: answer with that task instead of running it again.
       await whenStored(task.id, committed);
-      const running = this.runner.settledOf(task.id);
+      // Waiting for input, the task has settled as far as this message goes: its next settled state needs an
+      // answer only this caller can give (Hermes's A2A client sends the same message again after a stream
+      // that ends INPUT_REQUIRED). Read with the promise, synchronously, so the two agree.
+      const running = this.runner.isWaitingForInput(task.id) ? undefined : this.runner.settledOf(task.id);
       const snap = await this.store.snapshot(task.id, owner);
       return { task: snap?.task ?? task, committed, settled: running && !stream ? running : undefined, lastSeq: snap?.lastSeq ?? 0 };
     }
@@ -376,10 +379,12 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const committed = this.store.record(taskId, { history: [stored], ...(extensionsChanged ? { metadata: { [EXTENSIONS_KEY]: extensions } } : {}) });
     task.history = [...(task.history ?? []), stored];
     if (extensionsChanged) task.metadata = { ...task.metadata, [EXTENSIONS_KEY]: extensions };
-    const initial = snapshot(task);
     const settled = this.runner.start(task, stored, owner, lastSeq, false, committed, extensions);
+    // Taken after the start, which made the task WORKING: the reply is never the question it answered (a caller
+    // would take INPUT_REQUIRED for the task's state and stop waiting).
+    const initial = snapshot(task);
     if (stream) this.runner.subscribe(task.id, owner, stream);
-    return { task, initial, committed, settled, lastSeq };
+    return { task: initial, initial, committed, settled, lastSeq };
   }
 
   /**

@@ -1,8 +1,10 @@
+import type { CallContext } from "./caller";
 import { A2AError } from "./errors";
 import type { MethodTable } from "./jsonrpc-transport";
 import type { A2ARequestHandler, StreamItem } from "./request-handler";
 import { mapStream } from "./streams";
 import * as validate from "./validate";
+import { wholeArtifacts } from "./whole-artifacts";
 
 /** A2A v1.0's JSON-RPC methods, over the request handler. */
 export function v1Methods(handler: A2ARequestHandler): MethodTable {
@@ -22,14 +24,14 @@ export function v1Methods(handler: A2ARequestHandler): MethodTable {
       GetExtendedAgentCard: (_p, ctx) => handler.getExtendedAgentCard(ctx),
     },
     stream: {
-      SendStreamingMessage: async (p, ctx) => events(await handler.sendStreamingMessage(validate.sendMessageParams(p), ctx)),
+      SendStreamingMessage: async (p, ctx) => events(await handler.sendStreamingMessage(validate.sendMessageParams(p), ctx), ctx),
       SubscribeToTask: async (p, ctx, lastEventId) =>
-        events(await handler.subscribeToTask(validate.subscribeParams(p), ctx, validate.lastEventId(lastEventId))),
+        events(await handler.subscribeToTask(validate.subscribeParams(p), ctx, validate.lastEventId(lastEventId)), ctx),
     },
     error: (err: A2AError) => err.toJsonRpc(),
   };
 }
 
-function events(items: AsyncIterable<StreamItem>) {
-  return mapStream(items, (item) => ({ id: item.seq === undefined ? undefined : String(item.seq), result: item.response }));
+function events(items: AsyncIterable<StreamItem>, ctx: CallContext) {
+  return mapStream(ctx.wholeArtifacts ? wholeArtifacts(items) : items, (item) => ({ id: item.seq === undefined ? undefined : String(item.seq), result: item.response }));
 }

@@ -15,6 +15,8 @@ import type { PeerRateLimiter } from "./rate-limit";
 export const JSONRPC_PATH = "/";
 const JSONRPC_PATHS = new Set([JSONRPC_PATH, "/a2a/rpc"]);
 const JSON_HEADERS = { "content-type": "application/json" };
+/** The User-Agent of Hermes's own A2A client (plugins/platforms/a2a/tools.py): "Hermes-A2A/1.0". */
+const HERMES_A2A_AGENT = "Hermes-A2A/";
 const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-cache" };
 
 /**
@@ -243,6 +245,8 @@ function callContext(req: HttpRequest, caller: CallerIdentity, audited: boolean,
   if (audited) ctx.note = {};
   const requested = parseExtensionsHeader(req.headers.get("a2a-extensions") ?? req.headers.get("x-a2a-extensions"));
   if (requested.length) ctx.extensions = { requested };
+  // Presentation only (how its streams are cut), never identity: the caller is the one the listener proved.
+  if (req.headers.get("user-agent")?.startsWith(HERMES_A2A_AGENT)) ctx.wholeArtifacts = true;
   return ctx;
 }
 

@@ -34,7 +34,7 @@ export function agentMessage(taskId: string, contextId: string | undefined, text
 /**
  * Applies an artifact event to the task's artifacts: a new id is added, `append` extends, otherwise replaces.
  * Appended text joins the previous text part, so a streamed answer is stored as one text, not one part per
- * token.
+ * token; an appended chunk's metadata is merged into the artifact's.
  */
 export function accumulate(artifacts: Artifact[], a: Artifact, append: boolean): Artifact[] {
   const i = artifacts.findIndex((x) => x.artifactId === a.artifactId);
@@ -51,7 +51,8 @@ export function accumulate(artifacts: Artifact[], a: Artifact, append: boolean):
       parts[parts.length - 1] = { ...last, text: last.text + p.text };
     else parts.push(p);
   }
-  out[i] = { ...out[i], parts };
+  // An appended chunk may carry the artifact's metadata (known only at its end): merged into what it had.
+  out[i] = a.metadata ? { ...out[i], parts, metadata: { ...out[i].metadata, ...a.metadata } } : { ...out[i], parts };
   return out;
 }
 

@@ -1,6 +1,7 @@
 import type { AgentExecutor, ExecutionEvents, ExecutionOutcome, InputRequest } from "../executors/executor";
 import { A2AError } from "../protocol/errors";
 import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
+import { isInterrupted } from "../protocol/types";
 import { accumulate, agentMessage, ArtifactSizes, capParts, historyBytes, messageBytes } from "./artifacts";
 import { now } from "./clock";
 import type { EventStream } from "./event-stream";
@@ -162,7 +163,12 @@ export class TaskRunner {
     // Taken first: an execution that asks a question at once starts the next turn before run() returns.
     const settled = job.turn.promise;
     if (this.hasSlotFor(caller)) void this.run(job);
-    else this.queue.push(job);
+    else {
+      this.queue.push(job);
+      // A message that continues a task (an answer, a retry) takes it out of its interrupted state now, even
+      // while it waits for a slot: INPUT_REQUIRED would read as still asking.
+      if (lastSeq > 0 && !resumed && isInterrupted(task.status.state)) this.setWorking(job);
+    }
     return settled;
   }
 
@@ -191,8 +197,10 @@ export class TaskRunner {
 
   /**
    * Gives `message` to the execution waiting for this task's next message (see isWaitingForInput). Refuses,
-   * with nothing recorded, an answer the question's check turns down. Returns the task as it was (with the
-   * answer in its history), when the answer is durable, and the task's next settled state.
+   * with nothing recorded, an answer the question's check turns down. Returns the task as the answer left it
+   * (WORKING again, the answer in its history: never the question it answered, which a caller would take for
+   * the task's state), the sequence number of its last event before the answer, when the answer is durable,
+   * and the task's next settled state after it.
    */
   answer(taskId: string, message: Message): { task: Task; committed: Promise<void>; settled: Promise<Task>; lastSeq: number } {
     const job = this.jobs.get(taskId);
@@ -201,19 +209,19 @@ export class TaskRunner {
     const why = waiting.request.check?.(message);
     if (why !== undefined) throw A2AError.invalidParams(why);
     const { task } = job;
-    const before = { ...task, status: { ...task.status }, history: [...(task.history ?? []), message], artifacts: task.artifacts && [...task.artifacts] };
     const lastSeq = job.seq;
-    task.history = before.history;
+    task.history = [...(task.history ?? []), message];
     if (job.historyBytes !== undefined) job.historyBytes += messageBytes(message);
     const committed = this.track(job, this.store.record(taskId, { history: [message] }));
     job.waiting = undefined;
     waiting.detach();
     this.acquire(job);
     this.setWorking(job);
+    const after = { ...task, status: { ...task.status }, history: [...task.history], artifacts: task.artifacts && [...task.artifacts] };
     const settled = job.turn.promise;
     this.options.lifecycle?.answered(task, job.caller);
     waiting.answered.resolve(message);
-    return { task: before, committed, settled, lastSeq };
+    return { task: after, committed, settled, lastSeq };
   }
 
   /**
@@ -458,7 +466,8 @@ export class TaskRunner {
       } else if (job.stopped === "deadline") {
         outcome = { state: "TASK_STATE_FAILED", message: `stopped: the task ran longer than this node's deadline of ${Math.round((this.options.deadlineMs ?? 0) / 1000)} s` };
       } else if (cause === "canceled") {
-        outcome = { state: "TASK_STATE_CANCELED", message: job.cancelReason ?? "canceled" };
+        const reason = job.cancelReason ?? "canceled";
+        outcome = { state: "TASK_STATE_CANCELED", message: outcome.stopNote ? `${reason}; ${outcome.stopNote}` : reason };
       } else if (cause === "shutdown") {
         if (this.leftForRestart(job)) return this.detach(job);
         outcome = { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };

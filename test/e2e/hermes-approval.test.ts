@@ -109,6 +109,18 @@ describe.each(["newer", "older"] as const)("a Hermes approval answered from anot
     expect(task.artifacts.map((a: any) => a.parts[0].text)).toEqual(["Deployed 1.4.2 to production."]);
   });
 
+  it("send --task-id ID --task no --wait ends with the task's outcome (exit 0), not the question it answered", async () => {
+    const asked = await alpha("send", "--agent", "beta", "--task", "deploy 1.4.2 again", "--wait");
+    expect(asked.code, asked.stderr).toBe(6);
+    const id = /^task (\S+) input-required \(peer 'beta'\)/m.exec(asked.stderr)![1]!;
+    const r = await alpha("send", "--agent", "beta", "--task-id", id, "--task", "no", "--wait");
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe("Not deployed.\n");
+    expect(r.stderr).toBe(`task ${id} accepted by peer 'beta'\ntask ${id} completed (peer 'beta')\n`);
+    const run = fake.runs.find((x) => x.request.userMessage === "deploy 1.4.2 again")!;
+    expect(run.answers.map((a) => a.choice)).toEqual(["deny"]);
+  });
+
   it("a completed task takes no further answer (-32004), and Hermes hears nothing more", async () => {
     const r = await alpha("send", "--agent", "beta", "--task-id", taskId, "--task", "yes again", "--wait", "--json");
     expect(r.code).toBe(1);

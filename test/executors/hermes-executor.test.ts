@@ -41,7 +41,7 @@ async function refused(p: Promise<unknown>): Promise<A2AError> {
 const DEPLOY = { command: "kubectl rollout restart deploy/web", description: "restart a production deployment" };
 
 describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes server", (generation) => {
-  it("streams deltas, turns tools and reasoning into status updates, and ends with run.completed's output as the answer", async () => {
+  it("streams deltas, turns tools and real reasoning into status updates, and ends with run.completed's output as the answer (Hermes's copies of each message's text stay in its metadata)", async () => {
     const { fake, node } = await setup({
       generation,
       script: [
@@ -59,7 +59,7 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
     const chunks = updates.filter((u) => u.artifactUpdate).map((u) => u.artifactUpdate);
     expect(chunks.map((c) => [c.artifact.parts[0].text, c.append === true, c.lastChunk === true])).toEqual([
       ["Let me look at the disks. ", false, false],
-      ["The disk is 40% full.", true, false],
+      ["\n\nThe disk is 40% full.", true, false], // Hermes's paragraph break after the tool call, inside the text
       // The final artifact is the run's answer alone, without the narration streamed before the tool call.
       ["The disk is 40% full.", false, true],
     ]);
@@ -74,7 +74,9 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
     expect(statuses.at(-1).status.state).toBe("TASK_STATE_COMPLETED");
 
     const done = await node.get(task.id);
-    expect(done.artifacts).toEqual([{ artifactId: `${task.id}-answer`, name: "answer", parts: [{ text: "The disk is 40% full." }] }]);
+    // reasoning.available also carried the narration and the answer: kept with the answer, not shown as thinking.
+    const said = [expect.objectContaining({ event: "reasoning.available", text: "Let me look at the disks." }), expect.objectContaining({ event: "reasoning.available", text: "The disk is 40% full." })];
+    expect(done.artifacts).toEqual([{ artifactId: `${task.id}-answer`, name: "answer", parts: [{ text: "The disk is 40% full." }], metadata: { hermes: { "reasoning.available": said } } }]);
     expect(done.metadata?.["hermes/runId"]).toBe(fake.runs[0]!.id);
     expect(done.metadata?.["hermes/usage"]).toEqual(expect.objectContaining({ output_tokens: expect.any(Number), total_tokens: expect.any(Number) }));
 
@@ -175,24 +177,39 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
   it("offers only the choices the run offers: a smart-denied command takes once or deny, not session", async () => {
     const { node } = await setup({ generation, script: [hermes.approval({ ...DEPLOY, smartDenied: true }), hermes.completed("ok")] });
     const asked = await node.send("restart web");
-    const offered = generation === "newer" ? ["once", "deny"] : ["once", "session", "always", "deny"];
-    expect((asked.status.message!.metadata!["hermes/approval"] as { choices: string[] }).choices).toEqual(offered);
-    if (generation === "newer") {
-      const err = await refused(node.answer(asked.id, "session"));
-      expect(err.message).toContain("answer one of: once, deny");
-    }
+    expect((asked.status.message!.metadata!["hermes/approval"] as { choices: string[] }).choices).toEqual(["once", "deny"]);
+    const err = await refused(node.answer(asked.id, "session"));
+    expect(err.message).toContain("answer one of: once, deny");
     expect((await node.answer(asked.id, "yes")).status.state).toBe("TASK_STATE_COMPLETED");
   });
 
-  it("cancel during an approval stops the run on Hermes and ends the task CANCELED", async () => {
+  it("cancel during an approval stops the run on Hermes and ends the task CANCELED once the run is cancelled there", async () => {
     const { fake, node } = await setup({ generation, script: [hermes.approval(DEPLOY), hermes.completed("never")] });
     const asked = await node.send("restart web");
+    const runId = asked.metadata?.["hermes/runId"];
     const canceled = await node.handler.cancelTask({ id: asked.id }, who("alpha"));
     expect(canceled.status.state).toBe("TASK_STATE_CANCELED");
-    expect(canceled.status.message?.parts[0]?.text).toBe("canceled by alpha");
+    expect(canceled.status.message?.parts[0]?.text).toBe(`canceled by alpha; Hermes stopped run ${runId}`);
     const run = await fake.stopRequested();
-    expect(run.id).toBe(asked.metadata?.["hermes/runId"]);
-    expect((await fake.stopped(run.id)).outcome).toBe("cancelled");
+    expect(run.id).toBe(runId);
+    expect(run.outcome).toBe("cancelled"); // already, when the cancel was recorded
+  });
+
+  it("a cancel whose run is still stopping when the wait ends says so", async () => {
+    const fake = startFakeHermes({ apiKey: KEY, generation, holdStops: true, script: [hermes.approval(DEPLOY), hermes.completed("never")] });
+    fakes.push(fake);
+    const quick = await startHermesNode(fake, { apiKey: KEY, timing: { stopWaitMs: 200 } });
+    nodes.push(quick);
+    const asked = await quick.send("restart web");
+    const runId = asked.metadata?.["hermes/runId"] as string;
+    const canceled = await quick.handler.cancelTask({ id: asked.id }, who("alpha"));
+    expect(canceled.status.state).toBe("TASK_STATE_CANCELED");
+    expect(canceled.status.message?.parts[0]?.text).toBe(
+      `canceled by alpha; Hermes is still stopping run ${runId} (its status was stopping after 0.2 s; it stops once the model call in flight returns)`,
+    );
+    expect(fake.status(runId)?.status).toBe("stopping");
+    fake.finishStop(runId);
+    expect((await fake.stopped(runId)).outcome).toBe("cancelled");
   });
 
   it("an approval Hermes denies on its timeout takes the question back; a late answer hears why, and the task ends as the run did", async () => {
@@ -226,7 +243,7 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
     expect(fake.runs[0]!.answers).toHaveLength(0);
   });
 
-  it("a run stopped from elsewhere (run.cancelled) ends the task CANCELED", async () => {
+  it("a run stopped from elsewhere (run.cancelled that this node did not ask for) ends the task FAILED, saying Hermes stopped it", async () => {
     const { fake, node } = await setup({ generation, script: [hermes.delta("Working on it. "), hermes.gate("wait"), hermes.completed()] });
     const stream = node.stream({ message: userMessage("long job") });
     const run = await fake.gateReached("wait");
@@ -234,8 +251,10 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
     expect(res.ok).toBe(true);
     const items = await stream;
     const last = (items.at(-1)!.response as any).statusUpdate;
-    expect(last.status.state).toBe("TASK_STATE_CANCELED");
-    expect(last.status.message.parts[0].text).toBe(`the Hermes run ${run.id} was cancelled`);
+    expect(last.status.state).toBe("TASK_STATE_FAILED");
+    expect(last.status.message.parts[0].text).toBe(
+      `Hermes at ${fake.url} stopped run ${run.id} without this node asking (Hermes shut down or restarted, or the run was stopped on Hermes itself); send the task again`,
+    );
   });
 
   it("run.failed ends the task FAILED with Hermes's error", async () => {

@@ -41,7 +41,7 @@ describe.each(BOTH)("approvals on the %s server", (generation) => {
       expect(ask.request_id).toBe(ask.approval_id);
       expect(typeof ask.expires_at).toBe("number");
       expect(ask).toEqual({ ...base, allow_permanent: true, allow_session: true, approval_id: ask.approval_id, request_id: ask.approval_id, expires_at: ask.expires_at, ...envelope });
-    } else expect(ask).toEqual({ ...base, ...envelope });
+    } else expect(ask).toEqual({ ...base, allow_permanent: true, ...envelope }); // 0.18.2: no ids, no allow_session
     const st = (await get(f, `/v1/runs/${id}`)).json;
     expect(st).toMatchObject({ status: "waiting_for_approval", last_event: "approval.request" });
     if (generation === "newer") expect(st.approval).toEqual(ask);
@@ -136,8 +136,9 @@ describe.each(BOTH)("approvals on the %s server", (generation) => {
     const late = await post(f, `/v1/runs/${id}/approval`, { choice: "once" });
     expect(late.status).toBe(409);
     expect(late.json.error.code).toBe("approval_not_pending");
-    expect((await s.nextData()).delta).toBe("Timed out, not deploying."); // no approval.* event in between
+    expect((await s.nextData()).delta).toBe("\n\nTimed out, not deploying."); // no approval.* event in between
     f.release("after");
+    expect((await s.nextData()).event).toBe("reasoning.available");
     expect((await s.nextData()).event).toBe("run.completed");
     expect((await post(f, `/v1/runs/${id}/approval`, { choice: "once" })).json.error.code).toBe("approval_not_active");
     s.close();
@@ -152,7 +153,7 @@ describe.each(BOTH)("approvals on the %s server", (generation) => {
 });
 
 describe("approval differences between the generations", () => {
-  it("newer narrows choices for smart-denied and non-permanent prompts; older always offers all four", async () => {
+  it("both narrow choices for smart-denied and non-permanent prompts; only newer has allow_session", async () => {
     for (const generation of BOTH) {
       const f = start({ generation, script: [hermes.approvals([{ ...DEPLOY, smartDenied: true }, { ...DEPLOY, command: "rm -rf /srv", allowPermanent: false }]), hermes.completed()] });
       const id = await startRun(f);
@@ -161,8 +162,10 @@ describe("approval differences between the generations", () => {
         expect(a).toMatchObject({ choices: ["once", "deny"], smart_denied: true, allow_permanent: false, allow_session: false });
         expect(b).toMatchObject({ choices: ["once", "session", "deny"], allow_permanent: false, allow_session: true });
       } else {
-        expect([a.choices, b.choices]).toEqual([["once", "session", "always", "deny"], ["once", "session", "always", "deny"]]);
-        expect(a).not.toHaveProperty("smart_denied");
+        // 0.18.2 `_approval_event_choices(smart_denied, allow_permanent)`.
+        expect(a).toMatchObject({ choices: ["once", "deny"], smart_denied: true, allow_permanent: false });
+        expect(b).toMatchObject({ choices: ["once", "session", "deny"], allow_permanent: false });
+        expect(a).not.toHaveProperty("allow_session");
       }
     }
   });
@@ -185,19 +188,21 @@ describe("approval differences between the generations", () => {
     expect((await f.finished(id)).outcome).toBe("completed");
   });
 
-  it("older ignores request_id and takes all: 'false' as true (Python truthiness)", async () => {
-    const f = start({ generation: "older", script: [hermes.approvals([DEPLOY, { ...DEPLOY, command: "reboot" }]), hermes.completed()] });
+  it("older ignores request_id and coerces all: 'false' to false, 'true' to true (0.18.2 `_coerce_request_bool`)", async () => {
+    const f = start({ generation: "older", script: [hermes.approvals([DEPLOY, { ...DEPLOY, command: "reboot" }, { ...DEPLOY, command: "halt" }]), hermes.completed()] });
     const id = await startRun(f);
-    await f.approvalRequested(id, 2);
-    const r = await post(f, `/v1/runs/${id}/approval`, { choice: "once", all: "false", request_id: "whatever" });
-    expect(r.json).toEqual({ object: "hermes.run.approval_response", run_id: id, choice: "once", resolved: 2 });
+    await f.approvalRequested(id, 3);
+    const one = await post(f, `/v1/runs/${id}/approval`, { choice: "once", all: "false", request_id: "whatever" });
+    expect(one.json).toEqual({ object: "hermes.run.approval_response", run_id: id, choice: "once", resolved: 1 });
+    const rest = await post(f, `/v1/runs/${id}/approval`, { choice: "once", all: "true" });
+    expect(rest.json.resolved).toBe(2);
     await f.finished(id);
   });
 });
 
-describe("stop", () => {
-  it("newer: 200 stopping, then run.cancelled on the stream and status cancelled; stopping a finished run answers its status", async () => {
-    const f = start({ script: [hermes.delta("working "), hermes.stall()] });
+describe.each(BOTH)("stop on the %s server", (generation) => {
+  it("200 stopping, then a bare run.cancelled on the stream and status cancelled; a second stop: newer answers the status, older 404", async () => {
+    const f = start({ generation, script: [hermes.delta("working "), hermes.stall()] });
     const id = await startRun(f);
     const s = await openEvents(f.url, id, KEY);
     expect((await s.nextData()).delta).toBe("working ");
@@ -208,14 +213,21 @@ describe("stop", () => {
     expect((await f.stopped(id)).stopRequests).toBe(1);
     expect(rest.map((b) => b.data?.event ?? b.comment)).toEqual(["run.cancelled", ": stream closed"]);
     expect(Object.keys(rest[0]!.data)).toEqual(["event", "run_id", "timestamp"]);
+    expect((await get(f, `/v1/runs/${id}`)).json).toMatchObject({ status: "cancelled", last_event: "run.cancelled" });
     const again = await post(f, `/v1/runs/${id}/stop`);
-    expect(again.status).toBe(200);
-    expect(again.json).toMatchObject({ object: "hermes.run", run_id: id, status: "cancelled", last_event: "run.cancelled" });
+    if (generation === "newer") {
+      expect(again.status).toBe(200);
+      expect(again.json).toMatchObject({ object: "hermes.run", run_id: id, status: "cancelled", last_event: "run.cancelled" });
+    } else {
+      // No agent and no task left.
+      expect(again.status).toBe(404);
+      expect(again.json.error).toMatchObject({ message: `Run not found: ${id}`, code: "run_not_found" });
+    }
     expect((await post(f, "/v1/runs/run_unknown/stop")).status).toBe(404);
   });
 
-  it("newer with an agent slow to stop: the status shows stopping until it exits", async () => {
-    const f = start({ holdStops: true, script: [hermes.approval(DEPLOY), hermes.completed()] });
+  it("an agent slow to stop: the status shows stopping until it exits (0.18.2: about 2 s, the model call in flight)", async () => {
+    const f = start({ generation, holdStops: true, script: [hermes.approval(DEPLOY), hermes.completed()] });
     const id = await startRun(f);
     await f.approvalRequested(id);
     await post(f, `/v1/runs/${id}/stop`);
@@ -226,46 +238,56 @@ describe("stop", () => {
     expect((await f.finished(id)).outcome).toBe("cancelled");
   });
 
-  it("older: cancels at once and answers stopping; a second stop is 404 (no agent left)", async () => {
-    const f = start({ generation: "older", script: [hermes.approval(DEPLOY), hermes.completed()] });
+  it("a stop cuts a slow model call short", async () => {
+    const f = start({ generation, script: [hermes.sleep(60_000), hermes.completed("never")] });
     const id = await startRun(f);
-    await f.approvalRequested(id);
-    const r = await post(f, `/v1/runs/${id}/stop`);
-    expect(r.json).toEqual({ run_id: id, status: "stopping" });
-    expect((await get(f, `/v1/runs/${id}`)).json).toMatchObject({ status: "cancelled", last_event: "run.cancelled" });
-    const again = await post(f, `/v1/runs/${id}/stop`);
-    expect(again.status).toBe(404);
-    expect(again.json.error).toMatchObject({ message: `Run not found: ${id}`, code: "run_not_found" });
+    await f.requestReceived((q) => q.path === `/v1/runs`);
+    await post(f, `/v1/runs/${id}/stop`);
+    expect((await f.finished(id)).outcome).toBe("cancelled");
     expect((await post(f, `/v1/runs/${id}/approval`, { choice: "once" })).json.error.code).toBe("approval_not_active");
   });
 });
 
+describe.each(BOTH)("a graceful shutdown of the %s server", (generation) => {
+  it("cancels every run in flight: a bare run.cancelled (as a stop gives) and ': stream closed', then the port closes and the runs are forgotten", async () => {
+    const f = start({ generation, script: [hermes.delta("working "), hermes.stall()] });
+    const id = await startRun(f);
+    const s = await openEvents(f.url, id, KEY);
+    expect((await s.nextData()).delta).toBe("working ");
+    await f.gateReached("stall");
+    await f.shutdown();
+    const rest = await s.rest();
+    expect(rest.map((b) => b.data?.event ?? b.comment)).toEqual(["run.cancelled", ": stream closed"]);
+    expect(Object.keys(rest[0]!.data)).toEqual(["event", "run_id", "timestamp"]); // no reason
+    expect(f.runs[0]!.outcome).toBe("cancelled");
+    expect(f.runs[0]!.stopRequests).toBe(0);
+    await expect(fetch(`${f.url}/health`)).rejects.toThrow();
+    await f.up();
+    expect((await get(f, `/v1/runs/${id}`)).status).toBe(404); // (a newer server keeps only idempotent runs)
+  });
+});
+
 describe("the concurrency limit", () => {
-  it("answers 429 rate_limit_exceeded past the limit (newer with Retry-After: 1)", async () => {
+  it("answers 429 rate_limit_exceeded past the limit, with Retry-After: 1 (0.18.2 as newer)", async () => {
     for (const generation of BOTH) {
       const f = start({ generation, maxConcurrentRuns: 2, script: [hermes.stall()] });
       await startRun(f);
       await startRun(f);
       const r = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "third" } });
       expect(r.status).toBe(429);
-      expect(r.json.error).toEqual({
-        message: "Too many concurrent runs (max 2)",
-        type: generation === "newer" ? "rate_limit_error" : "invalid_request_error",
-        param: null,
-        code: "rate_limit_exceeded",
-      });
-      expect(r.headers.get("retry-after")).toBe(generation === "newer" ? "1" : null);
+      expect(r.json.error).toEqual({ message: "Too many concurrent runs (max 2)", type: "rate_limit_error", param: null, code: "rate_limit_exceeded" });
+      expect(r.headers.get("retry-after")).toBe("1");
       expect(f.runs).toHaveLength(2);
     }
   });
 
-  it("counts working runs (newer) or open queues (older): a finished run nobody read still counts on older", async () => {
+  it("counts the runs still working: a finished run nobody read does not count (0.18.2 as newer)", async () => {
     for (const generation of BOTH) {
       const f = start({ generation, maxConcurrentRuns: 1, script: [hermes.completed("quick")] });
       const id = await startRun(f);
       await f.finished(id);
       const r = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "next" } });
-      expect(r.status).toBe(generation === "newer" ? 202 : 429);
+      expect(r.status).toBe(202);
     }
   });
 });
@@ -358,22 +380,21 @@ describe("restart", () => {
 });
 
 describe("drain and sweep", () => {
-  it("newer draining: 503 gateway_draining with Retry-After: 1 for new runs, running ones go on; older has no such gate", async () => {
-    const f = start({ script: [hermes.gate("g"), hermes.completed("finished anyway")] });
-    const id = await startRun(f);
-    f.drain();
-    const r = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "more" } });
-    expect(r.status).toBe(503);
-    expect(r.json.error).toMatchObject({ message: "Gateway is draining existing work; retry shortly.", code: "gateway_draining" });
-    expect(r.headers.get("retry-after")).toBe("1");
-    f.release("g");
-    expect((await f.finished(id)).outcome).toBe("completed");
-    const older = start({ generation: "older" });
-    older.drain();
-    expect((await call(older.url, "POST", "/v1/runs", { key: KEY, body: { input: "x" } })).status).toBe(202);
+  it("draining: 503 gateway_draining with Retry-After: 1 for new runs, running ones go on (0.18.2 has the gate too)", async () => {
+    for (const generation of BOTH) {
+      const f = start({ generation, script: [hermes.gate("g"), hermes.completed("finished anyway")] });
+      const id = await startRun(f);
+      f.drain();
+      const r = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "more" } });
+      expect(r.status).toBe(503);
+      expect(r.json.error).toMatchObject({ message: "Gateway is draining existing work; retry shortly.", code: "gateway_draining" });
+      expect(r.headers.get("retry-after")).toBe("1");
+      f.release("g");
+      expect((await f.finished(id)).outcome).toBe("completed");
+    }
   });
 
-  it("sweeps an unread queue (later GET /events 404) while the run goes on; older also forgets its agent (stop 404)", async () => {
+  it("sweeps an unread queue (later GET /events 404) while the run goes on and can still be stopped", async () => {
     for (const generation of BOTH) {
       const f = start({ generation, script: [hermes.gate("g"), hermes.completed()] });
       const id = await startRun(f);
@@ -381,7 +402,7 @@ describe("drain and sweep", () => {
       f.sweep({ transports: true, statuses: false });
       expect((await openEvents(f.url, id, KEY)).status).toBe(404);
       expect((await get(f, `/v1/runs/${id}`)).json.status).toBe("running");
-      expect((await post(f, `/v1/runs/${id}/stop`)).status).toBe(generation === "newer" ? 200 : 404);
+      expect((await post(f, `/v1/runs/${id}/stop`)).status).toBe(200);
     }
   });
 

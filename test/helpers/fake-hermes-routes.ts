@@ -104,19 +104,18 @@ export function createRoutes(env: RoutesEnv) {
     return jsonAnswer(gen, { error: { message: "Invalid API key", type: "invalid_request_error", code: "invalid_api_key" } }, 401);
   }
 
+  /** `_concurrency_limited_response`: both generations count the agents still at work (0.18.2 included). */
   function concurrencyLimited(p: GatewayProcess): Response | undefined {
     if (limit <= 0) return undefined;
-    const inflight = gen === "newer" ? p.live.size : p.streams.size;
-    if (inflight < limit) return undefined;
-    const message = `Too many concurrent runs (max ${limit})`;
-    if (gen === "older") return errorAnswer(gen, 429, message, { code: "rate_limit_exceeded" });
-    return errorAnswer(gen, 429, message, { type: "rate_limit_error", code: "rate_limit_exceeded", headers: { "retry-after": "1" } });
+    if (p.live.size < limit) return undefined;
+    return errorAnswer(gen, 429, `Too many concurrent runs (max ${limit})`, { type: "rate_limit_error", code: "rate_limit_exceeded", headers: { "retry-after": "1" } });
   }
 
   function postRuns(p: GatewayProcess, r: HermesRequest): Response {
+    // `_admit_api_agent_request`: the key, then the drain gate.
     const auth = checkAuth(r);
     if (auth) return auth;
-    if (gen === "newer" && p.draining)
+    if (p.draining)
       return errorAnswer(gen, 503, "Gateway is draining existing work; retry shortly.", {
         code: "gateway_draining",
         headers: { "retry-after": "1" },
@@ -147,7 +146,8 @@ export function createRoutes(env: RoutesEnv) {
     }
     if (!pyTruthy(userMessage)) return errorAnswer(gen, 400, "No user message found in input");
     // `_resolve_conversation_history`: conversation_history > all but the last input item.
-    const history: { role: string; content: string }[] = [];
+    let history: { role: string; content: string }[] = [];
+    let historyFrom: RunRequest["historyFrom"] = "none";
     if (pyTruthy(body.conversation_history)) {
       if (!Array.isArray(body.conversation_history))
         return errorAnswer(gen, 400, "'conversation_history' must be an array of message objects");
@@ -156,6 +156,7 @@ export function createRoutes(env: RoutesEnv) {
           return errorAnswer(gen, 400, `conversation_history[${i}] must have 'role' and 'content' fields`);
         history.push({ role: pyStr(e.role), content: pyStr(e.content) });
       }
+      historyFrom = "body";
     }
     if (history.length === 0 && Array.isArray(raw) && raw.length > 1) {
       for (const m of raw.slice(0, -1)) {
@@ -165,6 +166,7 @@ export function createRoutes(env: RoutesEnv) {
           : m.content;
         history.push({ role: pyStr(m.role), content: pyStr(content) });
       }
+      if (history.length > 0) historyFrom = "input";
     }
     const fingerprint = canonicalJson({ body, gateway_session_key: "" });
     if (key) {
@@ -180,6 +182,12 @@ export function createRoutes(env: RoutesEnv) {
       const limited = concurrencyLimited(p);
       if (limited) return limited;
     }
+    // Newer: a run with a session_id and no history of its own continues that session (`_handle_runs`:
+    // `_conversation_history_for_session`). The older server takes session_id as a label only.
+    if (gen === "newer" && history.length === 0 && pyTruthy(body.session_id) && !pyTruthy(body.previous_response_id)) {
+      history = ctx.sessions.conversation(pyStr(body.session_id));
+      if (history.length > 0) historyFrom = "session";
+    }
     const id = `run_${hex32()}`;
     const request: RunRequest = {
       body,
@@ -187,6 +195,7 @@ export function createRoutes(env: RoutesEnv) {
       input: raw,
       userMessage,
       history,
+      historyFrom,
       instructions: body.instructions,
       sessionId: body.session_id,
       model: body.model,
@@ -269,7 +278,6 @@ export function createRoutes(env: RoutesEnv) {
     const raw = pyStr(body.choice ?? "").trim().toLowerCase();
     const choice = CHOICE_ALIASES[raw] ?? raw;
     let requestId = "";
-    let all: boolean;
     if (gen === "newer") {
       const rawId = body.request_id;
       requestId = typeof rawId === "string" ? rawId.trim() : "";
@@ -277,12 +285,10 @@ export function createRoutes(env: RoutesEnv) {
         return errorAnswer(gen, 400, "Approval request_id is invalid.", { code: "invalid_approval_request" });
       if (!CHOICES.has(choice))
         return errorAnswer(gen, 400, "Invalid approval choice; expected one of: always, deny, once, session", { code: "invalid_approval_choice" });
-      all = coerceRequestBool(body.all) || coerceRequestBool(body.resolve_all);
-    } else {
-      if (!CHOICES.has(choice))
-        return errorAnswer(gen, 400, "Invalid approval choice; expected one of: once, session, always, deny", { code: "invalid_approval_choice" });
-      all = pyTruthy(body.all) || pyTruthy(body.resolve_all);
-    }
+    } else if (!CHOICES.has(choice))
+      return errorAnswer(gen, 400, "Invalid approval choice; expected one of: once, session, always, deny", { code: "invalid_approval_choice" });
+    // `_coerce_request_bool` in both (0.18.2 too): "false" is false.
+    const all = coerceRequestBool(body.all) || coerceRequestBool(body.resolve_all);
     const run = p.runs.get(id);
     if (!p.approvalSessions.has(id) || !run)
       return errorAnswer(gen, 409, `Run has no active approval session: ${id}`, { code: "approval_not_active" });
@@ -300,8 +306,9 @@ export function createRoutes(env: RoutesEnv) {
     if (auth) return auth;
     const run = p.live.get(id);
     if (gen === "older") {
+      // No agent and no task left (the run ended, or another process's): 404.
       if (!run) return notFound(id);
-      run.cancelNow();
+      run.requestStop();
       return jsonAnswer(gen, { run_id: id, status: "stopping" });
     }
     const loaded = loadRun(p, id, true);
@@ -313,7 +320,7 @@ export function createRoutes(env: RoutesEnv) {
   }
 
   function health(p: GatewayProcess, r: HermesRequest, detailed: boolean): Response {
-    if (!detailed) return jsonAnswer(gen, { status: "ok", platform: "hermes-agent" });
+    if (!detailed) return jsonAnswer(gen, { status: "ok", platform: "hermes-agent", ...(gen === "older" ? { version: "0.18.2" } : {}) });
     if (gen === "older")
       return jsonAnswer(gen, {
         status: "ok",
@@ -328,6 +335,53 @@ export function createRoutes(env: RoutesEnv) {
     return checkAuth(r) ?? jsonAnswer(gen, { status: "ok", platform: "hermes-agent", active_runs: p.live.size });
   }
 
+  /**
+   * `_handle_capabilities` (auth first): the runs part of the real document. The newer generation adds
+   * `runs_idempotency` (`_idempotency_capabilities`), which is how a client tells it loads history by
+   * session_id; 0.18.2 lists the same runs features without it.
+   */
+  function capabilities(r: HermesRequest): Response {
+    const auth = checkAuth(r);
+    if (auth) return auth;
+    const endpoint = (method: string, path: string) => ({ method, path });
+    return jsonAnswer(gen, {
+      object: "hermes.api_server.capabilities",
+      platform: "hermes-agent",
+      model: modelName,
+      auth: { type: "bearer", required: Boolean(apiKey) },
+      features: {
+        chat_completions: true,
+        responses_api: true,
+        run_submission: true,
+        ...(gen === "newer" ? { runs_idempotency: { supported: true, durable: true, retention_seconds: 86400 } } : {}),
+        run_status: true,
+        run_events_sse: true,
+        run_stop: true,
+        run_approval_response: true,
+        tool_progress_events: true,
+        approval_events: true,
+        session_resources: true,
+        session_continuity_header: "X-Hermes-Session-Id",
+      },
+      endpoints: {
+        runs: endpoint("POST", "/v1/runs"),
+        run_status: endpoint("GET", "/v1/runs/{run_id}"),
+        run_events: endpoint("GET", "/v1/runs/{run_id}/events"),
+        run_approval: endpoint("POST", "/v1/runs/{run_id}/approval"),
+        run_stop: endpoint("POST", "/v1/runs/{run_id}/stop"),
+        session_messages: endpoint("GET", "/api/sessions/{session_id}/messages"),
+      },
+    });
+  }
+
+  /** `_handle_session_messages`: the session's rows, or 404 session_not_found. */
+  function sessionMessages(r: HermesRequest, sessionId: string): Response {
+    const auth = checkAuth(r);
+    if (auth) return auth;
+    if (!ctx.sessions.has(sessionId)) return errorAnswer(gen, 404, `Session not found: ${sessionId}`, { code: "session_not_found" });
+    return jsonAnswer(gen, { object: "list", session_id: sessionId, data: ctx.sessions.messages(sessionId) });
+  }
+
   async function route(p: GatewayProcess, r: HermesRequest): Promise<Answer> {
     const { method, path } = r;
     const cl = r.headers["content-length"];
@@ -336,6 +390,9 @@ export function createRoutes(env: RoutesEnv) {
     const get = method === "GET" || method === "HEAD";
     if (path === "/health" || path === "/v1/health" || path === "/health/detailed")
       return get ? health(p, r, path === "/health/detailed") : aiohttpText(gen, 405, "GET,HEAD");
+    if (path === "/v1/capabilities") return get ? capabilities(r) : aiohttpText(gen, 405, "GET,HEAD");
+    const session = /^\/api\/sessions\/([^/]+)\/messages$/.exec(path);
+    if (session) return get ? sessionMessages(r, decodeURIComponent(session[1]!)) : aiohttpText(gen, 405, "GET,HEAD");
     if (path === "/v1/runs") return method === "POST" ? postRuns(p, r) : aiohttpText(gen, 405, "POST");
     const m = /^\/v1\/runs\/([^/{}]+)(?:\/(events|approval|stop))?$/.exec(path);
     if (!m) return aiohttpText(gen, 404);

@@ -2,6 +2,12 @@
  * A fake Hermes run as the real gateway drives it: the agent side (`_execute_run` / `_run_and_close`) plays the
  * script, the status side copies `_set_run_status`, approvals copy the blocking gateway wait of
  * tools/approval.py (`_await_gateway_decision`, `resolve_gateway_approval`). Sources are named on each part.
+ * What the agent loop adds around the script, as the real one does (agent/conversation_loop.py and run_agent.py
+ * of 0.18.2 @ 306e2d23, the same in the newer generation):
+ * - after each assistant message with text, `reasoning.available {text}` carrying that text (stripped, its first
+ *   500 characters): the answer itself, not reasoning (`tool_progress_callback("reasoning.available", ...)`);
+ * - after a tool iteration, the next text delta starts with a paragraph break "\n\n" (`_stream_needs_break`);
+ * - the session's messages go to the SessionDB (fake-hermes-sessions.ts).
  */
 import type { HermesEvent } from "./fake-hermes-stream";
 import { RunQueue } from "./fake-hermes-stream";
@@ -13,6 +19,7 @@ import {
   type ApprovalSpec,
   type HermesStep,
 } from "./fake-hermes-script";
+import type { SessionDb } from "./fake-hermes-sessions";
 import { hex32, monotonicSeconds, nowSeconds, type Generation } from "./fake-hermes-wire";
 
 export type RunStatus = Record<string, unknown> & { object: "hermes.run"; run_id: string; status: string };
@@ -28,8 +35,13 @@ export interface RunRequest {
   input: unknown;
   /** The user turn: `input`, or the last item's content. */
   userMessage: unknown;
-  /** `conversation_history`, else all but the last `input` item (`_resolve_conversation_history`). */
+  /**
+   * The earlier turns the agent got: `conversation_history`, else all but the last `input` item
+   * (`_resolve_conversation_history`), else (newer only) the session's messages loaded by session_id.
+   */
   history: { role: string; content: string }[];
+  /** Where `history` came from. */
+  historyFrom: "body" | "input" | "session" | "none";
   instructions: unknown;
   sessionId: unknown;
   model: unknown;
@@ -74,6 +86,8 @@ export interface RunContext {
   durable: Map<string, { status: RunStatus }>;
   /** Releases given before any run reached the gate (label -> count). */
   earlyReleases: Map<string, number>;
+  /** The SessionDB (survives restarts). */
+  sessions: SessionDb;
   /** Something changed: hooks re-check. */
   changed(): void;
 }
@@ -120,6 +134,12 @@ export class FakeRun {
   done = false;
   private cursor = 0;
   private textSinceTool = "";
+  /** The assistant message being written (its text deltas as the model gave them). */
+  private segment = "";
+  /** A tool iteration ran: the next text delta starts with "\n\n". */
+  private needsBreak = false;
+  /** When the last tool.started went out (performance.now()). */
+  private toolStartedAt = 0;
   private readonly releases = new Map<string, number>();
   private wakeWait: () => void = () => {};
   private stopRelease?: () => void;
@@ -131,6 +151,11 @@ export class FakeRun {
     private readonly steps: HermesStep[],
     private readonly ctx: RunContext,
   ) {}
+
+  /** The session the run writes to (session_id, or the run id). */
+  get sessionId(): string {
+    return typeof this.request.sessionId === "string" && this.request.sessionId !== "" ? this.request.sessionId : this.id;
+  }
 
   /** The agent is still at work in a living process. */
   get active(): boolean {
@@ -162,15 +187,15 @@ export class FakeRun {
   /**
    * Queues an event (or the end sentinel) the way its producer does. Some producers hold the run's own queue
    * (it still receives after a reader dropped the registration, unreachable); others look the run up in
-   * `_run_streams` (nothing registered: dropped):
-   * - older: message.delta (`_text_cb`), approval.request, run.* and the sentinel use the local `q`;
-   * - newer: only approval.request does (`_approval_notify`); `put_event` / `_text_cb` check the registration;
-   * - both: tool progress (`_push`) and approval.responded (`_mark_run_event`) check it.
+   * `_run_streams` (nothing registered: dropped). In both generations (0.18.2 included) only approval.request
+   * uses the local `q` (`_approval_notify`); message.delta (`_text_cb`), run.* and the sentinel
+   * (`_put_event_if_active` / `put_event`), tool progress (`_push`) and approval.responded check the
+   * registration. (Older servers before 0.18.2 put deltas, run.* and the sentinel on the local `q` too.)
    */
   deliver(item: HermesEvent | null, producer: "text" | "progress" | "approval" | "control" | "terminal"): void {
     if (!this.proc.alive) return;
     if (item) this.emitted.push(item);
-    const local = this.ctx.generation === "older" ? ["text", "approval", "terminal"] : ["approval"];
+    const local = ["approval"];
     const registered = this.proc.streams.get(this.id);
     if (local.includes(producer)) this.queue.put(item);
     else if (registered) registered.put(item);
@@ -188,11 +213,12 @@ export class FakeRun {
     await turn(); // asyncio.create_task: the 202 answer goes out first
     if (!this.active) return;
     this.setStatus("running");
+    this.ctx.sessions.append(this.sessionId, { role: "user", content: String(this.request.userMessage ?? "") });
     for (;;) {
       if (!this.active) return;
       if (this.stopRequested) return this.settleStop();
       const step = this.steps[this.cursor++];
-      if (!step) return this.finish("completed", this.completion());
+      if (!step) return this.complete(this.completion());
       switch (step.kind) {
         case "emit":
           this.emit(step);
@@ -201,14 +227,18 @@ export class FakeRun {
         case "gate":
           await this.gate(step.label);
           break;
+        case "sleep":
+          await this.sleep(step.ms);
+          break;
         case "approval": {
           const outcome = await this.ask(step.specs);
           this.textSinceTool = "";
+          this.needsBreak = true;
           this.steps.splice(this.cursor, 0, ...branchFor(step.branches, outcome));
           break;
         }
         case "complete":
-          return this.finish("completed", this.completion(step.output, step.usage));
+          return this.complete(this.completion(step.output, step.usage));
         case "fail":
           return this.finish("failed", { error: step.error });
       }
@@ -220,12 +250,56 @@ export class FakeRun {
     return { output: out, usage: usage ?? defaultUsage(String(this.request.userMessage ?? ""), out) };
   }
 
+  /** The final answer: its message ends (reasoning.available, the SessionDB row), then run.completed. */
+  private complete(fields: Record<string, unknown>): void {
+    const output = String(fields.output ?? "");
+    this.endMessage(this.segment.trim() ? this.segment : output);
+    this.ctx.sessions.append(this.sessionId, { role: "assistant", content: output, finish_reason: "stop" });
+    this.finish("completed", fields);
+  }
+
+  /**
+   * An assistant message with text ends: `reasoning.available` with that text, as the agent loop emits it for
+   * every assistant message with content (the tag strip, the strip, the first 500 characters).
+   */
+  private endMessage(text: string): void {
+    this.segment = "";
+    const think = text.replace(/<\/?(?:REASONING_SCRATCHPAD|think|reasoning)>/g, "").trim();
+    if (!think) return;
+    this.setStatus(String(this.proc.statuses.get(this.id)?.status ?? "running"), { last_event: "reasoning.available" });
+    this.deliver(this.event("reasoning.available", { text: think.slice(0, 500) }), "progress");
+  }
+
   private emit(step: Extract<HermesStep, { kind: "emit" }>): void {
-    const ev = this.event(step.event, step.fields);
     if (step.channel === "text") {
-      this.textSinceTool += String(step.fields.delta ?? "");
-      return this.deliver(ev, "text");
+      const raw = String(step.fields.delta ?? "");
+      let delta = raw;
+      if (this.needsBreak && raw.trim() !== "") {
+        delta = `\n\n${raw}`;
+        this.needsBreak = false;
+      }
+      this.textSinceTool += raw;
+      this.segment += raw;
+      return this.deliver(this.event(step.event, { ...step.fields, delta }), "text");
     }
+    if (step.event === "tool.started") {
+      const narration = this.segment;
+      this.endMessage(narration);
+      this.ctx.sessions.append(this.sessionId, {
+        role: "assistant",
+        content: narration.trim() || null,
+        tool_calls: [{ id: `call_${hex32().slice(0, 12)}`, type: "function", function: { name: String(step.fields.tool ?? ""), arguments: "{}" } }],
+        finish_reason: "tool_calls",
+      });
+    }
+    let fields = step.fields;
+    if (step.event === "tool.started") this.toolStartedAt = performance.now();
+    if (step.event === "tool.completed") {
+      if (step.measured) fields = { ...fields, duration: Math.round(performance.now() - this.toolStartedAt) / 1000 };
+      this.needsBreak = true;
+      this.ctx.sessions.append(this.sessionId, { role: "tool", content: step.fields.error === true ? "error" : "done", tool_name: String(step.fields.tool ?? "") });
+    }
+    const ev = this.event(step.event, fields);
     this.textSinceTool = "";
     // The older tool_progress callback forwards tool.* and reasoning only; subagent events go nowhere.
     if (step.newerOnly && this.ctx.generation === "older") return;
@@ -253,7 +327,19 @@ export class FakeRun {
     this.ctx.changed();
   }
 
-  // ---- gates ----------------------------------------------------------------------------------------
+  // ---- gates and slow model calls --------------------------------------------------------------------
+
+  /** A model call that takes `ms`: a stop (or the process dying) cuts it short. */
+  private async sleep(ms: number): Promise<void> {
+    if (this.stopRequested) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, ms);
+      this.wakeWait = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    });
+  }
 
   private async gate(label: string): Promise<void> {
     this.gatesReached.push(label);
@@ -299,7 +385,11 @@ export class FakeRun {
       description: spec.description,
     };
     let requestId: string | undefined;
-    if (this.ctx.generation === "newer") {
+    if (this.ctx.generation === "older") {
+      // 0.18.2: `approval_data` has allow_permanent (and smart_denied when set), no allow_session, no ids.
+      base.allow_permanent = spec.allowPermanent !== false && !spec.smartDenied;
+      if (spec.smartDenied) base.smart_denied = true;
+    } else {
       // `_human_decision` data, then `_ApprovalEntry` adds approval_id = request_id and a MONOTONIC expires_at.
       base.allow_permanent = spec.allowPermanent !== false && !spec.smartDenied;
       base.allow_session = spec.allowSession !== false && !spec.smartDenied;
@@ -307,7 +397,7 @@ export class FakeRun {
       requestId = hex32();
       Object.assign(base, { approval_id: requestId, request_id: requestId, expires_at: monotonicSeconds() + this.ctx.approvalTimeoutMs / 1000 });
     }
-    const choices = this.ctx.generation === "newer" ? choicesFor(spec) : ["once", "session", "always", "deny"];
+    const choices = choicesFor(spec, this.ctx.generation);
     const ev: HermesEvent = { ...base, ...this.event("approval.request"), choices };
     const entry: PendingApproval = { event: ev, requestId, settle };
     this.pending.push(entry);
@@ -351,7 +441,10 @@ export class FakeRun {
 
   // ---- stop -----------------------------------------------------------------------------------------
 
-  /** Newer `_handle_stop_run`: status `stopping`, the agent is interrupted and settles as cancelled. */
+  /**
+   * `_handle_stop_run`: status `stopping`, the agent is interrupted and settles as cancelled once it reaches a
+   * safe point (`holdStops`: when the test says; 0.18.2 takes about 2 s, the model call in flight).
+   */
   requestStop(): void {
     this.stopRequests++;
     this.setStatus("stopping", { last_event: "run.stopping" });
@@ -372,10 +465,13 @@ export class FakeRun {
     this.stopRelease?.();
   }
 
-  /** Older `_handle_stop_run`: the task is cancelled at once (CancelledError -> cancelled) before it answers. */
-  cancelNow(): void {
-    this.stopRequests++;
-    this.setStatus("stopping", { last_event: "run.stopping" });
+  /**
+   * The gateway shuts down (SIGTERM) with the run in flight: its asyncio task is cancelled (`except
+   * asyncio.CancelledError`), the status becomes cancelled and the stream gets a bare `run.cancelled`, the same
+   * event a stop gives, then the end.
+   */
+  cancelByShutdown(): void {
+    if (!this.active) return;
     this.finish("cancelled");
   }
 

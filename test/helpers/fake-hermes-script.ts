@@ -23,7 +23,8 @@ export type ApprovalOutcome = ApprovalChoice | "timeout" | "interrupted";
 
 /**
  * The dangerous-command prompt, as tools/approval.py builds `approval_data` (`_human_decision`): the newer
- * server sends every field; the older one sends command, pattern_key, pattern_keys and description only.
+ * server sends every field; the older one (0.18.2) sends command, pattern_key, pattern_keys, description and
+ * allow_permanent (smart_denied when set), no ids.
  */
 export interface ApprovalSpec {
   command: string;
@@ -34,7 +35,7 @@ export interface ApprovalSpec {
   patternKeys?: string[];
   /** false: no [always] (newer `choices` drops "always"). Default true. */
   allowPermanent?: boolean;
-  /** false: once/deny only. Default true. */
+  /** false: once/deny only (newer; the older server has no such field). Default true. */
   allowSession?: boolean;
   /** A smart-approval DENY the owner may override: once/deny only. */
   smartDenied?: boolean;
@@ -52,9 +53,10 @@ export type ApprovalBranches = Partial<Record<ApprovalChoice | "timeout", Hermes
 export type EmitChannel = "text" | "progress";
 
 export type HermesStep =
-  | { kind: "emit"; event: string; fields: Record<string, unknown>; channel: EmitChannel; newerOnly?: boolean }
+  | { kind: "emit"; event: string; fields: Record<string, unknown>; channel: EmitChannel; newerOnly?: boolean; measured?: boolean }
   | { kind: "approval"; specs: ApprovalSpec[]; branches?: ApprovalBranches }
   | { kind: "gate"; label: string }
+  | { kind: "sleep"; ms: number }
   | { kind: "complete"; output?: string; usage?: Usage }
   | { kind: "fail"; error: string };
 
@@ -76,12 +78,16 @@ export const hermes = {
     channel: "progress",
   }),
 
-  /** `tool.completed {tool, duration, error}`; duration is rounded to 3 decimals as the server does. */
-  toolCompleted: (tool: string, opts: { duration?: number; error?: boolean } = {}): HermesStep => ({
+  /**
+   * `tool.completed {tool, duration, error}`; duration is rounded to 3 decimals as the server does. `measured`:
+   * the time since the run's last tool.started, approval wait included, as the real server measures it.
+   */
+  toolCompleted: (tool: string, opts: { duration?: number; error?: boolean; measured?: boolean } = {}): HermesStep => ({
     kind: "emit",
     event: "tool.completed",
     fields: { tool, duration: Math.round((opts.duration ?? 0.25) * 1000) / 1000, error: opts.error ?? false },
     channel: "progress",
+    ...(opts.measured ? { measured: true } : {}),
   }),
 
   /** A tool call: tool.started then tool.completed. Spread it into a script. */
@@ -90,7 +96,10 @@ export const hermes = {
     hermes.toolCompleted(tool, opts),
   ],
 
-  /** `reasoning.available {text}`. */
+  /**
+   * `reasoning.available {text}` with text of the test's choosing (a server that sends real reasoning). The
+   * real servers send one by themselves after each assistant message, with its visible text (see FakeRun).
+   */
   reasoning: (text: string): HermesStep => ({ kind: "emit", event: "reasoning.available", fields: { text }, channel: "progress" }),
 
   /** `subagent.start` (newer only; the older server drops it). Fields as `_SUBAGENT_EVENT_KEYS`. */
@@ -134,6 +143,12 @@ export const hermes = {
   stall: (): HermesStep => ({ kind: "gate", label: "stall" }),
 
   /**
+   * A slow model call: the run waits `ms` (a stop or a shutdown cuts it short). For scripts that mirror the real
+   * server's scripted model (`sleep:N`, `pace:MS`); tests that control progress use gates.
+   */
+  sleep: (ms: number): HermesStep => ({ kind: "sleep", ms }),
+
+  /**
    * `run.completed {output, usage}`. Default output: the deltas since the last tool call or approval (the final
    * answer alone, as `final_response` is); default usage counts words.
    */
@@ -151,9 +166,13 @@ export function branchFor(branches: ApprovalBranches | undefined, outcome: Appro
   return branches[outcome] ?? [];
 }
 
-/** `_approval_event_choices` (newer api_server.py); the older server always offers all four. */
-export function choicesFor(spec: ApprovalSpec): ApprovalChoice[] {
-  if (spec.smartDenied || spec.allowSession === false) return ["once", "deny"];
+/**
+ * `_approval_event_choices` of each generation's api_server.py: a smart-denied prompt offers once/deny, one
+ * without the permanent option drops "always"; the newer one also drops "session" for allow_session false (the
+ * older has no allow_session).
+ */
+export function choicesFor(spec: ApprovalSpec, generation: "older" | "newer" = "newer"): ApprovalChoice[] {
+  if (spec.smartDenied || (generation === "newer" && spec.allowSession === false)) return ["once", "deny"];
   return spec.allowPermanent === false ? ["once", "session", "deny"] : ["once", "session", "always", "deny"];
 }
 

@@ -60,10 +60,9 @@ export function openaiError(message: string, opts: { type?: string; param?: stri
   return { error: { message, type: opts.type ?? "invalid_request_error", param: opts.param ?? null, code: opts.code ?? null } };
 }
 
-/** Headers the security middleware adds to every answer (`_SECURITY_HEADERS` in api_server.py). */
-function securityHeaders(generation: Generation): Record<string, string> {
+/** Headers the security middleware adds to every answer (`_SECURITY_HEADERS` in api_server.py; 0.18.2 has them all). */
+function securityHeaders(_generation: Generation): Record<string, string> {
   const base = { "x-content-type-options": "nosniff", "referrer-policy": "no-referrer" };
-  if (generation === "older") return base;
   return {
     ...base,
     "content-security-policy": "default-src 'none'; frame-ancestors 'none'",

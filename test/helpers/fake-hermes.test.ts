@@ -35,7 +35,7 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
     expect(r.headers.get("content-type")).toBe("application/json; charset=utf-8");
   });
 
-  it("writes data-only frames with the event name in the JSON, the real fields, then ': stream closed' and EOF", async () => {
+  it("writes data-only frames with the event name in the JSON, the real fields (reasoning.available = the message's text, \"\\n\\n\" after a tool call), then ': stream closed' and EOF", async () => {
     const f = start({
       generation,
       script: [
@@ -55,16 +55,21 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
     const blocks = await s.rest();
     expect(blocks.map((b) => b.comment ?? b.data.event)).toEqual([
       "message.delta",
+      "reasoning.available", // the narration, as the agent loop sends each assistant message's text
       "tool.started",
       "tool.completed",
-      "reasoning.available",
+      "reasoning.available", // the script's own
       "message.delta",
+      "reasoning.available", // the answer's text
       "run.completed",
       ": stream closed",
     ]);
     // Python json.dumps: ", " and ": " separators, non-ASCII escaped, a float timestamp; no event:/id: lines.
     expect(blocks[0]!.raw).toMatch(/^data: \{"event": "message\.delta", "run_id": "run_[0-9a-f]{32}", "timestamp": \d+\.\d+, "delta": "H\\u00e9llo "\}\n\n$/);
-    const [d1, ts, tc, re, , done] = blocks.map((b) => b.data);
+    const [d1, narration, ts, tc, re, d2, said, done] = blocks.map((b) => b.data);
+    expect(narration).toEqual({ event: "reasoning.available", run_id: id, timestamp: narration.timestamp, text: "Héllo" });
+    expect(d2.delta).toBe("\n\n40% used"); // a paragraph break after the tool iteration
+    expect(said).toEqual({ event: "reasoning.available", run_id: id, timestamp: said.timestamp, text: "40% used" });
     expect(Object.keys(d1)).toEqual(["event", "run_id", "timestamp", "delta"]);
     expect(d1.run_id).toBe(id);
     expect(ts).toMatchObject({ event: "tool.started", tool: "terminal", preview: "df -h" });
@@ -74,7 +79,7 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
     expect(re).toMatchObject({ event: "reasoning.available", text: "the disk is fine" });
     // The final answer alone: the narration before the tool call is not in output.
     expect(done).toEqual({ event: "run.completed", run_id: id, timestamp: done.timestamp, output: "40% used", usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 } });
-    expect(blocks[6]!.raw).toBe(": stream closed\n\n");
+    expect(blocks[8]!.raw).toBe(": stream closed\n\n");
     expect(await s.next()).toBeUndefined();
   });
 
@@ -91,7 +96,7 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
     const id = await startRun(f);
     await f.finished(id); // the run went on with nobody reading
     const first = await (await openEvents(f.url, id, KEY)).rest();
-    expect(first.map((b) => b.data?.delta ?? b.data?.event ?? b.comment)).toEqual(["a", "b", "run.completed", ": stream closed"]);
+    expect(first.map((b) => b.data?.delta ?? b.data?.event ?? b.comment)).toEqual(["a", "b", "reasoning.available", "run.completed", ": stream closed"]);
     const again = await openEvents(f.url, id, KEY);
     expect(again.status).toBe(404);
     expect(again.body).toEqual({ error: { message: `Run not found: ${id}`, type: "invalid_request_error", param: null, code: "run_not_found" } });
@@ -125,7 +130,7 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
     const b = await openEvents(f.url, id, KEY);
     await f.readersWaiting(id, 2);
     f.release("go");
-    await f.eventsRead(id, 5);
+    await f.eventsRead(id, 6);
     await f.queueDropped(id); // one reader got the end sentinel, the other waits on
     const got: Record<string, string[]> = { a: [], b: [] };
     let total = 0;
@@ -135,7 +140,7 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
       try {
         for (let d = await s.nextData(); d; d = await s.nextData()) {
           got[name]!.push(d.delta ?? d.event);
-          if (++total === 5) allIn();
+          if (++total === 6) allIn();
         }
       } catch {
         // closed by the test below
@@ -146,7 +151,7 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
     a.close();
     b.close();
     await Promise.all(readers);
-    expect([...got.a!, ...got.b!].sort()).toEqual(["1", "2", "3", "4", "run.completed"]);
+    expect([...got.a!, ...got.b!].sort()).toEqual(["1", "2", "3", "4", "reasoning.available", "run.completed"]);
     expect(got.a!.length).toBeGreaterThan(0);
     expect(got.b!.length).toBeGreaterThan(0);
   });
@@ -158,6 +163,7 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
     const k = await s.next();
     expect(k).toEqual({ raw: ": keepalive\n\n", comment: ": keepalive" });
     f.release("g");
+    expect((await s.nextData()).event).toBe("reasoning.available");
     expect((await s.nextData()).event).toBe("run.completed");
     s.close();
   });
@@ -220,11 +226,11 @@ describe("differences between the generations' streams", () => {
       const f = start({ generation, script: [hermes.subagentStart({ goal: "look", subagent_id: "s1" }), hermes.completed("ok")] });
       const id = await startRun(f);
       const events = (await (await openEvents(f.url, id, KEY)).rest()).filter((b) => b.data).map((b) => b.data.event);
-      expect(events).toEqual(generation === "newer" ? ["subagent.start", "run.completed"] : ["run.completed"]);
+      expect(events).toEqual(generation === "newer" ? ["subagent.start", "reasoning.available", "run.completed"] : ["reasoning.available", "run.completed"]);
     }
   });
 
-  it("a reader that reconnects before the server noticed the first one left: newer loses the rest, older still gets deltas and the end", async () => {
+  it("a reader that reconnects before the server noticed the first one left loses the rest (both; servers older than 0.18.2 still gave deltas and the end)", async () => {
     for (const generation of ["older", "newer"] as Generation[]) {
       const f = start({ generation, keepaliveMs: 60_000, script: [hermes.delta("a"), hermes.gate("g"), hermes.delta("b"), hermes.delta("c"), hermes.completed()] });
       const id = await startRun(f);
@@ -238,14 +244,63 @@ describe("differences between the generations' streams", () => {
       f.release("g");
       const run = await f.finished(id);
       expect(run.lost.map((e) => e.delta)).toEqual(["b"]); // taken by the dead reader
-      if (generation === "older") {
-        const rest = await second.rest();
-        expect(rest.map((b) => b.data?.delta ?? b.data?.event ?? b.comment)).toEqual(["c", "run.completed", ": stream closed"]);
-      } else {
-        expect(run.dropped.map((e) => e.delta ?? e.event)).toEqual(["c", "run.completed"]);
-        expect(run.read.map((e) => e.delta)).toEqual(["a"]);
-        second.close();
-      }
+      expect(run.dropped.map((e) => e.delta ?? e.event)).toEqual(["c", "reasoning.available", "run.completed"]);
+      expect(run.read.map((e) => e.delta)).toEqual(["a"]);
+      second.close();
     }
+  });
+});
+
+describe.each(["older", "newer"] as Generation[])("capabilities and sessions on the %s server", (generation) => {
+  it("GET /v1/capabilities needs the key and lists the runs features; only newer says runs_idempotency", async () => {
+    const f = start({ generation });
+    expect((await call(f.url, "GET", "/v1/capabilities")).status).toBe(401);
+    const caps = (await call(f.url, "GET", "/v1/capabilities", { key: KEY })).json;
+    expect(caps).toMatchObject({ object: "hermes.api_server.capabilities", platform: "hermes-agent", auth: { type: "bearer", required: true } });
+    expect(caps.features).toMatchObject({ run_submission: true, run_status: true, run_events_sse: true, run_stop: true, run_approval_response: true, session_resources: true });
+    if (generation === "newer") expect(caps.features.runs_idempotency).toEqual({ supported: true, durable: true, retention_seconds: 86400 });
+    else expect(caps.features).not.toHaveProperty("runs_idempotency");
+  });
+
+  it("keeps each session's messages (user, tool calls, answer), served by GET /api/sessions/{id}/messages; an unknown session is 404", async () => {
+    const f = start({ generation, script: [hermes.delta("Looking. "), ...hermes.tool("terminal", "ls"), hermes.delta("Two files."), hermes.completed()] });
+    const id = await startRun(f, { input: "what is here?", session_id: "conv-9" });
+    await f.finished(id);
+    expect((await call(f.url, "GET", "/api/sessions/conv-9/messages")).status).toBe(401);
+    const r = await call(f.url, "GET", "/api/sessions/conv-9/messages", { key: KEY });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ object: "list", session_id: "conv-9" });
+    expect(r.json.data.map((m: any) => [m.role, m.content, m.tool_calls ? "calls" : ""])).toEqual([
+      ["user", "what is here?", ""],
+      ["assistant", "Looking.", "calls"],
+      ["tool", "done", ""],
+      ["assistant", "Two files.", ""],
+    ]);
+    expect(Object.keys(r.json.data[0])).toEqual(["id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp", "token_count", "finish_reason", "reasoning", "reasoning_content"]);
+    const missing = await call(f.url, "GET", "/api/sessions/nope/messages", { key: KEY });
+    expect(missing.status).toBe(404);
+    expect(missing.json.error).toEqual({ message: "Session not found: nope", type: "invalid_request_error", param: null, code: "session_not_found" });
+  });
+
+  it("a run with a session_id and no history of its own: newer loads the session's messages, older takes session_id as a label", async () => {
+    const f = start({ generation });
+    await f.finished(await startRun(f, { input: "my name is Ada", session_id: "conv-3" }));
+    await f.finished(await startRun(f, { input: "what is my name?", session_id: "conv-3" }));
+    const second = await f.runCreated(2);
+    if (generation === "newer") {
+      expect(second.request.historyFrom).toBe("session");
+      expect(second.request.history).toEqual([
+        { role: "user", content: "my name is Ada" },
+        { role: "assistant", content: "echo: my name is Ada" },
+      ]);
+    } else {
+      expect(second.request.historyFrom).toBe("none");
+      expect(second.request.history).toEqual([]);
+    }
+    // History given in the body wins on both, and is not written to the session again.
+    const given = [{ role: "user", content: "earlier" }];
+    await f.finished(await startRun(f, { input: "now", session_id: "conv-3", conversation_history: given }));
+    expect((await f.runCreated(3)).request).toMatchObject({ historyFrom: "body", history: given });
+    expect(f.sessions.messages("conv-3").map((m) => m.content)).toEqual(["my name is Ada", "echo: my name is Ada", "what is my name?", "echo: what is my name?", "now", "echo: now"]);
   });
 });

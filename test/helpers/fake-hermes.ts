@@ -7,17 +7,24 @@
  *   gateway/platforms/api_server.py as indexed (`_concurrency_limited_response`, `_draining_response`,
  *   `_approval_event_choices`, `_sse_frame`), tools/approval_gateway_wait.py @ 04eef15a136c7bc4e2a2c5b34d65d227207cef5a,
  *   tools/approval.py @ 00067189dfecf833d4d009c2dd977ae85cf800e0;
- * - "older" generation: gateway/platforms/api_server.py @ 002b7c34f8dbecd1b56b877211ca67cf34bf68c9 (runs code
- *   inside it: `_handle_runs`, `_handle_run_events`, `_handle_run_approval`, `_handle_stop_run`, `_check_auth`,
- *   `_sweep_orphaned_runs`);
+ * - "older" generation: Hermes Agent 0.18.2, commit 306e2d2318745b48d0c9d249958b0190f65a07c9, the real server
+ *   of ../shared/real-hermes (runs code inside gateway/platforms/api_server.py: `_handle_runs`,
+ *   `_handle_run_events`, `_handle_run_approval`, `_handle_stop_run`, `_check_auth`, `_admit_api_agent_request`,
+ *   `_concurrency_limited_response`, `_handle_capabilities`, `_handle_session_messages`,
+ *   `_sweep_orphaned_runs`; agent/conversation_loop.py and run_agent.py for reasoning.available and the "\n\n"
+ *   after tool calls), checked against that server by test/real-hermes/hermes-real.test.ts ("the wire"). Earlier it followed
+ *   api_server.py @ 002b7c34f8dbecd1b56b877211ca67cf34bf68c9, which counted open queues, sent 429 without
+ *   Retry-After and cancelled a stopped run at once; 0.18.2 does none of these;
  * - website/docs/user-guide/features/api-server.md @ 0111cb7dd7e235c9b95f5902169a1f59eaae54c0.
  *
  * Start it as either generation (`generation: "older" | "newer"`, default newer) so executor tests run against
  * both. Runs play a script (`hermes.*` in fake-hermes-script.ts) on their own; tests control progress with gates
- * and approvals and await what happened through hooks, never timers.
+ * and approvals and await what happened through hooks, never timers. `markerScript` (fake-hermes-markers.ts)
+ * plays what the real server does with its scripted model, so one scenario list runs against both.
  *
  * Parts: fake-hermes-script.ts (the step builders), fake-hermes-run.ts (a run: status, events, approvals, stop),
  * fake-hermes-stream.ts (the queue and the SSE reader), fake-hermes-routes.ts (one handler per route),
+ * fake-hermes-sessions.ts (the SessionDB), fake-hermes-markers.ts (the real server's scripted model),
  * fake-hermes-wire.ts (JSON/error bytes), fake-hermes-client.ts (a raw client for the fake's own tests).
  *
  * @example
@@ -39,6 +46,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { FakeRun, GatewayProcess, type RunContext, type RunRequest, type RunStatus } from "./fake-hermes-run";
+import { SessionDb } from "./fake-hermes-sessions";
 import { createRoutes, type HermesRequest } from "./fake-hermes-routes";
 import { hermes, type ApprovalOutcome, type HermesStep } from "./fake-hermes-script";
 import type { HermesEvent } from "./fake-hermes-stream";
@@ -61,11 +69,11 @@ export interface FakeHermesOptions {
   keepaliveMs?: number;
   /** How long GET /events waits for an unregistered queue before 404 (real: 1 s). */
   eventsGraceMs?: number;
-  /** `approvals.timeout` (real default 300 s; some older versions 60 s). */
+  /** `approvals.timeout` (default: older 60 s as 0.18.2, newer 300 s). */
   approvalTimeoutMs?: number;
   /** MAX_REQUEST_BYTES (10 MB). */
   maxBodyBytes?: number;
-  /** Newer: a stopped run stays `stopping` until `finishStop(runId)` (an agent slow to reach a safe point). */
+  /** A stopped run stays `stopping` until `finishStop(runId)` (an agent slow to reach a safe point; 0.18.2 about 2 s). */
   holdStops?: boolean;
   /** The advertised model name (`hermes-agent`). */
   modelName?: string;
@@ -87,12 +95,19 @@ export interface FakeHermes {
   expireApproval(runId?: string): boolean;
   /** With `holdStops`: the stopped run's agent exits; the run ends cancelled. */
   finishStop(runId: string): void;
-  /** Newer: the gateway drains (503 `gateway_draining` for new runs). Older: no effect (no such gate). */
+  /** The gateway drains: 503 `gateway_draining` for new runs (0.18.2 has the gate too). */
   drain(on?: boolean): void;
   /** As if the periodic sweep ran with every TTL passed: unread queues (transports) and old terminal statuses go. */
   sweep(what?: { transports?: boolean; statuses?: boolean }): void;
   /** The gateway process restarts on the same port: connections cut, memory lost (newer keeps idempotent runs). */
   restart(): Promise<void>;
+  /**
+   * The gateway stops gracefully (SIGTERM): every run in flight is cancelled, its stream gets a bare
+   * `run.cancelled` and `: stream closed`, then the port closes (until `up()`); its runs are forgotten.
+   */
+  shutdown(): Promise<void>;
+  /** The SessionDB: each session's messages (outlives restarts). */
+  readonly sessions: SessionDb;
   /** The process is gone (connections refused) until `up()`. */
   down(): Promise<void>;
   up(): Promise<void>;
@@ -131,10 +146,11 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
   };
   const ctx: RunContext = {
     generation: gen,
-    approvalTimeoutMs: options.approvalTimeoutMs ?? 300_000,
+    approvalTimeoutMs: options.approvalTimeoutMs ?? (gen === "older" ? 60_000 : 300_000),
     holdStops: options.holdStops ?? false,
     durable: new Map(),
     earlyReleases: new Map(),
+    sessions: new SessionDb(),
     changed,
   };
   const { route, owns, statusFor } = createRoutes({
@@ -241,6 +257,21 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
     changed();
   }
 
+  /** Resolves once probe() holds (re-checked on every change), or after a second. */
+  function waitForQuiet(probe: () => boolean): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => ((expired = true), changed()), 1000);
+      let expired = false;
+      waiters.push(() => {
+        if (!probe() && !expired) return false;
+        clearTimeout(timer);
+        resolve();
+        return true;
+      });
+      changed();
+    });
+  }
+
   void serve();
 
   return {
@@ -269,13 +300,12 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
     sweep({ transports = true, statuses = true } = {}) {
       if (transports)
         for (const id of [...proc.streamCreated.keys()]) {
-          if (gen === "newer" && proc.subscribers.has(id)) continue; // a connected reader keeps draining
+          if (proc.subscribers.has(id)) continue; // a connected reader keeps draining
           proc.streams.delete(id);
           proc.streamCreated.delete(id);
           const run = proc.runs.get(id);
-          // Older: the sweep also forgets the agent and its approvals while the run goes on; newer keeps
-          // live control state until the task returns.
-          if (gen === "older" || !proc.live.has(id)) {
+          // Live control state stays until the task returns (0.18.2 and newer; older ones forgot the agent).
+          if (!proc.live.has(id)) {
             run?.resolve("deny", { all: true });
             proc.live.delete(id);
             proc.approvalSessions.delete(id);
@@ -291,6 +321,15 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
       await down();
       await serve();
     },
+    async shutdown() {
+      const p = proc;
+      const inFlight = [...p.live.values()];
+      for (const run of inFlight) run.cancelByShutdown();
+      // The cancelled runs' readers write their last frames before the port closes.
+      await waitForQuiet(() => inFlight.every((r) => r.queue.buffered === 0 || !p.streams.has(r.id)));
+      await down();
+    },
+    sessions: ctx.sessions,
     down,
     up: () => (server ? Promise.resolve() : serve()),
     async stop() {

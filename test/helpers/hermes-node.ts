@@ -1,6 +1,6 @@
 /**
  * A node's task core around a HermesExecutor, in-process: a real SQLite store, the TaskRunner and the request
- * handler, pointed at a fake Hermes server. `restart()` stops this core as the daemon does on SIGTERM and starts
+ * handler, pointed at a Hermes server (the fake twin, or the real one of test/helpers/real-hermes.ts). `restart()` stops this core as the daemon does on SIGTERM and starts
  * a new one on the same database (the next process of the node), which re-attaches to unfinished tasks.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -13,10 +13,9 @@ import type { Message, SendMessageParams, StreamItem, Task } from "../../src/pro
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { TaskRunner } from "../../src/tasks/task-runner";
-import type { FakeHermes } from "./fake-hermes";
 
 /** Short waits, so retries and polling take milliseconds in tests. */
-export const FAST: Partial<HermesTiming> = { maxRetryDelayMs: 20, pollFirstMs: 5, pollMaxMs: 20, capacityWaitMs: 60_000 };
+export const FAST: Partial<HermesTiming> = { maxRetryDelayMs: 20, pollFirstMs: 5, pollMaxMs: 20, capacityWaitMs: 60_000, stopWaitMs: 10_000 };
 
 export const who = (name: string) => ({ caller: { name, fingerprint: name.toUpperCase() } });
 
@@ -42,12 +41,12 @@ export interface HermesNode {
   close(): Promise<void>;
 }
 
-export async function startHermesNode(fake: FakeHermes, options: { apiKey?: string; timing?: Partial<HermesTiming>; maxConcurrent?: number } = {}): Promise<HermesNode> {
+export async function startHermesNode(hermes: { url: string }, options: { apiKey?: string; timing?: Partial<HermesTiming>; maxConcurrent?: number } = {}): Promise<HermesNode> {
   const dir = mkdtempSync(join(tmpdir(), "a2a-hermes-node-"));
   let database: OpenDatabase = openDatabase(join(dir, "db.sqlite"));
   const make = () => {
     const store = new SqliteTaskStore(database);
-    const executor = new HermesExecutor({ baseUrl: fake.url, apiKey: options.apiKey, timing: { ...FAST, ...options.timing } });
+    const executor = new HermesExecutor({ baseUrl: hermes.url, apiKey: options.apiKey, timing: { ...FAST, ...options.timing } });
     const runner = new TaskRunner(store, executor, { maxConcurrent: options.maxConcurrent ?? 4, maxQueued: 100, historyMessages: 20 });
     return { store, runner, handler: new DefaultRequestHandler(store, runner) };
   };

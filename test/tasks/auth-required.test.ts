@@ -245,8 +245,8 @@ describe.each(["newer", "older"] as const)("a Hermes node whose %s Hermes refuse
     const text = task.status.message!.parts[0].text!;
     expect(text).toContain(`Hermes at ${fake.url} refused this node's API key (HTTP 401 invalid_api_key)`);
     expect(text).not.toContain("not-the-key");
-    // No run was started: Hermes checks the key first.
-    expect(fake.requests.filter((r) => r.method === "POST" && r.path === "/v1/runs").map((r) => r.status)).toEqual([401]);
+    // No run was started: the key was refused at the node's first call (what the server is, before the run).
+    expect(fake.requests.filter((r) => r.path.startsWith("/v1/")).map((r) => [r.method, r.path, r.status])).toEqual([["GET", "/v1/capabilities", 401]]);
     options.apiKey = KEY;
     await n.restart();
     expect((await n.get(task.id)).status.state).toBe("TASK_STATE_AUTH_REQUIRED");

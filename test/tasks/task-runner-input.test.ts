@@ -132,6 +132,47 @@ describe("an execution that asks for input and waits for the answer", () => {
     expect(done.artifacts?.[0]?.parts[0]?.text).toBe("a");
   });
 
+  it("a retry of the message (same messageId) of a task waiting for input returns that task at once, as the first call did", async () => {
+    // Hermes's A2A client sends its message again with SendMessage when a stream ends without a terminal
+    // state, INPUT_REQUIRED included: the retry must not wait for an answer that only its caller could give.
+    const exec = new AskingExecutor();
+    const { handler } = handlerWith(exec);
+    const first = message("once");
+    const asked = taskOf(await handler.sendMessage({ message: first }, alpha));
+    expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    const again = taskOf(await handler.sendMessage({ message: { ...first } }, alpha));
+    expect(again.id).toBe(asked.id);
+    expect(again.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(again.status.message?.parts[0]?.text).toBe("question 1: a or b?");
+    expect(exec.started.count).toBe(1);
+    // The task still takes its answer, in the same execution.
+    const done = taskOf(await handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha));
+    expect([done.id, done.status.state, done.artifacts?.[0]?.parts[0]?.text]).toEqual([asked.id, "TASK_STATE_COMPLETED", "a"]);
+  });
+
+  it("a retry of the message of a task still working waits for it to settle, as the first call would", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const started = counter();
+    const exec: AgentExecutor = {
+      kind: "gated",
+      async execute(req) {
+        started.bump();
+        await gate;
+        return { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "a", parts: [{ text: messageText(req.message) }] }] };
+      },
+    };
+    const { handler } = handlerWith(exec);
+    const first = message("slow");
+    const receipt = taskOf(await handler.sendMessage({ message: first, configuration: { returnImmediately: true } }, alpha));
+    await started.reached(1);
+    const retry = handler.sendMessage({ message: { ...first } }, alpha);
+    release();
+    const done = taskOf(await retry);
+    expect([done.id, done.status.state, done.artifacts?.[0]?.parts[0]?.text]).toEqual([receipt.id, "TASK_STATE_COMPLETED", "slow"]);
+    expect(started.count).toBe(1);
+  });
+
   it("asks twice in one execution, each question settling a blocking call", async () => {
     const exec = new AskingExecutor();
     const { handler } = handlerWith(exec);
@@ -232,7 +273,8 @@ describe("an execution that asks for input and waits for the answer", () => {
       const r = item.response as any;
       seen.push(r.task ? `task:${r.task.status.state}` : r.statusUpdate ? `status:${r.statusUpdate.status.state}` : "artifact");
     }
-    expect(seen).toEqual(["task:TASK_STATE_INPUT_REQUIRED", "status:TASK_STATE_WORKING", "status:TASK_STATE_INPUT_REQUIRED"]);
+    // The stream opens with the task the answer left (going on), not with the question it answered.
+    expect(seen).toEqual(["task:TASK_STATE_WORKING", "status:TASK_STATE_WORKING", "status:TASK_STATE_INPUT_REQUIRED"]);
   });
 
   it("a subscriber of a waiting task stays through the answer to the end", async () => {
@@ -294,3 +336,78 @@ async function until(ready: () => boolean | Promise<boolean>): Promise<void> {
   for (let i = 0; i < 1000 && !(await ready()); i++) await new Promise((r) => setImmediate(r));
   expect(await ready()).toBe(true);
 }
+
+/**
+ * An executor whose execution ends INPUT_REQUIRED (the conformance kit's kind, and any executor without input()):
+ * "ask" ends asking, "hold" works until released, anything else completes echoing its text.
+ */
+class SteppedExecutor implements AgentExecutor {
+  readonly kind = "stepped";
+  private readonly held: (() => void)[] = [];
+  readonly holding = counter();
+
+  async execute(req: ExecutionRequest): Promise<ExecutionOutcome> {
+    const text = messageText(req.message);
+    if (text === "ask") return { state: "TASK_STATE_INPUT_REQUIRED", message: "say more" };
+    if (text === "hold") {
+      await new Promise<void>((resolve) => {
+        this.held.push(resolve);
+        this.holding.bump();
+      });
+    }
+    return { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "echo", parts: [{ text }] }] };
+  }
+
+  release(): void {
+    for (const r of this.held.splice(0)) r();
+  }
+}
+
+describe("the reply to a message that answers a task is never the question it answered", () => {
+  it("an execution waiting in input(): a non-blocking answer is told WORKING (the answer in the history), a blocking one waits for the next settled state", async () => {
+    const exec = new AskingExecutor();
+    const { handler, runner } = handlerWith(exec);
+    const asked = taskOf(await handler.sendMessage({ message: message("once") }, alpha));
+    const reply = taskOf(await handler.sendMessage({ message: message("a", { taskId: asked.id }), configuration: { returnImmediately: true } }, alpha));
+    expect(reply.status.state).toBe("TASK_STATE_WORKING");
+    expect(reply.status.message).toBeUndefined();
+    expect(reply.history?.map((m) => m.parts[0]?.text)).toEqual(["once", "question 1: a or b?", "a"]);
+    await runner.settledOf(asked.id); // (undefined once it ended)
+    expect((await store.get(asked.id, "alpha"))?.status.state).toBe("TASK_STATE_COMPLETED");
+    // Blocking: the answer's call returns at the state after it.
+    const twice = taskOf(await handler.sendMessage({ message: message("twice") }, alpha));
+    const second = taskOf(await handler.sendMessage({ message: message("b", { taskId: twice.id }) }, alpha));
+    expect(second.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(second.status.message?.parts[0]?.text).toBe("question 2: a or b?");
+  });
+
+  it("an execution that ended INPUT_REQUIRED: the message runs it again, and the reply is WORKING, not the old INPUT_REQUIRED", async () => {
+    const exec = new SteppedExecutor();
+    const { handler } = handlerWith(exec);
+    const asked = taskOf(await handler.sendMessage({ message: message("ask") }, alpha));
+    expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    const reply = taskOf(await handler.sendMessage({ message: message("go on", { taskId: asked.id }), configuration: { returnImmediately: true } }, alpha));
+    expect(reply.status.state).toBe("TASK_STATE_WORKING");
+    expect(reply.status.message).toBeUndefined();
+    expect(reply.history?.at(-1)?.parts[0]?.text).toBe("go on");
+    const blocking = taskOf(await handler.sendMessage({ message: message("ask") }, alpha));
+    const done = taskOf(await handler.sendMessage({ message: message("finished", { taskId: blocking.id }) }, alpha));
+    expect(done.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(done.artifacts?.[0]?.parts[0]?.text).toBe("finished");
+  });
+
+  it("with every execution slot busy, the answered task reads WORKING at once (reply and store), then runs when a slot frees", async () => {
+    const exec = new SteppedExecutor();
+    const { handler, runner } = handlerWith(exec, { maxConcurrent: 1 });
+    const asked = taskOf(await handler.sendMessage({ message: message("ask") }, alpha));
+    const busy = taskOf(await handler.sendMessage({ message: message("hold"), configuration: { returnImmediately: true } }, alpha));
+    await exec.holding.reached(1);
+    const reply = taskOf(await handler.sendMessage({ message: message("queued answer", { taskId: asked.id }), configuration: { returnImmediately: true } }, alpha));
+    expect(reply.status.state).toBe("TASK_STATE_WORKING");
+    expect((await store.get(asked.id, "alpha"))?.status.state).toBe("TASK_STATE_WORKING");
+    const settled = runner.settledOf(asked.id)!;
+    exec.release();
+    expect((await settled).status.state).toBe("TASK_STATE_COMPLETED");
+    expect((await store.get(busy.id, "alpha"))?.status.state).toBe("TASK_STATE_COMPLETED");
+  });
+});

@@ -1,12 +1,14 @@
 import { RemoteError } from "../../client/a2a-client";
 import type { Message, Task } from "../../protocol/types";
+import { isOutsidePeer } from "../../peers/peer-registry";
 import { newId } from "../../tasks/clock";
 import { readAttachments, readTaskText } from "../attachments";
 import type { Command } from "../command";
 import { openClientSession, type ClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
-import { shortState } from "../render-task";
+import { otherTaskNote, shortState } from "../render-task";
+import { answeredStatus } from "../follow-task";
 import { streamTask } from "../stream-task";
 import { DEFAULT_WAIT_SECONDS, waitAndReport, type WaitReport } from "../wait-report";
 
@@ -45,7 +47,10 @@ FLAGS
   --file PATH        attach a file (repeatable): sent as an A2A file part, its media type guessed from its
                      name (or its bytes). The peer's body limit (max_body, 1 MiB by default) counts the
                      files in base64, a third larger than on disk
-  --task-id ID       continue this task (one waiting for input) instead of starting a new one
+  --task-id ID       continue this task (one waiting for input) instead of starting a new one; --wait then
+                     waits for what the task does after this answer, not the question it answered. To a
+                     peer outside the fleet the message also names the task's context (Hermes's own A2A
+                     takes it as a new task of that conversation, and a note says so)
   --context-id ID    start the task in an existing conversation
   --skill ID         ask for one of the peer's skills (its card lists them); sent as message.metadata.skill
   --extension URI    request an A2A extension of the peer's card (repeatable): sent in the A2A-Extensions
@@ -99,6 +104,9 @@ EXIT CODES
     const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }, ...files] };
     if (f["task-id"]) message.taskId = f["task-id"];
     if (f["context-id"]) message.contextId = f["context-id"];
+    // A peer outside the fleet may keep a conversation by context alone (Hermes's own A2A server reads no
+    // taskId): the answer goes with the task's context, so it lands in the same conversation there too.
+    else if (message.taskId && session.target.peer && isOutsidePeer(session.target.peer)) message.contextId = await contextOf(session, message.taskId);
     if (f.skill) message.metadata = { skill: f.skill };
     const report: WaitReport = { io, session, agent: session.target.peer?.name ?? f.agent, json: f.json, timeoutS, printResult: !f.stream };
     const tooLarge = (err: unknown) => (files.length ? explainTooLarge(err, session) : undefined);
@@ -115,7 +123,11 @@ EXIT CODES
         return ExitCode.Ok;
       }
       task = result.task;
-      if (!f.json) noteInactive(io, session, extensions);
+      if (!f.json) {
+        noteInactive(io, session, extensions);
+        const other = otherTaskNote(message.taskId, task, session.target.label);
+        if (other) io.stderr.write(`${other}\n`);
+      }
     } catch (err) {
       const large = tooLarge(err);
       if (large) throw large;
@@ -128,9 +140,19 @@ EXIT CODES
       return ExitCode.Ok;
     }
     if (!f.json) io.stderr.write(`task ${task.id} accepted by ${session.target.label}\n`);
-    return waitAndReport(report, task);
+    // An answer: the question it answered is not where the wait ends, even if the peer's reply still shows it.
+    return waitAndReport(report, task, message.taskId === task.id ? answeredStatus(task) : undefined);
   },
 };
+
+/** The context of the task an answer is for, as the peer has it (a task it does not know ends the command: exit 3). */
+async function contextOf(session: ClientSession, taskId: string): Promise<string> {
+  try {
+    return (await session.client.getTask({ id: taskId })).contextId;
+  } catch (err) {
+    return session.fail(err);
+  }
+}
 
 /** --extension values: URIs, each once (the header lists them comma-separated, so none may hold a comma). */
 function extensionList(given: string[] | undefined): string[] {

@@ -3,7 +3,8 @@ import type { Message } from "../../protocol/types";
 import type { ExecutionOutcome, ExecutionRequest } from "../executor";
 import { stopCause } from "../executor";
 import { approvalMetadata, choiceOf, question, requestIdOf } from "./approvals";
-import { type HermesApproval, type HermesEvent, HermesHttpError, type RunsApi } from "./runs-api";
+import type { Conversations } from "./conversation";
+import { type HermesApproval, type HermesEvent, HermesHttpError, type RunsApi, type StartRun } from "./runs-api";
 
 /** Task metadata keys the executor keeps, committed as soon as known (a restarted node reads them). */
 export const RUN_KEY = "hermes/runId";
@@ -17,6 +18,11 @@ export interface HermesTiming {
   /** Polling of a run the node re-attached to: the first interval, doubling up to the last. */
   pollFirstMs: number;
   pollMaxMs: number;
+  /**
+   * After a cancel, how long the task waits for Hermes's run to reach `cancelled` (it stays `stopping` until the
+   * model call in flight is interrupted, about 2 s on 0.18.2) before it is recorded as still stopping.
+   */
+  stopWaitMs: number;
 }
 
 /** A question to the person, open while the run waits for an approval. */
@@ -37,6 +43,14 @@ type Step = { event: IteratorResult<HermesEvent> } | { answer: Message } | { wit
 export class HermesTask {
   private readonly artifactId: string;
   private streamed = "";
+  /** Text streamed since the last tool event: the assistant message being written. */
+  private segment = "";
+  /**
+   * reasoning.available events that carried the visible answer rather than reasoning (Hermes sends each assistant
+   * message's text there), kept for the answer's metadata; and one waiting to be told apart (nothing streamed).
+   */
+  private readonly said: HermesEvent[] = [];
+  private unsure: HermesEvent | undefined;
   private asking: Asking | undefined;
   /** Approvals the run asked that nobody has answered yet, oldest first (a run may ask several at once). */
   private pending: HermesApproval[] = [];
@@ -53,6 +67,7 @@ export class HermesTask {
     private readonly req: ExecutionRequest,
     private readonly timing: HermesTiming,
     private readonly model: string | undefined,
+    private readonly conversations: Conversations,
   ) {
     this.artifactId = `${req.taskId}-answer`;
   }
@@ -84,7 +99,15 @@ export class HermesTask {
   /** POST /v1/runs, waiting (bounded, with the task saying so) while Hermes is at capacity. */
   private async startRun(): Promise<string> {
     const { req } = this;
-    const body = { input: inputText(req.message), session_id: sessionId(req.caller, req.contextId), ...(this.model ? { model: this.model } : {}) };
+    const session = sessionId(req.caller, req.contextId);
+    const { history, lost } = await this.conversations.continuation(session, req.signal);
+    if (lost && (await req.history()).length > 0) req.events.progress(`${lost}; this task goes on without them`, { hermes: { history: "unavailable" } });
+    const body: StartRun = {
+      input: inputText(req.message),
+      session_id: session,
+      ...(history ? { conversation_history: history } : {}),
+      ...(this.model ? { model: this.model } : {}),
+    };
     const giveUpAt = Date.now() + this.timing.capacityWaitMs;
     let told = false;
     let unreachable = 0;
@@ -169,7 +192,7 @@ export class HermesTask {
           case "failed":
             return { state: "TASK_STATE_FAILED", message: `the Hermes run failed: ${s.error ?? "no reason given"}` };
           case "cancelled":
-            return { state: "TASK_STATE_CANCELED", message: `the Hermes run ${runId} was cancelled` };
+            return this.stoppedThere(runId);
           case "interrupted":
             return { state: "TASK_STATE_FAILED", message: `Hermes restarted while it ran this task (run ${runId} was interrupted: ${s.error ?? "no reason given"}); send the task again` };
           case "waiting_for_approval": {
@@ -219,6 +242,7 @@ export class HermesTask {
   /** What one event of the stream means for the task; an outcome when the run is over. */
   private async onEvent(runId: string, e: HermesEvent): Promise<ExecutionOutcome | undefined> {
     const { events } = this.req;
+    if (this.unsure && e.event !== "run.completed") this.showReasoning(this.unsure);
     if (this.pending.length > 0 && e.event !== "approval.request" && e.event !== "approval.responded") {
       // The agent is blocked while an approval is pending; any other event means it went on without one.
       this.withdraw("Hermes went on without this answer: it denies an approval nobody answers in time");
@@ -226,7 +250,11 @@ export class HermesTask {
     }
     switch (e.event) {
       case "message.delta": {
-        const delta = typeof e.delta === "string" ? e.delta : "";
+        let delta = typeof e.delta === "string" ? e.delta : "";
+        this.segment += delta;
+        // Hermes starts the text after a tool call with a paragraph break ("\n\n"); the answer does not start
+        // with blank lines.
+        if (this.streamed === "") delta = delta.replace(/^\s+/, "");
         if (delta) {
           events.artifact({ artifactId: this.artifactId, name: "answer", parts: [{ text: delta }] }, { append: this.streamed.length > 0 });
           this.streamed += delta;
@@ -234,14 +262,24 @@ export class HermesTask {
         return undefined;
       }
       case "tool.started":
+        this.segment = "";
         events.progress(`running ${str(e.tool, "a tool")}${e.preview ? `: ${str(e.preview)}` : ""}`, { hermes: e });
         return undefined;
       case "tool.completed":
+        this.segment = "";
         events.progress(`${str(e.tool, "a tool")} ${e.error === true ? "failed" : "finished"}${typeof e.duration === "number" ? ` after ${e.duration} s` : ""}`, { hermes: e });
         return undefined;
-      case "reasoning.available":
-        events.progress(`thinking: ${clip(str(e.text), 200)}`, { hermes: e });
+      case "reasoning.available": {
+        // Hermes fills this with the visible text of each assistant message (its first 500 characters), not
+        // with reasoning: shown as reasoning it would repeat the answer. Text that the message streamed is
+        // kept for the answer's metadata; other text (a server that sends real reasoning) is shown.
+        const text = reasoningText(e.text);
+        if (!text) return undefined;
+        if (visible(this.segment).startsWith(text)) this.said.push(e);
+        else if (this.segment.trim() === "") this.unsure = e; // nothing streamed: run.completed's output tells
+        else this.showReasoning(e);
         return undefined;
+      }
       case "subagent.start":
       case "subagent.complete":
         events.progress(`${e.event === "subagent.start" ? "subagent started" : "subagent finished"}${e.goal ? `: ${clip(str(e.goal), 200)}` : ""}`, { hermes: e });
@@ -267,10 +305,29 @@ export class HermesTask {
       case "run.failed":
         return { state: "TASK_STATE_FAILED", message: `the Hermes run failed: ${str(e.error, "no reason given")}` };
       case "run.cancelled":
-        return { state: "TASK_STATE_CANCELED", message: `the Hermes run ${runId} was cancelled` };
+        // Never this node's own stop: after a cancel it no longer reads the stream (see ended()).
+        return this.stoppedThere(runId);
       default:
         return undefined; // events of newer servers this node does not use (run.steered, ...)
     }
+  }
+
+  /** A reasoning.available that is not the answer, as a status update. */
+  private showReasoning(e: HermesEvent): void {
+    if (this.unsure === e) this.unsure = undefined;
+    this.req.events.progress(`thinking: ${clip(reasoningText(e.text), 200)}`, { hermes: e });
+  }
+
+  /**
+   * Hermes ended the run as cancelled without this node asking: it shut down or restarted (it interrupts every
+   * run in flight and sends the same bare run.cancelled a stop gives), or someone stopped the run on Hermes
+   * itself. Nobody canceled the task: it failed, and can be sent again.
+   */
+  private stoppedThere(runId: string): ExecutionOutcome {
+    return {
+      state: "TASK_STATE_FAILED",
+      message: `Hermes at ${this.api.base} stopped run ${runId} without this node asking (Hermes shut down or restarted, or the run was stopped on Hermes itself); send the task again`,
+    };
   }
 
   /** Asks the person about `approval`: the task becomes INPUT_REQUIRED until the answer (or a withdrawal). */
@@ -324,8 +381,16 @@ export class HermesTask {
   private completed(output: unknown, usage: unknown): ExecutionOutcome {
     const { events } = this.req;
     const text = typeof output === "string" ? output : "";
-    if (text && text !== this.streamed) events.artifact({ artifactId: this.artifactId, name: "answer", parts: [{ text }] }, { lastChunk: true });
-    else if (this.streamed) events.artifact({ artifactId: this.artifactId, name: "answer", parts: [{ text: "" }] }, { append: true, lastChunk: true });
+    const unsure = this.unsure;
+    if (unsure) {
+      if (visible(text).startsWith(reasoningText(unsure.text))) this.said.push(unsure);
+      else this.showReasoning(unsure);
+      this.unsure = undefined;
+    }
+    // What Hermes said of the answer (its reasoning.available copies) stays with it, for programs.
+    const metadata = this.said.length > 0 ? { metadata: { hermes: { "reasoning.available": this.said } } } : {};
+    if (text && text !== this.streamed) events.artifact({ artifactId: this.artifactId, name: "answer", parts: [{ text }], ...metadata }, { lastChunk: true });
+    else if (this.streamed) events.artifact({ artifactId: this.artifactId, name: "answer", parts: [{ text: "" }], ...metadata }, { append: true, lastChunk: true });
     const outcome: ExecutionOutcome = { state: "TASK_STATE_COMPLETED" };
     if (!text && !this.streamed) outcome.message = "Hermes finished the run without an answer";
     if (usage && typeof usage === "object") outcome.metadata = { "hermes/usage": usage };
@@ -343,6 +408,37 @@ export class HermesTask {
     };
   }
 
+  /**
+   * After a cancel: asks Hermes to stop the run and waits (bounded: timing.stopWaitMs) until its status is
+   * `cancelled` (or any other end), so the cancel is recorded once the run is over there. Returns what became of
+   * the run, said after the canceller's reason.
+   */
+  private async stopRun(runId: string): Promise<string> {
+    const giveUpAt = Date.now() + this.timing.stopWaitMs;
+    const signal = AbortSignal.timeout(this.timing.stopWaitMs);
+    try {
+      await this.api.stop(runId, signal);
+    } catch (err) {
+      // 404: the run is no longer active there (it ended just before, or Hermes restarted).
+      if (!(err instanceof HermesHttpError && err.status === 404)) return `could not ask Hermes at ${this.api.base} to stop run ${runId}: ${(err as Error).message}`;
+    }
+    let status = "stopping";
+    for (let delay = this.timing.pollFirstMs; ; delay = Math.min(delay * 2, this.timing.pollMaxMs)) {
+      try {
+        status = (await this.api.status(runId, signal)).status;
+      } catch (err) {
+        if (err instanceof HermesHttpError && err.status === 404) return `Hermes no longer knows run ${runId}`;
+        if (signal.aborted) break;
+      }
+      if (status === "cancelled") return `Hermes stopped run ${runId}`;
+      if (TERMINAL_RUN.has(status)) return `run ${runId} had already ended on Hermes (${status})`;
+      if (Date.now() + delay > giveUpAt) break;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+    const waited = this.timing.stopWaitMs / 1000;
+    return `Hermes is still stopping run ${runId} (its status was ${status} after ${Number.isInteger(waited) ? waited : waited.toFixed(1)} s; it stops once the model call in flight returns)`;
+  }
+
   /** How the execution ends after an error or a stop. */
   private async ended(err: unknown, runId: string | undefined): Promise<ExecutionOutcome> {
     const { signal } = this.req;
@@ -352,14 +448,30 @@ export class HermesTask {
     // Hermes refused the key (its 401 invalid_api_key): a run already started goes on there, and the retry
     // (the next message to the task, see src/tasks/auth-retry.ts) re-attaches to it by its noted id.
     if (err instanceof HermesHttpError && (err.status === 401 || err.status === 403) && !signal.aborted) return this.refusedKey(err, runId);
+    if (signal.aborted) {
+      const stopNote = runId ? await this.stopRun(runId) : undefined;
+      return { state: "TASK_STATE_CANCELED", message: (signal.reason as Error | undefined)?.message ?? "canceled", ...(stopNote ? { stopNote } : {}) };
+    }
     if (runId) await this.api.stop(runId, AbortSignal.timeout(2000)).catch(() => {});
-    if (signal.aborted) return { state: "TASK_STATE_CANCELED", message: (signal.reason as Error | undefined)?.message ?? "canceled" };
     let message: string;
     if (err instanceof GaveUp) message = err.message;
     else if (err instanceof HermesHttpError) message = `Hermes at ${this.api.base}: ${err.message}`;
     else message = `Hermes at ${this.api.base} is unreachable: ${(err as Error).message}`;
     return { state: "TASK_STATE_FAILED", message };
   }
+}
+
+/** Run statuses that are an end (`TERMINAL_STATUSES`; `cancelled` aside, it is what a stop waits for). */
+const TERMINAL_RUN = new Set(["completed", "failed", "interrupted"]);
+
+/** The text of a reasoning.available as Hermes derives it from a message: tags stripped, trimmed. */
+function reasoningText(v: unknown): string {
+  return typeof v === "string" ? v.replace(/<\/?(?:REASONING_SCRATCHPAD|think|reasoning)>/g, "").trim() : "";
+}
+
+/** Streamed text as Hermes would put it in a reasoning.available (for telling the two apart). */
+function visible(text: string): string {
+  return text.replace(/<\/?(?:REASONING_SCRATCHPAD|think|reasoning)>/g, "").trim();
 }
 
 /** What tells one approval from another: its request id (newer servers), else what it asks about. */

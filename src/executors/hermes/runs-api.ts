@@ -46,12 +46,34 @@ export interface HermesRunStatus {
   [field: string]: unknown;
 }
 
+/** One earlier turn of a conversation, as POST /v1/runs takes it in `conversation_history`. */
+export interface HistoryTurn {
+  role: "user" | "assistant";
+  content: string;
+}
+
 /** What POST /v1/runs takes (only the fields the server reads; it ignores `metadata`). */
 export interface StartRun {
   input: string;
   session_id?: string;
+  /** The conversation so far; the older server has no other way to continue one (session_id is only a label there). */
+  conversation_history?: HistoryTurn[];
   instructions?: string;
   model?: string;
+}
+
+/** GET /v1/capabilities, as far as this node reads it. */
+export interface HermesCapabilities {
+  features?: Record<string, unknown>;
+  [field: string]: unknown;
+}
+
+/** One message of GET /api/sessions/{id}/messages (Hermes's SessionDB row). */
+export interface SessionMessage {
+  role?: string;
+  content?: unknown;
+  tool_calls?: unknown;
+  [field: string]: unknown;
 }
 
 /** A non-2xx answer of the runs API, with the OpenAI error's code and message when it gave them. */
@@ -100,6 +122,25 @@ export class RunsApi {
 
   stop(runId: string, signal: AbortSignal): Promise<unknown> {
     return this.call("POST", `/v1/runs/${encodeURIComponent(runId)}/stop`, signal, {});
+  }
+
+  /** GET /v1/capabilities: what the server says it does (features, endpoints). */
+  capabilities(signal: AbortSignal): Promise<HermesCapabilities> {
+    return this.call("GET", "/v1/capabilities", signal) as Promise<HermesCapabilities>;
+  }
+
+  /**
+   * GET /api/sessions/{id}/messages: the messages Hermes keeps for a session (its SessionDB), oldest first; none
+   * for a session it does not know (404 session_not_found).
+   */
+  async sessionMessages(sessionId: string, signal: AbortSignal): Promise<SessionMessage[]> {
+    try {
+      const r = (await this.call("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages`, signal)) as { data?: unknown };
+      return Array.isArray(r.data) ? (r.data as SessionMessage[]) : [];
+    } catch (err) {
+      if (err instanceof HermesHttpError && err.status === 404 && err.code === "session_not_found") return [];
+      throw err;
+    }
   }
 
   /**
