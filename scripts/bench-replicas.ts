@@ -34,7 +34,8 @@ const concurrency = Number(values.clients);
 const counts = values.replicas!.split(",").map(Number);
 const LOAD = join(import.meta.dir, "bench", "load.ts");
 // As in bench.ts: the per-peer rate limit out of reach (its check still paid on every request).
-const SERVE = ["--executor", "echo", "--max-concurrent", "64", "--quiet", "--rate-limit-per-second", "1000000", "--rate-limit-burst", "1000000"];
+// The per-caller task quota is checked on every task, but set past what a run stores from its one caller.
+const SERVE = ["--executor", "echo", "--max-concurrent", "64", "--quiet", "--rate-limit-per-second", "1000000", "--rate-limit-burst", "1000000", "--max-caller-tasks", "1000000000"];
 
 interface Row {
   setup: string;

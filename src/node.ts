@@ -23,6 +23,7 @@ import type { PkiRoutes } from "./fleet/pki-routes";
 import { NodeMetrics, type ListenerLoad } from "./metrics/node-metrics";
 import { listenAdmin } from "./server/admin-listener";
 import { buildAgentCard, buildExtendedCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
+import { AnswerBudget } from "./server/answer-budget";
 import { AuditLog, type AuditCall, type AuditRefusal } from "./server/audit-log";
 import type { ConnectionLimits } from "./server/connection-limits";
 import { descriptorCheck, descriptorLimit, DescriptorWatch, fitToDescriptors, openDescriptors } from "./server/descriptor-budget";
@@ -36,7 +37,9 @@ import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
 import { listenToken } from "./server/token-listener";
 import { SqliteCallerTokens } from "./store/sqlite-caller-tokens";
 import { PeerRateLimiter, RateLimitLog } from "./server/rate-limit";
-import { certificateCheck, checkReadiness } from "./server/readiness";
+import { certificateCheck, checkReadiness, storageCheck } from "./server/readiness";
+import { DiskFloor } from "./store/disk-floor";
+import { StorageQuota } from "./tasks/storage-quota";
 import { createRequestRouter, tooLargeResponse, type RouterMetrics } from "./server/request-router";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
 import { isOutsidePeer } from "./peers/peer-registry";
@@ -110,6 +113,8 @@ export async function startNode(
     onRecovered: (ms) => log.warn("file descriptors are free again: the listeners accept connections", { exhausted_for_ms: ms }),
   });
   descriptors.start();
+  let answersRef: AnswerBudget | undefined;
+  let floorRef: DiskFloor | undefined;
   const metrics = new NodeMetrics({
     version: VERSION,
     executor: executor.kind,
@@ -120,6 +125,8 @@ export async function startNode(
     descriptors: () => descriptors.state(),
     certificateNotAfter: () => identity.notAfter,
     revocationList: () => fleetPkiRef?.revocationFacts(),
+    answerBytesHeld: () => answersRef?.held() ?? 0,
+    diskFloor: () => floorRef?.state(),
   });
   const runner = new TaskRunner(store, executor, {
     maxConcurrent: config.maxConcurrent,
@@ -131,6 +138,7 @@ export async function startNode(
     maxArtifactBytes: config.maxArtifactBytes,
     maxTaskMessages: config.maxTaskMessages,
     maxMessageParts: config.maxMessageParts,
+    maxTaskBytes: config.maxTaskBytes,
     lifecycle: allOf(taskLog(log), metrics),
     leases: storage.leases,
   });
@@ -163,17 +171,29 @@ export async function startNode(
     log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
   // With replicas: renew this one's leases, and take over the tasks of replicas that died.
   const stopLeases = runner.keepLeases((err) => log.error("could not renew task leases; trying again", { reason: err instanceof Error ? err.message : String(err) }));
+  // What one caller may store (max_caller_bytes, max_caller_tasks) and, on SQLite, the free-space floor behind it.
+  const floor = !config.databaseUrl && config.minFreeDisk > 0 ? new DiskFloor(store, { path: paths.database, floorBytes: config.minFreeDisk, log }) : undefined;
+  await floor?.start();
+  floorRef = floor;
+  const quota = new StorageQuota(store, {
+    maxCallerBytes: config.maxCallerBytes,
+    maxCallerTasks: config.maxCallerTasks,
+    floor,
+    onRefused: (limit) => metrics.storageRefused(limit),
+  });
   // Built on request: the advertised URL is known only once the mTLS listener is bound.
   const extendedCard = config.extendedCard && (() => signed("extended", advertisedUrl));
   // The authorization policy ([[authorize]]) in front of the handler, read at each call so SIGHUP applies it.
   const handler = new AuthorizedHandler(
     new DefaultRequestHandler(store, runner, {
-      push: { configs: pushConfigs, guard },
+      push: { configs: pushConfigs, guard, limits: { perTask: config.maxPushConfigsPerTask, perCaller: config.maxPushConfigsPerCaller } },
       maxTasksPerContext: config.maxTasksPerContext,
       extendedCard,
       extensions: config.extensions,
       maxTaskMessages: config.maxTaskMessages,
       maxMessageParts: config.maxMessageParts,
+      maxTaskBytes: config.maxTaskBytes,
+      storage: quota,
     }),
     () => config.authorize,
   );
@@ -183,6 +203,9 @@ export async function startNode(
   const transport = new JsonRpcTransport({ v1, v03: v03Methods(handler) });
   const httpJson = new HttpJsonTransport(v1);
   const limiter = new PeerRateLimiter({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
+  // Answers waiting for clients that have not read them, per caller and in all (see AnswerBudget).
+  const answers = new AnswerBudget({ perCaller: config.answerBytesPerCaller, total: config.answerBytesInFlight });
+  answersRef = answers;
   const modelReady = async (signal: AbortSignal) =>
     (await executor.ready?.(signal)) ?? { ready: true, detail: `the ${executor.kind} executor needs nothing external` };
   const ops = opsRoutes({
@@ -200,6 +223,7 @@ export async function startNode(
           return { ok: r.ready, detail: r.detail };
         },
         descriptors: () => descriptorCheck(descriptors.state(), descriptors.state().limit ?? fds, openDescriptors()),
+        storage: () => storageCheck(floor?.state(), config.databaseUrl ? "the database is on a Postgres server, whose disk this node cannot see" : "min_free_disk is 0"),
       }),
     metrics: () => metrics.render(),
   });
@@ -226,7 +250,7 @@ export async function startNode(
     });
   const auditCall = audit && ((call: AuditCall) => (call.outcome === "rate_limited" ? limitedCalls?.add(call) : audit.call(call)));
   const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes, withOps = true) =>
-    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki, audit: auditCall });
+    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki, audit: auditCall, answers });
   // The cards, signed with this node's key and kept until the identity changes: one per listener, by who may
   // call there ("mtls": fleet members, who get the extended card too; "bearer": token callers; "anonymous": the
   // plain loopback listener, no identity), and the extended card for fleet members.
@@ -418,6 +442,7 @@ export async function startNode(
       for (const l of listeners) l.stopAccepting();
       refusals.flush();
       await retention.stop();
+      floor?.stop();
       await runner.shutdown(config.shutdownGraceMs);
       stopLeases();
       for (const l of listeners) await l.close();

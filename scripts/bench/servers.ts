@@ -79,7 +79,10 @@ export async function startServer(name: ServerName, pki: Pki, dir: string, home 
     node
       ? // The load comes from one peer far faster than the rate limit allows: the limit is set out of reach, so
         // its check is still paid on every request but never refuses one.
-        [BINARY, "--home", home, "serve", "--executor", "echo", "--host", "127.0.0.1", "--port", String(port), "--max-concurrent", "64", "--quiet", "--rate-limit-per-second", "1000000", "--rate-limit-burst", "1000000"]
+        [BINARY, "--home", home, "serve", "--executor", "echo", "--host", "127.0.0.1", "--port", String(port), "--max-concurrent", "64", "--quiet", "--rate-limit-per-second", "1000000", "--rate-limit-burst", "1000000",
+         // A run stores a hundred thousand tasks and more from one caller: the quota is checked on every task (the
+         // cost measured), but set past what a run stores.
+         "--max-caller-tasks", "1000000000"]
       : [BUN, join(import.meta.dir, name === "sdk" ? "sdk-server.ts" : "bare-echo-server.ts"), String(port), pki.bundles[name]];
   const logFile = join(dir, `${name}-${port}.log`);
   const spawnedAt = performance.now();

@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { judge, type Verdict } from "./classify";
-import { call, userMessage } from "./calls";
+import { call, get, userMessage } from "./calls";
 import { generateInput, isIncomplete, type FuzzInput, type GenerateOptions, type Listener } from "./input";
 import type { Tally } from "./report";
 import { makeFleet, NODE_TIMEOUTS_MS, NodeProcess, startSink, taskCensus, type Fleet, type ProcStats } from "./target";
@@ -128,6 +128,22 @@ export class FuzzSession {
       }),
     );
     await Promise.all(this.late);
+    await this.warmLazyRoutes();
+  }
+
+  /**
+   * /health/ready and /metrics start a worker thread on first use (the database probe, which also reads the
+   * tasks-by-state gauge): its descriptors are the node's from then on, not a leak. The warm-up inputs may
+   * not happen to ask for both, so both are asked for here, on both listeners, before the baseline is taken.
+   */
+  private async warmLazyRoutes(): Promise<void> {
+    const n = await this.ready;
+    for (const listener of ["mtls", "plain"] as const)
+      for (const path of ["/health/ready", "/metrics"]) {
+        const r = await get(listener, this.endpoint(n, listener), path);
+        // 503 is an answer too (the echo executor's model check has nothing to ask): only no answer is wrong.
+        if (r.status !== 200 && r.status !== 503) throw new Error(`warm-up GET ${path} on ${listener} answered ${r.status}: ${r.text.slice(0, 200)}`);
+      }
   }
 
   /** Sends one input and judges the outcome; inputs that overlapped a crash are only counted as such. */

@@ -11,7 +11,8 @@ import { homePaths } from "../../src/home";
 import { readBundle } from "../bench/rpc";
 import type { TlsIdentity } from "./wire";
 
-export const ROOT = join(import.meta.dir, "..", "..");
+// import.meta.dirname, not Bun's import.meta.dir: tests load these modules through vitest's runner too.
+export const ROOT = join(import.meta.dirname, "..", "..");
 export const BINARY = join(ROOT, "dist", "a2a-node");
 
 /**

@@ -4,6 +4,8 @@ import type { DescriptorState } from "../server/descriptor-budget";
 import type { Arrival, TaskLifecycle } from "../tasks/lifecycle";
 import type { Task, TaskState } from "../protocol/types";
 import { registerProcessMetrics } from "./process-metrics";
+import { STORAGE_LIMITS, type StorageLimit } from "../tasks/storage-quota";
+import type { DiskFloorState } from "../store/disk-floor";
 import { Registry } from "./registry";
 
 /** What the node's metrics read when scraped (the store, the runner, the listeners, the identity). */
@@ -21,6 +23,10 @@ export interface MetricSources {
   certificateNotAfter(): Date;
   /** The revocation list in force (its age in seconds and next update), when there is one. */
   revocationList?(): { ageSeconds: number; nextUpdate?: Date } | undefined;
+  /** Bytes of answers built and not yet taken by their clients (see server/answer-budget.ts). */
+  answerBytesHeld?(): number;
+  /** The free-space floor's last reading (SQLite with min_free_disk; undefined otherwise). */
+  diskFloor?(): DiskFloorState | undefined;
 }
 
 /** One listener's connections, for the gauges: "mtls", "token", "enroll", "plain" or "admin". */
@@ -76,6 +82,13 @@ export class NodeMetrics implements RouterMetrics, TaskLifecycle {
     )
     .preset(["400", "408", "413", "431", "501", "505"]);
   private readonly limited = this.registry.counter("a2a_node_rate_limited_total", "A2A requests refused with HTTP 429 by the per-peer rate limit, by peer.", "peer");
+  private readonly storageRefusals = this.registry
+    .counter(
+      "a2a_node_storage_refused_total",
+      "New tasks and messages refused for storage, by limit: a caller's quota (max_caller_bytes, max_caller_tasks) or the free-space floor (min_free_disk).",
+      "limit",
+    )
+    .preset(STORAGE_LIMITS);
   private streams = 0;
   private states: { at: number; value: Promise<{ state: string; n: number }[]> } | undefined;
 
@@ -112,6 +125,16 @@ export class NodeMetrics implements RouterMetrics, TaskLifecycle {
       const next = sources.revocationList?.()?.nextUpdate;
       return next && Math.floor(next.getTime() / 1000);
     });
+    r.collected("a2a_node_disk_free_bytes", "Bytes free on the database's file system, as last read by the free-space floor (SQLite with min_free_disk only).", () => {
+      const f = sources.diskFloor?.();
+      return f && Number.isFinite(f.freeBytes) ? f.freeBytes : undefined;
+    });
+    r.collected("a2a_node_disk_floor_refusing", "Callers refused for want of disk space: 0 none, 1 the heaviest caller (below min_free_disk), 2 every caller (below half of it).", () => {
+      const f = sources.diskFloor?.();
+      return f ? ({ none: 0, heaviest: 1, all: 2 } as const)[f.refusing] : undefined;
+    });
+    if (sources.answerBytesHeld)
+      r.collected("a2a_node_answer_bytes_held", "Bytes of answers built and not yet taken by their clients (bounded by answer_bytes_in_flight).", () => sources.answerBytesHeld!());
     registerProcessMetrics(r, sources.startedAt);
   }
 
@@ -142,6 +165,11 @@ export class NodeMetrics implements RouterMetrics, TaskLifecycle {
   }
   rateLimited(peer: string): void {
     this.limited.get(peer).inc();
+  }
+
+  /** A new task or message refused by a storage quota or the free-space floor. */
+  storageRefused(limit: StorageLimit): void {
+    this.storageRefusals.get(limit).inc();
   }
 
   /** A request the HTTP loop refused, by its status. */

@@ -37,6 +37,28 @@ export interface CallContext {
    * told by its User-Agent): its streams carry every artifact whole, once (see whole-artifacts.ts).
    */
   wholeArtifacts?: boolean;
+  /**
+   * Where the bytes of this call's answers are counted while they wait to be read (see answer-holds.ts and
+   * server/answer-budget.ts); absent where nothing counts them.
+   */
+  answers?: AnswerHolder;
+}
+
+/** The answer budget of one caller, as the protocol layer uses it. */
+export interface AnswerHolder {
+  /**
+   * Counts `bytes` of an answer built for this caller until they are written; undefined (nothing counted)
+   * when the caller, or the node, already holds as much as it may: the answer is then refused instead.
+   */
+  hold(bytes: number): AnswerHold | undefined;
+  /** The refusal for an answer hold() turned down, naming the limit. */
+  refusal(): Error;
+}
+
+/** Bytes of one answer counted against a budget; the writer gives them back as the client takes them. */
+export interface AnswerHold {
+  /** Gives back `bytes` (all that is left when omitted); more than is held gives back what is held. */
+  release(bytes?: number): void;
 }
 
 /** Filled in by the request handler: the task a call concerns once it is known, and whether policy refused it. */

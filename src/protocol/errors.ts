@@ -115,6 +115,14 @@ export class A2AError extends Error {
       skill === undefined ? { peer, method } : { peer, method, skill },
     );
   }
+  /**
+   * A limit of what one caller may hold on this node (stored bytes or tasks, webhooks, answers waiting to be
+   * read) is reached, or the node's disk is low: RESOURCE_EXHAUSTED, as for a node at capacity, with the
+   * setting in the ErrorInfo metadata (`limit`) and the message saying what frees room.
+   */
+  static quota(message: string, limit: string, more: Record<string, string> = {}) {
+    return new A2AError(-32603, message, "RESOURCE_EXHAUSTED", { retry: "later", limit, ...more });
+  }
   /** The node is at capacity; the caller should retry later. */
   static busy(message: string) {
     return new A2AError(-32603, message, "RESOURCE_EXHAUSTED", { retry: "later" });

@@ -1,8 +1,9 @@
-import type { CallContext } from "./caller";
+import { holdAnswer } from "./answer-holds";
+import type { AnswerHold, CallContext } from "./caller";
 import { A2AError } from "./errors";
 import { httpStatusOf, statusBody } from "./http-json-errors";
 import { queryFields, type HttpMethod, type RouteMatch } from "./http-json-routes";
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth";
+import { inexactNumber, MAX_JSON_DEPTH, scanJson } from "./json-depth";
 import { asA2AError, type MethodTable, type StreamEvent } from "./jsonrpc-transport";
 import { mapStreamCatching } from "./streams";
 
@@ -26,10 +27,14 @@ export interface SseEvent {
   id?: string;
   event?: string;
   data: string;
+  /** The event's bytes counted against the caller's answer budget (see answer-holds.ts). */
+  hold?: AnswerHold;
 }
 
 /** `error`: the A2A error code of an error answer (for the metrics, as JSON-RPC's outcome carries it). */
-export type HttpJsonOutcome = { kind: "json"; status: number; body: string; allow?: string; error?: number } | { kind: "stream"; events: AsyncIterable<SseEvent> };
+export type HttpJsonOutcome =
+  | { kind: "json"; status: number; body: string; allow?: string; error?: number; hold?: AnswerHold }
+  | { kind: "stream"; events: AsyncIterable<SseEvent> };
 
 const ROUTES_HINT =
   "the HTTP+JSON routes are /message:send, /message:stream, /tasks, /tasks/{id}, /tasks/{id}:cancel, /tasks/{id}:subscribe, /tasks/{id}/pushNotificationConfigs[/{configId}] and /extendedAgentCard";
@@ -64,14 +69,18 @@ export class HttpJsonTransport {
     try {
       if (Object.hasOwn(this.v1.unary, operation)) {
         const result = await this.v1.unary[operation](fields, ctx);
-        return { kind: "json", status: 200, body: JSON.stringify(result) };
+        const { text, hold } = holdAnswer(ctx, JSON.stringify(result));
+        return { kind: "json", status: 200, body: text, hold };
       }
       const events = await this.v1.stream[operation](fields, ctx, req.lastEventId);
       return {
         kind: "stream",
         events: mapStreamCatching<StreamEvent, SseEvent>(
           events,
-          (e) => ({ id: e.id, data: JSON.stringify(e.result) }),
+          (e) => {
+            const { text, hold } = holdAnswer(ctx, JSON.stringify(e.result));
+            return { id: e.id, data: text, hold };
+          },
           (err) => ({ event: "error", data: statusBody(restWording(asA2AError(err, operation))) }),
         ),
       };
@@ -111,7 +120,8 @@ function bodyFields(req: HttpJsonRequest): Record<string, unknown> | A2AError {
     return A2AError.contentTypeNotSupported(`Content-Type ${type} is not JSON; send application/a2a+json or application/json`);
   // CancelTask and SubscribeToTask need nothing but the path: their body may be empty.
   if (req.body.trim() === "") return {};
-  if (nestsDeeperThan(req.body, MAX_JSON_DEPTH))
+  const scan = scanJson(req.body, MAX_JSON_DEPTH);
+  if (scan.tooDeep)
     return A2AError.invalidParams(`the request is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays; no A2A request needs that`);
   let parsed: unknown;
   try {
@@ -119,6 +129,8 @@ function bodyFields(req: HttpJsonRequest): Record<string, unknown> | A2AError {
   } catch {
     return A2AError.parse("Invalid JSON payload: the request body is not valid JSON");
   }
+  // What the caller stores is what it gets back: a number JSON.parse has already changed is refused.
+  if (scan.inexact !== undefined) return A2AError.invalidParams(inexactNumber(scan.inexact));
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
     return A2AError.invalidRequest("the request body must be a JSON object (the operation's request message)");
   return parsed as Record<string, unknown>;

@@ -1,5 +1,6 @@
-import { MAX_JSON_DEPTH, nestsDeeperThan } from "./json-depth";
-import type { CallContext } from "./caller";
+import { inexactNumber, MAX_JSON_DEPTH, scanJson } from "./json-depth";
+import { holdAnswer } from "./answer-holds";
+import type { AnswerHold, CallContext } from "./caller";
 import { A2AError, type JsonRpcErrorObject } from "./errors";
 import { mapStreamCatching } from "./streams";
 
@@ -24,11 +25,12 @@ export interface MethodTable {
  * set, so metrics can be labelled by it); `error` is the JSON-RPC error code of an error answer.
  */
 export type RpcOutcome = (
-  | { kind: "json"; body: string }
+  /** `hold`: the answer's bytes counted against the caller's answer budget, given back as they are written. */
+  | { kind: "json"; body: string; hold?: AnswerHold }
   /** A notification (a request with no "id" member): JSON-RPC 2.0 says it gets no response at all. */
   | { kind: "none" }
-  /** Each `data` is a whole JSON-RPC response, ready for an SSE `data:` line. */
-  | { kind: "stream"; events: AsyncIterable<{ id?: string; data: string }> }
+  /** Each `data` is a whole JSON-RPC response, ready for an SSE `data:` line (`hold` as for a JSON answer). */
+  | { kind: "stream"; events: AsyncIterable<{ id?: string; data: string; hold?: AnswerHold }> }
 ) & { method?: string; error?: number };
 
 export interface Generations {
@@ -54,7 +56,8 @@ export class JsonRpcTransport {
   async handle(body: string, version: string | null, ctx: CallContext, lastEventId?: string): Promise<RpcOutcome> {
     const { v1 } = this.generations;
     let request: unknown;
-    if (nestsDeeperThan(body, MAX_JSON_DEPTH))
+    const scan = scanJson(body, MAX_JSON_DEPTH);
+    if (scan.tooDeep)
       return json(v1, null, A2AError.invalidParams(`the request is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays; no A2A request needs that`));
     try {
       request = JSON.parse(body);
@@ -73,17 +76,23 @@ export class JsonRpcTransport {
     if (typeof r.method !== "string" || r.method.length === 0)
       return json(v1, rid, A2AError.invalidRequest("method must be a non-empty string"));
     const table = this.pick(version);
-    if (!Object.hasOwn(r, "id")) return notify(table, r.method, r.params, ctx);
+    if (!Object.hasOwn(r, "id")) return scan.inexact === undefined ? notify(table, r.method, r.params, ctx) : { kind: "none" };
     if (table instanceof A2AError) return json(v1, rid, table);
+    // What the caller stores is what it gets back: a number JSON.parse has already changed is refused.
+    if (scan.inexact !== undefined) {
+      const served = Object.hasOwn(table.unary, r.method) || Object.hasOwn(table.stream, r.method);
+      return json(table, rid, A2AError.invalidParams(inexactNumber(scan.inexact)), served ? r.method : undefined);
+    }
     const method = r.method;
     try {
       if (Object.hasOwn(table.unary, method)) {
         const result = await table.unary[method](r.params, ctx);
-        return { kind: "json", body: `{"jsonrpc":"2.0","id":${JSON.stringify(rid)},"result":${JSON.stringify(result)}}`, method };
+        const { text, hold } = holdAnswer(ctx, `{"jsonrpc":"2.0","id":${JSON.stringify(rid)},"result":${JSON.stringify(result)}}`);
+        return { kind: "json", body: text, hold, method };
       }
       if (Object.hasOwn(table.stream, method)) {
         const events = await table.stream[method](r.params, ctx, lastEventId);
-        return { kind: "stream", events: frame(events, rid, table), method };
+        return { kind: "stream", events: frame(events, rid, table, ctx), method };
       }
     } catch (err) {
       return json(table, rid, asA2AError(err, method), method);
@@ -117,12 +126,18 @@ async function notify(table: MethodTable | A2AError, method: string, params: unk
   return { kind: "none", method };
 }
 
-/** Wraps each result as a JSON-RPC response; an error mid-stream becomes the stream's last item. */
-function frame(events: AsyncIterable<StreamEvent>, id: RpcId, table: MethodTable): AsyncIterable<{ id?: string; data: string }> {
+/**
+ * Wraps each result as a JSON-RPC response, counted against the caller's answer budget; an error mid-stream
+ * (an event over the budget included) becomes the stream's last item.
+ */
+function frame(events: AsyncIterable<StreamEvent>, id: RpcId, table: MethodTable, ctx: CallContext): AsyncIterable<{ id?: string; data: string; hold?: AnswerHold }> {
   const rid = JSON.stringify(id);
   return mapStreamCatching(
     events,
-    (e) => ({ id: e.id, data: `{"jsonrpc":"2.0","id":${rid},"result":${JSON.stringify(e.result)}}` }),
+    (e) => {
+      const { text, hold } = holdAnswer(ctx, `{"jsonrpc":"2.0","id":${rid},"result":${JSON.stringify(e.result)}}`);
+      return { id: e.id, data: text, hold };
+    },
     (err) => ({ data: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(asA2AError(err, "stream")) }) }),
   );
 }

@@ -1,8 +1,10 @@
 import { newId, now } from "../tasks/clock";
 import { EXTENSIONS_KEY, notStored, type TaskRunner } from "../tasks/task-runner";
-import { ConfigOwnedElsewhere } from "../push/push-config-store";
+import { ConfigOwnedElsewhere, TooManyPushConfigs, type PushConfigLimits } from "../push/push-config-store";
 import { RelayedRefusal, TaskStoreError, TaskStoreRequestError, UnstorableData, type StoredEvent, type TaskStore } from "../tasks/task-store";
+import { ArtifactSizes, historyBytes, messageBytes } from "../tasks/artifacts";
 import { EventStream } from "../tasks/event-stream";
+import type { StorageGuard } from "../tasks/storage-quota";
 import { ends, followStored, untilEnded, untilSettled, type StoredFollow } from "../tasks/stored-follow";
 import { mapStream } from "./streams";
 import type { CallContext } from "./caller";
@@ -51,14 +53,17 @@ export interface A2ARequestHandler {
 
 /** Webhook registrations (see src/push); absent when push notifications are off. */
 export interface PushConfigs {
-  create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig>;
+  create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig>;
+  /** How many configs `owner` has, on all its tasks (max_push_configs_per_caller). */
+  countForOwner(owner: string): Promise<number>;
   get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined>;
   list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult>;
   delete(owner: string, taskId: string, id: string): Promise<boolean>;
 }
 
 export interface RequestHandlerOptions {
-  push?: { configs: PushConfigs; guard: { check(url: string): Promise<void> } };
+  /** Webhooks; `limits`: how many one task and one caller may have (max_push_configs_per_task, _per_caller). */
+  push?: { configs: PushConfigs; guard: { check(url: string): Promise<void> }; limits?: PushConfigLimits };
   /** Tasks one caller may start in one contextId: two agents delegating back and forth stop here. */
   maxTasksPerContext?: number;
   /**
@@ -72,6 +77,10 @@ export interface RequestHandlerOptions {
   maxTaskMessages?: number;
   /** Parts one message may have. */
   maxMessageParts?: number;
+  /** Bytes one task may hold, messages and artifacts (max_task_bytes); a caller's message past it is refused. */
+  maxTaskBytes?: number;
+  /** The per-caller storage quotas and the free-space floor, asked before a caller's task or message is recorded. */
+  storage?: StorageGuard;
 }
 
 /**
@@ -166,7 +175,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const push = this.pushOrThrow();
     await this.ownTask(params.taskId, ctx);
     await push.guard.check(params.url);
-    return configsCall(() => push.configs.create(ctx.caller.name, params));
+    return configsCall(() => push.configs.create(ctx.caller.name, params, push.limits), ctx.caller.name);
   }
 
   async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<TaskPushNotificationConfig> {
@@ -245,13 +254,22 @@ export class DefaultRequestHandler implements A2ARequestHandler {
 
     this.runner.check(message);
     this.runner.assertCapacity(owner);
+    await this.options.storage?.check(owner, messageBytes(message), true);
     const limit = this.options.maxTasksPerContext;
     if (limit !== undefined && message.contextId && (await this.store.countInContext(message.contextId, owner)) >= limit)
       throw A2AError.unsupportedOperation(
         `context ${message.contextId} already has ${limit} tasks, this node's limit per conversation (it stops agents delegating to each other forever); start a new context`,
       );
     const pushConfig = params.configuration?.taskPushNotificationConfig;
-    if (pushConfig) await this.pushOrThrow().guard.check(pushConfig.url);
+    if (pushConfig) {
+      const push = this.pushOrThrow();
+      await push.guard.check(pushConfig.url);
+      // A caller with as many webhooks as it may have is refused before its task is recorded.
+      if (push.limits) {
+        const held = await push.configs.countForOwner(owner);
+        if (held >= push.limits.perCaller) await configsCall(() => Promise.reject(new TooManyPushConfigs("perCaller", held, push.limits!.perCaller)), owner);
+      }
+    }
     const id = newId();
     // A new conversation is named after the task that starts it: the store then finds its first task by id,
     // and only tasks that continue a conversation go into the context index.
@@ -286,7 +304,20 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     }
     const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
-    if (pushConfig) await configsCall(() => this.pushOrThrow().configs.create(owner, { ...pushConfig, taskId: id }));
+    if (pushConfig) {
+      const push = this.pushOrThrow();
+      try {
+        await configsCall(() => push.configs.create(owner, { ...pushConfig, taskId: id }, push.limits), owner);
+      } catch (err) {
+        // The task is recorded but will not run without the webhook it was asked with: it ends FAILED (so it
+        // does not stay SUBMITTED), and the caller hears why.
+        await whenStored(task.id, committed).then(
+          () => this.runner.endIdle(task, "TASK_STATE_FAILED", `not started: its push notification config could not be saved (${(err as Error).message})`, owner),
+          () => {},
+        ).catch(() => {});
+        throw err;
+      }
+    }
     const settled = this.runner.start(task, stored, owner, { committed, extensions, state: extensions.length ? { [EXTENSIONS_KEY]: extensions } : {} });
     if (stream) this.runner.subscribe(task.id, owner, stream);
     return { task, initial, committed, settled, lastSeq: 0 };
@@ -299,6 +330,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   private async continueTask(params: SendMessageParams, owner: string, stream?: EventStream, extensions: string[] = []) {
     const { message } = params;
     const taskId = message.taskId as string;
+    // Before the reads below: nothing may wait between them and the decision they lead to.
+    await this.options.storage?.check(owner, messageBytes(message), false);
     // Both reads before any decision: from here to the start of an execution nothing waits, so two messages
     // for one task cannot both start it.
     const [snap, lastSeq] = await Promise.all([this.store.snapshot(taskId, owner), this.store.lastEventSeq(taskId)]);
@@ -315,6 +348,15 @@ export class DefaultRequestHandler implements A2ARequestHandler {
       throw A2AError.invalidParams(
         `task ${taskId} holds ${held} messages; this node keeps at most ${maxMessages} per task (max_task_messages), the last place for the task's final message; start a new task in context ${task.contextId}`,
       );
+    const maxBytes = this.options.maxTaskBytes;
+    if (maxBytes !== undefined) {
+      const holds = historyBytes(task.history) + new ArtifactSizes(task.artifacts).total;
+      const adds = messageBytes(message);
+      if (holds + adds > maxBytes)
+        throw A2AError.invalidParams(
+          `task ${taskId} holds ${holds} bytes; this message (${adds} bytes) would pass this node's limit of ${maxBytes} per task (max_task_bytes); start a new task in context ${task.contextId}`,
+        );
+    }
     const stored = { ...message, contextId: task.contextId };
     if (this.runner.isWaitingForInput(taskId)) {
       const answered = this.runner.answer(taskId, stored);
@@ -428,12 +470,26 @@ export class DefaultRequestHandler implements A2ARequestHandler {
   }
 }
 
-/** A push config store's own errors as A2A errors: another owner's config is "not found", a bad token bad params. */
-async function configsCall<T>(call: () => Promise<T>): Promise<T> {
+/**
+ * A push config store's own errors as A2A errors: another owner's config is "not found", a bad token bad
+ * params, a task with as many configs as it may have bad params, a caller with as many as it may have a quota
+ * reached (RESOURCE_EXHAUSTED), each naming the limit.
+ */
+async function configsCall<T>(call: () => Promise<T>, caller?: string): Promise<T> {
   try {
     return await call();
   } catch (err) {
     if (err instanceof ConfigOwnedElsewhere) throw A2AError.taskNotFound(err.taskId);
+    if (err instanceof TooManyPushConfigs) {
+      if (err.limit === "perTask")
+        throw A2AError.invalidParams(
+          `the task already has ${err.held} push notification configs, this node's limit per task (max_push_configs_per_task = ${err.max}); delete one (DeleteTaskPushNotificationConfig) or replace one by its id`,
+        );
+      throw A2AError.quota(
+        `${caller ?? "this caller"} already has ${err.held} push notification configs on this node, its limit (max_push_configs_per_caller = ${err.max}); delete some, or wait until retention removes those of finished tasks`,
+        "max_push_configs_per_caller",
+      );
+    }
     if (err instanceof TaskStoreRequestError) throw A2AError.invalidParams(err.message);
     throw err;
   }

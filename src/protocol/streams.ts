@@ -38,13 +38,24 @@ export function mapStreamCatching<T, U>(source: AsyncIterable<T>, fn: (item: T) 
       return {
         async next(): Promise<IteratorResult<U>> {
           if (done) return { value: undefined, done: true };
+          let r: IteratorResult<T>;
           try {
-            const r = await it.next();
-            if (!r.done) return { value: fn(r.value), done: false };
-            done = true;
-            return { value: undefined, done: true };
+            r = await it.next();
           } catch (err) {
             done = true;
+            return { value: fail(err), done: false };
+          }
+          if (r.done) {
+            done = true;
+            return { value: undefined, done: true };
+          }
+          try {
+            return { value: fn(r.value), done: false };
+          } catch (err) {
+            // The item could not be sent (e.g. its answer does not fit the caller's budget): the stream ends
+            // here, so its source is stopped too, as if the client had gone.
+            done = true;
+            void it.return?.();
             return { value: fail(err), done: false };
           }
         },

@@ -96,17 +96,55 @@ function part(p: unknown, where: string): Part {
     kinds++;
   }
   if (p.raw !== undefined) {
-    if (typeof p.raw !== "string") throw bad(`${where}.raw must be base64 text`);
+    if (typeof p.raw !== "string" || !isBase64(p.raw))
+      throw bad(`${where}.raw must be the file's bytes as base64 (RFC 4648, standard or URL-safe alphabet, padding optional)`);
     kinds++;
   }
   if (p.url !== undefined) {
     if (typeof p.url !== "string") throw bad(`${where}.url must be a string`);
+    const why = contentUrlProblem(p.url);
+    if (why) throw bad(`${where}.url ${why}`);
     kinds++;
   }
   if (p.data !== undefined) kinds++;
   if (kinds !== 1) throw bad(`${where} must have exactly one of text, raw, url or data`);
   if (p.metadata !== undefined && !isObj(p.metadata)) throw bad(`${where}.metadata must be an object`);
+  for (const f of ["filename", "mediaType"] as const)
+    if (p[f] !== undefined && p[f] !== null && typeof p[f] !== "string") throw bad(`${where}.${f} must be a string`);
   return pick<Part>(p, PART_FIELDS);
+}
+
+/**
+ * A part's `raw` is `bytes` in a2a.proto, which ProtoJSON writes as base64: the standard alphabet with
+ * padding, and parsers also take the URL-safe one and no padding. One alphabet per value, padding only at the
+ * end, and never a length no byte string encodes to (one character past a group of four).
+ */
+const BASE64 = /^(?:[A-Za-z0-9+/]*|[A-Za-z0-9_-]*)={0,2}$/;
+function isBase64(s: string): boolean {
+  if (!BASE64.test(s)) return false;
+  const pad = s.endsWith("==") ? 2 : s.endsWith("=") ? 1 : 0;
+  if (pad > 0 && s.length % 4 !== 0) return false;
+  return (s.length - pad) % 4 !== 1;
+}
+
+/**
+ * URL schemes a part's `url` may have: a2a.proto's "a `url` pointing to the file's content", which the
+ * receiver fetches (http, https) or reads in place (data). Anything else (javascript:, file:, a relative
+ * reference) points at no content another agent can get, or is a script for whoever opens it.
+ */
+export const CONTENT_URL_SCHEMES = ["https:", "http:", "data:"] as const;
+
+function contentUrlProblem(url: string): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return "must be an absolute URL pointing to the file's content (https://..., http://... or data:...)";
+  }
+  if (!(CONTENT_URL_SCHEMES as readonly string[]).includes(parsed.protocol))
+    return `has the scheme ${parsed.protocol} where this node takes ${CONTENT_URL_SCHEMES.join(", ")} (a URL pointing to the file's content)`;
+  if ((parsed.protocol === "https:" || parsed.protocol === "http:") && !parsed.hostname) return "names no host";
+  return undefined;
 }
 
 export function message(m: unknown, where = "params.message"): Message {

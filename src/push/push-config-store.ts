@@ -28,8 +28,14 @@ export interface StoredPushConfig extends TaskPushNotificationConfig {
  * Every method returns a promise (a store on a server answers over the network); errors are rejections.
  */
 export interface PushConfigStore {
-  /** Saves the config; an empty id gets a ULID, and an existing (taskId, id) of the same owner is replaced. */
-  create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig>;
+  /**
+   * Saves the config; an empty id gets a ULID, and an existing (taskId, id) of the same owner is replaced.
+   * With `limits`, a new config (not a replacement) that would pass either is refused with TooManyPushConfigs,
+   * nothing saved: the count and the insert are one step, so callers racing each other cannot pass it.
+   */
+  create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig>;
+  /** How many configs `owner` has, on all its tasks (what max_push_configs_per_caller counts). */
+  countForOwner(owner: string): Promise<number>;
   get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined>;
   /**
    * Configs of one task ordered by id, `pageSize` (PUSH_CONFIG_PAGE) at most; `nextPageToken` is "" on the
@@ -62,4 +68,34 @@ export class ConfigOwnedElsewhere extends TaskStoreError {
     super(`task ${taskId} has no such push notification config for this caller`);
     this.name = "ConfigOwnedElsewhere";
   }
+}
+
+/**
+ * How many webhooks one task and one caller may have (max_push_configs_per_task, max_push_configs_per_caller):
+ * every event of a task is POSTed to each of its configs, to hosts the caller chose, so without a bound one
+ * message could make thousands of requests.
+ */
+export interface PushConfigLimits {
+  perTask: number;
+  perCaller: number;
+}
+
+/** A new config would pass one of the PushConfigLimits; `held` is how many the task or caller has. */
+export class TooManyPushConfigs extends TaskStoreError {
+  constructor(
+    readonly limit: keyof PushConfigLimits,
+    readonly held: number,
+    readonly max: number,
+  ) {
+    super(limit === "perTask" ? `the task has ${held} push notification configs, this node's limit per task` : `the caller has ${held} push notification configs, this node's limit per caller`);
+    this.name = "TooManyPushConfigs";
+  }
+}
+
+/** Whether one more config passes `limits`, given the task's and the caller's counts: the error if so. */
+export function overPushLimits(limits: PushConfigLimits | undefined, forTask: number, forCaller: number): TooManyPushConfigs | undefined {
+  if (!limits) return undefined;
+  if (forTask >= limits.perTask) return new TooManyPushConfigs("perTask", forTask, limits.perTask);
+  if (forCaller >= limits.perCaller) return new TooManyPushConfigs("perCaller", forCaller, limits.perCaller);
+  return undefined;
 }

@@ -1,4 +1,6 @@
 import type { Socket } from "node:net";
+import type { HeldText } from "../protocol/answer-holds";
+import type { AnswerHold } from "../protocol/caller";
 
 /** One parsed HTTP/1.1 request. Header names are lower-case. */
 export interface HttpRequest {
@@ -7,14 +9,21 @@ export interface HttpRequest {
   target: string;
   headers: Map<string, string>;
   body: Buffer;
+  /** Whether the client has gone away (a handler that waited may then skip the work). */
+  gone?(): boolean;
 }
 
 export interface HttpResponse {
   status: number;
   headers?: Record<string, string>;
   body?: string | Uint8Array;
-  /** A streamed body (server-sent events): each item is written as it comes, chunked. */
-  stream?: AsyncIterable<string>;
+  /** The body's bytes counted against the caller's answer budget: given back as the socket takes them. */
+  hold?: AnswerHold;
+  /**
+   * A streamed body (server-sent events): each item is written as it comes, chunked; an item with a hold is
+   * given back to its budget as it is written.
+   */
+  stream?: AsyncIterable<string | HeldText>;
 }
 
 export interface Http1Options {
@@ -58,6 +67,13 @@ const HIGH_WATER_BYTES = 64 * 1024;
 
 /** Once the node closes a connection, the client has this long to read the answer and close its side. */
 const LINGER_MS = 5_000;
+
+/**
+ * A body (or one event of a stream) this long or longer is written in slices of this size, each once the
+ * socket has taken the one before: what waits for a client that reads slowly, or not at all, is the answer as
+ * built, not copies of it in the socket's buffers.
+ */
+const SLICE_BYTES = 64 * 1024;
 
 const CRLF = Buffer.from("\r\n");
 const CRLF2 = Buffer.from("\r\n\r\n");
@@ -212,20 +228,55 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     socket.once("close", () => clearTimeout(linger));
   }
 
-  function write(res: HttpResponse, keepAlive: boolean, method: string): void {
-    const body = res.body ?? "";
-    const length = typeof body === "string" ? Buffer.byteLength(body) : body.length;
+  /**
+   * Writes a response. A small one is one write: head and body leave together in one TLS record, a text body
+   * (every JSON-RPC answer) joined to the head as one string, encoded once by the socket, instead of as three
+   * buffers copied into a fourth. A large one is written in slices under backpressure (see writeSliced);
+   * the promise resolves once it is all taken by the socket (or the connection closed).
+   */
+  function write(res: HttpResponse, keepAlive: boolean, method: string): void | Promise<void> {
+    let body = res.body ?? "";
     const bodyless = method === "HEAD" || res.status === 204 || res.status === 304;
+    // Encoded once, and the text let go: the bytes are what waits for the client from here on.
+    if (typeof body === "string" && body.length >= SLICE_BYTES && !bodyless) {
+      body = Buffer.from(body, "utf8");
+      res.body = undefined;
+    }
+    const length = typeof body === "string" ? Buffer.byteLength(body) : body.length;
     let head = `HTTP/1.1 ${res.status} ${REASONS[res.status] ?? "Status"}\r\n`;
     if (res.status !== 204 && res.status !== 304) head += `content-length: ${length}\r\n`;
     if (!keepAlive) head += "connection: close\r\n";
     if (res.headers) for (const k in res.headers) if (k.toLowerCase() !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
     head += "\r\n";
-    // One write: head and body leave together in one TLS record. A text body (every JSON-RPC answer) joins the
-    // head as one string, encoded once by the socket, instead of as three buffers copied into a fourth.
-    if (bodyless || length === 0) socket.write(head);
-    else if (typeof body === "string") socket.write(head + body);
-    else socket.write(Buffer.concat([Buffer.from(head, "latin1"), body]));
+    if (bodyless || length === 0) {
+      res.hold?.release();
+      socket.write(head);
+    } else if (typeof body === "string") {
+      res.hold?.release();
+      socket.write(head + body);
+    } else if (body.length >= SLICE_BYTES) {
+      socket.write(head);
+      return writeSliced(body, res.hold);
+    } else {
+      res.hold?.release();
+      socket.write(Buffer.concat([Buffer.from(head, "latin1"), body]));
+    }
+  }
+
+  /**
+   * Writes `bytes` a slice at a time, each once the socket has taken the last (or at once while it takes
+   * them), giving each slice back to `hold` as it goes; the rest is given back if the connection closes.
+   */
+  async function writeSliced(bytes: Uint8Array, hold: AnswerHold | undefined): Promise<void> {
+    try {
+      for (let at = 0; at < bytes.length && !closed; at += SLICE_BYTES) {
+        const slice = bytes.subarray(at, at + SLICE_BYTES);
+        if (!socket.write(slice)) await drained();
+        hold?.release(slice.length);
+      }
+    } finally {
+      hold?.release();
+    }
   }
 
   async function pump(): Promise<void> {
@@ -244,10 +295,15 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
         } catch {
           response = { status: 500, headers: { "content-type": "text/plain" }, body: "internal error\n" };
         }
-        if (closed) return;
+        if (closed) {
+          // The client went away while its answer was made: what it held is given back, a stream stopped.
+          response.hold?.release();
+          void response.stream?.[Symbol.asyncIterator]().return?.();
+          return;
+        }
         const keep = keepAlive && !closing;
         if (response.stream) await writeStream(response, response.stream, keep);
-        else write(response, keep, request.method);
+        else await write(response, keep, request.method);
         if (!keep || closing) finish();
         else idle();
         // The client is not reading its answers: stop reading its requests until it takes them.
@@ -274,10 +330,15 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     },
   };
 
-  /** Resolves when the socket can take more, or has closed. */
+  /**
+   * Resolves when the socket can take more, or has closed. A client that takes nothing of what waits for it
+   * for idleTimeoutMs is cut: it holds that much of the node's memory (and of its caller's answer budget).
+   */
   function drained(): Promise<void> {
     return new Promise((resolve) => {
+      const stalled = setTimeout(() => socket.destroy(), o.idleTimeoutMs);
       const done = () => {
+        clearTimeout(stalled);
         socket.off("drain", done);
         socket.off("close", done);
         resolve();
@@ -291,7 +352,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
    * Writes a streamed response with chunked framing, one chunk per item, waiting for the socket to drain when
    * the client reads slowly, and stops the source as soon as the client goes away (even while it is quiet).
    */
-  async function writeStream(res: HttpResponse, source: AsyncIterable<string>, keepAlive: boolean): Promise<void> {
+  async function writeStream(res: HttpResponse, source: AsyncIterable<string | HeldText>, keepAlive: boolean): Promise<void> {
     let head = `HTTP/1.1 ${res.status} ${REASONS[res.status] ?? "Status"}\r\ntransfer-encoding: chunked\r\n`;
     if (!keepAlive) head += "connection: close\r\n";
     if (res.headers) for (const k in res.headers) if (k.toLowerCase() !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
@@ -299,7 +360,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     const it = source[Symbol.asyncIterator]();
     let onClose!: () => void;
     let stopped = false;
-    const gone = new Promise<IteratorResult<string>>((resolve) => {
+    const gone = new Promise<IteratorResult<string | HeldText>>((resolve) => {
       onClose = () => {
         resolve({ value: undefined, done: true });
         // Stop the source now: a subscriber must not outlive its client, even on a quiet task.
@@ -316,9 +377,24 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     try {
       for (;;) {
         const next = await Promise.race([it.next(), gone]);
-        if (next.done || closed) break;
+        if (next.done || closed) {
+          if (!next.done && typeof next.value !== "string") next.value.hold?.release();
+          break;
+        }
         wrote = true;
-        if (!socket.write(chunk(next.value))) await drained();
+        const item = next.value;
+        const text = typeof item === "string" ? item : item.text;
+        const hold = typeof item === "string" ? undefined : item.hold;
+        if (text.length < SLICE_BYTES) {
+          hold?.release();
+          if (!socket.write(chunk(text))) await drained();
+        } else {
+          // One chunk, its data written in slices: the event's text becomes bytes once, and is let go.
+          const bytes = Buffer.from(text, "utf8");
+          socket.write(`${bytes.length.toString(16)}\r\n`);
+          await writeSliced(bytes, hold);
+          if (!closed && !socket.write("\r\n")) await drained();
+        }
       }
       if (!closed) socket.write("0\r\n\r\n");
     } finally {
@@ -383,7 +459,7 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
     buf = buf.subarray(consumed);
     chunked = undefined;
     continued = false;
-    return { request: { method, target, headers, body }, keepAlive };
+    return { request: { method, target, headers, body, gone: () => closed }, keepAlive };
   }
 
   /** Answers `Expect: 100-continue` once, so clients that wait for it send their body. */

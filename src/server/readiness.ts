@@ -1,6 +1,6 @@
 /**
- * GET /health/ready: whether this node can do its work now, as checks (database, certificate, model, and the
- * revocation list when the node enforces one), each with what it found. The answer is 503 when any fails,
+ * GET /health/ready: whether this node can do its work now, as checks (database, certificate, model, and where
+ * watched: descriptors, the revocation list, storage), each with what it found. The answer is 503 when any fails,
  * naming the ones that did; a load balancer or systemd watchdog reads the status, a person reads the details.
  */
 
@@ -10,7 +10,7 @@ export interface CheckResult {
   [more: string]: unknown;
 }
 
-export type CheckName = "database" | "certificate" | "model" | "descriptors" | "revocation";
+export type CheckName = "database" | "certificate" | "model" | "descriptors" | "revocation" | "storage";
 
 export interface ReadinessReport {
   ready: boolean;
@@ -30,6 +30,8 @@ export interface ReadinessChecks {
   descriptors?(): CheckResult;
   /** The revocation list in force is not stale (see FleetPki.revocationCheck); absent: not checked. */
   revocation?(): CheckResult;
+  /** Free disk space against min_free_disk (the callers refused below it), where the node watches it. */
+  storage?(): CheckResult;
 }
 
 /** A certificate this close to its end is still valid, but its check says to renew it. */
@@ -53,6 +55,7 @@ export async function checkReadiness(checks: ReadinessChecks, modelTimeoutMs = 2
   const all: ReadinessReport["checks"] = { database, certificate, model };
   if (checks.descriptors) all.descriptors = now(checks.descriptors);
   if (checks.revocation) all.revocation = now(checks.revocation);
+  if (checks.storage) all.storage = now(checks.storage);
   const failed = (Object.keys(all) as CheckName[]).filter((k) => !all[k]?.ok);
   return { ready: failed.length === 0, failed, checks: all };
 }
@@ -90,4 +93,34 @@ export function certificateCheck(id: CertificateDates, now = new Date()): CheckR
     if (t < c.notBefore.getTime()) return { ok: false, detail: `${what} is not valid before ${c.notBefore.toISOString()} (is this machine's clock right?)`, ...facts };
   if (daysLeft < RENEW_WITHIN_DAYS) return { ok: true, detail: `valid, but ${which} expires in ${daysLeft} days: ${renew}`, ...facts };
   return { ok: true, detail: `valid until ${new Date(ends).toISOString()} (${daysLeft} days)`, ...facts };
+}
+
+/** What the storage check reads: the free-space floor's state (see store/disk-floor.ts). */
+export interface FloorReading {
+  freeBytes: number;
+  floorBytes: number;
+  refusing: "none" | "heaviest" | "all";
+  heaviest?: { owner: string; bytes: number };
+  error?: string;
+}
+
+/**
+ * Free disk space against min_free_disk: failed while the node refuses callers for want of space (naming whom
+ * and what frees it), so an operator's check sees it before the disk is full. Without a floor (off, or on
+ * Postgres, whose disk this node cannot see) it passes and says why nothing is watched.
+ */
+export function storageCheck(floor: FloorReading | undefined, why = "min_free_disk is 0"): CheckResult {
+  if (!floor) return { ok: true, detail: `free disk space is not watched (${why}); the per-caller quotas still apply` };
+  const facts = { freeBytes: floor.freeBytes, minFreeDisk: floor.floorBytes, refusing: floor.refusing, ...(floor.heaviest ? { heaviest: floor.heaviest.owner, heaviestBytes: floor.heaviest.bytes } : {}) };
+  if (floor.error) return { ok: true, detail: `free disk space could not be read (${floor.error}); nothing is refused on its account`, ...facts };
+  const advice = "free space on that file system, or lower retention_days or the callers' quotas (max_caller_bytes)";
+  if (floor.refusing === "all")
+    return { ok: false, detail: `${floor.freeBytes} bytes free, below half of min_free_disk (${floor.floorBytes}): new tasks and messages of every caller are refused; ${advice}`, ...facts };
+  if (floor.refusing === "heaviest")
+    return {
+      ok: false,
+      detail: `${floor.freeBytes} bytes free, below min_free_disk (${floor.floorBytes}): new tasks and messages of ${floor.heaviest?.owner ?? "the heaviest caller"} (the caller whose tasks take the most, ${floor.heaviest?.bytes ?? "?"} bytes) are refused; ${advice}`,
+      ...facts,
+    };
+  return { ok: true, detail: `${floor.freeBytes} bytes free (min_free_disk ${floor.floorBytes})`, ...facts };
 }

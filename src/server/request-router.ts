@@ -4,6 +4,9 @@ import { statusBody } from "../protocol/http-json-errors";
 import { matchRoute, type HttpMethod } from "../protocol/http-json-routes";
 import type { HttpJsonOutcome, HttpJsonTransport } from "../protocol/http-json-transport";
 import { errorBody, type JsonRpcTransport } from "../protocol/jsonrpc-transport";
+import type { HeldText } from "../protocol/answer-holds";
+import type { AnswerHold } from "../protocol/caller";
+import type { AnswerBudget } from "./answer-budget";
 import type { AuditCall } from "./audit-log";
 import type { HttpRequest, HttpResponse } from "./http1";
 import type { PeerRateLimiter } from "./rate-limit";
@@ -22,7 +25,7 @@ const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-
  * source at once even while it is waiting for the next event. `closed` is called once, when the stream ends
  * or its client goes away.
  */
-function sse(events: AsyncIterable<{ id?: string; event?: string; data: string }>, closed?: () => void): AsyncIterable<string> {
+function sse(events: AsyncIterable<{ id?: string; event?: string; data: string; hold?: AnswerHold }>, closed?: () => void): AsyncIterable<string | HeldText> {
   let open = true;
   const close = () => {
     if (!open) return;
@@ -34,7 +37,7 @@ function sse(events: AsyncIterable<{ id?: string; event?: string; data: string }
       const it = events[Symbol.asyncIterator]();
       return {
         async next() {
-          let r: IteratorResult<{ id?: string; event?: string; data: string }>;
+          let r: IteratorResult<{ id?: string; event?: string; data: string; hold?: AnswerHold }>;
           try {
             r = await it.next();
           } catch (err) {
@@ -47,7 +50,8 @@ function sse(events: AsyncIterable<{ id?: string; event?: string; data: string }
           }
           const e = r.value;
           const head = (e.id === undefined ? "" : `id: ${e.id}\n`) + (e.event === undefined ? "" : `event: ${e.event}\n`);
-          return { value: `${head}data: ${e.data}\n\n`, done: false };
+          const text = `${head}data: ${e.data}\n\n`;
+          return { value: e.hold ? { text, hold: e.hold } : text, done: false };
         },
         async return() {
           close();
@@ -83,6 +87,11 @@ export interface RouterOptions {
   pki?(req: HttpRequest, caller: CallerIdentity, path: string): Promise<HttpResponse>;
   /** Told of every A2A call (either binding) and fleet PKI call once it is answered, for the audit log. */
   audit?(call: AuditCall): void;
+  /**
+   * The bytes of answers held for clients that have not read them (answer_bytes_per_caller,
+   * answer_bytes_in_flight): an A2A request waits for room before it is handled, and its answers are counted.
+   */
+  answers?: AnswerBudget;
 }
 
 /**
@@ -92,7 +101,7 @@ export interface RouterOptions {
  * Everything else (card, health, OpenAPI) goes through the web app (Elysia).
  */
 export function createRequestRouter(options: RouterOptions) {
-  const { transport, httpJson, web, ops, limiter, metrics, audit } = options;
+  const { transport, httpJson, web, ops, limiter, metrics, audit, answers } = options;
   const timed = metrics !== undefined || audit !== undefined;
   /** The audit line of a call: what it concerned (ctx.note, filled in by the handler) and how it ended. */
   const record = (ctx: CallContext, binding: string, method: string | undefined, started: number, code: number | undefined) =>
@@ -109,6 +118,12 @@ export function createRequestRouter(options: RouterOptions) {
   const limited = (caller: CallerIdentity, binding: string) =>
     audit?.({ peer: caller.name, fingerprint: caller.fingerprint, binding, outcome: "rate_limited", code: 429, ms: 0 });
   const streamClosed = metrics && (() => metrics.streamClosed());
+  /** A request refused because its caller's (or the node's) answers wait unread: 429, like a rate limit. */
+  const answersHeld = (err: A2AError, caller: CallerIdentity, binding: "jsonrpc" | "http-json"): HttpResponse => {
+    metrics?.rpc(undefined, 0, err.code);
+    audit?.({ peer: caller.name, fingerprint: caller.fingerprint, binding, outcome: "error", code: err.code, ms: 0 });
+    return { status: 429, headers: { ...JSON_HEADERS, "retry-after": "1" }, body: binding === "http-json" ? statusBody(err, 429) : errorBody(null, err) };
+  };
 
   return async function route(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse> {
     const q = req.target.indexOf("?");
@@ -128,12 +143,24 @@ export function createRequestRouter(options: RouterOptions) {
         record({ caller }, "jsonrpc", undefined, performance.now(), err.code);
         return { status: 200, headers: JSON_HEADERS, body: errorBody(null, err) };
       }
+      const admission = answers && (await answers.admit(caller.name));
+      if (admission?.refused) return answersHeld(admission.refused, caller, "jsonrpc");
+      // A client that left while its request waited for room gets nothing built.
+      if (admission && req.gone?.()) {
+        admission.done();
+        return { status: 204 };
+      }
       const started = timed ? performance.now() : 0;
-      const ctx = callContext(req, caller, audit !== undefined);
-      const out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), ctx, req.headers.get("last-event-id"));
+      const ctx = callContext(req, caller, audit !== undefined, answers);
+      let out: Awaited<ReturnType<typeof transport.handle>>;
+      try {
+        out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), ctx, req.headers.get("last-event-id"));
+      } finally {
+        admission?.done();
+      }
       metrics?.rpc(out.method, (performance.now() - started) / 1000, out.error);
       record(ctx, "jsonrpc", out.method, started, out.error);
-      if (out.kind === "json") return { status: 200, headers: out.error === undefined ? withExtensions(JSON_HEADERS, ctx) : JSON_HEADERS, body: out.body };
+      if (out.kind === "json") return { status: 200, headers: out.error === undefined ? withExtensions(JSON_HEADERS, ctx) : JSON_HEADERS, body: out.body, hold: out.hold };
       if (out.kind === "none") return { status: 204 };
       metrics?.streamOpened();
       return { status: 200, headers: withExtensions(SSE_HEADERS, ctx), stream: sse(out.events, streamClosed) };
@@ -163,9 +190,15 @@ export function createRequestRouter(options: RouterOptions) {
           return rateLimitedResponse(wait, limiter, "http-json");
         }
       }
+      const admission = answers && (await answers.admit(caller.name));
+      if (admission?.refused) return answersHeld(admission.refused, caller, "http-json");
+      if (admission && req.gone?.()) {
+        admission.done();
+        return { status: 204 };
+      }
       const started = timed ? performance.now() : 0;
-      const ctx = callContext(req, caller, audit !== undefined);
-      const out = await httpJson.handle(
+      const ctx = callContext(req, caller, audit !== undefined, answers);
+      const handling = httpJson.handle(
         match,
         {
           method: req.method,
@@ -178,6 +211,12 @@ export function createRequestRouter(options: RouterOptions) {
         },
         ctx,
       );
+      let out: Awaited<typeof handling>;
+      try {
+        out = await handling;
+      } finally {
+        admission?.done();
+      }
       const method = typeof match === "object" ? match.operations[req.method as HttpMethod] : undefined;
       const code = out.kind === "json" ? out.error : undefined;
       if (metrics) {
@@ -205,8 +244,9 @@ export function createRequestRouter(options: RouterOptions) {
  * clients name the header X-A2A-Extensions).
  */
 /** The call's context: its caller, the extensions it requests, and (when audited) a note of what it concerned. */
-function callContext(req: HttpRequest, caller: CallerIdentity, audited: boolean): CallContext {
+function callContext(req: HttpRequest, caller: CallerIdentity, audited: boolean, answers?: AnswerBudget): CallContext {
   const ctx: CallContext = { caller };
+  if (answers) ctx.answers = answers.holderFor(caller.name);
   if (audited) ctx.note = {};
   const requested = parseExtensionsHeader(req.headers.get("a2a-extensions") ?? req.headers.get("x-a2a-extensions"));
   if (requested.length) ctx.extensions = { requested };
@@ -248,7 +288,7 @@ function httpJsonResponse(out: HttpJsonOutcome, accept: string | undefined, stre
   if (out.kind === "stream") return { status: 200, headers: SSE_HEADERS, stream: sse(out.events, streamClosed) };
   const headers: Record<string, string> = { "content-type": jsonType(accept) };
   if (out.allow) headers.allow = out.allow;
-  return { status: out.status, headers, body: out.body };
+  return { status: out.status, headers, body: out.body, hold: out.hold };
 }
 
 /**

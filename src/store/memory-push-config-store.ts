@@ -1,5 +1,5 @@
 import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
-import { ConfigOwnedElsewhere, PUSH_CONFIG_PAGE, redactConfig, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
+import { ConfigOwnedElsewhere, overPushLimits, PUSH_CONFIG_PAGE, redactConfig, type PushConfigLimits, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
 import { newId } from "../tasks/clock";
 import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
 
@@ -11,16 +11,28 @@ export class MemoryPushConfigStore implements PushConfigStore {
   /** taskId → config id → config. */
   private readonly byTask = new Map<string, Map<string, StoredPushConfig>>();
 
-  async create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+  async create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig> {
     const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
     if (config.token) saved.token = config.token;
     if (config.authentication) saved.authentication = { ...config.authentication };
     let configs = this.byTask.get(saved.taskId);
     const existing = configs?.get(saved.id);
     if (existing && existing.owner !== owner) throw new ConfigOwnedElsewhere(saved.taskId);
+    if (!existing) {
+      let forCaller = 0;
+      for (const byId of this.byTask.values()) for (const c of byId.values()) if (c.owner === owner) forCaller++;
+      const over = overPushLimits(limits, configs?.size ?? 0, forCaller);
+      if (over) throw over;
+    }
     if (!configs) this.byTask.set(saved.taskId, (configs = new Map()));
     configs.set(saved.id, { ...structuredClone(saved), owner });
     return saved;
+  }
+
+  async countForOwner(owner: string): Promise<number> {
+    let n = 0;
+    for (const byId of this.byTask.values()) for (const c of byId.values()) if (c.owner === owner) n++;
+    return n;
   }
 
   async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {

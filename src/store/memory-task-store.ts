@@ -1,5 +1,5 @@
 import type { ListTasksParams, ListTasksResult, Message, StreamResponse, Task } from "../protocol/types";
-import { DroppedWrite, FINAL_STATES, WriteRefused, type NewTask, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, WriteRefused, type CallerUsage, type NewTask, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
 import { decodePageToken, encodePageToken } from "./page-token";
 import { mergeArtifacts, toJson } from "./pending-writes";
 
@@ -132,6 +132,25 @@ export class MemoryTaskStore implements TaskStore {
     return n;
   }
 
+  async usage(owner: string): Promise<CallerUsage> {
+    const u = { tasks: 0, bytes: 0 };
+    for (const e of this.tasks.values()) if (e.owner === owner) addUsage(u, e);
+    return u;
+  }
+
+  async heaviest(limit: number): Promise<(CallerUsage & { owner: string })[]> {
+    const by = new Map<string, CallerUsage>();
+    for (const e of this.tasks.values()) {
+      let u = by.get(e.owner);
+      if (!u) by.set(e.owner, (u = { tasks: 0, bytes: 0 }));
+      addUsage(u, e);
+    }
+    return [...by]
+      .map(([owner, u]) => ({ owner, ...u }))
+      .sort((a, b) => b.bytes - a.bytes || (a.owner < b.owner ? -1 : 1))
+      .slice(0, limit);
+  }
+
   async unfinished(): Promise<UnfinishedTask[]> {
     return [...this.tasks.values()]
       .filter((e) => e.task.status.state === "TASK_STATE_SUBMITTED" || e.task.status.state === "TASK_STATE_WORKING")
@@ -188,6 +207,13 @@ export class MemoryTaskStore implements TaskStore {
       if (this.queue.push({ apply, resolve, reject, taskId }) === 1) setImmediate(() => this.flush());
     });
   }
+}
+
+/** A task's bytes as this store counts them: the task's JSON and each event's. */
+function addUsage(u: CallerUsage, e: Entry): void {
+  u.tasks++;
+  u.bytes += Buffer.byteLength(JSON.stringify(e.task));
+  for (const ev of e.events) u.bytes += Buffer.byteLength(JSON.stringify(ev));
 }
 
 function copy<T>(json: string): T {

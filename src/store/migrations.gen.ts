@@ -109,5 +109,21 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796211776035,
     "hash": "a153596f3fc751df8586cf199f67a8eb0c9e845b48e1e81f6a37bf9f156e638c"
+  },
+  {
+    "tag": "0010_caller_usage",
+    "sql": [
+      "-- Hand-written after drizzle-kit's table (made WITHOUT ROWID, as every table but `tasks`) and index: triggers\n-- that keep caller_usage exactly in step with `tasks` and `task_events` in the same transaction as each write,\n-- then the usage of the rows already stored. A task's bytes are its row's JSON as the size columns count it\n-- (head_bytes + history_bytes + artifacts_bytes, written by the same statement as the JSON) and its events'\n-- JSON; the per-caller quotas (max_caller_bytes, max_caller_tasks) and the free-space floor read one row per\n-- caller. An update that leaves a task's size alone (a status change of the same length) costs nothing here.\n-- Events are found their owner through their task, so a task's events are deleted before its row.\nCREATE TABLE `caller_usage` (\n\t`owner` text PRIMARY KEY NOT NULL,\n\t`tasks` integer NOT NULL,\n\t`bytes` integer NOT NULL\n) WITHOUT ROWID;\n",
+      "\nCREATE INDEX `push_configs_owner` ON `push_configs` (`owner`);\n",
+      "\nCREATE TRIGGER `caller_usage_insert` AFTER INSERT ON `tasks` BEGIN\n\tINSERT INTO `caller_usage` (`owner`, `tasks`, `bytes`) VALUES (NEW.`owner`, 1, NEW.`head_bytes` + NEW.`history_bytes` + NEW.`artifacts_bytes`)\n\t\tON CONFLICT (`owner`) DO UPDATE SET `tasks` = `tasks` + 1, `bytes` = `bytes` + excluded.`bytes`;\nEND;\n",
+      "\nCREATE TRIGGER `caller_usage_update` AFTER UPDATE OF `head_bytes`, `history_bytes`, `artifacts_bytes` ON `tasks`\n\tWHEN NEW.`head_bytes` + NEW.`history_bytes` + NEW.`artifacts_bytes` IS NOT OLD.`head_bytes` + OLD.`history_bytes` + OLD.`artifacts_bytes` BEGIN\n\tUPDATE `caller_usage` SET `bytes` = `bytes` + (NEW.`head_bytes` + NEW.`history_bytes` + NEW.`artifacts_bytes`) - (OLD.`head_bytes` + OLD.`history_bytes` + OLD.`artifacts_bytes`)\n\t\tWHERE `owner` = NEW.`owner`;\nEND;\n",
+      "\nCREATE TRIGGER `caller_usage_delete` AFTER DELETE ON `tasks` BEGIN\n\tUPDATE `caller_usage` SET `tasks` = `tasks` - 1, `bytes` = `bytes` - (OLD.`head_bytes` + OLD.`history_bytes` + OLD.`artifacts_bytes`) WHERE `owner` = OLD.`owner`;\nEND;\n",
+      "\nCREATE TRIGGER `caller_usage_events_insert` AFTER INSERT ON `task_events` BEGIN\n\tUPDATE `caller_usage` SET `bytes` = `bytes` + octet_length(NEW.`events`) WHERE `owner` = (SELECT `owner` FROM `tasks` WHERE `id` = NEW.`task_id`);\nEND;\n",
+      "\nCREATE TRIGGER `caller_usage_events_delete` AFTER DELETE ON `task_events` BEGIN\n\tUPDATE `caller_usage` SET `bytes` = `bytes` - octet_length(OLD.`events`) WHERE `owner` = (SELECT `owner` FROM `tasks` WHERE `id` = OLD.`task_id`);\nEND;\n",
+      "\nINSERT INTO `caller_usage` (`owner`, `tasks`, `bytes`) SELECT `owner`, count(*), sum(`head_bytes` + `history_bytes` + `artifacts_bytes`) FROM `tasks` GROUP BY `owner`;\n",
+      "\nUPDATE `caller_usage` SET `bytes` = `bytes` + coalesce((SELECT sum(octet_length(e.`events`)) FROM `task_events` e JOIN `tasks` t ON t.`id` = e.`task_id` WHERE t.`owner` = `caller_usage`.`owner`), 0);\n"
+    ],
+    "folderMillis": 1796212765774,
+    "hash": "449c270907a294b0cdee2b303e69460be4cdfdbb91619b801a3c60e24294a6d8"
   }
 ];

@@ -97,6 +97,18 @@ export const taskCounts = sqliteTable(
 );
 
 /**
+ * What each owner's stored tasks take: how many, and their bytes as written (each row's JSON, head_bytes +
+ * history_bytes + artifacts_bytes, and its events' JSON), kept by triggers on `tasks` and `task_events`
+ * (migration 0009) in the same transaction as each write, as task_counts is. The per-caller storage quotas
+ * (max_caller_bytes, max_caller_tasks) and the free-space floor's "heaviest caller" read it: one row per caller.
+ */
+export const callerUsage = sqliteTable("caller_usage", {
+  owner: text("owner").primaryKey(),
+  tasks: integer("tasks").notNull(),
+  bytes: integer("bytes").notNull(),
+});
+
+/**
  * Every event of a task (status and artifact updates), numbered per task from 1, so a client that lost its
  * stream can ask for everything after the last number it saw. Events committed together are one row (a JSON
  * array starting at `seq`), which keeps a task that streams thousands of chunks to one row per commit.
@@ -127,7 +139,8 @@ export const pushConfigs = sqliteTable(
     authentication: text("authentication"),
     createdAt: text("created_at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.taskId, t.id] })],
+  // By owner: max_push_configs_per_caller counts a caller's configs (a range this limit keeps short).
+  (t) => [primaryKey({ columns: [t.taskId, t.id] }), index("push_configs_owner").on(t.owner)],
 );
 
 /** Push deliveries not yet acknowledged by their receiver: the queue survives restarts. */

@@ -1,10 +1,11 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
-import { ConfigOwnedElsewhere, PUSH_CONFIG_PAGE, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
+import { ConfigOwnedElsewhere, overPushLimits, PUSH_CONFIG_PAGE, type PushConfigLimits, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
 import { newId, now } from "../tasks/clock";
 import type { OpenDatabase } from "./database";
 import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
 import { toConfig, toStored, type PushConfigRow } from "./push-config-rows";
+import { writeAlone } from "./write-alone";
 
 
 /**
@@ -18,7 +19,7 @@ export class SqlitePushConfigStore implements PushConfigStore {
    * webhook: this set answers for those without touching the database.
    */
   private readonly withConfigs = new Set<string>();
-  private readonly q: Record<"upsert" | "get" | "page" | "pageAfter" | "del" | "delDeliveries" | "forTask" | "forDelivery" | "delTask" | "delTaskDeliveries", Statement>;
+  private readonly q: Record<"upsert" | "exists" | "countTask" | "countOwner" | "get" | "page" | "pageAfter" | "del" | "delDeliveries" | "forTask" | "forDelivery" | "delTask" | "delTaskDeliveries", Statement>;
 
   constructor(database: OpenDatabase) {
     this.sqlite = database.sqlite;
@@ -31,6 +32,10 @@ export class SqlitePushConfigStore implements PushConfigStore {
          ON CONFLICT (task_id, id) DO UPDATE SET url = excluded.url, token = excluded.token, authentication = excluded.authentication
          WHERE push_configs.owner = excluded.owner`,
       ),
+      exists: prep("SELECT 1 FROM push_configs WHERE task_id = ?1 AND id = ?2"),
+      countTask: prep("SELECT count(*) AS n FROM push_configs WHERE task_id = ?1"),
+      // push_configs_owner (migration 0009): a range of the caller's configs, which the limit keeps short.
+      countOwner: prep("SELECT count(*) AS n FROM push_configs WHERE owner = ?1"),
       get: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND id = ?2 AND owner = ?3"),
       page: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND owner = ?2 ORDER BY id LIMIT ?3"),
       pageAfter: prep("SELECT * FROM push_configs WHERE task_id = ?1 AND owner = ?2 AND id > ?3 ORDER BY id LIMIT ?4"),
@@ -44,23 +49,34 @@ export class SqlitePushConfigStore implements PushConfigStore {
     for (const r of database.sqlite.prepare("SELECT DISTINCT task_id AS t FROM push_configs").all() as { t: string }[]) this.withConfigs.add(r.t);
   }
 
-  async create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+  async create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig> {
     const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
     if (config.token) saved.token = config.token;
     if (config.authentication) saved.authentication = { ...config.authentication };
-    const r = this.q.upsert.run(
-      saved.taskId,
-      saved.id,
-      owner,
-      saved.url,
-      saved.token ?? null,
-      saved.authentication ? JSON.stringify(saved.authentication) : null,
-      now(),
-    );
+    // The counts and the insert in one transaction of their own (see writeAlone), committed when it resolves.
+    const r = await writeAlone(this.sqlite, () => {
+      if (limits && !this.q.exists.get(saved.taskId, saved.id)) {
+        const over = overPushLimits(limits, (this.q.countTask.get(saved.taskId) as { n: number }).n, (this.q.countOwner.get(owner) as { n: number }).n);
+        if (over) throw over;
+      }
+      return this.q.upsert.run(
+        saved.taskId,
+        saved.id,
+        owner,
+        saved.url,
+        saved.token ?? null,
+        saved.authentication ? JSON.stringify(saved.authentication) : null,
+        now(),
+      );
+    });
     // Same answer as for a task the caller cannot see: nothing about the other owner leaks.
     if (r.changes === 0) throw new ConfigOwnedElsewhere(saved.taskId);
     this.withConfigs.add(saved.taskId);
     return saved;
+  }
+
+  async countForOwner(owner: string): Promise<number> {
+    return (this.q.countOwner.get(owner) as { n: number }).n;
   }
 
   async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {
@@ -80,26 +96,25 @@ export class SqlitePushConfigStore implements PushConfigStore {
   }
 
   async delete(owner: string, taskId: string, id: string): Promise<boolean> {
-    // One transaction (a savepoint when the task store's group transaction is open on this connection): a
-    // deleted webhook must not keep receiving what was queued for it.
-    return this.sqlite.transaction(() => {
+    // One transaction (see writeAlone): a deleted webhook must not keep receiving what was queued for it.
+    return writeAlone(this.sqlite, () => {
       if (this.q.del.run(taskId, id, owner).changes === 0) return false;
       this.q.delDeliveries.run(taskId, id);
       return true;
-    })();
+    });
   }
 
   async deleteForTasks(taskIds: readonly string[]): Promise<void> {
     // Most tasks have no webhook: only those known to have one cost a statement.
     const withConfigs = taskIds.filter((id) => this.withConfigs.has(id));
     if (withConfigs.length === 0) return;
-    this.sqlite.transaction(() => {
+    await writeAlone(this.sqlite, () => {
       for (const id of withConfigs) {
         this.q.delTask.run(id);
         this.q.delTaskDeliveries.run(id);
         this.withConfigs.delete(id);
       }
-    })();
+    });
   }
 
   /**

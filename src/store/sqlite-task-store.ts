@@ -3,7 +3,7 @@ import { and, count, desc, eq, gt, inArray, asc, sql } from "drizzle-orm";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted, isTerminal } from "../protocol/types";
 import { encodeTime } from "ulid";
-import { DroppedWrite, FINAL_STATES, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, type CallerUsage, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
 import { crashPoint } from "../crash-point";
 import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
@@ -88,7 +88,9 @@ export class SqliteTaskStore implements TaskStore {
     | "deleteTask"
     | "deleteEvents"
     | "countOwner"
-    | "countOwnerState",
+    | "countOwnerState"
+    | "usage"
+    | "heaviest",
     Statement
   >;
 
@@ -135,6 +137,9 @@ export class SqliteTaskStore implements TaskStore {
       // task_counts is kept by triggers in step with every write to tasks (migration 0008).
       countOwner: prep("SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE owner = ?1"),
       countOwnerState: prep("SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE owner = ?1 AND state = ?2"),
+      // caller_usage is kept by triggers in step with every write to tasks and task_events (migration 0009).
+      usage: prep("SELECT tasks, bytes FROM caller_usage WHERE owner = ?1"),
+      heaviest: prep("SELECT owner, tasks, bytes FROM caller_usage WHERE tasks > 0 OR bytes > 0 ORDER BY bytes DESC, owner LIMIT ?1"),
     };
   }
 
@@ -298,6 +303,14 @@ export class SqliteTaskStore implements TaskStore {
     return row ? { task: assemble(fromRaw(row), historyLength, true), lastSeq: row.last_seq, state: stateOf(row.node_state) } : undefined;
   }
 
+  async usage(owner: string): Promise<CallerUsage> {
+    return (this.w.usage.get(owner) as CallerUsage | null) ?? { tasks: 0, bytes: 0 };
+  }
+
+  async heaviest(limit: number): Promise<(CallerUsage & { owner: string })[]> {
+    return this.w.heaviest.all(limit) as (CallerUsage & { owner: string })[];
+  }
+
   async countInContext(contextId: string, owner: string): Promise<number> {
     return this.w.selectContextIds.all(contextId, owner).length;
   }
@@ -334,10 +347,11 @@ export class SqliteTaskStore implements TaskStore {
       .map((r) => r.id)
       .filter((id) => !this.pending.has(id));
     // One transaction (a savepoint inside a group commit's open one), so a crash leaves a task whole or gone.
+    // Events first: caller_usage's trigger finds an event's owner through its task's row.
     this.sqlite.transaction(() => {
       for (const id of ids) {
-        this.w.deleteTask.run(id);
         this.w.deleteEvents.run(id);
+        this.w.deleteTask.run(id);
       }
     })();
     return Promise.resolve(ids);

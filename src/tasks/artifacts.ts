@@ -71,6 +71,21 @@ export function partBytes(p: Artifact["parts"][number]): number {
   return n;
 }
 
+/** What a message adds to a task, in bytes, as max_task_bytes counts it: its parts (as partBytes) and its metadata as JSON. */
+export function messageBytes(m: Message): number {
+  let n = 0;
+  for (const p of m.parts ?? []) n += partBytes(p);
+  if (m.metadata !== undefined) n += Buffer.byteLength(JSON.stringify(m.metadata) ?? "");
+  return n;
+}
+
+/** The bytes of a task's history, as max_task_bytes counts them. */
+export function historyBytes(history: readonly Message[] | undefined): number {
+  let n = 0;
+  for (const m of history ?? []) n += messageBytes(m);
+  return n;
+}
+
 /**
  * The bytes of a task's artifacts, kept per artifact so a streamed chunk costs only its own size: appended
  * chunks add to their artifact's count, a re-sent artifact replaces it (see accumulate).

@@ -43,6 +43,8 @@ export interface Job {
   outputBytes: number;
   /** The bytes of the task's artifacts so far (see max_artifact_bytes), counted from the first artifact event. */
   artifactSizes?: ArtifactSizes;
+  /** The bytes of the task's history (see max_task_bytes), counted when first needed and kept up to date since. */
+  historyBytes?: number;
   message: Message;
   caller: string;
   /** Made on first use: most tasks are never canceled, and an echo never looks at its signal. */

@@ -2,7 +2,7 @@ import type { AgentExecutor, ExecutionEvents, ExecutionOutcome, InputRequest } f
 import { A2AError } from "../protocol/errors";
 import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted } from "../protocol/types";
-import { accumulate, agentMessage, ArtifactSizes, capParts } from "./artifacts";
+import { accumulate, agentMessage, ArtifactSizes, capParts, historyBytes, messageBytes } from "./artifacts";
 import { now } from "./clock";
 import type { EventStream } from "./event-stream";
 import { FairQueue } from "./fair-queue";
@@ -76,6 +76,12 @@ export interface TaskRunnerOptions {
   maxTaskMessages?: number;
   /** Parts an agent's reply may have; a reply with more ends the task FAILED. */
   maxMessageParts?: number;
+  /**
+   * Bytes a task may hold, its messages and artifacts counted as partBytes counts them (max_task_bytes): an
+   * agent's question, artifact or outcome past it ends the task FAILED (callers' messages are checked by the
+   * request handler).
+   */
+  maxTaskBytes?: number;
   /** Told when tasks are taken, wait for input, and end (the daemon's task log lines and metrics). */
   lifecycle?: TaskLifecycle;
   /**
@@ -248,6 +254,7 @@ export class TaskRunner {
     const { task } = job;
     const lastSeq = job.seq;
     task.history = [...(task.history ?? []), message];
+    if (job.historyBytes !== undefined) job.historyBytes += messageBytes(message);
     const committed = this.track(job, this.store.record(taskId, { history: [message] }));
     job.waiting = undefined;
     waiting.detach();
@@ -297,12 +304,20 @@ export class TaskRunner {
    * event. Resolves once committed. `peer`: the task's owner, for the lifecycle's watchers.
    */
   async cancelIdle(task: Task, reason: string, peer: string): Promise<void> {
-    const status: TaskStatus = { state: "TASK_STATE_CANCELED", timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
+    return this.endIdle(task, "TASK_STATE_CANCELED", reason, peer);
+  }
+
+  /**
+   * Ends a task nothing executes here in `state` (CANCELED, or FAILED for one that could not be started after
+   * it was recorded): records the state, its message and its event. Resolves once committed.
+   */
+  async endIdle(task: Task, state: TaskState, reason: string, peer: string): Promise<void> {
+    const status: TaskStatus = { state, timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
     const seq = (await this.store.lastEventSeq(task.id)) + 1;
     const ended = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
     const stored = this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
     // Nothing ran it in this process: no time of its own to report, only that it ended.
-    void stored.then(() => this.options.lifecycle?.finished(task, peer, "TASK_STATE_CANCELED", 0, 0), () => {});
+    void stored.then(() => this.options.lifecycle?.finished(task, peer, state, 0, 0), () => {});
     return stored;
   }
 
@@ -585,12 +600,37 @@ export class TaskRunner {
         if (this.leftForRestart(job)) return this.detach(job);
         outcome = { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
       }
-      const over = this.outcomeOverLimit(job, outcome);
+      outcome = this.capOutcome(job, outcome);
+      // The node's own outcomes (a limit, the deadline, a cancel) are recorded as they are: only what the
+      // executor made is held to the limits.
+      const own = job.stopped === undefined && cause !== "canceled" && cause !== "shutdown";
+      const over = own ? this.outcomeOverLimit(job, outcome) : undefined;
       if (over) outcome = { state: "TASK_STATE_FAILED", message: `stopped: ${over}` };
       await this.record(job, outcome);
     } finally {
       this.release(job);
     }
+  }
+
+  /**
+   * output_cap applies to artifacts an executor returns whole as it does to streamed ones: their text past
+   * what the cap leaves (after what was streamed) is cut, and the task is marked truncated. The executor's
+   * state and reply are kept; without a reply, the status message says the output was cut.
+   */
+  private capOutcome(job: Job, outcome: ExecutionOutcome): ExecutionOutcome {
+    const cap = this.options.outputCapBytes;
+    if (cap === undefined || !outcome.artifacts?.length || job.stopped) return outcome;
+    let over = false;
+    const artifacts = outcome.artifacts.map((a) => {
+      const cut = capParts(a, cap - job.outputBytes);
+      job.outputBytes += cut.bytes;
+      over ||= cut.over;
+      return cut.artifact;
+    });
+    if (!over) return outcome;
+    const capped: ExecutionOutcome = { ...outcome, artifacts, metadata: { ...outcome.metadata, truncated: true, outputCapBytes: cap } };
+    if (!outcome.reply) capped.message = `output cut at ${cap} bytes (this node's output cap)`;
+    return capped;
   }
 
   /**
@@ -603,11 +643,31 @@ export class TaskRunner {
     if (maxParts !== undefined && parts > maxParts)
       return `the agent's reply has ${parts} parts, more than this node's limit of ${maxParts} per message (max_message_parts); it was not kept`;
     const maxBytes = this.options.maxArtifactBytes;
-    if (maxBytes === undefined || !outcome.artifacts?.length) return undefined;
+    const maxTask = this.options.maxTaskBytes;
+    if (maxBytes === undefined && maxTask === undefined) return undefined;
     const sizes = new ArtifactSizes(job.task.artifacts);
-    for (const a of outcome.artifacts) sizes.add(a, false);
-    if (sizes.total > maxBytes) return artifactsOver(sizes.total, maxBytes);
+    for (const a of outcome.artifacts ?? []) sizes.add(a, false);
+    if (maxBytes !== undefined && sizes.total > maxBytes) return artifactsOver(sizes.total, maxBytes);
+    // What the outcome adds: its artifacts over those the task has, and its reply or status message.
+    const message = outcome.reply ?? (outcome.message ? agentMessage(job.task.id, job.task.contextId, outcome.message) : undefined);
+    const before = job.artifactSizes?.total ?? new ArtifactSizes(job.task.artifacts).total;
+    const grown = this.taskBytesOver(job, sizes.total - before + (message ? messageBytes(message) : 0));
+    if (grown) return `the agent's outcome ${grown}; it was not kept`;
     return undefined;
+  }
+
+  /**
+   * With max_task_bytes, how adding `added` bytes would pass it ("would make the task hold N bytes, more than
+   * ..."), or undefined when it fits. The history's bytes are counted on first use and kept up to date.
+   */
+  private taskBytesOver(job: Job, added: number): string | undefined {
+    const max = this.options.maxTaskBytes;
+    if (max === undefined) return undefined;
+    job.historyBytes ??= historyBytes(job.task.history);
+    const artifacts = job.artifactSizes?.total ?? (job.artifactSizes = new ArtifactSizes(job.task.artifacts)).total;
+    const total = job.historyBytes + artifacts + added;
+    if (total <= max) return undefined;
+    return `would make the task hold ${total} bytes, more than this node's limit of ${max} per task (max_task_bytes)`;
   }
 
   /** The executor's output passed one of the node's limits: it is stopped, and the task ends FAILED saying why. */
@@ -663,6 +723,12 @@ export class TaskRunner {
     }
     const question = agentMessage(task.id, task.contextId, request.text);
     if (request.metadata) question.metadata = request.metadata;
+    const grown = this.taskBytesOver(job, messageBytes(question));
+    if (grown) {
+      this.overLimit(job, `the agent's question ${grown}`);
+      return Promise.reject(abortOf(job).signal.reason);
+    }
+    if (job.historyBytes !== undefined) job.historyBytes += messageBytes(question);
     const status: TaskStatus = { state: "TASK_STATE_INPUT_REQUIRED", timestamp: now(), message: question };
     task.status = status;
     task.history = [...(task.history ?? []), question];
@@ -741,11 +807,13 @@ export class TaskRunner {
           }
         }
         const maxBytes = this.options.maxArtifactBytes;
-        if (maxBytes !== undefined) {
+        if (maxBytes !== undefined || this.options.maxTaskBytes !== undefined) {
           const sizes = (job.artifactSizes ??= new ArtifactSizes(task.artifacts));
           const total = sizes.after(artifact, options.append === true);
           // Not kept: what is stored stays within the limit, and the task ends FAILED saying so.
-          if (total > maxBytes) return this.overLimit(job, `${artifactsOver(total, maxBytes)}; the artifact event that passed it was not kept`);
+          if (maxBytes !== undefined && total > maxBytes) return this.overLimit(job, `${artifactsOver(total, maxBytes)}; the artifact event that passed it was not kept`);
+          const grown = this.taskBytesOver(job, total - sizes.total);
+          if (grown) return this.overLimit(job, `the artifact event ${grown}; it was not kept`);
           sizes.add(artifact, options.append === true);
         }
         task.artifacts = accumulate(task.artifacts ?? [], artifact, options.append === true);

@@ -84,6 +84,12 @@ export class RelayedRefusal extends TaskStoreError {
   }
 }
 
+/** What one caller's stored tasks take (see TaskStore.usage). */
+export interface CallerUsage {
+  tasks: number;
+  bytes: number;
+}
+
 /** A task that had not reached a terminal state when the node last stopped. */
 export interface UnfinishedTask {
   id: string;
@@ -214,6 +220,13 @@ export interface TaskStore {
   snapshot(id: string, owner: string, historyLength?: number): Promise<TaskSnapshot | undefined>;
   /** How many tasks `owner` has started in a context. */
   countInContext(contextId: string, owner: string): Promise<number>;
+  /**
+   * What `owner`'s stored tasks take (the per-caller storage quotas): how many, and their bytes as the store
+   * writes them (rows and events). Committed writes only; exact, and cheap (the stores keep the sums).
+   */
+  usage(owner: string): Promise<CallerUsage>;
+  /** The owners whose stored tasks take the most bytes, most first, at most `limit` (owners holding nothing left out). */
+  heaviest(limit: number): Promise<(CallerUsage & { owner: string })[]>;
   /** Tasks left SUBMITTED/WORKING by a previous run of the node. */
   unfinished(): Promise<UnfinishedTask[]>;
   /** The latest messages of a context, oldest first, for multi-turn executors. */

@@ -15,6 +15,6 @@ export async function emptyPostgres(max = 4): Promise<PostgresDatabase> {
     afterAll(async () => (await shared)?.drop());
   }
   const database = await openPostgres((await shared).url, { max });
-  await database.sql`TRUNCATE tasks, task_counts, task_events, task_leases, task_answers, health_probe, push_configs, push_deliveries`;
+  await database.sql`TRUNCATE tasks, task_counts, caller_usage, task_events, task_leases, task_answers, health_probe, push_configs, push_deliveries`;
   return database;
 }

@@ -3,7 +3,7 @@
  * push-config-store.contract.test.ts. What one implementation does beyond it is tested beside it.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { ConfigOwnedElsewhere, PUSH_CONFIG_PAGE, type PushConfigStore } from "../../src/push/push-config-store";
+import { ConfigOwnedElsewhere, PUSH_CONFIG_PAGE, TooManyPushConfigs, type PushConfigStore } from "../../src/push/push-config-store";
 import { TaskStoreError, TaskStoreRequestError } from "../../src/tasks/task-store";
 
 export interface OpenedConfigStore {
@@ -150,6 +150,53 @@ export function pushConfigStoreContract(name: string, open: () => Promise<Opened
       expect(await store.delete("alpha", "t1", "c")).toBe(false);
       // The id is free again, for anyone.
       expect((await store.create("beta", { id: "c", taskId: "t1", url: "https://b.example/" })).id).toBe("c");
+    });
+
+    describe("limits", () => {
+      const refusal = async (p: Promise<unknown>) => {
+        const err = await p.then(() => undefined, (e) => e);
+        expect(err).toBeInstanceOf(TooManyPushConfigs);
+        return err as TooManyPushConfigs;
+      };
+
+      it("takes configs up to the limit per task, refuses one more (nothing saved) and still replaces an existing one", async () => {
+        const limits = { perTask: 3, perCaller: 100 };
+        for (const id of ["a", "b", "c"]) await store.create("alpha", { id, taskId: "t1", url: `https://h.example/${id}` }, limits);
+        const err = await refusal(store.create("alpha", { id: "d", taskId: "t1", url: "https://h.example/d" }, limits));
+        expect({ limit: err.limit, held: err.held, max: err.max }).toEqual({ limit: "perTask", held: 3, max: 3 });
+        expect(await refusal(store.create("alpha", { id: "", taskId: "t1", url: "https://h.example/e" }, limits))).toBeInstanceOf(TooManyPushConfigs);
+        expect((await store.forTask("t1")).map((c) => c.id)).toEqual(["a", "b", "c"]);
+        // A replacement adds nothing: it is taken at the limit.
+        expect(await store.create("alpha", { id: "b", taskId: "t1", url: "https://h.example/b2" }, limits)).toEqual({ id: "b", taskId: "t1", url: "https://h.example/b2" });
+        // Another task has room of its own.
+        await store.create("alpha", { id: "a", taskId: "t2", url: "https://h.example/a" }, limits);
+        // Once one is deleted, one more fits.
+        await store.delete("alpha", "t1", "a");
+        await store.create("alpha", { id: "d", taskId: "t1", url: "https://h.example/d" }, limits);
+      });
+
+      it("counts a caller's configs on all its tasks, and only its own", async () => {
+        const limits = { perTask: 10, perCaller: 4 };
+        expect(await store.countForOwner("alpha")).toBe(0);
+        for (const [task, id] of [["t1", "a"], ["t1", "b"], ["t2", "a"], ["t3", "a"]]) await store.create("alpha", { id, taskId: task, url: "https://h.example/" }, limits);
+        expect(await store.countForOwner("alpha")).toBe(4);
+        const err = await refusal(store.create("alpha", { id: "a", taskId: "t4", url: "https://h.example/" }, limits));
+        expect({ limit: err.limit, held: err.held, max: err.max }).toEqual({ limit: "perCaller", held: 4, max: 4 });
+        expect(await store.forTask("t4")).toEqual([]);
+        // Another caller is not held to alpha's count.
+        await store.create("beta", { id: "a", taskId: "t9", url: "https://h.example/" }, limits);
+        // Retention frees room.
+        await store.deleteForTasks(["t1"]);
+        await store.create("alpha", { id: "a", taskId: "t4", url: "https://h.example/" }, limits);
+      });
+
+      it("does not let callers racing each other pass the limit", async () => {
+        const limits = { perTask: 5, perCaller: 1000 };
+        const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => store.create("alpha", { id: `r${i}`, taskId: "t1", url: "https://h.example/" }, limits)));
+        expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(5);
+        expect(results.filter((r) => r.status === "rejected").every((r) => (r as PromiseRejectedResult).reason instanceof TooManyPushConfigs)).toBe(true);
+        expect(await store.forTask("t1")).toHaveLength(5);
+      });
     });
   });
 }

@@ -50,12 +50,16 @@ describe("SqlitePushConfigStore", async () => {
     expect(await store.delete("alpha", "t1", "gone")).toBe(false);
   });
 
-  it("delete inside an open transaction of the shared connection joins it (savepoint) instead of failing", async () => {
+  it("a delete while a transaction of the shared connection is open waits for it to end, then commits on its own", async () => {
     await store.create("alpha", { id: "c", taskId: "t1", url: "https://h.example/" });
     database.sqlite.exec("BEGIN"); // what the task store's group commit leaves open during a turn
-    expect(await store.delete("alpha", "t1", "c")).toBe(true);
-    database.sqlite.exec("ROLLBACK");
-    expect(await store.get("alpha", "t1", "c")).toBeDefined();
+    let done = false;
+    const deleting = store.delete("alpha", "t1", "c").then((r) => ((done = true), r));
+    await new Promise<void>((r) => setImmediate(r));
+    expect(done).toBe(false);
+    database.sqlite.exec("ROLLBACK"); // the group ends (how, is none of the delete's business)
+    expect(await deleting).toBe(true);
+    expect(await store.get("alpha", "t1", "c")).toBeUndefined();
   });
 
   it("keeps configs across a reopen of the database file", async () => {
@@ -65,5 +69,43 @@ describe("SqlitePushConfigStore", async () => {
     store = new SqlitePushConfigStore(database);
     expect(await store.get("alpha", "t1", c.id)).toEqual({ ...c, authentication: { scheme: "Basic" } });
     expect((await store.forDelivery("t1", c.id))?.authentication).toEqual({ scheme: "Basic", credentials: "dTpw" });
+  });
+});
+
+describe("writes while the task store's group transaction is open", () => {
+  // The group commit (SqliteTaskStore) opens a transaction at a turn's first idempotency read and commits it
+  // at the end of the turn. It used to open as a read snapshot: another connection (the readiness probe writes
+  // health_probe through its own) that committed meanwhile made any write in that snapshot fail at once with
+  // SQLITE_BUSY_SNAPSHOT, which no busy timeout waits out (the fuzzer hit it on create and delete, -32603). The
+  // group now takes the write lock when it begins (BEGIN IMMEDIATE), so no other connection commits inside it.
+  it("creates and deletes configs while the group is open; no other connection commits inside the group", async () => {
+    const { SqliteTaskStore } = await import("../../src/store/sqlite-task-store");
+    const { Database } = await import("bun:sqlite");
+    const tasks = new SqliteTaskStore(database);
+    const other = new Database(path, { strict: true });
+    other.exec("PRAGMA busy_timeout = 0");
+    try {
+      await store.create("alpha", { id: "old", taskId: "t0", url: "https://h.example/" });
+      const snapshotThenCommit = async () => {
+        // The turn's first create reads for idempotency: the group transaction opens with a snapshot...
+        const created = await tasks.create({ id: crypto.randomUUID(), contextId: "c", owner: "alpha", message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "x" }] }, executor: "echo", timestamp: new Date().toISOString() });
+        expect(database.sqlite.inTransaction).toBe(true);
+        // ...holding the write lock: another connection cannot commit after the group's first read.
+        expect(() =>
+          other.query("INSERT INTO health_probe (id, checked_at) VALUES (1, ?1) ON CONFLICT(id) DO UPDATE SET checked_at = excluded.checked_at").run(new Date().toISOString()),
+        ).toThrow(/locked/);
+        return created;
+      };
+      const first = await snapshotThenCommit();
+      expect(await store.create("alpha", { id: "c1", taskId: "t1", url: "https://h.example/" })).toMatchObject({ id: "c1" });
+      await first.committed;
+      const second = await snapshotThenCommit();
+      expect(await store.delete("alpha", "t0", "old")).toBe(true);
+      await second.committed;
+      // Both are on disk, seen by another connection.
+      expect(other.query("SELECT id FROM push_configs ORDER BY id").all()).toEqual([{ id: "c1" }]);
+    } finally {
+      other.close();
+    }
   });
 });

@@ -21,7 +21,7 @@ describe("Postgres migrations", () => {
       const [{ n }] = await clients[0]`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`;
       expect(n).toBe(migrations.length);
       const tables = (await clients[0]`SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY tablename`).map((r: { tablename: string }) => r.tablename);
-      expect(tables).toEqual(["health_probe", "push_configs", "push_deliveries", "task_answers", "task_counts", "task_events", "task_leases", "tasks"]);
+      expect(tables).toEqual(["caller_usage", "health_probe", "push_configs", "push_deliveries", "task_answers", "task_counts", "task_events", "task_leases", "tasks"]);
       expect(await applyPostgresMigrations(clients[1], migrations)).toEqual([]);
     } finally {
       await Promise.all(clients.map((c) => c.close()));

@@ -517,6 +517,57 @@ export function taskStoreContract(name: string, open: () => Promise<OpenedStore>
       });
     });
 
+    describe("usage (the per-caller storage quotas)", () => {
+      it("counts an owner's tasks and their bytes, grows with what is written, and is nobody else's", async () => {
+        expect(await store.usage("alpha")).toEqual({ tasks: 0, bytes: 0 });
+        await create("t1");
+        await create("t2");
+        await create("t3", "beta");
+        const two = await store.usage("alpha");
+        expect(two.tasks).toBe(2);
+        expect(two.bytes).toBeGreaterThan(2 * "text t1".length);
+        const text = "r".repeat(10_000);
+        await store.record("t1", {
+          status: { state: "TASK_STATE_WORKING", timestamp: new Date().toISOString() },
+          artifacts: [{ artifactId: "a", parts: [{ text }] }],
+          events: { firstSeq: 1, items: [{ artifactUpdate: { taskId: "t1", contextId: "ctx-t1", artifact: { artifactId: "a", parts: [{ text }] } } }] },
+        });
+        const grown = await store.usage("alpha");
+        expect(grown.tasks).toBe(2);
+        // The artifact is in the task and in its event: at least twice its text.
+        expect(grown.bytes - two.bytes).toBeGreaterThanOrEqual(2 * text.length);
+        expect((await store.usage("beta")).tasks).toBe(1);
+      });
+
+      it("names the heaviest owners, most bytes first, and none that holds nothing", async () => {
+        await create("a1", "alpha");
+        await create("b1", "beta");
+        await store.record("b1", { artifacts: [{ artifactId: "x", parts: [{ text: "b".repeat(5000) }] }] });
+        await create("g1", "gamma");
+        await store.record("g1", { artifacts: [{ artifactId: "x", parts: [{ text: "g".repeat(20_000) }] }] });
+        const top = await store.heaviest(2);
+        expect(top.map((u) => u.owner)).toEqual(["gamma", "beta"]);
+        expect(top[0]).toEqual({ owner: "gamma", ...(await store.usage("gamma")) });
+        expect((await store.heaviest(10)).map((u) => u.owner)).toEqual(["gamma", "beta", "alpha"]);
+      });
+
+      it("gives everything back when retention deletes an owner's tasks with their events", async () => {
+        const old = "2020-01-01T00:00:00.000Z";
+        for (const id of ["01D00000000000000000000001", "01D00000000000000000000002"]) {
+          await (await store.create({ id, contextId: `c-${id}`, owner: "alpha", message: msg(`m-${id}`, "x".repeat(3000)), executor: "echo", timestamp: old })).committed;
+          const status = { state: "TASK_STATE_COMPLETED" as const, timestamp: old };
+          await store.record(id, { status, events: { firstSeq: 1, items: [{ statusUpdate: { taskId: id, contextId: `c-${id}`, status } }] }, rowSeq: 1 });
+        }
+        await create("t-beta", "beta");
+        const beta = await store.usage("beta");
+        expect((await store.usage("alpha")).tasks).toBe(2);
+        expect(await store.deleteFinished("2021-01-01T00:00:00.000Z", 100)).toHaveLength(2);
+        expect(await store.usage("alpha")).toEqual({ tasks: 0, bytes: 0 });
+        expect(await store.usage("beta")).toEqual(beta);
+        expect((await store.heaviest(10)).map((u) => u.owner)).toEqual(["beta"]);
+      });
+    });
+
     it("names its refusal of a page token as a TaskStoreRequestError, its own error type", async () => {
       let caught: unknown;
       try {

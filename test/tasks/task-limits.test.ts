@@ -77,7 +77,7 @@ class PlannedExecutor implements AgentExecutor {
   }
 }
 
-type Limits = Pick<TaskRunnerOptions, "maxArtifactBytes" | "maxTaskMessages" | "maxMessageParts">;
+type Limits = Pick<TaskRunnerOptions, "maxArtifactBytes" | "maxTaskMessages" | "maxMessageParts" | "outputCapBytes" | "maxTaskBytes">;
 
 interface Backend {
   name: string;
@@ -122,7 +122,7 @@ describe.each(BACKENDS)("limits on $name", (backend) => {
     const { store, close } = await backend.open();
     const executor = new PlannedExecutor();
     const runner = new TaskRunner(store, executor, { maxConcurrent: 4, maxQueued: 100, historyMessages: 20, ...limits });
-    const handler = new DefaultRequestHandler(store, runner, { maxTaskMessages: limits.maxTaskMessages, maxMessageParts: limits.maxMessageParts });
+    const handler = new DefaultRequestHandler(store, runner, { maxTaskMessages: limits.maxTaskMessages, maxMessageParts: limits.maxMessageParts, maxTaskBytes: limits.maxTaskBytes });
     try {
       await run({ handler, store, executor });
     } finally {
@@ -180,6 +180,114 @@ describe.each(BACKENDS)("limits on $name", (backend) => {
         expect(statusText(over)).toContain(`would hold ${LIMIT + 1} bytes, more than this node's limit of ${LIMIT} (max_artifact_bytes)`);
         expect((await store.get(over.id, "alpha"))?.artifacts).toBeUndefined();
       }));
+  });
+
+  describe("output_cap", () => {
+    const CAP = 4096;
+
+    it("cuts an artifact the executor returns whole at the cap and marks the task truncated; one at the cap is kept whole", () =>
+      node({ outputCapBytes: CAP }, async ({ handler, store, executor }) => {
+        executor.plan = { artifacts: [{ artifactId: "whole", parts: [{ text: "x".repeat(CAP) }] }] };
+        const fits = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        expect(fits.status.state).toBe("TASK_STATE_COMPLETED");
+        expect(fits.metadata?.truncated).toBeUndefined();
+        expect(artifactBytes(await store.get(fits.id, "alpha"))).toBe(CAP);
+
+        executor.plan = { artifacts: [{ artifactId: "whole", parts: [{ text: "y".repeat(3 * CAP) }] }] };
+        const cut = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        expect(cut.status.state).toBe("TASK_STATE_COMPLETED");
+        expect(statusText(cut)).toBe(`output cut at ${CAP} bytes (this node's output cap)`);
+        const stored = await store.get(cut.id, "alpha");
+        expect(stored?.metadata).toMatchObject({ truncated: true, outputCapBytes: CAP });
+        expect(stored?.artifacts?.[0]?.parts[0]?.text).toBe("y".repeat(CAP));
+        // The artifact event subscribers and webhooks get carries the cut text too.
+        const events = await store.eventsAfter(cut.id, 0);
+        const artifactEvents = events.flatMap((e) => ("artifactUpdate" in e.response ? [e.response.artifactUpdate.artifact] : []));
+        expect(artifactEvents.map((a) => a.parts[0]?.text?.length)).toEqual([CAP]);
+      }));
+
+    it("counts what was streamed before: returned artifacts get only the room the chunks left, across several artifacts", () =>
+      node({ outputCapBytes: CAP }, async ({ handler, store, executor }) => {
+        executor.plan = {
+          chunks: ["s".repeat(1000)],
+          artifacts: [
+            { artifactId: "a", parts: [{ text: "a".repeat(2000) }] },
+            { artifactId: "b", parts: [{ text: "b".repeat(2000) }, { data: { kept: true } }] },
+          ],
+        };
+        const cut = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
+        expect(cut.metadata?.truncated).toBe(true);
+        const stored = await store.get(cut.id, "alpha");
+        const text = (id: string) => stored?.artifacts?.find((a) => a.artifactId === id)?.parts[0]?.text ?? "";
+        expect(text("out").length + text("a").length + text("b").length).toBe(CAP);
+        expect(text("a")).toBe("a".repeat(2000));
+        expect(text("b")).toBe("b".repeat(CAP - 3000));
+        // Parts that are not text are not cut.
+        expect(stored?.artifacts?.find((a) => a.artifactId === "b")?.parts[1]).toEqual({ data: { kept: true } });
+      }));
+  });
+
+  describe("max_task_bytes", () => {
+    const MAX = 10_000;
+    const MORE = "more, please".length; // the agent's question each turn, with `interrupt`
+
+    it("takes a caller's answers while the task fits, and refuses the one that would pass it with -32602, nothing recorded", () =>
+      node({ maxTaskBytes: MAX }, async ({ handler, store, executor }) => {
+        executor.plan = { interrupt: true };
+        const first = taskOf(await handler.sendMessage({ message: message("a".repeat(4000)) }, alpha));
+        await handler.sendMessage({ message: message("b".repeat(4000), { taskId: first.id }) }, alpha);
+        const holds = 8000 + 2 * MORE;
+        // Exactly to the limit is taken.
+        const fits = MAX - holds - MORE;
+        await handler.sendMessage({ message: message("c".repeat(fits), { taskId: first.id }) }, alpha);
+        const err = await a2aError(handler.sendMessage({ message: message("d", { taskId: first.id }) }, alpha));
+        expect(err.code).toBe(-32602);
+        expect(err.message).toBe(
+          `task ${first.id} holds ${MAX} bytes; this message (1 bytes) would pass this node's limit of ${MAX} per task (max_task_bytes); start a new task in context ${first.contextId}`,
+        );
+        expect((await store.get(first.id, "alpha"))?.history).toHaveLength(6);
+      }));
+
+    it("counts a caller's answer to a question an execution waits on the same way", () =>
+      node({ maxTaskBytes: MAX }, async ({ handler, store, executor }) => {
+        executor.plan = { questions: 3 };
+        const asked = taskOf(await handler.sendMessage({ message: message("x".repeat(5000)) }, alpha));
+        const err = await a2aError(handler.sendMessage({ message: message("y".repeat(5000), { taskId: asked.id }) }, alpha));
+        expect(err.code).toBe(-32602);
+        expect(err.message).toContain("(max_task_bytes)");
+        // The execution still waits, and a smaller answer is taken.
+        const next = taskOf(await handler.sendMessage({ message: message("ok", { taskId: asked.id }) }, alpha));
+        expect(next.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
+        expect((await store.get(asked.id, "alpha"))?.history?.map((m) => m.parts[0].text?.length)).toEqual([5000, 11, 2, 11]);
+      }));
+
+    it("ends a task FAILED when the agent's streamed output would pass it, keeping what came before", () =>
+      node({ maxTaskBytes: MAX }, async ({ handler, store, executor }) => {
+        executor.plan = { chunks: ["a".repeat(3000), "b".repeat(3000), "c".repeat(3001)] };
+        const done = taskOf(await handler.sendMessage({ message: message("m".repeat(1000)) }, alpha));
+        expect(done.status.state).toBe("TASK_STATE_FAILED");
+        expect(statusText(done)).toBe(`stopped: the artifact event would make the task hold ${MAX + 1} bytes, more than this node's limit of ${MAX} per task (max_task_bytes); it was not kept`);
+        expect(artifactBytes(await store.get(done.id, "alpha"))).toBe(6000);
+      }));
+
+    it("ends a task FAILED when the agent's question or its outcome would pass it", async () => {
+      await node({ maxTaskBytes: MAX }, async ({ handler, store, executor }) => {
+        executor.plan = { chunks: ["a".repeat(MAX - 1000 - 5)], questions: 1 }; // the question is "question 1?" (11 bytes)
+        const done = taskOf(await handler.sendMessage({ message: message("m".repeat(1000)) }, alpha));
+        expect(done.status.state).toBe("TASK_STATE_FAILED");
+        expect(statusText(done)).toBe(`stopped: the agent's question would make the task hold ${MAX + 6} bytes, more than this node's limit of ${MAX} per task (max_task_bytes)`);
+        expect((await store.get(done.id, "alpha"))?.status.state).toBe("TASK_STATE_FAILED");
+      });
+      await node({ maxTaskBytes: MAX }, async ({ handler, executor }) => {
+        executor.plan = { reply: [{ text: "r".repeat(MAX - 999) }] };
+        const over = taskOf(await handler.sendMessage({ message: message("m".repeat(1000)) }, alpha));
+        expect(over.status.state).toBe("TASK_STATE_FAILED");
+        expect(statusText(over)).toBe(`stopped: the agent's outcome would make the task hold ${MAX + 1} bytes, more than this node's limit of ${MAX} per task (max_task_bytes); it was not kept`);
+        executor.plan = { reply: [{ text: "r".repeat(MAX - 1000) }] };
+        const fits = await handler.sendMessage({ message: message("m".repeat(1000)) }, alpha);
+        expect("message" in fits).toBe(true);
+      });
+    });
   });
 
   describe("max_task_messages", () => {

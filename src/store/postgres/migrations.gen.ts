@@ -64,5 +64,28 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796211778394,
     "hash": "3c162c6cbb7b9a46d222fc69dd7e63636f3522f82bbfc8d66f5a3daf7e741ff3"
+  },
+  {
+    "tag": "0005_caller_usage",
+    "sql": [
+      "-- Hand-written after drizzle-kit's table and indexes: triggers that add rows of changes to caller_usage in the\n-- transaction of each write to `tasks` and `task_events` (as task_counts gets them, see 0003), then the usage\n-- of the rows already stored. A task's bytes are its row's JSON as the size columns count it (head_bytes +\n-- history_bytes + artifacts_bytes) and its events' JSON. Inserts and deletes add one row per owner a statement\n-- changed; an update adds one row when it changes a task's size, and nothing otherwise (the WHEN is checked per\n-- row before the trigger is queued). Events find their owner through their task (retention deletes a task's\n-- events before its row). Rows are only added; compactCounts folds them with task_counts'. The tables are\n-- locked first so that no replica still running an older binary writes between the sums and the triggers.\nLOCK TABLE \"tasks\", \"task_events\" IN SHARE ROW EXCLUSIVE MODE;\n",
+      "\nCREATE TABLE \"caller_usage\" (\n\t\"owner\" text NOT NULL,\n\t\"tasks\" integer NOT NULL,\n\t\"bytes\" bigint NOT NULL\n);\n",
+      "\nCREATE INDEX \"caller_usage_owner\" ON \"caller_usage\" USING btree (\"owner\");\n",
+      "\nCREATE INDEX \"push_configs_owner\" ON \"push_configs\" USING btree (\"owner\");\n",
+      "\nCREATE FUNCTION \"caller_usage_insert\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT owner, count(*), sum(head_bytes + history_bytes + artifacts_bytes) FROM new_rows GROUP BY owner;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"caller_usage_delete\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT owner, -count(*), -sum(head_bytes + history_bytes + artifacts_bytes) FROM old_rows GROUP BY owner;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"caller_usage_update\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes)\n\t\tVALUES (NEW.owner, 0, (NEW.head_bytes + NEW.history_bytes + NEW.artifacts_bytes)::bigint - (OLD.head_bytes + OLD.history_bytes + OLD.artifacts_bytes));\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"caller_usage_events_insert\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT t.owner, 0, sum(octet_length(n.events)) FROM new_rows n JOIN tasks t ON t.id = n.task_id GROUP BY t.owner;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"caller_usage_events_delete\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT t.owner, 0, -sum(octet_length(o.events)) FROM old_rows o JOIN tasks t ON t.id = o.task_id GROUP BY t.owner;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE TRIGGER \"caller_usage_insert\" AFTER INSERT ON \"tasks\" REFERENCING NEW TABLE AS new_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"caller_usage_insert\"();\n",
+      "\nCREATE TRIGGER \"caller_usage_delete\" AFTER DELETE ON \"tasks\" REFERENCING OLD TABLE AS old_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"caller_usage_delete\"();\n",
+      "\nCREATE TRIGGER \"caller_usage_update\" AFTER UPDATE OF \"head_bytes\", \"history_bytes\", \"artifacts_bytes\" ON \"tasks\"\n\tFOR EACH ROW WHEN (OLD.\"head_bytes\" + OLD.\"history_bytes\" + OLD.\"artifacts_bytes\" IS DISTINCT FROM NEW.\"head_bytes\" + NEW.\"history_bytes\" + NEW.\"artifacts_bytes\")\n\tEXECUTE FUNCTION \"caller_usage_update\"();\n",
+      "\nCREATE TRIGGER \"caller_usage_events_insert\" AFTER INSERT ON \"task_events\" REFERENCING NEW TABLE AS new_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"caller_usage_events_insert\"();\n",
+      "\nCREATE TRIGGER \"caller_usage_events_delete\" AFTER DELETE ON \"task_events\" REFERENCING OLD TABLE AS old_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"caller_usage_events_delete\"();\n",
+      "\nINSERT INTO \"caller_usage\" (\"owner\", \"tasks\", \"bytes\") SELECT \"owner\", count(*), sum(\"head_bytes\" + \"history_bytes\" + \"artifacts_bytes\") FROM \"tasks\" GROUP BY \"owner\";\n",
+      "\nINSERT INTO \"caller_usage\" (\"owner\", \"tasks\", \"bytes\") SELECT t.\"owner\", 0, sum(octet_length(e.\"events\")) FROM \"task_events\" e JOIN \"tasks\" t ON t.\"id\" = e.\"task_id\" GROUP BY t.\"owner\";\n"
+    ],
+    "folderMillis": 1796212769001,
+    "hash": "dfe44b3c1f93fbaa17b085a42c5608c09fcc1a30c9c69bc8b6b8dd0e4b4b009a"
   }
 ];

@@ -1,6 +1,6 @@
 import type { SQL } from "bun";
 import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../../protocol/types";
-import { ConfigOwnedElsewhere, PUSH_CONFIG_PAGE, type PushConfigStore, type StoredPushConfig } from "../../push/push-config-store";
+import { ConfigOwnedElsewhere, overPushLimits, PUSH_CONFIG_PAGE, type PushConfigLimits, type PushConfigStore, type StoredPushConfig } from "../../push/push-config-store";
 import { newId, now } from "../../tasks/clock";
 import { decodeConfigPageToken, encodeConfigPageToken } from "../page-token";
 import type { PostgresDatabase } from "./database";
@@ -21,19 +21,39 @@ export class PostgresPushConfigStore implements PushConfigStore {
     this.sql = database.sql;
   }
 
-  async create(owner: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig> {
+  async create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig> {
     const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
     if (config.token) saved.token = config.token;
     if (config.authentication) saved.authentication = { ...config.authentication };
-    // The WHERE on the update keeps one owner from overwriting another's config of the same (taskId, id).
-    const rows = await this.sql`
+    const upsert = (tx: SQL) => tx`
       INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at)
       VALUES (${saved.taskId}, ${saved.id}, ${owner}, ${saved.url}, ${saved.token ?? null}, ${saved.authentication ? JSON.stringify(saved.authentication) : null}, ${now()})
       ON CONFLICT (task_id, id) DO UPDATE SET url = excluded.url, token = excluded.token, authentication = excluded.authentication
       WHERE push_configs.owner = excluded.owner
       RETURNING id`;
+    // The WHERE on the update keeps one owner from overwriting another's config of the same (taskId, id).
+    // With limits, the counts and the insert share a transaction that holds the caller's advisory lock, so
+    // two replicas taking the same caller's configs at once cannot both pass the limit.
+    const rows = limits
+      ? await this.sql.begin(async (tx) => {
+          await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`push_configs ${owner}`}, 0))`;
+          const [exists] = await tx`SELECT 1 FROM push_configs WHERE task_id = ${saved.taskId} AND id = ${saved.id}`;
+          if (!exists) {
+            const [{ task, caller }] = await tx`SELECT (SELECT count(*)::int FROM push_configs WHERE task_id = ${saved.taskId}) AS task,
+                                                      (SELECT count(*)::int FROM push_configs WHERE owner = ${owner}) AS caller`;
+            const over = overPushLimits(limits, task, caller);
+            if (over) throw over;
+          }
+          return await upsert(tx as unknown as SQL);
+        })
+      : await upsert(this.sql);
     if (rows.length === 0) throw new ConfigOwnedElsewhere(saved.taskId);
     return saved;
+  }
+
+  async countForOwner(owner: string): Promise<number> {
+    const [row] = await this.sql`SELECT count(*)::int AS n FROM push_configs WHERE owner = ${owner}`;
+    return (row as { n: number }).n;
   }
 
   async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {

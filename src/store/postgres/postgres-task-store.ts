@@ -7,7 +7,7 @@ import { isInterrupted, isTerminal } from "../../protocol/types";
 import { crashPoint } from "../../crash-point";
 import { createLogger, type Logger } from "../../log";
 import { newId } from "../../tasks/clock";
-import { DroppedWrite, FINAL_STATES, HeldElsewhere, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, HeldElsewhere, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type CallerUsage, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
 import { addChange, newPending, planWrite, toJson, type Params, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
@@ -59,6 +59,9 @@ const COMPACT_LOCK = 0x61326163_6f756e74n;
 /** Folds task_counts: the rows a compaction deletes are exactly the rows it sums (see compactCounts). */
 const COMPACT_COUNTS = `WITH gone AS (DELETE FROM task_counts RETURNING owner, state, n)
   INSERT INTO task_counts (owner, state, n) SELECT owner, state, sum(n) FROM gone GROUP BY owner, state HAVING sum(n) <> 0`;
+/** Folds caller_usage the same way, in the same transaction. */
+const COMPACT_USAGE = `WITH gone AS (DELETE FROM caller_usage RETURNING owner, tasks, bytes)
+  INSERT INTO caller_usage (owner, tasks, bytes) SELECT owner, sum(tasks), sum(bytes) FROM gone GROUP BY owner HAVING sum(tasks) <> 0 OR sum(bytes) <> 0`;
 
 interface CreateRequest {
   task: Task;
@@ -287,6 +290,19 @@ export class PostgresTaskStore implements TaskStore {
     return (row as { n: number }).n;
   }
 
+  async usage(owner: string): Promise<CallerUsage> {
+    // caller_usage holds rows of changes (see schema.ts): summed here, folded by compactCounts.
+    const [row] = (await this.sql`SELECT coalesce(sum(tasks), 0)::float8 AS tasks, coalesce(sum(bytes), 0)::float8 AS bytes, count(*)::int AS summed
+      FROM caller_usage WHERE owner = ${owner}`) as (CallerUsage & { summed: number })[];
+    if (row.summed > COMPACT_ROWS) this.compactSoon();
+    return { tasks: row.tasks, bytes: row.bytes };
+  }
+
+  async heaviest(limit: number): Promise<(CallerUsage & { owner: string })[]> {
+    return (await this.sql`SELECT owner, sum(tasks)::float8 AS tasks, sum(bytes)::float8 AS bytes FROM caller_usage
+      GROUP BY owner HAVING sum(tasks) <> 0 OR sum(bytes) <> 0 ORDER BY sum(bytes) DESC, owner LIMIT ${limit}`) as (CallerUsage & { owner: string })[];
+  }
+
   async countInContext(contextId: string, owner: string): Promise<number> {
     const [row] = await this.sql`SELECT count(*)::int AS n FROM tasks WHERE context_id = ${contextId} AND owner = ${owner}`;
     return (row as { n: number }).n;
@@ -489,7 +505,10 @@ export class PostgresTaskStore implements TaskStore {
     this.compacting ??= this.sql
       .begin(async (tx) => {
         const [{ locked }] = await tx`SELECT pg_try_advisory_xact_lock(${COMPACT_LOCK.toString()}::bigint) AS locked`;
-        if (locked) await tx.unsafe(COMPACT_COUNTS);
+        if (locked) {
+          await tx.unsafe(COMPACT_COUNTS);
+          await tx.unsafe(COMPACT_USAGE);
+        }
       })
       .catch((err) => this.log.warn("could not fold the task counts; will try again", { reason: reasonOf(err) }))
       .finally(() => (this.compacting = undefined));

@@ -71,6 +71,23 @@ export const taskCounts = pgTable(
 );
 
 /**
+ * What each owner's stored tasks take, as rows of changes (like task_counts): triggers on `tasks` and
+ * `task_events` (migration 0004) add a row per owner a statement changes, with the tasks and bytes (each row's
+ * JSON, head_bytes + history_bytes + artifacts_bytes, and its events' JSON) it added or removed, so the sums
+ * per owner are always exactly what its rows hold. Folded with task_counts (compactCounts). The per-caller
+ * storage quotas (max_caller_bytes, max_caller_tasks) read it.
+ */
+export const callerUsage = pgTable(
+  "caller_usage",
+  {
+    owner: text("owner").notNull(),
+    tasks: integer("tasks").notNull(),
+    bytes: bigint("bytes", { mode: "number" }).notNull(),
+  },
+  (t) => [index("caller_usage_owner").on(t.owner)],
+);
+
+/**
  * Every event of a task, numbered per task from 1; events committed together are one row (a JSON array
  * starting at `seq`). The table is the truth a subscriber on any replica replays from.
  */
@@ -97,7 +114,8 @@ export const pushConfigs = pgTable(
     authentication: text("authentication"),
     createdAt: text("created_at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.taskId, t.id] })],
+  // By owner: max_push_configs_per_caller counts a caller's configs.
+  (t) => [primaryKey({ columns: [t.taskId, t.id] }), index("push_configs_owner").on(t.owner)],
 );
 
 /** Push deliveries not yet acknowledged by their receiver, each claimed by one replica at a time. */
