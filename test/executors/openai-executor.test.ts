@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { OpenAiCompatibleExecutor, type OpenAiExecutorOptions } from "../../src/executors/openai-executor";
 import type { ExecutionEvents, ExecutionRequest } from "../../src/executors/executor";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler, type StreamItem } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler, type StreamItem } from "../../src/rpc/request-handler";
 import type { Artifact, Message, Part, Task } from "../../src/protocol/types";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";

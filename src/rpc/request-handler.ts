@@ -8,7 +8,7 @@ import type { StorageGuard } from "../tasks/storage-quota";
 import { ends, followStored, untilEnded, untilSettled, type StoredFollow } from "../tasks/stored-follow";
 import { mapStream } from "./streams";
 import type { CallContext } from "./caller";
-import { A2AError } from "./errors";
+import { A2AError } from "../protocol/errors";
 import type {
   AgentCard,
   AgentExtension,
@@ -26,10 +26,10 @@ import type {
   SendMessageParams,
   SendMessageResult,
   Task,
-} from "./types";
-import { isInterrupted, isTerminal } from "./types";
+} from "../protocol/types";
+import { isInterrupted, isTerminal } from "../protocol/types";
 
-export type { StreamItem } from "./types";
+export type { StreamItem } from "../protocol/types";
 
 /**
  * The A2A operations, independent of any transport (JSON-RPC today; others could sit beside it). Streaming

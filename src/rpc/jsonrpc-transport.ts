@@ -1,7 +1,7 @@
-import { inexactNumber, MAX_JSON_DEPTH, scanJson } from "./json-depth";
+import { inexactNumber, MAX_JSON_DEPTH, scanJson } from "../protocol/json-depth";
 import { holdAnswer } from "./answer-holds";
 import type { AnswerHold, CallContext } from "./caller";
-import { A2AError, type JsonRpcErrorObject } from "./errors";
+import { A2AError, type JsonRpcErrorObject } from "../protocol/errors";
 import { mapStreamCatching } from "./streams";
 
 export type RpcId = string | number | null;
