@@ -42,6 +42,11 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
     (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
   ],
   ["tasks/ never imports rpc/", (f) => f.startsWith("src/tasks/"), (t) => t.startsWith("src/rpc/")],
+  [
+    "tasks/ and executors/ raise their own refusals: they never import rpc/ or the protocol's errors",
+    (f) => f.startsWith("src/tasks/") || f.startsWith("src/executors/"),
+    (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
+  ],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
 ];
 
