@@ -29,15 +29,24 @@ function importsOf(file: string): string[] {
 const SOURCES = [...files(join(ROOT, "src")), ...files(join(ROOT, "pki"))].map((f) => ({ file: relative(ROOT, f), imports: importsOf(f) }));
 
 const RULES: [string, (file: string) => boolean, (target: string) => boolean][] = [
-  ["protocol/ never imports server/", (f) => f.startsWith("src/protocol/"), (t) => t.startsWith("src/server/")],
   ["client/ never imports server/ or node.ts", (f) => f.startsWith("src/client/"), (t) => t.startsWith("src/server/") || t === "src/node"],
   ["pki/ imports nothing of src/", (f) => f.startsWith("pki/"), (t) => t.startsWith("src/")],
   [
-    "store/ never imports the protocol's handler or errors",
-    (f) => f.startsWith("src/store/"),
-    (t) => t === "src/protocol/request-handler" || t === "src/protocol/errors",
+    "protocol/ (the A2A vocabulary) never imports rpc/, server/ or tasks/",
+    (f) => f.startsWith("src/protocol/"),
+    (t) => t.startsWith("src/rpc/") || t.startsWith("src/server/") || t.startsWith("src/tasks/"),
   ],
-  ["tasks/ never imports protocol/request-handler.ts", (f) => f.startsWith("src/tasks/"), (t) => t === "src/protocol/request-handler"],
+  [
+    "store/ never imports rpc/ or the protocol's errors",
+    (f) => f.startsWith("src/store/"),
+    (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
+  ],
+  ["tasks/ never imports rpc/", (f) => f.startsWith("src/tasks/"), (t) => t.startsWith("src/rpc/")],
+  [
+    "tasks/ and executors/ raise their own refusals: they never import rpc/ or the protocol's errors",
+    (f) => f.startsWith("src/tasks/") || f.startsWith("src/executors/"),
+    (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
+  ],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
 ];
 

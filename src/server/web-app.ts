@@ -3,7 +3,7 @@ import { Elysia } from "elysia";
 import { canonicalJson } from "../protocol/canonical-json";
 import { BINDING_PATHS, OPS_PATHS_DOC } from "./openapi-paths";
 import { openapi } from "@elysiajs/openapi";
-import type { CallerIdentity } from "../protocol/caller";
+import type { CallerIdentity } from "../rpc/caller";
 import type { AgentCard } from "../protocol/types";
 
 export interface WebAppOptions {

@@ -16,7 +16,7 @@ import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../sr
 import { messageText, stopCause } from "../../src/executors/executor";
 import { createLogger } from "../../src/log";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, StreamItem, Task } from "../../src/protocol/types";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EchoExecutor } from "../../src/executors/echo-executor";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler, type PushConfigs } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler, type PushConfigs } from "../../src/rpc/request-handler";
 import type { TaskPushNotificationConfig } from "../../src/protocol/types";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";

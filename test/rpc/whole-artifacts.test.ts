@@ -1,10 +1,10 @@
 /**
- * Streams for Hermes's own A2A client (see src/protocol/whole-artifacts.ts): artifact updates held back and
+ * Streams for Hermes's own A2A client (see src/rpc/whole-artifacts.ts): artifact updates held back and
  * sent whole, once, right before the status that settles the task; everything else passes at once.
  */
 import { describe, expect, it } from "vitest";
 import type { Artifact, StreamItem, TaskState } from "../../src/protocol/types";
-import { wholeArtifacts } from "../../src/protocol/whole-artifacts";
+import { wholeArtifacts } from "../../src/rpc/whole-artifacts";
 
 const ids = { taskId: "t1", contextId: "c1" };
 const status = (state: TaskState, seq?: number): StreamItem => ({ seq, response: { statusUpdate: { ...ids, status: { state } } } });

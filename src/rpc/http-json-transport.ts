@@ -1,9 +1,9 @@
 import { holdAnswer } from "./answer-holds";
 import type { AnswerHold, CallContext } from "./caller";
-import { A2AError } from "./errors";
+import { A2AError } from "../protocol/errors";
 import { httpStatusOf, statusBody } from "./http-json-errors";
 import { queryFields, type HttpMethod, type RouteMatch } from "./http-json-routes";
-import { inexactNumber, MAX_JSON_DEPTH, scanJson } from "./json-depth";
+import { inexactNumber, MAX_JSON_DEPTH, scanJson } from "../protocol/json-depth";
 import { asA2AError, type MethodTable, type StreamEvent } from "./jsonrpc-transport";
 import { mapStreamCatching } from "./streams";
 

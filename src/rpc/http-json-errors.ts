@@ -1,4 +1,4 @@
-import type { A2AError } from "./errors";
+import type { A2AError } from "../protocol/errors";
 
 /**
  * How A2A errors look in the HTTP+JSON binding: an HTTP status, and a google.rpc.Status body (AIP-193)

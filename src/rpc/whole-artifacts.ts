@@ -1,6 +1,6 @@
 import { accumulate } from "../tasks/artifacts";
-import type { Artifact, StreamItem } from "./types";
-import { isSettled } from "./types";
+import type { Artifact, StreamItem } from "../protocol/types";
+import { isSettled } from "../protocol/types";
 
 /**
  * Hermes's own A2A client (plugins/platforms/a2a/tools.py, `_send_task_stream`) gathers the parts of every

@@ -1,8 +1,9 @@
-import { inexactNumber, MAX_JSON_DEPTH, scanJson } from "./json-depth";
+import { inexactNumber, MAX_JSON_DEPTH, scanJson } from "../protocol/json-depth";
 import { holdAnswer } from "./answer-holds";
 import type { AnswerHold, CallContext } from "./caller";
-import { A2AError, type JsonRpcErrorObject } from "./errors";
+import { A2AError, type JsonRpcErrorObject } from "../protocol/errors";
 import { mapStreamCatching } from "./streams";
+import { a2aErrorOf } from "./refusals";
 
 export type RpcId = string | number | null;
 export type UnaryMethod = (params: unknown, ctx: CallContext) => Promise<unknown>;
@@ -143,7 +144,8 @@ function frame(events: AsyncIterable<StreamEvent>, id: RpcId, table: MethodTable
 }
 
 /** Any failure as the A2A error a client is shown: an unexpected one is logged and becomes -32603. */
-export function asA2AError(err: unknown, method: string): A2AError {
+export function asA2AError(thrown: unknown, method: string): A2AError {
+  const err = a2aErrorOf(thrown);
   if (err instanceof A2AError) return err;
   console.error(`a2a-node: ${method} failed:`, err);
   return A2AError.internal(`internal error while handling ${method}`);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { LegacyJsonRpcTransport } from "@a2a-js/sdk/compat/v0_3/client";
-import type { CallContext } from "../../../src/protocol/caller";
+import type { CallContext } from "../../../src/rpc/caller";
 import { A2AError } from "../../../src/protocol/errors";
-import type { MethodTable, StreamEvent } from "../../../src/protocol/jsonrpc-transport";
-import type { A2ARequestHandler, StreamItem } from "../../../src/protocol/request-handler";
+import type { MethodTable, StreamEvent } from "../../../src/rpc/jsonrpc-transport";
+import type { A2ARequestHandler, StreamItem } from "../../../src/rpc/request-handler";
 import type {
   AgentCard,
   GetTaskParams,
@@ -13,7 +13,7 @@ import type {
   TaskPushNotificationConfig,
 } from "../../../src/protocol/types";
 import { LEGACY_METADATA_KEY } from "../../../src/protocol/v03/convert";
-import { v03Methods } from "../../../src/protocol/v03/methods";
+import { v03Methods } from "../../../src/rpc/v03/methods";
 
 const ctx: CallContext = { caller: { name: "alpha", fingerprint: "AA" } };
 const NOW = "2026-03-01T10:00:00.000Z";

@@ -5,10 +5,10 @@ import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { TaskRunner } from "../../src/tasks/task-runner";
-import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import { EchoExecutor } from "../../src/executors/echo-executor";
-import { JsonRpcTransport } from "../../src/protocol/jsonrpc-transport";
-import { v1Methods } from "../../src/protocol/v1-methods";
+import { JsonRpcTransport } from "../../src/rpc/jsonrpc-transport";
+import { v1Methods } from "../../src/rpc/v1-methods";
 
 let dir: string;
 let database: OpenDatabase;

@@ -1,10 +1,10 @@
 import type { CallContext } from "../caller";
-import { A2AError } from "../errors";
+import { A2AError } from "../../protocol/errors";
 import { mapStream } from "../streams";
 import type { MethodTable, StreamEvent } from "../jsonrpc-transport";
 import type { A2ARequestHandler, StreamItem } from "../request-handler";
-import type { SendMessageParams, TaskPushNotificationConfig } from "../types";
-import * as validate from "../validate";
+import type { SendMessageParams, TaskPushNotificationConfig } from "../../protocol/types";
+import * as validate from "../../protocol/validate";
 import {
   fromV03PushConfig,
   fromV03SendParams,
@@ -19,7 +19,7 @@ import {
   toV03Task,
   type LegacyTaskRecord,
   type V03Task,
-} from "./convert";
+} from "../../protocol/v03/convert";
 
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);

@@ -1,9 +1,9 @@
 import type { CallContext } from "./caller";
-import { A2AError } from "./errors";
+import { A2AError } from "../protocol/errors";
 import type { MethodTable } from "./jsonrpc-transport";
 import type { A2ARequestHandler, StreamItem } from "./request-handler";
 import { mapStream } from "./streams";
-import * as validate from "./validate";
+import * as validate from "../protocol/validate";
 import { wholeArtifacts } from "./whole-artifacts";
 
 /** A2A v1.0's JSON-RPC methods, over the request handler. */

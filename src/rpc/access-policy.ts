@@ -1,4 +1,4 @@
-import type { Message } from "./types";
+import type { Message } from "../protocol/types";
 
 /**
  * The A2A v1.0 operations, by the names the policy uses (their JSON-RPC method names). A v0.3 call

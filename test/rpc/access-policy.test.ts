@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { allows, skillOf, type AccessRule } from "../../src/protocol/access-policy";
+import { allows, skillOf, type AccessRule } from "../../src/rpc/access-policy";
 import { readAuthorization } from "../../src/settings/authorization";
 import { SettingProblem } from "../../src/settings/kinds";
 

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { TaskRunner } from "../../src/tasks/task-runner";
-import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import { EchoExecutor } from "../../src/executors/echo-executor";
 import { OpenAiCompatibleExecutor } from "../../src/executors/openai-executor";
 import type { AgentExecutor } from "../../src/executors/executor";

@@ -1,6 +1,6 @@
 import { allows, skillOf, type A2AMethod, type AccessRule } from "./access-policy";
 import type { CallContext } from "./caller";
-import { A2AError } from "./errors";
+import { A2AError } from "../protocol/errors";
 import type { A2ARequestHandler, StreamItem } from "./request-handler";
 import type {
   AgentCard,
@@ -16,7 +16,7 @@ import type {
   SubscribeToTaskParams,
   Task,
   TaskPushNotificationConfig,
-} from "./types";
+} from "../protocol/types";
 
 /**
  * The authorization policy, in the one place every call passes: both bindings (JSON-RPC v1.0 and v0.3,
