@@ -39,6 +39,8 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
   ],
   ["tasks/ never imports protocol/request-handler.ts", (f) => f.startsWith("src/tasks/"), (t) => t === "src/protocol/request-handler"],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
+  // The service is a library the CLI calls: it raises its own errors and the CLI gives them exit codes.
+  ["service/ never imports cli/", (f) => f.startsWith("src/service/"), (t) => t.startsWith("src/cli/")],
 ];
 
 describe("import directions", () => {
