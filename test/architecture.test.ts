@@ -41,6 +41,8 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
   // The service is a library the CLI calls: it raises its own errors and the CLI gives them exit codes.
   ["service/ never imports cli/", (f) => f.startsWith("src/service/"), (t) => t.startsWith("src/cli/")],
+  // Push delivery is handed its queue; which store keeps it is the composition root's choice.
+  ["push/ never imports store/", (f) => f.startsWith("src/push/"), (t) => t.startsWith("src/store/")],
 ];
 
 describe("import directions", () => {
