@@ -43,6 +43,9 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
   ["service/ never imports cli/", (f) => f.startsWith("src/service/"), (t) => t.startsWith("src/cli/")],
   // Push delivery is handed its queue; which store keeps it is the composition root's choice.
   ["push/ never imports store/", (f) => f.startsWith("src/push/"), (t) => t.startsWith("src/store/")],
+  // Ids and timestamps live at the bottom (src/clock.ts): an executor making ids does not reach into tasks/.
+  ["executors/ never import tasks/", (f) => f.startsWith("src/executors/"), (t) => t.startsWith("src/tasks/")],
+  ["src/clock.ts imports nothing of src/", (f) => f === "src/clock.ts", (t) => t.startsWith("src/")],
 ];
 
 describe("import directions", () => {

@@ -1,4 +1,4 @@
-import { newId, now } from "../tasks/clock";
+import { newId, now } from "../clock";
 import { EXTENSIONS_KEY, notStored, type TaskRunner } from "../tasks/task-runner";
 import { ConfigOwnedElsewhere, TooManyPushConfigs, type PushConfigLimits } from "../push/push-config-store";
 import { RelayedRefusal, TaskStoreError, TaskStoreRequestError, UnstorableData, type StoredEvent, type TaskStore } from "../tasks/task-store";

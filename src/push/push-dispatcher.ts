@@ -1,7 +1,7 @@
 import type { Logger } from "../log";
 import type { StreamResponse } from "../protocol/types";
 import type { DeliveryQueue } from "./delivery-queue";
-import { newId } from "../tasks/clock";
+import { newId } from "../clock";
 import type { QueuedWithEvent } from "../tasks/task-store";
 import { FairScheduler } from "./fair-scheduler";
 import type { PushFetch } from "./pinned-fetch";

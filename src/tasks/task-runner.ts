@@ -3,7 +3,7 @@ import { A2AError } from "../protocol/errors";
 import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted } from "../protocol/types";
 import { accumulate, agentMessage, ArtifactSizes, capParts, historyBytes, messageBytes } from "./artifacts";
-import { now } from "./clock";
+import { now } from "../clock";
 import type { EventStream } from "./event-stream";
 import { FairQueue } from "./fair-queue";
 import type { TaskLifecycle } from "./lifecycle";
