@@ -49,6 +49,8 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
   // What client/ and executors/ share (the SSE reader) sits below both, in src/sse.ts.
   ["client/ never imports executors/", (f) => f.startsWith("src/client/"), (t) => t.startsWith("src/executors/")],
   ["src/sse.ts imports nothing of src/", (f) => f === "src/sse.ts", (t) => t.startsWith("src/")],
+  // Metrics watch every floor, server/ among them (NodeMetrics implements its RouterMetrics): no way back.
+  ["server/ never imports metrics/", (f) => f.startsWith("src/server/"), (t) => t.startsWith("src/metrics/")],
 ];
 
 describe("import directions", () => {
