@@ -225,7 +225,7 @@ export async function startNode(
         descriptors: () => descriptorCheck(descriptors.state(), descriptors.state().limit ?? fds, openDescriptors()),
         storage: () => storageCheck(floor?.state(), config.databaseUrl ? "the database is on a Postgres server, whose disk this node cannot see" : "min_free_disk is 0"),
       }),
-    metrics: () => metrics.render(),
+    metrics: () => metrics.exposition(),
   });
   const rateLog = new RateLimitLog(log);
   const routerMetrics: RouterMetrics = {

@@ -48,6 +48,18 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
     (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
   ],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
+  // The service is a library the CLI calls: it raises its own errors and the CLI gives them exit codes.
+  ["service/ never imports cli/", (f) => f.startsWith("src/service/"), (t) => t.startsWith("src/cli/")],
+  // Push delivery is handed its queue; which store keeps it is the composition root's choice.
+  ["push/ never imports store/", (f) => f.startsWith("src/push/"), (t) => t.startsWith("src/store/")],
+  // Ids and timestamps live at the bottom (src/clock.ts): an executor making ids does not reach into tasks/.
+  ["executors/ never import tasks/", (f) => f.startsWith("src/executors/"), (t) => t.startsWith("src/tasks/")],
+  ["src/clock.ts imports nothing of src/", (f) => f === "src/clock.ts", (t) => t.startsWith("src/")],
+  // What client/ and executors/ share (the SSE reader) sits below both, in src/sse.ts.
+  ["client/ never imports executors/", (f) => f.startsWith("src/client/"), (t) => t.startsWith("src/executors/")],
+  ["src/sse.ts imports nothing of src/", (f) => f === "src/sse.ts", (t) => t.startsWith("src/")],
+  // Metrics watch every floor, server/ among them (NodeMetrics implements its RouterMetrics): no way back.
+  ["server/ never imports metrics/", (f) => f.startsWith("src/server/"), (t) => t.startsWith("src/metrics/")],
 ];
 
 describe("import directions", () => {

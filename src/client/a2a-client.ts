@@ -1,7 +1,7 @@
 import type { GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, Task, AgentCard } from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
 import { fromV03ArtifactUpdate, fromV03Message, fromV03StatusUpdate, fromV03Task, toV03Message } from "../protocol/v03/convert";
-import { readSse } from "../executors/sse";
+import { readSse } from "../sse";
 import type { StreamResponse } from "../protocol/types";
 
 /** The protocol generation a peer speaks, as its agent card says. */

@@ -1,4 +1,4 @@
-import { readNamedSse } from "../executors/sse";
+import { readNamedSse } from "../sse";
 import { CODE_OF_REASON, ERROR_INFO_TYPE } from "../protocol/errors";
 import type { GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, StreamResponse, Task } from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";

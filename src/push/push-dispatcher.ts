@@ -1,9 +1,7 @@
 import type { Logger } from "../log";
 import type { StreamResponse } from "../protocol/types";
-import type { OpenDatabase } from "../store/database";
-import { SqliteDeliveryQueue } from "../store/sqlite-delivery-queue";
 import type { DeliveryQueue } from "./delivery-queue";
-import { newId } from "../tasks/clock";
+import { newId } from "../clock";
 import type { QueuedWithEvent } from "../tasks/task-store";
 import { FairScheduler } from "./fair-scheduler";
 import type { PushFetch } from "./pinned-fetch";
@@ -100,7 +98,6 @@ interface Lane {
  * embedding program's store), where a crash in between may lose them.
  */
 export class PushDispatcher {
-  private readonly queue: DeliveryQueue;
   private renewal: ReturnType<typeof setInterval> | undefined;
   private readonly lanes = new Map<string, Lane>();
   private readonly scheduler: FairScheduler<Lane>;
@@ -123,12 +120,10 @@ export class PushDispatcher {
   private readonly random: () => number;
 
   constructor(
-    /** The queue, or the home's SQLite database to keep it in. */
-    database: OpenDatabase | DeliveryQueue,
+    private readonly queue: DeliveryQueue,
     private readonly configs: PushConfigStore,
     private readonly options: PushDispatcherOptions = {},
   ) {
-    this.queue = "sqlite" in database ? new SqliteDeliveryQueue(database) : database;
     this.maxAttempts = Math.max(1, options.maxAttempts ?? 10);
     this.baseMs = options.backoffBaseMs ?? 1000;
     this.maxMs = options.backoffMaxMs ?? 300_000;

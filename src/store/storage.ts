@@ -2,7 +2,7 @@ import type { Logger } from "../log";
 import type { StreamResponse } from "../protocol/types";
 import type { PushConfigStore } from "../push/push-config-store";
 import { hostname } from "node:os";
-import { newId } from "../tasks/clock";
+import { newId } from "../clock";
 import type { TaskLeases } from "../tasks/leases";
 import type { TaskStore } from "../tasks/task-store";
 import { PostgresLeases } from "./postgres/postgres-leases";

@@ -2,7 +2,7 @@ import type { AgentExecutor, ExecutionEvents, ExecutionOutcome, InputRequest } f
 import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted } from "../protocol/types";
 import { accumulate, agentMessage, ArtifactSizes, capParts, historyBytes, messageBytes } from "./artifacts";
-import { now } from "./clock";
+import { now } from "../clock";
 import type { EventStream } from "./event-stream";
 import { FairQueue } from "./fair-queue";
 import type { TaskLifecycle } from "./lifecycle";

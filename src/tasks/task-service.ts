@@ -1,4 +1,4 @@
-import { newId, now } from "./clock";
+import { newId, now } from "../clock";
 import { EXTENSIONS_KEY, notStored, type TaskRunner } from "./task-runner";
 import { TooManyPushConfigs, type PushConfigLimits } from "../push/push-config-store";
 import { RelayedRefusal, TaskStoreError, UnstorableData, type StoredEvent, type TaskStore } from "./task-store";

@@ -1,7 +1,7 @@
 import { RemoteError } from "../../client/a2a-client";
 import type { Message, Task } from "../../protocol/types";
 import { isOutsidePeer } from "../../peers/peer-registry";
-import { newId } from "../../tasks/clock";
+import { newId } from "../../clock";
 import { readAttachments, readTaskText } from "../attachments";
 import type { Command } from "../command";
 import { openClientSession, type ClientSession } from "../client-session";

@@ -2,6 +2,7 @@ import { basename, resolve } from "node:path";
 import type { Command, CommandContext } from "../command";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { intFlag, parseFlags } from "../flags";
+import { ServiceError } from "../../service/errors";
 
 const installFlags = {
   user: { type: "boolean" },
@@ -93,6 +94,20 @@ EXIT CODES
 `;
 
 async function run(argv: string[], ctx: CommandContext): Promise<number> {
+  try {
+    return await runSubcommand(argv, ctx);
+  } catch (err) {
+    throw err instanceof ServiceError ? asCliError(err) : err;
+  }
+}
+
+/** The service library says what kind of refusal it met; the exit code for each kind is the CLI's to give. */
+function asCliError(err: ServiceError): CliError {
+  if (err.kind === "usage") return new UsageError(err.message);
+  return new CliError(err.message, err.kind === "not-found" ? ExitCode.NotFound : ExitCode.Failure, err.hint);
+}
+
+async function runSubcommand(argv: string[], ctx: CommandContext): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub === "install") return runInstall(rest, ctx);
   if (sub === "uninstall") return runUninstall(rest, ctx);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeTime, isValid, monotonicFactory } from "ulid";
-import { newId, now, ulidFactory } from "../../src/tasks/clock";
+import { newId, now, ulidFactory } from "../src/clock";
 
 describe("ulidFactory", () => {
   it("makes valid ULIDs whose time is the clock's millisecond", () => {

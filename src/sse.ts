@@ -1,3 +1,5 @@
+/* A server-sent-event reader shared by both sides: the peer clients read A2A streams, executors read model servers'. */
+
 /**
  * Reads a server-sent-event stream and yields each event's data (multi-line data joined with "\n").
  * Comments and other fields are skipped; the events of model servers (OpenAI-compatible) need no more.

@@ -1,10 +1,10 @@
 import { encodeTime } from "ulid";
 
 /*
- * Ids and timestamps for every task, several of each per task: on the per-task path, so both reuse what they
- * computed for the current millisecond instead of formatting the time again on every call (the `ulid`
- * package's own factory re-encodes the time on every id, which measured as the largest single cost of the
- * node's JavaScript per task).
+ * Ids and timestamps, at the bottom of the tree: tasks, push deliveries, stores, executors and the CLI all make
+ * them. Several of each per task: on the per-task path, so both reuse what they computed for the current
+ * millisecond instead of formatting the time again on every call (the `ulid` package's own factory re-encodes
+ * the time on every id, which measured as the largest single cost of the node's JavaScript per task).
  */
 
 const ENCODING = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"; // Crockford's base32, as ULIDs use
