@@ -1,5 +1,5 @@
 /**
- * An OpenAI-compatible chat-completions fake (like startFakeModel in ./fake-openai) that holds only SOME
+ * An OpenAI-compatible chat-completions fake (like startFakeModel in ./openai) that holds only SOME
  * requests: those whose last user message `holdIf` accepts. Each held request waits until the test releases
  * it (by a substring of its text, or all of them), so one node can have tasks that finish at once and tasks
  * that stay running, side by side, without timers.

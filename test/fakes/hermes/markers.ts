@@ -13,8 +13,8 @@
  * - `sleep:N`: the model answers N seconds later (a stop cuts it short);
  * - anything else: `FAKE-MODEL-OK: <text> [user_turns=K]`, K the user turns the model saw (this one included).
  */
-import type { RunRequest } from "./fake-hermes-run";
-import { hermes, type HermesStep } from "./fake-hermes-script";
+import type { RunRequest } from "./run";
+import { hermes, type HermesStep } from "./script";
 
 export interface MarkerOptions {
   /** The directory DANGER-RM names (the real server's DIR/scratch). Default /scratch. */

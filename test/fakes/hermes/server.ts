@@ -18,14 +18,14 @@
  * - website/docs/user-guide/features/api-server.md @ 0111cb7dd7e235c9b95f5902169a1f59eaae54c0.
  *
  * Start it as either generation (`generation: "older" | "newer"`, default newer) so executor tests run against
- * both. Runs play a script (`hermes.*` in fake-hermes-script.ts) on their own; tests control progress with gates
- * and approvals and await what happened through hooks, never timers. `markerScript` (fake-hermes-markers.ts)
+ * both. Runs play a script (`hermes.*` in script.ts) on their own; tests control progress with gates
+ * and approvals and await what happened through hooks, never timers. `markerScript` (markers.ts)
  * plays what the real server does with its scripted model, so one scenario list runs against both.
  *
- * Parts: fake-hermes-script.ts (the step builders), fake-hermes-run.ts (a run: status, events, approvals, stop),
- * fake-hermes-stream.ts (the queue and the SSE reader), fake-hermes-routes.ts (one handler per route),
- * fake-hermes-sessions.ts (the SessionDB), fake-hermes-markers.ts (the real server's scripted model),
- * fake-hermes-wire.ts (JSON/error bytes), fake-hermes-client.ts (a raw client for the fake's own tests).
+ * Parts: script.ts (the step builders), run.ts (a run: status, events, approvals, stop),
+ * stream.ts (the queue and the SSE reader), routes.ts (one handler per route),
+ * sessions.ts (the SessionDB), markers.ts (the real server's scripted model),
+ * wire.ts (JSON/error bytes), client.ts (a raw client for the fake's own tests).
  *
  * @example
  * const fake = startFakeHermes({ generation: "older", apiKey: KEY, script: [
@@ -45,16 +45,16 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { FakeRun, GatewayProcess, type RunContext, type RunRequest, type RunStatus } from "./fake-hermes-run";
-import { SessionDb } from "./fake-hermes-sessions";
-import { createRoutes, type HermesRequest } from "./fake-hermes-routes";
-import { hermes, type ApprovalOutcome, type HermesStep } from "./fake-hermes-script";
-import type { HermesEvent } from "./fake-hermes-stream";
-import type { Generation } from "./fake-hermes-wire";
+import { FakeRun, GatewayProcess, type RunContext, type RunRequest, type RunStatus } from "./run";
+import { SessionDb } from "./sessions";
+import { createRoutes, type HermesRequest } from "./routes";
+import { hermes, type ApprovalOutcome, type HermesStep } from "./script";
+import type { HermesEvent } from "./stream";
+import type { Generation } from "./wire";
 
 export { hermes, FakeRun };
 export type { ApprovalOutcome, Generation, HermesEvent, HermesRequest, HermesStep, RunRequest, RunStatus };
-export type { ApprovalBranches, ApprovalChoice, ApprovalSpec, Usage } from "./fake-hermes-script";
+export type { ApprovalBranches, ApprovalChoice, ApprovalSpec, Usage } from "./script";
 
 export interface FakeHermesOptions {
   /** Which server to be. Default "newer". */
