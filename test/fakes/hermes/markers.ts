@@ -1,5 +1,5 @@
 /**
- * What the real Hermes server of ../shared/real-hermes does with its scripted model (fake-tool-model.py there),
+ * What the real Hermes server the tests run (A2A_REAL_HERMES) does with its scripted model (fake-tool-model.py),
  * as a fake Hermes script: the same markers in the task text give the same events, so one scenario list runs
  * against the real server and against the twin. The texts are the ones the real pair sends (observed on 0.18.2
  * with that model); the agent loop's own additions (reasoning.available, "\n\n" after a tool call, the

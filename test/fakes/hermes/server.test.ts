@@ -1,5 +1,5 @@
 /**
- * The fake Hermes server pinned to the real one (hermes-runs-api.md and the source named in server.ts),
+ * The fake Hermes server pinned to the real one (the source named in server.ts),
  * with raw fetch: the frame format, the event names and fields, one queue consumed once (no replay, 404 once
  * the reader left while the run goes on, split between two readers), keep-alive and stream-closed comments,
  * status objects. Approvals, stop, limits, idempotency, restarts and auth: control.test.ts.

@@ -1,14 +1,14 @@
 /**
  * A fake Hermes Agent API server, runs API only, real HTTP on 127.0.0.1: a twin of the real server for the
  * hermes executor's tests, so they fail for the right reasons and pass only when the executor speaks the real
- * protocol. It follows /work/shared/reference/hermes-runs-api.md and the public source of NousResearch/hermes-agent:
+ * protocol. It follows the public source of NousResearch/hermes-agent:
  * - "newer" generation: gateway/platforms/api_server_runs.py @ 005b4b7607e918cd4a301970144878167d1841d7,
  *   gateway/platforms/api_server_run_idempotency.py @ 04ce47dc563b8a519184a18df7fbaff85570cb3d,
  *   gateway/platforms/api_server.py as indexed (`_concurrency_limited_response`, `_draining_response`,
  *   `_approval_event_choices`, `_sse_frame`), tools/approval_gateway_wait.py @ 04eef15a136c7bc4e2a2c5b34d65d227207cef5a,
  *   tools/approval.py @ 00067189dfecf833d4d009c2dd977ae85cf800e0;
  * - "older" generation: Hermes Agent 0.18.2, commit 306e2d2318745b48d0c9d249958b0190f65a07c9, the real server
- *   of ../shared/real-hermes (runs code inside gateway/platforms/api_server.py: `_handle_runs`,
+ *   the real-Hermes tests run (A2A_REAL_HERMES; runs code inside gateway/platforms/api_server.py: `_handle_runs`,
  *   `_handle_run_events`, `_handle_run_approval`, `_handle_stop_run`, `_check_auth`, `_admit_api_agent_request`,
  *   `_concurrency_limited_response`, `_handle_capabilities`, `_handle_session_messages`,
  *   `_sweep_orphaned_runs`; agent/conversation_loop.py and run_agent.py for reasoning.available and the "\n\n"
