@@ -51,6 +51,7 @@ import { createRoutes, type HermesRequest } from "./routes";
 import { hermes, type ApprovalOutcome, type HermesStep } from "./script";
 import type { HermesEvent } from "./stream";
 import type { Generation } from "./wire";
+import { Conditions } from "../../helpers/until";
 
 export { hermes, FakeRun };
 export type { ApprovalOutcome, Generation, HermesEvent, HermesRequest, HermesStep, RunRequest, RunStatus };
@@ -140,10 +141,8 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
   const gen: Generation = options.generation ?? "newer";
   const requests: HermesRequest[] = [];
   const allRuns: FakeRun[] = [];
-  const waiters: (() => boolean)[] = [];
-  const changed = () => {
-    for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!()) waiters.splice(i, 1);
-  };
+  const conditions = new Conditions();
+  const changed = conditions.changed;
   const ctx: RunContext = {
     generation: gen,
     approvalTimeoutMs: options.approvalTimeoutMs ?? (gen === "older" ? 60_000 : 300_000),
@@ -169,7 +168,7 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
       let expired = false;
       return new Promise<void>((resolve) => {
         const timer = setTimeout(() => ((expired = true), changed()), ms);
-        waiters.push(() => {
+        conditions.watch(() => {
           if (!probe() && !expired) return false;
           clearTimeout(timer);
           resolve();
@@ -183,17 +182,7 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
   let server: Server | undefined;
   let port = 0;
 
-  function until<T>(probe: () => T | undefined): Promise<T> {
-    const now = probe();
-    if (now !== undefined) return Promise.resolve(now);
-    return new Promise((resolve) =>
-      waiters.push(() => {
-        const v = probe();
-        if (v !== undefined) resolve(v);
-        return v !== undefined;
-      }),
-    );
-  }
+  const until = <T>(probe: () => T | undefined): Promise<T> => conditions.until(probe);
   const pick = (runId?: string) => (runId ? allRuns.filter((r) => r.id === runId) : allRuns);
   const findRun = (runId: string | undefined, test: (r: FakeRun) => boolean) => pick(runId).find(test);
 
@@ -262,7 +251,7 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
     return new Promise<void>((resolve) => {
       const timer = setTimeout(() => ((expired = true), changed()), 1000);
       let expired = false;
-      waiters.push(() => {
+      conditions.watch(() => {
         if (!probe() && !expired) return false;
         clearTimeout(timer);
         resolve();
