@@ -1,5 +1,5 @@
 /**
- * The directions the code base holds (see README "Code map"): which modules may import which. Read from the
+ * The directions the code base holds: which modules may import which. Read from the
  * import statements of every source file, so a violation fails here before it settles in.
  */
 import { describe, expect, it } from "vitest";

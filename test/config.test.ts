@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError, DEFAULTS, loadConfigFile, redacted, resolveServeConfig, resolveSettings, SETTINGS, type SettingName } from "../src/config";
+import { ConfigError, DEFAULTS, loadConfigFile, redacted, resolveSettings, SETTINGS, type SettingName } from "../src/config";
 import { settingFlags, settingsHelp, settingsTable } from "../src/cli/settings-text";
 import type { Setting } from "../src/settings/kinds";
 
@@ -16,6 +16,7 @@ const file = (name: string, text: string) => {
 const EXAMPLE = join(import.meta.dirname, "..", "scripts", "config.example.toml");
 const NAMES = Object.keys(SETTINGS) as SettingName[];
 const setting = (n: SettingName) => SETTINGS[n] as Setting<unknown>;
+const resolveServeConfig = (...args: Parameters<typeof resolveSettings>) => resolveSettings(...args).config;
 
 describe("configuration", () => {
   it("the shipped example config loads, and every key in it takes effect", () => {

@@ -10,7 +10,7 @@ import { createServer as createTlsServer, type Server as TlsServer } from "node:
 import { join } from "node:path";
 import { runBinary, serveBinary, type CliRun, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet } from "../helpers/fleet";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { runInPty } from "../helpers/pty";
 
 let fleet: Fleet;

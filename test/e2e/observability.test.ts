@@ -9,7 +9,7 @@ import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { scrape } from "../helpers/metrics";
 import { get, post, rpc, userMessage } from "../helpers/rpc";
 import { openSse } from "../helpers/sse";

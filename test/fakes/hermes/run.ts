@@ -7,10 +7,10 @@
  * - after each assistant message with text, `reasoning.available {text}` carrying that text (stripped, its first
  *   500 characters): the answer itself, not reasoning (`tool_progress_callback("reasoning.available", ...)`);
  * - after a tool iteration, the next text delta starts with a paragraph break "\n\n" (`_stream_needs_break`);
- * - the session's messages go to the SessionDB (fake-hermes-sessions.ts).
+ * - the session's messages go to the SessionDB (sessions.ts).
  */
-import type { HermesEvent } from "./fake-hermes-stream";
-import { RunQueue } from "./fake-hermes-stream";
+import type { HermesEvent } from "./stream";
+import { RunQueue } from "./stream";
 import {
   branchFor,
   choicesFor,
@@ -18,9 +18,9 @@ import {
   type ApprovalOutcome,
   type ApprovalSpec,
   type HermesStep,
-} from "./fake-hermes-script";
-import type { SessionDb } from "./fake-hermes-sessions";
-import { hex32, monotonicSeconds, nowSeconds, type Generation } from "./fake-hermes-wire";
+} from "./script";
+import type { SessionDb } from "./sessions";
+import { hex32, monotonicSeconds, nowSeconds, type Generation } from "./wire";
 
 export type RunStatus = Record<string, unknown> & { object: "hermes.run"; run_id: string; status: string };
 

@@ -1,5 +1,5 @@
 /**
- * What the real Hermes server of ../shared/real-hermes does with its scripted model (fake-tool-model.py there),
+ * What the real Hermes server the tests run (A2A_REAL_HERMES) does with its scripted model (fake-tool-model.py),
  * as a fake Hermes script: the same markers in the task text give the same events, so one scenario list runs
  * against the real server and against the twin. The texts are the ones the real pair sends (observed on 0.18.2
  * with that model); the agent loop's own additions (reasoning.available, "\n\n" after a tool call, the
@@ -13,8 +13,8 @@
  * - `sleep:N`: the model answers N seconds later (a stop cuts it short);
  * - anything else: `FAKE-MODEL-OK: <text> [user_turns=K]`, K the user turns the model saw (this one included).
  */
-import type { RunRequest } from "./fake-hermes-run";
-import { hermes, type HermesStep } from "./fake-hermes-script";
+import type { RunRequest } from "./run";
+import { hermes, type HermesStep } from "./script";
 
 export interface MarkerOptions {
   /** The directory DANGER-RM names (the real server's DIR/scratch). Default /scratch. */

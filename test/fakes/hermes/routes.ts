@@ -1,11 +1,11 @@
 /**
  * The HTTP surface of the fake Hermes server: one handler per route of the real runs API, each following the
- * named function of the real source (see fake-hermes.ts for the files and commits), including the order of
+ * named function of the real source (see server.ts for the files and commits), including the order of
  * its checks, so a client sees the same error for the same bad request.
  */
-import { FakeRun, TERMINAL, type GatewayProcess, type RunContext, type RunRequest, type RunStatus } from "./fake-hermes-run";
-import { hermes, type ApprovalOutcome, type HermesStep } from "./fake-hermes-script";
-import { pumpEvents } from "./fake-hermes-stream";
+import { FakeRun, TERMINAL, type GatewayProcess, type RunContext, type RunRequest, type RunStatus } from "./run";
+import { hermes, type ApprovalOutcome, type HermesStep } from "./script";
+import { pumpEvents } from "./stream";
 import {
   aiohttpText,
   canonicalJson,
@@ -18,7 +18,7 @@ import {
   sseHeaders,
   type Answer,
   type Generation,
-} from "./fake-hermes-wire";
+} from "./wire";
 
 /** One HTTP request the fake received. */
 export interface HermesRequest {

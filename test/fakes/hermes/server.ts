@@ -1,14 +1,14 @@
 /**
  * A fake Hermes Agent API server, runs API only, real HTTP on 127.0.0.1: a twin of the real server for the
  * hermes executor's tests, so they fail for the right reasons and pass only when the executor speaks the real
- * protocol. It follows /work/shared/reference/hermes-runs-api.md and the public source of NousResearch/hermes-agent:
+ * protocol. It follows the public source of NousResearch/hermes-agent:
  * - "newer" generation: gateway/platforms/api_server_runs.py @ 005b4b7607e918cd4a301970144878167d1841d7,
  *   gateway/platforms/api_server_run_idempotency.py @ 04ce47dc563b8a519184a18df7fbaff85570cb3d,
  *   gateway/platforms/api_server.py as indexed (`_concurrency_limited_response`, `_draining_response`,
  *   `_approval_event_choices`, `_sse_frame`), tools/approval_gateway_wait.py @ 04eef15a136c7bc4e2a2c5b34d65d227207cef5a,
  *   tools/approval.py @ 00067189dfecf833d4d009c2dd977ae85cf800e0;
  * - "older" generation: Hermes Agent 0.18.2, commit 306e2d2318745b48d0c9d249958b0190f65a07c9, the real server
- *   of ../shared/real-hermes (runs code inside gateway/platforms/api_server.py: `_handle_runs`,
+ *   the real-Hermes tests run (A2A_REAL_HERMES; runs code inside gateway/platforms/api_server.py: `_handle_runs`,
  *   `_handle_run_events`, `_handle_run_approval`, `_handle_stop_run`, `_check_auth`, `_admit_api_agent_request`,
  *   `_concurrency_limited_response`, `_handle_capabilities`, `_handle_session_messages`,
  *   `_sweep_orphaned_runs`; agent/conversation_loop.py and run_agent.py for reasoning.available and the "\n\n"
@@ -18,14 +18,14 @@
  * - website/docs/user-guide/features/api-server.md @ 0111cb7dd7e235c9b95f5902169a1f59eaae54c0.
  *
  * Start it as either generation (`generation: "older" | "newer"`, default newer) so executor tests run against
- * both. Runs play a script (`hermes.*` in fake-hermes-script.ts) on their own; tests control progress with gates
- * and approvals and await what happened through hooks, never timers. `markerScript` (fake-hermes-markers.ts)
+ * both. Runs play a script (`hermes.*` in script.ts) on their own; tests control progress with gates
+ * and approvals and await what happened through hooks, never timers. `markerScript` (markers.ts)
  * plays what the real server does with its scripted model, so one scenario list runs against both.
  *
- * Parts: fake-hermes-script.ts (the step builders), fake-hermes-run.ts (a run: status, events, approvals, stop),
- * fake-hermes-stream.ts (the queue and the SSE reader), fake-hermes-routes.ts (one handler per route),
- * fake-hermes-sessions.ts (the SessionDB), fake-hermes-markers.ts (the real server's scripted model),
- * fake-hermes-wire.ts (JSON/error bytes), fake-hermes-client.ts (a raw client for the fake's own tests).
+ * Parts: script.ts (the step builders), run.ts (a run: status, events, approvals, stop),
+ * stream.ts (the queue and the SSE reader), routes.ts (one handler per route),
+ * sessions.ts (the SessionDB), markers.ts (the real server's scripted model),
+ * wire.ts (JSON/error bytes), client.ts (a raw client for the fake's own tests).
  *
  * @example
  * const fake = startFakeHermes({ generation: "older", apiKey: KEY, script: [
@@ -45,16 +45,17 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { FakeRun, GatewayProcess, type RunContext, type RunRequest, type RunStatus } from "./fake-hermes-run";
-import { SessionDb } from "./fake-hermes-sessions";
-import { createRoutes, type HermesRequest } from "./fake-hermes-routes";
-import { hermes, type ApprovalOutcome, type HermesStep } from "./fake-hermes-script";
-import type { HermesEvent } from "./fake-hermes-stream";
-import type { Generation } from "./fake-hermes-wire";
+import { FakeRun, GatewayProcess, type RunContext, type RunRequest, type RunStatus } from "./run";
+import { SessionDb } from "./sessions";
+import { createRoutes, type HermesRequest } from "./routes";
+import { hermes, type ApprovalOutcome, type HermesStep } from "./script";
+import type { HermesEvent } from "./stream";
+import type { Generation } from "./wire";
+import { Conditions } from "../../helpers/until";
 
 export { hermes, FakeRun };
 export type { ApprovalOutcome, Generation, HermesEvent, HermesRequest, HermesStep, RunRequest, RunStatus };
-export type { ApprovalBranches, ApprovalChoice, ApprovalSpec, Usage } from "./fake-hermes-script";
+export type { ApprovalBranches, ApprovalChoice, ApprovalSpec, Usage } from "./script";
 
 export interface FakeHermesOptions {
   /** Which server to be. Default "newer". */
@@ -140,10 +141,8 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
   const gen: Generation = options.generation ?? "newer";
   const requests: HermesRequest[] = [];
   const allRuns: FakeRun[] = [];
-  const waiters: (() => boolean)[] = [];
-  const changed = () => {
-    for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!()) waiters.splice(i, 1);
-  };
+  const conditions = new Conditions();
+  const changed = conditions.changed;
   const ctx: RunContext = {
     generation: gen,
     approvalTimeoutMs: options.approvalTimeoutMs ?? (gen === "older" ? 60_000 : 300_000),
@@ -169,7 +168,7 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
       let expired = false;
       return new Promise<void>((resolve) => {
         const timer = setTimeout(() => ((expired = true), changed()), ms);
-        waiters.push(() => {
+        conditions.watch(() => {
           if (!probe() && !expired) return false;
           clearTimeout(timer);
           resolve();
@@ -183,17 +182,7 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
   let server: Server | undefined;
   let port = 0;
 
-  function until<T>(probe: () => T | undefined): Promise<T> {
-    const now = probe();
-    if (now !== undefined) return Promise.resolve(now);
-    return new Promise((resolve) =>
-      waiters.push(() => {
-        const v = probe();
-        if (v !== undefined) resolve(v);
-        return v !== undefined;
-      }),
-    );
-  }
+  const until = <T>(probe: () => T | undefined): Promise<T> => conditions.until(probe);
   const pick = (runId?: string) => (runId ? allRuns.filter((r) => r.id === runId) : allRuns);
   const findRun = (runId: string | undefined, test: (r: FakeRun) => boolean) => pick(runId).find(test);
 
@@ -262,7 +251,7 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
     return new Promise<void>((resolve) => {
       const timer = setTimeout(() => ((expired = true), changed()), 1000);
       let expired = false;
-      waiters.push(() => {
+      conditions.watch(() => {
         if (!probe() && !expired) return false;
         clearTimeout(timer);
         resolve();

@@ -1,9 +1,11 @@
 /**
- * An OpenAI-compatible chat-completions fake (like startFakeModel in ./fake-openai) that holds only SOME
+ * An OpenAI-compatible chat-completions fake (like startFakeModel in ./openai) that holds only SOME
  * requests: those whose last user message `holdIf` accepts. Each held request waits until the test releases
  * it (by a substring of its text, or all of them), so one node can have tasks that finish at once and tasks
  * that stay running, side by side, without timers.
  */
+import { Conditions } from "../helpers/until";
+
 export interface GatedModelRequest {
   /** The last user message's content. */
   text: string;
@@ -51,15 +53,11 @@ export function startGatedModel(options: GatedModelOptions = {}): GatedModel {
   const reply = options.reply ?? ((t: string) => `echo: ${t}`);
   const requests: GatedModelRequest[] = [];
   const held: { text: string; go: () => void }[] = [];
-  const arrivalWaiters: { ready: () => boolean; resolve: () => void }[] = [];
+  const conditions = new Conditions();
   let releasedAll = false;
 
-  const wake = () => {
-    for (let i = arrivalWaiters.length - 1; i >= 0; i--)
-      if (arrivalWaiters[i]!.ready()) arrivalWaiters.splice(i, 1)[0]!.resolve();
-  };
-  const until = (ready: () => boolean) =>
-    ready() ? Promise.resolve() : new Promise<void>((resolve) => arrivalWaiters.push({ ready, resolve }));
+  const wake = conditions.changed;
+  const until = (ready: () => boolean): Promise<void> => conditions.until(ready).then(() => {});
 
   const server = Bun.serve({
     hostname: "127.0.0.1",

@@ -9,7 +9,7 @@
  *   Hermes does not turn it on), so the server only notices the departure at its next write: the next event
  *   (taken off the queue and lost) or the next keep-alive. Until then the queue stays registered.
  */
-import { sseFrame, type SseOut } from "./fake-hermes-wire";
+import { sseFrame, type SseOut } from "./wire";
 
 export type HermesEvent = Record<string, unknown> & { event: string; run_id: string; timestamp: number };
 

@@ -5,8 +5,8 @@
  * asserted.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { call, openEvents } from "./fake-hermes-client";
-import { hermes, startFakeHermes, type FakeHermes, type FakeHermesOptions, type Generation } from "./fake-hermes";
+import { call, openEvents } from "./client";
+import { hermes, startFakeHermes, type FakeHermes, type FakeHermesOptions, type Generation } from "./server";
 
 const KEY = "hermes-test-key";
 const BOTH: Generation[] = ["older", "newer"];

@@ -16,6 +16,7 @@
  * What it does not model: tool calls, logprobs, n > 1, and the real models' token accounting.
  */
 import { connect, createServer, type Server as NetServer, type Socket } from "node:net";
+import { Conditions } from "../helpers/until";
 
 export interface FakeModelRequest {
   path: string;
@@ -100,7 +101,7 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
   const requests: FakeModelRequest[] = [];
   const arrivals: { n: number; resolve(): void }[] = [];
   const abortWaiters: (() => void)[] = [];
-  const waiters: { ready: () => boolean; resolve(): void }[] = [];
+  const conditions = new Conditions();
   let releaseAll: () => void = () => {};
   let released = !options.hold;
   const gate = new Promise<void>((r) => (releaseAll = r));
@@ -108,10 +109,8 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
   let tokensSent = 0;
   let connections = 0;
 
-  const wake = () => {
-    for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!.ready()) waiters.splice(i, 1)[0]!.resolve();
-  };
-  const until = (ready: () => boolean) => (ready() ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ ready, resolve })));
+  const wake = conditions.changed;
+  const until = (ready: () => boolean): Promise<void> => conditions.until(ready).then(() => {});
   const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
   const server = Bun.serve({

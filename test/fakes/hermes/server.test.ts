@@ -1,12 +1,12 @@
 /**
- * The fake Hermes server pinned to the real one (hermes-runs-api.md and the source named in fake-hermes.ts),
+ * The fake Hermes server pinned to the real one (the source named in server.ts),
  * with raw fetch: the frame format, the event names and fields, one queue consumed once (no replay, 404 once
  * the reader left while the run goes on, split between two readers), keep-alive and stream-closed comments,
- * status objects. Approvals, stop, limits, idempotency, restarts and auth: fake-hermes-control.test.ts.
+ * status objects. Approvals, stop, limits, idempotency, restarts and auth: control.test.ts.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { call, openEvents } from "./fake-hermes-client";
-import { hermes, startFakeHermes, type FakeHermes, type FakeHermesOptions, type Generation } from "./fake-hermes";
+import { call, openEvents } from "./client";
+import { hermes, startFakeHermes, type FakeHermes, type FakeHermesOptions, type Generation } from "./server";
 
 const KEY = "hermes-test-key";
 const fakes: FakeHermes[] = [];

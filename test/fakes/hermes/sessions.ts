@@ -5,7 +5,7 @@
  * (`_handle_session_messages`); the newer server also loads them as a run's history
  * (`get_messages_as_conversation`), the older one never does on /v1/runs.
  */
-import { nowSeconds } from "./fake-hermes-wire";
+import { nowSeconds } from "./wire";
 
 export interface SessionRow {
   id: number;
