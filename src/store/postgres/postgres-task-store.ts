@@ -459,12 +459,22 @@ export class PostgresTaskStore implements TaskStore {
     else waiting.resolve({ lastSeq: r.lastSeq ?? 0 });
   }
 
+  /**
+   * Stored with the task's lease first (see PostgresLeases.requestCancel), where its holder reads it at its
+   * next renewal whatever happens to the NOTIFY (a replica that was reconnecting, or one that takes the task
+   * over); the NOTIFY is the fast path.
+   */
   async requestCancel(taskId: string, reason: string): Promise<void> {
-    await this.sql`SELECT pg_notify(${CANCEL_CHANNEL}, ${JSON.stringify({ taskId, reason })})`;
+    const payload = JSON.stringify({ taskId, reason });
+    if (this.leases)
+      await this.sql`WITH kept AS (UPDATE task_leases SET cancel_reason = ${reason} WHERE task_id = ${taskId} RETURNING task_id)
+        SELECT pg_notify(${CANCEL_CHANNEL}, ${payload}), (SELECT count(*) FROM kept)`;
+    else await this.sql`SELECT pg_notify(${CANCEL_CHANNEL}, ${payload})`;
   }
 
   onCancelRequest(listener: (taskId: string, reason: string) => void): void {
     this.cancelListener = listener;
+    this.leases?.onCancelRequested(listener);
   }
 
   /** Stops listening (before closing the database). */
