@@ -60,6 +60,8 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
   ["src/sse.ts imports nothing of src/", (f) => f === "src/sse.ts", (t) => t.startsWith("src/")],
   // Metrics watch every floor, server/ among them (NodeMetrics implements its RouterMetrics): no way back.
   ["server/ never imports metrics/", (f) => f.startsWith("src/server/"), (t) => t.startsWith("src/metrics/")],
+  // fleet/ builds on server/ (its listeners, its routes): the listeners are handed the fleet's pieces by node.ts.
+  ["server/ never imports fleet/", (f) => f.startsWith("src/server/"), (t) => t.startsWith("src/fleet/")],
 ];
 
 describe("import directions", () => {

@@ -1,4 +1,4 @@
-import { RemoteError } from "../client/a2a-client";
+import { RemoteError } from "../client/peer-client";
 import { isOutsidePeer } from "../peers/peer-registry";
 import type { Message, StreamResponse, Task } from "../protocol/types";
 import { isSettled } from "../protocol/types";

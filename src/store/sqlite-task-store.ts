@@ -11,7 +11,7 @@ import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type Plann
 import { decodePageToken, encodePageToken } from "./page-token";
 import { addChange, newPending, planWrite, toJson, type Params, type Pending, type StoredRow } from "./pending-writes";
 import { tasks } from "./schema";
-import { commitEach, GroupCommit } from "./write-batch";
+import { commitEach, GroupCommit } from "./group-commit";
 
 type TaskRow = Omit<typeof tasks.$inferSelect, "headBytes" | "historyBytes" | "artifactsBytes" | "nodeState">;
 /** What a Task is built from. */

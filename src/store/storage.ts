@@ -15,7 +15,7 @@ import { PostgresPushConfigStore } from "./postgres/postgres-push-config-store";
 import { PostgresTaskStore } from "./postgres/postgres-task-store";
 import { SqlitePushConfigStore } from "./sqlite-push-config-store";
 import { SqliteTaskStore } from "./sqlite-task-store";
-import { StoreProbe, type StoreHealth } from "./store-probe";
+import { SqliteProbe, type StoreHealth } from "./sqlite-probe";
 import { PostgresProbe } from "./postgres/postgres-probe";
 
 /** Where a node keeps its tasks and webhooks. */
@@ -66,7 +66,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
       pushConfigs,
       local,
       deliveries,
-      health: new StoreProbe(options.path),
+      health: new SqliteProbe(options.path),
       where: options.path,
       async flush() {
         tasks.flush();

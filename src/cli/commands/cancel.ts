@@ -1,4 +1,4 @@
-import { RemoteError } from "../../client/a2a-client";
+import { RemoteError } from "../../client/peer-client";
 import type { Command } from "../command";
 import { openClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";

@@ -1,4 +1,4 @@
-import { RemoteError } from "../../client/a2a-client";
+import { RemoteError } from "../../client/peer-client";
 import type { Message, Task } from "../../protocol/types";
 import { isOutsidePeer } from "../../peers/peer-registry";
 import { newId } from "../../clock";

@@ -1,49 +1,15 @@
-import type { GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, Task, AgentCard } from "../protocol/types";
+import type { AgentCard, GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, Task } from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
 import { fromV03ArtifactUpdate, fromV03Message, fromV03StatusUpdate, fromV03Task, toV03Message } from "../protocol/v03/convert";
 import { readSse } from "../sse";
+import { fetchAgentCard, ProtocolError, RemoteError, type FetchFn, type PeerClient, type PeerProtocol } from "./peer-client";
 import type { StreamResponse } from "../protocol/types";
-
-/** The protocol generation a peer speaks, as its agent card says. */
-export type PeerProtocol = "1.0" | "0.3";
-
-/** What `send` and `status` do with a peer, whichever binding it speaks (A2AClient, HttpJsonClient). */
-export interface PeerClient {
-  readonly binding: "JSONRPC" | "HTTP+JSON";
-  /** The protocol generation spoken: HTTP+JSON is always 1.0; JSON-RPC may be 0.3 for an older peer. */
-  readonly protocol: PeerProtocol;
-  sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult>;
-  sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse>;
-  /** `opened` is called once the server took the subscription (its event stream began), before any event. */
-  subscribeToTask(id: string, signal?: AbortSignal, opened?: () => void): AsyncIterable<StreamResponse>;
-  getTask(params: GetTaskParams, signal?: AbortSignal): Promise<Task>;
-  listTasks(params: ListTasksParams, signal?: AbortSignal): Promise<ListTasksResult>;
-  cancelTask(id: string, signal?: AbortSignal): Promise<Task>;
-}
-
-/** How the client reaches a server: a fetch that already carries the TLS identity and pinning. */
-export type FetchFn = (url: string, init: RequestInit) => Promise<Response>;
-
-/** An error the remote agent answered with: a JSON-RPC error object, or an HTTP+JSON one read as such. */
-export class RemoteError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data?: unknown,
-  ) {
-    super(message);
-    this.name = "RemoteError";
-  }
-}
-
-/** The server answered, but not in A2A (wrong URL, a proxy page, ...). */
-export class ProtocolError extends Error {}
 
 /**
  * A minimal A2A v1.0 JSON-RPC client. It never imports server code; every request names the protocol
  * version it speaks (A2A-Version: 1.0).
  */
-export class A2AClient implements PeerClient {
+export class JsonRpcClient implements PeerClient {
   readonly binding = "JSONRPC";
   private nextId = 1;
 
@@ -178,27 +144,4 @@ function rpcError(error: unknown): RemoteError | undefined {
   const e = error as { code?: unknown; message?: unknown; data?: unknown } | null | undefined;
   if (typeof e !== "object" || e === null || typeof e.code !== "number" || !Number.isInteger(e.code)) return undefined;
   return new RemoteError(e.code, typeof e.message === "string" ? e.message : "", e.data);
-}
-
-/** The agent card at `baseUrl` (the well-known path), whichever binding the agent speaks. */
-export async function fetchAgentCard(fetchFn: FetchFn, baseUrl: string, signal?: AbortSignal): Promise<AgentCard> {
-  const res = await fetchFn(new URL("/.well-known/agent-card.json", baseUrl).toString(), {
-    headers: { accept: "application/json", "a2a-version": CURRENT_PROTOCOL_VERSION },
-    signal,
-  });
-  if (!res.ok) throw new ProtocolError(`agent card request answered HTTP ${res.status}${await refusalOf(res)}`);
-  return (await res.json()) as AgentCard;
-}
-
-/**
- * The words of an error answer a server gave in a google.rpc.Status body (a node that refuses a revoked
- * certificate says why), for the message; "" when there are none.
- */
-async function refusalOf(res: Response): Promise<string> {
-  try {
-    const body = (await res.json()) as { error?: { message?: unknown } };
-    return typeof body?.error?.message === "string" ? `: ${body.error.message.slice(0, 400)}` : "";
-  } catch {
-    return "";
-  }
 }

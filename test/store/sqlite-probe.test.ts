@@ -4,18 +4,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { StoreProbe } from "../../src/store/store-probe";
+import { SqliteProbe } from "../../src/store/sqlite-probe";
 
 let dir: string;
 let path: string;
 let db: OpenDatabase;
-let probe: StoreProbe;
+let probe: SqliteProbe;
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "a2a-probe-"));
   path = join(dir, "a2a-node.db");
   db = openDatabase(path);
-  probe = new StoreProbe(path, 3000);
+  probe = new SqliteProbe(path, 3000);
 });
 
 afterEach(() => {
@@ -76,7 +76,7 @@ describe("the database probe (a connection of its own, in a worker)", () => {
   });
 
   it("a probe that gets no answer in time fails with the time it waited", async () => {
-    const slow = new StoreProbe(path, 1);
+    const slow = new SqliteProbe(path, 1);
     try {
       const r = await slow.writable();
       // Either the worker answered within 1 ms (unlikely) or the wait is named.

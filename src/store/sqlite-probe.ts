@@ -50,7 +50,7 @@ export type ProbeResult = {
 
 /**
  * What GET /health/ready's database check and the tasks-by-state gauge ask of the store the node uses: the
- * home's SQLite file (StoreProbe) or the shared Postgres database (PostgresProbe).
+ * home's SQLite file (SqliteProbe) or the shared Postgres database (PostgresProbe).
  */
 export interface StoreHealth {
   /** Whether a write to the store commits now; the detail says what failed and what to do. */
@@ -67,7 +67,7 @@ interface Reply {
   states?: { state: string; n: number }[];
 }
 
-export class StoreProbe implements StoreHealth {
+export class SqliteProbe implements StoreHealth {
   private worker: Worker | undefined;
   private next = 1;
   private readonly waiting = new Map<number, (reply: Reply) => void>();
