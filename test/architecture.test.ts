@@ -38,6 +38,7 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
     (t) => t === "src/protocol/request-handler" || t === "src/protocol/errors",
   ],
   ["tasks/ never imports protocol/request-handler.ts", (f) => f.startsWith("src/tasks/"), (t) => t === "src/protocol/request-handler"],
+  ["help/ (the manual's pages, text) imports nothing outside help/", (f) => f.startsWith("src/help/"), (t) => !t.startsWith("src/help/")],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
 ];
 

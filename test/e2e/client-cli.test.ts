@@ -251,7 +251,7 @@ describe("a peer that takes the connection and then stays silent", () => {
     }
     const bad = await alpha("peers", "ping", "hung", "--peer-answer-timeout", "0");
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe("a2a-node: --peer-answer-timeout must be 0.1-3600 seconds (got 0)\nsee 'a2a-node peers --help'\n");
+    expect(bad.stderr).toBe("a2a-node: --peer-answer-timeout must be 0.1-3600 seconds (got 0)\nsee 'a2a-node peers ping --help'\n");
   });
 
   it("join and pki renew (from a ca_peer) are bounded too", async () => {
