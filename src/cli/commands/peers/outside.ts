@@ -1,10 +1,10 @@
 import { resolve } from "node:path";
-import { PeerCaError, PeerCredentialsError, readableByOthers, readCredentialHeader, trustRoots } from "../../client/outside-fetch";
-import { normalizeOutsideUrl, PeerUrlError } from "../../client/peer-url";
-import type { Peer, PeerAuth, PeerTrust } from "../../peers/peer-registry";
-import type { CommandContext } from "../command";
-import { CliError, ExitCode, UsageError } from "../errors";
-import { pinText } from "./peers-flags";
+import { PeerCaError, PeerCredentialsError, readableByOthers, readCredentialHeader, trustRoots } from "../../../client/outside-fetch";
+import { normalizeOutsideUrl, PeerUrlError } from "../../../client/peer-url";
+import type { Peer, PeerAuth, PeerTrust } from "../../../peers/peer-registry";
+import type { CommandContext } from "../../command";
+import { CliError, ExitCode, UsageError } from "../../errors";
+import { pinText } from "./pin-text";
 
 /** The flags of `peers add` that make a peer one outside the fleet. */
 export interface OutsideFlags {
