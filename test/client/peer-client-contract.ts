@@ -33,9 +33,9 @@ function shape(task: Task) {
 /** A stream's items, each by its kind and the state or text it carries. */
 function kinds(items: StreamResponse[]): string[] {
   return items.map((i) => {
-    if (i.task) return `task ${i.task.status.state}`;
-    if (i.statusUpdate) return `status ${i.statusUpdate.status.state}`;
-    if (i.artifactUpdate) return `artifact ${i.artifactUpdate.artifact.parts.map((p) => p.text).join("")}`;
+    if ("task" in i) return `task ${i.task.status.state}`;
+    if ("statusUpdate" in i) return `status ${i.statusUpdate.status.state}`;
+    if ("artifactUpdate" in i) return `artifact ${i.artifactUpdate.artifact.parts.map((p) => p.text).join("")}`;
     return "message";
   });
 }
@@ -68,7 +68,11 @@ export function peerClientContract(subject: PeerClientUnderTest): void {
       const sent = await c.sendMessage({ message: scenario("tck-artifact-text") });
       expect("task" in sent).toBe(true);
       const task = (sent as { task: Task }).task;
-      expect(shape(task)).toEqual({ state: "TASK_STATE_COMPLETED", message: undefined, artifacts: [[{ text: "Generated text content" }]] });
+      expect(shape(task)).toEqual({
+        state: "TASK_STATE_COMPLETED",
+        message: undefined,
+        artifacts: [[{ text: "Generated text content" }]],
+      });
       expect(shape(await c.getTask({ id: task.id }))).toEqual(shape(task));
       const listed = await c.listTasks({ contextId: task.contextId, includeArtifacts: true });
       expect(listed.tasks.map((t) => [t.id, shape(t)])).toEqual([[task.id, shape(task)]]);
@@ -143,7 +147,9 @@ export async function errorWords(client: PeerClient): Promise<string[]> {
   for (const call of [
     client.getTask({ id: "01NOSUCHTASK0000000000000" }),
     client.sendMessage({ message: { ...scenario("tck-complete-task"), parts: [] } }),
-  ])
-    words.push(`${(await remoteError(call)).code} ${(await call.catch((e: Error) => e)).message.replace(/\bparams\./g, "")}`);
+  ]) {
+    const { code, message } = await remoteError(call);
+    words.push(`${code} ${message.replace(/\bparams\./g, "")}`);
+  }
   return words;
 }

@@ -156,17 +156,20 @@ export function agentExecutorContract(contract: ExecutorContract): void {
       expect(s.starts()).toBeLessThanOrEqual(1);
     });
 
-    when(claims.asks === "input")("asks: the question goes through input(), and the answer lets the work go on", async () => {
-      const s = await start("ask");
-      const r = recordingRequest(s.message("ask"));
-      const running = s.executor.execute(r.request);
-      const question = await r.conditions.until(() => r.questions[0]);
-      expect(question.text.length).toBeGreaterThan(0);
-      r.answer(contract.reply!.answer);
-      const outcome = await running;
-      expect(outcome.state).toBe("TASK_STATE_COMPLETED");
-      expect(outputText(outcome, r.artifacts)).toContain(contract.reply!.then);
-    });
+    when(claims.asks === "input")(
+      "asks: the question goes through input(), and the answer lets the work go on",
+      async () => {
+        const s = await start("ask");
+        const r = recordingRequest(s.message("ask"));
+        const running = s.executor.execute(r.request);
+        const question = await r.conditions.until(() => r.questions[0]);
+        expect(question.text.length).toBeGreaterThan(0);
+        r.answer(contract.reply!.answer);
+        const outcome = await running;
+        expect(outcome.state).toBe("TASK_STATE_COMPLETED");
+        expect(outputText(outcome, r.artifacts)).toContain(contract.reply!.then);
+      },
+    );
 
     when(claims.asks === "outcome")("asks: the execution ends INPUT_REQUIRED with the question", async () => {
       const s = await start("ask");
@@ -177,16 +180,19 @@ export function agentExecutorContract(contract: ExecutorContract): void {
       expect(r.questions).toEqual([]);
     });
 
-    when(contract.onRestart === "rerun")("restart (rerun): the same request run again gives the same outcome", async () => {
-      const s = await start("answer");
-      const message = s.message("answer");
-      const first = recordingRequest(message);
-      const a = await s.executor.execute(first.request);
-      const again = recordingRequest(message, { taskId: first.request.taskId, resumed: true });
-      const b = await s.executor.execute(again.request);
-      expect(b.state).toBe(a.state);
-      expect(outputText(b, again.artifacts)).toBe(outputText(a, first.artifacts));
-    });
+    when(contract.onRestart === "rerun")(
+      "restart (rerun): the same request run again gives the same outcome",
+      async () => {
+        const s = await start("answer");
+        const message = s.message("answer");
+        const first = recordingRequest(message);
+        const a = await s.executor.execute(first.request);
+        const again = recordingRequest(message, { taskId: first.request.taskId, resumed: true });
+        const b = await s.executor.execute(again.request);
+        expect(b.state).toBe(a.state);
+        expect(outputText(b, again.artifacts)).toBe(outputText(a, first.artifacts));
+      },
+    );
 
     when(contract.onRestart === "reattach")(
       "restart (reattach): a shutdown leaves the remote work running; the resumed execution finishes it",
@@ -200,7 +206,8 @@ export function agentExecutorContract(contract: ExecutorContract): void {
         first.stop("shutdown");
         await running;
         expect(s.stops()).toBe(0);
-        const resumed = recordingRequest(message, { taskId: first.request.taskId, resumed: true, state: { ...first.notes } });
+        const state = { ...first.notes };
+        const resumed = recordingRequest(message, { taskId: first.request.taskId, resumed: true, state });
         const finishing = s.executor.execute(resumed.request);
         s.release();
         const outcome = await finishing;
@@ -209,16 +216,19 @@ export function agentExecutorContract(contract: ExecutorContract): void {
       },
     );
 
-    when(claims.limit)("limit: stopped for a node limit mid-output, it ends at once and its backend sees the stop", async () => {
-      const s = await start("hold");
-      const r = recordingRequest(s.message("hold"));
-      const running = s.executor.execute(r.request);
-      await r.conditions.until(() => r.artifacts.length >= 1);
-      r.stop("limit");
-      const outcome = await running;
-      expect(outcome.state).not.toBe("TASK_STATE_COMPLETED");
-      await s.untilStopped();
-      expect(s.stops()).toBe(1);
-    });
+    when(claims.limit)(
+      "limit: stopped for a node limit mid-output, it ends at once and its backend sees the stop",
+      async () => {
+        const s = await start("hold");
+        const r = recordingRequest(s.message("hold"));
+        const running = s.executor.execute(r.request);
+        await r.conditions.until(() => r.artifacts.length >= 1);
+        r.stop("limit");
+        const outcome = await running;
+        expect(outcome.state).not.toBe("TASK_STATE_COMPLETED");
+        await s.untilStopped();
+        expect(s.stops()).toBe(1);
+      },
+    );
   });
 }

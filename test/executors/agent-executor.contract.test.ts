@@ -33,7 +33,11 @@ agentExecutorContract({
 });
 
 // The conformance executor plays the A2A TCK's scenarios, chosen by the message's messageId prefix.
-const TCK: Record<Scenario, string> = { answer: "tck-complete-task", hold: "test-resubscribe-message-id", ask: "tck-input-required" };
+const TCK: Record<Scenario, string> = {
+  answer: "tck-complete-task",
+  hold: "test-resubscribe-message-id",
+  ask: "tck-input-required",
+};
 agentExecutorContract({
   name: "conformance (the TCK's scenarios, no backend)",
   kind: "conformance",
@@ -42,7 +46,9 @@ agentExecutorContract({
   claims: { cancel: true, asks: "outcome", limit: false },
   // A held task waits a minute: only the cancel can end it within the test.
   start: async () =>
-    alone(new ConformanceExecutor({ longRunningMs: 60_000 }), (s) => userMessage("contract", undefined, `${TCK[s]}-${crypto.randomUUID()}`)),
+    alone(new ConformanceExecutor({ longRunningMs: 60_000 }), (s) =>
+      userMessage("contract", undefined, `${TCK[s]}-${crypto.randomUUID()}`),
+    ),
 });
 
 agentExecutorContract({
@@ -67,11 +73,16 @@ agentExecutorContract({
   },
 });
 
+const FAST = { pollFirstMs: 10, pollMaxMs: 50, maxRetryDelayMs: 50 };
 const DEPLOY = { command: "kubectl rollout restart deploy/web", description: "restart a production deployment" };
 const HERMES_SCRIPTS = {
   answer: [hermes.delta("hello "), hermes.delta("contract"), hermes.completed()],
   hold: [hermes.delta("Working. "), hermes.gate("hold"), hermes.delta("Done."), hermes.completed()],
-  ask: [hermes.approval(DEPLOY, { deny: [hermes.delta("Not restarting."), hermes.completed()] }), hermes.delta("Restarted."), hermes.completed()],
+  ask: [
+    hermes.approval(DEPLOY, { deny: [hermes.delta("Not restarting."), hermes.completed()] }),
+    hermes.delta("Restarted."),
+    hermes.completed(),
+  ],
 };
 agentExecutorContract({
   name: "hermes (the Hermes runs-API twin)",
@@ -84,7 +95,7 @@ agentExecutorContract({
     const fake = startFakeHermes({ apiKey: "k", script: HERMES_SCRIPTS[scenario] });
     const stops = () => fake.runs.reduce((n, r) => n + r.stopRequests, 0);
     return {
-      executor: new HermesExecutor({ baseUrl: fake.url, apiKey: "k", timing: { pollFirstMs: 10, pollMaxMs: 50, maxRetryDelayMs: 50 } }),
+      executor: new HermesExecutor({ baseUrl: fake.url, apiKey: "k", timing: FAST }),
       message: () => userMessage(`contract ${scenario}`),
       release: () => fake.release("hold"),
       starts: () => fake.runs.length,
