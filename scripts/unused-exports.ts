@@ -16,7 +16,8 @@ const files = (dir: string): string[] =>
 const all = ["src", "test", "scripts", "pki"].flatMap(files);
 const text = new Map(all.map((f) => [f, readFileSync(join(ROOT, f), "utf8")]));
 
-const DECL = /^export\s+(?:declare\s+)?(?:default\s+)?(?:async\s+)?(?:abstract\s+)?(?:function\*?|const|let|class|interface|type|enum)\s+([A-Za-z_$][\w$]*)/gm;
+const DECL =
+  /^export\s+(?:declare\s+)?(?:default\s+)?(?:async\s+)?(?:abstract\s+)?(?:function\*?|const|let|class|interface|type|enum)\s+([A-Za-z_$][\w$]*)/gm;
 const LIST = /^export\s+(?:type\s+)?\{([^}]*)\}(?!\s*from)/gm;
 const unused: string[] = [];
 const testsOnly: string[] = [];
@@ -25,7 +26,11 @@ for (const file of all.filter((f) => f.startsWith("src/"))) {
   const names = [...src.matchAll(DECL)].map((m) => m[1]!);
   for (const m of src.matchAll(LIST))
     for (const part of m[1]!.split(",")) {
-      const name = part.trim().split(/\s+as\s+/).pop()!.replace(/^type\s+/, "");
+      const name = part
+        .trim()
+        .split(/\s+as\s+/)
+        .pop()!
+        .replace(/^type\s+/, "");
       if (name) names.push(name);
     }
   for (const name of names) {

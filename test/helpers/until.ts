@@ -17,7 +17,7 @@ export class Conditions {
     for (let i = this.waiting.length - 1; i >= 0; i--) if (this.waiting[i]!()) this.waiting.splice(i, 1);
   };
 
-  /** Resolves with probe's first value that is neither undefined nor false: at once, or on the change that brings it. */
+  /** Resolves with probe's first value that is neither undefined nor false: at once, or on the change bringing it. */
   until<T>(probe: () => T | undefined | false): Promise<T> {
     const now = probe();
     if (now !== undefined && now !== false) return Promise.resolve(now);
@@ -44,7 +44,7 @@ export async function untilSettled(ready: () => boolean | Promise<boolean>): Pro
 }
 
 /** Asks `ready()` every `everyMs` until it holds; throws after `ms`, naming `what` it waited for. */
-export async function untilWithin(ms: number, what: string, ready: () => Promise<boolean>, everyMs = 50): Promise<void> {
+export async function untilWithin(ms: number, what: string, ready: () => Promise<boolean>, everyMs = 50) {
   const end = Date.now() + ms;
   while (!(await ready())) {
     if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
