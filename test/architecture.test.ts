@@ -38,6 +38,11 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
     (t) => t === "src/protocol/request-handler" || t === "src/protocol/errors",
   ],
   ["tasks/ never imports protocol/request-handler.ts", (f) => f.startsWith("src/tasks/"), (t) => t === "src/protocol/request-handler"],
+  [
+    "grpc/ (wire format of the third binding) imports only itself and protocol/types.ts",
+    (f) => f.startsWith("src/grpc/"),
+    (t) => !t.startsWith("src/grpc/") && t !== "src/protocol/types",
+  ],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
 ];
 
