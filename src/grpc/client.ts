@@ -46,7 +46,10 @@ export class GrpcClient {
       answer = m;
       count++;
     }
-    if (count !== 1) throw new GrpcCallError({ code: GrpcCode.INTERNAL, message: `${methodName} answered ${count} messages, not one` });
+    if (count !== 1) {
+      const message = `${methodName} answered ${count} messages, not one`;
+      throw new GrpcCallError({ code: GrpcCode.INTERNAL, message });
+    }
     return answer;
   }
 
@@ -55,9 +58,16 @@ export class GrpcClient {
     return this.open(methodName, params, options, true) as AsyncIterable<StreamResponse>;
   }
 
-  private async *open(methodName: string, params: unknown, options: CallOptions, streaming: boolean): AsyncGenerator<unknown> {
+  private async *open(
+    methodName: string,
+    params: unknown,
+    options: CallOptions,
+    streaming: boolean,
+  ): AsyncGenerator<unknown> {
     const { method, path, bytes } = messages.encodeRequest(methodName, params);
-    if (method.serverStreaming !== streaming) throw new TypeError(`${methodName} is ${method.serverStreaming ? "" : "not "}a streaming method`);
+    if (method.serverStreaming !== streaming) {
+      throw new TypeError(`${methodName} is ${method.serverStreaming ? "" : "not "}a streaming method`);
+    }
     const req = this.session.request({
       ":method": "POST",
       ":path": path,
@@ -72,7 +82,11 @@ export class GrpcClient {
 }
 
 /** The answer messages of one call, then its status: OK ends the iteration, anything else throws. */
-async function* readCall(req: ClientHttp2Stream, method: MethodDescriptor, options: CallOptions): AsyncGenerator<unknown> {
+async function* readCall(
+  req: ClientHttp2Stream,
+  method: MethodDescriptor,
+  options: CallOptions,
+): AsyncGenerator<unknown> {
   const reader = new MessageReader(options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES);
   const queue: Uint8Array[] = [];
   let headers: IncomingHttpHeaders = {};
@@ -89,7 +103,9 @@ async function* readCall(req: ClientHttp2Stream, method: MethodDescriptor, optio
     req.close(http2.constants.NGHTTP2_CANCEL);
     notify();
   };
-  const timer = setTimeout(() => fail(new GrpcCallError({ code: GrpcCode.DEADLINE_EXCEEDED, message: `no answer within ${options.timeoutMs} ms` })), options.timeoutMs);
+  const late = () =>
+    new GrpcCallError({ code: GrpcCode.DEADLINE_EXCEEDED, message: `no answer within ${options.timeoutMs} ms` });
+  const timer = setTimeout(() => fail(late()), options.timeoutMs);
   const onAbort = () => fail(new GrpcCallError({ code: GrpcCode.CANCELLED, message: "cancelled" }));
   options.signal?.addEventListener("abort", onAbort, { once: true });
   req.on("response", (h) => (headers = h));

@@ -124,7 +124,9 @@ export class ProtoCodec {
         continue;
       }
       if (f.kind === "map") {
-        if (wt !== WireType.LengthDelimited) throw new DecodeError(`${type}.${f.name}: wire type ${wt} for a map entry`);
+        if (wt !== WireType.LengthDelimited) {
+          throw new DecodeError(`${type}.${f.name}: wire type ${wt} for a map entry`);
+        }
         const [k, v] = this.readMapEntry(r, f, depth, type);
         const map = (out[f.json] ??= {}) as JsonObject;
         map[k] = v;
@@ -150,7 +152,8 @@ export class ProtoCodec {
         if (previous && previous !== f.json) delete out[previous];
         oneofSet.set(f.oneof, f.json);
       }
-      const atDefault = f.kind === "enum" ? this.schema.enums[f.type]?.values[v as string] === 0 || v === 0 : isDefault(f, v);
+      const atDefault =
+        f.kind === "enum" ? this.schema.enums[f.type]?.values[v as string] === 0 || v === 0 : isDefault(f, v);
       if (!f.presence && atDefault) delete out[f.json];
       else out[f.json] = v;
     }
@@ -200,7 +203,10 @@ export class ProtoCodec {
       else r.skip(wt, no);
     }
     if (r.pos !== end) throw new DecodeError(`${type}.${f.name}: a map entry ran past its end`);
-    if (value === undefined) value = f.mapValueKind === "message" ? this.readMessage(new BinaryReader(new Uint8Array()), f.type, 0, depth + 1) : defaultOf(valueField);
+    if (value === undefined) {
+      const empty = new BinaryReader(new Uint8Array());
+      value = f.mapValueKind === "message" ? this.readMessage(empty, f.type, 0, depth + 1) : defaultOf(valueField);
+    }
     return [String(key), value];
   }
 
@@ -235,7 +241,9 @@ export class ProtoCodec {
           if (mv === undefined) continue;
           w.tag(f.no, WireType.LengthDelimited).fork();
           writeScalar(w, 1, f.mapKey!, mapKeyOf(k, f.mapKey!, at), at);
-          this.writeSingle(w, { name: "value", json: "value", no: 2, kind: f.mapValueKind!, type: f.type, presence: true }, mv, depth, `${at}.${k}`);
+          const kind = f.mapValueKind!;
+          const valueField: FieldDescriptor = { name: "value", json: "value", no: 2, kind, type: f.type };
+          this.writeSingle(w, { ...valueField, presence: true }, mv, depth, `${at}.${k}`);
           w.join();
         }
         continue;
@@ -340,14 +348,17 @@ function writeScalar(w: BinaryWriter, no: number, t: Scalar, v: Json, at: string
     case "int64":
     case "uint64": {
       const s = typeof v === "number" && Number.isSafeInteger(v) ? String(v) : typeof v === "bigint" ? String(v) : v;
-      if (typeof s !== "string" || !/^-?\d{1,20}$/.test(s) || (t === "uint64" && s.startsWith("-"))) throw new EncodeError(`${at}: expected an integer`);
+      if (typeof s !== "string" || !/^-?\d{1,20}$/.test(s) || (t === "uint64" && s.startsWith("-"))) {
+        throw new EncodeError(`${at}: expected an integer`);
+      }
       if (t === "int64") w.int64(s);
       else w.uint64(s);
       return;
     }
     case "double":
     case "float": {
-      const n = typeof v === "number" ? v : v === "NaN" ? NaN : v === "Infinity" ? Infinity : v === "-Infinity" ? -Infinity : undefined;
+      const special: Record<string, number> = { NaN: NaN, Infinity: Infinity, "-Infinity": -Infinity };
+      const n = typeof v === "number" ? v : typeof v === "string" && Object.hasOwn(special, v) ? special[v] : undefined;
       if (n === undefined) throw new EncodeError(`${at}: expected a number`);
       if (t === "double") w.double(n);
       else w.float(n);
@@ -358,7 +369,9 @@ function writeScalar(w: BinaryWriter, no: number, t: Scalar, v: Json, at: string
 
 function integer(v: Json, min: number, max: number, at: string): number {
   const n = typeof v === "string" && /^-?\d+$/.test(v) ? Number(v) : v;
-  if (typeof n !== "number" || !Number.isInteger(n) || n < min || n > max) throw new EncodeError(`${at}: expected an integer from ${min} to ${max}`);
+  if (typeof n !== "number" || !Number.isInteger(n) || n < min || n > max) {
+    throw new EncodeError(`${at}: expected an integer from ${min} to ${max}`);
+  }
   return n;
 }
 
@@ -460,7 +473,9 @@ function parseTimestamp(v: Json, at: string): JsonObject {
   const date = new Date(ms);
   if (+y < 100) date.setUTCFullYear(date.getUTCFullYear() - 1900);
   const seconds = Math.floor(date.getTime() / 1000);
-  if (seconds < TIMESTAMP_MIN || seconds > TIMESTAMP_MAX) throw new EncodeError(`${at}: outside 0001-01-01 to 9999-12-31`);
+  if (seconds < TIMESTAMP_MIN || seconds > TIMESTAMP_MAX) {
+    throw new EncodeError(`${at}: outside 0001-01-01 to 9999-12-31`);
+  }
   const nanos = frac ? Number(frac.padEnd(9, "0")) : 0;
   return { seconds: String(seconds), nanos };
 }
@@ -468,7 +483,8 @@ function parseTimestamp(v: Json, at: string): JsonObject {
 function formatTimestamp(secondsText: Json, nanos: Json): string {
   const seconds = Number(secondsText);
   const n = Number(nanos);
-  if (!Number.isSafeInteger(seconds) || seconds < TIMESTAMP_MIN || seconds > TIMESTAMP_MAX || !Number.isInteger(n) || n < 0 || n > 999_999_999) {
+  const secondsOk = Number.isSafeInteger(seconds) && seconds >= TIMESTAMP_MIN && seconds <= TIMESTAMP_MAX;
+  if (!secondsOk || !Number.isInteger(n) || n < 0 || n > 999_999_999) {
     throw new DecodeError(`google.protobuf.Timestamp out of range (seconds ${secondsText}, nanos ${nanos})`);
   }
   const base = new Date(seconds * 1000).toISOString().slice(0, 19);

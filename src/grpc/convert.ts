@@ -56,7 +56,9 @@ export class GrpcMessages {
 function streamResponse(decoded: unknown): StreamResponse {
   const r = decoded as Record<string, unknown>;
   const keys = ["task", "message", "statusUpdate", "artifactUpdate"].filter((k) => r[k] !== undefined);
-  if (keys.length !== 1) throw new DecodeError(`a StreamResponse with ${keys.length ? keys.join(" and ") : "no payload"}`);
+  if (keys.length !== 1) {
+    throw new DecodeError(`a StreamResponse with ${keys.length ? keys.join(" and ") : "no payload"}`);
+  }
   return { [keys[0]]: r[keys[0]] } as StreamResponse;
 }
 

@@ -45,10 +45,13 @@ export class MessageReader {
       const flag = head[0];
       const length = new DataView(head.buffer, head.byteOffset, FRAME_HEADER_BYTES).getUint32(1);
       // We never advertise grpc-accept-encoding, so a compressed message is one we did not agree to.
-      if (flag === 1) throw new FramingError("compressed messages are not accepted (no grpc-encoding is supported)", "UNIMPLEMENTED");
+      if (flag === 1) {
+        throw new FramingError("compressed messages are not accepted (no grpc-encoding is supported)", "UNIMPLEMENTED");
+      }
       if (flag !== 0) throw new FramingError(`bad compressed-flag byte ${flag}`, "INTERNAL");
       if (length > this.maxMessageBytes) {
-        throw new FramingError(`message of ${length} bytes is over the limit of ${this.maxMessageBytes}`, "RESOURCE_EXHAUSTED");
+        const why = `message of ${length} bytes is over the limit of ${this.maxMessageBytes}`;
+        throw new FramingError(why, "RESOURCE_EXHAUSTED");
       }
       if (this.buffered < FRAME_HEADER_BYTES + length) return out;
       out.push(this.take(FRAME_HEADER_BYTES + length).subarray(FRAME_HEADER_BYTES));

@@ -109,7 +109,8 @@ export function parseProto(text: string): Schema {
     out.messages[name] = { name, fields } satisfies MessageDescriptor;
   }
   for (const [name, s] of Object.entries(services)) {
-    out.services[name] = { name, methods: s.methods.map((m) => ({ ...m, input: resolve(m.input).name, output: resolve(m.output).name })) };
+    const methods = s.methods.map((m) => ({ ...m, input: resolve(m.input).name, output: resolve(m.output).name }));
+    out.services[name] = { name, methods };
   }
   return out;
 }

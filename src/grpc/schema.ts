@@ -7,7 +7,17 @@
 /** The scalar types the A2A proto and its well-known types use (enums travel as int32). */
 export type Scalar = "string" | "bytes" | "bool" | "int32" | "uint32" | "int64" | "uint64" | "double" | "float";
 
-export const SCALARS: readonly Scalar[] = ["string", "bytes", "bool", "int32", "uint32", "int64", "uint64", "double", "float"];
+export const SCALARS: readonly Scalar[] = [
+  "string",
+  "bytes",
+  "bool",
+  "int32",
+  "uint32",
+  "int64",
+  "uint64",
+  "double",
+  "float",
+];
 
 export interface FieldDescriptor {
   /** The proto name (snake_case). */

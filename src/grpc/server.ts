@@ -63,7 +63,11 @@ export function createGrpcServer<C>(options: GrpcServerOptions<C>): http2.Http2S
 
 const messages = new GrpcMessages();
 
-export function serveCall<C>(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, options: GrpcServerOptions<C>): void {
+export function serveCall<C>(
+  stream: ServerHttp2Stream,
+  headers: IncomingHttpHeaders,
+  options: GrpcServerOptions<C>,
+): void {
   const reply = new Reply(stream);
   if (headers[":method"] !== "POST") return reply.http(405);
   // gRPC: a content-type that is not application/grpc gets HTTP 415 (PROTOCOL-HTTP2.md).
@@ -72,7 +76,9 @@ export function serveCall<C>(stream: ServerHttp2Stream, headers: IncomingHttpHea
   const method = methodAt(path);
   if (!method) return reply.fail(plainTrailers("UNIMPLEMENTED", `unknown method ${path}`));
   const caller = callerOf<C>(stream);
-  if (caller === undefined) return reply.fail(plainTrailers("UNAUTHENTICATED", "the connection has no verified caller"));
+  if (caller === undefined) {
+    return reply.fail(plainTrailers("UNAUTHENTICATED", "the connection has no verified caller"));
+  }
 
   const abort = new AbortController();
   const ms = deadlineMs(headers);

@@ -95,7 +95,8 @@ export function statusDetails(err: A2AErrorLike, violations?: FieldViolation[]):
   if (err.metadata && Object.keys(err.metadata).length) info.metadata = err.metadata;
   const details = [{ typeUrl: ERROR_INFO_TYPE_URL, value: base64Encode(codec.encode(ERROR_INFO, info)) }];
   if (violations?.length) {
-    details.push({ typeUrl: BAD_REQUEST_TYPE_URL, value: base64Encode(codec.encode(BAD_REQUEST, { fieldViolations: violations })) });
+    const badRequest = codec.encode(BAD_REQUEST, { fieldViolations: violations });
+    details.push({ typeUrl: BAD_REQUEST_TYPE_URL, value: base64Encode(badRequest) });
   }
   return codec.encode(RPC_STATUS, { code: GrpcCode[grpcCodeOf(err.reason)], message: err.message, details });
 }
@@ -129,12 +130,14 @@ export function readStatus(trailers: Record<string, string | string[] | undefine
   const bin = one("grpc-status-details-bin");
   if (!bin) return status;
   try {
-    const decoded = codec.decode(RPC_STATUS, base64Decode(bin)) as { message?: string; details?: { typeUrl?: string; value?: string }[] };
+    type Decoded = { message?: string; details?: { typeUrl?: string; value?: string }[] };
+    const decoded = codec.decode(RPC_STATUS, base64Decode(bin)) as Decoded;
     for (const d of decoded.details ?? []) {
       if (d.typeUrl === ERROR_INFO_TYPE_URL && d.value !== undefined) {
         status.errorInfo = codec.decode(ERROR_INFO, base64Decode(d.value)) as GrpcStatus["errorInfo"];
       } else if (d.typeUrl === BAD_REQUEST_TYPE_URL && d.value !== undefined) {
-        status.fieldViolations = (codec.decode(BAD_REQUEST, base64Decode(d.value)) as { fieldViolations?: FieldViolation[] }).fieldViolations;
+        const badRequest = codec.decode(BAD_REQUEST, base64Decode(d.value)) as { fieldViolations?: FieldViolation[] };
+        status.fieldViolations = badRequest.fieldViolations;
       }
     }
     if (!status.message && decoded.message) status.message = decoded.message;
@@ -151,7 +154,8 @@ export function readStatus(trailers: Record<string, string | string[] | undefine
 export function encodeGrpcMessage(message: string): string {
   let out = "";
   for (const b of new TextEncoder().encode(message)) {
-    out += b >= 0x20 && b <= 0x7e && b !== 0x25 ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
+    const plain = b >= 0x20 && b <= 0x7e && b !== 0x25;
+    out += plain ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, "0")}`;
   }
   return out;
 }

@@ -8,7 +8,14 @@
  */
 import type { FieldDescriptor, Schema } from "./schema";
 
-const f = (name: string, json: string, no: number, kind: FieldDescriptor["kind"], type: string, extra: Partial<FieldDescriptor> = {}): FieldDescriptor => ({
+const f = (
+  name: string,
+  json: string,
+  no: number,
+  kind: FieldDescriptor["kind"],
+  type: string,
+  extra: Partial<FieldDescriptor> = {},
+): FieldDescriptor => ({
   name,
   json,
   no,
@@ -32,7 +39,10 @@ const oneofValue = { presence: true as const, oneof: "kind" };
 
 export const WELL_KNOWN: Schema = {
   messages: {
-    [STRUCT]: { name: STRUCT, fields: [f("fields", "fields", 1, "map", VALUE, { mapKey: "string", mapValueKind: "message" })] },
+    [STRUCT]: {
+      name: STRUCT,
+      fields: [f("fields", "fields", 1, "map", VALUE, { mapKey: "string", mapValueKind: "message" })],
+    },
     [VALUE]: {
       name: VALUE,
       fields: [
@@ -45,9 +55,15 @@ export const WELL_KNOWN: Schema = {
       ],
     },
     [LIST_VALUE]: { name: LIST_VALUE, fields: [f("values", "values", 1, "message", VALUE, { repeated: true })] },
-    [TIMESTAMP]: { name: TIMESTAMP, fields: [f("seconds", "seconds", 1, "scalar", "int64"), f("nanos", "nanos", 2, "scalar", "int32")] },
+    [TIMESTAMP]: {
+      name: TIMESTAMP,
+      fields: [f("seconds", "seconds", 1, "scalar", "int64"), f("nanos", "nanos", 2, "scalar", "int32")],
+    },
     [EMPTY]: { name: EMPTY, fields: [] },
-    [ANY]: { name: ANY, fields: [f("type_url", "typeUrl", 1, "scalar", "string"), f("value", "value", 2, "scalar", "bytes")] },
+    [ANY]: {
+      name: ANY,
+      fields: [f("type_url", "typeUrl", 1, "scalar", "string"), f("value", "value", 2, "scalar", "bytes")],
+    },
     [RPC_STATUS]: {
       name: RPC_STATUS,
       fields: [
@@ -66,7 +82,11 @@ export const WELL_KNOWN: Schema = {
     },
     [BAD_REQUEST]: {
       name: BAD_REQUEST,
-      fields: [f("field_violations", "fieldViolations", 1, "message", "google.rpc.BadRequest.FieldViolation", { repeated: true })],
+      fields: [
+        f("field_violations", "fieldViolations", 1, "message", "google.rpc.BadRequest.FieldViolation", {
+          repeated: true,
+        }),
+      ],
     },
     "google.rpc.BadRequest.FieldViolation": {
       name: "google.rpc.BadRequest.FieldViolation",
