@@ -48,6 +48,11 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
     (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
   ],
   ["help/ (the manual's pages, text) imports nothing outside help/", (f) => f.startsWith("src/help/"), (t) => !t.startsWith("src/help/")],
+  [
+    "grpc/ (wire format of the third binding) imports only itself and protocol/types.ts",
+    (f) => f.startsWith("src/grpc/"),
+    (t) => !t.startsWith("src/grpc/") && t !== "src/protocol/types",
+  ],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
   // The service is a library the CLI calls: it raises its own errors and the CLI gives them exit codes.
   ["service/ never imports cli/", (f) => f.startsWith("src/service/"), (t) => t.startsWith("src/cli/")],
