@@ -38,6 +38,8 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
     (t) => t === "src/protocol/request-handler" || t === "src/protocol/errors",
   ],
   ["tasks/ never imports protocol/request-handler.ts", (f) => f.startsWith("src/tasks/"), (t) => t === "src/protocol/request-handler"],
+  // Tracing is a floor of its own that bindings, executors and the client will call into, never the reverse.
+  ["tracing/ imports nothing else of src/", (f) => f.startsWith("src/tracing/"), (t) => t.startsWith("src/") && !t.startsWith("src/tracing/")],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
 ];
 
