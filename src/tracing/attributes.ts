@@ -66,12 +66,16 @@ export const isAllowedAttribute = (key: string): boolean => ALLOWED.has(key);
  */
 export function filterAttributes(input: Record<string, unknown>, into: Attributes = {}): { attributes: Attributes; dropped: number } {
   let dropped = 0;
-  for (const [key, value] of Object.entries(input)) {
-    const kept = ALLOWED.has(key) ? usable(value) : undefined;
-    if (kept === undefined) dropped++;
-    else into[key] = kept;
-  }
+  for (const key in input) if (!keepAttribute(key, input[key], into)) dropped++;
   return { attributes: into, dropped };
+}
+
+/** One attribute: stored in `into` when allowed and usable; false when dropped. */
+export function keepAttribute(key: string, value: unknown, into: Attributes): boolean {
+  const kept = ALLOWED.has(key) ? usable(value) : undefined;
+  if (kept === undefined) return false;
+  into[key] = kept;
+  return true;
 }
 
 function usable(value: unknown): AttributeValue | undefined {

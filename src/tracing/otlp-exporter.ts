@@ -54,6 +54,7 @@ export class OtlpHttpExporter implements SpanSink {
   private readonly queue: FinishedSpan[] = [];
   private readonly o: Required<Omit<OtlpExporterOptions, "headers" | "onError" | "scopeVersion">> & OtlpExporterOptions;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  private timerMs = 0;
   private running: Promise<void> | undefined;
   private closed = false;
   private readonly counts = { exported: 0, dropped: 0, failed: 0, rejected: 0 };
@@ -102,8 +103,10 @@ export class OtlpHttpExporter implements SpanSink {
 
   private schedule(ms: number): void {
     if (this.running) return; // the running drain picks up what arrived
-    if (this.timer && ms > 0) return;
+    // A timer due as soon or sooner stands: re-arming one per span would cost more than the span.
+    if (this.timer && this.timerMs <= ms) return;
     clearTimeout(this.timer);
+    this.timerMs = ms;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       void this.drain();

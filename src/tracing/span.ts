@@ -1,4 +1,4 @@
-import { filterAttributes, type Attributes, type AttributeValue } from "./attributes";
+import { keepAttribute, type Attributes, type AttributeValue } from "./attributes";
 import type { SpanContext } from "./trace-context";
 
 /** OTLP's span kinds, with its numbers (used as they are in the JSON encoding). */
@@ -62,12 +62,12 @@ export class RecordingSpan implements Span {
   ) {}
 
   setAttribute(key: string, value: AttributeValue | undefined): this {
-    if (value !== undefined) this.dropped += filterAttributes({ [key]: value }, this.attributes).dropped;
+    if (value !== undefined && !keepAttribute(key, value, this.attributes)) this.dropped++;
     return this;
   }
 
   setAttributes(attributes: Record<string, AttributeValue | undefined>): this {
-    for (const [k, v] of Object.entries(attributes)) this.setAttribute(k, v);
+    for (const key in attributes) this.setAttribute(key, attributes[key]);
     return this;
   }
 
