@@ -86,7 +86,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       const answer = (status: number, body: unknown, extra: Record<string, string> = {}) => {
         answered.push(status);
         notify();
-        return Response.json(body, { status, headers: extra });
+        // The answer's content type is the request's, as the spec asks (Response.json would add a charset).
+        return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...extra } });
       };
       const path = new URL(req.url).pathname;
       if (path !== "/v1/traces") return answer(404, { code: 5, message: `no such path ${path}` });
