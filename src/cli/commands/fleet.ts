@@ -128,7 +128,8 @@ export function renderTable(rows: FleetRow[]): string {
   const head = ["NODE", "STATE", "RTT", "VERSION", "EXECUTOR", "CERT", "PIN", "REVOKED", "LOAD", "CARD"];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
   const line = (c: string[]) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]))).join("  ").trimEnd();
-  const why = rows.filter((r) => r.why).map((r) => `  ${r.name}: ${r.why}${r.revokedAt ? ` (revoked ${r.revokedAt})` : ""}`);
+  const revoked = (r: FleetRow) => (r.revokedAt && !/revoked/.test(r.why ?? "") ? ` (our revocation list revokes it since ${r.revokedAt})` : "");
+  const why = rows.filter((r) => r.why).map((r) => `  ${r.name}: ${r.why}${revoked(r)}`);
   const noLoad = rows.filter((r) => r.loadWhy).map((r) => `  ${r.name}: load not shown: ${r.loadWhy}`);
   return `${[line(head), ...cells.map(line)].join("\n")}\n${why.length || noLoad.length ? `\n${[...why, ...noLoad].join("\n")}\n` : ""}`;
 }
