@@ -53,6 +53,8 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
     (f) => f.startsWith("src/grpc/"),
     (t) => !t.startsWith("src/grpc/") && t !== "src/protocol/types",
   ],
+  // Tracing is a floor of its own that bindings, executors and the client will call into, never the reverse.
+  ["tracing/ imports nothing else of src/", (f) => f.startsWith("src/tracing/"), (t) => t.startsWith("src/") && !t.startsWith("src/tracing/")],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
   // The service is a library the CLI calls: it raises its own errors and the CLI gives them exit codes.
   ["service/ never imports cli/", (f) => f.startsWith("src/service/"), (t) => t.startsWith("src/cli/")],

@@ -22,6 +22,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   { name: "join", summary: "join a fleet with a one-time token from 'pki token' (the key is made here)", load: async () => (await import("./commands/join")).joinCommand },
   { name: "serve", summary: "run the node: A2A over mutual TLS, tasks in SQLite", load: async () => (await import("./commands/serve")).serveCommand },
   { name: "peers", summary: "manage known peers: add, list, show, remove, discover, ping", load: async () => (await import("./commands/peers")).peersCommand },
+  { name: "fleet", summary: "this node and every peer in one table: reachable or why not, round trip, version, certificate, load", load: async () => (await import("./commands/fleet")).fleetCommand },
   { name: "tokens", summary: "bearer tokens for callers outside the fleet: add, list, revoke", load: async () => (await import("./commands/tokens")).tokensCommand },
   { name: "send", summary: "delegate a task to a peer (and optionally wait for its result)", load: async () => (await import("./commands/send")).sendCommand },
   { name: "status", summary: "show a delegated task's state and result, or wait for it to end", load: async () => (await import("./commands/status")).statusCommand },
