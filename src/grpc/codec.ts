@@ -48,6 +48,7 @@ const TIMESTAMP_MAX = 253402300799; // 9999-12-31T23:59:59Z
 export class ProtoCodec {
   private readonly maxDepth: number;
   private readonly byNumber = new Map<string, Map<number, FieldDescriptor>>();
+  private readonly enumNames = new Map<string, Map<number, string>>();
   /** For the decode in progress (decoding is synchronous, so one call at a time). */
   private fillRequired = false;
 
@@ -80,6 +81,15 @@ export class ProtoCodec {
     const d = this.schema.messages[type];
     if (!d) throw new EncodeError(`unknown message type ${type}`);
     return d;
+  }
+
+  private enumName(type: string, n: number): string | undefined {
+    let names = this.enumNames.get(type);
+    if (!names) {
+      names = new Map(Object.entries(this.schema.enums[type]?.values ?? {}).map(([name, v]) => [v, name]));
+      this.enumNames.set(type, names);
+    }
+    return names.get(n);
   }
 
   private fieldsByNumber(type: string): Map<number, FieldDescriptor> {
@@ -169,7 +179,7 @@ export class ProtoCodec {
       else if (f.presence) continue;
       else if (f.kind === "map") out[f.json] = {};
       else if (f.kind === "enum") {
-        out[f.json] = Object.entries(this.schema.enums[f.type]?.values ?? {}).find(([, v]) => v === 0)?.[0] ?? 0;
+        out[f.json] = this.enumName(f.type, 0) ?? 0;
       } else out[f.json] = defaultOf(f);
     }
   }
@@ -183,8 +193,7 @@ export class ProtoCodec {
     }
     if (f.kind === "enum") {
       const n = r.int32();
-      const name = Object.entries(this.schema.enums[f.type]?.values ?? {}).find(([, v]) => v === n)?.[0];
-      return name ?? n;
+      return this.enumName(f.type, n) ?? n;
     }
     return readScalar(r, f.type as Scalar);
   }

@@ -31,12 +31,27 @@ class Echo implements AgentExecutor {
       taskId: ctx.taskId,
       contextId: ctx.contextId,
       role: 2,
-      parts: [{ content: { $case: "text", value: `sdk echo: ${text}` }, metadata: undefined, filename: "", mediaType: "" }],
+      parts: [
+        { content: { $case: "text", value: `sdk echo: ${text}` }, metadata: undefined, filename: "", mediaType: "" },
+      ],
     };
     const working = { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() };
-    bus.publish(AgentEvent.task({ id: ctx.taskId, contextId: ctx.contextId, status: working, artifacts: [], history: [ctx.userMessage], metadata: undefined }));
+    bus.publish(
+      AgentEvent.task(
+        {
+          id: ctx.taskId,
+          contextId: ctx.contextId,
+          status: working,
+          artifacts: [],
+          history: [ctx.userMessage],
+          metadata: undefined,
+        },
+      ),
+    );
     const done = { state: TaskState.TASK_STATE_COMPLETED, message: reply, timestamp: new Date().toISOString() };
-    bus.publish(AgentEvent.statusUpdate({ taskId: ctx.taskId, contextId: ctx.contextId, status: done, metadata: undefined }));
+    bus.publish(
+      AgentEvent.statusUpdate({ taskId: ctx.taskId, contextId: ctx.contextId, status: done, metadata: undefined }),
+    );
     bus.finished();
   }
   async cancelTask(): Promise<void> {}
@@ -52,8 +67,14 @@ beforeAll(async () => {
   fleet = await makeFleet(["sdk", "us"]);
   const sdk = fleet.identity("sdk");
   server = new grpc.Server();
-  const creds = grpc.ServerCredentials.createSsl(Buffer.from(sdk.ca), [{ cert_chain: Buffer.from(sdk.cert), private_key: Buffer.from(sdk.key) }], true);
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", creds, (e, p) => (e ? reject(e) : resolve(p))));
+  const creds = grpc.ServerCredentials.createSsl(
+    Buffer.from(sdk.ca),
+    [{ cert_chain: Buffer.from(sdk.cert), private_key: Buffer.from(sdk.key) }],
+    true,
+  );
+  const port = await new Promise<number>(
+    (resolve, reject) => server.bindAsync("127.0.0.1:0", creds, (e, p) => (e ? reject(e) : resolve(p))),
+  );
   const card = {
     name: "sdk",
     description: "the SDK's gRPC server",
@@ -68,10 +89,15 @@ beforeAll(async () => {
     signatures: [],
   } as unknown as SdkAgentCard;
   const userBuilder: UserBuilder = async (call: unknown) => {
-    seenUser = String((call as grpc.ServerUnaryCall<unknown, unknown>).getAuthContext?.()?.sslPeerCertificate?.subject?.CN);
+    seenUser = String(
+      (call as grpc.ServerUnaryCall<unknown, unknown>).getAuthContext?.()?.sslPeerCertificate?.subject?.CN,
+    );
     return { isAuthenticated: true, userName: seenUser };
   };
-  server.addService(A2AService, grpcService({ requestHandler: new DefaultRequestHandler(card, new InMemoryTaskStore(), new Echo()), userBuilder }));
+  server.addService(
+    A2AService,
+    grpcService({ requestHandler: new DefaultRequestHandler(card, new InMemoryTaskStore(), new Echo()), userBuilder }),
+  );
   const us = fleet.identity("us");
   session = http2.connect(`https://localhost:${port}`, { ca: us.ca, cert: us.cert, key: us.key });
   client = new GrpcClient(session);
@@ -114,7 +140,8 @@ describe("our gRPC client against the SDK's gRPC server, mutual TLS", () => {
 
   it("SendStreamingMessage yields the task, then its status updates, then ends", async () => {
     const items: StreamResponse[] = [];
-    for await (const item of client.stream("SendStreamingMessage", { message: message("stream") }, opts)) items.push(item);
+    const stream = client.stream("SendStreamingMessage", { message: message("stream") }, opts);
+    for await (const item of stream) items.push(item);
     expect(items.map((i) => Object.keys(i)[0])).toEqual(["task", "statusUpdate"]);
     expect(items.at(-1)).toMatchObject({ statusUpdate: { status: { state: "TASK_STATE_COMPLETED" } } });
   });

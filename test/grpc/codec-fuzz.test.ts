@@ -26,7 +26,8 @@ function outcome(type: string, bytes: Uint8Array): "ok" | "refused" {
     return "ok";
   } catch (e) {
     if (e instanceof DecodeError) return "refused";
-    throw new Error(`${type} threw ${(e as Error).name} on ${Buffer.from(bytes).toString("hex")}: ${(e as Error).message}`);
+    const hex = Buffer.from(bytes).toString("hex");
+    throw new Error(`${type} threw ${(e as Error).name} on ${hex}: ${(e as Error).message}`);
   }
 }
 

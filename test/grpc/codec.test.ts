@@ -12,7 +12,8 @@ import { SCHEMA } from "../../src/grpc/a2a-service";
 import { card, streamItems, task, userMessage } from "./fixtures";
 
 const codec = a2aCodec();
-const roundTrip = (type: string, value: unknown) => codec.decode(`lf.a2a.v1.${type}`, codec.encode(`lf.a2a.v1.${type}`, value));
+const roundTrip = (type: string, value: unknown) =>
+  codec.decode(`lf.a2a.v1.${type}`, codec.encode(`lf.a2a.v1.${type}`, value));
 
 describe("JSON -> protobuf -> JSON", () => {
   it("a Task with every kind of part, Struct metadata and timestamps", () => {
@@ -28,7 +29,10 @@ describe("JSON -> protobuf -> JSON", () => {
   });
 
   it("a SendMessageRequest keeps an explicit historyLength of 0 (optional: presence is tracked)", () => {
-    const req = { message: userMessage, configuration: { historyLength: 0, acceptedOutputModes: ["text/plain"], returnImmediately: true } };
+    const req = {
+      message: userMessage,
+      configuration: { historyLength: 0, acceptedOutputModes: ["text/plain"], returnImmediately: true },
+    };
     expect(roundTrip("SendMessageRequest", req)).toEqual(req);
     const absent = { message: userMessage, configuration: { acceptedOutputModes: ["text/plain"] } };
     expect(roundTrip("SendMessageRequest", absent)).toEqual(absent);
@@ -40,11 +44,24 @@ describe("JSON -> protobuf -> JSON", () => {
   });
 
   it("drops values at their proto3 default, as ProtoJSON does, and fills them back on request", () => {
-    const event = { taskId: "t", contextId: "c", artifact: { artifactId: "a", parts: [{ text: "x" }] }, append: false, lastChunk: false };
-    expect(roundTrip("TaskArtifactUpdateEvent", event)).toEqual({ taskId: "t", contextId: "c", artifact: event.artifact });
-    const bytes = codec.encode("lf.a2a.v1.ListTasksResponse", { tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 });
+    const event = {
+      taskId: "t",
+      contextId: "c",
+      artifact: { artifactId: "a", parts: [{ text: "x" }] },
+      append: false,
+      lastChunk: false,
+    };
+    expect(
+      roundTrip("TaskArtifactUpdateEvent", event),
+    ).toEqual({ taskId: "t", contextId: "c", artifact: event.artifact });
+    const bytes = codec.encode(
+      "lf.a2a.v1.ListTasksResponse",
+      { tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 },
+    );
     expect(codec.decode("lf.a2a.v1.ListTasksResponse", bytes)).toEqual({ pageSize: 50 });
-    expect(codec.decode("lf.a2a.v1.ListTasksResponse", bytes, { fillRequired: true })).toEqual({ tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 });
+    expect(
+      codec.decode("lf.a2a.v1.ListTasksResponse", bytes, { fillRequired: true }),
+    ).toEqual({ tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 });
   });
 
   it("accepts proto field names as well as JSON names, as ProtoJSON parsers do", () => {
@@ -53,7 +70,8 @@ describe("JSON -> protobuf -> JSON", () => {
   });
 
   it("timestamps: offsets normalised to UTC, sub-millisecond precision kept", () => {
-    const at = (timestamp: string) => (roundTrip("TaskStatus", { state: "TASK_STATE_WORKING", timestamp }) as { timestamp: string }).timestamp;
+    const at = (timestamp: string) =>
+      (roundTrip("TaskStatus", { state: "TASK_STATE_WORKING", timestamp }) as { timestamp: string }).timestamp;
     expect(at("2026-12-02T17:40:01+02:00")).toBe("2026-12-02T15:40:01.000Z");
     expect(at("2026-12-02T15:40:01.123456Z")).toBe("2026-12-02T15:40:01.123456Z");
     expect(at("2026-12-02T15:40:01.000000001Z")).toBe("2026-12-02T15:40:01.000000001Z");
@@ -80,16 +98,28 @@ describe("the same bytes as @a2a-js/sdk 1.3.0's codecs", () => {
         contextId: "",
         taskId: "",
         role: 1,
-        parts: [{ content: { $case: "text", value: "hi" }, metadata: undefined, filename: "", mediaType: "text/plain" }],
+        parts: [
+          { content: { $case: "text", value: "hi" }, metadata: undefined, filename: "", mediaType: "text/plain" },
+        ],
         metadata: { k: [1, 2] },
         extensions: [],
         referenceTaskIds: [],
       },
-      configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, historyLength: 0, returnImmediately: false },
+      configuration: {
+        acceptedOutputModes: [],
+        taskPushNotificationConfig: undefined,
+        historyLength: 0,
+        returnImmediately: false,
+      },
       metadata: undefined,
     });
     expect(codec.decode("lf.a2a.v1.SendMessageRequest", sdkBytes)).toEqual({
-      message: { messageId: "m-9", role: "ROLE_USER", parts: [{ text: "hi", mediaType: "text/plain" }], metadata: { k: [1, 2] } },
+      message: {
+        messageId: "m-9",
+        role: "ROLE_USER",
+        parts: [{ text: "hi", mediaType: "text/plain" }],
+        metadata: { k: [1, 2] },
+      },
       configuration: { historyLength: 0 },
     });
   });
@@ -98,17 +128,31 @@ describe("the same bytes as @a2a-js/sdk 1.3.0's codecs", () => {
     const bytes = A2AService.sendStreamingMessage.responseSerialize({
       payload: {
         $case: "statusUpdate",
-        value: { taskId: "t", contextId: "c", status: { state: 2, message: undefined, timestamp: "2026-01-01T00:00:00.000Z" }, metadata: undefined },
+        value: {
+          taskId: "t",
+          contextId: "c",
+          status: { state: 2, message: undefined, timestamp: "2026-01-01T00:00:00.000Z" },
+          metadata: undefined,
+        },
       },
     });
     expect(codec.decode("lf.a2a.v1.StreamResponse", bytes)).toEqual({
-      statusUpdate: { taskId: "t", contextId: "c", status: { state: "TASK_STATE_WORKING", timestamp: "2026-01-01T00:00:00.000Z" } },
+      statusUpdate: {
+        taskId: "t",
+        contextId: "c",
+        status: { state: "TASK_STATE_WORKING", timestamp: "2026-01-01T00:00:00.000Z" },
+      },
     });
   });
 
   it("an AgentCard we encode is the card the SDK decodes", () => {
-    const sdk = A2AService.getExtendedAgentCard.responseDeserialize(Buffer.from(codec.encode("lf.a2a.v1.AgentCard", card)));
-    expect(sdk.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.url}`)).toEqual(["GRPC node-a.example:7443", "JSONRPC https://node-a.example:7443/a2a"]);
+    const sdk = A2AService.getExtendedAgentCard.responseDeserialize(
+      Buffer.from(codec.encode("lf.a2a.v1.AgentCard", card)),
+    );
+    expect(sdk.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.url}`)).toEqual([
+      "GRPC node-a.example:7443",
+      "JSONRPC https://node-a.example:7443/a2a",
+    ]);
     expect(sdk.capabilities?.extensions[0].params).toEqual({ k: "v" });
     expect(Object.keys(sdk.securitySchemes)).toEqual(["mtls"]);
     expect(sdk.signatures[0].header).toEqual({ kid: "k1" });
@@ -156,7 +200,12 @@ describe("malformed input", () => {
 
   it("repeated numbers are read packed or not (a2a.proto has none; a one-field schema stands in)", () => {
     const numbers = new ProtoCodec({
-      messages: { "t.M": { name: "t.M", fields: [{ name: "n", json: "n", no: 1, kind: "scalar", type: "int32", repeated: true }] } },
+      messages: {
+        "t.M": {
+          name: "t.M",
+          fields: [{ name: "n", json: "n", no: 1, kind: "scalar", type: "int32", repeated: true }],
+        },
+      },
       enums: {},
       services: {},
     });
@@ -172,10 +221,16 @@ describe("malformed input", () => {
 
   it("values that do not fit their fields name the field", () => {
     expect(() => codec.encode("lf.a2a.v1.Task", { id: 5 })).toThrow(/Task.id: expected a string/);
-    expect(() => codec.encode("lf.a2a.v1.Task", { id: "t", status: { state: "DONE" } })).toThrow(/"DONE" is not a value of lf.a2a.v1.TaskState/);
-    expect(() => codec.encode("lf.a2a.v1.GetTaskRequest", { id: "t", historyLength: 2 ** 31 })).toThrow(/historyLength: expected an integer/);
+    expect(
+      () => codec.encode("lf.a2a.v1.Task", { id: "t", status: { state: "DONE" } }),
+    ).toThrow(/"DONE" is not a value of lf.a2a.v1.TaskState/);
+    expect(
+      () => codec.encode("lf.a2a.v1.GetTaskRequest", { id: "t", historyLength: 2 ** 31 }),
+    ).toThrow(/historyLength: expected an integer/);
     expect(() => codec.encode("lf.a2a.v1.Part", { raw: "not base64!" })).toThrow(/raw: not base64/);
-    expect(() => codec.encode("lf.a2a.v1.TaskStatus", { state: "TASK_STATE_WORKING", timestamp: "yesterday" })).toThrow(/RFC 3339/);
+    expect(
+      () => codec.encode("lf.a2a.v1.TaskStatus", { state: "TASK_STATE_WORKING", timestamp: "yesterday" }),
+    ).toThrow(/RFC 3339/);
     expect(() => codec.encode("lf.a2a.v1.Message", { messageId: "m", parts: {} })).toThrow(/parts: expected an array/);
   });
 });

@@ -14,7 +14,11 @@ const method = (name: string) => methodAt(`/lf.a2a.v1.A2AService/${name}`)!;
 
 describe("GrpcMessages", () => {
   it("a client's request bytes decode to the params a JSON-RPC call carries", () => {
-    const params: SendMessageParams = { message: userMessage, configuration: { returnImmediately: true, historyLength: 3 }, metadata: { a: 1 } };
+    const params: SendMessageParams = {
+      message: userMessage,
+      configuration: { returnImmediately: true, historyLength: 3 },
+      metadata: { a: 1 },
+    };
     const { path, bytes } = messages.encodeRequest("SendMessage", params);
     expect(path).toBe("/lf.a2a.v1.A2AService/SendMessage");
     expect(messages.decodeRequest(method("SendMessage"), bytes)).toEqual(params);
@@ -28,10 +32,14 @@ describe("GrpcMessages", () => {
   it("answers: a Task, a SendMessage result, each stream item, and Delete's Empty", () => {
     expect(messages.decodeResponse(method("GetTask"), messages.encodeResponse(method("GetTask"), task))).toEqual(task);
     const result = { task };
-    expect(messages.decodeResponse(method("SendMessage"), messages.encodeResponse(method("SendMessage"), result))).toMatchObject(result);
+    expect(
+      messages.decodeResponse(method("SendMessage"), messages.encodeResponse(method("SendMessage"), result)),
+    ).toMatchObject(result);
     for (const response of streamItems) {
       const bytes = messages.encodeStreamItem(method("SubscribeToTask"), { seq: 3, response });
-      expect(Object.keys(messages.decodeResponse(method("SubscribeToTask"), bytes) as object)).toEqual(Object.keys(response));
+      expect(
+        Object.keys(messages.decodeResponse(method("SubscribeToTask"), bytes) as object),
+      ).toEqual(Object.keys(response));
     }
     const empty = messages.encodeResponse(method("DeleteTaskPushNotificationConfig"), undefined);
     expect(empty.length).toBe(0);
@@ -39,15 +47,34 @@ describe("GrpcMessages", () => {
   });
 
   it("a ListTasks answer read by a client has every member ListTasksResult requires, at their defaults", () => {
-    const bytes = messages.encodeResponse(method("ListTasks"), { tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 } satisfies ListTasksResult);
-    expect(messages.decodeResponse(method("ListTasks"), bytes)).toEqual({ tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 });
+    const bytes = messages.encodeResponse(
+      method("ListTasks"),
+      { tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 } satisfies ListTasksResult,
+    );
+    expect(
+      messages.decodeResponse(method("ListTasks"), bytes),
+    ).toEqual({ tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 });
   });
 
   it("the SDK server's answers decode too, and an empty union is refused", () => {
     const sdkBytes = A2AService.sendMessage.responseSerialize({
-      payload: { $case: "message", value: { messageId: "r", contextId: "c", taskId: "", role: 2, parts: [], metadata: undefined, extensions: [], referenceTaskIds: [] } },
+      payload: {
+        $case: "message",
+        value: {
+          messageId: "r",
+          contextId: "c",
+          taskId: "",
+          role: 2,
+          parts: [],
+          metadata: undefined,
+          extensions: [],
+          referenceTaskIds: [],
+        },
+      },
     });
-    expect(messages.decodeResponse(method("SendMessage"), sdkBytes)).toMatchObject({ message: { messageId: "r", contextId: "c", role: "ROLE_AGENT" } });
+    expect(
+      messages.decodeResponse(method("SendMessage"), sdkBytes),
+    ).toMatchObject({ message: { messageId: "r", contextId: "c", role: "ROLE_AGENT" } });
     expect(() => messages.decodeResponse(method("SendMessage"), new Uint8Array())).toThrow(/no payload/);
     expect(() => messages.decodeResponse(method("SendStreamingMessage"), new Uint8Array())).toThrow(/no payload/);
   });

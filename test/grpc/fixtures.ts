@@ -9,7 +9,10 @@ export const userMessage: Message = {
     { text: "hello, π and 😀" },
     { raw: "AAEC/f7/", mediaType: "application/octet-stream", filename: "blob.bin" },
     { url: "https://example.com/a.pdf", mediaType: "application/pdf" },
-    { data: { n: 1.5, list: [1, "two", null, true, { deep: [] }], empty: {}, none: null }, metadata: { source: "test" } },
+    {
+      data: { n: 1.5, list: [1, "two", null, true, { deep: [] }], empty: {}, none: null },
+      metadata: { source: "test" },
+    },
   ],
   metadata: { trace: { id: "t-1", sampled: false } },
   extensions: ["https://example.com/ext/v1"],
@@ -24,7 +27,9 @@ export const task: Task = {
     message: { messageId: "m-2", contextId: "ctx-1", taskId: "t-1", role: "ROLE_AGENT", parts: [{ text: "done" }] },
     timestamp: "2026-12-02T15:40:01.123Z",
   },
-  artifacts: [{ artifactId: "a-1", name: "answer", description: "the reply", parts: [{ text: "42" }], extensions: ["x"] }],
+  artifacts: [
+    { artifactId: "a-1", name: "answer", description: "the reply", parts: [{ text: "42" }], extensions: ["x"] },
+  ],
   history: [userMessage],
   metadata: { owner: "caller", n: 3 },
 };
@@ -43,19 +48,45 @@ export const card: AgentCard = {
     streaming: true,
     pushNotifications: false,
     extendedAgentCard: true,
-    extensions: [{ uri: "https://example.com/ext/v1", description: "an extension", required: true, params: { k: "v" } }],
+    extensions: [
+      { uri: "https://example.com/ext/v1", description: "an extension", required: true, params: { k: "v" } },
+    ],
   },
   securitySchemes: { mtls: { mtlsSecurityScheme: { description: "fleet certificates" } } },
   securityRequirements: [{ schemes: { mtls: { list: ["fleet"] } } }],
   defaultInputModes: ["text/plain"],
   defaultOutputModes: ["text/plain", "application/json"],
-  skills: [{ id: "s", name: "skill", description: "does things", tags: ["a", "b"], examples: ["do it"], inputModes: ["text/plain"] }],
+  skills: [
+    {
+      id: "s",
+      name: "skill",
+      description: "does things",
+      tags: ["a", "b"],
+      examples: ["do it"],
+      inputModes: ["text/plain"],
+    },
+  ],
   signatures: [{ protected: "eyJhbGciOiJFUzI1NiJ9", signature: "c2ln", header: { kid: "k1" } }],
 };
 
 export const streamItems: StreamResponse[] = [
   { task },
   { message: userMessage },
-  { statusUpdate: { taskId: "t-1", contextId: "ctx-1", status: { state: "TASK_STATE_WORKING", timestamp: "2026-12-02T15:40:00.000Z" }, metadata: { seq: 4 } } },
-  { artifactUpdate: { taskId: "t-1", contextId: "ctx-1", artifact: { artifactId: "a-1", parts: [{ text: "4" }] }, append: true, lastChunk: true } },
+  {
+    statusUpdate: {
+      taskId: "t-1",
+      contextId: "ctx-1",
+      status: { state: "TASK_STATE_WORKING", timestamp: "2026-12-02T15:40:00.000Z" },
+      metadata: { seq: 4 },
+    },
+  },
+  {
+    artifactUpdate: {
+      taskId: "t-1",
+      contextId: "ctx-1",
+      artifact: { artifactId: "a-1", parts: [{ text: "4" }] },
+      append: true,
+      lastChunk: true,
+    },
+  },
 ];

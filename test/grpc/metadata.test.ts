@@ -4,12 +4,18 @@ import { deadlineMs, isProtobufGrpc, serviceMetadata, serviceParameters, timeout
 
 describe("service parameters", () => {
   it("reads a2a-version and every a2a-extensions entry, comma-separated or repeated", () => {
-    expect(serviceParameters({ "a2a-version": " 1.0 ", "a2a-extensions": ["https://a/1, https://b/2", "https://a/1,https://c/3"] })).toEqual({
+    expect(
+      serviceParameters(
+        { "a2a-version": " 1.0 ", "a2a-extensions": ["https://a/1, https://b/2", "https://a/1,https://c/3"] },
+      ),
+    ).toEqual({
       version: "1.0",
       extensions: ["https://a/1", "https://b/2", "https://c/3"],
     });
     expect(serviceParameters({})).toEqual({ version: null, extensions: [] });
-    expect(serviceParameters({ "a2a-version": "", "a2a-extensions": " , " })).toEqual({ version: null, extensions: [] });
+    expect(
+      serviceParameters({ "a2a-version": "", "a2a-extensions": " , " }),
+    ).toEqual({ version: null, extensions: [] });
   });
 
   it("writes them lowercase, extensions joined by commas", () => {
@@ -29,7 +35,9 @@ describe("grpc-timeout", () => {
     expect(deadlineMs({ "grpc-timeout": "250m" })).toBe(250);
     expect(deadlineMs({ "grpc-timeout": "1500u" })).toBe(2);
     expect(deadlineMs({ "grpc-timeout": "7n" })).toBe(1);
-    for (const bad of ["", "5", "S", "123456789S", "-1S", "1.5S"]) expect(deadlineMs({ "grpc-timeout": bad })).toBeUndefined();
+    for (const bad of ["", "5", "S", "123456789S", "-1S", "1.5S"]) {
+      expect(deadlineMs({ "grpc-timeout": bad })).toBeUndefined();
+    }
     expect(deadlineMs({})).toBeUndefined();
   });
 
@@ -42,7 +50,11 @@ describe("grpc-timeout", () => {
 
 describe("content-type", () => {
   it("application/grpc and application/grpc+proto are protobuf calls; others are not", () => {
-    for (const ok of ["application/grpc", "application/grpc+proto", "Application/GRPC; charset=x"]) expect(isProtobufGrpc(ok)).toBe(true);
-    for (const no of [undefined, "application/json", "application/grpc+json", "application/grpc-web"]) expect(isProtobufGrpc(no)).toBe(false);
+    for (const ok of ["application/grpc", "application/grpc+proto", "Application/GRPC; charset=x"]) {
+      expect(isProtobufGrpc(ok)).toBe(true);
+    }
+    for (const no of [undefined, "application/json", "application/grpc+json", "application/grpc-web"]) {
+      expect(isProtobufGrpc(no)).toBe(false);
+    }
   });
 });

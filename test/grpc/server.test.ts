@@ -28,7 +28,10 @@ const calls: GrpcCall<string>[] = [];
 let released: (() => void) | undefined;
 let streamClosed: Promise<void> | undefined;
 
-const task = (id: string, state: Task["status"]["state"]): Task => ({ id, contextId: "ctx", status: { state, timestamp: "2026-12-02T16:00:00.000Z" } });
+const task = (
+  id: string,
+  state: Task["status"]["state"],
+): Task => ({ id, contextId: "ctx", status: { state, timestamp: "2026-12-02T16:00:00.000Z" } });
 
 async function handler(call: GrpcCall<string>): Promise<unknown> {
   calls.push(call);
@@ -42,8 +45,14 @@ async function handler(call: GrpcCall<string>): Promise<unknown> {
     case "SendStreamingMessage":
       return (async function* (): AsyncIterable<StreamItem> {
         yield { response: { task: task("t-2", "TASK_STATE_SUBMITTED") } };
-        yield { seq: 1, response: { statusUpdate: { taskId: "t-2", contextId: "ctx", status: { state: "TASK_STATE_WORKING" } } } };
-        yield { seq: 2, response: { statusUpdate: { taskId: "t-2", contextId: "ctx", status: { state: "TASK_STATE_COMPLETED" } } } };
+        yield {
+          seq: 1,
+          response: { statusUpdate: { taskId: "t-2", contextId: "ctx", status: { state: "TASK_STATE_WORKING" } } },
+        };
+        yield {
+          seq: 2,
+          response: { statusUpdate: { taskId: "t-2", contextId: "ctx", status: { state: "TASK_STATE_COMPLETED" } } },
+        };
       })();
     case "SubscribeToTask":
       // Never ends by itself: a client's cancel must stop it.
@@ -72,7 +81,9 @@ beforeAll(async () => {
   fleet = await makeFleet(["server", "caller"]);
   const me = fleet.identity("server");
   const h2 = createGrpcServer<string>({ handler, maxMessageBytes: 64 * 1024 });
-  tlsServer = tls.createServer({ cert: me.cert, key: me.key, ca: me.ca, requestCert: true, rejectUnauthorized: true, ALPNProtocols: ["h2"] });
+  tlsServer = tls.createServer(
+    { cert: me.cert, key: me.key, ca: me.ca, requestCert: true, rejectUnauthorized: true, ALPNProtocols: ["h2"] },
+  );
   tlsServer.on("secureConnection", (socket: TLSSocket) => {
     tagCaller(socket, String(socket.getPeerCertificate().subject?.CN));
     h2.emit("connection", socket);
@@ -94,7 +105,10 @@ function sdkClient() {
     supportedInterfaces: [{ url: `localhost:${port}`, protocolBinding: "GRPC", tenant: "", protocolVersion: "1.0" }],
   } as unknown as SdkAgentCard;
   const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new GrpcTransportFactory({ grpcChannelCredentials: creds })] }),
+    ClientFactoryOptions.createFrom(
+      ClientFactoryOptions.default,
+      { transports: [new GrpcTransportFactory({ grpcChannelCredentials: creds })] },
+    ),
   );
   return factory.createFromAgentCard(sdkCard);
 }
@@ -113,10 +127,8 @@ const sdkMessage = (text: string): SdkMessage => ({
 describe("@a2a-js/sdk's gRPC client against our server, TLS with a fleet client certificate", () => {
   it("SendMessage: the handler gets the JSON-RPC-shaped request and the certificate's caller", async () => {
     const client = await sdkClient();
-    const result = (await client.sendMessage({ tenant: "", message: sdkMessage("hi"), configuration: undefined, metadata: undefined })) as unknown as {
-      id: string;
-      status: { state: number };
-    };
+    const request = { tenant: "", message: sdkMessage("hi"), configuration: undefined, metadata: undefined };
+    const result = (await client.sendMessage(request)) as unknown as { id: string; status: { state: number } };
     expect(result.id).toBe("t-1");
     expect(result.status.state).toBe(3);
     const call = calls.at(-1)!;
@@ -127,7 +139,8 @@ describe("@a2a-js/sdk's gRPC client against our server, TLS with a fleet client 
   it("SendStreamingMessage: every item, in order", async () => {
     const client = await sdkClient();
     const seen: string[] = [];
-    for await (const ev of client.sendMessageStream({ tenant: "", message: sdkMessage("stream"), configuration: undefined, metadata: undefined })) {
+    const request = { tenant: "", message: sdkMessage("stream"), configuration: undefined, metadata: undefined };
+    for await (const ev of client.sendMessageStream(request)) {
       const e = ev as unknown as { payload?: { $case: string; value: { status?: { state: number } } } };
       seen.push(`${e.payload?.$case}:${e.payload?.value.status?.state}`);
     }
@@ -157,10 +170,14 @@ describe("the transport's own answers (raw node:http2 with the fleet certificate
     const id = fleet.identity("caller");
     return http2.connect(`https://localhost:${port}`, { ca: id.ca, cert: id.cert, key: id.key });
   };
-  type Answer = { status?: number; headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; body: Buffer };
+  type Answer = {
+    status?: number; headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; body: Buffer,
+  };
   const request = (session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: Uint8Array) =>
     new Promise<Answer>((resolve, reject) => {
-      const req = session.request({ ":method": "POST", "content-type": "application/grpc", te: "trailers", ...headers });
+      const req = session.request(
+        { ":method": "POST", "content-type": "application/grpc", te: "trailers", ...headers },
+      );
       const a: Answer = { headers: {}, trailers: {}, body: Buffer.alloc(0) };
       req.on("response", (h) => {
         a.headers = h;
@@ -186,13 +203,17 @@ describe("the transport's own answers (raw node:http2 with the fleet certificate
 
   it("a body that is not gRPC gets HTTP 415; a GET gets 405", async () => {
     const s = connect();
-    const a = await request(s, { ":path": "/lf.a2a.v1.A2AService/GetTask", "content-type": "application/json" }, getTask);
+    const a = await request(
+      s,
+      { ":path": "/lf.a2a.v1.A2AService/GetTask", "content-type": "application/json" },
+      getTask,
+    );
     const b = await request(s, { ":path": "/lf.a2a.v1.A2AService/GetTask", ":method": "GET" });
     s.close();
     expect([a.status, b.status]).toEqual([415, 405]);
   });
 
-  it("an oversized message is RESOURCE_EXHAUSTED; a compressed one UNIMPLEMENTED; garbage INVALID_ARGUMENT", async () => {
+  it("oversized: RESOURCE_EXHAUSTED; compressed: UNIMPLEMENTED; garbage or no message: INVALID_ARGUMENT", async () => {
     const s = connect();
     const big = frame(codec.encode("lf.a2a.v1.GetTaskRequest", { id: "x".repeat(70 * 1024) }));
     const compressed = new Uint8Array([1, 0, 0, 0, 0]);
@@ -208,9 +229,13 @@ describe("the transport's own answers (raw node:http2 with the fleet certificate
     expect(statusOf(answers[3]).message).toBe("GetTask takes one request message; got 0 request messages");
   });
 
-  it("an A2A error carries ErrorInfo; a bug answers INTERNAL without its message; metadata reaches the handler", async () => {
+  it("A2A errors carry ErrorInfo; a bug is INTERNAL, saying nothing of it; metadata reaches the handler", async () => {
     const s = connect();
-    const notFound = await request(s, { ":path": "/lf.a2a.v1.A2AService/GetTask", "a2a-version": "1.0", "a2a-extensions": "urn:x,urn:y" }, getTask);
+    const notFound = await request(
+      s,
+      { ":path": "/lf.a2a.v1.A2AService/GetTask", "a2a-version": "1.0", "a2a-extensions": "urn:x,urn:y" },
+      getTask,
+    );
     const bug = await request(s, { ":path": "/lf.a2a.v1.A2AService/ListTasks" }, frame(new Uint8Array()));
     s.close();
     expect(statusOf(notFound)).toEqual({
@@ -218,13 +243,22 @@ describe("the transport's own answers (raw node:http2 with the fleet certificate
       message: "Task not found: x",
       errorInfo: { reason: "TASK_NOT_FOUND", domain: "a2a-protocol.org", metadata: { taskId: "x" } },
     });
-    expect(calls.find((c) => c.method.name === "GetTask" && c.request.id === "x")?.params).toEqual({ version: "1.0", extensions: ["urn:x", "urn:y"] });
+    expect(
+      calls.find((c) => c.method.name === "GetTask" && c.request.id === "x")?.params,
+    ).toEqual({ version: "1.0", extensions: ["urn:x", "urn:y"] });
     expect(statusOf(bug)).toEqual({ code: 13, message: "internal error" });
   });
 
   it("a client's cancel ends the handler's stream", async () => {
     const s = connect();
-    const req = s.request({ ":method": "POST", ":path": "/lf.a2a.v1.A2AService/SubscribeToTask", "content-type": "application/grpc", te: "trailers" });
+    const req = s.request(
+      {
+        ":method": "POST",
+        ":path": "/lf.a2a.v1.A2AService/SubscribeToTask",
+        "content-type": "application/grpc",
+        te: "trailers",
+      },
+    );
     req.end(frame(codec.encode("lf.a2a.v1.SubscribeToTaskRequest", { id: "t-3" })));
     await new Promise<void>((r) => req.once("data", () => r()));
     req.close(http2.constants.NGHTTP2_CANCEL);

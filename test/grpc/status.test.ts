@@ -6,7 +6,15 @@ import { describe, expect, it } from "vitest";
 import { decodeErrorInfo, decodeStatus, encodeGrpcStatusDetails } from "@a2a-js/sdk/errors/grpc";
 import { base64Decode } from "@bufbuild/protobuf/wire";
 import { A2AError } from "../../src/protocol/errors";
-import { decodeGrpcMessage, encodeGrpcMessage, errorTrailers, GrpcCode, grpcCodeOf, plainTrailers, readStatus } from "../../src/grpc/status";
+import {
+  decodeGrpcMessage,
+  encodeGrpcMessage,
+  errorTrailers,
+  GrpcCode,
+  grpcCodeOf,
+  plainTrailers,
+  readStatus,
+} from "../../src/grpc/status";
 
 describe("reason -> gRPC code", () => {
   it("is the spec's table for the nine A2A errors", () => {
@@ -76,13 +84,20 @@ describe("trailers", () => {
   });
 
   it("with field violations for INVALID_ARGUMENT (google.rpc.BadRequest)", () => {
-    const t = errorTrailers(A2AError.invalidParams("message.parts is required"), [{ field: "message.parts", description: "at least one part" }]);
+    const t = errorTrailers(
+      A2AError.invalidParams("message.parts is required"),
+      [{ field: "message.parts", description: "at least one part" }],
+    );
     expect(readStatus(t).fieldViolations).toEqual([{ field: "message.parts", description: "at least one part" }]);
   });
 
   it("for the transport's own statuses have no details; garbage details leave code and message", () => {
-    expect(readStatus(plainTrailers("UNIMPLEMENTED", "no such method"))).toEqual({ code: 12, message: "no such method" });
-    expect(readStatus({ "grpc-status": "13", "grpc-message": "x", "grpc-status-details-bin": "////" })).toEqual({ code: 13, message: "x" });
+    expect(
+      readStatus(plainTrailers("UNIMPLEMENTED", "no such method")),
+    ).toEqual({ code: 12, message: "no such method" });
+    expect(
+      readStatus({ "grpc-status": "13", "grpc-message": "x", "grpc-status-details-bin": "////" }),
+    ).toEqual({ code: 13, message: "x" });
     expect(readStatus({})).toEqual({ code: GrpcCode.UNKNOWN, message: "" });
   });
 });
@@ -91,7 +106,9 @@ describe("grpc-message escaping", () => {
   it("percent-encodes what is not printable ASCII, and % itself", () => {
     expect(encodeGrpcMessage("ok 100%")).toBe("ok 100%25");
     expect(encodeGrpcMessage("café\n")).toBe("caf%C3%A9%0A");
-    for (const s of ["ok 100%", "café\n", "日本語 😀", "%zz", ""]) expect(decodeGrpcMessage(encodeGrpcMessage(s))).toBe(s);
+    for (const s of ["ok 100%", "café\n", "日本語 😀", "%zz", ""]) {
+      expect(decodeGrpcMessage(encodeGrpcMessage(s))).toBe(s);
+    }
     // A stray "%" not followed by two hex digits is taken literally (gRPC: decode leniently).
     expect(decodeGrpcMessage("50%off")).toBe("50%off");
   });

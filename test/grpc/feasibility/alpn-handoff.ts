@@ -25,7 +25,10 @@ h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHea
   const direct = typeof socket?.getPeerCertificate === "function" ? socket.getPeerCertificate()?.subject?.CN : "n/a";
   console.log(`  (session.socket: same object=${callers.has(socket ?? {})} symbol=${socket?.[CALLER]} getPeerCertificate CN=${direct})`);
   stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
-  stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0", "x-caller": caller, "x-path": String(headers[":path"]) }));
+  stream.on(
+    "wantTrailers",
+    () => stream.sendTrailers({ "grpc-status": "0", "x-caller": caller, "x-path": String(headers[":path"]) }),
+  );
   stream.end(Buffer.from([0, 0, 0, 0, 0]));
 });
 
@@ -70,7 +73,14 @@ const plainPort = (plainServer.address() as AddressInfo).port;
 
 function call(session: http2.ClientHttp2Session) {
   return new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
-    const req = session.request({ ":method": "POST", ":path": "/lf.a2a.v1.A2AService/GetTask", "content-type": "application/grpc", te: "trailers" });
+    const req = session.request(
+      {
+        ":method": "POST",
+        ":path": "/lf.a2a.v1.A2AService/GetTask",
+        "content-type": "application/grpc",
+        te: "trailers",
+      },
+    );
     let trailers: http2.IncomingHttpHeaders = {};
     req.on("trailers", (t) => (trailers = t));
     req.on("data", () => {});
@@ -94,7 +104,15 @@ await v.check("node:tls ALPN h2 -> http2 server by emit('connection'), identity 
 await v.check("node:tls ALPN http/1.1 on the same port stays with the HTTP/1.1 parser", async () => {
   const answer = await withTimeout(
     new Promise<string>((resolve, reject) => {
-      const s = tls.connect({ host: "127.0.0.1", port: tlsPort, ca: certs.ca, cert: certs.client.cert, key: certs.client.key, servername: "localhost", ALPNProtocols: ["http/1.1"] }, () => {
+      const s = tls.connect({
+        host: "127.0.0.1",
+        port: tlsPort,
+        ca: certs.ca,
+        cert: certs.client.cert,
+        key: certs.client.key,
+        servername: "localhost",
+        ALPNProtocols: ["http/1.1"],
+      }, () => {
         s.write("GET / HTTP/1.1\r\nhost: x\r\n\r\n");
       });
       let b = "";

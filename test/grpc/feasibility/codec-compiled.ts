@@ -22,7 +22,9 @@ await v.check("Task -> protobuf -> framed -> read -> Task", async () => {
 });
 
 await v.check("google.rpc.Status with ErrorInfo in trailers", async () => {
-  const s = readStatus(errorTrailers({ reason: "TASK_NOT_FOUND", message: "Task not found: t", metadata: { taskId: "t" } }));
+  const s = readStatus(
+    errorTrailers({ reason: "TASK_NOT_FOUND", message: "Task not found: t", metadata: { taskId: "t" } }),
+  );
   if (s.code !== 5 || s.errorInfo?.reason !== "TASK_NOT_FOUND") throw new Error(JSON.stringify(s));
   return `code ${s.code}, reason ${s.errorInfo.reason}, domain ${s.errorInfo.domain}`;
 });

@@ -10,8 +10,24 @@ const certs = await probeCerts();
 const v = new Verdicts();
 const raw = { serialize: (b: Buffer) => b, deserialize: (b: Buffer) => b };
 const service: grpc.ServiceDefinition = {
-  Echo: { path: "/probe.Probe/Echo", requestStream: false, responseStream: false, requestSerialize: raw.serialize, requestDeserialize: raw.deserialize, responseSerialize: raw.serialize, responseDeserialize: raw.deserialize },
-  Count: { path: "/probe.Probe/Count", requestStream: false, responseStream: true, requestSerialize: raw.serialize, requestDeserialize: raw.deserialize, responseSerialize: raw.serialize, responseDeserialize: raw.deserialize },
+  Echo: {
+    path: "/probe.Probe/Echo",
+    requestStream: false,
+    responseStream: false,
+    requestSerialize: raw.serialize,
+    requestDeserialize: raw.deserialize,
+    responseSerialize: raw.serialize,
+    responseDeserialize: raw.deserialize,
+  },
+  Count: {
+    path: "/probe.Probe/Count",
+    requestStream: false,
+    responseStream: true,
+    requestSerialize: raw.serialize,
+    requestDeserialize: raw.deserialize,
+    responseSerialize: raw.serialize,
+    responseDeserialize: raw.deserialize,
+  },
 };
 
 const server = new grpc.Server();
@@ -31,13 +47,28 @@ server.addService(service, {
     call.end();
   },
 });
-const creds = grpc.ServerCredentials.createSsl(Buffer.from(certs.ca), [{ cert_chain: Buffer.from(certs.server.cert), private_key: Buffer.from(certs.server.key) }], true);
-const port = await new Promise<number>((resolve, reject) => server.bindAsync("127.0.0.1:0", creds, (e, p) => (e ? reject(e) : resolve(p))));
+const creds = grpc.ServerCredentials.createSsl(
+  Buffer.from(certs.ca),
+  [{ cert_chain: Buffer.from(certs.server.cert), private_key: Buffer.from(certs.server.key) }],
+  true,
+);
+const port = await new Promise<number>(
+  (resolve, reject) => server.bindAsync("127.0.0.1:0", creds, (e, p) => (e ? reject(e) : resolve(p))),
+);
 
 const Client = grpc.makeGenericClientConstructor(service, "Probe");
-const clientCreds = grpc.credentials.createSsl(Buffer.from(certs.ca), Buffer.from(certs.client.key), Buffer.from(certs.client.cert));
+const clientCreds = grpc.credentials.createSsl(
+  Buffer.from(certs.ca),
+  Buffer.from(certs.client.key),
+  Buffer.from(certs.client.cert),
+);
 const client = new Client(`127.0.0.1:${port}`, clientCreds, { "grpc.ssl_target_name_override": "localhost" }) as unknown as grpc.Client & {
-  Echo: (req: Buffer, md: grpc.Metadata, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: Buffer) => void) => grpc.ClientUnaryCall;
+  Echo: (
+    req: Buffer,
+    md: grpc.Metadata,
+    opts: grpc.CallOptions,
+    cb: (e: grpc.ServiceError | null, r?: Buffer) => void,
+  ) => grpc.ClientUnaryCall;
   Count: (req: Buffer) => grpc.ClientReadableStream<Buffer>;
 };
 
@@ -74,7 +105,16 @@ await v.check("grpc-js server streaming on Bun", async () => {
 await v.check("grpc-js client without a certificate is refused", async () => {
   const anon = new Client(`127.0.0.1:${port}`, grpc.credentials.createSsl(Buffer.from(certs.ca)), { "grpc.ssl_target_name_override": "localhost" }) as unknown as typeof client;
   try {
-    await withTimeout(new Promise<Buffer>((resolve, reject) => anon.Echo(Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 3000 }, (e, r) => (e ? reject(e) : resolve(r!)))));
+    await withTimeout(
+      new Promise<Buffer>(
+        (resolve, reject) => anon.Echo(
+          Buffer.from("x"),
+          new grpc.Metadata(),
+          { deadline: Date.now() + 3000 },
+          (e, r) => (e ? reject(e) : resolve(r!)),
+        ),
+      ),
+    );
   } catch (e) {
     return `refused: ${(e as grpc.ServiceError).code} ${(e as Error).message.slice(0, 120)}`;
   } finally {

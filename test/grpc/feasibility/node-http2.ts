@@ -51,7 +51,9 @@ const port = (secure.address() as AddressInfo).port;
 function h2Request(session: http2.ClientHttp2Session, path: string) {
   return new Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; chunks: Buffer[] }>(
     (resolve, reject) => {
-      const req = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
+      const req = session.request(
+        { ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" },
+      );
       let headers: http2.IncomingHttpHeaders = {};
       let trailers: http2.IncomingHttpHeaders = {};
       const chunks: Buffer[] = [];
@@ -98,7 +100,17 @@ await v.check("http/1.1 on the same port (allowHTTP1), client certificate seen",
     new Promise<string>((resolve, reject) => {
       const req = https.request(
         // ALPNProtocols is a TLS option https.request passes through; its RequestOptions type omits it.
-        { host: "127.0.0.1", port, path: "/who", method: "GET", ALPNProtocols: ["http/1.1"], ca: certs.ca, cert: certs.client.cert, key: certs.client.key, servername: "localhost" } as https.RequestOptions,
+        {
+          host: "127.0.0.1",
+          port,
+          path: "/who",
+          method: "GET",
+          ALPNProtocols: ["http/1.1"],
+          ca: certs.ca,
+          cert: certs.client.cert,
+          key: certs.client.key,
+          servername: "localhost",
+        } as https.RequestOptions,
         (res) => {
           let b = "";
           res.on("data", (c) => (b += c));
@@ -152,7 +164,9 @@ await v.check("h2c server (stream API, waitForTrailers)", async () => {
 });
 
 await v.check("peer certificate from the stream API (stream.session.socket)", async () => {
-  const secure2 = http2.createSecureServer({ cert: certs.server.cert, key: certs.server.key, ca: certs.ca, requestCert: true });
+  const secure2 = http2.createSecureServer(
+    { cert: certs.server.cert, key: certs.server.key, ca: certs.ca, requestCert: true },
+  );
   secure2.on("stream", (stream: http2.ServerHttp2Stream) => {
     const cn = (stream.session?.socket as TLSSocket).getPeerCertificate().subject?.CN;
     stream.respond({ ":status": 200 }, { waitForTrailers: true });
