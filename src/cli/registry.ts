@@ -39,6 +39,7 @@ export const TOP_HELP = `a2a-node ${VERSION}: let AI agents on different machine
 
 USAGE
   a2a-node [--home DIR] COMMAND [FLAGS]
+  a2a-node help [TOPIC | COMMAND [SUBCOMMAND]]     the manual's pages, and each command's help
 
 COMMANDS
 ${COMMANDS.map((c) => `  ${c.name.padEnd(Math.max(...COMMANDS.map((x) => x.name.length)))}  ${c.summary}`).join("\n")}
