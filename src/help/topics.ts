@@ -19,6 +19,8 @@ import systemd from "./topics/systemd.md" with { type: "text" };
 import troubleshooting from "./topics/troubleshooting.md" with { type: "text" };
 import benchmarks from "./topics/benchmarks.md" with { type: "text" };
 import development from "./topics/development.md" with { type: "text" };
+import grpc from "./topics/grpc.md" with { type: "text" };
+import tracing from "./topics/tracing.md" with { type: "text" };
 import commands from "./topics/commands.md" with { type: "text" };
 
 export interface HelpTopic {
@@ -46,6 +48,8 @@ export const TOPICS: readonly HelpTopic[] = [
   { name: "systemd", summary: "running the node as a system or user service", text: systemd },
   { name: "troubleshooting", summary: "a revoked or expired node, calling with curl, /openapi in a browser", text: troubleshooting },
   { name: "benchmarks", summary: "measured figures, each with the command that made it", text: benchmarks },
+  { name: "grpc", summary: "the third binding (A2A over gRPC): what works on Bun, the design, what is built and not yet wired", text: grpc },
+  { name: "tracing", summary: "one trace across the fleet (W3C Trace Context, OTLP/HTTP): the design, what is built and not yet wired", text: tracing },
   { name: "development", summary: "building, testing, benchmarking and fuzzing from a checkout", text: development },
   { name: "commands", summary: "every command and subcommand with its flags (generated)", text: commands },
 ];

@@ -82,6 +82,12 @@ describe("the README", () => {
     for (const t of TOPICS) expect(readme, t.name).toContain(topicPath(t.name));
   });
 
+  it("lists every command of the registry, and no other, in its command block", () => {
+    const block = readme.slice(readme.indexOf("## The commands")).split("```")[1]!;
+    const listed = block.split("\n").map((l) => /^([a-z-]+) {2,}\S/.exec(l)?.[1]).filter((n): n is string => !!n);
+    expect(listed.sort()).toEqual([...COMMANDS.map((c) => c.name), "help"].sort());
+  });
+
   it("gives the test command CI runs", () => {
     const ci = readFileSync(join(root, ".ci", "run"), "utf8");
     expect(ci).toMatch(/^npm test$/m);
