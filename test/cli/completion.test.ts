@@ -2,13 +2,13 @@
  * `a2a-node completion bash|zsh`: generated from the registry and the commands' flag specs, so every command,
  * subcommand and flag must appear; the bash script is run in a real bash to see what it completes.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { bufferIo } from "../../src/cli/io";
 import { COMMANDS, runCli } from "../../src/cli/registry";
 import type { Command } from "../../src/cli/command";
+import { tempDir } from "../helpers/temp-dir";
 
 let tmp: string;
 let bash: string;
@@ -23,14 +23,13 @@ async function script(shell: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  tmp = mkdtempSync(join(tmpdir(), "a2a-completion-"));
+  tmp = tempDir("a2a-completion-");
   bash = await script("bash");
   zsh = await script("zsh");
   writeFileSync(join(tmp, "a2a-node.bash"), bash);
   writeFileSync(join(tmp, "_a2a-node"), zsh);
   commands = await Promise.all(COMMANDS.map((c) => c.load()));
 });
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe("completion scripts", () => {
   it("name every command, subcommand and flag of the registry, in both shells", () => {

@@ -1,6 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
@@ -9,6 +7,7 @@ import { WebhookGuard, type LookupAll } from "../../src/push/ssrf-guard";
 import type { Logger } from "../../src/log";
 import type { StreamResponse } from "../../src/protocol/types";
 import { Receiver, type ReceiverOptions } from "../fakes/webhook-receiver";
+import { tempDir } from "../helpers/temp-dir";
 
 /**
  * Fairness and pinned delivery through the whole dispatcher: real SQLite, real receivers on loopback. Webhook
@@ -31,7 +30,7 @@ const log: Logger = {
 };
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-push-fair-"));
+  dir = tempDir("a2a-push-fair-");
   database = openDatabase(join(dir, "a2a-node.db"));
   store = new SqlitePushConfigStore(database);
   receivers = [];
@@ -44,7 +43,6 @@ afterEach(async () => {
   for (const r of receivers) r.stop();
   await Promise.all(dispatchers.map((d) => d.stop()));
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 function receiver(options: ReceiverOptions = {}): Receiver {
