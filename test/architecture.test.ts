@@ -29,16 +29,47 @@ function importsOf(file: string): string[] {
 const SOURCES = [...files(join(ROOT, "src")), ...files(join(ROOT, "pki"))].map((f) => ({ file: relative(ROOT, f), imports: importsOf(f) }));
 
 const RULES: [string, (file: string) => boolean, (target: string) => boolean][] = [
-  ["protocol/ never imports server/", (f) => f.startsWith("src/protocol/"), (t) => t.startsWith("src/server/")],
   ["client/ never imports server/ or node.ts", (f) => f.startsWith("src/client/"), (t) => t.startsWith("src/server/") || t === "src/node"],
   ["pki/ imports nothing of src/", (f) => f.startsWith("pki/"), (t) => t.startsWith("src/")],
   [
-    "store/ never imports the protocol's handler or errors",
-    (f) => f.startsWith("src/store/"),
-    (t) => t === "src/protocol/request-handler" || t === "src/protocol/errors",
+    "protocol/ (the A2A vocabulary) never imports rpc/, server/ or tasks/",
+    (f) => f.startsWith("src/protocol/"),
+    (t) => t.startsWith("src/rpc/") || t.startsWith("src/server/") || t.startsWith("src/tasks/"),
   ],
-  ["tasks/ never imports protocol/request-handler.ts", (f) => f.startsWith("src/tasks/"), (t) => t === "src/protocol/request-handler"],
+  [
+    "store/ never imports rpc/ or the protocol's errors",
+    (f) => f.startsWith("src/store/"),
+    (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
+  ],
+  ["tasks/ never imports rpc/", (f) => f.startsWith("src/tasks/"), (t) => t.startsWith("src/rpc/")],
+  [
+    "tasks/ and executors/ raise their own refusals: they never import rpc/ or the protocol's errors",
+    (f) => f.startsWith("src/tasks/") || f.startsWith("src/executors/"),
+    (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
+  ],
+  ["help/ (the manual's pages, text) imports nothing outside help/", (f) => f.startsWith("src/help/"), (t) => !t.startsWith("src/help/")],
+  [
+    "grpc/ (wire format of the third binding) imports only itself and protocol/types.ts",
+    (f) => f.startsWith("src/grpc/"),
+    (t) => !t.startsWith("src/grpc/") && t !== "src/protocol/types",
+  ],
+  // Tracing is a floor of its own that bindings, executors and the client will call into, never the reverse.
+  ["tracing/ imports nothing else of src/", (f) => f.startsWith("src/tracing/"), (t) => t.startsWith("src/") && !t.startsWith("src/tracing/")],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
+  // The service is a library the CLI calls: it raises its own errors and the CLI gives them exit codes.
+  ["service/ never imports cli/", (f) => f.startsWith("src/service/"), (t) => t.startsWith("src/cli/")],
+  // Push delivery is handed its queue; which store keeps it is the composition root's choice.
+  ["push/ never imports store/", (f) => f.startsWith("src/push/"), (t) => t.startsWith("src/store/")],
+  // Ids and timestamps live at the bottom (src/clock.ts): an executor making ids does not reach into tasks/.
+  ["executors/ never import tasks/", (f) => f.startsWith("src/executors/"), (t) => t.startsWith("src/tasks/")],
+  ["src/clock.ts imports nothing of src/", (f) => f === "src/clock.ts", (t) => t.startsWith("src/")],
+  // What client/ and executors/ share (the SSE reader) sits below both, in src/sse.ts.
+  ["client/ never imports executors/", (f) => f.startsWith("src/client/"), (t) => t.startsWith("src/executors/")],
+  ["src/sse.ts imports nothing of src/", (f) => f === "src/sse.ts", (t) => t.startsWith("src/")],
+  // Metrics watch every floor, server/ among them (NodeMetrics implements its RouterMetrics): no way back.
+  ["server/ never imports metrics/", (f) => f.startsWith("src/server/"), (t) => t.startsWith("src/metrics/")],
+  // fleet/ builds on server/ (its listeners, its routes): the listeners are handed the fleet's pieces by node.ts.
+  ["server/ never imports fleet/", (f) => f.startsWith("src/server/"), (t) => t.startsWith("src/fleet/")],
 ];
 
 describe("import directions", () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, DEFAULTS, loadConfigFile, redacted, resolveSettings, SETTINGS, type SettingName } from "../src/config";
-import { settingFlags, settingsHelp, settingsTable } from "../src/cli/settings-text";
+import { settingFlags, settingsHelp } from "../src/cli/settings-text";
 import type { Setting } from "../src/settings/kinds";
 import { tempDir } from "./helpers/temp-dir";
 
@@ -226,14 +226,5 @@ describe("one declaration per setting", () => {
     expect(text).toContain("# [extended_card]");
     expect(text).toContain("# [[extended_card.skills]]");
     expect(text).toContain("# [[extensions]]");
-  });
-});
-
-describe("the README", () => {
-  it("holds the settings table exactly as the declarations make it", () => {
-    const readme = readFileSync(join(import.meta.dirname, "..", "README.md"), "utf8");
-    const start = readme.indexOf("\n", readme.indexOf("<!-- settings table")) + 1;
-    const end = readme.indexOf("<!-- end of settings table -->");
-    expect(readme.slice(start, end)).toBe(settingsTable());
   });
 });

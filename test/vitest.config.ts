@@ -5,6 +5,7 @@ import { defineConfig, type TestProjectInlineConfiguration } from "vitest/config
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const VENDOR = fileURLToPath(new URL("../src/server/assets/", import.meta.url));
+const HELP_TOPICS = fileURLToPath(new URL("../src/help/topics/", import.meta.url));
 
 // Tests run under Bun (`bun --bun vitest run --config test/vitest.config.ts`): they use bun:sqlite, Bun.spawn
 // and real TLS sockets. The config lives in test/ (the repository's top level holds only what it must), and
@@ -84,13 +85,14 @@ function localSources(root: string, path: string): string[] {
 }
 
 const vendorTextImports = {
-  // Files under src/server/assets/ are imported as text (`with { type: "text" }`), which Bun honours and Vite does
+  // Files under src/server/assets/ and the help topics (src/help/topics/*.md) are imported as text (`with { type: "text" }`), which Bun honours and Vite does
   // not: give vitest the same module Bun builds, the file's text as the default export.
   name: "vendor-text-imports",
   enforce: "pre" as const,
   load(id: string) {
     const path = id.split("?")[0]!;
-    if (path.startsWith(VENDOR) && path.endsWith(".js")) return `export default ${JSON.stringify(readFileSync(path, "utf8"))};`;
+    if ((path.startsWith(VENDOR) && path.endsWith(".js")) || (path.startsWith(HELP_TOPICS) && path.endsWith(".md")))
+      return `export default ${JSON.stringify(readFileSync(path, "utf8"))};`;
   },
 };
 

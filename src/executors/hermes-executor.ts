@@ -1,6 +1,5 @@
-import { A2AError } from "../protocol/errors";
 import type { Message } from "../protocol/types";
-import type { AgentExecutor, ExecutionOutcome, ExecutionRequest, Readiness } from "./executor";
+import { refuse, type AgentExecutor, type ExecutionOutcome, type ExecutionRequest, type ExecutorRefusal, type Readiness } from "./executor";
 import { choiceOf } from "./hermes/approvals";
 import { Conversations } from "./hermes/conversation";
 import { APPROVAL_KEY, HermesTask, type HermesTiming } from "./hermes/hermes-task";
@@ -45,14 +44,14 @@ export class HermesExecutor implements AgentExecutor {
     this.conversations = new Conversations(this.api);
   }
 
-  check(message: Message, task?: { state: Record<string, unknown> }): A2AError | undefined {
+  check(message: Message, task?: { state: Record<string, unknown> }): ExecutorRefusal | undefined {
     if (message.parts.some((p) => p.raw !== undefined || p.url !== undefined))
-      return A2AError.contentTypeNotSupported("the Hermes executor gives Hermes text (and data parts as JSON); it cannot pass files");
+      return refuse("content-type", "the Hermes executor gives Hermes text (and data parts as JSON); it cannot pass files");
     // An answer to an approval asked before this node restarted: refuse one that is not a choice of it.
     const pending = task?.state[APPROVAL_KEY];
     if (pending && typeof pending === "object") {
       const r = choiceOf(message, pending as HermesApproval);
-      if ("refused" in r) return A2AError.invalidParams(r.refused);
+      if ("refused" in r) return refuse("invalid", r.refused);
     }
     return undefined;
   }

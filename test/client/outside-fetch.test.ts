@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ProtocolError } from "../../src/client/a2a-client";
+import { ProtocolError } from "../../src/client/peer-client";
 import { outsideFetch, PeerAuthRefused, PeerCaError, PeerCredentialsError, readCredentialHeader, trustRoots } from "../../src/client/outside-fetch";
 import { isLoopbackHost, normalizeOutsideUrl, PeerUrlError } from "../../src/client/peer-url";
 import { tempDir } from "../helpers/temp-dir";

@@ -6,7 +6,7 @@
  * do not know which one a peer speaks.
  */
 import { describe, expect, it } from "vitest";
-import { RemoteError, type PeerClient } from "../../src/client/a2a-client";
+import { RemoteError, type PeerClient } from "../../src/client/peer-client";
 import type { Message, StreamResponse, Task } from "../../src/protocol/types";
 
 export interface PeerClientUnderTest {

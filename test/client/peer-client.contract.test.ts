@@ -4,7 +4,8 @@
  * of the errors are compared across the two: the same call fails the same way on either binding.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { A2AClient, type PeerClient } from "../../src/client/a2a-client";
+import { JsonRpcClient } from "../../src/client/jsonrpc-client";
+import type { PeerClient } from "../../src/client/peer-client";
 import { HttpJsonClient } from "../../src/client/http-json-client";
 import { mtlsFetch } from "../../src/client/mtls-fetch";
 import { DEFAULTS } from "../../src/config";
@@ -21,7 +22,7 @@ beforeAll(async () => {
   fleet = await makeFleet(["alpha", "beta"]);
   const quiet = createLogger(() => {}, "warn");
   beta = await startNode(fleet.homes.beta, { ...DEFAULTS, host: "127.0.0.1", port: 0, executor: "conformance" }, quiet);
-  const card = await new A2AClient(beta.url, fetchAsAlpha()).getAgentCard(beta.url);
+  const card = await new JsonRpcClient(beta.url, fetchAsAlpha()).getAgentCard(beta.url);
   const url = (binding: string) => card.supportedInterfaces.find((i) => i.protocolBinding === binding)!.url;
   urls = { JSONRPC: url("JSONRPC"), "HTTP+JSON": url("HTTP+JSON") };
 });
@@ -31,10 +32,10 @@ afterAll(async () => {
 });
 
 const fetchAsAlpha = () => mtlsFetch(fleet.identity("alpha"), { name: "beta" });
-const jsonRpc = (): PeerClient => new A2AClient(urls.JSONRPC, fetchAsAlpha());
+const jsonRpc = (): PeerClient => new JsonRpcClient(urls.JSONRPC, fetchAsAlpha());
 const httpJson = (): PeerClient => new HttpJsonClient(urls["HTTP+JSON"], fetchAsAlpha());
 
-peerClientContract({ name: "A2AClient (JSON-RPC)", binding: "JSONRPC", client: jsonRpc });
+peerClientContract({ name: "JsonRpcClient (JSON-RPC)", binding: "JSONRPC", client: jsonRpc });
 peerClientContract({ name: "HttpJsonClient (HTTP+JSON)", binding: "HTTP+JSON", client: httpJson });
 
 describe("PeerClient: the two bindings side by side", () => {

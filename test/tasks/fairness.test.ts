@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { messageText } from "../../src/executors/executor";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, Task } from "../../src/protocol/types";
 // Fairness is the runner's alone: the in-memory store (held to the same contract as SQLite) keeps this fast.
 import { MemoryTaskStore } from "../../src/store/memory-task-store";

@@ -1,4 +1,4 @@
-import { readSse } from "../sse";
+import { readSse } from "../../sse";
 
 /*
  * The Hermes Agent runs API as the real server speaks it (gateway/platforms/api_server.py and, in newer
