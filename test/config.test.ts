@@ -1,13 +1,12 @@
-import { afterAll, describe, expect, it } from "vitest";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, it } from "vitest";
+import { chmodSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError, DEFAULTS, loadConfigFile, redacted, resolveSettings, SETTINGS, type SettingName } from "../src/config";
 import { settingFlags, settingsHelp } from "../src/cli/settings-text";
 import type { Setting } from "../src/settings/kinds";
+import { tempDir } from "./helpers/temp-dir";
 
-const dir = mkdtempSync(join(tmpdir(), "a2a-config-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("a2a-config-");
 const file = (name: string, text: string) => {
   const p = join(dir, name);
   writeFileSync(p, text);

@@ -1,13 +1,12 @@
-import { chownSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chownSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { bufferIo } from "../src/cli/io";
 import { runCli } from "../src/cli/registry";
 import { homePaths, resolveHome, SYSTEM_HOME } from "../src/home";
+import { tempDir } from "./helpers/temp-dir";
 
-const tmp = mkdtempSync(join(tmpdir(), "a2a-home-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDir("a2a-home-");
 
 const machine = (isRoot: boolean, systemHomeExists: boolean) => ({ isRoot, exists: (p: string) => p === SYSTEM_HOME && systemHomeExists });
 

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { hashCallerToken, matchTokenHash, newCallerToken } from "../../src/auth/caller-tokens";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { CallerTokenExistsError, SqliteCallerTokens } from "../../src/store/sqlite-caller-tokens";
+import { tempDir } from "../helpers/temp-dir";
 
 describe("caller tokens", () => {
   it("are 256 random bits behind a recognisable prefix, matched only by their exact hash", () => {
@@ -26,13 +26,12 @@ describe("SqliteCallerTokens", () => {
   let db: OpenDatabase;
   let tokens: SqliteCallerTokens;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), "a2a-tokens-"));
+    dir = tempDir("a2a-tokens-");
     db = openDatabase(join(dir, "a2a-node.db"));
     tokens = new SqliteCallerTokens(db.db);
   });
   afterEach(() => {
     db.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it("adds, verifies, replaces and revokes; the file holds the hash, never the token", () => {

@@ -3,13 +3,13 @@
  * command, subcommand and flag must appear; each script is run in its real shell to see what it completes (zsh
  * and fish where installed: the CI machine has both).
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { bufferIo } from "../../src/cli/io";
 import { COMMANDS, runCli } from "../../src/cli/registry";
 import type { Command } from "../../src/cli/command";
+import { tempDir } from "../helpers/temp-dir";
 
 let tmp: string;
 let bash: string;
@@ -25,7 +25,7 @@ async function script(shell: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  tmp = mkdtempSync(join(tmpdir(), "a2a-completion-"));
+  tmp = tempDir("a2a-completion-");
   bash = await script("bash");
   zsh = await script("zsh");
   fish = await script("fish");
@@ -34,7 +34,6 @@ beforeAll(async () => {
   writeFileSync(join(tmp, "a2a-node.fish"), fish);
   commands = await Promise.all(COMMANDS.map((c) => c.load()));
 });
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 describe("completion scripts", () => {
   it("name every command, subcommand and flag of the registry, in both shells", () => {

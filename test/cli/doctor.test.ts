@@ -3,9 +3,8 @@
  * modes, a real database, peers served by the compiled binary over mutual TLS, closed ports, and the fake
  * model server as the model endpoint.
  */
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { initPki, installBundle, issueBundle } from "../../pki";
@@ -16,6 +15,7 @@ import { ensureHome, homePaths } from "../../src/home";
 import { requireBinary, serveBinary, type ServedBinary } from "../helpers/binary";
 import { startFakeModel, type FakeModel } from "../fakes/openai";
 import { makeFleet, type Fleet } from "../helpers/fleet";
+import { tempDir } from "../helpers/temp-dir";
 
 let tmp: string;
 let fleet: Fleet;
@@ -36,7 +36,7 @@ function freePort(): Promise<number> {
 }
 
 beforeAll(async () => {
-  tmp = mkdtempSync(join(tmpdir(), "a2a-doctor-"));
+  tmp = tempDir("a2a-doctor-");
   fleet = await makeFleet(["alpha", "beta", "gamma"]);
   other = await makeFleet(["stranger"]);
   beta = await serveBinary(fleet.homes.beta, ["--executor", "echo"]);
@@ -50,7 +50,6 @@ afterAll(async () => {
   model?.stop();
   fleet.cleanup();
   other.cleanup();
-  rmSync(tmp, { recursive: true, force: true });
 });
 
 async function doctor(home: string, ...args: string[]) {

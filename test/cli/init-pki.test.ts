@@ -1,6 +1,5 @@
-import { afterAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, it } from "vitest";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { initPkiCommand } from "../../src/cli/commands/init-pki";
 import { pkiCommand } from "../../src/cli/commands/pki";
@@ -8,14 +7,9 @@ import { CliError, UsageError } from "../../src/cli/errors";
 import { bufferIo } from "../../src/cli/io";
 import { homePaths } from "../../src/home";
 import { inspectCert } from "../../pki";
+import { tempDir } from "../helpers/temp-dir";
 
-const made: string[] = [];
-afterAll(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
-function tmp(): string {
-  const d = mkdtempSync(join(tmpdir(), "a2a-cli-init-"));
-  made.push(d);
-  return d;
-}
+const tmp = () => tempDir("a2a-cli-init-");
 
 async function run(argv: string[], home: string) {
   const io = bufferIo();

@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { runCli } from "../../src/cli/registry";
 import { bufferIo } from "../../src/cli/io";
+import { tempDir } from "../helpers/temp-dir";
 
 let root: string;
 let home: string;
@@ -16,11 +15,10 @@ async function cli(...args: string[]) {
 }
 
 beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "a2a-peers-"));
+  root = tempDir("a2a-peers-");
   home = join(root, "home");
   expect((await cli("init-pki", "--name", "alpha")).code).toBe(0);
 });
-afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("peers", () => {
   it("starts empty, with a hint", async () => {

@@ -1,7 +1,6 @@
 import { Database } from "bun:sqlite";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { beforeAll, describe, expect, it } from "vitest";
+import { chmodSync, copyFileSync, existsSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { initPkiCommand } from "../../src/cli/commands/init-pki";
 import { pkiCommand } from "../../src/cli/commands/pki";
@@ -11,14 +10,9 @@ import { homePaths } from "../../src/home";
 import { RevocationState } from "../../src/fleet/revocation-state";
 import { createLogger } from "../../src/log";
 import { createCa, inspectCert, issueLeaf, keyPinOf, readBundle } from "../../pki";
+import { tempDir } from "../helpers/temp-dir";
 
-const made: string[] = [];
-afterAll(() => made.forEach((d) => rmSync(d, { recursive: true, force: true })));
-function tmp(): string {
-  const d = mkdtempSync(join(tmpdir(), "a2a-cli-pki-"));
-  made.push(d);
-  return d;
-}
+const tmp = () => tempDir("a2a-cli-pki-");
 
 async function pki(argv: string[], home: string) {
   const io = bufferIo();

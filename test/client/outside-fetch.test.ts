@@ -1,16 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ProtocolError } from "../../src/client/peer-client";
 import { outsideFetch, PeerAuthRefused, PeerCaError, PeerCredentialsError, readCredentialHeader, trustRoots } from "../../src/client/outside-fetch";
 import { isLoopbackHost, normalizeOutsideUrl, PeerUrlError } from "../../src/client/peer-url";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-outside-unit-"));
+  dir = tempDir("a2a-outside-unit-");
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const file = (name: string, text: string) => {
   const p = join(dir, name);

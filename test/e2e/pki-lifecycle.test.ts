@@ -3,8 +3,7 @@
  * needs-renewal's exit codes for timers.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "node:tls";
 import { createCa, createCsr, createToken, inspectCert, installBundle, initPki, issueBundle, issueLeaf } from "../../pki";
@@ -12,15 +11,15 @@ import { startGatedModel } from "../fakes/gated-model";
 import { rpc, userMessage } from "../helpers/rpc";
 import { ensureHome, homePaths } from "../../src/home";
 import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";
+import { tempDir } from "../helpers/temp-dir";
 
 const DAY = 86_400_000;
 /** For the tests that start many binaries: their time is the machine's load as much as theirs. */
 const LONG_TEST_MS = 90_000;
 let root: string;
 beforeAll(() => {
-  root = mkdtempSync(join(tmpdir(), "a2a-pki-e2e-"));
+  root = tempDir("a2a-pki-e2e-");
 });
-afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("the CA keeps records (binary)", () => {
   it("issue twice is refused, --replace revokes, list shows it", async () => {

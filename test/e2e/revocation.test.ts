@@ -9,29 +9,28 @@
  * two minutes, for a machine busy with other work (they take 10-20 s on a loaded two-core machine).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, rmSync, watch, writeFileSync } from "node:fs";
+import { readFileSync, watch, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { readRevocationList, type RevocationList } from "../../pki";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { homePaths } from "../../src/home";
 import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";
 import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { openSse, openSseRequest } from "../helpers/sse";
 import { userMessage } from "../helpers/rpc";
+import { tempDir } from "../helpers/temp-dir";
 
 let root: string;
 let model: GatedModel;
 const served: ServedBinary[] = [];
 
 beforeAll(() => {
-  root = mkdtempSync(join(tmpdir(), "a2a-revocation-"));
+  root = tempDir("a2a-revocation-");
   model = startGatedModel();
 });
 afterAll(async () => {
   for (const n of served) await n.stop("SIGKILL").catch(() => {});
   model.stop();
-  rmSync(root, { recursive: true, force: true });
 });
 
 const home = (name: string) => join(root, name);

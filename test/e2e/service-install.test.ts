@@ -3,10 +3,9 @@
  * roots and homes: real files, real owners and modes, real certificates. systemctl, useradd and loginctl are
  * recording fakes first on PATH (useradd writes ROOT/etc/passwd, as the real one does with --root).
  */
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inspectCert, issueBundle, loadNodeIdentity } from "../../pki";
@@ -14,6 +13,7 @@ import { homePaths } from "../../src/home";
 import { DEFAULT_SYSTEM_UNIT, renderUnit } from "../../src/service/unit";
 import { requireBinary, serveBinary } from "../helpers/binary";
 import { makeFleet, type Fleet } from "../helpers/fleet";
+import { tempDir } from "../helpers/temp-dir";
 
 const FAKE = `#!/bin/bash
 name=$(basename "$0")
@@ -35,11 +35,10 @@ let tmp: string;
 let fleet: Fleet;
 beforeAll(async () => {
   requireBinary();
-  tmp = mkdtempSync(join(tmpdir(), "a2a-service-"));
+  tmp = tempDir("a2a-service-");
   fleet = await makeFleet(["alpha"]);
 });
 afterAll(() => {
-  rmSync(tmp, { recursive: true, force: true });
   fleet.cleanup();
 });
 

@@ -3,13 +3,12 @@
  * PKI set-up, serve, peers, send, status, graceful stop and restart. The only fake is the model.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runBinary, serveBinary, type CliRun, type ServedBinary } from "../helpers/binary";
 import { startFakeModel, type FakeModel } from "../fakes/openai";
+import { tempDir } from "../helpers/temp-dir";
 
-const root = mkdtempSync(join(tmpdir(), "a2a-e2e-two-"));
+const root = tempDir("a2a-e2e-two-");
 const alphaHome = join(root, "alpha");
 const betaHome = join(root, "beta");
 const served: ServedBinary[] = [];
@@ -67,7 +66,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(served.map((n) => n.stop("SIGKILL").catch(() => undefined)));
   for (const m of models) m.stop();
-  rmSync(root, { recursive: true, force: true });
 });
 
 describe("two nodes over mutual TLS, through the CLI", () => {

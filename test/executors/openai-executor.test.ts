@@ -4,8 +4,6 @@
  * request handler on a real SQLite store.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { OpenAiCompatibleExecutor, type OpenAiExecutorOptions } from "../../src/executors/openai-executor";
 import type { ExecutionEvents, ExecutionRequest } from "../../src/executors/executor";
@@ -16,6 +14,7 @@ import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { TaskRunner } from "../../src/tasks/task-runner";
 import { startFakeModel, type FakeModel, type FakeModelOptions } from "../fakes/openai";
+import { tempDir } from "../helpers/temp-dir";
 
 const models: FakeModel[] = [];
 function fake(options: FakeModelOptions = {}): FakeModel {
@@ -279,13 +278,12 @@ describe("OpenAiCompatibleExecutor, through TaskRunner on SQLite", () => {
   const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
 
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), "a2a-openai-exec-"));
+    dir = tempDir("a2a-openai-exec-");
     database = openDatabase(join(dir, "db.sqlite"));
     store = new SqliteTaskStore(database);
   });
   afterEach(() => {
     database.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   function handlerWith(model: FakeModel, options: Partial<OpenAiExecutorOptions> = {}) {

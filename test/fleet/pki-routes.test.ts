@@ -3,9 +3,7 @@
  * an hour). Clocks are the limiters' own (injected), so an hour passes in a line; the revocation state is the
  * real one over a temp folder.
  */
-import { afterAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { createPkiRoutes, PKI_RATE, RENEW_RATE } from "../../src/fleet/pki-routes";
 import { RevocationState } from "../../src/fleet/revocation-state";
@@ -13,9 +11,9 @@ import { PeerRateLimiter } from "../../src/server/rate-limit";
 import { createLogger } from "../../src/log";
 import type { CallerIdentity } from "../../src/rpc/caller";
 import type { HttpRequest } from "../../src/server/http1";
+import { tempDir } from "../helpers/temp-dir";
 
-const dir = mkdtempSync(join(tmpdir(), "a2a-pki-routes-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("a2a-pki-routes-");
 
 const caller = (name: string): CallerIdentity => ({ name, fingerprint: `${name}-fp` });
 const req = (method: string, target: string): HttpRequest => ({ method, target, headers: new Map(), body: Buffer.from("{}") });

@@ -7,11 +7,11 @@
  * without a task first, and refuses with its own error shapes.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runBinary } from "../helpers/binary";
 import { startHermesA2AServer, type HermesA2AServer } from "../fakes/hermes-a2a";
+import { tempDir } from "../helpers/temp-dir";
 
 const TOKEN = `hermes-peer-${crypto.randomUUID()}`;
 let dir: string;
@@ -31,7 +31,7 @@ async function cli(...args: string[]) {
 const idIn = (text: string, state: string) => new RegExp(`^task (\\S+) ${state}`, "m").exec(text)?.[1];
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-hermes-a2a-"));
+  dir = tempDir("a2a-hermes-a2a-");
   home = join(dir, "alpha");
   tokenFile = join(dir, "hermes.token");
   writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
@@ -46,7 +46,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await hermes?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe("a2a-node calls a Hermes A2A node as a peer outside the fleet", () => {

@@ -6,11 +6,10 @@
  * looked for in everything the CLI printed, and must be nowhere.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { createServer as createHttpServer, type Server } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import express from "express";
 import { AGENT_CARD_PATH, TaskState, type AgentCard } from "@a2a-js/sdk";
@@ -20,6 +19,7 @@ import { createCa, issueLeaf } from "../../pki";
 import { bufferIo } from "../../src/cli/io";
 import { runCli } from "../../src/cli/registry";
 import { makeFleet, type Fleet } from "../helpers/fleet";
+import { tempDir } from "../helpers/temp-dir";
 
 const TOKEN = `tok-${crypto.randomUUID()}`;
 const API_KEY = `key-${crypto.randomUUID()}`;
@@ -133,7 +133,7 @@ async function cli(...args: string[]) {
 
 beforeAll(async () => {
   fleet = await makeFleet(["alpha"]);
-  dir = mkdtempSync(join(tmpdir(), "a2a-outside-"));
+  dir = tempDir("a2a-outside-");
   tokenFile = join(dir, "agent.token");
   writeFileSync(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
   const ca = await createCa({ name: "agent own CA" });
@@ -150,7 +150,6 @@ afterAll(async () => {
     await new Promise<void>((resolve) => (a ? a.server.close(() => resolve()) : resolve()));
   }
   fleet?.cleanup();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const CASES = [

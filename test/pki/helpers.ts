@@ -1,20 +1,11 @@
-import { afterAll } from "vitest";
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createCa, issueLeaf, type CertAndKey } from "../../pki";
+import { tempDir } from "../helpers/temp-dir";
 
 /** Temp folders for one test file, removed when the file's tests are done. */
 export function tempDirs(): () => string {
-  const made: string[] = [];
-  afterAll(() => {
-    for (const dir of made) rmSync(dir, { recursive: true, force: true });
-  });
-  return () => {
-    const dir = mkdtempSync(join(tmpdir(), "a2a-pki-test-"));
-    made.push(dir);
-    return dir;
-  };
+  return () => tempDir("a2a-pki-test-");
 }
 
 export function mode(path: string): number {

@@ -7,8 +7,7 @@
  * tasks of its commit keep theirs. A dispatcher then sends them in order.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger, type Logger } from "../../src/log";
 import type { StreamResponse } from "../../src/protocol/types";
@@ -25,6 +24,7 @@ import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import type { QueuedWithEvent, TaskStore } from "../../src/tasks/task-store";
 import { emptyPostgres } from "../helpers/postgres-stores";
 import { Receiver } from "../fakes/webhook-receiver";
+import { tempDir } from "../helpers/temp-dir";
 
 interface Opened {
   store: TaskStore;
@@ -43,7 +43,7 @@ const stores: [string, () => Promise<Opened>][] = [
   [
     "SQLite (a real file)",
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), "a2a-outbox-"));
+      const dir = tempDir("a2a-outbox-");
       const database = openDatabase(join(dir, "a2a-node.db"));
       const configs = new SqlitePushConfigStore(database);
       const queue = new SqliteDeliveryQueue(database);

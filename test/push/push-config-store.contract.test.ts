@@ -1,6 +1,4 @@
 /** The PushConfigStore contract (push-config-store-contract.ts) run against every implementation. */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../../src/store/database";
 import { MemoryPushConfigStore } from "../../src/store/memory-push-config-store";
@@ -8,17 +6,17 @@ import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store"
 import { PostgresPushConfigStore } from "../../src/store/postgres/postgres-push-config-store";
 import { emptyPostgres } from "../helpers/postgres-stores";
 import { pushConfigStoreContract } from "./push-config-store-contract";
+import { tempDir } from "../helpers/temp-dir";
 
 pushConfigStoreContract("in memory", () => ({ store: new MemoryPushConfigStore(), close: () => {} }));
 
 pushConfigStoreContract("SQLite (a real file)", () => {
-  const dir = mkdtempSync(join(tmpdir(), "a2a-push-contract-"));
+  const dir = tempDir("a2a-push-contract-");
   const database = openDatabase(join(dir, "a2a-node.db"));
   return {
     store: new SqlitePushConfigStore(database),
     close() {
       database.close();
-      rmSync(dir, { recursive: true, force: true });
     },
   };
 });

@@ -1,9 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let path: string;
@@ -11,14 +10,13 @@ let database: OpenDatabase;
 let store: SqlitePushConfigStore;
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-push-store-"));
+  dir = tempDir("a2a-push-store-");
   path = join(dir, "a2a-node.db");
   database = openDatabase(path);
   store = new SqlitePushConfigStore(database);
 });
 afterEach(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const queued = (configId?: string) =>

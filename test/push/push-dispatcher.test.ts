@@ -1,6 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { StreamResponse as SdkStreamResponse } from "@a2a-js/sdk";
 import { DefaultPushNotificationSender } from "@a2a-js/sdk/server";
@@ -13,6 +11,7 @@ import { verifySignature } from "../../src/push/signature";
 import type { Logger } from "../../src/log";
 import type { StreamResponse, TaskPushNotificationConfig } from "../../src/protocol/types";
 import { Receiver, type ReceivedRequest } from "../fakes/webhook-receiver";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let path: string;
@@ -29,7 +28,7 @@ const log: Logger = {
 };
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-push-"));
+  dir = tempDir("a2a-push-");
   path = join(dir, "a2a-node.db");
   database = openDatabase(path);
   store = new SqlitePushConfigStore(database);
@@ -41,7 +40,6 @@ afterEach(async () => {
   for (const r of receivers) r.stop();
   await Promise.all(dispatchers.map((d) => d.stop()));
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 function receiver(): Receiver {

@@ -1,6 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteDeliveryQueue } from "../../src/store/sqlite-delivery-queue";
@@ -10,6 +8,7 @@ import { WebhookGuard, type LookupAll } from "../../src/push/ssrf-guard";
 import type { Logger } from "../../src/log";
 import type { StreamResponse } from "../../src/protocol/types";
 import { Receiver, type ReceiverOptions } from "../fakes/webhook-receiver";
+import { tempDir } from "../helpers/temp-dir";
 
 /**
  * Fairness and pinned delivery through the whole dispatcher: real SQLite, real receivers on loopback. Webhook
@@ -32,7 +31,7 @@ const log: Logger = {
 };
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-push-fair-"));
+  dir = tempDir("a2a-push-fair-");
   database = openDatabase(join(dir, "a2a-node.db"));
   store = new SqlitePushConfigStore(database);
   receivers = [];
@@ -45,7 +44,6 @@ afterEach(async () => {
   for (const r of receivers) r.stop();
   await Promise.all(dispatchers.map((d) => d.stop()));
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 function receiver(options: ReceiverOptions = {}): Receiver {

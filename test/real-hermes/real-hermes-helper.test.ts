@@ -2,11 +2,10 @@
  * The real-Hermes helper fails loudly, naming the variable to set, when the server is not where it looks: the
  * real-Hermes tests never pass by skipping.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { realHermesDir, requireRealHermes, startRealHermes } from "../helpers/real-hermes";
+import { tempDir } from "../helpers/temp-dir";
 
 const saved = process.env.A2A_REAL_HERMES;
 afterEach(() => {
@@ -23,7 +22,7 @@ describe("finding the real Hermes server", () => {
   });
 
   it("a directory without the runner and its archive is refused with what to set, before anything starts", async () => {
-    const empty = mkdtempSync(join(tmpdir(), "a2a-no-hermes-"));
+    const empty = tempDir("a2a-no-hermes-");
     try {
       process.env.A2A_REAL_HERMES = empty;
       const why = `the real Hermes server is not at ${empty} (no real-hermes runner or hermes-src.tgz there): set A2A_REAL_HERMES to the directory that holds them`;

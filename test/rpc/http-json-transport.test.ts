@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
@@ -13,6 +11,7 @@ import { matchRoute, queryFields } from "../../src/rpc/http-json-routes";
 import { HttpJsonTransport, type HttpJsonRequest } from "../../src/rpc/http-json-transport";
 import type { MethodTable } from "../../src/rpc/jsonrpc-transport";
 import { v1Methods } from "../../src/rpc/v1-methods";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let database: OpenDatabase;
@@ -20,7 +19,7 @@ let transport: HttpJsonTransport;
 const ctx = { caller: { name: "alpha", fingerprint: "AA" } };
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-rest-"));
+  dir = tempDir("a2a-rest-");
   database = openDatabase(join(dir, "db.sqlite"));
   const store = new SqliteTaskStore(database);
   const handler = new DefaultRequestHandler(store, new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }));
@@ -28,7 +27,6 @@ beforeAll(() => {
 });
 afterAll(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** One request through matchRoute and the transport, as the router does it. */

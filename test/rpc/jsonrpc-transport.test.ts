@@ -1,6 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
@@ -9,6 +7,7 @@ import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import { EchoExecutor } from "../../src/executors/echo-executor";
 import { JsonRpcTransport } from "../../src/rpc/jsonrpc-transport";
 import { v1Methods } from "../../src/rpc/v1-methods";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let database: OpenDatabase;
@@ -16,14 +15,13 @@ let transport: JsonRpcTransport;
 const ctx = { caller: { name: "alpha", fingerprint: "AA" } };
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-rpc-"));
+  dir = tempDir("a2a-rpc-");
   database = openDatabase(join(dir, "db.sqlite"));
   const store = new SqliteTaskStore(database);
   transport = new JsonRpcTransport({ v1: v1Methods(new DefaultRequestHandler(store, new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }))) });
 });
 afterAll(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const call = async (body: unknown, version: string | null = "1.0") => {

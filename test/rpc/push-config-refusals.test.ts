@@ -4,8 +4,6 @@
  * (max_push_configs_per_caller); and if the config cannot be saved once the task is recorded, the task ends
  * FAILED saying so, never left SUBMITTED with nothing to run it (the fuzzer found one so). Real SQLite stores.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EchoExecutor } from "../../src/executors/echo-executor";
@@ -16,6 +14,7 @@ import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { TaskRunner } from "../../src/tasks/task-runner";
+import { tempDir } from "../helpers/temp-dir";
 
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
 const send = (text: string) => ({
@@ -27,14 +26,13 @@ let dir: string;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-push-refusals-"));
+  dir = tempDir("a2a-push-refusals-");
   database = openDatabase(join(dir, "db.sqlite"));
   store = new SqliteTaskStore(database);
 });
 afterEach(() => {
   store.flush();
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 function handler(configs: PushConfigs, perCaller = 2) {

@@ -1,6 +1,4 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
@@ -13,6 +11,7 @@ import { A2AError } from "../../src/protocol/errors";
 import type { Message, Task } from "../../src/protocol/types";
 import { ConformanceExecutor } from "../../src/executors/conformance-executor";
 import { startFakeModel, type FakeModel } from "../fakes/openai";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let database: OpenDatabase;
@@ -39,7 +38,7 @@ async function expectA2AError(p: Promise<unknown>, code: number): Promise<A2AErr
 }
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-handler-"));
+  dir = tempDir("a2a-handler-");
   database = openDatabase(join(dir, "db.sqlite"));
   store = new SqliteTaskStore(database);
 });
@@ -47,7 +46,6 @@ afterEach(() => {
   model?.stop();
   model = undefined;
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 describe("DefaultRequestHandler with the echo executor", () => {

@@ -5,8 +5,6 @@
  * base64 bytes, `url` points to the file's content).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
@@ -19,6 +17,7 @@ import { matchRoute } from "../../src/rpc/http-json-routes";
 import { v1Methods } from "../../src/rpc/v1-methods";
 import { v03Methods } from "../../src/rpc/v03/methods";
 import { keepsExactly, scanJson } from "../../src/protocol/json-depth";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let database: OpenDatabase;
@@ -27,7 +26,7 @@ let rest: HttpJsonTransport;
 const ctx = { caller: { name: "alpha", fingerprint: "AA" } };
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-stored-"));
+  dir = tempDir("a2a-stored-");
   database = openDatabase(join(dir, "db.sqlite"));
   const store = new SqliteTaskStore(database);
   const handler = new DefaultRequestHandler(store, new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }));
@@ -36,7 +35,6 @@ beforeAll(() => {
 });
 afterAll(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** A SendMessage body, as text, with `inner` spliced in as written (so numbers keep their spelling). */

@@ -2,19 +2,18 @@
  * scripts/fuzz.ts: a seed fixes the inputs, and a small run against the compiled binary finds nothing wrong
  * (the full run, 10,000 inputs, is `npm run fuzz`; its numbers go in the issue, not in a test).
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { requireBinary } from "../helpers/binary";
 import { FuzzSession } from "../../scripts/fuzz/session";
 import { Tally } from "../../scripts/fuzz/report";
 import { get } from "../../scripts/fuzz/calls";
+import { tempDir } from "../helpers/temp-dir";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 const FUZZ = join(ROOT, "scripts", "fuzz.ts");
-const dir = mkdtempSync(join(tmpdir(), "a2a-fuzz-test-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir("a2a-fuzz-test-");
 
 async function fuzz(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const proc = Bun.spawn([process.execPath, FUZZ, ...args], { cwd: dir, stdout: "pipe", stderr: "pipe" });

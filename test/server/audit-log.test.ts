@@ -1,18 +1,10 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { describe, expect, it } from "vitest";
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AuditLog, type AuditCall } from "../../src/server/audit-log";
+import { tempDir } from "../helpers/temp-dir";
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function tmp(): string {
-  const d = mkdtempSync(join(tmpdir(), "a2a-audit-"));
-  dirs.push(d);
-  return d;
-}
+const tmp = () => tempDir("a2a-audit-");
 const call = (n: number): AuditCall => ({ peer: "beta", fingerprint: "AB:CD", binding: "jsonrpc", method: "GetTask", taskId: `task-${n}`, outcome: "ok", ms: 1.23456 });
 const lines = (path: string) =>
   readFileSync(path, "utf8")

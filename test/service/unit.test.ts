@@ -1,12 +1,11 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DEFAULT_SYSTEM_UNIT, renderUnit } from "../../src/service/unit";
+import { tempDir } from "../helpers/temp-dir";
 
 const ROOT = join(import.meta.dirname, "..", "..");
-const tmp = mkdtempSync(join(tmpdir(), "a2a-unit-"));
-afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDir("a2a-unit-");
 
 const USER_UNIT = { scope: "user" as const, binary: "/home/ann/bin/a2a-node", home: "/home/ann/.a2a-node" };
 const keys = (unit: string) => unit.split("\n").filter((l) => /^[A-Za-z]+=/.test(l));

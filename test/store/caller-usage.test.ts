@@ -6,8 +6,6 @@
  * replicas writing at once included), and that each migration counts what a database already held.
  */
 import { SQL } from "bun";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -24,6 +22,7 @@ import type { TaskStore } from "../../src/tasks/task-store";
 import { freshDatabase } from "../helpers/postgres";
 import { emptyPostgres } from "../helpers/postgres-stores";
 import { finishTask } from "../helpers/store-writes";
+import { tempDir } from "../helpers/temp-dir";
 
 const msg = (id: string, text: string): Message => ({ messageId: id, role: "ROLE_USER", parts: [{ text }] });
 const OLD = "2020-01-01T00:00:00.000Z";
@@ -43,12 +42,11 @@ describe("caller_usage on SQLite", () => {
   let dir: string;
   let database: OpenDatabase;
   beforeEach(() => {
-    dir = mkdtempSync(join(tmpdir(), "a2a-usage-"));
+    dir = tempDir("a2a-usage-");
     database = openDatabase(join(dir, "db.sqlite"));
   });
   afterEach(() => {
     database.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   const kept = () => database.sqlite.query("SELECT owner, tasks, bytes FROM caller_usage WHERE tasks <> 0 OR bytes <> 0 ORDER BY owner").all();

@@ -5,8 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { applyMigrations } from "../../src/store/migrate";
@@ -15,6 +14,7 @@ import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { OMITTED_KEY } from "../../src/store/list-budget";
 import type { Artifact, ListTasksParams, ListTasksResult, Message, Task } from "../../src/protocol/types";
 import { finishTask } from "../helpers/store-writes";
+import { tempDir } from "../helpers/temp-dir";
 
 const BUDGET = 64 * 1024;
 const OVERHEAD = 512; // what the planner adds to each task's stored sizes (list-budget.ts)
@@ -26,14 +26,13 @@ let database: OpenDatabase;
 let store: SqliteTaskStore;
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-list-"));
+  dir = tempDir("a2a-list-");
   path = join(dir, "a2a-node.db");
   database = openDatabase(path);
   store = new SqliteTaskStore(database, { maxListBytes: BUDGET });
 });
 afterEach(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const ts = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString();

@@ -1,11 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Database } from "bun:sqlite";
 import { drizzle } from "drizzle-orm/bun-sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { applyMigrations, type Migration } from "../../src/store/migrate";
 import { migrations } from "../../src/store/migrations.gen";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let sqlite: Database;
@@ -14,12 +13,11 @@ const tables = () =>
 const recorded = () => sqlite.query('SELECT hash, created_at FROM "__drizzle_migrations" ORDER BY created_at').all();
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-migrate-"));
+  dir = tempDir("a2a-migrate-");
   sqlite = new Database(join(dir, "a.db"), { create: true, strict: true });
 });
 afterEach(() => {
   sqlite.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 describe("applyMigrations", () => {

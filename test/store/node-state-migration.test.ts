@@ -6,8 +6,7 @@
  */
 import { SQL } from "bun";
 import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { applyMigrations } from "../../src/store/migrate";
@@ -15,6 +14,7 @@ import { migrations } from "../../src/store/migrations.gen";
 import { applyPostgresMigrations } from "../../src/store/postgres/database";
 import { migrations as pgMigrations } from "../../src/store/postgres/migrations.gen";
 import { freshDatabase } from "../helpers/postgres";
+import { tempDir } from "../helpers/temp-dir";
 
 const NOTED = {
   "hermes/runId": "run_1",
@@ -35,7 +35,7 @@ const AFTER = { u1: NOTED, u2: null, u3: null, u4: { "a2a-node/auth-required": {
 
 describe("the node state migration", () => {
   it("SQLite (0009): unfinished tasks keep what the node noted; the metadata is left as it was", () => {
-    const dir = mkdtempSync(join(tmpdir(), "a2a-node-state-"));
+    const dir = tempDir("a2a-node-state-");
     const sqlite = new Database(join(dir, "a.db"), { create: true, strict: true });
     try {
       const upTo = migrations.findIndex((m) => m.tag === "0009_task_node_state");

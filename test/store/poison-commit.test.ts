@@ -7,8 +7,6 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../../src/log";
 import type { Artifact, Message } from "../../src/protocol/types";
@@ -16,6 +14,7 @@ import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { UnstorableData, WriteRefused } from "../../src/tasks/task-store";
 import { finishTask } from "../helpers/store-writes";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let path: string;
@@ -28,7 +27,7 @@ const msg = (id: string, text = `${SECRET} ${id}`): Message => ({ messageId: `m-
 const now = () => new Date().toISOString();
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-poison-"));
+  dir = tempDir("a2a-poison-");
   path = join(dir, "a2a-node.db");
   database = openDatabase(path);
   log = "";
@@ -36,7 +35,6 @@ beforeEach(() => {
 });
 afterEach(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** Starts creating tasks `ids` in this one turn (so they share a commit); their `committed` promises. */

@@ -8,8 +8,6 @@
  * therefore takes the write lock when it begins.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../../src/log";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
@@ -17,19 +15,19 @@ import { SqliteCallerTokens } from "../../src/store/sqlite-caller-tokens";
 import { SqlitePeerRegistry } from "../../src/store/sqlite-peer-registry";
 import { SqliteDeliveryQueue } from "../../src/store/sqlite-delivery-queue";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let path: string;
 let database: OpenDatabase;
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-busy-"));
+  dir = tempDir("a2a-busy-");
   path = join(dir, "a2a-node.db");
   database = openDatabase(path);
 });
 afterEach(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /**

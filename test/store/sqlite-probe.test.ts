@@ -1,10 +1,10 @@
 import { Database } from "bun:sqlite";
-import { mkdtempSync, renameSync, rmSync, copyFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { renameSync, rmSync, copyFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteProbe } from "../../src/store/sqlite-probe";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let path: string;
@@ -12,7 +12,7 @@ let db: OpenDatabase;
 let probe: SqliteProbe;
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-probe-"));
+  dir = tempDir("a2a-probe-");
   path = join(dir, "a2a-node.db");
   db = openDatabase(path);
   probe = new SqliteProbe(path, 3000);
@@ -23,7 +23,6 @@ afterEach(() => {
   try {
     db.close();
   } catch {}
-  rmSync(dir, { recursive: true, force: true });
 });
 
 function insertTasks(states: string[]): void {

@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import type { Message } from "../../src/protocol/types";
 import { finishTask } from "../helpers/store-writes";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let database: OpenDatabase;
@@ -20,13 +20,12 @@ async function create(id: string, owner = "alpha", contextId = `ctx-${id}`, ts =
 }
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-store-"));
+  dir = tempDir("a2a-store-");
   database = openDatabase(join(dir, "a2a-node.db"));
   store = new SqliteTaskStore(database);
 });
 afterEach(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 describe("SqliteTaskStore", () => {

@@ -1,6 +1,4 @@
 /** The TaskStore contract (test/store/task-store-contract.ts) run against every implementation. */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { MemoryTaskStore } from "../../src/store/memory-task-store";
 import { openDatabase } from "../../src/store/database";
@@ -8,6 +6,7 @@ import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
 import { emptyPostgres } from "../helpers/postgres-stores";
 import { taskStoreContract } from "./task-store-contract";
+import { tempDir } from "../helpers/temp-dir";
 
 taskStoreContract("in memory", () => {
   const store = new MemoryTaskStore();
@@ -15,7 +14,7 @@ taskStoreContract("in memory", () => {
 });
 
 taskStoreContract("SQLite (a real file)", () => {
-  const dir = mkdtempSync(join(tmpdir(), "a2a-contract-"));
+  const dir = tempDir("a2a-contract-");
   const database = openDatabase(join(dir, "a2a-node.db"));
   const store = new SqliteTaskStore(database);
   return {
@@ -23,7 +22,6 @@ taskStoreContract("SQLite (a real file)", () => {
     close() {
       store.flush();
       database.close();
-      rmSync(dir, { recursive: true, force: true });
     },
   };
 });

@@ -4,25 +4,24 @@
  * size read after every commit (the event, not a timer), never over WAL_CAP_BYTES; and every task is there.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "../../src/log";
 import { openDatabase, WAL_CAP_BYTES, WAL_CHECKPOINT_BYTES, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { finishTask } from "../helpers/store-writes";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-wal-"));
+  dir = tempDir("a2a-wal-");
   database = openDatabase(join(dir, "a2a-node.db"), { backgroundCheckpoints: true });
   store = new SqliteTaskStore(database, { log: createLogger(() => {}) });
 });
 afterEach(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const now = () => new Date().toISOString();

@@ -3,8 +3,6 @@
  * answered, finished with its state, its duration and the executor's share of it, on a real SQLite store.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { messageText } from "../../src/executors/executor";
@@ -16,6 +14,7 @@ import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { allOf, type TaskLifecycle } from "../../src/tasks/lifecycle";
 import { taskLog } from "../../src/tasks/task-log";
 import { TaskRunner } from "../../src/tasks/task-runner";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let database: OpenDatabase;
@@ -25,13 +24,12 @@ const message = (text: string, extra: Partial<Message> = {}): Message => ({ mess
 const taskOf = (r: SendMessageResult): Task => (r as { task: Task }).task;
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-lifecycle-"));
+  dir = tempDir("a2a-lifecycle-");
   database = openDatabase(join(dir, "db.sqlite"));
   store = new SqliteTaskStore(database);
 });
 afterEach(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** Asks a question when the task says "ask", fails when it says "fail", otherwise answers at once. */

@@ -5,8 +5,6 @@
  * other callers go on; retention gives the room back. Below the floor the caller holding the most is refused
  * first, below half of it everyone; the readiness check and the log say so.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EchoExecutor } from "../../src/executors/echo-executor";
@@ -20,6 +18,7 @@ import { DiskFloor } from "../../src/store/disk-floor";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { StorageQuota, type StorageQuotaOptions } from "../../src/tasks/storage-quota";
 import { TaskRunner } from "../../src/tasks/task-runner";
+import { tempDir } from "../helpers/temp-dir";
 
 const as = (name: string) => ({ caller: { name, fingerprint: name } });
 const message = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra });
@@ -38,14 +37,13 @@ let dir: string;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-quota-"));
+  dir = tempDir("a2a-quota-");
   database = openDatabase(join(dir, "db.sqlite"));
   store = new SqliteTaskStore(database);
 });
 afterEach(() => {
   store.flush();
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 function handlerWith(o: Partial<StorageQuotaOptions>, refused: string[] = []) {

@@ -5,8 +5,7 @@
  * messages and the agent's reply). A caller over a limit gets -32602 naming it; an executor over one ends its
  * task FAILED saying which, with what was stored before it kept whole and nothing past it.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
@@ -22,6 +21,7 @@ import { partBytes } from "../../src/tasks/artifacts";
 import { TaskRunner, type TaskRunnerOptions } from "../../src/tasks/task-runner";
 import type { TaskStore } from "../../src/tasks/task-store";
 import { emptyPostgres } from "../helpers/postgres-stores";
+import { tempDir } from "../helpers/temp-dir";
 
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
 const message = (parts: Part[] | string, extra: Partial<Message> = {}): Message => ({
@@ -88,7 +88,7 @@ const BACKENDS: Backend[] = [
   {
     name: "SQLite",
     async open() {
-      const dir = mkdtempSync(join(tmpdir(), "a2a-limits-"));
+      const dir = tempDir("a2a-limits-");
       const database = openDatabase(join(dir, "db.sqlite"));
       const store = new SqliteTaskStore(database);
       return {

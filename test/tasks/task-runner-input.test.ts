@@ -5,8 +5,6 @@
  * withdrawn, cancel and shutdown reach a waiting execution, and a waiting task holds no execution slot.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { ExecutionStopped, messageText, stopCause } from "../../src/executors/executor";
@@ -17,6 +15,7 @@ import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { TaskRunner } from "../../src/tasks/task-runner";
 import { untilSettled } from "../helpers/until";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let database: OpenDatabase;
@@ -26,13 +25,12 @@ const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
 const message = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra });
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-input-"));
+  dir = tempDir("a2a-input-");
   database = openDatabase(join(dir, "db.sqlite"));
   store = new SqliteTaskStore(database);
 });
 afterEach(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** Resolves when `n` executions have begun; each begun execution is recorded. */

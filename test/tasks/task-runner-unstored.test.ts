@@ -9,8 +9,6 @@
  * last stored event.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { messageText, stopCause } from "../../src/executors/executor";
@@ -25,6 +23,7 @@ import type { TaskLifecycle } from "../../src/tasks/lifecycle";
 import { taskLog } from "../../src/tasks/task-log";
 import { TaskRunner } from "../../src/tasks/task-runner";
 import { emptyPostgres } from "../helpers/postgres-stores";
+import { tempDir } from "../helpers/temp-dir";
 
 let dir: string;
 let database: OpenDatabase;
@@ -65,7 +64,7 @@ class NotingExecutor implements AgentExecutor {
 }
 
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), "a2a-unstored-"));
+  dir = tempDir("a2a-unstored-");
   database = openDatabase(join(dir, "db.sqlite"));
   log = "";
   const waiters: { ready: () => boolean; resolve: () => void }[] = [];
@@ -88,7 +87,6 @@ beforeEach(() => {
 });
 afterEach(() => {
   database.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** A lifecycle watcher whose `finished(id)` resolves when the runner reports that task finished. */
