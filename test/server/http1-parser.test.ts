@@ -4,6 +4,9 @@ import { parseRequest, type ParseStep } from "../../src/server/http1-parser";
 /** The parser alone, on bytes: no socket, no timers (the connection loop around it is test/server/http1.test.ts). */
 
 const LIMITS = { maxHeadBytes: 1024, maxBodyBytes: 64 };
+const POST_T = "POST / HTTP/1.1\r\nHost: t\r\n";
+const CHUNKED = "Transfer-Encoding: chunked\r\n";
+const CONTINUE = "Expect: 100-continue\r\n";
 
 function parse(text: string, limits = LIMITS): ParseStep {
   return parseRequest(Buffer.from(text, "latin1"), limits);
@@ -38,7 +41,7 @@ describe("parseRequest: good requests", () => {
   });
 
   it("a chunked body with an extension and a trailer", () => {
-    const text = "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5 ; a=\"b\"\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 1\r\n\r\n";
+    const text = `${POST_T}${CHUNKED}\r\n5 ; a="b"\r\nhello\r\n6\r\n world\r\n0\r\nX-Sum: 1\r\n\r\n`;
     const r = request(parse(text));
     expect(r.body).toBe("hello world");
     expect(r.consumed).toBe(text.length);
@@ -50,14 +53,16 @@ describe("parseRequest: good requests", () => {
   });
 
   it("repeated headers are joined; HTTP/1.0 needs no Host and closes unless asked to keep alive", () => {
-    expect(request(parse("GET / HTTP/1.1\r\nHost: t\r\nAccept: a\r\nAccept: b\r\n\r\n")).headers.get("accept")).toBe("a, b");
+    const accepts = request(parse("GET / HTTP/1.1\r\nHost: t\r\nAccept: a\r\nAccept: b\r\n\r\n"));
+    expect(accepts.headers.get("accept")).toBe("a, b");
     expect(request(parse("GET / HTTP/1.0\r\n\r\n")).keepAlive).toBe(false);
     expect(request(parse("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")).keepAlive).toBe(true);
     expect(request(parse("GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")).keepAlive).toBe(false);
   });
 
   it("a repeated Host or Content-Length with the same value is one", () => {
-    expect(request(parse("POST / HTTP/1.1\r\nHost: t\r\nHost: t\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi")).body).toBe("hi");
+    const twice = `${POST_T}Host: t\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi`;
+    expect(request(parse(twice)).body).toBe("hi");
   });
 });
 
@@ -74,13 +79,15 @@ describe("parseRequest: what has not all arrived", () => {
     const resume = first.kind === "incomplete" ? first.resume : undefined;
     expect(resume).toMatchObject({ size: 5 });
     const all = `${head}0\r\n\r\n`;
-    expect(request(parseRequest(Buffer.from(all, "latin1"), LIMITS, resume))).toMatchObject({ body: "hello", consumed: all.length });
+    const whole = parseRequest(Buffer.from(all, "latin1"), LIMITS, resume);
+    expect(request(whole)).toMatchObject({ body: "hello", consumed: all.length });
   });
 
   it("Expect: 100-continue asks for a Continue while the body is still to come, not once it is there", () => {
-    expect(parse("POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n")).toEqual({ kind: "incomplete", sendContinue: true });
-    expect(parse("POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\nhello").sendContinue).toBeUndefined();
-    expect(parse("POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n").sendContinue).toBe(true);
+    const head = `${POST_T}${CONTINUE}Content-Length: 5\r\n\r\n`;
+    expect(parse(head)).toEqual({ kind: "incomplete", sendContinue: true });
+    expect(parse(`${head}hello`).sendContinue).toBeUndefined();
+    expect(parse(`${POST_T}${CONTINUE}${CHUNKED}\r\n`).sendContinue).toBe(true);
   });
 });
 
@@ -92,12 +99,13 @@ describe("parseRequest: limits", () => {
   });
 
   it("a Content-Length over maxBodyBytes is too large at once, with the length declared", () => {
-    expect(parse("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 65\r\n\r\n")).toEqual({ kind: "too-large", declared: 65, target: "/x" });
-    expect(request(parse(`POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 64\r\n\r\n${"a".repeat(64)}`)).body).toHaveLength(64);
+    const over = parse("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 65\r\n\r\n");
+    expect(over).toEqual({ kind: "too-large", declared: 65, target: "/x" });
+    expect(request(parse(`${POST_T}Content-Length: 64\r\n\r\n${"a".repeat(64)}`)).body).toHaveLength(64);
   });
 
   it("chunks adding up to more than maxBodyBytes are too large, with no length declared", () => {
-    const step = parse(`POST /y HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n${"a".repeat(64)}\r\n1\r\n`);
+    const step = parse(`POST /y HTTP/1.1\r\nHost: t\r\n${CHUNKED}\r\n40\r\n${"a".repeat(64)}\r\n1\r\n`);
     expect(step).toEqual({ kind: "too-large", declared: undefined, target: "/y" });
   });
 
@@ -109,38 +117,75 @@ describe("parseRequest: limits", () => {
 
 describe("parseRequest: every malformed shape it refuses", () => {
   const H = "Host: t\r\n";
+  const POST = `POST / HTTP/1.1\r\n${H}`;
+  const TE = "Transfer-Encoding: chunked\r\n";
   it.each([
     ["a request line of two parts", `GET /\r\n${H}\r\n`, 400, "malformed request line"],
     ["a request line of four parts", `GET / x HTTP/1.1\r\n${H}\r\n`, 400, "malformed request line"],
     ["a method that is no token", `G(T / HTTP/1.1\r\n${H}\r\n`, 400, "malformed request line"],
     ["an unknown protocol", `GET / FTP/1.1\r\n${H}\r\n`, 400, "malformed request line"],
     ["another HTTP version", `GET / HTTP/2.0\r\n${H}\r\n`, 505, "HTTP/2.0 is not supported; use HTTP/1.1"],
-    ["an absolute-form target", `GET http://a/ HTTP/1.1\r\n${H}\r\n`, 400, "the request target must be a path starting with /"],
+    [
+      "an absolute-form target",
+      `GET http://a/ HTTP/1.1\r\n${H}\r\n`,
+      400,
+      "the request target must be a path starting with /",
+    ],
     ["an asterisk target", `OPTIONS * HTTP/1.1\r\n${H}\r\n`, 400, "the request target must be a path starting with /"],
-    ["a target with a control byte", `GET /a\x01b HTTP/1.1\r\n${H}\r\n`, 400, "the request target must be a path starting with /"],
+    [
+      "a target with a control byte",
+      `GET /a\x01b HTTP/1.1\r\n${H}\r\n`,
+      400,
+      "the request target must be a path starting with /",
+    ],
     ["an HTTP/1.1 request without Host", "GET / HTTP/1.1\r\n\r\n", 400, "an HTTP/1.1 request needs a Host header"],
     ["two different Hosts", `GET / HTTP/1.1\r\n${H}Host: u\r\n\r\n`, 400, "more than one Host header"],
     ["obsolete line folding", `GET / HTTP/1.1\r\n${H}X: a\r\n b\r\n\r\n`, 400, "malformed header line"],
     ["whitespace before the colon", `GET / HTTP/1.1\r\n${H}X : a\r\n\r\n`, 400, "malformed header line"],
-    ["a bare LF in a value", `GET / HTTP/1.1\r\n${H}X: a\nb\r\n\r\n`, 400, "a control character (CR, LF, NUL...) in the value of header x"],
-    ["a NUL in a value", `GET / HTTP/1.1\r\n${H}X: a\x00b\r\n\r\n`, 400, "a control character (CR, LF, NUL...) in the value of header x"],
-    ["both Transfer-Encoding and Content-Length", `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n`, 400, "both Transfer-Encoding and Content-Length"],
-    ["a transfer coding other than chunked", `POST / HTTP/1.1\r\n${H}Transfer-Encoding: gzip\r\n\r\n`, 501, "transfer-encoding gzip is not supported"],
-    ["two different Content-Lengths", `POST / HTTP/1.1\r\n${H}Content-Length: 1\r\nContent-Length: 2\r\n\r\n`, 400, "bad content-length"],
-    ["a Content-Length that is not digits", `POST / HTTP/1.1\r\n${H}Content-Length: 0x5\r\n\r\n`, 400, "bad content-length"],
-    ["a signed Content-Length", `POST / HTTP/1.1\r\n${H}Content-Length: +5\r\n\r\n`, 400, "bad content-length"],
-    ["an empty Content-Length", `POST / HTTP/1.1\r\n${H}Content-Length: \r\n\r\n`, 400, "bad content-length"],
-    ["a chunk size that is not hex", `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\nzz\r\n`, 400, "bad chunk size"],
-    ["a chunk size over 8 digits", `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\n000000001\r\n`, 400, "bad chunk size"],
-    ["a bad chunk extension", `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\n1;=x\r\n`, 400, "bad chunk extension"],
-    ["chunk data without its CRLF", `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\n1\r\nab\r\n`, 400, "chunk data not followed by CRLF"],
-    ["a malformed trailer", `POST / HTTP/1.1\r\n${H}Transfer-Encoding: chunked\r\n\r\n0\r\nbad trailer\r\n\r\n`, 400, "malformed trailer line"],
+    [
+      "a bare LF in a value",
+      `GET / HTTP/1.1\r\n${H}X: a\nb\r\n\r\n`,
+      400,
+      "a control character (CR, LF, NUL...) in the value of header x",
+    ],
+    [
+      "a NUL in a value",
+      `GET / HTTP/1.1\r\n${H}X: a\x00b\r\n\r\n`,
+      400,
+      "a control character (CR, LF, NUL...) in the value of header x",
+    ],
+    [
+      "both Transfer-Encoding and Content-Length",
+      `${POST}${TE}Content-Length: 1\r\n\r\n`,
+      400,
+      "both Transfer-Encoding and Content-Length",
+    ],
+    [
+      "a transfer coding other than chunked",
+      `${POST}Transfer-Encoding: gzip\r\n\r\n`,
+      501,
+      "transfer-encoding gzip is not supported",
+    ],
+    [
+      "two different Content-Lengths",
+      `${POST}Content-Length: 1\r\nContent-Length: 2\r\n\r\n`,
+      400,
+      "bad content-length",
+    ],
+    ["a Content-Length that is not digits", `${POST}Content-Length: 0x5\r\n\r\n`, 400, "bad content-length"],
+    ["a signed Content-Length", `${POST}Content-Length: +5\r\n\r\n`, 400, "bad content-length"],
+    ["an empty Content-Length", `${POST}Content-Length: \r\n\r\n`, 400, "bad content-length"],
+    ["a chunk size that is not hex", `${POST}${TE}\r\nzz\r\n`, 400, "bad chunk size"],
+    ["a chunk size over 8 digits", `${POST}${TE}\r\n000000001\r\n`, 400, "bad chunk size"],
+    ["a bad chunk extension", `${POST}${TE}\r\n1;=x\r\n`, 400, "bad chunk extension"],
+    ["chunk data without its CRLF", `${POST}${TE}\r\n1\r\nab\r\n`, 400, "chunk data not followed by CRLF"],
+    ["a malformed trailer", `${POST}${TE}\r\n0\r\nbad trailer\r\n\r\n`, 400, "malformed trailer line"],
   ])("%s", (_what, text, status, message) => {
     expect(refused(parse(text))).toEqual([status, message]);
   });
 
   it("a refusal after Expect: 100-continue on a chunked body still says a Continue was owed", () => {
-    expect(parse(`POST / HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n`)).toEqual({
+    expect(parse(`${POST_T}${CONTINUE}${CHUNKED}\r\nzz\r\n`)).toEqual({
       kind: "refused",
       status: 400,
       message: "bad chunk size",
