@@ -1,5 +1,5 @@
 /**
- * The directions the code base holds (see README "Code map"): which modules may import which. Read from the
+ * The directions the code base holds: which modules may import which. Read from the
  * import statements of every source file, so a violation fails here before it settles in.
  */
 import { describe, expect, it } from "vitest";
@@ -29,15 +29,32 @@ function importsOf(file: string): string[] {
 const SOURCES = [...files(join(ROOT, "src")), ...files(join(ROOT, "pki"))].map((f) => ({ file: relative(ROOT, f), imports: importsOf(f) }));
 
 const RULES: [string, (file: string) => boolean, (target: string) => boolean][] = [
-  ["protocol/ never imports server/", (f) => f.startsWith("src/protocol/"), (t) => t.startsWith("src/server/")],
   ["client/ never imports server/ or node.ts", (f) => f.startsWith("src/client/"), (t) => t.startsWith("src/server/") || t === "src/node"],
   ["pki/ imports nothing of src/", (f) => f.startsWith("pki/"), (t) => t.startsWith("src/")],
   [
-    "store/ never imports the protocol's handler or errors",
-    (f) => f.startsWith("src/store/"),
-    (t) => t === "src/protocol/request-handler" || t === "src/protocol/errors",
+    "protocol/ (the A2A vocabulary) never imports rpc/, server/ or tasks/",
+    (f) => f.startsWith("src/protocol/"),
+    (t) => t.startsWith("src/rpc/") || t.startsWith("src/server/") || t.startsWith("src/tasks/"),
   ],
-  ["tasks/ never imports protocol/request-handler.ts", (f) => f.startsWith("src/tasks/"), (t) => t === "src/protocol/request-handler"],
+  [
+    "store/ never imports rpc/ or the protocol's errors",
+    (f) => f.startsWith("src/store/"),
+    (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
+  ],
+  ["tasks/ never imports rpc/", (f) => f.startsWith("src/tasks/"), (t) => t.startsWith("src/rpc/")],
+  [
+    "tasks/ and executors/ raise their own refusals: they never import rpc/ or the protocol's errors",
+    (f) => f.startsWith("src/tasks/") || f.startsWith("src/executors/"),
+    (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
+  ],
+  ["help/ (the manual's pages, text) imports nothing outside help/", (f) => f.startsWith("src/help/"), (t) => !t.startsWith("src/help/")],
+  [
+    "grpc/ (wire format of the third binding) imports only itself and protocol/types.ts",
+    (f) => f.startsWith("src/grpc/"),
+    (t) => !t.startsWith("src/grpc/") && t !== "src/protocol/types",
+  ],
+  // Tracing is a floor of its own that bindings, executors and the client will call into, never the reverse.
+  ["tracing/ imports nothing else of src/", (f) => f.startsWith("src/tracing/"), (t) => t.startsWith("src/") && !t.startsWith("src/tracing/")],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
   // The service is a library the CLI calls: it raises its own errors and the CLI gives them exit codes.
   ["service/ never imports cli/", (f) => f.startsWith("src/service/"), (t) => t.startsWith("src/cli/")],

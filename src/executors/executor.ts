@@ -159,6 +159,19 @@ export interface Readiness {
   detail: string;
 }
 
+/**
+ * Why an executor cannot take a message (see AgentExecutor.check): the request as sent (`invalid`, e.g. an
+ * unknown skill), or a kind of content it cannot pass on (`content-type`). tasks/ raises it as its own refusal.
+ */
+export interface ExecutorRefusal {
+  kind: "invalid" | "content-type";
+  message: string;
+}
+
+export function refuse(kind: ExecutorRefusal["kind"], message: string): ExecutorRefusal {
+  return { kind, message };
+}
+
 /** Runs tasks. Implementations are named for what backs them (EchoExecutor, OpenAiCompatibleExecutor). */
 export interface AgentExecutor {
   /** Short name recorded with each task ("echo", "openai"). */
@@ -169,7 +182,7 @@ export interface AgentExecutor {
    * `task` is given when the message continues a task that waits for input and no execution of this process
    * is waiting for it (the node restarted since it asked): its `state` holds what the executor noted.
    */
-  check?(message: Message, task?: { state: Record<string, unknown> }): import("../protocol/errors").A2AError | undefined;
+  check?(message: Message, task?: { state: Record<string, unknown> }): ExecutorRefusal | undefined;
   /** Probes the backing service; absent means always ready. */
   ready?(signal: AbortSignal): Promise<Readiness>;
   /**

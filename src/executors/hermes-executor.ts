@@ -1,6 +1,5 @@
-import { A2AError } from "../protocol/errors";
 import type { Message } from "../protocol/types";
-import type { AgentExecutor, ExecutionOutcome, ExecutionRequest, Readiness } from "./executor";
+import { refuse, type AgentExecutor, type ExecutionOutcome, type ExecutionRequest, type ExecutorRefusal, type Readiness } from "./executor";
 import { choiceOf } from "./hermes/approvals";
 import { Conversations } from "./hermes/conversation";
 import { APPROVAL_KEY, HermesTask, type HermesTiming } from "./hermes/hermes-task";
@@ -21,8 +20,8 @@ export interface HermesExecutorOptions {
 const DEFAULT_TIMING: HermesTiming = { capacityWaitMs: 5 * 60_000, maxRetryDelayMs: 30_000, pollFirstMs: 250, pollMaxMs: 5_000, stopWaitMs: 10_000 };
 
 /**
- * Runs tasks on a Hermes Agent through its runs API, as the real server speaks it (see
- * ../shared/reference/hermes-runs-api.md; followed: NousResearch/hermes-agent, gateway/platforms/api_server.py
+ * Runs tasks on a Hermes Agent through its runs API, as the real server speaks it (followed:
+ * NousResearch/hermes-agent, gateway/platforms/api_server.py
  * and api_server_runs.py, both server generations). A task is one run, started with the task id as its
  * Idempotency-Key and its conversation's session_id (and, on the older server, which takes session_id as a
  * label only, the session's earlier turns: see hermes/conversation.ts). Tokens stream as artifact chunks and the
@@ -45,14 +44,14 @@ export class HermesExecutor implements AgentExecutor {
     this.conversations = new Conversations(this.api);
   }
 
-  check(message: Message, task?: { state: Record<string, unknown> }): A2AError | undefined {
+  check(message: Message, task?: { state: Record<string, unknown> }): ExecutorRefusal | undefined {
     if (message.parts.some((p) => p.raw !== undefined || p.url !== undefined))
-      return A2AError.contentTypeNotSupported("the Hermes executor gives Hermes text (and data parts as JSON); it cannot pass files");
+      return refuse("content-type", "the Hermes executor gives Hermes text (and data parts as JSON); it cannot pass files");
     // An answer to an approval asked before this node restarted: refuse one that is not a choice of it.
     const pending = task?.state[APPROVAL_KEY];
     if (pending && typeof pending === "object") {
       const r = choiceOf(message, pending as HermesApproval);
-      if ("refused" in r) return A2AError.invalidParams(r.refused);
+      if ("refused" in r) return refuse("invalid", r.refused);
     }
     return undefined;
   }

@@ -1,7 +1,6 @@
-import { A2AError } from "../protocol/errors";
 import type { Message } from "../protocol/types";
 import { refusedPart, textLength, toChat, type ChatMessage } from "./chat-content";
-import type { AgentExecutor, ExecutionOutcome, ExecutionRequest, Readiness } from "./executor";
+import { refuse, type AgentExecutor, type ExecutionOutcome, type ExecutionRequest, type ExecutorRefusal, type Readiness } from "./executor";
 import { readSse } from "../sse";
 
 export interface OpenAiExecutorOptions {
@@ -48,14 +47,14 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
    * Text and data parts become prompt text, text files too, and images (png, jpeg, gif, webp) go to the model
    * as image_url parts; other files, and files by URL, are refused before a task exists.
    */
-  check(message: Message): A2AError | undefined {
+  check(message: Message): ExecutorRefusal | undefined {
     const skill = skillOf(message);
     if (skill !== undefined && !this.options.skills?.[skill])
-      return A2AError.invalidParams(
+      return refuse("invalid", 
         `unknown skill '${skill}' in message.metadata.skill; this agent has: ${Object.keys(this.options.skills ?? {}).join(", ") || "no skills with their own model"}`,
       );
     const refused = refusedPart(message);
-    return refused === undefined ? undefined : A2AError.contentTypeNotSupported(refused);
+    return refused === undefined ? undefined : refuse("content-type", refused);
   }
 
   async ready(signal: AbortSignal): Promise<Readiness> {

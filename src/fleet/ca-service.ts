@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import type { CaPaths } from "../../pki/issuance";
 import type { Logger } from "../log";
-import type { CallerIdentity } from "../protocol/caller";
+import type { CallerIdentity } from "../rpc/caller";
 import type { HttpRequest, HttpResponse } from "../server/http1";
 
 export const RENEW_PATH = "/pki/renew";

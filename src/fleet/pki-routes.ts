@@ -1,4 +1,4 @@
-import type { CallerIdentity } from "../protocol/caller";
+import type { CallerIdentity } from "../rpc/caller";
 import type { HttpRequest, HttpResponse } from "../server/http1";
 import { PeerRateLimiter } from "../server/rate-limit";
 import { CRL_PATH } from "./crl-sync";

@@ -1,5 +1,5 @@
 import { A2AError } from "../protocol/errors";
-import type { AnswerHold, AnswerHolder } from "../protocol/caller";
+import type { AnswerHold, AnswerHolder } from "../rpc/caller";
 
 export interface AnswerBudgetLimits {
   /** Bytes of answers to one caller held while it has not read them (answer_bytes_per_caller). */

@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
-import type { HeldText } from "../protocol/answer-holds";
-import type { AnswerHold } from "../protocol/caller";
+import type { HeldText } from "../rpc/answer-holds";
+import type { AnswerHold } from "../rpc/caller";
 import type { HttpResponse } from "./http1";
 
 /*

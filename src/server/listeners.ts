@@ -3,7 +3,7 @@ import { isIP } from "node:net";
 import type { CallerToken } from "../auth/caller-tokens";
 import type { ServeConfig } from "../config";
 import type { Logger } from "../log";
-import type { CallerIdentity } from "../protocol/caller";
+import type { CallerIdentity } from "../rpc/caller";
 import type { AgentCard } from "../protocol/types";
 import { VERSION } from "../version";
 import { listenAdmin } from "./admin-listener";

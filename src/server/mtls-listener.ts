@@ -1,6 +1,6 @@
 import { bindServer } from "./bind";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
-import type { CallerIdentity } from "../protocol/caller";
+import type { CallerIdentity } from "../rpc/caller";
 import { boundTlsServer, CONNECTION_DEFAULTS, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { RevocationLookup } from "../../pki/fleet-member";

@@ -1,4 +1,4 @@
-import type { CallerIdentity } from "../protocol/caller";
+import type { CallerIdentity } from "../rpc/caller";
 import type { HttpResponse } from "./http1";
 import type { ReadinessReport } from "./readiness";
 

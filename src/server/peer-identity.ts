@@ -1,6 +1,6 @@
 import type { TLSSocket } from "node:tls";
 import { FleetMembership, type RevocationLookup } from "../../pki/fleet-member";
-import type { CallerIdentity } from "../protocol/caller";
+import type { CallerIdentity } from "../rpc/caller";
 
 export type PeerIdentity = { caller: CallerIdentity; serial: string } | { refused: string; revoked?: true };
 

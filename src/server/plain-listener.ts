@@ -1,7 +1,7 @@
 import { bindServer } from "./bind";
 import { createServer } from "node:net";
 import { boundServer, CONNECTION_DEFAULTS, type RefusedConnection } from "./connection-limits";
-import type { CallerIdentity } from "../protocol/caller";
+import type { CallerIdentity } from "../rpc/caller";
 import { refuseBrowserRequest } from "./browser-guard";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";

@@ -1,11 +1,11 @@
-import { parseExtensionsHeader, type CallContext, type CallerIdentity } from "../protocol/caller";
+import { parseExtensionsHeader, type CallContext, type CallerIdentity } from "../rpc/caller";
 import { A2AError, PERMISSION_DENIED_CODE } from "../protocol/errors";
-import { statusBody } from "../protocol/http-json-errors";
-import { matchRoute, type HttpMethod } from "../protocol/http-json-routes";
-import type { HttpJsonOutcome, HttpJsonTransport } from "../protocol/http-json-transport";
-import { errorBody, type JsonRpcTransport } from "../protocol/jsonrpc-transport";
-import type { HeldText } from "../protocol/answer-holds";
-import type { AnswerHold } from "../protocol/caller";
+import { statusBody } from "../rpc/http-json-errors";
+import { matchRoute, type HttpMethod } from "../rpc/http-json-routes";
+import type { HttpJsonOutcome, HttpJsonTransport } from "../rpc/http-json-transport";
+import { errorBody, type JsonRpcTransport } from "../rpc/jsonrpc-transport";
+import type { HeldText } from "../rpc/answer-holds";
+import type { AnswerHold } from "../rpc/caller";
 import type { AnswerBudget } from "./answer-budget";
 import type { AuditCall } from "./audit-log";
 import type { HttpRequest, HttpResponse } from "./http1";

@@ -2,7 +2,7 @@ import { bindServer } from "./bind";
 import { createServer as createNetServer, type Server as NetServer, type Socket } from "node:net";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import { TOKEN_CALLER_PREFIX, type CallerToken } from "../auth/caller-tokens";
-import type { CallerIdentity } from "../protocol/caller";
+import type { CallerIdentity } from "../rpc/caller";
 import { boundServer, boundTlsServer, CONNECTION_DEFAULTS, type ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";

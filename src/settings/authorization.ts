@@ -1,6 +1,6 @@
 import { nodeNameProblem } from "../../pki/names";
 import { TOKEN_CALLER_PREFIX } from "../auth/caller-tokens";
-import { A2A_METHODS, type AccessRule } from "../protocol/access-policy";
+import { A2A_METHODS, type AccessRule } from "../rpc/access-policy";
 import { SettingProblem } from "./kinds";
 
 const KNOWN = new Set(["peers", "methods", "skills"]);

@@ -15,7 +15,7 @@ import { databaseUrl, list, number, secret, seconds, SettingProblem, table, text
 import { redactUrl } from "../store/postgres/url";
 import { readSkills, type SkillSetting } from "./skills";
 import { readAuthorization } from "./authorization";
-import type { AccessRule } from "../protocol/access-policy";
+import type { AccessRule } from "../rpc/access-policy";
 import { readExtendedCard, type ExtendedCardSetting } from "./extended-card";
 import { readExtensions } from "./extensions";
 import type { AgentExtension } from "../protocol/types";

@@ -1,4 +1,4 @@
-import { A2AError } from "../protocol/errors";
+import { TaskRefusal } from "./refusal";
 import type { CallerUsage, TaskStore } from "./task-store";
 
 /** Refusals of the storage guard, by the limit that refused (a closed set, for the metrics). */
@@ -90,8 +90,8 @@ export class StorageQuota implements StorageGuard {
     return `${free}, less than its floor of ${s.floorBytes} (min_free_disk): it takes no new tasks or messages from the caller whose stored tasks take the most (${owner}, ${s.heaviest?.bytes ?? "?"} bytes) until space is freed; retry later`;
   }
 
-  private refuse(limit: StorageLimit, message: string): A2AError {
+  private refuse(limit: StorageLimit, message: string): TaskRefusal {
     this.o.onRefused?.(limit);
-    return A2AError.quota(message, limit);
+    return TaskRefusal.quota(message, limit);
   }
 }

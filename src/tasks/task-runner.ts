@@ -1,5 +1,4 @@
 import type { AgentExecutor, ExecutionEvents, ExecutionOutcome, InputRequest } from "../executors/executor";
-import { A2AError } from "../protocol/errors";
 import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted } from "../protocol/types";
 import { accumulate, agentMessage, ArtifactSizes, capParts, historyBytes, messageBytes } from "./artifacts";
@@ -13,6 +12,7 @@ import { recoverUnfinished } from "./recovery";
 import { authNote, authRetryOf } from "./auth-retry";
 import type { TaskLeases } from "./leases";
 import { DroppedWrite, HeldElsewhere, WriteRefused, type TaskStore, type UnfinishedTask } from "./task-store";
+import { TaskRefusal } from "./refusal";
 
 export type { EventListener } from "./publisher";
 
@@ -102,7 +102,7 @@ export interface TaskRunnerOptions {
  * A task the store could not keep whole (one of its writes failed: disk full, I/O error, a lost database, data
  * that cannot be serialised) is stopped and never ends COMPLETED: it is recorded FAILED saying so, its events
  * continuing from the last stored one. If even that cannot be stored (the database does not take writes), its
- * callers get an error (-32603) and the task is left as stored, never held here: with leases, its lease is let
+ * callers are refused (not-stored) and the task is left as stored, never held here: with leases, its lease is let
  * go so that a process claims it and applies the restart policy; alone, this process does that itself once the
  * store takes writes again (see recoverUnstored). Until then the task counts in unstoredTasks() (readiness).
  */
@@ -134,13 +134,6 @@ export class TaskRunner {
     this.events = new EventPublisher(store);
     // Another process was asked to cancel a task: this one does, if it runs it.
     store.onCancelRequest?.((taskId, reason) => void this.cancel(taskId, reason)?.catch(() => {}));
-    // Another process passed on an answer: taken if the task's execution waits here for its caller.
-    store.onAnswerRequest?.((taskId, owner, message) => {
-      const job = this.jobs.get(taskId);
-      if (!job?.waiting || job.caller !== owner) return undefined;
-      const answered = this.answer(taskId, message);
-      return answered.committed.then(() => ({ lastSeq: answered.lastSeq }));
-    }, (taskId) => this.jobs.get(taskId)?.waiting !== undefined);
   }
 
   get executorKind(): string {
@@ -175,18 +168,18 @@ export class TaskRunner {
    */
   check(message: Message, task?: { state: Record<string, unknown> }): void {
     const refusal = this.executor.check?.(message, task);
-    if (refusal) throw refusal;
+    if (refusal) throw new TaskRefusal(refusal.kind, refusal.message);
   }
 
   /** Throws (before anything is committed) when the node cannot take another task from `caller`. */
   assertCapacity(caller: string): void {
-    if (!this.accepting) throw A2AError.busy("this node is shutting down; retry against it later or use another peer");
+    if (!this.accepting) throw TaskRefusal.busy("this node is shutting down; retry against it later or use another peer");
     if (this.running >= this.options.maxConcurrent && this.queue.size >= this.options.maxQueued)
-      throw A2AError.busy(`this node is at capacity (${this.running} tasks running, ${this.queue.size} waiting); retry later`);
+      throw TaskRefusal.busy(`this node is at capacity (${this.running} tasks running, ${this.queue.size} waiting); retry later`);
     const running = this.runningBy.get(caller) ?? 0;
     const queued = this.queue.sizeOf(caller);
     if (running >= this.perCallerRunning && queued >= this.perCallerQueued)
-      throw A2AError.busy(
+      throw TaskRefusal.busy(
         `${caller} already has ${running} tasks running and ${queued} waiting on this node, its share of it; retry when some have finished`,
       );
   }
@@ -225,9 +218,10 @@ export class TaskRunner {
     return this.replies.get(task);
   }
 
-  /** Whether an execution here waits for the next message of this task (see input()). */
-  isWaitingForInput(taskId: string): boolean {
-    return this.jobs.get(taskId)?.waiting !== undefined;
+  /** Whether an execution here waits for the next message of this task (see input()); `caller`: from that caller. */
+  isWaitingForInput(taskId: string, caller?: string): boolean {
+    const job = this.jobs.get(taskId);
+    return job?.waiting !== undefined && (caller === undefined || job.caller === caller);
   }
 
   /**
@@ -248,9 +242,9 @@ export class TaskRunner {
   answer(taskId: string, message: Message): { task: Task; committed: Promise<void>; settled: Promise<Task>; lastSeq: number } {
     const job = this.jobs.get(taskId);
     const waiting = job?.waiting;
-    if (!job || !waiting) throw A2AError.unsupportedOperation(`task ${taskId} is not waiting for input`);
+    if (!job || !waiting) throw TaskRefusal.unsupported(`task ${taskId} is not waiting for input`);
     const why = waiting.request.check?.(message);
-    if (why !== undefined) throw A2AError.invalidParams(why);
+    if (why !== undefined) throw TaskRefusal.invalid(why);
     const { task } = job;
     const lastSeq = job.seq;
     task.history = [...(task.history ?? []), message];
@@ -856,7 +850,7 @@ export class TaskRunner {
   /**
    * Writes the outcome once; resolves `done` (and the turn) after it is committed. A task that lost a write
    * ends FAILED instead; if the outcome cannot be stored, FAILED is tried once more without the outcome's
-   * data. If even that cannot be stored, `done` and the turn reject with a -32603 error saying so, and the task
+   * data. If even that cannot be stored, `done` and the turn reject with a not-stored refusal saying so, and the task
    * is left as stored for recovery (see strand), or, when the store refused it (another process holds it now,
    * or it was never stored), left to whoever holds it.
    */
@@ -896,12 +890,12 @@ export class TaskRunner {
 
   /**
    * Nothing of the task's end could be stored (the database does not take writes): the execution is over here,
-   * its callers get -32603, and the task, as stored (WORKING or SUBMITTED), goes to recovery (keepUnstored):
+   * its callers are refused (not-stored), and the task, as stored (WORKING or SUBMITTED), goes to recovery (keepUnstored):
    * this process neither holds it nor reports it finished, so its view and the database's agree.
    */
   private strand(job: Job, reason: string): void {
     const { task } = job;
-    const error = A2AError.internal(
+    const error = TaskRefusal.notStored(
       `the node could not store task ${task.id} (${reason}); it is taken up again as after a restart once the database takes writes: follow it with GetTask or SubscribeToTask`,
     );
     for (const s of job.subscribers) s.fail(error);
@@ -978,10 +972,10 @@ function artifactsOver(total: number, max: number): string {
   return `the task's artifacts would hold ${total} bytes, more than this node's limit of ${max} (max_artifact_bytes)`;
 }
 
-/** The error a caller gets when its task could not be stored: -32603, naming the task and the store's reason. */
-export function notStored(taskId: string, err: unknown): A2AError {
-  if (err instanceof A2AError) return err;
-  return A2AError.internal(`the node could not store task ${taskId}, so it is not kept: ${reasonOf(err)}`);
+/** The refusal a caller gets when its task could not be stored (not-stored), naming the task and the store's reason. */
+export function notStored(taskId: string, err: unknown): TaskRefusal {
+  if (err instanceof TaskRefusal) return err;
+  return TaskRefusal.notStored(`the node could not store task ${taskId}, so it is not kept: ${reasonOf(err)}`);
 }
 
 function reasonOf(err: unknown): string {

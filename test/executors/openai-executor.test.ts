@@ -10,12 +10,12 @@ import { join } from "node:path";
 import { OpenAiCompatibleExecutor, type OpenAiExecutorOptions } from "../../src/executors/openai-executor";
 import type { ExecutionEvents, ExecutionRequest } from "../../src/executors/executor";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler, type StreamItem } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler, type StreamItem } from "../../src/rpc/request-handler";
 import type { Artifact, Message, Part, Task } from "../../src/protocol/types";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { TaskRunner } from "../../src/tasks/task-runner";
-import { startFakeModel, type FakeModel, type FakeModelOptions } from "../helpers/fake-openai";
+import { startFakeModel, type FakeModel, type FakeModelOptions } from "../fakes/openai";
 
 const models: FakeModel[] = [];
 function fake(options: FakeModelOptions = {}): FakeModel {
@@ -200,11 +200,9 @@ describe("OpenAiCompatibleExecutor, alone", () => {
   it.each([
     ["raw bytes", { raw: Buffer.from("%PDF-1.7").toString("base64"), mediaType: "application/pdf", filename: "a.pdf" }],
     ["a url", { url: "https://example.com/picture.png", mediaType: "image/png" }],
-  ])("refuses a message with %s through check(), with ContentTypeNotSupported (-32005)", (_label, part) => {
+  ])("refuses a message with %s through check(), as content it cannot take (ContentTypeNotSupported, -32005)", (_label, part) => {
     const refusal = executor("http://127.0.0.1:1/v1").check(message([{ text: "look at this" }, part as Part]));
-    expect(refusal).toBeInstanceOf(A2AError);
-    expect(refusal!.code).toBe(-32005);
-    expect(refusal!.reason).toBe("CONTENT_TYPE_NOT_SUPPORTED");
+    expect(refusal?.kind).toBe("content-type");
     expect(refusal!.message).toMatch(/part 1/);
   });
 
@@ -393,7 +391,7 @@ describe("skills with their own model", () => {
       expect(model.requests[1].body.temperature).toBeUndefined();
       expect(model.requests[1].body.messages[0]).toEqual({ role: "system", content: "default prompt" });
       const refusal = exec.check({ messageId: "m", role: "ROLE_USER", parts: [{ text: "x" }], metadata: { skill: "nope" } });
-      expect(refusal?.code).toBe(-32602);
+      expect(refusal?.kind).toBe("invalid");
       expect(refusal?.message).toContain("unknown skill 'nope'");
       expect(refusal?.message).toContain("summarise");
     } finally {

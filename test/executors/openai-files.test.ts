@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { OpenAiCompatibleExecutor } from "../../src/executors/openai-executor";
 import type { ExecutionEvents, ExecutionRequest } from "../../src/executors/executor";
 import type { Message, Part } from "../../src/protocol/types";
-import { startFakeModel, type FakeModel, type FakeModelOptions } from "../helpers/fake-openai";
+import { startFakeModel, type FakeModel, type FakeModelOptions } from "../fakes/openai";
 
 const models: FakeModel[] = [];
 function fake(options: FakeModelOptions = {}): FakeModel {
@@ -98,9 +98,9 @@ describe("files for an OpenAI-compatible model", () => {
     ["a file by URL", { url: "https://example.com/a.png", mediaType: "image/png" }, /file by URL/],
     ["text that is not UTF-8", { raw: b64(new Uint8Array([0xff, 0xfe, 0x00, 0x41])), filename: "x.txt", mediaType: "text/plain" }, /says text\/plain but is not UTF-8 text/],
     ["unknown binary bytes", { raw: b64(new Uint8Array([0, 1, 2, 3])), filename: "blob" }, /blob \(application\/octet-stream\)/],
-  ])("refuses %s with -32005, naming the file and what is taken", (_label, part, why) => {
+  ])("refuses %s as content it cannot take (-32005), naming the file and what is taken", (_label, part, why) => {
     const refusal = new OpenAiCompatibleExecutor({ baseUrl: "http://127.0.0.1:1/v1", model: "m" }).check(message([{ text: "x" }, part as Part]));
-    expect(refusal?.code).toBe(-32005);
+    expect(refusal?.kind).toBe("content-type");
     expect(refusal?.message).toMatch(/^part 1 /);
     expect(refusal?.message).toMatch(why);
   });

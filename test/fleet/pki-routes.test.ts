@@ -11,7 +11,7 @@ import { createPkiRoutes, PKI_RATE, RENEW_RATE } from "../../src/fleet/pki-route
 import { RevocationState } from "../../src/fleet/revocation-state";
 import { PeerRateLimiter } from "../../src/server/rate-limit";
 import { createLogger } from "../../src/log";
-import type { CallerIdentity } from "../../src/protocol/caller";
+import type { CallerIdentity } from "../../src/rpc/caller";
 import type { HttpRequest } from "../../src/server/http1";
 
 const dir = mkdtempSync(join(tmpdir(), "a2a-pki-routes-"));

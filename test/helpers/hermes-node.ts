@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HermesExecutor } from "../../src/executors/hermes-executor";
 import type { HermesTiming } from "../../src/executors/hermes/hermes-task";
-import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, SendMessageParams, StreamItem, Task } from "../../src/protocol/types";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
@@ -41,7 +41,7 @@ export interface HermesNode {
   close(): Promise<void>;
 }
 
-/** `hermes`: the fake Hermes, or any Hermes server by its URL (the real one, /work/shared/real-hermes). */
+/** `hermes`: the fake Hermes, or any Hermes server by its URL (the real one, test/helpers/real-hermes.ts). */
 export async function startHermesNode(hermes: { url: string }, options: { apiKey?: string; timing?: Partial<HermesTiming>; maxConcurrent?: number } = {}): Promise<HermesNode> {
   const dir = mkdtempSync(join(tmpdir(), "a2a-hermes-node-"));
   let database: OpenDatabase = openDatabase(join(dir, "db.sqlite"));

@@ -12,7 +12,7 @@ import { WebhookGuard } from "../../src/push/ssrf-guard";
 import { verifySignature } from "../../src/push/signature";
 import type { Logger } from "../../src/log";
 import type { StreamResponse, TaskPushNotificationConfig } from "../../src/protocol/types";
-import { Receiver, type ReceivedRequest } from "./receiver";
+import { Receiver, type ReceivedRequest } from "../fakes/webhook-receiver";
 
 let dir: string;
 let path: string;

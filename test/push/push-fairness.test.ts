@@ -9,7 +9,7 @@ import { PushDispatcher, type PushDispatcherOptions } from "../../src/push/push-
 import { WebhookGuard, type LookupAll } from "../../src/push/ssrf-guard";
 import type { Logger } from "../../src/log";
 import type { StreamResponse } from "../../src/protocol/types";
-import { Receiver, type ReceiverOptions } from "./receiver";
+import { Receiver, type ReceiverOptions } from "../fakes/webhook-receiver";
 
 /**
  * Fairness and pinned delivery through the whole dispatcher: real SQLite, real receivers on loopback. Webhook

@@ -12,7 +12,7 @@ import { serveHttp1, type Http1Connection, type HttpResponse } from "../../src/s
 import { tooLargeResponse } from "../../src/server/request-router";
 import { AnswerBudget } from "../../src/server/answer-budget";
 import { A2AError } from "../../src/protocol/errors";
-import { holdAnswer } from "../../src/protocol/answer-holds";
+import { holdAnswer } from "../../src/rpc/answer-holds";
 
 const servers: Server[] = [];
 const clients: Socket[] = [];

@@ -9,7 +9,7 @@ import { type CertAndKey, createCa, issueLeaf } from "../../pki";
 import { mtlsFetch, PeerIdentityError } from "../../src/client/mtls-fetch";
 import { listenMtls, type Listener } from "../../src/server/mtls-listener";
 import { tooLargeResponse } from "../../src/server/request-router";
-import type { CallerIdentity } from "../../src/protocol/caller";
+import type { CallerIdentity } from "../../src/rpc/caller";
 import { craftCert, craftIntermediateLeaf } from "../helpers/crafted-certs";
 import type { x509 } from "../../pki/x509";
 import { X509Certificate } from "node:crypto";

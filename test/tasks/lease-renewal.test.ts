@@ -7,7 +7,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { createLogger } from "../../src/log";
-import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Task } from "../../src/protocol/types";
 import type { PostgresDatabase } from "../../src/store/postgres/database";
 import { PostgresLeases } from "../../src/store/postgres/postgres-leases";

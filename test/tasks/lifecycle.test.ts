@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { messageText } from "../../src/executors/executor";
 import { createLogger } from "../../src/log";
-import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, SendMessageResult, Task } from "../../src/protocol/types";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";

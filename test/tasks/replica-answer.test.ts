@@ -8,7 +8,7 @@ import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../sr
 import { messageText } from "../../src/executors/executor";
 import { createLogger } from "../../src/log";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, StreamItem, Task } from "../../src/protocol/types";
 import type { PostgresDatabase } from "../../src/store/postgres/database";
 import { PostgresLeases } from "../../src/store/postgres/postgres-leases";

@@ -12,7 +12,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EchoExecutor } from "../../src/executors/echo-executor";
 import { createLogger } from "../../src/log";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, Task } from "../../src/protocol/types";
 import { storageCheck } from "../../src/server/readiness";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";

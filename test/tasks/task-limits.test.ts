@@ -13,7 +13,7 @@ import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../sr
 import { messageText } from "../../src/executors/executor";
 import { createLogger } from "../../src/log";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler } from "../../src/protocol/request-handler";
+import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Artifact, Message, Part, Task } from "../../src/protocol/types";
 import { openDatabase } from "../../src/store/database";
 import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
