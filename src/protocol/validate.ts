@@ -1,4 +1,4 @@
-import { A2AError } from "./errors";
+import { bad, isObj, nonEmptyString, optBool, optInt, optString, type Obj } from "./field-checks";
 import type {
   CancelTaskParams,
   GetTaskParams,
@@ -18,33 +18,6 @@ import { TASK_STATES } from "./types";
  * Hand-written checks of method params: they run on every request, name the exact field that is wrong, and
  * cost next to nothing. Each returns the params typed, or throws -32602 InvalidParams.
  */
-type Obj = Record<string, unknown>;
-
-const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
-const bad = (msg: string) => A2AError.invalidParams(msg);
-
-function optString(o: Obj, key: string, where: string): string | undefined {
-  const v = o[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "string") throw bad(`${where}.${key} must be a string`);
-  return v;
-}
-
-function optInt(o: Obj, key: string, where: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
-  const v = o[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max)
-    throw bad(`${where}.${key} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? " up" : ` to ${max}`}`);
-  return v;
-}
-
-function optBool(o: Obj, key: string, where: string): boolean | undefined {
-  const v = o[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "boolean") throw bad(`${where}.${key} must be true or false`);
-  return v;
-}
-
 function params(p: unknown): Obj {
   if (!isObj(p)) throw bad("params must be an object");
   return camelKeys(p) as Obj;
@@ -227,16 +200,10 @@ export function lastEventId(v: string | undefined): number | undefined {
   return n;
 }
 
-function nonEmpty(o: Obj, key: string, where: string): string {
-  const v = o[key];
-  if (typeof v !== "string" || v.length === 0) throw bad(`${where}.${key} must be a non-empty string`);
-  return v;
-}
-
 export function pushConfigParams(p: unknown): TaskPushNotificationConfig {
   const o = params(p);
-  const taskId = nonEmpty(o, "taskId", "params");
-  const url = nonEmpty(o, "url", "params");
+  const taskId = nonEmptyString(o, "taskId", "params");
+  const url = nonEmptyString(o, "url", "params");
   try {
     const u = new URL(url);
     if (u.protocol !== "https:" && u.protocol !== "http:") throw new Error();
@@ -256,13 +223,13 @@ export function pushConfigParams(p: unknown): TaskPushNotificationConfig {
 
 export function pushConfigRef(p: unknown): GetTaskPushNotificationConfigParams {
   const o = params(p);
-  return { taskId: nonEmpty(o, "taskId", "params"), id: nonEmpty(o, "id", "params") };
+  return { taskId: nonEmptyString(o, "taskId", "params"), id: nonEmptyString(o, "id", "params") };
 }
 
 export function listPushConfigsParams(p: unknown): ListTaskPushNotificationConfigsParams {
   const o = params(p);
   return {
-    taskId: nonEmpty(o, "taskId", "params"),
+    taskId: nonEmptyString(o, "taskId", "params"),
     pageSize: optInt(o, "pageSize", "params", 1, 100),
     pageToken: optString(o, "pageToken", "params") || undefined,
   };

@@ -718,8 +718,6 @@ describe("serveHttp1: malformed requests", () => {
     await expectRefusedAndClosed(c, 431);
   });
 
-  // BUG (src/server/http1.ts:196-197): Number() accepts more than RFC 9110's Content-Length = 1*DIGIT: hex
-  // ("0x5"), exponents ("1e1"), a sign ("+5") and an empty value all pass as lengths. Marked `fails` until fixed.
   for (const value of ["0x5", "1e1", "+5", ""]) {
     it(`answers 400 to Content-Length: ${JSON.stringify(value)}`, async () => {
       const s = await startServer();
@@ -740,9 +738,6 @@ describe("serveHttp1: malformed requests", () => {
 });
 
 describe("serveHttp1: HEAD", () => {
-  // BUG (src/server/http1.ts:94): the body is written for HEAD too (node:http drops it). A client reads no body
-  // after a HEAD answer, so the stray bytes are taken for the next response (Node's http client fails with
-  // HPE_INVALID_CONSTANT). Marked `fails` until fixed.
   it("answers HEAD without body bytes, so the next response on the connection parses", async () => {
     const s = await startServer();
     const c = await client(s.port);
@@ -831,10 +826,6 @@ describe("serveHttp1: timeouts", () => {
     expect(s.requests).toHaveLength(0);
   });
 
-  // BUG (src/server/http1.ts:65): socket.setTimeout counts any socket inactivity, including while a handler is
-  // still working, so a request that takes longer than idleTimeoutMs (a blocking SendMessage on the node,
-  // where idleTimeoutMs is 65 s) loses its connection and its answer. Options say "a connection with no
-  // request in progress is closed after this long". Marked `fails` until fixed; then make it a plain `it`.
   it("idleTimeoutMs does not cut off a request whose handler takes longer than the idle timeout", async () => {
     const s = await startServer({ idleTimeoutMs: 50, headTimeoutMs: 10_000 });
     const c = await client(s.port);
@@ -957,9 +948,6 @@ describe("serveHttp1: streamed responses", () => {
     for (let i = 0; i < k; i++) await new Promise((r) => setImmediate(r));
   };
 
-  // BUG (src/server/http1.ts:152): when the client leaves while the loop waits for 'drain', 'drain' never comes:
-  // writeStream never returns, so its heartbeat setInterval (line 143) is never cleared and the connection's
-  // closure (socket, buffers, source) stays alive for good. Wait for 'drain' or 'close'. Marked `fails`.
   it("finishes a stream (clears its heartbeat) when a slow reader goes away during backpressure", async () => {
     const setSpy = vi.spyOn(globalThis, "setInterval");
     const clearSpy = vi.spyOn(globalThis, "clearInterval");
@@ -982,10 +970,6 @@ describe("serveHttp1: streamed responses", () => {
     }
   });
 
-  // BUG (src/server/http1.ts:149): the loop awaits the source's next() without watching the socket; when the
-  // client leaves and the source's return() does not settle that next() (any async generator waiting inside,
-  // e.g. `sse()` in src/server/request-router.ts around an idle EventStream), writeStream and its heartbeat
-  // live until the source yields again, possibly never. Race next() against 'close'. Marked `fails`.
   it("finishes a stream (clears its heartbeat) when the client leaves while the source is quiet", async () => {
     const setSpy = vi.spyOn(globalThis, "setInterval");
     const clearSpy = vi.spyOn(globalThis, "clearInterval");
