@@ -1,4 +1,4 @@
-import type { ExecutionOutcome } from "../executors/executor";
+import type { ExecutionOutcome, StopCause } from "../executors/executor";
 import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { accumulate, agentMessage } from "./artifacts";
 import { authNote } from "./auth-retry";
@@ -155,6 +155,36 @@ export class OutcomeWriter {
     ]);
     job.task = (await this.store.snapshot(task.id, job.caller))?.task ?? { ...task, status };
   }
+}
+
+/**
+ * The outcome of an execution as the node records it: where the node stopped it (a limit, the output cap, the
+ * deadline, a cancel), the node's own outcome, and otherwise the executor's. Undefined when the node's shutdown
+ * stopped it: whether the task ends FAILED or is left for the next start is the runner's to say.
+ */
+export function stoppedOutcome(
+  job: Job,
+  cause: StopCause | undefined,
+  outcome: ExecutionOutcome,
+  limits: { outputCapBytes?: number; deadlineMs?: number },
+): ExecutionOutcome | undefined {
+  if (job.stopped === "limit") return { state: "TASK_STATE_FAILED", message: `stopped: ${job.limitReason}` };
+  if (job.stopped === "output-cap")
+    return {
+      state: "TASK_STATE_COMPLETED",
+      message: `output cut at ${limits.outputCapBytes} bytes (this node's output cap)`,
+      metadata: { ...outcome.metadata, truncated: true, outputCapBytes: limits.outputCapBytes },
+    };
+  if (job.stopped === "deadline") {
+    const seconds = Math.round((limits.deadlineMs ?? 0) / 1000);
+    return { state: "TASK_STATE_FAILED", message: `stopped: the task ran longer than this node's deadline of ${seconds} s` };
+  }
+  if (cause === "canceled") {
+    const reason = job.cancelReason ?? "canceled";
+    return { state: "TASK_STATE_CANCELED", message: outcome.stopNote ? `${reason}; ${outcome.stopNote}` : reason };
+  }
+  if (cause === "shutdown") return undefined;
+  return outcome;
 }
 
 /** The refusal a caller gets when its task could not be stored (not-stored), naming the task and the store's reason. */

@@ -10,7 +10,7 @@ import { abortOf, causeOf, type Job, newJob, stop } from "./job";
 import { LeaseKeeper } from "./lease-keeper";
 import type { TaskLeases } from "./leases";
 import type { TaskLifecycle } from "./lifecycle";
-import { notStored, OutcomeWriter } from "./outcome-writer";
+import { notStored, OutcomeWriter, stoppedOutcome } from "./outcome-writer";
 import { OutputLimits } from "./output-limits";
 import { EventPublisher, type EventListener } from "./publisher";
 import { Questions } from "./questions";
@@ -403,20 +403,10 @@ export class TaskRunner {
         job.executorMs += performance.now() - executing;
       }
       const cause = causeOf(job);
-      if (job.stopped === "limit") {
-        outcome = { state: "TASK_STATE_FAILED", message: `stopped: ${job.limitReason}` };
-      } else if (job.stopped === "output-cap") {
-        outcome = {
-          state: "TASK_STATE_COMPLETED",
-          message: `output cut at ${this.limits.outputCapBytes} bytes (this node's output cap)`,
-          metadata: { ...outcome.metadata, truncated: true, outputCapBytes: this.limits.outputCapBytes },
-        };
-      } else if (job.stopped === "deadline") {
-        outcome = { state: "TASK_STATE_FAILED", message: `stopped: the task ran longer than this node's deadline of ${Math.round((this.options.deadlineMs ?? 0) / 1000)} s` };
-      } else if (cause === "canceled") {
-        const reason = job.cancelReason ?? "canceled";
-        outcome = { state: "TASK_STATE_CANCELED", message: outcome.stopNote ? `${reason}; ${outcome.stopNote}` : reason };
-      } else if (cause === "shutdown") {
+      const stopped = stoppedOutcome(job, cause, outcome, { outputCapBytes: this.limits.outputCapBytes, deadlineMs: this.options.deadlineMs });
+      if (stopped) outcome = stopped;
+      else {
+        // Stopped by the node's shutdown.
         if (this.leftForRestart(job)) return this.detach(job);
         outcome = { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
       }
