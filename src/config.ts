@@ -121,10 +121,6 @@ export function resolveSettings(flags: FlagValues, env: Record<string, string | 
   return { config: c, sources };
 }
 
-export function resolveServeConfig(flags: FlagValues, env: Record<string, string | undefined>, file: FileValues = {}): ServeConfig {
-  return resolveSettings(flags, env, file).config;
-}
-
 function checked<T>(read: () => T, source: string): T {
   try {
     return read();

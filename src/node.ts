@@ -1,46 +1,40 @@
-import { hostname } from "node:os";
-import { isIP } from "node:net";
-import { resolve } from "node:path";
 import { loadNodeIdentity } from "../pki/identity";
-import { SETTINGS, type ServeConfig, type SettingName } from "./config";
-import { ConformanceExecutor } from "./executors/conformance-executor";
-import { EchoExecutor } from "./executors/echo-executor";
-import { HermesExecutor } from "./executors/hermes-executor";
+import type { ServeConfig } from "./config";
 import type { AgentExecutor } from "./executors/executor";
-import { OpenAiCompatibleExecutor } from "./executors/openai-executor";
-import { homePaths, type HomePaths } from "./home";
+import { createExecutor } from "./executors/executor-factory";
+import { homePaths } from "./home";
 import type { Logger } from "./log";
-import type { CallerIdentity } from "./rpc/caller";
 import { AuthorizedHandler } from "./rpc/authorized-handler";
 import { HttpJsonTransport } from "./rpc/http-json-transport";
 import { JsonRpcTransport } from "./rpc/jsonrpc-transport";
 import { DefaultRequestHandler } from "./rpc/request-handler";
-import type { AgentCard } from "./protocol/types";
 import { v1Methods } from "./rpc/v1-methods";
 import { v03Methods } from "./rpc/v03/methods";
 import { FleetPki } from "./fleet/fleet-pki";
-import type { PkiRoutes } from "./fleet/pki-routes";
 import { NodeMetrics, type ListenerLoad } from "./metrics/node-metrics";
-import { listenAdmin } from "./server/admin-listener";
-import { buildAgentCard, buildExtendedCard, DEFAULT_SKILLS, type Binding } from "./server/agent-card";
 import { AnswerBudget } from "./server/answer-budget";
-import { AuditLog, type AuditCall, type AuditRefusal } from "./server/audit-log";
+import { AuditTrail } from "./server/audit-trail";
+import { SignedCards } from "./server/card-signing";
 import type { ConnectionLimits } from "./server/connection-limits";
 import { descriptorCheck, descriptorLimit, DescriptorWatch, fitToDescriptors, openDescriptors } from "./server/descriptor-budget";
 import { listenerCaps } from "./server/listener-caps";
-import { keyOf, RefusalTally, summed } from "./server/refusal-tally";
-import { signCardAs } from "./server/card-signing";
-import { classify, RefusalLog } from "./server/refusal-log";
-import { listenMtls, type Listener, type RefusedPeer } from "./server/mtls-listener";
+import {
+  lazyWebApp,
+  openAdminListener,
+  openEnrollListener,
+  openMtlsListener,
+  openPlainListener,
+  openTokenListener,
+  type ListenerKit,
+} from "./server/listeners";
+import type { Listener } from "./server/mtls-listener";
 import { opsRoutes } from "./server/ops-routes";
-import { LOOPBACK_CALLER, listenPlainLoopback } from "./server/plain-listener";
-import { listenToken } from "./server/token-listener";
 import { SqliteCallerTokens } from "./store/sqlite-caller-tokens";
 import { PeerRateLimiter, RateLimitLog } from "./server/rate-limit";
 import { certificateCheck, checkReadiness, storageCheck } from "./server/readiness";
 import { DiskFloor } from "./store/disk-floor";
 import { StorageQuota } from "./tasks/storage-quota";
-import { createRequestRouter, tooLargeResponse, type RouterMetrics } from "./server/request-router";
+import { createRequestRouter, type RouterMetrics } from "./server/request-router";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
 import { isOutsidePeer } from "./peers/peer-registry";
 import { openStorage } from "./store/storage";
@@ -50,6 +44,7 @@ import { WebhookGuard } from "./push/ssrf-guard";
 import { allOf } from "./tasks/lifecycle";
 import { taskLog } from "./tasks/task-log";
 import { TaskRunner } from "./tasks/task-runner";
+import { applyReloadable } from "./settings/reload-diff";
 import { VERSION } from "./version";
 
 export interface RunningNode {
@@ -76,8 +71,8 @@ export interface RunningNode {
 }
 
 /**
- * The daemon, assembled top to bottom: identity, database, executor, task runner, protocol, listeners. Each
- * line names the one piece it adds; nothing here knows how the pieces work inside.
+ * The daemon, assembled top to bottom: settings, database, identity and fleet PKI, peers, executor, tasks,
+ * handler, listeners, ready. Each line names the one piece it adds; nothing here knows how the pieces work inside.
  */
 export async function startNode(
   home: string,
@@ -89,7 +84,6 @@ export async function startNode(
   // Every listener's connection caps, fitted under the file descriptor limit before anything is opened.
   const fds = descriptorLimit();
   const caps = fitToDescriptors(listenerCaps(config), fds);
-  const cap = (listener: keyof typeof caps.caps): ConnectionLimits => caps.caps[listener] ?? caps.caps.mtls;
   let identity = await loadNodeIdentity(paths);
   const startedAt = Date.now();
   const storage = await openStorage({ path: paths.database, databaseUrl: config.databaseUrl, maxListBytes: config.maxListBytes, leaseMs: config.leaseMs, log });
@@ -182,7 +176,7 @@ export async function startNode(
     onRefused: (limit) => metrics.storageRefused(limit),
   });
   // Built on request: the advertised URL is known only once the mTLS listener is bound.
-  const extendedCard = config.extendedCard && (() => signed("extended", advertisedUrl));
+  const extendedCard = config.extendedCard && (() => cards.extended(advertisedUrl));
   // The authorization policy ([[authorize]]) in front of the handler, read at each call so SIGHUP applies it.
   const handler = new AuthorizedHandler(
     new DefaultRequestHandler(store, runner, {
@@ -197,7 +191,7 @@ export async function startNode(
     }),
     () => config.authorize,
   );
-  const audit = openAuditLog(paths, config, log);
+  const audit = new AuditTrail(paths, config, log, (kind) => metrics.connectionRefused(kind));
   // Both bindings over one method table, so they validate, scope and answer alike.
   const v1 = v1Methods(handler);
   const transport = new JsonRpcTransport({ v1, v03: v03Methods(handler) });
@@ -225,7 +219,7 @@ export async function startNode(
         descriptors: () => descriptorCheck(descriptors.state(), descriptors.state().limit ?? fds, openDescriptors()),
         storage: () => storageCheck(floor?.state(), config.databaseUrl ? "the database is on a Postgres server, whose disk this node cannot see" : "min_free_disk is 0"),
       }),
-    metrics: () => metrics.render(),
+    metrics: () => metrics.exposition(),
   });
   const rateLog = new RateLimitLog(log);
   const routerMetrics: RouterMetrics = {
@@ -237,179 +231,50 @@ export async function startNode(
       rateLog.limited(peer, wait);
     },
   };
-  // The fleet PKI's routes (/pki/) only where callers hold a fleet certificate: the mutual-TLS listener.
-  // Health and metrics (which name fleet callers) are not for token callers: the token listener leaves them out.
-  // Rate-limited calls are refusals too: summed per peer like the rest (see refusal-tally.ts), so a caller in
-  // a loop cannot rotate the audit log away either.
-  const limitedCalls =
-    audit &&
-    new RefusalTally<AuditCall>({
-      write: (call, repeats) => audit.call(repeats ? { ...call, more: repeats.more, since: repeats.since } : call),
-      key: (call) => `${call.peer} ${call.binding}`,
-      kind: () => "rate_limited",
+  const route: ListenerKit["route"] = (card, serves) =>
+    createRequestRouter({
+      transport,
+      httpJson,
+      web: lazyWebApp(card, startedAt),
+      ops: serves.ops ? ops : undefined,
+      limiter,
+      metrics: routerMetrics,
+      pki: serves.pki ? fleetPki.routes : undefined,
+      audit: audit.call,
+      answers,
     });
-  const auditCall = audit && ((call: AuditCall) => (call.outcome === "rate_limited" ? limitedCalls?.add(call) : audit.call(call)));
-  const route = (web: ReturnType<typeof lazyWebApp>, pki?: PkiRoutes, withOps = true) =>
-    createRequestRouter({ transport, httpJson, web, ops: withOps ? ops : undefined, limiter, metrics: routerMetrics, pki, audit: auditCall, answers });
-  // The cards, signed with this node's key and kept until the identity changes: one per listener, by who may
-  // call there ("mtls": fleet members, who get the extended card too; "bearer": token callers; "anonymous": the
-  // plain loopback listener, no identity), and the extended card for fleet members.
-  const signedCards = new Map<string, Promise<AgentCard>>();
-  let signedAs = identity;
-  const signed = (kind: "mtls" | "bearer" | "anonymous" | "extended", url: string): Promise<AgentCard> => {
-    if (signedAs !== identity) {
-      signedCards.clear();
-      signedAs = identity;
-    }
-    const key = `${kind} ${url}`;
-    let c = signedCards.get(key);
-    if (!c) {
-      const unsigned = kind === "extended" ? buildExtendedCard(unsignedCard(url, "mtls"), config.extendedCard!) : unsignedCard(url, kind);
-      c = signCardAs(unsigned, identity);
-      signedCards.set(key, c);
-    }
-    return c;
+  const cards = new SignedCards(() => identity, config, VERSION);
+  const kit: ListenerKit = {
+    config,
+    log,
+    caps: caps.caps,
+    audit,
+    onRefusedRequest: (status) => metrics.requestRefused(status),
+    track: (listener, l, max) =>
+      loads.push(() => ({ listener, open: l.openConnections?.() ?? 0, unauthenticated: l.unauthenticatedConnections?.(), max: max.maxConnections })),
+    route,
+    card: (url, audience) => cards.card(url, audience),
   };
-  const card = (url: string, kind: "mtls" | "bearer" | "anonymous" = "mtls") => signed(kind, url);
-  const unsignedCard = (url: string, kind: "mtls" | "bearer" | "anonymous") =>
-    buildAgentCard({
-      name: identity.name,
-      description: config.description,
-      version: VERSION,
-      advertisedUrl: url,
-      skills: config.skills ?? DEFAULT_SKILLS,
-      pushNotifications: true,
-      preferredBinding: config.preferredBinding as Binding,
-      security: kind === "bearer" ? "bearer" : "mtls",
-      // Only fleet members (mutual TLS) are shown the extended card.
-      extendedAgentCard: config.extendedCard !== undefined && kind === "mtls",
-      extensions: config.extensions,
-    });
-  const common = {
-    maxBodyBytes: config.maxBodyBytes,
-    tooLarge: tooLargeResponse,
-    onRefusedRequest: (status: number) => metrics.requestRefused(status),
-    http: { maxHeadBytes: config.maxHeadBytes, idleTimeoutMs: config.idleTimeoutMs, headTimeoutMs: config.requestTimeoutMs },
-  };
-
-  let advertisedUrl = "";
-  const refusals = new RefusalLog(log, { detailedPerWindow: config.logRefusalsPerMinute, count: (kind) => metrics.connectionRefused(kind) });
-  // The journal hears of refusals at a rate; the audit log records the first of each source and kind in a
-  // minute, and sums up the rest, so that no flood can rotate away what it held before.
-  const auditRefusals = audit && new RefusalTally<AuditRefusal>({ write: (r, repeats) => audit.refused(summed(r, repeats)), key: keyOf, kind: (r) => r.kind });
-  const refused = (reason: string, remote: string | undefined, peer?: RefusedPeer, kind = classify(reason)) => {
-    refusals.refused(reason, remote, { kind });
-    auditRefusals?.add({ kind, reason, remote, peer: peer?.name, fingerprint: peer?.fingerprint });
-  };
-  const track = (listener: string, l: Listener, max: ConnectionLimits) =>
-    loads.push(() => ({ listener, open: l.openConnections?.() ?? 0, unauthenticated: l.unauthenticatedConnections?.(), max: max.maxConnections }));
-  const mtls = await listenMtls({
-    ...common,
-    host: config.host,
-    port: config.port,
-    cert: identity.certPem,
-    key: identity.keyPem,
-    ca: identity.caPem,
-    onRequest: route(lazyWebApp(() => card(advertisedUrl), startedAt), fleetPki.routes),
+  const mtls = await openMtlsListener(kit, {
+    identity,
     revoked: fleetPki.revocations.revokedAt,
     answerRevoked: (req, reason, name) => fleetPki.revokedAnswer(req, reason, name),
-    onHandshakeError: (err, remote, peer) => refused(err.message, remote, peer),
-    onRefusedConnection: (reason, remote) => refused(reason, remote),
-    handshakeTimeoutMs: config.handshakeTimeoutMs,
-    limits: caps.caps.mtls,
   });
-  track("mtls", mtls, caps.caps.mtls);
-  advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(identity.sans, identity.name, config.host, mtls.port);
-  const listeners: Listener[] = [mtls];
-  let enrollUrl: string | undefined;
-  if (config.enrollPort !== undefined) {
-    const enroll = await fleetPki.openEnrollment({
-      host: config.host,
-      port: config.enrollPort,
-      mtlsPort: mtls.port,
-      tooLarge: tooLargeResponse,
-      http: common.http,
-      handshakeTimeoutMs: config.handshakeTimeoutMs,
-      limits: cap("enroll"),
-      onHandshakeError: (err, remote) => refused(`enrollment port: ${err.message}`, remote),
-      onRefusedConnection: (reason, remote) => refused(`enrollment port: ${reason}`, remote),
-      events: {
-        enrolled: (e) =>
-          auditCall?.({ peer: e.name, fingerprint: e.fingerprint, binding: "enroll", method: "POST /pki/enroll", outcome: "ok", ms: 0 }),
-        // Failed enrollments are refusals like the others: the journal at a rate, the audit log summed per source.
-        refused: (e) => {
-          refusals.refused(e.reason, e.remote, { kind: e.kind, msg: "refused an enrollment", fields: { name: e.name } });
-          auditRefusals?.add({ kind: e.kind, reason: e.reason, remote: e.remote, name: e.name });
-        },
-      },
-    });
-    if (enroll) {
-      listeners.push(enroll);
-      track("enroll", enroll, cap("enroll"));
-    }
-    enrollUrl = enroll?.url;
-  }
-  let plainUrl: string | undefined;
-  if (config.plainHttpPort !== undefined) {
-    const plain = await listenPlainLoopback({
-      ...common,
-      port: config.plainHttpPort,
-      onRequest: route(lazyWebApp(() => card(plainUrl as string, "anonymous"), startedAt)),
-      maxConnections: cap("plain").maxConnections,
-      onRefusedConnection: (reason, remote) => refused(`plain loopback listener: ${reason}`, remote),
-    });
-    plainUrl = plain.url;
-    listeners.push(plain);
-    track("plain", plain, cap("plain"));
-    log.warn(`plain-HTTP listener open on loopback: any local process can use it, as caller '${LOOPBACK_CALLER.name}'`, { url: plain.url });
-  }
-  let tokenUrl: string | undefined;
-  let tokenListener: Listener | undefined;
-  if (config.tokenPort !== undefined) {
-    const tokens = new SqliteCallerTokens(database.db);
-    const token = await listenToken({
-      ...common,
-      host: config.tokenHost,
-      port: config.tokenPort,
-      tls: config.tokenTls === "on" ? { cert: identity.certPem, key: identity.keyPem } : undefined,
-      verify: (t) => tokens.verify(t),
-      current: () => tokens.list(),
-      onDropped: (caller, remote) => refused(`token listener: closed an open connection: the token of '${caller}' was revoked`, remote),
-      onRequest: route(lazyWebApp(() => card(tokenCardUrl(tokenUrl as string, advertisedUrl), "bearer"), startedAt), undefined, false),
-      onUnauthorized: (reason, remote, kind) => refused(`token listener: ${reason}`, remote, undefined, kind),
-      handshakeTimeoutMs: config.handshakeTimeoutMs,
-      limits: cap("token"),
-      onHandshakeError: (err, remote) => refused(`token listener: ${err.message}`, remote),
-      onRefusedConnection: (reason, remote) => refused(`token listener: ${reason}`, remote),
-    });
-    tokenUrl = token.url;
-    tokenListener = token;
-    listeners.push(token);
-    track("token", token, cap("token"));
-    if (config.tokenTls === "on") log.info("token listener open: callers outside the fleet with a bearer token from 'a2a-node tokens add'", { url: token.url });
-    else log.warn("token listener open over plain HTTP: bearer tokens cross the network in clear (token_tls = off)", { url: token.url });
-  }
-  let adminUrl: string | undefined;
-  if (config.adminPort !== undefined) {
-    const admin = await listenAdmin({
-      port: config.adminPort,
-      ops: (method, path) => ops(method, path),
-      maxConnections: cap("admin").maxConnections,
-      onRefusedConnection: (reason, remote) => refused(`admin port: ${reason}`, remote),
-    });
-    adminUrl = admin.url;
-    listeners.push(admin);
-    track("admin", admin, cap("admin"));
-    log.info("admin port open on loopback: /metrics and /health/* over plain HTTP, nothing else", { url: admin.url });
-  }
+  const advertisedUrl = mtls.advertisedUrl;
+  const enroll = await openEnrollListener(kit, (opts) => fleetPki.openEnrollment(opts), mtls.listener.port);
+  const plain = await openPlainListener(kit);
+  const token = await openTokenListener(kit, { tokens: () => new SqliteCallerTokens(database.db), identity, advertisedUrl });
+  const admin = await openAdminListener(kit, (method, path) => ops(method, path));
+  const tokenListener = token?.listener;
+  const listeners: Listener[] = [mtls.listener, enroll?.listener, plain?.listener, tokenListener, admin?.listener].filter((l) => l !== undefined);
   const running: RunningNode = {
     name: identity.name,
     url: mtls.url,
     advertisedUrl,
-    plainUrl,
-    adminUrl,
-    tokenUrl,
-    enrollUrl,
+    plainUrl: plain?.url,
+    adminUrl: admin?.url,
+    tokenUrl: token?.url,
+    enrollUrl: enroll?.url,
     database: { kind: storage.postgres ? "postgres" : "sqlite", where: storage.where },
     async reload(next) {
       const applied: string[] = [];
@@ -422,15 +287,11 @@ export async function startNode(
           applied.push("certificate");
         }
       }
-      for (const name of Object.keys(SETTINGS) as SettingName[]) {
-        if (JSON.stringify(config[name]) === JSON.stringify(next[name])) continue;
-        if ((SETTINGS[name] as { reloadable?: boolean }).reloadable) {
-          (config as Record<string, unknown>)[name] = next[name];
-          applied.push(SETTINGS[name].file);
-        } else needsRestart.push(SETTINGS[name].file);
-      }
+      const settings = applyReloadable(config, next);
+      applied.push(...settings.applied);
+      needsRestart.push(...settings.needsRestart);
       limiter.configure({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
-      audit?.reopen();
+      audit.reopen();
       // A token revoked since (tokens revoke signals this reload): its open connections and streams end now.
       tokenListener?.dropRevoked?.();
       await fleetPki.refresh();
@@ -440,15 +301,13 @@ export async function startNode(
       fleetPki.stop();
       descriptors.stop();
       for (const l of listeners) l.stopAccepting();
-      refusals.flush();
+      audit.flushJournal();
       await retention.stop();
       floor?.stop();
       await runner.shutdown(config.shutdownGraceMs);
       stopLeases();
       for (const l of listeners) await l.close();
-      auditRefusals?.flush();
-      limitedCalls?.flush();
-      audit?.close();
+      audit.close();
       await storage.flush();
       storeProbe.stop();
       await dispatcher.stop();
@@ -465,11 +324,11 @@ export async function startNode(
     executor: executor.kind,
     database: storage.where,
     version: VERSION,
-    audit: audit ? auditPath(paths, config) : "off",
+    audit: audit.where,
     authorization: config.authorize.length ? `${config.authorize.length} [[authorize]] rule(s)` : "none: every fleet member may call everything",
   });
   // A renewed certificate is served on the token listener too (when it speaks TLS).
-  fleetPki.start(mtls, tokenListener ? [tokenListener] : []);
+  fleetPki.start(mtls.listener, tokenListener ? [tokenListener] : []);
   // Said at once, not found out from the first task that fails; not awaited, so the node answers meanwhile.
   if (executor.ready)
     void modelReady(AbortSignal.timeout(3000)).then(
@@ -499,88 +358,4 @@ function withUnstored(probe: { ok: boolean; detail: string }, unstored: { count:
     ok: false,
     detail: `${probe.detail}; but ${tasks} could not be stored (${unstored.reason}): each is taken up again as after a restart once the database takes its writes`,
   };
-}
-
-/** Where the audit log goes: HOME/audit.jsonl unless audit_log names another file (relative: in the home). */
-function auditPath(paths: HomePaths, config: ServeConfig): string {
-  return config.auditLog === undefined ? paths.auditLog : resolve(paths.root, config.auditLog);
-}
-
-function openAuditLog(paths: HomePaths, config: ServeConfig, log: Logger): AuditLog | undefined {
-  if (config.auditLog === "off") return undefined;
-  const path = auditPath(paths, config);
-  try {
-    return new AuditLog({
-      path,
-      maxBytes: config.auditLogMaxBytes,
-      keep: config.auditLogKeep,
-      onError: (err) => log.error("could not write the audit log; lines are dropped until it works again", { path, reason: err instanceof Error ? err.message : String(err) }),
-      onRecovered: (dropped) => log.warn("the audit log is written again", { path, dropped }),
-    });
-  } catch (err) {
-    throw new Error(`cannot open the audit log ${path}: ${(err as Error).message}; make its folder writable, or set audit_log to another file (or to off)`);
-  }
-}
-
-export function createExecutor(config: ServeConfig): AgentExecutor {
-  switch (config.executor) {
-    case "echo":
-      return new EchoExecutor();
-    case "hermes":
-      // The keys are read at each call, so a key file SIGHUP read again applies to the next request.
-      return new HermesExecutor({
-        baseUrl: config.hermesUrl,
-        get apiKey() {
-          return config.hermesApiKey;
-        },
-      });
-    case "conformance":
-      return new ConformanceExecutor();
-    case "openai":
-      return new OpenAiCompatibleExecutor({
-        baseUrl: config.modelUrl,
-        model: config.model,
-        get apiKey() {
-          return config.modelApiKey;
-        },
-        systemPrompt: config.systemPrompt,
-        temperature: config.temperature,
-        maxTokens: config.maxTokens,
-        historyChars: config.historyChars,
-        skills: config.skillModels,
-      });
-  }
-}
-
-/**
- * The web surface (Elysia, OpenAPI) of one listener, built on its first request: the JSON-RPC path never
- * needs it, and not loading it at start keeps the time from launch to the first answered task short.
- */
-function lazyWebApp(card: () => Promise<AgentCard>, startedAt: number) {
-  let web: Promise<(request: Request, caller: CallerIdentity) => Promise<Response>> | undefined;
-  return async (request: Request, caller: CallerIdentity) => {
-    web ??= import("./server/web-app").then(({ createWebApp }) => createWebApp({ card, version: VERSION, startedAt }).handle);
-    return (await web)(request, caller);
-  };
-}
-
-/**
- * The token listener's card URL: where it listens, unless it listens on every interface (0.0.0.0, ::), whose
- * address no caller can use; then the mutual-TLS listener's advertised host with the token listener's port.
- */
-function tokenCardUrl(listening: string, advertised: string): string {
-  const u = new URL(listening);
-  if (u.hostname !== "0.0.0.0" && u.hostname !== "[::]") return listening;
-  const a = new URL(advertised);
-  return `${u.protocol}//${a.host.replace(/:\d+$/, "")}:${u.port}`;
-}
-
-/**
- * A URL peers can use that the certificate vouches for: the bound address if the certificate names it,
- * otherwise this machine's host name if the certificate names that, otherwise the node name.
- */
-function defaultAdvertisedUrl(sans: string[], name: string, bound: string, port: number): string {
-  const wildcard = bound === "0.0.0.0" || bound === "::" || bound === "";
-  const host = !wildcard && sans.includes(bound) ? bound : sans.includes(hostname()) ? hostname() : name;
-  return `https://${isIP(host) === 6 ? `[${host}]` : host}:${port}`;
 }

@@ -1,5 +1,5 @@
 /**
- * The directions the code base holds (see README "Code map"): which modules may import which. Read from the
+ * The directions the code base holds: which modules may import which. Read from the
  * import statements of every source file, so a violation fails here before it settles in.
  */
 import { describe, expect, it } from "vitest";
@@ -47,7 +47,29 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
     (f) => f.startsWith("src/tasks/") || f.startsWith("src/executors/"),
     (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
   ],
+  ["help/ (the manual's pages, text) imports nothing outside help/", (f) => f.startsWith("src/help/"), (t) => !t.startsWith("src/help/")],
+  [
+    "grpc/ (wire format of the third binding) imports only itself and protocol/types.ts",
+    (f) => f.startsWith("src/grpc/"),
+    (t) => !t.startsWith("src/grpc/") && t !== "src/protocol/types",
+  ],
+  // Tracing is a floor of its own that bindings, executors and the client will call into, never the reverse.
+  ["tracing/ imports nothing else of src/", (f) => f.startsWith("src/tracing/"), (t) => t.startsWith("src/") && !t.startsWith("src/tracing/")],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
+  // The service is a library the CLI calls: it raises its own errors and the CLI gives them exit codes.
+  ["service/ never imports cli/", (f) => f.startsWith("src/service/"), (t) => t.startsWith("src/cli/")],
+  // Push delivery is handed its queue; which store keeps it is the composition root's choice.
+  ["push/ never imports store/", (f) => f.startsWith("src/push/"), (t) => t.startsWith("src/store/")],
+  // Ids and timestamps live at the bottom (src/clock.ts): an executor making ids does not reach into tasks/.
+  ["executors/ never import tasks/", (f) => f.startsWith("src/executors/"), (t) => t.startsWith("src/tasks/")],
+  ["src/clock.ts imports nothing of src/", (f) => f === "src/clock.ts", (t) => t.startsWith("src/")],
+  // What client/ and executors/ share (the SSE reader) sits below both, in src/sse.ts.
+  ["client/ never imports executors/", (f) => f.startsWith("src/client/"), (t) => t.startsWith("src/executors/")],
+  ["src/sse.ts imports nothing of src/", (f) => f === "src/sse.ts", (t) => t.startsWith("src/")],
+  // Metrics watch every floor, server/ among them (NodeMetrics implements its RouterMetrics): no way back.
+  ["server/ never imports metrics/", (f) => f.startsWith("src/server/"), (t) => t.startsWith("src/metrics/")],
+  // fleet/ builds on server/ (its listeners, its routes): the listeners are handed the fleet's pieces by node.ts.
+  ["server/ never imports fleet/", (f) => f.startsWith("src/server/"), (t) => t.startsWith("src/fleet/")],
 ];
 
 describe("import directions", () => {

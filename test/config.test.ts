@@ -2,8 +2,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ConfigError, DEFAULTS, loadConfigFile, redacted, resolveServeConfig, resolveSettings, SETTINGS, type SettingName } from "../src/config";
-import { settingFlags, settingsHelp, settingsTable } from "../src/cli/settings-text";
+import { ConfigError, DEFAULTS, loadConfigFile, redacted, resolveSettings, SETTINGS, type SettingName } from "../src/config";
+import { settingFlags, settingsHelp } from "../src/cli/settings-text";
 import type { Setting } from "../src/settings/kinds";
 
 const dir = mkdtempSync(join(tmpdir(), "a2a-config-"));
@@ -16,6 +16,7 @@ const file = (name: string, text: string) => {
 const EXAMPLE = join(import.meta.dirname, "..", "scripts", "config.example.toml");
 const NAMES = Object.keys(SETTINGS) as SettingName[];
 const setting = (n: SettingName) => SETTINGS[n] as Setting<unknown>;
+const resolveServeConfig = (...args: Parameters<typeof resolveSettings>) => resolveSettings(...args).config;
 
 describe("configuration", () => {
   it("the shipped example config loads, and every key in it takes effect", () => {
@@ -226,14 +227,5 @@ describe("one declaration per setting", () => {
     expect(text).toContain("# [extended_card]");
     expect(text).toContain("# [[extended_card.skills]]");
     expect(text).toContain("# [[extensions]]");
-  });
-});
-
-describe("the README", () => {
-  it("holds the settings table exactly as the declarations make it", () => {
-    const readme = readFileSync(join(import.meta.dirname, "..", "README.md"), "utf8");
-    const start = readme.indexOf("\n", readme.indexOf("<!-- settings table")) + 1;
-    const end = readme.indexOf("<!-- end of settings table -->");
-    expect(readme.slice(start, end)).toBe(settingsTable());
   });
 });

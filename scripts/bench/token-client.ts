@@ -4,7 +4,7 @@
  * from the request, tokens/s, and whether every token arrived once, in order.
  *   bun scripts/bench/token-client.ts '{"mode":"direct"|"node","url":...,"bundle"?:...,"text":"tokens=N pace=MS","streams"?:1}'
  */
-import { readNamedSse } from "../../src/executors/sse";
+import { readNamedSse } from "../../src/sse";
 import { clientTls, readBundle } from "./rpc";
 
 const cfg = JSON.parse(process.argv[2]) as { mode: "direct" | "node"; url: string; bundle?: string; text: string; streams?: number };

@@ -5,7 +5,7 @@ import { loadNodeIdentity } from "../../pki/identity";
 import { readRevocationList } from "../../pki/crl-reader";
 import type { RevocationLookup } from "../../pki/fleet-member";
 import { readPublic } from "../../pki/secure-file";
-import type { FetchFn, PeerClient } from "../client/a2a-client";
+import type { FetchFn, PeerClient } from "../client/peer-client";
 import { ConnectionFailure, explainFailure, explainProbe, isConnectionError, resolveTarget, type OwnCertificate, type Target } from "../client/connect";
 import { CardTrustError, verifyFleetCard } from "../client/card-trust";
 import { expectationOf, mtlsFetch, PeerIdentityError, type AcceptedPeer, type ClientTls, type Expectation } from "../client/mtls-fetch";

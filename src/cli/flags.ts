@@ -1,3 +1,4 @@
+import { suggest } from "./did-you-mean";
 import { UsageError } from "./errors";
 
 /** One flag of a command. `list` flags may repeat (`--san a --san b`). */
@@ -26,7 +27,7 @@ export interface Parsed<S extends Record<string, FlagSpec>> {
 
 /**
  * Parses `--name value`, `--name=value` and boolean `--name`. Unknown flags are a usage error rather than
- * being ignored: a mistyped `--wiat` must not silently change what a command does.
+ * being ignored: a mistyped `--wiat` must not silently change what a command does (the error offers the flag it was closest to).
  */
 export function parseFlags<S extends Record<string, FlagSpec>>(argv: string[], spec: S): Parsed<S> {
   const flags: Record<string, unknown> = {};
@@ -46,7 +47,7 @@ export function parseFlags<S extends Record<string, FlagSpec>>(argv: string[], s
     const eq = arg.indexOf("=");
     const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
     const s = spec[name];
-    if (!s) throw new UsageError(`unknown flag '--${name}'`);
+    if (!s) throw new UsageError(`unknown flag '--${name}'${suggest(name, Object.keys(spec), "--")}`);
     if (s.type === "boolean") {
       if (eq !== -1) {
         const v = arg.slice(eq + 1);

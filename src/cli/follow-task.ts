@@ -1,4 +1,4 @@
-import { RemoteError } from "../client/a2a-client";
+import { RemoteError } from "../client/peer-client";
 import type { StreamResponse, Task, TaskStatus } from "../protocol/types";
 import { isInterrupted, isSettled } from "../protocol/types";
 import { isOutsidePeer } from "../peers/peer-registry";

@@ -61,6 +61,7 @@ export function bufferIo(env: Record<string, string | undefined> = {}, options: 
 export function processIo(): Io {
   let stop: AbortController | undefined;
   let interrupt: AbortController | undefined;
+  endQuietlyWhenReaderLeaves();
   return {
     stdout: { write: (t) => void process.stdout.write(t), isTTY: process.stdout.isTTY === true },
     stderr: { write: (t) => void process.stderr.write(t), isTTY: process.stderr.isTTY === true },
@@ -96,6 +97,21 @@ export function processIo(): Io {
     },
     askSecret: process.stdin.isTTY && process.stderr.isTTY ? askSecretOnTerminal : undefined,
   };
+}
+
+/**
+ * A reader that closes its end of the pipe (`a2a-node send --stream | head`) ends the command at the next write,
+ * quietly and with exit 0, as tools that die of SIGPIPE do: the reader had what it wanted, and a stack trace
+ * about EPIPE (or a stream followed on for nobody) would not help anyone. A task goes on at its peer, as
+ * after Ctrl-C. Any other write error is said in one line.
+ */
+function endQuietlyWhenReaderLeaves(): void {
+  for (const stream of [process.stdout, process.stderr])
+    stream.on("error", (err: NodeJS.ErrnoException) => {
+      if (err.code === "EPIPE") process.exit(0);
+      if (stream !== process.stderr) process.stderr.write(`a2a-node: cannot write to standard output: ${err.message}\n`);
+      process.exit(1);
+    });
 }
 
 /** Reads one line from the terminal with echo off; Ctrl-C or Ctrl-D gives up. */

@@ -1,4 +1,4 @@
-import { fetchAgentCard } from "../client/a2a-client";
+import { fetchAgentCard } from "../client/peer-client";
 import { explainProbe, type Target } from "../client/connect";
 import { probePeer, type ServerCertificate } from "../client/probe";
 import type { AgentCard } from "../protocol/types";

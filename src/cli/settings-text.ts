@@ -89,9 +89,12 @@ export function checkListing(home: string, configFile: string, config: ServeConf
   return [`# home ${home}`, `# config file ${configFile}${existsSync(configFile) ? "" : " (not present: defaults, environment and flags only)"}`, ...rows.map(([l, from]) => `${l.padEnd(width)}# ${from}`)].join("\n") + "\n";
 }
 
-/** `serve --check --json`: the configuration as the node uses it (secrets redacted), and each value's source. */
+/**
+ * `serve --check --json`: the configuration as the node uses it (secrets redacted), and each value's source, as
+ * one JSON value on one line like every --json.
+ */
 export function checkJson(home: string, configFile: string, config: ServeConfig, sources: Sources): string {
-  return `${JSON.stringify({ home, configFile, ...redacted(config), sources }, null, 2)}\n`;
+  return `${JSON.stringify({ home, configFile, ...redacted(config), sources })}\n`;
 }
 
 /** The README's settings table (markdown); a test keeps the README's copy identical. */

@@ -1,4 +1,4 @@
-import { RemoteError } from "../client/a2a-client";
+import { RemoteError } from "../client/peer-client";
 import { isOutsidePeer } from "../peers/peer-registry";
 import type { Message, StreamResponse, Task } from "../protocol/types";
 import { isSettled } from "../protocol/types";
@@ -44,6 +44,7 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
         if (!task) {
           const first = taskOfFirst(item);
           if (!first) continue;
+          report.accepted?.(first.id);
           if (!report.json) {
             progress.print(`task ${first.id} accepted by ${session.target.label}`);
             const other = otherTaskNote(message.taskId, first, session.target.label);

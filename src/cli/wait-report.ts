@@ -20,6 +20,8 @@ export interface WaitReport {
   timeoutS: number;
   /** Print the artifacts' text and the Task JSON (false when a stream already printed them). */
   printResult: boolean;
+  /** Called once the peer has accepted the task (send: to remember which peer it went to). */
+  accepted?(taskId: string): void;
 }
 
 /** The command that picks a wait up again. */

@@ -3,7 +3,7 @@ import { isThisMachine } from "../local-addresses";
 import { isOutsidePeer } from "../peers/peer-registry";
 import { PeerIdentityError } from "./mtls-fetch";
 import { PeerAuthRefused, PeerCaError, PeerCredentialsError } from "./outside-fetch";
-import { ProtocolError, RemoteError } from "./a2a-client";
+import { ProtocolError, RemoteError } from "./peer-client";
 import { normalizePeerUrl } from "./peer-url";
 import type { Probe } from "./probe";
 import { WrongPortError } from "./wrong-port";

@@ -10,7 +10,7 @@
  * own says which of the two hangs; a fetch that gives no sign of its handshake either is timed as one step.
  */
 import { connect as tcpConnect } from "node:net";
-import type { FetchFn } from "./a2a-client";
+import type { FetchFn } from "./peer-client";
 
 export interface PeerTimeouts {
   connectMs: number;

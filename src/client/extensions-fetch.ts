@@ -1,4 +1,4 @@
-import type { FetchFn } from "./a2a-client";
+import type { FetchFn } from "./peer-client";
 
 /** A fetch that requests A2A extensions, and what the server said it activated. */
 export interface ExtensionsFetch {

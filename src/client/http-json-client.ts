@@ -1,8 +1,8 @@
-import { readNamedSse } from "../executors/sse";
+import { readNamedSse } from "../sse";
 import { CODE_OF_REASON, ERROR_INFO_TYPE } from "../protocol/errors";
 import type { GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, StreamResponse, Task } from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
-import { ProtocolError, RemoteError, type FetchFn, type PeerClient } from "./a2a-client";
+import { ProtocolError, RemoteError, type FetchFn, type PeerClient } from "./peer-client";
 
 const A2A_JSON = "application/a2a+json";
 

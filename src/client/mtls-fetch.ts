@@ -1,7 +1,7 @@
 import type { PeerCertificate } from "node:tls";
 import { FleetMembership, type RevocationLookup } from "../../pki/fleet-member";
 import { keyPinOf } from "../../pki/key-pin";
-import type { FetchFn } from "./a2a-client";
+import type { FetchFn } from "./peer-client";
 import { refuseWrongPort } from "./wrong-port";
 import { DEFAULT_PEER_TIMEOUTS, withDeadlines, type PeerTimeouts, type SecuredFetch } from "./deadlines";
 

@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { getCACertificates } from "node:tls";
 import type { PeerAuth, PeerTrust } from "../peers/peer-registry";
-import { ProtocolError, type FetchFn } from "./a2a-client";
+import { ProtocolError, type FetchFn } from "./peer-client";
 import { DEFAULT_PEER_TIMEOUTS, withDeadlines, type PeerTimeouts } from "./deadlines";
 
 /** A peer's credentials file could not be used: missing, unreadable, empty, or not the form its kind needs. */

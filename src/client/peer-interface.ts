@@ -1,4 +1,5 @@
-import { A2AClient, type FetchFn, type PeerClient, type PeerProtocol } from "./a2a-client";
+import { type FetchFn, type PeerClient, type PeerProtocol } from "./peer-client";
+import { JsonRpcClient } from "./jsonrpc-client";
 import { HttpJsonClient } from "./http-json-client";
 
 /** The interface of a peer's card this client speaks. */
@@ -48,7 +49,7 @@ export function clientForCard(card: unknown, target: { baseUrl: string; rpcUrl: 
     const path = chosen.url ? pathOf(chosen.url) : "";
     return new HttpJsonClient(new URL(path || "/", target.baseUrl).toString(), fetchFn, chosen.tenant);
   }
-  return new A2AClient(target.rpcUrl, fetchFn, chosen.protocol, chosen.tenant);
+  return new JsonRpcClient(target.rpcUrl, fetchFn, chosen.protocol, chosen.tenant);
 }
 
 function pathOf(url: string): string {

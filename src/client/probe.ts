@@ -16,6 +16,8 @@ export interface ServerCertificate {
   keyPin: string;
   /** ISO-8601. */
   notAfter: string;
+  /** The serial as the revocation list names it (upper-case hex, no leading zeros); absent if it did not parse. */
+  serial?: string;
 }
 
 /**
@@ -135,16 +137,18 @@ function describe(cert: PeerCertificate): ServerCertificate {
   const one = (v: unknown) => (typeof v === "string" ? v : Array.isArray(v) ? v.join(",") : undefined);
   let notAfter = cert.valid_to ? new Date(cert.valid_to).toISOString() : "";
   let keyPin = "";
+  let serial: string | undefined;
   try {
     if (cert.raw) {
       const parsed = new X509Certificate(cert.raw);
       notAfter = new Date(parsed.validTo).toISOString();
       keyPin = keyPinOf(parsed);
+      serial = parsed.serialNumber.toUpperCase().replace(/^0+(?=.)/, "");
     }
   } catch {
     // the runtime's parse above stands
   }
-  return { name: one(cert.subject?.CN), issuer: one(cert.issuer?.CN), fingerprint: cert.fingerprint256 ?? "", keyPin, notAfter };
+  return { name: one(cert.subject?.CN), issuer: one(cert.issuer?.CN), fingerprint: cert.fingerprint256 ?? "", keyPin, notAfter, ...(serial ? { serial } : {}) };
 }
 
 /** The runtime's verification codes, in words. */

@@ -49,7 +49,7 @@ function tryListen(host: string, port: number): Promise<string | undefined> {
 /** The executor's own readiness probe, as GET /health/ready would run it. */
 export async function checkModel(config: ServeConfig, timeoutMs: number): Promise<Finding> {
   if (config.executor === "echo" || config.executor === "conformance") return skip("model", `the ${config.executor} executor needs no model endpoint`);
-  const { createExecutor } = await import("../node");
+  const { createExecutor } = await import("../executors/executor-factory");
   const executor = createExecutor(config);
   const r = await executor.ready!(AbortSignal.timeout(timeoutMs)).catch((err: Error) => ({ ready: false, detail: err.message }));
   if (r.ready) return ok("model", `${config.executor}: ${r.detail}`);

@@ -1,5 +1,5 @@
 import type { Artifact, Part } from "../protocol/types";
-import { newId } from "../tasks/clock";
+import { newId } from "../clock";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "./executor";
 import { messageText } from "./executor";
 

@@ -20,8 +20,8 @@ export interface HermesExecutorOptions {
 const DEFAULT_TIMING: HermesTiming = { capacityWaitMs: 5 * 60_000, maxRetryDelayMs: 30_000, pollFirstMs: 250, pollMaxMs: 5_000, stopWaitMs: 10_000 };
 
 /**
- * Runs tasks on a Hermes Agent through its runs API, as the real server speaks it (see
- * ../shared/reference/hermes-runs-api.md; followed: NousResearch/hermes-agent, gateway/platforms/api_server.py
+ * Runs tasks on a Hermes Agent through its runs API, as the real server speaks it (followed:
+ * NousResearch/hermes-agent, gateway/platforms/api_server.py
  * and api_server_runs.py, both server generations). A task is one run, started with the task id as its
  * Idempotency-Key and its conversation's session_id (and, on the older server, which takes session_id as a
  * label only, the session's earlier turns: see hermes/conversation.ts). Tokens stream as artifact chunks and the

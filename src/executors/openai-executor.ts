@@ -1,7 +1,7 @@
 import type { Message } from "../protocol/types";
 import { refusedPart, textLength, toChat, type ChatMessage } from "./chat-content";
 import { refuse, type AgentExecutor, type ExecutionOutcome, type ExecutionRequest, type ExecutorRefusal, type Readiness } from "./executor";
-import { readSse } from "./sse";
+import { readSse } from "../sse";
 
 export interface OpenAiExecutorOptions {
   /** Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:11434/v1 (Ollama). */

@@ -1,4 +1,4 @@
-import type { FetchFn } from "../client/a2a-client";
+import type { FetchFn } from "../client/peer-client";
 import type { Logger } from "../log";
 import type { PeerRegistry } from "../peers/peer-registry";
 import type { RevocationState } from "./revocation-state";

@@ -2,7 +2,7 @@ import { X509Certificate, createPrivateKey } from "node:crypto";
 import { loadNodeIdentity, type NodeIdentity } from "../../pki/identity";
 import type { CaPaths } from "../../pki/issuance";
 import { installRenewedIdentity, type NodeFiles } from "../../pki/renewal-files";
-import type { FetchFn } from "../client/a2a-client";
+import type { FetchFn } from "../client/peer-client";
 import type { Peer } from "../peers/peer-registry";
 import { RENEW_PATH, type RenewAnswer } from "./ca-service";
 

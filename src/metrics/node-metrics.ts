@@ -6,7 +6,7 @@ import type { Task, TaskState } from "../protocol/types";
 import { registerProcessMetrics } from "./process-metrics";
 import { STORAGE_LIMITS, type StorageLimit } from "../tasks/storage-quota";
 import type { DiskFloorState } from "../store/disk-floor";
-import { Registry } from "./registry";
+import { EXPOSITION_CONTENT_TYPE, Registry } from "./registry";
 
 /** What the node's metrics read when scraped (the store, the runner, the listeners, the identity). */
 export interface MetricSources {
@@ -150,6 +150,11 @@ export class NodeMetrics implements RouterMetrics, TaskLifecycle {
       this.lastStates = undefined; // the database does not answer: the gauge is left out (GET /health/ready says why)
     }
     return this.registry.render();
+  }
+
+  /** What GET /metrics answers: the text and the exposition format's content type. */
+  async exposition(): Promise<{ contentType: string; body: string }> {
+    return { contentType: EXPOSITION_CONTENT_TYPE, body: await this.render() };
   }
 
   // RouterMetrics

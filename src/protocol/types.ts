@@ -201,8 +201,7 @@ export interface AgentExtension {
   params?: Record<string, unknown>;
 }
 
-/** The protocol version a request asked for via the A2A-Version header (missing/empty means 0.3). */
-export type ProtocolVersion = "1.0" | "0.3";
+/** The protocol version this node speaks (a request's A2A-Version header, missing or empty, means 0.3). */
 export const CURRENT_PROTOCOL_VERSION = "1.0";
 
 /** One item of a stream (SendStreamingMessage, SubscribeToTask): exactly one of the four is set. */

@@ -1,9 +1,7 @@
 import type { Logger } from "../log";
 import type { StreamResponse } from "../protocol/types";
-import type { OpenDatabase } from "../store/database";
-import { SqliteDeliveryQueue } from "../store/sqlite-delivery-queue";
 import type { DeliveryQueue } from "./delivery-queue";
-import { newId } from "../tasks/clock";
+import { newId } from "../clock";
 import type { QueuedWithEvent } from "../tasks/task-store";
 import { FairScheduler } from "./fair-scheduler";
 import type { PushFetch } from "./pinned-fetch";
@@ -93,14 +91,15 @@ interface Lane {
  * until the timeout therefore holds only its own share, and another caller's notification starts at the next
  * free slot instead of behind every hanging request.
  *
- * Deliveries commit with the event they carry: the node's task store (SQLite or Postgres) writes an event's
- * rows in the transaction that stores the event (TaskStore.onDeliveriesQueued) and tells scheduleQueued() once it
- * committed, so a crash or a lost connection between the two leaves no event on disk without its deliveries.
- * notify() queues deliveries itself, after the event's commit: for a task store that cannot do that (tests, an
+ * Deliveries are written in the transaction of the event they carry: the node's task store (SQLite or
+ * Postgres, see openStorage) queues one per webhook the task has at that commit (TaskStore.onDeliveriesQueued)
+ * and tells scheduleQueued() once it committed, so a crash or a lost connection between the two leaves no
+ * event on disk without its deliveries (test/e2e/push-crash.test.ts kills the process there). A webhook sent
+ * with the message is stored in the commit that creates the task, so it hears the first event too. notify()
+ * queues deliveries itself, after the event's commit: only for a task store that does neither (tests, an
  * embedding program's store), where a crash in between may lose them.
  */
 export class PushDispatcher {
-  private readonly queue: DeliveryQueue;
   private renewal: ReturnType<typeof setInterval> | undefined;
   private readonly lanes = new Map<string, Lane>();
   private readonly scheduler: FairScheduler<Lane>;
@@ -123,12 +122,10 @@ export class PushDispatcher {
   private readonly random: () => number;
 
   constructor(
-    /** The queue, or the home's SQLite database to keep it in. */
-    database: OpenDatabase | DeliveryQueue,
+    private readonly queue: DeliveryQueue,
     private readonly configs: PushConfigStore,
     private readonly options: PushDispatcherOptions = {},
   ) {
-    this.queue = "sqlite" in database ? new SqliteDeliveryQueue(database) : database;
     this.maxAttempts = Math.max(1, options.maxAttempts ?? 10);
     this.baseMs = options.backoffBaseMs ?? 1000;
     this.maxMs = options.backoffMaxMs ?? 300_000;

@@ -1,5 +1,4 @@
 import type { CallerIdentity } from "../rpc/caller";
-import { EXPOSITION_CONTENT_TYPE } from "../metrics/registry";
 import type { HttpResponse } from "./http1";
 import type { ReadinessReport } from "./readiness";
 
@@ -9,8 +8,11 @@ export interface OpsOptions {
   executor: string;
   startedAt: number;
   readiness(): Promise<ReadinessReport>;
-  /** The metrics in the Prometheus text format. */
-  metrics(): Promise<string>;
+  /**
+   * The metrics in the Prometheus text format, with the format's content type: the metrics are read from every
+   * floor (server/ among them), so they come in from above and server/ does not import metrics/.
+   */
+  metrics(): Promise<{ contentType: string; body: string }>;
 }
 
 /** The paths ops() answers; the admin port serves these and nothing else. */
@@ -50,7 +52,7 @@ export function opsRoutes(o: OpsOptions) {
           }),
         );
       case "/metrics":
-        return o.metrics().then((text) => ({ status: 200, headers: { "content-type": EXPOSITION_CONTENT_TYPE, "cache-control": "no-store" }, body: text }));
+        return o.metrics().then((m) => ({ status: 200, headers: { "content-type": m.contentType, "cache-control": "no-store" }, body: m.body }));
       default:
         return undefined;
     }

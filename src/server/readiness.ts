@@ -20,7 +20,7 @@ export interface ReadinessReport {
 }
 
 export interface ReadinessChecks {
-  /** A write to the database commits (see store/store-probe.ts). */
+  /** A write to the database commits (see store/sqlite-probe.ts). */
   database(): Promise<CheckResult>;
   /** The node's certificate and the fleet CA's are valid now. */
   certificate(): CheckResult;

@@ -41,7 +41,6 @@ export function createWebApp(o: WebAppOptions) {
     }
     return s;
   };
-  const title = `${o.card.name}: a2a-node ${o.version} API reference`;
   // The page and its viewer (4 MiB) are loaded on the first visit only.
   const page = () => import("./openapi-page");
 
@@ -77,6 +76,8 @@ export function createWebApp(o: WebAppOptions) {
       "/openapi",
       async () => {
         const { openApiPage, OPENAPI_PAGE_CSP } = await page();
+        // The card is read at each visit (it is a function: a reload may rename the agent), for the title.
+        const title = `${(await o.card()).name}: a2a-node ${o.version} API reference`;
         return new Response(openApiPage(title, "/openapi/json"), {
           headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": OPENAPI_PAGE_CSP, "x-content-type-options": "nosniff" },
         });

@@ -7,7 +7,7 @@
  */
 import { chmodSync, copyFileSync, existsSync, lchownSync, mkdirSync, readdirSync, realpathSync, renameSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { CliError, ExitCode, UsageError } from "../cli/errors";
+import { ServiceError } from "./errors";
 import { ensureHome, homePaths, SYSTEM_HOME } from "../home";
 import { lookupUser, under, type Account, type Host } from "./host";
 import { requireRunningManager, type ServiceLocation, systemctl, writeUnit } from "./systemd";
@@ -48,26 +48,27 @@ export async function install(req: InstallRequest): Promise<InstallResult> {
   const system = loc.scope === "system";
   // Checks first: nothing below may fail on something knowable now.
   if (system && !host.isRoot)
-    throw new CliError("installing a system service needs root", ExitCode.Failure, "run it with sudo (sudo a2a-node service install ...), or install a service of your own user with --user");
+    throw new ServiceError("installing a system service needs root", "failure", "run it with sudo (sudo a2a-node service install ...), or install a service of your own user with --user");
   if (!host.which("systemctl"))
-    throw new CliError("systemctl was not found on PATH: this machine does not seem to run systemd", ExitCode.Failure, "run 'a2a-node serve' under the supervisor this machine uses instead");
+    throw new ServiceError("systemctl was not found on PATH: this machine does not seem to run systemd", "failure", "run 'a2a-node serve' under the supervisor this machine uses instead");
   if (host.root === "/") requireRunningManager(host, loc);
   const paths = homePaths(loc.homeOnDisk);
   const hasIdentity = existsSync(paths.nodeCert);
   const id = req.identity;
   if (!hasIdentity && id.name === undefined && id.bundle === undefined)
-    throw new UsageError(
+    throw new ServiceError(
       `${loc.home} has no identity yet: give --name NAME (a new fleet; this machine holds its CA) or --bundle FILE (join a fleet: 'a2a-node pki issue NAME --out FILE' on its CA machine)`,
+      "usage",
     );
   const bundle = id.bundle === undefined ? undefined : resolve(id.bundle);
-  if (bundle !== undefined && !existsSync(bundle)) throw new CliError(`no bundle at ${bundle}`, ExitCode.NotFound, "check the path you copied it to");
+  if (bundle !== undefined && !existsSync(bundle)) throw new ServiceError(`no bundle at ${bundle}`, "not-found", "check the path you copied it to");
   const pki = await import("../../pki");
   if (hasIdentity && (id.name !== undefined || bundle !== undefined)) await refuseOtherIdentity(pki, paths, loc.home, id.name, bundle);
   let account: Account | undefined;
   if (system) {
     account = lookupUser(host, SERVICE_USER);
     if (!account && !host.which("useradd"))
-      throw new CliError(`there is no user ${SERVICE_USER} and useradd was not found on PATH`, ExitCode.Failure, `create a system user named ${SERVICE_USER} with home ${SYSTEM_HOME}, then run this again`);
+      throw new ServiceError(`there is no user ${SERVICE_USER} and useradd was not found on PATH`, "failure", `create a system user named ${SERVICE_USER} with home ${SYSTEM_HOME}, then run this again`);
   }
 
   // 1. The service user.
@@ -75,9 +76,9 @@ export async function install(req: InstallRequest): Promise<InstallResult> {
     const args = ["useradd", "--system", "--user-group", "--home-dir", SYSTEM_HOME, "--no-create-home", "--shell", "/usr/sbin/nologin", "--comment", "a2a-node service", SERVICE_USER];
     if (host.root !== "/") args.splice(1, 0, "--root", host.root);
     const r = host.run(args);
-    if (r.code !== 0) throw new CliError(`useradd ${SERVICE_USER} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`, ExitCode.Failure, `create the user yourself, then run this again`);
+    if (r.code !== 0) throw new ServiceError(`useradd ${SERVICE_USER} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`, "failure", `create the user yourself, then run this again`);
     account = lookupUser(host, SERVICE_USER);
-    if (!account) throw new CliError(`useradd succeeded but user ${SERVICE_USER} cannot be found`, ExitCode.Failure, "check /etc/passwd and name service configuration");
+    if (!account) throw new ServiceError(`useradd succeeded but user ${SERVICE_USER} cannot be found`, "failure", "check /etc/passwd and name service configuration");
     say(`created system user ${SERVICE_USER} (uid ${account.uid})`);
   } else if (account) say(`using system user ${SERVICE_USER} (uid ${account.uid})`);
 
@@ -98,8 +99,8 @@ export async function install(req: InstallRequest): Promise<InstallResult> {
   } else {
     const r =
       bundle !== undefined
-        ? await pki.installBundle(paths, bundle).catch(asCli)
-        : await pki.initPki(paths, { name: id.name as string, sans: id.sans, days: id.days }).catch(asCli);
+        ? await pki.installBundle(paths, bundle).catch(asServiceError)
+        : await pki.initPki(paths, { name: id.name as string, sans: id.sans, days: id.days }).catch(asServiceError);
     node = { name: r.node.name, fingerprint256: r.node.fingerprint256, notAfter: r.node.notAfter, how: bundle !== undefined ? "installed" : "created" };
   }
   if (account) chownTree(loc.homeOnDisk, account);
@@ -147,19 +148,19 @@ type Pki = typeof import("../../pki");
 
 /** Asked for an identity while the home has one: fine if it is the same, refused otherwise (never replaced). */
 async function refuseOtherIdentity(pki: Pki, paths: ReturnType<typeof homePaths>, home: string, name: string | undefined, bundle: string | undefined) {
-  const have = await pki.loadNodeIdentity(paths, { allowExpired: true }).catch(asCli);
-  const asked = bundle !== undefined ? await pki.readBundle(bundle).then((b) => pki.inspectCert(b.cert).fingerprint256, asCli) : undefined;
+  const have = await pki.loadNodeIdentity(paths, { allowExpired: true }).catch(asServiceError);
+  const asked = bundle !== undefined ? await pki.readBundle(bundle).then((b) => pki.inspectCert(b.cert).fingerprint256, asServiceError) : undefined;
   if (asked !== undefined ? asked === have.fingerprint256 : name === have.name) return;
-  throw new CliError(
+  throw new ServiceError(
     `${home} already holds the identity of node "${have.name}" (${have.fingerprint256.slice(0, 23)}...); it is never replaced`,
-    ExitCode.Failure,
+    "failure",
     `run without --name/--bundle to keep it, or remove the service and its home first: a2a-node service uninstall --purge`,
   );
 }
 
-function asCli(err: unknown): never {
+function asServiceError(err: unknown): never {
   const e = err as { name?: string; message?: string; hint?: string };
-  if (e?.name === "PkiError") throw new CliError(e.message ?? "certificate error", ExitCode.Failure, e.hint);
+  if (e?.name === "PkiError") throw new ServiceError(e.message ?? "certificate error", "failure", e.hint);
   throw err;
 }
 

@@ -4,7 +4,7 @@
  * model server is down, a node that answers though the unit is disabled.
  */
 import { existsSync } from "node:fs";
-import { CliError, ExitCode } from "../cli/errors";
+import { ServiceError } from "./errors";
 import { SYSTEM_HOME } from "../home";
 import type { Host } from "./host";
 import { homeSettings, nodeHealth, readEnvironmentFile, type NodeHealth } from "./node-health";
@@ -26,12 +26,12 @@ export interface ServiceStatus {
 
 export async function serviceStatus(loc: ServiceLocation, host: Host, env: Record<string, string | undefined>): Promise<ServiceStatus> {
   if (!existsSync(loc.unitPathOnDisk))
-    throw new CliError(
+    throw new ServiceError(
       `no a2a-node ${loc.scope} service is installed (no ${loc.unitPath})`,
-      ExitCode.NotFound,
+      "not-found",
       loc.scope === "system" ? "install it: sudo a2a-node service install --name NAME (or --user for your own user)" : "install it: a2a-node service install --user --name NAME",
     );
-  if (!host.which("systemctl")) throw new CliError("systemctl was not found on PATH: this machine does not seem to run systemd", ExitCode.Failure);
+  if (!host.which("systemctl")) throw new ServiceError("systemctl was not found on PATH: this machine does not seem to run systemd");
   const r = systemctl(host, loc, ["show", UNIT_NAME, `--property=${PROPERTIES.join(",")}`]);
   const unit: UnitState = {};
   for (const line of r.stdout.split("\n")) {

@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { CliError, ExitCode } from "../cli/errors";
+import { ServiceError } from "./errors";
 import { SYSTEM_HOME } from "../home";
 import { writeFileAtomic } from "../../pki/secure-file";
 import { under, type Host } from "./host";
@@ -49,15 +49,15 @@ export function systemctl(host: Host, loc: ServiceLocation, args: string[], opts
   const said = (r.stderr.trim() || r.stdout.trim()).split("\n").slice(0, 3).join("; ");
   const cmd = `systemctl ${[...user, ...args].join(" ")}`;
   if (opts.startFailure)
-    throw new CliError(
+    throw new ServiceError(
       `${UNIT_NAME} did not start (${cmd} exited ${r.code}${said ? `: ${said}` : ""})`,
-      ExitCode.Failure,
+      "failure",
       `see why: journalctl ${user.join(" ")}${user.length ? " " : ""}-u a2a-node -n 50 --no-pager; fix it, then: ${cmd}`,
     );
   const noBus = /bus|XDG_RUNTIME_DIR/i.test(said) && loc.scope === "user";
-  throw new CliError(
+  throw new ServiceError(
     `${cmd} failed (exit ${r.code})${said ? `: ${said}` : ""}`,
-    ExitCode.Failure,
+    "failure",
     noBus ? "a user service needs your login session's service manager: run this from your own login (ssh or console), not through su or sudo" : "see the message above; then run this again",
   );
 }
@@ -71,9 +71,9 @@ export function requireRunningManager(host: Host, loc: ServiceLocation): void {
   const r = systemctl(host, loc, ["is-system-running"], { allowFailure: true });
   const said = `${r.stdout}${r.stderr}`.trim();
   if (r.stdout.trim() === "offline" || /not been booted with systemd|Failed to connect to bus|XDG_RUNTIME_DIR/i.test(said))
-    throw new CliError(
+    throw new ServiceError(
       `systemd is not running ${loc.scope === "user" ? "for your user (no user service manager to talk to)" : "on this machine"}: systemctl says "${said.split("\n")[0]}"`,
-      ExitCode.Failure,
+      "failure",
       loc.scope === "user"
         ? "run this from your own login session (ssh or console, not su or sudo), or install a system service: sudo a2a-node service install"
         : "run 'a2a-node serve' under the supervisor this machine uses instead (or install into an image with --root DIR)",

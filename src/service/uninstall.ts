@@ -4,7 +4,7 @@
  * stay too (the binary is also the command line; users are not removed, as packages do not remove theirs).
  */
 import { existsSync, rmSync } from "node:fs";
-import { CliError, ExitCode } from "../cli/errors";
+import { ServiceError } from "./errors";
 import type { Host } from "./host";
 import { systemctl, type ServiceLocation } from "./systemd";
 import { UNIT_NAME } from "./unit";
@@ -17,16 +17,16 @@ export interface UninstallResult {
 
 export function uninstall(loc: ServiceLocation, host: Host, purge: boolean, say: (line: string) => void): UninstallResult {
   if (loc.scope === "system" && !host.isRoot)
-    throw new CliError("removing the system service needs root", ExitCode.Failure, "run it with sudo, or add --user for a service of your own user");
+    throw new ServiceError("removing the system service needs root", "failure", "run it with sudo, or add --user for a service of your own user");
   const hasUnit = existsSync(loc.unitPathOnDisk);
   if (!hasUnit && !(purge && existsSync(loc.homeOnDisk)))
-    throw new CliError(
+    throw new ServiceError(
       `no a2a-node ${loc.scope} service is installed (no ${loc.unitPath})`,
-      ExitCode.NotFound,
+      "not-found",
       loc.scope === "system" ? "was it installed with --user? then: a2a-node service uninstall --user" : "was it installed as a system service? then: sudo a2a-node service uninstall",
     );
   if (!host.which("systemctl"))
-    throw new CliError("systemctl was not found on PATH: this machine does not seem to run systemd", ExitCode.Failure, `remove ${loc.unitPath} yourself`);
+    throw new ServiceError("systemctl was not found on PATH: this machine does not seem to run systemd", "failure", `remove ${loc.unitPath} yourself`);
   if (hasUnit) {
     if (host.root !== "/") systemctl(host, loc, ["--root", host.root, "disable", UNIT_NAME]);
     else {

@@ -1,6 +1,6 @@
 import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
 import { ConfigOwnedElsewhere, overPushLimits, PUSH_CONFIG_PAGE, redactConfig, type PushConfigLimits, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
-import { newId } from "../tasks/clock";
+import { newId } from "../clock";
 import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
 
 /**

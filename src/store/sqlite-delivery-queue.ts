@@ -2,7 +2,7 @@ import type { Database, Statement } from "bun:sqlite";
 import type { StreamResponse } from "../protocol/types";
 import type { DeliveryQueue, QueuedDelivery } from "../push/delivery-queue";
 import type { StoredPushConfig } from "../push/push-config-store";
-import { newId } from "../tasks/clock";
+import { newId } from "../clock";
 import type { QueuedWithEvent } from "../tasks/task-store";
 import type { OpenDatabase } from "./database";
 

@@ -1,6 +1,6 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, count, desc, eq, gt, inArray, asc, sql } from "drizzle-orm";
-import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
+import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted, isTerminal } from "../protocol/types";
 import { encodeTime } from "ulid";
 import { DroppedWrite, FINAL_STATES, type CallerUsage, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
@@ -11,7 +11,7 @@ import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type Plann
 import { decodePageToken, encodePageToken } from "./page-token";
 import { addChange, newPending, planWrite, toJson, type Params, type Pending, type StoredRow } from "./pending-writes";
 import { tasks } from "./schema";
-import { commitEach, GroupCommit } from "./write-batch";
+import { commitEach, GroupCommit } from "./group-commit";
 
 type TaskRow = Omit<typeof tasks.$inferSelect, "headBytes" | "historyBytes" | "artifactsBytes" | "nodeState">;
 /** What a Task is built from. */
@@ -27,6 +27,12 @@ export interface SqliteTaskStoreOptions {
    * the commit that stores the events (see TaskStore.onDeliveriesQueued). Without it no delivery is queued.
    */
   outbox?: (taskId: string, events: StreamResponse[]) => QueuedWithEvent[];
+  /**
+   * Stores a webhook sent with a new task (see NewTask.webhook), synchronously, on this store's connection:
+   * called in the commit that inserts the task (and again with it, when a failed group is tried a task at a
+   * time). Without it the store does not keep webhooks (keepsWebhooks is false).
+   */
+  webhooks?: (owner: string, config: TaskPushNotificationConfig) => void;
 }
 
 const DEFAULT_PAGE_SIZE = 50;
@@ -74,6 +80,8 @@ export class SqliteTaskStore implements TaskStore {
   private readonly log: Logger;
   private readonly w: Record<
     | "insertTask"
+    | "deleteHooks"
+    | "deleteDeliveries"
     | "updateTask"
     | "selectForUpdate"
     | "selectTask"
@@ -94,6 +102,9 @@ export class SqliteTaskStore implements TaskStore {
     Statement
   >;
 
+  private readonly webhooks: SqliteTaskStoreOptions["webhooks"];
+  readonly keepsWebhooks: boolean;
+
   constructor(
     private readonly database: OpenDatabase,
     options: SqliteTaskStoreOptions = {},
@@ -103,6 +114,8 @@ export class SqliteTaskStore implements TaskStore {
     this.sqlite = database.sqlite;
     this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
     this.outbox = options.outbox;
+    this.webhooks = options.webhooks;
+    this.keepsWebhooks = options.webhooks !== undefined;
     const prep = (q: string) => database.sqlite.prepare(q);
     this.w = {
       // Both statements also set the size columns (for ListTasks) from the values they write: SIZES_ON_INSERT
@@ -134,6 +147,8 @@ export class SqliteTaskStore implements TaskStore {
       ),
       deleteTask: prep("DELETE FROM tasks WHERE id = ?1"),
       deleteEvents: prep("DELETE FROM task_events WHERE task_id = ?1"),
+      deleteHooks: prep("DELETE FROM push_configs WHERE task_id = ?1"),
+      deleteDeliveries: prep("DELETE FROM push_deliveries WHERE task_id = ?1"),
       // task_counts is kept by triggers in step with every write to tasks (migration 0008).
       countOwner: prep("SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE owner = ?1"),
       countOwnerState: prep("SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE owner = ?1 AND state = ?2"),
@@ -175,6 +190,7 @@ export class SqliteTaskStore implements TaskStore {
       metadata: input.metadata,
       metadataJson,
       state: input.state,
+      webhook: this.webhooks ? input.webhook : undefined,
     };
     p.messages.push(messageJson);
     if (idempotent) this.pendingRequests.set(key, task);
@@ -348,10 +364,14 @@ export class SqliteTaskStore implements TaskStore {
       .filter((id) => !this.pending.has(id));
     // One transaction (a savepoint inside a group commit's open one), so a crash leaves a task whole or gone.
     // Events first: caller_usage's trigger finds an event's owner through its task's row.
+    // With the webhooks kept here (see keepsWebhooks), the task's webhooks and queued deliveries go in the same
+    // transaction: a crash before the push store's own forget must not leave them counted against their caller.
+    const hooks = this.keepsWebhooks ? [this.w.deleteHooks, this.w.deleteDeliveries] : undefined;
     this.sqlite.transaction(() => {
       for (const id of ids) {
         this.w.deleteEvents.run(id);
         this.w.deleteTask.run(id);
+        if (hooks) for (const statement of hooks) statement.run(id);
       }
     })();
     return Promise.resolve(ids);
@@ -413,6 +433,8 @@ export class SqliteTaskStore implements TaskStore {
     if (!plan) return;
     if ("insert" in plan) {
       this.w.insertTask.run(...plan.insert);
+      // The webhook sent with the task, in its commit: before its events, whose deliveries go to it.
+      if (p.insert?.webhook) this.webhooks!(p.insert.owner, p.insert.webhook);
       this.written.set(id, rowOfInsert(plan.insert));
     } else if ("update" in plan) {
       this.w.updateTask.run(...plan.update);

@@ -1,8 +1,8 @@
 import type { Logger } from "../log";
-import type { StreamResponse } from "../protocol/types";
+import type { StreamResponse, TaskPushNotificationConfig } from "../protocol/types";
 import type { PushConfigStore } from "../push/push-config-store";
 import { hostname } from "node:os";
-import { newId } from "../tasks/clock";
+import { newId } from "../clock";
 import type { TaskLeases } from "../tasks/leases";
 import type { TaskStore } from "../tasks/task-store";
 import { PostgresLeases } from "./postgres/postgres-leases";
@@ -15,7 +15,7 @@ import { PostgresPushConfigStore } from "./postgres/postgres-push-config-store";
 import { PostgresTaskStore } from "./postgres/postgres-task-store";
 import { SqlitePushConfigStore } from "./sqlite-push-config-store";
 import { SqliteTaskStore } from "./sqlite-task-store";
-import { StoreProbe, type StoreHealth } from "./store-probe";
+import { SqliteProbe, type StoreHealth } from "./sqlite-probe";
 import { PostgresProbe } from "./postgres/postgres-probe";
 
 /** Where a node keeps its tasks and webhooks. */
@@ -59,13 +59,14 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     const deliveries = new SqliteDeliveryQueue(local);
     // An event's push deliveries are queued in the commit that stores it (see TaskStore.onDeliveriesQueued).
     const outbox = (taskId: string, events: StreamResponse[]) => deliveries.queueWith(taskId, pushConfigs.webhooksOf(taskId), events);
-    const tasks = new SqliteTaskStore(local, { maxListBytes: options.maxListBytes, log: options.log, outbox });
+    const webhooks = (owner: string, config: TaskPushNotificationConfig) => pushConfigs.storeWithTask(owner, config);
+    const tasks = new SqliteTaskStore(local, { maxListBytes: options.maxListBytes, log: options.log, outbox, webhooks });
     return {
       tasks,
       pushConfigs,
       local,
       deliveries,
-      health: new StoreProbe(options.path),
+      health: new SqliteProbe(options.path),
       where: options.path,
       async flush() {
         tasks.flush();
@@ -90,6 +91,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     maxListBytes: options.maxListBytes,
     log: options.log,
     leases,
+    keepWebhooks: true,
     // Claimed as PostgresDeliveryQueue claims what it queues: by this replica, renewed with its claims.
     pushDeliveries: { replica, claimMs: options.leaseMs },
   });

@@ -1,5 +1,5 @@
 import type { Artifact, Message } from "../protocol/types";
-import { newId } from "./clock";
+import { newId } from "../clock";
 
 /*
  * What the runner does to the pieces of a task's output: cutting them to the output cap, folding streamed

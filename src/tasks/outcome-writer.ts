@@ -2,7 +2,7 @@ import type { ExecutionOutcome, StopCause } from "../executors/executor";
 import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { accumulate, agentMessage } from "./artifacts";
 import { authNote } from "./auth-retry";
-import { now } from "./clock";
+import { now } from "../clock";
 import type { Job } from "./job";
 import type { LeaseKeeper } from "./lease-keeper";
 import type { TaskLifecycle } from "./lifecycle";

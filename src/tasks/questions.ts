@@ -1,7 +1,7 @@
 import type { InputRequest } from "../executors/executor";
 import type { Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
 import { agentMessage } from "./artifacts";
-import { now } from "./clock";
+import { now } from "../clock";
 import { abortOf, deferred, type Job, type Waiting } from "./job";
 import type { TaskLifecycle } from "./lifecycle";
 import { notStored } from "./outcome-writer";

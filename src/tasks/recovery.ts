@@ -1,7 +1,7 @@
 import type { AgentExecutor } from "../executors/executor";
 import type { Message, Task, TaskStatus } from "../protocol/types";
 import { agentMessage } from "./artifacts";
-import { now } from "./clock";
+import { now } from "../clock";
 import type { TaskStore, UnfinishedTask } from "./task-store";
 import type { StartOptions } from "./task-runner";
 

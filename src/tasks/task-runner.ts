@@ -4,7 +4,7 @@ import { isInterrupted } from "../protocol/types";
 import { Admission } from "./admission";
 import { accumulate, agentMessage } from "./artifacts";
 import { authRetryOf } from "./auth-retry";
-import { now } from "./clock";
+import { now } from "../clock";
 import type { EventStream } from "./event-stream";
 import { abortOf, causeOf, type Job, newJob, stop } from "./job";
 import { LeaseKeeper } from "./lease-keeper";

@@ -1,4 +1,4 @@
-import { newId, now } from "./clock";
+import { newId, now } from "../clock";
 import { EXTENSIONS_KEY, type TaskRunner } from "./task-runner";
 import { notStored } from "./outcome-writer";
 import { TooManyPushConfigs, type PushConfigLimits } from "../push/push-config-store";
@@ -231,6 +231,8 @@ export class TaskService {
     // and only tasks that continue a conversation go into the context index.
     const contextId = message.contextId || id;
     const stored = { ...message, taskId: id, contextId };
+    // A store that keeps webhooks stores it in the task's own commit (one may not be stored without the other).
+    const webhook = pushConfig && this.store.keepsWebhooks ? { ...pushConfig, taskId: id, id: pushConfig.id || newId() } : undefined;
     const { task, created, committed } = await callersData(() =>
       this.store.create({
         id,
@@ -245,6 +247,7 @@ export class TaskService {
         state: extensions.length ? { [EXTENSIONS_KEY]: extensions } : undefined,
         timestamp: now(),
         idempotent: !caller.anonymous,
+        webhook,
       }),
     );
     caller.noteTask?.(task.id);
@@ -260,7 +263,7 @@ export class TaskService {
     }
     const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
-    if (pushConfig) {
+    if (pushConfig && !webhook) {
       const push = this.pushOrRefuse();
       try {
         await push.configs.create(owner, { ...pushConfig, taskId: id }, push.limits);

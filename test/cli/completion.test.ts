@@ -1,6 +1,7 @@
 /**
- * `a2a-node completion bash|zsh`: generated from the registry and the commands' flag specs, so every command,
- * subcommand and flag must appear; the bash script is run in a real bash to see what it completes.
+ * `a2a-node completion bash|zsh|fish`: generated from the registry and the commands' flag specs, so every
+ * command, subcommand and flag must appear; each script is run in its real shell to see what it completes (zsh
+ * and fish where installed: the CI machine has both).
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,6 +14,7 @@ import type { Command } from "../../src/cli/command";
 let tmp: string;
 let bash: string;
 let zsh: string;
+let fish: string;
 let commands: Command[];
 
 async function script(shell: string): Promise<string> {
@@ -26,8 +28,10 @@ beforeAll(async () => {
   tmp = mkdtempSync(join(tmpdir(), "a2a-completion-"));
   bash = await script("bash");
   zsh = await script("zsh");
+  fish = await script("fish");
   writeFileSync(join(tmp, "a2a-node.bash"), bash);
   writeFileSync(join(tmp, "_a2a-node"), zsh);
+  writeFileSync(join(tmp, "a2a-node.fish"), fish);
   commands = await Promise.all(COMMANDS.map((c) => c.load()));
 });
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
@@ -39,11 +43,18 @@ describe("completion scripts", () => {
       for (const c of commands) {
         expect(text).toContain(c.name);
         for (const flag of Object.keys(c.flags)) expect(text, `${c.name} --${flag}`).toMatch(new RegExp(`'${c.name}'\\) .*--${flag}\\b`));
-        for (const [sub, flags] of Object.entries(c.subcommands ?? {})) {
+        for (const { name: sub, flags } of c.subcommands ?? []) {
           expect(text, `${c.name} ${sub}`).toMatch(new RegExp(`'${c.name}'\\) .*\\b${sub}\\b`));
           for (const flag of Object.keys(flags)) expect(text, `${c.name} ${sub} --${flag}`).toMatch(new RegExp(`'${c.name} ${sub}'\\) .*--${flag}\\b`));
         }
       }
+    // fish: one `complete` line per flag, under the condition of its command line.
+    for (const c of commands) {
+      expect(fish).toContain(`-a '${c.name}' -d `);
+      for (const flag of Object.keys(c.flags)) expect(fish, `${c.name} --${flag}`).toContain(`-n '__a2a_node_at \\'${c.name}\\'' -l ${flag}`);
+      for (const { name: sub, flags } of c.subcommands ?? [])
+        for (const flag of Object.keys(flags)) expect(fish, `${c.name} ${sub} --${flag}`).toContain(`-n '__a2a_node_at \\'${c.name} ${sub}\\'' -l ${flag}`);
+    }
   });
 
   it("the bash script is valid bash (bash -n)", () => {
@@ -53,10 +64,10 @@ describe("completion scripts", () => {
   });
 
   it("refuses other shells and a missing one", async () => {
-    for (const args of [["completion"], ["completion", "fish"], ["completion", "bash", "zsh"]]) {
+    for (const args of [["completion"], ["completion", "tcsh"], ["completion", "bash", "zsh"]]) {
       const io = bufferIo();
       expect(await runCli(args, io)).toBe(2);
-      expect(io.err()).toContain("see 'a2a-node completion --help'");
+      expect(io.err()).toMatch(/see 'a2a-node completion( bash)? --help'/);
     }
   });
 });
@@ -88,7 +99,7 @@ describe("what bash completes", () => {
     expect(complete("a2a-node pki ")).toEqual(["--help", "export-crl", "import", "import-crl", "inspect", "issue", "list", "needs-renewal", "protect-ca-key", "renew", "revoke", "show", "sign", "spiffe-domain", "token"]);
     expect(complete("a2a-node pki issue --")).toEqual(["--days", "--force", "--help", "--json", "--out", "--replace", "--san"]);
     expect(complete("a2a-node service install --no")).toEqual(["--no-start"]);
-    expect(complete("a2a-node completion ")).toEqual(["--help", "bash", "zsh"]);
+    expect(complete("a2a-node completion ")).toEqual(["--help", "bash", "fish", "zsh"]);
   });
 
   it("skips flag values when finding the command and subcommand", () => {
@@ -100,7 +111,7 @@ describe("what bash completes", () => {
   it("values: a flag's fixed choices, files for FILE, folders for DIR", () => {
     expect(complete("a2a-node serve --executor ")).toEqual(["conformance", "echo", "hermes", "openai"]);
     expect(complete("a2a-node serve --log-level w")).toEqual(["warn"]);
-    expect(complete("a2a-node init-pki --bundle a2a")).toEqual(["a2a-node.bash"]);
+    expect(complete("a2a-node init-pki --bundle a2a-node.ba")).toEqual(["a2a-node.bash"]);
     expect(complete("a2a-node --home _")).toEqual([]);
     expect(complete("a2a-node send --task ")).toEqual([]);
   });
@@ -159,5 +170,47 @@ describe.skipIf(!hasZsh)(`the zsh script${hasZsh ? "" : " (skipped: zsh is not i
     expect(offered("a2a-node serve --executor ")).toEqual(["conformance", "echo", "hermes", "openai"]);
     expect(offered("a2a-node init-pki --bundle ")).toEqual(["(files)"]);
     expect(offered("a2a-node service install --root ")).toEqual(["(files-/)"]);
+  });
+});
+
+const hasFish = Bun.which("fish");
+describe.skipIf(!hasFish)(`the fish script${hasFish ? "" : " (skipped: fish is not installed on this machine)"}`, () => {
+  /** What fish offers for a command line (the cursor at its end), by `complete -C` with the script loaded. */
+  function offered(line: string, fakeBin?: string): string[] {
+    const p = Bun.spawnSync(["fish", "--no-config", "-c", `source ${JSON.stringify(join(tmp, "a2a-node.fish"))}; complete -C ${JSON.stringify(line)}`], {
+      cwd: tmp,
+      env: { HOME: tmp, PATH: fakeBin ? `${fakeBin}:/usr/bin:/bin` : "/usr/bin:/bin" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    expect(p.stderr.toString()).toBe("");
+    expect(p.exitCode).toBe(0);
+    // Each candidate is printed as "word<TAB>description": the words are what matter here.
+    return p.stdout.toString().split("\n").filter(Boolean).map((l) => l.split("\t")[0]).sort();
+  }
+
+  it("is valid fish (fish --no-execute)", () => {
+    const p = Bun.spawnSync(["fish", "--no-execute", join(tmp, "a2a-node.fish")], { stderr: "pipe" });
+    expect(p.stderr.toString()).toBe("");
+    expect(p.exitCode).toBe(0);
+  });
+
+  it("offers commands, subcommands, flags and values as the bash script does", () => {
+    expect(offered("a2a-node se")).toEqual(["send", "serve", "service"]);
+    expect(offered("a2a-node --home /tmp/h do")).toEqual(["doctor"]);
+    expect(offered("a2a-node pki ")).toEqual(["export-crl", "import", "import-crl", "inspect", "issue", "list", "needs-renewal", "protect-ca-key", "renew", "revoke", "show", "sign", "spiffe-domain", "token"]);
+    expect(offered("a2a-node pki issue --")).toEqual(["--days", "--force", "--help", "--home", "--json", "--out", "--replace", "--san"]);
+    expect(offered("a2a-node send --agent beta --ta")).toEqual(["--task", "--task-id"]);
+    expect(offered("a2a-node pki issue bob --san x --o")).toEqual(["--out"]);
+    expect(offered("a2a-node serve --executor ")).toEqual(["conformance", "echo", "hermes", "openai"]);
+    expect(offered("a2a-node init-pki --bundle a2a-node.ba")).toEqual(["a2a-node.bash"]);
+    expect(offered("a2a-node completion ")).toEqual(["bash", "fish", "zsh"]);
+  });
+
+  it("peer names after --agent, from 'a2a-node peers list --json'", () => {
+    const bin = join(tmp, "fish-bin");
+    Bun.spawnSync(["mkdir", "-p", bin]);
+    writeFileSync(join(bin, "a2a-node"), `#!/bin/bash\n[[ "$*" == "--home /h peers list --json" ]] && echo '[{"name":"beta","url":"https://b:9443"},{"name":"build-box","url":"https://c:9443"}]'\n`, { mode: 0o755 });
+    expect(offered("a2a-node --home /h send --agent b", bin)).toEqual(["beta", "build-box"]);
   });
 });

@@ -14,7 +14,7 @@ import { runCli } from "../../src/cli/registry";
 import type { Finding } from "../../src/doctor/check";
 import { ensureHome, homePaths } from "../../src/home";
 import { requireBinary, serveBinary, type ServedBinary } from "../helpers/binary";
-import { startFakeModel, type FakeModel } from "../helpers/fake-openai";
+import { startFakeModel, type FakeModel } from "../fakes/openai";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 
 let tmp: string;

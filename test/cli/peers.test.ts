@@ -84,7 +84,9 @@ describe("peers", () => {
     const r = await cli(...(args as string[]));
     expect(r.code).toBe(2);
     expect(r.err).toContain(message);
-    expect(r.err).toContain("see 'a2a-node peers --help'");
+    // A subcommand's mistakes point at its own help; a missing or unknown subcommand at the group's.
+    const sub = (args as string[])[1];
+    expect(r.err).toContain(sub === undefined || sub === "frob" ? "see 'a2a-node peers --help'" : `see 'a2a-node peers ${sub} --help'`);
   });
 
   it("lower-cases a name as init-pki issues it, and says so", async () => {

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { initPkiCommand } from "../../src/cli/commands/init-pki";
 import { pkiCommand } from "../../src/cli/commands/pki";
-import { CliError, UsageError } from "../../src/cli/errors";
+import { CliError, ExitCode, UsageError } from "../../src/cli/errors";
 import { bufferIo } from "../../src/cli/io";
 import { homePaths } from "../../src/home";
 import { RevocationState } from "../../src/fleet/revocation-state";
@@ -55,14 +55,14 @@ describe("a2a-node pki", () => {
   });
 
   it.each([
-    [[], /missing subcommand: token, issue, sign, import, list, revoke, export-crl, import-crl, renew, needs-renewal, show, inspect/],
+    [[], /pki needs a subcommand: token, issue, sign, import, list, revoke, export-crl, import-crl, renew, needs-renewal, show, inspect/],
     [["token"], /pki token needs --name NAME/],
     [["token", "--name", "x", "--ttl", "1 hour"], /--ttl must be a number and a unit, such as 15m, 1h or 2d \(got '1 hour'\)/],
     [["token", "--name", "x", "--ttl", "10"], /--ttl must be a number and a unit/],
     [["revoke"], /pki revoke needs a NAME or SERIAL/],
     [["export-crl"], /pki export-crl needs --out FILE/],
     [["import-crl"], /pki import-crl needs the FILE to install/],
-    [["frobnicate"], /unknown subcommand 'frobnicate'/],
+    [["frobnicate"], /unknown pki subcommand 'frobnicate'/],
     [["issue", "--out", "x"], /needs the machine's NAME/],
     [["issue", "bob"], /needs --out FILE/],
     [["issue", "bob", "carol", "--out", "x"], /unexpected argument 'carol'/],
@@ -379,7 +379,7 @@ describe("a2a-node pki revoke, export-crl, import-crl", () => {
     expect(list.find((c: { name: string }) => c.name === "ivy")).toMatchObject({ status: "revoked", revokeReason: "stolen" });
 
     const unknown = await failure(pki(["revoke", "nobody"], home));
-    expect(unknown.exitCode).toBe(1);
+    expect(unknown.exitCode).toBe(ExitCode.NotFound);
     expect(unknown.hint).toBe("'a2a-node pki list' shows every certificate this CA issued");
 
     const crl = join(tmp(), "fleet.crl");

@@ -9,7 +9,7 @@ import { runCli } from "../../src/cli/registry";
 import { DEFAULTS } from "../../src/config";
 import { createLogger } from "../../src/log";
 import { startNode, type RunningNode } from "../../src/node";
-import { startFakeModel, type FakeModel } from "../helpers/fake-openai";
+import { startFakeModel, type FakeModel } from "../fakes/openai";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 
 let fleet: Fleet;

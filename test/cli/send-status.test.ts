@@ -12,8 +12,8 @@ import { startNode, type RunningNode } from "../../src/node";
 import { DEFAULTS } from "../../src/config";
 import { createLogger } from "../../src/log";
 import { makeFleet, type Fleet } from "../helpers/fleet";
-import { startFakeModel, type FakeModel } from "../helpers/fake-openai";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startFakeModel, type FakeModel } from "../fakes/openai";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { openClientSession } from "../../src/cli/client-session";
 import { followTask } from "../../src/cli/follow-task";
 import type { StreamResponse, Task } from "../../src/protocol/types";
@@ -91,12 +91,31 @@ describe("send", () => {
     expect(human.out).toBe(`task ${id} completed (peer 'beta')\nlater\n`);
   });
 
+  it("without --wait says on stderr how to follow the task; status and cancel find its peer without --agent", async () => {
+    const r = await run("send", "--agent", "gamma", "--task", "follow me [hold]");
+    expect(r.code).toBe(0);
+    const [id] = r.out.trim().split("\t");
+    expect(r.err).toBe(`follow it with: a2a-node status --agent gamma --task-id ${id} --wait\n`);
+    await gated.arrival("follow me");
+    // send --help's example, as written: the home remembers which peer the task went to.
+    const s = await run("status", "--task-id", id);
+    expect(s.code).toBe(0);
+    expect(s.out).toBe(`task ${id} working (peer 'gamma')\n`);
+    const c = await run("cancel", "--task-id", id);
+    expect(c).toMatchObject({ code: 0, out: `task ${id} canceled (peer 'gamma'): canceled by alpha\n` });
+    expect((await run("status", "--task-id", id, "--wait")).code).toBe(7);
+    const elsewhere = await run("status", "--task-id", "01ZZZZZZZZZZZZZZZZZZZZZZZZ");
+    expect(elsewhere.code).toBe(2);
+    expect(elsewhere.err).toContain("--agent is required: task 01ZZZZZZZZZZZZZZZZZZZZZZZZ was not sent from this home");
+  });
+
   it("--stream prints the answer as its tokens arrive, between the accepted and the status lines", async () => {
     const r = await run("send", "--agent", "delta", "--task", "talk", "--stream");
     expect(r.code).toBe(0);
     expect(r.out).toBe("saw: talk\n");
     const id = ID.exec(r.err)![0];
     expect(r.err).toBe(`task ${id} accepted by peer 'delta'\ntask ${id} completed (peer 'delta')\n`);
+    expect((await run("status", "--task-id", id)).out).toBe(`task ${id} completed (peer 'delta')\nsaw: talk\n`);
     const j = await run("send", "--agent", "delta", "--task", "talk", "--stream", "--json");
     const items = j.out.trim().split("\n").map((l) => JSON.parse(l));
     expect(Object.keys(items[0])).toEqual(["task"]);

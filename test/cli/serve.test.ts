@@ -22,9 +22,11 @@ describe("serve", () => {
     expect(io.out()).not.toContain("sk-very-secret");
   });
 
-  it("--check --json prints the configuration as JSON with each value's source", async () => {
+  it("--check --json prints the configuration as one JSON value on one line, with each value's source", async () => {
     const io = bufferIo({ OPENAI_API_KEY: "sk-very-secret", A2A_NODE_PORT: "9555" });
     expect(await runCli(["--home", fleet.homes.alpha, "serve", "--check", "--json", "--executor", "echo"], io)).toBe(0);
+    // As every --json: one value on one line, so `| jq` and line-by-line readers take it alike.
+    expect(io.out()).toMatch(/^\{[^\n]*\}\n$/);
     const c = JSON.parse(io.out());
     expect(c).toMatchObject({ home: fleet.homes.alpha, port: 9555, executor: "echo", modelApiKey: "(set)", sources: { port: "A2A_NODE_PORT", executor: "flag" } });
     expect(io.out()).not.toContain("sk-very-secret");

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ProtocolError } from "../../src/client/a2a-client";
+import { ProtocolError } from "../../src/client/peer-client";
 import { outsideFetch, PeerAuthRefused, PeerCaError, PeerCredentialsError, readCredentialHeader, trustRoots } from "../../src/client/outside-fetch";
 import { isLoopbackHost, normalizeOutsideUrl, PeerUrlError } from "../../src/client/peer-url";
 

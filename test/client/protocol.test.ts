@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { A2AClient, ProtocolError } from "../../src/client/a2a-client";
+import { ProtocolError } from "../../src/client/peer-client";
+import { JsonRpcClient } from "../../src/client/jsonrpc-client";
 import { HttpJsonClient } from "../../src/client/http-json-client";
 import { chooseInterface, clientForCard } from "../../src/client/peer-interface";
 
@@ -40,7 +41,7 @@ describe("clientForCard", () => {
   });
   it("speaks JSON-RPC otherwise, at the peer's URL", () => {
     expect(clientForCard({ supportedInterfaces: [{ url: "https://b/", protocolBinding: "JSONRPC", protocolVersion: "1.0" }] }, target, fetchFn).binding).toBe("JSONRPC");
-    expect(clientForCard(undefined, target, fetchFn)).toBeInstanceOf(A2AClient);
+    expect(clientForCard(undefined, target, fetchFn)).toBeInstanceOf(JsonRpcClient);
   });
 });
 
@@ -121,7 +122,7 @@ describe("HttpJsonClient", () => {
   });
 });
 
-describe("A2AClient against a v0.3 peer", () => {
+describe("JsonRpcClient against a v0.3 peer", () => {
   it("sends message/send with v0.3 shapes and no A2A-Version, and converts the v0.3 task back", async () => {
     const seen: { headers: Record<string, string>; body: any }[] = [];
     const fetchFn = async (_url: string, init: RequestInit) => {
@@ -135,7 +136,7 @@ describe("A2AClient against a v0.3 peer", () => {
       };
       return new Response(JSON.stringify({ jsonrpc: "2.0", id: 1, result }));
     };
-    const client = new A2AClient("https://old/", fetchFn, "0.3");
+    const client = new JsonRpcClient("https://old/", fetchFn, "0.3");
     const r = await client.sendMessage({ message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "hi" }] }, configuration: { returnImmediately: true } });
     expect(seen[0].headers["a2a-version"]).toBeUndefined();
     expect(seen[0].body.method).toBe("message/send");
@@ -148,7 +149,7 @@ describe("A2AClient against a v0.3 peer", () => {
 
   it("speaks v1.0 with the A2A-Version header to a v1.0 peer", async () => {
     const seen: RequestInit[] = [];
-    const client = new A2AClient("https://new/", async (_u, init) => {
+    const client = new JsonRpcClient("https://new/", async (_u, init) => {
       seen.push(init);
       return new Response(JSON.stringify({ jsonrpc: "2.0", id: 1, result: { id: "t", contextId: "c", status: { state: "TASK_STATE_WORKING" } } }));
     });
@@ -158,10 +159,10 @@ describe("A2AClient against a v0.3 peer", () => {
   });
 });
 
-describe("A2AClient and a card interface with a tenant", () => {
+describe("JsonRpcClient and a card interface with a tenant", () => {
   it("puts the tenant in every v1.0 request's params", async () => {
     const bodies: any[] = [];
-    const client = new A2AClient("https://b/", async (_u, init) => {
+    const client = new JsonRpcClient("https://b/", async (_u, init) => {
       bodies.push(JSON.parse(init.body as string));
       return new Response(JSON.stringify({ jsonrpc: "2.0", id: 1, result: { id: "t", contextId: "c", status: { state: "TASK_STATE_WORKING" } } }));
     }, "1.0", "acme");

@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { httpJsonDriver, jsonRpcDriver, type BindingDriver, type BindingName, type Outcome } from "../helpers/bindings";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { get, userMessage } from "../helpers/rpc";
-import { Receiver } from "../push/receiver";
+import { Receiver } from "../fakes/webhook-receiver";
 
 let fleet: Fleet;
 let alpha: TlsIdentity;

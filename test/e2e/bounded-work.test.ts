@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
-import { startFakeModel, type FakeModel, type FakeModelOptions } from "../helpers/fake-openai";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startFakeModel, type FakeModel, type FakeModelOptions } from "../fakes/openai";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
 import { get, rpc, userMessage, type RpcReply } from "../helpers/rpc";
 import { openSse } from "../helpers/sse";

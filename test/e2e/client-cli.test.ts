@@ -8,9 +8,9 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { createServer as createTlsServer, type Server as TlsServer } from "node:tls";
 import { join } from "node:path";
-import { runBinary, serveBinary, type CliRun, type ServedBinary } from "../helpers/binary";
+import { BINARY, runBinary, serveBinary, type CliRun, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet } from "../helpers/fleet";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { runInPty } from "../helpers/pty";
 
 let fleet: Fleet;
@@ -75,6 +75,33 @@ describe("send --wait on a terminal and in a pipe", () => {
     expect(await pty.exited).toBe(0);
     expect(readFileSync(file, "utf8")).toBe("echo: stream to file [hold] and more words\n");
     expect(pty.output()).toMatch(/task [0-9A-Z]{26} completed \(peer 'beta'\)\r\n$/);
+  });
+
+  it("--stream into a pipe whose reader leaves (| head -c 5) ends quietly, exit 0, and stops following", async () => {
+    // A real pipe to a process that exits: bash runs the pipeline and says on stderr when head is gone, and
+    // with what status the binary ended.
+    const script = '"$@" | { head -c 5 > /dev/null; echo "head gone" >&2; }; echo "send exited ${PIPESTATUS[0]}" >&2';
+    const args = alphaArgs("send", "--agent", "beta", "--task", "pipe closes [hold] and then many more words", "--stream");
+    const sh = Bun.spawn(["bash", "-c", script, "bash", BINARY, ...args], { stdout: "ignore", stderr: "pipe" });
+    const decoder = new TextDecoder();
+    let stderr = "";
+    const reader = sh.stderr.getReader();
+    const readUntil = async (text: string) => {
+      while (!stderr.includes(text)) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        stderr += decoder.decode(value, { stream: true });
+      }
+    };
+    await model.chunks("pipe closes", 1);
+    await readUntil("head gone");
+    // head has read its 5 bytes and exited; the next words go to a closed pipe.
+    model.release("pipe closes");
+    await readUntil("send exited");
+    expect(await sh.exited).toBe(0);
+    expect(stderr).toMatch(/^task [0-9A-Z]{26} accepted by peer 'beta'\n/);
+    expect(stderr).toContain("send exited 0");
+    expect(stderr).not.toMatch(/EPIPE|broken pipe|at .*:\d+/i);
   });
 
   it("--stream on a terminal shows the progress line before the first token, then the tokens", async () => {
@@ -251,7 +278,7 @@ describe("a peer that takes the connection and then stays silent", () => {
     }
     const bad = await alpha("peers", "ping", "hung", "--peer-answer-timeout", "0");
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe("a2a-node: --peer-answer-timeout must be 0.1-3600 seconds (got 0)\nsee 'a2a-node peers --help'\n");
+    expect(bad.stderr).toBe("a2a-node: --peer-answer-timeout must be 0.1-3600 seconds (got 0)\nsee 'a2a-node peers ping --help'\n");
   });
 
   it("join and pki renew (from a ca_peer) are bounded too", async () => {

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest"
 import { SQL } from "bun";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { databaseName, startPostgres, type PostgresServer } from "../helpers/postgres-server";
 import { get, rpc, userMessage } from "../helpers/rpc";
 import { openSse, type SseConnection } from "../helpers/sse";

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
-import { startGatedModel, type GatedModel, type GatedModelOptions } from "../helpers/gated-model";
+import { startGatedModel, type GatedModel, type GatedModelOptions } from "../fakes/gated-model";
 import { rpc, userMessage, type RpcReply } from "../helpers/rpc";
 import { openSse, type SseEvent } from "../helpers/sse";
 import { serveWatched, type WatchedServe } from "../helpers/watched-serve";

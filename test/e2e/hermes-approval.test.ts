@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runBinary, serveBinary, type CliRun, type ServedBinary } from "../helpers/binary";
-import { hermes, startFakeHermes, type FakeHermes } from "../helpers/fake-hermes";
+import { hermes, startFakeHermes, type FakeHermes } from "../fakes/hermes/server";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 
 const API_KEY = `hermes-${crypto.randomUUID()}`;

@@ -9,7 +9,7 @@ import { connect as tlsConnect } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { scrape } from "../helpers/metrics";
 import { get, post, rpc, userMessage } from "../helpers/rpc";
 import { openSse } from "../helpers/sse";
@@ -256,6 +256,10 @@ describe("GET /openapi, offline", () => {
     expect(page.headers.get("content-type")).toBe("text/html; charset=utf-8");
     expect(page.headers.get("content-security-policy")).toContain("default-src 'none'");
     expect(page.text).not.toMatch(/https?:\/\//);
+    // The title names the node, as its agent card does (it once read the card function's own name: empty).
+    const card = await get(`${node.url}/.well-known/agent-card.json`, alpha);
+    expect(card.body.name).toMatch(/\S/);
+    expect(page.text).toContain(`<title>${card.body.name}: a2a-node 0.1.0 API reference</title>`);
     const src = /<script src="([^"]+)"><\/script>/.exec(page.text)?.[1];
     expect(src).toBe(SCALAR_PATH);
     const viewer = await fetch(`${node.url}${src}`, { tls: alpha } as RequestInit);

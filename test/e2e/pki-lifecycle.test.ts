@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "node:tls";
 import { createCa, createCsr, createToken, inspectCert, installBundle, initPki, issueBundle, issueLeaf } from "../../pki";
-import { startGatedModel } from "../helpers/gated-model";
+import { startGatedModel } from "../fakes/gated-model";
 import { rpc, userMessage } from "../helpers/rpc";
 import { ensureHome, homePaths } from "../../src/home";
 import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";

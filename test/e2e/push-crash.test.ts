@@ -12,7 +12,7 @@ import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
 import { freshDatabase, type TestDatabase } from "../helpers/postgres";
 import { rpc, userMessage } from "../helpers/rpc";
 import { openSse } from "../helpers/sse";
-import { Receiver } from "../push/receiver";
+import { Receiver } from "../fakes/webhook-receiver";
 
 /** How long the deliveries may take once the node is back (a liveness bound, not a speed). */
 const BOUND_MS = 30_000;

@@ -7,10 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SQL } from "bun";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { freshDatabase, type TestDatabase } from "../helpers/postgres";
 import { rpc, userMessage } from "../helpers/rpc";
 import { openSse } from "../helpers/sse";
+import { untilWithin } from "../helpers/until";
 
 let fleet: Fleet;
 let alpha: TlsIdentity;
@@ -50,15 +51,6 @@ const requestsFor = (text: string) => model.requests.filter((r) => r.text === te
 /** Requests for the task's text that a replica is still waiting on: at most one runner per task. */
 const runningFor = (text: string) => requestsFor(text).filter((r) => !r.wasAborted && !r.answered);
 
-/** Polls the database (the leases are its state) until `ready`, within `ms`. */
-async function until(ready: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await ready())) {
-    if (Date.now() > end) throw new Error(`not within ${ms} ms: ${what}`);
-    await Bun.sleep(50);
-  }
-}
-
 describe("leases across replicas", () => {
   const texts = ["r1", "r2", "r3"].map((r) => `[hold] task on ${r} ${crypto.randomUUID()}`);
   const ids: string[] = [];
@@ -74,7 +66,7 @@ describe("leases across replicas", () => {
     expect(new Set(first.map((l) => l.replica)).size).toBe(3); // each task held by the replica that took it
     // Three lease periods of renewals later, nothing changed hands and nothing ran twice.
     const renewedBy = Math.max(...first.map((l) => l.expires_at)) + 3 * LEASE_MS;
-    await until(async () => Math.min(...(await leases()).map((l) => l.expires_at)) >= renewedBy, 20_000, "three lease periods of renewals");
+    await untilWithin(20_000, "three lease periods of renewals", async () => Math.min(...(await leases()).map((l) => l.expires_at)) >= renewedBy);
     expect((await leases()).map((l) => l.replica)).toEqual(first.map((l) => l.replica));
     expect(model.requests).toHaveLength(3);
   });
@@ -92,7 +84,7 @@ describe("leases across replicas", () => {
       expect(runningFor(texts[i]!)).toHaveLength(1);
     }
     expect(requestsFor(texts[2]!)).toHaveLength(1);
-    await until(async () => (await leases()).every((l) => l.replica === survivorName), 5_000, "every lease held by the survivor");
+    await untilWithin(5_000, "every lease held by the survivor", async () => (await leases()).every((l) => l.replica === survivorName));
 
     for (const t of texts) model.release(t);
     for (let i = 0; i < 3; i++) {
@@ -117,7 +109,7 @@ describe("leases across replicas", () => {
     const id = (await call(leaving.url, "SendMessage", { message: userMessage(text), configuration: { returnImmediately: true } })).task.id;
     await model.arrival(text);
     expect(await leaving.stop("SIGTERM")).toBe(0);
-    await until(async () => requestsFor(text).length === 2, 10_000, "the task running again on the other replica");
+    await untilWithin(10_000, "the task running again on the other replica", async () => requestsFor(text).length === 2);
     expect(requestsFor(text)[0]!.wasAborted).toBe(true);
     model.release(text);
     const survivor = replicas[2]!;

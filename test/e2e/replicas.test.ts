@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SQL } from "bun";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { freshDatabase, type TestDatabase } from "../helpers/postgres";
 import { rpc, userMessage } from "../helpers/rpc";
 import { openSse, type SseEvent } from "../helpers/sse";

@@ -10,7 +10,7 @@ import { rpc } from "../helpers/rpc";
 import { openDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
-import { ulidFactory } from "../../src/tasks/clock";
+import { ulidFactory } from "../../src/clock";
 
 const DAY = 86_400_000;
 let fleet: Fleet;

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { homePaths } from "../../src/home";
 import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { openSse, openSseRequest } from "../helpers/sse";
 import { userMessage } from "../helpers/rpc";
 

@@ -12,7 +12,7 @@ import { verifyFleetCard } from "../../src/client/card-trust";
 import { readSignatureHeader } from "../../src/protocol/card-signature";
 import type { AgentCard } from "../../src/protocol/types";
 import { issueBundle, readBundle } from "../../pki";
-import { startGatedModel } from "../helpers/gated-model";
+import { startGatedModel } from "../fakes/gated-model";
 import { join } from "node:path";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";

@@ -264,7 +264,7 @@ describe("service install refuses clearly, before changing anything", () => {
     const r = await s.run(["service", "install", ...args]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(message);
-    expect(r.stderr).toContain("see 'a2a-node service --help'");
+    expect(r.stderr).toContain("see 'a2a-node service install --help'");
   });
 
   it("a missing bundle is named", async () => {

@@ -13,7 +13,7 @@ import { Database } from "bun:sqlite";
 import { join } from "node:path";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet, type TlsIdentity } from "../helpers/fleet";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
 import { get, userMessage } from "../helpers/rpc";
 import { openSse } from "../helpers/sse";
 

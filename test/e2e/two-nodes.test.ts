@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runBinary, serveBinary, type CliRun, type ServedBinary } from "../helpers/binary";
-import { startFakeModel, type FakeModel } from "../helpers/fake-openai";
+import { startFakeModel, type FakeModel } from "../fakes/openai";
 
 const root = mkdtempSync(join(tmpdir(), "a2a-e2e-two-"));
 const alphaHome = join(root, "alpha");

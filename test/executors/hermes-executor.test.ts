@@ -1,5 +1,5 @@
 /**
- * HermesExecutor against the fake Hermes server (a twin of the real runs API, test/helpers/fake-hermes.ts), as
+ * HermesExecutor against the fake Hermes server (a twin of the real runs API, test/fakes/hermes/server.ts), as
  * both server generations, through the node's task core on a real SQLite store: streaming, tools, approvals
  * answered over A2A while the run's one event stream stays open, cancel, errors and readiness. Restarts,
  * polling, capacity and conversations are in hermes-reattach.test.ts.
@@ -9,7 +9,7 @@ import { sessionId } from "../../src/executors/hermes-executor";
 import { HermesExecutor } from "../../src/executors/hermes-executor";
 import { A2AError } from "../../src/protocol/errors";
 import type { Task } from "../../src/protocol/types";
-import { hermes, startFakeHermes, type FakeHermes, type FakeHermesOptions } from "../helpers/fake-hermes";
+import { hermes, startFakeHermes, type FakeHermes, type FakeHermesOptions } from "../fakes/hermes/server";
 import { answerText, startHermesNode, userMessage, who, type HermesNode } from "../helpers/hermes-node";
 
 const KEY = "hermes-test-key";

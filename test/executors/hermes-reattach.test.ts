@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { sessionId } from "../../src/executors/hermes-executor";
-import { hermes, startFakeHermes, type FakeHermes, type FakeHermesOptions } from "../helpers/fake-hermes";
+import { hermes, startFakeHermes, type FakeHermes, type FakeHermesOptions } from "../fakes/hermes/server";
 import { answerText, startHermesNode, userMessage, type HermesNode } from "../helpers/hermes-node";
 
 const KEY = "hermes-test-key";

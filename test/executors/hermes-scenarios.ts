@@ -2,7 +2,7 @@
  * The Hermes executor's scenarios, written once and run against every Hermes this repository can start: the real
  * server (0.18.2, the older generation: test/real-hermes/hermes-real.test.ts) and the fake twin as both
  * generations (test/executors/hermes-twin.test.ts), which plays the real server's scripted model
- * (fake-hermes-markers.ts). The task texts carry that model's markers (DANGER-RM, SAFE-ECHO, chunks:N,
+ * (test/fakes/hermes/markers.ts). The task texts carry that model's markers (DANGER-RM, SAFE-ECHO, chunks:N,
  * sleep:N); everything else is the executor and the node's task core (hermes-node.ts) as a node runs them.
  */
 import { existsSync } from "node:fs";

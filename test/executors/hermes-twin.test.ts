@@ -5,8 +5,8 @@
  * which cannot run here, is the twin's alone.
  */
 import { hermesScenarios } from "./hermes-scenarios";
-import { startFakeHermes } from "../helpers/fake-hermes";
-import { markerScript } from "../helpers/fake-hermes-markers";
+import { startFakeHermes } from "../fakes/hermes/server";
+import { markerScript } from "../fakes/hermes/markers";
 
 for (const generation of ["older", "newer"] as const) {
   hermesScenarios(

@@ -15,7 +15,7 @@ import type { Artifact, Message, Part, Task } from "../../src/protocol/types";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { TaskRunner } from "../../src/tasks/task-runner";
-import { startFakeModel, type FakeModel, type FakeModelOptions } from "../helpers/fake-openai";
+import { startFakeModel, type FakeModel, type FakeModelOptions } from "../fakes/openai";
 
 const models: FakeModel[] = [];
 function fake(options: FakeModelOptions = {}): FakeModel {

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { OpenAiCompatibleExecutor } from "../../src/executors/openai-executor";
 import type { ExecutionEvents, ExecutionRequest } from "../../src/executors/executor";
 import type { Message, Part } from "../../src/protocol/types";
-import { startFakeModel, type FakeModel, type FakeModelOptions } from "../helpers/fake-openai";
+import { startFakeModel, type FakeModel, type FakeModelOptions } from "../fakes/openai";
 
 const models: FakeModel[] = [];
 function fake(options: FakeModelOptions = {}): FakeModel {

@@ -41,7 +41,7 @@ export interface HermesNode {
   close(): Promise<void>;
 }
 
-/** `hermes`: the fake Hermes, or any Hermes server by its URL (the real one, /work/shared/real-hermes). */
+/** `hermes`: the fake Hermes, or any Hermes server by its URL (the real one, test/helpers/real-hermes.ts). */
 export async function startHermesNode(hermes: { url: string }, options: { apiKey?: string; timing?: Partial<HermesTiming>; maxConcurrent?: number } = {}): Promise<HermesNode> {
   const dir = mkdtempSync(join(tmpdir(), "a2a-hermes-node-"));
   let database: OpenDatabase = openDatabase(join(dir, "db.sqlite"));

@@ -1,7 +1,7 @@
 /**
  * The real Hermes Agent API server for tests: Hermes 0.18.2 (the older server generation) with its scripted
- * model, from ../shared/real-hermes (its README says what it is and how it behaves). Where it is comes from
- * A2A_REAL_HERMES (default /work/shared/real-hermes); a missing one fails the tests that need it, loudly, rather
+ * model, from the directory A2A_REAL_HERMES names (its README says what it is and how it behaves; the default is
+ * realHermesDir() below, where the CI machine keeps it); a missing one fails the tests that need it, loudly, rather
  * than skipping them: a green run means the real server was tested.
  *
  * `real-hermes setup` (Debian packages, the extracted sources, a venv: about 45 s the first time on a fresh

@@ -15,7 +15,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { verifySignature } from "../../src/push/signature";
 import { runBinary, serveBinary, type ServedBinary } from "../helpers/binary";
-import { hermes as step, startFakeHermes, type FakeHermes } from "../helpers/fake-hermes";
+import { hermes as step, startFakeHermes, type FakeHermes } from "../fakes/hermes/server";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 import { HermesA2AClient, pyDumps, startHermesA2AServer } from "../fakes/hermes-a2a";
 

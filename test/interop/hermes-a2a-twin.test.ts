@@ -3,7 +3,7 @@
  * stdlib server of plugins/platforms/a2a/adapter.py and the client of tools.py, quirks and refusals included.
  * The mixed-fleet tests (hermes-a2a-*.test.ts) rely on these facts; if the twin drifted kinder than the real
  * plugin, they would pass for the wrong reasons. Real Hermes with this plugin cannot run here (the real server
- * in ../shared/real-hermes is 0.18.2, without it).
+ * the tests run, A2A_REAL_HERMES, is 0.18.2, without it).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHmac } from "node:crypto";

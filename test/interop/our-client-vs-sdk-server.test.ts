@@ -21,7 +21,8 @@ import {
   type RequestContext,
 } from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from "@a2a-js/sdk/server/express";
-import { A2AClient, RemoteError, type PeerClient } from "../../src/client/a2a-client";
+import { RemoteError, type PeerClient } from "../../src/client/peer-client";
+import { JsonRpcClient } from "../../src/client/jsonrpc-client";
 import { HttpJsonClient } from "../../src/client/http-json-client";
 import { bufferIo } from "../../src/cli/io";
 import { runCli } from "../../src/cli/registry";
@@ -161,7 +162,7 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 }
 
 it("getAgentCard reads the SDK server's v1.0 card", async () => {
-  const card = await new A2AClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: "sdkpeer" })).getAgentCard(base);
+  const card = await new JsonRpcClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: "sdkpeer" })).getAgentCard(base);
   expect(card.name).toBe("sdk-echo");
   expect(card.supportedInterfaces.map((i) => [i.url, i.protocolBinding, i.protocolVersion])).toEqual([
     [`${base}/rest`, "HTTP+JSON", "1.0"],
@@ -174,7 +175,7 @@ it("getAgentCard reads the SDK server's v1.0 card", async () => {
 
 /** Our client for each binding; a named peer: the server's certificate must say CN=sdkpeer and chain to our fleet CA. */
 const CLIENTS: { name: string; make(peerName: string): PeerClient }[] = [
-  { name: "A2AClient (JSON-RPC)", make: (peer) => new A2AClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: peer })) },
+  { name: "JsonRpcClient (JSON-RPC)", make: (peer) => new JsonRpcClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: peer })) },
   { name: "HttpJsonClient (HTTP+JSON)", make: (peer) => new HttpJsonClient(`${base}/rest`, mtlsFetch(fleet.identity("alpha"), { name: peer })) },
 ];
 

@@ -21,8 +21,8 @@ import {
 } from "@a2a-js/sdk/errors";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet } from "../helpers/fleet";
-import { startGatedModel, type GatedModel } from "../helpers/gated-model";
-import { Receiver, type ReceivedRequest } from "../push/receiver";
+import { startGatedModel, type GatedModel } from "../fakes/gated-model";
+import { Receiver, type ReceivedRequest } from "../fakes/webhook-receiver";
 import { verifySignature } from "../../src/push/signature";
 import { matchRoute } from "../../src/rpc/http-json-routes";
 

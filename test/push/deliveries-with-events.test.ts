@@ -24,7 +24,7 @@ import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store"
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import type { QueuedWithEvent, TaskStore } from "../../src/tasks/task-store";
 import { emptyPostgres } from "../helpers/postgres-stores";
-import { Receiver } from "./receiver";
+import { Receiver } from "../fakes/webhook-receiver";
 
 interface Opened {
   store: TaskStore;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCa, issueLeaf, type CertAndKey } from "../../pki";
 import { fetchPinned, pinnedRequest } from "../../src/push/pinned-fetch";
-import { Receiver } from "./receiver";
+import { Receiver } from "../fakes/webhook-receiver";
 
 // Names under .invalid never resolve (RFC 6761): a request that reaches a receiver through one of them went to
 // the pinned address, not to a lookup of the name.

@@ -11,7 +11,7 @@ import type { PostgresDatabase } from "../../src/store/postgres/database";
 import { PostgresDeliveryQueue } from "../../src/store/postgres/postgres-delivery-queue";
 import { PostgresPushConfigStore } from "../../src/store/postgres/postgres-push-config-store";
 import { emptyPostgres } from "../helpers/postgres-stores";
-import { Receiver } from "./receiver";
+import { Receiver } from "../fakes/webhook-receiver";
 
 let database: PostgresDatabase;
 let receiver: Receiver;

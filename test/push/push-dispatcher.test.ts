@@ -5,13 +5,14 @@ import { join } from "node:path";
 import { StreamResponse as SdkStreamResponse } from "@a2a-js/sdk";
 import { DefaultPushNotificationSender } from "@a2a-js/sdk/server";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
+import { SqliteDeliveryQueue } from "../../src/store/sqlite-delivery-queue";
 import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
 import { backoffDelay, PushDispatcher, type PushDispatcherOptions } from "../../src/push/push-dispatcher";
 import { WebhookGuard } from "../../src/push/ssrf-guard";
 import { verifySignature } from "../../src/push/signature";
 import type { Logger } from "../../src/log";
 import type { StreamResponse, TaskPushNotificationConfig } from "../../src/protocol/types";
-import { Receiver, type ReceivedRequest } from "./receiver";
+import { Receiver, type ReceivedRequest } from "../fakes/webhook-receiver";
 
 let dir: string;
 let path: string;
@@ -51,7 +52,7 @@ function receiver(): Receiver {
 
 /** A started dispatcher on the test database with a 1 ms backoff base (retries come at once, in order). */
 function dispatcher(options: PushDispatcherOptions = {}, db = database, configs = store): PushDispatcher {
-  const d = new PushDispatcher(db, configs, { backoffBaseMs: 1, log, ...options });
+  const d = new PushDispatcher(new SqliteDeliveryQueue(db), configs, { backoffBaseMs: 1, log, ...options });
   dispatchers.push(d);
   void d.start(); // with nothing queued yet it is running at once
   return d;
@@ -162,7 +163,7 @@ describe("PushDispatcher", () => {
     database = openDatabase(path);
     store = new SqlitePushConfigStore(database);
     // The new process's clock is past the stored retry time (as it would be after a restart that took a while).
-    const d2 = new PushDispatcher(database, store, { backoffBaseMs: 1, log, clock: () => Date.now() + 120_000 });
+    const d2 = new PushDispatcher(new SqliteDeliveryQueue(database), store, { backoffBaseMs: 1, log, clock: () => Date.now() + 120_000 });
     dispatchers.push(d2);
     await d2.notify("t1", event(3)); // stopped: queued, not sent
     expect(rows()).toBe(3);
@@ -214,7 +215,7 @@ describe("PushDispatcher", () => {
   it("drops queued deliveries whose config vanished without the store's delete (e.g. removed by hand)", async () => {
     const r = receiver();
     const c = await config(r);
-    const d = new PushDispatcher(database, store, { backoffBaseMs: 1, log });
+    const d = new PushDispatcher(new SqliteDeliveryQueue(database), store, { backoffBaseMs: 1, log });
     dispatchers.push(d);
     await d.notify("t1", event(1));
     await d.notify("t1", event(2));

@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
+import { SqliteDeliveryQueue } from "../../src/store/sqlite-delivery-queue";
 import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
 import { PushDispatcher, type PushDispatcherOptions } from "../../src/push/push-dispatcher";
 import { WebhookGuard, type LookupAll } from "../../src/push/ssrf-guard";
 import type { Logger } from "../../src/log";
 import type { StreamResponse } from "../../src/protocol/types";
-import { Receiver, type ReceiverOptions } from "./receiver";
+import { Receiver, type ReceiverOptions } from "../fakes/webhook-receiver";
 
 /**
  * Fairness and pinned delivery through the whole dispatcher: real SQLite, real receivers on loopback. Webhook
@@ -61,7 +62,7 @@ const loopbackDns: LookupAll = async (host) => {
 
 function dispatcher(options: PushDispatcherOptions, start = true): PushDispatcher {
   const guard = new WebhookGuard({ lookup: loopbackDns, allowlist: ["hole.test", "hole1.test", "hole2.test", "hole3.test", "alpha.test", "bravo.test"] });
-  const d = new PushDispatcher(database, store, { backoffBaseMs: 1, log, guard, ...options });
+  const d = new PushDispatcher(new SqliteDeliveryQueue(database), store, { backoffBaseMs: 1, log, guard, ...options });
   dispatchers.push(d);
   if (start) void d.start();
   return d;
@@ -180,7 +181,7 @@ describe("PushDispatcher: the address checked is the address connected to", () =
       if (new URL(url).hostname === "93.184.216.34") throw Object.assign(new TypeError("ECONNREFUSED: Unable to connect"), { code: "ECONNREFUSED" });
       return fetch(url, init);
     };
-    const d = new PushDispatcher(database, store, { backoffBaseMs: 1, log, guard, fetch: internet, maxAttempts: 2 });
+    const d = new PushDispatcher(new SqliteDeliveryQueue(database), store, { backoffBaseMs: 1, log, guard, fetch: internet, maxAttempts: 2 });
     dispatchers.push(d);
     await d.start();
     await hook(d, "alpha", "t1", local.url("/hook", "rebind.test"));
@@ -197,7 +198,7 @@ describe("PushDispatcher: the address checked is the address connected to", () =
 
   it("an unresolvable webhook host fails the attempt at the DNS timeout, not the system resolver's", async () => {
     const guard = new WebhookGuard({ lookup: () => new Promise(() => {}), lookupTimeoutMs: 20 });
-    const d = new PushDispatcher(database, store, { backoffBaseMs: 1, log, guard, maxAttempts: 1, timeoutMs: NEVER });
+    const d = new PushDispatcher(new SqliteDeliveryQueue(database), store, { backoffBaseMs: 1, log, guard, maxAttempts: 1, timeoutMs: NEVER });
     dispatchers.push(d);
     await d.start();
     await hook(d, "alpha", "t1", "https://black-hole-dns.test/hook");

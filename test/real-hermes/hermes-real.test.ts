@@ -15,9 +15,9 @@ import { DEFAULTS } from "../../src/config";
 import { createLogger } from "../../src/log";
 import { startNode, type RunningNode } from "../../src/node";
 import { hermesScenarios } from "../executors/hermes-scenarios";
-import { call, openEvents, type Block } from "../helpers/fake-hermes-client";
-import { startFakeHermes, type FakeHermes } from "../helpers/fake-hermes";
-import { markerScript } from "../helpers/fake-hermes-markers";
+import { call, openEvents, type Block } from "../fakes/hermes/client";
+import { startFakeHermes, type FakeHermes } from "../fakes/hermes/server";
+import { markerScript } from "../fakes/hermes/markers";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 import { REAL_HERMES_CAPACITY, startRealHermes, type RealHermes } from "../helpers/real-hermes";
 

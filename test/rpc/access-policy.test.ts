@@ -89,7 +89,8 @@ describe("[[authorize]] in the config file", () => {
 
 describe("[[authorize]] with [[skills]]", () => {
   it("refuses a rule for a skill the node does not declare (it could never match)", async () => {
-    const { resolveServeConfig } = await import("../../src/config");
+    const { resolveSettings } = await import("../../src/config");
+    const resolveServeConfig = (...args: Parameters<typeof resolveSettings>) => resolveSettings(...args).config;
     const skills = [{ id: "summarise", name: "S", description: "d", tags: [] }];
     const authorize = [{ peers: ["beta"], methods: ["SendMessage"], skills: ["summarize"] }];
     expect(() => resolveServeConfig({}, {}, { skills, authorize })).toThrow("authorize entry 1: skill 'summarize' is not one of this node's [[skills]] (summarise)");

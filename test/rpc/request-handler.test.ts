@@ -12,7 +12,7 @@ import type { AgentExecutor } from "../../src/executors/executor";
 import { A2AError } from "../../src/protocol/errors";
 import type { Message, Task } from "../../src/protocol/types";
 import { ConformanceExecutor } from "../../src/executors/conformance-executor";
-import { startFakeModel, type FakeModel } from "../helpers/fake-openai";
+import { startFakeModel, type FakeModel } from "../fakes/openai";
 
 let dir: string;
 let database: OpenDatabase;

@@ -146,4 +146,27 @@ describe("task leases on Postgres", () => {
     expect(await b.leases.acquire("t1")).toBe(true);
     expect(await a.leases.acquire("t1")).toBe(false);
   });
+  it("keeps a cancel request for the task's holder: one that missed the NOTIFY hears it at its next renewal, as does a replica that takes the task over", async () => {
+    const a = replica("a");
+    const b = replica("b");
+    const heardByA: [string, string][] = [];
+    a.store.onCancelRequest((taskId, reason) => heardByA.push([taskId, reason]));
+    await (await a.store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1"), executor: "echo", timestamp: new Date().toISOString() })).committed;
+    // Nobody listens (a's connection for notices is down): the NOTIFY of this request reaches no one.
+    await b.store.requestCancel("t1", "canceled by alpha");
+    expect(heardByA).toEqual([]);
+    expect(await a.leases.renew()).toEqual([]);
+    expect(heardByA).toEqual([["t1", "canceled by alpha"]]);
+    await a.leases.renew();
+    expect(heardByA).toHaveLength(1); // heard once per hold
+
+    // a dies before it applied the cancel: c claims the task and hears the request at its first renewal.
+    const c = replica("c");
+    const heardByC: [string, string][] = [];
+    c.store.onCancelRequest((taskId, reason) => heardByC.push([taskId, reason]));
+    await database.sql`UPDATE task_leases SET expires_at = 0 WHERE task_id = 't1'`;
+    expect((await c.leases.claimOrphans(10)).map((t) => t.id)).toEqual(["t1"]);
+    await c.leases.renew();
+    expect(heardByC).toEqual([["t1", "canceled by alpha"]]);
+  });
 });

@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Message, StreamResponse } from "../../src/protocol/types";
 import { DroppedWrite, TaskStoreError, TaskStoreRequestError, UnstorableData, WriteRefused, type TaskStore } from "../../src/tasks/task-store";
 import { finishTask } from "../helpers/store-writes";
-import { ulidFactory } from "../../src/tasks/clock";
+import { ulidFactory } from "../../src/clock";
 
 export interface OpenedStore {
   store: TaskStore;

@@ -12,6 +12,7 @@ import type { Message, Task } from "../../src/protocol/types";
 import { MemoryTaskStore } from "../../src/store/memory-task-store";
 import { FairQueue } from "../../src/tasks/fair-queue";
 import { TaskRunner } from "../../src/tasks/task-runner";
+import { untilSettled } from "../helpers/until";
 
 describe("FairQueue", () => {
   const q = () => new FairQueue<{ who: string; n: number }>((x) => x.who);
@@ -137,7 +138,7 @@ describe("a caller's share of the node", () => {
     for (let i = 0; i < 4; i++) {
       const n = exec.starts.length;
       exec.releaseOne();
-      await until(() => exec.starts.length > n || i === 3);
+      await untilSettled(() => exec.starts.length > n || i === 3);
     }
     expect(exec.starts).toEqual(["gamma:stuck-1", "gamma:stuck-2", "alpha:stuck-a", "gamma:stuck-3"]);
     exec.releaseAll();
@@ -153,7 +154,3 @@ describe("a caller's share of the node", () => {
 });
 
 /** Awaits a condition the runner makes true within a few turns of the event loop (no fixed sleep). */
-async function until(ready: () => boolean): Promise<void> {
-  for (let i = 0; i < 1000 && !ready(); i++) await new Promise((r) => setImmediate(r));
-  expect(ready()).toBe(true);
-}

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { MemoryTaskStore } from "../../src/store/memory-task-store";
-import { ulidFactory } from "../../src/tasks/clock";
+import { ulidFactory } from "../../src/clock";
 import { RetentionSweeper } from "../../src/tasks/retention";
 import { createLogger } from "../../src/log";
 

@@ -16,6 +16,7 @@ import type { Message, StreamItem, Task } from "../../src/protocol/types";
 import { openDatabase, type OpenDatabase } from "../../src/store/database";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { TaskRunner } from "../../src/tasks/task-runner";
+import { untilSettled } from "../helpers/until";
 
 let dir: string;
 let database: OpenDatabase;
@@ -234,8 +235,8 @@ describe("an execution that asks for input and waits for the answer", () => {
       }
     })();
     goOn();
-    await until(() => exec.inputErrors.length === 1);
-    await until(async () => {
+    await untilSettled(() => exec.inputErrors.length === 1);
+    await untilSettled(async () => {
       const t = await store.get(r.id, "alpha");
       return t?.status.state === "TASK_STATE_WORKING" && (t.history?.length ?? 0) >= 2;
     });
@@ -332,10 +333,6 @@ describe("an execution that asks for input and waits for the answer", () => {
 });
 
 /** Awaits a condition that becomes true after commits settle (checked after each macrotask, no fixed sleep). */
-async function until(ready: () => boolean | Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 1000 && !(await ready()); i++) await new Promise((r) => setImmediate(r));
-  expect(await ready()).toBe(true);
-}
 
 /**
  * An executor whose execution ends INPUT_REQUIRED (the conformance kit's kind, and any executor without input()):

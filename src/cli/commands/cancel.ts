@@ -1,8 +1,9 @@
-import { RemoteError } from "../../client/a2a-client";
+import { RemoteError } from "../../client/peer-client";
 import type { Command } from "../command";
 import { openClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
+import { sentTaskAgent } from "../sent-tasks";
 import { PEER_TIMEOUT_FLAGS, PEER_TIMEOUT_HELP } from "../peer-timeouts";
 import { shortState, statusLine } from "../render-task";
 
@@ -20,10 +21,10 @@ export const cancelCommand: Command = {
 task waiting for input is canceled at once. A peer lets each caller cancel only its own tasks.
 
 USAGE
-  a2a-node cancel --agent NAME|URL --task-id ID [--json]
+  a2a-node cancel [--agent NAME|URL] --task-id ID [--json]
 
 FLAGS
-  --agent NAME|URL   the peer the task was sent to
+  --agent NAME|URL   the peer the task was sent to (default: the one this home sent it to, as send noted)
   --task-id ID       the id 'a2a-node send' printed (or 'a2a-node tasks list' shows)
   --json             print the canceled Task (A2A v1.0 JSON) on one line on stdout
 ${PEER_TIMEOUT_HELP}
@@ -43,16 +44,17 @@ EXIT CODES
   async run(argv, { io, home }) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
-    if (!f.agent) throw new UsageError("--agent is required (a peer name or an https URL)");
     if (!f["task-id"]) throw new UsageError("--task-id is required");
-    const session = await openClientSession(home, f.agent, io, [], f);
-    const agent = session.target.peer?.name ?? f.agent;
+    const agent = f.agent ?? sentTaskAgent(home, f["task-id"]);
+    if (!agent) throw new UsageError(`--agent is required: task ${f["task-id"]} was not sent from this home (no record of its peer)`);
+    const session = await openClientSession(home, agent, io, [], f);
+    const peer = session.target.peer?.name ?? agent;
     let task;
     try {
       task = await session.client.cancelTask(f["task-id"]);
     } catch (err) {
       if (err instanceof RemoteError && err.code === -32002)
-        throw new CliError(`${session.target.label}: ${err.message}`, ExitCode.Failure, `see how it ended with 'a2a-node status --agent ${agent} --task-id ${f["task-id"]}'`);
+        throw new CliError(`${session.target.label}: ${err.message}`, ExitCode.Failure, `see how it ended with 'a2a-node status --agent ${peer} --task-id ${f["task-id"]}'`);
       return session.fail(err);
     }
     io.stdout.write(f.json ? `${JSON.stringify(task)}\n` : `${statusLine(task, session.target.label)}\n`);

@@ -68,6 +68,9 @@ export const joinCommand: Command = {
     } catch {
       throw new UsageError(`'${positionals[0]}' is not a URL (https://HOST:PORT)`);
     }
+    // The enrollment port speaks TLS only (its server is checked against the CA fingerprint): plain http is a
+    // mistake in the command, not a peer to try.
+    if (url.protocol !== "https:") throw new UsageError(`the enrollment URL must be https://HOST:PORT (got '${positionals[0]}')`);
     try {
       normalizeFingerprint(f["ca-fingerprint"]);
     } catch (err) {

@@ -1,17 +1,18 @@
-import { RemoteError } from "../../client/a2a-client";
-import type { Message, Task } from "../../protocol/types";
+import { RemoteError } from "../../client/peer-client";
+import { isTerminal, type Message, type Task } from "../../protocol/types";
 import { isOutsidePeer } from "../../peers/peer-registry";
-import { newId } from "../../tasks/clock";
+import { newId } from "../../clock";
 import { readAttachments, readTaskText } from "../attachments";
 import type { Command } from "../command";
 import { openClientSession, type ClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
 import { PEER_TIMEOUT_FLAGS, PEER_TIMEOUT_HELP } from "../peer-timeouts";
-import { otherTaskNote, shortState } from "../render-task";
+import { answerHint, otherTaskNote, shortState } from "../render-task";
 import { answeredStatus } from "../follow-task";
 import { streamTask } from "../stream-task";
-import { DEFAULT_WAIT_SECONDS, waitAndReport, type WaitReport } from "../wait-report";
+import { rememberSentTask } from "../sent-tasks";
+import { DEFAULT_WAIT_SECONDS, followUp, waitAndReport, type WaitReport } from "../wait-report";
 
 const flags = {
   agent: { type: "string", value: "NAME|URL" },
@@ -34,7 +35,8 @@ export const sendCommand: Command = {
   help: `Delegate a task to a peer over mutual TLS (or to a peer outside the fleet with its own token: see
 'a2a-node peers --help'). The peer commits the task before it answers, so the task id stays valid whatever
 happens to this connection: with --wait or --stream it is printed on stderr as soon as the peer accepts the
-task, and 'a2a-node status --task-id ID --wait' picks the wait up again.
+task, and 'a2a-node status --task-id ID --wait' picks the wait up again (this home remembers which peer each
+task it sent went to, in HOME/sent-tasks.jsonl, so status and cancel need no --agent for them).
 
 USAGE
   a2a-node send --agent NAME|URL --task TEXT [--file PATH]... [--wait|--stream [--timeout S]] [--json]
@@ -67,7 +69,7 @@ FLAGS
 ${PEER_TIMEOUT_HELP}
 
 OUTPUT
-  without --wait: "ID<TAB>STATE" on stdout
+  without --wait: "ID<TAB>STATE" on stdout, and on stderr the command that follows the task
   with --wait: "task ID accepted by ..." on stderr at once, the result (the artifacts' text) on stdout and
   a status line on stderr at the end. On a terminal, a progress line on stderr shows the state, the time
   waited and the agent's last status message meanwhile; piped or with --json, output stays plain.
@@ -112,7 +114,9 @@ EXIT CODES
     // taskId): the answer goes with the task's context, so it lands in the same conversation there too.
     else if (message.taskId && session.target.peer && isOutsidePeer(session.target.peer)) message.contextId = await contextOf(session, message.taskId);
     if (f.skill) message.metadata = { skill: f.skill };
-    const report: WaitReport = { io, session, agent: session.target.peer?.name ?? f.agent, json: f.json, timeoutS, printResult: !f.stream };
+    const agent = session.target.peer?.name ?? f.agent;
+    const accepted = (id: string) => rememberSentTask(home, id, agent);
+    const report: WaitReport = { io, session, agent, json: f.json, timeoutS, printResult: !f.stream, accepted };
     const tooLarge = (err: unknown) => (files.length ? explainTooLarge(err, session) : undefined);
     // A refusal the stream's start can get too, worded with the flag to change.
     if (f.stream) return streamTask(report, message, (err) => tooLarge(err) ?? explainRequired(err, session));
@@ -127,6 +131,7 @@ EXIT CODES
         return ExitCode.Ok;
       }
       task = result.task;
+      accepted(task.id);
       if (!f.json) {
         noteInactive(io, session, extensions);
         const other = otherTaskNote(message.taskId, task, session.target.label);
@@ -141,6 +146,8 @@ EXIT CODES
     }
     if (!f.wait) {
       io.stdout.write(f.json ? `${JSON.stringify(task)}\n` : `${task.id}\t${shortState(task.status.state)}\n`);
+      // stdout stays the id and state alone, for scripts; the person is told how to follow the task.
+      if (!f.json && !isTerminal(task.status.state)) io.stderr.write(`${answerHint(task, agent) ?? `follow it with: ${followUp(agent, task.id)}`}\n`);
       return ExitCode.Ok;
     }
     if (!f.json) io.stderr.write(`task ${task.id} accepted by ${session.target.label}\n`);

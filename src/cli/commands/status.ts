@@ -2,6 +2,7 @@ import type { Command } from "../command";
 import { openClientSession } from "../client-session";
 import { UsageError } from "../errors";
 import { parseFlags } from "../flags";
+import { sentTaskAgent } from "../sent-tasks";
 import { PEER_TIMEOUT_FLAGS, PEER_TIMEOUT_HELP } from "../peer-timeouts";
 import { answerHint, artifactsText, statusLine } from "../render-task";
 import { DEFAULT_WAIT_SECONDS, waitAndReport } from "../wait-report";
@@ -24,10 +25,11 @@ wait until it ends or asks for input (following its events as they happen, or as
 peer cannot stream them). A peer shows each caller only its own tasks.
 
 USAGE
-  a2a-node status --agent NAME|URL --task-id ID [--wait [--timeout S]] [--json]
+  a2a-node status [--agent NAME|URL] --task-id ID [--wait [--timeout S]] [--json]
 
 FLAGS
-  --agent NAME|URL     the peer the task was sent to
+  --agent NAME|URL     the peer the task was sent to (default: the one this home sent it to, as send noted in
+                       HOME/sent-tasks.jsonl; needed for a task sent from elsewhere)
   --task-id ID         the id 'a2a-node send' printed
   --wait               wait until the task completes, fails, is canceled, or asks for input (or for an
                        authorization: its status says what, and the line after it how to retry); on a terminal a
@@ -38,6 +40,7 @@ FLAGS
 ${PEER_TIMEOUT_HELP}
 
 EXAMPLES
+  a2a-node status --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S --wait     # a task this home sent
   a2a-node status --agent beta --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S
   a2a-node status --agent beta --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S --wait
   a2a-node status --agent beta --task-id 01JD3Q6W1V7Y2T3M4N5P6Q7R8S --json | jq .status.state
@@ -55,25 +58,26 @@ EXIT CODES
   async run(argv, { io, home }) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
-    if (!f.agent) throw new UsageError("--agent is required (a peer name or an https URL)");
     if (!f["task-id"]) throw new UsageError("--task-id is required");
+    const agent = f.agent ?? sentTaskAgent(home, f["task-id"]);
+    if (!agent) throw new UsageError(`--agent is required: task ${f["task-id"]} was not sent from this home (no record of its peer)`);
     const hl = f["history-length"];
     if (hl !== undefined && (!Number.isInteger(hl) || hl < 0)) throw new UsageError("--history-length must be 0 or more");
     const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
     if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
     if (f.timeout !== undefined && !f.wait) throw new UsageError("--timeout goes with --wait");
-    const session = await openClientSession(home, f.agent, io, [], f);
+    const session = await openClientSession(home, agent, io, [], f);
     let task;
     try {
       task = await session.client.getTask({ id: f["task-id"], historyLength: hl });
     } catch (err) {
       return session.fail(err);
     }
-    if (f.wait) return waitAndReport({ io, session, agent: session.target.peer?.name ?? f.agent, json: f.json, timeoutS, printResult: true }, task);
+    if (f.wait) return waitAndReport({ io, session, agent: session.target.peer?.name ?? agent, json: f.json, timeoutS, printResult: true }, task);
     if (f.json) io.stdout.write(`${JSON.stringify(task)}\n`);
     else {
       io.stdout.write(`${statusLine(task, session.target.label)}\n`);
-      const hint = answerHint(task, session.target.peer?.name ?? f.agent);
+      const hint = answerHint(task, session.target.peer?.name ?? agent);
       if (hint) io.stderr.write(`${hint}\n`);
       const out = artifactsText(task);
       if (out) io.stdout.write(out.endsWith("\n") ? out : `${out}\n`);

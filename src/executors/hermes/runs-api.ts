@@ -1,8 +1,8 @@
-import { readSse } from "../sse";
+import { readSse } from "../../sse";
 
 /*
  * The Hermes Agent runs API as the real server speaks it (gateway/platforms/api_server.py and, in newer
- * versions, api_server_runs.py of NousResearch/hermes-agent; see ../shared/reference/hermes-runs-api.md):
+ * versions, api_server_runs.py of NousResearch/hermes-agent):
  * POST /v1/runs starts a run, GET /v1/runs/{id}/events streams its events once (`data:` frames whose JSON names
  * the event in "event"), GET /v1/runs/{id} is its pollable status, POST .../approval answers an approval,
  * POST .../stop interrupts it. Errors are OpenAI-shaped: {"error": {"message", "type", "param", "code"}}.

@@ -87,5 +87,13 @@ export const migrations: Migration[] = [
     ],
     "folderMillis": 1796212769001,
     "hash": "dfe44b3c1f93fbaa17b085a42c5608c09fcc1a30c9c69bc8b6b8dd0e4b4b009a"
+  },
+  {
+    "tag": "0006_cancel_requests",
+    "sql": [
+      "ALTER TABLE \"task_leases\" ADD COLUMN \"cancel_reason\" text;"
+    ],
+    "folderMillis": 1796224800208,
+    "hash": "f7f49fd5ff01adcc6da7ffa7f1b8530e9be73b7cca61fec72452c3a7c9cc6e8e"
   }
 ];

@@ -15,6 +15,9 @@ export class PostgresLeases implements TaskLeases {
   /** The tasks this replica holds, each with the number of the hold (a new one each time it is taken). */
   private readonly held = new Map<string, number>();
   private holds = 0;
+  /** Tasks whose cancel request (task_leases.cancel_reason) this replica has passed on, with the hold it was under. */
+  private readonly cancelsHeard = new Map<string, number>();
+  private cancelListener: ((taskId: string, reason: string) => void) | undefined;
 
   constructor(
     private readonly sql: SQL,
@@ -64,20 +67,41 @@ export class PostgresLeases implements TaskLeases {
     for (const id of taskIds) this.held.delete(id);
   }
 
+  /**
+   * Hears the cancel requests stored with the leases of the tasks this replica holds (see PostgresTaskStore.requestCancel), at
+   * each renewal: once per hold of a task. The NOTIFY of a request is the fast path; this is the one that
+   * cannot be missed (a notice is lost while the listening connection is down).
+   */
+  onCancelRequested(listener: (taskId: string, reason: string) => void): void {
+    this.cancelListener = listener;
+  }
+
   async renew(): Promise<string[]> {
     // Only the tasks this replica holds: a lease it let go of (abandon) while the database could not be
     // reached is left to run out, never kept alive by a replica that no longer runs its task.
     const ids = [...this.held.keys()];
     if (ids.length === 0) return [];
     const rows = (await this.sql.unsafe(
-      `UPDATE task_leases SET expires_at = ${DB_NOW_MS} + $2 WHERE replica = $1 AND task_id = ANY($3::text[]) RETURNING task_id`,
+      `UPDATE task_leases SET expires_at = ${DB_NOW_MS} + $2 WHERE replica = $1 AND task_id = ANY($3::text[]) RETURNING task_id, cancel_reason`,
       [this.replica, this.ttlMs, pgArray(ids)],
-    )) as { task_id: string }[];
+    )) as { task_id: string; cancel_reason: string | null }[];
+    this.passOnCancels(rows);
     const still = new Set(rows.map((r) => r.task_id));
     // Held when the renewal began and still held now (not released meanwhile), but no longer in the table.
     const lost = ids.filter((id) => !still.has(id) && this.held.has(id));
     for (const id of lost) this.held.delete(id);
     return lost;
+  }
+
+  /** The cancel requests found with leases this replica holds, each passed on once per hold. */
+  private passOnCancels(rows: { task_id: string; cancel_reason: string | null }[]): void {
+    for (const id of this.cancelsHeard.keys()) if (!this.held.has(id)) this.cancelsHeard.delete(id);
+    for (const { task_id: id, cancel_reason: reason } of rows) {
+      const hold = this.held.get(id);
+      if (reason === null || hold === undefined || this.cancelsHeard.get(id) === hold) continue;
+      this.cancelsHeard.set(id, hold);
+      this.cancelListener?.(id, reason);
+    }
   }
 
   async claimOrphans(limit: number): Promise<UnfinishedTask[]> {

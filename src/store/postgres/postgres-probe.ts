@@ -1,9 +1,9 @@
 import type { SQL } from "bun";
-import type { ProbeResult, StoreHealth } from "../store-probe";
+import type { ProbeResult, StoreHealth } from "../sqlite-probe";
 
 /**
  * The readiness check and the tasks-by-state gauge on the shared Postgres database (the SQLite probe's
- * counterpart, ../store-probe.ts): a real write that must commit and read back, and a count by state, each
+ * counterpart, ../sqlite-probe.ts): a real write that must commit and read back, and a count by state, each
  * bounded in time so a database that hangs (or a pool with no connection free) answers "not ready" rather
  * than never. Both go over the pool the store uses: what they find is what the node's own writes meet.
  */

@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
 import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../../protocol/types";
 import { ConfigOwnedElsewhere, overPushLimits, PUSH_CONFIG_PAGE, type PushConfigLimits, type PushConfigStore, type StoredPushConfig } from "../../push/push-config-store";
-import { newId, now } from "../../tasks/clock";
+import { newId, now } from "../../clock";
 import { decodeConfigPageToken, encodeConfigPageToken } from "../page-token";
 import type { PostgresDatabase } from "./database";
 import { toConfig, toStored, type PushConfigRow } from "../push-config-rows";

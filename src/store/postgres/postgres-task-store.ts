@@ -2,11 +2,11 @@ import type { SQL } from "bun";
 
 type SQLListen = Awaited<ReturnType<SQL["listen"]>>;
 import { encodeTime } from "ulid";
-import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../../protocol/types";
+import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from "../../protocol/types";
 import { isInterrupted, isTerminal } from "../../protocol/types";
 import { crashPoint } from "../../crash-point";
 import { createLogger, type Logger } from "../../log";
-import { newId } from "../../tasks/clock";
+import { newId } from "../../clock";
 import { DroppedWrite, FINAL_STATES, HeldElsewhere, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type CallerUsage, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
@@ -30,6 +30,11 @@ export interface PostgresTaskStoreOptions {
    * `claimMs` as PostgresDeliveryQueue claims the deliveries it queues. Without it no delivery is queued.
    */
   pushDeliveries?: { replica: string; claimMs: number };
+  /**
+   * Store the webhook sent with a new task (NewTask.webhook) in push_configs, in the statement that inserts
+   * the task (see TaskStore.keepsWebhooks): set when PostgresPushConfigStore on this database holds the webhooks.
+   */
+  keepWebhooks?: boolean;
 }
 
 /** The channel every commit that adds events notifies, with "taskId seq" lines (see watch). */
@@ -74,6 +79,8 @@ interface CreateRequest {
   /** The node state it starts with (see TaskChange.state), as JSON. */
   stateJson: string | null;
   historyJson: string;
+  /** The webhook stored with it (see NewTask.webhook). */
+  webhook?: TaskPushNotificationConfig;
   settle: Deferred<{ task: Task; created: boolean }>;
 }
 
@@ -122,8 +129,11 @@ export class PostgresTaskStore implements TaskStore {
   private writesSinceCompact = 0;
   private compacting: Promise<void> | undefined;
 
+  readonly keepsWebhooks: boolean;
+
   constructor(database: PostgresDatabase, options: PostgresTaskStoreOptions = {}) {
     this.sql = database.sql;
+    this.keepsWebhooks = options.keepWebhooks ?? false;
     this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
     this.log = options.log ?? createLogger((line) => process.stderr.write(line));
     this.leases = options.leases;
@@ -159,6 +169,7 @@ export class PostgresTaskStore implements TaskStore {
       metadataJson,
       stateJson,
       historyJson,
+      webhook: this.keepsWebhooks ? input.webhook : undefined,
       settle,
     });
     if (idempotent) {
@@ -348,6 +359,12 @@ export class PostgresTaskStore implements TaskStore {
       await tx`DELETE FROM task_events WHERE task_id IN ${tx(ids)}`;
       await tx`DELETE FROM task_leases WHERE task_id IN ${tx(ids)}`;
       await tx`DELETE FROM task_answers WHERE task_id IN ${tx(ids)}`;
+      // The webhooks kept beside the tasks go with them (see keepsWebhooks): a crash before the push store's
+      // own forget must not leave them counted against their caller.
+      if (this.keepsWebhooks) {
+        await tx`DELETE FROM push_deliveries WHERE task_id IN ${tx(ids)}`;
+        await tx`DELETE FROM push_configs WHERE task_id IN ${tx(ids)}`;
+      }
       await tx`DELETE FROM tasks WHERE id IN ${tx(ids)}`;
       return ids;
     });
@@ -459,12 +476,22 @@ export class PostgresTaskStore implements TaskStore {
     else waiting.resolve({ lastSeq: r.lastSeq ?? 0 });
   }
 
+  /**
+   * Stored with the task's lease first (see PostgresLeases.requestCancel), where its holder reads it at its
+   * next renewal whatever happens to the NOTIFY (a replica that was reconnecting, or one that takes the task
+   * over); the NOTIFY is the fast path.
+   */
   async requestCancel(taskId: string, reason: string): Promise<void> {
-    await this.sql`SELECT pg_notify(${CANCEL_CHANNEL}, ${JSON.stringify({ taskId, reason })})`;
+    const payload = JSON.stringify({ taskId, reason });
+    if (this.leases)
+      await this.sql`WITH kept AS (UPDATE task_leases SET cancel_reason = ${reason} WHERE task_id = ${taskId} RETURNING task_id)
+        SELECT pg_notify(${CANCEL_CHANNEL}, ${payload}), (SELECT count(*) FROM kept)`;
+    else await this.sql`SELECT pg_notify(${CANCEL_CHANNEL}, ${payload})`;
   }
 
   onCancelRequest(listener: (taskId: string, reason: string) => void): void {
     this.cancelListener = listener;
+    this.leases?.onCancelRequested(listener);
   }
 
   /** Stops listening (before closing the database). */
@@ -555,14 +582,15 @@ export class PostgresTaskStore implements TaskStore {
       return failed;
     } catch (err) {
       for (const [id] of batch) this.rows.delete(id); // what the database holds now is not known: read it again
-      if (creates.length + batch.length > 1)
+      // A connection the server had closed (see connectionLost) ran nothing: the group is sent again.
+      if (creates.length + batch.length > 1 || connectionLost(err))
         this.log.warn("a group commit failed; committing its tasks one at a time", { tasks: creates.length + batch.length, reason: reasonOf(err) });
       else return this.reportFailed(creates, batch, failed, err);
     }
     failed.clear();
     for (const c of creates) {
       try {
-        await this.settleCreates([c], await this.insertAll(this.sql, [c]));
+        await this.settleCreates([c], await onLiveConnection(() => this.insertAll(this.sql, [c])));
       } catch (err) {
         this.reportFailed([c], [], failed, err);
       }
@@ -571,7 +599,11 @@ export class PostgresTaskStore implements TaskStore {
       try {
         const ended: string[] = [];
         const queued: QueuedWithEvent[] = [];
-        await this.applyAtOnce([], [item], failed, ended, queued);
+        await onLiveConnection(() => {
+          ended.length = queued.length = 0;
+          failed.delete(item[0]);
+          return this.applyAtOnce([], [item], failed, ended, queued);
+        });
         this.leases?.forget(ended);
         crashPoint("event-committed", () => item[1].events.length > 0 && !failed.has(item[0]));
         this.tellQueued(queued);
@@ -725,8 +757,10 @@ export class PostgresTaskStore implements TaskStore {
           node_state, last_seq, head_bytes, history_bytes, artifacts_bytes)
         SELECT c.id, c.context_id, c.owner, 'TASK_STATE_SUBMITTED', c.ts, c.rmid, c.executor, c.ts, c.ts, c.metadata, c.history, '[]',
           c.node_state, 0, octet_length(c.id) + octet_length(c.context_id) + coalesce(octet_length(c.metadata), 0), octet_length(c.history), 2
-        FROM c WHERE ${guard} ON CONFLICT (owner, request_message_id) DO NOTHING RETURNING id)`);
+        FROM c WHERE ${guard} ON CONFLICT DO NOTHING RETURNING id)`);
       if (leases) ctes.push(`lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, ${me}, ${DB_NOW_MS} + ${param(leases.ttlMs, "bigint")} FROM ins RETURNING task_id)`);
+      const hooks = webhooksCte(creates, param, "ins");
+      if (hooks) ctes.push(hooks);
     }
     if (ending.length) ctes.push(`gone AS (DELETE FROM task_leases WHERE task_id = ANY(${param(pgArray(ending), "text[]")}) AND replica = ${me} AND ${guard} RETURNING task_id)`);
     const notify = notes.length ? `(SELECT count(pg_notify('${EVENTS_CHANNEL}', p)) FROM unnest(${param(pgArray(chunkLines(notes, NOTIFY_BYTES)), "text[]")}) AS p WHERE ${guard})` : "0";
@@ -842,8 +876,13 @@ export class PostgresTaskStore implements TaskStore {
         continue;
       }
       try {
-        const [row] = await this.sql`SELECT * FROM tasks WHERE owner = ${c.owner} AND request_message_id = ${c.requestMessageId}`;
-        if (row) c.settle.resolve({ task: assemble(row as RawRow, undefined, true), created: false });
+        const [row] = (await this.sql`SELECT * FROM tasks WHERE id = ${c.task.id} OR (owner = ${c.owner} AND request_message_id = ${c.requestMessageId})
+          ORDER BY id = ${c.task.id} DESC LIMIT 1`) as RawRow[];
+        // Its own id: an earlier try of this create committed it (and its lease), and the answer was lost with
+        // its connection (see onLiveConnection).
+        const own = row?.id === c.task.id;
+        if (own) this.leases?.adopt([c.task.id]);
+        if (row) c.settle.resolve({ task: assemble(row, undefined, true), created: own });
         else c.settle.reject(new Error(`task ${c.task.id} was neither inserted nor found by its messageId`));
       } catch (err) {
         c.settle.reject(err);
@@ -857,8 +896,8 @@ const UPDATE_TASK = `UPDATE tasks SET state = $2, status_message = $3, status_ti
   history_bytes = octet_length($6), artifacts_bytes = octet_length($7) WHERE id = $1`;
 
 /**
- * Inserts new SUBMITTED tasks, skipping those whose (owner, messageId) is taken, and leases those it inserted
- * to this replica, in one statement; returns the ids inserted.
+ * Inserts new SUBMITTED tasks, skipping those whose (owner, messageId) or id is taken (an earlier try of the same
+ * create committed), and leases those it inserted to this replica, in one statement; returns the ids inserted.
  */
 function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases | undefined): Promise<{ id: string }[]> {
   const values: unknown[] = leases ? [leases.replica, leases.ttlMs] : [];
@@ -872,13 +911,30 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
      SELECT v.id, v.context_id, v.owner, 'TASK_STATE_SUBMITTED', v.ts, v.rmid, v.executor, v.ts, v.ts, v.metadata, v.history, '[]',
        v.node_state, 0, octet_length(v.id) + octet_length(v.context_id) + coalesce(octet_length(v.metadata), 0), octet_length(v.history), 2
      FROM (VALUES ${tuples.join(", ")}) AS v(id, context_id, owner, ts, rmid, executor, metadata, history, node_state)
-     ON CONFLICT (owner, request_message_id) DO NOTHING RETURNING id`;
-  if (!leases) return tx.unsafe(insert, values);
-  return tx.unsafe(
-    `WITH inserted AS (${insert})
-     INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, $1::text, ${DB_NOW_MS} + $2::bigint FROM inserted RETURNING task_id AS id`,
-    values,
-  );
+     ON CONFLICT DO NOTHING RETURNING id`;
+  const hooks = webhooksCte(creates, (v, cast) => (values.push(v), `$${values.length}::${cast}`), "inserted");
+  if (!leases && !hooks) return tx.unsafe(insert, values);
+  const ctes = [`inserted AS (${insert})`];
+  if (leases) ctes.push(`lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, $1::text, ${DB_NOW_MS} + $2::bigint FROM inserted RETURNING task_id)`);
+  if (hooks) ctes.push(hooks);
+  return tx.unsafe(`WITH ${ctes.join(", ")} SELECT id FROM inserted`, values);
+}
+
+/**
+ * The data-modifying CTE that stores the webhooks sent with the creates (see NewTask.webhook) for the tasks
+ * the CTE named `inserted` inserted: in the task's own statement, so neither is stored without the other.
+ */
+function webhooksCte(creates: CreateRequest[], param: (v: unknown, cast: string) => string, inserted: string): string | undefined {
+  const tuples = creates
+    .filter((c) => c.webhook)
+    .map((c) => {
+      const w = c.webhook!;
+      const auth = w.authentication ? JSON.stringify(w.authentication) : null;
+      return `(${[c.task.id, w.id, c.owner, w.url, w.token ?? null, auth, c.timestamp].map((v) => param(v, "text")).join(", ")})`;
+    });
+  if (tuples.length === 0) return undefined;
+  return `hooks AS (INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at)
+    SELECT w.* FROM (VALUES ${tuples.join(", ")}) AS w (task_id, id, owner, url, token, authentication, created_at) JOIN ${inserted} ON ${inserted}.id = w.task_id)`;
 }
 
 /** Tasks of a group written by one statement (each takes at most 13 of a statement's 65,535 parameters). */
@@ -942,6 +998,32 @@ function assemble(row: RawRow, historyLength: number | undefined, withArtifacts:
   }
   if (row.metadata) task.metadata = JSON.parse(row.metadata) as Record<string, unknown>;
   return task;
+}
+
+/** Tries of one write whose connection turned out closed by the server (see connectionLost). */
+const LIVE_CONNECTION_TRIES = 3;
+
+/**
+ * Whether `err` says the connection was closed by the server (pg_terminate_backend, a restart, a failover):
+ * the statement ended with it (a statement the server ends is rolled back; one sent on a connection closed
+ * while idle in the pool never ran), so it can be sent again on a live one. Bun drops such a connection from
+ * its pool once it sees it closed; a statement sent before that meets the closed socket.
+ */
+export function connectionLost(err: unknown): boolean {
+  const e = err as { errno?: unknown; code?: unknown } | undefined;
+  const state = typeof e?.errno === "string" ? e.errno : "";
+  return state.startsWith("57P0") || state.startsWith("08") || e?.code === "ERR_POSTGRES_CONNECTION_CLOSED";
+}
+
+/** Runs `write`, again (up to LIVE_CONNECTION_TRIES in all) while it fails on a connection the server closed. */
+async function onLiveConnection<T>(write: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (attempt >= LIVE_CONNECTION_TRIES || !connectionLost(err)) throw err;
+    }
+  }
 }
 
 function reasonOf(err: unknown): string {

@@ -145,6 +145,12 @@ export const taskLeases = pgTable("task_leases", {
   taskId: text("task_id").primaryKey(),
   replica: text("replica").notNull(),
   expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
+  /**
+   * A cancel asked of the task's holder (see PostgresTaskStore.requestCancel): the NOTIFY is only the fast
+   * path, the holder also reads this at each renewal, so a request survives a missed notice and a takeover.
+   * It goes with the lease (the task ended or was let go).
+   */
+  cancelReason: text("cancel_reason"),
 });
 
 /**

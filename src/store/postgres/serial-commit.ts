@@ -1,4 +1,4 @@
-import { newOutcome, type Outcome } from "../write-batch";
+import { newOutcome, type Outcome } from "../group-commit";
 
 /**
  * Group commit for a store on a server: writes requested during one turn of the event loop are committed
@@ -6,7 +6,7 @@ import { newOutcome, type Outcome } from "../write-batch";
  * the busier the node, the larger its groups; a task's writes are committed in the order they were made,
  * since no group starts before the one ahead of it has ended.
  *
- * Each key (a task) has its own outcome, as in the SQLite group commit (../write-batch.ts): `commitGroup`
+ * Each key (a task) has its own outcome, as in the SQLite group commit (../group-commit.ts): `commitGroup`
  * returns the keys it could not commit with their reasons, and everyone else's promise resolves.
  */
 export class SerialGroupCommit<K> {

@@ -4,7 +4,7 @@ import { parseFlags } from "../../flags";
 import { homePaths } from "../../../home";
 import { exportCrl, importCrl } from "../../../../pki";
 import { utc } from "./text";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 import { caPaths } from "../../ca-unlock";
 import { tellRunningServe, toldLine } from "../../tell-serve";
 
@@ -14,14 +14,16 @@ const exportFlags = {
   json: { type: "boolean" },
 } as const;
 
-export const exportCrlSub: PkiSubcommand = {
+export const exportCrlSub: Subcommand = {
   name: "export-crl",
   usage: "pki export-crl --out FILE [--force] [--json]",
-  flagSpec: exportFlags,
+  flags: exportFlags,
   summary: `write the fleet's revocation list to FILE, for machines the CA node cannot reach (on the CA
             machine it is signed anew, so it is current; elsewhere it is the list this home holds)`,
   flagHelp: `  --out FILE          where to write it (required); never overwritten without --force
   --force             replace an existing FILE`,
+  examples: `  # an air-gapped fleet: carry the revocation list by hand
+  a2a-node pki export-crl --out fleet.crl              # on the CA machine`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, exportFlags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
@@ -41,15 +43,17 @@ const importFlags = {
   json: { type: "boolean" },
 } as const;
 
-export const importCrlSub: PkiSubcommand = {
+export const importCrlSub: Subcommand = {
   name: "import-crl",
   usage: "pki import-crl FILE [--json]",
-  flagSpec: importFlags,
+  flags: importFlags,
   summary: `install a revocation list from the CA machine, once checked: signed by this home's fleet CA,
             and not older than the one installed. A running serve enforces it at once (new connections
             are judged against the file; it is told with SIGHUP, and closes the revoked certificates'
             open connections)`,
   flagHelp: "",
+  examples: `  # on every other machine, with the list the CA machine exported
+  a2a-node pki import-crl fleet.crl`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, importFlags);
     if (positionals.length === 0) throw new UsageError("pki import-crl needs the FILE to install");

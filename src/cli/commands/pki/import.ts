@@ -4,20 +4,22 @@ import { parseFlags } from "../../flags";
 import { ensureHome, homePaths } from "../../../home";
 import { importCertificate } from "../../../../pki";
 import { expiresIn } from "./text";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 
 const flags = {
   ca: { type: "string", value: "CA_CERT" },
   json: { type: "boolean" },
 } as const;
 
-export const importSub: PkiSubcommand = {
+export const importSub: Subcommand = {
   name: "import",
   usage: "pki import CERT --ca CA_CERT [--json]",
-  flagSpec: flags,
+  flags: flags,
   summary: `on the machine that ran 'init-pki --csr': install the certificate the CA machine signed,
             after checking that CA_CERT issued it and that it belongs to this home's key`,
   flagHelp: `  --ca CA_CERT        the fleet CA certificate (the CA machine's certs/ca.crt); required`,
+  examples: `  # back on carol, with the certificate the CA machine signed (pki sign)
+  a2a-node pki import carol.crt --ca ca.crt`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length === 0) throw new UsageError("pki import needs the certificate file (CERT)");

@@ -6,21 +6,22 @@ import { homePaths } from "../../../home";
 import { certDetails, fingerprint256, PkiError, pkiErrors, readCsr, readPublic, readRevocationList, verifyIssuedBy, type CertDetails } from "../../../../pki";
 import type { TextSink } from "../../io";
 import { expiresIn, utc } from "./text";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 
 const flags = {
   json: { type: "boolean" },
 } as const;
 
-export const inspect: PkiSubcommand = {
+export const inspect: Subcommand = {
   name: "inspect",
   usage: "pki inspect [FILE] [--json]",
-  flagSpec: flags,
+  flags: flags,
   summary: `describe a certificate (default: this node's): subject, SANs, serial, fingerprint, validity,
             issuer, key usages, and whether this home's fleet CA issued it; or a request from
             'init-pki --csr': the name and SANs it asks for, once its signature is checked; or a
             revocation list: its number, date and revoked serials, once checked against the fleet CA`,
   flagHelp: "",
+  examples: `  a2a-node pki inspect certs/node.crt`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);

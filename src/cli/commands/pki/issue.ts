@@ -3,7 +3,7 @@ import { UsageError } from "../../errors";
 import { parseFlags, intFlag } from "../../flags";
 import { issueBundle, MAX_DAYS } from "../../../../pki";
 import { expiresIn, revokedLines } from "./text";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 import { caPaths } from "../../ca-unlock";
 import { tellRunningServe } from "../../tell-serve";
 
@@ -16,10 +16,10 @@ const flags = {
   json: { type: "boolean" },
 } as const;
 
-export const issue: PkiSubcommand = {
+export const issue: Subcommand = {
   name: "issue",
   usage: "pki issue NAME --out FILE [--san DNS_OR_IP]... [--days N] [--replace] [--force] [--json]",
-  flagSpec: flags,
+  flags: flags,
   summary: `on the CA machine: make a key and certificate for machine NAME and write them, with the
             fleet CA certificate, to a bundle FILE (mode 0600) for 'a2a-node init-pki --bundle FILE'.
             Refused while NAME holds a valid certificate, unless --replace`,
@@ -29,6 +29,12 @@ export const issue: PkiSubcommand = {
   --days N            certificate validity in days (default 365)
   --replace           issue although NAME holds a valid certificate, and revoke that one
   --force             replace an existing FILE`,
+  examples: `  # on the CA machine: make bob's identity, then copy it to bob privately
+  a2a-node pki issue bob --san bob.lan --san 10.0.0.6 --out bob.bundle
+  scp bob.bundle bob.lan: && rm bob.bundle
+
+  # bob's machine was lost: issue a new identity and revoke the old one
+  a2a-node pki issue bob --replace --out bob.bundle`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length === 0) throw new UsageError("pki issue needs the machine's NAME");

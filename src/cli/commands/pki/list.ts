@@ -3,19 +3,21 @@ import { parseFlags } from "../../flags";
 import { homePaths } from "../../../home";
 import { openCaRegistry } from "../../../../pki";
 import { statusOf, utc } from "./text";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 
 const flags = {
   json: { type: "boolean" },
 } as const;
 
-export const list: PkiSubcommand = {
+export const list: Subcommand = {
   name: "list",
   usage: "pki list [--json]",
-  flagSpec: flags,
+  flags: flags,
   summary: `on the CA machine: every certificate this fleet CA issued, oldest first: name, status (valid,
             expired, revoked), expiry, serial and fingerprint`,
   flagHelp: "",
+  examples: `  # what has this CA issued?
+  a2a-node pki list`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);

@@ -6,7 +6,7 @@ import { homePaths } from "../../../home";
 import { inspectCert, readPublic } from "../../../../pki";
 import { daysLeft, needsRenewal, renewalDue } from "../../../../pki/renewal-policy";
 import { utc } from "./text";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 
 const flags = {
   within: { type: "number", value: "DAYS" },
@@ -16,14 +16,16 @@ const flags = {
 /** Exit codes of needs-renewal, as step's `certificate needs-renewal` has them (a timer runs renew on 0). */
 export const NEEDS_RENEWAL_EXIT = { needed: 0, notNeeded: 1, usage: 2, noFile: 3, error: 255 } as const;
 
-export const needsRenewalSub: PkiSubcommand = {
+export const needsRenewalSub: Subcommand = {
   name: "needs-renewal",
   usage: "pki needs-renewal [FILE] [--within DAYS] [--json]",
-  flagSpec: flags,
+  flags: flags,
   summary: `exit 0 when a certificate (default: this node's) should be renewed now: two thirds of its
             lifetime have passed, or it expires within --within DAYS, or it has expired; exit 1 when
             not. For timers: a2a-node pki needs-renewal && a2a-node pki renew`,
   flagHelp: `  --within DAYS       renew when it expires within DAYS days, instead of at two thirds of its lifetime`,
+  examples: `  # in a daily timer, for a node that does not run serve
+  a2a-node pki needs-renewal && a2a-node pki renew`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);

@@ -4,20 +4,22 @@ import { homePaths } from "../../../home";
 import { pkiErrors, protectCaKey } from "../../../../pki";
 import { existsSync } from "node:fs";
 import { newPassphrase } from "../../ca-unlock";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 
 const flags = {
   json: { type: "boolean" },
 } as const;
 
-export const protectCaKeySub: PkiSubcommand = {
+export const protectCaKeySub: Subcommand = {
   name: "protect-ca-key",
   usage: "pki protect-ca-key",
-  flagSpec: flags,
+  flags: flags,
   summary: `on the CA machine: encrypt secrets/ca.key with a passphrase (A2A_NODE_CA_PASSPHRASE, or typed
             twice). Commands that sign then ask for it; a CA node's serve reads it from
             A2A_NODE_CA_PASSPHRASE or ca_passphrase_file to renew and enroll`,
   flagHelp: "",
+  examples: `  # keep the CA key under a passphrase
+  A2A_NODE_CA_PASSPHRASE=... a2a-node pki protect-ca-key`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);

@@ -18,7 +18,7 @@ import { caPaths, caUnlock } from "../../ca-unlock";
 import { CliError, ExitCode, UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
 import { expiresIn, utc } from "./text";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 
 const flags = {
   "ca-peer": { type: "string", value: "PEER" },
@@ -27,10 +27,10 @@ const flags = {
   ...PEER_TIMEOUT_FLAGS,
 } as const;
 
-export const renew: PkiSubcommand = {
+export const renew: Subcommand = {
   name: "renew",
   usage: "pki renew [--ca-peer PEER] [--rekey] [--json]",
-  flagSpec: flags,
+  flags: flags,
   summary: `renew this node's certificate for the same name, SANs and key (so other nodes' key pins of
             it stay valid): from the CA node over mutual TLS (ca_peer), or from this home's CA. --rekey
             makes a new key here instead, and says how the pins elsewhere are updated. The old files
@@ -44,6 +44,8 @@ export const renew: PkiSubcommand = {
                       node must pin it again ('a2a-node peers add NAME URL --pin --replace' there)
   --peer-connect-timeout S, --peer-handshake-timeout S, --peer-answer-timeout S, --peer-stream-idle S
                       how long each step of the call to the CA node may take (see 'a2a-node send --help')`,
+  examples: `  # renew this node's certificate from the CA node (serve does it by itself when ca_peer is set)
+  a2a-node pki renew --ca-peer alpha`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);

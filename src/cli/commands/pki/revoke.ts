@@ -3,7 +3,7 @@ import { parseFlags } from "../../flags";
 import { homePaths } from "../../../home";
 import { revoke } from "../../../../pki";
 import { utc } from "./text";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 import { caPaths } from "../../ca-unlock";
 import { tellRunningServe, toldLine } from "../../tell-serve";
 
@@ -12,16 +12,18 @@ const flags = {
   json: { type: "boolean" },
 } as const;
 
-export const revokeSub: PkiSubcommand = {
+export const revokeSub: Subcommand = {
   name: "revoke",
   usage: "pki revoke NAME|SERIAL [--reason TEXT] [--json]",
-  flagSpec: flags,
+  flags: flags,
   summary: `on the CA machine: revoke every certificate of NAME (or the one with SERIAL, and those renewed
             from it), and sign a new revocation list into certs/crl.pem. This node enforces it at once:
             its running serve refuses the next connection with a revoked certificate and closes the open
             ones (it is told with SIGHUP); nodes whose ca_peer is this one fetch it within
             crl_refresh_seconds (or on SIGHUP); others take it with import-crl`,
   flagHelp: `  --reason TEXT       why, kept in the CA's registry (pki list --json)`,
+  examples: `  # cut off a stolen machine, fleet-wide
+  a2a-node pki revoke bob --reason "laptop stolen"`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length === 0) throw new UsageError("pki revoke needs a NAME or SERIAL");

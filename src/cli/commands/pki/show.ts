@@ -8,21 +8,24 @@ import { readCrlSource, type CrlSource } from "../../../../pki/crl-source";
 import { keyPinOf } from "../../../../pki/key-pin";
 import { readPublic } from "../../../../pki/secure-file";
 import { expiresIn, utc } from "./text";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 
 const flags = {
   json: { type: "boolean" },
 } as const;
 
-export const show: PkiSubcommand = {
+export const show: Subcommand = {
   name: "show",
   usage: "pki show [--json]",
-  flagSpec: flags,
+  flags: flags,
   summary: `print this node's identity: name, SANs, key pin (what other nodes pin), fingerprint, expiry,
             fleet CA, whether this home holds the CA key, and the revocation list in force: its number,
             when it was issued, its next update, how many certificates it revokes, and where it came
             from (this home's CA, fetched from ca_peer, or imported)`,
   flagHelp: "",
+  examples: `  # check this node's identity, or feed it to a script
+  a2a-node pki show
+  a2a-node pki show --json | jq -r .fingerprint256`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);

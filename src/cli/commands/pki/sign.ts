@@ -3,7 +3,7 @@ import { UsageError } from "../../errors";
 import { parseFlags, intFlag } from "../../flags";
 import { MAX_DAYS, signCsr } from "../../../../pki";
 import { expiresIn, revokedLines } from "./text";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 import { caPaths } from "../../ca-unlock";
 import { tellRunningServe } from "../../tell-serve";
 
@@ -16,10 +16,10 @@ const flags = {
   json: { type: "boolean" },
 } as const;
 
-export const sign: PkiSubcommand = {
+export const sign: Subcommand = {
   name: "sign",
   usage: "pki sign CSR --out CERT [--san DNS_OR_IP]... [--days N] [--replace] [--force] [--json]",
-  flagSpec: flags,
+  flags: flags,
   summary: `on the CA machine: sign a request from 'init-pki --csr' (the name is its CN; the SANs
             those it asks for, plus --san) and write the certificate to CERT. The private key
             never left the other machine. Refused while the name holds a valid certificate, unless
@@ -29,6 +29,8 @@ export const sign: PkiSubcommand = {
   --days N            certificate validity in days (default 365)
   --replace           sign although the name holds a valid certificate, and revoke that one
   --force             replace an existing CERT`,
+  examples: `  # no private key travels: carol made hers with 'init-pki --name carol --csr carol.csr'
+  a2a-node pki sign carol.csr --out carol.crt          # on the CA machine`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length === 0) throw new UsageError("pki sign needs the request file (CSR)");

@@ -2,20 +2,22 @@ import { UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
 import { homePaths } from "../../../home";
 import { checkTrustDomain, openCaRegistry, SPIFFE_DOMAIN } from "../../../../pki";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 
 const flags = {
   clear: { type: "boolean" },
   json: { type: "boolean" },
 } as const;
 
-export const spiffeDomain: PkiSubcommand = {
+export const spiffeDomain: Subcommand = {
   name: "spiffe-domain",
   usage: "pki spiffe-domain [DOMAIN | --clear] [--json]",
-  flagSpec: flags,
+  flags: flags,
   summary: `on the CA machine: show or set the fleet's SPIFFE trust domain. While set, every certificate
             the CA issues (issue, sign, join, renew) also carries the URI SAN spiffe://DOMAIN/NAME`,
   flagHelp: `  --clear             issue certificates without a SPIFFE ID from now on`,
+  examples: `  # give every certificate a SPIFFE ID
+  a2a-node pki spiffe-domain fleet.example`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);

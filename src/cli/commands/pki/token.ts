@@ -8,7 +8,7 @@ import { CliError, ExitCode, UsageError } from "../../errors";
 import { enrollmentUrl, otherAddresses, type EnrollUrl } from "./enroll-url";
 import { intFlag, parseFlags } from "../../flags";
 import { utc } from "./text";
-import type { PkiSubcommand } from "./subcommand";
+import type { Subcommand } from "../../command";
 
 const flags = {
   name: { type: "string", value: "NAME" },
@@ -29,10 +29,10 @@ export function parseTtl(text: string): number {
   return Number(m[1]) * UNITS[m[2]];
 }
 
-export const token: PkiSubcommand = {
+export const token: Subcommand = {
   name: "token",
   usage: "pki token --name NAME [--ttl 1h] [--san DNS_OR_IP]... [--days N] [--replace] [--url URL] [--json]",
-  flagSpec: flags,
+  flags: flags,
   summary: `on the CA machine: a one-time join token for machine NAME (kept only hashed; expires after
             --ttl) and the 'a2a-node join' command to run there, with the enrollment URL this node
             serves (its running serve's enrollment port, else enroll_port). The CA node must serve
@@ -46,6 +46,8 @@ export const token: PkiSubcommand = {
   --url URL           the enrollment URL to print, as the joining machine reaches this one (default: the
                       running node's enrollment port, on the address it listens on, advertise_url's host,
                       a --san of this node's certificate, or the host name)`,
+  examples: `  # on the CA machine (serving with --enroll-port 9444): let dave join; it prints the command for dave
+  a2a-node pki token --name dave --ttl 15m`,
   async run(argv, ctx) {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);

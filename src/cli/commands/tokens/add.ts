@@ -1,14 +1,14 @@
 import { TOKEN_CALLER_PREFIX } from "../../../auth/caller-tokens";
 import { CallerTokenExistsError } from "../../../store/sqlite-caller-tokens";
-import type { CommandContext } from "../../command";
+import type { CommandContext, Subcommand } from "../../command";
 import { CliError, ExitCode, UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
 import { callerName, openTokens } from "./open";
 
-export const ADD_FLAGS = { replace: { type: "boolean" }, json: { type: "boolean" } } as const;
+const ADD_FLAGS = { replace: { type: "boolean" }, json: { type: "boolean" } } as const;
 
 /** `tokens add NAME`: a new token for caller NAME, printed this once (only its hash is kept). */
-export async function addToken(args: string[], ctx: CommandContext): Promise<number> {
+async function addToken(args: string[], ctx: CommandContext): Promise<number> {
   const { flags, positionals } = parseFlags(args, ADD_FLAGS);
   if (positionals.length > 1) throw new UsageError(`tokens add takes one NAME (got '${positionals[1]}' too)`);
   const name = callerName(positionals[0]);
@@ -32,3 +32,13 @@ export async function addToken(args: string[], ctx: CommandContext): Promise<num
   }
   return ExitCode.Ok;
 }
+
+export const add: Subcommand = {
+  name: "add",
+  usage: "tokens add NAME [--replace] [--json]",
+  summary: `make a token for caller NAME and print it (on stdout, alone, for a pipe or a file)`,
+  flags: ADD_FLAGS,
+  flagHelp: `  --replace   make a new token for a NAME that has one (the old one stops working)`,
+  examples: `  a2a-node tokens add hermes > hermes.token && chmod 600 hermes.token`,
+  run: addToken,
+};

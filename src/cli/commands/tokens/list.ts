@@ -1,13 +1,13 @@
 import { TOKEN_CALLER_PREFIX } from "../../../auth/caller-tokens";
-import type { CommandContext } from "../../command";
+import type { CommandContext, Subcommand } from "../../command";
 import { ExitCode, UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
 import { openTokens } from "./open";
 
-export const LIST_FLAGS = { json: { type: "boolean" } } as const;
+const LIST_FLAGS = { json: { type: "boolean" } } as const;
 
 /** `tokens list`: who holds a token, and since when (the tokens themselves are not kept, so never shown). */
-export async function listTokens(args: string[], { io, home }: CommandContext): Promise<number> {
+async function listTokens(args: string[], { io, home }: CommandContext): Promise<number> {
   const { flags, positionals } = parseFlags(args, LIST_FLAGS);
   if (positionals.length) throw new UsageError(`tokens list takes no arguments (got '${positionals[0]}')`);
   const { tokens, close } = openTokens(home);
@@ -25,3 +25,13 @@ export async function listTokens(args: string[], { io, home }: CommandContext): 
   }
   return ExitCode.Ok;
 }
+
+export const list: Subcommand = {
+  name: "list",
+  usage: "tokens list [--json]",
+  summary: `the callers that hold a token, and when it was made (never the tokens)`,
+  flags: LIST_FLAGS,
+  flagHelp: ``,
+  examples: `  a2a-node tokens list`,
+  run: listTokens,
+};

@@ -1,16 +1,16 @@
-import type { CommandContext } from "../../command";
+import type { CommandContext, Subcommand } from "../../command";
 import { CliError, ExitCode, UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
 import { callerName, openTokens } from "./open";
 import { tellRunningServe, toldLine } from "../../tell-serve";
 
-export const REVOKE_FLAGS = { json: { type: "boolean" } } as const;
+const REVOKE_FLAGS = { json: { type: "boolean" } } as const;
 
 /**
  * `tokens revoke NAME`: the token stops working at its next request (the listener reads the table each time),
  * and the running serve, told with SIGHUP, closes the connections it was used on (its open streams end).
  */
-export async function revokeToken(args: string[], { io, home }: CommandContext): Promise<number> {
+async function revokeToken(args: string[], { io, home }: CommandContext): Promise<number> {
   const { flags, positionals } = parseFlags(args, REVOKE_FLAGS);
   if (positionals.length > 1) throw new UsageError(`tokens revoke takes one NAME (got '${positionals[1]}' too)`);
   const name = callerName(positionals[0]);
@@ -28,3 +28,14 @@ export async function revokeToken(args: string[], { io, home }: CommandContext):
   }
   return ExitCode.Ok;
 }
+
+export const revoke: Subcommand = {
+  name: "revoke",
+  usage: "tokens revoke NAME [--json]",
+  summary: `forget NAME's token: its next request is answered 401, and a running serve is told
+           (SIGHUP) to close the connections it was used on, its open streams with them`,
+  flags: REVOKE_FLAGS,
+  flagHelp: ``,
+  examples: `  a2a-node tokens revoke hermes`,
+  run: revokeToken,
+};

@@ -1,0 +1,1 @@
+ALTER TABLE "task_leases" ADD COLUMN "cancel_reason" text;
