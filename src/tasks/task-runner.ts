@@ -1,18 +1,21 @@
-import type { AgentExecutor, ExecutionEvents, ExecutionOutcome, InputRequest } from "../executors/executor";
+import type { AgentExecutor, ExecutionEvents, ExecutionOutcome } from "../executors/executor";
 import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted } from "../protocol/types";
-import { accumulate, agentMessage, ArtifactSizes, capParts, historyBytes, messageBytes } from "./artifacts";
+import { Admission } from "./admission";
+import { accumulate, agentMessage } from "./artifacts";
+import { authRetryOf } from "./auth-retry";
 import { now } from "../clock";
 import type { EventStream } from "./event-stream";
-import { FairQueue } from "./fair-queue";
-import type { TaskLifecycle } from "./lifecycle";
-import { abortOf, causeOf, deferred, type Job, newJob, stop, type Waiting } from "./job";
-import { EventPublisher, type EventListener } from "./publisher";
-import { recoverUnfinished } from "./recovery";
-import { authNote, authRetryOf } from "./auth-retry";
+import { abortOf, causeOf, type Job, newJob, stop } from "./job";
+import { LeaseKeeper } from "./lease-keeper";
 import type { TaskLeases } from "./leases";
-import { DroppedWrite, HeldElsewhere, WriteRefused, type TaskStore, type UnfinishedTask } from "./task-store";
+import type { TaskLifecycle } from "./lifecycle";
+import { notStored, OutcomeWriter, stoppedOutcome } from "./outcome-writer";
+import { OutputLimits } from "./output-limits";
+import { EventPublisher, type EventListener } from "./publisher";
+import { Questions } from "./questions";
 import { TaskRefusal } from "./refusal";
+import type { TaskStore } from "./task-store";
 
 export type { EventListener } from "./publisher";
 
@@ -38,15 +41,6 @@ export interface StartOptions {
   /** Its node state as stored (see TaskChange.state): what earlier executions noted. */
   state?: Record<string, unknown>;
 }
-
-/** Orphaned tasks claimed at a time (the rest are claimed at the next renewal). */
-const ORPHANS_PER_CLAIM = 100;
-/**
- * How soon a task whose writes could not be stored is tried again (see recoverUnstored), doubling while the
- * store still fails, up to the most: a database back after an outage is used within seconds.
- */
-const RECOVERY_FIRST_MS = 250;
-const RECOVERY_MOST_MS = 5_000;
 
 export interface TaskRunnerOptions {
   /** Tasks executing at once. */
@@ -108,30 +102,37 @@ export interface TaskRunnerOptions {
  */
 export class TaskRunner {
   private readonly jobs = new Map<string, Job>();
-  private readonly queue: FairQueue<Job>;
-  private running = 0;
-  private readonly runningBy = new Map<string, number>();
-  private readonly perCallerRunning: number;
-  private readonly perCallerQueued: number;
-  private accepting = true;
-  private readonly replies = new WeakMap<Task, Message>();
+  private readonly admission: Admission;
   private readonly events: EventPublisher;
-  /** Tasks whose execution ended here without any outcome stored, waiting to be recovered (see recoverUnstored). */
-  private readonly unstored = new Map<string, { task: UnfinishedTask; reason: string }>();
-  private recoveryTimer: ReturnType<typeof setTimeout> | undefined;
-  private recoveryDelay = RECOVERY_FIRST_MS;
-  private stopped = false;
+  private readonly limits: OutputLimits;
+  private readonly keeper: LeaseKeeper;
+  private readonly outcomes: OutcomeWriter;
+  private readonly questions: Questions;
 
   constructor(
     private readonly store: TaskStore,
     private readonly executor: AgentExecutor,
     private readonly options: TaskRunnerOptions,
   ) {
-    const share = options.callerShare ?? 1;
-    this.perCallerRunning = Math.max(1, Math.ceil(options.maxConcurrent * share));
-    this.perCallerQueued = Math.max(1, Math.ceil(options.maxQueued * share));
-    this.queue = new FairQueue((job) => job.caller);
+    this.admission = new Admission(options);
     this.events = new EventPublisher(store);
+    this.limits = new OutputLimits(options);
+    this.keeper = new LeaseKeeper(store, executor, options.leases, {
+      job: (id) => this.jobs.get(id),
+      accepting: () => this.admission.accepting,
+      start: (task, message, owner, startOptions) => void this.start(task, message, owner, startOptions),
+    });
+    const forget = (job: Job) => void this.jobs.delete(job.task.id);
+    const emit = (job: Job, response: StreamResponse, rowUpdated?: boolean) => this.emit(job, response, rowUpdated);
+    this.outcomes = new OutcomeWriter(store, this.events, this.keeper, executor.kind, options.lifecycle, { emit, forget });
+    this.questions = new Questions(store, this.limits, options.lifecycle, {
+      job: (id) => this.jobs.get(id),
+      track: (job, write) => this.track(job, write),
+      emit,
+      acquire: (job) => this.admission.acquire(job),
+      release: (job) => this.release(job),
+      setWorking: (job, text) => this.setWorking(job, text),
+    });
     // Another process was asked to cancel a task: this one does, if it runs it.
     store.onCancelRequest?.((taskId, reason) => void this.cancel(taskId, reason)?.catch(() => {}));
   }
@@ -144,17 +145,15 @@ export class TaskRunner {
   load(): { running: number; queued: number; waitingForInput: number } {
     let waitingForInput = 0;
     for (const job of this.jobs.values()) if (job.waiting) waitingForInput++;
-    return { running: this.running, queued: this.queue.size, waitingForInput };
+    return { running: this.admission.runningCount, queued: this.admission.queue.size, waitingForInput };
   }
 
   /**
    * Tasks whose writes could not be stored, not even their failure, waiting for the store to take writes again
-   * (see recoverUnstored); `reason` is the latest failure. /health/ready is not ready while there are any.
+   * (see LeaseKeeper); `reason` is the latest failure. /health/ready is not ready while there are any.
    */
   unstoredTasks(): { count: number; reason?: string } {
-    let reason: string | undefined;
-    for (const u of this.unstored.values()) reason = u.reason;
-    return { count: this.unstored.size, reason };
+    return this.keeper.unstoredTasks();
   }
 
   /** Registers the one listener of committed events (the push dispatcher). */
@@ -171,17 +170,9 @@ export class TaskRunner {
     if (refusal) throw new TaskRefusal(refusal.kind, refusal.message);
   }
 
-  /** Throws (before anything is committed) when the node cannot take another task from `caller`. */
+  /** Refuses (busy, before anything is committed) when the node cannot take another task from `caller`. */
   assertCapacity(caller: string): void {
-    if (!this.accepting) throw TaskRefusal.busy("this node is shutting down; retry against it later or use another peer");
-    if (this.running >= this.options.maxConcurrent && this.queue.size >= this.options.maxQueued)
-      throw TaskRefusal.busy(`this node is at capacity (${this.running} tasks running, ${this.queue.size} waiting); retry later`);
-    const running = this.runningBy.get(caller) ?? 0;
-    const queued = this.queue.sizeOf(caller);
-    if (running >= this.perCallerRunning && queued >= this.perCallerQueued)
-      throw TaskRefusal.busy(
-        `${caller} already has ${running} tasks running and ${queued} waiting on this node, its share of it; retry when some have finished`,
-      );
+    this.admission.assertCapacity(caller);
   }
 
   /**
@@ -198,9 +189,9 @@ export class TaskRunner {
     if (committed) this.track(job, committed);
     // Taken first: an execution that asks a question at once starts the next turn before run() returns.
     const settled = job.turn.promise;
-    if (this.hasSlotFor(caller)) void this.run(job);
+    if (this.admission.hasSlotFor(caller)) void this.run(job);
     else {
-      this.queue.push(job);
+      this.admission.queue.push(job);
       // A message that continues a task (an answer, a retry) takes it out of its interrupted state now, even
       // while it waits for a slot: INPUT_REQUIRED would read as still asking.
       if (lastSeq > 0 && !resumed && isInterrupted(task.status.state)) this.setWorking(job);
@@ -215,10 +206,10 @@ export class TaskRunner {
 
   /** The Message an executor answered a settled task with (SendMessage returns it instead of the Task). */
   replyOf(task: Task): Message | undefined {
-    return this.replies.get(task);
+    return this.outcomes.replyOf(task);
   }
 
-  /** Whether an execution here waits for the next message of this task (see input()); `caller`: from that caller. */
+  /** Whether an execution here waits for the next message of this task (see Questions); `caller`: from that caller. */
   isWaitingForInput(taskId: string, caller?: string): boolean {
     const job = this.jobs.get(taskId);
     return job?.waiting !== undefined && (caller === undefined || job.caller === caller);
@@ -232,33 +223,9 @@ export class TaskRunner {
     return this.jobs.get(taskId)?.withdrawn;
   }
 
-  /**
-   * Gives `message` to the execution waiting for this task's next message (see isWaitingForInput). Refuses,
-   * with nothing recorded, an answer the question's check turns down. Returns the task as the answer left it
-   * (WORKING again, the answer in its history: never the question it answered, which a caller would take for
-   * the task's state), the sequence number of its last event before the answer, when the answer is durable,
-   * and the task's next settled state after it.
-   */
+  /** Gives `message` to the execution waiting for this task's next message (see Questions.answer). */
   answer(taskId: string, message: Message): { task: Task; committed: Promise<void>; settled: Promise<Task>; lastSeq: number } {
-    const job = this.jobs.get(taskId);
-    const waiting = job?.waiting;
-    if (!job || !waiting) throw TaskRefusal.unsupported(`task ${taskId} is not waiting for input`);
-    const why = waiting.request.check?.(message);
-    if (why !== undefined) throw TaskRefusal.invalid(why);
-    const { task } = job;
-    const lastSeq = job.seq;
-    task.history = [...(task.history ?? []), message];
-    if (job.historyBytes !== undefined) job.historyBytes += messageBytes(message);
-    const committed = this.track(job, this.store.record(taskId, { history: [message] }));
-    job.waiting = undefined;
-    waiting.detach();
-    this.acquire(job);
-    this.setWorking(job);
-    const after = { ...task, status: { ...task.status }, history: [...task.history], artifacts: task.artifacts && [...task.artifacts] };
-    const settled = job.turn.promise;
-    this.options.lifecycle?.answered(task, job.caller);
-    waiting.answered.resolve(message);
-    return { task: after, committed, settled, lastSeq };
+    return this.questions.answer(taskId, message);
   }
 
   /**
@@ -288,7 +255,7 @@ export class TaskRunner {
     const job = this.jobs.get(taskId);
     if (!job) return undefined;
     job.cancelReason = reason;
-    if (this.queue.remove(job)) void this.record(job, { state: "TASK_STATE_CANCELED", message: reason });
+    if (this.admission.queue.remove(job)) void this.outcomes.record(job, { state: "TASK_STATE_CANCELED", message: reason });
     else stop(job, "canceled", reason);
     return job.done.promise;
   }
@@ -319,149 +286,31 @@ export class TaskRunner {
    * Picks up what the last run of the node left unfinished (see recoverUnfinished); with leases, only the
    * tasks no live process holds, claimed for this one.
    */
-  async recover(): Promise<{ resumed: number; failed: number }> {
-    const leases = this.options.leases;
-    const tasks = leases ? await leases.claimOrphans(ORPHANS_PER_CLAIM) : undefined;
-    return this.resume(tasks);
+  recover(): Promise<{ resumed: number; failed: number }> {
+    return this.keeper.recover();
   }
 
   /**
    * Holds the task for this process before it runs here (a follow-up message): false when another live
    * process holds it, which must then be the one to run it. Always true without leases.
    */
-  async hold(taskId: string): Promise<boolean> {
-    // A task given up here after its writes failed, now taken again: its lease must not be let go meanwhile.
-    this.unstored.delete(taskId);
-    return this.options.leases ? this.options.leases.acquire(taskId) : true;
+  hold(taskId: string): Promise<boolean> {
+    return this.keeper.hold(taskId);
   }
 
   /** Lets go of a task held for a moment (see hold) that this process did not run after all. */
   letGo(taskId: string): void {
-    this.releaseLease(taskId);
+    this.keeper.release(taskId);
   }
 
   /** With leases, how long they last: a process that holds a task and is alive answers within it. */
   get leaseMs(): number | undefined {
-    return this.options.leases?.ttlMs;
+    return this.keeper.ttlMs;
   }
 
-  /**
-   * With leases: renews this process's leases every third of their time, stops (without writing anything)
-   * the executions of tasks it lost to another process meanwhile, and claims and resumes the tasks of
-   * processes that died. Returns a function that stops it.
-   */
+  /** With leases: keeps this process's tasks, and takes up those of processes that died (see LeaseKeeper.keep). */
   keepLeases(onError: (err: unknown) => void): () => void {
-    const leases = this.options.leases;
-    if (!leases) return () => {};
-    let renewing = false;
-    let claiming = false;
-    // Renewed until the runner is stopped (executions in their shutdown grace still hold their tasks).
-    const renew = async () => {
-      for (const id of await leases.renew()) {
-        const job = this.jobs.get(id);
-        if (!job) continue;
-        job.handedOver = true;
-        stop(job, "shutdown", "another replica took this task over");
-      }
-    };
-    // Unstored tasks are let go in the same sequence as the claims (see abandonUnstored).
-    const claim = async () => {
-      await this.abandonUnstored(leases);
-      if (this.accepting) await this.resume(await leases.claimOrphans(ORPHANS_PER_CLAIM));
-    };
-    const tick = () => {
-      // Apart: a renewal never waits for a claim in progress (taking up many tasks at once, after an outage,
-      // may take longer than a lease lasts), and each runs one at a time.
-      if (!renewing) {
-        renewing = true;
-        void renew()
-          .catch(onError)
-          .finally(() => (renewing = false));
-      }
-      if (!claiming) {
-        claiming = true;
-        void claim()
-          .catch(onError)
-          .finally(() => (claiming = false));
-      }
-    };
-    const timer = setInterval(tick, Math.max(50, Math.floor(leases.ttlMs / 3)));
-    timer.unref?.();
-    return () => clearInterval(timer);
-  }
-
-  private resume(tasks: UnfinishedTask[] | undefined): Promise<{ resumed: number; failed: number }> {
-    return recoverUnfinished(
-      this.store,
-      this.executor,
-      (task, message, owner, options) => void this.start(task, message, owner, options),
-      tasks,
-      (id) => void this.options.leases?.release(id).catch(() => {}),
-      (task, err) => {
-        // Refused: another process holds it now, or it is not stored at all; nothing is this process's to do.
-        if (err instanceof WriteRefused) this.releaseLease(task.id);
-        else this.keepUnstored(task, reasonOf(err));
-      },
-    );
-  }
-
-  /**
-   * A task whose execution ended here with nothing of its outcome stored (see strand), or whose recovery could
-   * not be stored: never held here any more. With leases its lease is let go (at once, or it runs out if the
-   * database does not answer) and whichever process claims it next applies the restart policy; alone, this
-   * process recovers it itself once the store takes writes again. Tried again with a growing delay meanwhile.
-   */
-  private keepUnstored(task: UnfinishedTask, reason: string): void {
-    const again = this.unstored.has(task.id);
-    this.unstored.set(task.id, { task, reason });
-    // With leases: not renewed from now on; the lease itself goes at the next renewal (see abandonUnstored).
-    if (this.options.leases) return this.options.leases.forget([task.id]);
-    if (!again) this.recoveryDelay = RECOVERY_FIRST_MS;
-    this.scheduleRecovery();
-  }
-
-  /**
-   * With leases, before each claim of orphans: deletes the leases of the unstored tasks, so that the next claim
-   * (this process's, or another's) takes each up. Before the claim, never beside it: a delete of this process's
-   * lease must not overtake its own claim of the task. What fails stays for the next time.
-   */
-  private async abandonUnstored(leases: TaskLeases): Promise<void> {
-    await Promise.all(
-      [...this.unstored.keys()].map((id) => {
-        // Running here again (an answer started it): nothing to give up.
-        if (this.jobs.has(id)) return void this.unstored.delete(id);
-        return leases.abandon(id).then(
-          () => void this.unstored.delete(id),
-          () => {},
-        );
-      }),
-    );
-  }
-
-  private scheduleRecovery(): void {
-    if (this.recoveryTimer || this.stopped || this.options.leases || this.unstored.size === 0) return;
-    this.recoveryTimer = setTimeout(() => void this.recoverUnstored(), this.recoveryDelay);
-    this.recoveryTimer.unref?.();
-  }
-
-  /**
-   * Without leases: one try at recovering the unstored tasks here as a restart would (see recoverUnfinished),
-   * which stores each restart (or end) before running the task again. What still fails is tried again later.
-   */
-  private async recoverUnstored(): Promise<void> {
-    const before = this.unstored.size;
-    const entries = [...this.unstored.entries()];
-    try {
-      await this.resume(entries.filter(([id]) => !this.jobs.has(id)).map(([, u]) => u.task));
-      // Started, ended or found settled: done. (One that failed again was put back by keepUnstored, anew.)
-      for (const [id, u] of entries) if (this.unstored.get(id) === u) this.unstored.delete(id);
-    } catch (err) {
-      // A read failed (the store does not answer): what was not taken up is tried again.
-      for (const [, u] of entries) u.reason = reasonOf(err);
-    }
-    this.recoveryTimer = undefined;
-    this.recoveryDelay = this.unstored.size < before ? RECOVERY_FIRST_MS : Math.min(RECOVERY_MOST_MS, this.recoveryDelay * 2);
-    this.scheduleRecovery();
+    return this.keeper.keep(onError);
   }
 
   /**
@@ -471,11 +320,11 @@ export class TaskRunner {
    * executor re-attaches to remote work stays as stored (the restart re-attaches to it).
    */
   async shutdown(graceMs: number): Promise<void> {
-    this.accepting = false;
-    for (const job of this.queue.drain()) {
+    this.admission.accepting = false;
+    for (const job of this.admission.queue.drain()) {
       // With leases another process starts it (see leftForRestart); alone, it ends here.
       if (this.options.leases && this.leftForRestart(job)) this.detach(job);
-      else void this.record(job, { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down before this task started" });
+      else void this.outcomes.record(job, { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down before this task started" });
     }
     const pending = [...this.jobs.values()].filter((j) => !j.waiting).map((j) => j.done.promise);
     if (pending.length > 0) {
@@ -487,35 +336,12 @@ export class TaskRunner {
     for (const job of this.jobs.values()) stop(job, "shutdown", "node shutting down");
     await Promise.allSettled([...this.jobs.values()].map((j) => j.done.promise));
     // Unstored tasks stay as stored: the next start (or, with leases, another process) takes them up.
-    this.stopped = true;
-    clearTimeout(this.recoveryTimer);
-    this.recoveryTimer = undefined;
-  }
-
-  private hasSlotFor(caller: string): boolean {
-    return this.running < this.options.maxConcurrent && (this.runningBy.get(caller) ?? 0) < this.perCallerRunning;
-  }
-
-  private acquire(job: Job): void {
-    if (job.counted) return;
-    job.counted = true;
-    this.running++;
-    this.runningBy.set(job.caller, (this.runningBy.get(job.caller) ?? 0) + 1);
+    this.keeper.stop();
   }
 
   /** Gives back a job's slot and starts whoever may take it. */
   private release(job: Job): void {
-    if (!job.counted) return;
-    job.counted = false;
-    this.running--;
-    const n = (this.runningBy.get(job.caller) ?? 1) - 1;
-    if (n === 0) this.runningBy.delete(job.caller);
-    else this.runningBy.set(job.caller, n);
-    while (this.running < this.options.maxConcurrent) {
-      const next = this.queue.shift((caller) => (this.runningBy.get(caller) ?? 0) < this.perCallerRunning);
-      if (!next) break;
-      void this.run(next);
-    }
+    this.admission.release(job, (next) => void this.run(next));
   }
 
   private setWorking(job: Job, text?: string): void {
@@ -530,7 +356,7 @@ export class TaskRunner {
   }
 
   private async run(job: Job): Promise<void> {
-    this.acquire(job);
+    this.admission.acquire(job);
     const { task } = job;
     try {
       this.setWorking(job);
@@ -566,7 +392,7 @@ export class TaskRunner {
           // A resumed execution (after a restart) has what the task recorded.
           extensions: job.extensions ?? storedExtensions(job.state),
           resumed: job.resumed,
-          input: (request) => this.input(job, request),
+          input: (request) => this.questions.ask(job, request),
         });
       } catch (err) {
         outcome = { state: "TASK_STATE_FAILED", message: `executor ${this.executor.kind} failed: ${(err as Error).message}` };
@@ -577,98 +403,23 @@ export class TaskRunner {
         job.executorMs += performance.now() - executing;
       }
       const cause = causeOf(job);
-      if (job.stopped === "limit") {
-        outcome = { state: "TASK_STATE_FAILED", message: `stopped: ${job.limitReason}` };
-      } else if (job.stopped === "output-cap") {
-        outcome = {
-          state: "TASK_STATE_COMPLETED",
-          message: `output cut at ${this.options.outputCapBytes} bytes (this node's output cap)`,
-          metadata: { ...outcome.metadata, truncated: true, outputCapBytes: this.options.outputCapBytes },
-        };
-      } else if (job.stopped === "deadline") {
-        outcome = { state: "TASK_STATE_FAILED", message: `stopped: the task ran longer than this node's deadline of ${Math.round((this.options.deadlineMs ?? 0) / 1000)} s` };
-      } else if (cause === "canceled") {
-        const reason = job.cancelReason ?? "canceled";
-        outcome = { state: "TASK_STATE_CANCELED", message: outcome.stopNote ? `${reason}; ${outcome.stopNote}` : reason };
-      } else if (cause === "shutdown") {
+      const stopped = stoppedOutcome(job, cause, outcome, { outputCapBytes: this.limits.outputCapBytes, deadlineMs: this.options.deadlineMs });
+      if (stopped) outcome = stopped;
+      else {
+        // Stopped by the node's shutdown.
         if (this.leftForRestart(job)) return this.detach(job);
         outcome = { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
       }
-      outcome = this.capOutcome(job, outcome);
+      outcome = this.limits.capOutcome(job, outcome);
       // The node's own outcomes (a limit, the deadline, a cancel) are recorded as they are: only what the
       // executor made is held to the limits.
       const own = job.stopped === undefined && cause !== "canceled" && cause !== "shutdown";
-      const over = own ? this.outcomeOverLimit(job, outcome) : undefined;
+      const over = own ? this.limits.outcomeOverLimit(job, outcome) : undefined;
       if (over) outcome = { state: "TASK_STATE_FAILED", message: `stopped: ${over}` };
-      await this.record(job, outcome);
+      await this.outcomes.record(job, outcome);
     } finally {
       this.release(job);
     }
-  }
-
-  /**
-   * output_cap applies to artifacts an executor returns whole as it does to streamed ones: their text past
-   * what the cap leaves (after what was streamed) is cut, and the task is marked truncated. The executor's
-   * state and reply are kept; without a reply, the status message says the output was cut.
-   */
-  private capOutcome(job: Job, outcome: ExecutionOutcome): ExecutionOutcome {
-    const cap = this.options.outputCapBytes;
-    if (cap === undefined || !outcome.artifacts?.length || job.stopped) return outcome;
-    let over = false;
-    const artifacts = outcome.artifacts.map((a) => {
-      const cut = capParts(a, cap - job.outputBytes);
-      job.outputBytes += cut.bytes;
-      over ||= cut.over;
-      return cut.artifact;
-    });
-    if (!over) return outcome;
-    const capped: ExecutionOutcome = { ...outcome, artifacts, metadata: { ...outcome.metadata, truncated: true, outputCapBytes: cap } };
-    if (!outcome.reply) capped.message = `output cut at ${cap} bytes (this node's output cap)`;
-    return capped;
-  }
-
-  /**
-   * Why an outcome cannot be recorded as the executor gave it: its artifacts would pass max_artifact_bytes, or
-   * its reply has more parts than max_message_parts. Undefined when it fits.
-   */
-  private outcomeOverLimit(job: Job, outcome: ExecutionOutcome): string | undefined {
-    const maxParts = this.options.maxMessageParts;
-    const parts = outcome.reply?.parts?.length ?? 0;
-    if (maxParts !== undefined && parts > maxParts)
-      return `the agent's reply has ${parts} parts, more than this node's limit of ${maxParts} per message (max_message_parts); it was not kept`;
-    const maxBytes = this.options.maxArtifactBytes;
-    const maxTask = this.options.maxTaskBytes;
-    if (maxBytes === undefined && maxTask === undefined) return undefined;
-    const sizes = new ArtifactSizes(job.task.artifacts);
-    for (const a of outcome.artifacts ?? []) sizes.add(a, false);
-    if (maxBytes !== undefined && sizes.total > maxBytes) return artifactsOver(sizes.total, maxBytes);
-    // What the outcome adds: its artifacts over those the task has, and its reply or status message.
-    const message = outcome.reply ?? (outcome.message ? agentMessage(job.task.id, job.task.contextId, outcome.message) : undefined);
-    const before = job.artifactSizes?.total ?? new ArtifactSizes(job.task.artifacts).total;
-    const grown = this.taskBytesOver(job, sizes.total - before + (message ? messageBytes(message) : 0));
-    if (grown) return `the agent's outcome ${grown}; it was not kept`;
-    return undefined;
-  }
-
-  /**
-   * With max_task_bytes, how adding `added` bytes would pass it ("would make the task hold N bytes, more than
-   * ..."), or undefined when it fits. The history's bytes are counted on first use and kept up to date.
-   */
-  private taskBytesOver(job: Job, added: number): string | undefined {
-    const max = this.options.maxTaskBytes;
-    if (max === undefined) return undefined;
-    job.historyBytes ??= historyBytes(job.task.history);
-    const artifacts = job.artifactSizes?.total ?? (job.artifactSizes = new ArtifactSizes(job.task.artifacts)).total;
-    const total = job.historyBytes + artifacts + added;
-    if (total <= max) return undefined;
-    return `would make the task hold ${total} bytes, more than this node's limit of ${max} per task (max_task_bytes)`;
-  }
-
-  /** The executor's output passed one of the node's limits: it is stopped, and the task ends FAILED saying why. */
-  private overLimit(job: Job, reason: string): void {
-    job.stopped = "limit";
-    job.limitReason = reason;
-    stop(job, "limit", reason);
   }
 
   /**
@@ -678,7 +429,7 @@ export class TaskRunner {
   private leftForRestart(job: Job): boolean {
     if (job.handedOver) return true;
     // With leases another process takes the task over (its lease is released below) unless it must fail.
-    if (this.options.leases && (this.executor.onRestart ?? "fail") !== "fail") return true;
+    if (this.keeper.shared && (this.executor.onRestart ?? "fail") !== "fail") return true;
     return job.task.status.state === "TASK_STATE_INPUT_REQUIRED" || this.executor.onRestart === "reattach";
   }
 
@@ -687,91 +438,11 @@ export class TaskRunner {
     this.options.lifecycle?.leftForRestart(job.task, job.caller);
     this.jobs.delete(job.task.id);
     // Handed over: another process claims it (at once, since nobody holds it now).
-    if (!job.handedOver) this.releaseLease(job.task.id);
+    if (!job.handedOver) this.keeper.release(job.task.id);
     for (const s of job.subscribers) s.end();
     job.subscribers.clear();
     job.turn.resolve(job.task);
     job.done.resolve(job.task);
-  }
-
-  /**
-   * The execution asks a question: INPUT_REQUIRED is recorded and published (a blocking caller gets its answer
-   * now), the execution's slot is given back, and the next message for the task resolves the returned promise.
-   */
-  private input(job: Job, request: InputRequest): Promise<Message> {
-    const signal = abortOf(job).signal;
-    if (signal.aborted) return Promise.reject(signal.reason);
-    if (!this.jobs.has(job.task.id)) return Promise.reject(new Error("the task has ended"));
-    if (job.waiting) return Promise.reject(new Error("this execution already waits for input"));
-    if (request.signal?.aborted) return Promise.reject(request.signal.reason);
-    const { task } = job;
-    const maxMessages = this.options.maxTaskMessages;
-    const held = task.history?.length ?? 0;
-    // Room for the question, its answer and the task's final message, or the question is not asked.
-    if (maxMessages !== undefined && held + 3 > maxMessages) {
-      this.overLimit(
-        job,
-        `the agent asked for input, but the task holds ${held} messages: the question, its answer and the final message would pass this node's limit of ${maxMessages} per task (max_task_messages)`,
-      );
-      return Promise.reject(abortOf(job).signal.reason);
-    }
-    const question = agentMessage(task.id, task.contextId, request.text);
-    if (request.metadata) question.metadata = request.metadata;
-    const grown = this.taskBytesOver(job, messageBytes(question));
-    if (grown) {
-      this.overLimit(job, `the agent's question ${grown}`);
-      return Promise.reject(abortOf(job).signal.reason);
-    }
-    if (job.historyBytes !== undefined) job.historyBytes += messageBytes(question);
-    const status: TaskStatus = { state: "TASK_STATE_INPUT_REQUIRED", timestamp: now(), message: question };
-    task.status = status;
-    task.history = [...(task.history ?? []), question];
-    job.withdrawn = undefined;
-    const answered = deferred<Message>();
-    // Time spent waiting for the answer is not the executor's: it is taken off its share when the wait ends.
-    const asked = performance.now();
-    answered.promise.then(
-      () => void (job.executorMs -= performance.now() - asked),
-      () => void (job.executorMs -= performance.now() - asked),
-    );
-    const onStop = () => {
-      if (job.waiting !== waiting) return;
-      job.waiting = undefined;
-      waiting.detach();
-      answered.reject(signal.reason);
-    };
-    const onWithdraw = () => {
-      if (job.waiting !== waiting) return;
-      job.waiting = undefined;
-      waiting.detach();
-      const reason = request.signal?.reason;
-      job.withdrawn = reason instanceof Error ? reason.message : String(reason ?? "the question was withdrawn");
-      this.acquire(job);
-      this.setWorking(job, `no longer waiting for an answer: ${job.withdrawn}`);
-      answered.reject(reason ?? new Error(job.withdrawn));
-    };
-    const waiting: Waiting = {
-      request,
-      answered,
-      detach: () => {
-        signal.removeEventListener("abort", onStop);
-        request.signal?.removeEventListener("abort", onWithdraw);
-      },
-    };
-    job.waiting = waiting;
-    signal.addEventListener("abort", onStop, { once: true });
-    request.signal?.addEventListener("abort", onWithdraw, { once: true });
-    void this.track(job, this.store.record(task.id, { status, history: status.message ? [status.message] : undefined }));
-    const committed = this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true);
-    const turn = job.turn;
-    job.turn = deferred();
-    this.options.lifecycle?.waitingForInput(task, job.caller);
-    committed.then(
-      () => turn.resolve(job.task),
-      (err) => turn.reject(notStored(task.id, err)),
-    );
-    this.release(job);
-    return answered.promise;
   }
 
   /** The sink an executor reports through; events after the task settled are ignored. */
@@ -788,28 +459,10 @@ export class TaskRunner {
       },
       artifact: (artifact, options = {}) => {
         if (!this.jobs.has(task.id) || job.stopped || job.lost !== undefined) return;
-        let lastChunk = options.lastChunk === true;
-        const cap = this.options.outputCapBytes;
-        if (cap !== undefined) {
-          const cut = capParts(artifact, cap - job.outputBytes);
-          job.outputBytes += cut.bytes;
-          if (cut.over) {
-            artifact = cut.artifact;
-            lastChunk = true;
-            job.stopped = "output-cap";
-            stop(job, "output-cap", "output cap");
-          }
-        }
-        const maxBytes = this.options.maxArtifactBytes;
-        if (maxBytes !== undefined || this.options.maxTaskBytes !== undefined) {
-          const sizes = (job.artifactSizes ??= new ArtifactSizes(task.artifacts));
-          const total = sizes.after(artifact, options.append === true);
-          // Not kept: what is stored stays within the limit, and the task ends FAILED saying so.
-          if (maxBytes !== undefined && total > maxBytes) return this.overLimit(job, `${artifactsOver(total, maxBytes)}; the artifact event that passed it was not kept`);
-          const grown = this.taskBytesOver(job, total - sizes.total);
-          if (grown) return this.overLimit(job, `the artifact event ${grown}; it was not kept`);
-          sizes.add(artifact, options.append === true);
-        }
+        const kept = this.limits.streamed(job, artifact, options.append === true);
+        if (!kept) return;
+        artifact = kept.artifact;
+        const lastChunk = options.lastChunk === true || kept.cut;
         task.artifacts = accumulate(task.artifacts ?? [], artifact, options.append === true);
         const update = { taskId: task.id, contextId: task.contextId, artifact, ...(options.append ? { append: true } : {}), ...(lastChunk ? { lastChunk: true } : {}) };
         this.emit(job, { artifactUpdate: update });
@@ -831,7 +484,7 @@ export class TaskRunner {
 
   /**
    * Watches a write of the task: if it is not stored, the task is not whole on disk, so its execution stops
-   * and it cannot end COMPLETED (see record). What the task wrote after it and is not committed yet is dropped
+   * and it cannot end COMPLETED (see OutcomeWriter.record). What the task wrote after it and is not committed yet is dropped
    * (stored after the gap, its events would skip a number), and nothing more of the execution is written: its
    * end continues from what is stored. Returns the write.
    */
@@ -840,149 +493,19 @@ export class TaskRunner {
       if (job.lost !== undefined) return;
       job.lost = reasonOf(err);
       this.store.discard(job.task.id);
-      if (job.final) return; // the outcome being written was dropped too: record() writes FAILED instead
-      if (this.queue.remove(job)) void this.record(job, { state: "TASK_STATE_FAILED" });
+      if (job.final) return; // the outcome being written was dropped too: the outcome writer writes FAILED instead
+      if (this.admission.queue.remove(job)) void this.outcomes.record(job, { state: "TASK_STATE_FAILED" });
       else stop(job, "unstored", `the node could not store this task: ${job.lost}`);
     });
     return write;
   }
-
-  /**
-   * Writes the outcome once; resolves `done` (and the turn) after it is committed. A task that lost a write
-   * ends FAILED instead; if the outcome cannot be stored, FAILED is tried once more without the outcome's
-   * data. If even that cannot be stored, `done` and the turn reject with a not-stored refusal saying so, and the task
-   * is left as stored for recovery (see strand), or, when the store refused it (another process holds it now,
-   * or it was never stored), left to whoever holds it.
-   */
-  private async record(job: Job, outcome: ExecutionOutcome): Promise<void> {
-    const { task } = job;
-    job.final = true;
-    try {
-      if (job.lost !== undefined) await this.writeFailed(job, `the node could not store part of this task, so its result is not kept: ${job.lost}`);
-      else {
-        try {
-          await this.writeOutcome(job, outcome);
-        } catch (err) {
-          // Dropped: a write before the outcome failed (see track); else the outcome's own write failed.
-          const what = err instanceof DroppedWrite ? "part of this task" : "this task's outcome";
-          await this.writeFailed(job, `the node could not store ${what}, so its result is not kept: ${job.lost ?? reasonOf(err)}`);
-        }
-      }
-    } catch (err) {
-      if (err instanceof WriteRefused) {
-        const error = notStored(task.id, job.lost ?? err);
-        for (const s of job.subscribers) s.fail(error);
-        this.jobs.delete(task.id);
-        // Another process holds the task now and runs it to its end: nothing ended here.
-        if (err instanceof HeldElsewhere) this.options.lifecycle?.leftForRestart(task, job.caller);
-        else this.finished(job, "TASK_STATE_FAILED");
-        job.turn.reject(error);
-        job.done.reject(error);
-      } else this.strand(job, job.lost ?? reasonOf(err));
-      return;
-    }
-    this.jobs.delete(task.id);
-    this.finished(job, job.task.status.state);
-    this.releaseLease(task.id);
-    job.turn.resolve(job.task);
-    job.done.resolve(job.task);
-  }
-
-  /**
-   * Nothing of the task's end could be stored (the database does not take writes): the execution is over here,
-   * its callers are refused (not-stored), and the task, as stored (WORKING or SUBMITTED), goes to recovery (keepUnstored):
-   * this process neither holds it nor reports it finished, so its view and the database's agree.
-   */
-  private strand(job: Job, reason: string): void {
-    const { task } = job;
-    const error = TaskRefusal.notStored(
-      `the node could not store task ${task.id} (${reason}); it is taken up again as after a restart once the database takes writes: follow it with GetTask or SubscribeToTask`,
-    );
-    for (const s of job.subscribers) s.fail(error);
-    job.subscribers.clear();
-    this.jobs.delete(task.id);
-    this.options.lifecycle?.notStored?.(task, job.caller, reason);
-    job.turn.reject(error);
-    job.done.reject(error);
-    this.keepUnstored({ id: task.id, owner: job.caller, state: task.status.state, executor: this.executor.kind }, reason);
-  }
-
-  private finished(job: Job, state: TaskState): void {
-    this.options.lifecycle?.finished(job.task, job.caller, state, (performance.now() - job.acceptedAt) / 1000, Math.max(0, job.executorMs) / 1000);
-  }
-
-  private releaseLease(taskId: string): void {
-    void this.options.leases?.release(taskId).catch(() => {}); // an unreleased lease only runs out
-  }
-
-  /** The outcome as the task's final status, artifacts, reply and metadata; resolves once committed. */
-  private async writeOutcome(job: Job, outcome: ExecutionOutcome): Promise<void> {
-    const { task } = job;
-    const status: TaskStatus = { state: outcome.state, timestamp: now() };
-    const replyText = outcome.message;
-    if (outcome.reply) {
-      const reply = { ...outcome.reply, taskId: task.id, contextId: task.contextId };
-      this.replies.set(task, reply);
-      status.message = reply;
-    } else if (replyText) status.message = agentMessage(task.id, task.contextId, replyText);
-    for (const a of outcome.artifacts ?? []) {
-      task.artifacts = accumulate(task.artifacts ?? [], a, false);
-      void this.emit(job, { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: a, lastChunk: true } });
-    }
-    task.status = status;
-    if (status.message) task.history = [...(task.history ?? []), status.message];
-    const note = authNote(outcome, job.state, job.ran ?? job.message);
-    if (note) {
-      job.state = { ...job.state, ...note };
-      outcome = { ...outcome, metadata: { ...outcome.metadata, ...note } };
-    }
-    if (outcome.metadata) task.metadata = { ...task.metadata, ...outcome.metadata };
-    const finalEvent: StreamResponse = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
-    // Both writes join the same group commit (and share the task's outcome in it).
-    await Promise.all([
-      this.store.record(task.id, { status, history: status.message ? [status.message] : undefined, artifacts: task.artifacts, metadata: outcome.metadata, state: note }),
-      this.emit(job, finalEvent, true),
-    ]);
-  }
-
-  /**
-   * The task's writes or its outcome could not be stored: records FAILED with `message`, with nothing of the
-   * outcome's own data (which may be what could not be stored), its event numbered after the last stored one
-   * (what was not stored is dropped first, see track). The live task becomes the stored one. Throws if this
-   * cannot be stored either.
-   */
-  private async writeFailed(job: Job, message: string): Promise<void> {
-    const { task } = job;
-    this.store.discard(task.id);
-    // Events of the task being committed now (a group in flight on a database server) settle first: the
-    // numbering continues from what is stored once they have.
-    await Promise.allSettled(job.unpublished.map((u) => u.committed));
-    job.unpublished = [];
-    job.seq = await this.store.lastEventSeq(task.id);
-    const status: TaskStatus = { state: "TASK_STATE_FAILED", timestamp: now(), message: agentMessage(task.id, task.contextId, message) };
-    await Promise.all([
-      this.store.record(task.id, { status, history: [status.message!] }),
-      this.events.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true),
-    ]);
-    job.task = (await this.store.snapshot(task.id, job.caller))?.task ?? { ...task, status };
-  }
-}
-
-function artifactsOver(total: number, max: number): string {
-  return `the task's artifacts would hold ${total} bytes, more than this node's limit of ${max} (max_artifact_bytes)`;
-}
-
-/** The refusal a caller gets when its task could not be stored (not-stored), naming the task and the store's reason. */
-export function notStored(taskId: string, err: unknown): TaskRefusal {
-  if (err instanceof TaskRefusal) return err;
-  return TaskRefusal.notStored(`the node could not store task ${taskId}, so it is not kept: ${reasonOf(err)}`);
-}
-
-function reasonOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 function storedExtensions(state: Record<string, unknown>): string[] {
   const v = state[EXTENSIONS_KEY];
   return Array.isArray(v) ? v.filter((u): u is string => typeof u === "string") : [];
+}
+
+function reasonOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
 }

@@ -1,5 +1,6 @@
 import { newId, now } from "../clock";
-import { EXTENSIONS_KEY, notStored, type TaskRunner } from "./task-runner";
+import { EXTENSIONS_KEY, type TaskRunner } from "./task-runner";
+import { notStored } from "./outcome-writer";
 import { TooManyPushConfigs, type PushConfigLimits } from "../push/push-config-store";
 import { RelayedRefusal, TaskStoreError, UnstorableData, type StoredEvent, type TaskStore } from "./task-store";
 import { ArtifactSizes, historyBytes, messageBytes } from "./artifacts";
