@@ -257,7 +257,9 @@ describe("a task that lost part of its record", () => {
   });
 });
 
-describe("on Postgres, a task whose write is cut in flight (its connection ended)", () => {
+// A statement canceled in the server fails as it is; one whose connection the server ended is sent again on a
+// live one (test/store/postgres-connections.test.ts).
+describe("on Postgres, a task whose write fails in flight (its statement canceled in the server)", () => {
   it("keeps its events gapless: what it wrote after the cut write is dropped, and it ends FAILED after the last stored event", async () => {
     const pg = await emptyPostgres(4);
     const holder = await pg.sql.reserve();
@@ -306,7 +308,7 @@ describe("on Postgres, a task whose write is cut in flight (its connection ended
       gate.resolve();
       await returned.promise;
       await new Promise((resolve) => setImmediate(resolve)); // the outcome's writes queued behind the waiting one
-      await pg.sql`SELECT pg_terminate_backend(${waiting})`;
+      await pg.sql`SELECT pg_cancel_backend(${waiting})`;
       await holder`ROLLBACK`;
 
       const ended = await ends.finished(sent.id);

@@ -565,14 +565,15 @@ export class PostgresTaskStore implements TaskStore {
       return failed;
     } catch (err) {
       for (const [id] of batch) this.rows.delete(id); // what the database holds now is not known: read it again
-      if (creates.length + batch.length > 1)
+      // A connection the server had closed (see connectionLost) ran nothing: the group is sent again.
+      if (creates.length + batch.length > 1 || connectionLost(err))
         this.log.warn("a group commit failed; committing its tasks one at a time", { tasks: creates.length + batch.length, reason: reasonOf(err) });
       else return this.reportFailed(creates, batch, failed, err);
     }
     failed.clear();
     for (const c of creates) {
       try {
-        await this.settleCreates([c], await this.insertAll(this.sql, [c]));
+        await this.settleCreates([c], await onLiveConnection(() => this.insertAll(this.sql, [c])));
       } catch (err) {
         this.reportFailed([c], [], failed, err);
       }
@@ -581,7 +582,11 @@ export class PostgresTaskStore implements TaskStore {
       try {
         const ended: string[] = [];
         const queued: QueuedWithEvent[] = [];
-        await this.applyAtOnce([], [item], failed, ended, queued);
+        await onLiveConnection(() => {
+          ended.length = queued.length = 0;
+          failed.delete(item[0]);
+          return this.applyAtOnce([], [item], failed, ended, queued);
+        });
         this.leases?.forget(ended);
         crashPoint("event-committed", () => item[1].events.length > 0 && !failed.has(item[0]));
         this.tellQueued(queued);
@@ -735,7 +740,7 @@ export class PostgresTaskStore implements TaskStore {
           node_state, last_seq, head_bytes, history_bytes, artifacts_bytes)
         SELECT c.id, c.context_id, c.owner, 'TASK_STATE_SUBMITTED', c.ts, c.rmid, c.executor, c.ts, c.ts, c.metadata, c.history, '[]',
           c.node_state, 0, octet_length(c.id) + octet_length(c.context_id) + coalesce(octet_length(c.metadata), 0), octet_length(c.history), 2
-        FROM c WHERE ${guard} ON CONFLICT (owner, request_message_id) DO NOTHING RETURNING id)`);
+        FROM c WHERE ${guard} ON CONFLICT DO NOTHING RETURNING id)`);
       if (leases) ctes.push(`lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, ${me}, ${DB_NOW_MS} + ${param(leases.ttlMs, "bigint")} FROM ins RETURNING task_id)`);
     }
     if (ending.length) ctes.push(`gone AS (DELETE FROM task_leases WHERE task_id = ANY(${param(pgArray(ending), "text[]")}) AND replica = ${me} AND ${guard} RETURNING task_id)`);
@@ -852,8 +857,13 @@ export class PostgresTaskStore implements TaskStore {
         continue;
       }
       try {
-        const [row] = await this.sql`SELECT * FROM tasks WHERE owner = ${c.owner} AND request_message_id = ${c.requestMessageId}`;
-        if (row) c.settle.resolve({ task: assemble(row as RawRow, undefined, true), created: false });
+        const [row] = (await this.sql`SELECT * FROM tasks WHERE id = ${c.task.id} OR (owner = ${c.owner} AND request_message_id = ${c.requestMessageId})
+          ORDER BY id = ${c.task.id} DESC LIMIT 1`) as RawRow[];
+        // Its own id: an earlier try of this create committed it (and its lease), and the answer was lost with
+        // its connection (see onLiveConnection).
+        const own = row?.id === c.task.id;
+        if (own) this.leases?.adopt([c.task.id]);
+        if (row) c.settle.resolve({ task: assemble(row, undefined, true), created: own });
         else c.settle.reject(new Error(`task ${c.task.id} was neither inserted nor found by its messageId`));
       } catch (err) {
         c.settle.reject(err);
@@ -867,8 +877,8 @@ const UPDATE_TASK = `UPDATE tasks SET state = $2, status_message = $3, status_ti
   history_bytes = octet_length($6), artifacts_bytes = octet_length($7) WHERE id = $1`;
 
 /**
- * Inserts new SUBMITTED tasks, skipping those whose (owner, messageId) is taken, and leases those it inserted
- * to this replica, in one statement; returns the ids inserted.
+ * Inserts new SUBMITTED tasks, skipping those whose (owner, messageId) or id is taken (an earlier try of the same
+ * create committed), and leases those it inserted to this replica, in one statement; returns the ids inserted.
  */
 function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases | undefined): Promise<{ id: string }[]> {
   const values: unknown[] = leases ? [leases.replica, leases.ttlMs] : [];
@@ -882,7 +892,7 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
      SELECT v.id, v.context_id, v.owner, 'TASK_STATE_SUBMITTED', v.ts, v.rmid, v.executor, v.ts, v.ts, v.metadata, v.history, '[]',
        v.node_state, 0, octet_length(v.id) + octet_length(v.context_id) + coalesce(octet_length(v.metadata), 0), octet_length(v.history), 2
      FROM (VALUES ${tuples.join(", ")}) AS v(id, context_id, owner, ts, rmid, executor, metadata, history, node_state)
-     ON CONFLICT (owner, request_message_id) DO NOTHING RETURNING id`;
+     ON CONFLICT DO NOTHING RETURNING id`;
   if (!leases) return tx.unsafe(insert, values);
   return tx.unsafe(
     `WITH inserted AS (${insert})
@@ -952,6 +962,32 @@ function assemble(row: RawRow, historyLength: number | undefined, withArtifacts:
   }
   if (row.metadata) task.metadata = JSON.parse(row.metadata) as Record<string, unknown>;
   return task;
+}
+
+/** Tries of one write whose connection turned out closed by the server (see connectionLost). */
+const LIVE_CONNECTION_TRIES = 3;
+
+/**
+ * Whether `err` says the connection was closed by the server (pg_terminate_backend, a restart, a failover):
+ * the statement ended with it (a statement the server ends is rolled back; one sent on a connection closed
+ * while idle in the pool never ran), so it can be sent again on a live one. Bun drops such a connection from
+ * its pool once it sees it closed; a statement sent before that meets the closed socket.
+ */
+export function connectionLost(err: unknown): boolean {
+  const e = err as { errno?: unknown; code?: unknown } | undefined;
+  const state = typeof e?.errno === "string" ? e.errno : "";
+  return state.startsWith("57P0") || state.startsWith("08") || e?.code === "ERR_POSTGRES_CONNECTION_CLOSED";
+}
+
+/** Runs `write`, again (up to LIVE_CONNECTION_TRIES in all) while it fails on a connection the server closed. */
+async function onLiveConnection<T>(write: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write();
+    } catch (err) {
+      if (attempt >= LIVE_CONNECTION_TRIES || !connectionLost(err)) throw err;
+    }
+  }
 }
 
 function reasonOf(err: unknown): string {
