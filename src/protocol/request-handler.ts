@@ -275,6 +275,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     // and only tasks that continue a conversation go into the context index.
     const contextId = message.contextId || id;
     const stored = { ...message, taskId: id, contextId };
+    // A store that keeps webhooks stores it in the task's own commit (one may not be stored without the other).
+    const webhook = pushConfig && this.store.keepsWebhooks ? { ...pushConfig, taskId: id, id: pushConfig.id || newId() } : undefined;
     const { task, created, committed } = await callersData(() =>
       this.store.create({
         id,
@@ -289,6 +291,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
         state: extensions.length ? { [EXTENSIONS_KEY]: extensions } : undefined,
         timestamp: now(),
         idempotent: !ctx.caller.anonymous,
+        webhook,
       }),
     );
     if (ctx.note) ctx.note.taskId = task.id;
@@ -304,7 +307,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     }
     const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
-    if (pushConfig) {
+    if (pushConfig && !webhook) {
       const push = this.pushOrThrow();
       try {
         await configsCall(() => push.configs.create(owner, { ...pushConfig, taskId: id }, push.limits), owner);

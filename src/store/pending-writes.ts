@@ -1,4 +1,4 @@
-import type { Artifact, StreamResponse, TaskStatus } from "../protocol/types";
+import type { Artifact, StreamResponse, TaskPushNotificationConfig, TaskStatus } from "../protocol/types";
 import { isTerminal } from "../protocol/types";
 import { UnstorableData, WriteRefused, type TaskChange } from "../tasks/task-store";
 
@@ -19,6 +19,8 @@ export interface Pending {
     metadataJson?: string;
     /** The node state it starts with (see TaskChange.state). */
     state?: Record<string, unknown>;
+    /** The webhook stored with it (see NewTask.webhook). */
+    webhook?: TaskPushNotificationConfig;
   };
   status?: TaskStatus;
   /** `status.message` as JSON (null: the status has none). */

@@ -59,20 +59,26 @@ export class SqlitePushConfigStore implements PushConfigStore {
         const over = overPushLimits(limits, (this.q.countTask.get(saved.taskId) as { n: number }).n, (this.q.countOwner.get(owner) as { n: number }).n);
         if (over) throw over;
       }
-      return this.q.upsert.run(
-        saved.taskId,
-        saved.id,
-        owner,
-        saved.url,
-        saved.token ?? null,
-        saved.authentication ? JSON.stringify(saved.authentication) : null,
-        now(),
-      );
+      return this.upsert(owner, saved);
     });
     // Same answer as for a task the caller cannot see: nothing about the other owner leaks.
     if (r.changes === 0) throw new ConfigOwnedElsewhere(saved.taskId);
-    this.withConfigs.add(saved.taskId);
     return saved;
+  }
+
+  /**
+   * Stores the webhook sent with a new task, synchronously, inside the task store's commit that inserts the
+   * task (SqliteTaskStoreOptions.webhooks): one transaction for both.
+   */
+  storeWithTask(owner: string, config: TaskPushNotificationConfig): void {
+    this.upsert(owner, config);
+  }
+
+  private upsert(owner: string, saved: TaskPushNotificationConfig): { changes: number } {
+    const r = this.q.upsert.run(saved.taskId, saved.id, owner, saved.url, saved.token ?? null, saved.authentication ? JSON.stringify(saved.authentication) : null, now());
+    // Known before the commit (a rolled-back one leaves a task here without webhooks: forTask reads the table).
+    if (r.changes > 0) this.withConfigs.add(saved.taskId);
+    return r;
   }
 
   async countForOwner(owner: string): Promise<number> {

@@ -1,6 +1,6 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, count, desc, eq, gt, inArray, asc, sql } from "drizzle-orm";
-import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
+import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted, isTerminal } from "../protocol/types";
 import { encodeTime } from "ulid";
 import { DroppedWrite, FINAL_STATES, type CallerUsage, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
@@ -27,6 +27,12 @@ export interface SqliteTaskStoreOptions {
    * the commit that stores the events (see TaskStore.onDeliveriesQueued). Without it no delivery is queued.
    */
   outbox?: (taskId: string, events: StreamResponse[]) => QueuedWithEvent[];
+  /**
+   * Stores a webhook sent with a new task (see NewTask.webhook), synchronously, on this store's connection:
+   * called in the commit that inserts the task (and again with it, when a failed group is tried a task at a
+   * time). Without it the store does not keep webhooks (keepsWebhooks is false).
+   */
+  webhooks?: (owner: string, config: TaskPushNotificationConfig) => void;
 }
 
 const DEFAULT_PAGE_SIZE = 50;
@@ -94,6 +100,9 @@ export class SqliteTaskStore implements TaskStore {
     Statement
   >;
 
+  private readonly webhooks: SqliteTaskStoreOptions["webhooks"];
+  readonly keepsWebhooks: boolean;
+
   constructor(
     private readonly database: OpenDatabase,
     options: SqliteTaskStoreOptions = {},
@@ -103,6 +112,8 @@ export class SqliteTaskStore implements TaskStore {
     this.sqlite = database.sqlite;
     this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
     this.outbox = options.outbox;
+    this.webhooks = options.webhooks;
+    this.keepsWebhooks = options.webhooks !== undefined;
     const prep = (q: string) => database.sqlite.prepare(q);
     this.w = {
       // Both statements also set the size columns (for ListTasks) from the values they write: SIZES_ON_INSERT
@@ -175,6 +186,7 @@ export class SqliteTaskStore implements TaskStore {
       metadata: input.metadata,
       metadataJson,
       state: input.state,
+      webhook: this.webhooks ? input.webhook : undefined,
     };
     p.messages.push(messageJson);
     if (idempotent) this.pendingRequests.set(key, task);
@@ -413,6 +425,8 @@ export class SqliteTaskStore implements TaskStore {
     if (!plan) return;
     if ("insert" in plan) {
       this.w.insertTask.run(...plan.insert);
+      // The webhook sent with the task, in its commit: before its events, whose deliveries go to it.
+      if (p.insert?.webhook) this.webhooks!(p.insert.owner, p.insert.webhook);
       this.written.set(id, rowOfInsert(plan.insert));
     } else if ("update" in plan) {
       this.w.updateTask.run(...plan.update);

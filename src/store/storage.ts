@@ -1,5 +1,5 @@
 import type { Logger } from "../log";
-import type { StreamResponse } from "../protocol/types";
+import type { StreamResponse, TaskPushNotificationConfig } from "../protocol/types";
 import type { PushConfigStore } from "../push/push-config-store";
 import { hostname } from "node:os";
 import { newId } from "../tasks/clock";
@@ -59,7 +59,8 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     const deliveries = new SqliteDeliveryQueue(local);
     // An event's push deliveries are queued in the commit that stores it (see TaskStore.onDeliveriesQueued).
     const outbox = (taskId: string, events: StreamResponse[]) => deliveries.queueWith(taskId, pushConfigs.webhooksOf(taskId), events);
-    const tasks = new SqliteTaskStore(local, { maxListBytes: options.maxListBytes, log: options.log, outbox });
+    const webhooks = (owner: string, config: TaskPushNotificationConfig) => pushConfigs.storeWithTask(owner, config);
+    const tasks = new SqliteTaskStore(local, { maxListBytes: options.maxListBytes, log: options.log, outbox, webhooks });
     return {
       tasks,
       pushConfigs,
@@ -90,6 +91,7 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     maxListBytes: options.maxListBytes,
     log: options.log,
     leases,
+    keepWebhooks: true,
     // Claimed as PostgresDeliveryQueue claims what it queues: by this replica, renewed with its claims.
     pushDeliveries: { replica, claimMs: options.leaseMs },
   });

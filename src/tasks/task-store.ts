@@ -1,4 +1,4 @@
-import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
+import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskStatus } from "../protocol/types";
 
 /** What the store needs to create a task; the task starts SUBMITTED with `message` as its first history entry. */
 export interface NewTask {
@@ -15,6 +15,12 @@ export interface NewTask {
   timestamp: string;
   /** Deduplicate by (owner, message.messageId); false for callers without an identity of their own. */
   idempotent?: boolean;
+  /**
+   * The webhook the caller sent with the message (its id set, its taskId the task's), for a store that keeps
+   * webhooks (see TaskStore.keepsWebhooks): stored in the task's own commit, so the task is never stored
+   * without it, nor it without the task; a repeat (created: false) stores nothing.
+   */
+  webhook?: TaskPushNotificationConfig;
 }
 
 /**
@@ -253,6 +259,11 @@ export interface TaskStore {
    * queue for the dispatcher's start.
    */
   onDeliveriesQueued?(listener: (deliveries: QueuedWithEvent[]) => void): void;
+  /**
+   * True when `create` stores NewTask.webhook with the task (in the same transaction); otherwise the caller
+   * saves the webhook with its PushConfigStore once the task is created.
+   */
+  readonly keepsWebhooks?: boolean;
   /** Only for a shared store: asks whichever process runs the task to cancel it (see onCancelRequest). */
   requestCancel?(taskId: string, reason: string): Promise<void>;
   /** Only for a shared store: hears the cancel requests of every process (for the tasks it may run). */

@@ -2,7 +2,7 @@ import type { SQL } from "bun";
 
 type SQLListen = Awaited<ReturnType<SQL["listen"]>>;
 import { encodeTime } from "ulid";
-import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskState, TaskStatus } from "../../protocol/types";
+import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from "../../protocol/types";
 import { isInterrupted, isTerminal } from "../../protocol/types";
 import { crashPoint } from "../../crash-point";
 import { createLogger, type Logger } from "../../log";
@@ -30,6 +30,11 @@ export interface PostgresTaskStoreOptions {
    * `claimMs` as PostgresDeliveryQueue claims the deliveries it queues. Without it no delivery is queued.
    */
   pushDeliveries?: { replica: string; claimMs: number };
+  /**
+   * Store the webhook sent with a new task (NewTask.webhook) in push_configs, in the statement that inserts
+   * the task (see TaskStore.keepsWebhooks): set when PostgresPushConfigStore on this database holds the webhooks.
+   */
+  keepWebhooks?: boolean;
 }
 
 /** The channel every commit that adds events notifies, with "taskId seq" lines (see watch). */
@@ -74,6 +79,8 @@ interface CreateRequest {
   /** The node state it starts with (see TaskChange.state), as JSON. */
   stateJson: string | null;
   historyJson: string;
+  /** The webhook stored with it (see NewTask.webhook). */
+  webhook?: TaskPushNotificationConfig;
   settle: Deferred<{ task: Task; created: boolean }>;
 }
 
@@ -122,8 +129,11 @@ export class PostgresTaskStore implements TaskStore {
   private writesSinceCompact = 0;
   private compacting: Promise<void> | undefined;
 
+  readonly keepsWebhooks: boolean;
+
   constructor(database: PostgresDatabase, options: PostgresTaskStoreOptions = {}) {
     this.sql = database.sql;
+    this.keepsWebhooks = options.keepWebhooks ?? false;
     this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
     this.log = options.log ?? createLogger((line) => process.stderr.write(line));
     this.leases = options.leases;
@@ -159,6 +169,7 @@ export class PostgresTaskStore implements TaskStore {
       metadataJson,
       stateJson,
       historyJson,
+      webhook: this.keepsWebhooks ? input.webhook : undefined,
       settle,
     });
     if (idempotent) {
@@ -742,6 +753,8 @@ export class PostgresTaskStore implements TaskStore {
           c.node_state, 0, octet_length(c.id) + octet_length(c.context_id) + coalesce(octet_length(c.metadata), 0), octet_length(c.history), 2
         FROM c WHERE ${guard} ON CONFLICT DO NOTHING RETURNING id)`);
       if (leases) ctes.push(`lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, ${me}, ${DB_NOW_MS} + ${param(leases.ttlMs, "bigint")} FROM ins RETURNING task_id)`);
+      const hooks = webhooksCte(creates, param, "ins");
+      if (hooks) ctes.push(hooks);
     }
     if (ending.length) ctes.push(`gone AS (DELETE FROM task_leases WHERE task_id = ANY(${param(pgArray(ending), "text[]")}) AND replica = ${me} AND ${guard} RETURNING task_id)`);
     const notify = notes.length ? `(SELECT count(pg_notify('${EVENTS_CHANNEL}', p)) FROM unnest(${param(pgArray(chunkLines(notes, NOTIFY_BYTES)), "text[]")}) AS p WHERE ${guard})` : "0";
@@ -893,12 +906,29 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
        v.node_state, 0, octet_length(v.id) + octet_length(v.context_id) + coalesce(octet_length(v.metadata), 0), octet_length(v.history), 2
      FROM (VALUES ${tuples.join(", ")}) AS v(id, context_id, owner, ts, rmid, executor, metadata, history, node_state)
      ON CONFLICT DO NOTHING RETURNING id`;
-  if (!leases) return tx.unsafe(insert, values);
-  return tx.unsafe(
-    `WITH inserted AS (${insert})
-     INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, $1::text, ${DB_NOW_MS} + $2::bigint FROM inserted RETURNING task_id AS id`,
-    values,
-  );
+  const hooks = webhooksCte(creates, (v, cast) => (values.push(v), `$${values.length}::${cast}`), "inserted");
+  if (!leases && !hooks) return tx.unsafe(insert, values);
+  const ctes = [`inserted AS (${insert})`];
+  if (leases) ctes.push(`lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, $1::text, ${DB_NOW_MS} + $2::bigint FROM inserted RETURNING task_id)`);
+  if (hooks) ctes.push(hooks);
+  return tx.unsafe(`WITH ${ctes.join(", ")} SELECT id FROM inserted`, values);
+}
+
+/**
+ * The data-modifying CTE that stores the webhooks sent with the creates (see NewTask.webhook) for the tasks
+ * the CTE named `inserted` inserted: in the task's own statement, so neither is stored without the other.
+ */
+function webhooksCte(creates: CreateRequest[], param: (v: unknown, cast: string) => string, inserted: string): string | undefined {
+  const tuples = creates
+    .filter((c) => c.webhook)
+    .map((c) => {
+      const w = c.webhook!;
+      const auth = w.authentication ? JSON.stringify(w.authentication) : null;
+      return `(${[c.task.id, w.id, c.owner, w.url, w.token ?? null, auth, c.timestamp].map((v) => param(v, "text")).join(", ")})`;
+    });
+  if (tuples.length === 0) return undefined;
+  return `hooks AS (INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at)
+    SELECT w.* FROM (VALUES ${tuples.join(", ")}) AS w (task_id, id, owner, url, token, authentication, created_at) JOIN ${inserted} ON ${inserted}.id = w.task_id)`;
 }
 
 /** Tasks of a group written by one statement (each takes at most 13 of a statement's 65,535 parameters). */
