@@ -80,6 +80,8 @@ export class SqliteTaskStore implements TaskStore {
   private readonly log: Logger;
   private readonly w: Record<
     | "insertTask"
+    | "deleteHooks"
+    | "deleteDeliveries"
     | "updateTask"
     | "selectForUpdate"
     | "selectTask"
@@ -145,6 +147,8 @@ export class SqliteTaskStore implements TaskStore {
       ),
       deleteTask: prep("DELETE FROM tasks WHERE id = ?1"),
       deleteEvents: prep("DELETE FROM task_events WHERE task_id = ?1"),
+      deleteHooks: prep("DELETE FROM push_configs WHERE task_id = ?1"),
+      deleteDeliveries: prep("DELETE FROM push_deliveries WHERE task_id = ?1"),
       // task_counts is kept by triggers in step with every write to tasks (migration 0008).
       countOwner: prep("SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE owner = ?1"),
       countOwnerState: prep("SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE owner = ?1 AND state = ?2"),
@@ -360,10 +364,14 @@ export class SqliteTaskStore implements TaskStore {
       .filter((id) => !this.pending.has(id));
     // One transaction (a savepoint inside a group commit's open one), so a crash leaves a task whole or gone.
     // Events first: caller_usage's trigger finds an event's owner through its task's row.
+    // With the webhooks kept here (see keepsWebhooks), the task's webhooks and queued deliveries go in the same
+    // transaction: a crash before the push store's own forget must not leave them counted against their caller.
+    const hooks = this.keepsWebhooks ? [this.w.deleteHooks, this.w.deleteDeliveries] : undefined;
     this.sqlite.transaction(() => {
       for (const id of ids) {
         this.w.deleteEvents.run(id);
         this.w.deleteTask.run(id);
+        if (hooks) for (const statement of hooks) statement.run(id);
       }
     })();
     return Promise.resolve(ids);

@@ -98,3 +98,53 @@ describe("on SQLite, a webhook sent with a new task", () => {
     }
   });
 });
+
+/**
+ * Retention deletes a task's webhooks and queued deliveries in the transaction that deletes the task (the
+ * push store's forget after it is then a no-op): a crash between the two left webhooks of deleted tasks,
+ * counted against their caller's max_push_configs_per_caller for ever.
+ */
+describe("retention of a task with a webhook", () => {
+  const longAgo = "2001-01-01T00:00:00.000Z";
+  const old = (id: string): NewTask => ({ ...newTask(id), id: `00000000${id}`.slice(-8).padEnd(26, "0").toUpperCase(), timestamp: longAgo });
+
+  it("on SQLite, deletes the webhooks and deliveries with the task, in one transaction", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "a2a-webhook-retention-"));
+    const database = openDatabase(join(dir, "db.sqlite"));
+    try {
+      const configs = new SqlitePushConfigStore(database);
+      const store = new SqliteTaskStore(database, { log: quiet, webhooks: (owner, config) => configs.storeWithTask(owner, config) });
+      const t = old("r1");
+      await (await store.create({ ...t, webhook: hook(t.id) })).committed;
+      await store.record(t.id, { status: { state: "TASK_STATE_COMPLETED", timestamp: longAgo } });
+      database.sqlite.run("INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at) VALUES ('d1', ?, ?, '{}', 0, ?)", [t.id, `w-${t.id}`, longAgo]);
+      expect(await store.deleteFinished(new Date().toISOString(), 10)).toEqual([t.id]);
+      // The process dies here, before the push store's forget.
+      expect(database.sqlite.query("SELECT count(*) AS n FROM push_configs").get()).toEqual({ n: 0 });
+      expect(database.sqlite.query("SELECT count(*) AS n FROM push_deliveries").get()).toEqual({ n: 0 });
+      expect(await configs.countForOwner("alpha")).toBe(0);
+    } finally {
+      database.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("on Postgres, deletes the webhooks and deliveries with the task, in one transaction", async () => {
+    const database = await emptyPostgres(4);
+    try {
+      const store = new PostgresTaskStore(database, { keepWebhooks: true, log: quiet });
+      const configs = new PostgresPushConfigStore(database);
+      const t = old("r2");
+      await (await store.create({ ...t, webhook: hook(t.id) })).committed;
+      await store.record(t.id, { status: { state: "TASK_STATE_COMPLETED", timestamp: longAgo } });
+      await database.sql`INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at) VALUES ('d1', ${t.id}, ${`w-${t.id}`}, '{}', 0, ${longAgo})`;
+      expect(await store.deleteFinished(new Date().toISOString(), 10)).toEqual([t.id]);
+      // The process dies here, before the push store's forget.
+      expect(await configs.countForOwner("alpha")).toBe(0);
+      expect((await database.sql`SELECT count(*)::int AS n FROM push_deliveries`)[0].n).toBe(0);
+      await store.flush();
+    } finally {
+      await database.close();
+    }
+  });
+});

@@ -359,6 +359,12 @@ export class PostgresTaskStore implements TaskStore {
       await tx`DELETE FROM task_events WHERE task_id IN ${tx(ids)}`;
       await tx`DELETE FROM task_leases WHERE task_id IN ${tx(ids)}`;
       await tx`DELETE FROM task_answers WHERE task_id IN ${tx(ids)}`;
+      // The webhooks kept beside the tasks go with them (see keepsWebhooks): a crash before the push store's
+      // own forget must not leave them counted against their caller.
+      if (this.keepsWebhooks) {
+        await tx`DELETE FROM push_deliveries WHERE task_id IN ${tx(ids)}`;
+        await tx`DELETE FROM push_configs WHERE task_id IN ${tx(ids)}`;
+      }
       await tx`DELETE FROM tasks WHERE id IN ${tx(ids)}`;
       return ids;
     });
