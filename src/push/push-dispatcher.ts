@@ -93,10 +93,12 @@ interface Lane {
  * until the timeout therefore holds only its own share, and another caller's notification starts at the next
  * free slot instead of behind every hanging request.
  *
- * Deliveries commit with the event they carry: the node's task store (SQLite or Postgres) writes an event's
- * rows in the transaction that stores the event (TaskStore.onDeliveriesQueued) and tells scheduleQueued() once it
- * committed, so a crash or a lost connection between the two leaves no event on disk without its deliveries.
- * notify() queues deliveries itself, after the event's commit: for a task store that cannot do that (tests, an
+ * Deliveries are written in the transaction of the event they carry: the node's task store (SQLite or
+ * Postgres, see openStorage) queues one per webhook the task has at that commit (TaskStore.onDeliveriesQueued)
+ * and tells scheduleQueued() once it committed, so a crash or a lost connection between the two leaves no
+ * event on disk without its deliveries (test/e2e/push-crash.test.ts kills the process there). A webhook sent
+ * with the message is stored in the commit that creates the task, so it hears the first event too. notify()
+ * queues deliveries itself, after the event's commit: only for a task store that does neither (tests, an
  * embedding program's store), where a crash in between may lose them.
  */
 export class PushDispatcher {
