@@ -143,7 +143,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const reason = `canceled by ${ctx.caller.name}`;
     const settled = this.runner.cancel(task.id, reason);
     if (settled) await settled.catch(() => {});
-    else if (!this.store.requestCancel) {
+    else if (!this.runner.replicas) {
       // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
       await whenStored(task.id, this.runner.cancelIdle(task, reason, ctx.caller.name));
     } else if (await this.runner.hold(task.id)) {
@@ -156,8 +156,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     } else {
       // Another process runs it (or waits there for its answer): it is asked to cancel it, and the answer
       // waits for the task's end (a process that holds a task and lives answers within a lease period).
-      await this.store.requestCancel(task.id, reason);
-      await untilEnded(this.store, task.id, 2 * (this.runner.leaseMs ?? 30_000));
+      await this.runner.replicas.requestCancel(task.id, reason);
+      await untilEnded(this.store, this.runner.replicas, task.id, 2 * (this.runner.leaseMs ?? 30_000));
     }
     return (await this.store.get(task.id, ctx.caller.name)) as Task;
   }
@@ -400,11 +400,11 @@ export class DefaultRequestHandler implements A2ARequestHandler {
    * through the store.
    */
   private async answerElsewhere(task: Task, message: Message, owner: string, stream?: EventStream) {
-    if (!this.store.requestAnswer)
-      throw A2AError.unsupportedOperation(`task ${task.id} is held by another process; send the answer to it`);
+    const replicas = this.runner.replicas;
+    if (!replicas) throw A2AError.unsupportedOperation(`task ${task.id} is held by another process; send the answer to it`);
     let lastSeq: number;
     try {
-      ({ lastSeq } = await this.store.requestAnswer(task.id, owner, message));
+      ({ lastSeq } = await replicas.requestAnswer(task.id, owner, message));
     } catch (err) {
       if (err instanceof RelayedRefusal) throw new A2AError(err.code, err.message, err.reason);
       if (err instanceof TaskStoreError) throw A2AError.unsupportedOperation(err.message);
@@ -412,7 +412,7 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     }
     // Taken: the execution runs again (WORKING) with the answer in its history.
     const answered: Task = { ...task, status: { state: "TASK_STATE_WORKING", timestamp: now() }, history: [...(task.history ?? []), message] };
-    const settled = stream ? undefined : untilSettled(this.store, task.id, lastSeq).then(async () => (await this.store.get(task.id, owner)) ?? answered);
+    const settled = stream ? undefined : untilSettled(this.store, this.runner.replicas, task.id, lastSeq).then(async () => (await this.store.get(task.id, owner)) ?? answered);
     return { task: answered, initial: answered, committed: Promise.resolve(), settled, lastSeq };
   }
 
@@ -435,8 +435,8 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     const state = task.status.state;
     // Not running here, on a store other processes share: it may run in one of them (or run again there, once
     // answered), so the stream follows it through the store until it settles.
-    if (!live && !isTerminal(state) && this.store.watch)
-      remote = followStored(this.store, taskId, stream, isInterrupted(state), (err) => (err === undefined ? stream.end() : stream.fail(err)));
+    if (!live && !isTerminal(state) && this.runner.replicas)
+      remote = followStored(this.store, this.runner.replicas, taskId, stream, isInterrupted(state), (err) => (err === undefined ? stream.end() : stream.fail(err)));
     // Not running here, on a store of this process alone: a task waiting for input keeps its subscriber until it
     // runs here again and ends.
     const parked = !live && !remote && isInterrupted(state);

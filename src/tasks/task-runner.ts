@@ -1,3 +1,4 @@
+import type { ReplicaMessages } from "./replica-messages";
 import type { AgentExecutor, ExecutionEvents, ExecutionOutcome, InputRequest } from "../executors/executor";
 import { A2AError } from "../protocol/errors";
 import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
@@ -49,6 +50,8 @@ const RECOVERY_FIRST_MS = 250;
 const RECOVERY_MOST_MS = 5_000;
 
 export interface TaskRunnerOptions {
+  /** With a store several processes share: what they tell each other (cancels, answers, commits). */
+  replicas?: ReplicaMessages;
   /** Tasks executing at once. */
   maxConcurrent: number;
   /** Tasks allowed to wait (SUBMITTED) for a slot; beyond this new tasks are refused. */
@@ -133,9 +136,9 @@ export class TaskRunner {
     this.queue = new FairQueue((job) => job.caller);
     this.events = new EventPublisher(store);
     // Another process was asked to cancel a task: this one does, if it runs it.
-    store.onCancelRequest?.((taskId, reason) => void this.cancel(taskId, reason)?.catch(() => {}));
+    options.replicas?.onCancelRequest((taskId, reason) => void this.cancel(taskId, reason)?.catch(() => {}));
     // Another process passed on an answer: taken if the task's execution waits here for its caller.
-    store.onAnswerRequest?.((taskId, owner, message) => {
+    options.replicas?.onAnswerRequest((taskId, owner, message) => {
       const job = this.jobs.get(taskId);
       if (!job?.waiting || job.caller !== owner) return undefined;
       const answered = this.answer(taskId, message);
@@ -347,6 +350,11 @@ export class TaskRunner {
   }
 
   /** With leases, how long they last: a process that holds a task and is alive answers within it. */
+  /** What the processes sharing the store tell each other (see ReplicaMessages); none for a process alone. */
+  get replicas(): ReplicaMessages | undefined {
+    return this.options.replicas;
+  }
+
   get leaseMs(): number | undefined {
     return this.options.leases?.ttlMs;
   }
