@@ -1,7 +1,7 @@
 import type { SQL } from "bun";
 
 import { encodeTime } from "ulid";
-import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from "../../protocol/types";
+import type { ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState } from "../../protocol/types";
 import { isInterrupted, isTerminal } from "../../protocol/types";
 import { crashPoint } from "../../crash-point";
 import { createLogger, type Logger } from "../../log";
@@ -9,10 +9,11 @@ import { newId } from "../../tasks/clock";
 import { DroppedWrite, FINAL_STATES, HeldElsewhere, UnstorableData, WriteRefused, type CallerUsage, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
-import { addChange, newPending, planWrite, toJson, type Params, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
+import { addChange, planWrite, toJson, type Params, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
 import type { PostgresDatabase } from "./database";
 import { DB_NOW_MS, pgArray, type PostgresLeases } from "./postgres-leases";
 import { SerialGroupCommit } from "./serial-commit";
+import { assemble, pendingOf, stateOf, type TaskColumns } from "../task-rows";
 import { deferred, type Deferred } from "./deferred";
 import { EVENTS_CHANNEL } from "./postgres-replica-messages";
 
@@ -163,9 +164,7 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   private pendingFor(taskId: string): Pending {
-    let p = this.pending.get(taskId);
-    if (!p) this.pending.set(taskId, (p = newPending()));
-    return p;
+    return pendingOf(this.pending, taskId);
   }
 
   record(taskId: string, change: TaskChange): Promise<void> {
@@ -196,7 +195,7 @@ export class PostgresTaskStore implements TaskStore {
     const [row] = await this.sql`SELECT * FROM tasks WHERE id = ${id} AND owner = ${owner}`;
     if (!row) return undefined;
     const r = row as RawRow;
-    return { task: assemble(r, historyLength, true), lastSeq: r.last_seq, state: r.node_state ? (JSON.parse(r.node_state) as Record<string, unknown>) : {} };
+    return { task: assemble(r, historyLength, true), lastSeq: r.last_seq, state: stateOf(r.node_state) };
   }
 
   async list(owner: string, params: ListTasksParams): Promise<ListTasksResult> {
@@ -812,32 +811,12 @@ function chunkLines(lines: string[], max: number): string[] {
   return out;
 }
 
-interface RawRow {
-  id: string;
-  context_id: string;
-  state: string;
-  status_message: string | null;
-  status_timestamp: string;
-  metadata: string | null;
-  history: string;
-  artifacts: string;
+/** A task's row as `SELECT *` reads it. */
+interface RawRow extends TaskColumns {
   last_seq: number;
   node_state?: string | null;
 }
 
-function assemble(row: RawRow, historyLength: number | undefined, withArtifacts: boolean): Task {
-  const status: TaskStatus = { state: row.state as TaskState, timestamp: row.status_timestamp };
-  if (row.status_message) status.message = JSON.parse(row.status_message) as Message;
-  const task: Task = { id: row.id, contextId: row.context_id, status };
-  if (withArtifacts && row.artifacts !== "[]") task.artifacts = JSON.parse(row.artifacts) as Artifact[];
-  if (historyLength !== 0) {
-    let hist = JSON.parse(row.history) as Message[];
-    if (historyLength !== undefined && hist.length > historyLength) hist = hist.slice(hist.length - historyLength);
-    if (hist.length > 0) task.history = hist;
-  }
-  if (row.metadata) task.metadata = JSON.parse(row.metadata) as Record<string, unknown>;
-  return task;
-}
 
 /** Tries of one write whose connection turned out closed by the server (see connectionLost). */
 const LIVE_CONNECTION_TRIES = 3;
