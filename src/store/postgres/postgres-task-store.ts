@@ -590,12 +590,8 @@ export class PostgresTaskStore implements TaskStore {
         FROM v WHERE t.id = v.id AND ${guard} RETURNING t.id)`);
     if (events.length) ctes.push(`ev AS (INSERT INTO task_events (task_id, seq, last_seq, events) SELECT task_id, seq, last_seq, events FROM e WHERE ${guard} RETURNING task_id)`);
     if (tuples.length) {
-      ctes.push(`c (id, context_id, owner, ts, rmid, executor, metadata, history, node_state) AS (VALUES ${tuples.join(", ")})`);
-      ctes.push(`ins AS (INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
-          node_state, last_seq, head_bytes, history_bytes, artifacts_bytes)
-        SELECT c.id, c.context_id, c.owner, 'TASK_STATE_SUBMITTED', c.ts, c.rmid, c.executor, c.ts, c.ts, c.metadata, c.history, '[]',
-          c.node_state, 0, octet_length(c.id) + octet_length(c.context_id) + coalesce(octet_length(c.metadata), 0), octet_length(c.history), 2
-        FROM c WHERE ${guard} ON CONFLICT DO NOTHING RETURNING id)`);
+      ctes.push(`c (${CREATE_COLUMNS}) AS (VALUES ${tuples.join(", ")})`);
+      ctes.push(`ins AS (${insertTasksFrom("c", guard)})`);
       if (leases) ctes.push(`lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, ${me}, ${DB_NOW_MS} + ${param(leases.ttlMs, "bigint")} FROM ins RETURNING task_id)`);
       const hooks = webhooksCte(creates, param, "ins");
       if (hooks) ctes.push(hooks);
@@ -733,6 +729,22 @@ const UPDATE_TASK = `UPDATE tasks SET state = $2, status_message = $3, status_ti
   head_bytes = octet_length(id) + octet_length(context_id) + coalesce(octet_length($3), 0) + coalesce(octet_length($5), 0),
   history_bytes = octet_length($6), artifacts_bytes = octet_length($7) WHERE id = $1`;
 
+/** The columns of the rows insertTasksFrom reads, in the order creates give them. */
+const CREATE_COLUMNS = "id, context_id, owner, ts, rmid, executor, metadata, history, node_state";
+
+/**
+ * The INSERT of new SUBMITTED tasks from `source` (named c, with CREATE_COLUMNS), where `guard` holds, skipping
+ * those whose (owner, messageId) or id is taken; returns the ids inserted. The one statement that creates tasks,
+ * alone (insertTasks) or in a group's statement (applyAtOnce).
+ */
+function insertTasksFrom(source: string, guard = "true"): string {
+  return `INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
+      node_state, last_seq, head_bytes, history_bytes, artifacts_bytes)
+    SELECT c.id, c.context_id, c.owner, 'TASK_STATE_SUBMITTED', c.ts, c.rmid, c.executor, c.ts, c.ts, c.metadata, c.history, '[]',
+      c.node_state, 0, octet_length(c.id) + octet_length(c.context_id) + coalesce(octet_length(c.metadata), 0), octet_length(c.history), 2
+    FROM ${source} WHERE ${guard} ON CONFLICT DO NOTHING RETURNING id`;
+}
+
 /**
  * Inserts new SUBMITTED tasks, skipping those whose (owner, messageId) or id is taken (an earlier try of the same
  * create committed), and leases those it inserted to this replica, in one statement; returns the ids inserted.
@@ -744,12 +756,7 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
     values.push(c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson, c.stateJson);
     return `(${Array.from({ length: 9 }, (_, i) => `$${at + i + 1}::text`).join(", ")})`;
   });
-  const insert = `INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
-       node_state, last_seq, head_bytes, history_bytes, artifacts_bytes)
-     SELECT v.id, v.context_id, v.owner, 'TASK_STATE_SUBMITTED', v.ts, v.rmid, v.executor, v.ts, v.ts, v.metadata, v.history, '[]',
-       v.node_state, 0, octet_length(v.id) + octet_length(v.context_id) + coalesce(octet_length(v.metadata), 0), octet_length(v.history), 2
-     FROM (VALUES ${tuples.join(", ")}) AS v(id, context_id, owner, ts, rmid, executor, metadata, history, node_state)
-     ON CONFLICT DO NOTHING RETURNING id`;
+  const insert = insertTasksFrom(`(VALUES ${tuples.join(", ")}) AS c (${CREATE_COLUMNS})`);
   const hooks = webhooksCte(creates, (v, cast) => (values.push(v), `$${values.length}::${cast}`), "inserted");
   if (!leases && !hooks) return tx.unsafe(insert, values);
   const ctes = [`inserted AS (${insert})`];
