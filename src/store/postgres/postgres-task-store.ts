@@ -13,6 +13,7 @@ import { addChange, planWrite, toJson, type Params, type Pending, type StoredRow
 import type { PostgresDatabase } from "./database";
 import { DB_NOW_MS, pgArray, type PostgresLeases } from "./postgres-leases";
 import { SerialGroupCommit } from "./serial-commit";
+import { CountFolding } from "./count-folding";
 import { assemble, pendingOf, stateOf, type TaskColumns } from "../task-rows";
 import { deferred, type Deferred } from "./deferred";
 import { EVENTS_CHANNEL } from "./postgres-replica-messages";
@@ -44,22 +45,6 @@ const DEFAULT_PAGE_SIZE = 50;
 const CREATE_CHUNK = 500;
 /** A NOTIFY payload (lines of "taskId seq") stays under Postgres's 8,000 bytes. */
 const NOTIFY_BYTES = 7_000;
-/**
- * task_counts (see schema.ts) gains rows with every write; it is folded to one row per (owner, state) after
- * this many task writes on this replica, or when a ListTasks summed more rows than COMPACT_ROWS for its caller.
- * Between the two a count sums at most a few thousand small index entries.
- */
-const COMPACT_AFTER_WRITES = 2_000;
-const COMPACT_ROWS = 1_000;
-/** The advisory lock of a compaction (any 64-bit number of our own): one replica folds at a time. */
-const COMPACT_LOCK = 0x61326163_6f756e74n;
-/** Folds task_counts: the rows a compaction deletes are exactly the rows it sums (see compactCounts). */
-const COMPACT_COUNTS = `WITH gone AS (DELETE FROM task_counts RETURNING owner, state, n)
-  INSERT INTO task_counts (owner, state, n) SELECT owner, state, sum(n) FROM gone GROUP BY owner, state HAVING sum(n) <> 0`;
-/** Folds caller_usage the same way, in the same transaction. */
-const COMPACT_USAGE = `WITH gone AS (DELETE FROM caller_usage RETURNING owner, tasks, bytes)
-  INSERT INTO caller_usage (owner, tasks, bytes) SELECT owner, sum(tasks), sum(bytes) FROM gone GROUP BY owner HAVING sum(tasks) <> 0 OR sum(bytes) <> 0`;
-
 interface CreateRequest {
   task: Task;
   owner: string;
@@ -108,8 +93,7 @@ export class PostgresTaskStore implements TaskStore {
   private readonly pushDeliveries: PostgresTaskStoreOptions["pushDeliveries"];
   private deliveryListener: ((deliveries: QueuedWithEvent[]) => void) | undefined;
   /** Task writes since task_counts was last folded, and the fold in progress (see compactCounts). */
-  private writesSinceCompact = 0;
-  private compacting: Promise<void> | undefined;
+  private readonly counts: CountFolding;
 
   readonly keepsWebhooks: boolean;
 
@@ -118,6 +102,7 @@ export class PostgresTaskStore implements TaskStore {
     this.keepsWebhooks = options.keepWebhooks ?? false;
     this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
     this.log = options.log ?? createLogger((line) => process.stderr.write(line));
+    this.counts = new CountFolding(this.sql, this.log);
     this.leases = options.leases;
     this.pushDeliveries = options.pushDeliveries;
     const fence = this.leases ? ` AND ${this.leases.fence("$1")}` : "";
@@ -234,7 +219,7 @@ export class PostgresTaskStore implements TaskStore {
         values,
       ),
     ]);
-    if (summed > COMPACT_ROWS) this.compactSoon();
+    this.counts.summed(summed);
     const withArtifacts = params.includeArtifacts ?? false;
     const plan = planPage(candidates, { pageSize, maxBytes: this.maxListBytes, history: params.historyLength !== 0, artifacts: withArtifacts });
     const last = plan.tasks[plan.tasks.length - 1];
@@ -285,7 +270,7 @@ export class PostgresTaskStore implements TaskStore {
     // caller_usage holds rows of changes (see schema.ts): summed here, folded by compactCounts.
     const [row] = (await this.sql`SELECT coalesce(sum(tasks), 0)::float8 AS tasks, coalesce(sum(bytes), 0)::float8 AS bytes, count(*)::int AS summed
       FROM caller_usage WHERE owner = ${owner}`) as (CallerUsage & { summed: number })[];
-    if (row.summed > COMPACT_ROWS) this.compactSoon();
+    this.counts.summed(row.summed);
     return { tasks: row.tasks, bytes: row.bytes };
   }
 
@@ -348,46 +333,19 @@ export class PostgresTaskStore implements TaskStore {
       await tx`DELETE FROM tasks WHERE id IN ${tx(ids)}`;
       return ids;
     });
-    this.wrote(rows.length);
+    this.counts.wrote(rows.length);
     return rows;
   }
 
   /** Resolves once everything written so far is committed (call before closing the database). */
   async flush(): Promise<void> {
     await this.group.flush();
-    await this.compacting;
+    await this.counts.settled();
   }
 
-  /**
-   * Folds task_counts to one row per (owner, state), in the background. Safe beside every other write: the
-   * DELETE removes only rows committed when it started (a row a concurrent write adds stays, and is summed by
-   * the next fold), and the INSERT puts back exactly their sums, in one statement, so a reader sees the rows
-   * before the fold or after it, with the same total. One replica folds at a time (a transaction-level
-   * advisory lock, tried, not waited for). A fold that fails changes nothing and is tried again later.
-   */
+  /** Folds task_counts and caller_usage now (see CountFolding). */
   compactCounts(): Promise<void> {
-    this.writesSinceCompact = 0;
-    this.compacting ??= this.sql
-      .begin(async (tx) => {
-        const [{ locked }] = await tx`SELECT pg_try_advisory_xact_lock(${COMPACT_LOCK.toString()}::bigint) AS locked`;
-        if (locked) {
-          await tx.unsafe(COMPACT_COUNTS);
-          await tx.unsafe(COMPACT_USAGE);
-        }
-      })
-      .catch((err) => this.log.warn("could not fold the task counts; will try again", { reason: reasonOf(err) }))
-      .finally(() => (this.compacting = undefined));
-    return this.compacting;
-  }
-
-  /** Counts task writes towards the next fold of task_counts. */
-  private wrote(tasks: number): void {
-    this.writesSinceCompact += tasks;
-    if (this.writesSinceCompact >= COMPACT_AFTER_WRITES) this.compactSoon();
-  }
-
-  private compactSoon(): void {
-    if (!this.compacting) void this.compactCounts();
+    return this.counts.fold();
   }
 
   /**
@@ -399,7 +357,7 @@ export class PostgresTaskStore implements TaskStore {
     this.creates = [];
     const batch = [...this.pending];
     this.pending.clear();
-    this.wrote(creates.length + batch.length);
+    this.counts.wrote(creates.length + batch.length);
     const failed = new Map<string, unknown>();
     try {
       // Creates alone are one statement (their leases with them), committed without a transaction of its own.
