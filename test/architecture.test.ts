@@ -37,6 +37,8 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
     (f) => f.startsWith("src/store/"),
     (t) => t === "src/protocol/request-handler" || t === "src/protocol/errors",
   ],
+  // The store's roles are interfaces in tasks/ (TaskStore, TaskLeases, ReplicaMessages); store/ implements them.
+  ["tasks/ never imports store/ (it names the store's roles; store/ implements them)", (f) => f.startsWith("src/tasks/"), (t) => t.startsWith("src/store/")],
   ["tasks/ never imports protocol/request-handler.ts", (f) => f.startsWith("src/tasks/"), (t) => t === "src/protocol/request-handler"],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
 ];
