@@ -135,6 +135,7 @@ export async function startNode(
     maxTaskBytes: config.maxTaskBytes,
     lifecycle: allOf(taskLog(log), metrics),
     leases: storage.leases,
+    replicas: storage.replicas,
   });
   runnerRef = runner;
   const pushConfigs = storage.pushConfigs;

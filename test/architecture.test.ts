@@ -55,6 +55,8 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
   ],
   // Tracing is a floor of its own that bindings, executors and the client will call into, never the reverse.
   ["tracing/ imports nothing else of src/", (f) => f.startsWith("src/tracing/"), (t) => t.startsWith("src/") && !t.startsWith("src/tracing/")],
+  // The store's roles are interfaces in tasks/ (TaskStore, TaskLeases, ReplicaMessages); store/ implements them.
+  ["tasks/ never imports store/ (it names the store's roles; store/ implements them)", (f) => f.startsWith("src/tasks/"), (t) => t.startsWith("src/store/")],
   ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
   // The service is a library the CLI calls: it raises its own errors and the CLI gives them exit codes.
   ["service/ never imports cli/", (f) => f.startsWith("src/service/"), (t) => t.startsWith("src/cli/")],

@@ -20,7 +20,7 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
     const prep = (s: string) => database.sqlite.prepare(s);
     this.q = {
       insert: prep("INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at) VALUES (?1, ?2, ?3, ?4, 0, ?5)"),
-      byId: prep("SELECT * FROM push_deliveries WHERE id = ?1"),
+      byId: prep("SELECT id, task_id, config_id, body, attempts, next_attempt_at FROM push_deliveries WHERE id = ?1"),
       all: prep("SELECT id, task_id, config_id, attempts, next_attempt_at FROM push_deliveries ORDER BY id"),
       remove: prep("DELETE FROM push_deliveries WHERE id = ?1"),
       retry: prep("UPDATE push_deliveries SET attempts = ?2, next_attempt_at = ?3, last_error = ?4 WHERE id = ?1"),

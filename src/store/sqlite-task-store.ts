@@ -1,6 +1,6 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, count, desc, eq, gt, inArray, asc, sql } from "drizzle-orm";
-import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from "../protocol/types";
+import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState } from "../protocol/types";
 import { isInterrupted, isTerminal } from "../protocol/types";
 import { encodeTime } from "ulid";
 import { DroppedWrite, FINAL_STATES, type CallerUsage, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
@@ -9,13 +9,11 @@ import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
 import { decodePageToken, encodePageToken } from "./page-token";
-import { addChange, newPending, planWrite, toJson, type Params, type Pending, type StoredRow } from "./pending-writes";
+import { addChange, planWrite, toJson, type Params, type Pending, type StoredRow } from "./pending-writes";
 import { tasks } from "./schema";
+import { assemble, pendingOf, stateOf, statusOf, type TaskColumns } from "./task-rows";
 import { commitEach, GroupCommit } from "./group-commit";
 
-type TaskRow = Omit<typeof tasks.$inferSelect, "headBytes" | "historyBytes" | "artifactsBytes" | "nodeState">;
-/** What a Task is built from. */
-type TaskParts = Pick<TaskRow, "id" | "contextId" | "state" | "statusMessage" | "statusTimestamp" | "metadata" | "history" | "artifacts">;
 
 export interface SqliteTaskStoreOptions {
   /** Bytes of task JSON one ListTasks page may carry (see list-budget.ts); default DEFAULT_MAX_LIST_BYTES. */
@@ -203,7 +201,7 @@ export class SqliteTaskStore implements TaskStore {
 
   private read(id: string, owner: string, historyLength?: number): Task | undefined {
     const row = this.w.selectTask.get(id, owner) as RawRow | null;
-    return row ? assemble(fromRaw(row), historyLength, true) : undefined;
+    return row ? assemble(row, historyLength, true) : undefined;
   }
 
   async list(owner: string, params: ListTasksParams): Promise<ListTasksResult> {
@@ -262,15 +260,15 @@ export class SqliteTaskStore implements TaskStore {
     const message = !p.omitted.includes("status.message");
     const row = this.sqlite
       .query(
-        `SELECT id, context_id AS contextId, state, status_timestamp AS statusTimestamp, metadata,
-           ${message ? "status_message" : "NULL"} AS statusMessage, ${message ? "0" : "status_message IS NOT NULL"} AS hadMessage,
+        `SELECT id, context_id, state, status_timestamp, metadata,
+           ${message ? "status_message" : "NULL"} AS status_message, ${message ? "0" : "status_message IS NOT NULL"} AS had_message,
            ${history ? "history" : "'[]'"} AS history, ${artifacts ? "artifacts" : "'[]'"} AS artifacts
          FROM tasks WHERE id = ?1`,
       )
-      .get(p.id) as TaskParts & { hadMessage: number };
+      .get(p.id) as TaskColumns & { had_message: number };
     const task = assemble(row, history ? historyLength : 0, artifacts);
     if (p.omitted.length) {
-      const omitted = row.hadMessage ? p.omitted : p.omitted.filter((part) => part !== "status.message");
+      const omitted = row.had_message ? p.omitted : p.omitted.filter((part) => part !== "status.message");
       task.metadata = { ...task.metadata, [OMITTED_KEY]: omissionNote({ ...p, omitted }, this.maxListBytes) };
     }
     return task;
@@ -316,7 +314,7 @@ export class SqliteTaskStore implements TaskStore {
 
   async snapshot(id: string, owner: string, historyLength?: number): Promise<TaskSnapshot | undefined> {
     const row = this.w.selectTask.get(id, owner) as RawRow | null;
-    return row ? { task: assemble(fromRaw(row), historyLength, true), lastSeq: row.last_seq, state: stateOf(row.node_state) } : undefined;
+    return row ? { task: assemble(row, historyLength, true), lastSeq: row.last_seq, state: stateOf(row.node_state) } : undefined;
   }
 
   async usage(owner: string): Promise<CallerUsage> {
@@ -383,9 +381,7 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   private pendingFor(taskId: string): Pending {
-    let p = this.pending.get(taskId);
-    if (!p) this.pending.set(taskId, (p = newPending()));
-    return p;
+    return pendingOf(this.pending, taskId);
   }
 
   /**
@@ -543,46 +539,6 @@ interface RawRow {
   node_state: string | null;
 }
 
-/** A row's node state (see TaskChange.state). */
-export function stateOf(json: string | null): Record<string, unknown> {
-  return json ? (JSON.parse(json) as Record<string, unknown>) : {};
-}
 
-function fromRaw(r: RawRow): TaskRow {
-  return {
-    id: r.id,
-    contextId: r.context_id,
-    owner: r.owner,
-    state: r.state,
-    statusMessage: r.status_message,
-    statusTimestamp: r.status_timestamp,
-    metadata: r.metadata,
-    requestMessageId: r.request_message_id,
-    executor: r.executor,
-    history: r.history,
-    artifacts: r.artifacts,
-    createdAt: r.created_at,
-    updatedAt: r.updated_at,
-    lastSeq: r.last_seq,
-    workingAt: r.working_at,
-  };
-}
 
-/** A row's TaskStatus (its message is stored as JSON). */
-function statusOf(state: string, timestamp: string, message: string | null): TaskStatus {
-  const status: TaskStatus = { state: state as TaskState, timestamp };
-  if (message) status.message = JSON.parse(message) as Message;
-  return status;
-}
 
-function assemble(row: TaskParts, historyLength: number | undefined, withArtifacts: boolean): Task {
-  const task: Task = { id: row.id, contextId: row.contextId, status: statusOf(row.state, row.statusTimestamp, row.statusMessage) };
-  if (withArtifacts && row.artifacts !== "[]") task.artifacts = JSON.parse(row.artifacts) as Artifact[];
-  if (historyLength !== 0) {
-    let hist = JSON.parse(row.history) as Message[];
-    if (historyLength !== undefined && hist.length > historyLength) hist = hist.slice(hist.length - historyLength);
-    if (hist.length > 0) task.history = hist;
-  }
-  if (row.metadata) task.metadata = JSON.parse(row.metadata) as Record<string, unknown>;
-  return task;
-}

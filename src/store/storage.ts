@@ -4,6 +4,7 @@ import type { PushConfigStore } from "../push/push-config-store";
 import { hostname } from "node:os";
 import { newId } from "../clock";
 import type { TaskLeases } from "../tasks/leases";
+import type { ReplicaMessages } from "../tasks/replica-messages";
 import type { TaskStore } from "../tasks/task-store";
 import { PostgresLeases } from "./postgres/postgres-leases";
 import { PostgresDeliveryQueue } from "./postgres/postgres-delivery-queue";
@@ -12,6 +13,7 @@ import type { DeliveryQueue } from "../push/delivery-queue";
 import { openDatabase, type OpenDatabase } from "./database";
 import { openPostgres, type PostgresDatabase } from "./postgres/database";
 import { PostgresPushConfigStore } from "./postgres/postgres-push-config-store";
+import { PostgresReplicaMessages } from "./postgres/postgres-replica-messages";
 import { PostgresTaskStore } from "./postgres/postgres-task-store";
 import { SqlitePushConfigStore } from "./sqlite-push-config-store";
 import { SqliteTaskStore } from "./sqlite-task-store";
@@ -30,6 +32,8 @@ export interface Storage {
   postgres?: PostgresDatabase;
   /** This replica's leases on the tasks it runs, when tasks are kept in Postgres. */
   leases?: TaskLeases;
+  /** What the replicas sharing the Postgres database tell each other (none for a node alone on SQLite). */
+  replicas?: ReplicaMessages;
   /** GET /health/ready's database check and the tasks-by-state gauge, on the store that holds the tasks. */
   health: StoreHealth;
   /** Where the tasks are, for the log (a Postgres URL without its password). */
@@ -95,8 +99,9 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     // Claimed as PostgresDeliveryQueue claims what it queues: by this replica, renewed with its claims.
     pushDeliveries: { replica, claimMs: options.leaseMs },
   });
+  const replicas = new PostgresReplicaMessages(postgres.sql, leases);
   try {
-    await tasks.listen();
+    await replicas.listen();
   } catch (err) {
     await postgres.close();
     local.close();
@@ -109,12 +114,13 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     deliveries: new PostgresDeliveryQueue(postgres.sql, replica, options.leaseMs),
     postgres,
     leases,
+    replicas,
     health: new PostgresProbe(postgres.sql, postgres.display, replica),
     where: postgres.display,
     flush: () => tasks.flush(),
     async close() {
       await tasks.flush();
-      await tasks.unlisten();
+      await replicas.unlisten();
       await postgres.close();
       local.close();
     },

@@ -1,5 +1,6 @@
 import { isSettled, isTerminal, type StreamItem } from "../protocol/types";
 import type { EventStream } from "./event-stream";
+import type { ReplicaMessages } from "./replica-messages";
 import type { TaskStore } from "./task-store";
 
 /** A stream following a task through the store (see followStored). */
@@ -11,14 +12,14 @@ export interface StoredFollow {
 
 /**
  * Follows a task that runs in another process (another replica on the same database) through the store alone:
- * each time the store says the task's events may have grown (`watch`), the stream gets the committed events
+ * each time the replicas' messages say the task's events may have grown (`watch`), the stream gets the committed events
  * after the last one it has, in order. The watch is made before the caller reads its replay, so an event is in
  * the replay, or read after a notice, or both (the stream drops what it already has), never in neither. The
  * stream ends at the task's next settled state, or at its end when `untilTerminal` (it was waiting for input);
  * `onEnd` hears when following stops by itself (an error: the stream should fail with it).
  */
-export function followStored(store: TaskStore, taskId: string, stream: EventStream, untilTerminal: boolean, onEnd: (err?: unknown) => void): StoredFollow {
-  if (!store.watch) throw new Error("this store cannot tell when another process commits events");
+export function followStored(store: TaskStore, replicas: ReplicaMessages | undefined, taskId: string, stream: EventStream, untilTerminal: boolean, onEnd: (err?: unknown) => void): StoredFollow {
+  if (!replicas) throw new Error("this store cannot tell when another process commits events");
   let reading = false;
   let again = false;
   let stopped = false;
@@ -49,7 +50,7 @@ export function followStored(store: TaskStore, taskId: string, stream: EventStre
       reading = false;
     }
   };
-  const unwatch = store.watch(taskId, () => void read());
+  const unwatch = replicas.watch(taskId, () => void read());
   return { catchUp: () => void read(), stop: () => stop() };
 }
 
@@ -61,15 +62,15 @@ export function ends(e: StreamItem, untilTerminal: boolean): boolean {
 }
 
 /**
- * Resolves once the task has ended (a terminal event is stored), as far as the store tells (`watch`), or after
+ * Resolves once the task has ended (a terminal event is stored), as far as the replicas' messages tell (`watch`), or after
  * `timeoutMs` otherwise: whichever comes first.
  */
-export async function untilEnded(store: TaskStore, taskId: string, timeoutMs: number): Promise<void> {
-  if (!store.watch) return;
+export async function untilEnded(store: TaskStore, replicas: ReplicaMessages | undefined, taskId: string, timeoutMs: number): Promise<void> {
+  if (!replicas) return;
   let notify: () => void = () => {};
   let timer: ReturnType<typeof setTimeout> | undefined;
   const expired = new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)));
-  const unwatch = store.watch(taskId, () => notify());
+  const unwatch = replicas.watch(taskId, () => notify());
   try {
     let seen = 0;
     for (;;) {
@@ -87,10 +88,10 @@ export async function untilEnded(store: TaskStore, taskId: string, timeoutMs: nu
 }
 
 /** Resolves once a settled state (interrupted or terminal) is stored for the task after event `afterSeq`. */
-export async function untilSettled(store: TaskStore, taskId: string, afterSeq: number): Promise<void> {
-  if (!store.watch) throw new Error("this store cannot tell when another process commits events");
+export async function untilSettled(store: TaskStore, replicas: ReplicaMessages | undefined, taskId: string, afterSeq: number): Promise<void> {
+  if (!replicas) throw new Error("this store cannot tell when another process commits events");
   let notify: () => void = () => {};
-  const unwatch = store.watch(taskId, () => notify());
+  const unwatch = replicas.watch(taskId, () => notify());
   try {
     let seen = afterSeq;
     for (;;) {

@@ -1,3 +1,4 @@
+import type { ReplicaMessages } from "./replica-messages";
 import type { AgentExecutor, ExecutionEvents, ExecutionOutcome } from "../executors/executor";
 import type { Message, StreamResponse, Task, TaskState, TaskStatus } from "../protocol/types";
 import { isInterrupted } from "../protocol/types";
@@ -43,6 +44,8 @@ export interface StartOptions {
 }
 
 export interface TaskRunnerOptions {
+  /** With a store several processes share: what they tell each other (cancels, answers, commits). */
+  replicas?: ReplicaMessages;
   /** Tasks executing at once. */
   maxConcurrent: number;
   /** Tasks allowed to wait (SUBMITTED) for a slot; beyond this new tasks are refused. */
@@ -134,7 +137,7 @@ export class TaskRunner {
       setWorking: (job, text) => this.setWorking(job, text),
     });
     // Another process was asked to cancel a task: this one does, if it runs it.
-    store.onCancelRequest?.((taskId, reason) => void this.cancel(taskId, reason)?.catch(() => {}));
+    options.replicas?.onCancelRequest((taskId, reason) => void this.cancel(taskId, reason)?.catch(() => {}));
   }
 
   get executorKind(): string {
@@ -304,6 +307,11 @@ export class TaskRunner {
   }
 
   /** With leases, how long they last: a process that holds a task and is alive answers within it. */
+  /** What the processes sharing the store tell each other (see ReplicaMessages); none for a process alone. */
+  get replicas(): ReplicaMessages | undefined {
+    return this.options.replicas;
+  }
+
   get leaseMs(): number | undefined {
     return this.keeper.ttlMs;
   }

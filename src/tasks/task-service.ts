@@ -106,7 +106,7 @@ export class TaskService {
     private readonly options: TaskServiceOptions = {},
   ) {
     // Another process passed on an answer: taken if the task's execution waits here for its caller.
-    store.onAnswerRequest?.(
+    runner.replicas?.onAnswerRequest(
       (taskId, owner, message) => {
         if (!runner.isWaitingForInput(taskId, owner)) return undefined;
         let answered: ReturnType<TaskRunner["answer"]>;
@@ -164,7 +164,7 @@ export class TaskService {
     const reason = `canceled by ${owner}`;
     const settled = this.runner.cancel(task.id, reason);
     if (settled) await settled.catch(() => {});
-    else if (!this.store.requestCancel) {
+    else if (!this.runner.replicas) {
       // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
       await whenStored(task.id, this.runner.cancelIdle(task, reason, owner));
     } else if (await this.runner.hold(task.id)) {
@@ -177,8 +177,8 @@ export class TaskService {
     } else {
       // Another process runs it (or waits there for its answer): it is asked to cancel it, and the answer
       // waits for the task's end (a process that holds a task and lives answers within a lease period).
-      await this.store.requestCancel(task.id, reason);
-      await untilEnded(this.store, task.id, 2 * (this.runner.leaseMs ?? 30_000));
+      await this.runner.replicas.requestCancel(task.id, reason);
+      await untilEnded(this.store, this.runner.replicas, task.id, 2 * (this.runner.leaseMs ?? 30_000));
     }
     return (await this.store.get(task.id, owner)) as Task;
   }
@@ -359,17 +359,18 @@ export class TaskService {
    * through the store. A refusal there arrives as the store's RelayedRefusal, in the surface's own terms.
    */
   private async answerElsewhere(task: Task, message: Message, owner: string, stream?: EventStream): Promise<Accepted> {
-    if (!this.store.requestAnswer) throw TaskRefusal.unsupported(`task ${task.id} is held by another process; send the answer to it`);
+    const replicas = this.runner.replicas;
+    if (!replicas) throw TaskRefusal.unsupported(`task ${task.id} is held by another process; send the answer to it`);
     let lastSeq: number;
     try {
-      ({ lastSeq } = await this.store.requestAnswer(task.id, owner, message));
+      ({ lastSeq } = await replicas.requestAnswer(task.id, owner, message));
     } catch (err) {
       if (err instanceof TaskStoreError && !(err instanceof RelayedRefusal)) throw TaskRefusal.unsupported(err.message);
       throw err;
     }
     // Taken: the execution runs again (WORKING) with the answer in its history.
     const answered: Task = { ...task, status: { state: "TASK_STATE_WORKING", timestamp: now() }, history: [...(task.history ?? []), message] };
-    const settled = stream ? undefined : untilSettled(this.store, task.id, lastSeq).then(async () => (await this.store.get(task.id, owner)) ?? answered);
+    const settled = stream ? undefined : untilSettled(this.store, this.runner.replicas, task.id, lastSeq).then(async () => (await this.store.get(task.id, owner)) ?? answered);
     return { task: answered, initial: answered, committed: Promise.resolve(), settled, lastSeq };
   }
 
@@ -392,8 +393,8 @@ export class TaskService {
     const state = task.status.state;
     // Not running here, on a store other processes share: it may run in one of them (or run again there, once
     // answered), so the stream follows it through the store until it settles.
-    if (!live && !isTerminal(state) && this.store.watch)
-      remote = followStored(this.store, taskId, stream, isInterrupted(state), (err) => (err === undefined ? stream.end() : stream.fail(err)));
+    if (!live && !isTerminal(state) && this.runner.replicas)
+      remote = followStored(this.store, this.runner.replicas, taskId, stream, isInterrupted(state), (err) => (err === undefined ? stream.end() : stream.fail(err)));
     // Not running here, on a store of this process alone: a task waiting for input keeps its subscriber until it
     // runs here again and ends.
     const parked = !live && !remote && isInterrupted(state);

@@ -245,12 +245,6 @@ export interface TaskStore {
    */
   deleteFinished(before: string, limit: number): Promise<string[]>;
   /**
-   * Only for a store several processes share (replicas on one database): calls `onCommitted` whenever any
-   * process may have committed events of the task (and again after a lost connection to the store, when some
-   * notices may have been missed); the caller reads them with eventsAfter. Returns a function that stops it.
-   */
-  watch?(taskId: string, onCommitted: () => void): () => void;
-  /**
    * For a store that keeps the webhooks beside the tasks (SQLite and Postgres, when given their delivery
    * queue): every commit that stores events of a task also queues, in the same transaction, one push delivery
    * per event for each webhook the task has then. An event on disk therefore never lacks its deliveries,
@@ -264,23 +258,6 @@ export interface TaskStore {
    * saves the webhook with its PushConfigStore once the task is created.
    */
   readonly keepsWebhooks?: boolean;
-  /** Only for a shared store: asks whichever process runs the task to cancel it (see onCancelRequest). */
-  requestCancel?(taskId: string, reason: string): Promise<void>;
-  /** Only for a shared store: hears the cancel requests of every process (for the tasks it may run). */
-  onCancelRequest?(listener: (taskId: string, reason: string) => void): void;
-  /**
-   * Only for a shared store: passes the answer to a task waiting for input to the process where its execution
-   * waits; resolves once that one has stored it, with the number of the task's last event before it. Rejects
-   * with RelayedRefusal when that process refuses it, or a TaskStoreError when no process took it.
-   */
-  requestAnswer?(taskId: string, owner: string, message: Message): Promise<{ lastSeq: number }>;
-  /**
-   * Only for a shared store: hears the answers other processes pass on; `take` returns undefined for a task
-   * that does not wait here (another process may take it), else resolves once the answer is stored.
-   * `waitsHere`, if given, says beforehand whether a task waits here, so a store that passes answers by
-   * reference reads only those it may take.
-   */
-  onAnswerRequest?(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined, waitsHere?: (taskId: string) => boolean): void;
 }
 
 /** The states a task never leaves: retention may delete tasks in them. */

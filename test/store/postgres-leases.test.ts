@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/log";
 import type { PostgresDatabase } from "../../src/store/postgres/database";
 import { DB_NOW_MS, PostgresLeases } from "../../src/store/postgres/postgres-leases";
+import { PostgresReplicaMessages } from "../../src/store/postgres/postgres-replica-messages";
 import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
 import { WriteRefused } from "../../src/tasks/task-store";
 import { emptyPostgres } from "../helpers/postgres-stores";
@@ -14,7 +15,7 @@ import { emptyPostgres } from "../helpers/postgres-stores";
 let database: PostgresDatabase;
 const replica = (name: string) => {
   const leases = new PostgresLeases(database.sql, name, 60_000);
-  return { leases, store: new PostgresTaskStore(database, { leases, log: createLogger(() => {}) }) };
+  return { leases, store: new PostgresTaskStore(database, { leases, log: createLogger(() => {}) }), replicas: new PostgresReplicaMessages(database.sql, leases) };
 };
 const msg = (id: string) => ({ messageId: id, role: "ROLE_USER" as const, parts: [{ text: id }] });
 
@@ -150,10 +151,10 @@ describe("task leases on Postgres", () => {
     const a = replica("a");
     const b = replica("b");
     const heardByA: [string, string][] = [];
-    a.store.onCancelRequest((taskId, reason) => heardByA.push([taskId, reason]));
+    a.replicas.onCancelRequest((taskId, reason) => heardByA.push([taskId, reason]));
     await (await a.store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1"), executor: "echo", timestamp: new Date().toISOString() })).committed;
     // Nobody listens (a's connection for notices is down): the NOTIFY of this request reaches no one.
-    await b.store.requestCancel("t1", "canceled by alpha");
+    await b.replicas.requestCancel("t1", "canceled by alpha");
     expect(heardByA).toEqual([]);
     expect(await a.leases.renew()).toEqual([]);
     expect(heardByA).toEqual([["t1", "canceled by alpha"]]);
@@ -163,7 +164,7 @@ describe("task leases on Postgres", () => {
     // a dies before it applied the cancel: c claims the task and hears the request at its first renewal.
     const c = replica("c");
     const heardByC: [string, string][] = [];
-    c.store.onCancelRequest((taskId, reason) => heardByC.push([taskId, reason]));
+    c.replicas.onCancelRequest((taskId, reason) => heardByC.push([taskId, reason]));
     await database.sql`UPDATE task_leases SET expires_at = 0 WHERE task_id = 't1'`;
     expect((await c.leases.claimOrphans(10)).map((t) => t.id)).toEqual(["t1"]);
     await c.leases.renew();

@@ -12,12 +12,13 @@ import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, StreamItem, Task } from "../../src/protocol/types";
 import type { PostgresDatabase } from "../../src/store/postgres/database";
 import { PostgresLeases } from "../../src/store/postgres/postgres-leases";
+import { PostgresReplicaMessages } from "../../src/store/postgres/postgres-replica-messages";
 import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
 import { TaskRunner } from "../../src/tasks/task-runner";
 import { emptyPostgres } from "../helpers/postgres-stores";
 
 let database: PostgresDatabase;
-let stores: PostgresTaskStore[];
+let stores: { store: PostgresTaskStore; replicas: PostgresReplicaMessages }[];
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
 const bravo = { caller: { name: "bravo", fingerprint: "BB" } };
 const message = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra });
@@ -37,9 +38,10 @@ class AskingExecutor implements AgentExecutor {
 async function replica(name: string, executor: AgentExecutor) {
   const leases = new PostgresLeases(database.sql, name, 60_000);
   const store = new PostgresTaskStore(database, { leases, log: createLogger(() => {}) });
-  await store.listen();
-  stores.push(store);
-  const runner = new TaskRunner(store, executor, { maxConcurrent: 4, maxQueued: 100, historyMessages: 20, leases });
+  const replicas = new PostgresReplicaMessages(database.sql, leases);
+  await replicas.listen();
+  stores.push({ store, replicas });
+  const runner = new TaskRunner(store, executor, { maxConcurrent: 4, maxQueued: 100, historyMessages: 20, leases, replicas });
   return { runner, handler: new DefaultRequestHandler(store, runner) };
 }
 
@@ -58,8 +60,8 @@ beforeEach(async () => {
 });
 afterEach(async () => {
   for (const s of stores) {
-    await s.flush();
-    await s.unlisten();
+    await s.store.flush();
+    await s.replicas.unlisten();
   }
   await database.close();
 });
@@ -84,7 +86,7 @@ describe("an answer sent to another replica than the one where the execution wai
     expect(done.status.state).toBe("TASK_STATE_COMPLETED");
     expect(done.artifacts?.[0]?.parts[0]?.text).toBe("b");
     expect([execA.executions, execB.executions]).toEqual([1, 0]); // the same execution went on, on A
-    const events = await stores[1]!.eventsAfter(asked.id, 0);
+    const events = await stores[1]!.store.eventsAfter(asked.id, 0);
     expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
   });
 
@@ -105,7 +107,7 @@ describe("an answer sent to another replica than the one where the execution wai
     const done = taskOf(await b.handler.sendMessage({ message: message(long, { taskId: asked.id }) }, alpha));
     expect(done.status.state).toBe("TASK_STATE_COMPLETED");
     expect(done.artifacts?.[0]?.parts[0]?.text).toBe(long);
-    expect((await stores[0]!.get(asked.id, "alpha"))?.history?.at(-1)?.parts[0]?.text).toBe(long);
+    expect((await stores[0]!.store.get(asked.id, "alpha"))?.history?.at(-1)?.parts[0]?.text).toBe(long);
     expect((await database.sql`SELECT count(*)::int AS n FROM task_answers`)[0].n).toBe(0);
   });
 

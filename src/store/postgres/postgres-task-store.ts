@@ -1,19 +1,22 @@
 import type { SQL } from "bun";
 
-type SQLListen = Awaited<ReturnType<SQL["listen"]>>;
 import { encodeTime } from "ulid";
-import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState, TaskStatus } from "../../protocol/types";
+import type { ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState } from "../../protocol/types";
 import { isInterrupted, isTerminal } from "../../protocol/types";
 import { crashPoint } from "../../crash-point";
 import { createLogger, type Logger } from "../../log";
 import { newId } from "../../clock";
-import { DroppedWrite, FINAL_STATES, HeldElsewhere, RelayedRefusal, TaskStoreError, UnstorableData, WriteRefused, type CallerUsage, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
+import { DroppedWrite, FINAL_STATES, HeldElsewhere, UnstorableData, WriteRefused, type CallerUsage, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
-import { addChange, newPending, planWrite, toJson, type Params, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
+import { addChange, planWrite, toJson, type Params, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
 import type { PostgresDatabase } from "./database";
 import { DB_NOW_MS, pgArray, type PostgresLeases } from "./postgres-leases";
 import { SerialGroupCommit } from "./serial-commit";
+import { CountFolding } from "./count-folding";
+import { assemble, pendingOf, stateOf, type TaskColumns } from "../task-rows";
+import { deferred, type Deferred } from "./deferred";
+import { EVENTS_CHANNEL } from "./postgres-replica-messages";
 
 export interface PostgresTaskStoreOptions {
   /** Bytes of task JSON one ListTasks page may carry (see list-budget.ts). */
@@ -37,37 +40,11 @@ export interface PostgresTaskStoreOptions {
   keepWebhooks?: boolean;
 }
 
-/** The channel every commit that adds events notifies, with "taskId seq" lines (see watch). */
-export const EVENTS_CHANNEL = "a2a_task_events";
-/** Cancel requests between replicas: JSON {taskId, reason} (see requestCancel). */
-export const CANCEL_CHANNEL = "a2a_task_cancel";
-/** Answers passed between replicas, and the replies (see requestAnswer). */
-export const ANSWER_CHANNEL = "a2a_task_answer";
-export const ANSWER_REPLY_CHANNEL = "a2a_task_answer_reply";
-/** How long an answer waits for the replica where its task waits (a live one takes it at once). */
-const ANSWER_TIMEOUT_MS = 10_000;
-
 const DEFAULT_PAGE_SIZE = 50;
 /** Rows of one multi-row INSERT (Postgres takes at most 65,535 parameters in a statement). */
 const CREATE_CHUNK = 500;
 /** A NOTIFY payload (lines of "taskId seq") stays under Postgres's 8,000 bytes. */
 const NOTIFY_BYTES = 7_000;
-/**
- * task_counts (see schema.ts) gains rows with every write; it is folded to one row per (owner, state) after
- * this many task writes on this replica, or when a ListTasks summed more rows than COMPACT_ROWS for its caller.
- * Between the two a count sums at most a few thousand small index entries.
- */
-const COMPACT_AFTER_WRITES = 2_000;
-const COMPACT_ROWS = 1_000;
-/** The advisory lock of a compaction (any 64-bit number of our own): one replica folds at a time. */
-const COMPACT_LOCK = 0x61326163_6f756e74n;
-/** Folds task_counts: the rows a compaction deletes are exactly the rows it sums (see compactCounts). */
-const COMPACT_COUNTS = `WITH gone AS (DELETE FROM task_counts RETURNING owner, state, n)
-  INSERT INTO task_counts (owner, state, n) SELECT owner, state, sum(n) FROM gone GROUP BY owner, state HAVING sum(n) <> 0`;
-/** Folds caller_usage the same way, in the same transaction. */
-const COMPACT_USAGE = `WITH gone AS (DELETE FROM caller_usage RETURNING owner, tasks, bytes)
-  INSERT INTO caller_usage (owner, tasks, bytes) SELECT owner, sum(tasks), sum(bytes) FROM gone GROUP BY owner HAVING sum(tasks) <> 0 OR sum(bytes) <> 0`;
-
 interface CreateRequest {
   task: Task;
   owner: string;
@@ -107,27 +84,16 @@ export class PostgresTaskStore implements TaskStore {
   private readonly leases: PostgresLeases | undefined;
   private readonly updateTask: string;
   private readonly insertEvents: string;
-  /** Task id → who follows it from the store (see watch). */
-  private readonly watchers = new Map<string, Set<() => void>>();
-  private feed: SQLListen | undefined;
-  private cancels: SQLListen | undefined;
-  private cancelListener: ((taskId: string, reason: string) => void) | undefined;
-  private answers: SQLListen[] = [];
-  private answerTaker: ((taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined) | undefined;
-  private waitsHere: ((taskId: string) => boolean) | undefined;
   /**
    * The rows of tasks this replica runs, as its last commit left them, with the hold (see PostgresLeases.holdOf)
    * they were written under: while the hold is the same nobody else wrote the task, so the next write builds
    * on this copy instead of reading the row back first. Dropped when the task waits for input or ends.
    */
   private readonly rows = new Map<string, { row: StoredRow; hold: number }>();
-  /** Answers this replica passed on, waiting for a reply, by request id. */
-  private readonly awaitingReply = new Map<string, Deferred<{ lastSeq: number }>>();
   private readonly pushDeliveries: PostgresTaskStoreOptions["pushDeliveries"];
   private deliveryListener: ((deliveries: QueuedWithEvent[]) => void) | undefined;
   /** Task writes since task_counts was last folded, and the fold in progress (see compactCounts). */
-  private writesSinceCompact = 0;
-  private compacting: Promise<void> | undefined;
+  private readonly counts: CountFolding;
 
   readonly keepsWebhooks: boolean;
 
@@ -136,6 +102,7 @@ export class PostgresTaskStore implements TaskStore {
     this.keepsWebhooks = options.keepWebhooks ?? false;
     this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
     this.log = options.log ?? createLogger((line) => process.stderr.write(line));
+    this.counts = new CountFolding(this.sql, this.log);
     this.leases = options.leases;
     this.pushDeliveries = options.pushDeliveries;
     const fence = this.leases ? ` AND ${this.leases.fence("$1")}` : "";
@@ -182,9 +149,7 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   private pendingFor(taskId: string): Pending {
-    let p = this.pending.get(taskId);
-    if (!p) this.pending.set(taskId, (p = newPending()));
-    return p;
+    return pendingOf(this.pending, taskId);
   }
 
   record(taskId: string, change: TaskChange): Promise<void> {
@@ -215,7 +180,7 @@ export class PostgresTaskStore implements TaskStore {
     const [row] = await this.sql`SELECT * FROM tasks WHERE id = ${id} AND owner = ${owner}`;
     if (!row) return undefined;
     const r = row as RawRow;
-    return { task: assemble(r, historyLength, true), lastSeq: r.last_seq, state: r.node_state ? (JSON.parse(r.node_state) as Record<string, unknown>) : {} };
+    return { task: assemble(r, historyLength, true), lastSeq: r.last_seq, state: stateOf(r.node_state) };
   }
 
   async list(owner: string, params: ListTasksParams): Promise<ListTasksResult> {
@@ -254,7 +219,7 @@ export class PostgresTaskStore implements TaskStore {
         values,
       ),
     ]);
-    if (summed > COMPACT_ROWS) this.compactSoon();
+    this.counts.summed(summed);
     const withArtifacts = params.includeArtifacts ?? false;
     const plan = planPage(candidates, { pageSize, maxBytes: this.maxListBytes, history: params.historyLength !== 0, artifacts: withArtifacts });
     const last = plan.tasks[plan.tasks.length - 1];
@@ -305,7 +270,7 @@ export class PostgresTaskStore implements TaskStore {
     // caller_usage holds rows of changes (see schema.ts): summed here, folded by compactCounts.
     const [row] = (await this.sql`SELECT coalesce(sum(tasks), 0)::float8 AS tasks, coalesce(sum(bytes), 0)::float8 AS bytes, count(*)::int AS summed
       FROM caller_usage WHERE owner = ${owner}`) as (CallerUsage & { summed: number })[];
-    if (row.summed > COMPACT_ROWS) this.compactSoon();
+    this.counts.summed(row.summed);
     return { tasks: row.tasks, bytes: row.bytes };
   }
 
@@ -368,188 +333,19 @@ export class PostgresTaskStore implements TaskStore {
       await tx`DELETE FROM tasks WHERE id IN ${tx(ids)}`;
       return ids;
     });
-    this.wrote(rows.length);
+    this.counts.wrote(rows.length);
     return rows;
-  }
-
-  /**
-   * Listens to EVENTS_CHANNEL on a connection of its own, so watch() hears of every replica's commits. After a
-   * lost connection the listen is made again and every watcher is told, since notices may have been missed.
-   */
-  async listen(): Promise<void> {
-    if (this.feed) return;
-    let first = true;
-    this.feed = await this.sql.listen(
-      EVENTS_CHANNEL,
-      (payload) => {
-        for (const line of payload.split("\n")) {
-          const id = line.slice(0, line.lastIndexOf(" "));
-          for (const w of this.watchers.get(id) ?? []) w();
-        }
-      },
-      () => {
-        if (first) first = false;
-        else for (const set of this.watchers.values()) for (const w of set) w();
-      },
-    );
-    this.cancels = await this.sql.listen(CANCEL_CHANNEL, (payload) => {
-      try {
-        const { taskId, reason } = JSON.parse(payload) as { taskId: string; reason: string };
-        this.cancelListener?.(taskId, reason);
-      } catch {
-        // Not one of ours: ignored.
-      }
-    });
-    this.answers = [await this.sql.listen(ANSWER_CHANNEL, (p) => void this.takeAnswer(p)), await this.sql.listen(ANSWER_REPLY_CHANNEL, (p) => this.takeReply(p))];
-  }
-
-  /**
-   * The answer goes by reference: its row in task_answers, and a NOTIFY of the row's id (with the task and
-   * owner, so only the replica where the task waits reads it), in one statement. Any answer the node took from
-   * its caller fits, whatever NOTIFY's payload limit. The row is deleted once answered or given up on.
-   */
-  async requestAnswer(taskId: string, owner: string, message: Message): Promise<{ lastSeq: number }> {
-    const id = newId();
-    const body = toJson(message, "message");
-    const payload = JSON.stringify({ id, taskId, owner });
-    const reply = deferred<{ lastSeq: number }>();
-    this.awaitingReply.set(id, reply);
-    const timer = setTimeout(
-      () => reply.reject(new TaskStoreError(`no replica took the answer to task ${taskId} within ${ANSWER_TIMEOUT_MS / 1000} s (the one where it waits may have stopped); send it again`)),
-      ANSWER_TIMEOUT_MS,
-    );
-    try {
-      await this.sql`WITH stored AS (INSERT INTO task_answers (id, task_id, owner, message) VALUES (${id}, ${taskId}, ${owner}, ${body}) RETURNING id)
-        SELECT pg_notify(${ANSWER_CHANNEL}, ${payload}) FROM stored`;
-      return await reply.promise;
-    } finally {
-      clearTimeout(timer);
-      this.awaitingReply.delete(id);
-      await this.sql`DELETE FROM task_answers WHERE id = ${id}`.catch(() => {}); // left over, it is harmless (retention removes it)
-    }
-  }
-
-  onAnswerRequest(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined, waitsHere?: (taskId: string) => boolean): void {
-    this.answerTaker = take;
-    this.waitsHere = waitsHere;
-  }
-
-  /**
-   * An answer another replica passed on: read from task_answers and taken here if its task waits here, and
-   * the outcome sent back. Only a replica whose runner holds the task (asked with `waitsHere`) reads the row.
-   */
-  private async takeAnswer(payload: string): Promise<void> {
-    let request: { id: string; taskId: string; owner: string };
-    try {
-      request = JSON.parse(payload);
-    } catch {
-      return;
-    }
-    if (this.waitsHere && !this.waitsHere(request.taskId)) return;
-    let taken: Promise<{ lastSeq: number }> | undefined;
-    try {
-      const [row] = (await this.sql`SELECT message FROM task_answers WHERE id = ${request.id} AND task_id = ${request.taskId} AND owner = ${request.owner}`) as { message: string }[];
-      if (!row) return; // given up on already
-      taken = this.answerTaker?.(request.taskId, request.owner, JSON.parse(row.message) as Message);
-    } catch (err) {
-      taken = Promise.reject(err);
-    }
-    if (!taken) return; // not waiting here
-    const reply = (body: Record<string, unknown>) => this.sql`SELECT pg_notify(${ANSWER_REPLY_CHANNEL}, ${JSON.stringify({ id: request.id, ...body })})`.catch(() => {});
-    taken.then(
-      ({ lastSeq }) => void reply({ lastSeq }),
-      (err: { code?: number; reason?: string; message?: string }) =>
-        void reply({ error: { code: typeof err?.code === "number" ? err.code : -32603, message: err?.message ?? String(err), reason: err?.reason ?? "INTERNAL_ERROR" } }),
-    );
-  }
-
-  private takeReply(payload: string): void {
-    let r: { id: string; lastSeq?: number; error?: { code: number; message: string; reason: string } };
-    try {
-      r = JSON.parse(payload);
-    } catch {
-      return;
-    }
-    const waiting = this.awaitingReply.get(r.id);
-    if (!waiting) return; // another replica's
-    if (r.error) waiting.reject(new RelayedRefusal(r.error.code, r.error.message, r.error.reason));
-    else waiting.resolve({ lastSeq: r.lastSeq ?? 0 });
-  }
-
-  /**
-   * Stored with the task's lease first (see PostgresLeases.requestCancel), where its holder reads it at its
-   * next renewal whatever happens to the NOTIFY (a replica that was reconnecting, or one that takes the task
-   * over); the NOTIFY is the fast path.
-   */
-  async requestCancel(taskId: string, reason: string): Promise<void> {
-    const payload = JSON.stringify({ taskId, reason });
-    if (this.leases)
-      await this.sql`WITH kept AS (UPDATE task_leases SET cancel_reason = ${reason} WHERE task_id = ${taskId} RETURNING task_id)
-        SELECT pg_notify(${CANCEL_CHANNEL}, ${payload}), (SELECT count(*) FROM kept)`;
-    else await this.sql`SELECT pg_notify(${CANCEL_CHANNEL}, ${payload})`;
-  }
-
-  onCancelRequest(listener: (taskId: string, reason: string) => void): void {
-    this.cancelListener = listener;
-    this.leases?.onCancelRequested(listener);
-  }
-
-  /** Stops listening (before closing the database). */
-  async unlisten(): Promise<void> {
-    const [feed, cancels, answers] = [this.feed, this.cancels, this.answers];
-    this.feed = this.cancels = undefined;
-    this.answers = [];
-    await Promise.all([feed?.unlisten(), cancels?.unlisten(), ...answers.map((a) => a.unlisten())]);
-  }
-
-  watch(taskId: string, onCommitted: () => void): () => void {
-    if (!this.feed) throw new Error("the Postgres task store is not listening: call listen() first");
-    let set = this.watchers.get(taskId);
-    if (!set) this.watchers.set(taskId, (set = new Set()));
-    const w = () => onCommitted();
-    set.add(w);
-    return () => {
-      set.delete(w);
-      if (set.size === 0 && this.watchers.get(taskId) === set) this.watchers.delete(taskId);
-    };
   }
 
   /** Resolves once everything written so far is committed (call before closing the database). */
   async flush(): Promise<void> {
     await this.group.flush();
-    await this.compacting;
+    await this.counts.settled();
   }
 
-  /**
-   * Folds task_counts to one row per (owner, state), in the background. Safe beside every other write: the
-   * DELETE removes only rows committed when it started (a row a concurrent write adds stays, and is summed by
-   * the next fold), and the INSERT puts back exactly their sums, in one statement, so a reader sees the rows
-   * before the fold or after it, with the same total. One replica folds at a time (a transaction-level
-   * advisory lock, tried, not waited for). A fold that fails changes nothing and is tried again later.
-   */
+  /** Folds task_counts and caller_usage now (see CountFolding). */
   compactCounts(): Promise<void> {
-    this.writesSinceCompact = 0;
-    this.compacting ??= this.sql
-      .begin(async (tx) => {
-        const [{ locked }] = await tx`SELECT pg_try_advisory_xact_lock(${COMPACT_LOCK.toString()}::bigint) AS locked`;
-        if (locked) {
-          await tx.unsafe(COMPACT_COUNTS);
-          await tx.unsafe(COMPACT_USAGE);
-        }
-      })
-      .catch((err) => this.log.warn("could not fold the task counts; will try again", { reason: reasonOf(err) }))
-      .finally(() => (this.compacting = undefined));
-    return this.compacting;
-  }
-
-  /** Counts task writes towards the next fold of task_counts. */
-  private wrote(tasks: number): void {
-    this.writesSinceCompact += tasks;
-    if (this.writesSinceCompact >= COMPACT_AFTER_WRITES) this.compactSoon();
-  }
-
-  private compactSoon(): void {
-    if (!this.compacting) void this.compactCounts();
+    return this.counts.fold();
   }
 
   /**
@@ -561,7 +357,7 @@ export class PostgresTaskStore implements TaskStore {
     this.creates = [];
     const batch = [...this.pending];
     this.pending.clear();
-    this.wrote(creates.length + batch.length);
+    this.counts.wrote(creates.length + batch.length);
     const failed = new Map<string, unknown>();
     try {
       // Creates alone are one statement (their leases with them), committed without a transaction of its own.
@@ -752,12 +548,8 @@ export class PostgresTaskStore implements TaskStore {
         FROM v WHERE t.id = v.id AND ${guard} RETURNING t.id)`);
     if (events.length) ctes.push(`ev AS (INSERT INTO task_events (task_id, seq, last_seq, events) SELECT task_id, seq, last_seq, events FROM e WHERE ${guard} RETURNING task_id)`);
     if (tuples.length) {
-      ctes.push(`c (id, context_id, owner, ts, rmid, executor, metadata, history, node_state) AS (VALUES ${tuples.join(", ")})`);
-      ctes.push(`ins AS (INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
-          node_state, last_seq, head_bytes, history_bytes, artifacts_bytes)
-        SELECT c.id, c.context_id, c.owner, 'TASK_STATE_SUBMITTED', c.ts, c.rmid, c.executor, c.ts, c.ts, c.metadata, c.history, '[]',
-          c.node_state, 0, octet_length(c.id) + octet_length(c.context_id) + coalesce(octet_length(c.metadata), 0), octet_length(c.history), 2
-        FROM c WHERE ${guard} ON CONFLICT DO NOTHING RETURNING id)`);
+      ctes.push(`c (${CREATE_COLUMNS}) AS (VALUES ${tuples.join(", ")})`);
+      ctes.push(`ins AS (${insertTasksFrom("c", guard)})`);
       if (leases) ctes.push(`lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, ${me}, ${DB_NOW_MS} + ${param(leases.ttlMs, "bigint")} FROM ins RETURNING task_id)`);
       const hooks = webhooksCte(creates, param, "ins");
       if (hooks) ctes.push(hooks);
@@ -895,6 +687,22 @@ const UPDATE_TASK = `UPDATE tasks SET state = $2, status_message = $3, status_ti
   head_bytes = octet_length(id) + octet_length(context_id) + coalesce(octet_length($3), 0) + coalesce(octet_length($5), 0),
   history_bytes = octet_length($6), artifacts_bytes = octet_length($7) WHERE id = $1`;
 
+/** The columns of the rows insertTasksFrom reads, in the order creates give them. */
+const CREATE_COLUMNS = "id, context_id, owner, ts, rmid, executor, metadata, history, node_state";
+
+/**
+ * The INSERT of new SUBMITTED tasks from `source` (named c, with CREATE_COLUMNS), where `guard` holds, skipping
+ * those whose (owner, messageId) or id is taken; returns the ids inserted. The one statement that creates tasks,
+ * alone (insertTasks) or in a group's statement (applyAtOnce).
+ */
+function insertTasksFrom(source: string, guard = "true"): string {
+  return `INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
+      node_state, last_seq, head_bytes, history_bytes, artifacts_bytes)
+    SELECT c.id, c.context_id, c.owner, 'TASK_STATE_SUBMITTED', c.ts, c.rmid, c.executor, c.ts, c.ts, c.metadata, c.history, '[]',
+      c.node_state, 0, octet_length(c.id) + octet_length(c.context_id) + coalesce(octet_length(c.metadata), 0), octet_length(c.history), 2
+    FROM ${source} WHERE ${guard} ON CONFLICT DO NOTHING RETURNING id`;
+}
+
 /**
  * Inserts new SUBMITTED tasks, skipping those whose (owner, messageId) or id is taken (an earlier try of the same
  * create committed), and leases those it inserted to this replica, in one statement; returns the ids inserted.
@@ -906,12 +714,7 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
     values.push(c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson, c.stateJson);
     return `(${Array.from({ length: 9 }, (_, i) => `$${at + i + 1}::text`).join(", ")})`;
   });
-  const insert = `INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, metadata, history, artifacts,
-       node_state, last_seq, head_bytes, history_bytes, artifacts_bytes)
-     SELECT v.id, v.context_id, v.owner, 'TASK_STATE_SUBMITTED', v.ts, v.rmid, v.executor, v.ts, v.ts, v.metadata, v.history, '[]',
-       v.node_state, 0, octet_length(v.id) + octet_length(v.context_id) + coalesce(octet_length(v.metadata), 0), octet_length(v.history), 2
-     FROM (VALUES ${tuples.join(", ")}) AS v(id, context_id, owner, ts, rmid, executor, metadata, history, node_state)
-     ON CONFLICT DO NOTHING RETURNING id`;
+  const insert = insertTasksFrom(`(VALUES ${tuples.join(", ")}) AS c (${CREATE_COLUMNS})`);
   const hooks = webhooksCte(creates, (v, cast) => (values.push(v), `$${values.length}::${cast}`), "inserted");
   if (!leases && !hooks) return tx.unsafe(insert, values);
   const ctes = [`inserted AS (${insert})`];
@@ -973,32 +776,12 @@ function chunkLines(lines: string[], max: number): string[] {
   return out;
 }
 
-interface RawRow {
-  id: string;
-  context_id: string;
-  state: string;
-  status_message: string | null;
-  status_timestamp: string;
-  metadata: string | null;
-  history: string;
-  artifacts: string;
+/** A task's row as `SELECT *` reads it. */
+interface RawRow extends TaskColumns {
   last_seq: number;
   node_state?: string | null;
 }
 
-function assemble(row: RawRow, historyLength: number | undefined, withArtifacts: boolean): Task {
-  const status: TaskStatus = { state: row.state as TaskState, timestamp: row.status_timestamp };
-  if (row.status_message) status.message = JSON.parse(row.status_message) as Message;
-  const task: Task = { id: row.id, contextId: row.context_id, status };
-  if (withArtifacts && row.artifacts !== "[]") task.artifacts = JSON.parse(row.artifacts) as Artifact[];
-  if (historyLength !== 0) {
-    let hist = JSON.parse(row.history) as Message[];
-    if (historyLength !== undefined && hist.length > historyLength) hist = hist.slice(hist.length - historyLength);
-    if (hist.length > 0) task.history = hist;
-  }
-  if (row.metadata) task.metadata = JSON.parse(row.metadata) as Record<string, unknown>;
-  return task;
-}
 
 /** Tries of one write whose connection turned out closed by the server (see connectionLost). */
 const LIVE_CONNECTION_TRIES = 3;
@@ -1028,21 +811,4 @@ async function onLiveConnection<T>(write: () => Promise<T>): Promise<T> {
 
 function reasonOf(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
-}
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve(value: T): void;
-  reject(err: unknown): void;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (v: T) => void;
-  let reject!: (err: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  promise.catch(() => {});
-  return { promise, resolve, reject };
 }
