@@ -52,7 +52,8 @@ export async function readBundle(path: string, opts: { now?: Date } = {}): Promi
     const cert = inspectCert(bundle.cert, '"cert"');
     await verifyIssuedBy(bundle.cert, bundle.caCert, { now: opts.now, what: '"cert"' });
     assertKeyMatchesCert(bundle.key, bundle.cert, '"key"', '"cert"');
-    if (cert.subjectCn !== bundle.name) throw fail(`"name" is "${bundle.name}" but the certificate is for "${cert.subjectCn}"`);
+    if (cert.subjectCn !== bundle.name)
+      throw fail(`"name" is "${bundle.name}" but the certificate is for "${cert.subjectCn}"`);
   });
   return { format: BUNDLE_FORMAT, name: bundle.name, caCert: bundle.caCert, cert: bundle.cert, key: bundle.key };
 }

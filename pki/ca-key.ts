@@ -28,7 +28,9 @@ export async function readCaKey(path: string, unlock?: Unlock): Promise<string> 
   const passphrase = await unlock?.();
   if (!passphrase) throw pkiErrors.caKeyLocked(path, "it is encrypted and no passphrase was given");
   try {
-    return createPrivateKey({ key: pem, format: "pem", passphrase }).export({ type: "pkcs8", format: "pem" }).toString();
+    return createPrivateKey({ key: pem, format: "pem", passphrase })
+      .export({ type: "pkcs8", format: "pem" })
+      .toString();
   } catch {
     throw pkiErrors.caKeyLocked(path, "the passphrase does not open it");
   }
@@ -36,8 +38,15 @@ export async function readCaKey(path: string, unlock?: Unlock): Promise<string> 
 
 /** A PKCS#8 PEM encrypted with `passphrase` (AES-256-CBC under PBES2, readable by OpenSSL too). */
 export function encryptKeyPem(plainPem: string, passphrase: string): string {
-  if (passphrase.length < MIN_PASSPHRASE) throw new PkiError("CA_KEY_LOCKED", `a CA key passphrase needs at least ${MIN_PASSPHRASE} characters`, "choose a longer one");
-  return createPrivateKey(plainPem).export({ type: "pkcs8", format: "pem", cipher: "aes-256-cbc", passphrase }).toString();
+  if (passphrase.length < MIN_PASSPHRASE)
+    throw new PkiError(
+      "CA_KEY_LOCKED",
+      `a CA key passphrase needs at least ${MIN_PASSPHRASE} characters`,
+      "choose a longer one",
+    );
+  return createPrivateKey(plainPem)
+    .export({ type: "pkcs8", format: "pem", cipher: "aes-256-cbc", passphrase })
+    .toString();
 }
 
 /**

@@ -19,7 +19,13 @@ export async function publishCrl(
   const caPem = readPublic(paths.caCert);
   const entries = registry.revokedUnexpired(now).map((c) => ({ serial: c.serial, revokedAt: c.revokedAt as Date }));
   const number = registry.transaction(() => registry.next("crl"));
-  const pem = await makeCrl({ certPem: caPem, keyPem: await readCaKey(paths.caKey, paths.unlock) }, entries, number, now, paths.crlValidForMs);
+  const pem = await makeCrl(
+    { certPem: caPem, keyPem: await readCaKey(paths.caKey, paths.unlock) },
+    entries,
+    number,
+    now,
+    paths.crlValidForMs,
+  );
   const list = readRevocationList(pem, caPem, "the new revocation list");
   const installed = installedList(paths, caPem);
   if (installed && installed.number > list.number) return installed;
@@ -33,4 +39,3 @@ export function installedList(paths: { crl: string }, caPem: string): Revocation
   if (!existsSync(paths.crl)) return undefined;
   return readRevocationList(readPublic(paths.crl), caPem, paths.crl);
 }
-

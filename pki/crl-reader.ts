@@ -41,7 +41,8 @@ export function readRevocationList(pem: string, caPem: string, what = "the revoc
   }
   const ca = new X509Certificate(caPem);
   if (!parsed.issuer.equals(subjectOf(ca))) throw fail("its issuer is not the fleet CA");
-  if (!parsed.sigAlg.equals(ECDSA_SHA256) || !parsed.innerSigAlg.equals(ECDSA_SHA256)) throw fail("it is not signed with ECDSA and SHA-256");
+  if (!parsed.sigAlg.equals(ECDSA_SHA256) || !parsed.innerSigAlg.equals(ECDSA_SHA256))
+    throw fail("it is not signed with ECDSA and SHA-256");
   let ok = false;
   try {
     ok = verify("sha256", parsed.tbs, ca.publicKey, parsed.signature);
@@ -50,7 +51,13 @@ export function readRevocationList(pem: string, caPem: string, what = "the revoc
   }
   if (!ok) throw fail("its signature does not verify with the fleet CA's key");
   if (parsed.number === undefined) throw fail("it has no CRL number");
-  return { pem: blocks[0][0] + "\n", number: parsed.number, thisUpdate: parsed.thisUpdate, nextUpdate: parsed.nextUpdate, revoked: parsed.revoked };
+  return {
+    pem: blocks[0][0] + "\n",
+    number: parsed.number,
+    thisUpdate: parsed.thisUpdate,
+    nextUpdate: parsed.nextUpdate,
+    revoked: parsed.revoked,
+  };
 }
 
 interface Parsed {
@@ -83,7 +90,8 @@ function parse(der: Buffer): Parsed {
   expectTag(innerSigAlg, TAG.SEQUENCE, "signature algorithm");
   expectTag(issuer, TAG.SEQUENCE, "issuer");
   let nextUpdate: Date | undefined;
-  if (parts[i] && (parts[i].tag === TAG.UTC_TIME || parts[i].tag === TAG.GENERALIZED_TIME)) nextUpdate = time(parts[i++]);
+  if (parts[i] && (parts[i].tag === TAG.UTC_TIME || parts[i].tag === TAG.GENERALIZED_TIME))
+    nextUpdate = time(parts[i++]);
   const revoked = new Map<string, Date>();
   if (parts[i]?.tag === TAG.SEQUENCE) {
     for (const entry of children(parts[i++].value)) {
@@ -104,7 +112,8 @@ function parse(der: Buffer): Parsed {
       expectTag(oid, TAG.OID, "extension id");
       expectTag(value, TAG.OCTET_STRING, "extension value");
       if (oid.value.equals(OID_CRL_NUMBER)) number = Number(BigInt(`0x${integerHex(readOne(value.value))}`));
-      else if (critical && !oid.value.equals(OID_AUTHORITY_KEY_ID)) throw new Error(`it has a critical extension this node does not know (${oid.value.toString("hex")})`);
+      else if (critical && !oid.value.equals(OID_AUTHORITY_KEY_ID))
+        throw new Error(`it has a critical extension this node does not know (${oid.value.toString("hex")})`);
     }
   }
   if (i !== parts.length) throw new Error("unexpected fields in TBSCertList");

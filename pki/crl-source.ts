@@ -21,7 +21,10 @@ export function crlSourcePath(crlPath: string): string {
 
 /** Records where the list numbered `number`, just written to `crlPath`, came from. */
 export function recordCrlSource(crlPath: string, number: number, source: CrlSource): void {
-  writeFileAtomic(crlSourcePath(crlPath), `${JSON.stringify({ ...source, number })}\n`, { mode: PUBLIC_MODE, overwrite: true });
+  writeFileAtomic(crlSourcePath(crlPath), `${JSON.stringify({ ...source, number })}\n`, {
+    mode: PUBLIC_MODE,
+    overwrite: true,
+  });
 }
 
 /** Notes that the CA node was asked again and still serves the list numbered `number`. */

@@ -12,14 +12,19 @@ export interface CrlEntry {
 // id-ce-cRLNumber (RFC 5280 5.2.3); @peculiar/x509 has no class for it, so the DER is written here.
 const CRL_NUMBER_OID = "2.5.29.20";
 
-
 /**
  * Signs a revocation list (X.509 CRL v2) with the fleet CA key: every revoked serial with its date, and a CRL
  * number that only grows, so a node never trades a newer list for an older one. Its next update is `validForMs`
  * after now (never after the CA's own expiry): the CA node signs a new one on a schedule, and a list past its
  * next update is stale.
  */
-export async function makeCrl(ca: CertAndKey, entries: CrlEntry[], number: number, now: Date = new Date(), validForMs = DEFAULT_CRL_VALID_FOR_MS): Promise<string> {
+export async function makeCrl(
+  ca: CertAndKey,
+  entries: CrlEntry[],
+  number: number,
+  now: Date = new Date(),
+  validForMs = DEFAULT_CRL_VALID_FOR_MS,
+): Promise<string> {
   const caCert = parseCert(ca.certPem, "the fleet CA certificate");
   const nextUpdate = new Date(Math.min(now.getTime() + validForMs, caCert.notAfter.getTime()));
   const ski = caCert.getExtension(x509.SubjectKeyIdentifierExtension);

@@ -63,7 +63,15 @@ export interface SignResult {
  */
 export async function signCsr(
   paths: PkiPaths,
-  opts: { csrPath: string; out: string; sans?: string[]; days?: number; replace?: boolean; overwrite?: boolean; now?: Date },
+  opts: {
+    csrPath: string;
+    out: string;
+    sans?: string[];
+    days?: number;
+    replace?: boolean;
+    overwrite?: boolean;
+    now?: Date;
+  },
 ): Promise<SignResult> {
   const days = checkDays(opts.days ?? 365, "certificate");
   const csr = await readCsr(readPublic(opts.csrPath), opts.csrPath);
@@ -81,7 +89,15 @@ export async function signCsr(
       deliver: (leaf) => writeFileAtomic(opts.out, leaf.certPem, { mode: PUBLIC_MODE, overwrite: opts.overwrite }),
     });
     const r = issued.record;
-    return { name: r.name, sans: r.sans, serial: r.serial, fingerprint256: r.fingerprint256, notAfter: r.notAfter, out: opts.out, revoked: issued.revoked };
+    return {
+      name: r.name,
+      sans: r.sans,
+      serial: r.serial,
+      fingerprint256: r.fingerprint256,
+      notAfter: r.notAfter,
+      out: opts.out,
+      revoked: issued.revoked,
+    };
   } finally {
     registry.close();
   }
@@ -93,7 +109,10 @@ export async function signCsr(
  * now, the certificate is for this home's key, and its name is one the fleet issues. Refuses a home that
  * already has a node certificate, or another fleet's CA (CA_MISMATCH).
  */
-export async function importCertificate(paths: PkiPaths, opts: { certPath: string; caPath: string; now?: Date }): Promise<InitResult> {
+export async function importCertificate(
+  paths: PkiPaths,
+  opts: { certPath: string; caPath: string; now?: Date },
+): Promise<InitResult> {
   const certPem = readPublic(opts.certPath);
   const caPem = readPublic(opts.caPath);
   const ca = inspectCert(caPem, opts.caPath);
@@ -105,7 +124,8 @@ export async function importCertificate(paths: PkiPaths, opts: { certPath: strin
   if (!existsSync(paths.nodeKey)) throw pkiErrors.noPendingKey(paths.nodeKey);
   assertKeyMatchesCert(readSecret(paths.nodeKey), certPem, paths.nodeKey, opts.certPath);
   const hasCaCert = existsSync(paths.caCert);
-  if (hasCaCert && inspectCert(readPublic(paths.caCert), paths.caCert).fingerprint256 !== ca.fingerprint256) throw pkiErrors.caMismatch(paths.caCert, opts.caPath);
+  if (hasCaCert && inspectCert(readPublic(paths.caCert), paths.caCert).fingerprint256 !== ca.fingerprint256)
+    throw pkiErrors.caMismatch(paths.caCert, opts.caPath);
   prepareDirs(paths);
   if (!hasCaCert) writeFileAtomic(paths.caCert, caPem, { mode: PUBLIC_MODE, onExists: pkiErrors.certExists });
   writeFileAtomic(paths.nodeCert, certPem, { mode: PUBLIC_MODE, onExists: pkiErrors.certExists });

@@ -19,7 +19,11 @@ export interface CsrInfo {
  * stays with the caller; only the request travels to the CA. SANs go in as an extensionRequest, so the CA
  * can see what the machine asks to be dialled by.
  */
-export async function createCsr(opts: { name: string; sans: string[]; keyPem?: string }): Promise<{ csrPem: string; keyPem: string }> {
+export async function createCsr(opts: {
+  name: string;
+  sans: string[];
+  keyPem?: string;
+}): Promise<{ csrPem: string; keyPem: string }> {
   const name = normalizeNodeName(opts.name);
   const sans = normalizeSans(opts.sans).filter((s) => s.value !== name);
   const keys = opts.keyPem ? await importKeyPair(opts.keyPem) : await generateKeyPair();
@@ -49,12 +53,14 @@ export async function readCsr(pem: string, what = "the certificate request"): Pr
     throw fail("not one PEM certificate request (BEGIN CERTIFICATE REQUEST)");
   }
   const alg = csr.publicKey.algorithm as { name: string; namedCurve?: string };
-  if (alg.name !== "ECDSA" || alg.namedCurve !== "P-256") throw fail(`its key is ${alg.name}${alg.namedCurve ? ` ${alg.namedCurve}` : ""}, not ECDSA P-256`);
+  if (alg.name !== "ECDSA" || alg.namedCurve !== "P-256")
+    throw fail(`its key is ${alg.name}${alg.namedCurve ? ` ${alg.namedCurve}` : ""}, not ECDSA P-256`);
   const signed = await csr.verify().catch(() => false);
   if (!signed) throw fail("its signature does not verify with the key it carries");
   const cns = csr.subjectName.getField("CN");
   const attributes = csr.subjectName.toJSON().flatMap((rdn) => Object.keys(rdn));
-  if (cns.length !== 1 || attributes.length !== 1) throw fail(`its subject must be one CN, the node name (it is "${csr.subject}")`);
+  if (cns.length !== 1 || attributes.length !== 1)
+    throw fail(`its subject must be one CN, the node name (it is "${csr.subject}")`);
   const name = normalizeNodeName(cns[0]);
   const sanExt = csr.getExtension("2.5.29.17");
   const requested = sanExt ? new x509.SubjectAlternativeNameExtension(sanExt.rawData).names.items : [];

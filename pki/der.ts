@@ -34,7 +34,7 @@ export function readTlv(buf: Buffer, at = 0): Tlv & { end: number } {
 /** The elements inside a constructed element's content, in order. */
 export function children(value: Buffer): Tlv[] {
   const out: Tlv[] = [];
-  for (let at = 0; at < value.length; ) {
+  for (let at = 0; at < value.length;) {
     const t = readTlv(value, at);
     out.push(t);
     at = t.end;
@@ -49,12 +49,23 @@ export function readOne(buf: Buffer): Tlv {
   return t;
 }
 
-export const TAG = { INTEGER: 0x02, BIT_STRING: 0x03, OCTET_STRING: 0x04, OID: 0x06, UTC_TIME: 0x17, GENERALIZED_TIME: 0x18, SEQUENCE: 0x30 } as const;
+export const TAG = {
+  INTEGER: 0x02,
+  BIT_STRING: 0x03,
+  OCTET_STRING: 0x04,
+  OID: 0x06,
+  UTC_TIME: 0x17,
+  GENERALIZED_TIME: 0x18,
+  SEQUENCE: 0x30,
+} as const;
 
 /** An INTEGER's content as uppercase hex without leading zeros (how serials are compared). */
 export function integerHex(t: Tlv): string {
   if (t.tag !== TAG.INTEGER || t.value.length === 0) throw new Error("not an INTEGER");
-  return t.value.toString("hex").toUpperCase().replace(/^0+(?=.)/, "");
+  return t.value
+    .toString("hex")
+    .toUpperCase()
+    .replace(/^0+(?=.)/, "");
 }
 
 /** UTCTime (YYMMDDHHMMSSZ) or GeneralizedTime (YYYYMMDDHHMMSSZ), as RFC 5280 allows them. */
@@ -63,7 +74,16 @@ export function time(t: Tlv): Date {
   let m: RegExpExecArray | null;
   if (t.tag === TAG.UTC_TIME && (m = /^(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)Z$/.exec(s))) {
     const yy = Number(m[1]);
-    return new Date(Date.UTC(yy >= 50 ? 1900 + yy : 2000 + yy, Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])));
+    return new Date(
+      Date.UTC(
+        yy >= 50 ? 1900 + yy : 2000 + yy,
+        Number(m[2]) - 1,
+        Number(m[3]),
+        Number(m[4]),
+        Number(m[5]),
+        Number(m[6]),
+      ),
+    );
   }
   if (t.tag === TAG.GENERALIZED_TIME && (m = /^(\d{4})(\d\d)(\d\d)(\d\d)(\d\d)(\d\d)Z$/.exec(s)))
     return new Date(Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])));

@@ -66,7 +66,11 @@ export const pkiErrors = {
       "use another --home, or remove the file yourself if you really mean to replace this node's identity",
     ),
   fileExists: (path: string) =>
-    new PkiError("FILE_EXISTS", `refusing to overwrite ${path}: it already exists`, "choose another path, or pass --force to replace it"),
+    new PkiError(
+      "FILE_EXISTS",
+      `refusing to overwrite ${path}: it already exists`,
+      "choose another path, or pass --force to replace it",
+    ),
   caMismatch: (path: string, other = "the bundle") =>
     new PkiError(
       "CA_MISMATCH",
@@ -89,19 +93,43 @@ export const pkiErrors = {
       "ask the CA machine for a fresh one: a2a-node pki issue NAME --out FILE",
     ),
   badName: (name: string, rule: string) =>
-    new PkiError("BAD_NAME", `invalid name ${JSON.stringify(name)}: ${rule}`, "use letters, digits and inner dashes, e.g. 'build-box-2'"),
+    new PkiError(
+      "BAD_NAME",
+      `invalid name ${JSON.stringify(name)}: ${rule}`,
+      "use letters, digits and inner dashes, e.g. 'build-box-2'",
+    ),
   reservedName: (name: string, why: string) =>
-    new PkiError("RESERVED_NAME", `the name "${name}" is reserved: ${why}`, "choose another name for this node, such as the machine's host name"),
+    new PkiError(
+      "RESERVED_NAME",
+      `the name "${name}" is reserved: ${why}`,
+      "choose another name for this node, such as the machine's host name",
+    ),
   badSan: (san: string, reason = "not a DNS name or an IP address") =>
-    new PkiError("BAD_SAN", `invalid --san ${JSON.stringify(san)}: ${reason}`, "give a DNS name (host.example.com, *.example.com) or an IP (10.0.0.5, fd00::5)"),
+    new PkiError(
+      "BAD_SAN",
+      `invalid --san ${JSON.stringify(san)}: ${reason}`,
+      "give a DNS name (host.example.com, *.example.com) or an IP (10.0.0.5, fd00::5)",
+    ),
   badDays: (what: string, days: number, max: number) =>
-    new PkiError("BAD_DAYS", `invalid ${what} validity ${days}: must be a whole number of days from 1 to ${max}`, "pass a number of days such as 365"),
+    new PkiError(
+      "BAD_DAYS",
+      `invalid ${what} validity ${days}: must be a whole number of days from 1 to ${max}`,
+      "pass a number of days such as 365",
+    ),
   badPem: (what: string) =>
-    new PkiError("BAD_PEM", `${what} is not a valid PEM certificate`, "check that the file was not truncated or edited"),
+    new PkiError(
+      "BAD_PEM",
+      `${what} is not a valid PEM certificate`,
+      "check that the file was not truncated or edited",
+    ),
   badKey: (what: string, expected = "a PKCS#8 ECDSA P-256 private key") =>
     new PkiError("BAD_KEY", `${what} is not ${expected}`, "check that the file was not truncated or edited"),
   keyMismatch: (keyWhat: string, certWhat: string) =>
-    new PkiError("KEY_MISMATCH", `${keyWhat} does not belong to ${certWhat}`, "the key and certificate come from different identities; restore the matching pair"),
+    new PkiError(
+      "KEY_MISMATCH",
+      `${keyWhat} does not belong to ${certWhat}`,
+      "the key and certificate come from different identities; restore the matching pair",
+    ),
   notACa: (what: string) =>
     new PkiError("NOT_A_CA", `${what} is not a CA certificate`, "point at the fleet CA certificate (certs/ca.crt)"),
   outlivesCa: (days: number, caNotAfter: Date, maxDays: number) =>
@@ -117,11 +145,22 @@ export const pkiErrors = {
       `chmod 600 ${path}`,
     ),
   notIssuedByCa: (what: string, reason: string) =>
-    new PkiError("NOT_ISSUED_BY_CA", `${what} was not issued by the fleet CA: ${reason}`, "use a certificate issued by this fleet's CA (a2a-node pki issue)"),
-  expired: (what: string, notAfter: Date, hint = "issue a new certificate on the CA machine: a2a-node pki issue NAME --out FILE") =>
-    new PkiError("EXPIRED", `${what} expired on ${notAfter.toISOString()}`, hint),
+    new PkiError(
+      "NOT_ISSUED_BY_CA",
+      `${what} was not issued by the fleet CA: ${reason}`,
+      "use a certificate issued by this fleet's CA (a2a-node pki issue)",
+    ),
+  expired: (
+    what: string,
+    notAfter: Date,
+    hint = "issue a new certificate on the CA machine: a2a-node pki issue NAME --out FILE",
+  ) => new PkiError("EXPIRED", `${what} expired on ${notAfter.toISOString()}`, hint),
   notYetValid: (what: string, notBefore: Date) =>
-    new PkiError("NOT_YET_VALID", `${what} is not valid before ${notBefore.toISOString()}`, "check this machine's clock"),
+    new PkiError(
+      "NOT_YET_VALID",
+      `${what} is not valid before ${notBefore.toISOString()}`,
+      "check this machine's clock",
+    ),
   nameHasCert: (name: string, held: { serial: string; notAfter: Date }) =>
     new PkiError(
       "NAME_HAS_CERT",
@@ -129,7 +168,11 @@ export const pkiErrors = {
       `pass --replace to issue a new one and revoke the old one, or renew it on that machine with 'a2a-node pki renew' ('a2a-node pki list' shows what this CA issued)`,
     ),
   badCsr: (what: string, reason: string) =>
-    new PkiError("BAD_CSR", `${what} cannot be signed: ${reason}`, "make a new one on that machine: a2a-node init-pki --name NAME --csr FILE"),
+    new PkiError(
+      "BAD_CSR",
+      `${what} cannot be signed: ${reason}`,
+      "make a new one on that machine: a2a-node init-pki --name NAME --csr FILE",
+    ),
   noPendingKey: (path: string) =>
     new PkiError(
       "NO_PENDING_KEY",
@@ -137,7 +180,11 @@ export const pkiErrors = {
       "import it in the home that ran 'a2a-node init-pki --name NAME --csr FILE' (the key never leaves that machine)",
     ),
   badCrl: (what: string, reason: string) =>
-    new PkiError("BAD_CRL", `${what} is not a revocation list of this fleet: ${reason}`, "ask the CA machine for a fresh one: a2a-node pki export-crl --out FILE"),
+    new PkiError(
+      "BAD_CRL",
+      `${what} is not a revocation list of this fleet: ${reason}`,
+      "ask the CA machine for a fresh one: a2a-node pki export-crl --out FILE",
+    ),
   staleCrl: (what: string, number: number, installed: number) =>
     new PkiError(
       "STALE_CRL",
@@ -145,11 +192,23 @@ export const pkiErrors = {
       "ask the CA machine for its current list: a2a-node pki export-crl --out FILE",
     ),
   noCrl: (path: string) =>
-    new PkiError("NO_CRL", `no revocation list at ${path}`, "nothing was revoked yet, or import one: a2a-node pki import-crl FILE"),
+    new PkiError(
+      "NO_CRL",
+      `no revocation list at ${path}`,
+      "nothing was revoked yet, or import one: a2a-node pki import-crl FILE",
+    ),
   renewRefused: (reason: string) =>
-    new PkiError("RENEW_REFUSED", `renewal refused: ${reason}`, "renew from the machine that holds the certificate, with its own key; or issue anew on the CA machine (pki issue NAME --replace)"),
+    new PkiError(
+      "RENEW_REFUSED",
+      `renewal refused: ${reason}`,
+      "renew from the machine that holds the certificate, with its own key; or issue anew on the CA machine (pki issue NAME --replace)",
+    ),
   badToken: (reason: string) =>
-    new PkiError("BAD_TOKEN", `join token refused: ${reason}`, "ask the CA machine for a new one: a2a-node pki token --name NAME"),
+    new PkiError(
+      "BAD_TOKEN",
+      `join token refused: ${reason}`,
+      "ask the CA machine for a new one: a2a-node pki token --name NAME",
+    ),
   caKeyLocked: (path: string, reason: string) =>
     new PkiError(
       "CA_KEY_LOCKED",
@@ -157,6 +216,11 @@ export const pkiErrors = {
       "set A2A_NODE_CA_PASSPHRASE, or ca_passphrase_file (a 0600 file), or run the command in a terminal to be asked",
     ),
   notIssued: (what: string) =>
-    new PkiError("NOT_ISSUED", `this CA has no record of a certificate ${what}`, "'a2a-node pki list' shows every certificate this CA issued"),
-  readFailed: (path: string, reason: string) => new PkiError("READ_FAILED", `cannot read ${path}: ${reason}`, "check the path and its permissions"),
+    new PkiError(
+      "NOT_ISSUED",
+      `this CA has no record of a certificate ${what}`,
+      "'a2a-node pki list' shows every certificate this CA issued",
+    ),
+  readFailed: (path: string, reason: string) =>
+    new PkiError("READ_FAILED", `cannot read ${path}: ${reason}`, "check the path and its permissions"),
 } as const;

@@ -70,12 +70,17 @@ export class FleetMembership {
     // the purpose of the side it is on, and lets a certificate with no extended key usage pass for any.
     const purposes = cert.keyUsage ?? [];
     if (!purposes.includes(SERVER_AUTH) || !purposes.includes(CLIENT_AUTH))
-      return { refused: `its certificate is not for TLS client and server both (extended key usage: ${purposes.length ? purposes.join(", ") : "none"})` };
+      return {
+        refused: `its certificate is not for TLS client and server both (extended key usage: ${purposes.length ? purposes.join(", ") : "none"})`,
+      };
     if (!cert.checkIssued(this.ca) || !cert.verify(this.ca.publicKey))
-      return { refused: `it was not issued by the fleet CA itself (its issuer is ${JSON.stringify(cert.issuer)}; intermediate CAs are not accepted)` };
+      return {
+        refused: `it was not issued by the fleet CA itself (its issuer is ${JSON.stringify(cert.issuer)}; intermediate CAs are not accepted)`,
+      };
     const serial = serialOf(cert);
     const revokedAt = this.revoked?.(serial);
-    if (revokedAt) return { refused: `its certificate (serial ${serial}) was revoked on ${revokedAt.toISOString()}`, revoked: true };
+    if (revokedAt)
+      return { refused: `its certificate (serial ${serial}) was revoked on ${revokedAt.toISOString()}`, revoked: true };
     const name = nameOf(presented.subject, cert);
     if (typeof name !== "string") return name;
     return { member: { name, fingerprint256: cert.fingerprint256, serial } };
@@ -89,7 +94,8 @@ export class FleetMembership {
  */
 function nameOf(subject: unknown, cert: X509Certificate): string | { refused: string } {
   const cn = (subject as { CN?: unknown } | undefined)?.CN;
-  if (typeof cn !== "string") return { refused: Array.isArray(cn) ? "its subject has several CNs" : "its subject has no CN" };
+  if (typeof cn !== "string")
+    return { refused: Array.isArray(cn) ? "its subject has several CNs" : "its subject has no CN" };
   const problem = nodeNameProblem(cn);
   if (problem) return { refused: problem };
   if (cert.subject !== `CN=${cn}`) return { refused: `its subject ${JSON.stringify(cert.subject)} is not a single CN` };

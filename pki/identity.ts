@@ -8,7 +8,8 @@ import { recoverInterruptedRenewal } from "./renewal-files";
 
 /** The files of a home's identity (HomePaths fits). */
 /** What to do about an expired node certificate in a home that holds the fleet CA. */
-export const RENEW_ON_CA_HOME = "renew it here with this home's fleet CA, keeping its key (so pins of it hold): a2a-node pki renew";
+export const RENEW_ON_CA_HOME =
+  "renew it here with this home's fleet CA, keeping its key (so pins of it hold): a2a-node pki renew";
 
 export interface IdentityPaths {
   caCert: string;
@@ -43,12 +44,18 @@ export interface NodeIdentity {
  * Built on node:crypto's native X509Certificate rather than @peculiar/x509: this runs at the start of every
  * `serve`, `send` and `status`, and must not pay for loading the certificate-issuing library.
  */
-export async function loadNodeIdentity(paths: IdentityPaths, opts: { now?: Date; allowExpired?: boolean } = {}): Promise<NodeIdentity> {
+export async function loadNodeIdentity(
+  paths: IdentityPaths,
+  opts: { now?: Date; allowExpired?: boolean } = {},
+): Promise<NodeIdentity> {
   // A renewal a crash cut short is finished (or undone) before the pair is read.
   recoverInterruptedRenewal(paths);
   if (!existsSync(paths.nodeCert))
     throw existsSync(paths.nodeKey)
-      ? pkiErrors.noNodeCert(paths.nodeCert, "this home's key waits for its certificate: 'a2a-node pki import CERT --ca CA_CERT' after init-pki --csr, or 'a2a-node join' again with a new token")
+      ? pkiErrors.noNodeCert(
+          paths.nodeCert,
+          "this home's key waits for its certificate: 'a2a-node pki import CERT --ca CA_CERT' after init-pki --csr, or 'a2a-node join' again with a new token",
+        )
       : pkiErrors.noNodeCert(paths.nodeCert);
   if (!existsSync(paths.nodeKey)) throw pkiErrors.noNodeKey(paths.nodeKey);
   if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert);
@@ -65,14 +72,21 @@ export async function loadNodeIdentity(paths: IdentityPaths, opts: { now?: Date;
   }
   if (!cert.checkPrivateKey(key)) throw pkiErrors.keyMismatch(paths.nodeKey, paths.nodeCert);
   if (!ca.ca) throw pkiErrors.notACa("CA certificate");
-  if (!cert.checkIssued(ca)) throw pkiErrors.notIssuedByCa(paths.nodeCert, `its issuer is "${cert.issuer}", the CA is "${ca.subject}"`);
-  if (!cert.verify(ca.publicKey)) throw pkiErrors.notIssuedByCa(paths.nodeCert, "its signature does not verify with the CA's key");
+  if (!cert.checkIssued(ca))
+    throw pkiErrors.notIssuedByCa(paths.nodeCert, `its issuer is "${cert.issuer}", the CA is "${ca.subject}"`);
+  if (!cert.verify(ca.publicKey))
+    throw pkiErrors.notIssuedByCa(paths.nodeCert, "its signature does not verify with the CA's key");
   if (!opts.allowExpired) {
     const now = (opts.now ?? new Date()).getTime();
-    for (const [c, what] of [[ca, "the fleet CA certificate"], [cert, paths.nodeCert]] as const) {
+    for (const [c, what] of [
+      [ca, "the fleet CA certificate"],
+      [cert, paths.nodeCert],
+    ] as const) {
       // The CA's own home renews its node certificate itself, keeping the key: no new bundle, no broken pins.
       if (now > c.validToDate.getTime())
-        throw c === cert && existsSync(paths.caKey) ? pkiErrors.expired(what, c.validToDate, RENEW_ON_CA_HOME) : pkiErrors.expired(what, c.validToDate);
+        throw c === cert && existsSync(paths.caKey)
+          ? pkiErrors.expired(what, c.validToDate, RENEW_ON_CA_HOME)
+          : pkiErrors.expired(what, c.validToDate);
       if (now < c.validFromDate.getTime()) throw pkiErrors.notYetValid(what, c.validFromDate);
     }
   }
@@ -112,7 +126,9 @@ function cn(dn: string): string {
 
 function describeNative(c: X509Certificate): CertInfo {
   const entries = (c.subjectAltName ?? "").split(", ").filter(Boolean);
-  const sans = entries.filter((s) => s.startsWith("DNS:") || s.startsWith("IP Address:")).map((s) => s.replace(/^DNS:/, "").replace(/^IP Address:/, ""));
+  const sans = entries
+    .filter((s) => s.startsWith("DNS:") || s.startsWith("IP Address:"))
+    .map((s) => s.replace(/^DNS:/, "").replace(/^IP Address:/, ""));
   const uris = entries.filter((s) => s.startsWith("URI:")).map((s) => s.slice(4));
   return {
     subjectCn: cn(c.subject),

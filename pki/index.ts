@@ -5,15 +5,57 @@
  */
 export { PkiError, pkiErrors, type PkiErrorCode } from "./errors";
 export { writeFileAtomic, readSecret, readPublic, SECRET_MODE, PUBLIC_MODE, type WriteOptions } from "./secure-file";
-export { generateKeyPair, exportPrivateKeyPem, exportPublicKeyPem, importPrivateKeyPem, assertKeyMatchesCert } from "./keys";
-export { checkTrustDomain, normalizeNodeName, nodeNameProblem, RESERVED_NODE_NAMES, parseSan, normalizeSans, isValidSan, MAX_DAYS, type San } from "./names";
+export {
+  generateKeyPair,
+  exportPrivateKeyPem,
+  exportPublicKeyPem,
+  importPrivateKeyPem,
+  assertKeyMatchesCert,
+} from "./keys";
+export {
+  checkTrustDomain,
+  normalizeNodeName,
+  nodeNameProblem,
+  RESERVED_NODE_NAMES,
+  parseSan,
+  normalizeSans,
+  isValidSan,
+  MAX_DAYS,
+  type San,
+} from "./names";
 export type { CertAndKey } from "./cert-params";
 export { createCa, defaultCaName, type CreateCaOptions } from "./ca";
 export { issueLeaf, signPublicKey, type LeafOptions } from "./leaf";
-export { inspectCert, certDetails, verifyIssuedBy, fingerprint256, type CertInfo, type CertDetails, type VerifyOptions } from "./inspect";
+export {
+  inspectCert,
+  certDetails,
+  verifyIssuedBy,
+  fingerprint256,
+  type CertInfo,
+  type CertDetails,
+  type VerifyOptions,
+} from "./inspect";
 export { CaRegistry, normalizeSerial, type IssuedCert, type IssueKind, type StoredToken } from "./registry";
-export { openCaRegistry, issueRecorded, NO_CA_KEY_FOR_ISSUE, recordOf, SPIFFE_DOMAIN, spiffeId, type CaPaths, type RecordedIssue, type RecordedIssueOptions } from "./issuance";
-export { needsRenewal, renewalDue, renewalTime, expiryLevel, RENEW_AT, type Validity, type ExpiryLevel } from "./renewal-policy";
+export {
+  openCaRegistry,
+  issueRecorded,
+  NO_CA_KEY_FOR_ISSUE,
+  recordOf,
+  SPIFFE_DOMAIN,
+  spiffeId,
+  type CaPaths,
+  type RecordedIssue,
+  type RecordedIssueOptions,
+} from "./issuance";
+export {
+  needsRenewal,
+  renewalDue,
+  renewalTime,
+  expiryLevel,
+  RENEW_AT,
+  type Validity,
+  type ExpiryLevel,
+} from "./renewal-policy";
 export { readBundle, writeBundle, BUNDLE_FORMAT, type Bundle } from "./bundle";
 export {
   initPki,

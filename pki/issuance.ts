@@ -22,14 +22,18 @@ export interface CaPaths {
   crlValidForMs?: number;
 }
 
-/** The registry setting holding the fleet's SPIFFE trust domain; when set, every certificate carries spiffe://DOMAIN/NAME. */
+/**
+ * The registry setting holding the fleet's SPIFFE trust domain; when set, every certificate carries
+ * spiffe://DOMAIN/NAME.
+ */
 export const SPIFFE_DOMAIN = "spiffe_domain";
 
 export function spiffeId(domain: string, name: string): string {
   return `spiffe://${domain}/${name}`;
 }
 
-export const NO_CA_KEY_FOR_ISSUE = "run this on the machine that ran 'a2a-node init-pki' first (it holds secrets/ca.key)";
+export const NO_CA_KEY_FOR_ISSUE =
+  "run this on the machine that ran 'a2a-node init-pki' first (it holds secrets/ca.key)";
 
 /**
  * Opens the CA's registry of issued certificates, creating it on first use. A registry created for a CA that
@@ -45,7 +49,8 @@ export function openCaRegistry(paths: CaPaths): CaRegistry {
     try {
       const own = inspectCert(readPublic(paths.nodeCert), paths.nodeCert);
       const ca = inspectCert(readPublic(paths.caCert), paths.caCert);
-      if (own.issuerCn === ca.subjectCn) registry.transaction(() => registry.record(recordOf(readPublic(paths.nodeCert), "init", new Date())));
+      if (own.issuerCn === ca.subjectCn)
+        registry.transaction(() => registry.record(recordOf(readPublic(paths.nodeCert), "init", new Date())));
     } catch {
       // An unreadable node certificate is reported by whatever needs it; the registry starts empty.
     }
@@ -91,23 +96,44 @@ export interface RecordedIssue {
  * certificate unless `replace` (which revokes it), and recorded in the CA's registry in the same transaction
  * as that revocation and the delivery; a revocation then signs a new revocation list into the home.
  */
-export async function issueRecorded(paths: CaPaths, registry: CaRegistry, opts: RecordedIssueOptions): Promise<RecordedIssue> {
+export async function issueRecorded(
+  paths: CaPaths,
+  registry: CaRegistry,
+  opts: RecordedIssueOptions,
+): Promise<RecordedIssue> {
   const now = opts.now ?? new Date();
   const renewal = opts.renewedFrom !== undefined;
   if (!renewal) refuseIfHeld(registry, opts.name, now, opts.replace);
   const ca: CertAndKey = { certPem: readPublic(paths.caCert), keyPem: await readCaKey(paths.caKey, paths.unlock) };
   const domain = registry.setting(SPIFFE_DOMAIN);
-  const leafOpts = { ca, name: opts.name, sans: opts.sans, days: opts.days, now, uris: domain ? [spiffeId(domain, opts.name)] : [] };
-  const leaf = opts.publicKey !== undefined ? { certPem: await signPublicKey({ ...leafOpts, publicKey: opts.publicKey }) } : await issueLeaf(leafOpts);
-  const record = { ...recordOf(leaf.certPem, opts.how, now), ...(renewal ? { renewedFrom: normalizeSerial(opts.renewedFrom!) } : {}) };
+  const leafOpts = {
+    ca,
+    name: opts.name,
+    sans: opts.sans,
+    days: opts.days,
+    now,
+    uris: domain ? [spiffeId(domain, opts.name)] : [],
+  };
+  const leaf =
+    opts.publicKey !== undefined
+      ? { certPem: await signPublicKey({ ...leafOpts, publicKey: opts.publicKey }) }
+      : await issueLeaf(leafOpts);
+  const record = {
+    ...recordOf(leaf.certPem, opts.how, now),
+    ...(renewal ? { renewedFrom: normalizeSerial(opts.renewedFrom!) } : {}),
+  };
   const revoked = registry.transaction(() => {
     // Again inside the transaction: another process may have issued this name while we were signing.
-    const held = renewal ? registry.validFor(opts.name, now).filter((c) => c.serial !== record.renewedFrom) : refuseIfHeld(registry, opts.name, now, opts.replace);
+    const held = renewal
+      ? registry.validFor(opts.name, now).filter((c) => c.serial !== record.renewedFrom)
+      : refuseIfHeld(registry, opts.name, now, opts.replace);
     registry.record(record);
     const gone = registry.revoke(
       held.map((c) => c.serial),
       now,
-      renewal ? `superseded: ${opts.name} renewed serial ${record.renewedFrom} as ${record.serial}` : `replaced by ${record.serial}`,
+      renewal
+        ? `superseded: ${opts.name} renewed serial ${record.renewedFrom} as ${record.serial}`
+        : `replaced by ${record.serial}`,
     );
     opts.deliver?.(leaf);
     return gone;
@@ -122,7 +148,11 @@ function refuseIfHeld(registry: CaRegistry, name: string, now: Date, replace: bo
   return held;
 }
 
-export function recordOf(certPem: string, how: IssueKind, issuedAt: Date): Omit<IssuedCert, "revokedAt" | "revokeReason"> {
+export function recordOf(
+  certPem: string,
+  how: IssueKind,
+  issuedAt: Date,
+): Omit<IssuedCert, "revokedAt" | "revokeReason"> {
   const info = inspectCert(certPem);
   return {
     name: info.subjectCn,

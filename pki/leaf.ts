@@ -62,7 +62,10 @@ export async function signPublicKey(opts: LeafOptions & { publicKey: CryptoKey |
       // stacks check for the former on EC keys.
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth]),
-      new x509.SubjectAlternativeNameExtension([...sans, ...(opts.uris ?? []).map((value) => ({ type: "url" as const, value }))]),
+      new x509.SubjectAlternativeNameExtension([
+        ...sans,
+        ...(opts.uris ?? []).map((value) => ({ type: "url" as const, value })),
+      ]),
       await x509.SubjectKeyIdentifierExtension.create(publicKey),
       caSki
         ? new x509.AuthorityKeyIdentifierExtension(caSki.keyId)
@@ -73,7 +76,11 @@ export async function signPublicKey(opts: LeafOptions & { publicKey: CryptoKey |
 }
 
 /** Checks the CA before it signs anything: a CA, its key, still valid, and outliving the new leaf. */
-async function loadCa(ca: CertAndKey, days: number, now: Date): Promise<{ cert: x509.X509Certificate; signingKey: CryptoKey }> {
+async function loadCa(
+  ca: CertAndKey,
+  days: number,
+  now: Date,
+): Promise<{ cert: x509.X509Certificate; signingKey: CryptoKey }> {
   const cert = parseCert(ca.certPem, "the fleet CA certificate");
   const info = describe(cert);
   if (!info.isCa) throw pkiErrors.notACa("the fleet CA certificate");

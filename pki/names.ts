@@ -25,7 +25,8 @@ export const RESERVED_NODE_NAMES: ReadonlyMap<string, string> = new Map([
 export function normalizeNodeName(name: string): string {
   if (name.length < 1 || name.length > MAX_LABEL) throw pkiErrors.badName(name, `must be 1 to ${MAX_LABEL} characters`);
   const lower = name.toLowerCase();
-  if (!LABEL.test(lower)) throw pkiErrors.badName(name, "only letters, digits and dashes, not starting or ending with a dash");
+  if (!LABEL.test(lower))
+    throw pkiErrors.badName(name, "only letters, digits and dashes, not starting or ending with a dash");
   const reserved = RESERVED_NODE_NAMES.get(lower);
   if (reserved) throw pkiErrors.reservedName(lower, reserved);
   return lower;
@@ -68,9 +69,11 @@ export function parseSan(input: string): San {
   const ipVersion = isIP(input);
   if (ipVersion === 4) return { type: "ip", value: input };
   if (ipVersion === 6) return { type: "ip", value: canonicalIpv6(input) };
-  if (input.startsWith("[") && input.endsWith("]")) throw pkiErrors.badSan(input, "write an IPv6 address without brackets");
+  if (input.startsWith("[") && input.endsWith("]"))
+    throw pkiErrors.badSan(input, "write an IPv6 address without brackets");
   const name = input.toLowerCase();
-  if (name.length < 1 || name.length > MAX_DNS_NAME) throw pkiErrors.badSan(input, `a DNS name has 1 to ${MAX_DNS_NAME} characters`);
+  if (name.length < 1 || name.length > MAX_DNS_NAME)
+    throw pkiErrors.badSan(input, `a DNS name has 1 to ${MAX_DNS_NAME} characters`);
   const labels = name.split(".");
   const first = labels[0] === "*" && labels.length > 1 ? 1 : 0;
   for (const label of labels.slice(first)) {
@@ -118,7 +121,8 @@ export function isValidSan(input: string): boolean {
 const CA_NAME = /^[A-Za-z0-9][A-Za-z0-9 ._()@:/-]{0,63}$/;
 
 export function checkCaName(name: string): string {
-  if (!CA_NAME.test(name)) throw pkiErrors.badName(name, "a CA name has 1 to 64 letters, digits, spaces and . _ ( ) @ : / -");
+  if (!CA_NAME.test(name))
+    throw pkiErrors.badName(name, "a CA name has 1 to 64 letters, digits, spaces and . _ ( ) @ : / -");
   return name;
 }
 
@@ -137,6 +141,9 @@ const TRUST_DOMAIN = /^[a-z0-9]([a-z0-9._-]{0,253}[a-z0-9])?$/;
 /** Throws BAD_NAME unless `domain` is a SPIFFE trust domain such as "fleet.example". */
 export function checkTrustDomain(domain: string): string {
   if (!TRUST_DOMAIN.test(domain) || domain.includes(".."))
-    throw pkiErrors.badName(domain, "a SPIFFE trust domain has lower-case letters, digits, dots, dashes and underscores, such as fleet.example");
+    throw pkiErrors.badName(
+      domain,
+      "a SPIFFE trust domain has lower-case letters, digits, dots, dashes and underscores, such as fleet.example",
+    );
   return domain;
 }

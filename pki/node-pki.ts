@@ -92,11 +92,14 @@ export async function initPki(paths: PkiPaths, opts: InitPkiOptions): Promise<In
   const hasCaCert = existsSync(paths.caCert);
   const hasCaKey = existsSync(paths.caKey);
   if (hasCaCert && !hasCaKey) throw pkiErrors.noCaKey(paths.caKey, NO_CA_KEY_FOR_INIT);
-  if (!hasCaCert && hasCaKey) throw pkiErrors.noCa(paths.caCert, `restore it from a backup; ${paths.caKey} is there without it`);
+  if (!hasCaCert && hasCaKey)
+    throw pkiErrors.noCa(paths.caCert, `restore it from a backup; ${paths.caKey} is there without it`);
   prepareDirs(paths);
 
   // Make everything in memory first, so a refusal (e.g. a leaf that would outlive the CA) writes nothing.
-  const ca = hasCaCert ? await readCa(paths) : await createCa({ name: defaultCaName(name), days: caDays, now: opts.now });
+  const ca = hasCaCert
+    ? await readCa(paths)
+    : await createCa({ name: defaultCaName(name), days: caDays, now: opts.now });
   let domain = wantedDomain;
   if (domain === undefined && hasCaCert && existsSync(paths.caRegistry)) {
     const existing = CaRegistry.open(paths.caRegistry);
@@ -130,7 +133,11 @@ export async function initPki(paths: PkiPaths, opts: InitPkiOptions): Promise<In
  * (not its key) and the node's key and certificate. Refuses an existing node identity, and a home that
  * already belongs to another fleet (CA_MISMATCH).
  */
-export async function installBundle(paths: PkiPaths, bundlePath: string, opts: { now?: Date } = {}): Promise<InitResult> {
+export async function installBundle(
+  paths: PkiPaths,
+  bundlePath: string,
+  opts: { now?: Date } = {},
+): Promise<InitResult> {
   const bundle = await readBundle(bundlePath, opts);
   refuseExistingNode(paths);
   const caFingerprint = inspectCert(bundle.caCert).fingerprint256;
@@ -195,10 +202,22 @@ export async function issueBundle(paths: PkiPaths, opts: IssueBundleOptions): Pr
       replace: opts.replace,
       now: opts.now,
       deliver: (leaf) =>
-        writeBundle(opts.out, { format: BUNDLE_FORMAT, name, caCert, cert: leaf.certPem, key: leaf.keyPem as string } satisfies Bundle, { overwrite: opts.overwrite }),
+        writeBundle(
+          opts.out,
+          { format: BUNDLE_FORMAT, name, caCert, cert: leaf.certPem, key: leaf.keyPem as string } satisfies Bundle,
+          { overwrite: opts.overwrite },
+        ),
     });
     const r = issued.record;
-    return { name, sans: r.sans, fingerprint256: r.fingerprint256, notAfter: r.notAfter, serial: r.serial, out: opts.out, revoked: issued.revoked };
+    return {
+      name,
+      sans: r.sans,
+      fingerprint256: r.fingerprint256,
+      notAfter: r.notAfter,
+      serial: r.serial,
+      out: opts.out,
+      revoked: issued.revoked,
+    };
   } finally {
     registry.close();
   }
@@ -220,13 +239,23 @@ function writeNode(paths: PkiPaths, leaf: CertAndKey): void {
 
 /** Key and certificate folders exist and are private (0700), as src/home.ts lays them out. */
 export function prepareDirs(paths: Pick<PkiPaths, "caKey" | "nodeKey" | "caCert" | "nodeCert">): void {
-  for (const dir of new Set([dirname(paths.caKey), dirname(paths.nodeKey), dirname(paths.caCert), dirname(paths.nodeCert)])) {
+  for (const dir of new Set([
+    dirname(paths.caKey),
+    dirname(paths.nodeKey),
+    dirname(paths.caCert),
+    dirname(paths.nodeCert),
+  ])) {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     if ((statSync(dir).mode & 0o077) !== 0) chmodSync(dir, 0o700);
   }
 }
 
-export function caSummary(paths: Pick<PkiPaths, "caCert" | "caKey">, certPem: string, created: boolean, hasKey: boolean): CaSummary {
+export function caSummary(
+  paths: Pick<PkiPaths, "caCert" | "caKey">,
+  certPem: string,
+  created: boolean,
+  hasKey: boolean,
+): CaSummary {
   const info = inspectCert(certPem);
   return {
     created,
@@ -240,5 +269,12 @@ export function caSummary(paths: Pick<PkiPaths, "caCert" | "caKey">, certPem: st
 
 export function nodeSummary(paths: Pick<PkiPaths, "nodeCert" | "nodeKey">, certPem: string): NodeSummary {
   const info = inspectCert(certPem);
-  return { name: info.subjectCn, sans: info.sans, fingerprint256: info.fingerprint256, notAfter: info.notAfter, certPath: paths.nodeCert, keyPath: paths.nodeKey };
+  return {
+    name: info.subjectCn,
+    sans: info.sans,
+    fingerprint256: info.fingerprint256,
+    notAfter: info.notAfter,
+    certPath: paths.nodeCert,
+    keyPath: paths.nodeKey,
+  };
 }

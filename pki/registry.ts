@@ -125,7 +125,8 @@ export class CaRegistry {
       // database file's mode, so no readable side file is left next to the key.
       db.exec("PRAGMA busy_timeout = 5000");
       const version = (db.query("PRAGMA user_version").get() as { user_version: number }).user_version;
-      if (version > SCHEMA_VERSION) throw pkiErrors.readFailed(path, `made by a newer a2a-node (registry version ${version})`);
+      if (version > SCHEMA_VERSION)
+        throw pkiErrors.readFailed(path, `made by a newer a2a-node (registry version ${version})`);
       if (version < SCHEMA_VERSION) {
         db.transaction(() => {
           if (version < 1) db.exec(SCHEMA);
@@ -165,7 +166,9 @@ export class CaRegistry {
       });
   }
 
-  /** The certificates renewed from this one, and from those, and so on (they carry its key, or were asked for with it). */
+  /**
+   * The certificates renewed from this one, and from those, and so on (they carry its key, or were asked for with it).
+   */
   renewedFrom(serial: string): IssuedCert[] {
     return (
       this.db
@@ -187,18 +190,24 @@ export class CaRegistry {
   validFor(name: string, now: Date): IssuedCert[] {
     return (
       this.db
-        .query("SELECT * FROM certificates WHERE name = $name AND revoked_at IS NULL AND not_after > $now ORDER BY issued_at, rowid")
+        .query(
+          "SELECT * FROM certificates WHERE name = $name AND revoked_at IS NULL AND not_after > $now ORDER BY issued_at, rowid",
+        )
         .all({ name, now: now.getTime() }) as CertRow[]
     ).map(toCert);
   }
 
   bySerial(serial: string): IssuedCert | undefined {
-    const row = this.db.query("SELECT * FROM certificates WHERE serial = $serial").get({ serial: normalizeSerial(serial) }) as CertRow | null;
+    const row = this.db
+      .query("SELECT * FROM certificates WHERE serial = $serial")
+      .get({ serial: normalizeSerial(serial) }) as CertRow | null;
     return row ? toCert(row) : undefined;
   }
 
   byFingerprint(fingerprint256: string): IssuedCert | undefined {
-    const row = this.db.query("SELECT * FROM certificates WHERE fingerprint256 = $fp").get({ fp: fingerprint256.toUpperCase() }) as CertRow | null;
+    const row = this.db
+      .query("SELECT * FROM certificates WHERE fingerprint256 = $fp")
+      .get({ fp: fingerprint256.toUpperCase() }) as CertRow | null;
     return row ? toCert(row) : undefined;
   }
 
@@ -207,7 +216,9 @@ export class CaRegistry {
     const changed: IssuedCert[] = [];
     for (const serial of serials) {
       const row = this.db
-        .query("UPDATE certificates SET revoked_at = $at, revoke_reason = $reason WHERE serial = $serial AND revoked_at IS NULL RETURNING *")
+        .query(
+          "UPDATE certificates SET revoked_at = $at, revoke_reason = $reason WHERE serial = $serial AND revoked_at IS NULL RETURNING *",
+        )
         .get({ serial: normalizeSerial(serial), at: at.getTime(), reason: reason ?? null }) as CertRow | null;
       if (row) changed.push(toCert(row));
     }
@@ -217,14 +228,20 @@ export class CaRegistry {
   /** Revoked certificates that have not yet expired: what a revocation list must carry. */
   revokedUnexpired(now: Date): IssuedCert[] {
     return (
-      this.db.query("SELECT * FROM certificates WHERE revoked_at IS NOT NULL AND not_after > $now ORDER BY revoked_at, rowid").all({ now: now.getTime() }) as CertRow[]
+      this.db
+        .query(
+          "SELECT * FROM certificates WHERE revoked_at IS NOT NULL AND not_after > $now ORDER BY revoked_at, rowid",
+        )
+        .all({ now: now.getTime() }) as CertRow[]
     ).map(toCert);
   }
 
   /** The next value of a counter that only grows (the revocation list's number). */
   next(counter: string): number {
     const row = this.db
-      .query("INSERT INTO counters (name, value) VALUES ($name, 1) ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value")
+      .query(
+        "INSERT INTO counters (name, value) VALUES ($name, 1) ON CONFLICT (name) DO UPDATE SET value = value + 1 RETURNING value",
+      )
       .get({ name: counter }) as { value: number };
     return row.value;
   }
@@ -264,13 +281,20 @@ export class CaRegistry {
 
   /** A fleet-wide choice of the CA, such as "spiffe_domain"; undefined when unset. */
   setting(key: string): string | undefined {
-    const row = this.db.query("SELECT value FROM ca_settings WHERE key = $key").get({ key }) as { value: string } | null;
+    const row = this.db.query("SELECT value FROM ca_settings WHERE key = $key").get({ key }) as {
+      value: string;
+    } | null;
     return row?.value;
   }
 
   setSetting(key: string, value: string | undefined): void {
     if (value === undefined) this.db.query("DELETE FROM ca_settings WHERE key = $key").run({ key });
-    else this.db.query("INSERT INTO ca_settings (key, value) VALUES ($key, $value) ON CONFLICT (key) DO UPDATE SET value = $value").run({ key, value });
+    else
+      this.db
+        .query(
+          "INSERT INTO ca_settings (key, value) VALUES ($key, $value) ON CONFLICT (key) DO UPDATE SET value = $value",
+        )
+        .run({ key, value });
   }
 
   close(): void {
@@ -280,7 +304,10 @@ export class CaRegistry {
 
 /** Uppercase hex without leading zeros: the one spelling a serial is stored and compared in. */
 export function normalizeSerial(serial: string): string {
-  const hex = serial.replace(/[:\s]/g, "").toUpperCase().replace(/^0+(?=.)/, "");
+  const hex = serial
+    .replace(/[:\s]/g, "")
+    .toUpperCase()
+    .replace(/^0+(?=.)/, "");
   return hex;
 }
 

@@ -40,7 +40,8 @@ export function recoverInterruptedRenewal(files: NodeFiles): "completed" | "disc
   const keyNext = existsSync(next(files.nodeKey));
   const certNext = existsSync(next(files.nodeCert));
   if (!keyNext && !certNext) {
-    for (const path of [files.nodeKey, files.nodeCert]) if (existsSync(old(path)) && existsSync(path)) rmSync(old(path));
+    for (const path of [files.nodeKey, files.nodeCert])
+      if (existsSync(old(path)) && existsSync(path)) rmSync(old(path));
     return undefined;
   }
   let outcome: "completed" | "discarded";

@@ -38,12 +38,23 @@ export async function renewRecorded(paths: CaPaths, registry: CaRegistry, req: R
   if (current.fingerprint256 !== req.presented.fingerprint256.toUpperCase())
     throw pkiErrors.renewRefused("the certificate sent is not the one this connection presented");
   const caPem = readPublic(paths.caCert);
-  await verifyIssuedBy(req.currentCertPem, caPem, { now, what: "the certificate to renew", ignoreValidity: req.acceptExpired && now > current.notAfter });
-  if (current.subjectCn !== req.presented.name) throw pkiErrors.renewRefused(`the certificate is for "${current.subjectCn}", not "${req.presented.name}"`);
+  await verifyIssuedBy(req.currentCertPem, caPem, {
+    now,
+    what: "the certificate to renew",
+    ignoreValidity: req.acceptExpired && now > current.notAfter,
+  });
+  if (current.subjectCn !== req.presented.name)
+    throw pkiErrors.renewRefused(`the certificate is for "${current.subjectCn}", not "${req.presented.name}"`);
   const record = registry.bySerial(current.serialNumber);
-  if (record?.revokedAt) throw pkiErrors.renewRefused(`the certificate (serial ${record.serial}) was revoked on ${record.revokedAt.toISOString()}`);
+  if (record?.revokedAt)
+    throw pkiErrors.renewRefused(
+      `the certificate (serial ${record.serial}) was revoked on ${record.revokedAt.toISOString()}`,
+    );
   const csr = await readCsr(req.csrPem, "the renewal request");
-  if (csr.name !== current.subjectCn) throw pkiErrors.renewRefused(`the request is for "${csr.name}", but the certificate renewed is "${current.subjectCn}"`);
+  if (csr.name !== current.subjectCn)
+    throw pkiErrors.renewRefused(
+      `the request is for "${csr.name}", but the certificate renewed is "${current.subjectCn}"`,
+    );
   const lifetime = Math.max(1, Math.round((current.notAfter.getTime() - current.notBefore.getTime()) / DAY_MS));
   const caLeft = Math.floor((inspectCert(caPem).notAfter.getTime() - now.getTime()) / DAY_MS);
   if (caLeft < 1) throw pkiErrors.outlivesCa(lifetime, inspectCert(caPem).notAfter, caLeft);

@@ -28,7 +28,10 @@ export interface RevokeResult {
  *
  * @example await revoke(homePaths(home), { target: "beta", reason: "laptop stolen" })
  */
-export async function revoke(paths: RevocationPaths, opts: { target: string; reason?: string; now?: Date }): Promise<RevokeResult> {
+export async function revoke(
+  paths: RevocationPaths,
+  opts: { target: string; reason?: string; now?: Date },
+): Promise<RevokeResult> {
   const now = opts.now ?? new Date();
   const registry = openCaRegistry(paths);
   try {
@@ -71,7 +74,10 @@ function findTargets(registry: CaRegistry, target: string): IssuedCert[] {
  * signed anew from the registry (so it is current, and exists even before anything was revoked); elsewhere it
  * is the list installed in this home.
  */
-export async function exportCrl(paths: RevocationPaths, opts: { out: string; overwrite?: boolean; now?: Date }): Promise<RevocationList> {
+export async function exportCrl(
+  paths: RevocationPaths,
+  opts: { out: string; overwrite?: boolean; now?: Date },
+): Promise<RevocationList> {
   if (!opts.overwrite && existsSync(opts.out)) throw pkiErrors.fileExists(opts.out);
   let list: RevocationList | undefined;
   if (existsSync(paths.caKey)) {
@@ -95,7 +101,10 @@ export async function exportCrl(paths: RevocationPaths, opts: { out: string; ove
  * not older than the one installed (STALE_CRL), so an old copy can never bring a revoked certificate back.
  * Returns the list and whether it replaced anything (false when the same number was already installed).
  */
-export function importCrl(paths: { caCert: string; crl: string }, file: string): { list: RevocationList; changed: boolean } {
+export function importCrl(
+  paths: { caCert: string; crl: string },
+  file: string,
+): { list: RevocationList; changed: boolean } {
   if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert);
   const caPem = readPublic(paths.caCert);
   const list = readRevocationList(readPublic(file), caPem, file);

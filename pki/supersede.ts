@@ -12,7 +12,11 @@ import { CaRegistry, type IssuedCert } from "./registry";
  * Light on purpose: the CA node asks this for every certificate it sees on its /pki/ routes (once each), and
  * the certificate-issuing library is loaded only when there is a list to sign.
  */
-export async function supersedeInUse(paths: CaPaths, fingerprint256: string, now: Date = new Date()): Promise<IssuedCert[]> {
+export async function supersedeInUse(
+  paths: CaPaths,
+  fingerprint256: string,
+  now: Date = new Date(),
+): Promise<IssuedCert[]> {
   if (!existsSync(paths.caRegistry)) return [];
   const registry = CaRegistry.open(paths.caRegistry);
   try {
@@ -22,7 +26,11 @@ export async function supersedeInUse(paths: CaPaths, fingerprint256: string, now
     const revoked = registry.transaction(() => {
       const previous = registry.bySerial(from);
       if (!previous || previous.revokedAt || previous.notAfter <= now) return [];
-      return registry.revoke([previous.serial], now, `superseded: ${inUse.name} renewed serial ${previous.serial} as ${inUse.serial}, now in use`);
+      return registry.revoke(
+        [previous.serial],
+        now,
+        `superseded: ${inUse.name} renewed serial ${previous.serial} as ${inUse.serial}, now in use`,
+      );
     });
     if (revoked.length > 0) {
       const { publishCrl } = await import("./crl-publish");

@@ -20,11 +20,19 @@ export interface NewToken {
  * by the CA's operator, not by whoever presents the token. Refused while NAME holds a valid certificate,
  * unless `replace`.
  */
-export function createToken(paths: CaPaths, opts: { name: string; ttlMs: number; sans?: string[]; days?: number; replace?: boolean; now?: Date }): NewToken {
+export function createToken(
+  paths: CaPaths,
+  opts: { name: string; ttlMs: number; sans?: string[]; days?: number; replace?: boolean; now?: Date },
+): NewToken {
   const name = normalizeNodeName(opts.name);
   const sans = normalizeSans(["localhost", "127.0.0.1", ...(opts.sans ?? [])]).map((s) => s.value);
   const days = checkDays(opts.days ?? 365, "certificate");
-  if (!(opts.ttlMs >= 1000 && opts.ttlMs <= MAX_TOKEN_TTL_MS)) throw new PkiError("BAD_TOKEN", `a join token lives from 1 second to 7 days (got ${opts.ttlMs} ms)`, "pass --ttl such as 15m or 1h");
+  if (!(opts.ttlMs >= 1000 && opts.ttlMs <= MAX_TOKEN_TTL_MS))
+    throw new PkiError(
+      "BAD_TOKEN",
+      `a join token lives from 1 second to 7 days (got ${opts.ttlMs} ms)`,
+      "pass --ttl such as 15m or 1h",
+    );
   const now = opts.now ?? new Date();
   const token = `${name}.${randomBytes(32).toString("base64url")}`;
   const registry = openCaRegistry(paths);
@@ -32,7 +40,17 @@ export function createToken(paths: CaPaths, opts: { name: string; ttlMs: number;
     const held = registry.validFor(name, now);
     if (held.length > 0 && !opts.replace) throw pkiErrors.nameHasCert(name, held[held.length - 1]);
     const expiresAt = new Date(now.getTime() + opts.ttlMs);
-    registry.transaction(() => registry.addToken({ hash: tokenHash(token), name, sans, days, replace: opts.replace === true, createdAt: now, expiresAt }));
+    registry.transaction(() =>
+      registry.addToken({
+        hash: tokenHash(token),
+        name,
+        sans,
+        days,
+        replace: opts.replace === true,
+        createdAt: now,
+        expiresAt,
+      }),
+    );
     return { token, name, expiresAt };
   } finally {
     registry.close();
@@ -56,7 +74,10 @@ export function tokenName(token: string): string {
  * records the certificate, so two machines racing with one token cannot both join. SANs, validity and
  * --replace are the token's.
  */
-export async function enrollWithToken(paths: CaPaths, opts: { token: string; csrPem: string; now?: Date }): Promise<RecordedIssue> {
+export async function enrollWithToken(
+  paths: CaPaths,
+  opts: { token: string; csrPem: string; now?: Date },
+): Promise<RecordedIssue> {
   const now = opts.now ?? new Date();
   const name = tokenName(opts.token);
   const hash = tokenHash(opts.token);
@@ -65,10 +86,12 @@ export async function enrollWithToken(paths: CaPaths, opts: { token: string; csr
     const stored = registry.token(hash);
     if (!stored) throw pkiErrors.badToken("this CA never made it (or it was mistyped)");
     if (stored.usedAt) throw pkiErrors.badToken(`it was already used, on ${stored.usedAt.toISOString()}`);
-    if (stored.expiresAt.getTime() <= now.getTime()) throw pkiErrors.badToken(`it expired on ${stored.expiresAt.toISOString()}`);
+    if (stored.expiresAt.getTime() <= now.getTime())
+      throw pkiErrors.badToken(`it expired on ${stored.expiresAt.toISOString()}`);
     if (stored.name !== name) throw pkiErrors.badToken("its name does not match the one it was made for");
     const csr = await readCsr(opts.csrPem, "the join request");
-    if (csr.name !== stored.name) throw pkiErrors.badToken(`it is for "${stored.name}", but the request is for "${csr.name}"`);
+    if (csr.name !== stored.name)
+      throw pkiErrors.badToken(`it is for "${stored.name}", but the request is for "${csr.name}"`);
     return await issueRecorded(paths, registry, {
       name: stored.name,
       sans: stored.sans,

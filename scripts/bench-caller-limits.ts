@@ -10,8 +10,9 @@
  *           node takes them, for --seconds; the bytes the home's database takes on disk, tasks taken, refusals
  *           by limit.
  *
- *   npm run bench:caller-limits -- memory [--subscribers 60] [--readers 10] [--task-mb 50] [--binary PATH] [--serve "ARGS"] [--json FILE]
- *   npm run bench:caller-limits -- disk [--seconds 60] [--clients 4] [--binary PATH] [--serve "ARGS"] [--json FILE]
+ *   npm run bench:caller-limits -- memory [--subscribers 60] [--readers 10] [--task-mb 50] [--binary PATH] [--serve
+ *   "ARGS"] [--json FILE] npm run bench:caller-limits -- disk [--seconds 60] [--clients 4] [--binary PATH] [--serve
+ *   "ARGS"] [--json FILE]
  *
  * TRACE=1 prints the node's RSS and the answer bytes it holds every 2 s while the readers read.
  * --serve adds flags to `serve` (e.g. "--max-task-bytes 67108864" to measure a 50 MB task past the default
@@ -80,7 +81,8 @@ const dir = mkdtempSync(join(tmpdir(), "a2a-caller-limits-"));
 const binary = flags.binary!;
 function run(args: string[]): void {
   const r = Bun.spawnSync([binary, ...args], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`a2a-node ${args.join(" ")} failed: ${r.stderr.toString() || r.stdout.toString()}`);
+  if (r.exitCode !== 0)
+    throw new Error(`a2a-node ${args.join(" ")} failed: ${r.stderr.toString() || r.stdout.toString()}`);
 }
 
 /** A home for the node, and a fleet member's identity for the one caller. */
@@ -92,14 +94,34 @@ function pki(): { home: string; tls: ClientTls } {
   return { home, tls: clientTls(readBundle(bundle)) };
 }
 
-async function serve(home: string, executor: string): Promise<{ url: string; port: number; pid: number; stop(): Promise<void> }> {
+async function serve(
+  home: string,
+  executor: string,
+): Promise<{ url: string; port: number; pid: number; stop(): Promise<void> }> {
   const port = await freePort();
   const extra = flags.serve ? flags.serve.split(/\s+/).filter(Boolean) : [];
-  const proc = Bun.spawn([binary, "--home", home, "serve", "--executor", executor, "--host", "127.0.0.1", "--port", String(port), "--log-format", "json", ...extra], {
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "inherit",
-  });
+  const proc = Bun.spawn(
+    [
+      binary,
+      "--home",
+      home,
+      "serve",
+      "--executor",
+      executor,
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--log-format",
+      "json",
+      ...extra,
+    ],
+    {
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  );
   // Its log is read to the end (a pipe nobody reads would stall it): the start is seen on the way.
   let log = "";
   let started!: () => void;
@@ -111,7 +133,10 @@ async function serve(home: string, executor: string): Promise<{ url: string; por
       if (log.includes("serving A2A over mTLS")) started();
     }
   })();
-  await Promise.race([serving, reading.then(() => proc.exited).then((c) => Promise.reject(new Error(`serve exited ${c} before serving:\n${log}`)))]);
+  await Promise.race([
+    serving,
+    reading.then(() => proc.exited).then((c) => Promise.reject(new Error(`serve exited ${c} before serving:\n${log}`))),
+  ]);
   return {
     url: `https://127.0.0.1:${port}`,
     port,
@@ -123,7 +148,8 @@ async function serve(home: string, executor: string): Promise<{ url: string; por
   };
 }
 
-const rssOf = (pid: number, field = "VmRSS") => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
+const rssOf = (pid: number, field = "VmRSS") =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
 
 async function rpc(url: string, tls: ClientTls, method: string, params: unknown) {
   const res = await fetch(url, {
@@ -135,7 +161,14 @@ async function rpc(url: string, tls: ClientTls, method: string, params: unknown)
     keepalive: false,
   } as RequestInit);
   const text = await res.text();
-  return { status: res.status, text, json: JSON.parse(text) as { result?: any; error?: { code: number; message: string; data?: { metadata?: Record<string, string> }[] } } };
+  return {
+    status: res.status,
+    text,
+    json: JSON.parse(text) as {
+      result?: any;
+      error?: { code: number; message: string; data?: { metadata?: Record<string, string> }[] };
+    },
+  };
 }
 
 /** RSS once it stops moving: sampled twice a second until three samples agree within 1% (at most 30 s). */
@@ -152,11 +185,20 @@ async function settledRss(pid: number): Promise<number> {
 
 /** A connection that asks for `body` and never reads the answer. */
 async function stalled(port: number, tls: ClientTls, body: string): Promise<TLSSocket> {
-  const socket = tlsConnect({ host: "127.0.0.1", port, cert: tls.cert, key: tls.key, ca: tls.ca, servername: "probe-node" });
+  const socket = tlsConnect({
+    host: "127.0.0.1",
+    port,
+    cert: tls.cert,
+    key: tls.key,
+    ca: tls.ca,
+    servername: "probe-node",
+  });
   socket.on("error", () => {});
   await once(socket, "secureConnect");
   socket.pause();
-  socket.write(`POST / HTTP/1.1\r\nHost: probe\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  socket.write(
+    `POST / HTTP/1.1\r\nHost: probe\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
   return socket;
 }
 
@@ -168,7 +210,12 @@ async function memory(): Promise<Record<string, unknown>> {
     const target = int("task-mb") * MIB;
     const grow = (taskId?: string) =>
       rpc(node.url, tls, "SendMessage", {
-        message: { messageId: `tck-input-required-${crypto.randomUUID()}`, role: "ROLE_USER", parts: [{ text: "x".repeat(messageBytes) }], ...(taskId ? { taskId } : {}) },
+        message: {
+          messageId: `tck-input-required-${crypto.randomUUID()}`,
+          role: "ROLE_USER",
+          parts: [{ text: "x".repeat(messageBytes) }],
+          ...(taskId ? { taskId } : {}),
+        },
         configuration: { historyLength: 0 },
       });
     const first = await grow();
@@ -184,14 +231,27 @@ async function memory(): Promise<Record<string, unknown>> {
       }
       messages++;
     }
-    const whole = await fetch(node.url, { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: taskId } }), tls, keepalive: false } as RequestInit);
+    const whole = await fetch(node.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "a2a-version": "1.0" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: taskId } }),
+      tls,
+      keepalive: false,
+    } as RequestInit);
     const taskBytes = (await whole.arrayBuffer()).byteLength;
     process.stderr.write(`memory: task of ${mib(taskBytes)} (${messages} messages; stopped by: ${stoppedBy})\n`);
     const idle = await settledRss(node.pid);
 
     const subscribers = int("subscribers");
     const sockets: TLSSocket[] = [];
-    for (let i = 0; i < subscribers; i++) sockets.push(await stalled(node.port, tls, JSON.stringify({ jsonrpc: "2.0", id: i, method: "SubscribeToTask", params: { id: taskId } })));
+    for (let i = 0; i < subscribers; i++)
+      sockets.push(
+        await stalled(
+          node.port,
+          tls,
+          JSON.stringify({ jsonrpc: "2.0", id: i, method: "SubscribeToTask", params: { id: taskId } }),
+        ),
+      );
     const withStalled = await settledRss(node.pid);
     const peakStalled = rssOf(node.pid, "VmHWM");
     let held: number | undefined;
@@ -209,7 +269,10 @@ async function memory(): Promise<Record<string, unknown>> {
       ? setInterval(async () => {
           let h = "?";
           try {
-            h = /^a2a_node_answer_bytes_held (\d+)/m.exec(await (await fetch(`${node.url}/metrics`, { tls, keepalive: false } as RequestInit)).text())?.[1] ?? "?";
+            h =
+              /^a2a_node_answer_bytes_held (\d+)/m.exec(
+                await (await fetch(`${node.url}/metrics`, { tls, keepalive: false } as RequestInit)).text(),
+              )?.[1] ?? "?";
           } catch {}
           process.stderr.write(`trace: rss ${mib(rssOf(node.pid))} held ${h}\n`);
         }, 2000)
@@ -221,7 +284,13 @@ async function memory(): Promise<Record<string, unknown>> {
     const results = await Promise.all(
       Array.from({ length: readers }, async () => {
         try {
-          const res = await fetch(node.url, { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: taskId } }), tls, keepalive: false } as RequestInit);
+          const res = await fetch(node.url, {
+            method: "POST",
+            headers: { "content-type": "application/json", "a2a-version": "1.0" },
+            body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: taskId } }),
+            tls,
+            keepalive: false,
+          } as RequestInit);
           return { status: String(res.status), bytes: (await res.arrayBuffer()).byteLength };
         } catch (err) {
           return { status: (err as Error).message.split(":")[0], bytes: 0 };
@@ -236,11 +305,21 @@ async function memory(): Promise<Record<string, unknown>> {
       binary,
       serve: flags.serve,
       task: { bytes: taskBytes, messages, stoppedBy },
-      rss: { idle, withStalledSubscribers: withStalled, peakWithStalledSubscribers: peakStalled, peakWithReaders: peakReaders },
+      rss: {
+        idle,
+        withStalledSubscribers: withStalled,
+        peakWithStalledSubscribers: peakStalled,
+        peakWithReaders: peakReaders,
+      },
       subscribers,
       perStalledSubscriberBytes: Math.round((withStalled - idle) / subscribers),
       answerBytesHeld: held,
-      readers: { n: readers, statuses: results.map((r) => r.status), bytesEach: results.find((r) => r.bytes)?.bytes, ms: Math.round(readMs) },
+      readers: {
+        n: readers,
+        statuses: results.map((r) => r.status),
+        bytesEach: results.find((r) => r.bytes)?.bytes,
+        ms: Math.round(readMs),
+      },
     };
   } finally {
     await node.stop();
@@ -250,7 +329,8 @@ async function memory(): Promise<Record<string, unknown>> {
 /** The bytes the home's database takes: the file, its WAL and shared memory. */
 function databaseBytes(home: string): number {
   let n = 0;
-  for (const f of ["a2a-node.db", "a2a-node.db-wal", "a2a-node.db-shm"]) n += statSync(join(home, f), { throwIfNoEntry: false })?.size ?? 0;
+  for (const f of ["a2a-node.db", "a2a-node.db-wal", "a2a-node.db-shm"])
+    n += statSync(join(home, f), { throwIfNoEntry: false })?.size ?? 0;
   return n;
 }
 
@@ -269,7 +349,10 @@ async function disk(): Promise<Record<string, unknown>> {
     await Promise.all(
       Array.from({ length: int("clients") }, async () => {
         while (performance.now() < until) {
-          const r = await rpc(node.url, tls, "SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] }, configuration: { historyLength: 0 } });
+          const r = await rpc(node.url, tls, "SendMessage", {
+            message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] },
+            configuration: { historyLength: 0 },
+          });
           if (r.json.result) counts.taken++;
           else {
             const limit = r.json.error?.data?.[0]?.metadata?.limit ?? `${r.status} ${r.json.error?.code}`;
@@ -283,8 +366,18 @@ async function disk(): Promise<Record<string, unknown>> {
     );
     clearInterval(watch);
     const after = databaseBytes(home);
-    process.stderr.write(`disk: ${counts.taken} tasks taken in ${seconds} s, database ${mib(before)} -> ${mib(after)} (peak ${mib(peak)}), refused ${JSON.stringify(counts.refused)}\n`);
-    return { mode: "disk", binary, serve: flags.serve, seconds, messageBytes: text.length, databaseBytes: { before, after, peak }, ...counts };
+    process.stderr.write(
+      `disk: ${counts.taken} tasks taken in ${seconds} s, database ${mib(before)} -> ${mib(after)} (peak ${mib(peak)}), refused ${JSON.stringify(counts.refused)}\n`,
+    );
+    return {
+      mode: "disk",
+      binary,
+      serve: flags.serve,
+      seconds,
+      messageBytes: text.length,
+      databaseBytes: { before, after, peak },
+      ...counts,
+    };
   } finally {
     await node.stop();
   }

@@ -27,7 +27,8 @@ process.on("exit", () => {
 /** A SendMessage whose metadata is {"a":[[[ ... ]]]} nested `levels` deep. */
 function deepBody(levels: number, n: number): string {
   const message = { messageId: `deep-${n}-${crypto.randomUUID()}`, role: "ROLE_USER", parts: [{ text: "deep" }] };
-  const params = JSON.stringify({ message }).slice(0, -1) + `,"metadata":{"a":${"[".repeat(levels)}${"]".repeat(levels)}}}`;
+  const params =
+    JSON.stringify({ message }).slice(0, -1) + `,"metadata":{"a":${"[".repeat(levels)}${"]".repeat(levels)}}}`;
   return `{"jsonrpc":"2.0","id":${n},"method":"SendMessage","params":${params}}`;
 }
 
@@ -44,8 +45,13 @@ try {
     const body = deepBody(LEVELS, i);
     sizes.push(body.length);
     const res = await fetch(server.url, { method: "POST", headers: RPC_HEADERS, body, tls } as RequestInit);
-    const reply = (await res.json()) as { error?: { code: number; message: string }; result?: { task?: { status: { state: string } } } };
-    const what = reply.error ? `error ${reply.error.code}: ${reply.error.message}` : `result ${reply.result?.task?.status.state}`;
+    const reply = (await res.json()) as {
+      error?: { code: number; message: string };
+      result?: { task?: { status: { state: string } } };
+    };
+    const what = reply.error
+      ? `error ${reply.error.code}: ${reply.error.message}`
+      : `result ${reply.result?.task?.status.state}`;
     answers.set(what, (answers.get(what) ?? 0) + 1);
   }
   const ms = performance.now() - w0;
@@ -53,11 +59,17 @@ try {
   const { body, text } = sendMessageBody(`after-deep-${crypto.randomUUID()}`, 0);
   const after = await fetch(server.url, { method: "POST", headers: RPC_HEADERS, body, tls } as RequestInit);
   const still = (await after.text()).includes(text);
-  console.log(`${requests} requests of ${(sizes[0] / 1024).toFixed(0)} KB, metadata nested ${LEVELS} levels, one at a time`);
-  console.log(`node CPU   ${(cpuMs / requests).toFixed(1)} ms per request (${cpuMs.toFixed(0)} ms in all; /proc ticks are 10 ms)`);
+  console.log(
+    `${requests} requests of ${(sizes[0] / 1024).toFixed(0)} KB, metadata nested ${LEVELS} levels, one at a time`,
+  );
+  console.log(
+    `node CPU   ${(cpuMs / requests).toFixed(1)} ms per request (${cpuMs.toFixed(0)} ms in all; /proc ticks are 10 ms)`,
+  );
   console.log(`wall time  ${(ms / requests).toFixed(1)} ms per request`);
   for (const [what, n] of answers) console.log(`answered   ${n}× ${what}`);
-  console.log(`afterwards the node ${still ? "still answers a normal SendMessage" : "DID NOT answer a normal SendMessage"}`);
+  console.log(
+    `afterwards the node ${still ? "still answers a normal SendMessage" : "DID NOT answer a normal SendMessage"}`,
+  );
 } finally {
   await stop(server.proc);
 }

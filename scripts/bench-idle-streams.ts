@@ -21,10 +21,13 @@ import { freePort, killAllNow, stop, track } from "./bench/proc";
 const args = process.argv.slice(2);
 if (!process.env.A2A_BENCH_ULIMIT) {
   // Re-run with the descriptor limit raised as far as this user may (children inherit it).
-  const p = Bun.spawn(["sh", "-c", 'ulimit -n "$(ulimit -Hn)" && exec "$@"', "sh", process.execPath, import.meta.path, ...args], {
-    env: { ...process.env, A2A_BENCH_ULIMIT: "1" },
-    stdio: ["inherit", "inherit", "inherit"],
-  });
+  const p = Bun.spawn(
+    ["sh", "-c", 'ulimit -n "$(ulimit -Hn)" && exec "$@"', "sh", process.execPath, import.meta.path, ...args],
+    {
+      env: { ...process.env, A2A_BENCH_ULIMIT: "1" },
+      stdio: ["inherit", "inherit", "inherit"],
+    },
+  );
   process.exit(await p.exited);
 }
 
@@ -47,7 +50,10 @@ process.on("exit", () => {
 });
 
 const limit = Number(Bun.spawnSync(["sh", "-c", "ulimit -n"]).stdout.toString().trim());
-if (limit < N + 200) throw new Error(`the descriptor limit is ${limit} (ulimit -Hn); ${N} subscribers need at least ${N + 200}: lower --subscribers or raise the hard limit`);
+if (limit < N + 200)
+  throw new Error(
+    `the descriptor limit is ${limit} (ulimit -Hn); ${N} subscribers need at least ${N + 200}: lower --subscribers or raise the hard limit`,
+  );
 
 function cli(a: string[]): void {
   const r = Bun.spawnSync([BINARY, ...a], { stdout: "pipe", stderr: "pipe" });
@@ -64,9 +70,30 @@ const [port, plainPort, adminPort] = [await freePort(), await freePort(), await 
 const node = track(
   Bun.spawn(
     [
-      BINARY, "--home", home, "serve", "--host", "127.0.0.1", "--port", String(port), "--plain-http-port", String(plainPort), "--admin-port", String(adminPort),
-      "--executor", "conformance", "--rate-limit-per-second", "0", "--max-connections", String(N + 1000), "--max-connections-per-address", String(N + 1000),
-      "--max-task-messages", String(4 * ROUNDS + 10), "--log-level", "warn",
+      BINARY,
+      "--home",
+      home,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--plain-http-port",
+      String(plainPort),
+      "--admin-port",
+      String(adminPort),
+      "--executor",
+      "conformance",
+      "--rate-limit-per-second",
+      "0",
+      "--max-connections",
+      String(N + 1000),
+      "--max-connections-per-address",
+      String(N + 1000),
+      "--max-task-messages",
+      String(4 * ROUNDS + 10),
+      "--log-level",
+      "warn",
     ],
     { stdout: "ignore", stderr: "ignore" },
   ),
@@ -92,13 +119,25 @@ async function rpc(method: string, params: unknown): Promise<any> {
   if (!body.result) throw new Error(`${method}: ${JSON.stringify(body.error)}`);
   return body.result;
 }
-const asking = (taskId?: string) => ({ message: { messageId: `tck-input-required-${crypto.randomUUID()}`, role: "ROLE_USER", parts: [{ text: "wait" }], ...(taskId ? { taskId } : {}) } });
+const asking = (taskId?: string) => ({
+  message: {
+    messageId: `tck-input-required-${crypto.randomUUID()}`,
+    role: "ROLE_USER",
+    parts: [{ text: "wait" }],
+    ...(taskId ? { taskId } : {}),
+  },
+});
 
 function rss(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
   return Number(m?.[1] ?? 0) * 1024;
 }
-const fds = (pid: number) => Number(Bun.spawnSync(["sh", "-c", `ls /proc/${pid}/fd | wc -l`]).stdout.toString().trim());
+const fds = (pid: number) =>
+  Number(
+    Bun.spawnSync(["sh", "-c", `ls /proc/${pid}/fd | wc -l`])
+      .stdout.toString()
+      .trim(),
+  );
 async function openStreams(): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${adminPort}/metrics`)).text();
   return Number(/^a2a_node_sse_streams (\d+)/m.exec(text)?.[1] ?? NaN);
@@ -117,7 +156,8 @@ await Promise.all(
     while (made < N) {
       made++;
       const r = await rpc("SendMessage", asking());
-      if (r.task?.status.state !== "TASK_STATE_INPUT_REQUIRED") throw new Error(`a task is ${r.task?.status.state}, not waiting for input`);
+      if (r.task?.status.state !== "TASK_STATE_INPUT_REQUIRED")
+        throw new Error(`a task is ${r.task?.status.state}, not waiting for input`);
       ids.push(r.task.id);
     }
   }),
@@ -146,7 +186,11 @@ async function liveLatency(rounds: number): Promise<number[]> {
       while ((cut = buffer.indexOf("\n\n")) !== -1) {
         const event = buffer.slice(0, cut);
         buffer = buffer.slice(cut + 2);
-        const data = event.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5)).join("");
+        const data = event
+          .split("\n")
+          .filter((l) => l.startsWith("data:"))
+          .map((l) => l.slice(5))
+          .join("");
         if (!data) continue;
         const state = JSON.parse(data).result?.statusUpdate?.status?.state as string | undefined;
         if (!state) continue;
@@ -181,11 +225,23 @@ const idsFile = join(dir, "ids.txt");
 writeFileSync(idsFile, ids.join("\n"));
 say(`opening ${N} idle subscribers...`);
 const client = track(
-  Bun.spawn([process.execPath, join(import.meta.dir, "bench", "idle-subscribers.ts"), JSON.stringify({ port: TRANSPORT === "plain" ? plainPort : port, tls: TRANSPORT === "plain" ? null : tls, ids: idsFile, parallel: 100 })], {
-    stdin: "pipe",
-    stdout: "pipe",
-    stderr: "inherit",
-  }),
+  Bun.spawn(
+    [
+      process.execPath,
+      join(import.meta.dir, "bench", "idle-subscribers.ts"),
+      JSON.stringify({
+        port: TRANSPORT === "plain" ? plainPort : port,
+        tls: TRANSPORT === "plain" ? null : tls,
+        ids: idsFile,
+        parallel: 100,
+      }),
+    ],
+    {
+      stdin: "pipe",
+      stdout: "pipe",
+      stderr: "inherit",
+    },
+  ),
 );
 const lines = (client.stdout as ReadableStream<Uint8Array>).getReader();
 const decoder = new TextDecoder();
@@ -209,7 +265,9 @@ await Bun.sleep(2000);
 const busyRss = rss(node.pid);
 const busyFds = fds(node.pid);
 const streams = await openStreams();
-say(`with ${opened.ready} idle subscribers: RSS ${mib(busyRss)} MiB, ${busyFds} descriptors, ${streams} streams; live subscriber, ${ROUNDS} rounds...`);
+say(
+  `with ${opened.ready} idle subscribers: RSS ${mib(busyRss)} MiB, ${busyFds} descriptors, ${streams} streams; live subscriber, ${ROUNDS} rounds...`,
+);
 const loaded = await liveLatency(ROUNDS);
 client.stdin.write("status\n");
 client.stdin.flush();
@@ -221,7 +279,14 @@ await stop(node);
 
 const result = {
   transport: TRANSPORT,
-  subscribers: { asked: N, ready: opened.ready, failed: opened.failed, connectSeconds: opened.ms / 1000, stillOpenAtEnd: still.open, errors: opened.errors },
+  subscribers: {
+    asked: N,
+    ready: opened.ready,
+    failed: opened.failed,
+    connectSeconds: opened.ms / 1000,
+    stillOpenAtEnd: still.open,
+    errors: opened.errors,
+  },
   node: {
     rssIdleMiB: mib(idleRss),
     rssWithSubscribersMiB: mib(busyRss),
@@ -237,7 +302,13 @@ const result = {
 };
 if (JSON_OUT) console.log(JSON.stringify(result, null, 2));
 else {
-  console.log(`\n${result.subscribers.ready} idle SubscribeToTask streams (${TRANSPORT}) on one node, opened in ${result.subscribers.connectSeconds} s (${result.subscribers.failed} failed, ${result.subscribers.stillOpenAtEnd} still open at the end)`);
-  console.log(`node RSS: ${result.node.rssIdleMiB} MiB without them, ${result.node.rssWithSubscribersMiB} MiB with them (${result.node.bytesPerSubscriber} bytes each); descriptors ${idleFds} -> ${busyFds}; a2a_node_sse_streams ${streams}`);
-  console.log(`live subscriber, answer sent -> its WORKING event read (ms): alone p50 ${result.liveEventLatencyMs.alone.p50} p99 ${result.liveEventLatencyMs.alone.p99}; with the idle subscribers p50 ${result.liveEventLatencyMs.withSubscribers.p50} p99 ${result.liveEventLatencyMs.withSubscribers.p99} (${ROUNDS} rounds each)`);
+  console.log(
+    `\n${result.subscribers.ready} idle SubscribeToTask streams (${TRANSPORT}) on one node, opened in ${result.subscribers.connectSeconds} s (${result.subscribers.failed} failed, ${result.subscribers.stillOpenAtEnd} still open at the end)`,
+  );
+  console.log(
+    `node RSS: ${result.node.rssIdleMiB} MiB without them, ${result.node.rssWithSubscribersMiB} MiB with them (${result.node.bytesPerSubscriber} bytes each); descriptors ${idleFds} -> ${busyFds}; a2a_node_sse_streams ${streams}`,
+  );
+  console.log(
+    `live subscriber, answer sent -> its WORKING event read (ms): alone p50 ${result.liveEventLatencyMs.alone.p50} p99 ${result.liveEventLatencyMs.alone.p99}; with the idle subscribers p50 ${result.liveEventLatencyMs.withSubscribers.p50} p99 ${result.liveEventLatencyMs.withSubscribers.p99} (${ROUNDS} rounds each)`,
+  );
 }

@@ -49,7 +49,11 @@ run(["--home", home, "pki", "issue", "bench-client", "--out", bundle]);
 const tls = clientTls(readBundle(bundle));
 const port = await freePort();
 const server = track(
-  Bun.spawn([process.execPath, join(import.meta.dir, "bench", "list-server.ts"), home, String(port), String(BUDGET)], { stdin: "pipe", stdout: "pipe", stderr: "inherit" }),
+  Bun.spawn([process.execPath, join(import.meta.dir, "bench", "list-server.ts"), home, String(port), String(BUDGET)], {
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "inherit",
+  }),
 );
 
 // The server's stdout, one line at a time: its banner, then one answer per command.
@@ -89,11 +93,17 @@ const url = `https://127.0.0.1:${port}/`;
 let rpcId = 1;
 async function call(method: string, params: unknown): Promise<{ bytes: number; ms: number; result: any }> {
   const started = performance.now();
-  const res = await fetch(url, { method: "POST", headers: RPC_HEADERS, body: JSON.stringify({ jsonrpc: "2.0", id: rpcId++, method, params }), tls } as RequestInit);
+  const res = await fetch(url, {
+    method: "POST",
+    headers: RPC_HEADERS,
+    body: JSON.stringify({ jsonrpc: "2.0", id: rpcId++, method, params }),
+    tls,
+  } as RequestInit);
   const body = new Uint8Array(await res.arrayBuffer());
   const ms = performance.now() - started;
   const parsed = JSON.parse(new TextDecoder().decode(body));
-  if (res.status !== 200 || parsed.error) throw new Error(`${method}: HTTP ${res.status} ${JSON.stringify(parsed.error ?? {})}`);
+  if (res.status !== 200 || parsed.error)
+    throw new Error(`${method}: HTTP ${res.status} ${JSON.stringify(parsed.error ?? {})}`);
   return { bytes: body.byteLength, ms, result: parsed.result };
 }
 
@@ -105,8 +115,12 @@ await Promise.all(
     while (sent < TASKS) {
       const n = sent++;
       const text = `task ${n} `.padEnd(TEXT_BYTES, "x");
-      const { result } = await call("SendMessage", { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] }, configuration: { historyLength: 0 } });
-      if (result.task?.status?.state !== "TASK_STATE_COMPLETED") throw new Error(`task ${n} ended ${result.task?.status?.state}`);
+      const { result } = await call("SendMessage", {
+        message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] },
+        configuration: { historyLength: 0 },
+      });
+      if (result.task?.status?.state !== "TASK_STATE_COMPLETED")
+        throw new Error(`task ${n} ended ${result.task?.status?.state}`);
     }
   }),
 );
@@ -165,24 +179,58 @@ const results = {
   tasks: TASKS,
   populateMs: Math.round(populateMs),
   idleRssBytes: idle.rssBytes,
-  one: { bytes: one.bytes, ms: Math.round(one.ms), tasks: one.result.tasks.length, omitted: omitted(one.result.tasks), totalSize: one.result.totalSize, ...oneStats },
-  walk: { pages, tasksSeen: seen.size, onceEach, largestPageBytes: largestPage, omitted: walkOmitted, ms: Math.round(walkMs), ...walkStats },
+  one: {
+    bytes: one.bytes,
+    ms: Math.round(one.ms),
+    tasks: one.result.tasks.length,
+    omitted: omitted(one.result.tasks),
+    totalSize: one.result.totalSize,
+    ...oneStats,
+  },
+  walk: {
+    pages,
+    tasksSeen: seen.size,
+    onceEach,
+    largestPageBytes: largestPage,
+    omitted: walkOmitted,
+    ms: Math.round(walkMs),
+    ...walkStats,
+  },
   four: { largestBytes: Math.max(...four.map((r) => r.bytes)), ...fourStats },
   histories: { bytes: histories.bytes, tasks: histories.result.tasks.length, ...historiesStats },
   heads: { bytes: heads.bytes, ms: Math.round(heads.ms), tasks: heads.result.tasks.length, ...headsStats },
 };
-const stall = (s: NodeStats) => `longest stall ${s.maxStallMs.toFixed(1)} ms (p99 ${s.p99StallMs.toFixed(1)} ms), node peak RSS ${mib(s.peakRssBytes)}`;
-console.log(`populate          ${TASKS} tasks of ${mib(2 * TEXT_BYTES)} in ${results.populateMs} ms; node RSS idle ${mib(idle.rssBytes)}`);
-console.log(`one list          ${mib(one.bytes)}, ${one.result.tasks.length} tasks (${results.one.omitted} with parts omitted), totalSize ${one.result.totalSize}, ${results.one.ms} ms; ${stall(oneStats)}`);
-console.log(`walk all pages    ${pages} pages, ${seen.size} distinct tasks (each once: ${onceEach}), largest page ${mib(largestPage)}, ${results.walk.ms} ms; ${stall(walkStats)}`);
+const stall = (s: NodeStats) =>
+  `longest stall ${s.maxStallMs.toFixed(1)} ms (p99 ${s.p99StallMs.toFixed(1)} ms), node peak RSS ${mib(s.peakRssBytes)}`;
+console.log(
+  `populate          ${TASKS} tasks of ${mib(2 * TEXT_BYTES)} in ${results.populateMs} ms; node RSS idle ${mib(idle.rssBytes)}`,
+);
+console.log(
+  `one list          ${mib(one.bytes)}, ${one.result.tasks.length} tasks (${results.one.omitted} with parts omitted), totalSize ${one.result.totalSize}, ${results.one.ms} ms; ${stall(oneStats)}`,
+);
+console.log(
+  `walk all pages    ${pages} pages, ${seen.size} distinct tasks (each once: ${onceEach}), largest page ${mib(largestPage)}, ${results.walk.ms} ms; ${stall(walkStats)}`,
+);
 console.log(`four at once      largest ${mib(results.four.largestBytes)}; ${stall(fourStats)}`);
-console.log(`no artifacts      ${mib(histories.bytes)}, ${histories.result.tasks.length} tasks; ${stall(historiesStats)}`);
-console.log(`historyLength 0   ${mib(heads.bytes)}, ${heads.result.tasks.length} tasks, ${results.heads.ms} ms; ${stall(headsStats)}`);
+console.log(
+  `no artifacts      ${mib(histories.bytes)}, ${histories.result.tasks.length} tasks; ${stall(historiesStats)}`,
+);
+console.log(
+  `historyLength 0   ${mib(heads.bytes)}, ${heads.result.tasks.length} tasks, ${results.heads.ms} ms; ${stall(headsStats)}`,
+);
 const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
 const largest = Math.max(one.bytes, largestPage, results.four.largestBytes, histories.bytes, heads.bytes);
-const maxStall = Math.max(oneStats.maxStallMs, walkStats.maxStallMs, fourStats.maxStallMs, historiesStats.maxStallMs, headsStats.maxStallMs);
+const maxStall = Math.max(
+  oneStats.maxStallMs,
+  walkStats.maxStallMs,
+  fourStats.maxStallMs,
+  historiesStats.maxStallMs,
+  headsStats.maxStallMs,
+);
 console.log("\ntargets");
-console.log(`${verdict(largest <= BUDGET + ENVELOPE)}  every response <= ${mib(BUDGET)} + 4 KiB${" ".repeat(Math.max(1, 16 - mib(BUDGET).length))}${mib(largest)}`);
+console.log(
+  `${verdict(largest <= BUDGET + ENVELOPE)}  every response <= ${mib(BUDGET)} + 4 KiB${" ".repeat(Math.max(1, 16 - mib(BUDGET).length))}${mib(largest)}`,
+);
 console.log(`${verdict(onceEach)}  the page walk returns each task once     ${seen.size} of ${TASKS}`);
 console.log(`${verdict(maxStall <= 10)}  no event-loop stall over 10 ms           ${maxStall.toFixed(1)} ms`);
 const jsonAt = process.argv.indexOf("--json");

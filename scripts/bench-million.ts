@@ -9,7 +9,8 @@
  *      down the list) p99;
  *   4. retention: the node stopped, RetentionSweeper (src/tasks/retention.ts, its default batch of 200) deletes
  *      the 90% older than 30 days; the time it takes, and tasks/s.
- *   bun scripts/bench-million.ts [--tasks 1000000] [--store sqlite|postgres|both] [--samples 2000] [--skip-retention] [--json]
+ *   bun scripts/bench-million.ts [--tasks 1000000] [--store sqlite|postgres|both] [--samples 2000] [--skip-retention]
+ *   [--json]
  */
 import { mkdtempSync, rmSync, statSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,7 +29,8 @@ import { startPostgres, type PostgresServer } from "./postgres-server";
 const ROOT = join(import.meta.dir, "..");
 const BINARY = join(ROOT, "dist", "a2a-node");
 const args = process.argv.slice(2);
-const USAGE = "usage: bun scripts/bench-million.ts [--tasks 1000000] [--store sqlite|postgres|both] [--samples 2000] [--skip-retention] [--json]";
+const USAGE =
+  "usage: bun scripts/bench-million.ts [--tasks 1000000] [--store sqlite|postgres|both] [--samples 2000] [--skip-retention] [--json]";
 // A run at the default size takes many minutes and gigabytes: a typo or --help must not start one.
 if (args.includes("--help") || args.includes("-h")) {
   console.log(USAGE);
@@ -53,8 +55,16 @@ const STORES = opt("store", "both") === "both" ? ["sqlite", "postgres"] : [opt("
 const SAMPLES = Number(opt("samples", "2000"));
 const JSON_OUT = args.includes("--json");
 const SKIP_RETENTION = args.includes("--skip-retention");
-if (!Number.isInteger(N) || N < 10 || !Number.isInteger(SAMPLES) || SAMPLES < 1 || !STORES.every((s) => s === "sqlite" || s === "postgres")) {
-  console.error(`bench-million: --tasks must be an integer ≥ 10, --samples ≥ 1, --store sqlite, postgres or both\n${USAGE}`);
+if (
+  !Number.isInteger(N) ||
+  N < 10 ||
+  !Number.isInteger(SAMPLES) ||
+  SAMPLES < 1 ||
+  !STORES.every((s) => s === "sqlite" || s === "postgres")
+) {
+  console.error(
+    `bench-million: --tasks must be an integer ≥ 10, --samples ≥ 1, --store sqlite, postgres or both\n${USAGE}`,
+  );
   process.exit(2);
 }
 const OWNER = "@local";
@@ -90,7 +100,14 @@ function task(i: number) {
   const working = new Date(created + 1).toISOString();
   const events = JSON.stringify([
     { statusUpdate: { taskId: id, contextId: id, status: { state: "TASK_STATE_WORKING", timestamp: working } } },
-    { artifactUpdate: { taskId: id, contextId: id, artifact: { artifactId: `${id}-echo`, name: "echo", parts: [{ text }] }, lastChunk: true } },
+    {
+      artifactUpdate: {
+        taskId: id,
+        contextId: id,
+        artifact: { artifactId: `${id}-echo`, name: "echo", parts: [{ text }] },
+        lastChunk: true,
+      },
+    },
     { statusUpdate: { taskId: id, contextId: id, status: { state: "TASK_STATE_COMPLETED", timestamp: at } } },
   ]);
   return { id, created: new Date(created).toISOString(), at, messageId, history, artifacts, working, events };
@@ -153,7 +170,11 @@ const pct = (xs: number[], p: number) => {
 
 async function rpc(url: string, method: string, params: unknown): Promise<{ ms: number; result: any }> {
   const t0 = performance.now();
-  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", "A2A-Version": "1.0" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }) });
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "A2A-Version": "1.0" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
+  });
   const body = (await res.json()) as { result?: unknown; error?: unknown };
   const ms = performance.now() - t0;
   if (!body.result) throw new Error(`${method} failed: ${JSON.stringify(body.error)}`);
@@ -180,10 +201,31 @@ async function untilUp(url: string): Promise<void> {
 
 async function measureReads(home: string, extra: string[]) {
   const port = await freePort();
-  node = Bun.spawn([BINARY, "--home", home, "serve", "--host", "127.0.0.1", "--port", "0", "--plain-http-port", String(port), "--executor", "echo", "--rate-limit-per-second", "0", "--retention-days", "0", ...extra], {
-    stdout: "ignore",
-    stderr: "ignore",
-  });
+  node = Bun.spawn(
+    [
+      BINARY,
+      "--home",
+      home,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--plain-http-port",
+      String(port),
+      "--executor",
+      "echo",
+      "--rate-limit-per-second",
+      "0",
+      "--retention-days",
+      "0",
+      ...extra,
+    ],
+    {
+      stdout: "ignore",
+      stderr: "ignore",
+    },
+  );
   const url = `http://127.0.0.1:${port}/`;
   await untilUp(url);
   const get: number[] = [];
@@ -206,7 +248,8 @@ async function measureReads(home: string, extra: string[]) {
     total = a.result.totalSize;
     first.push(a.ms);
     const b = await rpc(url, "ListTasks", { pageToken: token });
-    if (b.result.tasks[0]?.id !== task(deepAt - 1).id) throw new Error(`the deep page starts at ${b.result.tasks[0]?.id}, not ${task(deepAt - 1).id}`);
+    if (b.result.tasks[0]?.id !== task(deepAt - 1).id)
+      throw new Error(`the deep page starts at ${b.result.tasks[0]?.id}, not ${task(deepAt - 1).id}`);
     deep.push(b.ms);
   }
   node.kill("SIGTERM");
@@ -256,7 +299,8 @@ for (const kind of STORES) {
     await seedPostgres(url);
     seeded = (performance.now() - t0) / 1000;
     const sql = new Bun.SQL(url, { max: 1 });
-    const [row] = await sql`SELECT (pg_total_relation_size('tasks') + pg_total_relation_size('task_events'))::bigint AS n`;
+    const [row] =
+      await sql`SELECT (pg_total_relation_size('tasks') + pg_total_relation_size('task_events'))::bigint AS n`;
     await sql.close();
     bytesPerTask = Math.round(Number(row.n) / N);
     extra = ["--database", url];
@@ -285,7 +329,9 @@ await postgres?.stop();
 if (JSON_OUT) console.log(JSON.stringify(results, null, 2));
 else {
   console.log(`\n${N} stored tasks (one caller), reads from one client over the loopback listener (ms):`);
-  console.log("| store | bytes/task | GetTask p50 | GetTask p99 | ListTasks first page p99 | deep page p99 | retention of 90% | seed |");
+  console.log(
+    "| store | bytes/task | GetTask p50 | GetTask p99 | ListTasks first page p99 | deep page p99 | retention of 90% | seed |",
+  );
   console.log("|---|---|---|---|---|---|---|---|");
   for (const [kind, r] of Object.entries(results) as [string, any][])
     console.log(

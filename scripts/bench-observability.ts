@@ -33,7 +33,11 @@ const metrics = new NodeMetrics({
   certificateNotAfter: () => new Date(),
 });
 const limiter = new PeerRateLimiter({ perSecond: 1e6, burst: 1e6 });
-const task = { id: "01M8SVJ5RY30Q1BQRS9S2EDM08", contextId: "01M8SVJ5RY30Q1BQRS9S2EDM08", status: { state: "TASK_STATE_COMPLETED" } } as Task;
+const task = {
+  id: "01M8SVJ5RY30Q1BQRS9S2EDM08",
+  contextId: "01M8SVJ5RY30Q1BQRS9S2EDM08",
+  status: { state: "TASK_STATE_COMPLETED" },
+} as Task;
 
 function time(label: string, fn: () => void): void {
   for (let i = 0; i < N / 10; i++) fn(); // warm-up
@@ -64,7 +68,15 @@ const audit = new AuditLog({ path: join(dir, "audit.jsonl"), maxBytes: 10 * 1024
 const fingerprint = "3F:8A:11:C2:5D:90:7B:E4:21:AC:66:0F:93:D8:4E:B7:12:C5:39:F0:8D:6A:2E:B1:74:C9:05:DE:88:13:AF:9A";
 time("per request: one audit line, buffered and written in batches", () => {
   const t = performance.now();
-  audit.call({ peer: "alpha", fingerprint, binding: "jsonrpc", method: "SendMessage", taskId: task.id, outcome: "ok", ms: performance.now() - t });
+  audit.call({
+    peer: "alpha",
+    fingerprint,
+    binding: "jsonrpc",
+    method: "SendMessage",
+    taskId: task.id,
+    outcome: "ok",
+    ms: performance.now() - t,
+  });
 });
 audit.close();
 rmSync(dir, { recursive: true, force: true });

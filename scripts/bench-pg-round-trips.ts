@@ -21,7 +21,10 @@ const TASKS = opt("tasks", 300);
 const json = args.includes("--json");
 
 const dir = mkdtempSync(join(tmpdir(), "a2a-bench-rt-"));
-const postgres = await startPostgres({ durable: true, flags: ["-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_utility=on"] });
+const postgres = await startPostgres({
+  durable: true,
+  flags: ["-c", "shared_preload_libraries=pg_stat_statements", "-c", "pg_stat_statements.track_utility=on"],
+});
 const plainPort = await freePort();
 const setup = await startReplicaSetup({
   dir,
@@ -29,16 +32,37 @@ const setup = await startReplicaSetup({
   postgres,
   database: "rt",
   // Leases renewed every 100 s: no renewal lands in the count.
-  serveArgs: ["--executor", "echo", "--plain-http-port", String(plainPort), "--lease", "300", "--rate-limit-per-second", "0", "--max-concurrent", "64"],
+  serveArgs: [
+    "--executor",
+    "echo",
+    "--plain-http-port",
+    String(plainPort),
+    "--lease",
+    "300",
+    "--rate-limit-per-second",
+    "0",
+    "--max-concurrent",
+    "64",
+  ],
 });
 const sql = new Bun.SQL(setup.databaseUrl, { max: 1 });
 const url = `http://127.0.0.1:${plainPort}/`;
 
 async function send(i: number): Promise<void> {
-  const body = JSON.stringify({ jsonrpc: "2.0", id: i, method: "SendMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: `t${i}` }] } } });
-  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", "A2A-Version": "1.0" }, body });
+  const body = JSON.stringify({
+    jsonrpc: "2.0",
+    id: i,
+    method: "SendMessage",
+    params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: `t${i}` }] } },
+  });
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "A2A-Version": "1.0" },
+    body,
+  });
   const answer = (await res.json()) as { result?: { task?: { status: { state: string } } } };
-  if (answer.result?.task?.status.state !== "TASK_STATE_COMPLETED") throw new Error(`task ${i} did not complete: ${JSON.stringify(answer)}`);
+  if (answer.result?.task?.status.state !== "TASK_STATE_COMPLETED")
+    throw new Error(`task ${i} did not complete: ${JSON.stringify(answer)}`);
 }
 
 interface Count {
@@ -82,8 +106,13 @@ try {
   const concurrent = await measure(32);
   if (json) console.log(JSON.stringify({ tasks: TASKS, alone, concurrent }, null, 2));
   else {
-    for (const [name, c] of [["1 client (a task alone)", alone], ["32 clients", concurrent]] as const) {
-      console.log(`\n${name}: ${c.statements.toFixed(2)} statements and ${c.transactions.toFixed(2)} transactions per task (${TASKS} tasks)`);
+    for (const [name, c] of [
+      ["1 client (a task alone)", alone],
+      ["32 clients", concurrent],
+    ] as const) {
+      console.log(
+        `\n${name}: ${c.statements.toFixed(2)} statements and ${c.transactions.toFixed(2)} transactions per task (${TASKS} tasks)`,
+      );
       for (const q of c.byQuery) if (q.perTask >= 0.01) console.log(`  ${q.perTask.toFixed(2)}  ${q.query}`);
     }
   }

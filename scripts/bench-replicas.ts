@@ -35,7 +35,19 @@ const counts = values.replicas!.split(",").map(Number);
 const LOAD = join(import.meta.dir, "bench", "load.ts");
 // As in bench.ts: the per-peer rate limit out of reach (its check still paid on every request).
 // The per-caller task quota is checked on every task, but set past what a run stores from its one caller.
-const SERVE = ["--executor", "echo", "--max-concurrent", "64", "--quiet", "--rate-limit-per-second", "1000000", "--rate-limit-burst", "1000000", "--max-caller-tasks", "1000000000"];
+const SERVE = [
+  "--executor",
+  "echo",
+  "--max-concurrent",
+  "64",
+  "--quiet",
+  "--rate-limit-per-second",
+  "1000000",
+  "--rate-limit-burst",
+  "1000000",
+  "--max-caller-tasks",
+  "1000000000",
+];
 
 interface Row {
   setup: string;
@@ -53,9 +65,22 @@ const postgres = await startPostgres({ durable: !values["fast-postgres"] });
 const rows: Row[] = [];
 try {
   for (const n of counts) {
-    const setup = await startReplicaSetup({ dir: join(dir, `r${n}`), replicas: n, serveArgs: SERVE, postgres, database: `bench_${n}` });
+    const setup = await startReplicaSetup({
+      dir: join(dir, `r${n}`),
+      replicas: n,
+      serveArgs: SERVE,
+      postgres,
+      database: `bench_${n}`,
+    });
     try {
-      rows.push(await measure(`postgres, ${n} replica${n > 1 ? "s" : ""}`, setup.url, setup.clientBundle, setup.replicas.map((r) => r.proc.pid)));
+      rows.push(
+        await measure(
+          `postgres, ${n} replica${n > 1 ? "s" : ""}`,
+          setup.url,
+          setup.clientBundle,
+          setup.replicas.map((r) => r.proc.pid),
+        ),
+      );
     } finally {
       await setup.stop();
     }
@@ -66,9 +91,32 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 
-console.log(`\nSendMessage, echo executor, ${concurrency} clients, mTLS keep-alive through a TCP balancer, loopback, ${navigator.hardwareConcurrency} cores; ${values.duration} s measured after ${values.warmup} s warm-up; Postgres ${values["fast-postgres"] ? "with fsync off" : "durable (fsync on)"}\n`);
-const header = ["setup", "tasks/s", "p50 ms", "p99 ms", "replica CPU µs/task", "CPU per replica", "machine CPU", "errors"];
-const table = [header, ...rows.map((r) => [r.setup, r.rps.toFixed(0), r.p50.toFixed(2), r.p99.toFixed(2), r.cpuUsPerTask.toFixed(0), r.perReplicaCpuPct.map((p) => `${p.toFixed(0)}%`).join(" "), `${r.machineCpuPct.toFixed(0)}%`, String(r.errors)])];
+console.log(
+  `\nSendMessage, echo executor, ${concurrency} clients, mTLS keep-alive through a TCP balancer, loopback, ${navigator.hardwareConcurrency} cores; ${values.duration} s measured after ${values.warmup} s warm-up; Postgres ${values["fast-postgres"] ? "with fsync off" : "durable (fsync on)"}\n`,
+);
+const header = [
+  "setup",
+  "tasks/s",
+  "p50 ms",
+  "p99 ms",
+  "replica CPU µs/task",
+  "CPU per replica",
+  "machine CPU",
+  "errors",
+];
+const table = [
+  header,
+  ...rows.map((r) => [
+    r.setup,
+    r.rps.toFixed(0),
+    r.p50.toFixed(2),
+    r.p99.toFixed(2),
+    r.cpuUsPerTask.toFixed(0),
+    r.perReplicaCpuPct.map((p) => `${p.toFixed(0)}%`).join(" "),
+    `${r.machineCpuPct.toFixed(0)}%`,
+    String(r.errors),
+  ]),
+];
 const widths = header.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
 for (const [i, row] of table.entries()) {
   console.log(row.map((c, j) => c.padEnd(widths[j]!)).join("  "));
@@ -79,7 +127,11 @@ if (rows.some((r) => r.errors > 0)) process.exit(1);
 /** One load window against `url`: the replicas' CPU over exactly the window the clients count in. */
 async function measure(label: string, url: string, bundle: string, pids: number[]): Promise<Row> {
   process.stdout.write(`  ${label}... `);
-  const client = Bun.spawn([process.execPath, LOAD, JSON.stringify({ url, bundle, concurrency, binding: "jsonrpc" })], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+  const client = Bun.spawn([process.execPath, LOAD, JSON.stringify({ url, bundle, concurrency, binding: "jsonrpc" })], {
+    stdin: "pipe",
+    stdout: "pipe",
+    stderr: "inherit",
+  });
   await Bun.sleep(warmupMs);
   const s0 = pids.map(cpuTicks);
   const m0 = machineBusyTicks();
@@ -102,7 +154,7 @@ async function measure(label: string, url: string, bundle: string, pids: number[
     rps: result.requests / (result.windowMs / 1000),
     p50: percentile(latencies, 0.5),
     p99: percentile(latencies, 0.99),
-    cpuUsPerTask: result.requests ? (total / CLK_TCK) * 1e6 / result.requests : NaN,
+    cpuUsPerTask: result.requests ? ((total / CLK_TCK) * 1e6) / result.requests : NaN,
     perReplicaCpuPct: ticks.map((t) => (t / CLK_TCK / windowS) * 100),
     machineCpuPct: ((m1 - m0) / CLK_TCK / windowS) * 100,
     errors: result.errors,
@@ -118,7 +170,10 @@ async function sqliteReference(): Promise<Row> {
   run(["--home", join(setupDir, "ca"), "init-pki", "--name", "sqlite-node"]);
   run(["--home", join(setupDir, "ca"), "pki", "issue", "client", "--out", join(setupDir, "client.bundle")]);
   const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const proc = Bun.spawn([BINARY, "--home", join(setupDir, "ca"), "serve", "--host", "127.0.0.1", "--port", String(port), ...SERVE], { stdin: "ignore", stdout: "ignore", stderr: "ignore" });
+  const proc = Bun.spawn(
+    [BINARY, "--home", join(setupDir, "ca"), "serve", "--host", "127.0.0.1", "--port", String(port), ...SERVE],
+    { stdin: "ignore", stdout: "ignore", stderr: "ignore" },
+  );
   try {
     for (let i = 0; i < 500; i++) {
       try {
@@ -128,7 +183,9 @@ async function sqliteReference(): Promise<Row> {
         await Bun.sleep(20);
       }
     }
-    return await measure("sqlite, 1 node (reference)", `https://127.0.0.1:${port}/`, join(setupDir, "client.bundle"), [proc.pid]);
+    return await measure("sqlite, 1 node (reference)", `https://127.0.0.1:${port}/`, join(setupDir, "client.bundle"), [
+      proc.pid,
+    ]);
   } finally {
     proc.kill("SIGTERM");
     await proc.exited;

@@ -32,10 +32,23 @@ const pct = (xs: number[], p: number) => {
 };
 
 async function client(cfg: Record<string, unknown>) {
-  const p = track(Bun.spawn([process.execPath, join(import.meta.dir, "bench", "stream-client.ts"), JSON.stringify(cfg)], { stdout: "pipe", stderr: "inherit" }));
+  const p = track(
+    Bun.spawn([process.execPath, join(import.meta.dir, "bench", "stream-client.ts"), JSON.stringify(cfg)], {
+      stdout: "pipe",
+      stderr: "inherit",
+    }),
+  );
   const out = await new Response(p.stdout).text();
   if ((await p.exited) !== 0) throw new Error("stream client failed");
-  return JSON.parse(out) as { events: number; chunks: number; ms: number; eventsPerSecond: number; latenciesMs: number[]; lastId: string; final: string };
+  return JSON.parse(out) as {
+    events: number;
+    chunks: number;
+    ms: number;
+    eventsPerSecond: number;
+    latenciesMs: number[];
+    lastId: string;
+    final: string;
+  };
 }
 
 const home = join(dir, "home");
@@ -43,7 +56,12 @@ run(["--home", home, "init-pki", "--name", "bench-stream"]);
 const bundle = join(dir, "client.json");
 run(["--home", home, "pki", "issue", "bench-client", "--out", bundle]);
 const port = await freePort();
-const server = track(Bun.spawn([process.execPath, join(import.meta.dir, "bench", "stream-server.ts"), home, String(port)], { stdout: "pipe", stderr: "inherit" }));
+const server = track(
+  Bun.spawn([process.execPath, join(import.meta.dir, "bench", "stream-server.ts"), home, String(port)], {
+    stdout: "pipe",
+    stderr: "inherit",
+  }),
+);
 const reader = (server.stdout as ReadableStream<Uint8Array>).getReader();
 let banner = "";
 while (!banner.includes("listening")) {
@@ -65,7 +83,12 @@ const tls = clientTls(readBundle(bundle));
 const res = await fetch(url, {
   method: "POST",
   headers: { "content-type": "application/json", "a2a-version": "1.0" },
-  body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { ...msg("burst 9998"), configuration: { historyLength: 0 } } }),
+  body: JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "SendMessage",
+    params: { ...msg("burst 9998"), configuration: { historyLength: 0 } },
+  }),
   tls,
 } as RequestInit);
 const taskId = ((await res.json()) as { result: { task: { id: string } } }).result.task.id;
@@ -74,18 +97,40 @@ const catchup = await client({ url, bundle, method: "SubscribeToTask", params: {
 await stop(server);
 
 const results = {
-  throughput: { events: burst.events, ms: Math.round(burst.ms), eventsPerSecond: Math.round(burst.eventsPerSecond), final: burst.final },
-  latency: { chunks: paced.chunks, p50Ms: pct(paced.latenciesMs, 50), p99Ms: pct(paced.latenciesMs, 99), maxMs: Math.max(...paced.latenciesMs) },
+  throughput: {
+    events: burst.events,
+    ms: Math.round(burst.ms),
+    eventsPerSecond: Math.round(burst.eventsPerSecond),
+    final: burst.final,
+  },
+  latency: {
+    chunks: paced.chunks,
+    p50Ms: pct(paced.latenciesMs, 50),
+    p99Ms: pct(paced.latenciesMs, 99),
+    maxMs: Math.max(...paced.latenciesMs),
+  },
   catchup: { events: catchup.events, ms: Math.round(catchup.ms), lastId: catchup.lastId, final: catchup.final },
 };
 const verdict = (ok: boolean) => (ok ? "PASS" : "FAIL");
-console.log(`one stream        ${results.throughput.events} events in ${results.throughput.ms} ms = ${results.throughput.eventsPerSecond} events/s (ended ${burst.final})`);
-console.log(`event latency     p50 ${results.latency.p50Ms.toFixed(3)} ms, p99 ${results.latency.p99Ms.toFixed(3)} ms, max ${results.latency.maxMs.toFixed(3)} ms over ${paced.chunks} chunks`);
-console.log(`catch-up replay   ${results.catchup.events} events (last id ${catchup.lastId}) in ${results.catchup.ms} ms`);
+console.log(
+  `one stream        ${results.throughput.events} events in ${results.throughput.ms} ms = ${results.throughput.eventsPerSecond} events/s (ended ${burst.final})`,
+);
+console.log(
+  `event latency     p50 ${results.latency.p50Ms.toFixed(3)} ms, p99 ${results.latency.p99Ms.toFixed(3)} ms, max ${results.latency.maxMs.toFixed(3)} ms over ${paced.chunks} chunks`,
+);
+console.log(
+  `catch-up replay   ${results.catchup.events} events (last id ${catchup.lastId}) in ${results.catchup.ms} ms`,
+);
 console.log("\ntargets");
-console.log(`${verdict(results.throughput.eventsPerSecond >= 20_000)}  one SSE stream >= 20,000 events/s        ${results.throughput.eventsPerSecond}`);
-console.log(`${verdict(results.latency.p99Ms <= 2)}  emit-to-subscriber p99 <= 2 ms           ${results.latency.p99Ms.toFixed(3)} ms`);
-console.log(`${verdict(results.catchup.ms < 1000 && results.catchup.events >= 10_000)}  10,000-event catch-up < 1 s              ${results.catchup.ms} ms (${results.catchup.events} events)`);
+console.log(
+  `${verdict(results.throughput.eventsPerSecond >= 20_000)}  one SSE stream >= 20,000 events/s        ${results.throughput.eventsPerSecond}`,
+);
+console.log(
+  `${verdict(results.latency.p99Ms <= 2)}  emit-to-subscriber p99 <= 2 ms           ${results.latency.p99Ms.toFixed(3)} ms`,
+);
+console.log(
+  `${verdict(results.catchup.ms < 1000 && results.catchup.events >= 10_000)}  10,000-event catch-up < 1 s              ${results.catchup.ms} ms (${results.catchup.events} events)`,
+);
 const jsonAt = process.argv.indexOf("--json");
 if (jsonAt !== -1) writeFileSync(process.argv[jsonAt + 1], JSON.stringify(results, null, 2));
 process.exit(0);

@@ -18,13 +18,23 @@ const remote = parseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba
 
 function site(tracer: Tracer, i: number): void {
   const span = tracer.startSpan("a2a SendMessage", { kind: SpanKind.Server, parent: remote });
-  span.setAttributes({ [ATTR.rpcSystem]: "jsonrpc", [ATTR.rpcMethod]: "SendMessage", [ATTR.a2aTaskId]: `task-${i}`, [ATTR.a2aPeer]: "beta" });
+  span.setAttributes({
+    [ATTR.rpcSystem]: "jsonrpc",
+    [ATTR.rpcMethod]: "SendMessage",
+    [ATTR.a2aTaskId]: `task-${i}`,
+    [ATTR.a2aPeer]: "beta",
+  });
   span.end();
 }
 
 let sink: unknown;
 function baseline(_: Tracer, i: number): void {
-  sink = { [ATTR.rpcSystem]: "jsonrpc", [ATTR.rpcMethod]: "SendMessage", [ATTR.a2aTaskId]: `task-${i}`, [ATTR.a2aPeer]: "beta" };
+  sink = {
+    [ATTR.rpcSystem]: "jsonrpc",
+    [ATTR.rpcMethod]: "SendMessage",
+    [ATTR.a2aTaskId]: `task-${i}`,
+    [ATTR.a2aPeer]: "beta",
+  };
 }
 
 async function time(label: string, tracer: Tracer, after?: () => Promise<void>, body = site): Promise<number> {
@@ -43,11 +53,20 @@ async function time(label: string, tracer: Tracer, after?: () => Promise<void>, 
   return ns;
 }
 
-const stub: typeof fetch = Object.assign(async () => new Response("{}", { headers: { "content-type": "application/json" } }), { preconnect: () => {} });
-const exporter = new OtlpHttpExporter({ endpoint: "http://127.0.0.1:4318", resource: { "service.name": "bench" }, fetch: stub });
+const stub: typeof fetch = Object.assign(
+  async () => new Response("{}", { headers: { "content-type": "application/json" } }),
+  { preconnect: () => {} },
+);
+const exporter = new OtlpHttpExporter({
+  endpoint: "http://127.0.0.1:4318",
+  resource: { "service.name": "bench" },
+  fetch: stub,
+});
 await time("baseline (no tracer)", new NoopTracer(), undefined, baseline);
 await time("off (no-op tracer)", new NoopTracer());
-await time("on, ratio 1 (recorded, exported)", new RecordingTracer(new ParentBasedRatioSampler(1), exporter), () => exporter.flush());
+await time("on, ratio 1 (recorded, exported)", new RecordingTracer(new ParentBasedRatioSampler(1), exporter), () =>
+  exporter.flush(),
+);
 const unsampled = parseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00")!;
 Object.assign(remote, unsampled);
 await time("on, caller did not sample", new RecordingTracer(new ParentBasedRatioSampler(1), exporter));

@@ -3,7 +3,8 @@
  * bare mTLS echo (the floor), all over mutual TLS with keep-alive, each server in its own process, measured
  * by a separate load-client process. Loopback only; certificates come from our own binary.
  *
- *   npm run bench [-- --duration S] [--warmup S] [--rounds N] [--only a2a-node,a2a-node-rest,sdk,bare] [--clients N] [--json FILE]
+ *   npm run bench [-- --duration S] [--warmup S] [--rounds N] [--only a2a-node,a2a-node-rest,sdk,bare] [--clients N]
+ *   [--json FILE]
  *
  * a2a-node-rest is the same node loaded over HTTP+JSON (POST /message:send) instead of JSON-RPC.
  *
@@ -20,7 +21,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { clientTls, readBundle, type ClientTls } from "./bench/rpc";
-import { CLK_TCK, cpuTicks, killAllNow, machineBusyTicks, peakRssBytes, stop, track, stopAll, watchFileSize } from "./bench/proc";
+import {
+  CLK_TCK,
+  cpuTicks,
+  killAllNow,
+  machineBusyTicks,
+  peakRssBytes,
+  stop,
+  track,
+  stopAll,
+  watchFileSize,
+} from "./bench/proc";
 import {
   assertRunning,
   BINARY,
@@ -65,7 +76,8 @@ const warmupMs = Number(flags.warmup) * 1000;
 const clientProcesses = Number(flags.clients);
 const rounds = Number(flags.rounds);
 const only = flags.only!.split(",").map((s) => s.trim()) as ServerName[];
-for (const name of only) if (!SERVER_NAMES.includes(name)) usage(`unknown server '${name}' in --only (use ${SERVER_NAMES.join(",")})`);
+for (const name of only)
+  if (!SERVER_NAMES.includes(name)) usage(`unknown server '${name}' in --only (use ${SERVER_NAMES.join(",")})`);
 if (!(durationMs > 0) || !(warmupMs >= 0) || !(clientProcesses >= 1) || !(rounds >= 1))
   usage("--duration, --clients and --rounds must be positive numbers");
 
@@ -94,7 +106,12 @@ process.on("exit", () => {
  * One load level: clients warm the server up, then the window is opened and closed around CPU samples of the
  * server and the clients, so CPU and completed requests cover exactly the same stretch of time.
  */
-async function measureLoad(server: RunningServer, concurrency: number, processes: number, bundlePath: string): Promise<Measured> {
+async function measureLoad(
+  server: RunningServer,
+  concurrency: number,
+  processes: number,
+  bundlePath: string,
+): Promise<Measured> {
   const n = Math.min(processes, concurrency);
   const clients = Array.from({ length: n }, (_, i) => {
     // Spread in-flight requests over the processes: 32 over 2 is 16 + 16.
@@ -138,7 +155,8 @@ async function measureLoad(server: RunningServer, concurrency: number, processes
   const results = await Promise.all(
     clients.map(async (c) => {
       const out = await new Response(c.stdout).text();
-      if ((await c.exited) !== 0 || !out.trim()) throw new Error(`load client for ${server.name} failed (exit ${c.exitCode})`);
+      if ((await c.exited) !== 0 || !out.trim())
+        throw new Error(`load client for ${server.name} failed (exit ${c.exitCode})`);
       return JSON.parse(out) as LoadResult;
     }),
   );
@@ -203,7 +221,10 @@ function toRow(parts: Measured[]): Row {
     otherCpuPct: ((sum((m) => m.machineTicks) - serverTicks - clientTicks) / CLK_TCK / windowS) * 100,
     errors: sum((m) => m.errors),
     firstError: parts.find((m) => m.firstError)?.firstError,
-    peakWalMB: parts[0].peakWalBytes === undefined ? undefined : Math.max(...parts.map((m) => m.peakWalBytes ?? 0)) / (1024 * 1024),
+    peakWalMB:
+      parts[0].peakWalBytes === undefined
+        ? undefined
+        : Math.max(...parts.map((m) => m.peakWalBytes ?? 0)) / (1024 * 1024),
   };
 }
 
@@ -230,7 +251,9 @@ async function benchAll(names: ServerName[], pki: Pki, tls: ClientTls): Promise<
     for (let round = 0; round < rounds; round++) {
       for (let i = 0; i < servers.length; i++) {
         const server = servers[(i + round) % servers.length];
-        process.stderr.write(`  ${SERVER_LABELS[server.name]}: ${TARGET_CONCURRENCY} clients, round ${round + 1}/${rounds}...`);
+        process.stderr.write(
+          `  ${SERVER_LABELS[server.name]}: ${TARGET_CONCURRENCY} clients, round ${round + 1}/${rounds}...`,
+        );
         const m = await measureLoad(server, TARGET_CONCURRENCY, clientProcesses, pki.bundles.client);
         process.stderr.write(` ${(m.requests / m.clientWindowS).toFixed(0)} req/s\n`);
         parts.get(server.name)!.push(m);
@@ -273,7 +296,11 @@ async function main(): Promise<number> {
   const pki = makePki(dir);
   const tls = clientTls(readBundle(pki.bundles.client));
 
-  const rows = await benchAll(SERVER_NAMES.filter((n) => only.includes(n)), pki, tls);
+  const rows = await benchAll(
+    SERVER_NAMES.filter((n) => only.includes(n)),
+    pki,
+    tls,
+  );
   // After the loads, so the orchestrator's own first-fetch setup is not charged to a2a-node's start.
   let startup: Startup | undefined;
   if (only.includes("a2a-node")) {
@@ -283,8 +310,10 @@ async function main(): Promise<number> {
   }
 
   const targets = evaluateTargets(rows, startup);
-  console.log(`\nSendMessage, echo executor, mTLS keep-alive, loopback, ${navigator.hardwareConcurrency} cores` +
-    ` (${durationMs / 1000} s measured after ${warmupMs / 1000} s warm-up per load; ${TARGET_CONCURRENCY} clients: ${rounds} rounds, interleaved, summed)\n`);
+  console.log(
+    `\nSendMessage, echo executor, mTLS keep-alive, loopback, ${navigator.hardwareConcurrency} cores` +
+      ` (${durationMs / 1000} s measured after ${warmupMs / 1000} s warm-up per load; ${TARGET_CONCURRENCY} clients: ${rounds} rounds, interleaved, summed)\n`,
+  );
   console.log(formatTable(rows));
   console.log(
     "\nclients = requests in flight; CPU µs/req = server user+sys per completed request; server/client/other CPU =" +
@@ -297,19 +326,30 @@ async function main(): Promise<number> {
     // The same client drove the floor this fast, so a slower server is not being held back by it.
     const others = rows.filter((r) => r.server !== "bare" && r.concurrency === TARGET_CONCURRENCY && r.rps > 0);
     const vs = others.map((r) => `${(floor.rps / r.rps).toFixed(1)}× ${SERVER_LABELS[r.server]}'s`).join(", ");
-    console.log(`\nclient headroom: the same load client drove bare echo at ${floor.rps.toFixed(0)} req/s at ${TARGET_CONCURRENCY} clients` +
-      (vs ? ` (${vs}), so it is not what limits them` : ""));
+    console.log(
+      `\nclient headroom: the same load client drove bare echo at ${floor.rps.toFixed(0)} req/s at ${TARGET_CONCURRENCY} clients` +
+        (vs ? ` (${vs}), so it is not what limits them` : ""),
+    );
   }
   console.log(`\ntargets\n${formatTargets(targets)}`);
   const broken = rows.filter(isBroken);
-  for (const r of broken) console.log(`\nBROKEN: ${SERVER_LABELS[r.server]} at ${r.concurrency} clients: ${r.errors} errors, first: ${r.firstError}`);
+  for (const r of broken)
+    console.log(
+      `\nBROKEN: ${SERVER_LABELS[r.server]} at ${r.concurrency} clients: ${r.errors} errors, first: ${r.firstError}`,
+    );
   console.log(`\n(bench took ${((performance.now() - started) / 1000).toFixed(0)} s)`);
 
   if (flags.json) {
     const report = {
       date: new Date().toISOString(),
       machine: { cores: navigator.hardwareConcurrency, bun: Bun.version },
-      settings: { durationS: durationMs / 1000, warmupS: warmupMs / 1000, concurrency: CONCURRENCY, rounds, clientProcesses },
+      settings: {
+        durationS: durationMs / 1000,
+        warmupS: warmupMs / 1000,
+        concurrency: CONCURRENCY,
+        rounds,
+        clientProcesses,
+      },
       results: rows,
       startToFirstAnswer: startup,
       targets,

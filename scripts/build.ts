@@ -22,13 +22,16 @@ function newestSource(): number {
     }
   };
   for (const dir of ["src", "pki"]) walk(join(root, dir));
-  for (const f of ["package.json", "package-lock.json", "scripts/build.ts"]) newest = Math.max(newest, statSync(join(root, f)).mtimeMs);
+  for (const f of ["package.json", "package-lock.json", "scripts/build.ts"])
+    newest = Math.max(newest, statSync(join(root, f)).mtimeMs);
   return newest;
 }
 
 if (process.argv.includes("--if-stale") && existsSync(out) && statSync(out).mtimeMs >= newestSource()) process.exit(0);
 
-const check = Bun.spawnSync([process.execPath, join(root, "scripts", "embed-migrations.ts"), "--check"], { stdio: ["inherit", "inherit", "inherit"] });
+const check = Bun.spawnSync([process.execPath, join(root, "scripts", "embed-migrations.ts"), "--check"], {
+  stdio: ["inherit", "inherit", "inherit"],
+});
 if (check.exitCode !== 0) process.exit(1);
 
 const started = performance.now();

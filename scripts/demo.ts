@@ -30,7 +30,10 @@ function sh(home: string, who: string, args: string[]): string {
 async function serve(home: string, who: string, args: string[]): Promise<string> {
   console.log(`\x1b[36m${who}$ a2a-node serve ${args.join(" ")} &\x1b[0m`);
   // The node logs on stdout; text lines, since a person watches the demo.
-  const p = Bun.spawn([binary, "--home", home, "serve", "--host", "127.0.0.1", "--port", "0", "--log-format", "text", ...args], { stdio: ["ignore", "pipe", "inherit"] });
+  const p = Bun.spawn(
+    [binary, "--home", home, "serve", "--host", "127.0.0.1", "--port", "0", "--log-format", "text", ...args],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   servers.push(p);
   let log = "";
   const reader = (p.stdout as ReadableStream<Uint8Array>).getReader();
@@ -55,7 +58,11 @@ async function serve(home: string, who: string, args: string[]): Promise<string>
 }
 
 try {
-  if (Bun.spawnSync([process.execPath, join(root, "scripts", "build.ts"), "--if-stale"], { stdio: ["inherit", "inherit", "inherit"] }).exitCode !== 0)
+  if (
+    Bun.spawnSync([process.execPath, join(root, "scripts", "build.ts"), "--if-stale"], {
+      stdio: ["inherit", "inherit", "inherit"],
+    }).exitCode !== 0
+  )
     throw new Error("build failed");
   step("On machine A (alpha): create the fleet CA and alpha's identity");
   sh(alpha, "alpha", ["init-pki", "--name", "alpha"]);
@@ -73,7 +80,9 @@ try {
   const id = line.split("\t")[0];
   step("Check on the second task later, as JSON (for scripts)");
   sh(alpha, "alpha", ["status", "--agent", "beta", "--task-id", id, "--json"]);
-  step("Done: on every connection beta checked alpha's certificate against the fleet CA, and alpha checked that the server was beta.");
+  step(
+    "Done: on every connection beta checked alpha's certificate against the fleet CA, and alpha checked that the server was beta.",
+  );
 } catch (err) {
   console.error(`demo failed: ${(err as Error).message}`);
   process.exitCode = 1;

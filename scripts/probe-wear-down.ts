@@ -15,7 +15,8 @@
  *            node handled per second, their answers, the node's CPU and journal bytes per second, audit lines.
  *   pki      one member asks GET /pki/crl, then POST /pki/renew (fresh keys), as fast as it can.
  *
- *   bun scripts/probe-wear-down.ts [--only silent,idle,...] [--seconds N] [--binary PATH] [--json FILE] [--serve-arg ARG]...
+ *   bun scripts/probe-wear-down.ts [--only silent,idle,...] [--seconds N] [--binary PATH] [--json FILE] [--serve-arg
+ *   ARG]...
  *
  * Needs dist/a2a-node (npm run build), or --binary. `silent6` needs unshare(1) and ip(8) with the right to
  * make a network namespace (root in a container); it is skipped, saying so, where that fails.
@@ -111,7 +112,12 @@ if (args.role === "hold-idle") {
 
 if (args.role === "silent-flood") {
   // Keeps up to `perSource` silent TCP connections from each source address open, re-opening those closed.
-  const { port, host, sources, perSource } = JSON.parse(args.roleArg as string) as { port: number; host: string; sources: string[]; perSource: number };
+  const { port, host, sources, perSource } = JSON.parse(args.roleArg as string) as {
+    port: number;
+    host: string;
+    sources: string[];
+    perSource: number;
+  };
   let opened = 0;
   const open = (from: string) => {
     const s = tcpConnect({ port, host, localAddress: from });
@@ -154,7 +160,11 @@ function makeFleet(where: string): Fleet {
   cli(beta, "init-pki", "--bundle", join(where, "beta.bundle"));
   rmSync(join(where, "beta.bundle"));
   const read = (p: string) => readFileSync(join(beta, p), "utf8");
-  return { alpha, beta, tls: { cert: read("certs/node.crt"), key: read("secrets/node.key"), ca: read("certs/ca.crt") } };
+  return {
+    alpha,
+    beta,
+    tls: { cert: read("certs/node.crt"), key: read("secrets/node.key"), ca: read("certs/ca.crt") },
+  };
 }
 
 interface Served {
@@ -169,10 +179,28 @@ interface Served {
 /** Starts `serve` and resolves once every listener asked for has logged its URL. */
 async function serve(home: string, extra: string[], wait: Record<string, RegExp>, host = "127.0.0.1"): Promise<Served> {
   const proc = track(
-    Bun.spawn([args.binary, "--home", home, "serve", "--host", host, "--port", "0", "--executor", "echo", "--log-format", "json", ...args.serveArgs, ...extra], {
-      stdout: "pipe",
-      stderr: "pipe",
-    }),
+    Bun.spawn(
+      [
+        args.binary,
+        "--home",
+        home,
+        "serve",
+        "--host",
+        host,
+        "--port",
+        "0",
+        "--executor",
+        "echo",
+        "--log-format",
+        "json",
+        ...args.serveArgs,
+        ...extra,
+      ],
+      {
+        stdout: "pipe",
+        stderr: "pipe",
+      },
+    ),
   );
   const urls: Record<string, string> = {};
   const lines: Record<string, unknown>[] = [];
@@ -207,7 +235,18 @@ async function serve(home: string, extra: string[], wait: Record<string, RegExp>
 }
 
 /** One HTTP/1.1 request on a fresh connection (TLS when `tls` is given); resolves with the status, or the error. */
-function request(url: string, opts: { tls?: Fleet["tls"]; path: string; method?: string; headers?: Record<string, string>; body?: string; from?: string; timeoutMs?: number }): Promise<number | string> {
+function request(
+  url: string,
+  opts: {
+    tls?: Fleet["tls"];
+    path: string;
+    method?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    from?: string;
+    timeoutMs?: number;
+  },
+): Promise<number | string> {
   const u = new URL(url);
   const host = u.hostname.replace(/^\[|\]$/g, "");
   return new Promise((resolve) => {
@@ -229,7 +268,17 @@ function request(url: string, opts: { tls?: Fleet["tls"]; path: string; method?:
     const timer = setTimeout(() => done("timeout"), opts.timeoutMs ?? 3000);
     const onReady = () => s.write(head + body);
     if (u.protocol === "https:")
-      s = tlsConnect({ host, port: Number(u.port), localAddress: opts.from, ...(opts.tls ?? {}), rejectUnauthorized: false, checkServerIdentity: () => undefined } as import("node:tls").ConnectionOptions, onReady);
+      s = tlsConnect(
+        {
+          host,
+          port: Number(u.port),
+          localAddress: opts.from,
+          ...(opts.tls ?? {}),
+          rejectUnauthorized: false,
+          checkServerIdentity: () => undefined,
+        } as import("node:tls").ConnectionOptions,
+        onReady,
+      );
     else s = tcpConnect({ host, port: Number(u.port), localAddress: opts.from }, onReady);
     s.on("data", (d) => {
       got += d.toString("latin1");
@@ -241,7 +290,8 @@ function request(url: string, opts: { tls?: Fleet["tls"]; path: string; method?:
   });
 }
 
-const tally = (xs: (number | string)[]) => xs.reduce<Record<string, number>>((m, x) => ((m[String(x)] = (m[String(x)] ?? 0) + 1), m), {});
+const tally = (xs: (number | string)[]) =>
+  xs.reduce<Record<string, number>>((m, x) => ((m[String(x)] = (m[String(x)] ?? 0) + 1), m), {});
 
 /** Prometheus text → value of one series (undefined if absent). */
 function metric(text: string, series: string): number | undefined {
@@ -284,10 +334,19 @@ async function silentScenario(c: SilentConfig): Promise<Record<string, unknown>>
     const url = `https://${target.includes(":") ? `[${target}]` : target}:${port}`;
     const baseline = await request(url, { tls: fleet.tls, path: "/health", from: c.memberFrom });
     const flood = track(
-      Bun.spawn([process.execPath, import.meta.path, "--role", "silent-flood", JSON.stringify({ port, host: target, sources: c.sources, perSource: c.perSource })], {
-        stdout: "pipe",
-        stderr: "inherit",
-      }),
+      Bun.spawn(
+        [
+          process.execPath,
+          import.meta.path,
+          "--role",
+          "silent-flood",
+          JSON.stringify({ port, host: target, sources: c.sources, perSource: c.perSource }),
+        ],
+        {
+          stdout: "pipe",
+          stderr: "inherit",
+        },
+      ),
     );
     await sleep(1500); // the attackers' connections are in
     const results: (number | string)[] = [];
@@ -337,7 +396,14 @@ async function silent(): Promise<Record<string, unknown>> {
 
 async function silent6(): Promise<Record<string, unknown>> {
   const sources = Array.from({ length: 200 }, (_, i) => `2001:db8:1::${(i + 1).toString(16)}`);
-  const cfg: SilentConfig = { binary: args.binary, seconds: args.seconds, host: "::", sources, perSource: 64, memberFrom: "2001:db8:2::1" };
+  const cfg: SilentConfig = {
+    binary: args.binary,
+    seconds: args.seconds,
+    host: "::",
+    sources,
+    perSource: 64,
+    memberFrom: "2001:db8:2::1",
+  };
   const script = [
     "ip link set lo up",
     "ip -6 route add local 2001:db8:1::/64 dev lo",
@@ -347,28 +413,63 @@ async function silent6(): Promise<Record<string, unknown>> {
     `exec "$0" "$@"`,
   ].join(" && ");
   const p = track(
-    Bun.spawn(["unshare", "-n", "sh", "-c", script, process.execPath, import.meta.path, "--binary", args.binary, ...args.serveArgs.flatMap((a) => ["--serve-arg", a]), "--role", "silent6-inner", JSON.stringify(cfg)], {
-      stdout: "pipe",
-      stderr: "pipe",
-    }),
+    Bun.spawn(
+      [
+        "unshare",
+        "-n",
+        "sh",
+        "-c",
+        script,
+        process.execPath,
+        import.meta.path,
+        "--binary",
+        args.binary,
+        ...args.serveArgs.flatMap((a) => ["--serve-arg", a]),
+        "--role",
+        "silent6-inner",
+        JSON.stringify(cfg),
+      ],
+      {
+        stdout: "pipe",
+        stderr: "pipe",
+      },
+    ),
   );
   const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
   const line = out.split("\n").find((l) => l.startsWith("RESULT "));
-  if (!line) return { skipped: `could not run in a network namespace (exit ${code}): ${err.trim().split("\n").slice(-3).join(" / ")}` };
-  return { ...JSON.parse(line.slice(7)), attackers: `${sources.length} addresses of one IPv6 /64 × 64 silent connections each` };
+  if (!line)
+    return {
+      skipped: `could not run in a network namespace (exit ${code}): ${err.trim().split("\n").slice(-3).join(" / ")}`,
+    };
+  return {
+    ...JSON.parse(line.slice(7)),
+    attackers: `${sources.length} addresses of one IPv6 /64 × 64 silent connections each`,
+  };
 }
 
 async function idle(): Promise<Record<string, unknown>> {
   const fleet = makeFleet(join(dir, "idle"));
-  const node = await serve(fleet.alpha, ["--plain-http-port", "0", "--admin-port", "0"], { plain: /^plain-HTTP listener open/, admin: /^admin port open/ });
+  const node = await serve(fleet.alpha, ["--plain-http-port", "0", "--admin-port", "0"], {
+    plain: /^plain-HTTP listener open/,
+    admin: /^admin port open/,
+  });
   const plainPort = Number(new URL(node.urls.plain).port);
   const fdsBefore = fdCount(node.pid);
   const holders = [0, 1].map(() =>
     track(
-      Bun.spawn([process.execPath, import.meta.path, "--role", "hold-idle", JSON.stringify({ port: plainPort, host: "127.0.0.1", count: 10_000 })], {
-        stdout: "pipe",
-        stderr: "inherit",
-      }),
+      Bun.spawn(
+        [
+          process.execPath,
+          import.meta.path,
+          "--role",
+          "hold-idle",
+          JSON.stringify({ port: plainPort, host: "127.0.0.1", count: 10_000 }),
+        ],
+        {
+          stdout: "pipe",
+          stderr: "inherit",
+        },
+      ),
     ),
   );
   const held = await Promise.all(
@@ -387,14 +488,17 @@ async function idle(): Promise<Record<string, unknown>> {
     fdsDuring = now;
   }
   const member: (number | string)[] = [];
-  for (let i = 0; i < 10; i++) member.push(await request(node.urls.mtls, { tls: fleet.tls, path: "/health", timeoutMs: 3000 }));
+  for (let i = 0; i < 10; i++)
+    member.push(await request(node.urls.mtls, { tls: fleet.tls, path: "/health", timeoutMs: 3000 }));
   const ready = await request(node.urls.admin, { path: "/health/ready", timeoutMs: 3000 });
   const plainAnswer = await request(node.urls.plain, { path: "/health", timeoutMs: 3000 });
   const metricsDuring = await scrape(node.urls.admin);
   for (const h of holders) await stop(h, 200);
   await sleep(1000);
   const metricsAfter = await scrape(node.urls.admin);
-  const logged = node.lines().filter((l) => /descriptor|too many connections|EMFILE/i.test(`${l.msg} ${l.reason ?? ""} ${l.kind ?? ""}`));
+  const logged = node
+    .lines()
+    .filter((l) => /descriptor|too many connections|EMFILE/i.test(`${l.msg} ${l.reason ?? ""} ${l.kind ?? ""}`));
   await stop(node.proc);
   const sum = (k: keyof (typeof held)[0]) => held.reduce((a, h) => a + h[k], 0);
   return {
@@ -414,7 +518,14 @@ async function idle(): Promise<Record<string, unknown>> {
 }
 
 /** A pipelining flood client: `conns` keep-alive connections, each with `depth` requests in flight. */
-async function flood(url: string, build: () => string, seconds: number, conns = 8, depth = 16, tls?: Fleet["tls"] | true): Promise<Record<string, number>> {
+async function flood(
+  url: string,
+  build: () => string,
+  seconds: number,
+  conns = 8,
+  depth = 16,
+  tls?: Fleet["tls"] | true,
+): Promise<Record<string, number>> {
   const u = new URL(url);
   const statuses: Record<string, number> = {};
   const end = Date.now() + seconds * 1000;
@@ -422,7 +533,13 @@ async function flood(url: string, build: () => string, seconds: number, conns = 
     new Promise<void>((resolve) => {
       const s: Socket =
         u.protocol === "https:"
-          ? tlsConnect({ host: u.hostname, port: Number(u.port), ...(tls === true ? {} : tls ?? {}), rejectUnauthorized: false, checkServerIdentity: () => undefined })
+          ? tlsConnect({
+              host: u.hostname,
+              port: Number(u.port),
+              ...(tls === true ? {} : (tls ?? {})),
+              rejectUnauthorized: false,
+              checkServerIdentity: () => undefined,
+            })
           : tcpConnect({ host: u.hostname, port: Number(u.port) });
       let buf = "";
       let inFlight = 0;
@@ -472,11 +589,20 @@ async function tokens(): Promise<Record<string, unknown>> {
   const fleet = makeFleet(join(dir, "tokens"));
   const token = JSON.parse(cli(fleet.alpha, "tokens", "add", "carol", "--json")).token as string;
   // A 1 MiB audit file (5 kept) instead of 10 MiB: the same rotation, ten times sooner.
-  const node = await serve(fleet.alpha, ["--token-port", "0", "--token-tls", "off", "--audit-log-max-bytes", "1048576"], { token: /^token listener open/ });
+  const node = await serve(
+    fleet.alpha,
+    ["--token-port", "0", "--token-tls", "off", "--audit-log-max-bytes", "1048576"],
+    { token: /^token listener open/ },
+  );
   const rpc = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} });
   const headers = (t: string) => ({ authorization: `Bearer ${t}`, "a2a-version": "1.0" });
   const accepted = await request(node.urls.token, { path: "/", method: "POST", headers: headers(token), body: rpc });
-  const firstRefusal = await request(node.urls.token, { path: "/", method: "POST", headers: headers("a2a_first-refusal"), body: rpc });
+  const firstRefusal = await request(node.urls.token, {
+    path: "/",
+    method: "POST",
+    headers: headers("a2a_first-refusal"),
+    body: rpc,
+  });
   await sleep(500);
   const host = new URL(node.urls.token).host;
   const req = `POST / HTTP/1.1\r\nhost: ${host}\r\nauthorization: Bearer a2a_flood\r\ncontent-type: application/json\r\ncontent-length: ${rpc.length}\r\n\r\n${rpc}`;
@@ -510,7 +636,10 @@ async function tokens(): Promise<Record<string, unknown>> {
 async function enroll(): Promise<Record<string, unknown>> {
   const fleet = makeFleet(join(dir, "enroll"));
   const node = await serve(fleet.alpha, ["--enroll-port", "0"], { enroll: /^enrollment port open/ });
-  const body = JSON.stringify({ token: `gamma.${"A".repeat(43)}`, csr: "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n" });
+  const body = JSON.stringify({
+    token: `gamma.${"A".repeat(43)}`,
+    csr: "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n",
+  });
   const host = new URL(node.urls.enroll).host;
   const req = `POST /pki/enroll HTTP/1.1\r\nhost: ${host}\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`;
   const j0 = node.journalBytes();
@@ -561,7 +690,9 @@ async function pki(): Promise<Record<string, unknown>> {
   const cpu = (cpuTicks(node.pid) - cpu0) / CLK_TCK / renewSecs;
   await stop(node.proc);
   const minted = cli(fleet.alpha, "pki", "list", "--json");
-  const renewed = (JSON.parse(minted) as { name: string; how: string }[]).filter((c) => c.name === "beta" && c.how === "renew").length;
+  const renewed = (JSON.parse(minted) as { name: string; how: string }[]).filter(
+    (c) => c.name === "beta" && c.how === "renew",
+  ).length;
   return {
     crlStatuses: crl,
     crlServedPerSecond: Math.round((crl["200"] ?? 0) / crlSecs),
@@ -594,6 +725,7 @@ if (!args.role) {
     }
     console.log(`${name}: ${JSON.stringify(results[name], null, 2)}`);
   }
-  if (args.json) writeFileSync(args.json, JSON.stringify({ binary: args.binary, seconds: args.seconds, results }, null, 2));
+  if (args.json)
+    writeFileSync(args.json, JSON.stringify({ binary: args.binary, seconds: args.seconds, results }, null, 2));
   process.exit(0);
 }

@@ -44,7 +44,8 @@ export interface ReplicaSetupOptions {
 
 function cli(args: string[]): string {
   const r = Bun.spawnSync([BINARY, ...args], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`a2a-node ${args.join(" ")} failed: ${r.stderr.toString() || r.stdout.toString()}`);
+  if (r.exitCode !== 0)
+    throw new Error(`a2a-node ${args.join(" ")} failed: ${r.stderr.toString() || r.stdout.toString()}`);
   return r.stdout.toString();
 }
 
@@ -84,13 +85,32 @@ export async function startReplicaSetup(o: ReplicaSetupOptions): Promise<Replica
     cli(["--home", home, "init-pki", "--bundle", agentBundle]);
     const port = await freePort();
     const proc = Bun.spawn(
-      [BINARY, "--home", home, "serve", "--host", "127.0.0.1", "--port", String(port), "--database", dbUrl.href, ...(o.serveArgs ?? [])],
-      { stdin: "ignore", stdout: "ignore", stderr: o.quiet === false ? "inherit" : Bun.file(join(o.dir, `replica-${i}.log`)) },
+      [
+        BINARY,
+        "--home",
+        home,
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--database",
+        dbUrl.href,
+        ...(o.serveArgs ?? []),
+      ],
+      {
+        stdin: "ignore",
+        stdout: "ignore",
+        stderr: o.quiet === false ? "inherit" : Bun.file(join(o.dir, `replica-${i}.log`)),
+      },
     );
     replicas.push({ home, port, proc });
   }
   await Promise.all(replicas.map((r) => untilListening(r.port, r.proc)));
-  const balancer = startBalancer(o.port ?? 0, replicas.map((r) => ({ host: "127.0.0.1", port: r.port })));
+  const balancer = startBalancer(
+    o.port ?? 0,
+    replicas.map((r) => ({ host: "127.0.0.1", port: r.port })),
+  );
   return {
     url: `https://127.0.0.1:${balancer.port}/`,
     caHome,

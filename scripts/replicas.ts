@@ -20,7 +20,12 @@ const { values } = parseArgs({
   },
 });
 const dir = values.dir ?? mkdtempSync(join(tmpdir(), "a2a-replicas-"));
-const setup = await startReplicaSetup({ dir, replicas: Number(values.replicas), port: Number(values.port), serveArgs: ["--executor", values.executor!] });
+const setup = await startReplicaSetup({
+  dir,
+  replicas: Number(values.replicas),
+  port: Number(values.port),
+  serveArgs: ["--executor", values.executor!],
+});
 console.log(`${setup.replicas.length} replicas on ${setup.databaseUrl.replace(/:[^:@/]+@/, ":***@")}, behind ${setup.url} (TLS passed through)
   replicas: ${setup.replicas.map((r) => `127.0.0.1:${r.port} (home ${r.home}, log ${r.home}.log)`).join("\n            ")}
   try it:   ${BINARY} --home ${setup.clientHome} peers add agent ${setup.url}

@@ -61,7 +61,10 @@ function cli(...a: string[]): string {
 
 /** Starts serve on a home and resolves with its URL once it logs that it listens. */
 async function serve(name: string, extra: string[]): Promise<string> {
-  const p = Bun.spawn([BINARY, "--home", home(name), "serve", "--host", "127.0.0.1", "--port", "0", "--executor", "echo", ...extra], { stdout: "pipe", stderr: "inherit" });
+  const p = Bun.spawn(
+    [BINARY, "--home", home(name), "serve", "--host", "127.0.0.1", "--port", "0", "--executor", "echo", ...extra],
+    { stdout: "pipe", stderr: "inherit" },
+  );
   children.push(p);
   const reader = (p.stdout as ReadableStream<Uint8Array>).getReader();
   let text = "";
@@ -115,15 +118,25 @@ const alpha = await serve("alpha", refresh);
 cli("--home", home("beta"), "peers", "add", "alpha", alpha);
 const beta = await serve("beta", ["--ca-peer", "alpha", ...refresh]);
 const gamma = tls("gamma");
-for (const url of [alpha, beta]) if (await refused(gamma, url)) throw new Error(`${url} refuses gamma before it is revoked`);
+for (const url of [alpha, beta])
+  if (await refused(gamma, url)) throw new Error(`${url} refuses gamma before it is revoked`);
 
 const t0 = performance.now();
 cli("--home", home("alpha"), "pki", "revoke", "gamma");
 const revokeMs = performance.now() - t0;
 const limitMs = ((REFRESH ?? 300) * 2 + 30) * 1000;
-const [caMs, peerMs] = await Promise.all([firstRefusal(gamma, alpha, t0, limitMs), firstRefusal(gamma, beta, t0, limitMs)]);
+const [caMs, peerMs] = await Promise.all([
+  firstRefusal(gamma, alpha, t0, limitMs),
+  firstRefusal(gamma, beta, t0, limitMs),
+]);
 // The probes start once pki revoke has returned (it runs synchronously above): the first one is its result.
-const result = { crlRefreshSeconds: REFRESH ?? 300, pkiRevokeMs: Math.round(revokeMs), caNodeMs: Math.round(caMs), caNodeAfterReturnMs: Math.round(caMs - revokeMs), caPeerNodeMs: Math.round(peerMs) };
+const result = {
+  crlRefreshSeconds: REFRESH ?? 300,
+  pkiRevokeMs: Math.round(revokeMs),
+  caNodeMs: Math.round(caMs),
+  caNodeAfterReturnMs: Math.round(caMs - revokeMs),
+  caPeerNodeMs: Math.round(peerMs),
+};
 if (JSON_OUT) console.log(JSON.stringify(result));
 else
   console.log(

@@ -17,12 +17,20 @@ if (run([process.execPath, join(root, "scripts", "build.ts"), "--if-stale"]) !==
 const home = resolveHome(undefined, process.env);
 if (!existsSync(homePaths(home).nodeCert)) {
   // A node name is a DNS label; derive one from the host name.
-  const name = hostname().toLowerCase().split(".")[0].replace(/[^a-z0-9-]/g, "-").replace(/^-+|-+$/g, "").slice(0, 63) || "node";
+  const name =
+    hostname()
+      .toLowerCase()
+      .split(".")[0]
+      .replace(/[^a-z0-9-]/g, "-")
+      .replace(/^-+|-+$/g, "")
+      .slice(0, 63) || "node";
   console.log(`a2a-node: no identity in ${home} yet; creating one named '${name}'`);
   if (run([binary, "--home", home, "init-pki", "--name", name]) !== 0) process.exit(1);
 }
 
-const serve = Bun.spawn([binary, "--home", home, "serve", ...process.argv.slice(2)], { stdio: ["inherit", "inherit", "inherit"] });
+const serve = Bun.spawn([binary, "--home", home, "serve", ...process.argv.slice(2)], {
+  stdio: ["inherit", "inherit", "inherit"],
+});
 // Whatever signal reaches this wrapper (kill of `npm start`: the npm script execs us, so npm's forwarded
 // SIGTERM lands here) goes to the node; SIGHUP reloads it.
 for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(sig, () => serve.kill(sig));

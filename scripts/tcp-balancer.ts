@@ -42,7 +42,11 @@ function drain(socket: Socket<Pair>): void {
   }
 }
 
-export function startBalancer(listenPort: number, backends: { host: string; port: number }[], host = "127.0.0.1"): Balancer {
+export function startBalancer(
+  listenPort: number,
+  backends: { host: string; port: number }[],
+  host = "127.0.0.1",
+): Balancer {
   if (backends.length === 0) throw new Error("the balancer needs at least one backend");
   let next = 0;
   const listener: TCPSocketListener<Pair> = Bun.listen<Pair>({

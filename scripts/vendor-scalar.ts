@@ -17,14 +17,19 @@ if (!version || !/^\d+\.\d+\.\d+$/.test(version)) {
 }
 const dir = mkdtempSync(join(tmpdir(), "scalar-"));
 try {
-  const pack = Bun.spawnSync(["npm", "pack", `@scalar/api-reference@${version}`], { cwd: dir, stdio: ["ignore", "pipe", "inherit"] });
+  const pack = Bun.spawnSync(["npm", "pack", `@scalar/api-reference@${version}`], {
+    cwd: dir,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   if (pack.exitCode !== 0) throw new Error("npm pack failed");
   const tgz = pack.stdout.toString().trim().split("\n").pop() as string;
   if (Bun.spawnSync(["tar", "xzf", tgz], { cwd: dir }).exitCode !== 0) throw new Error(`could not unpack ${tgz}`);
   const out = join(import.meta.dir, "..", "src", "server", "assets", "scalar", "standalone.js");
   copyFileSync(join(dir, "package", "dist", "browser", "standalone.js"), out);
   const sha = createHash("sha256").update(readFileSync(out)).digest("hex");
-  console.log(`wrote ${out} (@scalar/api-reference ${version})\nset SCALAR_VERSION = "${version}" and SCALAR_SHA256 = "${sha}" in src/server/openapi-page.ts`);
+  console.log(
+    `wrote ${out} (@scalar/api-reference ${version})\nset SCALAR_VERSION = "${version}" and SCALAR_SHA256 = "${sha}" in src/server/openapi-page.ts`,
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

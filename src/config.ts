@@ -6,7 +6,13 @@
 import { existsSync, readFileSync } from "node:fs";
 import type { LogLevel } from "./log";
 import { SettingProblem, type Setting } from "./settings/kinds";
-import { EXECUTOR_KINDS, SETTINGS, type ExecutorKind, type SettingName, type SettingValues } from "./settings/serve-settings";
+import {
+  EXECUTOR_KINDS,
+  SETTINGS,
+  type ExecutorKind,
+  type SettingName,
+  type SettingValues,
+} from "./settings/serve-settings";
 import { cardSkills, skillModels, type SkillModel } from "./settings/skills";
 import { DEFAULT_SKILLS } from "./server/agent-card";
 
@@ -63,14 +69,19 @@ export function loadConfigFile(path: string, explicit: boolean): FileValues {
   const out: FileValues = {};
   for (const [key, value] of Object.entries(raw)) {
     const name = BY_FILE_KEY.get(key);
-    if (!name) throw new ConfigError(`config file ${path}: unknown key '${key}' (known: ${[...BY_FILE_KEY.keys()].join(", ")})`);
+    if (!name)
+      throw new ConfigError(`config file ${path}: unknown key '${key}' (known: ${[...BY_FILE_KEY.keys()].join(", ")})`);
     out[name] = checked(() => setting(name).fromFile(value), `config file ${path}: ${key}`);
   }
   return out;
 }
 
 /** The effective configuration and where each value came from. */
-export function resolveSettings(flags: FlagValues, env: Record<string, string | undefined>, file: FileValues = {}): { config: ServeConfig; sources: Sources } {
+export function resolveSettings(
+  flags: FlagValues,
+  env: Record<string, string | undefined>,
+  file: FileValues = {},
+): { config: ServeConfig; sources: Sources } {
   const config: Record<string, unknown> = {};
   const sources = {} as Sources;
   for (const name of NAMES) {
@@ -90,7 +101,9 @@ export function resolveSettings(flags: FlagValues, env: Record<string, string | 
     const given = Array.isArray(flag) ? (flag.length ? flag : undefined) : flag;
     if (given !== undefined && s.flag !== false) {
       const at = `--${s.flag}`;
-      value = Array.isArray(given) ? given.flatMap((g) => checked(() => s.fromText(g, "flag"), at) as unknown[]) : checked(() => s.fromText(String(given), "flag"), at);
+      value = Array.isArray(given)
+        ? given.flatMap((g) => checked(() => s.fromText(g, "flag"), at) as unknown[])
+        : checked(() => s.fromText(String(given), "flag"), at);
       from = "flag";
     }
     config[name] = value;
@@ -103,7 +116,9 @@ export function resolveSettings(flags: FlagValues, env: Record<string, string | 
     c.authorize.forEach((rule, i) => {
       const unknown = rule.skills?.find((s) => s !== "*" && !ids.has(s));
       if (unknown !== undefined)
-        throw new ConfigError(`authorize entry ${i + 1}: skill '${unknown}' is not one of this node's [[skills]] (${[...ids].join(", ")})`);
+        throw new ConfigError(
+          `authorize entry ${i + 1}: skill '${unknown}' is not one of this node's [[skills]] (${[...ids].join(", ")})`,
+        );
     });
     c.skillModels = skillModels(c.skills);
     c.skills = cardSkills(c.skills);
@@ -113,7 +128,9 @@ export function resolveSettings(flags: FlagValues, env: Record<string, string | 
     const publicIds = new Set((c.skills ?? DEFAULT_SKILLS).map((s) => s.id));
     const clash = c.extendedCard.skills.find((s) => publicIds.has(s.id));
     if (clash)
-      throw new ConfigError(`config file: extended_card: skill id '${clash.id}' is already a skill of the public card; give the fleet-only skill another id`);
+      throw new ConfigError(
+        `config file: extended_card: skill id '${clash.id}' is already a skill of the public card; give the fleet-only skill another id`,
+      );
     const models = skillModels(c.extendedCard.skills);
     if (Object.keys(models).length) c.skillModels = { ...c.skillModels, ...models };
     c.extendedCard = { ...c.extendedCard, skills: cardSkills(c.extendedCard.skills) };

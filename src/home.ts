@@ -51,7 +51,11 @@ const machine: HomeProbe = { isRoot: process.getuid?.() === 0, exists: existsSyn
  * for root once a system service is installed (`sudo a2a-node peers add ...` must manage the node systemd
  * runs, not a root-only ~/.a2a-node). Otherwise ~/.a2a-node.
  */
-export function resolveHome(flag: string | undefined, env: Record<string, string | undefined>, probe: HomeProbe = machine): string {
+export function resolveHome(
+  flag: string | undefined,
+  env: Record<string, string | undefined>,
+  probe: HomeProbe = machine,
+): string {
   if (flag) return resolve(flag);
   if (env.A2A_NODE_HOME) return resolve(env.A2A_NODE_HOME);
   const userHome = env.HOME || homedir();

@@ -29,10 +29,15 @@ export interface LevelledLogger extends Logger {
   setLevel(level: LogLevel): void;
 }
 
-export function createLogger(write: (line: string) => void, level: LogLevel = "info", format: LogFormat = "text"): LevelledLogger {
+export function createLogger(
+  write: (line: string) => void,
+  level: LogLevel = "info",
+  format: LogFormat = "text",
+): LevelledLogger {
   let threshold = LOG_LEVELS.indexOf(level);
   const line = format === "json" ? jsonLine : textLine;
-  const emit = (level: LogLevel, message: string, fields?: Record<string, unknown>) => write(line(level, message, fields));
+  const emit = (level: LogLevel, message: string, fields?: Record<string, unknown>) =>
+    write(line(level, message, fields));
   return {
     info: (m, f) => void (threshold <= 0 && emit("info", m, f)),
     warn: (m, f) => void (threshold <= 1 && emit("warn", m, f)),

@@ -16,7 +16,13 @@ import { AnswerBudget } from "./server/answer-budget";
 import { AuditTrail } from "./server/audit-trail";
 import { SignedCards } from "./server/card-signing";
 import type { ConnectionLimits } from "./server/connection-limits";
-import { descriptorCheck, descriptorLimit, DescriptorWatch, fitToDescriptors, openDescriptors } from "./server/descriptor-budget";
+import {
+  descriptorCheck,
+  descriptorLimit,
+  DescriptorWatch,
+  fitToDescriptors,
+  openDescriptors,
+} from "./server/descriptor-budget";
 import { listenerCaps } from "./server/listener-caps";
 import {
   lazyWebApp,
@@ -78,7 +84,12 @@ export async function startNode(
   home: string,
   config: ServeConfig,
   log: Logger,
-  embed: { executor?: AgentExecutor; /** Called once every listener is bound, before the node logs that it serves. */ listening?(node: RunningNode): void } = {},
+  embed: {
+    executor?: AgentExecutor;
+    /** Called once every listener is bound, before the node logs that it serves. */ listening?(
+      node: RunningNode,
+    ): void;
+  } = {},
 ): Promise<RunningNode> {
   const paths = homePaths(home);
   // Every listener's connection caps, fitted under the file descriptor limit before anything is opened.
@@ -86,7 +97,13 @@ export async function startNode(
   const caps = fitToDescriptors(listenerCaps(config), fds);
   let identity = await loadNodeIdentity(paths);
   const startedAt = Date.now();
-  const storage = await openStorage({ path: paths.database, databaseUrl: config.databaseUrl, maxListBytes: config.maxListBytes, leaseMs: config.leaseMs, log });
+  const storage = await openStorage({
+    path: paths.database,
+    databaseUrl: config.databaseUrl,
+    maxListBytes: config.maxListBytes,
+    leaseMs: config.leaseMs,
+    log,
+  });
   const store = storage.tasks;
   const database = storage.local;
   // Health and the tasks-by-state gauge read the store that holds the tasks (SQLite file or Postgres).
@@ -104,7 +121,8 @@ export async function startNode(
         limit: descriptors.state().limit ?? fds,
         next: "raise the limit (systemd: LimitNOFILE; a shell: ulimit -n) or lower max_connections",
       }),
-    onRecovered: (ms) => log.warn("file descriptors are free again: the listeners accept connections", { exhausted_for_ms: ms }),
+    onRecovered: (ms) =>
+      log.warn("file descriptors are free again: the listeners accept connections", { exhausted_for_ms: ms }),
   });
   descriptors.start();
   let answersRef: AnswerBudget | undefined;
@@ -140,9 +158,25 @@ export async function startNode(
   runnerRef = runner;
   const pushConfigs = storage.pushConfigs;
   const peers = new SqlitePeerRegistry(database.db);
-  const fleetPki = new FleetPki({ paths, identity: () => identity, adopt: (fresh) => (identity = fresh), peers, settings: () => config, log });
+  const fleetPki = new FleetPki({
+    paths,
+    identity: () => identity,
+    adopt: (fresh) => (identity = fresh),
+    peers,
+    settings: () => config,
+    log,
+  });
   fleetPkiRef = fleetPki;
-  const guard = new WebhookGuard({ allowlist: config.pushAllow, fleetHosts: () => new Set(peers.list().filter((p) => !isOutsidePeer(p)).map((p) => new URL(p.url).host)) });
+  const guard = new WebhookGuard({
+    allowlist: config.pushAllow,
+    fleetHosts: () =>
+      new Set(
+        peers
+          .list()
+          .filter((p) => !isOutsidePeer(p))
+          .map((p) => new URL(p.url).host),
+      ),
+  });
   const dispatcher = new PushDispatcher(storage.deliveries, pushConfigs, {
     guard,
     log,
@@ -156,18 +190,35 @@ export async function startNode(
   if (store.onDeliveriesQueued) store.onDeliveriesQueued((deliveries) => dispatcher.scheduleQueued(deliveries));
   else
     runner.onEvent((taskId, item) =>
-      dispatcher.notify(taskId, item.response).catch((err) => log.error("could not queue a push notification", { task: taskId, reason: String(err) })),
+      dispatcher
+        .notify(taskId, item.response)
+        .catch((err) => log.error("could not queue a push notification", { task: taskId, reason: String(err) })),
     );
   await dispatcher.start();
-  const retention = new RetentionSweeper(store, { maxAgeMs: config.retentionDays * 86_400_000, forget: (ids) => pushConfigs.deleteForTasks(ids), log });
+  const retention = new RetentionSweeper(store, {
+    maxAgeMs: config.retentionDays * 86_400_000,
+    forget: (ids) => pushConfigs.deleteForTasks(ids),
+    log,
+  });
   retention.start();
   const recovered = await runner.recover();
   if (recovered.resumed + recovered.failed > 0)
-    log.warn("found tasks the last stop interrupted", { resumed: recovered.resumed, failed: recovered.failed, policy: executor.onRestart ?? "fail" });
+    log.warn("found tasks the last stop interrupted", {
+      resumed: recovered.resumed,
+      failed: recovered.failed,
+      policy: executor.onRestart ?? "fail",
+    });
   // With replicas: renew this one's leases, and take over the tasks of replicas that died.
-  const stopLeases = runner.keepLeases((err) => log.error("could not renew task leases; trying again", { reason: err instanceof Error ? err.message : String(err) }));
+  const stopLeases = runner.keepLeases((err) =>
+    log.error("could not renew task leases; trying again", {
+      reason: err instanceof Error ? err.message : String(err),
+    }),
+  );
   // What one caller may store (max_caller_bytes, max_caller_tasks) and, on SQLite, the free-space floor behind it.
-  const floor = !config.databaseUrl && config.minFreeDisk > 0 ? new DiskFloor(store, { path: paths.database, floorBytes: config.minFreeDisk, log }) : undefined;
+  const floor =
+    !config.databaseUrl && config.minFreeDisk > 0
+      ? new DiskFloor(store, { path: paths.database, floorBytes: config.minFreeDisk, log })
+      : undefined;
   await floor?.start();
   floorRef = floor;
   const quota = new StorageQuota(store, {
@@ -181,7 +232,11 @@ export async function startNode(
   // The authorization policy ([[authorize]]) in front of the handler, read at each call so SIGHUP applies it.
   const handler = new AuthorizedHandler(
     new DefaultRequestHandler(store, runner, {
-      push: { configs: pushConfigs, guard, limits: { perTask: config.maxPushConfigsPerTask, perCaller: config.maxPushConfigsPerCaller } },
+      push: {
+        configs: pushConfigs,
+        guard,
+        limits: { perTask: config.maxPushConfigsPerTask, perCaller: config.maxPushConfigsPerCaller },
+      },
       maxTasksPerContext: config.maxTasksPerContext,
       extendedCard,
       extensions: config.extensions,
@@ -218,7 +273,13 @@ export async function startNode(
           return { ok: r.ready, detail: r.detail };
         },
         descriptors: () => descriptorCheck(descriptors.state(), descriptors.state().limit ?? fds, openDescriptors()),
-        storage: () => storageCheck(floor?.state(), config.databaseUrl ? "the database is on a Postgres server, whose disk this node cannot see" : "min_free_disk is 0"),
+        storage: () =>
+          storageCheck(
+            floor?.state(),
+            config.databaseUrl
+              ? "the database is on a Postgres server, whose disk this node cannot see"
+              : "min_free_disk is 0",
+          ),
       }),
     metrics: () => metrics.exposition(),
   });
@@ -252,7 +313,12 @@ export async function startNode(
     audit,
     onRefusedRequest: (status) => metrics.requestRefused(status),
     track: (listener, l, max) =>
-      loads.push(() => ({ listener, open: l.openConnections?.() ?? 0, unauthenticated: l.unauthenticatedConnections?.(), max: max.maxConnections })),
+      loads.push(() => ({
+        listener,
+        open: l.openConnections?.() ?? 0,
+        unauthenticated: l.unauthenticatedConnections?.(),
+        max: max.maxConnections,
+      })),
     route,
     card: (url, audience) => cards.card(url, audience),
   };
@@ -264,10 +330,20 @@ export async function startNode(
   const advertisedUrl = mtls.advertisedUrl;
   const enroll = await openEnrollListener(kit, (opts) => fleetPki.openEnrollment(opts), mtls.listener.port);
   const plain = await openPlainListener(kit);
-  const token = await openTokenListener(kit, { tokens: () => new SqliteCallerTokens(database.db), identity, advertisedUrl });
+  const token = await openTokenListener(kit, {
+    tokens: () => new SqliteCallerTokens(database.db),
+    identity,
+    advertisedUrl,
+  });
   const admin = await openAdminListener(kit, (method, path) => ops(method, path));
   const tokenListener = token?.listener;
-  const listeners: Listener[] = [mtls.listener, enroll?.listener, plain?.listener, tokenListener, admin?.listener].filter((l) => l !== undefined);
+  const listeners: Listener[] = [
+    mtls.listener,
+    enroll?.listener,
+    plain?.listener,
+    tokenListener,
+    admin?.listener,
+  ].filter((l) => l !== undefined);
   const running: RunningNode = {
     name: identity.name,
     url: mtls.url,
@@ -282,7 +358,8 @@ export async function startNode(
       const needsRestart: string[] = [];
       const fresh = await loadNodeIdentity(paths);
       if (fresh.certPem !== identity.certPem || fresh.keyPem !== identity.keyPem || fresh.caPem !== identity.caPem) {
-        if (fresh.name !== identity.name) needsRestart.push(`certificate (its name changed from ${identity.name} to ${fresh.name})`);
+        if (fresh.name !== identity.name)
+          needsRestart.push(`certificate (its name changed from ${identity.name} to ${fresh.name})`);
         else {
           fleetPki.useIdentity(fresh);
           applied.push("certificate");
@@ -326,24 +403,36 @@ export async function startNode(
     database: storage.where,
     version: VERSION,
     audit: audit.where,
-    authorization: config.authorize.length ? `${config.authorize.length} [[authorize]] rule(s)` : "none: every fleet member may call everything",
+    authorization: config.authorize.length
+      ? `${config.authorize.length} [[authorize]] rule(s)`
+      : "none: every fleet member may call everything",
   });
   // A renewed certificate is served on the token listener too (when it speaks TLS).
   fleetPki.start(mtls.listener, tokenListener ? [tokenListener] : []);
   // Said at once, not found out from the first task that fails; not awaited, so the node answers meanwhile.
   if (executor.ready)
     void modelReady(AbortSignal.timeout(3000)).then(
-      (r) => r.ready || log.warn("the model endpoint does not answer: tasks will fail until it does", { executor: executor.kind, detail: r.detail }),
+      (r) =>
+        r.ready ||
+        log.warn("the model endpoint does not answer: tasks will fail until it does", {
+          executor: executor.kind,
+          detail: r.detail,
+        }),
       () => {},
     );
   if (caps.lowered)
-    log.warn("the file descriptor limit is below what the listeners' connection caps add up to: the caps are lowered to fit", {
-      limit: fds,
-      needed: caps.needed,
-      available: caps.available,
-      caps: Object.fromEntries(Object.entries(caps.caps).map(([k, c]) => [k, (c as ConnectionLimits).maxConnections])),
-      next: "raise the limit (systemd: LimitNOFILE=65536; a shell: ulimit -n 65536), or lower max_connections to silence this",
-    });
+    log.warn(
+      "the file descriptor limit is below what the listeners' connection caps add up to: the caps are lowered to fit",
+      {
+        limit: fds,
+        needed: caps.needed,
+        available: caps.available,
+        caps: Object.fromEntries(
+          Object.entries(caps.caps).map(([k, c]) => [k, (c as ConnectionLimits).maxConnections]),
+        ),
+        next: "raise the limit (systemd: LimitNOFILE=65536; a shell: ulimit -n 65536), or lower max_connections to silence this",
+      },
+    );
 
   return running;
 }
@@ -352,7 +441,10 @@ export async function startNode(
  * The database check, failed while tasks wait to be recovered because their writes could not be stored (see
  * TaskRunner.unstoredTasks): the probe's write may commit while the tasks' writes fail (one table's fault).
  */
-function withUnstored(probe: { ok: boolean; detail: string }, unstored: { count: number; reason?: string }): { ok: boolean; detail: string } {
+function withUnstored(
+  probe: { ok: boolean; detail: string },
+  unstored: { count: number; reason?: string },
+): { ok: boolean; detail: string } {
   if (unstored.count === 0) return probe;
   const tasks = unstored.count === 1 ? "1 task" : `${unstored.count} tasks`;
   return {

@@ -9,11 +9,21 @@ export interface NotifyLog {
 }
 
 /** Tells systemd the node is ready, if systemd is waiting for that; resolves once it is told (or cannot be). */
-export async function notifyReady(env: Record<string, string | undefined>, status: string, log: NotifyLog): Promise<void> {
+export async function notifyReady(
+  env: Record<string, string | undefined>,
+  status: string,
+  log: NotifyLog,
+): Promise<void> {
   if (!env.NOTIFY_SOCKET) return;
-  const why = "systemd waits for readiness (NOTIFY_SOCKET is set) but could not be told; it will stop the service at its start timeout";
+  const why =
+    "systemd waits for readiness (NOTIFY_SOCKET is set) but could not be told; it will stop the service at its start timeout";
   try {
-    const p = Bun.spawn(["systemd-notify", "--ready", `--status=${status}`], { env: env as Record<string, string>, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+    const p = Bun.spawn(["systemd-notify", "--ready", `--status=${status}`], {
+      env: env as Record<string, string>,
+      stdin: "ignore",
+      stdout: "ignore",
+      stderr: "pipe",
+    });
     const [code, err] = await Promise.all([p.exited, new Response(p.stderr).text()]);
     if (code !== 0) log.warn(why, { reason: `systemd-notify exited ${code}: ${err.trim()}` });
   } catch (err) {

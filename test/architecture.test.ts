@@ -19,17 +19,26 @@ function files(dir: string): string[] {
 function importsOf(file: string): string[] {
   const text = readFileSync(file, "utf8");
   const out: string[] = [];
-  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g)) {
+  for (const m of text.matchAll(
+    /(?:^|\n)\s*(?:import|export)[^'"]*?from\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g,
+  )) {
     const spec = m[1] ?? m[2];
     out.push(relative(ROOT, resolve(dirname(file), spec)).replace(/\.ts$/, ""));
   }
   return out;
 }
 
-const SOURCES = [...files(join(ROOT, "src")), ...files(join(ROOT, "pki"))].map((f) => ({ file: relative(ROOT, f), imports: importsOf(f) }));
+const SOURCES = [...files(join(ROOT, "src")), ...files(join(ROOT, "pki"))].map((f) => ({
+  file: relative(ROOT, f),
+  imports: importsOf(f),
+}));
 
 const RULES: [string, (file: string) => boolean, (target: string) => boolean][] = [
-  ["client/ never imports server/ or node.ts", (f) => f.startsWith("src/client/"), (t) => t.startsWith("src/server/") || t === "src/node"],
+  [
+    "client/ never imports server/ or node.ts",
+    (f) => f.startsWith("src/client/"),
+    (t) => t.startsWith("src/server/") || t === "src/node",
+  ],
   ["pki/ imports nothing of src/", (f) => f.startsWith("pki/"), (t) => t.startsWith("src/")],
   [
     "protocol/ (the A2A vocabulary) never imports rpc/, server/ or tasks/",
@@ -47,17 +56,33 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
     (f) => f.startsWith("src/tasks/") || f.startsWith("src/executors/"),
     (t) => t.startsWith("src/rpc/") || t === "src/protocol/errors",
   ],
-  ["help/ (the manual's pages, text) imports nothing outside help/", (f) => f.startsWith("src/help/"), (t) => !t.startsWith("src/help/")],
+  [
+    "help/ (the manual's pages, text) imports nothing outside help/",
+    (f) => f.startsWith("src/help/"),
+    (t) => !t.startsWith("src/help/"),
+  ],
   [
     "grpc/ (wire format of the third binding) imports only itself and protocol/types.ts",
     (f) => f.startsWith("src/grpc/"),
     (t) => !t.startsWith("src/grpc/") && t !== "src/protocol/types",
   ],
   // Tracing is a floor of its own that bindings, executors and the client will call into, never the reverse.
-  ["tracing/ imports nothing else of src/", (f) => f.startsWith("src/tracing/"), (t) => t.startsWith("src/") && !t.startsWith("src/tracing/")],
+  [
+    "tracing/ imports nothing else of src/",
+    (f) => f.startsWith("src/tracing/"),
+    (t) => t.startsWith("src/") && !t.startsWith("src/tracing/"),
+  ],
   // The store's roles are interfaces in tasks/ (TaskStore, TaskLeases, ReplicaMessages); store/ implements them.
-  ["tasks/ never imports store/ (it names the store's roles; store/ implements them)", (f) => f.startsWith("src/tasks/"), (t) => t.startsWith("src/store/")],
-  ["config and the daemon never import cli/", (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts", (t) => t.startsWith("src/cli/")],
+  [
+    "tasks/ never imports store/ (it names the store's roles; store/ implements them)",
+    (f) => f.startsWith("src/tasks/"),
+    (t) => t.startsWith("src/store/"),
+  ],
+  [
+    "config and the daemon never import cli/",
+    (f) => f === "src/config.ts" || f.startsWith("src/settings/") || f === "src/node.ts",
+    (t) => t.startsWith("src/cli/"),
+  ],
   // The service is a library the CLI calls: it raises its own errors and the CLI gives them exit codes.
   ["service/ never imports cli/", (f) => f.startsWith("src/service/"), (t) => t.startsWith("src/cli/")],
   // Push delivery is handed its queue; which store keeps it is the composition root's choice.
@@ -81,7 +106,9 @@ describe("import directions", () => {
   });
 
   it.each(RULES)("%s", (_rule, from, forbidden) => {
-    const violations = SOURCES.filter((s) => from(s.file)).flatMap((s) => s.imports.filter(forbidden).map((t) => `${s.file} -> ${t}`));
+    const violations = SOURCES.filter((s) => from(s.file)).flatMap((s) =>
+      s.imports.filter(forbidden).map((t) => `${s.file} -> ${t}`),
+    );
     expect(violations).toEqual([]);
   });
 });

@@ -18,7 +18,10 @@ describe("ulidFactory", () => {
   it("increments the random part by one within a millisecond, and draws it afresh in the next", () => {
     let ms = 5;
     const draws = [0, 41, 7, 9];
-    const next = ulidFactory(() => ms, () => draws.shift() as number);
+    const next = ulidFactory(
+      () => ms,
+      () => draws.shift() as number,
+    );
     expect(next()).toBe("0000000005" + "00000000" + "00000019"); // time 5; high half 0; low half 41 = 1·32 + 9
     expect(next().slice(10)).toBe("000000000000001A");
     ms = 6;
@@ -27,7 +30,10 @@ describe("ulidFactory", () => {
 
   it("carries into the high half when the low 40 bits overflow", () => {
     const draws = [3, 2 ** 40 - 1];
-    const next = ulidFactory(() => 1, () => draws.shift() as number);
+    const next = ulidFactory(
+      () => 1,
+      () => draws.shift() as number,
+    );
     expect(next().slice(10)).toBe("00000003ZZZZZZZZ");
     expect(next().slice(10)).toBe("0000000400000000");
   });

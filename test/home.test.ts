@@ -8,7 +8,10 @@ import { tempDir } from "./helpers/temp-dir";
 
 const tmp = tempDir("a2a-home-");
 
-const machine = (isRoot: boolean, systemHomeExists: boolean) => ({ isRoot, exists: (p: string) => p === SYSTEM_HOME && systemHomeExists });
+const machine = (isRoot: boolean, systemHomeExists: boolean) => ({
+  isRoot,
+  exists: (p: string) => p === SYSTEM_HOME && systemHomeExists,
+});
 
 describe("which home a command uses", () => {
   it("--home, then A2A_NODE_HOME, win over everything", () => {
@@ -39,7 +42,8 @@ describe.skipIf(process.getuid?.() !== 0)("root working in another user's home (
     const io = bufferIo();
     expect(await runCli(["--home", home, "init-pki", "--name", "beta"], io)).toBe(0);
     const p = homePaths(home);
-    for (const path of [p.certsDir, p.secretsDir, p.nodeKey, p.caKey, p.nodeCert, p.caCert]) expect([path, statSync(path).uid, statSync(path).gid]).toEqual([path, 4242, 4243]);
+    for (const path of [p.certsDir, p.secretsDir, p.nodeKey, p.caKey, p.nodeCert, p.caCert])
+      expect([path, statSync(path).uid, statSync(path).gid]).toEqual([path, 4242, 4243]);
     expect(statSync(p.nodeKey).mode & 0o777).toBe(0o600);
   });
 

@@ -13,7 +13,15 @@ describe("the JSON log", () => {
     expect(lines).toHaveLength(1);
     expect(lines[0].endsWith("}\n")).toBe(true);
     expect(lines[0]).toMatch(/^\{"time":"\d{4}-\d\d-\d\dT[\d:.]+Z","level":"info","msg":"task finished",/);
-    expect(JSON.parse(lines[0])).toEqual({ time: expect.any(String), level: "info", msg: "task finished", task_id: "t1", context_id: "c1", peer: "alpha", duration_ms: 12 });
+    expect(JSON.parse(lines[0])).toEqual({
+      time: expect.any(String),
+      level: "info",
+      msg: "task finished",
+      task_id: "t1",
+      context_id: "c1",
+      peer: "alpha",
+      duration_ms: 12,
+    });
   });
 
   it("keeps every line parseable: quotes and newlines escaped, errors as their message, cycles as text", () => {
@@ -23,7 +31,14 @@ describe("the JSON log", () => {
     log.error('a "quoted"\nmessage', { err: new Error("disk full"), cyclic, n: 10n as unknown, nested: { a: [1, 2] } });
     expect(lines[0].split("\n")).toHaveLength(2); // one line, then the terminating newline
     const parsed = JSON.parse(lines[0]);
-    expect(parsed).toMatchObject({ level: "error", msg: 'a "quoted"\nmessage', err: "disk full", cyclic: "[object Object]", n: "10", nested: { a: [1, 2] } });
+    expect(parsed).toMatchObject({
+      level: "error",
+      msg: 'a "quoted"\nmessage',
+      err: "disk full",
+      cyclic: "[object Object]",
+      n: "10",
+      nested: { a: [1, 2] },
+    });
   });
 
   it("a field cannot overwrite time, level or msg", () => {

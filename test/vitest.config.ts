@@ -85,8 +85,9 @@ function localSources(root: string, path: string): string[] {
 }
 
 const vendorTextImports = {
-  // Files under src/server/assets/ and the help topics (src/help/topics/*.md) are imported as text (`with { type: "text" }`), which Bun honours and Vite does
-  // not: give vitest the same module Bun builds, the file's text as the default export.
+  // Files under src/server/assets/ and the help topics (src/help/topics/*.md) are imported as text (`with { type:
+  // "text" }`), which Bun honours and Vite does not: give vitest the same module Bun builds, the file's text as the
+  // default export.
   name: "vendor-text-imports",
   enforce: "pre" as const,
   load(id: string) {

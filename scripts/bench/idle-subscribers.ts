@@ -10,7 +10,12 @@ import { readFileSync } from "node:fs";
 import { connect as tcp, type Socket } from "node:net";
 import { connect as tlsConnect } from "node:tls";
 
-const cfg = JSON.parse(process.argv[2]!) as { port: number; tls: { cert: string; key: string; ca: string } | null; ids: string; parallel: number };
+const cfg = JSON.parse(process.argv[2]!) as {
+  port: number;
+  tls: { cert: string; key: string; ca: string } | null;
+  ids: string;
+  parallel: number;
+};
 const ids = readFileSync(cfg.ids, "utf8").split("\n").filter(Boolean);
 const sockets: Socket[] = [];
 let ready = 0;
@@ -35,7 +40,18 @@ function open(id: string): Promise<void> {
     const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SubscribeToTask", params: { id } });
     const request = `POST / HTTP/1.1\r\nhost: 127.0.0.1:${cfg.port}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\na2a-version: 1.0\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
     const socket: Socket = cfg.tls
-      ? tlsConnect({ host: "127.0.0.1", port: cfg.port, cert: cfg.tls.cert, key: cfg.tls.key, ca: cfg.tls.ca, servername: "localhost", checkServerIdentity: () => undefined }, () => socket.write(request))
+      ? tlsConnect(
+          {
+            host: "127.0.0.1",
+            port: cfg.port,
+            cert: cfg.tls.cert,
+            key: cfg.tls.key,
+            ca: cfg.tls.ca,
+            servername: "localhost",
+            checkServerIdentity: () => undefined,
+          },
+          () => socket.write(request),
+        )
       : tcp({ host: "127.0.0.1", port: cfg.port }, () => socket.write(request));
     let head = "";
     socket.setEncoding("utf8");

@@ -18,7 +18,14 @@ import { peakRssBytes } from "./proc";
 const [home, port, maxListBytes] = process.argv.slice(2);
 const node = await startNode(
   home,
-  { ...DEFAULTS, host: "127.0.0.1", port: Number(port), maxConcurrent: 8, maxCallerBytes: 0, ...(maxListBytes ? { maxListBytes: Number(maxListBytes) } : {}) },
+  {
+    ...DEFAULTS,
+    host: "127.0.0.1",
+    port: Number(port),
+    maxConcurrent: 8,
+    maxCallerBytes: 0,
+    ...(maxListBytes ? { maxListBytes: Number(maxListBytes) } : {}),
+  },
   createLogger((l) => process.stderr.write(l), "warn"),
   { executor: new EchoExecutor() },
 );

@@ -2,7 +2,8 @@
  * Load client: keeps CONCURRENCY SendMessage calls in flight against one server over mTLS keep-alive, in its
  * own process so its CPU is not charged to the orchestrator and can be measured on its own.
  *
- *   bun scripts/bench/load.ts '{"url":"https://127.0.0.1:P/","bundle":"client.json","concurrency":16,"binding":"jsonrpc"}'
+ *   bun scripts/bench/load.ts
+ *   '{"url":"https://127.0.0.1:P/","bundle":"client.json","concurrency":16,"binding":"jsonrpc"}'
  *
  * It loads from the start (warm-up). The orchestrator drives the measured window through stdin:
  *   "mark\n"  start counting now (requests completing from here on)

@@ -50,7 +50,11 @@ export function cpuTicks(pid: number): number {
  * on the machine; a lot of it means the numbers of that run are suspect.
  */
 export function machineBusyTicks(): number {
-  const [, user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8").split("\n", 1)[0].trim().split(/\s+/).map(Number);
+  const [, user, nice, system, , , irq, softirq, steal] = readFileSync("/proc/stat", "utf8")
+    .split("\n", 1)[0]
+    .trim()
+    .split(/\s+/)
+    .map(Number);
   return user + nice + system + irq + softirq + steal;
 }
 

@@ -45,7 +45,20 @@ export function isBroken(r: Row): boolean {
 }
 
 export function formatTable(rows: Row[]): string {
-  const head = ["server", "clients", "req/s", "p50 ms", "p99 ms", "CPU µs/req", "server CPU", "client CPU", "other CPU", "peak RSS", "peak WAL", "errors"];
+  const head = [
+    "server",
+    "clients",
+    "req/s",
+    "p50 ms",
+    "p99 ms",
+    "CPU µs/req",
+    "server CPU",
+    "client CPU",
+    "other CPU",
+    "peak RSS",
+    "peak WAL",
+    "errors",
+  ];
   const body = rows.map((r) => [
     SERVER_LABELS[r.server],
     String(r.concurrency),
@@ -61,12 +74,14 @@ export function formatTable(rows: Row[]): string {
     isBroken(r) ? `BROKEN: ${r.errors}` : "0",
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i].length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join("  ");
   return [line(head), widths.map((w) => "-".repeat(w)).join("  "), ...body.map(line)].join("\n");
 }
 
 export function evaluateTargets(rows: Row[], startup: Startup | undefined): Target[] {
-  const at = (server: ServerName) => rows.find((r) => r.server === server && r.concurrency === TARGET_CONCURRENCY && !isBroken(r));
+  const at = (server: ServerName) =>
+    rows.find((r) => r.server === server && r.concurrency === TARGET_CONCURRENCY && !isBroken(r));
   const a2a = at("a2a-node");
   const sdk = at("sdk");
   const bare = at("bare");
@@ -91,7 +106,11 @@ export function evaluateTargets(rows: Row[], startup: Startup | undefined): Targ
   } else targets.push({ name: "a2a-node CPU/request ≤ 1.5× bare echo", measured: "not measured", pass: null });
 
   if (a2a?.peakRssMB !== undefined)
-    targets.push({ name: "a2a-node peak RSS ≤ 120 MB", measured: `${a2a.peakRssMB.toFixed(1)} MB`, pass: a2a.peakRssMB <= 120 });
+    targets.push({
+      name: "a2a-node peak RSS ≤ 120 MB",
+      measured: `${a2a.peakRssMB.toFixed(1)} MB`,
+      pass: a2a.peakRssMB <= 120,
+    });
   else targets.push({ name: "a2a-node peak RSS ≤ 120 MB", measured: "not measured", pass: null });
 
   if (startup)
@@ -106,7 +125,9 @@ export function evaluateTargets(rows: Row[], startup: Startup | undefined): Targ
 
 export function formatTargets(targets: Target[]): string {
   const w = Math.max(...targets.map((t) => t.name.length));
-  return targets.map((t) => `${t.pass === null ? "n/a " : t.pass ? "PASS" : "FAIL"}  ${t.name.padEnd(w)}  ${t.measured}`).join("\n");
+  return targets
+    .map((t) => `${t.pass === null ? "n/a " : t.pass ? "PASS" : "FAIL"}  ${t.name.padEnd(w)}  ${t.measured}`)
+    .join("\n");
 }
 
 /** Nearest-rank percentile of an ascending array. */

@@ -45,7 +45,12 @@ export type Binding = "jsonrpc" | "http-json";
 export function sendMessageRequest(binding: Binding, base: string, messageId: string, rpcId: number) {
   const { body, text } = sendMessageBody(messageId, rpcId);
   if (binding === "jsonrpc") return { url: base, headers: RPC_HEADERS, body, text };
-  return { url: new URL("/message:send", base).toString(), headers: REST_HEADERS, body: JSON.stringify(JSON.parse(body).params), text };
+  return {
+    url: new URL("/message:send", base).toString(),
+    headers: REST_HEADERS,
+    body: JSON.stringify(JSON.parse(body).params),
+    text,
+  };
 }
 
 /**
@@ -53,7 +58,12 @@ export function sendMessageRequest(binding: Binding, base: string, messageId: st
  * must be a COMPLETED task whose artifact echoes exactly the text sent. Returns an error message, or
  * undefined when the answer is right.
  */
-export function checkAnswer(status: number, body: string, text: string, binding: Binding = "jsonrpc"): string | undefined {
+export function checkAnswer(
+  status: number,
+  body: string,
+  text: string,
+  binding: Binding = "jsonrpc",
+): string | undefined {
   if (status !== 200) return `HTTP ${status}: ${body.slice(0, 200)}`;
   let task: any;
   try {
@@ -63,7 +73,8 @@ export function checkAnswer(status: number, body: string, text: string, binding:
     return `answer is not JSON: ${body.slice(0, 200)}`;
   }
   if (!task?.id) return `answer has no task: ${body.slice(0, 300)}`;
-  if (task.status?.state !== "TASK_STATE_COMPLETED") return `task state is ${task.status?.state}, not TASK_STATE_COMPLETED`;
+  if (task.status?.state !== "TASK_STATE_COMPLETED")
+    return `task state is ${task.status?.state}, not TASK_STATE_COMPLETED`;
   const echoed = task.artifacts?.[0]?.parts?.[0]?.text;
   if (echoed !== text) return `artifact text is ${JSON.stringify(echoed)}, expected ${JSON.stringify(text)}`;
   return undefined;

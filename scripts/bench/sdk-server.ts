@@ -79,7 +79,9 @@ const card: AgentCard = {
   supportedInterfaces: [{ url, protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" }],
   provider: undefined,
   capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
-  securitySchemes: { mtls: { scheme: { $case: "mtlsSecurityScheme", value: { description: "fleet CA client certificate" } } } },
+  securitySchemes: {
+    mtls: { scheme: { $case: "mtlsSecurityScheme", value: { description: "fleet CA client certificate" } } },
+  },
   securityRequirements: [{ schemes: { mtls: { list: [] } } }],
   defaultInputModes: ["text/plain"],
   defaultOutputModes: ["text/plain"],

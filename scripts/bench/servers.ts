@@ -48,7 +48,8 @@ export interface RunningServer {
 
 function run(args: string[]): void {
   const r = Bun.spawnSync([BINARY, ...args], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`a2a-node ${args.join(" ")} failed: ${r.stderr.toString() || r.stdout.toString()}`);
+  if (r.exitCode !== 0)
+    throw new Error(`a2a-node ${args.join(" ")} failed: ${r.stderr.toString() || r.stdout.toString()}`);
 }
 
 export function makePki(dir: string): Pki {
@@ -59,7 +60,13 @@ export function makePki(dir: string): Pki {
     run(["--home", a2aHome, "pki", "issue", name, "--out", out]);
     return out;
   };
-  const bundles = { sdk: issue("bench-sdk"), bare: issue("bench-bare"), client: issue("bench-load"), startup: issue("bench-startup"), rest: issue("bench-a2a-node-rest") };
+  const bundles = {
+    sdk: issue("bench-sdk"),
+    bare: issue("bench-bare"),
+    client: issue("bench-load"),
+    startup: issue("bench-startup"),
+    rest: issue("bench-a2a-node-rest"),
+  };
   const restHome = join(dir, "a2a-rest-home");
   run(["--home", restHome, "init-pki", "--bundle", bundles.rest]);
   return { a2aHome, restHome, bundles };
@@ -72,22 +79,57 @@ export function freshHome(dir: string, pki: Pki, n: number): string {
   return home;
 }
 
-export async function startServer(name: ServerName, pki: Pki, dir: string, home = name === "a2a-node-rest" ? pki.restHome : pki.a2aHome): Promise<RunningServer> {
+export async function startServer(
+  name: ServerName,
+  pki: Pki,
+  dir: string,
+  home = name === "a2a-node-rest" ? pki.restHome : pki.a2aHome,
+): Promise<RunningServer> {
   const port = await freePort();
   const node = name === "a2a-node" || name === "a2a-node-rest";
-  const cmd =
-    node
-      ? // The load comes from one peer far faster than the rate limit allows: the limit is set out of reach, so
-        // its check is still paid on every request but never refuses one.
-        [BINARY, "--home", home, "serve", "--executor", "echo", "--host", "127.0.0.1", "--port", String(port), "--max-concurrent", "64", "--quiet", "--rate-limit-per-second", "1000000", "--rate-limit-burst", "1000000",
-         // A run stores a hundred thousand tasks and more from one caller: the quota is checked on every task (the
-         // cost measured), but set past what a run stores.
-         "--max-caller-tasks", "1000000000"]
-      : [BUN, join(import.meta.dir, name === "sdk" ? "sdk-server.ts" : "bare-echo-server.ts"), String(port), pki.bundles[name]];
+  const cmd = node
+    ? // The load comes from one peer far faster than the rate limit allows: the limit is set out of reach, so
+      // its check is still paid on every request but never refuses one.
+      [
+        BINARY,
+        "--home",
+        home,
+        "serve",
+        "--executor",
+        "echo",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(port),
+        "--max-concurrent",
+        "64",
+        "--quiet",
+        "--rate-limit-per-second",
+        "1000000",
+        "--rate-limit-burst",
+        "1000000",
+        // A run stores a hundred thousand tasks and more from one caller: the quota is checked on every task (the
+        // cost measured), but set past what a run stores.
+        "--max-caller-tasks",
+        "1000000000",
+      ]
+    : [
+        BUN,
+        join(import.meta.dir, name === "sdk" ? "sdk-server.ts" : "bare-echo-server.ts"),
+        String(port),
+        pki.bundles[name],
+      ];
   const logFile = join(dir, `${name}-${port}.log`);
   const spawnedAt = performance.now();
   // a2a-node logs on stdout, the other servers on stderr: both go to the log file (the node's log is quiet).
-  const proc = track(Bun.spawn(cmd, { cwd: ROOT, stdin: "ignore", stdout: node ? Bun.file(logFile) : "ignore", stderr: node ? "inherit" : Bun.file(logFile) }));
+  const proc = track(
+    Bun.spawn(cmd, {
+      cwd: ROOT,
+      stdin: "ignore",
+      stdout: node ? Bun.file(logFile) : "ignore",
+      stderr: node ? "inherit" : Bun.file(logFile),
+    }),
+  );
   const walFile = node ? `${homePaths(home).database}-wal` : undefined;
   const binding: Binding = name === "a2a-node-rest" ? "http-json" : "jsonrpc";
   return { name, url: `https://127.0.0.1:${port}/`, binding, proc, spawnedAt, logFile, walFile };
@@ -103,7 +145,12 @@ export async function waitUntilAnswering(server: RunningServer, tls: ClientTls, 
   let lastError = "";
   for (let attempt = 0; performance.now() - since < timeoutMs; attempt++) {
     assertRunning(server, "before answering");
-    const { url, headers, body, text } = sendMessageRequest(server.binding, server.url, `bench-ready-${server.proc.pid}-${attempt}`, attempt);
+    const { url, headers, body, text } = sendMessageRequest(
+      server.binding,
+      server.url,
+      `bench-ready-${server.proc.pid}-${attempt}`,
+      attempt,
+    );
     let status: number;
     let answer: string;
     try {
@@ -118,13 +165,17 @@ export async function waitUntilAnswering(server: RunningServer, tls: ClientTls, 
     if (error) throw new Error(`${server.name} answered wrongly: ${error}`); // listening but broken: no point waiting
     return performance.now() - since;
   }
-  throw new Error(`${server.name} did not answer within ${timeoutMs} ms (last error: ${lastError}):\n${logTail(server)}`);
+  throw new Error(
+    `${server.name} did not answer within ${timeoutMs} ms (last error: ${lastError}):\n${logTail(server)}`,
+  );
 }
 
 /** Throws with the server's last log lines if it is gone (then /proc has nothing to measure either). */
 export function assertRunning(server: RunningServer, when = "under load"): void {
   if (server.proc.exitCode !== null || server.proc.signalCode !== null)
-    throw new Error(`${server.name} exited (${server.proc.exitCode ?? server.proc.signalCode}) ${when}:\n${logTail(server)}`);
+    throw new Error(
+      `${server.name} exited (${server.proc.exitCode ?? server.proc.signalCode}) ${when}:\n${logTail(server)}`,
+    );
 }
 
 export function logTail(server: RunningServer): string {

@@ -25,7 +25,10 @@ class StreamingBenchExecutor implements AgentExecutor {
     const count = Number(n);
     const artifactId = `${req.taskId}-stream`;
     for (let i = 0; i < count && !req.signal.aborted; i++) {
-      req.events.artifact({ artifactId, parts: [{ text: `${wallMs().toFixed(3)} ` }] }, { append: i > 0, lastChunk: i === count - 1 });
+      req.events.artifact(
+        { artifactId, parts: [{ text: `${wallMs().toFixed(3)} ` }] },
+        { append: i > 0, lastChunk: i === count - 1 },
+      );
       if (mode === "paced") await Bun.sleep(Number(ms));
       else if (i % 256 === 255) await turn();
     }

@@ -2,12 +2,19 @@
  * Streams tokens either straight from the fake model ("direct") or through an a2a-node
  * (SendStreamingMessage over mTLS), and reports per-token latency (receive - emit), the first token's delay
  * from the request, tokens/s, and whether every token arrived once, in order.
- *   bun scripts/bench/token-client.ts '{"mode":"direct"|"node","url":...,"bundle"?:...,"text":"tokens=N pace=MS","streams"?:1}'
+ *   bun scripts/bench/token-client.ts '{"mode":"direct"|"node","url":...,"bundle"?:...,"text":"tokens=N
+ *   pace=MS","streams"?:1}'
  */
 import { readNamedSse } from "../../src/sse";
 import { clientTls, readBundle } from "./rpc";
 
-const cfg = JSON.parse(process.argv[2]) as { mode: "direct" | "node"; url: string; bundle?: string; text: string; streams?: number };
+const cfg = JSON.parse(process.argv[2]) as {
+  mode: "direct" | "node";
+  url: string;
+  bundle?: string;
+  text: string;
+  streams?: number;
+};
 const wallMs = () => performance.timeOrigin + performance.now();
 const tls = cfg.bundle ? clientTls(readBundle(cfg.bundle)) : undefined;
 
@@ -32,7 +39,12 @@ async function one(text = cfg.text): Promise<One> {
       : await fetch(cfg.url, {
           method: "POST",
           headers: { "content-type": "application/json", "a2a-version": "1.0", accept: "text/event-stream" },
-          body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } } }),
+          body: JSON.stringify({
+            jsonrpc: "2.0",
+            id: 1,
+            method: "SendStreamingMessage",
+            params: { message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }] } },
+          }),
           tls,
         } as RequestInit);
   const latencies: number[] = [];
@@ -43,7 +55,8 @@ async function one(text = cfg.text): Promise<One> {
     const now = wallMs();
     if (data === "[DONE]") break;
     const msg = JSON.parse(data);
-    const text: string | undefined = cfg.mode === "direct" ? msg.choices?.[0]?.delta?.content : msg.result?.artifactUpdate?.artifact?.parts?.[0]?.text;
+    const text: string | undefined =
+      cfg.mode === "direct" ? msg.choices?.[0]?.delta?.content : msg.result?.artifactUpdate?.artifact?.parts?.[0]?.text;
     if (!text) continue;
     for (const tok of text.split(" ").filter(Boolean)) {
       const [i, t] = tok.split("@");

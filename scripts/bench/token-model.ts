@@ -21,12 +21,20 @@ Bun.serve({
       async start(c) {
         for (let i = 0; i < n; i++) {
           if (req.signal.aborted) break;
-          const chunk = { id: "b", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: `${i}@${wallMs().toFixed(3)} ` } }] };
+          const chunk = {
+            id: "b",
+            object: "chat.completion.chunk",
+            choices: [{ index: 0, delta: { content: `${i}@${wallMs().toFixed(3)} ` } }],
+          };
           c.enqueue(enc.encode(`data: ${JSON.stringify(chunk)}\n\n`));
           if (pace > 0) await Bun.sleep(pace);
           else if (i % 64 === 63) await new Promise((r) => setImmediate(r));
         }
-        c.enqueue(enc.encode(`data: ${JSON.stringify({ id: "b", choices: [{ index: 0, delta: {}, finish_reason: "stop" }], usage: { completion_tokens: n } })}\n\n`));
+        c.enqueue(
+          enc.encode(
+            `data: ${JSON.stringify({ id: "b", choices: [{ index: 0, delta: {}, finish_reason: "stop" }], usage: { completion_tokens: n } })}\n\n`,
+          ),
+        );
         c.enqueue(enc.encode("data: [DONE]\n\n"));
         c.close();
       },

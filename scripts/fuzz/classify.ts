@@ -52,10 +52,11 @@ function rpcResponse(v: unknown): RpcSummary {
   if (typeof v !== "object" || v === null || Array.isArray(v)) return { ...out, code: "?", malformed: "not an object" };
   const r = v as Record<string, unknown>;
   if (r.jsonrpc !== "2.0") out.malformed = "jsonrpc is not 2.0";
-  if (("result" in r) === ("error" in r)) out.malformed = "needs exactly one of result and error";
+  if ("result" in r === "error" in r) out.malformed = "needs exactly one of result and error";
   if ("error" in r) {
     const e = r.error as Record<string, unknown> | null;
-    if (typeof e?.code !== "number" || !Number.isInteger(e.code) || typeof e.message !== "string") return { ...out, code: "?", malformed: "error without integer code and message" };
+    if (typeof e?.code !== "number" || !Number.isInteger(e.code) || typeof e.message !== "string")
+      return { ...out, code: "?", malformed: "error without integer code and message" };
     out.code = String(e.code);
     // Busy is -32603 too, but says so: RESOURCE_EXHAUSTED (v1.0) or retry: later (v0.3).
     const busy = JSON.stringify(e.data ?? null).match(/RESOURCE_EXHAUSTED|"retry":"later"/);
@@ -90,15 +91,24 @@ function summariseAnswer(a: Answer, method: string, binding: "rest" | "other"): 
   if (a.status === 204) return [{ code: "none", internal: false, taskIds: [] }];
   if (method === "HEAD" || a.status === 304) return [{ code: "-", internal: false, taskIds: [] }];
   if (type.startsWith("text/event-stream")) {
-    const events = a.body.toString("utf8").split("\n\n").filter((e) => e.trim() && !e.startsWith(":"));
+    const events = a.body
+      .toString("utf8")
+      .split("\n\n")
+      .filter((e) => e.trim() && !e.startsWith(":"));
     const out: RpcSummary[] = [];
     for (const e of events) {
-      const data = e.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5)).join("\n");
+      const data = e
+        .split("\n")
+        .filter((l) => l.startsWith("data:"))
+        .map((l) => l.slice(5))
+        .join("\n");
       const v = parseJson(Buffer.from(data));
       if (v === undefined) out.push({ code: "?", internal: false, malformed: "SSE data is not JSON", taskIds: [] });
       else out.push(typeof v === "object" && v !== null && "jsonrpc" in v ? rpcResponse(v) : restResponse(v, 200));
     }
-    return out.length ? out.map((s) => (s.code === "result" ? { ...s, code: "sse" } : s)) : [{ code: "sse", internal: false, taskIds: [] }];
+    return out.length
+      ? out.map((s) => (s.code === "result" ? { ...s, code: "sse" } : s))
+      : [{ code: "sse", internal: false, taskIds: [] }];
   }
   if (!type.startsWith("application/json")) return [{ code: "-", internal: false, taskIds: [] }];
   const v = parseJson(a.body);
@@ -114,10 +124,15 @@ function summariseAnswer(a: Answer, method: string, binding: "rest" | "other"): 
 function restResponse(v: unknown, status: number): RpcSummary {
   const e = (v as { error?: { status?: unknown; code?: unknown } } | null)?.error;
   if (e && typeof e === "object") {
-    if (typeof e.status !== "string" || typeof e.code !== "number") return { code: "?", internal: false, malformed: "error without google.rpc.Status code and status", taskIds: [] };
+    if (typeof e.status !== "string" || typeof e.code !== "number")
+      return { code: "?", internal: false, malformed: "error without google.rpc.Status code and status", taskIds: [] };
     return { code: `rest ${e.status}`, internal: e.status === "INTERNAL", taskIds: [] };
   }
-  const out: RpcSummary = { code: status >= 200 && status < 300 ? "rest" : `rest ${status}`, internal: false, taskIds: [] };
+  const out: RpcSummary = {
+    code: status >= 200 && status < 300 ? "rest" : `rest ${status}`,
+    internal: false,
+    taskIds: [],
+  };
   collectTaskIds(v, out.taskIds);
   return out;
 }
@@ -128,7 +143,14 @@ function restResponse(v: unknown, status: number): RpcSummary {
 export function judge(input: FuzzInput, o: Outcome, foreignIds: ReadonlySet<string>): Verdict {
   const findings = new Set<Finding>();
   const details: string[] = [];
-  const v: Verdict = { statuses: o.answers.map((a) => a.status), rpc: [], end: o.end, findings: [], refusals5xx: 0, taskIds: [] };
+  const v: Verdict = {
+    statuses: o.answers.map((a) => a.status),
+    rpc: [],
+    end: o.end,
+    findings: [],
+    refusals5xx: 0,
+    taskIds: [],
+  };
   for (const [k, a] of o.answers.entries()) {
     if (a.status === 501 || a.status === 505) v.refusals5xx++;
     else if (a.status >= 500) {
@@ -138,31 +160,46 @@ export function judge(input: FuzzInput, o: Outcome, foreignIds: ReadonlySet<stri
     const sums = summariseAnswer(a, input.methods[k] ?? "?", input.family === "rest" ? "rest" : "other");
     for (const s of sums) {
       v.rpc.push(s.code);
-      if (s.internal) findings.add("internal-error"), details.push(`-32603: ${a.body.toString("utf8", 0, 300)}`);
-      if (s.malformed) findings.add("bad-answer"), details.push(`${s.malformed}: ${a.body.toString("utf8", 0, 200)}`);
+      if (s.internal) (findings.add("internal-error"), details.push(`-32603: ${a.body.toString("utf8", 0, 300)}`));
+      if (s.malformed) (findings.add("bad-answer"), details.push(`${s.malformed}: ${a.body.toString("utf8", 0, 200)}`));
       for (const id of s.taskIds) {
         v.taskIds.push(id);
-        if (foreignIds.has(id)) findings.add("scope-violation"), details.push(`answer names task ${id} of the other caller`);
+        if (foreignIds.has(id))
+          (findings.add("scope-violation"), details.push(`answer names task ${id} of the other caller`));
       }
     }
     const json = a.headers.get("content-type")?.startsWith("application/json") ? parseJson(a.body) : undefined;
-    if (json && typeof json === "object" && (json as any).status === "ok" && "caller" in json && (json as any).caller !== CALLER_NAME[input.listener]) {
+    if (
+      json &&
+      typeof json === "object" &&
+      (json as any).status === "ok" &&
+      "caller" in json &&
+      (json as any).caller !== CALLER_NAME[input.listener]
+    ) {
       findings.add("identity-violation");
       details.push(`/health says the caller is ${JSON.stringify((json as any).caller)}`);
     }
   }
   if ((input.transport === "tls-no-cert" || input.transport === "tls-foreign") && o.answers.length > 0) {
     findings.add("identity-violation");
-    details.push(`an answer over TLS with ${input.transport === "tls-no-cert" ? "no client certificate" : "a foreign certificate"}`);
+    details.push(
+      `an answer over TLS with ${input.transport === "tls-no-cert" ? "no client certificate" : "a foreign certificate"}`,
+    );
   }
-  if (o.badAnswer) findings.add("bad-answer"), details.push(o.badAnswer);
+  if (o.badAnswer) (findings.add("bad-answer"), details.push(o.badAnswer));
   if (o.end === "timeout") {
     findings.add("hang");
-    details.push(input.expect === "node-timeout" ? `not ended by the node's ${input.nodeTimeout} timer` : `no answer and no close after ${Math.round(o.ms)} ms`);
+    details.push(
+      input.expect === "node-timeout"
+        ? `not ended by the node's ${input.nodeTimeout} timer`
+        : `no answer and no close after ${Math.round(o.ms)} ms`,
+    );
   }
   if (input.expect === "answer" && (o.end === "closed" || o.end === "refused")) {
     findings.add("dropped");
-    details.push(`${o.answers.length} of ${input.responses} answers, then ${o.end === "refused" ? "the connection was refused" : "closed"}${o.error ? ` (${o.error})` : ""}${o.cutShort ? `; ${o.cutShort}` : ""}`);
+    details.push(
+      `${o.answers.length} of ${input.responses} answers, then ${o.end === "refused" ? "the connection was refused" : "closed"}${o.error ? ` (${o.error})` : ""}${o.cutShort ? `; ${o.cutShort}` : ""}`,
+    );
   }
   v.findings = [...findings];
   if (details.length) v.detail = details.join("; ");

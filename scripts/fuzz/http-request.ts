@@ -39,7 +39,14 @@ export const HOST = `127.0.0.1:${LISTENER_PORT}`;
 /** A well-formed JSON-RPC POST of `body`. */
 export function rpcPost(rng: Rng, request: RpcRequest | undefined, body: Buffer): HttpSpec {
   const headers: [string, string][] = [["Host", rng.chance(0.9) ? HOST : `localhost:${LISTENER_PORT}`]];
-  headers.push(["Content-Type", rng.weighted([[8, "application/json"], [1, "application/a2a+json"], [1, "application/json; charset=utf-8"]] as const)]);
+  headers.push([
+    "Content-Type",
+    rng.weighted([
+      [8, "application/json"],
+      [1, "application/a2a+json"],
+      [1, "application/json; charset=utf-8"],
+    ] as const),
+  ]);
   if (request?.version) headers.push([rng.chance(0.8) ? "A2A-Version" : "a2a-version", request.version]);
   if (rng.chance(0.2)) headers.push(["User-Agent", "a2a-fuzz"]);
   if (rng.chance(0.1)) headers.push(["Accept", request?.streaming ? "text/event-stream" : "application/json"]);
@@ -54,13 +61,29 @@ export function rpcPost(rng: Rng, request: RpcRequest | undefined, body: Buffer)
   };
 }
 
-const GET_PATHS = ["/health", "/health/ready", "/.well-known/agent-card.json", "/openapi", "/openapi/json", "/", "/nope", "/health?x=1"];
+const GET_PATHS = [
+  "/health",
+  "/health/ready",
+  "/.well-known/agent-card.json",
+  "/openapi",
+  "/openapi/json",
+  "/",
+  "/nope",
+  "/health?x=1",
+];
 
 /** A well-formed GET of one of the node's other routes (or one it does not have). */
 export function getRequest(rng: Rng): HttpSpec {
   const headers: [string, string][] = [["Host", HOST]];
   if (rng.chance(0.2)) headers.push(["If-None-Match", rng.pick(['"x"', "*", ""])]);
-  return { method: rng.chance(0.9) ? "GET" : "HEAD", target: rng.pick(GET_PATHS), version: "HTTP/1.1", headers, body: Buffer.alloc(0), framing: "none" };
+  return {
+    method: rng.chance(0.9) ? "GET" : "HEAD",
+    target: rng.pick(GET_PATHS),
+    version: "HTTP/1.1",
+    headers,
+    body: Buffer.alloc(0),
+    framing: "none",
+  };
 }
 
 /** The request's bytes: head, then the body framed as the spec says. */
@@ -74,7 +97,8 @@ export function encode(spec: HttpSpec): Buffer {
     if (spec.contentLength !== undefined) head += `Content-Length: ${spec.contentLength}${eol}`;
     body = chunked(spec);
   } else {
-    if (spec.framing === "length" || spec.contentLength !== undefined) head += `Content-Length: ${spec.contentLength ?? spec.body.length}${eol}`;
+    if (spec.framing === "length" || spec.contentLength !== undefined)
+      head += `Content-Length: ${spec.contentLength ?? spec.body.length}${eol}`;
     if (spec.transferEncoding !== undefined) head += `Transfer-Encoding: ${spec.transferEncoding}${eol}`;
   }
   return Buffer.concat([Buffer.from(head + eol, "latin1"), body]);
@@ -92,6 +116,7 @@ function chunked(spec: HttpSpec): Buffer {
     parts.push(Buffer.from(`${sizeLine}\r\n`, "latin1"), data, Buffer.from("\r\n"));
     at += size;
   }
-  if (!spec.noLastChunk) parts.push(Buffer.from(`0\r\n${(spec.trailers ?? []).map((t) => `${t}\r\n`).join("")}\r\n`, "latin1"));
+  if (!spec.noLastChunk)
+    parts.push(Buffer.from(`0\r\n${(spec.trailers ?? []).map((t) => `${t}\r\n`).join("")}\r\n`, "latin1"));
   return Buffer.concat(parts);
 }

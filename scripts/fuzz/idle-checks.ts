@@ -41,18 +41,33 @@ const mib = (b: number) => Math.round(b / 2 ** 20);
 export async function checkIdleNode(
   s: FuzzSession,
   base: Baseline,
-  o: { tally: Tally; hangMs: number; rssLimitBytes: number; seed: number; generate(index: number): FuzzInput; progress(line: string): void },
+  o: {
+    tally: Tally;
+    hangMs: number;
+    rssLimitBytes: number;
+    seed: number;
+    generate(index: number): FuzzInput;
+    progress(line: string): void;
+  },
 ): Promise<IdleReport> {
   const { tally } = o;
   const runEnded = performance.now();
   const quick = await s.settle(base.stats, QUICK_MS);
   // New sockets other than listening ones (a restarted node has new listeners) and the node's unix sockets.
-  const newSockets = (): SocketInfo[] => s.node.sockets().filter((x) => !base.sockets.has(x.inode) && x.state !== "LISTEN" && x.kind !== "unix");
+  const newSockets = (): SocketInfo[] =>
+    s.node.sockets().filter((x) => !base.sockets.has(x.inode) && x.state !== "LISTEN" && x.kind !== "unix");
   const lingering = quick === undefined ? newSockets().map(describeSocket) : [];
-  if (quick === undefined) o.progress(`fuzz: ${lingering.length} sockets still open ${QUICK_MS / 1000} s after the run; waiting for the node's idle timer`);
+  if (quick === undefined)
+    o.progress(
+      `fuzz: ${lingering.length} sockets still open ${QUICK_MS / 1000} s after the run; waiting for the node's idle timer`,
+    );
   const rest = quick === undefined ? await s.settle(base.stats, NODE_TIMEOUTS_MS.idle + o.hangMs - QUICK_MS) : 0;
   const idleAfterS = quick ?? (rest === undefined ? undefined : rest + QUICK_MS / 1000);
-  o.progress(idleAfterS === undefined ? "fuzz: the node did not become idle" : `fuzz: idle ${idleAfterS.toFixed(1)} s after the run`);
+  o.progress(
+    idleAfterS === undefined
+      ? "fuzz: the node did not become idle"
+      : `fuzz: idle ${idleAfterS.toFixed(1)} s after the run`,
+  );
 
   const node = s.node;
   const after = node.stats();
@@ -61,10 +76,17 @@ export async function checkIdleNode(
   const since = `${((performance.now() - runEnded) / 1000).toFixed(0)} s after the run`;
   const extra = newSockets();
   if (sameProcess && after.rssBytes - base.stats.rssBytes > o.rssLimitBytes)
-    tally.fail("leak-rss", `RSS ${mib(base.stats.rssBytes)} MiB after warm-up, ${mib(after.rssBytes)} MiB ${since}, idle (limit +${mib(o.rssLimitBytes)} MiB)`);
+    tally.fail(
+      "leak-rss",
+      `RSS ${mib(base.stats.rssBytes)} MiB after warm-up, ${mib(after.rssBytes)} MiB ${since}, idle (limit +${mib(o.rssLimitBytes)} MiB)`,
+    );
   if (sameProcess && after.sockets > base.stats.sockets)
-    tally.fail("leak-fds", `${after.sockets} sockets open ${since}, against ${base.stats.sockets} after warm-up; the new ones: ${extra.map(describeSocket).join("; ")}`);
-  if (sameProcess && after.fds > base.stats.fds + FD_SLACK) tally.fail("leak-fds", `${after.fds} descriptors open ${since}, against ${base.stats.fds} after warm-up`);
+    tally.fail(
+      "leak-fds",
+      `${after.sockets} sockets open ${since}, against ${base.stats.sockets} after warm-up; the new ones: ${extra.map(describeSocket).join("; ")}`,
+    );
+  if (sameProcess && after.fds > base.stats.fds + FD_SLACK)
+    tally.fail("leak-fds", `${after.fds} descriptors open ${since}, against ${base.stats.fds} after warm-up`);
   if (connections > 0) {
     // The inputs whose connections the node still holds, found by our end's port, become the samples.
     const holders = extra
@@ -79,22 +101,39 @@ export async function checkIdleNode(
     tally.fail(
       "leak-connections",
       `${connections} connections still held by the node ${since}, made by inputs ${JSON.stringify(kinds)} (${holders.join(",")}); ` +
-        `each sample is one of them: ${extra.filter((x) => x.listener).map(describeSocket).join("; ")}`,
+        `each sample is one of them: ${extra
+          .filter((x) => x.listener)
+          .map(describeSocket)
+          .join("; ")}`,
       holders.slice(0, 5).map(o.generate),
     );
   }
 
   const census = taskCensus(s.fleet.home);
-  if (census.unfinished > 0) tally.fail("stuck-tasks", `${census.unfinished} tasks still SUBMITTED or WORKING with the echo executor, idle: ${JSON.stringify(census.byState)}`);
+  if (census.unfinished > 0)
+    tally.fail(
+      "stuck-tasks",
+      `${census.unfinished} tasks still SUBMITTED or WORKING with the echo executor, idle: ${JSON.stringify(census.byState)}`,
+    );
   for (const e of await liveness(s, o.seed)) tally.fail("liveness", e);
   const ids = [...s.acknowledged.mtls, ...s.acknowledged.plain];
   const missing = missingTasks(s.fleet.home, ids);
-  if (missing.length > 0) tally.fail("lost-tasks", `${missing.length} of ${ids.length} tasks the node named are not in its database: ${missing.slice(0, 5).join(", ")}`);
+  if (missing.length > 0)
+    tally.fail(
+      "lost-tasks",
+      `${missing.length} of ${ids.length} tasks the node named are not in its database: ${missing.slice(0, 5).join(", ")}`,
+    );
 
   const delivered = s.sink.deliveries();
   const stop = await s.stop();
-  if (stop && (stop.code !== 0 || stop.killed)) tally.fail("unclean-stop", stop.killed ? "the node did not stop within 20 s of SIGTERM" : `the node exited ${stop.code} on SIGTERM`);
-  const nodeErrorLines = readFileSync(s.logPath, "utf8").split("\n").filter((l) => / error |^a2a-node: .* failed/.test(l));
+  if (stop && (stop.code !== 0 || stop.killed))
+    tally.fail(
+      "unclean-stop",
+      stop.killed ? "the node did not stop within 20 s of SIGTERM" : `the node exited ${stop.code} on SIGTERM`,
+    );
+  const nodeErrorLines = readFileSync(s.logPath, "utf8")
+    .split("\n")
+    .filter((l) => / error |^a2a-node: .* failed/.test(l));
 
   return {
     resources: {
@@ -102,7 +141,10 @@ export async function checkIdleNode(
       after: { rssMiB: mib(after.rssBytes), fds: after.fds, sockets: after.sockets, openConnections: connections },
       sameProcess,
     },
-    lingering: { idleAfterS: idleAfterS === undefined ? null : Math.round(idleAfterS * 10) / 10, socketsAfter10s: lingering },
+    lingering: {
+      idleAfterS: idleAfterS === undefined ? null : Math.round(idleAfterS * 10) / 10,
+      socketsAfter10s: lingering,
+    },
     tasks: { byState: census.byState, acknowledged: ids.length, missing: missing.length },
     push: { deliveredToSink: delivered, pendingDeliveries: census.pendingDeliveries },
     nodeErrorLines,
@@ -116,7 +158,12 @@ async function liveness(s: FuzzSession, seed: number): Promise<string[]> {
     const text = `liveness ${listener} ${seed}`;
     const e = s.endpoint(s.node, listener);
     try {
-      const r = await call(listener, e, { jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: userMessage(`liveness-${listener}-${Date.now()}`, text) } });
+      const r = await call(listener, e, {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "SendMessage",
+        params: { message: userMessage(`liveness-${listener}-${Date.now()}`, text) },
+      });
       const wrong = checkAnswer(r.status, r.text, text);
       if (wrong) {
         errors.push(`${listener}: ${wrong}`);
@@ -125,7 +172,8 @@ async function liveness(s: FuzzSession, seed: number): Promise<string[]> {
       const id = r.json.result.task.id;
       s.acknowledged[listener].add(id);
       const got = await call(listener, e, { jsonrpc: "2.0", id: 2, method: "GetTask", params: { id } });
-      if (got.json?.result?.status?.state !== "TASK_STATE_COMPLETED") errors.push(`${listener}: GetTask after SendMessage: ${got.text.slice(0, 200)}`);
+      if (got.json?.result?.status?.state !== "TASK_STATE_COMPLETED")
+        errors.push(`${listener}: GetTask after SendMessage: ${got.text.slice(0, 200)}`);
     } catch (err) {
       errors.push(`${listener}: ${(err as Error).message}`);
     }

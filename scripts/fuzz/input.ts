@@ -79,18 +79,39 @@ export function generateInput(seed: number, index: number, o: GenerateOptions): 
   const normal: Transport = listener === "mtls" ? "tls" : "tcp";
   if (incomplete) {
     const b = incompleteInput(rng, listener);
-    return { index, listener, family: "incomplete", labels: [b.label], pieces: b.pieces, transport: b.transport, methods: b.methods, responses: b.responses, expect: "node-timeout", nodeTimeout: b.nodeTimeout, holdOpen: b.holdOpen };
+    return {
+      index,
+      listener,
+      family: "incomplete",
+      labels: [b.label],
+      pieces: b.pieces,
+      transport: b.transport,
+      methods: b.methods,
+      responses: b.responses,
+      expect: "node-timeout",
+      nodeTimeout: b.nodeTimeout,
+      holdOpen: b.holdOpen,
+    };
   }
-  const family = rng.weighted([[50, "jsonrpc"], [15, "rest"], [35, "http"]] as const);
+  const family = rng.weighted([
+    [50, "jsonrpc"],
+    [15, "rest"],
+    [35, "http"],
+  ] as const);
   if (family === "rest") {
     let r = restRequest(rng, o.maxBody);
     const safe = !reachesOffHost(r.body);
-    if (!safe) r = { ...r, spec: { ...r.spec, method: "GET", target: "/tasks", body: Buffer.alloc(0), framing: "none" } };
+    if (!safe)
+      r = { ...r, spec: { ...r.spec, method: "GET", target: "/tasks", body: Buffer.alloc(0), framing: "none" } };
     return {
-      index, listener, family: "rest",
+      index,
+      listener,
+      family: "rest",
       labels: [...r.labels, ...(safe ? [] : ["url-neutralised"])],
       pieces: [{ bytes: encode(r.spec), pauseMs: 0 }],
-      transport: normal, methods: [r.spec.method], responses: 1,
+      transport: normal,
+      methods: [r.spec.method],
+      responses: 1,
       expect: r.spec.body.length > o.maxBody ? "any" : "answer",
     };
   }
@@ -100,10 +121,14 @@ export function generateInput(seed: number, index: number, o: GenerateOptions): 
     const spec = rpcPost(rng, request, safe ? body : serialise(rpcRequest(rng, "ListTasks").envelope));
     const bytes = encode(spec);
     return {
-      index, listener, family: "jsonrpc",
+      index,
+      listener,
+      family: "jsonrpc",
       labels: [request.method, ...labels, ...(safe ? [] : ["url-neutralised"])],
       pieces: [{ bytes, pauseMs: 0 }],
-      transport: normal, methods: ["POST"], responses: 1,
+      transport: normal,
+      methods: ["POST"],
+      responses: 1,
       // Past the body limit the node answers 413 and closes while the body is still being written; the
       // answer can be lost to the reset that writing more then causes.
       expect: spec.body.length > o.maxBody ? "any" : "answer",
@@ -138,9 +163,20 @@ function httpInput(rng: Rng, index: number, listener: Listener, normal: Transpor
       parts.push(encode(m.spec));
       methods.push(m.spec.method);
       labels.push(...m.labels);
-      wellFormed &&= m.wellFormed && !m.spec.headers.some(([k, v]) => k.toLowerCase() === "connection" && /close/i.test(v)) && m.spec.version === "HTTP/1.1";
+      wellFormed &&=
+        m.wellFormed &&
+        !m.spec.headers.some(([k, v]) => k.toLowerCase() === "connection" && /close/i.test(v)) &&
+        m.spec.version === "HTTP/1.1";
     }
-    return { ...base, labels, pieces: [{ bytes: Buffer.concat(parts), pauseMs: 0 }], transport: normal, methods, responses: methods.length, expect: wellFormed ? "answer" : "any" };
+    return {
+      ...base,
+      labels,
+      pieces: [{ bytes: Buffer.concat(parts), pauseMs: 0 }],
+      transport: normal,
+      methods,
+      responses: methods.length,
+      expect: wellFormed ? "answer" : "any",
+    };
   }
   const m = shape === "mutated" ? mutatedHttp(rng, o.maxBody) : { spec: baseHttp(rng), labels: [], wellFormed: true };
   const bytes = encode(m.spec);
@@ -165,7 +201,14 @@ function httpInput(rng: Rng, index: number, listener: Listener, normal: Transpor
       spec.headers.push(["Connection", "close"]);
       const line = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
       const filler = Buffer.from(line.repeat(Math.ceil((rng.range(2, 6) * 1024 * 1024) / line.length)), "latin1");
-      return { ...common, labels: [shape], methods: [spec.method], pieces: [{ bytes: Buffer.concat([encode(spec), filler]), pauseMs: 0 }], transport: normal, expect: "any" };
+      return {
+        ...common,
+        labels: [shape],
+        methods: [spec.method],
+        pieces: [{ bytes: Buffer.concat([encode(spec), filler]), pauseMs: 0 }],
+        transport: normal,
+        expect: "any",
+      };
     }
     case "half-close":
       return { ...common, pieces: [{ bytes, pauseMs: 0 }], transport: normal, expect: "any", halfClose: true };
@@ -175,14 +218,33 @@ function httpInput(rng: Rng, index: number, listener: Listener, normal: Transpor
     case "plaintext-to-tls":
       return { ...common, pieces: [{ bytes, pauseMs: 0 }], transport: "tcp", expect: "any" };
     default:
-      return { ...common, pieces: [{ bytes, pauseMs: 0 }], transport: normal, expect: m.wellFormed && m.spec.body.length <= o.maxBody ? "answer" : "any" };
+      return {
+        ...common,
+        pieces: [{ bytes, pauseMs: 0 }],
+        transport: normal,
+        expect: m.wellFormed && m.spec.body.length <= o.maxBody ? "answer" : "any",
+      };
   }
 }
 
 /** A digest of everything that defines an input: equal digests, equal inputs. */
 export function inputDigest(input: FuzzInput): Buffer {
   const h = createHash("sha256");
-  h.update(JSON.stringify([input.index, input.listener, input.family, input.labels, input.transport, input.methods, input.responses, input.expect, input.nodeTimeout ?? null, input.holdOpen ?? false, input.halfClose ?? false]));
+  h.update(
+    JSON.stringify([
+      input.index,
+      input.listener,
+      input.family,
+      input.labels,
+      input.transport,
+      input.methods,
+      input.responses,
+      input.expect,
+      input.nodeTimeout ?? null,
+      input.holdOpen ?? false,
+      input.halfClose ?? false,
+    ]),
+  );
   for (const p of input.pieces) h.update(`|${p.pauseMs}|${p.bytes.length}|`).update(p.bytes);
   return h.digest();
 }

@@ -11,7 +11,8 @@ export class Rng {
 
   constructor(seed: number, index: number) {
     // splitmix32 spreads (seed, index) over the four words, so neighbouring indices start far apart.
-    let s = (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(index >>> 0, 0x85ebca6b) ^ Math.floor(index / 2 ** 32)) >>> 0;
+    let s =
+      (Math.imul(seed >>> 0, 0x9e3779b1) ^ Math.imul(index >>> 0, 0x85ebca6b) ^ Math.floor(index / 2 ** 32)) >>> 0;
     const mix = () => {
       s = (s + 0x9e3779b9) >>> 0;
       let z = s;

@@ -8,11 +8,33 @@ import type { IdleReport } from "./idle-checks";
 import type { FuzzInput } from "./input";
 
 /** Everything that fails a run: the findings of single inputs, and what is found about the node as a whole. */
-export type FailureKind = Finding | "crash" | "leak-rss" | "leak-fds" | "leak-connections" | "stuck-tasks" | "lost-tasks" | "liveness" | "unclean-stop";
+export type FailureKind =
+  | Finding
+  | "crash"
+  | "leak-rss"
+  | "leak-fds"
+  | "leak-connections"
+  | "stuck-tasks"
+  | "lost-tasks"
+  | "liveness"
+  | "unclean-stop";
 
 export const FAILURE_KINDS: FailureKind[] = [
-  "crash", "hang", "unexpected-5xx", "internal-error", "dropped", "bad-answer", "scope-violation", "identity-violation",
-  "leak-rss", "leak-fds", "leak-connections", "stuck-tasks", "lost-tasks", "liveness", "unclean-stop",
+  "crash",
+  "hang",
+  "unexpected-5xx",
+  "internal-error",
+  "dropped",
+  "bad-answer",
+  "scope-violation",
+  "identity-violation",
+  "leak-rss",
+  "leak-fds",
+  "leak-connections",
+  "stuck-tasks",
+  "lost-tasks",
+  "liveness",
+  "unclean-stop",
 ];
 
 export interface Row {
@@ -33,7 +55,20 @@ export interface Row {
   rpc: Record<string, number>;
 }
 
-const emptyRow = (): Row => ({ inputs: 0, answered: 0, closed: 0, refused: 0, timeout: 0, "2xx": 0, "3xx": 0, "4xx": 0, "5xx": 0, "501/505": 0, failing: 0, rpc: {} });
+const emptyRow = (): Row => ({
+  inputs: 0,
+  answered: 0,
+  closed: 0,
+  refused: 0,
+  timeout: 0,
+  "2xx": 0,
+  "3xx": 0,
+  "4xx": 0,
+  "5xx": 0,
+  "501/505": 0,
+  failing: 0,
+  rpc: {},
+});
 
 export interface Sample {
   kind: FailureKind;
@@ -70,7 +105,9 @@ export class Tally {
     for (const label of new Set(input.labels)) rows.push((this.byLabel[label] ??= emptyRow()));
     for (const row of rows) {
       row.inputs++;
-      row[v.end === "answered" ? "answered" : v.end === "closed" ? "closed" : v.end === "refused" ? "refused" : "timeout"]++;
+      row[
+        v.end === "answered" ? "answered" : v.end === "closed" ? "closed" : v.end === "refused" ? "refused" : "timeout"
+      ]++;
       for (const s of v.statuses) {
         if (s === 501 || s === 505) row["501/505"]++;
         else if (s >= 200 && s < 600) row[`${Math.floor(s / 100)}xx` as "2xx"]++;
@@ -82,7 +119,10 @@ export class Tally {
     for (const c of v.rpc) this.rpcCodes[c] = (this.rpcCodes[c] ?? 0) + 1;
     for (const f of v.findings) {
       this.failures[f]++;
-      this.sample(f, input, { detail: v.detail, outcome: { end: v.end, statuses: v.statuses, rpc: v.rpc, ms: Math.round(ms), error } });
+      this.sample(f, input, {
+        detail: v.detail,
+        outcome: { end: v.end, statuses: v.statuses, rpc: v.rpc, ms: Math.round(ms), error },
+      });
     }
   }
 
@@ -100,8 +140,20 @@ export class Tally {
       const h = createHash("sha256");
       for (const p of input.pieces) h.update(p.bytes);
       Object.assign(s, {
-        index: input.index, listener: input.listener, family: input.family, labels: input.labels, transport: input.transport, expect: input.expect,
-        input: { pieces: input.pieces.map((p) => ({ preview: escapeBytes(p.bytes, 4096), bytes: p.bytes.length, pauseMs: p.pauseMs })), sha256: h.digest("hex") },
+        index: input.index,
+        listener: input.listener,
+        family: input.family,
+        labels: input.labels,
+        transport: input.transport,
+        expect: input.expect,
+        input: {
+          pieces: input.pieces.map((p) => ({
+            preview: escapeBytes(p.bytes, 4096),
+            bytes: p.bytes.length,
+            pauseMs: p.pauseMs,
+          })),
+          sha256: h.digest("hex"),
+        },
         replay: `npm run fuzz -- --seed ${this.seed} --replay ${input.index}`,
       });
     }
@@ -130,14 +182,35 @@ export function escapeBytes(bytes: Uint8Array, max = Infinity): string {
   return bytes.length > n ? `${out}… (${bytes.length} bytes)` : out;
 }
 
-const COLUMNS: Exclude<keyof Row, "rpc">[] = ["inputs", "answered", "closed", "refused", "timeout", "2xx", "3xx", "4xx", "5xx", "501/505", "failing"];
+const COLUMNS: Exclude<keyof Row, "rpc">[] = [
+  "inputs",
+  "answered",
+  "closed",
+  "refused",
+  "timeout",
+  "2xx",
+  "3xx",
+  "4xx",
+  "5xx",
+  "501/505",
+  "failing",
+];
 
 export function table(title: string, rows: Record<string, Row>): string {
   const names = Object.keys(rows).sort();
   const width = Math.max(title.length, ...names.map((n) => n.length));
   const cols = COLUMNS.map((c) => Math.max(c.length, ...names.map((n) => String(rows[n][c]).length)));
-  const line = (name: string, cells: (string | number)[]) => `${name.padEnd(width)}  ${cells.map((c, i) => String(c).padStart(cols[i])).join("  ")}`;
-  return [line(title, COLUMNS), ...names.map((n) => line(n, COLUMNS.map((c) => rows[n][c])))].join("\n");
+  const line = (name: string, cells: (string | number)[]) =>
+    `${name.padEnd(width)}  ${cells.map((c, i) => String(c).padStart(cols[i])).join("  ")}`;
+  return [
+    line(title, COLUMNS),
+    ...names.map((n) =>
+      line(
+        n,
+        COLUMNS.map((c) => rows[n][c]),
+      ),
+    ),
+  ].join("\n");
 }
 
 export interface RunSettings {
@@ -151,7 +224,14 @@ export interface RunSettings {
 }
 
 /** The report --json prints, and the table is made from. */
-export function buildReport(tally: Tally, settings: RunSettings, inputsHash: string, durationS: number, idle: IdleReport, crashes: unknown[]) {
+export function buildReport(
+  tally: Tally,
+  settings: RunSettings,
+  inputsHash: string,
+  durationS: number,
+  idle: IdleReport,
+  crashes: unknown[],
+) {
   const f = tally.failures;
   return {
     seed: settings.seed,
@@ -196,19 +276,40 @@ export function formatReport(r: Report, tally: Tally, firstNodeError: string | u
   const s = r.settings;
   const out: string[] = [];
   out.push(`\na2a-node fuzz: seed ${r.seed}, ${r.requests} inputs, inputs hash ${r.inputsHash}, ${r.durationS} s`);
-  out.push(`(each input on its own connection; ${s.concurrency} at once, incomplete ones ${s.slowConcurrency} at once; hang = nothing for ${s.hangTimeoutS} s, or past the node's own timer)\n`);
+  out.push(
+    `(each input on its own connection; ${s.concurrency} at once, incomplete ones ${s.slowConcurrency} at once; hang = nothing for ${s.hangTimeoutS} s, or past the node's own timer)\n`,
+  );
   out.push(table("class/listener", tally.byFamily));
-  out.push(`\nHTTP statuses: ${Object.entries(r.statuses).map(([k, n]) => `${k}×${n}`).join(" ")}`);
-  out.push(`JSON-RPC and HTTP+JSON outcomes: ${Object.entries(r.rpcCodes).sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c}×${n}`).join(" ")}`);
+  out.push(
+    `\nHTTP statuses: ${Object.entries(r.statuses)
+      .map(([k, n]) => `${k}×${n}`)
+      .join(" ")}`,
+  );
+  out.push(
+    `JSON-RPC and HTTP+JSON outcomes: ${Object.entries(r.rpcCodes)
+      .sort((a, b) => b[1] - a[1])
+      .map(([c, n]) => `${c}×${n}`)
+      .join(" ")}`,
+  );
   const { baseline: b, after: a } = r.resources;
-  out.push(`resources: RSS ${b.rssMiB} → ${a.rssMiB} MiB, fds ${b.fds} → ${a.fds}, sockets ${b.sockets} → ${a.sockets}, open connections after ${a.openConnections}${r.resources.sameProcess ? "" : " (the node was restarted: not compared)"}`);
+  out.push(
+    `resources: RSS ${b.rssMiB} → ${a.rssMiB} MiB, fds ${b.fds} → ${a.fds}, sockets ${b.sockets} → ${a.sockets}, open connections after ${a.openConnections}${r.resources.sameProcess ? "" : " (the node was restarted: not compared)"}`,
+  );
   if (r.lingering.socketsAfter10s.length)
-    out.push(`lingering: ${r.lingering.socketsAfter10s.length} sockets still open 10 s after the run (${r.lingering.idleAfterS === null ? "not all closed within the node's idle timer" : `idle after ${r.lingering.idleAfterS} s`}): ${r.lingering.socketsAfter10s.slice(0, 3).join("; ")}`);
-  out.push(`tasks: ${JSON.stringify(r.tasks.byState)}; ${r.tasks.acknowledged} named to callers, ${r.tasks.missing} missing; webhooks delivered to the sink ${r.push.deliveredToSink}, pending ${r.push.pendingDeliveries}`);
-  out.push(`node log: ${r.nodeErrorLines} error lines${firstNodeError ? `, first: ${firstNodeError.slice(0, 200)}` : ""}`);
+    out.push(
+      `lingering: ${r.lingering.socketsAfter10s.length} sockets still open 10 s after the run (${r.lingering.idleAfterS === null ? "not all closed within the node's idle timer" : `idle after ${r.lingering.idleAfterS} s`}): ${r.lingering.socketsAfter10s.slice(0, 3).join("; ")}`,
+    );
+  out.push(
+    `tasks: ${JSON.stringify(r.tasks.byState)}; ${r.tasks.acknowledged} named to callers, ${r.tasks.missing} missing; webhooks delivered to the sink ${r.push.deliveredToSink}, pending ${r.push.pendingDeliveries}`,
+  );
+  out.push(
+    `node log: ${r.nodeErrorLines} error lines${firstNodeError ? `, first: ${firstNodeError.slice(0, 200)}` : ""}`,
+  );
   out.push("\nfailures");
   for (const k of FAILURE_KINDS) out.push(`  ${k.padEnd(20)} ${tally.failures[k]}`);
-  out.push(`  (501/505 refusals, legitimate: ${r.counts.refusals501or505}; inputs overlapping a crash, not judged: ${r.counts.crashAffected}; skipped: ${r.counts.skipped})`);
+  out.push(
+    `  (501/505 refusals, legitimate: ${r.counts.refusals501or505}; inputs overlapping a crash, not judged: ${r.counts.crashAffected}; skipped: ${r.counts.skipped})`,
+  );
   if (r.samplesFile) out.push(`\nsamples: ${r.samplesFile}`);
   out.push(tally.failed ? "\nFAILED" : "\nOK: no crash, hang, unexpected 5xx, leak or other failure");
   return out.join("\n");

@@ -38,7 +38,10 @@ function route(r: RpcRequest): { method: string; path: string; body?: Params } {
     case "GetTask":
       return { method: "GET", path: `/tasks/${enc(p.id)}${query(p, ["historyLength"])}` };
     case "ListTasks":
-      return { method: "GET", path: `/tasks${query(p, ["contextId", "status", "pageSize", "pageToken", "historyLength", "statusTimestampAfter", "includeArtifacts"])}` };
+      return {
+        method: "GET",
+        path: `/tasks${query(p, ["contextId", "status", "pageSize", "pageToken", "historyLength", "statusTimestampAfter", "includeArtifacts"])}`,
+      };
     case "CancelTask":
       return { method: "POST", path: `/tasks/${enc(p.id)}:cancel`, body: {} };
     case "SubscribeToTask":
@@ -50,7 +53,10 @@ function route(r: RpcRequest): { method: string; path: string; body?: Params } {
     case "GetTaskPushNotificationConfig":
       return { method: "GET", path: `/tasks/${enc(p.taskId)}/pushNotificationConfigs/${enc(p.id)}` };
     case "ListTaskPushNotificationConfigs":
-      return { method: "GET", path: `/tasks/${enc(p.taskId)}/pushNotificationConfigs${query(p, ["pageSize", "pageToken"])}` };
+      return {
+        method: "GET",
+        path: `/tasks/${enc(p.taskId)}/pushNotificationConfigs${query(p, ["pageSize", "pageToken"])}`,
+      };
     case "DeleteTaskPushNotificationConfig":
       return { method: "DELETE", path: `/tasks/${enc(p.taskId)}/pushNotificationConfigs/${enc(p.id)}` };
     default:
@@ -61,12 +67,39 @@ function route(r: RpcRequest): { method: string; path: string; body?: Params } {
 type PathOp = (rng: Rng, path: string) => string;
 const PATH_OPS: [number, string, PathOp][] = [
   [3, "tenant", (rng, path) => `/${rng.pick(["t1", "%2F", "tenant%00", "..", "~"])}${path}`],
-  [2, "bad-percent", (rng, path) => path.replace(/\/tasks\/[^/:?]*/, `/tasks/${rng.pick(["%zz", "%", "%E0%A4%A", "%00", "%FF"])}`)],
-  [2, "id-odd", (rng, path) => path.replace(/\/tasks\/[^/:?]*/, `/tasks/${rng.pick(["a:b", "a%3Ab", "a%2Fb", "", "%20", "x".repeat(3000), ":cancel", "..%2F.."])}`)],
-  [2, "verb-odd", (rng, path) => (path.includes(":") ? path.replace(/:[a-z]+/i, `:${rng.pick(["Cancel", "foo", "", "cancel:cancel", "subscribe/"])}`) : `${path}:${rng.pick(["cancel", "x"])}`)],
-  [2, "extra-segment", (rng, path) => path.replace(/(\?|$)/, `/${rng.pick(["x", "", "pushNotificationConfigs", "..", "a/b/c"])}$1`)],
-  [3, "query-odd", (rng, path) =>
-    `${path}${path.includes("?") ? "&" : "?"}${rng.pick(["historyLength=abc", "historyLength=-1", "historyLength=99999999999999999", "pageSize=0", "pageSize=1e3", "includeArtifacts=yes", "history_length=2", "pageSize=1&pageSize=2", "A2A-Version=0.3", "tenant=x", "%zz=1", "id=other", "taskId=other", "=", "&&&"])}`],
+  [
+    2,
+    "bad-percent",
+    (rng, path) => path.replace(/\/tasks\/[^/:?]*/, `/tasks/${rng.pick(["%zz", "%", "%E0%A4%A", "%00", "%FF"])}`),
+  ],
+  [
+    2,
+    "id-odd",
+    (rng, path) =>
+      path.replace(
+        /\/tasks\/[^/:?]*/,
+        `/tasks/${rng.pick(["a:b", "a%3Ab", "a%2Fb", "", "%20", "x".repeat(3000), ":cancel", "..%2F.."])}`,
+      ),
+  ],
+  [
+    2,
+    "verb-odd",
+    (rng, path) =>
+      path.includes(":")
+        ? path.replace(/:[a-z]+/i, `:${rng.pick(["Cancel", "foo", "", "cancel:cancel", "subscribe/"])}`)
+        : `${path}:${rng.pick(["cancel", "x"])}`,
+  ],
+  [
+    2,
+    "extra-segment",
+    (rng, path) => path.replace(/(\?|$)/, `/${rng.pick(["x", "", "pushNotificationConfigs", "..", "a/b/c"])}$1`),
+  ],
+  [
+    3,
+    "query-odd",
+    (rng, path) =>
+      `${path}${path.includes("?") ? "&" : "?"}${rng.pick(["historyLength=abc", "historyLength=-1", "historyLength=99999999999999999", "pageSize=0", "pageSize=1e3", "includeArtifacts=yes", "history_length=2", "pageSize=1&pageSize=2", "A2A-Version=0.3", "tenant=x", "%zz=1", "id=other", "taskId=other", "=", "&&&"])}`,
+  ],
   [1, "trailing-slash", (_rng, path) => path.replace(/(\?|$)/, "/$1")],
 ];
 const PATH_TABLE = PATH_OPS.map(([w, name, op]) => [w, [name, op]] as const);
@@ -78,10 +111,23 @@ export function restRequest(rng: Rng, maxBody: number): RestRequest {
   const labels = [`rest ${request.method}`];
   let method = r.method;
   let path = r.path;
-  if (request.method === "SubscribeToTask" && rng.chance(0.3)) method = "POST"; // the spec's text says POST, a2a.proto GET: both are served
+  // the spec's text says POST, a2a.proto GET: both are served
+  if (request.method === "SubscribeToTask" && rng.chance(0.3)) method = "POST";
   let body = r.body === undefined ? Buffer.alloc(0) : serialise(r.body);
-  for (let n = rng.weighted([[3, 0], [4, 1], [2, 2]] as const); n > 0; n--) {
-    const kind = rng.weighted([[4, "path"], [r.body ? 5 : 1, "body"], [1, "method"]] as const);
+  for (
+    let n = rng.weighted([
+      [3, 0],
+      [4, 1],
+      [2, 2],
+    ] as const);
+    n > 0;
+    n--
+  ) {
+    const kind = rng.weighted([
+      [4, "path"],
+      [r.body ? 5 : 1, "body"],
+      [1, "method"],
+    ] as const);
     if (kind === "path") {
       const [name, op] = rng.weighted(PATH_TABLE);
       path = op(rng, path);
@@ -98,7 +144,20 @@ export function restRequest(rng: Rng, maxBody: number): RestRequest {
   }
   const headers: [string, string][] = [["Host", HOST]];
   if (rng.chance(0.95)) headers.push(["A2A-Version", "1.0"]);
-  if (body.length > 0 || rng.chance(0.2)) headers.push(["Content-Type", rng.pick(["application/a2a+json", "application/json", "text/plain"])]);
-  if (rng.chance(0.2)) headers.push(["Accept", rng.pick(["application/a2a+json", "application/json", "text/event-stream", "*/*"])]);
-  return { spec: { method, target: path, version: "HTTP/1.1", headers, body, framing: body.length > 0 || method === "POST" ? "length" : "none" }, labels, body };
+  if (body.length > 0 || rng.chance(0.2))
+    headers.push(["Content-Type", rng.pick(["application/a2a+json", "application/json", "text/plain"])]);
+  if (rng.chance(0.2))
+    headers.push(["Accept", rng.pick(["application/a2a+json", "application/json", "text/event-stream", "*/*"])]);
+  return {
+    spec: {
+      method,
+      target: path,
+      version: "HTTP/1.1",
+      headers,
+      body,
+      framing: body.length > 0 || method === "POST" ? "length" : "none",
+    },
+    labels,
+    body,
+  };
 }

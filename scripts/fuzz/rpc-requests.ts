@@ -24,7 +24,19 @@ interface MethodSpec {
   params(rng: Rng): Params;
 }
 
-const TEXTS = ["hello", "summarise this", "", " ", "ünïcödé ✓", "🙂🙃", "a\nb\tc", "\u202eevil", "x".repeat(300), "null", "{}"];
+const TEXTS = [
+  "hello",
+  "summarise this",
+  "",
+  " ",
+  "ünïcödé ✓",
+  "🙂🙃",
+  "a\nb\tc",
+  "\u202eevil",
+  "x".repeat(300),
+  "null",
+  "{}",
+];
 
 export function text(rng: Rng): string {
   return rng.chance(0.7) ? `fuzz ${rng.u32().toString(36)}` : rng.pick(TEXTS);
@@ -55,13 +67,30 @@ export function webhookUrl(rng: Rng): string {
 
 function message(rng: Rng, v03: boolean): Record<string, unknown> {
   const m: Record<string, unknown> = v03
-    ? { kind: "message", messageId: `m-${rng.u32().toString(36)}`, role: rng.chance(0.9) ? "user" : "agent", parts: [{ kind: "text", text: text(rng) }] }
-    : { messageId: `m-${rng.u32().toString(36)}`, role: rng.chance(0.9) ? "ROLE_USER" : "ROLE_AGENT", parts: [{ text: text(rng) }] };
+    ? {
+        kind: "message",
+        messageId: `m-${rng.u32().toString(36)}`,
+        role: rng.chance(0.9) ? "user" : "agent",
+        parts: [{ kind: "text", text: text(rng) }],
+      }
+    : {
+        messageId: `m-${rng.u32().toString(36)}`,
+        role: rng.chance(0.9) ? "ROLE_USER" : "ROLE_AGENT",
+        parts: [{ text: text(rng) }],
+      };
   if (rng.chance(0.3)) m.contextId = rng.chance(0.8) ? ownContext(rng.int(POOL_SIZE)) : `ctx-${rng.int(1000)}`;
   if (rng.chance(0.1)) m.taskId = taskRef(rng);
   if (rng.chance(0.15)) m.metadata = { skill: rng.pick(["default", "none", ""]), n: rng.int(10) };
-  if (rng.chance(0.1)) (m.parts as unknown[]).push(v03 ? { kind: "data", data: { a: [1, 2, { b: null }] } } : { data: { a: [1, 2, { b: null }] } });
-  if (rng.chance(0.05)) (m.parts as unknown[]).push(v03 ? { kind: "file", file: { uri: "http://127.0.0.1:9/f", mimeType: "text/plain" } } : { url: "http://127.0.0.1:9/f", mediaType: "text/plain" });
+  if (rng.chance(0.1))
+    (m.parts as unknown[]).push(
+      v03 ? { kind: "data", data: { a: [1, 2, { b: null }] } } : { data: { a: [1, 2, { b: null }] } },
+    );
+  if (rng.chance(0.05))
+    (m.parts as unknown[]).push(
+      v03
+        ? { kind: "file", file: { uri: "http://127.0.0.1:9/f", mimeType: "text/plain" } }
+        : { url: "http://127.0.0.1:9/f", mediaType: "text/plain" },
+    );
   if (rng.chance(0.05)) m.referenceTaskIds = [taskRef(rng)];
   return m;
 }
@@ -96,7 +125,11 @@ const STATES = ["TASK_STATE_COMPLETED", "TASK_STATE_WORKING", "TASK_STATE_FAILED
 const METHODS: Record<string, MethodSpec> = {
   SendMessage: { weight: 14, version: "1.0", params: (rng) => sendParams(rng, false) },
   SendStreamingMessage: { weight: 5, version: "1.0", streaming: true, params: (rng) => sendParams(rng, false) },
-  GetTask: { weight: 8, version: "1.0", params: (rng) => ({ id: taskRef(rng), ...(rng.chance(0.3) ? { historyLength: rng.pick([0, 2, 100]) } : {}) }) },
+  GetTask: {
+    weight: 8,
+    version: "1.0",
+    params: (rng) => ({ id: taskRef(rng), ...(rng.chance(0.3) ? { historyLength: rng.pick([0, 2, 100]) } : {}) }),
+  },
   ListTasks: {
     weight: 6,
     version: "1.0",
@@ -107,25 +140,42 @@ const METHODS: Record<string, MethodSpec> = {
       if (rng.chance(0.4)) p.pageSize = rng.pick([1, 2, 50, 100]);
       if (rng.chance(0.2)) p.pageToken = rng.pick(["", "abc", "t:01JAAAAAAAAAAAAAAAAAAAAAAA"]);
       if (rng.chance(0.2)) p.historyLength = rng.pick([0, 3]);
-      if (rng.chance(0.2)) p.statusTimestampAfter = rng.pick(["2020-01-01T00:00:00Z", "2999-01-01T00:00:00.000Z", "yesterday"]);
+      if (rng.chance(0.2))
+        p.statusTimestampAfter = rng.pick(["2020-01-01T00:00:00Z", "2999-01-01T00:00:00.000Z", "yesterday"]);
       if (rng.chance(0.3)) p.includeArtifacts = rng.chance(0.5);
       return rng.chance(0.1) ? undefined : p;
     },
   },
   CancelTask: { weight: 4, version: "1.0", params: (rng) => ({ id: taskRef(rng) }) },
   SubscribeToTask: { weight: 4, version: "1.0", streaming: true, params: (rng) => ({ id: taskRef(rng) }) },
-  CreateTaskPushNotificationConfig: { weight: 4, version: "1.0", params: (rng) => ({ taskId: taskRef(rng), ...pushConfig(rng) }) },
-  GetTaskPushNotificationConfig: { weight: 2, version: "1.0", params: (rng) => ({ taskId: taskRef(rng), id: `cfg-${rng.int(4)}` }) },
+  CreateTaskPushNotificationConfig: {
+    weight: 4,
+    version: "1.0",
+    params: (rng) => ({ taskId: taskRef(rng), ...pushConfig(rng) }),
+  },
+  GetTaskPushNotificationConfig: {
+    weight: 2,
+    version: "1.0",
+    params: (rng) => ({ taskId: taskRef(rng), id: `cfg-${rng.int(4)}` }),
+  },
   ListTaskPushNotificationConfigs: {
     weight: 2,
     version: "1.0",
     params: (rng) => ({ taskId: taskRef(rng), ...(rng.chance(0.3) ? { pageSize: rng.pick([1, 100]) } : {}) }),
   },
-  DeleteTaskPushNotificationConfig: { weight: 2, version: "1.0", params: (rng) => ({ taskId: taskRef(rng), id: `cfg-${rng.int(4)}` }) },
+  DeleteTaskPushNotificationConfig: {
+    weight: 2,
+    version: "1.0",
+    params: (rng) => ({ taskId: taskRef(rng), id: `cfg-${rng.int(4)}` }),
+  },
   GetExtendedAgentCard: { weight: 1, version: "1.0", params: () => ({}) },
   "message/send": { weight: 3, version: null, params: (rng) => sendParams(rng, true) },
   "message/stream": { weight: 1, version: null, streaming: true, params: (rng) => sendParams(rng, true) },
-  "tasks/get": { weight: 2, version: null, params: (rng) => (rng.chance(0.3) ? { taskId: taskRef(rng) } : { id: taskRef(rng) }) },
+  "tasks/get": {
+    weight: 2,
+    version: null,
+    params: (rng) => (rng.chance(0.3) ? { taskId: taskRef(rng) } : { id: taskRef(rng) }),
+  },
   "tasks/cancel": { weight: 1, version: null, params: (rng) => ({ id: taskRef(rng) }) },
   "tasks/resubscribe": { weight: 1, version: null, streaming: true, params: (rng) => ({ id: taskRef(rng) }) },
   "tasks/pushNotificationConfig/set": {
@@ -136,7 +186,10 @@ const METHODS: Record<string, MethodSpec> = {
   "tasks/pushNotificationConfig/get": {
     weight: 1,
     version: null,
-    params: (rng) => ({ id: taskRef(rng), ...(rng.chance(0.5) ? { pushNotificationConfigId: `cfg-${rng.int(4)}` } : {}) }),
+    params: (rng) => ({
+      id: taskRef(rng),
+      ...(rng.chance(0.5) ? { pushNotificationConfigId: `cfg-${rng.int(4)}` } : {}),
+    }),
   },
   "tasks/pushNotificationConfig/list": { weight: 1, version: null, params: (rng) => ({ id: taskRef(rng) }) },
   "tasks/pushNotificationConfig/delete": {
@@ -148,7 +201,10 @@ const METHODS: Record<string, MethodSpec> = {
   "tasks/send": {
     weight: 2,
     version: null,
-    params: (rng) => ({ task: text(rng) || "t", ...(rng.chance(0.3) ? { requester: "someone", taskId: `legacy-${rng.int(1e6)}` } : {}) }),
+    params: (rng) => ({
+      task: text(rng) || "t",
+      ...(rng.chance(0.3) ? { requester: "someone", taskId: `legacy-${rng.int(1e6)}` } : {}),
+    }),
   },
 };
 
@@ -160,7 +216,11 @@ export const V1_METHODS = METHOD_NAMES.filter((m) => METHODS[m].version === "1.0
 /** One well-formed request of a method picked by weight (or the one named). */
 export function rpcRequest(rng: Rng, method = rng.weighted(TABLE)): RpcRequest {
   const spec = METHODS[method];
-  const envelope: Record<string, unknown> = { jsonrpc: "2.0", id: rng.chance(0.7) ? rng.int(1e6) : `req-${rng.u32().toString(36)}`, method };
+  const envelope: Record<string, unknown> = {
+    jsonrpc: "2.0",
+    id: rng.chance(0.7) ? rng.int(1e6) : `req-${rng.u32().toString(36)}`,
+    method,
+  };
   const params = spec.params(rng);
   if (params !== undefined) envelope.params = params;
   return { version: spec.version, method, streaming: spec.streaming ?? false, envelope };

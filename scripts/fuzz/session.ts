@@ -42,7 +42,10 @@ export class FuzzSession {
   readonly crashes: { exit: string; inFlight: number[] }[] = [];
   /** Task ids each caller was told about: the other caller must never see them; all must be on disk at the end. */
   readonly acknowledged: Record<Listener, Set<string>> = { mtls: new Set(), plain: new Set() };
-  private readonly pools: Record<Listener, { tasks: string[]; contexts: string[] }> = { mtls: { tasks: [], contexts: [] }, plain: { tasks: [], contexts: [] } };
+  private readonly pools: Record<Listener, { tasks: string[]; contexts: string[] }> = {
+    mtls: { tasks: [], contexts: [] },
+    plain: { tasks: [], contexts: [] },
+  };
   /** The input that last used each of our ports, per listener: a connection the node keeps names its input. */
   readonly portOwner = new Map<string, number>();
   /** Connections that timed out, watched to see whether the node ends them by itself. */
@@ -67,19 +70,34 @@ export class FuzzSession {
 
   runtime(n: NodeProcess, listener: Listener): Runtime {
     const own = this.pools[listener];
-    return { ownTasks: own.tasks, foreignTasks: this.pools[other(listener)].tasks, ownContexts: own.contexts, listenerPort: n.ports[listener], sinkPort: this.sink.port };
+    return {
+      ownTasks: own.tasks,
+      foreignTasks: this.pools[other(listener)].tasks,
+      ownContexts: own.contexts,
+      listenerPort: n.ports[listener],
+      sinkPort: this.sink.port,
+    };
   }
 
   private async spawn(): Promise<NodeProcess> {
-    const n = await NodeProcess.start(this.fleet.home, this.logPath, { sinkPort: this.sink.port, maxBody: this.o.gen.maxBody });
+    const n = await NodeProcess.start(this.fleet.home, this.logPath, {
+      sinkPort: this.sink.port,
+      maxBody: this.o.gen.maxBody,
+    });
     void n.proc.exited.then(() => {
       if (this.stopping || n !== this.node) return;
       // A crash: note what was in flight, start the node again on the same home, go on.
       this.epoch++;
       const inFlight = [...this.inFlight.values()];
       this.crashes.push({ exit: n.exit, inFlight: inFlight.map((i) => i.index) });
-      this.o.tally.fail("crash", `the node exited (${n.exit}) with ${inFlight.length} inputs in flight; log: ${this.logPath}`, inFlight);
-      this.o.progress(`fuzz: the node exited (${n.exit}) with inputs ${inFlight.map((i) => i.index).join(",")} in flight; restarting it`);
+      this.o.tally.fail(
+        "crash",
+        `the node exited (${n.exit}) with ${inFlight.length} inputs in flight; log: ${this.logPath}`,
+        inFlight,
+      );
+      this.o.progress(
+        `fuzz: the node exited (${n.exit}) with inputs ${inFlight.map((i) => i.index).join(",")} in flight; restarting it`,
+      );
       this.ready =
         this.crashes.length > MAX_CRASHES
           ? Promise.reject(new Error(`more than ${MAX_CRASHES} crashes: giving up`))
@@ -95,17 +113,29 @@ export class FuzzSession {
     for (const listener of ["mtls", "plain"] as const) {
       const pool = this.pools[listener];
       for (let i = 0; i < POOL_SIZE; i++) {
-        const r = await call(listener, this.endpoint(n, listener), { jsonrpc: "2.0", id: i, method: "SendMessage", params: { message: userMessage(`pool-${i}`, `pool task ${i}`) } });
+        const r = await call(listener, this.endpoint(n, listener), {
+          jsonrpc: "2.0",
+          id: i,
+          method: "SendMessage",
+          params: { message: userMessage(`pool-${i}`, `pool task ${i}`) },
+        });
         const task = r.json?.result?.task;
-        if (!task?.id) throw new Error(`warm-up SendMessage on ${listener} failed: ${r.status} ${r.text.slice(0, 300)}`);
+        if (!task?.id)
+          throw new Error(`warm-up SendMessage on ${listener} failed: ${r.status} ${r.text.slice(0, 300)}`);
         pool.tasks.push(task.id);
         pool.contexts.push(task.contextId);
         this.acknowledged[listener].add(task.id);
       }
       for (let i = 0; i < 4; i++) {
         const params = { taskId: pool.tasks[i], id: `cfg-${i}`, url: `http://127.0.0.1:${this.sink.port}/hook/pool` };
-        const r = await call(listener, this.endpoint(n, listener), { jsonrpc: "2.0", id: i, method: "CreateTaskPushNotificationConfig", params });
-        if (!r.json?.result) throw new Error(`warm-up CreateTaskPushNotificationConfig on ${listener} failed: ${r.text.slice(0, 300)}`);
+        const r = await call(listener, this.endpoint(n, listener), {
+          jsonrpc: "2.0",
+          id: i,
+          method: "CreateTaskPushNotificationConfig",
+          params,
+        });
+        if (!r.json?.result)
+          throw new Error(`warm-up CreateTaskPushNotificationConfig on ${listener} failed: ${r.text.slice(0, 300)}`);
       }
       checkRuntime(this.runtime(n, listener));
     }
@@ -142,7 +172,8 @@ export class FuzzSession {
       for (const path of ["/health/ready", "/metrics"]) {
         const r = await get(listener, this.endpoint(n, listener), path);
         // 503 is an answer too (the echo executor's model check has nothing to ask): only no answer is wrong.
-        if (r.status !== 200 && r.status !== 503) throw new Error(`warm-up GET ${path} on ${listener} answered ${r.status}: ${r.text.slice(0, 200)}`);
+        if (r.status !== 200 && r.status !== 503)
+          throw new Error(`warm-up GET ${path} on ${listener} answered ${r.status}: ${r.text.slice(0, 200)}`);
       }
   }
 
@@ -156,11 +187,16 @@ export class FuzzSession {
     this.inFlight.set(input.index, input);
     let outcome: Outcome;
     try {
-      outcome = await send(input, pieces, this.endpoint(n, input.listener), { quietMs: this.o.hangMs, deadlineMs, lateWatchMs });
+      outcome = await send(input, pieces, this.endpoint(n, input.listener), {
+        quietMs: this.o.hangMs,
+        deadlineMs,
+        lateWatchMs,
+      });
     } finally {
       this.inFlight.delete(input.index);
     }
-    if (outcome.localPort !== undefined && count) this.portOwner.set(`${input.listener}:${outcome.localPort}`, input.index);
+    if (outcome.localPort !== undefined && count)
+      this.portOwner.set(`${input.listener}:${outcome.localPort}`, input.index);
     if (outcome.late) {
       this.lateWatchers++;
       this.late.push(outcome.late.finally(() => this.lateWatchers--));
@@ -178,7 +214,11 @@ export class FuzzSession {
       // Tell a node that waits for bytes it will never get (and ends it by its timer) from one that is stuck.
       void outcome.late.then((ms) => {
         const s = this.o.tally.samples.find((x) => x.index === input.index && x.kind === "hang");
-        if (s) s.detail += ms === undefined ? "; the node had not closed it 65 s later either" : `; the node closed it ${(ms / 1000).toFixed(1)} s after the start`;
+        if (s)
+          s.detail +=
+            ms === undefined
+              ? "; the node had not closed it 65 s later either"
+              : `; the node closed it ${(ms / 1000).toFixed(1)} s after the start`;
       });
     }
     if (count) this.o.tally.add(input, verdict, outcome.ms, outcome.error);
@@ -186,7 +226,12 @@ export class FuzzSession {
   }
 
   /** Runs `indices` with `width` in flight at once, in order; stops early if the node cannot be restarted. */
-  async lane(indices: number[], width: number, generate: (index: number) => FuzzInput, onDone: () => void): Promise<void> {
+  async lane(
+    indices: number[],
+    width: number,
+    generate: (index: number) => FuzzInput,
+    onDone: () => void,
+  ): Promise<void> {
     let next = 0;
     const worker = async () => {
       while (next < indices.length && !this.aborted) {
@@ -210,7 +255,11 @@ export class FuzzSession {
     const since = performance.now();
     while (performance.now() - since < limitMs) {
       const n = this.node;
-      if (n.openConnections() === 0 && taskCensus(this.fleet.home).unfinished === 0 && (!baseline || n.stats().sockets <= baseline.sockets))
+      if (
+        n.openConnections() === 0 &&
+        taskCensus(this.fleet.home).unfinished === 0 &&
+        (!baseline || n.stats().sockets <= baseline.sockets)
+      )
         return (performance.now() - since) / 1000;
       await Bun.sleep(100);
     }

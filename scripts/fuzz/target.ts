@@ -30,7 +30,8 @@ export interface Fleet {
 
 function run(args: string[]): void {
   const r = Bun.spawnSync([BINARY, ...args], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`a2a-node ${args.join(" ")} failed: ${r.stderr.toString() || r.stdout.toString()}`);
+  if (r.exitCode !== 0)
+    throw new Error(`a2a-node ${args.join(" ")} failed: ${r.stderr.toString() || r.stdout.toString()}`);
 }
 
 /** The node's home (init-pki), a client bundle from `pki issue`, and a stranger from a second CA. */
@@ -63,7 +64,11 @@ export function startSink(): { port: number; deliveries(): number; stop(): void 
     },
   });
   let stopped = false;
-  return { port: server.port as number, deliveries: () => deliveries, stop: () => void (stopped || ((stopped = true), server.stop(true))) };
+  return {
+    port: server.port as number,
+    deliveries: () => deliveries,
+    stop: () => void (stopped || ((stopped = true), server.stop(true))),
+  };
 }
 
 const MTLS_LINE = /serving A2A over mTLS .*listen=https:\/\/127\.0\.0\.1:(\d+)/;
@@ -76,8 +81,17 @@ export interface ProcStats {
 }
 
 const TCP_STATES: Record<string, string> = {
-  "01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1", "05": "FIN_WAIT2", "06": "TIME_WAIT",
-  "07": "CLOSE", "08": "CLOSE_WAIT", "09": "LAST_ACK", "0A": "LISTEN", "0B": "CLOSING",
+  "01": "ESTABLISHED",
+  "02": "SYN_SENT",
+  "03": "SYN_RECV",
+  "04": "FIN_WAIT1",
+  "05": "FIN_WAIT2",
+  "06": "TIME_WAIT",
+  "07": "CLOSE",
+  "08": "CLOSE_WAIT",
+  "09": "LAST_ACK",
+  "0A": "LISTEN",
+  "0B": "CLOSING",
 };
 
 /** "0100007F:24D3" as 127.0.0.1:9427 (IPv4; IPv6 left in hex). */
@@ -117,9 +131,33 @@ export class NodeProcess {
   /** Starts `serve` and resolves once both listeners are up (read from its log, which goes to `logPath`). */
   static async start(home: string, logPath: string, o: { sinkPort: number; maxBody: number }): Promise<NodeProcess> {
     const proc = Bun.spawn(
-      [BINARY, "--home", home, "serve", "--executor", "echo", "--host", "127.0.0.1", "--port", "0", "--plain-http-port", "0",
-        "--push-allow", `127.0.0.1:${o.sinkPort}`, "--max-body", String(o.maxBody), "--log-format", "text"],
-      { cwd: ROOT, env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" }, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
+      [
+        BINARY,
+        "--home",
+        home,
+        "serve",
+        "--executor",
+        "echo",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--plain-http-port",
+        "0",
+        "--push-allow",
+        `127.0.0.1:${o.sinkPort}`,
+        "--max-body",
+        String(o.maxBody),
+        "--log-format",
+        "text",
+      ],
+      {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" },
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+      },
     );
     const log = openSync(logPath, "a");
     // The node logs on stdout; anything on stderr (an unexpected error) goes to the same file.
@@ -144,7 +182,8 @@ export class NodeProcess {
           }
         }
         closeSync(log);
-        if (!found) reject(new Error(`a2a-node serve exited (${await proc.exited}) before listening:\n${text.slice(-2000)}`));
+        if (!found)
+          reject(new Error(`a2a-node serve exited (${await proc.exited}) before listening:\n${text.slice(-2000)}`));
       })();
     });
     return new NodeProcess(proc, ports, performance.now());
@@ -203,7 +242,8 @@ export class NodeProcess {
     }
     const out: SocketInfo[] = [];
     const found = new Set<string>();
-    const listenerOf = (port: number) => (port === this.ports.mtls ? "mtls" : port === this.ports.plain ? "plain" : undefined);
+    const listenerOf = (port: number) =>
+      port === this.ports.mtls ? "mtls" : port === this.ports.plain ? "plain" : undefined;
     for (const kind of ["tcp", "tcp6", "udp", "udp6", "unix"]) {
       let text = "";
       try {
@@ -222,7 +262,15 @@ export class NodeProcess {
         }
         const local = hexAddr(f[1]);
         const peer = hexAddr(f[2]);
-        out.push({ kind, inode, local: local.text, peer: peer.text, peerPort: peer.port, state: TCP_STATES[f[3]] ?? f[3], listener: listenerOf(local.port) });
+        out.push({
+          kind,
+          inode,
+          local: local.text,
+          peer: peer.text,
+          peerPort: peer.port,
+          state: TCP_STATES[f[3]] ?? f[3],
+          listener: listenerOf(local.port),
+        });
       }
     }
     for (const inode of inodes) if (!found.has(inode)) out.push({ kind: "other", inode });
@@ -255,11 +303,19 @@ export class NodeProcess {
 }
 
 /** The node's database, read-only while it runs (WAL: readers see the last commit). */
-export function taskCensus(home: string): { byState: Record<string, number>; unfinished: number; pendingDeliveries: number } {
+export function taskCensus(home: string): {
+  byState: Record<string, number>;
+  unfinished: number;
+  pendingDeliveries: number;
+} {
   const db = new Database(homePaths(home).database, { readonly: true });
   try {
     const byState: Record<string, number> = {};
-    for (const r of db.query("SELECT state, COUNT(*) AS n FROM tasks GROUP BY state").all() as { state: string; n: number }[]) byState[r.state] = r.n;
+    for (const r of db.query("SELECT state, COUNT(*) AS n FROM tasks GROUP BY state").all() as {
+      state: string;
+      n: number;
+    }[])
+      byState[r.state] = r.n;
     const unfinished = (byState.TASK_STATE_SUBMITTED ?? 0) + (byState.TASK_STATE_WORKING ?? 0);
     const pendingDeliveries = (db.query("SELECT COUNT(*) AS n FROM push_deliveries").get() as { n: number }).n;
     return { byState, unfinished, pendingDeliveries };

@@ -47,7 +47,8 @@ export function checkRuntime(rt: Runtime): void {
   for (const id of [...rt.ownTasks, ...rt.foreignTasks, ...rt.ownContexts])
     if (id.length !== ID_WIDTH) throw new Error(`fuzz: expected ${ID_WIDTH}-character ids from the node, got '${id}'`);
   for (const port of [rt.listenerPort, rt.sinkPort])
-    if (String(port).length !== PORT_WIDTH) throw new Error(`fuzz: port ${port} is not ${PORT_WIDTH} digits; tokens need loopback ports from 10000 up`);
+    if (String(port).length !== PORT_WIDTH)
+      throw new Error(`fuzz: port ${port} is not ${PORT_WIDTH} digits; tokens need loopback ports from 10000 up`);
 }
 
 /** Replaces every token in `bytes` (a copy; the input itself is left as generated). */
@@ -70,9 +71,11 @@ function valueAt(buf: Buffer, i: number, rt: Runtime): string | undefined {
     if (buf.toString("latin1", i, i + PORT_WIDTH) !== token) return undefined;
     return String(letter === "P" ? rt.listenerPort : rt.sinkPort);
   }
-  const pool = letter === "T" ? rt.ownTasks : letter === "X" ? rt.foreignTasks : letter === "C" ? rt.ownContexts : undefined;
+  const pool =
+    letter === "T" ? rt.ownTasks : letter === "X" ? rt.foreignTasks : letter === "C" ? rt.ownContexts : undefined;
   if (!pool || i + ID_WIDTH > buf.length) return undefined;
   const slot = buf[i + 2] - 0x30;
-  if (!(slot >= 0 && slot < POOL_SIZE) || buf.toString("latin1", i, i + ID_WIDTH) !== slotToken(letter, slot)) return undefined;
+  if (!(slot >= 0 && slot < POOL_SIZE) || buf.toString("latin1", i, i + ID_WIDTH) !== slotToken(letter, slot))
+    return undefined;
   return pool[slot];
 }

@@ -45,7 +45,10 @@ export interface Outcome {
   leftover: number;
   /** Our end's port: the node's socket for this input is the one whose peer has it. */
   localPort?: number;
-  /** After a timeout: resolves with the ms (since the start) at which the node finally closed, or undefined if it never did. */
+  /**
+   * After a timeout: resolves with the ms (since the start) at which the node finally closed, or undefined if it never
+   * did.
+   */
   late?: Promise<number | undefined>;
 }
 
@@ -91,11 +94,23 @@ export function send(input: FuzzInput, pieces: Uint8Array[], e: Endpoint, limits
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      const outcome: Outcome = { answers: parser.answers, end, ms: performance.now() - started, error, badAnswer: parser.bad, cutShort: parser.cutShort, leftover: parser.pending(), localPort };
+      const outcome: Outcome = {
+        answers: parser.answers,
+        end,
+        ms: performance.now() - started,
+        error,
+        badAnswer: parser.bad,
+        cutShort: parser.cutShort,
+        leftover: parser.pending(),
+        localPort,
+      };
       if (end === "timeout") {
         // Watch a while longer whether the node ends it by itself, then let go.
         let watch: Timer | undefined;
-        outcome.late = Promise.race([closedAt, new Promise<undefined>((r) => void (watch = setTimeout(r, limits.lateWatchMs)))]).then((ms) => {
+        outcome.late = Promise.race([
+          closedAt,
+          new Promise<undefined>((r) => void (watch = setTimeout(r, limits.lateWatchMs))),
+        ]).then((ms) => {
           clearTimeout(watch);
           socket.destroy();
           return ms;
@@ -107,7 +122,8 @@ export function send(input: FuzzInput, pieces: Uint8Array[], e: Endpoint, limits
       clearTimeout(timer);
       timer = setTimeout(() => finish("timeout"), ms);
     };
-    const wait = () => arm(input.expect === "node-timeout" && limits.deadlineMs !== undefined ? limits.deadlineMs : limits.quietMs);
+    const wait = () =>
+      arm(input.expect === "node-timeout" && limits.deadlineMs !== undefined ? limits.deadlineMs : limits.quietMs);
 
     socket.on("data", (chunk: Buffer) => {
       parser.push(chunk);
@@ -119,7 +135,9 @@ export function send(input: FuzzInput, pieces: Uint8Array[], e: Endpoint, limits
     socket.on("close", () => {
       closedResolve?.(performance.now() - started);
       parser.end();
-      finish(connected ? (parser.answers.length >= input.responses && !input.holdOpen ? "answered" : "closed") : "refused");
+      finish(
+        connected ? (parser.answers.length >= input.responses && !input.holdOpen ? "answered" : "closed") : "refused",
+      );
     });
     socket.once(input.transport === "tcp" ? "connect" : "secureConnect", async () => {
       connected = true;
@@ -184,7 +202,8 @@ export class AnswerParser {
     const headEnd = this.buf.indexOf(CRLF2);
     if (headEnd === -1) {
       if (this.buf.length > 64 * 1024) this.bad = "answer head over 64 KiB";
-      else if (this.ended) this.cutShort = `answer head cut short: ${JSON.stringify(this.buf.toString("latin1", 0, 200))}`;
+      else if (this.ended)
+        this.cutShort = `answer head cut short: ${JSON.stringify(this.buf.toString("latin1", 0, 200))}`;
       return undefined;
     }
     const lines = this.buf.toString("latin1", 0, headEnd).split("\r\n");
@@ -195,7 +214,8 @@ export class AnswerParser {
       const h = HEADER_LINE.exec(line);
       if (!h) return void (this.bad = `bad answer header ${JSON.stringify(line.slice(0, 200))}`);
       const name = h[1].toLowerCase();
-      if (headers.has(name) && (name === "content-length" || name === "transfer-encoding")) return void (this.bad = `two ${name} headers in an answer`);
+      if (headers.has(name) && (name === "content-length" || name === "transfer-encoding"))
+        return void (this.bad = `two ${name} headers in an answer`);
       headers.set(name, h[2].trim());
     }
     const code = Number(status[1]);
@@ -207,7 +227,8 @@ export class AnswerParser {
     const cl = headers.get("content-length");
     const te = headers.get("transfer-encoding");
     if (method === "HEAD" || code === 204 || code === 304) {
-      if ((code === 204 || code === 304) && cl !== undefined && cl !== "0") return void (this.bad = `${code} with content-length ${cl}`);
+      if ((code === 204 || code === 304) && cl !== undefined && cl !== "0")
+        return void (this.bad = `${code} with content-length ${cl}`);
       [body, end] = [Buffer.alloc(0), start];
     } else if (te !== undefined) {
       if (cl !== undefined) return void (this.bad = "answer with both content-length and transfer-encoding");
@@ -239,7 +260,8 @@ export class AnswerParser {
       const eol = this.buf.indexOf(CRLF, at);
       if (eol === -1) return this.cut("chunk size line");
       const sizeText = this.buf.toString("latin1", at, eol);
-      if (!/^[0-9a-fA-F]{1,8}$/.test(sizeText)) return void (this.bad = `answer chunk size ${JSON.stringify(sizeText.slice(0, 50))}`);
+      if (!/^[0-9a-fA-F]{1,8}$/.test(sizeText))
+        return void (this.bad = `answer chunk size ${JSON.stringify(sizeText.slice(0, 50))}`);
       const n = Number.parseInt(sizeText, 16);
       if (n === 0) {
         const end = this.buf.indexOf(CRLF2, eol);
@@ -247,7 +269,8 @@ export class AnswerParser {
         return [Buffer.concat(parts), (end === -1 ? eol : end) + 4];
       }
       if (this.buf.length < eol + 2 + n + 2) return this.cut("chunk data");
-      if (this.buf[eol + 2 + n] !== 0x0d || this.buf[eol + 3 + n] !== 0x0a) return void (this.bad = "answer chunk not followed by CRLF");
+      if (this.buf[eol + 2 + n] !== 0x0d || this.buf[eol + 3 + n] !== 0x0a)
+        return void (this.bad = "answer chunk not followed by CRLF");
       parts.push(this.buf.subarray(eol + 2, eol + 2 + n));
       at = eol + 4 + n;
     }

@@ -18,7 +18,9 @@ export async function readAttachments(paths: string[]): Promise<Part[]> {
   let total = 0;
   for (const path of paths) total += fileSize(path);
   if (total > MAX_FILE_BYTES)
-    throw new UsageError(`the files come to ${total} bytes; a message carries at most ${MAX_FILE_BYTES} (and a peer, by default, 1 MiB in all)`);
+    throw new UsageError(
+      `the files come to ${total} bytes; a message carries at most ${MAX_FILE_BYTES} (and a peer, by default, 1 MiB in all)`,
+    );
   const parts: Part[] = [];
   for (const path of paths) {
     let bytes: Uint8Array;
@@ -40,7 +42,10 @@ function fileSize(path: string): number {
   } catch (err) {
     throw unreadable(path, err);
   }
-  if (st.isDirectory()) throw new UsageError(`--file ${path} is a directory; send its files one by one (--file is repeatable), or an archive of it`);
+  if (st.isDirectory())
+    throw new UsageError(
+      `--file ${path} is a directory; send its files one by one (--file is repeatable), or an archive of it`,
+    );
   if (!st.isFile()) throw new UsageError(`--file ${path} is not a regular file`);
   return st.size;
 }
@@ -48,7 +53,12 @@ function fileSize(path: string): number {
 function unreadable(path: string, err: unknown): CliError {
   const code = (err as NodeJS.ErrnoException).code;
   if (code === "ENOENT") return new UsageError(`--file ${path}: no such file`);
-  if (code === "EACCES") return new CliError(`--file ${path}: permission denied`, ExitCode.Failure, "check the file's mode, or run as a user who may read it");
+  if (code === "EACCES")
+    return new CliError(
+      `--file ${path}: permission denied`,
+      ExitCode.Failure,
+      "check the file's mode, or run as a user who may read it",
+    );
   return new CliError(`--file ${path}: ${(err as Error).message}`);
 }
 
@@ -61,6 +71,9 @@ export async function readTaskText(flag: string, io: Io): Promise<string> {
   if (!io.readStdin) throw new UsageError("--task -: this command has no standard input to read");
   if (io.tty?.stdin) io.stderr.write("reading the task from standard input; end it with Ctrl-D\n");
   const text = await io.readStdin();
-  if (text.trim() === "") throw new UsageError("--task -: standard input was empty (pipe the task text in, e.g. 'echo TEXT | a2a-node send ... --task -')");
+  if (text.trim() === "")
+    throw new UsageError(
+      "--task -: standard input was empty (pipe the task text in, e.g. 'echo TEXT | a2a-node send ... --task -')",
+    );
   return text;
 }

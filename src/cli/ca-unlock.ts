@@ -15,7 +15,8 @@ export function caUnlock(ctx: CommandContext): Unlock {
   let asked: Promise<string | undefined> | undefined;
   return () =>
     (asked ??= (async () => {
-      const configured = resolveSettings({}, ctx.io.env, loadConfigFile(join(ctx.home, "config.toml"), false)).config.caPassphrase;
+      const configured = resolveSettings({}, ctx.io.env, loadConfigFile(join(ctx.home, "config.toml"), false)).config
+        .caPassphrase;
       if (configured) return configured;
       return ctx.io.askSecret?.("passphrase of the fleet CA key: ");
     })());
@@ -28,7 +29,8 @@ export function caUnlock(ctx: CommandContext): Unlock {
 export function caPaths(ctx: CommandContext): HomePaths & { unlock: Unlock; crlValidForMs: number } {
   let refreshMs = DEFAULT_CRL_REFRESH_MS;
   try {
-    refreshMs = resolveSettings({}, ctx.io.env, loadConfigFile(join(ctx.home, "config.toml"), false)).config.crlRefreshMs;
+    refreshMs = resolveSettings({}, ctx.io.env, loadConfigFile(join(ctx.home, "config.toml"), false)).config
+      .crlRefreshMs;
   } catch {
     // A config file that does not parse is reported by the commands that need it; the list gets the default.
   }
@@ -40,9 +42,13 @@ export async function newPassphrase(ctx: CommandContext): Promise<string> {
   const fromEnv = ctx.io.env.A2A_NODE_CA_PASSPHRASE;
   if (fromEnv) return fromEnv;
   if (!ctx.io.askSecret)
-    throw new CliError("no passphrase for the CA key: set A2A_NODE_CA_PASSPHRASE, or run this in a terminal", ExitCode.Usage);
+    throw new CliError(
+      "no passphrase for the CA key: set A2A_NODE_CA_PASSPHRASE, or run this in a terminal",
+      ExitCode.Usage,
+    );
   const first = await ctx.io.askSecret(`new passphrase for the fleet CA key (at least ${MIN_PASSPHRASE} characters): `);
   const second = await ctx.io.askSecret("the same again: ");
-  if (first !== second) throw new CliError("the two passphrases differ; nothing was changed", ExitCode.Failure, "run it again");
+  if (first !== second)
+    throw new CliError("the two passphrases differ; nothing was changed", ExitCode.Failure, "run it again");
   return first;
 }

@@ -6,9 +6,24 @@ import { readRevocationList } from "../../pki/crl-reader";
 import type { RevocationLookup } from "../../pki/fleet-member";
 import { readPublic } from "../../pki/secure-file";
 import type { FetchFn, PeerClient } from "../client/peer-client";
-import { ConnectionFailure, explainFailure, explainProbe, isConnectionError, resolveTarget, type OwnCertificate, type Target } from "../client/connect";
+import {
+  ConnectionFailure,
+  explainFailure,
+  explainProbe,
+  isConnectionError,
+  resolveTarget,
+  type OwnCertificate,
+  type Target,
+} from "../client/connect";
 import { CardTrustError, verifyFleetCard } from "../client/card-trust";
-import { expectationOf, mtlsFetch, PeerIdentityError, type AcceptedPeer, type ClientTls, type Expectation } from "../client/mtls-fetch";
+import {
+  expectationOf,
+  mtlsFetch,
+  PeerIdentityError,
+  type AcceptedPeer,
+  type ClientTls,
+  type Expectation,
+} from "../client/mtls-fetch";
 import { clientForCard } from "../client/peer-interface";
 import { extensionsFetch } from "../client/extensions-fetch";
 import { PeerUrlError } from "../client/peer-url";
@@ -29,7 +44,11 @@ import type { Io } from "./io";
 export function openPeers(home: string): { peers: SqlitePeerRegistry; close(): void } {
   const paths = homePaths(home);
   if (!existsSync(paths.root))
-    throw new CliError(`no a2a-node home at ${home}`, ExitCode.NotFound, "run 'a2a-node init-pki --name NAME' first, or pass --home");
+    throw new CliError(
+      `no a2a-node home at ${home}`,
+      ExitCode.NotFound,
+      "run 'a2a-node init-pki --name NAME' first, or pass --home",
+    );
   const database: OpenDatabase = openDatabase(paths.database);
   giveToHomeOwner(paths.root, [paths.database, `${paths.database}-wal`, `${paths.database}-shm`]);
   return { peers: new SqlitePeerRegistry(database.db), close: () => database.close() };
@@ -72,7 +91,9 @@ export interface ClientSession {
 
 /** What a client command does beyond the one identity rule, from the home's config file and environment. */
 export interface ClientPolicy {
-  /** unsigned_cards = "accept": a fleet peer's unsigned card is used, with a warning (peers older than signed cards). */
+  /**
+   * unsigned_cards = "accept": a fleet peer's unsigned card is used, with a warning (peers older than signed cards).
+   */
   acceptUnsignedCards: boolean;
   /** Where warnings and notes go (standard error); none: unsaid. */
   note?(line: string): void;
@@ -88,17 +109,26 @@ export interface ClientPolicy {
  * The client policy of `home`: unsigned_cards and the peer_*_seconds timeouts from its config file, the
  * environment (A2A_NODE_*) and the command's --peer-*-timeout flags (`flags`, as parsed).
  */
-export function clientPolicy(home: string, io?: Pick<Io, "env" | "stderr">, flags: Record<string, unknown> = {}): ClientPolicy {
+export function clientPolicy(
+  home: string,
+  io?: Pick<Io, "env" | "stderr">,
+  flags: Record<string, unknown> = {},
+): ClientPolicy {
   const env = io?.env ?? {};
   let config;
   try {
     config = resolveSettings(peerTimeoutFlags(flags), env, loadConfigFile(join(home, "config.toml"), false)).config;
   } catch (err) {
     if (err instanceof ConfigError && err.message.startsWith("--")) throw new UsageError(err.message);
-    if (err instanceof ConfigError) throw new CliError(err.message, ExitCode.Usage, "fix the config file (check it with 'a2a-node serve --check')");
+    if (err instanceof ConfigError)
+      throw new CliError(err.message, ExitCode.Usage, "fix the config file (check it with 'a2a-node serve --check')");
     throw err;
   }
-  return { acceptUnsignedCards: config.unsignedCards === "accept", note: io && ((line) => io.stderr.write(`${line}\n`)), timeouts: peerTimeouts(config) };
+  return {
+    acceptUnsignedCards: config.unsignedCards === "accept",
+    note: io && ((line) => io.stderr.write(`${line}\n`)),
+    timeouts: peerTimeouts(config),
+  };
 }
 
 /**
@@ -106,7 +136,13 @@ export function clientPolicy(home: string, io?: Pick<Io, "env" | "stderr">, flag
  * this node's identity for a fleet peer, with the peer's own trust and credentials for one outside the fleet.
  * `extensions`: A2A extensions to request of the peer.
  */
-export async function openClientSession(home: string, agent: string, io?: Pick<Io, "env" | "stderr">, extensions: string[] = [], flags: Record<string, unknown> = {}): Promise<ClientSession> {
+export async function openClientSession(
+  home: string,
+  agent: string,
+  io?: Pick<Io, "env" | "stderr">,
+  extensions: string[] = [],
+  flags: Record<string, unknown> = {},
+): Promise<ClientSession> {
   // Without a home there is neither a peer list nor an identity: the identity's error says what makes both.
   if (!existsSync(homePaths(home).root)) await loadClientIdentity(home);
   const { peers, close } = openPeers(home);
@@ -120,18 +156,28 @@ export async function openClientSession(home: string, agent: string, io?: Pick<I
     close();
   }
   if (!target)
-    throw new CliError(`no peer named '${agent}'`, ExitCode.NotFound, `add it with 'a2a-node peers add ${agent.toLowerCase()} https://HOST:9443', or pass a URL`);
+    throw new CliError(
+      `no peer named '${agent}'`,
+      ExitCode.NotFound,
+      `add it with 'a2a-node peers add ${agent.toLowerCase()} https://HOST:9443', or pass a URL`,
+    );
   const policy = { ...clientPolicy(home, io, flags), home, extensions };
   const session = await sessionForTarget(target, () => loadClientIdentity(home), policy);
   // A URL no peer is registered at has no expected name: say which fleet member answered, and how to pin it.
   const accepted = session.accepted;
   if (!target.peer && accepted)
-    policy.note?.(`${target.baseUrl} is fleet node '${accepted.name}' (key ${accepted.keyPin}); to check that name and key every time, add it: a2a-node peers add ${accepted.name} ${target.baseUrl} --pin`);
+    policy.note?.(
+      `${target.baseUrl} is fleet node '${accepted.name}' (key ${accepted.keyPin}); to check that name and key every time, add it: a2a-node peers add ${accepted.name} ${target.baseUrl} --pin`,
+    );
   return session;
 }
 
 /** A session with a resolved target: an outside peer's own, or over mTLS with the identity `identity` loads. */
-export async function sessionForTarget(target: Target, identity: () => Promise<ClientIdentity>, policy: ClientPolicy = { acceptUnsignedCards: false }): Promise<ClientSession> {
+export async function sessionForTarget(
+  target: Target,
+  identity: () => Promise<ClientIdentity>,
+  policy: ClientPolicy = { acceptUnsignedCards: false },
+): Promise<ClientSession> {
   const peer = target.peer;
   if (peer && isOutsidePeer(peer)) return outsideSession(target, peer, policy.extensions, policy.timeouts);
   return sessionFor(await identity(), target, peer ? expectationOf(peer) : {}, policy);
@@ -157,29 +203,46 @@ export function exitCodeOfFailure(err: unknown, target: Target): number {
  * checked against the fleet CA and the name the connection proved (card-trust.ts). With `home`, a peer's
  * older certificate pin that matched is converted to a key pin in the peer list.
  */
-export async function sessionFor(identity: ClientIdentity, target: Target, expect: Expectation, policy: ClientPolicy = { acceptUnsignedCards: false }): Promise<ClientSession> {
+export async function sessionFor(
+  identity: ClientIdentity,
+  target: Target,
+  expect: Expectation,
+  policy: ClientPolicy = { acceptUnsignedCards: false },
+): Promise<ClientSession> {
   const peer = target.peer;
   const timeouts = policy.timeouts ?? DEFAULT_PEER_TIMEOUTS;
-  const raw = mtlsFetch(identity.tls, expect, identity.revoked, {
-    certPinMatched: (accepted) => {
-      if (!peer || !policy.home || peer.keyPin) return; // nothing to convert, or converted by an earlier connection
-      const { peers, close } = openPeers(policy.home);
-      try {
-        peers.pinKey(peer.name, accepted.keyPin);
-      } finally {
-        close();
-      }
-      peer.keyPin = accepted.keyPin;
-      delete peer.fingerprint;
-      policy.note?.(`note: peer '${peer.name}' was pinned by one certificate (renewal replaces it); now its key is pinned instead: ${accepted.keyPin}`);
+  const raw = mtlsFetch(
+    identity.tls,
+    expect,
+    identity.revoked,
+    {
+      certPinMatched: (accepted) => {
+        if (!peer || !policy.home || peer.keyPin) return; // nothing to convert, or converted by an earlier connection
+        const { peers, close } = openPeers(policy.home);
+        try {
+          peers.pinKey(peer.name, accepted.keyPin);
+        } finally {
+          close();
+        }
+        peer.keyPin = accepted.keyPin;
+        delete peer.fingerprint;
+        policy.note?.(
+          `note: peer '${peer.name}' was pinned by one certificate (renewal replaces it); now its key is pinned instead: ${accepted.keyPin}`,
+        );
+      },
     },
-  }, timeouts);
+    timeouts,
+  );
   const fetchFn: FetchFn = async (url, init) => {
     try {
       return await raw(url, init);
     } catch (err) {
       if (!isConnectionError(err) || init.signal?.aborted) throw err;
-      const explained = explainProbe(await probePeer(new URL(target.baseUrl), identity.tls, timeouts), target, identity.own);
+      const explained = explainProbe(
+        await probePeer(new URL(target.baseUrl), identity.tls, timeouts),
+        target,
+        identity.own,
+      );
       throw explained ?? err;
     }
   };
@@ -199,8 +262,18 @@ export async function sessionFor(identity: ClientIdentity, target: Target, expec
  * CA file, and its credentials are read from their file at each request. No probe follows a failure: the
  * probe judges fleet certificates, which such an agent does not have.
  */
-function outsideSession(target: Target, peer: Peer, extensions?: string[], timeouts?: PeerTimeouts): Promise<ClientSession> {
-  return withCard(target, outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth }, timeouts), undefined, extensions);
+function outsideSession(
+  target: Target,
+  peer: Peer,
+  extensions?: string[],
+  timeouts?: PeerTimeouts,
+): Promise<ClientSession> {
+  return withCard(
+    target,
+    outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth }, timeouts),
+    undefined,
+    extensions,
+  );
 }
 
 /**
@@ -227,21 +300,46 @@ async function withCard(
   let card: AgentCard | undefined;
   const started = performance.now();
   try {
-    const res = await fetchFn(new URL("/.well-known/agent-card.json", target.baseUrl).toString(), { headers: { accept: "application/json", "a2a-version": "1.0" } });
+    const res = await fetchFn(new URL("/.well-known/agent-card.json", target.baseUrl).toString(), {
+      headers: { accept: "application/json", "a2a-version": "1.0" },
+    });
     if (res.ok) card = (await res.json()) as AgentCard;
   } catch (err) {
-    if (err instanceof PeerIdentityError || err instanceof ConnectionFailure || err instanceof WrongPortError || err instanceof PeerTimeoutError || isOutsideFailure(err) || (err as { code?: string }).code) fail(err);
+    if (
+      err instanceof PeerIdentityError ||
+      err instanceof ConnectionFailure ||
+      err instanceof WrongPortError ||
+      err instanceof PeerTimeoutError ||
+      isOutsideFailure(err) ||
+      (err as { code?: string }).code
+    )
+      fail(err);
   }
   const cardMs = card ? performance.now() - started : undefined;
   if (card && fleet) card = await fleet.trust(card);
-  return { client: clientForCard(card, target, fetchFn), target, card, cardMs, fetch: fetchFn, fail, accepted: fleet?.accepted(), activatedExtensions: requesting?.activated };
+  return {
+    client: clientForCard(card, target, fetchFn),
+    target,
+    card,
+    cardMs,
+    fetch: fetchFn,
+    fail,
+    accepted: fleet?.accepted(),
+    activatedExtensions: requesting?.activated,
+  };
 }
 
 /**
  * The card if its signature holds (card-trust.ts); an unsigned card only when the policy accepts those, with a
  * warning. Anything else ends the session before the card's URLs or skills are used.
  */
-async function trustedCard(card: AgentCard, target: Target, identity: ClientIdentity, name: string | undefined, policy: ClientPolicy): Promise<AgentCard> {
+async function trustedCard(
+  card: AgentCard,
+  target: Target,
+  identity: ClientIdentity,
+  name: string | undefined,
+  policy: ClientPolicy,
+): Promise<AgentCard> {
   const where = target.peer ? `${target.label} at ${target.baseUrl}` : target.baseUrl;
   try {
     await verifyFleetCard(card, { ca: identity.tls.ca, revoked: identity.revoked, name });
@@ -256,7 +354,7 @@ async function trustedCard(card: AgentCard, target: Target, identity: ClientIden
       `${where} is not trusted: ${err.message}`,
       ExitCode.Refused,
       err.reason === "unsigned"
-        ? "upgrade a2a-node there (it signs its card since this version), or accept unsigned cards from older peers: unsigned_cards = \"accept\" in config.toml (or A2A_NODE_UNSIGNED_CARDS=accept)"
+        ? 'upgrade a2a-node there (it signs its card since this version), or accept unsigned cards from older peers: unsigned_cards = "accept" in config.toml (or A2A_NODE_UNSIGNED_CARDS=accept)'
         : err.reason === "wrong-name"
           ? "that node serves a card another node signed: it is misconfigured or impersonating; check it with 'a2a-node pki show' there"
           : "the card was altered on the way or at the node: check that node ('a2a-node pki show', its logs) before using it",

@@ -59,7 +59,9 @@ export function commandGroup(spec: GroupSpec): Command {
 
   const subHelp = (sub: Subcommand) =>
     [
-      `a2a-node ${spec.name} ${sub.name}\n\n${lines(sub.summary).map((l) => `  ${l}`).join("\n")}\n`,
+      `a2a-node ${spec.name} ${sub.name}\n\n${lines(sub.summary)
+        .map((l) => `  ${l}`)
+        .join("\n")}\n`,
       section("USAGE", usageLines(sub).join("\n")),
       section("FLAGS", [sub.flagHelp, common].filter(Boolean).join("\n")),
       section("EXAMPLES", sub.examples),
@@ -83,7 +85,10 @@ export function commandGroup(spec: GroupSpec): Command {
       const [name, ...rest] = argv;
       if (name === undefined) throw new UsageError(`${spec.name} needs a subcommand: ${names.join(", ")}`);
       const sub = spec.subcommands.find((s) => s.name === name);
-      if (!sub) throw new UsageError(`unknown ${spec.name} subcommand '${name}'${suggest(name, names)} (expected ${names.join(", ")})`);
+      if (!sub)
+        throw new UsageError(
+          `unknown ${spec.name} subcommand '${name}'${suggest(name, names)} (expected ${names.join(", ")})`,
+        );
       try {
         return await sub.run(rest, ctx);
       } catch (err) {

@@ -27,11 +27,13 @@ export interface Parsed<S extends Record<string, FlagSpec>> {
 
 /**
  * Parses `--name value`, `--name=value` and boolean `--name`. Unknown flags are a usage error rather than
- * being ignored: a mistyped `--wiat` must not silently change what a command does (the error offers the flag it was closest to).
+ * being ignored: a mistyped `--wiat` must not silently change what a command does (the error offers the flag it was
+ * closest to).
  */
 export function parseFlags<S extends Record<string, FlagSpec>>(argv: string[], spec: S): Parsed<S> {
   const flags: Record<string, unknown> = {};
-  for (const [name, s] of Object.entries(spec)) flags[name] = s.type === "list" ? [] : s.type === "boolean" ? false : undefined;
+  for (const [name, s] of Object.entries(spec))
+    flags[name] = s.type === "list" ? [] : s.type === "boolean" ? false : undefined;
   const positionals: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -64,7 +66,8 @@ export function parseFlags<S extends Record<string, FlagSpec>>(argv: string[], s
     }
     if (s.type === "number") {
       const n = Number(value);
-      if (value.trim() === "" || !Number.isFinite(n)) throw new UsageError(`--${name} must be a number (got '${value}')`);
+      if (value.trim() === "" || !Number.isFinite(n))
+        throw new UsageError(`--${name} must be a number (got '${value}')`);
       flags[name] = n;
     } else if (s.type === "list") (flags[name] as string[]).push(value);
     else flags[name] = value;

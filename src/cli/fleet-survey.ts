@@ -26,7 +26,13 @@ export interface FleetRow {
   card?: { name: string; skills: string[] };
   certificate?: { notAfter: string; daysLeft: number; keyPin?: string; serial?: string };
   /** How the peer list pins it, and whether the key it showed matches. */
-  pin?: "key pin matches" | "key pin DIFFERS" | "certificate pin matches" | "certificate pin DIFFERS" | "not pinned" | "outside the fleet";
+  pin?:
+    | "key pin matches"
+    | "key pin DIFFERS"
+    | "certificate pin matches"
+    | "certificate pin DIFFERS"
+    | "not pinned"
+    | "outside the fleet";
   /** When the fleet's revocation list this home holds revoked it; absent when it is not on the list (or unknown). */
   revokedAt?: string;
   /** Tasks running, queued for a slot, and waiting for input, from its /metrics, when it shares them with us. */
@@ -49,14 +55,29 @@ export async function surveyFleet(home: string, peers: Peer[], o: SurveyOptions)
   const own = o.identity.own.name;
   const running = runningNodeState(home);
   const self: Promise<FleetRow> = running
-    ? bounded(checkNode({ name: own, url: dialable(running.urls.mtls), keyPin: undefined }, "self", o), own, "self", o.perNodeMs)
+    ? bounded(
+        checkNode({ name: own, url: dialable(running.urls.mtls), keyPin: undefined }, "self", o),
+        own,
+        "self",
+        o.perNodeMs,
+      )
     : Promise.resolve(selfNotRunning(o));
-  const rows = await Promise.all([self, ...peers.map((p) => bounded(checkNode(p, isOutsidePeer(p) ? "outside" : "peer", o), p.name, "peer", o.perNodeMs, p.url))]);
+  const rows = await Promise.all([
+    self,
+    ...peers.map((p) =>
+      bounded(checkNode(p, isOutsidePeer(p) ? "outside" : "peer", o), p.name, "peer", o.perNodeMs, p.url),
+    ),
+  ]);
   return rows;
 }
 
 function selfNotRunning(o: SurveyOptions): FleetRow {
-  const row: FleetRow = { name: o.identity.own.name, role: "self", state: "not running", why: "no 'a2a-node serve' runs for this home (HOME/serve.json)" };
+  const row: FleetRow = {
+    name: o.identity.own.name,
+    role: "self",
+    state: "not running",
+    why: "no 'a2a-node serve' runs for this home (HOME/serve.json)",
+  };
   describeOwnCertificate(row, o);
   return row;
 }
@@ -66,7 +87,10 @@ function describeOwnCertificate(row: FleetRow, o: SurveyOptions): void {
   try {
     const cert = new X509Certificate(o.identity.tls.cert);
     const serial = cert.serialNumber.toUpperCase().replace(/^0+(?=.)/, "");
-    row.certificate = certificateFacts({ notAfter: new Date(cert.validTo).toISOString(), serial, fingerprint: "", keyPin: "" }, o);
+    row.certificate = certificateFacts(
+      { notAfter: new Date(cert.validTo).toISOString(), serial, fingerprint: "", keyPin: "" },
+      o,
+    );
     const revoked = o.identity.revoked?.(serial);
     if (revoked) row.revokedAt = revoked.toISOString();
   } catch {
@@ -75,10 +99,19 @@ function describeOwnCertificate(row: FleetRow, o: SurveyOptions): void {
 }
 
 /** A row that says the node took longer than its bound, whatever step it was at. */
-async function bounded(check: Promise<FleetRow>, name: string, role: FleetRow["role"], ms: number, url?: string): Promise<FleetRow> {
+async function bounded(
+  check: Promise<FleetRow>,
+  name: string,
+  role: FleetRow["role"],
+  ms: number,
+  url?: string,
+): Promise<FleetRow> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<FleetRow>((resolve) => {
-    timer = setTimeout(() => resolve({ name, role, url, state: "timeout", why: `no full answer within ${ms / 1000} s (--timeout)` }), ms);
+    timer = setTimeout(
+      () => resolve({ name, role, url, state: "timeout", why: `no full answer within ${ms / 1000} s (--timeout)` }),
+      ms,
+    );
   });
   try {
     return await Promise.race([check, late]);
@@ -87,11 +120,20 @@ async function bounded(check: Promise<FleetRow>, name: string, role: FleetRow["r
   }
 }
 
-async function checkNode(peer: Pick<Peer, "name" | "url" | "keyPin"> & Partial<Peer>, role: FleetRow["role"], o: SurveyOptions): Promise<FleetRow> {
+async function checkNode(
+  peer: Pick<Peer, "name" | "url" | "keyPin"> & Partial<Peer>,
+  role: FleetRow["role"],
+  o: SurveyOptions,
+): Promise<FleetRow> {
   const base = new URL(peer.url);
   const row: FleetRow = { name: peer.name, role, url: peer.url, state: "error" };
   const fullPeer = role === "self" ? undefined : (peer as Peer);
-  const target: Target = { label: role === "self" ? "this node" : `peer '${peer.name}'`, baseUrl: base.origin, rpcUrl: peer.url, peer: fullPeer };
+  const target: Target = {
+    label: role === "self" ? "this node" : `peer '${peer.name}'`,
+    baseUrl: base.origin,
+    rpcUrl: peer.url,
+    peer: fullPeer,
+  };
   if (role === "self") describeOwnCertificate(row, o);
 
   if (role !== "outside") {
@@ -161,7 +203,11 @@ function failed(row: FleetRow, err: unknown): FleetRow {
  * The node's load, from the gauges its /metrics already serves on the mutual-TLS port (a fleet member may read
  * them; no endpoint was added for this). A node that does not serve them to us gets a reason instead.
  */
-async function readLoad(row: FleetRow, fetchFn: (url: string, init: RequestInit) => Promise<Response>, base: URL): Promise<void> {
+async function readLoad(
+  row: FleetRow,
+  fetchFn: (url: string, init: RequestInit) => Promise<Response>,
+  base: URL,
+): Promise<void> {
   try {
     const res = await fetchFn(new URL("/metrics", base).toString(), { headers: { accept: "text/plain" } });
     if (!res.ok) {
@@ -177,7 +223,8 @@ async function readLoad(row: FleetRow, fetchFn: (url: string, init: RequestInit)
     const running = gauge("a2a_node_tasks_running");
     const queued = gauge("a2a_node_tasks_queued");
     const inputRequired = gauge("a2a_node_tasks_waiting_for_input");
-    if (running === undefined || queued === undefined || inputRequired === undefined) row.loadWhy = "its /metrics has no task gauges (an older version?)";
+    if (running === undefined || queued === undefined || inputRequired === undefined)
+      row.loadWhy = "its /metrics has no task gauges (an older version?)";
     else row.load = { running, queued, inputRequired };
   } catch (err) {
     row.loadWhy = `its /metrics could not be read: ${(err as Error)?.message ?? String(err)}`;
@@ -186,12 +233,20 @@ async function readLoad(row: FleetRow, fetchFn: (url: string, init: RequestInit)
 
 function certificateFacts(c: ServerCertificate, o: SurveyOptions): NonNullable<FleetRow["certificate"]> {
   const now = (o.now ?? Date.now)();
-  return { notAfter: c.notAfter, daysLeft: Math.floor((Date.parse(c.notAfter) - now) / DAY_MS), ...(c.keyPin ? { keyPin: c.keyPin } : {}), ...(c.serial ? { serial: c.serial } : {}) };
+  return {
+    notAfter: c.notAfter,
+    daysLeft: Math.floor((Date.parse(c.notAfter) - now) / DAY_MS),
+    ...(c.keyPin ? { keyPin: c.keyPin } : {}),
+    ...(c.serial ? { serial: c.serial } : {}),
+  };
 }
 
 function pinState(peer: Partial<Peer>, c: ServerCertificate): FleetRow["pin"] {
   if (peer.keyPin) return peer.keyPin === c.keyPin ? "key pin matches" : "key pin DIFFERS";
-  if (peer.fingerprint) return peer.fingerprint.toUpperCase() === c.fingerprint.toUpperCase() ? "certificate pin matches" : "certificate pin DIFFERS";
+  if (peer.fingerprint)
+    return peer.fingerprint.toUpperCase() === c.fingerprint.toUpperCase()
+      ? "certificate pin matches"
+      : "certificate pin DIFFERS";
   return "not pinned";
 }
 

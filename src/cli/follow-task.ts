@@ -63,7 +63,11 @@ export function applyItem(task: Task, item: StreamResponse): Task {
  * stream it (the task ended meanwhile, an older peer, a stream cut short) by polling GetTask, fast at first
  * and then once a second. Ends with the settled task fetched whole by GetTask.
  */
-export async function followTask(session: ClientSession, start: Task, options: FollowOptions): Promise<{ task: Task; reason: FollowReason }> {
+export async function followTask(
+  session: ClientSession,
+  start: Task,
+  options: FollowOptions,
+): Promise<{ task: Task; reason: FollowReason }> {
   let task = start;
   let timedOut = false;
   // Once the task has been seen in any other status, the stale one is behind it for good.
@@ -73,7 +77,8 @@ export async function followTask(session: ClientSession, start: Task, options: F
     stale = undefined;
     return isSettled(t.status.state);
   };
-  const stopped = (): FollowReason | undefined => (options.interrupt?.aborted ? "interrupted" : timedOut || Date.now() >= options.deadline ? "timeout" : undefined);
+  const stopped = (): FollowReason | undefined =>
+    options.interrupt?.aborted ? "interrupted" : timedOut || Date.now() >= options.deadline ? "timeout" : undefined;
   const see = (item: StreamResponse) => {
     task = applyItem(task, item);
     options.onItem?.(item, task);
@@ -81,10 +86,13 @@ export async function followTask(session: ClientSession, start: Task, options: F
   if (settled(task)) return { task, reason: "settled" };
 
   const abort = new AbortController();
-  const timer = setTimeout(() => {
-    timedOut = true;
-    abort.abort();
-  }, Math.max(0, options.deadline - Date.now()));
+  const timer = setTimeout(
+    () => {
+      timedOut = true;
+      abort.abort();
+    },
+    Math.max(0, options.deadline - Date.now()),
+  );
   const onInterrupt = () => abort.abort();
   // Ctrl-C may have come before this wait began (while the task was being sent).
   if (options.interrupt?.aborted) abort.abort();
@@ -102,7 +110,8 @@ export async function followTask(session: ClientSession, start: Task, options: F
     session.target.peer && isOutsidePeer(session.target.peer)
       ? () =>
           void session.client.getTask({ id: task.id }, abort.signal).then(
-            (fresh) => isSettled(fresh.status.state) && !(stale && sameStatus(fresh.status, stale)) && subscription.abort(),
+            (fresh) =>
+              isSettled(fresh.status.state) && !(stale && sameStatus(fresh.status, stale)) && subscription.abort(),
             () => undefined, // the subscription or the poll says what is wrong
           )
       : undefined;

@@ -38,7 +38,10 @@ export interface Io {
 }
 
 /** An Io that records everything, for tests; `stdin` is what standard input holds. */
-export function bufferIo(env: Record<string, string | undefined> = {}, options: { stdin?: string; tty?: Terminal } = {}): Io & { out(): string; err(): string } {
+export function bufferIo(
+  env: Record<string, string | undefined> = {},
+  options: { stdin?: string; tty?: Terminal } = {},
+): Io & { out(): string; err(): string } {
   let out = "";
   let err = "";
   const lines = (options.stdin ?? "").split("\n");
@@ -109,7 +112,8 @@ function endQuietlyWhenReaderLeaves(): void {
   for (const stream of [process.stdout, process.stderr])
     stream.on("error", (err: NodeJS.ErrnoException) => {
       if (err.code === "EPIPE") process.exit(0);
-      if (stream !== process.stderr) process.stderr.write(`a2a-node: cannot write to standard output: ${err.message}\n`);
+      if (stream !== process.stderr)
+        process.stderr.write(`a2a-node: cannot write to standard output: ${err.message}\n`);
       process.exit(1);
     });
 }

@@ -19,13 +19,27 @@ export interface PeerFacts {
  * with `expectName`, that it is that node's), then reads its agent card over a connection that must present
  * the very key seen, and checks the card's signature: what is shown to the person is what gets pinned.
  */
-export async function fetchPeerFacts(identity: ClientIdentity, url: string, expectName: string | undefined, policy: ClientPolicy): Promise<PeerFacts> {
+export async function fetchPeerFacts(
+  identity: ClientIdentity,
+  url: string,
+  expectName: string | undefined,
+  policy: ClientPolicy,
+): Promise<PeerFacts> {
   const base = new URL(url);
-  const target: Target = { label: base.origin, baseUrl: base.origin, rpcUrl: new URL(base.pathname || "/", base).toString() };
+  const target: Target = {
+    label: base.origin,
+    baseUrl: base.origin,
+    rpcUrl: new URL(base.pathname || "/", base).toString(),
+  };
   const probe = await probePeer(base, identity.tls, policy.timeouts);
   if (probe.kind !== "ok") {
     const failure = explainProbe(probe, target, identity.own);
-    if (failure) throw new CliError(failure.message, failure.kind === "refused" ? ExitCode.Refused : ExitCode.Unreachable, failure.hint);
+    if (failure)
+      throw new CliError(
+        failure.message,
+        failure.kind === "refused" ? ExitCode.Refused : ExitCode.Unreachable,
+        failure.hint,
+      );
   }
   if (probe.kind !== "ok") throw new CliError(`cannot read the certificate of ${base.origin}`, ExitCode.Unreachable);
   const { certificate } = probe;
@@ -36,7 +50,12 @@ export async function fetchPeerFacts(identity: ClientIdentity, url: string, expe
       ExitCode.Refused,
       `add it under its own name ('a2a-node peers add ${name} ${url} --pin'), or check the URL of ${expectName}`,
     );
-  const session = await sessionFor(identity, { ...target, label: `node '${name}' at ${base.origin}` }, { name, keyPin: certificate.keyPin }, policy);
+  const session = await sessionFor(
+    identity,
+    { ...target, label: `node '${name}' at ${base.origin}` },
+    { name, keyPin: certificate.keyPin },
+    policy,
+  );
   let card = session.card;
   if (!card) {
     try {
@@ -51,7 +70,9 @@ export async function fetchPeerFacts(identity: ClientIdentity, url: string, expe
 /** The facts as a person checks them against `a2a-node pki show` on that machine. */
 export function describeFacts(f: PeerFacts): string {
   const versions = [...new Set((f.card.supportedInterfaces ?? []).map((i) => i.protocolVersion))].join(", ");
-  const skills = (f.card.skills ?? []).map((s) => (s.name && s.name !== s.id ? `${s.id} (${s.name})` : s.id)).join(", ");
+  const skills = (f.card.skills ?? [])
+    .map((s) => (s.name && s.name !== s.id ? `${s.id} (${s.name})` : s.id))
+    .join(", ");
   const rows: [string, string][] = [
     ["node", f.name],
     ["url", f.url],

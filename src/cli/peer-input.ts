@@ -9,9 +9,12 @@ export function peerName(typed: string, ctx: CommandContext): string {
   try {
     name = normalizeNodeName(typed);
   } catch (err) {
-    throw new UsageError(`'${typed}' is not a valid peer name: ${(err as Error).message.replace(/^invalid name "[^"]*": /, "")}`);
+    throw new UsageError(
+      `'${typed}' is not a valid peer name: ${(err as Error).message.replace(/^invalid name "[^"]*": /, "")}`,
+    );
   }
-  if (name !== typed) ctx.io.stderr.write(`note: peer names are lower case, as init-pki issues them: '${typed}' is added as '${name}'\n`);
+  if (name !== typed)
+    ctx.io.stderr.write(`note: peer names are lower case, as init-pki issues them: '${typed}' is added as '${name}'\n`);
   return name;
 }
 

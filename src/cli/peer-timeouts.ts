@@ -23,6 +23,7 @@ export const PEER_TIMEOUT_HELP = `  --peer-connect-timeout S     give up on a pe
 /** Just these flags, by flag name as resolveSettings reads them, from a command's parsed flags. */
 export function peerTimeoutFlags(parsed: Record<string, unknown>): Record<string, number | undefined> {
   const out: Record<string, number | undefined> = {};
-  for (const name of Object.keys(PEER_TIMEOUT_FLAGS)) if (typeof parsed[name] === "number") out[name] = parsed[name] as number;
+  for (const name of Object.keys(PEER_TIMEOUT_FLAGS))
+    if (typeof parsed[name] === "number") out[name] = parsed[name] as number;
   return out;
 }

@@ -31,17 +31,26 @@ function usageLines(help: string): string[] {
 
 function flagText(name: string, spec: FlagSpec): string {
   const value = spec.type === "boolean" ? "" : ` ${spec.value ?? "VALUE"}`;
-  const notes = [spec.type === "list" ? "repeatable" : "", spec.choices && !spec.value?.includes("|") ? `one of ${spec.choices.join(", ")}` : ""].filter(Boolean);
+  const notes = [
+    spec.type === "list" ? "repeatable" : "",
+    spec.choices && !spec.value?.includes("|") ? `one of ${spec.choices.join(", ")}` : "",
+  ].filter(Boolean);
   return `\`--${name}${value}\`${notes.length ? ` (${notes.join("; ")})` : ""}`;
 }
 
 function flagList(flags: Record<string, FlagSpec>): string {
   const entries = Object.entries(flags);
-  return entries.length ? `Flags: ${entries.map(([n, s]) => flagText(n, s)).join(", ")}.` : "Flags: none beyond `--home` and `--help`.";
+  return entries.length
+    ? `Flags: ${entries.map(([n, s]) => flagText(n, s)).join(", ")}.`
+    : "Flags: none beyond `--home` and `--help`.";
 }
 
 const fence = (lines: string[]) => ["```", ...lines, "```"].join("\n");
-const oneLine = (text: string) => text.split("\n").map((l) => l.trim()).join(" ");
+const oneLine = (text: string) =>
+  text
+    .split("\n")
+    .map((l) => l.trim())
+    .join(" ");
 const sentence = (text: string) => `${text[0].toUpperCase()}${text.slice(1)}${/[.)]$/.test(text) ? "" : "."}`;
 
 /** `a2a-node help commands`: every command and subcommand, its usage and its flags. */
@@ -70,7 +79,15 @@ export function commandReference(commands: readonly Command[]): string {
     if (c.subcommands?.length) {
       for (const sub of c.subcommands) {
         parts.push(`### ${c.name} ${sub.name}`, "", sentence(oneLine(sub.summary)), "");
-        parts.push(fence(sub.usage.split("\n").map((l) => l.trim()).map((l) => (l.startsWith("sudo ") ? l : `a2a-node ${l}`))), "");
+        parts.push(
+          fence(
+            sub.usage
+              .split("\n")
+              .map((l) => l.trim())
+              .map((l) => (l.startsWith("sudo ") ? l : `a2a-node ${l}`)),
+          ),
+          "",
+        );
         parts.push(flagList(sub.flags), "");
       }
     } else {

@@ -17,22 +17,86 @@ export interface CommandEntry {
 }
 
 export const COMMANDS: readonly CommandEntry[] = [
-  { name: "init-pki", summary: "create this node's key and certificate (and the fleet CA), or install a bundle", load: async () => (await import("./commands/init-pki")).initPkiCommand },
-  { name: "pki", summary: "the fleet's certificates: token, issue, sign, import, list, revoke, renew, show, inspect", load: async () => (await import("./commands/pki")).pkiCommand },
-  { name: "join", summary: "join a fleet with a one-time token from 'pki token' (the key is made here)", load: async () => (await import("./commands/join")).joinCommand },
-  { name: "serve", summary: "run the node: A2A over mutual TLS, tasks in SQLite", load: async () => (await import("./commands/serve")).serveCommand },
-  { name: "peers", summary: "manage known peers: add, list, show, remove, discover, ping", load: async () => (await import("./commands/peers")).peersCommand },
-  { name: "fleet", summary: "this node and every peer in one table: reachable or why not, round trip, version, certificate, load", load: async () => (await import("./commands/fleet")).fleetCommand },
-  { name: "tokens", summary: "bearer tokens for callers outside the fleet: add, list, revoke", load: async () => (await import("./commands/tokens")).tokensCommand },
-  { name: "send", summary: "delegate a task to a peer (and optionally wait for its result)", load: async () => (await import("./commands/send")).sendCommand },
-  { name: "status", summary: "show a delegated task's state and result, or wait for it to end", load: async () => (await import("./commands/status")).statusCommand },
-  { name: "tasks", summary: "list the tasks this node delegated to its peers", load: async () => (await import("./commands/tasks")).tasksCommand },
-  { name: "cancel", summary: "cancel a task this node delegated to a peer", load: async () => (await import("./commands/cancel")).cancelCommand },
-  { name: "reload", summary: "make the running node read its config file and certificate again, and say how it went", load: async () => (await import("./commands/reload")).reloadCommand },
-  { name: "service", summary: "run this node under systemd: service install, uninstall, status", load: async () => (await import("./commands/service")).serviceCommand },
-  { name: "doctor", summary: "check this node's home, certificates, port, model, database and peers", load: async () => (await import("./commands/doctor")).doctorCommand },
-  { name: "completion", summary: "print a shell completion script: completion bash|zsh|fish", load: async () => (await import("./commands/completion")).completionCommand },
-  { name: "version", summary: "print the version of this binary", load: async () => (await import("./commands/version")).versionCommand },
+  {
+    name: "init-pki",
+    summary: "create this node's key and certificate (and the fleet CA), or install a bundle",
+    load: async () => (await import("./commands/init-pki")).initPkiCommand,
+  },
+  {
+    name: "pki",
+    summary: "the fleet's certificates: token, issue, sign, import, list, revoke, renew, show, inspect",
+    load: async () => (await import("./commands/pki")).pkiCommand,
+  },
+  {
+    name: "join",
+    summary: "join a fleet with a one-time token from 'pki token' (the key is made here)",
+    load: async () => (await import("./commands/join")).joinCommand,
+  },
+  {
+    name: "serve",
+    summary: "run the node: A2A over mutual TLS, tasks in SQLite",
+    load: async () => (await import("./commands/serve")).serveCommand,
+  },
+  {
+    name: "peers",
+    summary: "manage known peers: add, list, show, remove, discover, ping",
+    load: async () => (await import("./commands/peers")).peersCommand,
+  },
+  {
+    name: "fleet",
+    summary: "this node and every peer in one table: reachable or why not, round trip, version, certificate, load",
+    load: async () => (await import("./commands/fleet")).fleetCommand,
+  },
+  {
+    name: "tokens",
+    summary: "bearer tokens for callers outside the fleet: add, list, revoke",
+    load: async () => (await import("./commands/tokens")).tokensCommand,
+  },
+  {
+    name: "send",
+    summary: "delegate a task to a peer (and optionally wait for its result)",
+    load: async () => (await import("./commands/send")).sendCommand,
+  },
+  {
+    name: "status",
+    summary: "show a delegated task's state and result, or wait for it to end",
+    load: async () => (await import("./commands/status")).statusCommand,
+  },
+  {
+    name: "tasks",
+    summary: "list the tasks this node delegated to its peers",
+    load: async () => (await import("./commands/tasks")).tasksCommand,
+  },
+  {
+    name: "cancel",
+    summary: "cancel a task this node delegated to a peer",
+    load: async () => (await import("./commands/cancel")).cancelCommand,
+  },
+  {
+    name: "reload",
+    summary: "make the running node read its config file and certificate again, and say how it went",
+    load: async () => (await import("./commands/reload")).reloadCommand,
+  },
+  {
+    name: "service",
+    summary: "run this node under systemd: service install, uninstall, status",
+    load: async () => (await import("./commands/service")).serviceCommand,
+  },
+  {
+    name: "doctor",
+    summary: "check this node's home, certificates, port, model, database and peers",
+    load: async () => (await import("./commands/doctor")).doctorCommand,
+  },
+  {
+    name: "completion",
+    summary: "print a shell completion script: completion bash|zsh|fish",
+    load: async () => (await import("./commands/completion")).completionCommand,
+  },
+  {
+    name: "version",
+    summary: "print the version of this binary",
+    load: async () => (await import("./commands/version")).versionCommand,
+  },
 ];
 
 export const TOP_HELP = `a2a-node ${VERSION}: let AI agents on different machines delegate tasks to each other over mutual TLS (A2A v1.0).
@@ -92,10 +156,23 @@ export async function runCli(argv: string[], io: Io): Promise<number> {
     io.stdout.write(TOP_HELP);
     return name ? ExitCode.Ok : ExitCode.Usage;
   }
-  const entry = name === "--version" || name === "-v" ? COMMANDS.find((c) => c.name === "version") : COMMANDS.find((c) => c.name === name);
+  const entry =
+    name === "--version" || name === "-v"
+      ? COMMANDS.find((c) => c.name === "version")
+      : COMMANDS.find((c) => c.name === name);
   if (!entry) {
     const topic = TOPICS.some((t) => t.name === name) ? ` ('${name}' is a help topic: a2a-node help ${name})` : "";
-    return usage(io, `unknown command '${name}'${topic || suggest(name, COMMANDS.map((c) => c.name))}`, undefined);
+    return usage(
+      io,
+      `unknown command '${name}'${
+        topic ||
+        suggest(
+          name,
+          COMMANDS.map((c) => c.name),
+        )
+      }`,
+      undefined,
+    );
   }
   const command = await entry.load();
   if (args.includes("--help") || args.includes("-h")) {
@@ -145,14 +222,17 @@ async function help(args: string[], io: Io): Promise<number> {
       const names = (command.subcommands ?? []).map((s) => s.name);
       return usage(io, `'${word}' has no subcommand '${sub}'${suggest(sub, names)}`, word);
     }
-    if (extra.length) return usage(io, `help takes a COMMAND and a SUBCOMMAND at most (got '${extra[0]}' too)`, undefined);
+    if (extra.length)
+      return usage(io, `help takes a COMMAND and a SUBCOMMAND at most (got '${extra[0]}' too)`, undefined);
     io.stdout.write(commandHelp(command, sub));
     return ExitCode.Ok;
   }
   const topic = TOPICS.find((t) => t.name === word);
   if (!topic) {
     const guess = closest(word, [...TOPICS.map((t) => t.name), ...COMMANDS.map((c) => c.name)]);
-    io.stderr.write(`a2a-node: no help topic or command '${word}'${guess ? ` (did you mean '${guess}'?)` : ""}\nsee 'a2a-node help' for the list\n`);
+    io.stderr.write(
+      `a2a-node: no help topic or command '${word}'${guess ? ` (did you mean '${guess}'?)` : ""}\nsee 'a2a-node help' for the list\n`,
+    );
     return ExitCode.Usage;
   }
   if (sub !== undefined) return usage(io, `help ${word} takes no further word (got '${sub}')`, undefined);

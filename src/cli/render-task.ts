@@ -3,9 +3,15 @@ import { isTerminal } from "../protocol/types";
 import { ExitCode } from "./errors";
 
 /** "TASK_STATE_INPUT_REQUIRED" → "input-required": how people read states. */
-export const shortState = (state: string): string => state.replace(/^TASK_STATE_/, "").toLowerCase().replace(/_/g, "-");
+export const shortState = (state: string): string =>
+  state
+    .replace(/^TASK_STATE_/, "")
+    .toLowerCase()
+    .replace(/_/g, "-");
 
-export function partsText(parts: { text?: string; data?: unknown; url?: string; raw?: string; filename?: string }[]): string {
+export function partsText(
+  parts: { text?: string; data?: unknown; url?: string; raw?: string; filename?: string }[],
+): string {
   return parts
     .map((p) =>
       p.text !== undefined

@@ -18,7 +18,12 @@ export function settingFlags(): Record<string, FlagSpec> {
   const out: Record<string, FlagSpec> = {};
   for (const name of NAMES) {
     const s = setting(name);
-    if (s.flag !== false) out[s.flag] = { type: s.repeatable ? "list" : "string", value: s.value, ...(s.choices ? { choices: s.choices } : {}) };
+    if (s.flag !== false)
+      out[s.flag] = {
+        type: s.repeatable ? "list" : "string",
+        value: s.value,
+        ...(s.choices ? { choices: s.choices } : {}),
+      };
   }
   return out;
 }
@@ -50,7 +55,13 @@ export function settingsHelp(): string {
       const s = setting(name);
       if (s.group !== group) continue;
       const shown = s.shown(s.default);
-      const where = [s.env.length ? `env ${s.env.join(" / ")}` : undefined, `file ${s.file}`, shown !== undefined ? `default ${shown}` : undefined].filter(Boolean).join("; ");
+      const where = [
+        s.env.length ? `env ${s.env.join(" / ")}` : undefined,
+        `file ${s.file}`,
+        shown !== undefined ? `default ${shown}` : undefined,
+      ]
+        .filter(Boolean)
+        .join("; ");
       const head = s.flag === false ? `  (${s.file})` : `  --${s.flag} ${s.value}`;
       lines.push(wrap(`${s.doc}${s.repeatable ? " (repeatable)" : ""} (${where})`, head));
     }
@@ -68,7 +79,10 @@ function tomlValue(name: SettingName, value: unknown): string {
     const card = value as { description?: string; skills: { id: string }[] };
     return `[extended_card] with ${card.description === undefined ? "the public description" : "its own description"} and skills ${JSON.stringify(card.skills.map((k) => k.id))}`;
   }
-  if (name === "extensions") return (value as { uri: string; required?: boolean }[]).map((e) => `${e.uri}${e.required ? " (required)" : ""}`).join(", ");
+  if (name === "extensions")
+    return (value as { uri: string; required?: boolean }[])
+      .map((e) => `${e.uri}${e.required ? " (required)" : ""}`)
+      .join(", ");
   if (typeof value === "string") return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map((v) => JSON.stringify(v)).join(", ")}]`;
   return s.shown(value) ?? String(value);
@@ -86,7 +100,13 @@ export function checkListing(home: string, configFile: string, config: ServeConf
     rows.push([`${setting(name).file} = ${tomlValue(name, value)}`, sources[name]]);
   }
   const width = Math.max(...rows.map(([l]) => l.length)) + 2;
-  return [`# home ${home}`, `# config file ${configFile}${existsSync(configFile) ? "" : " (not present: defaults, environment and flags only)"}`, ...rows.map(([l, from]) => `${l.padEnd(width)}# ${from}`)].join("\n") + "\n";
+  return (
+    [
+      `# home ${home}`,
+      `# config file ${configFile}${existsSync(configFile) ? "" : " (not present: defaults, environment and flags only)"}`,
+      ...rows.map(([l, from]) => `${l.padEnd(width)}# ${from}`),
+    ].join("\n") + "\n"
+  );
 }
 
 /**

@@ -15,7 +15,11 @@ import { finishWait, lostPeer, type WaitReport } from "./wait-report";
  * SubscribeToTask or GetTask (printing only text not yet shown); if the peer is gone, the task id and the
  * command to follow it are given.
  */
-export async function streamTask(report: WaitReport, message: Message, tooLarge: (err: unknown) => CliError | undefined): Promise<number> {
+export async function streamTask(
+  report: WaitReport,
+  message: Message,
+  tooLarge: (err: unknown) => CliError | undefined,
+): Promise<number> {
   const { io, session } = report;
   const outside = session.target.peer !== undefined && isOutsidePeer(session.target.peer);
   const interrupt = io.interruptSignal;
@@ -27,7 +31,8 @@ export async function streamTask(report: WaitReport, message: Message, tooLarge:
   const onInterrupt = () => abort.abort();
   if (interrupt?.aborted) abort.abort();
   interrupt?.addEventListener("abort", onInterrupt, { once: true });
-  const stopped = (): FollowReason | undefined => (interrupt?.aborted ? "interrupted" : abort.signal.aborted ? "timeout" : undefined);
+  const stopped = (): FollowReason | undefined =>
+    interrupt?.aborted ? "interrupted" : abort.signal.aborted ? "timeout" : undefined;
   let task: Task | undefined;
   /** The task as the stream opened with it, while no update has come since. */
   let opening: Task | undefined;
@@ -182,7 +187,8 @@ class AnswerPrinter {
       const { artifact, append } = item.artifactUpdate;
       this.text(artifact.artifactId, partsText(artifact.parts.filter((p) => p.text !== undefined)), append === true);
     } else if ("task" in item) {
-      for (const a of item.task.artifacts ?? []) this.text(a.artifactId, partsText(a.parts.filter((p) => p.text !== undefined)), false);
+      for (const a of item.task.artifacts ?? [])
+        this.text(a.artifactId, partsText(a.parts.filter((p) => p.text !== undefined)), false);
     } else if ("statusUpdate" in item) {
       const note = item.statusUpdate.status.message ? partsText(item.statusUpdate.status.message.parts) : "";
       if (note && !isSettled(item.statusUpdate.status.state)) {
@@ -195,7 +201,8 @@ class AnswerPrinter {
   /** Takes the task's artifacts as already shown. */
   known(task: Task): void {
     this.progress.update(shortState(task.status.state), statusNote(task));
-    for (const a of task.artifacts ?? []) this.shown.set(a.artifactId, partsText(a.parts.filter((p) => p.text !== undefined)));
+    for (const a of task.artifacts ?? [])
+      this.shown.set(a.artifactId, partsText(a.parts.filter((p) => p.text !== undefined)));
   }
 
   /** Ends the answer with a newline, so what follows starts on a line of its own. */
@@ -205,7 +212,14 @@ class AnswerPrinter {
 
   private text(id: string, t: string, append: boolean): void {
     const before = this.shown.get(id);
-    let fresh = append || before === undefined ? t : before.endsWith(t) ? "" : t.startsWith(before) ? t.slice(before.length) : `\n${t}`;
+    let fresh =
+      append || before === undefined
+        ? t
+        : before.endsWith(t)
+          ? ""
+          : t.startsWith(before)
+            ? t.slice(before.length)
+            : `\n${t}`;
     this.shown.set(id, append ? (before ?? "") + t : t);
     // The answer as printed starts with its text: a paragraph break the agent put between narration shown
     // before (when the question was asked) and the rest does not open it with blank lines.

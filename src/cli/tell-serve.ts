@@ -29,6 +29,7 @@ export function tellRunningServe(home: string): ServeTold {
 /** The line a command prints about it. */
 export function toldLine(t: ServeTold, what: string): string {
   if (t.told) return `told the running serve (PID ${t.pid}) with SIGHUP: ${what}`;
-  if (t.pid !== undefined) return `could not signal the running serve (PID ${t.pid}: ${t.error}); send it SIGHUP (systemctl reload a2a-node) so that ${what}`;
+  if (t.pid !== undefined)
+    return `could not signal the running serve (PID ${t.pid}: ${t.error}); send it SIGHUP (systemctl reload a2a-node) so that ${what}`;
   return "no serve is running on this home";
 }

@@ -35,7 +35,11 @@ export function finishWait(r: WaitReport, task: Task, reason: FollowReason): num
   const { io } = r;
   if (r.json && r.printResult) io.stdout.write(`${JSON.stringify(task)}\n`);
   if (reason === "timeout")
-    throw new CliError(`gave up waiting after ${r.timeoutS}s; task ${task.id} is still ${shortState(task.status.state)}`, ExitCode.Timeout, `follow it with '${followUp(r.agent, task.id)}'`);
+    throw new CliError(
+      `gave up waiting after ${r.timeoutS}s; task ${task.id} is still ${shortState(task.status.state)}`,
+      ExitCode.Timeout,
+      `follow it with '${followUp(r.agent, task.id)}'`,
+    );
   if (reason === "interrupted")
     throw new CliError(
       `stopped waiting; task ${task.id} goes on at ${r.session.target.label} (${shortState(task.status.state)})`,

@@ -19,7 +19,10 @@ export interface CardTrustOptions {
   /** The fleet CA (PEM) the signer's certificate must be issued by. */
   ca: string;
   revoked?: RevocationLookup;
-  /** The fleet name the signer must carry: the name the TLS connection proved. Unset: any fleet member, named in the result. */
+  /**
+   * The fleet name the signer must carry: the name the TLS connection proved. Unset: any fleet member, named in the
+   * result.
+   */
   name?: string;
   now?: Date;
 }
@@ -53,12 +56,24 @@ export async function verifyFleetCard(card: AgentCard, o: CardTrustOptions): Pro
   throw first as CardTrustError;
 }
 
-async function checkOne(card: AgentCard, sig: NonNullable<AgentCard["signatures"]>[number], o: CardTrustOptions): Promise<CardSigner> {
+async function checkOne(
+  card: AgentCard,
+  sig: NonNullable<AgentCard["signatures"]>[number],
+  o: CardTrustOptions,
+): Promise<CardSigner> {
   const header = readSignatureHeader(sig);
   if (!header) throw new CardTrustError("its agent card signature has no readable protected header", "malformed");
-  if (header.alg !== "ES256") throw new CardTrustError(`its agent card is signed with ${JSON.stringify(header.alg)}, not ES256 (the fleet's ECDSA P-256 keys)`, "malformed");
+  if (header.alg !== "ES256")
+    throw new CardTrustError(
+      `its agent card is signed with ${JSON.stringify(header.alg)}, not ES256 (the fleet's ECDSA P-256 keys)`,
+      "malformed",
+    );
   const leafB64 = Array.isArray(header.x5c) ? header.x5c[0] : undefined;
-  if (typeof leafB64 !== "string") throw new CardTrustError("its agent card signature names no certificate (x5c) to check against the fleet CA", "malformed");
+  if (typeof leafB64 !== "string")
+    throw new CardTrustError(
+      "its agent card signature names no certificate (x5c) to check against the fleet CA",
+      "malformed",
+    );
   let leaf: X509Certificate;
   try {
     leaf = new X509Certificate(Buffer.from(leafB64, "base64"));
@@ -67,14 +82,25 @@ async function checkOne(card: AgentCard, sig: NonNullable<AgentCard["signatures"
   }
   const subject = leaf.subject.startsWith("CN=") ? { CN: leaf.subject.slice(3) } : {};
   const verdict = new FleetMembership(o.ca, o.revoked).check({ raw: leaf.raw, subject });
-  if ("refused" in verdict) throw new CardTrustError(`its agent card is signed by a certificate that is not a fleet member's: ${verdict.refused}`, "not-member");
+  if ("refused" in verdict)
+    throw new CardTrustError(
+      `its agent card is signed by a certificate that is not a fleet member's: ${verdict.refused}`,
+      "not-member",
+    );
   const now = (o.now ?? new Date()).getTime();
   if (now < leaf.validFromDate.getTime() || now > leaf.validToDate.getTime())
-    throw new CardTrustError(`its agent card is signed by a certificate valid only from ${leaf.validFromDate.toISOString()} to ${leaf.validToDate.toISOString()}`, "not-member");
+    throw new CardTrustError(
+      `its agent card is signed by a certificate valid only from ${leaf.validFromDate.toISOString()} to ${leaf.validToDate.toISOString()}`,
+      "not-member",
+    );
   const signer = verdict.member.name;
-  if (o.name !== undefined && signer !== o.name) throw new CardTrustError(`its agent card is signed by fleet node '${signer}', not by '${o.name}'`, "wrong-name");
+  if (o.name !== undefined && signer !== o.name)
+    throw new CardTrustError(`its agent card is signed by fleet node '${signer}', not by '${o.name}'`, "wrong-name");
   const spki = leaf.publicKey.export({ type: "spki", format: "der" });
   if (!(await verifyCardSignature(card, sig, new Uint8Array(spki))))
-    throw new CardTrustError(`its agent card signature (by '${signer}') does not verify: the card was changed after it was signed`, "bad-signature");
+    throw new CardTrustError(
+      `its agent card signature (by '${signer}') does not verify: the card was changed after it was signed`,
+      "bad-signature",
+    );
   return { name: signer, keyPin: keyPinOf(leaf), fingerprint256: leaf.fingerprint256 };
 }

@@ -80,12 +80,24 @@ export function explainProbe(probe: Probe, target: Target, us: OwnCertificate): 
           : `is 'a2a-node serve' running there, on port ${u.port || 443}? (the node's default is 9443; its log says listen=…)`,
       );
     case "unresolved":
-      return new ConnectionFailure(`cannot resolve the host name '${u.hostname}' of ${where}`, "unreachable", "use an IP address or a host name this machine can resolve");
+      return new ConnectionFailure(
+        `cannot resolve the host name '${u.hostname}' of ${where}`,
+        "unreachable",
+        "use an IP address or a host name this machine can resolve",
+      );
     case "no-route":
-      return new ConnectionFailure(`cannot reach ${where}: ${probe.detail}`, "unreachable", "check the network path and firewall between the two machines");
+      return new ConnectionFailure(
+        `cannot reach ${where}: ${probe.detail}`,
+        "unreachable",
+        "check the network path and firewall between the two machines",
+      );
     case "timeout": {
       const t = new PeerTimeoutError(probe.step, u.origin, probe.seconds);
-      return new ConnectionFailure(target.peer ? t.message.replace(u.origin, where) : t.message, "unreachable", timeoutHint(t));
+      return new ConnectionFailure(
+        target.peer ? t.message.replace(u.origin, where) : t.message,
+        "unreachable",
+        timeoutHint(t),
+      );
     }
     case "not-tls":
       return new ConnectionFailure(
@@ -130,7 +142,10 @@ function whereOf(target: Target): string {
  * Why a call to a peer failed, in words a person can act on: a message and the next step. "local" is a
  * problem on this machine (an outside peer's token or CA file), not the peer's.
  */
-export function explainFailure(err: unknown, target: Target): { message: string; hint?: string; kind: "unreachable" | "refused" | "remote" | "local" | "timeout" | "other" } {
+export function explainFailure(
+  err: unknown,
+  target: Target,
+): { message: string; hint?: string; kind: "unreachable" | "refused" | "remote" | "local" | "timeout" | "other" } {
   const e = err as { code?: string; message?: string; name?: string };
   const where = whereOf(target);
   if (err instanceof ConnectionFailure) return { kind: err.kind, message: err.message, hint: err.hint };
@@ -141,13 +156,30 @@ export function explainFailure(err: unknown, target: Target): { message: string;
   }
   const outside = explainOutside(err, target);
   if (outside) return outside;
-  if (err instanceof WrongPortError) return { kind: "unreachable", message: err.message, hint: err.hint(target.peer?.name) };
-  if (err instanceof PeerIdentityError) return { kind: "refused", message: `${where} is not who we expected: ${err.message}`, hint: identityHint(err, target) };
-  if (err instanceof RemoteError) return { kind: "remote", message: `${target.label} answered error ${err.code}: ${err.message}` };
-  if (err instanceof ProtocolError) return { kind: "other", message: `${where}: ${err.message}`, hint: "is that URL an a2a-node (or another A2A agent)?" };
+  if (err instanceof WrongPortError)
+    return { kind: "unreachable", message: err.message, hint: err.hint(target.peer?.name) };
+  if (err instanceof PeerIdentityError)
+    return {
+      kind: "refused",
+      message: `${where} is not who we expected: ${err.message}`,
+      hint: identityHint(err, target),
+    };
+  if (err instanceof RemoteError)
+    return { kind: "remote", message: `${target.label} answered error ${err.code}: ${err.message}` };
+  if (err instanceof ProtocolError)
+    return {
+      kind: "other",
+      message: `${where}: ${err.message}`,
+      hint: "is that URL an a2a-node (or another A2A agent)?",
+    };
   if (e.code === "ECONNREFUSED")
-    return { kind: "unreachable", message: `cannot reach ${where}: connection refused`, hint: "is 'a2a-node serve' running there, on that port?" };
-  if (e.name === "AbortError" || e.name === "TimeoutError") return { kind: "other", message: `gave up waiting for ${where}` };
+    return {
+      kind: "unreachable",
+      message: `cannot reach ${where}: connection refused`,
+      hint: "is 'a2a-node serve' running there, on that port?",
+    };
+  if (e.name === "AbortError" || e.name === "TimeoutError")
+    return { kind: "other", message: `gave up waiting for ${where}` };
   return { kind: "other", message: `request to ${where} failed: ${e.message ?? String(err)}` };
 }
 
@@ -171,10 +203,16 @@ function identityHint(err: PeerIdentityError, target: Target): string {
 }
 
 /** The failures of a session with a peer outside the fleet: its credentials, its CA file, its certificate. */
-function explainOutside(err: unknown, target: Target): { message: string; hint?: string; kind: "refused" | "local" | "unreachable" } | undefined {
+function explainOutside(
+  err: unknown,
+  target: Target,
+): { message: string; hint?: string; kind: "refused" | "local" | "unreachable" } | undefined {
   const where = whereOf(target);
   const peer = target.peer;
-  const readd = (flags: string) => (peer ? `'a2a-node peers add ${peer.name} ${peer.url} ${flags} --replace'` : `'a2a-node peers add NAME URL ${flags}'`);
+  const readd = (flags: string) =>
+    peer
+      ? `'a2a-node peers add ${peer.name} ${peer.url} ${flags} --replace'`
+      : `'a2a-node peers add NAME URL ${flags}'`;
   if (err instanceof PeerCredentialsError)
     return {
       kind: "local",
@@ -182,12 +220,20 @@ function explainOutside(err: unknown, target: Target): { message: string; hint?:
       hint: `write the ${peer?.auth?.kind === "header" ? "'Name: value' line" : "token"} to ${err.file} (mode 0600), or point the peer at another file with ${readd(peer?.auth?.kind === "header" ? "--header-file FILE" : "--auth bearer --token-file FILE")}`,
     };
   if (err instanceof PeerCaError)
-    return { kind: "local", message: `${where}: ${err.message}`, hint: `put the agent's CA certificate (PEM) there, or re-add the peer with ${readd("--ca FILE")}` };
+    return {
+      kind: "local",
+      message: `${where}: ${err.message}`,
+      hint: `put the agent's CA certificate (PEM) there, or re-add the peer with ${readd("--ca FILE")}`,
+    };
   if (err instanceof PeerAuthRefused) {
     const auth = err.auth;
     const what = auth ? `the ${auth.kind === "bearer" ? "token" : "header"} in ${auth.file}` : undefined;
     if (!what)
-      return { kind: "refused", message: `${where} ${err.message}: it wants credentials, and this peer has none`, hint: `add them with ${readd("--auth bearer --token-file FILE")}` };
+      return {
+        kind: "refused",
+        message: `${where} ${err.message}: it wants credentials, and this peer has none`,
+        hint: `add them with ${readd("--auth bearer --token-file FILE")}`,
+      };
     return {
       kind: "refused",
       message: `${where} refused ${what} (${err.message})`,
@@ -200,9 +246,17 @@ function explainOutside(err: unknown, target: Target): { message: string; hint?:
   if (peer && isOutsidePeer(peer)) {
     const code = (err as { code?: unknown })?.code;
     if (code === "ECONNREFUSED")
-      return { kind: "unreachable", message: `cannot reach ${where}: connection refused`, hint: `is the agent running, and is ${peer.url} its URL? (check it with 'a2a-node peers show ${peer.name}')` };
+      return {
+        kind: "unreachable",
+        message: `cannot reach ${where}: connection refused`,
+        hint: `is the agent running, and is ${peer.url} its URL? (check it with 'a2a-node peers show ${peer.name}')`,
+      };
     if (code === "ENOTFOUND" || code === "EAI_AGAIN")
-      return { kind: "unreachable", message: `cannot resolve the host name '${new URL(peer.url).hostname}' of ${where}`, hint: "check the URL, or this machine's DNS" };
+      return {
+        kind: "unreachable",
+        message: `cannot resolve the host name '${new URL(peer.url).hostname}' of ${where}`,
+        hint: "check the URL, or this machine's DNS",
+      };
     if (typeof code === "string" && /CERT|SELF_SIGNED|UNABLE_TO_|ALTNAME|ERR_TLS|ISSUER/.test(code)) {
       const against = peer.trust?.kind === "ca" ? `the CA in ${peer.trust.caFile}` : "this system's CA store";
       return {
@@ -220,7 +274,14 @@ function explainOutside(err: unknown, target: Target): { message: string; hint?:
 
 /** Errors of fetch itself (no HTTP answer) worth a probe: everything but our own refusal and an abort. */
 export function isConnectionError(err: unknown): boolean {
-  if (err instanceof PeerIdentityError || err instanceof RemoteError || err instanceof ProtocolError || err instanceof WrongPortError || err instanceof PeerTimeoutError) return false;
+  if (
+    err instanceof PeerIdentityError ||
+    err instanceof RemoteError ||
+    err instanceof ProtocolError ||
+    err instanceof WrongPortError ||
+    err instanceof PeerTimeoutError
+  )
+    return false;
   if (err instanceof PeerAuthRefused || err instanceof PeerCredentialsError || err instanceof PeerCaError) return false;
   const e = err as { code?: unknown; name?: string };
   if (e?.name === "AbortError" || e?.name === "TimeoutError") return false;

@@ -19,7 +19,12 @@ export interface PeerTimeouts {
   streamIdleMs: number;
 }
 
-export const DEFAULT_PEER_TIMEOUTS: PeerTimeouts = { connectMs: 10_000, handshakeMs: 10_000, answerMs: 30_000, streamIdleMs: 60_000 };
+export const DEFAULT_PEER_TIMEOUTS: PeerTimeouts = {
+  connectMs: 10_000,
+  handshakeMs: 10_000,
+  answerMs: 30_000,
+  streamIdleMs: 60_000,
+};
 
 /** The four settings (peer_*_seconds), as serve's configuration holds them. */
 export interface PeerTimeoutSettings {
@@ -30,7 +35,12 @@ export interface PeerTimeoutSettings {
 }
 
 export function peerTimeouts(s: PeerTimeoutSettings): PeerTimeouts {
-  return { connectMs: s.peerConnectTimeoutMs, handshakeMs: s.peerHandshakeTimeoutMs, answerMs: s.peerAnswerTimeoutMs, streamIdleMs: s.peerStreamIdleMs };
+  return {
+    connectMs: s.peerConnectTimeoutMs,
+    handshakeMs: s.peerHandshakeTimeoutMs,
+    answerMs: s.peerAnswerTimeoutMs,
+    streamIdleMs: s.peerStreamIdleMs,
+  };
 }
 
 export type TimedStep = "connect" | "handshake" | "answer" | "stream";
@@ -116,9 +126,11 @@ export function withDeadlines(inner: SecuredFetch, timeouts: PeerTimeouts, signa
       // connections at all (then the handshake is what hangs) or not (then the connection never came). The
       // call goes on meanwhile, and a handshake that ends in the meantime is not cut short.
       arm("handshake", timeouts.handshakeMs, () => {
-        void tcpReachable(u.hostname.replace(/^\[|\]$/g, ""), Number(u.port || 443), timeouts.connectMs).then((reached) => {
-          if (!secured && !fired) stop(reached ? "handshake" : "connect");
-        });
+        void tcpReachable(u.hostname.replace(/^\[|\]$/g, ""), Number(u.port || 443), timeouts.connectMs).then(
+          (reached) => {
+            if (!secured && !fired) stop(reached ? "handshake" : "connect");
+          },
+        );
       });
     // A fetch that does not say when its handshake ends: connect, handshake and answer, as one.
     else arm("start", timeouts.connectMs + (tls ? timeouts.handshakeMs : 0) + timeouts.answerMs);
@@ -136,7 +148,8 @@ export function withDeadlines(inner: SecuredFetch, timeouts: PeerTimeouts, signa
       res = await inner(url, { ...init, signal: abort.signal }, onSecured);
     } catch (err) {
       done();
-      if (fired && !outer?.aborted) throw fired === "start" ? await overran(url, timeouts) : stepError(fired, origin, timeouts);
+      if (fired && !outer?.aborted)
+        throw fired === "start" ? await overran(url, timeouts) : stepError(fired, origin, timeouts);
       throw err;
     }
     if (!res.body) {
@@ -185,7 +198,11 @@ function stepError(step: TimedStep, origin: string, t: PeerTimeouts): PeerTimeou
 async function overran(url: string, t: PeerTimeouts): Promise<PeerTimeoutError> {
   const u = new URL(url);
   const tls = u.protocol === "https:";
-  const connected = await tcpReachable(u.hostname.replace(/^\[|\]$/g, ""), Number(u.port || (tls ? 443 : 80)), t.connectMs);
+  const connected = await tcpReachable(
+    u.hostname.replace(/^\[|\]$/g, ""),
+    Number(u.port || (tls ? 443 : 80)),
+    t.connectMs,
+  );
   if (!connected) return new PeerTimeoutError("connect", u.origin, t.connectMs / 1000);
   return new PeerTimeoutError("answer", u.origin, (t.answerMs + (tls ? t.handshakeMs : 0)) / 1000);
 }

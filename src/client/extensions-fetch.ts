@@ -20,7 +20,12 @@ export function extensionsFetch(inner: FetchFn, uris: string[]): ExtensionsFetch
       headers.set("a2a-extensions", uris.join(","));
       const res = await inner(url, { ...init, headers });
       const echoed = res.headers.get("a2a-extensions");
-      last = echoed ? echoed.split(",").map((u) => u.trim()).filter(Boolean) : [];
+      last = echoed
+        ? echoed
+            .split(",")
+            .map((u) => u.trim())
+            .filter(Boolean)
+        : [];
       return res;
     },
     activated: () => last,

@@ -1,6 +1,14 @@
 import { readNamedSse } from "../sse";
 import { CODE_OF_REASON, ERROR_INFO_TYPE } from "../protocol/errors";
-import type { GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, StreamResponse, Task } from "../protocol/types";
+import type {
+  GetTaskParams,
+  ListTasksParams,
+  ListTasksResult,
+  SendMessageParams,
+  SendMessageResult,
+  StreamResponse,
+  Task,
+} from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
 import { ProtocolError, RemoteError, type FetchFn, type PeerClient } from "./peer-client";
 
@@ -40,7 +48,13 @@ export class HttpJsonClient implements PeerClient {
     return this.stream("SubscribeToTask", `/tasks/${encodeURIComponent(id)}:subscribe`, {}, signal, opened);
   }
 
-  private async *stream(operation: string, path: string, body: unknown, signal?: AbortSignal, opened?: () => void): AsyncIterable<StreamResponse> {
+  private async *stream(
+    operation: string,
+    path: string,
+    body: unknown,
+    signal?: AbortSignal,
+    opened?: () => void,
+  ): AsyncIterable<StreamResponse> {
     const res = await this.fetchFn(`${this.base}${path}`, {
       method: "POST",
       headers: { ...this.headers(), "content-type": A2A_JSON, accept: "text/event-stream" },
@@ -77,10 +91,21 @@ export class HttpJsonClient implements PeerClient {
     return { "a2a-version": CURRENT_PROTOCOL_VERSION, accept: `${A2A_JSON}, application/json` };
   }
 
-  private async call<T>(operation: string, method: string, path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+  private async call<T>(
+    operation: string,
+    method: string,
+    path: string,
+    body: unknown,
+    signal?: AbortSignal,
+  ): Promise<T> {
     const headers = this.headers();
     if (body !== undefined) headers["content-type"] = A2A_JSON;
-    const res = await this.fetchFn(`${this.base}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal });
+    const res = await this.fetchFn(`${this.base}${path}`, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
+    });
     if (!res.ok) throw await failure(operation, res);
     try {
       return (await res.json()) as T;
@@ -97,7 +122,9 @@ async function failure(operation: string, res: Response): Promise<Error> {
   try {
     body = JSON.parse(text);
   } catch {
-    return new ProtocolError(`${operation}: the server answered HTTP ${res.status} with something that is not an A2A error: ${text.slice(0, 120)}`);
+    return new ProtocolError(
+      `${operation}: the server answered HTTP ${res.status} with something that is not an A2A error: ${text.slice(0, 120)}`,
+    );
   }
   return fromStatus(operation, res.status, body);
 }
@@ -108,6 +135,9 @@ function fromStatus(operation: string, httpStatus: number, body: unknown): Error
   const info = details.find((d) => d?.["@type"] === ERROR_INFO_TYPE);
   const code = typeof info?.reason === "string" ? CODE_OF_REASON[info.reason] : undefined;
   const message = typeof error?.message === "string" ? error.message : "";
-  if (code === undefined) return new ProtocolError(`${operation}: the server answered HTTP ${httpStatus} without an A2A error reason${message ? `: ${message}` : ""}`);
+  if (code === undefined)
+    return new ProtocolError(
+      `${operation}: the server answered HTTP ${httpStatus} without an A2A error reason${message ? `: ${message}` : ""}`,
+    );
   return new RemoteError(code, message, details);
 }

@@ -1,8 +1,29 @@
-import type { AgentCard, GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, Task } from "../protocol/types";
+import type {
+  AgentCard,
+  GetTaskParams,
+  ListTasksParams,
+  ListTasksResult,
+  SendMessageParams,
+  SendMessageResult,
+  Task,
+} from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
-import { fromV03ArtifactUpdate, fromV03Message, fromV03StatusUpdate, fromV03Task, toV03Message } from "../protocol/v03/convert";
+import {
+  fromV03ArtifactUpdate,
+  fromV03Message,
+  fromV03StatusUpdate,
+  fromV03Task,
+  toV03Message,
+} from "../protocol/v03/convert";
 import { readSse } from "../sse";
-import { fetchAgentCard, ProtocolError, RemoteError, type FetchFn, type PeerClient, type PeerProtocol } from "./peer-client";
+import {
+  fetchAgentCard,
+  ProtocolError,
+  RemoteError,
+  type FetchFn,
+  type PeerClient,
+  type PeerProtocol,
+} from "./peer-client";
 import type { StreamResponse } from "../protocol/types";
 
 /**
@@ -30,12 +51,17 @@ export class JsonRpcClient implements PeerClient {
       "message/send",
       {
         message: toV03Message(params.message),
-        configuration: { blocking: c?.returnImmediately !== true, ...(c?.historyLength !== undefined ? { historyLength: c.historyLength } : {}) },
+        configuration: {
+          blocking: c?.returnImmediately !== true,
+          ...(c?.historyLength !== undefined ? { historyLength: c.historyLength } : {}),
+        },
         ...(params.metadata ? { metadata: params.metadata } : {}),
       },
       signal,
     );
-    return result.kind === "message" ? { message: fromV03Message(result, "result") } : { task: fromV03Task(result, "result") };
+    return result.kind === "message"
+      ? { message: fromV03Message(result, "result") }
+      : { task: fromV03Task(result, "result") };
   }
 
   /**
@@ -44,7 +70,9 @@ export class JsonRpcClient implements PeerClient {
    */
   sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
     const v1 = this.protocol === "1.0";
-    const rpcParams = v1 ? params : { message: toV03Message(params.message), ...(params.metadata ? { metadata: params.metadata } : {}) };
+    const rpcParams = v1
+      ? params
+      : { message: toV03Message(params.message), ...(params.metadata ? { metadata: params.metadata } : {}) };
     return this.stream(v1 ? "SendStreamingMessage" : "message/stream", rpcParams, signal);
   }
 
@@ -56,14 +84,24 @@ export class JsonRpcClient implements PeerClient {
     return this.stream(this.protocol === "1.0" ? "SubscribeToTask" : "tasks/resubscribe", { id }, signal, opened);
   }
 
-  private async *stream(method: string, params: unknown, signal?: AbortSignal, opened?: () => void): AsyncIterable<StreamResponse> {
+  private async *stream(
+    method: string,
+    params: unknown,
+    signal?: AbortSignal,
+    opened?: () => void,
+  ): AsyncIterable<StreamResponse> {
     const v1 = this.protocol === "1.0";
     const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
     if (v1) headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
     const res = await this.fetchFn(this.rpcUrl, {
       method: "POST",
       headers,
-      body: JSON.stringify({ jsonrpc: "2.0", id: this.nextId++, method, params: v1 ? this.withTenant(params) : params }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: this.nextId++,
+        method,
+        params: v1 ? this.withTenant(params) : params,
+      }),
       signal,
     });
     if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) {
@@ -75,7 +113,10 @@ export class JsonRpcClient implements PeerClient {
     }
     opened?.();
     for await (const data of readSse(res.body as ReadableStream<Uint8Array>)) {
-      const msg = JSON.parse(data) as { result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } };
+      const msg = JSON.parse(data) as {
+        result?: Record<string, unknown>;
+        error?: { code: number; message: string; data?: unknown };
+      };
       if (msg.error) throw new RemoteError(msg.error.code, msg.error.message, msg.error.data);
       const r = msg.result ?? {};
       if (v1) yield r as StreamResponse;
@@ -122,7 +163,10 @@ export class JsonRpcClient implements PeerClient {
       signal,
     });
     const text = await res.text();
-    const notRpc = () => new ProtocolError(`${method}: the server answered HTTP ${res.status} with something that is not JSON-RPC: ${text.slice(0, 120)}`);
+    const notRpc = () =>
+      new ProtocolError(
+        `${method}: the server answered HTTP ${res.status} with something that is not JSON-RPC: ${text.slice(0, 120)}`,
+      );
     let body: { result?: T; error?: unknown };
     try {
       body = JSON.parse(text);

@@ -30,7 +30,10 @@ export interface AcceptedPeer {
   serial: string;
 }
 
-/** Which part of the one rule failed: not a fleet member, another fleet name, or a key (or certificate) other than the pinned. */
+/**
+ * Which part of the one rule failed: not a fleet member, another fleet name, or a key (or certificate) other than the
+ * pinned.
+ */
 export type IdentityFailure = "not-member" | "name" | "pin";
 
 /** The server's certificate did not match what we expected of that peer. */
@@ -55,17 +58,38 @@ export class PeerIdentityError extends Error {
  * reached by IP address, and the fleet CA vouching for "beta" is what matters. Returns the accepted identity,
  * or the error saying which part failed.
  */
-export function checkPeerIdentity(fleet: FleetMembership, cert: PeerCertificate, expect: Expectation): { accepted: AcceptedPeer } | { error: PeerIdentityError } {
+export function checkPeerIdentity(
+  fleet: FleetMembership,
+  cert: PeerCertificate,
+  expect: Expectation,
+): { accepted: AcceptedPeer } | { error: PeerIdentityError } {
   const cn = typeof cert.subject?.CN === "string" ? cert.subject.CN : undefined;
   const verdict = fleet.check(cert);
-  if ("refused" in verdict) return { error: new PeerIdentityError(`the server's certificate is not a fleet member's: ${verdict.refused}`, "not-member", cn) };
+  if ("refused" in verdict)
+    return {
+      error: new PeerIdentityError(
+        `the server's certificate is not a fleet member's: ${verdict.refused}`,
+        "not-member",
+        cn,
+      ),
+    };
   const { name, fingerprint256, serial } = verdict.member;
   if (expect.name !== undefined && name !== expect.name)
-    return { error: new PeerIdentityError(`the server is fleet node '${name}', not '${expect.name}' (the name its fleet certificate carries)`, "name", name) };
+    return {
+      error: new PeerIdentityError(
+        `the server is fleet node '${name}', not '${expect.name}' (the name its fleet certificate carries)`,
+        "name",
+        name,
+      ),
+    };
   const keyPin = keyPinOf(cert.raw);
   if (expect.keyPin && keyPin !== expect.keyPin)
     return {
-      error: new PeerIdentityError(`the server is '${name}' by its fleet certificate, but its public key ${keyPin} is not the pinned ${expect.keyPin}`, "pin", name),
+      error: new PeerIdentityError(
+        `the server is '${name}' by its fleet certificate, but its public key ${keyPin} is not the pinned ${expect.keyPin}`,
+        "pin",
+        name,
+      ),
     };
   if (!expect.keyPin && expect.certFingerprint && fingerprint256.toUpperCase() !== expect.certFingerprint.toUpperCase())
     return {
@@ -97,18 +121,26 @@ export interface MtlsFetchHooks {
  * runs at the end of each handshake (a request with its own check has a connection of its own), which is what
  * tells the handshake's time from the answer's.
  */
-export function mtlsFetch(tls: ClientTls, expect: Expectation = {}, revoked?: RevocationLookup, hooks: MtlsFetchHooks = {}, timeouts: PeerTimeouts = DEFAULT_PEER_TIMEOUTS): PeerFetch {
+export function mtlsFetch(
+  tls: ClientTls,
+  expect: Expectation = {},
+  revoked?: RevocationLookup,
+  hooks: MtlsFetchHooks = {},
+  timeouts: PeerTimeouts = DEFAULT_PEER_TIMEOUTS,
+): PeerFetch {
   const fleet = new FleetMembership(tls.ca, revoked);
   let mismatch: PeerIdentityError | undefined;
   let accepted: AcceptedPeer | undefined;
-  const checked = (secured: () => void) => (_host: string, cert: PeerCertificate): Error | undefined => {
-    secured();
-    const verdict = checkPeerIdentity(fleet, cert, expect);
-    if ("error" in verdict) return (mismatch = verdict.error);
-    accepted = verdict.accepted;
-    if (!expect.keyPin && expect.certFingerprint) hooks.certPinMatched?.(accepted);
-    return undefined;
-  };
+  const checked =
+    (secured: () => void) =>
+    (_host: string, cert: PeerCertificate): Error | undefined => {
+      secured();
+      const verdict = checkPeerIdentity(fleet, cert, expect);
+      if ("error" in verdict) return (mismatch = verdict.error);
+      accepted = verdict.accepted;
+      if (!expect.keyPin && expect.certFingerprint) hooks.certPinMatched?.(accepted);
+      return undefined;
+    };
   const inner: SecuredFetch = async (url, init, secured) => {
     const options = { cert: tls.cert, key: tls.key, ca: tls.ca, checkServerIdentity: checked(secured) };
     try {

@@ -1,4 +1,13 @@
-import type { AgentCard, GetTaskParams, ListTasksParams, ListTasksResult, SendMessageParams, SendMessageResult, StreamResponse, Task } from "../protocol/types";
+import type {
+  AgentCard,
+  GetTaskParams,
+  ListTasksParams,
+  ListTasksResult,
+  SendMessageParams,
+  SendMessageResult,
+  StreamResponse,
+  Task,
+} from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
 
 /** The protocol generation a peer speaks, as its agent card says. */

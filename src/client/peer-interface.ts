@@ -21,7 +21,12 @@ const SPOKEN = new Set(["JSONRPC", "HTTP+JSON"]);
 export function chooseInterface(card: unknown): ChosenInterface {
   const c = card as { supportedInterfaces?: unknown; protocolVersion?: unknown } | undefined;
   if (Array.isArray(c?.supportedInterfaces)) {
-    for (const i of c.supportedInterfaces as { url?: unknown; protocolBinding?: unknown; protocolVersion?: unknown; tenant?: unknown }[]) {
+    for (const i of c.supportedInterfaces as {
+      url?: unknown;
+      protocolBinding?: unknown;
+      protocolVersion?: unknown;
+      tenant?: unknown;
+    }[]) {
       if (typeof i?.protocolBinding !== "string" || !SPOKEN.has(i.protocolBinding)) continue;
       if (typeof i.protocolVersion !== "string" || !i.protocolVersion.startsWith("1.")) continue;
       return {
@@ -33,7 +38,8 @@ export function chooseInterface(card: unknown): ChosenInterface {
     }
     return { binding: "JSONRPC", protocol: "1.0" };
   }
-  if (typeof c?.protocolVersion === "string" && c.protocolVersion.startsWith("0.3")) return { binding: "JSONRPC", protocol: "0.3" };
+  if (typeof c?.protocolVersion === "string" && c.protocolVersion.startsWith("0.3"))
+    return { binding: "JSONRPC", protocol: "0.3" };
   return { binding: "JSONRPC", protocol: "1.0" };
 }
 
@@ -43,7 +49,11 @@ export function chooseInterface(card: unknown): ChosenInterface {
  * machine may not resolve, and the certificate check already ties the connection to the expected peer.
  * Only the path of the card's URL is used.
  */
-export function clientForCard(card: unknown, target: { baseUrl: string; rpcUrl: string }, fetchFn: FetchFn): PeerClient {
+export function clientForCard(
+  card: unknown,
+  target: { baseUrl: string; rpcUrl: string },
+  fetchFn: FetchFn,
+): PeerClient {
   const chosen = chooseInterface(card);
   if (chosen.binding === "HTTP+JSON") {
     const path = chosen.url ? pathOf(chosen.url) : "";

@@ -41,10 +41,17 @@ export function normalizePeerUrl(raw: string): NormalizedUrl {
     throw new PeerUrlError(`'${raw}' is not a URL (expected https://HOST:${NODE_DEFAULT_PORT})`);
   }
   if (u.protocol === "http:")
-    throw new PeerUrlError(`'${raw}' is plain HTTP; peers speak mutual TLS only: use https://${u.hostname}:${u.port || NODE_DEFAULT_PORT}`);
-  if (u.protocol !== "https:") throw new PeerUrlError(`'${raw}' is not an https:// URL (peers speak mutual TLS: https://HOST:${NODE_DEFAULT_PORT})`);
-  if (u.username || u.password) throw new PeerUrlError(`'${raw}' carries a user name or password; peers know each other by certificate only`);
-  if (u.search || u.hash) throw new PeerUrlError(`'${raw}' has a query or fragment; give the node's base URL, https://HOST:PORT`);
+    throw new PeerUrlError(
+      `'${raw}' is plain HTTP; peers speak mutual TLS only: use https://${u.hostname}:${u.port || NODE_DEFAULT_PORT}`,
+    );
+  if (u.protocol !== "https:")
+    throw new PeerUrlError(
+      `'${raw}' is not an https:// URL (peers speak mutual TLS: https://HOST:${NODE_DEFAULT_PORT})`,
+    );
+  if (u.username || u.password)
+    throw new PeerUrlError(`'${raw}' carries a user name or password; peers know each other by certificate only`);
+  if (u.search || u.hash)
+    throw new PeerUrlError(`'${raw}' has a query or fragment; give the node's base URL, https://HOST:PORT`);
   // URL drops a port equal to the scheme's default, so whether one was written is read from the text itself.
   const explicitPort = /^[a-z]+:\/\/(\[[^\]]*\]|[^/:?#]*):(\d+)/i.exec(withScheme)?.[2];
   const port = explicitPort !== undefined ? Number(explicitPort) : NODE_DEFAULT_PORT;
@@ -81,7 +88,10 @@ export function normalizeOutsideUrl(raw: string, options: { insecureHttp?: boole
     throw new PeerUrlError(
       `'${raw}' is plain HTTP to another machine: credentials would cross the network in clear; use https://, or pass --insecure-http if that network is yours`,
     );
-  if (u.username || u.password) throw new PeerUrlError(`'${raw}' carries a user name or password; give credentials with --token-file or --header-file`);
+  if (u.username || u.password)
+    throw new PeerUrlError(
+      `'${raw}' carries a user name or password; give credentials with --token-file or --header-file`,
+    );
   if (u.search || u.hash) throw new PeerUrlError(`'${raw}' has a query or fragment; give the agent's URL without them`);
   const path = u.pathname === "/" ? "" : u.pathname.replace(/\/+$/, "");
   return { url: `${u.origin}${path}` };

@@ -40,7 +40,11 @@ export type Probe =
  * Connects to `url` with this node's identity and reports what happened. Nothing is sent but a GET /health
  * once the server's certificate has been judged a fleet member's, so probing a stranger gives it nothing.
  */
-export async function probePeer(url: URL, tls: ClientTls, timeouts: PeerTimeouts = DEFAULT_PEER_TIMEOUTS): Promise<Probe> {
+export async function probePeer(
+  url: URL,
+  tls: ClientTls,
+  timeouts: PeerTimeouts = DEFAULT_PEER_TIMEOUTS,
+): Promise<Probe> {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   const port = Number(url.port || 443);
   const first = await tlsAttempt(host, port, tls, timeouts);
@@ -73,7 +77,15 @@ function tlsAttempt(host: string, port: number, tls: ClientTls, t: PeerTimeouts)
     };
     step(t.connectMs, () => ({ kind: "timeout", step: "connect", seconds: t.connectMs / 1000 }));
     // Our own judgement follows (fleet membership, with a reason); the runtime's is read from `authorized`.
-    const socket = tlsConnect({ host, port, cert: tls.cert, key: tls.key, ca: tls.ca, rejectUnauthorized: false, servername: isIpLike(host) ? undefined : host });
+    const socket = tlsConnect({
+      host,
+      port,
+      cert: tls.cert,
+      key: tls.key,
+      ca: tls.ca,
+      rejectUnauthorized: false,
+      servername: isIpLike(host) ? undefined : host,
+    });
     socket.on("connect", () => {
       if (connected || secured) return;
       connected = true;
@@ -84,7 +96,8 @@ function tlsAttempt(host: string, port: number, tls: ClientTls, t: PeerTimeouts)
       step(t.answerMs, () => ({ kind: "refused-us", certificate, alert: "no answer after the handshake" }));
       const peer = socket.getPeerCertificate(true);
       certificate = describe(peer);
-      if (!socket.authorized) return finish({ kind: "foreign-certificate", certificate, reason: why(String(socket.authorizationError)) });
+      if (!socket.authorized)
+        return finish({ kind: "foreign-certificate", certificate, reason: why(String(socket.authorizationError)) });
       const verdict = fleet.check(peer);
       if ("refused" in verdict) return finish({ kind: "foreign-certificate", certificate, reason: verdict.refused });
       socket.write(`GET /health HTTP/1.1\r\nhost: ${host}\r\nconnection: close\r\n\r\n`);
@@ -119,7 +132,10 @@ function sniffPlain(host: string, port: number, t: PeerTimeouts): Promise<{ plai
     const finish = () => {
       clearTimeout(timer);
       socket.destroy();
-      const printable = seen.replace(/[^\x20-\x7e]+/g, " ").trim().slice(0, 40);
+      const printable = seen
+        .replace(/[^\x20-\x7e]+/g, " ")
+        .trim()
+        .slice(0, 40);
       resolve({ plainHttp: /^HTTP\/\d/.test(seen), banner: printable || undefined });
     };
     const timer = setTimeout(finish, t.connectMs + t.answerMs);
@@ -148,7 +164,14 @@ function describe(cert: PeerCertificate): ServerCertificate {
   } catch {
     // the runtime's parse above stands
   }
-  return { name: one(cert.subject?.CN), issuer: one(cert.issuer?.CN), fingerprint: cert.fingerprint256 ?? "", keyPin, notAfter, ...(serial ? { serial } : {}) };
+  return {
+    name: one(cert.subject?.CN),
+    issuer: one(cert.issuer?.CN),
+    fingerprint: cert.fingerprint256 ?? "",
+    keyPin,
+    notAfter,
+    ...(serial ? { serial } : {}),
+  };
 }
 
 /** The runtime's verification codes, in words. */
@@ -172,7 +195,10 @@ function why(code: string): string {
 
 /** ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED → "certificate required" */
 function alertName(code: string): string {
-  return code.replace(/^.*ALERT_/, "").toLowerCase().replace(/_/g, " ");
+  return code
+    .replace(/^.*ALERT_/, "")
+    .toLowerCase()
+    .replace(/_/g, " ");
 }
 
 function isIpLike(host: string): boolean {

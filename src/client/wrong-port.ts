@@ -21,7 +21,9 @@ export class WrongPortError extends Error {
     /** The port the node serves A2A on, if it said. */
     readonly a2aPort?: number,
   ) {
-    super(`${url} is the ${role} port of ${node ? `fleet node '${node}'` : "an a2a-node"}${role === ENROLLMENT_ROLE ? " (it serves only 'a2a-node join')" : ""}, not its A2A port${a2aPort ? `; it serves A2A on port ${a2aPort}` : ""}`);
+    super(
+      `${url} is the ${role} port of ${node ? `fleet node '${node}'` : "an a2a-node"}${role === ENROLLMENT_ROLE ? " (it serves only 'a2a-node join')" : ""}, not its A2A port${a2aPort ? `; it serves A2A on port ${a2aPort}` : ""}`,
+    );
     this.name = "WrongPortError";
   }
 

@@ -31,7 +31,14 @@ export async function runDoctor(o: DoctorOptions): Promise<Finding[]> {
     owner = statSync(paths.root).uid;
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return [fail("home", `no a2a-node home at ${o.home}`, "a2a-node init-pki --name NAME (a new fleet) or --bundle FILE; or pass --home DIR")];
+    if (code === "ENOENT")
+      return [
+        fail(
+          "home",
+          `no a2a-node home at ${o.home}`,
+          "a2a-node init-pki --name NAME (a new fleet) or --bundle FILE; or pass --home DIR",
+        ),
+      ];
     return [fail("home", `cannot reach ${o.home} (${code})`, asOwner)];
   }
   try {
@@ -48,7 +55,13 @@ export async function runDoctor(o: DoctorOptions): Promise<Finding[]> {
     const file = o.configFile ?? join(o.home, "config.toml");
     config = resolveSettings({}, env, loadConfigFile(file, o.configFile !== undefined)).config;
   } catch (err) {
-    findings.push(fail("configuration", (err as Error).message, "fix it; 'a2a-node serve --check' shows the effective configuration"));
+    findings.push(
+      fail(
+        "configuration",
+        (err as Error).message,
+        "fix it; 'a2a-node serve --check' shows the effective configuration",
+      ),
+    );
   }
   const running = runningNodeState(o.home);
   if (running) findings.push(...(await runningFindings(paths, running, config, o.timeoutMs)));
@@ -77,19 +90,44 @@ export async function runDoctor(o: DoctorOptions): Promise<Finding[]> {
  * endpoint's and the database's state as it sees them (its settings, its keys, its Postgres connection).
  * What it cannot be asked is checked here with the settings it runs with.
  */
-async function runningFindings(paths: HomePaths, state: RuntimeState, config: ServeConfig | undefined, timeoutMs: number): Promise<Finding[]> {
+async function runningFindings(
+  paths: HomePaths,
+  state: RuntimeState,
+  config: ServeConfig | undefined,
+  timeoutMs: number,
+): Promise<Finding[]> {
   const health = await nodeHealth(paths.root, config ?? DEFAULTS, timeoutMs);
   const out = [runningFinding(state), runningPortFinding(state, health)];
   const model =
     readinessFinding("model", state, health) ??
-    (config ? await checkModel({ ...config, executor: state.executor as ServeConfig["executor"], modelUrl: state.modelUrl ?? config.modelUrl, hermesUrl: state.hermesUrl ?? config.hermesUrl }, timeoutMs) : skip("model", "needs a valid configuration"));
+    (config
+      ? await checkModel(
+          {
+            ...config,
+            executor: state.executor as ServeConfig["executor"],
+            modelUrl: state.modelUrl ?? config.modelUrl,
+            hermesUrl: state.hermesUrl ?? config.hermesUrl,
+          },
+          timeoutMs,
+        )
+      : skip("model", "needs a valid configuration"));
   out.push(model);
   if (state.database.kind === "postgres")
-    out.push(readinessFinding("database", state, health) ?? skip("database", `Postgres ${state.database.where}: the node did not answer to say (its password is not kept where doctor could read it)`));
+    out.push(
+      readinessFinding("database", state, health) ??
+        skip(
+          "database",
+          `Postgres ${state.database.where}: the node did not answer to say (its password is not kept where doctor could read it)`,
+        ),
+    );
   return out;
 }
 
-async function peerFindings(paths: ReturnType<typeof homePaths>, database: Finding, timeoutMs: number): Promise<Finding[]> {
+async function peerFindings(
+  paths: ReturnType<typeof homePaths>,
+  database: Finding,
+  timeoutMs: number,
+): Promise<Finding[]> {
   if (database.status === "skip") return [skip("peers", "no database yet, so no peers registered")];
   if (database.status !== "ok") return [skip("peers", "the peer list is in the database, which is not usable")];
   const { loadNodeIdentity } = await import("../../pki/identity");

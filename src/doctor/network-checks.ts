@@ -20,19 +20,32 @@ export async function checkPort(home: string, config: ServeConfig, timeoutMs: nu
   const holder = homeLockHolder(home);
   if (holder !== undefined) {
     const h = await nodeHealth(home, config, timeoutMs);
-    if (h.answered) return ok("port", `${where} is held by this home's node (PID ${holder}), which answers at ${h.url}`);
-    return fail("port", `this home's node (PID ${holder}) runs but does not answer at ${h.url}: ${h.detail}`, `its settings may differ from this home's config; see its log (journalctl -u a2a-node), or restart it`);
+    if (h.answered)
+      return ok("port", `${where} is held by this home's node (PID ${holder}), which answers at ${h.url}`);
+    return fail(
+      "port",
+      `this home's node (PID ${holder}) runs but does not answer at ${h.url}: ${h.detail}`,
+      `its settings may differ from this home's config; see its log (journalctl -u a2a-node), or restart it`,
+    );
   }
   if (config.port === 0) return ok("port", "port 0: serve takes any free port");
   const r = await tryListen(config.host, config.port);
   if (r === undefined) return ok("port", `${where} is free for 'a2a-node serve'`);
   switch (r) {
     case "EADDRINUSE":
-      return fail("port", `${where} is in use by another process (not this home's node)`, `find it with 'ss -ltnp sport = :${config.port}' and stop it, or set another port (port in config.toml, A2A_NODE_PORT or --port)`);
+      return fail(
+        "port",
+        `${where} is in use by another process (not this home's node)`,
+        `find it with 'ss -ltnp sport = :${config.port}' and stop it, or set another port (port in config.toml, A2A_NODE_PORT or --port)`,
+      );
     case "EACCES":
       return fail("port", `not allowed to listen on ${where}`, "use a port above 1023");
     case "EADDRNOTAVAIL":
-      return fail("port", `this machine has no address ${config.host}`, "set host to one of its addresses, or 0.0.0.0 for all");
+      return fail(
+        "port",
+        `this machine has no address ${config.host}`,
+        "set host to one of its addresses, or 0.0.0.0 for all",
+      );
     default:
       return fail("port", `cannot listen on ${where}: ${r}`, "check host and port in the configuration");
   }
@@ -48,10 +61,14 @@ function tryListen(host: string, port: number): Promise<string | undefined> {
 
 /** The executor's own readiness probe, as GET /health/ready would run it. */
 export async function checkModel(config: ServeConfig, timeoutMs: number): Promise<Finding> {
-  if (config.executor === "echo" || config.executor === "conformance") return skip("model", `the ${config.executor} executor needs no model endpoint`);
+  if (config.executor === "echo" || config.executor === "conformance")
+    return skip("model", `the ${config.executor} executor needs no model endpoint`);
   const { createExecutor } = await import("../executors/executor-factory");
   const executor = createExecutor(config);
-  const r = await executor.ready!(AbortSignal.timeout(timeoutMs)).catch((err: Error) => ({ ready: false, detail: err.message }));
+  const r = await executor.ready!(AbortSignal.timeout(timeoutMs)).catch((err: Error) => ({
+    ready: false,
+    detail: err.message,
+  }));
   if (r.ready) return ok("model", `${config.executor}: ${r.detail}`);
   const fix =
     config.executor === "openai"
@@ -60,7 +77,10 @@ export async function checkModel(config: ServeConfig, timeoutMs: number): Promis
   return fail("model", `${config.executor}: ${r.detail}`, fix);
 }
 
-/** Each peer's agent card, fetched over mutual TLS as `send` would: its certificate name and pin, and the card's signature, checked. */
+/**
+ * Each peer's agent card, fetched over mutual TLS as `send` would: its certificate name and pin, and the card's
+ * signature, checked.
+ */
 export async function checkPeers(peers: Peer[], identity: NodeIdentity, timeoutMs: number): Promise<Finding[]> {
   if (peers.length === 0) return [skip("peers", "no peers registered ('a2a-node peers add NAME URL')")];
   return Promise.all(
@@ -73,24 +93,48 @@ export async function checkPeers(peers: Peer[], identity: NodeIdentity, timeoutM
       const url = new URL("/.well-known/agent-card.json", peer.url).toString();
       const started = performance.now();
       try {
-        const res = await fetchFn(url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(timeoutMs) });
-        if (!res.ok) return fail(check, `${peer.url} answered HTTP ${res.status} for its agent card`, "is that URL an a2a-node? check it with 'a2a-node peers list'");
+        const res = await fetchFn(url, {
+          headers: { accept: "application/json" },
+          signal: AbortSignal.timeout(timeoutMs),
+        });
+        if (!res.ok)
+          return fail(
+            check,
+            `${peer.url} answered HTTP ${res.status} for its agent card`,
+            "is that URL an a2a-node? check it with 'a2a-node peers list'",
+          );
         const card = (await res.json()) as AgentCard;
         const ms = Math.round(performance.now() - started);
-        if (outside) return ok(check, `${peer.url} answers (outside the fleet): card "${card.name ?? "?"}"${card.version ? ` version ${card.version}` : ""} (${ms} ms)`);
+        if (outside)
+          return ok(
+            check,
+            `${peer.url} answers (outside the fleet): card "${card.name ?? "?"}"${card.version ? ` version ${card.version}` : ""} (${ms} ms)`,
+          );
         const answers = `${peer.url} answers over mutual TLS: card "${card.name ?? "?"}"${card.version ? ` version ${card.version}` : ""} (${ms} ms)`;
         try {
           await verifyFleetCard(card, { ca: identity.caPem, name: peer.name });
         } catch (err) {
           if (!(err instanceof CardTrustError)) throw err;
           if (err.reason === "unsigned")
-            return warn(check, `${answers}, but ${err.message}`, `send and status refuse it unless unsigned_cards = "accept"; upgrade a2a-node on ${peer.name}`);
-          return fail(check, `${answers}, but ${err.message}`, `check ${peer.name} ('a2a-node pki show' there) before sending it anything`);
+            return warn(
+              check,
+              `${answers}, but ${err.message}`,
+              `send and status refuse it unless unsigned_cards = "accept"; upgrade a2a-node on ${peer.name}`,
+            );
+          return fail(
+            check,
+            `${answers}, but ${err.message}`,
+            `check ${peer.name} ('a2a-node pki show' there) before sending it anything`,
+          );
         }
         return ok(check, `${answers}, signed by ${peer.name}`);
       } catch (err) {
         if ((err as Error).name === "TimeoutError")
-          return fail(check, `${peer.url} did not answer within ${timeoutMs / 1000} s`, "check that serve runs there, and the network path and firewall between the machines");
+          return fail(
+            check,
+            `${peer.url} did not answer within ${timeoutMs / 1000} s`,
+            "check that serve runs there, and the network path and firewall between the machines",
+          );
         const baseUrl = new URL(peer.url).origin;
         const why = explainFailure(err, { label: `peer '${peer.name}'`, baseUrl, rpcUrl: peer.url, peer });
         return fail(check, why.message, why.hint ?? "check the peer's URL with 'a2a-node peers list'");

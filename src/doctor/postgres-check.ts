@@ -16,10 +16,23 @@ export async function checkPostgres(url: string, timeoutMs: number): Promise<Fin
       sql`SELECT pg_is_in_recovery() AS standby, current_setting('transaction_read_only') AS read_only, to_regclass('public.tasks') IS NOT NULL AS has_tasks`,
       timeoutMs,
     )) as { standby: boolean; read_only: string; has_tasks: boolean }[];
-    if (row.standby) return fail("database", `Postgres ${display} is a standby (in recovery): it takes no writes`, "point database_url at the primary");
-    if (row.read_only === "on") return fail("database", `Postgres ${display} is read-only (default_transaction_read_only)`, "point database_url at a server that takes writes, or turn read-only off for this database");
+    if (row.standby)
+      return fail(
+        "database",
+        `Postgres ${display} is a standby (in recovery): it takes no writes`,
+        "point database_url at the primary",
+      );
+    if (row.read_only === "on")
+      return fail(
+        "database",
+        `Postgres ${display} is read-only (default_transaction_read_only)`,
+        "point database_url at a server that takes writes, or turn read-only off for this database",
+      );
     await bounded(sql`SELECT txid_current()`, timeoutMs);
-    return ok("database", `Postgres ${display} answers and takes writes${row.has_tasks ? "" : "; no a2a-node tables yet: the first 'a2a-node serve' creates them"}`);
+    return ok(
+      "database",
+      `Postgres ${display} answers and takes writes${row.has_tasks ? "" : "; no a2a-node tables yet: the first 'a2a-node serve' creates them"}`,
+    );
   } catch (err) {
     const reason = (err as Error)?.message ?? String(err);
     const e = reason.toLowerCase();

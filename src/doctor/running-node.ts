@@ -17,22 +17,40 @@ export function runningFinding(state: RuntimeState): Finding {
   ];
   const detail = `PID ${state.pid}, node "${state.name}" since ${state.startedAt}, executor ${state.executor}, tasks in ${state.database.kind === "postgres" ? `Postgres ${state.database.where}` : state.database.where}${given.length ? `; settings from ${given.join("; ")}` : ""}`;
   if (state.version !== VERSION)
-    return warn("node", `${detail}; it runs version ${state.version}, this binary is ${VERSION}`, "restart it to run this version (systemctl restart a2a-node, or stop serve and start it again)");
+    return warn(
+      "node",
+      `${detail}; it runs version ${state.version}, this binary is ${VERSION}`,
+      "restart it to run this version (systemctl restart a2a-node, or stop serve and start it again)",
+    );
   return ok("node", detail);
 }
 
 /** The port it listens on, and whether it answers there. */
 export function runningPortFinding(state: RuntimeState, health: NodeHealth): Finding {
   const bound = new URL(state.urls.mtls).host;
-  if (health.answered) return ok("port", `${bound} is held by this home's node (PID ${state.pid}), which answers at ${health.url}`);
-  return fail("port", `this home's node (PID ${state.pid}) listens on ${bound} but does not answer at ${health.url}: ${health.detail}`, "see its log (journalctl -u a2a-node -n 50), or restart it");
+  if (health.answered)
+    return ok("port", `${bound} is held by this home's node (PID ${state.pid}), which answers at ${health.url}`);
+  return fail(
+    "port",
+    `this home's node (PID ${state.pid}) listens on ${bound} but does not answer at ${health.url}: ${health.detail}`,
+    "see its log (journalctl -u a2a-node -n 50), or restart it",
+  );
 }
 
 /** One of the node's own readiness checks, as a finding; undefined when it did not answer. */
-export function readinessFinding(check: "model" | "database", state: RuntimeState, health: NodeHealth): Finding | undefined {
+export function readinessFinding(
+  check: "model" | "database",
+  state: RuntimeState,
+  health: NodeHealth,
+): Finding | undefined {
   const c = health.checks?.[check];
   if (!health.answered || !c) return undefined;
-  const what = check === "model" ? modelWhat(state) : state.database.kind === "postgres" ? `Postgres ${state.database.where}` : state.database.where;
+  const what =
+    check === "model"
+      ? modelWhat(state)
+      : state.database.kind === "postgres"
+        ? `Postgres ${state.database.where}`
+        : state.database.where;
   if (c.ok) return ok(check, `${what}: ${c.detail} (as the running node sees it)`);
   const fix =
     check === "model"

@@ -18,7 +18,9 @@ function judge(p: Part, i: number): Judged {
   if (p.data !== undefined) return { text: JSON.stringify(p.data) };
   const name = p.filename ?? `part ${i}`;
   if (p.url !== undefined)
-    return { refused: `part ${i} is a file by URL (${p.url}); this agent reads files sent with their bytes only (a2a-node send --file PATH)` };
+    return {
+      refused: `part ${i} is a file by URL (${p.url}); this agent reads files sent with their bytes only (a2a-node send --file PATH)`,
+    };
   if (p.raw === undefined) return { refused: `part ${i} has no content` };
   const bytes = Buffer.from(p.raw, "base64");
   const type = essence(p.mediaType ?? guessMediaType(name, bytes));
@@ -63,10 +65,15 @@ export function toChat(m: Message, current: boolean): { message: ChatMessage; im
   }
   const text = texts.join("\n");
   if (images.length === 0) return { message: { role, content: text }, images: 0 };
-  return { message: { role, content: [...(text ? [{ type: "text" as const, text }] : []), ...images] }, images: images.length };
+  return {
+    message: { role, content: [...(text ? [{ type: "text" as const, text }] : []), ...images] },
+    images: images.length,
+  };
 }
 
 /** Characters of text a chat message holds (images count for nothing against the history budget). */
 export function textLength(m: ChatMessage): number {
-  return typeof m.content === "string" ? m.content.length : m.content.reduce((n, p) => n + (p.type === "text" ? p.text.length : 0), 0);
+  return typeof m.content === "string"
+    ? m.content.length
+    : m.content.reduce((n, p) => n + (p.type === "text" ? p.text.length : 0), 0);
 }

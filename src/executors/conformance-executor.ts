@@ -64,7 +64,11 @@ const TABLE: Scenario[] = [
   { prefix: "tck-artifact-data", steps: [], end: { ...completed, artifacts: [[DATA_PART]] } },
   { prefix: "tck-message-response", steps: [], end: { ...completed, reply: "Direct message response" } },
   // Waits for a follow-up message (same taskId); that message's own prefix decides what happens next.
-  { prefix: "tck-input-required", steps: [], end: { state: "TASK_STATE_INPUT_REQUIRED", message: "Input required: send a follow-up message to continue" } },
+  {
+    prefix: "tck-input-required",
+    steps: [],
+    end: { state: "TASK_STATE_INPUT_REQUIRED", message: "Input required: send a follow-up message to continue" },
+  },
   { prefix: "tck-reject-task", steps: [], end: { state: "TASK_STATE_REJECTED", message: "rejected" } },
   // Streaming
   { prefix: "tck-stream-001", steps: [working(), streamed([text("Stream hello from TCK")])], end: completed },
@@ -83,7 +87,11 @@ const TABLE: Scenario[] = [
     end: completed,
   },
   // Long-running, for SubscribeToTask while it works.
-  { prefix: "test-resubscribe-message-id", steps: [working(), { do: "wait", ms: (o) => o.longRunningMs }], end: completed },
+  {
+    prefix: "test-resubscribe-message-id",
+    steps: [working(), { do: "wait", ms: (o) => o.longRunningMs }],
+    end: completed,
+  },
 ];
 const SCENARIOS = [...TABLE].sort((a, b) => b.prefix.length - a.prefix.length);
 
@@ -115,7 +123,10 @@ export class ConformanceExecutor implements AgentExecutor {
           request.events.progress(step.text);
           break;
         case "artifact":
-          request.events.artifact({ artifactId: artifactId(step.chunk), parts: step.parts }, { append: step.append, lastChunk: step.lastChunk });
+          request.events.artifact(
+            { artifactId: artifactId(step.chunk), parts: step.parts },
+            { append: step.append, lastChunk: step.lastChunk },
+          );
           break;
         case "wait":
           await sleep(step.ms(this.options), request.signal);
@@ -127,7 +138,11 @@ export class ConformanceExecutor implements AgentExecutor {
     const { end } = scenario;
     const outcome: ExecutionOutcome = { state: end.state };
     if (end.message) outcome.message = end.message;
-    if (end.artifacts) outcome.artifacts = end.artifacts.map((parts, i): Artifact => ({ artifactId: artifactId(`artifact-${i + 1}`), parts }));
+    if (end.artifacts)
+      outcome.artifacts = end.artifacts.map((parts, i): Artifact => ({
+        artifactId: artifactId(`artifact-${i + 1}`),
+        parts,
+      }));
     if (end.reply) outcome.reply = { messageId: newId(), role: "ROLE_AGENT", parts: [text(end.reply)] };
     return outcome;
   }

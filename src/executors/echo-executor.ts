@@ -13,7 +13,9 @@ export class EchoExecutor implements AgentExecutor {
   async execute(request: ExecutionRequest): Promise<ExecutionOutcome> {
     return {
       state: "TASK_STATE_COMPLETED",
-      artifacts: [{ artifactId: `${request.taskId}-echo`, name: "echo", parts: [{ text: messageText(request.message) }] }],
+      artifacts: [
+        { artifactId: `${request.taskId}-echo`, name: "echo", parts: [{ text: messageText(request.message) }] },
+      ],
     };
   }
 }

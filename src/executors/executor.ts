@@ -129,7 +129,12 @@ export interface ExecutionRequest {
 export interface ExecutionOutcome {
   state: Extract<
     TaskState,
-    "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED" | "TASK_STATE_REJECTED" | "TASK_STATE_INPUT_REQUIRED" | "TASK_STATE_AUTH_REQUIRED" | "TASK_STATE_CANCELED"
+    | "TASK_STATE_COMPLETED"
+    | "TASK_STATE_FAILED"
+    | "TASK_STATE_REJECTED"
+    | "TASK_STATE_INPUT_REQUIRED"
+    | "TASK_STATE_AUTH_REQUIRED"
+    | "TASK_STATE_CANCELED"
   >;
   /**
    * Human-readable status text (the reason for a failure, the question for input-required; for

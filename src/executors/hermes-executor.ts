@@ -1,5 +1,12 @@
 import type { Message } from "../protocol/types";
-import { refuse, type AgentExecutor, type ExecutionOutcome, type ExecutionRequest, type ExecutorRefusal, type Readiness } from "./executor";
+import {
+  refuse,
+  type AgentExecutor,
+  type ExecutionOutcome,
+  type ExecutionRequest,
+  type ExecutorRefusal,
+  type Readiness,
+} from "./executor";
 import { choiceOf } from "./hermes/approvals";
 import { Conversations } from "./hermes/conversation";
 import { APPROVAL_KEY, HermesTask, type HermesTiming } from "./hermes/hermes-task";
@@ -17,7 +24,13 @@ export interface HermesExecutorOptions {
   timing?: Partial<HermesTiming>;
 }
 
-const DEFAULT_TIMING: HermesTiming = { capacityWaitMs: 5 * 60_000, maxRetryDelayMs: 30_000, pollFirstMs: 250, pollMaxMs: 5_000, stopWaitMs: 10_000 };
+const DEFAULT_TIMING: HermesTiming = {
+  capacityWaitMs: 5 * 60_000,
+  maxRetryDelayMs: 30_000,
+  pollFirstMs: 250,
+  pollMaxMs: 5_000,
+  stopWaitMs: 10_000,
+};
 
 /**
  * Runs tasks on a Hermes Agent through its runs API, as the real server speaks it (followed:
@@ -46,7 +59,10 @@ export class HermesExecutor implements AgentExecutor {
 
   check(message: Message, task?: { state: Record<string, unknown> }): ExecutorRefusal | undefined {
     if (message.parts.some((p) => p.raw !== undefined || p.url !== undefined))
-      return refuse("content-type", "the Hermes executor gives Hermes text (and data parts as JSON); it cannot pass files");
+      return refuse(
+        "content-type",
+        "the Hermes executor gives Hermes text (and data parts as JSON); it cannot pass files",
+      );
     // An answer to an approval asked before this node restarted: refuse one that is not a choice of it.
     const pending = task?.state[APPROVAL_KEY];
     if (pending && typeof pending === "object") {
@@ -67,9 +83,13 @@ export class HermesExecutor implements AgentExecutor {
       return { ready: true, detail: `Hermes at ${this.api.base} answered an authenticated call` };
     } catch (err) {
       if (err instanceof HermesHttpError) {
-        if (err.status === 404 && err.code === "run_not_found") return { ready: true, detail: `Hermes at ${this.api.base} accepted the API key` };
+        if (err.status === 404 && err.code === "run_not_found")
+          return { ready: true, detail: `Hermes at ${this.api.base} accepted the API key` };
         if (err.status === 401 || err.status === 403)
-          return { ready: false, detail: `Hermes at ${this.api.base} refused the API key (HTTP ${err.status}); set HERMES_API_KEY or --hermes-api-key-file` };
+          return {
+            ready: false,
+            detail: `Hermes at ${this.api.base} refused the API key (HTTP ${err.status}); set HERMES_API_KEY or --hermes-api-key-file`,
+          };
         return { ready: false, detail: `Hermes at ${this.api.base}: ${err.message}` };
       }
       return { ready: false, detail: `Hermes at ${this.api.base} is unreachable: ${(err as Error).message}` };

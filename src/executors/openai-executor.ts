@@ -1,6 +1,13 @@
 import type { Message } from "../protocol/types";
 import { refusedPart, textLength, toChat, type ChatMessage } from "./chat-content";
-import { refuse, type AgentExecutor, type ExecutionOutcome, type ExecutionRequest, type ExecutorRefusal, type Readiness } from "./executor";
+import {
+  refuse,
+  type AgentExecutor,
+  type ExecutionOutcome,
+  type ExecutionRequest,
+  type ExecutorRefusal,
+  type Readiness,
+} from "./executor";
 import { readSse } from "../sse";
 
 export interface OpenAiExecutorOptions {
@@ -50,7 +57,8 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
   check(message: Message): ExecutorRefusal | undefined {
     const skill = skillOf(message);
     if (skill !== undefined && !this.options.skills?.[skill])
-      return refuse("invalid", 
+      return refuse(
+        "invalid",
         `unknown skill '${skill}' in message.metadata.skill; this agent has: ${Object.keys(this.options.skills ?? {}).join(", ") || "no skills with their own model"}`,
       );
     const refused = refusedPart(message);
@@ -62,8 +70,13 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
     try {
       const res = await fetch(url, { headers: this.headers(), signal });
       if (res.status === 401 || res.status === 403)
-        return { ready: false, detail: `${url} refused the API key (HTTP ${res.status}); set OPENAI_API_KEY or --model-api-key-file (tasks wait in auth-required meanwhile)` };
-      return res.ok ? { ready: true, detail: `${url} answered ${res.status}` } : { ready: false, detail: `${url} answered HTTP ${res.status}` };
+        return {
+          ready: false,
+          detail: `${url} refused the API key (HTTP ${res.status}); set OPENAI_API_KEY or --model-api-key-file (tasks wait in auth-required meanwhile)`,
+        };
+      return res.ok
+        ? { ready: true, detail: `${url} answered ${res.status}` }
+        : { ready: false, detail: `${url} answered HTTP ${res.status}` };
     } catch (err) {
       return { ready: false, detail: `${url} is unreachable: ${describe(err)}` };
     }
@@ -89,18 +102,29 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
       const text = await response.text().catch(() => "");
       if (response.status === 401 || response.status === 403) return this.refusedKey(response.status, text);
       // The usual reason a model refuses a request with pictures: it cannot see them. Say so.
-      const why = images > 0 && response.status >= 400 && response.status < 500 ? ` (the task carried ${images} image${images > 1 ? "s" : ""}: does model '${model}' take images? use a vision model, e.g. in a skill)` : "";
-      return { state: "TASK_STATE_FAILED", message: `model endpoint ${this.endpoint} answered HTTP ${response.status}: ${text.slice(0, 300)}${why}` };
+      const why =
+        images > 0 && response.status >= 400 && response.status < 500
+          ? ` (the task carried ${images} image${images > 1 ? "s" : ""}: does model '${model}' take images? use a vision model, e.g. in a skill)`
+          : "";
+      return {
+        state: "TASK_STATE_FAILED",
+        message: `model endpoint ${this.endpoint} answered HTTP ${response.status}: ${text.slice(0, 300)}${why}`,
+      };
     }
     const artifactId = `${request.taskId}-answer`;
-    if (!(response.headers.get("content-type") ?? "").includes("text/event-stream")) return this.whole(request, response, artifactId);
+    if (!(response.headers.get("content-type") ?? "").includes("text/event-stream"))
+      return this.whole(request, response, artifactId);
 
     let chars = 0;
     let usage: unknown;
     try {
       for await (const data of readSse(response.body as ReadableStream<Uint8Array>)) {
         if (data === "[DONE]") break;
-        const chunk = JSON.parse(data) as { choices?: { delta?: { content?: string | null } }[]; usage?: unknown; error?: { message?: string } };
+        const chunk = JSON.parse(data) as {
+          choices?: { delta?: { content?: string | null } }[];
+          usage?: unknown;
+          error?: { message?: string };
+        };
         if (chunk.error) throw new Error(chunk.error.message ?? "the model reported an error");
         if (chunk.usage) usage = chunk.usage;
         const delta = chunk.choices?.[0]?.delta?.content;
@@ -118,7 +142,10 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
       };
     }
     // The last delta cannot be known until the stream ends; close the artifact with an empty final chunk.
-    request.events.artifact({ artifactId, name: "answer", parts: [{ text: "" }] }, { append: chars > 0, lastChunk: true });
+    request.events.artifact(
+      { artifactId, name: "answer", parts: [{ text: "" }] },
+      { append: chars > 0, lastChunk: true },
+    );
     return { state: "TASK_STATE_COMPLETED", metadata: usage ? { usage } : undefined };
   }
 
@@ -159,7 +186,11 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
       // not OpenAI's error shape: the status says enough
     }
     // 401: the key (missing or wrong); 403: a key the endpoint knows but does not let do this (its code says why).
-    const key = !this.options.apiKey ? "wants an API key, and this node has none" : status === 403 ? "does not allow this node's API key to do this" : "refused this node's API key";
+    const key = !this.options.apiKey
+      ? "wants an API key, and this node has none"
+      : status === 403
+        ? "does not allow this node's API key to do this"
+        : "refused this node's API key";
     return {
       state: "TASK_STATE_AUTH_REQUIRED",
       message:
@@ -183,7 +214,10 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
       // reported below as an unreadable answer
     }
     if (answer === undefined)
-      return { state: "TASK_STATE_FAILED", message: `model endpoint ${this.endpoint} sent an answer without choices[0].message.content: ${text.slice(0, 200)}` };
+      return {
+        state: "TASK_STATE_FAILED",
+        message: `model endpoint ${this.endpoint} sent an answer without choices[0].message.content: ${text.slice(0, 200)}`,
+      };
     request.events.artifact({ artifactId, name: "answer", parts: [{ text: answer }] }, { lastChunk: true });
     return { state: "TASK_STATE_COMPLETED", metadata: usage ? { usage } : undefined };
   }
@@ -195,7 +229,10 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
   }
 
   /** System prompt, then as many of the context's latest turns as fit the budget, then this message. */
-  private async chatMessages(request: ExecutionRequest, systemPrompt: string | undefined): Promise<{ messages: ChatMessage[]; images: number }> {
+  private async chatMessages(
+    request: ExecutionRequest,
+    systemPrompt: string | undefined,
+  ): Promise<{ messages: ChatMessage[]; images: number }> {
     const { message: current, images } = toChat(request.message, true);
     let budget = (this.options.historyChars ?? 24_000) - textLength(current);
     const earlier: ChatMessage[] = [];
@@ -207,7 +244,10 @@ export class OpenAiCompatibleExecutor implements AgentExecutor {
       budget -= textLength(m);
       earlier.unshift(m);
     }
-    return { messages: [...(systemPrompt ? [{ role: "system" as const, content: systemPrompt }] : []), ...earlier, current], images };
+    return {
+      messages: [...(systemPrompt ? [{ role: "system" as const, content: systemPrompt }] : []), ...earlier, current],
+      images,
+    };
   }
 }
 

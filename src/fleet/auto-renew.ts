@@ -43,7 +43,10 @@ export function startAutoRenew(options: AutoRenewOptions): AutoRenew {
     if (stopped) return;
     at = until;
     clearTimeout(timer);
-    timer = setTimeout(() => (Date.now() >= until ? void attempt() : wait(until)), Math.min(MAX_TIMER_MS, Math.max(0, until - Date.now())));
+    timer = setTimeout(
+      () => (Date.now() >= until ? void attempt() : wait(until)),
+      Math.min(MAX_TIMER_MS, Math.max(0, until - Date.now())),
+    );
     timer.unref?.();
   };
 

@@ -27,10 +27,15 @@ const JSON_HEADERS = { "content-type": "application/json" };
  * ([[authorize]] names it in no table; `mayRenew` false) gets no new certificate either: 403. The
  * certificate-issuing library is loaded on the first renewal, not at start.
  */
-export function renewHandler(paths: CaPaths, log: Logger, mayRenew: (caller: CallerIdentity) => boolean = () => true): (req: HttpRequest, caller: CallerIdentity) => Promise<HttpResponse> {
+export function renewHandler(
+  paths: CaPaths,
+  log: Logger,
+  mayRenew: (caller: CallerIdentity) => boolean = () => true,
+): (req: HttpRequest, caller: CallerIdentity) => Promise<HttpResponse> {
   return async (req, caller) => {
     if (req.method !== "POST") return json(405, { error: "use POST" }, { allow: "POST" });
-    if (!existsSync(paths.caKey)) return json(404, { error: "this node does not hold the fleet CA; renew from the node that does (ca_peer)" });
+    if (!existsSync(paths.caKey))
+      return json(404, { error: "this node does not hold the fleet CA; renew from the node that does (ca_peer)" });
     if (!mayRenew(caller)) {
       log.warn("refused a renewal", { caller: caller.name, reason: "the authorization policy refuses it everything" });
       return json(403, {
@@ -44,7 +49,8 @@ export function renewHandler(paths: CaPaths, log: Logger, mayRenew: (caller: Cal
     } catch {
       return json(400, { error: "the body is not JSON" });
     }
-    if (typeof body?.csr !== "string" || typeof body.cert !== "string") return json(400, { error: 'send {"csr": PEM, "cert": PEM}' });
+    if (typeof body?.csr !== "string" || typeof body.cert !== "string")
+      return json(400, { error: 'send {"csr": PEM, "cert": PEM}' });
     const [{ renewRecorded }, { openCaRegistry }, { readPublic }] = await Promise.all([
       import("../../pki/renewal"),
       import("../../pki/issuance"),
@@ -58,7 +64,11 @@ export function renewHandler(paths: CaPaths, log: Logger, mayRenew: (caller: Cal
           currentCertPem: body.cert,
           presented: { name: caller.name, fingerprint256: caller.fingerprint },
         });
-        log.info("renewed a certificate", { name: issued.record.name, serial: issued.record.serial, expires: issued.record.notAfter.toISOString() });
+        log.info("renewed a certificate", {
+          name: issued.record.name,
+          serial: issued.record.serial,
+          expires: issued.record.notAfter.toISOString(),
+        });
         return json(200, { cert: issued.certPem, caCert: readPublic(paths.caCert) } satisfies RenewAnswer);
       } finally {
         registry.close();

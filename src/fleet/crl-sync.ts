@@ -75,7 +75,10 @@ export function startCrlSync(options: CrlSyncOptions): CrlSync {
       try {
         await options.localCa();
       } catch (err) {
-        log.warn("could not sign a new revocation list; the one in force stays until its next update", { reason: (err as Error).message, ...inForce() });
+        log.warn("could not sign a new revocation list; the one in force stays until its next update", {
+          reason: (err as Error).message,
+          ...inForce(),
+        });
       }
     }
     const { caPeer } = options.settings();
@@ -86,7 +89,11 @@ export function startCrlSync(options: CrlSyncOptions): CrlSync {
       failing = false;
     } catch (err) {
       // Every failed round says so: one line per crl_refresh_seconds, until the CA node answers again.
-      log.warn("could not fetch the revocation list; the one in force stays", { ca_peer: caPeer, reason: (err as Error).message, ...inForce() });
+      log.warn("could not fetch the revocation list; the one in force stays", {
+        ca_peer: caPeer,
+        reason: (err as Error).message,
+        ...inForce(),
+      });
       failing = true;
     }
   };

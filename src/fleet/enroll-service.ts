@@ -32,7 +32,12 @@ export interface EnrollEvents {
   /** A machine joined: its name, certificate serial and SHA-256 fingerprint. */
   enrolled(e: { name: string; serial: string; fingerprint: string; remote: string | undefined }): void;
   /** A failed or throttled attempt; `name` is what its token claimed, if it was a token at all. */
-  refused(e: { kind: "enrollment_refused" | "enrollment_throttled"; reason: string; remote: string | undefined; name?: string }): void;
+  refused(e: {
+    kind: "enrollment_refused" | "enrollment_throttled";
+    reason: string;
+    remote: string | undefined;
+    name?: string;
+  }): void;
 }
 
 /**
@@ -58,21 +63,35 @@ export function enrollHandler(
     const { readPublic } = await import("../../pki/secure-file");
     if (path === CA_CERT_PATH) {
       if (req.method !== "GET") return json(405, { error: "use GET" });
-      return { status: 200, headers: { "content-type": "application/x-pem-file", ...ROLE }, body: readPublic(paths.caCert) };
+      return {
+        status: 200,
+        headers: { "content-type": "application/x-pem-file", ...ROLE },
+        body: readPublic(paths.caCert),
+      };
     }
     if (path !== ENROLL_PATH) {
       const a2aPort = caNode().port;
-      return json(404, { error: `this port serves enrollment only (a2a-node join); A2A is on the mutual-TLS port, ${a2aPort}`, a2aPort });
+      return json(404, {
+        error: `this port serves enrollment only (a2a-node join); A2A is on the mutual-TLS port, ${a2aPort}`,
+        a2aPort,
+      });
     }
     if (req.method !== "POST") return json(405, { error: "use POST" });
     // A source that has failed too often is answered before its request is read: no parsing, no registry.
     const source = sourceOf(remote);
     const wait = failures.available(source);
     if (wait > 0) {
-      refuse({ kind: "enrollment_throttled", reason: `too many failed enrollments from this source: retry after ${wait} s`, remote });
+      refuse({
+        kind: "enrollment_throttled",
+        reason: `too many failed enrollments from this source: retry after ${wait} s`,
+        remote,
+      });
       return json(
         429,
-        { error: `too many failed enrollments from this address: retry after ${wait} s (${ENROLL_FAILURES.burst} at once, then one a minute)`, code: "THROTTLED" },
+        {
+          error: `too many failed enrollments from this address: retry after ${wait} s (${ENROLL_FAILURES.burst} at once, then one a minute)`,
+          code: "THROTTLED",
+        },
         { "retry-after": String(wait) },
       );
     }
@@ -87,20 +106,39 @@ export function enrollHandler(
     } catch {
       return failed(400, { error: "the body is not JSON" });
     }
-    if (typeof body?.token !== "string" || typeof body.csr !== "string") return failed(400, { error: 'send {"token": "...", "csr": PEM}' });
+    if (typeof body?.token !== "string" || typeof body.csr !== "string")
+      return failed(400, { error: 'send {"token": "...", "csr": PEM}' });
     const { enrollWithToken, tokenName } = await import("../../pki/tokens");
     let claimed = "?";
     try {
       claimed = tokenName(body.token);
       const issued = await enrollWithToken(paths, { token: body.token, csrPem: body.csr });
-      log.info("enrolled a new fleet member", { name: issued.record.name, serial: issued.record.serial, expires: issued.record.notAfter.toISOString(), remote });
-      events?.enrolled({ name: issued.record.name, serial: issued.record.serial, fingerprint: issued.record.fingerprint256, remote });
-      return json(200, { cert: issued.certPem, caCert: readPublic(paths.caCert), caNode: caNode() } satisfies EnrollAnswer);
+      log.info("enrolled a new fleet member", {
+        name: issued.record.name,
+        serial: issued.record.serial,
+        expires: issued.record.notAfter.toISOString(),
+        remote,
+      });
+      events?.enrolled({
+        name: issued.record.name,
+        serial: issued.record.serial,
+        fingerprint: issued.record.fingerprint256,
+        remote,
+      });
+      return json(200, {
+        cert: issued.certPem,
+        caCert: readPublic(paths.caCert),
+        caNode: caNode(),
+      } satisfies EnrollAnswer);
     } catch (err) {
       const e = err as { name?: string; code?: string; message?: string };
       if (e.name !== "PkiError") throw err;
       // Never the token itself in the log: only the name it claims.
-      return failed(e.code === "BAD_TOKEN" ? 403 : e.code === "NAME_HAS_CERT" ? 409 : 400, { error: e.message ?? "refused", code: e.code }, claimed);
+      return failed(
+        e.code === "BAD_TOKEN" ? 403 : e.code === "NAME_HAS_CERT" ? 409 : 400,
+        { error: e.message ?? "refused", code: e.code },
+        claimed,
+      );
     }
   };
 }

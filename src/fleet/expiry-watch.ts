@@ -21,13 +21,22 @@ export interface ExpiryWatch {
  * its end: a warning once two thirds of the node certificate's lifetime have passed (when it should have been
  * renewed), an error within its last week, and an error once expired. Silent while all is well.
  */
-export function watchExpiry(current: () => WatchedIdentity, log: Logger, opts: { intervalMs?: number; now?: () => Date; renewHint?: string } = {}): ExpiryWatch {
+export function watchExpiry(
+  current: () => WatchedIdentity,
+  log: Logger,
+  opts: { intervalMs?: number; now?: () => Date; renewHint?: string } = {},
+): ExpiryWatch {
   const now = opts.now ?? (() => new Date());
   const hint = opts.renewHint ?? "a2a-node pki renew";
   const check = () => {
     const id = current();
     const at = now();
-    const fields = { name: id.name, expires: id.notAfter.toISOString(), days_left: daysLeft(id.notAfter, at), next: hint };
+    const fields = {
+      name: id.name,
+      expires: id.notAfter.toISOString(),
+      days_left: daysLeft(id.notAfter, at),
+      next: hint,
+    };
     switch (expiryLevel(id, at)) {
       case "renew":
         log.warn("this node's certificate is past two thirds of its lifetime and should be renewed", fields);
@@ -40,7 +49,10 @@ export function watchExpiry(current: () => WatchedIdentity, log: Logger, opts: {
         break;
     }
     const caLeft = id.ca.notAfter.getTime() - at.getTime();
-    if (caLeft <= 0) log.error("the fleet CA certificate has expired; every certificate it issued is refused", { expires: id.ca.notAfter.toISOString() });
+    if (caLeft <= 0)
+      log.error("the fleet CA certificate has expired; every certificate it issued is refused", {
+        expires: id.ca.notAfter.toISOString(),
+      });
     else if (caLeft <= CA_WARN_DAYS * DAY_MS)
       log.warn("the fleet CA certificate expires soon; every certificate it issued stops working then", {
         expires: id.ca.notAfter.toISOString(),

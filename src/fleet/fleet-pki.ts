@@ -31,7 +31,12 @@ export interface FleetPkiOptions {
   adopt(fresh: NodeIdentity): void;
   peers: PeerRegistry;
   /** The live settings (SIGHUP updates the reloadable ones in place). */
-  settings(): { caPeer?: string; crlRefreshMs: number; caPassphrase?: string; authorize?: readonly AccessRule[] } & PeerTimeoutSettings;
+  settings(): {
+    caPeer?: string;
+    crlRefreshMs: number;
+    caPassphrase?: string;
+    authorize?: readonly AccessRule[];
+  } & PeerTimeoutSettings;
   log: Logger;
 }
 
@@ -68,10 +73,17 @@ export class FleetPki {
         return crlValidForMs(options.settings().crlRefreshMs);
       },
     };
-    if (existsSync(options.paths.caKey) && isEncryptedKey(readFileSync(options.paths.caKey, "utf8")) && !options.settings().caPassphrase)
-      options.log.warn("the fleet CA key is encrypted and no passphrase is set: renewals and enrollments by this node will fail", {
-        next: "set A2A_NODE_CA_PASSPHRASE or ca_passphrase_file",
-      });
+    if (
+      existsSync(options.paths.caKey) &&
+      isEncryptedKey(readFileSync(options.paths.caKey, "utf8")) &&
+      !options.settings().caPassphrase
+    )
+      options.log.warn(
+        "the fleet CA key is encrypted and no passphrase is set: renewals and enrollments by this node will fail",
+        {
+          next: "set A2A_NODE_CA_PASSPHRASE or ca_passphrase_file",
+        },
+      );
     this.revocations = new RevocationState(options.paths.crl, options.identity, options.log);
     this.revocations.loadFromDisk();
     this.routes = createPkiRoutes({
@@ -105,7 +117,12 @@ export class FleetPki {
     if (this.inUse.has(fingerprint256) || !this.caHome) return;
     const gone = await supersedeInUse(this.paths, fingerprint256);
     this.inUse.add(fingerprint256);
-    for (const c of gone) this.options.log.info("revoked a renewed certificate: its holder uses the new one", { name: c.name, serial: c.serial, reason: c.revokeReason });
+    for (const c of gone)
+      this.options.log.info("revoked a renewed certificate: its holder uses the new one", {
+        name: c.name,
+        serial: c.serial,
+        reason: c.revokeReason,
+      });
     if (gone.length) this.revocations.loadFromDisk();
   }
 
@@ -119,7 +136,10 @@ export class FleetPki {
     const period = this.options.settings().crlRefreshMs;
     const now = Date.now();
     if (list && now - list.thisUpdate.getTime() >= period) {
-      const [{ openCaRegistry }, { publishCrl }] = await Promise.all([import("../../pki/issuance"), import("../../pki/crl-publish")]);
+      const [{ openCaRegistry }, { publishCrl }] = await Promise.all([
+        import("../../pki/issuance"),
+        import("../../pki/crl-publish"),
+      ]);
       const registry = openCaRegistry(this.paths);
       try {
         await publishCrl(this.paths, registry);
@@ -149,15 +169,31 @@ export class FleetPki {
     if (!list) {
       // ca_peer set and never reached since start: whether anything was revoked is not known.
       if (caPeer && !this.caHome && !confirmed && now.getTime() - this.startedAt > CRL_VALID_REFRESHES * period)
-        return { ok: false, detail: `no revocation list, and ${source} has not answered since this node started: revocations are not known here (connections are still taken)`, ...facts };
+        return {
+          ok: false,
+          detail: `no revocation list, and ${source} has not answered since this node started: revocations are not known here (connections are still taken)`,
+          ...facts,
+        };
       return { ok: true, detail: "no revocation list: nothing revoked yet", ...facts };
     }
     const ageSeconds = Math.round((now.getTime() - list.thisUpdate.getTime()) / 1000);
-    const more = { ...facts, number: list.number, revoked: list.revoked.size, signed: list.thisUpdate.toISOString(), nextUpdate: list.nextUpdate?.toISOString() ?? null, ageSeconds };
+    const more = {
+      ...facts,
+      number: list.number,
+      revoked: list.revoked.size,
+      signed: list.thisUpdate.toISOString(),
+      nextUpdate: list.nextUpdate?.toISOString() ?? null,
+      ageSeconds,
+    };
     const stale = list.nextUpdate !== undefined && now.getTime() > list.nextUpdate.getTime();
     const about = `revocation list number ${list.number} (${list.revoked.size} revoked), signed ${ageSeconds} s ago`;
     if (stale && source.startsWith("by hand"))
-      return { ok: true, detail: `${about}, brought by hand: past its next update (${list.nextUpdate!.toISOString()}); import a newer one from the CA machine`, ...more, stale };
+      return {
+        ok: true,
+        detail: `${about}, brought by hand: past its next update (${list.nextUpdate!.toISOString()}); import a newer one from the CA machine`,
+        ...more,
+        stale,
+      };
     if (stale)
       return {
         ok: false,
@@ -167,7 +203,12 @@ export class FleetPki {
         ...more,
         stale,
       };
-    return { ok: true, detail: `${about}, from ${source}; next update ${list.nextUpdate?.toISOString() ?? "not set"}`, ...more, stale };
+    return {
+      ok: true,
+      detail: `${about}, from ${source}; next update ${list.nextUpdate?.toISOString() ?? "not set"}`,
+      ...more,
+      stale,
+    };
   }
 
   /** The list in force, for the metrics: its age and next update. */
@@ -185,18 +226,36 @@ export class FleetPki {
     const path = req.target.split("?")[0];
     const list = this.revocations.current();
     if (req.method === "GET" && path === CRL_PATH && list)
-      return { status: 200, headers: { "content-type": "application/x-pem-file", "x-crl-number": String(list.number) }, body: list.pem };
+      return {
+        status: 200,
+        headers: { "content-type": "application/x-pem-file", "x-crl-number": String(list.number) },
+        body: list.pem,
+      };
     // reason: "its certificate (serial X) was revoked on T" (pki/fleet-member.ts).
-    const what = reason.replace(/^its certificate/, "the client certificate").replace(" was revoked on ", " was revoked by the fleet CA on ");
+    const what = reason
+      .replace(/^its certificate/, "the client certificate")
+      .replace(" was revoked on ", " was revoked by the fleet CA on ");
     const message = `${this.options.identity().name} refuses this connection: ${what}; ${newIdentityHint(name)}`;
     return {
       status: 403,
       headers: { "content-type": "application/json" },
-      body: JSON.stringify({ error: { code: 403, status: "PERMISSION_DENIED", message, details: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "CERTIFICATE_REVOKED", domain: "a2a-node" }] } }),
+      body: JSON.stringify({
+        error: {
+          code: 403,
+          status: "PERMISSION_DENIED",
+          message,
+          details: [
+            { "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "CERTIFICATE_REVOKED", domain: "a2a-node" },
+          ],
+        },
+      }),
     };
   }
 
-  /** Starts the background work once the mTLS listener is up: a new revocation list ends revoked peers' open connections. */
+  /**
+   * Starts the background work once the mTLS listener is up: a new revocation list ends revoked peers' open
+   * connections.
+   */
   start(listener: Listener, alsoServing: Listener[] = []): void {
     const { options } = this;
     this.listener = listener;
@@ -210,7 +269,9 @@ export class FleetPki {
       localCa: this.caHome ? () => this.localCa() : undefined,
       log: options.log,
     });
-    this.expiry = watchExpiry(options.identity, options.log, { renewHint: "a2a-node pki renew (or set ca_peer, and the node renews by itself)" });
+    this.expiry = watchExpiry(options.identity, options.log, {
+      renewHint: "a2a-node pki renew (or set ca_peer, and the node renews by itself)",
+    });
     this.autoRenew = startAutoRenew({
       current: options.identity,
       canRenew: () => existsSync(options.paths.caKey) || options.settings().caPeer !== undefined,
@@ -224,7 +285,8 @@ export class FleetPki {
     const { options } = this;
     const caPeer = options.settings().caPeer;
     const peer = caPeer ? options.peers.get(caPeer) : undefined;
-    if (caPeer && !peer && !existsSync(options.paths.caKey)) throw new Error(`ca_peer '${caPeer}' is not a registered peer (a2a-node peers add ${caPeer} URL)`);
+    if (caPeer && !peer && !existsSync(options.paths.caKey))
+      throw new Error(`ca_peer '${caPeer}' is not a registered peer (a2a-node peers add ${caPeer} URL)`);
     const before = options.identity();
     const fresh = await renewIdentity(this.paths, before, { peer, fetchFor: (p) => this.fetchAs(p) });
     this.useIdentity(fresh);
@@ -243,11 +305,14 @@ export class FleetPki {
    * ca_peer presents it; on the CA node itself, localCa) and supersedes the one it renewed.
    */
   useIdentity(fresh: NodeIdentity): void {
-    for (const l of [this.listener, this.enroll, ...this.alsoServing]) l?.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
+    for (const l of [this.listener, this.enroll, ...this.alsoServing])
+      l?.setIdentity?.({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem });
     this.options.adopt(fresh);
     this.autoRenew?.replan();
     if (this.caHome)
-      void this.seenInUse(fresh.fingerprint256).catch((err) => this.options.log.warn("could not revoke the certificate this node renewed", { reason: (err as Error).message }));
+      void this.seenInUse(fresh.fingerprint256).catch((err) =>
+        this.options.log.warn("could not revoke the certificate this node renewed", { reason: (err as Error).message }),
+      );
     else void this.crlSync?.refreshNow();
   }
 
@@ -264,7 +329,9 @@ export class FleetPki {
     const { log } = this.options;
     const paths = this.paths;
     if (!existsSync(paths.caKey)) {
-      log.warn("enroll_port is set, but this home does not hold the fleet CA: no enrollment port", { enroll_port: opts.port });
+      log.warn("enroll_port is set, but this home does not hold the fleet CA: no enrollment port", {
+        enroll_port: opts.port,
+      });
       return undefined;
     }
     const id = this.options.identity();
@@ -273,22 +340,39 @@ export class FleetPki {
       cert: id.certPem,
       key: id.keyPem,
       maxBodyBytes: 64 * 1024,
-      onRequest: enrollHandler(paths, () => ({ name: this.options.identity().name, port: opts.mtlsPort }), log, opts.events),
+      onRequest: enrollHandler(
+        paths,
+        () => ({ name: this.options.identity().name, port: opts.mtlsPort }),
+        log,
+        opts.events,
+      ),
     });
-    log.warn("enrollment port open: a machine with a join token from 'pki token' gets a certificate there", { url: this.enroll.url });
+    log.warn("enrollment port open: a machine with a join token from 'pki token' gets a certificate there", {
+      url: this.enroll.url,
+    });
     return this.enroll;
   }
 
   /** An mTLS fetch to a named peer as this node, refusing a revoked server. */
   fetchAs(peer: { name: string; keyPin?: string; fingerprint?: string }) {
     const id = this.options.identity();
-    return mtlsFetch({ cert: id.certPem, key: id.keyPem, ca: id.caPem }, expectationOf(peer), this.revocations.revokedAt, {
-      // An older certificate pin that matched becomes a key pin, which the peer's renewals keep.
-      certPinMatched: (accepted) => {
-        if (this.options.peers.get(peer.name)?.keyPin) return; // converted already (by an earlier connection)
-        if (this.options.peers.pinKey(peer.name, accepted.keyPin)) this.options.log.info("converted a peer's certificate pin to a key pin", { peer: peer.name, key_pin: accepted.keyPin });
+    return mtlsFetch(
+      { cert: id.certPem, key: id.keyPem, ca: id.caPem },
+      expectationOf(peer),
+      this.revocations.revokedAt,
+      {
+        // An older certificate pin that matched becomes a key pin, which the peer's renewals keep.
+        certPinMatched: (accepted) => {
+          if (this.options.peers.get(peer.name)?.keyPin) return; // converted already (by an earlier connection)
+          if (this.options.peers.pinKey(peer.name, accepted.keyPin))
+            this.options.log.info("converted a peer's certificate pin to a key pin", {
+              peer: peer.name,
+              key_pin: accepted.keyPin,
+            });
+        },
       },
-    }, peerTimeouts(this.options.settings()));
+      peerTimeouts(this.options.settings()),
+    );
   }
 
   /** SIGHUP: the revocation list is read and fetched again at once, and expiry looked at again. */

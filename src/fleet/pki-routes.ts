@@ -46,13 +46,23 @@ export function createPkiRoutes(options: {
   const renewLimiter = options.renewLimiter ?? new PeerRateLimiter(RENEW_RATE);
   return async (req, caller, path) => {
     const wait = limiter.take(caller.name);
-    if (wait > 0) return limited(wait, `this node answers ${PKI_RATE.perSecond} /pki/ request per second from one peer, ${PKI_RATE.burst} at once`);
+    if (wait > 0)
+      return limited(
+        wait,
+        `this node answers ${PKI_RATE.perSecond} /pki/ request per second from one peer, ${PKI_RATE.burst} at once`,
+      );
     // A failure here (an encrypted CA key without its passphrase) must not cost the caller its answer.
-    await options.seen?.(caller).catch((err) => options.log?.warn("could not revoke a certificate its holder renewed", { peer: caller.name, reason: (err as Error).message }));
+    await options.seen?.(caller).catch((err) =>
+      options.log?.warn("could not revoke a certificate its holder renewed", {
+        peer: caller.name,
+        reason: (err as Error).message,
+      }),
+    );
     if (path === RENEW_PATH) {
       if (req.method === "POST") {
         const renewWait = renewLimiter.take(caller.name);
-        if (renewWait > 0) return limited(renewWait, `this node renews at most ${RENEW_RATE.burst} certificates an hour for one peer`);
+        if (renewWait > 0)
+          return limited(renewWait, `this node renews at most ${RENEW_RATE.burst} certificates an hour for one peer`);
       }
       return options.renew(req, caller);
     }
@@ -61,7 +71,11 @@ export function createPkiRoutes(options: {
       options.revocations.loadFromDisk();
       const list = options.revocations.current();
       if (!list) return json(404, "this node holds no revocation list (nothing has been revoked)");
-      return { status: 200, headers: { "content-type": "application/x-pem-file", "x-crl-number": String(list.number) }, body: list.pem };
+      return {
+        status: 200,
+        headers: { "content-type": "application/x-pem-file", "x-crl-number": String(list.number) },
+        body: list.pem,
+      };
     }
     return json(404, `no such PKI route: ${path}`);
   };

@@ -33,24 +33,46 @@ export interface RenewalSource {
  * name, for the key asked for) before it replaces the current pair (installRenewedIdentity: the old files stay
  * until the new ones are in place). Returns the new identity.
  */
-export async function renewIdentity(paths: RenewalPaths, current: NodeIdentity, source: RenewalSource, options: { rekey?: boolean } = {}): Promise<NodeIdentity> {
+export async function renewIdentity(
+  paths: RenewalPaths,
+  current: NodeIdentity,
+  source: RenewalSource,
+  options: { rekey?: boolean } = {},
+): Promise<NodeIdentity> {
   const { createCsr } = await import("../../pki/csr");
-  const { csrPem, keyPem } = await createCsr({ name: current.name, sans: [], keyPem: options.rekey ? undefined : current.keyPem });
+  const { csrPem, keyPem } = await createCsr({
+    name: current.name,
+    sans: [],
+    keyPem: options.rekey ? undefined : current.keyPem,
+  });
   let certPem: string;
   if (current.hasCaKey) certPem = await renewLocally(paths, current, csrPem);
-  else if (source.peer && source.fetchFor) certPem = await renewFromPeer(source.peer, source.fetchFor(source.peer), current, csrPem);
-  else throw new RenewalError("no CA to renew from: this home does not hold the fleet CA, and no ca_peer is set", "set ca_peer to the peer that holds the fleet CA (config file, A2A_NODE_CA_PEER), or pass --ca-peer NAME");
+  else if (source.peer && source.fetchFor)
+    certPem = await renewFromPeer(source.peer, source.fetchFor(source.peer), current, csrPem);
+  else
+    throw new RenewalError(
+      "no CA to renew from: this home does not hold the fleet CA, and no ca_peer is set",
+      "set ca_peer to the peer that holds the fleet CA (config file, A2A_NODE_CA_PEER), or pass --ca-peer NAME",
+    );
   checkRenewed(certPem, keyPem, current);
   installRenewedIdentity(paths, { certPem, keyPem });
   return loadNodeIdentity(paths);
 }
 
 async function renewLocally(paths: CaPaths, current: NodeIdentity, csrPem: string): Promise<string> {
-  const [{ openCaRegistry }, { renewRecorded }] = await Promise.all([import("../../pki/issuance"), import("../../pki/renewal")]);
+  const [{ openCaRegistry }, { renewRecorded }] = await Promise.all([
+    import("../../pki/issuance"),
+    import("../../pki/renewal"),
+  ]);
   const registry = openCaRegistry(paths);
   try {
     // This home holds the CA key: its own certificate is renewed even once expired (the key is kept, pins hold).
-    const issued = await renewRecorded(paths, registry, { csrPem, currentCertPem: current.certPem, presented: { name: current.name, fingerprint256: current.fingerprint256 }, acceptExpired: true });
+    const issued = await renewRecorded(paths, registry, {
+      csrPem,
+      currentCertPem: current.certPem,
+      presented: { name: current.name, fingerprint256: current.fingerprint256 },
+      acceptExpired: true,
+    });
     return issued.certPem;
   } finally {
     registry.close();
@@ -68,7 +90,10 @@ async function renewFromPeer(peer: Peer, fetchFn: FetchFn, current: NodeIdentity
       signal: AbortSignal.timeout(30_000),
     });
   } catch (err) {
-    throw new RenewalError(`cannot reach the CA node, peer '${peer.name}' at ${peer.url}: ${(err as Error).message}`, "is 'a2a-node serve' running there? check with 'a2a-node peers list'");
+    throw new RenewalError(
+      `cannot reach the CA node, peer '${peer.name}' at ${peer.url}: ${(err as Error).message}`,
+      "is 'a2a-node serve' running there? check with 'a2a-node peers list'",
+    );
   }
   const text = await res.text();
   let body: Partial<RenewAnswer> & { error?: string } = {};
@@ -77,8 +102,12 @@ async function renewFromPeer(peer: Peer, fetchFn: FetchFn, current: NodeIdentity
   } catch {
     // Reported below with the status.
   }
-  if (!res.ok) throw new RenewalError(`peer '${peer.name}' refused the renewal (HTTP ${res.status}): ${body.error ?? text.slice(0, 200)}`);
-  if (typeof body.cert !== "string") throw new RenewalError(`peer '${peer.name}' answered the renewal without a certificate`);
+  if (!res.ok)
+    throw new RenewalError(
+      `peer '${peer.name}' refused the renewal (HTTP ${res.status}): ${body.error ?? text.slice(0, 200)}`,
+    );
+  if (typeof body.cert !== "string")
+    throw new RenewalError(`peer '${peer.name}' answered the renewal without a certificate`);
   return body.cert;
 }
 
@@ -91,9 +120,13 @@ function checkRenewed(certPem: string, keyPem: string, current: NodeIdentity): v
     throw new RenewalError("the CA node answered with something that is not a certificate");
   }
   const ca = new X509Certificate(current.caPem);
-  if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey)) throw new RenewalError("the renewed certificate was not issued by this fleet's CA");
-  if (cert.subject !== `CN=${current.name}`) throw new RenewalError(`the renewed certificate is for ${JSON.stringify(cert.subject)}, not CN=${current.name}`);
-  if (!cert.checkPrivateKey(createPrivateKey(keyPem))) throw new RenewalError("the renewed certificate is not for the key made for it");
+  if (!cert.checkIssued(ca) || !cert.verify(ca.publicKey))
+    throw new RenewalError("the renewed certificate was not issued by this fleet's CA");
+  if (cert.subject !== `CN=${current.name}`)
+    throw new RenewalError(`the renewed certificate is for ${JSON.stringify(cert.subject)}, not CN=${current.name}`);
+  if (!cert.checkPrivateKey(createPrivateKey(keyPem)))
+    throw new RenewalError("the renewed certificate is not for the key made for it");
   const now = Date.now();
-  if (now < cert.validFromDate.getTime() || now > cert.validToDate.getTime()) throw new RenewalError("the renewed certificate is not valid now (check the clocks)");
+  if (now < cert.validFromDate.getTime() || now > cert.validToDate.getTime())
+    throw new RenewalError("the renewed certificate is not valid now (check the clocks)");
 }

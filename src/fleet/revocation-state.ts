@@ -80,7 +80,10 @@ export class RevocationState {
     try {
       this.take(readRevocationList(readPublic(this.path), this.identity().caPem, this.path), this.path, false);
     } catch (err) {
-      this.log.error("ignoring the revocation list on disk; the one in force stays", { path: this.path, reason: (err as Error).message });
+      this.log.error("ignoring the revocation list on disk; the one in force stays", {
+        path: this.path,
+        reason: (err as Error).message,
+      });
     }
   }
 
@@ -104,7 +107,11 @@ export class RevocationState {
 
   private take(list: RevocationList, source: string, fromOffer: boolean): boolean {
     if (this.list && list.number < this.list.number) {
-      this.log.warn("ignoring an older revocation list; the newer one stays in force", { source, number: list.number, in_force: this.list.number });
+      this.log.warn("ignoring an older revocation list; the newer one stays in force", {
+        source,
+        number: list.number,
+        in_force: this.list.number,
+      });
       return false;
     }
     if (this.list && list.number === this.list.number && !fromOffer) return false;
@@ -116,7 +123,12 @@ export class RevocationState {
       for (const fn of this.listeners) fn(list);
       return true;
     }
-    this.log.info("revocation list in force", { source, number: list.number, revoked: list.revoked.size, signed: list.thisUpdate.toISOString() });
+    this.log.info("revocation list in force", {
+      source,
+      number: list.number,
+      revoked: list.revoked.size,
+      signed: list.thisUpdate.toISOString(),
+    });
     const own = this.ownRevocation();
     if (own)
       this.log.error("this node's own certificate is revoked; peers refuse it", {

@@ -82,10 +82,13 @@ export function serveCall<C>(
 
   const abort = new AbortController();
   const ms = deadlineMs(headers);
-  const timer = ms === undefined ? undefined : setTimeout(() => {
-    abort.abort();
-    reply.fail(plainTrailers("DEADLINE_EXCEEDED", `deadline of ${ms} ms exceeded`));
-  }, ms);
+  const timer =
+    ms === undefined
+      ? undefined
+      : setTimeout(() => {
+          abort.abort();
+          reply.fail(plainTrailers("DEADLINE_EXCEEDED", `deadline of ${ms} ms exceeded`));
+        }, ms);
   stream.on("close", () => {
     clearTimeout(timer);
     abort.abort();

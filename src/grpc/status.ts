@@ -171,4 +171,3 @@ export function decodeGrpcMessage(text: string): string {
   }
   return new TextDecoder().decode(new Uint8Array(bytes));
 }
-

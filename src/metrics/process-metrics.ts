@@ -6,7 +6,9 @@ import type { Registry } from "./registry";
  * process and /proc at scrape time: memory, CPU, file descriptors, start time. Nothing is kept between scrapes.
  */
 export function registerProcessMetrics(registry: Registry, startedAtMs: number): void {
-  registry.collected("process_resident_memory_bytes", "Resident memory size in bytes.", () => process.memoryUsage.rss());
+  registry.collected("process_resident_memory_bytes", "Resident memory size in bytes.", () =>
+    process.memoryUsage.rss(),
+  );
   registry.collected("process_heap_bytes", "JavaScript heap in use, in bytes.", () => process.memoryUsage().heapUsed);
   registry.collected(
     "process_cpu_seconds_total",
@@ -17,7 +19,9 @@ export function registerProcessMetrics(registry: Registry, startedAtMs: number):
     },
     "counter",
   );
-  registry.collected("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", () => Math.floor(startedAtMs / 1000));
+  registry.collected("process_start_time_seconds", "Start time of the process since unix epoch in seconds.", () =>
+    Math.floor(startedAtMs / 1000),
+  );
   registry.collected("process_open_fds", "Number of open file descriptors.", openFds);
   registry.collected("process_max_fds", "Maximum number of open file descriptors.", maxFds);
 }

@@ -9,8 +9,8 @@
  *
  * @example
  *   const registry = new Registry();
- *   const requests = registry.histogram("a2a_node_rpc_request_duration_seconds", "JSON-RPC requests", "method", [0.01, 0.1, 1]);
- *   requests.get("GetTask").observe(0.004);
+ *   const requests = registry.histogram("a2a_node_rpc_request_duration_seconds", "JSON-RPC requests", "method", [0.01,
+ *   0.1, 1]); requests.get("GetTask").observe(0.004);
  *   registry.render(); // "# HELP a2a_node_rpc_request_duration_seconds JSON-RPC requests\n# TYPE ..."
  */
 
@@ -82,7 +82,8 @@ class Family<T> implements Metric {
 
   render(out: string[]): void {
     out.push(`# HELP ${this.name} ${escapeHelp(this.help)}\n# TYPE ${this.name} ${this.type}\n`);
-    for (const [value, child] of this.children) this.write(out, this.name, this.label === undefined ? "" : `${this.label}="${escapeLabel(value)}"`, child);
+    for (const [value, child] of this.children)
+      this.write(out, this.name, this.label === undefined ? "" : `${this.label}="${escapeLabel(value)}"`, child);
   }
 }
 
@@ -117,7 +118,14 @@ export class Registry {
 
   counter(name: string, help: string, label?: string): Family<Counter> {
     return this.add(
-      new Family(name, help, "counter", label, () => new Counter(), (out, n, labels, c) => out.push(`${n}${labels ? `{${labels}}` : ""} ${formatNumber(c.value)}\n`)),
+      new Family(
+        name,
+        help,
+        "counter",
+        label,
+        () => new Counter(),
+        (out, n, labels, c) => out.push(`${n}${labels ? `{${labels}}` : ""} ${formatNumber(c.value)}\n`),
+      ),
     );
   }
 
@@ -127,7 +135,12 @@ export class Registry {
   }
 
   /** A gauge (or a counter kept elsewhere) whose value is read at scrape time. */
-  collected(name: string, help: string, collect: () => number | undefined | [Labels, number][], type: "gauge" | "counter" = "gauge"): void {
+  collected(
+    name: string,
+    help: string,
+    collect: () => number | undefined | [Labels, number][],
+    type: "gauge" | "counter" = "gauge",
+  ): void {
     this.add(new CollectedGauge(name, help, collect, type));
   }
 

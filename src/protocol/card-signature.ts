@@ -69,11 +69,21 @@ export interface CardSigner {
 
 /** The card with one signature by `signer` in place of any it had. */
 export async function signAgentCard(card: AgentCard, signer: CardSigner): Promise<AgentCard> {
-  const header: CardSignatureHeader = { alg: CARD_SIGNATURE_ALG, typ: "JOSE", kid: signer.kid, x5c: signer.chain.map((der) => Buffer.from(der).toString("base64")) };
+  const header: CardSignatureHeader = {
+    alg: CARD_SIGNATURE_ALG,
+    typ: "JOSE",
+    kid: signer.kid,
+    x5c: signer.chain.map((der) => Buffer.from(der).toString("base64")),
+  };
   const protectedB64 = Buffer.from(JSON.stringify(header), "utf8").toString("base64url");
-  const signature = new Uint8Array(await crypto.subtle.sign(ES256, signer.privateKey, cardSigningInput(card, protectedB64)));
+  const signature = new Uint8Array(
+    await crypto.subtle.sign(ES256, signer.privateKey, cardSigningInput(card, protectedB64)),
+  );
   const { signatures: _replaced, ...unsigned } = card;
-  return { ...unsigned, signatures: [{ protected: protectedB64, signature: Buffer.from(signature).toString("base64url") }] };
+  return {
+    ...unsigned,
+    signatures: [{ protected: protectedB64, signature: Buffer.from(signature).toString("base64url") }],
+  };
 }
 
 /** The protected header of `sig`, or undefined if it is not base64url JSON of an object with an `alg`. */
@@ -81,7 +91,13 @@ export function readSignatureHeader(sig: AgentCardSignature): CardSignatureHeade
   if (typeof sig?.protected !== "string" || !/^[A-Za-z0-9_-]+$/.test(sig.protected)) return undefined;
   try {
     const header = JSON.parse(Buffer.from(sig.protected, "base64url").toString("utf8")) as unknown;
-    if (header === null || typeof header !== "object" || Array.isArray(header) || typeof (header as CardSignatureHeader).alg !== "string") return undefined;
+    if (
+      header === null ||
+      typeof header !== "object" ||
+      Array.isArray(header) ||
+      typeof (header as CardSignatureHeader).alg !== "string"
+    )
+      return undefined;
     return header as CardSignatureHeader;
   } catch {
     return undefined;
@@ -92,9 +108,18 @@ export function readSignatureHeader(sig: AgentCardSignature): CardSignatureHeade
  * Whether `sig` is an ES256 signature of `card` by the P-256 public key `spkiDer`. Anything malformed (another
  * alg, a signature not 64 bytes, a key that is not P-256) is false: the caller says why it refused.
  */
-export async function verifyCardSignature(card: AgentCard, sig: AgentCardSignature, spkiDer: Uint8Array<ArrayBuffer>): Promise<boolean> {
+export async function verifyCardSignature(
+  card: AgentCard,
+  sig: AgentCardSignature,
+  spkiDer: Uint8Array<ArrayBuffer>,
+): Promise<boolean> {
   const header = readSignatureHeader(sig);
-  if (header?.alg !== CARD_SIGNATURE_ALG || typeof sig.signature !== "string" || !/^[A-Za-z0-9_-]+$/.test(sig.signature)) return false;
+  if (
+    header?.alg !== CARD_SIGNATURE_ALG ||
+    typeof sig.signature !== "string" ||
+    !/^[A-Za-z0-9_-]+$/.test(sig.signature)
+  )
+    return false;
   const signature = new Uint8Array(Buffer.from(sig.signature, "base64url"));
   if (signature.length !== 64) return false;
   let input: Uint8Array<ArrayBuffer>;

@@ -25,11 +25,19 @@ export function nonEmptyString(o: Obj, key: string, where: string): string {
   return v;
 }
 
-export function optInt(o: Obj, key: string, where: string, min: number, max = Number.MAX_SAFE_INTEGER): number | undefined {
+export function optInt(
+  o: Obj,
+  key: string,
+  where: string,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
   const v = o[key];
   if (absent(v)) return undefined;
   if (typeof v !== "number" || !Number.isInteger(v) || v < min || v > max)
-    throw bad(`${where}.${key} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? " up" : ` to ${max}`}`);
+    throw bad(
+      `${where}.${key} must be a whole number from ${min}${max === Number.MAX_SAFE_INTEGER ? " up" : ` to ${max}`}`,
+    );
   return v;
 }
 
@@ -50,6 +58,7 @@ export function optObject(o: Obj, key: string, where: string): Obj | undefined {
 export function optStringArray(o: Obj, key: string, where: string): string[] | undefined {
   const v = o[key];
   if (absent(v)) return undefined;
-  if (!Array.isArray(v) || v.some((s) => typeof s !== "string")) throw bad(`${where}.${key} must be an array of strings`);
+  if (!Array.isArray(v) || v.some((s) => typeof s !== "string"))
+    throw bad(`${where}.${key} must be an array of strings`);
   return v as string[];
 }

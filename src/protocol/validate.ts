@@ -52,7 +52,16 @@ function camelKeys(v: unknown): unknown {
 }
 
 const PART_FIELDS = ["text", "raw", "url", "data", "filename", "mediaType", "metadata"] as const;
-const MESSAGE_FIELDS = ["messageId", "contextId", "taskId", "role", "parts", "metadata", "extensions", "referenceTaskIds"] as const;
+const MESSAGE_FIELDS = [
+  "messageId",
+  "contextId",
+  "taskId",
+  "role",
+  "parts",
+  "metadata",
+  "extensions",
+  "referenceTaskIds",
+] as const;
 
 /** Only the fields the protocol defines: unknown ones are ignored, not stored and echoed back to others. */
 function pick<T>(o: Obj, fields: readonly string[]): T {
@@ -70,7 +79,9 @@ function part(p: unknown, where: string): Part {
   }
   if (p.raw !== undefined) {
     if (typeof p.raw !== "string" || !isBase64(p.raw))
-      throw bad(`${where}.raw must be the file's bytes as base64 (RFC 4648, standard or URL-safe alphabet, padding optional)`);
+      throw bad(
+        `${where}.raw must be the file's bytes as base64 (RFC 4648, standard or URL-safe alphabet, padding optional)`,
+      );
     kinds++;
   }
   if (p.url !== undefined) {
@@ -122,14 +133,16 @@ function contentUrlProblem(url: string): string | undefined {
 
 export function message(m: unknown, where = "params.message"): Message {
   if (!isObj(m)) throw bad(`${where} is required and must be an object`);
-  if (typeof m.messageId !== "string" || m.messageId.length === 0) throw bad(`${where}.messageId must be a non-empty string`);
+  if (typeof m.messageId !== "string" || m.messageId.length === 0)
+    throw bad(`${where}.messageId must be a non-empty string`);
   if (m.messageId.length > 200) throw bad(`${where}.messageId is longer than 200 characters`);
   if (m.role !== "ROLE_USER" && m.role !== "ROLE_AGENT") throw bad(`${where}.role must be ROLE_USER or ROLE_AGENT`);
   if (!Array.isArray(m.parts) || m.parts.length === 0) throw bad(`${where}.parts must be a non-empty array`);
   const parts = m.parts.map((p, i) => part(p, `${where}.parts[${i}]`));
   optString(m, "contextId", where);
   optString(m, "taskId", where);
-  if (m.metadata !== undefined && m.metadata !== null && !isObj(m.metadata)) throw bad(`${where}.metadata must be an object`);
+  if (m.metadata !== undefined && m.metadata !== null && !isObj(m.metadata))
+    throw bad(`${where}.metadata must be an object`);
   return { ...pick<Message>(m, MESSAGE_FIELDS), parts };
 }
 
@@ -150,7 +163,8 @@ export function sendMessageParams(p: unknown): SendMessageParams {
       c.taskPushNotificationConfig = pushConfigParams({ ...cfg, taskId: "pending" });
     }
   }
-  if (o.metadata !== undefined && o.metadata !== null && !isObj(o.metadata)) throw bad("params.metadata must be an object");
+  if (o.metadata !== undefined && o.metadata !== null && !isObj(o.metadata))
+    throw bad("params.metadata must be an object");
   return o as unknown as SendMessageParams;
 }
 
@@ -171,7 +185,12 @@ export function cancelTaskParams(p: unknown): CancelTaskParams {
 export function listTasksParams(p: unknown): ListTasksParams {
   const o = p === undefined || p === null ? {} : params(p);
   const status = optString(o, "status", "params");
-  if (status !== undefined && status !== "" && status !== "TASK_STATE_UNSPECIFIED" && !TASK_STATES.includes(status as TaskState))
+  if (
+    status !== undefined &&
+    status !== "" &&
+    status !== "TASK_STATE_UNSPECIFIED" &&
+    !TASK_STATES.includes(status as TaskState)
+  )
     throw bad(`params.status must be one of ${TASK_STATES.join(", ")}`);
   const after = optString(o, "statusTimestampAfter", "params");
   if (after !== undefined && Number.isNaN(Date.parse(after)))
@@ -215,7 +234,8 @@ export function pushConfigParams(p: unknown): TaskPushNotificationConfig {
   if (token) out.token = token;
   if (o.authentication !== undefined && o.authentication !== null) {
     const a = o.authentication;
-    if (!isObj(a) || typeof a.scheme !== "string" || a.scheme === "") throw bad("params.authentication.scheme must be a non-empty string");
+    if (!isObj(a) || typeof a.scheme !== "string" || a.scheme === "")
+      throw bad("params.authentication.scheme must be a non-empty string");
     out.authentication = { scheme: a.scheme, credentials: optString(a, "credentials", "params.authentication") };
   }
   return out;

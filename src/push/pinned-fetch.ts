@@ -18,7 +18,11 @@ const NOT_CONNECTED = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "E
  *   const target = await guard.resolve("https://hooks.example.com/a2a");
  *   const res = await fetchPinned(target, { method: "POST", body });
  */
-export async function fetchPinned(target: WebhookTarget, init: RequestInit, fetchFn: PushFetch = (u, i) => fetch(u, i)): Promise<Response> {
+export async function fetchPinned(
+  target: WebhookTarget,
+  init: RequestInit,
+  fetchFn: PushFetch = (u, i) => fetch(u, i),
+): Promise<Response> {
   const missed: string[] = [];
   for (const address of target.addresses) {
     const [url, pinned] = pinnedRequest(target.url, address, init);
@@ -48,7 +52,8 @@ export function pinnedRequest(url: URL, address: string, init: RequestInit): [st
   to.hostname = host;
   // The hostname setter ignores what it cannot parse (an IPv6 zone id, say) and would leave the name in place,
   // i.e. fetch would look it up again: refuse rather than send anywhere unchecked.
-  if (!isIP(to.hostname.replace(/^\[|\]$/g, ""))) throw new Error(`cannot connect to address '${address}' (not expressible in a URL)`);
+  if (!isIP(to.hostname.replace(/^\[|\]$/g, "")))
+    throw new Error(`cannot connect to address '${address}' (not expressible in a URL)`);
   const headers = new Headers(init.headers);
   headers.set("Host", url.host);
   const pinned: RequestInit & { tls?: Record<string, unknown> } = { ...init, headers };

@@ -33,7 +33,11 @@ export interface PushConfigStore {
    * With `limits`, a new config (not a replacement) that would pass either is refused with TooManyPushConfigs,
    * nothing saved: the count and the insert are one step, so callers racing each other cannot pass it.
    */
-  create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig>;
+  create(
+    owner: string,
+    config: TaskPushNotificationConfig,
+    limits?: PushConfigLimits,
+  ): Promise<TaskPushNotificationConfig>;
   /** How many configs `owner` has, on all its tasks (what max_push_configs_per_caller counts). */
   countForOwner(owner: string): Promise<number>;
   get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined>;
@@ -41,7 +45,12 @@ export interface PushConfigStore {
    * Configs of one task ordered by id, `pageSize` (PUSH_CONFIG_PAGE) at most; `nextPageToken` is "" on the
    * last page.
    */
-  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult>;
+  list(
+    owner: string,
+    taskId: string,
+    pageSize?: number,
+    pageToken?: string,
+  ): Promise<ListTaskPushNotificationConfigsResult>;
   /**
    * Removes the config; false if the caller has no such config. Deliveries still queued for it are dropped
    * (the SQLite store deletes them with it; any queue re-reads the config before sending, see forDelivery).
@@ -87,13 +96,21 @@ export class TooManyPushConfigs extends TaskStoreError {
     readonly held: number,
     readonly max: number,
   ) {
-    super(limit === "perTask" ? `the task has ${held} push notification configs, this node's limit per task` : `the caller has ${held} push notification configs, this node's limit per caller`);
+    super(
+      limit === "perTask"
+        ? `the task has ${held} push notification configs, this node's limit per task`
+        : `the caller has ${held} push notification configs, this node's limit per caller`,
+    );
     this.name = "TooManyPushConfigs";
   }
 }
 
 /** Whether one more config passes `limits`, given the task's and the caller's counts: the error if so. */
-export function overPushLimits(limits: PushConfigLimits | undefined, forTask: number, forCaller: number): TooManyPushConfigs | undefined {
+export function overPushLimits(
+  limits: PushConfigLimits | undefined,
+  forTask: number,
+  forCaller: number,
+): TooManyPushConfigs | undefined {
   if (!limits) return undefined;
   if (forTask >= limits.perTask) return new TooManyPushConfigs("perTask", forTask, limits.perTask);
   if (forCaller >= limits.perCaller) return new TooManyPushConfigs("perCaller", forCaller, limits.perCaller);

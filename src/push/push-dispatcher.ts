@@ -49,7 +49,12 @@ export interface PushDispatcherOptions {
 }
 
 /** Delay before attempt `attempts + 1`, after `attempts` failures: base·2^(n-1), ±20 % jitter, capped. */
-export function backoffDelay(attempts: number, baseMs: number, maxMs: number, random: () => number = Math.random): number {
+export function backoffDelay(
+  attempts: number,
+  baseMs: number,
+  maxMs: number,
+  random: () => number = Math.random,
+): number {
   const exp = baseMs * 2 ** Math.min(Math.max(attempts - 1, 0), 30);
   // Jitter spreads the retries of many deliveries that failed together (a receiver restart) so they do not
   // come back as one burst.
@@ -71,7 +76,6 @@ interface Lane {
   busy: boolean;
   ready: boolean;
 }
-
 
 /**
  * Sends task events to registered webhooks, at least once, in order per webhook.
@@ -180,7 +184,8 @@ export class PushDispatcher {
   scheduleQueued(deliveries: QueuedWithEvent[]): void {
     const go = () => {
       if (!this.running) return;
-      for (const d of deliveries) this.enqueue(d.taskId, { id: d.configId, owner: d.owner, url: d.url }, d.id, Date.parse(d.nextAttemptAt));
+      for (const d of deliveries)
+        this.enqueue(d.taskId, { id: d.configId, owner: d.owner, url: d.url }, d.id, Date.parse(d.nextAttemptAt));
       this.pump();
     };
     // Deliveries queued while start() loads the queue may be in what it read, or not: they go in after it.
@@ -247,7 +252,12 @@ export class PushDispatcher {
     this.keepClaims(generation);
     for (const row of rows) {
       const config = configs.get(`${row.task_id}\0${row.config_id}`);
-      this.enqueue(row.task_id, config ?? { id: row.config_id, owner: "", url: "" }, row.id, Date.parse(row.next_attempt_at));
+      this.enqueue(
+        row.task_id,
+        config ?? { id: row.config_id, owner: "", url: "" },
+        row.id,
+        Date.parse(row.next_attempt_at),
+      );
     }
     this.pump();
   }
@@ -299,7 +309,12 @@ export class PushDispatcher {
           if (lane?.queue.includes(row.id)) continue;
           const config = lane ? undefined : await this.configs.forDelivery(row.task_id, row.config_id);
           if (generation !== this.generation) return;
-          this.enqueue(row.task_id, config ?? { id: row.config_id, owner: lane?.owner ?? "", url: "" }, row.id, Date.parse(row.next_attempt_at));
+          this.enqueue(
+            row.task_id,
+            config ?? { id: row.config_id, owner: lane?.owner ?? "", url: "" },
+            row.id,
+            Date.parse(row.next_attempt_at),
+          );
           added = true;
         }
         if (added) this.pump();
@@ -310,11 +325,25 @@ export class PushDispatcher {
     (this.renewal as { unref?: () => void }).unref?.();
   }
 
-  private enqueue(taskId: string, config: Pick<StoredPushConfig, "id" | "owner" | "url">, deliveryId: string, dueAt: number): void {
+  private enqueue(
+    taskId: string,
+    config: Pick<StoredPushConfig, "id" | "owner" | "url">,
+    deliveryId: string,
+    dueAt: number,
+  ): void {
     const key = `${taskId}\0${config.id}`;
     let lane = this.lanes.get(key);
     if (!lane) {
-      lane = { taskId, configId: config.id, owner: config.owner, host: hostNameOf(config.url), queue: [], dueAt, busy: false, ready: false };
+      lane = {
+        taskId,
+        configId: config.id,
+        owner: config.owner,
+        host: hostNameOf(config.url),
+        queue: [],
+        dueAt,
+        busy: false,
+        ready: false,
+      };
       this.lanes.set(key, lane);
       lane.queue.push(deliveryId);
       this.schedule(lane);
@@ -365,7 +394,13 @@ export class PushDispatcher {
       }
       lane.busy = true;
       void this.attempt(lane)
-        .catch((err) => this.options.log?.error("push delivery failed unexpectedly", { task: lane.taskId, config: lane.configId, error: String(err) }))
+        .catch((err) =>
+          this.options.log?.error("push delivery failed unexpectedly", {
+            task: lane.taskId,
+            config: lane.configId,
+            error: String(err),
+          }),
+        )
         .finally(() => {
           lane.busy = false;
           this.scheduler.release(owner, host);
@@ -400,7 +435,11 @@ export class PushDispatcher {
     if (!config) {
       const dropped = await this.queue.dropLane(lane.taskId, lane.configId);
       lane.queue.length = 0;
-      this.options.log?.info("push config gone; dropped its queued deliveries", { task: lane.taskId, config: lane.configId, dropped });
+      this.options.log?.info("push config gone; dropped its queued deliveries", {
+        task: lane.taskId,
+        config: lane.configId,
+        dropped,
+      });
       return;
     }
     // The config may have been re-registered with another URL: its next turn waits in the right queue.

@@ -96,7 +96,8 @@ function ipv6Reason(b: Uint8Array): string | undefined {
   if (zeros(0, 10) && b[10] === 0xff && b[11] === 0xff) return prefixed("an IPv4-mapped", v4(12));
   // Deprecated since RFC 4291 and inside the IETF-reserved ::/8: refused even around a public IPv4 address.
   if (zeros(0, 12)) return prefixed("an IPv4-compatible", v4(12)) ?? "a deprecated IPv4-compatible address (::/96)";
-  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zeros(4, 12)) return prefixed("a NAT64", v4(12));
+  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b && zeros(4, 12))
+    return prefixed("a NAT64", v4(12));
   if (b[0] === 0x20 && b[1] === 0x02) return prefixed("a 6to4", v4(2));
   const why = IPV6.find((block) => matches(b, block))?.why;
   if (why) return why;
@@ -139,7 +140,12 @@ function parseIPv6(ip: string): Uint8Array {
   const dot = text.lastIndexOf(".");
   if (dot !== -1) {
     const colon = text.lastIndexOf(":");
-    tail.push(...text.slice(colon + 1).split(".").map(Number));
+    tail.push(
+      ...text
+        .slice(colon + 1)
+        .split(".")
+        .map(Number),
+    );
     text = `${text.slice(0, colon + 1)}0:0`; // placeholder groups, overwritten below
   }
   const [head, rest] = text.includes("::") ? text.split("::") : [text, undefined];

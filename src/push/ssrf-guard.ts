@@ -59,7 +59,10 @@ export class WebhookGuard {
     this.lookupTimeoutMs = options.lookupTimeoutMs ?? DEFAULT_LOOKUP_TIMEOUT_MS;
   }
 
-  /** Resolves if the node may POST to `url`; throws A2AError.invalidParams saying why not. An allowed host is not looked up. */
+  /**
+   * Resolves if the node may POST to `url`; throws A2AError.invalidParams saying why not. An allowed host is not looked
+   * up.
+   */
   async check(url: string): Promise<void> {
     const u = parseWebhookUrl(url);
     if (this.isAllowed(u)) return;
@@ -95,7 +98,10 @@ export class WebhookGuard {
   private async lookupFast(host: string): Promise<string[]> {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(refuse(`host '${host}' did not resolve within ${this.lookupTimeoutMs} ms (DNS timeout)`)), this.lookupTimeoutMs);
+      timer = setTimeout(
+        () => reject(refuse(`host '${host}' did not resolve within ${this.lookupTimeoutMs} ms (DNS timeout)`)),
+        this.lookupTimeoutMs,
+      );
     });
     let found: { address: string }[];
     try {
@@ -133,8 +139,10 @@ function parseWebhookUrl(url: string): URL {
   } catch {
     throw refuse(`'${url}' is not a valid URL`);
   }
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw refuse(`scheme '${u.protocol.slice(0, -1)}' is not allowed; use http or https`);
-  if (u.username || u.password) throw refuse("credentials in the URL are not allowed; register them as authentication instead");
+  if (u.protocol !== "http:" && u.protocol !== "https:")
+    throw refuse(`scheme '${u.protocol.slice(0, -1)}' is not allowed; use http or https`);
+  if (u.username || u.password)
+    throw refuse("credentials in the URL are not allowed; register them as authentication instead");
   return u;
 }
 

@@ -17,7 +17,11 @@ export interface PostOptions {
  * One attempt of one delivery: POSTs `delivery.body` to the config's webhook. Resolves to undefined when the
  * receiver answered 2xx, else to why not (never throws: every failure is a reason to retry or give up).
  */
-export async function postDelivery(delivery: { id: string; body: string }, config: StoredPushConfig, options: PostOptions): Promise<string | undefined> {
+export async function postDelivery(
+  delivery: { id: string; body: string },
+  config: StoredPushConfig,
+  options: PostOptions,
+): Promise<string | undefined> {
   // A slot is never held longer than the timeout, however slow DNS is.
   const signal = AbortSignal.timeout(options.timeoutMs);
   try {
@@ -40,7 +44,9 @@ export async function postDelivery(delivery: { id: string; body: string }, confi
     // Read the answer out so the connection can be reused; its content does not matter.
     await res.arrayBuffer().catch(() => undefined);
     if (res.status >= 200 && res.status < 300) return undefined;
-    return res.status >= 300 && res.status < 400 ? `HTTP ${res.status} (redirects are not followed)` : `HTTP ${res.status}`;
+    return res.status >= 300 && res.status < 400
+      ? `HTTP ${res.status} (redirects are not followed)`
+      : `HTTP ${res.status}`;
   } catch (err) {
     return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
   }

@@ -45,7 +45,10 @@ export function allows(rules: readonly AccessRule[], peer: string, method: strin
     (r) =>
       (r.peers.includes("*") || r.peers.includes(peer)) &&
       (r.methods.includes("*") || r.methods.includes(method)) &&
-      (!SENDS_MESSAGE.has(method) || r.skills === undefined || r.skills.includes("*") || (skill !== undefined && r.skills.includes(skill))),
+      (!SENDS_MESSAGE.has(method) ||
+        r.skills === undefined ||
+        r.skills.includes("*") ||
+        (skill !== undefined && r.skills.includes(skill))),
   );
 }
 

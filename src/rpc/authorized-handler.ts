@@ -59,7 +59,8 @@ export class AuthorizedHandler implements A2ARequestHandler {
    */
   private checkSend(ctx: CallContext, method: "SendMessage" | "SendStreamingMessage", params: SendMessageParams): void {
     this.check(ctx, method, skillOf(params.message), params.message.taskId);
-    if (params.configuration?.taskPushNotificationConfig) this.check(ctx, "CreateTaskPushNotificationConfig", undefined, params.message.taskId);
+    if (params.configuration?.taskPushNotificationConfig)
+      this.check(ctx, "CreateTaskPushNotificationConfig", undefined, params.message.taskId);
   }
 
   async getTask(params: GetTaskParams, ctx: CallContext): Promise<Task> {
@@ -77,22 +78,35 @@ export class AuthorizedHandler implements A2ARequestHandler {
     return this.inner.cancelTask(params, ctx);
   }
 
-  async subscribeToTask(params: SubscribeToTaskParams, ctx: CallContext, afterSeq?: number): Promise<AsyncIterable<StreamItem>> {
+  async subscribeToTask(
+    params: SubscribeToTaskParams,
+    ctx: CallContext,
+    afterSeq?: number,
+  ): Promise<AsyncIterable<StreamItem>> {
     this.check(ctx, "SubscribeToTask", undefined, params.id);
     return this.inner.subscribeToTask(params, ctx, afterSeq);
   }
 
-  async createTaskPushNotificationConfig(params: TaskPushNotificationConfig, ctx: CallContext): Promise<TaskPushNotificationConfig> {
+  async createTaskPushNotificationConfig(
+    params: TaskPushNotificationConfig,
+    ctx: CallContext,
+  ): Promise<TaskPushNotificationConfig> {
     this.check(ctx, "CreateTaskPushNotificationConfig", undefined, params.taskId);
     return this.inner.createTaskPushNotificationConfig(params, ctx);
   }
 
-  async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<TaskPushNotificationConfig> {
+  async getTaskPushNotificationConfig(
+    params: GetTaskPushNotificationConfigParams,
+    ctx: CallContext,
+  ): Promise<TaskPushNotificationConfig> {
     this.check(ctx, "GetTaskPushNotificationConfig", undefined, params.taskId);
     return this.inner.getTaskPushNotificationConfig(params, ctx);
   }
 
-  async listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsParams, ctx: CallContext): Promise<ListTaskPushNotificationConfigsResult> {
+  async listTaskPushNotificationConfigs(
+    params: ListTaskPushNotificationConfigsParams,
+    ctx: CallContext,
+  ): Promise<ListTaskPushNotificationConfigsResult> {
     this.check(ctx, "ListTaskPushNotificationConfigs", undefined, params.taskId);
     return this.inner.listTaskPushNotificationConfigs(params, ctx);
   }

@@ -70,5 +70,12 @@ export interface CallNote {
 /** The URIs of an A2A-Extensions header: comma-separated (several header lines arrive joined), each once. */
 export function parseExtensionsHeader(value: string | undefined | null): string[] {
   if (!value) return [];
-  return [...new Set(value.split(",").map((u) => u.trim()).filter((u) => u !== ""))];
+  return [
+    ...new Set(
+      value
+        .split(",")
+        .map((u) => u.trim())
+        .filter((u) => u !== ""),
+    ),
+  ];
 }

@@ -80,8 +80,15 @@ function resolve(s: string[]): Route | undefined {
   }
   if (s[2] !== "pushNotificationConfigs" || n > 4) return undefined;
   const taskId = decodeURIComponent(task);
-  if (n === 3) return { operations: { POST: "CreateTaskPushNotificationConfig", GET: "ListTaskPushNotificationConfigs" }, params: { taskId } };
-  return { operations: { GET: "GetTaskPushNotificationConfig", DELETE: "DeleteTaskPushNotificationConfig" }, params: { taskId, id: decodeURIComponent(s[3]) } };
+  if (n === 3)
+    return {
+      operations: { POST: "CreateTaskPushNotificationConfig", GET: "ListTaskPushNotificationConfigs" },
+      params: { taskId },
+    };
+  return {
+    operations: { GET: "GetTaskPushNotificationConfig", DELETE: "DeleteTaskPushNotificationConfig" },
+    params: { taskId, id: decodeURIComponent(s[3]) },
+  };
 }
 
 /** Query parameters that are not strings: ProtoJSON numbers and booleans arrive as decimal text and true/false. */
@@ -94,7 +101,9 @@ const NOT_FIELDS = new Set(["A2A-Version", "tenant"]);
  * A GET or DELETE request's fields from its query string (spec §11.5: camelCase names; proto names are read
  * too). Returns the fields, or the name and text of the first value that is not of its field's type.
  */
-export function queryFields(query: string): { fields: Record<string, unknown> } | { bad: string; value: string; expected: string } {
+export function queryFields(
+  query: string,
+): { fields: Record<string, unknown> } | { bad: string; value: string; expected: string } {
   const fields: Record<string, unknown> = {};
   for (const [raw, value] of new URLSearchParams(query)) {
     if (NOT_FIELDS.has(raw)) continue;

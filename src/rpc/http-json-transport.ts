@@ -48,22 +48,38 @@ const ROUTES_HINT =
 export class HttpJsonTransport {
   constructor(private readonly v1: MethodTable) {}
 
-  async handle(match: Exclude<RouteMatch, undefined>, req: HttpJsonRequest, ctx: CallContext): Promise<HttpJsonOutcome> {
-    if (match === "not-found") return failure(new A2AError(-32601, `no A2A operation at ${req.path}: ${ROUTES_HINT}`, "METHOD_NOT_FOUND", { path: req.path }));
-    if (match === "bad-path") return failure(A2AError.invalidRequest(`the path ${req.path} is not valid percent-encoding`));
+  async handle(
+    match: Exclude<RouteMatch, undefined>,
+    req: HttpJsonRequest,
+    ctx: CallContext,
+  ): Promise<HttpJsonOutcome> {
+    if (match === "not-found")
+      return failure(
+        new A2AError(-32601, `no A2A operation at ${req.path}: ${ROUTES_HINT}`, "METHOD_NOT_FOUND", { path: req.path }),
+      );
+    if (match === "bad-path")
+      return failure(A2AError.invalidRequest(`the path ${req.path} is not valid percent-encoding`));
     const operation = match.operations[req.method as HttpMethod];
     if (!operation) {
       const allow = Object.keys(match.operations).join(", ");
-      const err = new A2AError(-32601, `${req.method} is not allowed on ${req.path}; use ${allow}`, "METHOD_NOT_FOUND", { method: req.method, allow });
+      const err = new A2AError(
+        -32601,
+        `${req.method} is not allowed on ${req.path}; use ${allow}`,
+        "METHOD_NOT_FOUND",
+        { method: req.method, allow },
+      );
       return { ...failure(err, 405), allow };
     }
     const version = versionError(req.version);
     if (version) return failure(version);
     const fields = req.method === "POST" ? bodyFields(req) : fromQuery(req.query);
-    if (fields instanceof A2AError) return failure(fields, fields.reason === "CONTENT_TYPE_NOT_SUPPORTED" ? 415 : undefined);
+    if (fields instanceof A2AError)
+      return failure(fields, fields.reason === "CONTENT_TYPE_NOT_SUPPORTED" ? 415 : undefined);
     for (const [name, value] of Object.entries(match.params)) {
       if (fields[name] !== undefined && fields[name] !== value)
-        return failure(A2AError.invalidParams(`the request names ${name} '${String(fields[name])}' but its path names '${value}'`));
+        return failure(
+          A2AError.invalidParams(`the request names ${name} '${String(fields[name])}' but its path names '${value}'`),
+        );
       fields[name] = value;
     }
     try {
@@ -111,18 +127,27 @@ function versionError(raw: string | null): A2AError | undefined {
   if (v === "1.0" || v === "1") return undefined;
   if (v !== "") return A2AError.versionNotSupported(v);
   const e = A2AError.versionNotSupported("0.3");
-  return new A2AError(e.code, "no A2A-Version header: the spec reads that as 0.3, which this node speaks over JSON-RPC only; send A2A-Version: 1.0", e.reason, e.metadata);
+  return new A2AError(
+    e.code,
+    "no A2A-Version header: the spec reads that as 0.3, which this node speaks over JSON-RPC only; send A2A-Version: 1.0",
+    e.reason,
+    e.metadata,
+  );
 }
 
 function bodyFields(req: HttpJsonRequest): Record<string, unknown> | A2AError {
   const type = req.contentType;
   if (type && type !== "application/json" && !type.endsWith("+json"))
-    return A2AError.contentTypeNotSupported(`Content-Type ${type} is not JSON; send application/a2a+json or application/json`);
+    return A2AError.contentTypeNotSupported(
+      `Content-Type ${type} is not JSON; send application/a2a+json or application/json`,
+    );
   // CancelTask and SubscribeToTask need nothing but the path: their body may be empty.
   if (req.body.trim() === "") return {};
   const scan = scanJson(req.body, MAX_JSON_DEPTH);
   if (scan.tooDeep)
-    return A2AError.invalidParams(`the request is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays; no A2A request needs that`);
+    return A2AError.invalidParams(
+      `the request is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays; no A2A request needs that`,
+    );
   let parsed: unknown;
   try {
     parsed = JSON.parse(req.body);

@@ -12,7 +12,11 @@ export interface StreamEvent {
   id?: string;
   result: unknown;
 }
-export type StreamMethod = (params: unknown, ctx: CallContext, lastEventId: string | undefined) => Promise<AsyncIterable<StreamEvent>>;
+export type StreamMethod = (
+  params: unknown,
+  ctx: CallContext,
+  lastEventId: string | undefined,
+) => Promise<AsyncIterable<StreamEvent>>;
 
 /** The methods of one protocol generation, and how its errors look on the wire. */
 export interface MethodTable {
@@ -25,14 +29,15 @@ export interface MethodTable {
  * What became of a request. `method` names the method when it is one this protocol generation serves (a closed
  * set, so metrics can be labelled by it); `error` is the JSON-RPC error code of an error answer.
  */
-export type RpcOutcome = (
+export type RpcOutcome =
   /** `hold`: the answer's bytes counted against the caller's answer budget, given back as they are written. */
-  | { kind: "json"; body: string; hold?: AnswerHold }
-  /** A notification (a request with no "id" member): JSON-RPC 2.0 says it gets no response at all. */
-  | { kind: "none" }
-  /** Each `data` is a whole JSON-RPC response, ready for an SSE `data:` line (`hold` as for a JSON answer). */
-  | { kind: "stream"; events: AsyncIterable<{ id?: string; data: string; hold?: AnswerHold }> }
-) & { method?: string; error?: number };
+  (
+    | { kind: "json"; body: string; hold?: AnswerHold }
+    /** A notification (a request with no "id" member): JSON-RPC 2.0 says it gets no response at all. */
+    | { kind: "none" }
+    /** Each `data` is a whole JSON-RPC response, ready for an SSE `data:` line (`hold` as for a JSON answer). */
+    | { kind: "stream"; events: AsyncIterable<{ id?: string; data: string; hold?: AnswerHold }> }
+  ) & { method?: string; error?: number };
 
 export interface Generations {
   /** A2A-Version: 1.0 */
@@ -59,7 +64,13 @@ export class JsonRpcTransport {
     let request: unknown;
     const scan = scanJson(body, MAX_JSON_DEPTH);
     if (scan.tooDeep)
-      return json(v1, null, A2AError.invalidParams(`the request is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays; no A2A request needs that`));
+      return json(
+        v1,
+        null,
+        A2AError.invalidParams(
+          `the request is nested deeper than ${MAX_JSON_DEPTH} levels of objects and arrays; no A2A request needs that`,
+        ),
+      );
     try {
       request = JSON.parse(body);
     } catch {
@@ -77,7 +88,8 @@ export class JsonRpcTransport {
     if (typeof r.method !== "string" || r.method.length === 0)
       return json(v1, rid, A2AError.invalidRequest("method must be a non-empty string"));
     const table = this.pick(version);
-    if (!Object.hasOwn(r, "id")) return scan.inexact === undefined ? notify(table, r.method, r.params, ctx) : { kind: "none" };
+    if (!Object.hasOwn(r, "id"))
+      return scan.inexact === undefined ? notify(table, r.method, r.params, ctx) : { kind: "none" };
     if (table instanceof A2AError) return json(v1, rid, table);
     // What the caller stores is what it gets back: a number JSON.parse has already changed is refused.
     if (scan.inexact !== undefined) {
@@ -88,7 +100,10 @@ export class JsonRpcTransport {
     try {
       if (Object.hasOwn(table.unary, method)) {
         const result = await table.unary[method](r.params, ctx);
-        const { text, hold } = holdAnswer(ctx, `{"jsonrpc":"2.0","id":${JSON.stringify(rid)},"result":${JSON.stringify(result)}}`);
+        const { text, hold } = holdAnswer(
+          ctx,
+          `{"jsonrpc":"2.0","id":${JSON.stringify(rid)},"result":${JSON.stringify(result)}}`,
+        );
         return { kind: "json", body: text, hold, method };
       }
       if (Object.hasOwn(table.stream, method)) {
@@ -115,7 +130,12 @@ export class JsonRpcTransport {
  * cannot start unbounded work by sending notifications faster than they finish. A streaming method is started
  * and its stream closed at once: there is nobody to send the events to.
  */
-async function notify(table: MethodTable | A2AError, method: string, params: unknown, ctx: CallContext): Promise<RpcOutcome> {
+async function notify(
+  table: MethodTable | A2AError,
+  method: string,
+  params: unknown,
+  ctx: CallContext,
+): Promise<RpcOutcome> {
   if (table instanceof A2AError) return { kind: "none" };
   if (!Object.hasOwn(table.unary, method) && !Object.hasOwn(table.stream, method)) return { kind: "none" };
   try {
@@ -131,7 +151,12 @@ async function notify(table: MethodTable | A2AError, method: string, params: unk
  * Wraps each result as a JSON-RPC response, counted against the caller's answer budget; an error mid-stream
  * (an event over the budget included) becomes the stream's last item.
  */
-function frame(events: AsyncIterable<StreamEvent>, id: RpcId, table: MethodTable, ctx: CallContext): AsyncIterable<{ id?: string; data: string; hold?: AnswerHold }> {
+function frame(
+  events: AsyncIterable<StreamEvent>,
+  id: RpcId,
+  table: MethodTable,
+  ctx: CallContext,
+): AsyncIterable<{ id?: string; data: string; hold?: AnswerHold }> {
   const rid = JSON.stringify(id);
   return mapStreamCatching(
     events,
@@ -152,7 +177,12 @@ export function asA2AError(thrown: unknown, method: string): A2AError {
 }
 
 function json(table: MethodTable, id: RpcId, err: A2AError, method?: string): RpcOutcome {
-  return { kind: "json", body: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(err) }), method, error: err.code };
+  return {
+    kind: "json",
+    body: JSON.stringify({ jsonrpc: "2.0", id, error: table.error(err) }),
+    method,
+    error: err.code,
+  };
 }
 
 /** A v1.0 error body, for answers given before any method table is chosen (e.g. a body over the limit). */

@@ -39,10 +39,23 @@ export interface A2ARequestHandler {
   listTasks(params: ListTasksParams, ctx: CallContext): Promise<ListTasksResult>;
   cancelTask(params: CancelTaskParams, ctx: CallContext): Promise<Task>;
   /** `afterSeq`: replay the task's events after this sequence number (a reconnect's Last-Event-ID). */
-  subscribeToTask(params: SubscribeToTaskParams, ctx: CallContext, afterSeq?: number): Promise<AsyncIterable<StreamItem>>;
-  createTaskPushNotificationConfig(params: TaskPushNotificationConfig, ctx: CallContext): Promise<TaskPushNotificationConfig>;
-  getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<TaskPushNotificationConfig>;
-  listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsParams, ctx: CallContext): Promise<ListTaskPushNotificationConfigsResult>;
+  subscribeToTask(
+    params: SubscribeToTaskParams,
+    ctx: CallContext,
+    afterSeq?: number,
+  ): Promise<AsyncIterable<StreamItem>>;
+  createTaskPushNotificationConfig(
+    params: TaskPushNotificationConfig,
+    ctx: CallContext,
+  ): Promise<TaskPushNotificationConfig>;
+  getTaskPushNotificationConfig(
+    params: GetTaskPushNotificationConfigParams,
+    ctx: CallContext,
+  ): Promise<TaskPushNotificationConfig>;
+  listTaskPushNotificationConfigs(
+    params: ListTaskPushNotificationConfigsParams,
+    ctx: CallContext,
+  ): Promise<ListTaskPushNotificationConfigsResult>;
   deleteTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<void>;
   getExtendedAgentCard(ctx: CallContext): Promise<AgentCard>;
 }
@@ -113,18 +126,28 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     return asA2A(() => this.tasks.cancel(params.id, ctx.caller.name));
   }
 
-  async subscribeToTask(params: SubscribeToTaskParams, ctx: CallContext, afterSeq?: number): Promise<AsyncIterable<StreamItem>> {
+  async subscribeToTask(
+    params: SubscribeToTaskParams,
+    ctx: CallContext,
+    afterSeq?: number,
+  ): Promise<AsyncIterable<StreamItem>> {
     return refusalsMapped(await asA2A(() => this.tasks.subscribe(params.id, ctx.caller.name, afterSeq)));
   }
 
-  async createTaskPushNotificationConfig(params: TaskPushNotificationConfig, ctx: CallContext): Promise<TaskPushNotificationConfig> {
+  async createTaskPushNotificationConfig(
+    params: TaskPushNotificationConfig,
+    ctx: CallContext,
+  ): Promise<TaskPushNotificationConfig> {
     const push = this.pushOrThrow();
     await this.ownTask(params.taskId, ctx);
     await push.guard.check(params.url);
     return asA2A(() => push.configs.create(ctx.caller.name, params, push.limits), ctx.caller.name);
   }
 
-  async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigParams, ctx: CallContext): Promise<TaskPushNotificationConfig> {
+  async getTaskPushNotificationConfig(
+    params: GetTaskPushNotificationConfigParams,
+    ctx: CallContext,
+  ): Promise<TaskPushNotificationConfig> {
     const push = this.pushOrThrow();
     await this.ownTask(params.taskId, ctx);
     const config = await push.configs.get(ctx.caller.name, params.taskId, params.id);
@@ -132,7 +155,10 @@ export class DefaultRequestHandler implements A2ARequestHandler {
     return config;
   }
 
-  async listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsParams, ctx: CallContext): Promise<ListTaskPushNotificationConfigsResult> {
+  async listTaskPushNotificationConfigs(
+    params: ListTaskPushNotificationConfigsParams,
+    ctx: CallContext,
+  ): Promise<ListTaskPushNotificationConfigsResult> {
     const push = this.pushOrThrow();
     await this.ownTask(params.taskId, ctx);
     return asA2A(() => push.configs.list(ctx.caller.name, params.taskId, params.pageSize, params.pageToken));
@@ -152,20 +178,29 @@ export class DefaultRequestHandler implements A2ARequestHandler {
    */
   async getExtendedAgentCard(ctx: CallContext): Promise<AgentCard> {
     if (!this.options.extendedCard)
-      throw A2AError.unsupportedOperation("this agent has no extended agent card (its card says capabilities.extendedAgentCard: false)");
+      throw A2AError.unsupportedOperation(
+        "this agent has no extended agent card (its card says capabilities.extendedAgentCard: false)",
+      );
     if (ctx.caller.anonymous)
       throw A2AError.unsupportedOperation(
         "the extended agent card is for fleet members: ask for it over mutual TLS with a fleet certificate (callers of this plain loopback listener have no identity)",
       );
     if (ctx.caller.outsideFleet)
-      throw A2AError.unsupportedOperation("the extended agent card is for fleet members: ask for it over mutual TLS with a fleet certificate (a token caller is outside the fleet)");
+      throw A2AError.unsupportedOperation(
+        "the extended agent card is for fleet members: ask for it over mutual TLS with a fleet certificate (a token caller is outside the fleet)",
+      );
     return await this.options.extendedCard();
   }
 
   /** A SendMessage as the tasks service takes it, with the extensions it activates. */
   private sendRequest(params: SendMessageParams, ctx: CallContext): SendRequest {
     const extensions = this.activateExtensions(ctx);
-    return { message: params.message, metadata: params.metadata, pushConfig: params.configuration?.taskPushNotificationConfig, extensions };
+    return {
+      message: params.message,
+      metadata: params.metadata,
+      pushConfig: params.configuration?.taskPushNotificationConfig,
+      extensions,
+    };
   }
 
   /**
@@ -197,7 +232,11 @@ export class DefaultRequestHandler implements A2ARequestHandler {
 /** The caller as the tasks service knows it; the task a call concerns is noted for the audit log. */
 function callerOf(ctx: CallContext): TaskCaller {
   const { note } = ctx;
-  return { name: ctx.caller.name, anonymous: ctx.caller.anonymous, noteTask: note && ((taskId) => (note.taskId = taskId)) };
+  return {
+    name: ctx.caller.name,
+    anonymous: ctx.caller.anonymous,
+    noteTask: note && ((taskId) => (note.taskId = taskId)),
+  };
 }
 
 /** A task's events, a refusal that ends them as the A2A error it is (see refusals.ts). */

@@ -30,7 +30,11 @@ export function mapStream<T, U>(source: AsyncIterable<T>, fn: (item: T) => U, fi
  * Like mapStream, but an error of the source becomes the stream's last item, `fail(err)`, instead of a
  * rejection: a transport tells the client why its stream ended, in the stream.
  */
-export function mapStreamCatching<T, U>(source: AsyncIterable<T>, fn: (item: T) => U, fail: (err: unknown) => U): AsyncIterable<U> {
+export function mapStreamCatching<T, U>(
+  source: AsyncIterable<T>,
+  fn: (item: T) => U,
+  fail: (err: unknown) => U,
+): AsyncIterable<U> {
   return {
     [Symbol.asyncIterator]() {
       const it = source[Symbol.asyncIterator]();

@@ -14,9 +14,11 @@ export function v1Methods(handler: A2ARequestHandler): MethodTable {
       GetTask: (p, ctx) => handler.getTask(validate.getTaskParams(p), ctx),
       ListTasks: (p, ctx) => handler.listTasks(validate.listTasksParams(p), ctx),
       CancelTask: (p, ctx) => handler.cancelTask(validate.cancelTaskParams(p), ctx),
-      CreateTaskPushNotificationConfig: (p, ctx) => handler.createTaskPushNotificationConfig(validate.pushConfigParams(p), ctx),
+      CreateTaskPushNotificationConfig: (p, ctx) =>
+        handler.createTaskPushNotificationConfig(validate.pushConfigParams(p), ctx),
       GetTaskPushNotificationConfig: (p, ctx) => handler.getTaskPushNotificationConfig(validate.pushConfigRef(p), ctx),
-      ListTaskPushNotificationConfigs: (p, ctx) => handler.listTaskPushNotificationConfigs(validate.listPushConfigsParams(p), ctx),
+      ListTaskPushNotificationConfigs: (p, ctx) =>
+        handler.listTaskPushNotificationConfigs(validate.listPushConfigsParams(p), ctx),
       DeleteTaskPushNotificationConfig: async (p, ctx) => {
         await handler.deleteTaskPushNotificationConfig(validate.pushConfigRef(p), ctx);
         return {};
@@ -24,7 +26,8 @@ export function v1Methods(handler: A2ARequestHandler): MethodTable {
       GetExtendedAgentCard: (_p, ctx) => handler.getExtendedAgentCard(ctx),
     },
     stream: {
-      SendStreamingMessage: async (p, ctx) => events(await handler.sendStreamingMessage(validate.sendMessageParams(p), ctx), ctx),
+      SendStreamingMessage: async (p, ctx) =>
+        events(await handler.sendStreamingMessage(validate.sendMessageParams(p), ctx), ctx),
       SubscribeToTask: async (p, ctx, lastEventId) =>
         events(await handler.subscribeToTask(validate.subscribeParams(p), ctx, validate.lastEventId(lastEventId)), ctx),
     },
@@ -33,5 +36,8 @@ export function v1Methods(handler: A2ARequestHandler): MethodTable {
 }
 
 function events(items: AsyncIterable<StreamItem>, ctx: CallContext) {
-  return mapStream(ctx.wholeArtifacts ? wholeArtifacts(items) : items, (item) => ({ id: item.seq === undefined ? undefined : String(item.seq), result: item.response }));
+  return mapStream(ctx.wholeArtifacts ? wholeArtifacts(items) : items, (item) => ({
+    id: item.seq === undefined ? undefined : String(item.seq),
+    result: item.response,
+  }));
 }

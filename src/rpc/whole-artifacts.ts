@@ -23,7 +23,8 @@ export function wholeArtifacts(items: AsyncIterable<StreamItem>): AsyncIterable<
       const flush = () => {
         if (!ids) return;
         for (const artifact of artifacts)
-          if (changed.has(artifact.artifactId)) out.push({ response: { artifactUpdate: { ...ids, artifact, lastChunk: true } } });
+          if (changed.has(artifact.artifactId))
+            out.push({ response: { artifactUpdate: { ...ids, artifact, lastChunk: true } } });
         changed.clear();
       };
       return {

@@ -40,10 +40,15 @@ export function listenAdmin(options: AdminListenerOptions): Promise<Listener> {
     });
   });
   const max = options.maxConnections ?? ADMIN_MAX_CONNECTIONS;
-  const gate = boundServer(server, { limits: { maxConnections: max, maxConnectionsPerAddress: Number.MAX_SAFE_INTEGER }, onRefusedConnection: options.onRefusedConnection });
-  return bindServer(server, options.port, "127.0.0.1", "http", { close: () => connections.close(500) }).then((bound) => {
-    return { ...bound, openConnections: () => gate.count() };
+  const gate = boundServer(server, {
+    limits: { maxConnections: max, maxConnectionsPerAddress: Number.MAX_SAFE_INTEGER },
+    onRefusedConnection: options.onRefusedConnection,
   });
+  return bindServer(server, options.port, "127.0.0.1", "http", { close: () => connections.close(500) }).then(
+    (bound) => {
+      return { ...bound, openConnections: () => gate.count() };
+    },
+  );
 }
 
 function notFound(): HttpResponse {

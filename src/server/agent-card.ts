@@ -49,7 +49,8 @@ const BEARER_SECURITY: Pick<AgentCard, "securitySchemes" | "securityRequirements
     bearer: {
       httpAuthSecurityScheme: {
         scheme: "Bearer",
-        description: "Authorization: Bearer TOKEN, a token this node's operator made with 'a2a-node tokens add NAME'; NAME is your identity.",
+        description:
+          "Authorization: Bearer TOKEN, a token this node's operator made with 'a2a-node tokens add NAME'; NAME is your identity.",
       },
     },
   },
@@ -91,7 +92,10 @@ export function buildAgentCard(o: CardOptions): AgentCard {
  * The extended card fleet members get from GetExtendedAgentCard: the public card with the [extended_card]
  * additions (its description, its skills after the public ones).
  */
-export function buildExtendedCard(publicCard: AgentCard, extra: { description?: string; skills: AgentSkill[] }): AgentCard {
+export function buildExtendedCard(
+  publicCard: AgentCard,
+  extra: { description?: string; skills: AgentSkill[] },
+): AgentCard {
   // A signature of the public card does not cover this one: it is left out (a signer signs this card itself).
   const { signatures: _signatures, ...card } = publicCard as AgentCard & { signatures?: unknown };
   return {

@@ -99,8 +99,16 @@ export class AnswerBudget {
     const mine = this.byCaller.get(caller) ?? 0;
     const overCaller = mine >= this.limits.perCaller;
     const [limit, max, what] = overCaller
-      ? ["answer_bytes_per_caller", this.limits.perCaller, `answers to ${caller} that it has not read hold ${mine} bytes`]
-      : ["answer_bytes_in_flight", this.limits.total, `answers this node's callers have not read hold ${this.total} bytes`];
+      ? [
+          "answer_bytes_per_caller",
+          this.limits.perCaller,
+          `answers to ${caller} that it has not read hold ${mine} bytes`,
+        ]
+      : [
+          "answer_bytes_in_flight",
+          this.limits.total,
+          `answers this node's callers have not read hold ${this.total} bytes`,
+        ];
     return A2AError.quota(
       `${what}, this node's limit of ${max} (${limit}); read the answers already asked for (or close those connections) and retry`,
       limit,

@@ -58,10 +58,11 @@ export interface AuditLogOptions {
 
 /**
  * The audit log: JSON lines, one per A2A call and one per refusal (the node sums floods of refusals before
- * they come here: refusal-tally.ts), never message content or a secret. A call only formats its line and appends it to a buffer; the buffer is written in one system call
- * when it holds 64 KiB or 200 ms after its first line, and on close, so the hot path never waits for the disk.
- * The file is 0600 (it names every peer and task). Before a write would take it past maxBytes it is rotated,
- * line by line, as logrotate's numbered scheme does: PATH.1 is the newest old file, PATH.keep the oldest kept.
+ * they come here: refusal-tally.ts), never message content or a secret. A call only formats its line and appends it to
+ * a buffer; the buffer is written in one system call when it holds 64 KiB or 200 ms after its first line, and on close,
+ * so the hot path never waits for the disk. The file is 0600 (it names every peer and task). Before a write would take
+ * it past maxBytes it is rotated, line by line, as logrotate's numbered scheme does: PATH.1 is the newest old file,
+ * PATH.keep the oldest kept.
  *
  * Written with node:fs on a descriptor opened in append mode rather than Bun's FileSink: the writes are
  * already batched here, and a descriptor of our own is what sets the file's mode and rotates it exactly at a

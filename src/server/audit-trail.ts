@@ -29,7 +29,13 @@ export class AuditTrail {
     this.audit = audit;
     this.where = audit ? auditPath(paths, config) : "off";
     this.journal = new RefusalLog(log, { detailedPerWindow: config.logRefusalsPerMinute, count: countRefusal });
-    this.refusals = audit && new RefusalTally<AuditRefusal>({ write: (r, repeats) => audit.refused(summed(r, repeats)), key: keyOf, kind: (r) => r.kind });
+    this.refusals =
+      audit &&
+      new RefusalTally<AuditRefusal>({
+        write: (r, repeats) => audit.refused(summed(r, repeats)),
+        key: keyOf,
+        kind: (r) => r.kind,
+      });
     const limitedCalls =
       audit &&
       new RefusalTally<AuditCall>({
@@ -38,7 +44,8 @@ export class AuditTrail {
         kind: () => "rate_limited",
       });
     this.limitedCalls = limitedCalls;
-    this.call = audit && ((call: AuditCall) => (call.outcome === "rate_limited" ? limitedCalls?.add(call) : audit.call(call)));
+    this.call =
+      audit && ((call: AuditCall) => (call.outcome === "rate_limited" ? limitedCalls?.add(call) : audit.call(call)));
   }
 
   /** A refused connection, handshake or request; `peer` is the certificate it presented, if any. */
@@ -84,10 +91,16 @@ function openAuditLog(paths: HomePaths, config: ServeConfig, log: Logger): Audit
       path,
       maxBytes: config.auditLogMaxBytes,
       keep: config.auditLogKeep,
-      onError: (err) => log.error("could not write the audit log; lines are dropped until it works again", { path, reason: err instanceof Error ? err.message : String(err) }),
+      onError: (err) =>
+        log.error("could not write the audit log; lines are dropped until it works again", {
+          path,
+          reason: err instanceof Error ? err.message : String(err),
+        }),
       onRecovered: (dropped) => log.warn("the audit log is written again", { path, dropped }),
     });
   } catch (err) {
-    throw new Error(`cannot open the audit log ${path}: ${(err as Error).message}; make its folder writable, or set audit_log to another file (or to off)`);
+    throw new Error(
+      `cannot open the audit log ${path}: ${(err as Error).message}; make its folder writable, or set audit_log to another file (or to off)`,
+    );
   }
 }

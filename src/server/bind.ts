@@ -15,7 +15,13 @@ export interface Bound {
  * got, the URL it is reached at (an IPv6 host in brackets) and the means to stop it; rejects if it cannot bind
  * (EADDRINUSE, ...). Every listener of the node binds through here.
  */
-export function bindServer(server: Server, port: number, host: string, scheme: "http" | "https", connections: { close(): Promise<void> }): Promise<Bound> {
+export function bindServer(
+  server: Server,
+  port: number,
+  host: string,
+  scheme: "http" | "https",
+  connections: { close(): Promise<void> },
+): Promise<Bound> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {

@@ -17,15 +17,25 @@ import type { HttpRequest, HttpResponse } from "./http1";
 export function refuseBrowserRequest(req: HttpRequest): HttpResponse | undefined {
   const host = req.headers.get("host")?.toLowerCase();
   if (!host || !isLoopbackHost(host))
-    return refusal(400, `Host must name this machine's loopback (localhost, 127.0.0.1 or [::1], any port) on this listener; got ${host === undefined ? "none" : `'${host}'`}`);
+    return refusal(
+      400,
+      `Host must name this machine's loopback (localhost, 127.0.0.1 or [::1], any port) on this listener; got ${host === undefined ? "none" : `'${host}'`}`,
+    );
   const origin = req.headers.get("origin");
   if (origin !== undefined && origin.toLowerCase() !== `http://${host}`)
-    return refusal(403, `requests from another origin (${origin}) are refused: this listener acts as the machine itself`);
-  if (req.headers.get("sec-fetch-site")?.toLowerCase() === "cross-site") return refusal(403, "cross-site requests are refused");
+    return refusal(
+      403,
+      `requests from another origin (${origin}) are refused: this listener acts as the machine itself`,
+    );
+  if (req.headers.get("sec-fetch-site")?.toLowerCase() === "cross-site")
+    return refusal(403, "cross-site requests are refused");
   if (req.method === "POST") {
     const type = req.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
     if (!type || (type !== "application/json" && !type.endsWith("+json")))
-      return refusal(415, `a POST body must be JSON (Content-Type application/json or application/a2a+json; got ${type ?? "none"})`);
+      return refusal(
+        415,
+        `a POST body must be JSON (Content-Type application/json or application/a2a+json; got ${type ?? "none"})`,
+      );
   }
   return undefined;
 }

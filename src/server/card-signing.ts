@@ -14,7 +14,9 @@ import { buildAgentCard, buildExtendedCard, DEFAULT_SKILLS, type Binding } from 
 export async function signCardAs(card: AgentCard, identity: { certPem: string; keyPem: string }): Promise<AgentCard> {
   const leaf = new X509Certificate(identity.certPem);
   const pkcs8 = createPrivateKey(identity.keyPem).export({ type: "pkcs8", format: "der" });
-  const privateKey = await crypto.subtle.importKey("pkcs8", pkcs8, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
+  const privateKey = await crypto.subtle.importKey("pkcs8", pkcs8, { name: "ECDSA", namedCurve: "P-256" }, false, [
+    "sign",
+  ]);
   return signAgentCard(card, { privateKey, chain: [new Uint8Array(leaf.raw)], kid: keyPinOf(leaf) });
 }
 
@@ -22,7 +24,10 @@ export async function signCardAs(card: AgentCard, identity: { certPem: string; k
 export type CardAudience = "mtls" | "bearer" | "anonymous";
 
 /** The settings a card is made of (read at each build, so a reload that changed them shows on the next card). */
-export type CardSettings = Pick<ServeConfig, "description" | "skills" | "preferredBinding" | "extendedCard" | "extensions">;
+export type CardSettings = Pick<
+  ServeConfig,
+  "description" | "skills" | "preferredBinding" | "extendedCard" | "extensions"
+>;
 
 /**
  * The node's cards, signed with its key and kept until the identity changes: one per listener URL and audience
@@ -58,7 +63,10 @@ export class SignedCards {
     const key = `${kind} ${url}`;
     let c = this.cards.get(key);
     if (!c) {
-      const unsigned = kind === "extended" ? buildExtendedCard(this.unsigned(url, "mtls"), this.settings.extendedCard!) : this.unsigned(url, kind);
+      const unsigned =
+        kind === "extended"
+          ? buildExtendedCard(this.unsigned(url, "mtls"), this.settings.extendedCard!)
+          : this.unsigned(url, kind);
       c = signCardAs(unsigned, identity);
       this.cards.set(key, c);
     }

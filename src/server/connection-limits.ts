@@ -17,13 +17,22 @@ export interface ConnectionLimits {
   maxHandshakes?: number;
 }
 
-/** The defaults of the handshake_timeout_seconds, max_connections, max_connections_per_address and max_handshakes settings. */
-export const CONNECTION_DEFAULTS = { handshakeTimeoutMs: 10_000, maxConnections: 1024, maxConnectionsPerAddress: 64, maxHandshakes: 1024 } as const;
+/**
+ * The defaults of the handshake_timeout_seconds, max_connections, max_connections_per_address and max_handshakes
+ * settings.
+ */
+export const CONNECTION_DEFAULTS = {
+  handshakeTimeoutMs: 10_000,
+  maxConnections: 1024,
+  maxConnectionsPerAddress: 64,
+  maxHandshakes: 1024,
+} as const;
 
 export type RefusedConnection = "too many connections" | "too many connections from one address" | typeof EVICTED;
 
 /** Why an unauthenticated connection was closed to make room for a new one. */
-export const EVICTED = "evicted: an unauthenticated connection closed to make room for a new one (its source held the most)";
+export const EVICTED =
+  "evicted: an unauthenticated connection closed to make room for a new one (its source held the most)";
 
 interface Held {
   source: string;
@@ -64,7 +73,8 @@ export class ConnectionGate {
     const source = sourceOf(socket.remoteAddress);
     const { maxConnections, maxConnectionsPerAddress, maxHandshakes } = this.limits;
     let refused: RefusedConnection | undefined;
-    if ((this.perSource.get(source) ?? 0) >= maxConnectionsPerAddress) refused = "too many connections from one address";
+    if ((this.perSource.get(source) ?? 0) >= maxConnectionsPerAddress)
+      refused = "too many connections from one address";
     else if (this.open >= maxConnections || (maxHandshakes !== undefined && this.unauthenticated >= maxHandshakes)) {
       const victim = this.evictable();
       if (victim) this.evict(victim);

@@ -47,7 +47,10 @@ export interface FittedCaps<T> {
  * descriptor limit leaves after RESERVED_DESCRIPTORS: no listener, however flooded, can then take the
  * descriptors the others (and the database) need. Throws when the limit is too low to serve at all.
  */
-export function fitToDescriptors<T extends { [listener: string]: ConnectionLimits | undefined }>(caps: T, limit: number | undefined): FittedCaps<T> {
+export function fitToDescriptors<T extends { [listener: string]: ConnectionLimits | undefined }>(
+  caps: T,
+  limit: number | undefined,
+): FittedCaps<T> {
   const entries = Object.entries(caps).filter((e): e is [string, ConnectionLimits] => e[1] !== undefined);
   const needed = entries.reduce((sum, [, c]) => sum + c.maxConnections, 0);
   if (limit === undefined || !Number.isFinite(limit)) return { caps, needed, available: undefined, lowered: false };
@@ -64,8 +67,13 @@ export function fitToDescriptors<T extends { [listener: string]: ConnectionLimit
     fitted[name] = {
       maxConnections,
       // A per-source cap at or past the total (a loopback listener's: one source) stays out of the way.
-      maxConnectionsPerAddress: c.maxConnectionsPerAddress >= c.maxConnections ? c.maxConnectionsPerAddress : Math.min(c.maxConnectionsPerAddress, maxConnections),
-      ...(c.maxHandshakes === undefined ? {} : { maxHandshakes: Math.min(maxConnections, Math.max(1, Math.floor(c.maxHandshakes * factor))) }),
+      maxConnectionsPerAddress:
+        c.maxConnectionsPerAddress >= c.maxConnections
+          ? c.maxConnectionsPerAddress
+          : Math.min(c.maxConnectionsPerAddress, maxConnections),
+      ...(c.maxHandshakes === undefined
+        ? {}
+        : { maxHandshakes: Math.min(maxConnections, Math.max(1, Math.floor(c.maxHandshakes * factor))) }),
     };
   }
   return { caps: fitted as T, needed, available, lowered: true };
@@ -151,11 +159,23 @@ const REMEMBER_MS = 10 * 60_000;
  * The readiness check: failed while the process has no descriptor free (nothing can connect to it, on any
  * listener); otherwise how many are open of how many, and when they last ran out if that was recent.
  */
-export function descriptorCheck(state: DescriptorState, limit: number | undefined, open: number | undefined, now = Date.now()): CheckResult {
+export function descriptorCheck(
+  state: DescriptorState,
+  limit: number | undefined,
+  open: number | undefined,
+  now = Date.now(),
+): CheckResult {
   const facts = { open, limit, exhaustions: state.exhaustions, lastExhaustedAt: state.lastExhaustedAt?.toISOString() };
   const next = "raise the limit (systemd: LimitNOFILE; a shell: ulimit -n) or lower max_connections";
   if (state.exhausted)
-    return { ok: false, detail: `out of file descriptors (limit ${limit ?? "unknown"}): no listener can accept a connection; ${next}`, ...facts };
-  const recent = state.lastExhaustedAt && now - state.lastExhaustedAt.getTime() < REMEMBER_MS ? `; ran out at ${state.lastExhaustedAt.toISOString()}` : "";
+    return {
+      ok: false,
+      detail: `out of file descriptors (limit ${limit ?? "unknown"}): no listener can accept a connection; ${next}`,
+      ...facts,
+    };
+  const recent =
+    state.lastExhaustedAt && now - state.lastExhaustedAt.getTime() < REMEMBER_MS
+      ? `; ran out at ${state.lastExhaustedAt.toISOString()}`
+      : "";
   return { ok: true, detail: `${open ?? "?"} of ${limit ?? "?"} file descriptors open${recent}`, ...facts };
 }

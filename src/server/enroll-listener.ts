@@ -1,6 +1,11 @@
 import { bindServer } from "./bind";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
-import { boundTlsServer, CONNECTION_DEFAULTS, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
+import {
+  boundTlsServer,
+  CONNECTION_DEFAULTS,
+  type ConnectionLimits,
+  type RefusedConnection,
+} from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
 
@@ -40,7 +45,11 @@ export function listenEnroll(options: EnrollListenerOptions): Promise<Listener> 
   // Nobody authenticates here: every connection stays evictable, so a flood evicts its own oldest first.
   const gate = boundTlsServer(tls, options);
   tls.on("secureConnection", (socket: TLSSocket) => {
-    connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle: (req) => options.onRequest(req, socket.remoteAddress) });
+    connections.serve(socket, {
+      maxBodyBytes: options.maxBodyBytes,
+      tooLarge: options.tooLarge,
+      handle: (req) => options.onRequest(req, socket.remoteAddress),
+    });
   });
   return bindServer(tls, options.port, options.host, "https", connections).then((bound) => ({
     ...bound,

@@ -33,10 +33,25 @@ export interface ChunkState {
  * where its body is still to come (or, chunked, whatever follows): the connection answers "100 Continue" once.
  */
 export type ParseStep = { sendContinue?: boolean } & (
-  | /** The request has not all arrived; call again with more bytes (and `resume`). */ { kind: "incomplete"; resume?: ChunkState }
-  | /** A whole request: `consumed` bytes of the buffer are its own. */ { kind: "request"; request: ParsedRequest; consumed: number }
-  | /** The body is over maxBodyBytes (`declared`: its Content-Length, when it had one). */ { kind: "too-large"; declared: number | undefined; target: string }
-  | /** Refused as malformed or unsupported: answer `status` with `message`, then close. */ { kind: "refused"; status: number; message: string }
+  | /** The request has not all arrived; call again with more bytes (and `resume`). */ {
+      kind: "incomplete";
+      resume?: ChunkState;
+    }
+  | /** A whole request: `consumed` bytes of the buffer are its own. */ {
+      kind: "request";
+      request: ParsedRequest;
+      consumed: number;
+    }
+  | /** The body is over maxBodyBytes (`declared`: its Content-Length, when it had one). */ {
+      kind: "too-large";
+      declared: number | undefined;
+      target: string;
+    }
+  | /** Refused as malformed or unsupported: answer `status` with `message`, then close. */ {
+      kind: "refused";
+      status: number;
+      message: string;
+    }
 );
 
 const CRLF = Buffer.from("\r\n");
@@ -49,7 +64,8 @@ const BAD_VALUE_BYTE = /[\x00-\x08\x0a-\x1f\x7f]/;
 /** An origin-form request target (RFC 9112 §3.2.1): an absolute path and an optional query, visible ASCII only. */
 const ORIGIN_FORM = /^\/[\x21-\x7e]*$/;
 /** A chunk extension list (RFC 9112 §7.1.1): `;name` or `;name=token` or `;name="quoted"`, SP/HTAB around. */
-const CHUNK_EXT = /^(?:[ \t]*;[ \t]*[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:[ \t]*=[ \t]*(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+|"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\[^\x00-\x08\x0a-\x1f\x7f])*"))?)*[ \t]*$/;
+const CHUNK_EXT =
+  /^(?:[ \t]*;[ \t]*[!#$%&'*+\-.^_`|~0-9A-Za-z]+(?:[ \t]*=[ \t]*(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+|"(?:[^"\\\x00-\x08\x0a-\x1f\x7f]|\\[^\x00-\x08\x0a-\x1f\x7f])*"))?)*[ \t]*$/;
 /** Headers a request may carry once only: a second Host or Content-Length makes the request ambiguous. */
 const SINGLE = new Set(["host", "content-length"]);
 
@@ -83,9 +99,11 @@ function parseFields(lines: string[], from: number, into: Map<string, string>, w
     if (colon <= 0 || !TOKEN.test(line.slice(0, colon))) throw new HttpError(400, `malformed ${what} line`);
     const name = line.slice(0, colon).toLowerCase();
     const value = trimOws(line.slice(colon + 1));
-    if (BAD_VALUE_BYTE.test(value)) throw new HttpError(400, `a control character (CR, LF, NUL...) in the value of ${what} ${name}`);
+    if (BAD_VALUE_BYTE.test(value))
+      throw new HttpError(400, `a control character (CR, LF, NUL...) in the value of ${what} ${name}`);
     const prev = into.get(name);
-    if (prev !== undefined && SINGLE.has(name) && prev !== value) throw new HttpError(400, name === "host" ? "more than one Host header" : "bad content-length");
+    if (prev !== undefined && SINGLE.has(name) && prev !== value)
+      throw new HttpError(400, name === "host" ? "more than one Host header" : "bad content-length");
     into.set(name, prev === undefined || SINGLE.has(name) ? value : `${prev}, ${value}`);
   }
 }
@@ -112,7 +130,12 @@ export function parseRequest(buf: Buffer, limits: ParseLimits, resume?: ChunkSta
   }
 }
 
-function parseHead(buf: Buffer, limits: ParseLimits, resume: ChunkState | undefined, expectContinue: () => void): ParseStep {
+function parseHead(
+  buf: Buffer,
+  limits: ParseLimits,
+  resume: ChunkState | undefined,
+  expectContinue: () => void,
+): ParseStep {
   const end = buf.indexOf(CRLF2);
   if (end === -1) {
     if (buf.length > limits.maxHeadBytes) throw new HttpError(431, "request head too large");
@@ -133,7 +156,8 @@ function parseHead(buf: Buffer, limits: ParseLimits, resume: ChunkState | undefi
   const headers = new Map<string, string>();
   parseFields(lines, 1, headers, "header");
   // RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without Host.
-  if (version === "HTTP/1.1" && !headers.has("host")) throw new HttpError(400, "an HTTP/1.1 request needs a Host header");
+  if (version === "HTTP/1.1" && !headers.has("host"))
+    throw new HttpError(400, "an HTTP/1.1 request needs a Host header");
   const connection = headers.get("connection")?.toLowerCase() ?? "";
   const keepAlive = version === "HTTP/1.1" ? !connection.includes("close") : connection.includes("keep-alive");
   const start = end + 4;
@@ -169,7 +193,10 @@ function dechunk(
   from: number,
   limits: ParseLimits,
   resume: ChunkState | undefined,
-): { kind: "done"; body: Buffer; consumed: number } | { kind: "incomplete"; resume: ChunkState } | { kind: "too-large" } {
+):
+  | { kind: "done"; body: Buffer; consumed: number }
+  | { kind: "incomplete"; resume: ChunkState }
+  | { kind: "too-large" } {
   const st = resume ?? { at: from, parts: [], size: 0 };
   for (;;) {
     const eol = buf.indexOf(CRLF, st.at);
@@ -190,7 +217,8 @@ function dechunk(
         return { kind: "incomplete", resume: st };
       }
       // Trailers are checked like headers (and then dropped: nothing here reads them).
-      if (trailerEnd > eol) parseFields(buf.toString("latin1", eol + 2, trailerEnd).split("\r\n"), 0, new Map(), "trailer");
+      if (trailerEnd > eol)
+        parseFields(buf.toString("latin1", eol + 2, trailerEnd).split("\r\n"), 0, new Map(), "trailer");
       return { kind: "done", body: Buffer.concat(st.parts), consumed: trailerEnd + 4 };
     }
     if (st.size + n > limits.maxBodyBytes) return { kind: "too-large" };

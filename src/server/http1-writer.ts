@@ -16,10 +16,23 @@ import type { HttpResponse } from "./http1";
 const SLICE_BYTES = 64 * 1024;
 
 const REASONS: Record<number, string> = {
-  100: "Continue", 200: "OK", 204: "No Content", 304: "Not Modified", 400: "Bad Request", 403: "Forbidden",
-  404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 413: "Content Too Large",
-  415: "Unsupported Media Type", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
-  500: "Internal Server Error", 501: "Not Implemented", 503: "Service Unavailable", 505: "HTTP Version Not Supported",
+  100: "Continue",
+  200: "OK",
+  204: "No Content",
+  304: "Not Modified",
+  400: "Bad Request",
+  403: "Forbidden",
+  404: "Not Found",
+  405: "Method Not Allowed",
+  408: "Request Timeout",
+  413: "Content Too Large",
+  415: "Unsupported Media Type",
+  429: "Too Many Requests",
+  431: "Request Header Fields Too Large",
+  500: "Internal Server Error",
+  501: "Not Implemented",
+  503: "Service Unavailable",
+  505: "HTTP Version Not Supported",
 };
 
 function chunk(text: string): string {
@@ -61,7 +74,8 @@ export class ResponseWriter {
     let head = `HTTP/1.1 ${res.status} ${REASONS[res.status] ?? "Status"}\r\n`;
     if (res.status !== 204 && res.status !== 304) head += `content-length: ${length}\r\n`;
     if (!keepAlive) head += "connection: close\r\n";
-    if (res.headers) for (const k in res.headers) if (k.toLowerCase() !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
+    if (res.headers)
+      for (const k in res.headers) if (k.toLowerCase() !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
     head += "\r\n";
     if (bodyless || length === 0) {
       res.hold?.release();
@@ -127,7 +141,8 @@ export class ResponseWriter {
     const closed = () => this.o.closed();
     let head = `HTTP/1.1 ${res.status} ${REASONS[res.status] ?? "Status"}\r\ntransfer-encoding: chunked\r\n`;
     if (!keepAlive) head += "connection: close\r\n";
-    if (res.headers) for (const k in res.headers) if (k.toLowerCase() !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
+    if (res.headers)
+      for (const k in res.headers) if (k.toLowerCase() !== "content-length") head += `${k}: ${res.headers[k]}\r\n`;
     socket.write(`${head}\r\n`);
     const it = source[Symbol.asyncIterator]();
     let onClose!: () => void;

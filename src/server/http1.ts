@@ -92,7 +92,11 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
   let chunked: ChunkState | undefined;
   let continued = false;
   let closing = false;
-  const writer = new ResponseWriter(socket, { idleTimeoutMs: o.idleTimeoutMs, streamKeepAliveMs: o.streamKeepAliveMs, closed: () => closed });
+  const writer = new ResponseWriter(socket, {
+    idleTimeoutMs: o.idleTimeoutMs,
+    streamKeepAliveMs: o.streamKeepAliveMs,
+    closed: () => closed,
+  });
   // Never hold more than one request's worth (plus what may be pipelined behind it) in memory. Reading pauses
   // at HIGH_WATER_BYTES of pipelined requests; what was already on its way when it paused still arrives.
   const maxBuffered = o.maxHeadBytes + o.maxBodyBytes + 4 * HIGH_WATER_BYTES;
@@ -244,7 +248,9 @@ export function serveHttp1(socket: Socket, o: Http1Options): Http1Connection {
  * stream's last event) is written; whatever is still open after `limitMs` is cut.
  */
 export async function closeGracefully(connections: Map<Socket, Http1Connection>, limitMs = 3000): Promise<void> {
-  const closed = [...connections.keys()].map((s) => new Promise<void>((r) => (s.destroyed ? r() : s.once("close", () => r()))));
+  const closed = [...connections.keys()].map(
+    (s) => new Promise<void>((r) => (s.destroyed ? r() : s.once("close", () => r()))),
+  );
   for (const c of connections.values()) c.closeWhenIdle();
   let timer: ReturnType<typeof setTimeout> | undefined;
   await Promise.race([Promise.all(closed), new Promise<void>((r) => (timer = setTimeout(r, limitMs)))]);
@@ -267,7 +273,12 @@ export class ConnectionSet {
   /** Serves HTTP/1.1 on a new socket with this set's limits. */
   serve(
     socket: Socket,
-    options: { maxBodyBytes: number; tooLarge: Http1Options["tooLarge"]; handle: Http1Options["handle"]; onRefused?: Http1Options["onRefused"] },
+    options: {
+      maxBodyBytes: number;
+      tooLarge: Http1Options["tooLarge"];
+      handle: Http1Options["handle"];
+      onRefused?: Http1Options["onRefused"];
+    },
   ): Http1Connection {
     socket.on("close", () => this.open.delete(socket));
     const connection = serveHttp1(socket, { ...options, ...this.limits });

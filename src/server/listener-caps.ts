@@ -31,12 +31,24 @@ export type ListenerCaps = {
 export function listenerCaps(config: CapSettings): ListenerCaps {
   const perAddress = config.maxConnectionsPerAddress;
   const handshakes = Math.min(config.maxHandshakes ?? config.maxConnections, config.maxConnections);
-  const remote: ConnectionLimits = { maxConnections: config.maxConnections, maxConnectionsPerAddress: perAddress, maxHandshakes: handshakes };
+  const remote: ConnectionLimits = {
+    maxConnections: config.maxConnections,
+    maxConnectionsPerAddress: perAddress,
+    maxHandshakes: handshakes,
+  };
   // Every caller of a loopback listener is this machine: one source, so only the total counts.
-  const local = (n: number): ConnectionLimits => ({ maxConnections: n, maxConnectionsPerAddress: Number.MAX_SAFE_INTEGER });
+  const local = (n: number): ConnectionLimits => ({
+    maxConnections: n,
+    maxConnectionsPerAddress: Number.MAX_SAFE_INTEGER,
+  });
   const caps: ListenerCaps = { mtls: remote };
   if (config.tokenPort !== undefined) caps.token = remote;
-  if (config.enrollPort !== undefined) caps.enroll = { maxConnections: handshakes, maxConnectionsPerAddress: Math.min(perAddress, handshakes), maxHandshakes: handshakes };
+  if (config.enrollPort !== undefined)
+    caps.enroll = {
+      maxConnections: handshakes,
+      maxConnectionsPerAddress: Math.min(perAddress, handshakes),
+      maxHandshakes: handshakes,
+    };
   if (config.plainHttpPort !== undefined) caps.plain = local(config.maxConnections);
   if (config.adminPort !== undefined) caps.admin = local(ADMIN_MAX_CONNECTIONS);
   return caps;

@@ -60,7 +60,11 @@ function common(kit: ListenerKit) {
     maxBodyBytes: c.maxBodyBytes,
     tooLarge: tooLargeResponse,
     onRefusedRequest: (status: number) => kit.onRefusedRequest(status),
-    http: { maxHeadBytes: c.maxHeadBytes, idleTimeoutMs: c.idleTimeoutMs, headTimeoutMs: c.requestTimeoutMs } satisfies HttpLimits,
+    http: {
+      maxHeadBytes: c.maxHeadBytes,
+      idleTimeoutMs: c.idleTimeoutMs,
+      headTimeoutMs: c.requestTimeoutMs,
+    } satisfies HttpLimits,
   };
 }
 
@@ -111,7 +115,11 @@ interface EnrollmentEvents {
 }
 
 /** The enrollment port (enroll_port): machines with a join token get their certificate there. */
-export async function openEnrollListener(kit: ListenerKit, open: OpenEnrollment, mtlsPort: number): Promise<Opened | undefined> {
+export async function openEnrollListener(
+  kit: ListenerKit,
+  open: OpenEnrollment,
+  mtlsPort: number,
+): Promise<Opened | undefined> {
   const { config, audit } = kit;
   if (config.enrollPort === undefined) return undefined;
   const enroll = await open({
@@ -125,7 +133,15 @@ export async function openEnrollListener(kit: ListenerKit, open: OpenEnrollment,
     onHandshakeError: (err, remote) => audit.refused(`enrollment port: ${err.message}`, remote),
     onRefusedConnection: (reason, remote) => audit.refused(`enrollment port: ${reason}`, remote),
     events: {
-      enrolled: (e) => audit.call?.({ peer: e.name, fingerprint: e.fingerprint, binding: "enroll", method: "POST /pki/enroll", outcome: "ok", ms: 0 }),
+      enrolled: (e) =>
+        audit.call?.({
+          peer: e.name,
+          fingerprint: e.fingerprint,
+          binding: "enroll",
+          method: "POST /pki/enroll",
+          outcome: "ok",
+          ms: 0,
+        }),
       // Failed enrollments are refusals like the others: the journal at a rate, the audit log summed per source.
       refused: (e) => audit.enrollmentRefused(e),
     },
@@ -149,7 +165,10 @@ export async function openPlainListener(kit: ListenerKit): Promise<Opened | unde
   });
   url = plain.url;
   kit.track("plain", plain, cap(kit, "plain"));
-  kit.log.warn(`plain-HTTP listener open on loopback: any local process can use it, as caller '${LOOPBACK_CALLER.name}'`, { url: plain.url });
+  kit.log.warn(
+    `plain-HTTP listener open on loopback: any local process can use it, as caller '${LOOPBACK_CALLER.name}'`,
+    { url: plain.url },
+  );
   return { listener: plain, url };
 }
 
@@ -176,7 +195,8 @@ export async function openTokenListener(
     tls: config.tokenTls === "on" ? { cert: o.identity.certPem, key: o.identity.keyPem } : undefined,
     verify: (t) => tokens.verify(t),
     current: () => tokens.list(),
-    onDropped: (caller, remote) => audit.refused(`token listener: closed an open connection: the token of '${caller}' was revoked`, remote),
+    onDropped: (caller, remote) =>
+      audit.refused(`token listener: closed an open connection: the token of '${caller}' was revoked`, remote),
     onRequest: kit.route(() => kit.card(tokenCardUrl(url, o.advertisedUrl), "bearer"), { pki: false, ops: false }),
     onUnauthorized: (reason, remote, kind) => audit.refused(`token listener: ${reason}`, remote, undefined, kind),
     handshakeTimeoutMs: config.handshakeTimeoutMs,
@@ -186,8 +206,14 @@ export async function openTokenListener(
   });
   url = token.url;
   kit.track("token", token, cap(kit, "token"));
-  if (config.tokenTls === "on") kit.log.info("token listener open: callers outside the fleet with a bearer token from 'a2a-node tokens add'", { url: token.url });
-  else kit.log.warn("token listener open over plain HTTP: bearer tokens cross the network in clear (token_tls = off)", { url: token.url });
+  if (config.tokenTls === "on")
+    kit.log.info("token listener open: callers outside the fleet with a bearer token from 'a2a-node tokens add'", {
+      url: token.url,
+    });
+  else
+    kit.log.warn("token listener open over plain HTTP: bearer tokens cross the network in clear (token_tls = off)", {
+      url: token.url,
+    });
   return { listener: token, url };
 }
 

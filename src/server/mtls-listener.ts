@@ -1,7 +1,12 @@
 import { bindServer } from "./bind";
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import type { CallerIdentity } from "../rpc/caller";
-import { boundTlsServer, CONNECTION_DEFAULTS, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
+import {
+  boundTlsServer,
+  CONNECTION_DEFAULTS,
+  type ConnectionLimits,
+  type RefusedConnection,
+} from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { RevocationLookup } from "../../pki/fleet-member";
 import { peerIdentifier } from "./peer-identity";
@@ -92,7 +97,8 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     if ("refused" in peer) {
       const who = presented(socket);
       options.onHandshakeError?.(new Error(`client certificate refused: ${peer.refused}`), socket.remoteAddress, who);
-      if (peer.revoked && options.answerRevoked) answerOnce(socket, peer.refused, who?.name ?? "", options.answerRevoked);
+      if (peer.revoked && options.answerRevoked)
+        answerOnce(socket, peer.refused, who?.name ?? "", options.answerRevoked);
       else socket.destroy();
       return;
     }
@@ -110,7 +116,12 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
   });
 
   /** One request of a revoked certificate's connection is answered (its body read and dropped), then it closes. */
-  const answerOnce = (socket: TLSSocket, reason: string, name: string, answer: NonNullable<MtlsListenerOptions["answerRevoked"]>) => {
+  const answerOnce = (
+    socket: TLSSocket,
+    reason: string,
+    name: string,
+    answer: NonNullable<MtlsListenerOptions["answerRevoked"]>,
+  ) => {
     const connection = connections.serve(socket, {
       maxBodyBytes: options.maxBodyBytes,
       tooLarge: options.tooLarge,
@@ -134,7 +145,11 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
       for (const [socket, { serial, peer }] of serials) {
         const at = options.revoked?.(serial);
         if (!at) continue;
-        options.onHandshakeError?.(new Error(`closed an open connection: its certificate (serial ${serial}) was revoked on ${at.toISOString()}`), socket.remoteAddress, peer);
+        options.onHandshakeError?.(
+          new Error(`closed an open connection: its certificate (serial ${serial}) was revoked on ${at.toISOString()}`),
+          socket.remoteAddress,
+          peer,
+        );
         socket.destroy();
         dropped++;
       }

@@ -53,7 +53,10 @@ export function openApiPage(title: string, specPath: string): string {
 let gzipped: Uint8Array | undefined;
 
 /** The viewer's script, gzipped when the client takes it (4 MiB becomes about 1 MiB), made once. */
-export function scalarAsset(acceptEncoding: string | null): { body: string | Uint8Array; headers: Record<string, string> } {
+export function scalarAsset(acceptEncoding: string | null): {
+  body: string | Uint8Array;
+  headers: Record<string, string>;
+} {
   const headers: Record<string, string> = {
     "content-type": "text/javascript; charset=utf-8",
     // The name carries the version: a new version is a new URL, so this one never changes.

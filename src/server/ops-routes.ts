@@ -37,7 +37,14 @@ export function opsRoutes(o: OpsOptions) {
         return Promise.resolve(json(200, { status: "ok", uptimeSeconds: uptime(o) }));
       case "/health":
         return Promise.resolve(
-          json(200, { status: "ok", name: o.name, version: o.version, executor: o.executor, uptimeSeconds: uptime(o), caller: caller?.name }),
+          json(200, {
+            status: "ok",
+            name: o.name,
+            version: o.version,
+            executor: o.executor,
+            uptimeSeconds: uptime(o),
+            caller: caller?.name,
+          }),
         );
       case "/health/ready":
         return o.readiness().then((r) =>
@@ -52,7 +59,11 @@ export function opsRoutes(o: OpsOptions) {
           }),
         );
       case "/metrics":
-        return o.metrics().then((m) => ({ status: 200, headers: { "content-type": m.contentType, "cache-control": "no-store" }, body: m.body }));
+        return o.metrics().then((m) => ({
+          status: 200,
+          headers: { "content-type": m.contentType, "cache-control": "no-store" },
+          body: m.body,
+        }));
       default:
         return undefined;
     }

@@ -13,9 +13,13 @@ export type PeerIdentity = { caller: CallerIdentity; serial: string } | { refuse
 export function peerIdentifier(caPem: string, revoked?: RevocationLookup): (socket: TLSSocket) => PeerIdentity {
   const fleet = new FleetMembership(caPem, revoked);
   return (socket) => {
-    if (!socket.authorized) return { refused: `its certificate did not verify: ${String(socket.authorizationError ?? "unknown reason")}` };
+    if (!socket.authorized)
+      return { refused: `its certificate did not verify: ${String(socket.authorizationError ?? "unknown reason")}` };
     const verdict = fleet.check(socket.getPeerCertificate());
     if ("refused" in verdict) return verdict;
-    return { caller: { name: verdict.member.name, fingerprint: verdict.member.fingerprint256 }, serial: verdict.member.serial };
+    return {
+      caller: { name: verdict.member.name, fingerprint: verdict.member.fingerprint256 },
+      serial: verdict.member.serial,
+    };
   };
 }

@@ -22,7 +22,10 @@ export interface PlainListenerOptions {
   tooLarge(limit: number, declared: number | undefined, target: string): HttpResponse;
   /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
   onRefusedRequest?(status: number): void;
-  /** Connections held open at once (default max_connections' default); more are closed at once (every caller is this machine: none is evicted). */
+  /**
+   * Connections held open at once (default max_connections' default); more are closed at once (every caller is this
+   * machine: none is evicted).
+   */
   maxConnections?: number;
   onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
 }
@@ -36,7 +39,13 @@ export function listenPlainLoopback(options: PlainListenerOptions): Promise<List
   const connections = new ConnectionSet(options.http);
   const handle = async (req: HttpRequest) => refuseBrowserRequest(req) ?? options.onRequest(req, LOOPBACK_CALLER);
   const server = createServer((socket) => {
-    if (!socket.destroyed) connections.serve(socket, { maxBodyBytes: options.maxBodyBytes, tooLarge: options.tooLarge, handle, onRefused: options.onRefusedRequest });
+    if (!socket.destroyed)
+      connections.serve(socket, {
+        maxBodyBytes: options.maxBodyBytes,
+        tooLarge: options.tooLarge,
+        handle,
+        onRefused: options.onRefusedRequest,
+      });
   });
   // Capped like every listener: one local process's thousands of idle connections must not take the
   // descriptors the mutual-TLS port needs.

@@ -60,7 +60,9 @@ export class PeerRateLimiter {
     if (this.perSecond <= 0) return 0;
     const b = this.buckets.get(peer);
     if (b === undefined) return 0;
-    return Math.min(this.burst, b.tokens + ((this.now() - b.at) / 1000) * this.perSecond) >= 1 ? 0 : this.waitFor(this.refilled(peer));
+    return Math.min(this.burst, b.tokens + ((this.now() - b.at) / 1000) * this.perSecond) >= 1
+      ? 0
+      : this.waitFor(this.refilled(peer));
   }
 
   /** `peer`'s bucket, refilled up to now (a new one is full). */
@@ -92,7 +94,8 @@ export class PeerRateLimiter {
 
   /** Drops the buckets that have refilled: a full bucket and no bucket mean the same. */
   private sweep(now: number): void {
-    for (const [peer, b] of this.buckets) if (b.tokens + ((now - b.at) / 1000) * this.perSecond >= this.burst) this.buckets.delete(peer);
+    for (const [peer, b] of this.buckets)
+      if (b.tokens + ((now - b.at) / 1000) * this.perSecond >= this.burst) this.buckets.delete(peer);
   }
 }
 

@@ -39,7 +39,10 @@ export const RENEW_WITHIN_DAYS = 14;
 const DAY_MS = 86_400_000;
 
 export async function checkReadiness(checks: ReadinessChecks, modelTimeoutMs = 2000): Promise<ReadinessReport> {
-  const failedCheck = (err: unknown): CheckResult => ({ ok: false, detail: `the check itself failed: ${(err as Error)?.message ?? String(err)}` });
+  const failedCheck = (err: unknown): CheckResult => ({
+    ok: false,
+    detail: `the check itself failed: ${(err as Error)?.message ?? String(err)}`,
+  });
   const [database, model] = await Promise.all([
     checks.database().catch(failedCheck),
     checks.model(AbortSignal.timeout(modelTimeoutMs)).catch(failedCheck),
@@ -77,7 +80,8 @@ export interface CertificateDates {
 export function certificateCheck(id: CertificateDates, now = new Date()): CheckResult {
   const t = now.getTime();
   const ends = Math.min(id.notAfter.getTime(), id.ca.notAfter.getTime());
-  const which = id.ca.notAfter.getTime() < id.notAfter.getTime() ? "the fleet CA certificate" : `the certificate of ${id.name}`;
+  const which =
+    id.ca.notAfter.getTime() < id.notAfter.getTime() ? "the fleet CA certificate" : `the certificate of ${id.name}`;
   const daysLeft = Math.floor((ends - t) / DAY_MS);
   const facts = { notAfter: id.notAfter.toISOString(), caNotAfter: id.ca.notAfter.toISOString(), daysLeft };
   const renew = "issue a new one on the CA machine (a2a-node pki issue NAME --out FILE), install it, and send SIGHUP";
@@ -88,10 +92,25 @@ export function certificateCheck(id: CertificateDates, now = new Date()): CheckR
       ...facts,
       revoked: id.revoked.at.toISOString(),
     };
-  if (t >= ends) return { ok: false, detail: `${which} expired on ${new Date(ends).toISOString()}: peers refuse this node; ${renew}`, ...facts, daysLeft: 0 };
-  for (const [c, what] of [[id, `the certificate of ${id.name}`], [id.ca, "the fleet CA certificate"]] as const)
-    if (t < c.notBefore.getTime()) return { ok: false, detail: `${what} is not valid before ${c.notBefore.toISOString()} (is this machine's clock right?)`, ...facts };
-  if (daysLeft < RENEW_WITHIN_DAYS) return { ok: true, detail: `valid, but ${which} expires in ${daysLeft} days: ${renew}`, ...facts };
+  if (t >= ends)
+    return {
+      ok: false,
+      detail: `${which} expired on ${new Date(ends).toISOString()}: peers refuse this node; ${renew}`,
+      ...facts,
+      daysLeft: 0,
+    };
+  for (const [c, what] of [
+    [id, `the certificate of ${id.name}`],
+    [id.ca, "the fleet CA certificate"],
+  ] as const)
+    if (t < c.notBefore.getTime())
+      return {
+        ok: false,
+        detail: `${what} is not valid before ${c.notBefore.toISOString()} (is this machine's clock right?)`,
+        ...facts,
+      };
+  if (daysLeft < RENEW_WITHIN_DAYS)
+    return { ok: true, detail: `valid, but ${which} expires in ${daysLeft} days: ${renew}`, ...facts };
   return { ok: true, detail: `valid until ${new Date(ends).toISOString()} (${daysLeft} days)`, ...facts };
 }
 
@@ -111,11 +130,25 @@ export interface FloorReading {
  */
 export function storageCheck(floor: FloorReading | undefined, why = "min_free_disk is 0"): CheckResult {
   if (!floor) return { ok: true, detail: `free disk space is not watched (${why}); the per-caller quotas still apply` };
-  const facts = { freeBytes: floor.freeBytes, minFreeDisk: floor.floorBytes, refusing: floor.refusing, ...(floor.heaviest ? { heaviest: floor.heaviest.owner, heaviestBytes: floor.heaviest.bytes } : {}) };
-  if (floor.error) return { ok: true, detail: `free disk space could not be read (${floor.error}); nothing is refused on its account`, ...facts };
+  const facts = {
+    freeBytes: floor.freeBytes,
+    minFreeDisk: floor.floorBytes,
+    refusing: floor.refusing,
+    ...(floor.heaviest ? { heaviest: floor.heaviest.owner, heaviestBytes: floor.heaviest.bytes } : {}),
+  };
+  if (floor.error)
+    return {
+      ok: true,
+      detail: `free disk space could not be read (${floor.error}); nothing is refused on its account`,
+      ...facts,
+    };
   const advice = "free space on that file system, or lower retention_days or the callers' quotas (max_caller_bytes)";
   if (floor.refusing === "all")
-    return { ok: false, detail: `${floor.freeBytes} bytes free, below half of min_free_disk (${floor.floorBytes}): new tasks and messages of every caller are refused; ${advice}`, ...facts };
+    return {
+      ok: false,
+      detail: `${floor.freeBytes} bytes free, below half of min_free_disk (${floor.floorBytes}): new tasks and messages of every caller are refused; ${advice}`,
+      ...facts,
+    };
   if (floor.refusing === "heaviest")
     return {
       ok: false,

@@ -20,7 +20,11 @@ export class RefusalLog {
    * Every refusal comes here, logged or not; `count` (the metrics) hears of each one. `kind` defaults to what
    * classify() makes of the reason; `msg` and `fields` shape its line when it is logged one by one.
    */
-  refused(reason: string, remote: string | undefined, o: { kind?: string; msg?: string; fields?: Record<string, unknown> } = {}): void {
+  refused(
+    reason: string,
+    remote: string | undefined,
+    o: { kind?: string; msg?: string; fields?: Record<string, unknown> } = {},
+  ): void {
     const kind = o.kind ?? classify(reason);
     this.options.count?.(kind);
     if (!this.timer) {
@@ -41,7 +45,10 @@ export class RefusalLog {
     this.inWindow = 0;
     if (this.suppressed.size === 0) return;
     const total = [...this.suppressed.values()].reduce((a, b) => a + b, 0);
-    this.log.warn("refused more connections than were logged one by one", { count: total, ...Object.fromEntries(this.suppressed) });
+    this.log.warn("refused more connections than were logged one by one", {
+      count: total,
+      ...Object.fromEntries(this.suppressed),
+    });
     this.suppressed.clear();
   }
 }
@@ -79,8 +86,19 @@ export function classify(reason: string): string {
   if (r.includes("certificate refused")) return "certificate_refused";
   if (r.includes("expired")) return "expired";
   if (r.includes("not yet valid")) return "not_yet_valid";
-  if (r.includes("peer did not return a certificate") || r.includes("no certificate") || r.includes("certificate required")) return "no_certificate";
-  if (r.includes("unknown ca") || r.includes("unable to get") || r.includes("unable to verify") || r.includes("self signed") || r.includes("self-signed"))
+  if (
+    r.includes("peer did not return a certificate") ||
+    r.includes("no certificate") ||
+    r.includes("certificate required")
+  )
+    return "no_certificate";
+  if (
+    r.includes("unknown ca") ||
+    r.includes("unable to get") ||
+    r.includes("unable to verify") ||
+    r.includes("self signed") ||
+    r.includes("self-signed")
+  )
     return "foreign_ca";
   if (r.includes("wrong version") || r.includes("http request") || r.includes("unknown protocol")) return "not_tls";
   return "other";

@@ -71,7 +71,8 @@ export class RefusalTally<R> {
   flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    for (const { record, since, more } of this.firsts.values()) if (more > 0) this.o.write(record, { more, since: new Date(since).toISOString() });
+    for (const { record, since, more } of this.firsts.values())
+      if (more > 0) this.o.write(record, { more, since: new Date(since).toISOString() });
     for (const { record, since, more, sources } of this.overflow.values())
       this.o.write(record, { more, since: new Date(since).toISOString(), sources: sources.size });
     this.firsts.clear();
@@ -88,7 +89,10 @@ export function keyOf(r: { kind: string; remote?: string; fingerprint?: string }
  * A refusal record as the audit log writes it: as it came, or the summary of those like it, with `more` and
  * `since` (and `sources`, on a line summed by kind alone, which then names no source or certificate).
  */
-export function summed<R extends { kind: string; reason: string }>(r: R, repeats: Repeats | undefined): R | (Pick<R, "kind" | "reason"> & Repeats) {
+export function summed<R extends { kind: string; reason: string }>(
+  r: R,
+  repeats: Repeats | undefined,
+): R | (Pick<R, "kind" | "reason"> & Repeats) {
   if (!repeats) return r;
   if (repeats.sources === undefined) return { ...r, more: repeats.more, since: repeats.since };
   return {

@@ -25,7 +25,10 @@ const SSE_HEADERS = { "content-type": "text/event-stream", "cache-control": "no-
  * source at once even while it is waiting for the next event. `closed` is called once, when the stream ends
  * or its client goes away.
  */
-function sse(events: AsyncIterable<{ id?: string; event?: string; data: string; hold?: AnswerHold }>, closed?: () => void): AsyncIterable<string | HeldText> {
+function sse(
+  events: AsyncIterable<{ id?: string; event?: string; data: string; hold?: AnswerHold }>,
+  closed?: () => void,
+): AsyncIterable<string | HeldText> {
   let open = true;
   const close = () => {
     if (!open) return;
@@ -49,7 +52,8 @@ function sse(events: AsyncIterable<{ id?: string; event?: string; data: string; 
             return { value: undefined, done: true };
           }
           const e = r.value;
-          const head = (e.id === undefined ? "" : `id: ${e.id}\n`) + (e.event === undefined ? "" : `event: ${e.event}\n`);
+          const head =
+            (e.id === undefined ? "" : `id: ${e.id}\n`) + (e.event === undefined ? "" : `event: ${e.event}\n`);
           const text = `${head}data: ${e.data}\n\n`;
           return { value: e.hold ? { text, hold: e.hold } : text, done: false };
         },
@@ -80,7 +84,10 @@ export interface RouterOptions {
   web(request: Request, caller: CallerIdentity): Promise<Response>;
   /** Health and metrics (see ops-routes.ts): answered here, before the web app, when they match. */
   ops?(method: string, path: string, caller: CallerIdentity): Promise<HttpResponse> | undefined;
-  /** Per-peer rate limit on A2A requests (both bindings), checked once the caller is known and before anything is parsed. */
+  /**
+   * Per-peer rate limit on A2A requests (both bindings), checked once the caller is known and before anything is
+   * parsed.
+   */
   limiter?: PeerRateLimiter;
   metrics?: RouterMetrics;
   /** Paths under /pki/ (the fleet PKI: revocation list, renewal), when this listener serves them. */
@@ -104,7 +111,13 @@ export function createRequestRouter(options: RouterOptions) {
   const { transport, httpJson, web, ops, limiter, metrics, audit, answers } = options;
   const timed = metrics !== undefined || audit !== undefined;
   /** The audit line of a call: what it concerned (ctx.note, filled in by the handler) and how it ended. */
-  const record = (ctx: CallContext, binding: string, method: string | undefined, started: number, code: number | undefined) =>
+  const record = (
+    ctx: CallContext,
+    binding: string,
+    method: string | undefined,
+    started: number,
+    code: number | undefined,
+  ) =>
     audit?.({
       peer: ctx.caller.name,
       fingerprint: ctx.caller.fingerprint,
@@ -122,7 +135,11 @@ export function createRequestRouter(options: RouterOptions) {
   const answersHeld = (err: A2AError, caller: CallerIdentity, binding: "jsonrpc" | "http-json"): HttpResponse => {
     metrics?.rpc(undefined, 0, err.code);
     audit?.({ peer: caller.name, fingerprint: caller.fingerprint, binding, outcome: "error", code: err.code, ms: 0 });
-    return { status: 429, headers: { ...JSON_HEADERS, "retry-after": "1" }, body: binding === "http-json" ? statusBody(err, 429) : errorBody(null, err) };
+    return {
+      status: 429,
+      headers: { ...JSON_HEADERS, "retry-after": "1" },
+      body: binding === "http-json" ? statusBody(err, 429) : errorBody(null, err),
+    };
   };
 
   return async function route(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse> {
@@ -154,13 +171,24 @@ export function createRequestRouter(options: RouterOptions) {
       const ctx = callContext(req, caller, audit !== undefined, answers);
       let out: Awaited<ReturnType<typeof transport.handle>>;
       try {
-        out = await transport.handle(req.body.toString("utf8"), protocolVersion(req, q), ctx, req.headers.get("last-event-id"));
+        out = await transport.handle(
+          req.body.toString("utf8"),
+          protocolVersion(req, q),
+          ctx,
+          req.headers.get("last-event-id"),
+        );
       } finally {
         admission?.done();
       }
       metrics?.rpc(out.method, (performance.now() - started) / 1000, out.error);
       record(ctx, "jsonrpc", out.method, started, out.error);
-      if (out.kind === "json") return { status: 200, headers: out.error === undefined ? withExtensions(JSON_HEADERS, ctx) : JSON_HEADERS, body: out.body, hold: out.hold };
+      if (out.kind === "json")
+        return {
+          status: 200,
+          headers: out.error === undefined ? withExtensions(JSON_HEADERS, ctx) : JSON_HEADERS,
+          body: out.body,
+          hold: out.hold,
+        };
       if (out.kind === "none") return { status: 204 };
       metrics?.streamOpened();
       return { status: 200, headers: withExtensions(SSE_HEADERS, ctx), stream: sse(out.events, streamClosed) };
@@ -176,7 +204,15 @@ export function createRequestRouter(options: RouterOptions) {
       if (res.status === 429) {
         // Over the /pki/ routes' own per-peer limits (src/fleet/pki-routes.ts).
         metrics?.rateLimited(caller.name, Number(res.headers?.["retry-after"] ?? 1));
-        audit?.({ peer: caller.name, fingerprint: caller.fingerprint, binding: "pki", method, outcome: "rate_limited", code: 429, ms: 0 });
+        audit?.({
+          peer: caller.name,
+          fingerprint: caller.fingerprint,
+          binding: "pki",
+          method,
+          outcome: "rate_limited",
+          code: 429,
+          ms: 0,
+        });
       } else record({ caller }, "pki", method, started, res.status < 400 ? undefined : res.status);
       return res;
     }
@@ -226,13 +262,22 @@ export function createRequestRouter(options: RouterOptions) {
       record(ctx, "http-json", method, started, code);
       const res = httpJsonResponse(out, req.headers.get("accept"), streamClosed);
       // A refused request activated nothing (the refusal may come after the extensions were read).
-      return out.kind === "json" && out.error !== undefined ? res : { ...res, headers: withExtensions(res.headers ?? {}, ctx) };
+      return out.kind === "json" && out.error !== undefined
+        ? res
+        : { ...res, headers: withExtensions(res.headers ?? {}, ctx) };
     }
     const headers = new Headers();
     for (const [k, v] of req.headers) headers.set(k, v);
     const hasBody = req.method !== "GET" && req.method !== "HEAD";
     // A fixed origin: the client's Host header must not steer routing (Elysia finds the path by position).
-    const response = await web(new Request(`https://localhost${req.target}`, { method: req.method, headers, body: hasBody ? req.body : undefined }), caller);
+    const response = await web(
+      new Request(`https://localhost${req.target}`, {
+        method: req.method,
+        headers,
+        body: hasBody ? req.body : undefined,
+      }),
+      caller,
+    );
     const out: Record<string, string> = {};
     response.headers.forEach((v, k) => (out[k] = v));
     return { status: response.status, headers: out, body: new Uint8Array(await response.arrayBuffer()) };
@@ -266,7 +311,11 @@ function withExtensions(headers: Record<string, string>, ctx: CallContext): Reco
  * before the request is read: a JSON-RPC error has id null) that says how long to wait. Clients that only
  * read bodies get the same message as those that read the status.
  */
-export function rateLimitedResponse(seconds: number, limits: { perSecond: number; burst: number }, binding: "jsonrpc" | "http-json" = "jsonrpc"): HttpResponse {
+export function rateLimitedResponse(
+  seconds: number,
+  limits: { perSecond: number; burst: number },
+  binding: "jsonrpc" | "http-json" = "jsonrpc",
+): HttpResponse {
   const err = A2AError.rateLimited(seconds, limits.perSecond, limits.burst);
   return {
     status: 429,
@@ -299,7 +348,8 @@ export function tooLargeResponse(limit: number, declared: number | undefined, ta
   const what = declared === undefined ? "request body exceeds" : `request body of ${declared} bytes exceeds`;
   const err = A2AError.invalidRequest(`${what} this node's limit of ${limit} bytes`);
   const q = target.indexOf("?");
-  if (matchRoute(q === -1 ? target : target.slice(0, q)) !== undefined) return { status: 413, headers: JSON_HEADERS, body: statusBody(err, 413) };
+  if (matchRoute(q === -1 ? target : target.slice(0, q)) !== undefined)
+    return { status: 413, headers: JSON_HEADERS, body: statusBody(err, 413) };
   return { status: 413, headers: JSON_HEADERS, body: errorBody(null, err) };
 }
 

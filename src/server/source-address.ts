@@ -21,7 +21,10 @@ export function sourceOf(remote: string | undefined): string {
   const bare = remote.split("%")[0];
   if (!isIPv6(bare)) return remote;
   const groups = expandIPv6(bare);
-  return `${groups.slice(0, 4).map((g) => g.toString(16)).join(":")}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toString(16))
+    .join(":")}::/64`;
 }
 
 /** The eight 16-bit groups of an IPv6 address ("::" filled in, a dotted IPv4 tail turned into two groups). */
@@ -36,5 +39,7 @@ function expandIPv6(address: string): number[] {
   const left = head ? head.split(":") : [];
   const right = tail === undefined ? [] : tail ? tail.split(":") : [];
   const missing = 8 - left.length - right.length;
-  return [...left, ...Array<string>(tail === undefined ? 0 : missing).fill("0"), ...right].map((g) => Number.parseInt(g, 16));
+  return [...left, ...Array<string>(tail === undefined ? 0 : missing).fill("0"), ...right].map((g) =>
+    Number.parseInt(g, 16),
+  );
 }

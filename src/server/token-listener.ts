@@ -3,7 +3,14 @@ import { createServer as createNetServer, type Server as NetServer, type Socket 
 import { createServer as createTlsServer, type TLSSocket } from "node:tls";
 import { TOKEN_CALLER_PREFIX, type CallerToken } from "../auth/caller-tokens";
 import type { CallerIdentity } from "../rpc/caller";
-import { boundServer, boundTlsServer, CONNECTION_DEFAULTS, type ConnectionGate, type ConnectionLimits, type RefusedConnection } from "./connection-limits";
+import {
+  boundServer,
+  boundTlsServer,
+  CONNECTION_DEFAULTS,
+  type ConnectionGate,
+  type ConnectionLimits,
+  type RefusedConnection,
+} from "./connection-limits";
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
 
@@ -61,21 +68,33 @@ export function listenToken(options: TokenListenerOptions): Promise<Listener> {
     const remote = socket.remoteAddress;
     const q = req.target.indexOf("?");
     const path = q === -1 ? req.target : req.target.slice(0, q);
-    if ((req.method === "GET" || req.method === "HEAD") && PUBLIC_PATHS.has(path)) return options.onRequest(req, CARD_READER);
+    if ((req.method === "GET" || req.method === "HEAD") && PUBLIC_PATHS.has(path))
+      return options.onRequest(req, CARD_READER);
     const auth = bearerToken(req.headers.get("authorization"));
     if (auth.kind !== "token") {
       if (auth.kind === "none") options.onUnauthorized?.("no bearer token", remote, "no_token");
       else options.onUnauthorized?.("not a bearer token", remote, "bad_token");
-      return unauthorized(auth.kind === "none" ? undefined : "invalid_request", "send 'Authorization: Bearer TOKEN' (a token from 'a2a-node tokens add NAME' on this node)");
+      return unauthorized(
+        auth.kind === "none" ? undefined : "invalid_request",
+        "send 'Authorization: Bearer TOKEN' (a token from 'a2a-node tokens add NAME' on this node)",
+      );
     }
     const found = options.verify(auth.token);
     if (!found) {
-      options.onUnauthorized?.("a bearer token this node does not hold (never issued, mistyped, or revoked)", remote, "unknown_token");
+      options.onUnauthorized?.(
+        "a bearer token this node does not hold (never issued, mistyped, or revoked)",
+        remote,
+        "unknown_token",
+      );
       return unauthorized("invalid_token", "the bearer token is not one this node knows (unknown, or revoked)");
     }
     // A caller with a valid token: its connection is no longer one a stranger's new connection may replace.
     gate.authenticated(socket);
-    const caller = { name: `${TOKEN_CALLER_PREFIX}${found.name}`, fingerprint: fingerprintOf(found), outsideFleet: true };
+    const caller = {
+      name: `${TOKEN_CALLER_PREFIX}${found.name}`,
+      fingerprint: fingerprintOf(found),
+      outsideFleet: true,
+    };
     let used = callers.get(socket);
     if (!used) {
       callers.set(socket, (used = new Map()));
@@ -141,7 +160,9 @@ function fingerprintOf(token: CallerToken): string {
 }
 
 /** The token of an `Authorization: Bearer TOKEN` header (the scheme is case-insensitive, RFC 7235). */
-function bearerToken(header: string | undefined): { kind: "token"; token: string } | { kind: "none" } | { kind: "other" } {
+function bearerToken(
+  header: string | undefined,
+): { kind: "token"; token: string } | { kind: "none" } | { kind: "other" } {
   if (header === undefined || header.trim() === "") return { kind: "none" };
   const m = /^bearer[ \t]+([^\s]+)[ \t]*$/i.exec(header.trim());
   return m ? { kind: "token", token: m[1] } : { kind: "other" };

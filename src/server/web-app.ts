@@ -34,9 +34,23 @@ export function createWebApp(o: WebAppOptions) {
       // A stable ETag: the hash of the canonical card without its signatures (an ECDSA signature differs at every
       // signing) and of the certificates that signed it, the same on every start while both are the same.
       const { signatures, ...unsigned } = card;
-      const signers = (signatures ?? []).map((sig) => JSON.parse(Buffer.from(sig.protected, "base64url").toString("utf8")).x5c ?? null);
-      const etag = `"${createHash("sha256").update(canonicalJson({ card: unsigned, signers })).digest("base64url").slice(0, 27)}"`;
-      s = { json: JSON.stringify(card), etag, headers: { "content-type": "application/json", etag, "last-modified": lastModified, "cache-control": "public, max-age=300" } };
+      const signers = (signatures ?? []).map(
+        (sig) => JSON.parse(Buffer.from(sig.protected, "base64url").toString("utf8")).x5c ?? null,
+      );
+      const etag = `"${createHash("sha256")
+        .update(canonicalJson({ card: unsigned, signers }))
+        .digest("base64url")
+        .slice(0, 27)}"`;
+      s = {
+        json: JSON.stringify(card),
+        etag,
+        headers: {
+          "content-type": "application/json",
+          etag,
+          "last-modified": lastModified,
+          "cache-control": "public, max-age=300",
+        },
+      };
       served.set(card, s);
     }
     return s;
@@ -54,7 +68,11 @@ export function createWebApp(o: WebAppOptions) {
         // The plugin leaves out paths with a dot as static files by default: the agent card is not one.
         exclude: { staticFile: false },
         documentation: {
-          info: { title: "a2a-node", version: o.version, description: "A2A v1.0 over JSON-RPC and HTTP+JSON, behind mutual TLS." },
+          info: {
+            title: "a2a-node",
+            version: o.version,
+            description: "A2A v1.0 over JSON-RPC and HTTP+JSON, behind mutual TLS.",
+          },
           // Neither binding nor the health and metrics routes reach Elysia (see request-router.ts): they are
           // described by hand. Each HTTP+JSON route also answers under a /{tenant} prefix.
           paths: { ...BINDING_PATHS, ...OPS_PATHS_DOC } as Paths,
@@ -67,7 +85,8 @@ export function createWebApp(o: WebAppOptions) {
       async ({ request }) => {
         const { json, etag, headers } = await current();
         const inm = request.headers.get("if-none-match");
-        if (inm && inm.split(",").some((t) => t.trim() === etag || t.trim() === "*")) return new Response(null, { status: 304, headers });
+        if (inm && inm.split(",").some((t) => t.trim() === etag || t.trim() === "*"))
+          return new Response(null, { status: 304, headers });
         return new Response(json, { headers });
       },
       { detail: { summary: "The A2A agent card" } },
@@ -79,7 +98,11 @@ export function createWebApp(o: WebAppOptions) {
         // The card is read at each visit (it is a function: a reload may rename the agent), for the title.
         const title = `${(await o.card()).name}: a2a-node ${o.version} API reference`;
         return new Response(openApiPage(title, "/openapi/json"), {
-          headers: { "content-type": "text/html; charset=utf-8", "content-security-policy": OPENAPI_PAGE_CSP, "x-content-type-options": "nosniff" },
+          headers: {
+            "content-type": "text/html; charset=utf-8",
+            "content-security-policy": OPENAPI_PAGE_CSP,
+            "x-content-type-options": "nosniff",
+          },
         });
       },
       { detail: { summary: "The API reference page (works offline: its viewer is served by the node)" } },

@@ -27,7 +27,12 @@ export function realHost(env: Record<string, string | undefined>, root: string):
     isRoot: process.getuid?.() === 0,
     which: (command) => Bun.which(command, { PATH }) ?? undefined,
     run(command) {
-      const p = Bun.spawnSync(command, { env: { ...env, PATH } as Record<string, string>, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+      const p = Bun.spawnSync(command, {
+        env: { ...env, PATH } as Record<string, string>,
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+      });
       return { code: p.exitCode ?? 1, stdout: p.stdout.toString(), stderr: p.stderr.toString() };
     },
   };
@@ -56,7 +61,10 @@ export function lookupUser(host: Host, name: string): Account | undefined {
     line = r.code === 0 ? r.stdout.trim().split("\n")[0] : undefined;
   } else {
     const passwd = under(host, "/etc/passwd");
-    if (existsSync(passwd)) line = readFileSync(passwd, "utf8").split("\n").find((l) => l.startsWith(`${name}:`));
+    if (existsSync(passwd))
+      line = readFileSync(passwd, "utf8")
+        .split("\n")
+        .find((l) => l.startsWith(`${name}:`));
   }
   if (!line) return undefined;
   const f = line.split(":");

@@ -5,7 +5,17 @@
  * can run it, the unit, then systemd. For a user service: the same in the user's own home, no new user.
  * Every input is checked before the first change, so a mistake never leaves half an install.
  */
-import { chmodSync, copyFileSync, existsSync, lchownSync, mkdirSync, readdirSync, realpathSync, renameSync, statSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  lchownSync,
+  mkdirSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  statSync,
+} from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { ServiceError } from "./errors";
 import { ensureHome, homePaths, SYSTEM_HOME } from "../home";
@@ -48,9 +58,17 @@ export async function install(req: InstallRequest): Promise<InstallResult> {
   const system = loc.scope === "system";
   // Checks first: nothing below may fail on something knowable now.
   if (system && !host.isRoot)
-    throw new ServiceError("installing a system service needs root", "failure", "run it with sudo (sudo a2a-node service install ...), or install a service of your own user with --user");
+    throw new ServiceError(
+      "installing a system service needs root",
+      "failure",
+      "run it with sudo (sudo a2a-node service install ...), or install a service of your own user with --user",
+    );
   if (!host.which("systemctl"))
-    throw new ServiceError("systemctl was not found on PATH: this machine does not seem to run systemd", "failure", "run 'a2a-node serve' under the supervisor this machine uses instead");
+    throw new ServiceError(
+      "systemctl was not found on PATH: this machine does not seem to run systemd",
+      "failure",
+      "run 'a2a-node serve' under the supervisor this machine uses instead",
+    );
   if (host.root === "/") requireRunningManager(host, loc);
   const paths = homePaths(loc.homeOnDisk);
   const hasIdentity = existsSync(paths.nodeCert);
@@ -61,24 +79,52 @@ export async function install(req: InstallRequest): Promise<InstallResult> {
       "usage",
     );
   const bundle = id.bundle === undefined ? undefined : resolve(id.bundle);
-  if (bundle !== undefined && !existsSync(bundle)) throw new ServiceError(`no bundle at ${bundle}`, "not-found", "check the path you copied it to");
+  if (bundle !== undefined && !existsSync(bundle))
+    throw new ServiceError(`no bundle at ${bundle}`, "not-found", "check the path you copied it to");
   const pki = await import("../../pki");
-  if (hasIdentity && (id.name !== undefined || bundle !== undefined)) await refuseOtherIdentity(pki, paths, loc.home, id.name, bundle);
+  if (hasIdentity && (id.name !== undefined || bundle !== undefined))
+    await refuseOtherIdentity(pki, paths, loc.home, id.name, bundle);
   let account: Account | undefined;
   if (system) {
     account = lookupUser(host, SERVICE_USER);
     if (!account && !host.which("useradd"))
-      throw new ServiceError(`there is no user ${SERVICE_USER} and useradd was not found on PATH`, "failure", `create a system user named ${SERVICE_USER} with home ${SYSTEM_HOME}, then run this again`);
+      throw new ServiceError(
+        `there is no user ${SERVICE_USER} and useradd was not found on PATH`,
+        "failure",
+        `create a system user named ${SERVICE_USER} with home ${SYSTEM_HOME}, then run this again`,
+      );
   }
 
   // 1. The service user.
   if (system && !account) {
-    const args = ["useradd", "--system", "--user-group", "--home-dir", SYSTEM_HOME, "--no-create-home", "--shell", "/usr/sbin/nologin", "--comment", "a2a-node service", SERVICE_USER];
+    const args = [
+      "useradd",
+      "--system",
+      "--user-group",
+      "--home-dir",
+      SYSTEM_HOME,
+      "--no-create-home",
+      "--shell",
+      "/usr/sbin/nologin",
+      "--comment",
+      "a2a-node service",
+      SERVICE_USER,
+    ];
     if (host.root !== "/") args.splice(1, 0, "--root", host.root);
     const r = host.run(args);
-    if (r.code !== 0) throw new ServiceError(`useradd ${SERVICE_USER} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`, "failure", `create the user yourself, then run this again`);
+    if (r.code !== 0)
+      throw new ServiceError(
+        `useradd ${SERVICE_USER} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`,
+        "failure",
+        `create the user yourself, then run this again`,
+      );
     account = lookupUser(host, SERVICE_USER);
-    if (!account) throw new ServiceError(`useradd succeeded but user ${SERVICE_USER} cannot be found`, "failure", "check /etc/passwd and name service configuration");
+    if (!account)
+      throw new ServiceError(
+        `useradd succeeded but user ${SERVICE_USER} cannot be found`,
+        "failure",
+        "check /etc/passwd and name service configuration",
+      );
     say(`created system user ${SERVICE_USER} (uid ${account.uid})`);
   } else if (account) say(`using system user ${SERVICE_USER} (uid ${account.uid})`);
 
@@ -101,10 +147,17 @@ export async function install(req: InstallRequest): Promise<InstallResult> {
       bundle !== undefined
         ? await pki.installBundle(paths, bundle).catch(asServiceError)
         : await pki.initPki(paths, { name: id.name as string, sans: id.sans, days: id.days }).catch(asServiceError);
-    node = { name: r.node.name, fingerprint256: r.node.fingerprint256, notAfter: r.node.notAfter, how: bundle !== undefined ? "installed" : "created" };
+    node = {
+      name: r.node.name,
+      fingerprint256: r.node.fingerprint256,
+      notAfter: r.node.notAfter,
+      how: bundle !== undefined ? "installed" : "created",
+    };
   }
   if (account) chownTree(loc.homeOnDisk, account);
-  say(`${node.how === "kept" ? "kept the identity already there" : node.how === "created" ? "created fleet CA and identity" : `installed identity from ${bundle}`}: node "${node.name}"`);
+  say(
+    `${node.how === "kept" ? "kept the identity already there" : node.how === "created" ? "created fleet CA and identity" : `installed identity from ${bundle}`}: node "${node.name}"`,
+  );
   if (bundle !== undefined) say(`  delete ${bundle} now (it holds this node's private key)`);
 
   // 4. The binary, where the service can run it (a system service cannot see /home or /root).
@@ -147,9 +200,18 @@ export async function install(req: InstallRequest): Promise<InstallResult> {
 type Pki = typeof import("../../pki");
 
 /** Asked for an identity while the home has one: fine if it is the same, refused otherwise (never replaced). */
-async function refuseOtherIdentity(pki: Pki, paths: ReturnType<typeof homePaths>, home: string, name: string | undefined, bundle: string | undefined) {
+async function refuseOtherIdentity(
+  pki: Pki,
+  paths: ReturnType<typeof homePaths>,
+  home: string,
+  name: string | undefined,
+  bundle: string | undefined,
+) {
   const have = await pki.loadNodeIdentity(paths, { allowExpired: true }).catch(asServiceError);
-  const asked = bundle !== undefined ? await pki.readBundle(bundle).then((b) => pki.inspectCert(b.cert).fingerprint256, asServiceError) : undefined;
+  const asked =
+    bundle !== undefined
+      ? await pki.readBundle(bundle).then((b) => pki.inspectCert(b.cert).fingerprint256, asServiceError)
+      : undefined;
   if (asked !== undefined ? asked === have.fingerprint256 : name === have.name) return;
   throw new ServiceError(
     `${home} already holds the identity of node "${have.name}" (${have.fingerprint256.slice(0, 23)}...); it is never replaced`,
@@ -186,5 +248,9 @@ function lingerFor(host: Host, user: string | undefined, say: (line: string) => 
   const hint = `so it keeps running after you log out and starts at boot, run: sudo loginctl enable-linger ${user ?? "$USER"}`;
   if (!user || !host.which("loginctl")) return say(hint);
   const r = host.run(["loginctl", "enable-linger", user]);
-  say(r.code === 0 ? `enabled lingering for ${user}: the service runs without a login session and starts at boot` : `could not enable lingering (${r.stderr.trim() || `exit ${r.code}`}); ${hint}`);
+  say(
+    r.code === 0
+      ? `enabled lingering for ${user}: the service runs without a login session and starts at boot`
+      : `could not enable lingering (${r.stderr.trim() || `exit ${r.code}`}); ${hint}`,
+  );
 }

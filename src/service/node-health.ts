@@ -30,7 +30,8 @@ export function homeSettings(home: string, env: Record<string, string | undefine
 
 /** Where to reach a node listening on `host`: the loopback address when it listens on every interface. */
 export function localUrl(host: string, port: number): string {
-  const h = host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "[::1]" : host.includes(":") ? `[${host}]` : host;
+  const h =
+    host === "0.0.0.0" || host === "" ? "127.0.0.1" : host === "::" ? "[::1]" : host.includes(":") ? `[${host}]` : host;
   return `https://${h}:${port}`;
 }
 
@@ -47,12 +48,25 @@ export async function nodeHealth(home: string, config: ServeConfig, timeoutMs = 
   } catch (err) {
     return { url, ready: false, answered: false, detail: `cannot ask: ${(err as Error).message}` };
   }
-  const fetchFn = mtlsFetch({ cert: identity.certPem, key: identity.keyPem, ca: identity.caPem }, { name: identity.name });
+  const fetchFn = mtlsFetch(
+    { cert: identity.certPem, key: identity.keyPem, ca: identity.caPem },
+    { name: identity.name },
+  );
   try {
     const res = await fetchFn(url, { signal: AbortSignal.timeout(timeoutMs) });
     // A refusal in words (this node's own certificate revoked: its listener says so) is told as it is.
-    const body = (await res.json().catch(() => ({}))) as { detail?: string; checks?: NodeHealth["checks"]; error?: { message?: string } };
-    return { url, ready: res.status === 200, answered: true, detail: body.detail ?? body.error?.message ?? `HTTP ${res.status}`, checks: body.checks };
+    const body = (await res.json().catch(() => ({}))) as {
+      detail?: string;
+      checks?: NodeHealth["checks"];
+      error?: { message?: string };
+    };
+    return {
+      url,
+      ready: res.status === 200,
+      answered: true,
+      detail: body.detail ?? body.error?.message ?? `HTTP ${res.status}`,
+      checks: body.checks,
+    };
   } catch (err) {
     const e = err as { code?: string; name?: string; message?: string };
     const why =
@@ -75,7 +89,8 @@ export function readEnvironmentFile(path: string): Record<string, string> {
     const eq = line.indexOf("=");
     if (eq <= 0) continue;
     let value = line.slice(eq + 1).trim();
-    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0])) value = value.slice(1, -1);
+    if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.endsWith(value[0]))
+      value = value.slice(1, -1);
     out[line.slice(0, eq).trim()] = value;
   }
   return out;

@@ -23,14 +23,32 @@ export interface ServiceLocation {
   userName?: string;
 }
 
-export function locate(scope: UnitScope, host: Host, env: Record<string, string | undefined>, userHome: string): ServiceLocation {
+export function locate(
+  scope: UnitScope,
+  host: Host,
+  env: Record<string, string | undefined>,
+  userHome: string,
+): ServiceLocation {
   if (scope === "system") {
     const unitPath = join("/etc/systemd/system", UNIT_NAME);
-    return { scope, home: SYSTEM_HOME, homeOnDisk: under(host, SYSTEM_HOME), unitPath, unitPathOnDisk: under(host, unitPath) };
+    return {
+      scope,
+      home: SYSTEM_HOME,
+      homeOnDisk: under(host, SYSTEM_HOME),
+      unitPath,
+      unitPathOnDisk: under(host, unitPath),
+    };
   }
   const config = env.XDG_CONFIG_HOME || join(env.HOME || "/", ".config");
   const unitPath = join(config, "systemd", "user", UNIT_NAME);
-  return { scope, home: userHome, homeOnDisk: userHome, unitPath, unitPathOnDisk: unitPath, userName: env.USER || env.LOGNAME };
+  return {
+    scope,
+    home: userHome,
+    homeOnDisk: userHome,
+    unitPath,
+    unitPathOnDisk: unitPath,
+    userName: env.USER || env.LOGNAME,
+  };
 }
 
 /** Writes the unit (0644) if its text changed; says whether it did. */
@@ -42,7 +60,12 @@ export function writeUnit(path: string, text: string): boolean {
 }
 
 /** `systemctl [--user] ARGS`; a failure becomes an error saying what to look at next. */
-export function systemctl(host: Host, loc: ServiceLocation, args: string[], opts: { startFailure?: boolean; allowFailure?: boolean } = {}) {
+export function systemctl(
+  host: Host,
+  loc: ServiceLocation,
+  args: string[],
+  opts: { startFailure?: boolean; allowFailure?: boolean } = {},
+) {
   const user = loc.scope === "user" ? ["--user"] : [];
   const r = host.run(["systemctl", ...user, ...args]);
   if (r.code === 0 || opts.allowFailure) return r;
@@ -58,7 +81,9 @@ export function systemctl(host: Host, loc: ServiceLocation, args: string[], opts
   throw new ServiceError(
     `${cmd} failed (exit ${r.code})${said ? `: ${said}` : ""}`,
     "failure",
-    noBus ? "a user service needs your login session's service manager: run this from your own login (ssh or console), not through su or sudo" : "see the message above; then run this again",
+    noBus
+      ? "a user service needs your login session's service manager: run this from your own login (ssh or console), not through su or sudo"
+      : "see the message above; then run this again",
   );
 }
 
@@ -70,7 +95,10 @@ export function systemctl(host: Host, loc: ServiceLocation, args: string[], opts
 export function requireRunningManager(host: Host, loc: ServiceLocation): void {
   const r = systemctl(host, loc, ["is-system-running"], { allowFailure: true });
   const said = `${r.stdout}${r.stderr}`.trim();
-  if (r.stdout.trim() === "offline" || /not been booted with systemd|Failed to connect to bus|XDG_RUNTIME_DIR/i.test(said))
+  if (
+    r.stdout.trim() === "offline" ||
+    /not been booted with systemd|Failed to connect to bus|XDG_RUNTIME_DIR/i.test(said)
+  )
     throw new ServiceError(
       `systemd is not running ${loc.scope === "user" ? "for your user (no user service manager to talk to)" : "on this machine"}: systemctl says "${said.split("\n")[0]}"`,
       "failure",

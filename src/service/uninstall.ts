@@ -15,18 +15,33 @@ export interface UninstallResult {
   purgedHome?: string;
 }
 
-export function uninstall(loc: ServiceLocation, host: Host, purge: boolean, say: (line: string) => void): UninstallResult {
+export function uninstall(
+  loc: ServiceLocation,
+  host: Host,
+  purge: boolean,
+  say: (line: string) => void,
+): UninstallResult {
   if (loc.scope === "system" && !host.isRoot)
-    throw new ServiceError("removing the system service needs root", "failure", "run it with sudo, or add --user for a service of your own user");
+    throw new ServiceError(
+      "removing the system service needs root",
+      "failure",
+      "run it with sudo, or add --user for a service of your own user",
+    );
   const hasUnit = existsSync(loc.unitPathOnDisk);
   if (!hasUnit && !(purge && existsSync(loc.homeOnDisk)))
     throw new ServiceError(
       `no a2a-node ${loc.scope} service is installed (no ${loc.unitPath})`,
       "not-found",
-      loc.scope === "system" ? "was it installed with --user? then: a2a-node service uninstall --user" : "was it installed as a system service? then: sudo a2a-node service uninstall",
+      loc.scope === "system"
+        ? "was it installed with --user? then: a2a-node service uninstall --user"
+        : "was it installed as a system service? then: sudo a2a-node service uninstall",
     );
   if (!host.which("systemctl"))
-    throw new ServiceError("systemctl was not found on PATH: this machine does not seem to run systemd", "failure", `remove ${loc.unitPath} yourself`);
+    throw new ServiceError(
+      "systemctl was not found on PATH: this machine does not seem to run systemd",
+      "failure",
+      `remove ${loc.unitPath} yourself`,
+    );
   if (hasUnit) {
     if (host.root !== "/") systemctl(host, loc, ["--root", host.root, "disable", UNIT_NAME]);
     else {

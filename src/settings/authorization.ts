@@ -29,12 +29,16 @@ const V03_NAMES: Record<string, string> = {
  * would refuse everyone.
  */
 export function readAuthorization(v: unknown): AccessRule[] {
-  if (!Array.isArray(v)) throw new SettingProblem("must be an array of [[authorize]] tables (each with peers, methods and optionally skills)");
+  if (!Array.isArray(v))
+    throw new SettingProblem(
+      "must be an array of [[authorize]] tables (each with peers, methods and optionally skills)",
+    );
   return v.map((r, i) => {
     const at = `entry ${i + 1}:`;
     if (typeof r !== "object" || r === null || Array.isArray(r)) throw new SettingProblem(`${at} must be a table`);
     const o = r as Record<string, unknown>;
-    for (const k of Object.keys(o)) if (!KNOWN.has(k)) throw new SettingProblem(`${at} unknown key '${k}' (known: ${[...KNOWN].join(", ")})`);
+    for (const k of Object.keys(o))
+      if (!KNOWN.has(k)) throw new SettingProblem(`${at} unknown key '${k}' (known: ${[...KNOWN].join(", ")})`);
     const strings = (f: string, required: boolean): string[] | undefined => {
       if (o[f] === undefined) {
         if (required) throw new SettingProblem(`${at} ${f} is missing: list them, or write ["*"] for all`);
@@ -51,14 +55,17 @@ export function readAuthorization(v: unknown): AccessRule[] {
       // A caller of the token listener is named "token:NAME" (NAME as 'tokens add' took it).
       const token = p.startsWith(TOKEN_CALLER_PREFIX);
       const problem = nodeNameProblem(token ? p.slice(TOKEN_CALLER_PREFIX.length) : p);
-      if (problem) throw new SettingProblem(`${at} peer '${p}' is not a fleet name${token ? " after 'token:'" : ""}: ${problem}`);
+      if (problem)
+        throw new SettingProblem(`${at} peer '${p}' is not a fleet name${token ? " after 'token:'" : ""}: ${problem}`);
     }
     const methods = strings("methods", true) as string[];
     for (const m of methods) {
       if (m === "*" || METHODS.has(m)) continue;
       const v1 = V03_NAMES[m];
       throw new SettingProblem(
-        v1 ? `${at} method '${m}' is a v0.3 name; write '${v1}' (a v0.3 call is judged as the v1.0 operation it runs)` : `${at} unknown method '${m}' (known: ${A2A_METHODS.join(", ")}, or "*")`,
+        v1
+          ? `${at} method '${m}' is a v0.3 name; write '${v1}' (a v0.3 call is judged as the v1.0 operation it runs)`
+          : `${at} unknown method '${m}' (known: ${A2A_METHODS.join(", ")}, or "*")`,
       );
     }
     const skills = strings("skills", false);

@@ -15,11 +15,14 @@ export function readExtensions(v: unknown): AgentExtension[] {
     const at = `entry ${i + 1}:`;
     if (typeof e !== "object" || e === null || Array.isArray(e)) throw new SettingProblem(`${at} must be a table`);
     const o = e as Record<string, unknown>;
-    for (const k of Object.keys(o)) if (!KNOWN.has(k)) throw new SettingProblem(`${at} unknown key '${k}' (known: ${[...KNOWN].join(", ")})`);
+    for (const k of Object.keys(o))
+      if (!KNOWN.has(k)) throw new SettingProblem(`${at} unknown key '${k}' (known: ${[...KNOWN].join(", ")})`);
     const uri = o.uri;
     // The header carries URIs comma-separated: one with a comma or a space could not be named in it.
     if (typeof uri !== "string" || !/^[A-Za-z][A-Za-z0-9+.-]*:[^\s,]+$/.test(uri))
-      throw new SettingProblem(`${at} uri must be an absolute URI without spaces or commas (e.g. https://example.com/ext/citations/v1), got ${JSON.stringify(uri)}`);
+      throw new SettingProblem(
+        `${at} uri must be an absolute URI without spaces or commas (e.g. https://example.com/ext/citations/v1), got ${JSON.stringify(uri)}`,
+      );
     if (uris.has(uri)) throw new SettingProblem(`${at} uri '${uri}' is declared by an earlier entry`);
     uris.add(uri);
     const ext: AgentExtension = { uri };
@@ -32,7 +35,8 @@ export function readExtensions(v: unknown): AgentExtension[] {
       if (o.required) ext.required = true;
     }
     if (o.params !== undefined) {
-      if (typeof o.params !== "object" || o.params === null || Array.isArray(o.params)) throw new SettingProblem(`${at} params must be a table`);
+      if (typeof o.params !== "object" || o.params === null || Array.isArray(o.params))
+        throw new SettingProblem(`${at} params must be a table`);
       ext.params = o.params as Record<string, unknown>;
     }
     return ext;

@@ -44,7 +44,8 @@ export interface Setting<T> {
   shown(value: T): string | undefined;
 }
 
-export type SettingGroup = "listen" | "executor" | "limits" | "webhooks" | "card" | "pki" | "access" | "peers" | "daemon";
+export type SettingGroup =
+  "listen" | "executor" | "limits" | "webhooks" | "card" | "pki" | "access" | "peers" | "daemon";
 
 interface Common {
   file: string;
@@ -86,9 +87,12 @@ function numberIn(v: unknown): number {
 }
 
 /** A string, optionally one of a fixed list. */
-export function text<D extends string | undefined>(c: Common & { default: D; choices?: readonly string[]; nonEmpty?: boolean }): Setting<string | D> {
+export function text<D extends string | undefined>(
+  c: Common & { default: D; choices?: readonly string[]; nonEmpty?: boolean },
+): Setting<string | D> {
   const check = (v: string) => {
-    if (c.choices && !c.choices.includes(v)) throw new SettingProblem(`must be one of ${c.choices.join(", ")} (got '${v}')`);
+    if (c.choices && !c.choices.includes(v))
+      throw new SettingProblem(`must be one of ${c.choices.join(", ")} (got '${v}')`);
     if (c.nonEmpty && v === "") throw new SettingProblem("must not be empty");
     return v;
   };
@@ -112,7 +116,8 @@ export function url<D extends string | undefined>(c: Common & { default: D }): S
     try {
       u = new URL(v);
     } catch {}
-    if (!u || (u.protocol !== "http:" && u.protocol !== "https:")) throw new SettingProblem(`must be an http(s) URL (got '${v}')`);
+    if (!u || (u.protocol !== "http:" && u.protocol !== "https:"))
+      throw new SettingProblem(`must be an http(s) URL (got '${v}')`);
     return v;
   };
   return {
@@ -134,7 +139,8 @@ export function number<D extends number | undefined>(
   const range = `${c.above ? `above ${c.min} and at most ${c.max}` : `${c.min}-${c.max}`}${c.unit ? ` ${c.unit}` : ""}`;
   const check = (n: number) => {
     const inRange = (c.above ? n > c.min : n >= c.min) && n <= c.max;
-    if (!inRange || (c.integer && !Number.isInteger(n))) throw new SettingProblem(`must be ${c.integer ? "a whole number " : ""}${range} (got ${n})`);
+    if (!inRange || (c.integer && !Number.isInteger(n)))
+      throw new SettingProblem(`must be ${c.integer ? "a whole number " : ""}${range} (got ${n})`);
     return n;
   };
   return {
@@ -147,7 +153,9 @@ export function number<D extends number | undefined>(
 }
 
 /** A duration written in seconds (flag, environment, file), held in milliseconds. */
-export function seconds<D extends number | undefined>(c: Common & { default: D; min: number; max: number }): Setting<number | D> {
+export function seconds<D extends number | undefined>(
+  c: Common & { default: D; min: number; max: number },
+): Setting<number | D> {
   const check = (s: number) => {
     if (!(s >= c.min && s <= c.max)) throw new SettingProblem(`must be ${c.min}-${c.max} seconds (got ${s})`);
     return Math.round(s * 1000);
@@ -168,9 +176,16 @@ export function list(c: Common & { default: string[]; item: (v: string) => strin
     ...base(c),
     default: c.default,
     repeatable: true,
-    fromText: (t) => each(t.split(",").map((s) => s.trim()).filter(Boolean)),
+    fromText: (t) =>
+      each(
+        t
+          .split(",")
+          .map((s) => s.trim())
+          .filter(Boolean),
+      ),
     fromFile: (v) => {
-      if (!Array.isArray(v) || v.some((i) => typeof i !== "string")) throw new SettingProblem(`must be a list of strings (got ${got(v)})`);
+      if (!Array.isArray(v) || v.some((i) => typeof i !== "string"))
+        throw new SettingProblem(`must be a list of strings (got ${got(v)})`);
       return each(v);
     },
     shown: (v) => (v.length ? v.join(",") : undefined),
@@ -187,7 +202,8 @@ export function databaseUrl(c: Common & { redact: (v: string) => string }): Sett
     try {
       u = new URL(v);
     } catch {}
-    if (!u || (u.protocol !== "postgres:" && u.protocol !== "postgresql:")) throw new SettingProblem(`must be a postgres:// URL (got '${c.redact(v)}')`);
+    if (!u || (u.protocol !== "postgres:" && u.protocol !== "postgresql:"))
+      throw new SettingProblem(`must be a postgres:// URL (got '${c.redact(v)}')`);
     return v;
   };
   return {
@@ -222,8 +238,17 @@ export function secret(c: Common): Setting<string | undefined> {
 }
 
 /** A structured value only the config file can hold (TOML tables such as [[skills]]). */
-export function table<T>(c: Omit<Common, "flag" | "envAlso" | "env"> & { default: T; read: (v: unknown) => T }): Setting<T> {
-  return { ...base({ ...c, flag: false }), env: [], default: c.default, fromText: () => c.default, fromFile: c.read, shown: () => undefined };
+export function table<T>(
+  c: Omit<Common, "flag" | "envAlso" | "env"> & { default: T; read: (v: unknown) => T },
+): Setting<T> {
+  return {
+    ...base({ ...c, flag: false }),
+    env: [],
+    default: c.default,
+    fromText: () => c.default,
+    fromFile: c.read,
+    shown: () => undefined,
+  };
 }
 
 /**
@@ -232,7 +257,8 @@ export function table<T>(c: Omit<Common, "flag" | "envAlso" | "env"> & { default
  */
 export function readSecretFile(path: string): string {
   if (!existsSync(path)) throw new SettingProblem(`names ${path}, which does not exist`);
-  if ((statSync(path).mode & 0o077) !== 0) throw new SettingProblem(`names ${path}, which is readable by others; run: chmod 600 ${path}`);
+  if ((statSync(path).mode & 0o077) !== 0)
+    throw new SettingProblem(`names ${path}, which is readable by others; run: chmod 600 ${path}`);
   const key = readFileSync(path, "utf8").trim();
   if (!key) throw new SettingProblem(`names ${path}, which is empty`);
   return key;

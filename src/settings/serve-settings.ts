@@ -11,7 +11,19 @@ import { DEFAULT_PEER_TIMEOUTS } from "../client/deadlines";
 import { HTTP_DEFAULTS } from "../server/http1";
 import { RATE_LIMIT_DEFAULTS } from "../server/rate-limit";
 import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
-import { databaseUrl, list, number, secret, seconds, SettingProblem, table, text, url, type Setting, type SettingGroup } from "./kinds";
+import {
+  databaseUrl,
+  list,
+  number,
+  secret,
+  seconds,
+  SettingProblem,
+  table,
+  text,
+  url,
+  type Setting,
+  type SettingGroup,
+} from "./kinds";
 import { redactUrl } from "../store/postgres/url";
 import { readSkills, type SkillSetting } from "./skills";
 import { readAuthorization } from "./authorization";
@@ -27,14 +39,31 @@ const MIB = 1024 * 1024;
 
 /** "host" or "host:port", as a webhook URL's host would be written. */
 function hostEntry(v: string): string {
-  if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(v)) throw new SettingProblem(`entries must be "host" or "host:port" (got '${v}')`);
+  if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(v))
+    throw new SettingProblem(`entries must be "host" or "host:port" (got '${v}')`);
   return v.toLowerCase();
 }
 
 export const SETTINGS = {
   // Where to listen and how peers find this node.
-  host: text({ file: "host", value: "ADDR", group: "listen", default: "0.0.0.0", nonEmpty: true, doc: "address to listen on (0.0.0.0: every interface); peers connect with mutual TLS only" }),
-  port: number({ file: "port", value: "PORT", group: "listen", default: 9443, min: 0, max: 65535, integer: true, doc: "port for mutual-TLS A2A (0: any free port)" }),
+  host: text({
+    file: "host",
+    value: "ADDR",
+    group: "listen",
+    default: "0.0.0.0",
+    nonEmpty: true,
+    doc: "address to listen on (0.0.0.0: every interface); peers connect with mutual TLS only",
+  }),
+  port: number({
+    file: "port",
+    value: "PORT",
+    group: "listen",
+    default: 9443,
+    min: 0,
+    max: 65535,
+    integer: true,
+    doc: "port for mutual-TLS A2A (0: any free port)",
+  }),
   advertiseUrl: url({
     file: "advertise_url",
     value: "URL",
@@ -98,8 +127,21 @@ export const SETTINGS = {
     choices: EXECUTOR_KINDS,
     doc: "what runs tasks: openai (an OpenAI-compatible model server: Ollama, llama.cpp, vLLM, LM Studio), hermes (a Hermes Agent, runs API; approvals become input-required), echo (answers with the task's own text), conformance (as the A2A conformance kit expects)",
   }),
-  modelUrl: url({ file: "model_url", value: "URL", group: "executor", default: DEFAULT_MODEL_URL, doc: "OpenAI-compatible API base (Ollama's by default; llama.cpp server: http://127.0.0.1:8080/v1)" }),
-  model: text({ file: "model", value: "NAME", group: "executor", default: DEFAULT_MODEL, nonEmpty: true, doc: "model name sent to it" }),
+  modelUrl: url({
+    file: "model_url",
+    value: "URL",
+    group: "executor",
+    default: DEFAULT_MODEL_URL,
+    doc: "OpenAI-compatible API base (Ollama's by default; llama.cpp server: http://127.0.0.1:8080/v1)",
+  }),
+  model: text({
+    file: "model",
+    value: "NAME",
+    group: "executor",
+    default: DEFAULT_MODEL,
+    nonEmpty: true,
+    doc: "model name sent to it",
+  }),
   modelApiKey: secret({
     file: "model_api_key_file",
     flag: "model-api-key-file",
@@ -109,9 +151,32 @@ export const SETTINGS = {
     reloadable: true,
     doc: "read the model API key from FILE (mode 0600), else from the environment; never printed; SIGHUP reads the file again",
   }),
-  systemPrompt: text({ file: "system_prompt", value: "TEXT", group: "executor", default: undefined, doc: "system prompt sent to the model" }),
-  temperature: number({ file: "temperature", value: "T", group: "executor", default: undefined, min: 0, max: 2, doc: "sampling temperature sent to the model" }),
-  maxTokens: number({ file: "max_tokens", value: "N", group: "executor", default: undefined, min: 1, max: 10_000_000, integer: true, doc: "answer length limit sent to the model" }),
+  systemPrompt: text({
+    file: "system_prompt",
+    value: "TEXT",
+    group: "executor",
+    default: undefined,
+    doc: "system prompt sent to the model",
+  }),
+  temperature: number({
+    file: "temperature",
+    value: "T",
+    group: "executor",
+    default: undefined,
+    min: 0,
+    max: 2,
+    doc: "sampling temperature sent to the model",
+  }),
+  maxTokens: number({
+    file: "max_tokens",
+    value: "N",
+    group: "executor",
+    default: undefined,
+    min: 1,
+    max: 10_000_000,
+    integer: true,
+    doc: "answer length limit sent to the model",
+  }),
   historyChars: number({
     file: "history_chars",
     value: "N",
@@ -122,7 +187,13 @@ export const SETTINGS = {
     integer: true,
     doc: "characters of earlier conversation sent to the model with each task (oldest dropped first)",
   }),
-  hermesUrl: url({ file: "hermes_url", value: "URL", group: "executor", default: "http://127.0.0.1:8642", doc: "Hermes Agent API server, for --executor hermes" }),
+  hermesUrl: url({
+    file: "hermes_url",
+    value: "URL",
+    group: "executor",
+    default: "http://127.0.0.1:8642",
+    doc: "Hermes Agent API server, for --executor hermes",
+  }),
   hermesApiKey: secret({
     file: "hermes_api_key_file",
     flag: "hermes-api-key-file",
@@ -134,7 +205,16 @@ export const SETTINGS = {
   }),
 
   // How much work the node takes on.
-  maxBodyBytes: number({ file: "max_body", value: "BYTES", group: "limits", default: MIB, min: 1024, max: 1024 * MIB, integer: true, doc: "largest request body accepted; larger requests get HTTP 413" }),
+  maxBodyBytes: number({
+    file: "max_body",
+    value: "BYTES",
+    group: "limits",
+    default: MIB,
+    min: 1024,
+    max: 1024 * MIB,
+    integer: true,
+    doc: "largest request body accepted; larger requests get HTTP 413",
+  }),
   maxListBytes: number({
     file: "max_list_bytes",
     value: "BYTES",
@@ -248,8 +328,26 @@ export const SETTINGS = {
     reloadable: true,
     doc: "A2A requests one peer may make at once before the per-second rate applies (the bucket's size); SIGHUP applies a change",
   }),
-  maxConcurrent: number({ file: "max_concurrent", value: "N", group: "limits", default: 4, min: 1, max: 10_000, integer: true, doc: "tasks executing at once" }),
-  maxQueued: number({ file: "max_queued", value: "N", group: "limits", default: 1000, min: 0, max: 1_000_000, integer: true, doc: "tasks waiting for a slot; beyond this new tasks are refused (\"retry later\")" }),
+  maxConcurrent: number({
+    file: "max_concurrent",
+    value: "N",
+    group: "limits",
+    default: 4,
+    min: 1,
+    max: 10_000,
+    integer: true,
+    doc: "tasks executing at once",
+  }),
+  maxQueued: number({
+    file: "max_queued",
+    value: "N",
+    group: "limits",
+    default: 1000,
+    min: 0,
+    max: 1_000_000,
+    integer: true,
+    doc: 'tasks waiting for a slot; beyond this new tasks are refused ("retry later")',
+  }),
   callerShare: number({
     file: "caller_share",
     value: "FRACTION",
@@ -270,7 +368,16 @@ export const SETTINGS = {
     max: 3600,
     doc: "on SIGTERM, how long running tasks get before they are recorded as interrupted",
   }),
-  deadlineMs: seconds({ file: "deadline_seconds", flag: "deadline", value: "SECONDS", group: "limits", default: 3_600_000, min: 1, max: 30 * 86_400, doc: "a task still running after this ends FAILED" }),
+  deadlineMs: seconds({
+    file: "deadline_seconds",
+    flag: "deadline",
+    value: "SECONDS",
+    group: "limits",
+    default: 3_600_000,
+    min: 1,
+    max: 30 * 86_400,
+    doc: "a task still running after this ends FAILED",
+  }),
   outputCapBytes: number({
     file: "output_cap",
     value: "BYTES",
@@ -400,7 +507,16 @@ export const SETTINGS = {
     item: hostEntry,
     doc: "webhook hosts allowed although their address is private, loopback or special-purpose (the SSRF guard refuses those unless they are a fleet peer)",
   }),
-  pushConcurrency: number({ file: "push_concurrency", value: "N", group: "webhooks", default: PUSH_DEFAULTS.concurrency, min: 1, max: 1000, integer: true, doc: "webhook requests in flight at once, in all" }),
+  pushConcurrency: number({
+    file: "push_concurrency",
+    value: "N",
+    group: "webhooks",
+    default: PUSH_DEFAULTS.concurrency,
+    min: 1,
+    max: 1000,
+    integer: true,
+    doc: "webhook requests in flight at once, in all",
+  }),
   pushHostConcurrency: number({
     file: "push_host_concurrency",
     value: "N",
@@ -453,7 +569,13 @@ export const SETTINGS = {
   }),
 
   // What peers see in the agent card.
-  description: text({ file: "description", value: "TEXT", group: "card", default: "An a2a-node agent: delegate tasks to it over mutual TLS.", doc: "description in the agent card" }),
+  description: text({
+    file: "description",
+    value: "TEXT",
+    group: "card",
+    default: "An a2a-node agent: delegate tasks to it over mutual TLS.",
+    doc: "description in the agent card",
+  }),
   preferredBinding: text({
     file: "preferred_binding",
     value: "BINDING",
@@ -543,7 +665,7 @@ export const SETTINGS = {
     default: [],
     read: readAuthorization,
     reloadable: true,
-    doc: "who may call what: each [[authorize]] table lets its peers (fleet names, \"*\": any member) call its methods (A2A v1.0 names, \"*\": all) and, if it lists skills, send messages only for those (message.metadata.skill); none: every fleet member may call everything; a refused call gets PERMISSION_DENIED (JSON-RPC -32000, HTTP 403); the plain loopback listener is not subject to it; SIGHUP applies a change (config file only)",
+    doc: 'who may call what: each [[authorize]] table lets its peers (fleet names, "*": any member) call its methods (A2A v1.0 names, "*": all) and, if it lists skills, send messages only for those (message.metadata.skill); none: every fleet member may call everything; a refused call gets PERMISSION_DENIED (JSON-RPC -32000, HTTP 403); the plain loopback listener is not subject to it; SIGHUP applies a change (config file only)',
   }),
   auditLog: text({
     file: "audit_log",

@@ -21,17 +21,24 @@ export function readSkills(v: unknown): SkillSetting[] {
     const at = `entry ${i + 1}:`;
     if (typeof s !== "object" || s === null || Array.isArray(s)) throw new SettingProblem(`${at} must be a table`);
     const o = s as Record<string, unknown>;
-    for (const k of Object.keys(o)) if (!KNOWN.has(k)) throw new SettingProblem(`${at} unknown key '${k}' (known: ${[...KNOWN].join(", ")})`);
+    for (const k of Object.keys(o))
+      if (!KNOWN.has(k)) throw new SettingProblem(`${at} unknown key '${k}' (known: ${[...KNOWN].join(", ")})`);
     for (const f of ["id", "name", "description"])
       if (typeof o[f] !== "string" || o[f] === "") throw new SettingProblem(`${at} ${f} must be a non-empty string`);
     if (ids.has(o.id as string)) throw new SettingProblem(`${at} id '${o.id}' is used by an earlier skill`);
     ids.add(o.id as string);
     const strings = (f: string) => {
       const list = o[f] ?? [];
-      if (!Array.isArray(list) || list.some((t) => typeof t !== "string")) throw new SettingProblem(`${at} ${f} must be a list of strings`);
+      if (!Array.isArray(list) || list.some((t) => typeof t !== "string"))
+        throw new SettingProblem(`${at} ${f} must be a list of strings`);
       return list as string[];
     };
-    const skill: SkillSetting = { id: o.id as string, name: o.name as string, description: o.description as string, tags: strings("tags") };
+    const skill: SkillSetting = {
+      id: o.id as string,
+      name: o.name as string,
+      description: o.description as string,
+      tags: strings("tags"),
+    };
     if (o.examples !== undefined) skill.examples = strings("examples");
     if (o.model !== undefined) {
       if (typeof o.model !== "string" || !o.model) throw new SettingProblem(`${at} model must be a non-empty string`);

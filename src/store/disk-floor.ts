@@ -89,11 +89,17 @@ export class DiskFloor {
       try {
         const freeBytes = this.free(this.dir);
         const floorBytes = this.o.floorBytes;
-        const refusing: FloorRefusing = freeBytes < floorBytes / 2 ? "all" : freeBytes < floorBytes ? "heaviest" : "none";
+        const refusing: FloorRefusing =
+          freeBytes < floorBytes / 2 ? "all" : freeBytes < floorBytes ? "heaviest" : "none";
         next = { freeBytes, floorBytes, refusing };
         if (refusing !== "none") next.heaviest = (await this.store.heaviest(1))[0];
       } catch (err) {
-        next = { freeBytes: Number.NaN, floorBytes: this.o.floorBytes, refusing: "none", error: err instanceof Error ? err.message : String(err) };
+        next = {
+          freeBytes: Number.NaN,
+          floorBytes: this.o.floorBytes,
+          refusing: "none",
+          error: err instanceof Error ? err.message : String(err),
+        };
       }
       this.current = next;
       if (next.refusing !== before.refusing || next.heaviest?.owner !== before.heaviest?.owner) this.report(next);
@@ -105,14 +111,22 @@ export class DiskFloor {
 
   private report(s: DiskFloorState): void {
     const fields = { free_bytes: s.freeBytes, min_free_disk: s.floorBytes };
-    if (s.refusing === "none") this.o.log?.info("free disk space is above min_free_disk again: every caller's tasks are taken", fields);
+    if (s.refusing === "none")
+      this.o.log?.info("free disk space is above min_free_disk again: every caller's tasks are taken", fields);
     else if (s.refusing === "heaviest")
-      this.o.log?.warn("free disk space is below min_free_disk: new tasks and messages of the caller holding the most are refused", {
-        ...fields,
-        peer: s.heaviest?.owner,
-        peer_bytes: s.heaviest?.bytes,
-      });
-    else this.o.log?.error("free disk space is below half of min_free_disk: new tasks and messages of every caller are refused", fields);
+      this.o.log?.warn(
+        "free disk space is below min_free_disk: new tasks and messages of the caller holding the most are refused",
+        {
+          ...fields,
+          peer: s.heaviest?.owner,
+          peer_bytes: s.heaviest?.bytes,
+        },
+      );
+    else
+      this.o.log?.error(
+        "free disk space is below half of min_free_disk: new tasks and messages of every caller are refused",
+        fields,
+      );
   }
 }
 

@@ -97,7 +97,12 @@ export function newOutcome(): Outcome {
  * and each item is tried again in a transaction of its own, so that only the items that fail again are lost.
  * Never throws: returns the keys of the items that were not committed, each with its reason.
  */
-export function commitEach<K, V>(sqlite: Database, items: [K, V][], apply: (key: K, value: V) => void, onGroupFailure?: (err: unknown) => void): Map<K, unknown> {
+export function commitEach<K, V>(
+  sqlite: Database,
+  items: [K, V][],
+  apply: (key: K, value: V) => void,
+  onGroupFailure?: (err: unknown) => void,
+): Map<K, unknown> {
   const failed = new Map<K, unknown>();
   if (items.length === 0 && !sqlite.inTransaction) return failed;
   try {

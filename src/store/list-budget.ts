@@ -64,9 +64,11 @@ export function planPage(candidates: TaskSizes[], req: PageRequest): { tasks: Pl
   for (const c of candidates) {
     if (tasks.length === req.pageSize) break;
     // An upper bound: with historyLength N the node counts the whole stored history.
-    const bytes = TASK_OVERHEAD + c.headBytes + (req.history ? c.historyBytes : 0) + (req.artifacts ? c.artifactsBytes : 0);
+    const bytes =
+      TASK_OVERHEAD + c.headBytes + (req.history ? c.historyBytes : 0) + (req.artifacts ? c.artifactsBytes : 0);
     if (bytes > req.maxBytes) {
-      if (tasks.length === 0) tasks.push({ id: c.id, statusTimestamp: c.statusTimestamp, omitted: omissions(c, req, bytes), bytes });
+      if (tasks.length === 0)
+        tasks.push({ id: c.id, statusTimestamp: c.statusTimestamp, omitted: omissions(c, req, bytes), bytes });
       break;
     }
     if (used + bytes > req.maxBytes) break;

@@ -1,5 +1,13 @@
 import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
-import { ConfigOwnedElsewhere, overPushLimits, PUSH_CONFIG_PAGE, redactConfig, type PushConfigLimits, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
+import {
+  ConfigOwnedElsewhere,
+  overPushLimits,
+  PUSH_CONFIG_PAGE,
+  redactConfig,
+  type PushConfigLimits,
+  type PushConfigStore,
+  type StoredPushConfig,
+} from "../push/push-config-store";
 import { newId } from "../clock";
 import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
 
@@ -11,7 +19,11 @@ export class MemoryPushConfigStore implements PushConfigStore {
   /** taskId → config id → config. */
   private readonly byTask = new Map<string, Map<string, StoredPushConfig>>();
 
-  async create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig> {
+  async create(
+    owner: string,
+    config: TaskPushNotificationConfig,
+    limits?: PushConfigLimits,
+  ): Promise<TaskPushNotificationConfig> {
     const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
     if (config.token) saved.token = config.token;
     if (config.authentication) saved.authentication = { ...config.authentication };
@@ -40,7 +52,12 @@ export class MemoryPushConfigStore implements PushConfigStore {
     return c && c.owner === owner ? withoutOwner(c) : undefined;
   }
 
-  async list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult> {
+  async list(
+    owner: string,
+    taskId: string,
+    pageSize?: number,
+    pageToken?: string,
+  ): Promise<ListTaskPushNotificationConfigsResult> {
     const size = Math.min(Math.max(Math.trunc(pageSize ?? PUSH_CONFIG_PAGE.default), 1), PUSH_CONFIG_PAGE.max);
     const after = pageToken ? decodeConfigPageToken(pageToken) : undefined;
     const mine = [...(this.byTask.get(taskId)?.values() ?? [])]
@@ -48,7 +65,10 @@ export class MemoryPushConfigStore implements PushConfigStore {
       .sort((a, b) => (a.id < b.id ? -1 : 1));
     const page = mine.slice(0, size);
     const last = page[page.length - 1];
-    return { configs: page.map(withoutOwner), nextPageToken: mine.length > size && last ? encodeConfigPageToken(last.id) : "" };
+    return {
+      configs: page.map(withoutOwner),
+      nextPageToken: mine.length > size && last ? encodeConfigPageToken(last.id) : "",
+    };
   }
 
   async delete(owner: string, taskId: string, id: string): Promise<boolean> {
@@ -64,7 +84,9 @@ export class MemoryPushConfigStore implements PushConfigStore {
   }
 
   async forTask(taskId: string): Promise<StoredPushConfig[]> {
-    return [...(this.byTask.get(taskId)?.values() ?? [])].sort((a, b) => (a.id < b.id ? -1 : 1)).map((c) => structuredClone(c));
+    return [...(this.byTask.get(taskId)?.values() ?? [])]
+      .sort((a, b) => (a.id < b.id ? -1 : 1))
+      .map((c) => structuredClone(c));
   }
 
   async forDelivery(taskId: string, id: string): Promise<StoredPushConfig | undefined> {

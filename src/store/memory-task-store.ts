@@ -1,5 +1,16 @@
 import type { ListTasksParams, ListTasksResult, Message, StreamResponse, Task } from "../protocol/types";
-import { DroppedWrite, FINAL_STATES, WriteRefused, type CallerUsage, type NewTask, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import {
+  DroppedWrite,
+  FINAL_STATES,
+  WriteRefused,
+  type CallerUsage,
+  type NewTask,
+  type StoredEvent,
+  type TaskChange,
+  type TaskSnapshot,
+  type TaskStore,
+  type UnfinishedTask,
+} from "../tasks/task-store";
 import { decodePageToken, encodePageToken } from "./page-token";
 import { mergeArtifacts, toJson } from "./pending-writes";
 
@@ -39,13 +50,26 @@ export class MemoryTaskStore implements TaskStore {
       const pending = this.pendingRequests.get(key);
       if (pending) return { task: pending.task, created: false, committed: pending.committed };
       const existing = this.byRequest.get(key);
-      if (existing) return { task: this.read(existing, input.owner) as Task, created: false, committed: Promise.resolve() };
+      if (existing)
+        return { task: this.read(existing, input.owner) as Task, created: false, committed: Promise.resolve() };
     }
-    const task: Task = { id: input.id, contextId: input.contextId, status: { state: "TASK_STATE_SUBMITTED", timestamp: input.timestamp }, history: [message] };
+    const task: Task = {
+      id: input.id,
+      contextId: input.contextId,
+      status: { state: "TASK_STATE_SUBMITTED", timestamp: input.timestamp },
+      history: [message],
+    };
     if (metadata) task.metadata = metadata;
     const stored = copy<Task>(JSON.stringify(task));
     const committed = this.enqueue(undefined, () => {
-      this.tasks.set(input.id, { task: stored, owner: input.owner, executor: input.executor, events: [], rowSeq: 0, state });
+      this.tasks.set(input.id, {
+        task: stored,
+        owner: input.owner,
+        executor: input.executor,
+        events: [],
+        rowSeq: 0,
+        state,
+      });
       if (idempotent) this.byRequest.set(key, input.id);
       this.pendingRequests.delete(key);
     });
@@ -90,7 +114,11 @@ export class MemoryTaskStore implements TaskStore {
     const matching = [...this.tasks.values()]
       .filter((e) => e.owner === owner)
       .map((e) => e.task)
-      .filter((t) => (!params.contextId || t.contextId === params.contextId) && (!params.status || t.status.state === params.status))
+      .filter(
+        (t) =>
+          (!params.contextId || t.contextId === params.contextId) &&
+          (!params.status || t.status.state === params.status),
+      )
       .filter((t) => !after || (t.status.timestamp ?? "") > after)
       .sort((a, b) => compare(b, a));
     let from = 0;
@@ -113,7 +141,8 @@ export class MemoryTaskStore implements TaskStore {
   async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
     const events = this.tasks.get(taskId)?.events ?? [];
     const out: StoredEvent[] = [];
-    for (let i = Math.max(0, afterSeq); i < events.length; i++) out.push({ seq: i + 1, response: copy(JSON.stringify(events[i])) });
+    for (let i = Math.max(0, afterSeq); i < events.length; i++)
+      out.push({ seq: i + 1, response: copy(JSON.stringify(events[i])) });
     return out;
   }
 
@@ -123,7 +152,9 @@ export class MemoryTaskStore implements TaskStore {
 
   async snapshot(id: string, owner: string, historyLength?: number): Promise<TaskSnapshot | undefined> {
     const e = this.tasks.get(id);
-    return e && e.owner === owner ? { task: view(e.task, historyLength, true), lastSeq: e.rowSeq, state: copy(JSON.stringify(e.state)) } : undefined;
+    return e && e.owner === owner
+      ? { task: view(e.task, historyLength, true), lastSeq: e.rowSeq, state: copy(JSON.stringify(e.state)) }
+      : undefined;
   }
 
   async countInContext(contextId: string, owner: string): Promise<number> {
@@ -226,14 +257,18 @@ function view(task: Task, historyLength: number | undefined, withArtifacts: bool
   if (!withArtifacts || !t.artifacts?.length) delete t.artifacts;
   let history = t.history ?? [];
   if (historyLength === 0) history = [];
-  else if (historyLength !== undefined && history.length > historyLength) history = history.slice(history.length - historyLength);
+  else if (historyLength !== undefined && history.length > historyLength)
+    history = history.slice(history.length - historyLength);
   if (history.length) t.history = history;
   else delete t.history;
   return t;
 }
 
 /** Newest status first, then id: the order of every store's pages. */
-function compare(a: { status?: { timestamp?: string }; id: string } | { timestamp: string; id: string }, b: { status?: { timestamp?: string }; id: string } | { timestamp: string; id: string }): number {
+function compare(
+  a: { status?: { timestamp?: string }; id: string } | { timestamp: string; id: string },
+  b: { status?: { timestamp?: string }; id: string } | { timestamp: string; id: string },
+): number {
   const ta = "timestamp" in a ? a.timestamp : (a.status?.timestamp ?? "");
   const tb = "timestamp" in b ? b.timestamp : (b.status?.timestamp ?? "");
   if (ta !== tb) return ta < tb ? -1 : 1;

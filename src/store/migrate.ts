@@ -21,7 +21,9 @@ const TABLE = "__drizzle_migrations";
  */
 export function applyMigrations(sqlite: Database, migrations: Migration[]): string[] {
   sqlite.exec(`CREATE TABLE IF NOT EXISTS "${TABLE}" (id SERIAL PRIMARY KEY, hash text NOT NULL, created_at numeric)`);
-  const last = sqlite.query(`SELECT created_at FROM "${TABLE}" ORDER BY created_at DESC LIMIT 1`).get() as { created_at: number | string } | null;
+  const last = sqlite.query(`SELECT created_at FROM "${TABLE}" ORDER BY created_at DESC LIMIT 1`).get() as {
+    created_at: number | string;
+  } | null;
   const after = last ? Number(last.created_at) : -Infinity;
   const pending = migrations.filter((m) => m.folderMillis > after);
   if (pending.length === 0) return [];

@@ -51,7 +51,10 @@ export function addChange(pendingFor: () => Pending, change: TaskChange): void {
   let statusMessage: string | null | undefined;
   if (change.status) statusMessage = change.status.message ? toJson(change.status.message, "status message") : null;
   // The agent's final reply is usually the status message too: serialised once.
-  if (change.history?.length) history = change.history.map((m) => (statusMessage && m === change.status?.message ? statusMessage : toJson(m, "message")));
+  if (change.history?.length)
+    history = change.history.map((m) =>
+      statusMessage && m === change.status?.message ? statusMessage : toJson(m, "message"),
+    );
   if (change.metadata) toJson(change.metadata, "metadata");
   if (change.state) toJson(change.state, "node state");
   const p = pendingFor();
@@ -94,9 +97,7 @@ export type EventsRow = [string, number, number, string];
  * cannot fail on the task's data, only in SQLite.
  */
 export type WritePlan =
-  | { insert: Params; events?: EventsRow }
-  | { update: Params; events?: EventsRow }
-  | { events: EventsRow };
+  { insert: Params; events?: EventsRow } | { update: Params; events?: EventsRow } | { events: EventsRow };
 
 /**
  * Turns a task's pending writes into statements. `stored` reads the task's row (only when it is needed).
@@ -107,7 +108,9 @@ export function planWrite(id: string, p: Pending, stored: () => StoredRow | null
   if (p.insert) {
     const { insert, status } = p;
     const workingAt = impliedBy(id, p);
-    const metadata = p.metadata ? toJson({ ...insert.metadata, ...p.metadata }, "metadata") : (insert.metadataJson ?? null);
+    const metadata = p.metadata
+      ? toJson({ ...insert.metadata, ...p.metadata }, "metadata")
+      : (insert.metadataJson ?? null);
     const state = insert.state || p.state ? toJson({ ...insert.state, ...p.state }, "node state") : null;
     const row: Params = [
       id,
@@ -131,17 +134,30 @@ export function planWrite(id: string, p: Pending, stored: () => StoredRow | null
   }
   const events = eventsRow(id, p);
   // Streamed chunks of a running task touch only its events: no need to read (or rewrite) the task's row.
-  if (!p.status && !p.metadata && !p.state && p.messages.length === 0 && p.artifacts.length === 0 && p.rowSeq === undefined) {
+  if (
+    !p.status &&
+    !p.metadata &&
+    !p.state &&
+    p.messages.length === 0 &&
+    p.artifacts.length === 0 &&
+    p.rowSeq === undefined
+  ) {
     return events && { events };
   }
   const row = stored();
   if (!row) throw new WriteRefused(`task ${id} is not stored (its creation was never committed)`);
   let metadata = row.metadata;
-  if (p.metadata) metadata = toJson({ ...(metadata ? (JSON.parse(metadata) as Record<string, unknown>) : {}), ...p.metadata }, "metadata");
+  if (p.metadata)
+    metadata = toJson(
+      { ...(metadata ? (JSON.parse(metadata) as Record<string, unknown>) : {}), ...p.metadata },
+      "metadata",
+    );
   let state = row.node_state;
-  if (p.state) state = toJson({ ...(state ? (JSON.parse(state) as Record<string, unknown>) : {}), ...p.state }, "node state");
+  if (p.state)
+    state = toJson({ ...(state ? (JSON.parse(state) as Record<string, unknown>) : {}), ...p.state }, "node state");
   let artifacts = row.artifacts;
-  if (p.artifacts.length) artifacts = toJson(mergeArtifacts(JSON.parse(artifacts) as Artifact[], p.artifacts), "artifacts");
+  if (p.artifacts.length)
+    artifacts = toJson(mergeArtifacts(JSON.parse(artifacts) as Artifact[], p.artifacts), "artifacts");
   const { status } = p;
   const update: Params = [
     id,
@@ -165,7 +181,10 @@ export function toJson(value: unknown, what: string): string {
   try {
     return JSON.stringify(value);
   } catch (err) {
-    throw new UnstorableData(what, err instanceof RangeError ? "it is nested too deeply to serialise" : (err as Error).message);
+    throw new UnstorableData(
+      what,
+      err instanceof RangeError ? "it is nested too deeply to serialise" : (err as Error).message,
+    );
   }
 }
 
@@ -199,13 +218,22 @@ export function mergeArtifacts(existing: Artifact[], added: Artifact[]): Artifac
  */
 function impliedBy(taskId: string, p: Pending): string | undefined {
   const { events, artifacts, status } = p;
-  if (p.firstSeq !== 1 || !status || !isTerminal(status.state) || typeof status.timestamp !== "string" || events.length !== artifacts.length + 2 || p.rowSeq !== events.length) return undefined;
+  if (
+    p.firstSeq !== 1 ||
+    !status ||
+    !isTerminal(status.state) ||
+    typeof status.timestamp !== "string" ||
+    events.length !== artifacts.length + 2 ||
+    p.rowSeq !== events.length
+  )
+    return undefined;
   const contextId = p.insert?.contextId;
   const first = events[0];
   if (!("statusUpdate" in first)) return undefined;
   const w = first.statusUpdate;
   if (w.taskId !== taskId || w.contextId !== contextId || keys(w) !== 3) return undefined;
-  if (w.status.state !== "TASK_STATE_WORKING" || typeof w.status.timestamp !== "string" || keys(w.status) !== 2) return undefined;
+  if (w.status.state !== "TASK_STATE_WORKING" || typeof w.status.timestamp !== "string" || keys(w.status) !== 2)
+    return undefined;
   for (let i = 0; i < artifacts.length; i++) {
     const e = events[i + 1];
     if (!("artifactUpdate" in e)) return undefined;

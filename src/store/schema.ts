@@ -66,7 +66,15 @@ export const tasks = sqliteTable(
   (t) => [
     // ListTasks: the caller's tasks newest first, with what its filters and its byte budget need (state and
     // the sizes) in the index, so planning a page never reads a task's row.
-    index("tasks_owner_recent").on(t.owner, t.statusTimestamp, t.id, t.state, t.headBytes, t.historyBytes, t.artifactsBytes),
+    index("tasks_owner_recent").on(
+      t.owner,
+      t.statusTimestamp,
+      t.id,
+      t.state,
+      t.headBytes,
+      t.historyBytes,
+      t.artifactsBytes,
+    ),
     // A conversation's first task has the conversation's id (the node names a new context after the task that
     // starts it), so only the tasks that continue one need this index; most tasks start one and skip it.
     index("tasks_context")
@@ -158,7 +166,10 @@ export const pushDeliveries = sqliteTable(
   (t) => [index("push_deliveries_due").on(t.nextAttemptAt)],
 );
 
-/** Names to URLs, and optionally the pin of each peer: a key pin (spki:sha256:...) or an older certificate fingerprint (AA:BB:...). */
+/**
+ * Names to URLs, and optionally the pin of each peer: a key pin (spki:sha256:...) or an older certificate fingerprint
+ * (AA:BB:...).
+ */
 export const peers = sqliteTable("peers", {
   name: text("name").primaryKey(),
   url: text("url").notNull(),

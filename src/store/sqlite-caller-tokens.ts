@@ -1,5 +1,11 @@
 import { asc, eq } from "drizzle-orm";
-import { matchTokenHash, newCallerToken, hashCallerToken, type CallerToken, type CallerTokenStore } from "../auth/caller-tokens";
+import {
+  matchTokenHash,
+  newCallerToken,
+  hashCallerToken,
+  type CallerToken,
+  type CallerTokenStore,
+} from "../auth/caller-tokens";
 import type { Db } from "./database";
 import { callerTokens } from "./schema";
 
@@ -18,18 +24,24 @@ export class SqliteCallerTokens implements CallerTokenStore {
   constructor(private readonly db: Db) {}
 
   add(name: string, options: { replace?: boolean } = {}): { token: string; created: CallerToken } {
-    return this.db.transaction(() => {
-      const existing = this.db.select().from(callerTokens).where(eq(callerTokens.name, name)).get();
-      if (existing && !options.replace) throw new CallerTokenExistsError(name);
-      const token = newCallerToken();
-      const row = { name, tokenHash: hashCallerToken(token), createdAt: new Date().toISOString() };
-      this.db
-        .insert(callerTokens)
-        .values(row)
-        .onConflictDoUpdate({ target: callerTokens.name, set: { tokenHash: row.tokenHash, createdAt: row.createdAt } })
-        .run();
-      return { token, created: { name, createdAt: row.createdAt } };
-    }, { behavior: "immediate" }); // the write lock first: a read then a write under a busy lock fails at once
+    return this.db.transaction(
+      () => {
+        const existing = this.db.select().from(callerTokens).where(eq(callerTokens.name, name)).get();
+        if (existing && !options.replace) throw new CallerTokenExistsError(name);
+        const token = newCallerToken();
+        const row = { name, tokenHash: hashCallerToken(token), createdAt: new Date().toISOString() };
+        this.db
+          .insert(callerTokens)
+          .values(row)
+          .onConflictDoUpdate({
+            target: callerTokens.name,
+            set: { tokenHash: row.tokenHash, createdAt: row.createdAt },
+          })
+          .run();
+        return { token, created: { name, createdAt: row.createdAt } };
+      },
+      { behavior: "immediate" },
+    ); // the write lock first: a read then a write under a busy lock fails at once
   }
 
   list(): CallerToken[] {
@@ -41,7 +53,10 @@ export class SqliteCallerTokens implements CallerTokenStore {
   }
 
   revoke(name: string): boolean {
-    return this.db.delete(callerTokens).where(eq(callerTokens.name, name)).returning({ name: callerTokens.name }).all().length > 0;
+    return (
+      this.db.delete(callerTokens).where(eq(callerTokens.name, name)).returning({ name: callerTokens.name }).all()
+        .length > 0
+    );
   }
 
   verify(token: string): CallerToken | undefined {

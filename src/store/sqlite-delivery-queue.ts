@@ -19,7 +19,9 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
     this.sqlite = database.sqlite;
     const prep = (s: string) => database.sqlite.prepare(s);
     this.q = {
-      insert: prep("INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at) VALUES (?1, ?2, ?3, ?4, 0, ?5)"),
+      insert: prep(
+        "INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at) VALUES (?1, ?2, ?3, ?4, 0, ?5)",
+      ),
       byId: prep("SELECT id, task_id, config_id, body, attempts, next_attempt_at FROM push_deliveries WHERE id = ?1"),
       all: prep("SELECT id, task_id, config_id, attempts, next_attempt_at FROM push_deliveries ORDER BY id"),
       remove: prep("DELETE FROM push_deliveries WHERE id = ?1"),
@@ -39,7 +41,11 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
    * store inside the commit that stores the events (see TaskStore.onDeliveriesQueued), so both commit or
    * neither does. Ids are ULIDs made in order, so a webhook's deliveries go out in event order.
    */
-  queueWith(taskId: string, webhooks: Pick<StoredPushConfig, "id" | "owner" | "url">[], events: StreamResponse[]): QueuedWithEvent[] {
+  queueWith(
+    taskId: string,
+    webhooks: Pick<StoredPushConfig, "id" | "owner" | "url">[],
+    events: StreamResponse[],
+  ): QueuedWithEvent[] {
     if (webhooks.length === 0) return [];
     const nextAttemptAt = new Date().toISOString();
     const queued: QueuedWithEvent[] = [];

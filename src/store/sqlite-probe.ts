@@ -83,9 +83,16 @@ export class SqliteProbe implements StoreHealth {
   /** Whether a write to the database file commits now; the detail says what failed and what to do. */
   async writable(): Promise<ProbeResult> {
     const now = fileId(this.path);
-    if (!now) return { ok: false, detail: `the database file ${this.path} is gone: the node is writing to a deleted file; restore it or restart the node` };
+    if (!now)
+      return {
+        ok: false,
+        detail: `the database file ${this.path} is gone: the node is writing to a deleted file; restore it or restart the node`,
+      };
     if (this.opened && (now.dev !== this.opened.dev || now.ino !== this.opened.ino))
-      return { ok: false, detail: `the database file ${this.path} was replaced after the node opened it; restart the node to use the new one` };
+      return {
+        ok: false,
+        detail: `the database file ${this.path} was replaced after the node opened it; restart the node to use the new one`,
+      };
     const reply = await this.ask("write");
     if (reply.ok) return { ok: true, detail: `a write to ${this.path} committed` };
     return { ok: false, detail: `a write to ${this.path} failed: ${reply.error}${advice(reply.error ?? "")}` };
@@ -108,7 +115,12 @@ export class SqliteProbe implements StoreHealth {
   private ask(kind: "write" | "count"): Promise<Reply> {
     if (!this.worker) {
       // Started only with descriptors to spare: Bun ends the process when a worker cannot get its own.
-      if (!descriptorHeadroom()) return Promise.resolve({ id: 0, ok: false, error: "the node has no file descriptor free to start its database probe with" });
+      if (!descriptorHeadroom())
+        return Promise.resolve({
+          id: 0,
+          ok: false,
+          error: "the node has no file descriptor free to start its database probe with",
+        });
       this.worker = new Worker(`data:text/javascript,${encodeURIComponent(WORKER_SOURCE)}`);
       this.worker.onmessage = (e: MessageEvent<Reply>) => {
         const resolve = this.waiting.get(e.data.id);
@@ -143,8 +155,10 @@ function fileId(path: string): { dev: number; ino: number } | undefined {
 
 function advice(error: string): string {
   const e = error.toLowerCase();
-  if (e.includes("locked") || e.includes("busy")) return " (another process holds a lock on it: a sqlite3 shell, a backup tool; end that transaction)";
-  if (e.includes("readonly") || e.includes("read-only")) return " (the file or its folder is not writable by the node's user, or its file system is mounted read-only)";
+  if (e.includes("locked") || e.includes("busy"))
+    return " (another process holds a lock on it: a sqlite3 shell, a backup tool; end that transaction)";
+  if (e.includes("readonly") || e.includes("read-only"))
+    return " (the file or its folder is not writable by the node's user, or its file system is mounted read-only)";
   if (e.includes("full") || e.includes("disk")) return " (the disk is full: free space)";
   return "";
 }

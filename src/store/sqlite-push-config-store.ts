@@ -1,12 +1,18 @@
 import type { Database, Statement } from "bun:sqlite";
 import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
-import { ConfigOwnedElsewhere, overPushLimits, PUSH_CONFIG_PAGE, type PushConfigLimits, type PushConfigStore, type StoredPushConfig } from "../push/push-config-store";
+import {
+  ConfigOwnedElsewhere,
+  overPushLimits,
+  PUSH_CONFIG_PAGE,
+  type PushConfigLimits,
+  type PushConfigStore,
+  type StoredPushConfig,
+} from "../push/push-config-store";
 import { newId, now } from "../clock";
 import type { OpenDatabase } from "./database";
 import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
 import { toConfig, toStored, type PushConfigRow } from "./push-config-rows";
 import { writeAlone } from "./write-alone";
-
 
 /**
  * PushConfigStore on the node's SQLite database (table push_configs; primary key (task_id, id), so all of a
@@ -19,7 +25,22 @@ export class SqlitePushConfigStore implements PushConfigStore {
    * webhook: this set answers for those without touching the database.
    */
   private readonly withConfigs = new Set<string>();
-  private readonly q: Record<"upsert" | "exists" | "countTask" | "countOwner" | "get" | "page" | "pageAfter" | "del" | "delDeliveries" | "forTask" | "forDelivery" | "delTask" | "delTaskDeliveries", Statement>;
+  private readonly q: Record<
+    | "upsert"
+    | "exists"
+    | "countTask"
+    | "countOwner"
+    | "get"
+    | "page"
+    | "pageAfter"
+    | "del"
+    | "delDeliveries"
+    | "forTask"
+    | "forDelivery"
+    | "delTask"
+    | "delTaskDeliveries",
+    Statement
+  >;
 
   constructor(database: OpenDatabase) {
     this.sqlite = database.sqlite;
@@ -46,17 +67,26 @@ export class SqlitePushConfigStore implements PushConfigStore {
       delTask: prep("DELETE FROM push_configs WHERE task_id = ?1"),
       delTaskDeliveries: prep("DELETE FROM push_deliveries WHERE task_id = ?1"),
     };
-    for (const r of database.sqlite.prepare("SELECT DISTINCT task_id AS t FROM push_configs").all() as { t: string }[]) this.withConfigs.add(r.t);
+    for (const r of database.sqlite.prepare("SELECT DISTINCT task_id AS t FROM push_configs").all() as { t: string }[])
+      this.withConfigs.add(r.t);
   }
 
-  async create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig> {
+  async create(
+    owner: string,
+    config: TaskPushNotificationConfig,
+    limits?: PushConfigLimits,
+  ): Promise<TaskPushNotificationConfig> {
     const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
     if (config.token) saved.token = config.token;
     if (config.authentication) saved.authentication = { ...config.authentication };
     // The counts and the insert in one transaction of their own (see writeAlone), committed when it resolves.
     const r = await writeAlone(this.sqlite, () => {
       if (limits && !this.q.exists.get(saved.taskId, saved.id)) {
-        const over = overPushLimits(limits, (this.q.countTask.get(saved.taskId) as { n: number }).n, (this.q.countOwner.get(owner) as { n: number }).n);
+        const over = overPushLimits(
+          limits,
+          (this.q.countTask.get(saved.taskId) as { n: number }).n,
+          (this.q.countOwner.get(owner) as { n: number }).n,
+        );
         if (over) throw over;
       }
       return this.upsert(owner, saved);
@@ -75,7 +105,15 @@ export class SqlitePushConfigStore implements PushConfigStore {
   }
 
   private upsert(owner: string, saved: TaskPushNotificationConfig): { changes: number } {
-    const r = this.q.upsert.run(saved.taskId, saved.id, owner, saved.url, saved.token ?? null, saved.authentication ? JSON.stringify(saved.authentication) : null, now());
+    const r = this.q.upsert.run(
+      saved.taskId,
+      saved.id,
+      owner,
+      saved.url,
+      saved.token ?? null,
+      saved.authentication ? JSON.stringify(saved.authentication) : null,
+      now(),
+    );
     // Known before the commit (a rolled-back one leaves a task here without webhooks: forTask reads the table).
     if (r.changes > 0) this.withConfigs.add(saved.taskId);
     return r;
@@ -90,15 +128,25 @@ export class SqlitePushConfigStore implements PushConfigStore {
     return row ? toConfig(row) : undefined;
   }
 
-  async list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult> {
+  async list(
+    owner: string,
+    taskId: string,
+    pageSize?: number,
+    pageToken?: string,
+  ): Promise<ListTaskPushNotificationConfigsResult> {
     const size = Math.min(Math.max(Math.trunc(pageSize ?? PUSH_CONFIG_PAGE.default), 1), PUSH_CONFIG_PAGE.max);
     // One row more than the page tells whether another page follows without a count query.
     const rows = (
-      pageToken ? this.q.pageAfter.all(taskId, owner, decodeConfigPageToken(pageToken), size + 1) : this.q.page.all(taskId, owner, size + 1)
+      pageToken
+        ? this.q.pageAfter.all(taskId, owner, decodeConfigPageToken(pageToken), size + 1)
+        : this.q.page.all(taskId, owner, size + 1)
     ) as PushConfigRow[];
     const page = rows.slice(0, size);
     const last = page[page.length - 1];
-    return { configs: page.map(toConfig), nextPageToken: rows.length > size && last ? encodeConfigPageToken(last.id) : "" };
+    return {
+      configs: page.map(toConfig),
+      nextPageToken: rows.length > size && last ? encodeConfigPageToken(last.id) : "",
+    };
   }
 
   async delete(owner: string, taskId: string, id: string): Promise<boolean> {

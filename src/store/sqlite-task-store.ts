@@ -1,9 +1,29 @@
 import type { Database, Statement } from "bun:sqlite";
 import { and, count, desc, eq, gt, inArray, asc, sql } from "drizzle-orm";
-import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState } from "../protocol/types";
+import type {
+  Artifact,
+  ListTasksParams,
+  ListTasksResult,
+  Message,
+  StreamResponse,
+  Task,
+  TaskPushNotificationConfig,
+  TaskState,
+} from "../protocol/types";
 import { isInterrupted, isTerminal } from "../protocol/types";
 import { encodeTime } from "ulid";
-import { DroppedWrite, FINAL_STATES, type CallerUsage, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../tasks/task-store";
+import {
+  DroppedWrite,
+  FINAL_STATES,
+  type CallerUsage,
+  type NewTask,
+  type QueuedWithEvent,
+  type StoredEvent,
+  type TaskChange,
+  type TaskSnapshot,
+  type TaskStore,
+  type UnfinishedTask,
+} from "../tasks/task-store";
 import { crashPoint } from "../crash-point";
 import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
@@ -13,7 +33,6 @@ import { addChange, planWrite, toJson, type Params, type Pending, type StoredRow
 import { tasks } from "./schema";
 import { assemble, pendingOf, stateOf, statusOf, type TaskColumns } from "./task-rows";
 import { commitEach, GroupCommit } from "./group-commit";
-
 
 export interface SqliteTaskStoreOptions {
   /** Bytes of task JSON one ListTasks page may carry (see list-budget.ts); default DEFAULT_MAX_LIST_BYTES. */
@@ -41,9 +60,11 @@ const DEFAULT_PAGE_SIZE = 50;
  */
 const SIZE_COLUMNS = "head_bytes, history_bytes, artifacts_bytes";
 /** For insertTask: ?1 id, ?2 context_id, ?5 status_message, ?7 metadata, ?10 history, ?11 artifacts. */
-const SIZES_ON_INSERT = "octet_length(?1) + octet_length(?2) + coalesce(octet_length(?5), 0) + coalesce(octet_length(?7), 0), octet_length(?10), octet_length(?11)";
+const SIZES_ON_INSERT =
+  "octet_length(?1) + octet_length(?2) + coalesce(octet_length(?5), 0) + coalesce(octet_length(?7), 0), octet_length(?10), octet_length(?11)";
 /** For updateTask: ?3 status_message, ?5 metadata, ?6 history, ?7 artifacts (id and context_id never change). */
-const SIZES_ON_UPDATE = "octet_length(id) + octet_length(context_id) + coalesce(octet_length(?3), 0) + coalesce(octet_length(?5), 0), octet_length(?6), octet_length(?7)";
+const SIZES_ON_UPDATE =
+  "octet_length(id) + octet_length(context_id) + coalesce(octet_length(?3), 0) + coalesce(octet_length(?5), 0), octet_length(?6), octet_length(?7)";
 
 /**
  * TaskStore on SQLite. A task is one row (its history and artifacts are JSON columns of it), and writes are
@@ -126,13 +147,17 @@ export class SqliteTaskStore implements TaskStore {
         `UPDATE tasks SET state = ?2, status_message = ?3, status_timestamp = ?4, updated_at = ?4, metadata = ?5, history = ?6, artifacts = ?7, last_seq = ?8, node_state = ?9,
            (${SIZE_COLUMNS}) = (${SIZES_ON_UPDATE}) WHERE id = ?1`,
       ),
-      selectForUpdate: prep("SELECT state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state FROM tasks WHERE id = ?1"),
+      selectForUpdate: prep(
+        "SELECT state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state FROM tasks WHERE id = ?1",
+      ),
       insertEvents: prep("INSERT INTO task_events (task_id, seq, last_seq, events) VALUES (?1, ?2, ?3, ?4)"),
       maxEventSeq: prep(
         `SELECT max(coalesce((SELECT max(last_seq) FROM task_events WHERE task_id = ?1), 0),
                     coalesce((SELECT last_seq FROM tasks WHERE id = ?1 AND working_at IS NOT NULL), 0)) AS n`,
       ),
-      selectImplied: prep("SELECT context_id, state, status_message, status_timestamp, artifacts, last_seq, working_at FROM tasks WHERE id = ?1 AND working_at IS NOT NULL"),
+      selectImplied: prep(
+        "SELECT context_id, state, status_message, status_timestamp, artifacts, last_seq, working_at FROM tasks WHERE id = ?1 AND working_at IS NOT NULL",
+      ),
       selectEvents: prep("SELECT seq, events FROM task_events WHERE task_id = ?1 AND last_seq > ?2 ORDER BY seq"),
       selectTask: prep("SELECT * FROM tasks WHERE id = ?1 AND owner = ?2"),
       selectIdByRequest: prep("SELECT id FROM tasks WHERE owner = ?1 AND request_message_id = ?2"),
@@ -152,7 +177,9 @@ export class SqliteTaskStore implements TaskStore {
       countOwnerState: prep("SELECT coalesce(sum(n), 0) AS n FROM task_counts WHERE owner = ?1 AND state = ?2"),
       // caller_usage is kept by triggers in step with every write to tasks and task_events (migration 0009).
       usage: prep("SELECT tasks, bytes FROM caller_usage WHERE owner = ?1"),
-      heaviest: prep("SELECT owner, tasks, bytes FROM caller_usage WHERE tasks > 0 OR bytes > 0 ORDER BY bytes DESC, owner LIMIT ?1"),
+      heaviest: prep(
+        "SELECT owner, tasks, bytes FROM caller_usage WHERE tasks > 0 OR bytes > 0 ORDER BY bytes DESC, owner LIMIT ?1",
+      ),
     };
   }
 
@@ -168,7 +195,8 @@ export class SqliteTaskStore implements TaskStore {
       if (inFlight) return { task: inFlight, created: false, committed: this.group.commit(inFlight.id) };
       this.openGroupTransaction();
       const existing = this.w.selectIdByRequest.get(input.owner, input.message.messageId) as { id: string } | null;
-      if (existing) return { task: this.read(existing.id, input.owner) as Task, created: false, committed: Promise.resolve() };
+      if (existing)
+        return { task: this.read(existing.id, input.owner) as Task, created: false, committed: Promise.resolve() };
     }
     const task: Task = {
       id: input.id,
@@ -214,7 +242,8 @@ export class SqliteTaskStore implements TaskStore {
       filters.push(inArray(tasks.id, ids));
     }
     if (params.status) filters.push(eq(tasks.state, params.status));
-    if (params.statusTimestampAfter) filters.push(gt(tasks.statusTimestamp, new Date(params.statusTimestampAfter).toISOString()));
+    if (params.statusTimestampAfter)
+      filters.push(gt(tasks.statusTimestamp, new Date(params.statusTimestampAfter).toISOString()));
     const where = and(...filters);
     // totalSize from task_counts when the filters are owner and state alone (counting the caller's tasks
     // instead cost 150 ms a call at a million, on the event loop); the other filters count the tasks they
@@ -243,7 +272,12 @@ export class SqliteTaskStore implements TaskStore {
       .limit(pageSize + 1)
       .all();
     const withArtifacts = params.includeArtifacts ?? false;
-    const plan = planPage(candidates, { pageSize, maxBytes: this.maxListBytes, history: params.historyLength !== 0, artifacts: withArtifacts });
+    const plan = planPage(candidates, {
+      pageSize,
+      maxBytes: this.maxListBytes,
+      history: params.historyLength !== 0,
+      artifacts: withArtifacts,
+    });
     const last = plan.tasks[plan.tasks.length - 1];
     return {
       tasks: plan.tasks.map((p) => this.listed(p, params.historyLength, withArtifacts)),
@@ -301,9 +335,13 @@ export class SqliteTaskStore implements TaskStore {
       const events = impliedEvents(taskId, implied);
       for (let i = afterSeq; i < events.length; i++) out.push({ seq: i + 1, response: events[i] });
     }
-    for (const row of this.w.selectEvents.iterate(taskId, afterSeq) as IterableIterator<{ seq: number; events: string }>) {
+    for (const row of this.w.selectEvents.iterate(taskId, afterSeq) as IterableIterator<{
+      seq: number;
+      events: string;
+    }>) {
       const events = JSON.parse(row.events) as StreamResponse[];
-      for (let i = 0; i < events.length; i++) if (row.seq + i > afterSeq) out.push({ seq: row.seq + i, response: events[i] });
+      for (let i = 0; i < events.length; i++)
+        if (row.seq + i > afterSeq) out.push({ seq: row.seq + i, response: events[i] });
     }
     return out;
   }
@@ -314,7 +352,9 @@ export class SqliteTaskStore implements TaskStore {
 
   async snapshot(id: string, owner: string, historyLength?: number): Promise<TaskSnapshot | undefined> {
     const row = this.w.selectTask.get(id, owner) as RawRow | null;
-    return row ? { task: assemble(row, historyLength, true), lastSeq: row.last_seq, state: stateOf(row.node_state) } : undefined;
+    return row
+      ? { task: assemble(row, historyLength, true), lastSeq: row.last_seq, state: stateOf(row.node_state) }
+      : undefined;
   }
 
   async usage(owner: string): Promise<CallerUsage> {
@@ -408,14 +448,25 @@ export class SqliteTaskStore implements TaskStore {
     this.pendingRequests.clear();
     let failed: Map<string, unknown> | undefined;
     try {
-      failed = commitEach(this.sqlite, batch, (id, p) => this.write(id, p), (err) =>
-        this.log.warn("a group commit failed; committing its tasks one at a time", { tasks: batch.length, reason: reasonOf(err) }),
+      failed = commitEach(
+        this.sqlite,
+        batch,
+        (id, p) => this.write(id, p),
+        (err) =>
+          this.log.warn("a group commit failed; committing its tasks one at a time", {
+            tasks: batch.length,
+            reason: reasonOf(err),
+          }),
       );
     } finally {
       this.keepWritten(batch, failed);
     }
     // Task ids and reasons only: what the tasks hold stays out of the log.
-    for (const [id, err] of failed) this.log.error("could not store a task's writes; its callers get an error", { task_id: id, reason: reasonOf(err) });
+    for (const [id, err] of failed)
+      this.log.error("could not store a task's writes; its callers get an error", {
+        task_id: id,
+        reason: reasonOf(err),
+      });
     this.database.afterCommit();
     crashPoint("event-committed", () => batch.some(([id, p]) => p.events.length > 0 && !failed.has(id)));
     this.tellQueued(failed);
@@ -468,7 +519,8 @@ export class SqliteTaskStore implements TaskStore {
     for (const [id] of batch) {
       const row = this.written.get(id);
       if (!failed || failed.has(id)) this.rows.delete(id);
-      else if (!row) continue; // only events were written: the row is as it was
+      else if (!row)
+        continue; // only events were written: the row is as it was
       else if (isTerminal(row.state as TaskState) || isInterrupted(row.state as TaskState)) this.rows.delete(id);
       else this.rows.set(id, row);
     }
@@ -478,12 +530,30 @@ export class SqliteTaskStore implements TaskStore {
 
 /** The row an insert wrote, as selectForUpdate would read it (see planWrite for the parameter order). */
 function rowOfInsert(p: Params): StoredRow {
-  return { state: p[3] as string, status_message: p[4] as string | null, status_timestamp: p[5] as string, metadata: p[6] as string | null, history: p[9] as string, artifacts: p[10] as string, last_seq: p[12] as number, node_state: p[14] as string | null };
+  return {
+    state: p[3] as string,
+    status_message: p[4] as string | null,
+    status_timestamp: p[5] as string,
+    metadata: p[6] as string | null,
+    history: p[9] as string,
+    artifacts: p[10] as string,
+    last_seq: p[12] as number,
+    node_state: p[14] as string | null,
+  };
 }
 
 /** The row an update wrote, as selectForUpdate would read it. */
 function rowOfUpdate(p: Params): StoredRow {
-  return { state: p[1] as string, status_message: p[2] as string | null, status_timestamp: p[3] as string, metadata: p[4] as string | null, history: p[5] as string, artifacts: p[6] as string, last_seq: p[7] as number, node_state: p[8] as string | null };
+  return {
+    state: p[1] as string,
+    status_message: p[2] as string | null,
+    status_timestamp: p[3] as string,
+    metadata: p[4] as string | null,
+    history: p[5] as string,
+    artifacts: p[6] as string,
+    last_seq: p[7] as number,
+    node_state: p[8] as string | null,
+  };
 }
 
 function reasonOf(err: unknown): string {
@@ -504,8 +574,11 @@ interface ImpliedRow {
 function impliedEvents(taskId: string, row: ImpliedRow): StreamResponse[] {
   const contextId = row.context_id;
   const status = statusOf(row.state, row.status_timestamp, row.status_message);
-  const events: StreamResponse[] = [{ statusUpdate: { taskId, contextId, status: { state: "TASK_STATE_WORKING", timestamp: row.working_at } } }];
-  for (const artifact of JSON.parse(row.artifacts) as Artifact[]) events.push({ artifactUpdate: { taskId, contextId, artifact, lastChunk: true } });
+  const events: StreamResponse[] = [
+    { statusUpdate: { taskId, contextId, status: { state: "TASK_STATE_WORKING", timestamp: row.working_at } } },
+  ];
+  for (const artifact of JSON.parse(row.artifacts) as Artifact[])
+    events.push({ artifactUpdate: { taskId, contextId, artifact, lastChunk: true } });
   events.push({ statusUpdate: { taskId, contextId, status } });
   return events;
 }
@@ -538,7 +611,3 @@ interface RawRow {
   working_at: string | null;
   node_state: string | null;
 }
-
-
-
-

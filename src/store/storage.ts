@@ -62,9 +62,15 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
     const pushConfigs = new SqlitePushConfigStore(local);
     const deliveries = new SqliteDeliveryQueue(local);
     // An event's push deliveries are queued in the commit that stores it (see TaskStore.onDeliveriesQueued).
-    const outbox = (taskId: string, events: StreamResponse[]) => deliveries.queueWith(taskId, pushConfigs.webhooksOf(taskId), events);
+    const outbox = (taskId: string, events: StreamResponse[]) =>
+      deliveries.queueWith(taskId, pushConfigs.webhooksOf(taskId), events);
     const webhooks = (owner: string, config: TaskPushNotificationConfig) => pushConfigs.storeWithTask(owner, config);
-    const tasks = new SqliteTaskStore(local, { maxListBytes: options.maxListBytes, log: options.log, outbox, webhooks });
+    const tasks = new SqliteTaskStore(local, {
+      maxListBytes: options.maxListBytes,
+      log: options.log,
+      outbox,
+      webhooks,
+    });
     return {
       tasks,
       pushConfigs,
@@ -105,7 +111,9 @@ export async function openStorage(options: StorageOptions): Promise<Storage> {
   } catch (err) {
     await postgres.close();
     local.close();
-    throw new Error(`cannot listen for task events on the Postgres database ${postgres.display}: ${(err as Error).message}`);
+    throw new Error(
+      `cannot listen for task events on the Postgres database ${postgres.display}: ${(err as Error).message}`,
+    );
   }
   return {
     tasks,

@@ -18,7 +18,11 @@ export interface TaskColumns {
 
 /** The Task a row holds, with its last `historyLength` messages (all when undefined) and its artifacts if asked. */
 export function assemble(row: TaskColumns, historyLength: number | undefined, withArtifacts: boolean): Task {
-  const task: Task = { id: row.id, contextId: row.context_id, status: statusOf(row.state, row.status_timestamp, row.status_message) };
+  const task: Task = {
+    id: row.id,
+    contextId: row.context_id,
+    status: statusOf(row.state, row.status_timestamp, row.status_message),
+  };
   if (withArtifacts && row.artifacts !== "[]") task.artifacts = JSON.parse(row.artifacts) as Artifact[];
   if (historyLength !== 0) {
     let hist = JSON.parse(row.history) as Message[];

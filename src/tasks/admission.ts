@@ -39,9 +39,12 @@ export class Admission {
 
   /** Refuses (busy, before anything is committed) when the node cannot take another task from `caller`. */
   assertCapacity(caller: string): void {
-    if (!this.accepting) throw TaskRefusal.busy("this node is shutting down; retry against it later or use another peer");
+    if (!this.accepting)
+      throw TaskRefusal.busy("this node is shutting down; retry against it later or use another peer");
     if (this.running >= this.options.maxConcurrent && this.queue.size >= this.options.maxQueued)
-      throw TaskRefusal.busy(`this node is at capacity (${this.running} tasks running, ${this.queue.size} waiting); retry later`);
+      throw TaskRefusal.busy(
+        `this node is at capacity (${this.running} tasks running, ${this.queue.size} waiting); retry later`,
+      );
     const running = this.runningBy.get(caller) ?? 0;
     const queued = this.queue.sizeOf(caller);
     if (running >= this.perCallerRunning && queued >= this.perCallerQueued)

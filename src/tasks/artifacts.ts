@@ -18,7 +18,10 @@ export function capParts(a: Artifact, room: number): { artifact: Artifact; bytes
       return p;
     }
     over = true;
-    const keep = Buffer.from(p.text).subarray(0, Math.max(0, room - bytes)).toString("utf8").replace(/\uFFFD$/, "");
+    const keep = Buffer.from(p.text)
+      .subarray(0, Math.max(0, room - bytes))
+      .toString("utf8")
+      .replace(/\uFFFD$/, "");
     bytes += Buffer.byteLength(keep);
     return { ...p, text: keep };
   });
@@ -71,7 +74,10 @@ export function partBytes(p: Artifact["parts"][number]): number {
   return n;
 }
 
-/** What a message adds to a task, in bytes, as max_task_bytes counts it: its parts (as partBytes) and its metadata as JSON. */
+/**
+ * What a message adds to a task, in bytes, as max_task_bytes counts it: its parts (as partBytes) and its metadata as
+ * JSON.
+ */
 export function messageBytes(m: Message): number {
   let n = 0;
   for (const p of m.parts ?? []) n += partBytes(p);

@@ -40,7 +40,11 @@ export function authRetryOf(task: Task, state: Record<string, unknown>): AuthRet
  * The node state an outcome leaves: the note that makes the next message a retry of `ran`, or the clearing of
  * an old one (`state`: the task's node state so far); undefined when there is nothing to note.
  */
-export function authNote(outcome: ExecutionOutcome, state: Record<string, unknown>, ran: Message): Record<string, unknown> | undefined {
+export function authNote(
+  outcome: ExecutionOutcome,
+  state: Record<string, unknown>,
+  ran: Message,
+): Record<string, unknown> | undefined {
   if (outcome.state === "TASK_STATE_AUTH_REQUIRED") return { [AUTH_RETRY_KEY]: { messageId: ran.messageId } };
   if (state[AUTH_RETRY_KEY]) return { [AUTH_RETRY_KEY]: null };
   return undefined;

@@ -49,7 +49,11 @@ export class EventStream implements AsyncIterable<StreamItem> {
       return;
     }
     if (this.buffer.length >= this.maxBuffered) {
-      this.fail(new Error(`subscriber fell ${this.maxBuffered} events behind; resubscribe with Last-Event-ID ${this.lastSeq - this.buffer.length}`));
+      this.fail(
+        new Error(
+          `subscriber fell ${this.maxBuffered} events behind; resubscribe with Last-Event-ID ${this.lastSeq - this.buffer.length}`,
+        ),
+      );
       return;
     }
     this.buffer.push(item);

@@ -85,7 +85,14 @@ export interface Job {
   state: Record<string, unknown>;
 }
 
-export function newJob(task: Task, message: Message, caller: string, lastSeq: number, resumed: boolean, state: Record<string, unknown>): Job {
+export function newJob(
+  task: Task,
+  message: Message,
+  caller: string,
+  lastSeq: number,
+  resumed: boolean,
+  state: Record<string, unknown>,
+): Job {
   return {
     state,
     task,

@@ -211,7 +211,8 @@ export class LeaseKeeper {
       for (const [, u] of entries) u.reason = reasonOf(err);
     }
     this.recoveryTimer = undefined;
-    this.recoveryDelay = this.unstored.size < before ? RECOVERY_FIRST_MS : Math.min(RECOVERY_MOST_MS, this.recoveryDelay * 2);
+    this.recoveryDelay =
+      this.unstored.size < before ? RECOVERY_FIRST_MS : Math.min(RECOVERY_MOST_MS, this.recoveryDelay * 2);
     this.scheduleRecovery();
   }
 }

@@ -51,14 +51,21 @@ export class OutcomeWriter {
     const { task } = job;
     job.final = true;
     try {
-      if (job.lost !== undefined) await this.writeFailed(job, `the node could not store part of this task, so its result is not kept: ${job.lost}`);
+      if (job.lost !== undefined)
+        await this.writeFailed(
+          job,
+          `the node could not store part of this task, so its result is not kept: ${job.lost}`,
+        );
       else {
         try {
           await this.writeOutcome(job, outcome);
         } catch (err) {
           // Dropped: a write before the outcome failed (see track); else the outcome's own write failed.
           const what = err instanceof DroppedWrite ? "part of this task" : "this task's outcome";
-          await this.writeFailed(job, `the node could not store ${what}, so its result is not kept: ${job.lost ?? reasonOf(err)}`);
+          await this.writeFailed(
+            job,
+            `the node could not store ${what}, so its result is not kept: ${job.lost ?? reasonOf(err)}`,
+          );
         }
       }
     } catch (err) {
@@ -97,11 +104,20 @@ export class OutcomeWriter {
     this.lifecycle?.notStored?.(task, job.caller, reason);
     job.turn.reject(error);
     job.done.reject(error);
-    this.keeper.keepUnstored({ id: task.id, owner: job.caller, state: task.status.state, executor: this.executorKind }, reason);
+    this.keeper.keepUnstored(
+      { id: task.id, owner: job.caller, state: task.status.state, executor: this.executorKind },
+      reason,
+    );
   }
 
   private finished(job: Job, state: TaskState): void {
-    this.lifecycle?.finished(job.task, job.caller, state, (performance.now() - job.acceptedAt) / 1000, Math.max(0, job.executorMs) / 1000);
+    this.lifecycle?.finished(
+      job.task,
+      job.caller,
+      state,
+      (performance.now() - job.acceptedAt) / 1000,
+      Math.max(0, job.executorMs) / 1000,
+    );
   }
 
   /** The outcome as the task's final status, artifacts, reply and metadata; resolves once committed. */
@@ -116,7 +132,9 @@ export class OutcomeWriter {
     } else if (replyText) status.message = agentMessage(task.id, task.contextId, replyText);
     for (const a of outcome.artifacts ?? []) {
       task.artifacts = accumulate(task.artifacts ?? [], a, false);
-      void this.host.emit(job, { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: a, lastChunk: true } });
+      void this.host.emit(job, {
+        artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: a, lastChunk: true },
+      });
     }
     task.status = status;
     if (status.message) task.history = [...(task.history ?? []), status.message];
@@ -129,7 +147,13 @@ export class OutcomeWriter {
     const finalEvent: StreamResponse = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
     // Both writes join the same group commit (and share the task's outcome in it).
     await Promise.all([
-      this.store.record(task.id, { status, history: status.message ? [status.message] : undefined, artifacts: task.artifacts, metadata: outcome.metadata, state: note }),
+      this.store.record(task.id, {
+        status,
+        history: status.message ? [status.message] : undefined,
+        artifacts: task.artifacts,
+        metadata: outcome.metadata,
+        state: note,
+      }),
       this.host.emit(job, finalEvent, true),
     ]);
   }
@@ -148,7 +172,11 @@ export class OutcomeWriter {
     await Promise.allSettled(job.unpublished.map((u) => u.committed));
     job.unpublished = [];
     job.seq = await this.store.lastEventSeq(task.id);
-    const status: TaskStatus = { state: "TASK_STATE_FAILED", timestamp: now(), message: agentMessage(task.id, task.contextId, message) };
+    const status: TaskStatus = {
+      state: "TASK_STATE_FAILED",
+      timestamp: now(),
+      message: agentMessage(task.id, task.contextId, message),
+    };
     await Promise.all([
       this.store.record(task.id, { status, history: [status.message!] }),
       this.events.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true),
@@ -177,7 +205,10 @@ export function stoppedOutcome(
     };
   if (job.stopped === "deadline") {
     const seconds = Math.round((limits.deadlineMs ?? 0) / 1000);
-    return { state: "TASK_STATE_FAILED", message: `stopped: the task ran longer than this node's deadline of ${seconds} s` };
+    return {
+      state: "TASK_STATE_FAILED",
+      message: `stopped: the task ran longer than this node's deadline of ${seconds} s`,
+    };
   }
   if (cause === "canceled") {
     const reason = job.cancelReason ?? "canceled";

@@ -99,7 +99,11 @@ export class OutputLimits {
       return cut.artifact;
     });
     if (!over) return outcome;
-    const capped: ExecutionOutcome = { ...outcome, artifacts, metadata: { ...outcome.metadata, truncated: true, outputCapBytes: cap } };
+    const capped: ExecutionOutcome = {
+      ...outcome,
+      artifacts,
+      metadata: { ...outcome.metadata, truncated: true, outputCapBytes: cap },
+    };
     if (!outcome.reply) capped.message = `output cut at ${cap} bytes (this node's output cap)`;
     return capped;
   }
@@ -120,7 +124,8 @@ export class OutputLimits {
     for (const a of outcome.artifacts ?? []) sizes.add(a, false);
     if (maxBytes !== undefined && sizes.total > maxBytes) return artifactsOver(sizes.total, maxBytes);
     // What the outcome adds: its artifacts over those the task has, and its reply or status message.
-    const message = outcome.reply ?? (outcome.message ? agentMessage(job.task.id, job.task.contextId, outcome.message) : undefined);
+    const message =
+      outcome.reply ?? (outcome.message ? agentMessage(job.task.id, job.task.contextId, outcome.message) : undefined);
     const before = job.artifactSizes?.total ?? new ArtifactSizes(job.task.artifacts).total;
     const grown = this.taskBytesOver(job, sizes.total - before + (message ? messageBytes(message) : 0));
     if (grown) return `the agent's outcome ${grown}; it was not kept`;

@@ -22,7 +22,10 @@ export class EventPublisher {
   /** `rowUpdated`: the task's row is being written to reflect this event too. Resolves once committed. */
   emit(job: Job, response: StreamResponse, rowUpdated = false): Promise<void> {
     const seq = ++job.seq;
-    const committed = this.store.record(job.task.id, { events: { firstSeq: seq, items: [response] }, rowSeq: rowUpdated ? seq : undefined });
+    const committed = this.store.record(job.task.id, {
+      events: { firstSeq: seq, items: [response] },
+      rowSeq: rowUpdated ? seq : undefined,
+    });
     job.unpublished.push({ seq, response, committed });
     if (job.unpublished.length === 1) this.publishOnCommit(job, committed);
     return committed;

@@ -93,8 +93,15 @@ export class Questions {
     job.waiting = waiting;
     signal.addEventListener("abort", onStop, { once: true });
     request.signal?.addEventListener("abort", onWithdraw, { once: true });
-    void this.host.track(job, this.store.record(task.id, { status, history: status.message ? [status.message] : undefined }));
-    const committed = this.host.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status } }, true);
+    void this.host.track(
+      job,
+      this.store.record(task.id, { status, history: status.message ? [status.message] : undefined }),
+    );
+    const committed = this.host.emit(
+      job,
+      { statusUpdate: { taskId: task.id, contextId: task.contextId, status } },
+      true,
+    );
     const turn = job.turn;
     job.turn = deferred();
     this.lifecycle?.waitingForInput(task, job.caller);
@@ -113,7 +120,10 @@ export class Questions {
    * sequence number of its last event before the answer, when the answer is durable, and the task's next
    * settled state after it.
    */
-  answer(taskId: string, message: Message): { task: Task; committed: Promise<void>; settled: Promise<Task>; lastSeq: number } {
+  answer(
+    taskId: string,
+    message: Message,
+  ): { task: Task; committed: Promise<void>; settled: Promise<Task>; lastSeq: number } {
     const job = this.host.job(taskId);
     const waiting = job?.waiting;
     if (!job || !waiting) throw TaskRefusal.unsupported(`task ${taskId} is not waiting for input`);
@@ -128,7 +138,12 @@ export class Questions {
     waiting.detach();
     this.host.acquire(job);
     this.host.setWorking(job);
-    const after = { ...task, status: { ...task.status }, history: [...task.history], artifacts: task.artifacts && [...task.artifacts] };
+    const after = {
+      ...task,
+      status: { ...task.status },
+      history: [...task.history],
+      artifacts: task.artifacts && [...task.artifacts],
+    };
     const settled = job.turn.promise;
     this.lifecycle?.answered(task, job.caller);
     waiting.answered.resolve(message);

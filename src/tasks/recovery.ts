@@ -57,7 +57,17 @@ export async function recoverUnfinished(
       const noted = { [RESTARTS_KEY]: restarts + 1 };
       task.metadata = { ...task.metadata, ...noted };
       const counted = store.record(t.id, { state: noted, metadata: noted });
-      writes.push(counted.then(() => start(task, message, t.owner, { lastSeq, resumed: policy === "reattach", state: { ...snap.state, ...noted } }), notStored(t)));
+      writes.push(
+        counted.then(
+          () =>
+            start(task, message, t.owner, {
+              lastSeq,
+              resumed: policy === "reattach",
+              state: { ...snap.state, ...noted },
+            }),
+          notStored(t),
+        ),
+      );
       resumed++;
       continue;
     }
@@ -65,11 +75,22 @@ export async function recoverUnfinished(
       policy === "fail"
         ? "interrupted: the node stopped before this task finished; send it again"
         : "interrupted: the node stopped while running this task, more than twice; not trying it again";
-    const status: TaskStatus = { state: "TASK_STATE_FAILED", timestamp: now(), message: agentMessage(t.id, task.contextId, why) };
+    const status: TaskStatus = {
+      state: "TASK_STATE_FAILED",
+      timestamp: now(),
+      message: agentMessage(t.id, task.contextId, why),
+    };
     failed++;
     const endedEvent = { statusUpdate: { taskId: t.id, contextId: task.contextId, status } };
     writes.push(
-      store.record(t.id, { status, history: [status.message!], events: { firstSeq: lastSeq + 1, items: [endedEvent] }, rowSeq: lastSeq + 1 }).then(() => ended?.(t.id), notStored(t)),
+      store
+        .record(t.id, {
+          status,
+          history: [status.message!],
+          events: { firstSeq: lastSeq + 1, items: [endedEvent] },
+          rowSeq: lastSeq + 1,
+        })
+        .then(() => ended?.(t.id), notStored(t)),
     );
   }
   await Promise.all(writes);

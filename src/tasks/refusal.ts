@@ -3,7 +3,10 @@
  * errors: the surface above (rpc/refusals.ts) maps each kind to the A2A error a client is shown, in one place.
  */
 export type RefusalKind =
-  /** The request as sent cannot be taken: a bad field, a message past a per-task limit, an answer its question turns down. */
+  /**
+   * The request as sent cannot be taken: a bad field, a message past a per-task limit, an answer its question turns
+   * down.
+   */
   | "invalid"
   /** No such task for this caller (another caller's task answers the same). */
   | "not-found"

@@ -32,5 +32,8 @@ export interface ReplicaMessages {
    * beforehand whether a task waits here, so an implementation that passes answers by reference reads only
    * those it may take.
    */
-  onAnswerRequest(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined, waitsHere?: (taskId: string) => boolean): void;
+  onAnswerRequest(
+    take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined,
+    waitsHere?: (taskId: string) => boolean,
+  ): void;
 }

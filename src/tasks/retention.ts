@@ -58,7 +58,9 @@ export class RetentionSweeper {
       void this.sweep().then(
         () => !this.stopped && this.schedule(this.options.intervalMs ?? RETENTION_DEFAULTS.intervalMs),
         (err) => {
-          this.options.log?.error("retention sweep failed; trying again at the next interval", { reason: err instanceof Error ? err.message : String(err) });
+          this.options.log?.error("retention sweep failed; trying again at the next interval", {
+            reason: err instanceof Error ? err.message : String(err),
+          });
           if (!this.stopped) this.schedule(this.options.intervalMs ?? RETENTION_DEFAULTS.intervalMs);
         },
       );

@@ -63,7 +63,9 @@ export class StorageQuota implements StorageGuard {
     let u = this.known.get(owner);
     // Far from its quotas a caller's usage may be a second old; near them (past half) it is read every time,
     // so what decides a refusal is what the store holds (the agents' answers included), not an estimate.
-    const near = (x: CallerUsage) => (maxCallerBytes > 0 && 2 * (x.bytes + bytes) > maxCallerBytes) || (newTask && maxCallerTasks > 0 && 2 * (x.tasks + 1) > maxCallerTasks);
+    const near = (x: CallerUsage) =>
+      (maxCallerBytes > 0 && 2 * (x.bytes + bytes) > maxCallerBytes) ||
+      (newTask && maxCallerTasks > 0 && 2 * (x.tasks + 1) > maxCallerTasks);
     if (!u || now - u.at > this.ttlMs || near(u)) {
       u = { ...(await this.store.usage(owner)), at: now };
       this.known.set(owner, u);

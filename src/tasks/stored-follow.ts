@@ -18,7 +18,14 @@ export interface StoredFollow {
  * stream ends at the task's next settled state, or at its end when `untilTerminal` (it was waiting for input);
  * `onEnd` hears when following stops by itself (an error: the stream should fail with it).
  */
-export function followStored(store: TaskStore, replicas: ReplicaMessages | undefined, taskId: string, stream: EventStream, untilTerminal: boolean, onEnd: (err?: unknown) => void): StoredFollow {
+export function followStored(
+  store: TaskStore,
+  replicas: ReplicaMessages | undefined,
+  taskId: string,
+  stream: EventStream,
+  untilTerminal: boolean,
+  onEnd: (err?: unknown) => void,
+): StoredFollow {
   if (!replicas) throw new Error("this store cannot tell when another process commits events");
   let reading = false;
   let again = false;
@@ -62,10 +69,15 @@ export function ends(e: StreamItem, untilTerminal: boolean): boolean {
 }
 
 /**
- * Resolves once the task has ended (a terminal event is stored), as far as the replicas' messages tell (`watch`), or after
- * `timeoutMs` otherwise: whichever comes first.
+ * Resolves once the task has ended (a terminal event is stored), as far as the replicas' messages tell (`watch`), or
+ * after `timeoutMs` otherwise: whichever comes first.
  */
-export async function untilEnded(store: TaskStore, replicas: ReplicaMessages | undefined, taskId: string, timeoutMs: number): Promise<void> {
+export async function untilEnded(
+  store: TaskStore,
+  replicas: ReplicaMessages | undefined,
+  taskId: string,
+  timeoutMs: number,
+): Promise<void> {
   if (!replicas) return;
   let notify: () => void = () => {};
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -88,7 +100,12 @@ export async function untilEnded(store: TaskStore, replicas: ReplicaMessages | u
 }
 
 /** Resolves once a settled state (interrupted or terminal) is stored for the task after event `afterSeq`. */
-export async function untilSettled(store: TaskStore, replicas: ReplicaMessages | undefined, taskId: string, afterSeq: number): Promise<void> {
+export async function untilSettled(
+  store: TaskStore,
+  replicas: ReplicaMessages | undefined,
+  taskId: string,
+  afterSeq: number,
+): Promise<void> {
   if (!replicas) throw new Error("this store cannot tell when another process commits events");
   let notify: () => void = () => {};
   const unwatch = replicas.watch(taskId, () => notify());

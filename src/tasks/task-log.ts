@@ -9,12 +9,16 @@ import type { TaskLifecycle } from "./lifecycle";
 export function taskLog(log: Logger): TaskLifecycle {
   return {
     accepted: (task, peer, arrival) =>
-      log.info(arrival === "new" ? "task accepted" : arrival === "resumed" ? "task resumed after a restart" : "task continued", {
-        task_id: task.id,
-        context_id: task.contextId,
-        peer,
-      }),
-    waitingForInput: (task, peer) => log.info("task waits for input", { task_id: task.id, context_id: task.contextId, peer }),
+      log.info(
+        arrival === "new" ? "task accepted" : arrival === "resumed" ? "task resumed after a restart" : "task continued",
+        {
+          task_id: task.id,
+          context_id: task.contextId,
+          peer,
+        },
+      ),
+    waitingForInput: (task, peer) =>
+      log.info("task waits for input", { task_id: task.id, context_id: task.contextId, peer }),
     answered: (task, peer) => log.info("task answered", { task_id: task.id, context_id: task.contextId, peer }),
     finished: (task, peer, state, seconds, executorSeconds) => {
       log.info("task finished", {
@@ -36,13 +40,21 @@ export function taskLog(log: Logger): TaskLifecycle {
         });
     },
     notStored: (task, peer, reason) =>
-      log.error("could not store a task's outcome; it is taken up again as after a restart once the database takes writes", {
+      log.error(
+        "could not store a task's outcome; it is taken up again as after a restart once the database takes writes",
+        {
+          task_id: task.id,
+          context_id: task.contextId,
+          peer,
+          reason,
+        },
+      ),
+    leftForRestart: (task, peer) =>
+      log.info("task left for the next start", {
         task_id: task.id,
         context_id: task.contextId,
         peer,
-        reason,
+        state: task.status.state.replace("TASK_STATE_", "").toLowerCase(),
       }),
-    leftForRestart: (task, peer) =>
-      log.info("task left for the next start", { task_id: task.id, context_id: task.contextId, peer, state: task.status.state.replace("TASK_STATE_", "").toLowerCase() }),
   };
 }

@@ -127,7 +127,10 @@ export class TaskRunner {
     });
     const forget = (job: Job) => void this.jobs.delete(job.task.id);
     const emit = (job: Job, response: StreamResponse, rowUpdated?: boolean) => this.emit(job, response, rowUpdated);
-    this.outcomes = new OutcomeWriter(store, this.events, this.keeper, executor.kind, options.lifecycle, { emit, forget });
+    this.outcomes = new OutcomeWriter(store, this.events, this.keeper, executor.kind, options.lifecycle, {
+      emit,
+      forget,
+    });
     this.questions = new Questions(store, this.limits, options.lifecycle, {
       job: (id) => this.jobs.get(id),
       track: (job, write) => this.track(job, write),
@@ -227,7 +230,10 @@ export class TaskRunner {
   }
 
   /** Gives `message` to the execution waiting for this task's next message (see Questions.answer). */
-  answer(taskId: string, message: Message): { task: Task; committed: Promise<void>; settled: Promise<Task>; lastSeq: number } {
+  answer(
+    taskId: string,
+    message: Message,
+  ): { task: Task; committed: Promise<void>; settled: Promise<Task>; lastSeq: number } {
     return this.questions.answer(taskId, message);
   }
 
@@ -258,7 +264,8 @@ export class TaskRunner {
     const job = this.jobs.get(taskId);
     if (!job) return undefined;
     job.cancelReason = reason;
-    if (this.admission.queue.remove(job)) void this.outcomes.record(job, { state: "TASK_STATE_CANCELED", message: reason });
+    if (this.admission.queue.remove(job))
+      void this.outcomes.record(job, { state: "TASK_STATE_CANCELED", message: reason });
     else stop(job, "canceled", reason);
     return job.done.promise;
   }
@@ -279,9 +286,17 @@ export class TaskRunner {
     const status: TaskStatus = { state, timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
     const seq = (await this.store.lastEventSeq(task.id)) + 1;
     const ended = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
-    const stored = this.store.record(task.id, { status, history: [status.message!], events: { firstSeq: seq, items: [ended] }, rowSeq: seq });
+    const stored = this.store.record(task.id, {
+      status,
+      history: [status.message!],
+      events: { firstSeq: seq, items: [ended] },
+      rowSeq: seq,
+    });
     // Nothing ran it in this process: no time of its own to report, only that it ended.
-    void stored.then(() => this.options.lifecycle?.finished(task, peer, state, 0, 0), () => {});
+    void stored.then(
+      () => this.options.lifecycle?.finished(task, peer, state, 0, 0),
+      () => {},
+    );
     return stored;
   }
 
@@ -332,7 +347,11 @@ export class TaskRunner {
     for (const job of this.admission.queue.drain()) {
       // With leases another process starts it (see leftForRestart); alone, it ends here.
       if (this.options.leases && this.leftForRestart(job)) this.detach(job);
-      else void this.outcomes.record(job, { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down before this task started" });
+      else
+        void this.outcomes.record(job, {
+          state: "TASK_STATE_FAILED",
+          message: "interrupted: the node shut down before this task started",
+        });
     }
     const pending = [...this.jobs.values()].filter((j) => !j.waiting).map((j) => j.done.promise);
     if (pending.length > 0) {
@@ -382,9 +401,13 @@ export class TaskRunner {
       job.ran = message;
       try {
         const history = async () =>
-          (await this.store.contextHistory(task.contextId, job.caller, this.options.historyMessages + 1 + (retry?.skip.size ?? 0))).filter(
-            (m) => m.messageId !== message.messageId && !retry?.skip.has(m.messageId),
-          );
+          (
+            await this.store.contextHistory(
+              task.contextId,
+              job.caller,
+              this.options.historyMessages + 1 + (retry?.skip.size ?? 0),
+            )
+          ).filter((m) => m.messageId !== message.messageId && !retry?.skip.has(m.messageId));
         outcome = await this.executor.execute({
           taskId: task.id,
           contextId: task.contextId,
@@ -403,7 +426,10 @@ export class TaskRunner {
           input: (request) => this.questions.ask(job, request),
         });
       } catch (err) {
-        outcome = { state: "TASK_STATE_FAILED", message: `executor ${this.executor.kind} failed: ${(err as Error).message}` };
+        outcome = {
+          state: "TASK_STATE_FAILED",
+          message: `executor ${this.executor.kind} failed: ${(err as Error).message}`,
+        };
       } finally {
         clearTimeout(deadline);
         job.waiting?.detach();
@@ -411,12 +437,18 @@ export class TaskRunner {
         job.executorMs += performance.now() - executing;
       }
       const cause = causeOf(job);
-      const stopped = stoppedOutcome(job, cause, outcome, { outputCapBytes: this.limits.outputCapBytes, deadlineMs: this.options.deadlineMs });
+      const stopped = stoppedOutcome(job, cause, outcome, {
+        outputCapBytes: this.limits.outputCapBytes,
+        deadlineMs: this.options.deadlineMs,
+      });
       if (stopped) outcome = stopped;
       else {
         // Stopped by the node's shutdown.
         if (this.leftForRestart(job)) return this.detach(job);
-        outcome = { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down while this task was running" };
+        outcome = {
+          state: "TASK_STATE_FAILED",
+          message: "interrupted: the node shut down while this task was running",
+        };
       }
       outcome = this.limits.capOutcome(job, outcome);
       // The node's own outcomes (a limit, the deadline, a cancel) are recorded as they are: only what the
@@ -459,11 +491,19 @@ export class TaskRunner {
     return {
       progress: (text, metadata) => {
         if (!this.jobs.has(task.id) || job.waiting || job.lost !== undefined) return;
-        const status: TaskStatus = { state: "TASK_STATE_WORKING", timestamp: now(), message: agentMessage(task.id, task.contextId, text) };
+        const status: TaskStatus = {
+          state: "TASK_STATE_WORKING",
+          timestamp: now(),
+          message: agentMessage(task.id, task.contextId, text),
+        };
         // The task's status is the latest progress, for those who read it with GetTask rather than a stream.
         task.status = status;
         void this.track(job, this.store.record(task.id, { status }));
-        this.emit(job, { statusUpdate: { taskId: task.id, contextId: task.contextId, status, ...(metadata ? { metadata } : {}) } }, true);
+        this.emit(
+          job,
+          { statusUpdate: { taskId: task.id, contextId: task.contextId, status, ...(metadata ? { metadata } : {}) } },
+          true,
+        );
       },
       artifact: (artifact, options = {}) => {
         if (!this.jobs.has(task.id) || job.stopped || job.lost !== undefined) return;
@@ -472,7 +512,13 @@ export class TaskRunner {
         artifact = kept.artifact;
         const lastChunk = options.lastChunk === true || kept.cut;
         task.artifacts = accumulate(task.artifacts ?? [], artifact, options.append === true);
-        const update = { taskId: task.id, contextId: task.contextId, artifact, ...(options.append ? { append: true } : {}), ...(lastChunk ? { lastChunk: true } : {}) };
+        const update = {
+          taskId: task.id,
+          contextId: task.contextId,
+          artifact,
+          ...(options.append ? { append: true } : {}),
+          ...(lastChunk ? { lastChunk: true } : {}),
+        };
         this.emit(job, { artifactUpdate: update });
       },
       note: (state) => {
@@ -492,8 +538,8 @@ export class TaskRunner {
 
   /**
    * Watches a write of the task: if it is not stored, the task is not whole on disk, so its execution stops
-   * and it cannot end COMPLETED (see OutcomeWriter.record). What the task wrote after it and is not committed yet is dropped
-   * (stored after the gap, its events would skip a number), and nothing more of the execution is written: its
+   * and it cannot end COMPLETED (see OutcomeWriter.record). What the task wrote after it and is not committed yet is
+   * dropped (stored after the gap, its events would skip a number), and nothing more of the execution is written: its
    * end continues from what is stored. Returns the write.
    */
   private track(job: Job, write: Promise<void>): Promise<void> {

@@ -21,11 +21,20 @@ import { isInterrupted, isTerminal } from "../protocol/types";
 
 /** Webhook registrations (see src/push); absent when push notifications are off. */
 export interface PushConfigs {
-  create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig>;
+  create(
+    owner: string,
+    config: TaskPushNotificationConfig,
+    limits?: PushConfigLimits,
+  ): Promise<TaskPushNotificationConfig>;
   /** How many configs `owner` has, on all its tasks (max_push_configs_per_caller). */
   countForOwner(owner: string): Promise<number>;
   get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined>;
-  list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult>;
+  list(
+    owner: string,
+    taskId: string,
+    pageSize?: number,
+    pageToken?: string,
+  ): Promise<ListTaskPushNotificationConfigsResult>;
   delete(owner: string, taskId: string, id: string): Promise<boolean>;
 }
 
@@ -79,7 +88,9 @@ export interface SendRequest {
 /** What a message came to: the task as the message left it, or the agent's reply where it answered with one. */
 export type SendResult = { task: Task; reply?: undefined } | { reply: Message; task?: undefined };
 
-/** A stream of a task's events; `first`, when set, is the task it starts with (the caller trims it, then prepends it). */
+/**
+ * A stream of a task's events; `first`, when set, is the task it starts with (the caller trims it, then prepends it).
+ */
 export interface FollowedStream {
   first?: Task;
   events: AsyncIterable<StreamItem>;
@@ -212,7 +223,11 @@ export class TaskService {
     this.runner.assertCapacity(owner);
     await this.options.storage?.check(owner, messageBytes(message), true);
     const limit = this.options.maxTasksPerContext;
-    if (limit !== undefined && message.contextId && (await this.store.countInContext(message.contextId, owner)) >= limit)
+    if (
+      limit !== undefined &&
+      message.contextId &&
+      (await this.store.countInContext(message.contextId, owner)) >= limit
+    )
       throw TaskRefusal.unsupported(
         `context ${message.contextId} already has ${limit} tasks, this node's limit per conversation (it stops agents delegating to each other forever); start a new context`,
       );
@@ -232,7 +247,8 @@ export class TaskService {
     const contextId = message.contextId || id;
     const stored = { ...message, taskId: id, contextId };
     // A store that keeps webhooks stores it in the task's own commit (one may not be stored without the other).
-    const webhook = pushConfig && this.store.keepsWebhooks ? { ...pushConfig, taskId: id, id: pushConfig.id || newId() } : undefined;
+    const webhook =
+      pushConfig && this.store.keepsWebhooks ? { ...pushConfig, taskId: id, id: pushConfig.id || newId() } : undefined;
     const { task, created, committed } = await callersData(() =>
       this.store.create({
         id,
@@ -259,7 +275,12 @@ export class TaskService {
       // that ends INPUT_REQUIRED). Read with the promise, synchronously, so the two agree.
       const running = this.runner.isWaitingForInput(task.id) ? undefined : this.runner.settledOf(task.id);
       const snap = await this.store.snapshot(task.id, owner);
-      return { task: snap?.task ?? task, committed, settled: running && !stream ? running : undefined, lastSeq: snap?.lastSeq ?? 0 };
+      return {
+        task: snap?.task ?? task,
+        committed,
+        settled: running && !stream ? running : undefined,
+        lastSeq: snap?.lastSeq ?? 0,
+      };
     }
     const initial = stream ? snapshot(task) : undefined; // a stream starts with the task as submitted
     // Registered before the task starts, so the webhook hears its first event too.
@@ -290,7 +311,12 @@ export class TaskService {
    * A message naming a task: the answer to the question it waits on (given to the execution that asked, if
    * it still waits here, or starting a new one), refused otherwise.
    */
-  private async continueTask(message: Message, owner: string, stream: EventStream | undefined, extensions: string[]): Promise<Accepted> {
+  private async continueTask(
+    message: Message,
+    owner: string,
+    stream: EventStream | undefined,
+    extensions: string[],
+  ): Promise<Accepted> {
     const taskId = message.taskId as string;
     // Before the reads below: nothing may wait between them and the decision they lead to.
     await this.options.storage?.check(owner, messageBytes(message), false);
@@ -300,7 +326,9 @@ export class TaskService {
     if (!snap) throw TaskRefusal.notFound(taskId);
     const { task } = snap;
     if (message.contextId && message.contextId !== task.contextId)
-      throw TaskRefusal.invalid(`message.contextId ${message.contextId} does not match task ${taskId}'s context ${task.contextId}`);
+      throw TaskRefusal.invalid(
+        `message.contextId ${message.contextId} does not match task ${taskId}'s context ${task.contextId}`,
+      );
     if (isTerminal(task.status.state))
       throw TaskRefusal.unsupported(`task ${taskId} is ${task.status.state} and cannot take more messages`);
     const maxMessages = this.options.maxTaskMessages;
@@ -323,7 +351,13 @@ export class TaskService {
     if (this.runner.isWaitingForInput(taskId)) {
       const answered = this.runner.answer(taskId, stored);
       if (stream) this.runner.subscribe(taskId, owner, stream);
-      return { task: answered.task, initial: answered.task, committed: answered.committed, settled: answered.settled, lastSeq: answered.lastSeq };
+      return {
+        task: answered.task,
+        initial: answered.task,
+        committed: answered.committed,
+        settled: answered.settled,
+        lastSeq: answered.lastSeq,
+      };
     }
     // Running here (started by a message the snapshot is older than) is not waiting either.
     if (!isInterrupted(task.status.state) || this.runner.settledOf(taskId)) {
@@ -339,13 +373,22 @@ export class TaskService {
     // On a store other processes share, the task must be this one's to run (see TaskLeases); if another
     // process holds it, its execution waits there, and the answer is passed on to it.
     if (!(await this.runner.hold(taskId))) return this.answerElsewhere(task, stored, owner, stream);
-    if (this.runner.settledOf(taskId)) throw TaskRefusal.unsupported(`task ${taskId} is still TASK_STATE_WORKING; wait for it to ask for input`);
+    if (this.runner.settledOf(taskId))
+      throw TaskRefusal.unsupported(`task ${taskId} is still TASK_STATE_WORKING; wait for it to ask for input`);
     const extensionsChanged = JSON.stringify(snap.state[EXTENSIONS_KEY] ?? []) !== JSON.stringify(extensions);
     const noted = extensionsChanged ? { [EXTENSIONS_KEY]: extensions } : undefined;
-    const committed = this.store.record(taskId, { history: [stored], ...(noted ? { state: noted, metadata: noted } : {}) });
+    const committed = this.store.record(taskId, {
+      history: [stored],
+      ...(noted ? { state: noted, metadata: noted } : {}),
+    });
     task.history = [...(task.history ?? []), stored];
     if (noted) task.metadata = { ...task.metadata, ...noted };
-    const settled = this.runner.start(task, stored, owner, { lastSeq, committed, extensions, state: { ...snap.state, ...noted } });
+    const settled = this.runner.start(task, stored, owner, {
+      lastSeq,
+      committed,
+      extensions,
+      state: { ...snap.state, ...noted },
+    });
     // Taken after the start, which made the task WORKING: the reply is never the question it answered (a caller
     // would take INPUT_REQUIRED for the task's state and stop waiting).
     const initial = snapshot(task);
@@ -369,8 +412,16 @@ export class TaskService {
       throw err;
     }
     // Taken: the execution runs again (WORKING) with the answer in its history.
-    const answered: Task = { ...task, status: { state: "TASK_STATE_WORKING", timestamp: now() }, history: [...(task.history ?? []), message] };
-    const settled = stream ? undefined : untilSettled(this.store, this.runner.replicas, task.id, lastSeq).then(async () => (await this.store.get(task.id, owner)) ?? answered);
+    const answered: Task = {
+      ...task,
+      status: { state: "TASK_STATE_WORKING", timestamp: now() },
+      history: [...(task.history ?? []), message],
+    };
+    const settled = stream
+      ? undefined
+      : untilSettled(this.store, this.runner.replicas, task.id, lastSeq).then(
+          async () => (await this.store.get(task.id, owner)) ?? answered,
+        );
     return { task: answered, initial: answered, committed: Promise.resolve(), settled, lastSeq };
   }
 
@@ -380,7 +431,13 @@ export class TaskService {
    * what it hears until the replay is in: an event committed meanwhile is in one or both, never in neither,
    * and the stream drops any it sees twice.
    */
-  private async follow(taskId: string, owner: string, task: Task, lastSeq: number, afterSeq: number | undefined): Promise<AsyncIterable<StreamItem>> {
+  private async follow(
+    taskId: string,
+    owner: string,
+    task: Task,
+    lastSeq: number,
+    afterSeq: number | undefined,
+  ): Promise<AsyncIterable<StreamItem>> {
     let remote: StoredFollow | undefined;
     const stream: EventStream = new EventStream(() => {
       this.runner.unsubscribe(taskId, stream);
@@ -394,7 +451,9 @@ export class TaskService {
     // Not running here, on a store other processes share: it may run in one of them (or run again there, once
     // answered), so the stream follows it through the store until it settles.
     if (!live && !isTerminal(state) && this.runner.replicas)
-      remote = followStored(this.store, this.runner.replicas, taskId, stream, isInterrupted(state), (err) => (err === undefined ? stream.end() : stream.fail(err)));
+      remote = followStored(this.store, this.runner.replicas, taskId, stream, isInterrupted(state), (err) =>
+        err === undefined ? stream.end() : stream.fail(err),
+      );
     // Not running here, on a store of this process alone: a task waiting for input keeps its subscriber until it
     // runs here again and ends.
     const parked = !live && !remote && isInterrupted(state);
@@ -455,7 +514,12 @@ async function whenStored(taskId: string, committed: Promise<void>): Promise<voi
 
 /** A copy safe to serialize while the runner goes on changing the live task. */
 function snapshot(task: Task): Task {
-  return { ...task, status: { ...task.status }, history: task.history && [...task.history], artifacts: task.artifacts && [...task.artifacts] };
+  return {
+    ...task,
+    status: { ...task.status },
+    history: task.history && [...task.history],
+    artifacts: task.artifacts && [...task.artifacts],
+  };
 }
 
 /** Whether replayed events reach a terminal state (the task ended after the snapshot the stream started from). */

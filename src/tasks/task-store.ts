@@ -1,4 +1,13 @@
-import type { Artifact, ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskStatus } from "../protocol/types";
+import type {
+  Artifact,
+  ListTasksParams,
+  ListTasksResult,
+  Message,
+  StreamResponse,
+  Task,
+  TaskPushNotificationConfig,
+  TaskStatus,
+} from "../protocol/types";
 
 /** What the store needs to create a task; the task starts SUBMITTED with `message` as its first history entry. */
 export interface NewTask {
@@ -231,7 +240,9 @@ export interface TaskStore {
    * writes them (rows and events). Committed writes only; exact, and cheap (the stores keep the sums).
    */
   usage(owner: string): Promise<CallerUsage>;
-  /** The owners whose stored tasks take the most bytes, most first, at most `limit` (owners holding nothing left out). */
+  /**
+   * The owners whose stored tasks take the most bytes, most first, at most `limit` (owners holding nothing left out).
+   */
   heaviest(limit: number): Promise<(CallerUsage & { owner: string })[]>;
   /** Tasks left SUBMITTED/WORKING by a previous run of the node. */
   unfinished(): Promise<UnfinishedTask[]>;
@@ -261,4 +272,9 @@ export interface TaskStore {
 }
 
 /** The states a task never leaves: retention may delete tasks in them. */
-export const FINAL_STATES = ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"] as const;
+export const FINAL_STATES = [
+  "TASK_STATE_COMPLETED",
+  "TASK_STATE_FAILED",
+  "TASK_STATE_CANCELED",
+  "TASK_STATE_REJECTED",
+] as const;

@@ -64,7 +64,10 @@ export const isAllowedAttribute = (key: string): boolean => ALLOWED.has(key);
  * Keeps the allowed keys with usable values; returns how many were dropped so a caller (or a test) can see
  * that something was refused rather than lost silently.
  */
-export function filterAttributes(input: Record<string, unknown>, into: Attributes = {}): { attributes: Attributes; dropped: number } {
+export function filterAttributes(
+  input: Record<string, unknown>,
+  into: Attributes = {},
+): { attributes: Attributes; dropped: number } {
   let dropped = 0;
   for (const key in input) if (!keepAttribute(key, input[key], into)) dropped++;
   return { attributes: into, dropped };
@@ -79,7 +82,8 @@ export function keepAttribute(key: string, value: unknown, into: Attributes): bo
 }
 
 function usable(value: unknown): AttributeValue | undefined {
-  if (typeof value === "string") return value.length > MAX_ATTRIBUTE_LENGTH ? value.slice(0, MAX_ATTRIBUTE_LENGTH) : value;
+  if (typeof value === "string")
+    return value.length > MAX_ATTRIBUTE_LENGTH ? value.slice(0, MAX_ATTRIBUTE_LENGTH) : value;
   if (typeof value === "number") return Number.isFinite(value) ? value : undefined;
   if (typeof value === "boolean") return value;
   return undefined;

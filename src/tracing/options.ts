@@ -27,12 +27,18 @@ export function validateTracingOptions(o: TracingOptions): void {
     try {
       tracesUrl(o.otlp_endpoint);
     } catch (err) {
-      throw new TracingOptionsError(`otlp_endpoint: ${(err as Error).message.replace(/^otlp_endpoint must be /, "must be ")}`);
+      throw new TracingOptionsError(
+        `otlp_endpoint: ${(err as Error).message.replace(/^otlp_endpoint must be /, "must be ")}`,
+      );
     }
   }
   const r = o.trace_sampling_ratio;
-  if (r !== undefined && !(typeof r === "number" && r >= 0 && r <= 1)) throw new TracingOptionsError(`trace_sampling_ratio must be a number from 0 to 1 (got ${r})`);
-  if (o.otlp_headers_file !== undefined && o.otlp_endpoint === undefined) throw new TracingOptionsError("otlp_headers_file is set but otlp_endpoint is not: there is nothing to send them to");
+  if (r !== undefined && !(typeof r === "number" && r >= 0 && r <= 1))
+    throw new TracingOptionsError(`trace_sampling_ratio must be a number from 0 to 1 (got ${r})`);
+  if (o.otlp_headers_file !== undefined && o.otlp_endpoint === undefined)
+    throw new TracingOptionsError(
+      "otlp_headers_file is set but otlp_endpoint is not: there is nothing to send them to",
+    );
 }
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
@@ -49,7 +55,9 @@ export function readOtlpHeaders(file: string): { headers: Record<string, string>
   try {
     text = readFileSync(file, "utf8");
   } catch (err) {
-    throw new TracingOptionsError(`otlp_headers_file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+    throw new TracingOptionsError(
+      `otlp_headers_file ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? "error"})`,
+    );
   }
   const headers: Record<string, string> = {};
   text.split(/\r?\n/).forEach((line, i) => {
@@ -60,7 +68,10 @@ export function readOtlpHeaders(file: string): { headers: Record<string, string>
     const value = colon > 0 ? trimmed.slice(colon + 1).trim() : "";
     if (!HEADER_NAME.test(name) || value === "" || /[\x00-\x08\x0a-\x1f\x7f]/.test(value))
       throw new TracingOptionsError(`otlp_headers_file ${file} line ${i + 1} is not a 'Name: value' header line`);
-    if (RESERVED.has(name.toLowerCase())) throw new TracingOptionsError(`otlp_headers_file ${file} line ${i + 1} sets ${name}, which the exporter sets itself`);
+    if (RESERVED.has(name.toLowerCase()))
+      throw new TracingOptionsError(
+        `otlp_headers_file ${file} line ${i + 1} sets ${name}, which the exporter sets itself`,
+      );
     headers[name.toLowerCase()] = value;
   });
   return { headers, readableByOthers: (statSync(file).mode & 0o077) !== 0 };
@@ -77,9 +88,16 @@ export interface Tracing {
 /** Off: the no-op tracer and nothing else (no timer, no exporter object). On: a sampler and a batching exporter. */
 export function createTracing(o: TracingOptions, resource: OtlpResource, onError?: (message: string) => void): Tracing {
   validateTracingOptions(o);
-  if (o.otlp_endpoint === undefined) return { tracer: new NoopTracer(), stats: () => undefined, shutdown: async () => {} };
+  if (o.otlp_endpoint === undefined)
+    return { tracer: new NoopTracer(), stats: () => undefined, shutdown: async () => {} };
   const headers = o.otlp_headers_file ? readOtlpHeaders(o.otlp_headers_file).headers : undefined;
-  const exporter = new OtlpHttpExporter({ endpoint: o.otlp_endpoint, headers, resource, scopeVersion: resource["service.version"], onError });
+  const exporter = new OtlpHttpExporter({
+    endpoint: o.otlp_endpoint,
+    headers,
+    resource,
+    scopeVersion: resource["service.version"],
+    onError,
+  });
   const tracer = new RecordingTracer(new ParentBasedRatioSampler(o.trace_sampling_ratio ?? 1), exporter);
   return { tracer, stats: () => exporter.stats(), shutdown: () => exporter.shutdown() };
 }

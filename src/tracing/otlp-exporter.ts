@@ -130,7 +130,12 @@ export class OtlpHttpExporter implements SpanSink {
       let delay: number;
       let why: string;
       try {
-        const res = await this.o.fetch(this.url, { method: "POST", headers, body, signal: AbortSignal.timeout(this.o.exportTimeoutMs) });
+        const res = await this.o.fetch(this.url, {
+          method: "POST",
+          headers,
+          body,
+          signal: AbortSignal.timeout(this.o.exportTimeoutMs),
+        });
         const answer = await boundedText(res);
         if (res.ok) return this.accepted(batch.length, answer);
         why = `the collector at ${this.url} answered HTTP ${res.status}`;
@@ -138,7 +143,10 @@ export class OtlpHttpExporter implements SpanSink {
         delay = retryAfterMs(res.headers.get("retry-after")) ?? backoffMs(attempt);
       } catch (err) {
         const e = err as Error;
-        why = e?.name === "TimeoutError" ? `no answer from ${this.url} within ${this.o.exportTimeoutMs} ms` : `cannot reach ${this.url}: ${e?.message ?? String(err)}`;
+        why =
+          e?.name === "TimeoutError"
+            ? `no answer from ${this.url} within ${this.o.exportTimeoutMs} ms`
+            : `cannot reach ${this.url}: ${e?.message ?? String(err)}`;
         delay = backoffMs(attempt);
       }
       if (attempt >= this.o.maxAttempts) return this.giveUp(batch.length, `${why} (${attempt} tries)`);
@@ -151,7 +159,10 @@ export class OtlpHttpExporter implements SpanSink {
     let rejected = 0;
     let message = "";
     try {
-      const partial = answer ? (JSON.parse(answer) as { partialSuccess?: { rejectedSpans?: string | number; errorMessage?: string } }).partialSuccess : undefined;
+      const partial = answer
+        ? (JSON.parse(answer) as { partialSuccess?: { rejectedSpans?: string | number; errorMessage?: string } })
+            .partialSuccess
+        : undefined;
       rejected = Math.min(count, Math.max(0, Number(partial?.rejectedSpans ?? 0) || 0));
       message = typeof partial?.errorMessage === "string" ? partial.errorMessage : "";
     } catch {
@@ -159,7 +170,10 @@ export class OtlpHttpExporter implements SpanSink {
     }
     this.counts.exported += count - rejected;
     this.counts.rejected += rejected;
-    if (rejected) this.o.onError?.(`the collector refused ${rejected} of ${count} spans${message ? `: ${message.slice(0, 200)}` : ""}`);
+    if (rejected)
+      this.o.onError?.(
+        `the collector refused ${rejected} of ${count} spans${message ? `: ${message.slice(0, 200)}` : ""}`,
+      );
   }
 
   private giveUp(count: number, reason: string): void {
@@ -171,7 +185,8 @@ export class OtlpHttpExporter implements SpanSink {
 /** The OTLP exporter spec's rule for a base endpoint: the signal's path is appended; a full path is kept. */
 export function tracesUrl(endpoint: string): string {
   const u = new URL(endpoint);
-  if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error(`otlp_endpoint must be an http:// or https:// URL (got ${u.protocol})`);
+  if (u.protocol !== "http:" && u.protocol !== "https:")
+    throw new Error(`otlp_endpoint must be an http:// or https:// URL (got ${u.protocol})`);
   if (u.pathname === "" || u.pathname === "/") u.pathname = "/v1/traces";
   return u.toString();
 }

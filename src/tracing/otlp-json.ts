@@ -14,12 +14,18 @@ export interface OtlpResource {
 
 export const SCOPE = { name: "a2a-node" } as const;
 
-export function encodeExportRequest(spans: readonly FinishedSpan[], resource: OtlpResource, scopeVersion?: string): string {
+export function encodeExportRequest(
+  spans: readonly FinishedSpan[],
+  resource: OtlpResource,
+  scopeVersion?: string,
+): string {
   return JSON.stringify({
     resourceSpans: [
       {
         resource: { attributes: keyValues(resource) },
-        scopeSpans: [{ scope: { ...SCOPE, ...(scopeVersion ? { version: scopeVersion } : {}) }, spans: spans.map(encodeSpan) }],
+        scopeSpans: [
+          { scope: { ...SCOPE, ...(scopeVersion ? { version: scopeVersion } : {}) }, spans: spans.map(encodeSpan) },
+        ],
       },
     ],
   });
@@ -30,7 +36,9 @@ function encodeSpan(s: FinishedSpan) {
     traceId: s.context.traceId,
     spanId: s.context.spanId,
     ...(s.parentSpanId ? { parentSpanId: s.parentSpanId } : {}),
-    ...(s.context.traceState?.length ? { traceState: s.context.traceState.map(([k, v]) => `${k}=${v}`).join(",") } : {}),
+    ...(s.context.traceState?.length
+      ? { traceState: s.context.traceState.map(([k, v]) => `${k}=${v}`).join(",") }
+      : {}),
     // Bit 0: sampled (always, for a recorded span); bits 8-9: the parent is known to be remote or local.
     flags: 0x01 | (s.parentSpanId ? 0x100 | (s.parentRemote ? 0x200 : 0) : 0),
     name: s.name,

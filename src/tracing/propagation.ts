@@ -9,7 +9,12 @@ import { hasValidContext, type SpanOptions, type Tracer } from "./tracer";
  */
 
 /** A server span continuing the trace in the request's headers; a new trace when they carry none (or a bad one). */
-export function serverSpan(tracer: Tracer, name: string, header: (name: string) => string | null | undefined, attributes?: Attributes): Span {
+export function serverSpan(
+  tracer: Tracer,
+  name: string,
+  header: (name: string) => string | null | undefined,
+  attributes?: Attributes,
+): Span {
   return tracer.startSpan(name, { kind: SpanKind.Server, parent: extractContext(header), attributes });
 }
 
@@ -24,7 +29,12 @@ export function outgoingHeaders(span: Span): Record<string, string> {
  * Runs `fn` in a span that ends when it settles. A throw marks the span failed with the error's name only:
  * an error's message may quote a peer's or a model's words, which spans never carry.
  */
-export async function inSpan<T>(tracer: Tracer, name: string, options: SpanOptions, fn: (span: Span) => Promise<T>): Promise<T> {
+export async function inSpan<T>(
+  tracer: Tracer,
+  name: string,
+  options: SpanOptions,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
   const span = tracer.startSpan(name, options);
   try {
     return await fn(span);

@@ -17,7 +17,8 @@ export interface Tracer {
   startSpan(name: string, options?: SpanOptions): Span;
 }
 
-const parentContext = (p: Span | SpanContext | undefined): SpanContext | undefined => (p === undefined ? undefined : "context" in p ? p.context : p);
+const parentContext = (p: Span | SpanContext | undefined): SpanContext | undefined =>
+  p === undefined ? undefined : "context" in p ? p.context : p;
 
 /**
  * With tracing off: no ids are drawn, nothing is allocated but the span object when a parent came in (so the
@@ -26,7 +27,12 @@ const parentContext = (p: Span | SpanContext | undefined): SpanContext | undefin
  */
 export class NoopTracer implements Tracer {
   readonly enabled = false;
-  private static readonly NONE = new NonRecordingSpan({ traceId: "0".repeat(32), spanId: "0".repeat(16), sampled: false, remote: false });
+  private static readonly NONE = new NonRecordingSpan({
+    traceId: "0".repeat(32),
+    spanId: "0".repeat(16),
+    sampled: false,
+    remote: false,
+  });
 
   startSpan(_name: string, options?: SpanOptions): Span {
     const parent = parentContext(options?.parent);
@@ -49,7 +55,13 @@ export class RecordingTracer implements Tracer {
     const parent = parentContext(options.parent);
     const traceId = parent?.traceId ?? newTraceId();
     const sampled = this.sampler.shouldSample(traceId, parent);
-    const context: SpanContext = { traceId, spanId: newSpanId(), sampled, traceState: parent?.traceState, remote: false };
+    const context: SpanContext = {
+      traceId,
+      spanId: newSpanId(),
+      sampled,
+      traceState: parent?.traceState,
+      remote: false,
+    };
     if (!sampled) return new NonRecordingSpan(context);
     const span = new RecordingSpan(this.sink, name, options.kind ?? SpanKind.Internal, context, parent, nowMs());
     if (options.attributes) span.setAttributes(options.attributes);

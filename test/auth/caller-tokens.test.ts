@@ -12,7 +12,10 @@ describe("caller tokens", () => {
     const b = newCallerToken();
     expect(a).toMatch(/^a2a_[A-Za-z0-9_-]{43}$/);
     expect(a).not.toBe(b);
-    const entries = [{ name: "x", tokenHash: hashCallerToken(a) }, { name: "y", tokenHash: hashCallerToken(b) }];
+    const entries = [
+      { name: "x", tokenHash: hashCallerToken(a) },
+      { name: "y", tokenHash: hashCallerToken(b) },
+    ];
     expect(matchTokenHash(a, entries)?.name).toBe("x");
     expect(matchTokenHash(b, entries)?.name).toBe("y");
     expect(matchTokenHash(`${a}x`, entries)).toBeUndefined();

@@ -29,7 +29,11 @@ async function cli(...args: string[]) {
 /** A task the conformance executor leaves INPUT_REQUIRED (the kit's `tck-input-required` scenario). */
 async function askingTask(): Promise<Task> {
   const session = await openClientSession(fleet.homes.alpha!, "beta");
-  const message: Message = { messageId: `tck-input-required-${crypto.randomUUID()}`, role: "ROLE_USER", parts: [{ text: "start" }] };
+  const message: Message = {
+    messageId: `tck-input-required-${crypto.randomUUID()}`,
+    role: "ROLE_USER",
+    parts: [{ text: "start" }],
+  };
   const r = await session.client.sendMessage({ message });
   const task = (r as { task: Task }).task;
   expect(task.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
@@ -38,7 +42,11 @@ async function askingTask(): Promise<Task> {
 
 beforeAll(async () => {
   fleet = await makeFleet(["alpha", "beta"]);
-  beta = await startNode(fleet.homes.beta!, { ...DEFAULTS, host: "127.0.0.1", port: 0, executor: "conformance" }, quiet);
+  beta = await startNode(
+    fleet.homes.beta!,
+    { ...DEFAULTS, host: "127.0.0.1", port: 0, executor: "conformance" },
+    quiet,
+  );
   expect((await cli("peers", "add", "beta", beta.url)).code).toBe(0);
 });
 afterAll(async () => {
@@ -52,7 +60,11 @@ describe("answering a task that asked for input, and waiting", () => {
     const r = await cli("send", "--agent", "beta", "--task-id", asked.id, "--task", "here is more", "--wait");
     expect(r.code, r.err).toBe(0);
     expect(r.out).toBe("here is more\n");
-    expect(r.err).toMatch(new RegExp(`^task ${asked.id} accepted by peer 'beta'\ntask ${asked.id} completed \\(peer 'beta'\\): Hello from TCK`));
+    expect(r.err).toMatch(
+      new RegExp(
+        `^task ${asked.id} accepted by peer 'beta'\ntask ${asked.id} completed \\(peer 'beta'\\): Hello from TCK`,
+      ),
+    );
   });
 
   it("--json too: one line, the completed task", async () => {
@@ -68,8 +80,13 @@ describe("answering a task that asked for input, and waiting", () => {
     const asked = await askingTask();
     const session = await openClientSession(fleet.homes.alpha!, "beta");
     // Without the stale status, the question the task showed is taken as settled at once: what went wrong before.
-    expect((await followTask(session, asked, { deadline: Date.now() + 10_000 })).task.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
-    await session.client.sendMessage({ message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "go" }], taskId: asked.id }, configuration: { returnImmediately: true } });
+    expect((await followTask(session, asked, { deadline: Date.now() + 10_000 })).task.status.state).toBe(
+      "TASK_STATE_INPUT_REQUIRED",
+    );
+    await session.client.sendMessage({
+      message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "go" }], taskId: asked.id },
+      configuration: { returnImmediately: true },
+    });
     const end = await followTask(session, asked, { deadline: Date.now() + 10_000, stale: asked.status });
     expect(end.reason).toBe("settled");
     expect(end.task.status.state).toBe("TASK_STATE_COMPLETED");
@@ -81,7 +98,12 @@ describe("answering a task that asked for input, and waiting", () => {
     const session = await openClientSession(fleet.homes.alpha!, "beta");
     // The answer's own messageId makes the conformance executor ask again.
     await session.client.sendMessage({
-      message: { messageId: `tck-input-required-${crypto.randomUUID()}`, role: "ROLE_USER", parts: [{ text: "again" }], taskId: asked.id },
+      message: {
+        messageId: `tck-input-required-${crypto.randomUUID()}`,
+        role: "ROLE_USER",
+        parts: [{ text: "again" }],
+        taskId: asked.id,
+      },
       configuration: { returnImmediately: true },
     });
     const end = await followTask(session, asked, { deadline: Date.now() + 10_000, stale: asked.status });

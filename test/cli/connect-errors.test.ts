@@ -85,7 +85,10 @@ describe("probePeer", () => {
     expect(probe).toMatchObject(expected);
     if (probe.kind === "foreign-certificate") {
       expect(probe.reason).toMatch(/not issued by our fleet CA/);
-      expect(probe.certificate).toMatchObject({ name: "beta", fingerprint: expect.stringMatching(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/) });
+      expect(probe.certificate).toMatchObject({
+        name: "beta",
+        fingerprint: expect.stringMatching(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/),
+      });
     }
     if (probe.kind === "ok") expect(probe.certificate.name).toBe("beta");
   });
@@ -106,7 +109,9 @@ describe("what send says", () => {
     const r = await send(urls.plainHttp);
     expect(r.code).toBe(4);
     expect(r.err).toContain(`${urls.plainHttp} answers plain HTTP, not TLS`);
-    expect(r.err).toContain("next: use the port 'a2a-node serve' logs as listen=https://… (9443 by default), not a --plain-http-port");
+    expect(r.err).toContain(
+      "next: use the port 'a2a-node serve' logs as listen=https://… (9443 by default), not a --plain-http-port",
+    );
   });
 
   it("a port that speaks something else: exit 4, naming what it said", async () => {
@@ -118,14 +123,18 @@ describe("what send says", () => {
   it("a server from another fleet: exit 8, naming its certificate", async () => {
     const r = await send(urls.foreign);
     expect(r.code).toBe(8);
-    expect(r.err).toMatch(/presented a certificate from outside our fleet: it was not issued by our fleet CA \(\w+\) \(CN beta, issuer .+, fingerprint ([0-9A-F]{2}:){31}[0-9A-F]{2}, expires \d{4}-/);
+    expect(r.err).toMatch(
+      /presented a certificate from outside our fleet: it was not issued by our fleet CA \(\w+\) \(CN beta, issuer .+, fingerprint ([0-9A-F]{2}:){31}[0-9A-F]{2}, expires \d{4}-/,
+    );
     expect(r.err).toContain("next: that machine belongs to another fleet");
   });
 
   it("a server that refuses our certificate: exit 8, naming ours (file, name, fingerprint, expiry)", async () => {
     const r = await send(urls.refusesUs);
     expect(r.code).toBe(8);
-    expect(r.err).toMatch(/refused our certificate.*: .*certs\/node\.crt, CN alpha, fingerprint ([0-9A-F]{2}:){31}[0-9A-F]{2}, expires \d{4}-\d\d-\d\dT/);
+    expect(r.err).toMatch(
+      /refused our certificate.*: .*certs\/node\.crt, CN alpha, fingerprint ([0-9A-F]{2}:){31}[0-9A-F]{2}, expires \d{4}-\d\d-\d\dT/,
+    );
     expect(r.err).toContain("next: the peer must trust the CA that issued ours");
   });
 

@@ -58,7 +58,9 @@ async function doctor(home: string, ...args: string[]) {
   return { code, out: io.out(), err: io.err() };
 }
 
-async function findings(home: string): Promise<{ code: number; ok: boolean; checks: Finding[]; by(check: string): Finding[] }> {
+async function findings(
+  home: string,
+): Promise<{ code: number; ok: boolean; checks: Finding[]; by(check: string): Finding[] }> {
   const r = await doctor(home, "--json", "--timeout", "3");
   expect(r.err).toBe("");
   const j = JSON.parse(r.out) as { home: string; ok: boolean; checks: Finding[] };
@@ -91,22 +93,50 @@ describe("doctor", () => {
     expect(f.code).toBe(1);
     expect(f.ok).toBe(false);
     const status = Object.fromEntries(f.checks.map((c) => [c.check, c.status]));
-    expect(status).toMatchObject({ certificate: "ok", "fleet CA": "ok", key: "ok", port: "ok", model: "ok", database: "ok", "peer beta": "ok", "peer gone": "fail", "peer alias": "fail", "peer gamma": "fail" });
+    expect(status).toMatchObject({
+      certificate: "ok",
+      "fleet CA": "ok",
+      key: "ok",
+      port: "ok",
+      model: "ok",
+      database: "ok",
+      "peer beta": "ok",
+      "peer gone": "fail",
+      "peer alias": "fail",
+      "peer gamma": "fail",
+    });
     expect(f.by("permissions").every((c) => c.status === "ok")).toBe(true);
-    expect(f.by("permissions").map((c) => c.detail)).toEqual([`${h} is 0700`, `${h}/secrets is 0700`, `${h}/secrets/node.key is 0600`, `${h}/secrets/ca.key is 0600`, `${h}/a2a-node.db is 0600`]);
+    expect(f.by("permissions").map((c) => c.detail)).toEqual([
+      `${h} is 0700`,
+      `${h}/secrets is 0700`,
+      `${h}/secrets/node.key is 0600`,
+      `${h}/secrets/ca.key is 0600`,
+      `${h}/a2a-node.db is 0600`,
+    ]);
     expect(f.by("certificate")[0].detail).toMatch(/^node "alpha": valid, expires in 36[45] days/);
     expect(f.by("port")[0].detail).toBe(`127.0.0.1:${port} is free for 'a2a-node serve'`);
     expect(f.by("model")[0].detail).toBe(`openai: ${model.url}/models answered 200`);
-    expect(f.by("peer beta")[0].detail).toMatch(new RegExp(`^${beta.url} answers over mutual TLS: card "beta".* \\(\\d+ ms\\), signed by beta$`));
-    expect(f.by("peer gone")[0]).toMatchObject({ detail: `cannot reach peer 'gone' at https://127.0.0.1:${closedPort}: connection refused`, fix: "is 'a2a-node serve' running there, on that port?" });
-    expect(f.by("peer alias")[0].detail).toMatch(/is not who we expected: the server is fleet node 'beta', not 'alias'/);
-    expect(f.by("peer gamma")[0].detail).toMatch(/is not who we expected: the server is 'gamma' by its fleet certificate, but that certificate \(fingerprint [0-9A-F:]+\) is not the pinned AB:AB:/);
+    expect(f.by("peer beta")[0].detail).toMatch(
+      new RegExp(`^${beta.url} answers over mutual TLS: card "beta".* \\(\\d+ ms\\), signed by beta$`),
+    );
+    expect(f.by("peer gone")[0]).toMatchObject({
+      detail: `cannot reach peer 'gone' at https://127.0.0.1:${closedPort}: connection refused`,
+      fix: "is 'a2a-node serve' running there, on that port?",
+    });
+    expect(f.by("peer alias")[0].detail).toMatch(
+      /is not who we expected: the server is fleet node 'beta', not 'alias'/,
+    );
+    expect(f.by("peer gamma")[0].detail).toMatch(
+      /is not who we expected: the server is 'gamma' by its fleet certificate, but that certificate \(fingerprint [0-9A-F:]+\) is not the pinned AB:AB:/,
+    );
 
     const text = await doctor(h, "--timeout", "3");
     expect(text.code).toBe(1);
     expect(text.out).toMatch(/^a2a-node doctor: .*\n/);
     expect(text.out).toMatch(/^✓ peer beta +https:\/\/127\.0\.0\.1:\d+ answers over mutual TLS/m);
-    expect(text.out).toMatch(/^✗ peer gone +cannot reach peer 'gone'.*\n +fix: is 'a2a-node serve' running there, on that port\?$/m);
+    expect(text.out).toMatch(
+      /^✗ peer gone +cannot reach peer 'gone'.*\n +fix: is 'a2a-node serve' running there, on that port\?$/m,
+    );
     expect(text.out).toMatch(/\n3 problems\n$/);
     for (const name of ["gone", "alias", "gamma"]) await runCli(["--home", h, "peers", "remove", name], bufferIo());
     rmSync(join(h, "config.toml"));
@@ -119,8 +149,11 @@ describe("doctor", () => {
     const cert = f.by("certificate")[0];
     expect(cert.status).toBe("fail");
     expect(cert.detail).toMatch(/^node "node\d+": expired on \d{4}-\d\d-\d\dT.*; peers refuse it$/);
-    // This home holds the fleet CA: it renews its own certificate, keeping the key (not a new bundle, which breaks pins).
-    expect(cert.fix).toBe("renew it here with this home's fleet CA, keeping its key (so pins of it hold): a2a-node pki renew");
+    // This home holds the fleet CA: it renews its own certificate, keeping the key (not a new bundle, which breaks
+    // pins).
+    expect(cert.fix).toBe(
+      "renew it here with this home's fleet CA, keeping its key (so pins of it hold): a2a-node pki renew",
+    );
     expect(f.by("fleet CA")[0].status).toBe("ok");
 
     // A home without the CA key gets its new certificate from the CA machine.
@@ -131,7 +164,9 @@ describe("doctor", () => {
     await installBundle(ensureHome(homePaths(far)), bundle, { now: then });
     const farCert = (await findings(far)).by("certificate")[0];
     expect(farCert.status).toBe("fail");
-    expect(farCert.fix).toMatch(/^get a new one: on the CA machine 'a2a-node pki issue faraway --out faraway\.bundle'; here, move .*node\.key and .*node\.crt aside, then 'a2a-node init-pki --bundle faraway\.bundle'$/);
+    expect(farCert.fix).toMatch(
+      /^get a new one: on the CA machine 'a2a-node pki issue faraway --out faraway\.bundle'; here, move .*node\.key and .*node\.crt aside, then 'a2a-node init-pki --bundle faraway\.bundle'$/,
+    );
   });
 
   it("a certificate expiring within 30 days is a warning, not a failure (exit 0)", async () => {
@@ -155,8 +190,18 @@ describe("doctor", () => {
     const f = await findings(h);
     expect(f.code).toBe(1);
     expect(f.by("permissions").filter((c) => c.status === "fail")).toEqual([
-      { check: "permissions", status: "fail", detail: `${h} is 0755: others can look inside, and it holds keys`, fix: `chmod 700 ${h}` },
-      { check: "permissions", status: "fail", detail: `${homePaths(h).nodeKey} is 0644: readable by others`, fix: `chmod 600 ${homePaths(h).nodeKey}` },
+      {
+        check: "permissions",
+        status: "fail",
+        detail: `${h} is 0755: others can look inside, and it holds keys`,
+        fix: `chmod 700 ${h}`,
+      },
+      {
+        check: "permissions",
+        status: "fail",
+        detail: `${homePaths(h).nodeKey} is 0644: readable by others`,
+        fix: `chmod 600 ${homePaths(h).nodeKey}`,
+      },
     ]);
   });
 
@@ -174,7 +219,9 @@ describe("doctor", () => {
     copyFileSync(homePaths(other.homes.stranger).caCert, homePaths(h).caCert);
     const f = await findings(h);
     expect(f.by("fleet CA")[0]).toMatchObject({ status: "fail" });
-    expect(f.by("fleet CA")[0].detail).toMatch(/^the node certificate was not issued by this home's fleet CA "a2a-node fleet CA [0-9a-f]+ \(stranger\)"$/);
+    expect(f.by("fleet CA")[0].detail).toMatch(
+      /^the node certificate was not issued by this home's fleet CA "a2a-node fleet CA [0-9a-f]+ \(stranger\)"$/,
+    );
   });
 
   it("the port: in use by another process fails; held by this home's running node is fine", async () => {
@@ -185,7 +232,10 @@ describe("doctor", () => {
     });
     try {
       const f = await findings(h);
-      expect(f.by("port")[0]).toMatchObject({ status: "fail", detail: `127.0.0.1:${busy} is in use by another process (not this home's node)` });
+      expect(f.by("port")[0]).toMatchObject({
+        status: "fail",
+        detail: `127.0.0.1:${busy} is in use by another process (not this home's node)`,
+      });
       expect(f.by("port")[0].fix).toContain(`ss -ltnp sport = :${busy}`);
     } finally {
       await new Promise((r) => squatter.close(r));
@@ -193,7 +243,10 @@ describe("doctor", () => {
     const node = await serveBinary(h, ["--port", String(busy)]);
     try {
       const f = await findings(h);
-      expect(f.by("port")[0]).toMatchObject({ status: "ok", detail: `127.0.0.1:${busy} is held by this home's node (PID ${node.pid}), which answers at https://127.0.0.1:${busy}/health/ready` });
+      expect(f.by("port")[0]).toMatchObject({
+        status: "ok",
+        detail: `127.0.0.1:${busy} is held by this home's node (PID ${node.pid}), which answers at https://127.0.0.1:${busy}/health/ready`,
+      });
       expect(f.by("database")[0].status).toBe("ok");
       expect(f.code).toBe(0);
     } finally {
@@ -206,14 +259,34 @@ describe("doctor", () => {
     const node = await serveBinary(h, ["--executor", "openai", "--model-url", model.url]);
     try {
       const f = await findings(h);
-      expect(f.by("node")[0]).toMatchObject({ status: "ok", detail: expect.stringMatching(new RegExp(`^PID ${node.pid}, node "node\\d+" since .*, executor openai, tasks in .*a2a-node\\.db; settings from flags: host, port, executor, model_url$`)) });
-      expect(f.by("port")[0]).toMatchObject({ status: "ok", detail: `127.0.0.1:${node.port} is held by this home's node (PID ${node.pid}), which answers at https://127.0.0.1:${node.port}/health/ready` });
-      expect(f.by("model")[0]).toMatchObject({ status: "ok", detail: expect.stringMatching(new RegExp(`^openai at ${model.url.replace(/[.]/g, "\\.")}: .* answered 200 \\(as the running node sees it\\)$`)) });
+      expect(f.by("node")[0]).toMatchObject({
+        status: "ok",
+        detail: expect.stringMatching(
+          new RegExp(
+            `^PID ${node.pid}, node "node\\d+" since .*, executor openai, tasks in .*a2a-node\\.db; settings from flags: host, port, executor, model_url$`,
+          ),
+        ),
+      });
+      expect(f.by("port")[0]).toMatchObject({
+        status: "ok",
+        detail: `127.0.0.1:${node.port} is held by this home's node (PID ${node.pid}), which answers at https://127.0.0.1:${node.port}/health/ready`,
+      });
+      expect(f.by("model")[0]).toMatchObject({
+        status: "ok",
+        detail: expect.stringMatching(
+          new RegExp(
+            `^openai at ${model.url.replace(/[.]/g, "\\.")}: .* answered 200 \\(as the running node sees it\\)$`,
+          ),
+        ),
+      });
       expect(f.code, JSON.stringify(f.checks.filter((c) => c.status === "fail"))).toBe(0);
       // The model server going away is seen as the node sees it.
       model.stop();
       const down = await findings(h);
-      expect(down.by("model")[0]).toMatchObject({ status: "fail", detail: expect.stringContaining("(as the running node sees it)") });
+      expect(down.by("model")[0]).toMatchObject({
+        status: "fail",
+        detail: expect.stringContaining("(as the running node sees it)"),
+      });
       expect(down.by("model")[0].fix).toContain(model.url);
     } finally {
       await node.stop();
@@ -246,7 +319,14 @@ describe("doctor", () => {
     const missing = join(tmp, "nowhere");
     const r = await findings(missing);
     expect(r.code).toBe(1);
-    expect(r.checks).toEqual([{ check: "home", status: "fail", detail: `no a2a-node home at ${missing}`, fix: "a2a-node init-pki --name NAME (a new fleet) or --bundle FILE; or pass --home DIR" }]);
+    expect(r.checks).toEqual([
+      {
+        check: "home",
+        status: "fail",
+        detail: `no a2a-node home at ${missing}`,
+        fix: "a2a-node init-pki --name NAME (a new fleet) or --bundle FILE; or pass --home DIR",
+      },
+    ]);
   });
 
   it("a peer that accepts the connection but never answers is given up after --timeout", async () => {
@@ -268,14 +348,22 @@ describe("doctor", () => {
     }
   });
 
-  it.skipIf(process.getuid?.() !== 0)("a home the caller cannot look inside says whose it is and how to check it (run as nobody)", async () => {
-    const h = await home(`executor = "echo"\n`);
-    chmodSync(tmp, 0o711); // as /var/lib is: others may pass through to the home, not look inside it
-    const p = Bun.spawnSync(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", requireBinary(), "--home", h, "doctor"], { stdout: "pipe", stderr: "pipe", env: { PATH: "/usr/bin:/bin" } });
-    expect(p.stderr.toString()).toBe("");
-    expect(p.exitCode).toBe(1);
-    expect(p.stdout.toString()).toBe(`a2a-node doctor: ${h}\n✗ home  cannot look inside ${h} (owned by uid 0)\n        fix: run doctor as its owner: sudo a2a-node doctor --home ${h}\n1 problem\n`);
-  });
+  it.skipIf(process.getuid?.() !== 0)(
+    "a home the caller cannot look inside says whose it is and how to check it (run as nobody)",
+    async () => {
+      const h = await home(`executor = "echo"\n`);
+      chmodSync(tmp, 0o711); // as /var/lib is: others may pass through to the home, not look inside it
+      const p = Bun.spawnSync(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", requireBinary(), "--home", h, "doctor"],
+        { stdout: "pipe", stderr: "pipe", env: { PATH: "/usr/bin:/bin" } },
+      );
+      expect(p.stderr.toString()).toBe("");
+      expect(p.exitCode).toBe(1);
+      expect(p.stdout.toString()).toBe(
+        `a2a-node doctor: ${h}\n✗ home  cannot look inside ${h} (owned by uid 0)\n        fix: run doctor as its owner: sudo a2a-node doctor --home ${h}\n1 problem\n`,
+      );
+    },
+  );
 
   it("usage errors", async () => {
     mkdirSync(join(tmp, "u"), { recursive: true });

@@ -10,8 +10,8 @@ function section(help: string, heading: string): string {
   return m![1];
 }
 
-const subcommands = (await Promise.all(COMMANDS.map(async (c) => ({ name: c.name, command: await c.load() })))).flatMap(({ name, command }) =>
-  (command.subcommands ?? []).map((sub) => [name, sub.name]),
+const subcommands = (await Promise.all(COMMANDS.map(async (c) => ({ name: c.name, command: await c.load() })))).flatMap(
+  ({ name, command }) => (command.subcommands ?? []).map((sub) => [name, sub.name]),
 );
 
 describe("help", () => {
@@ -19,50 +19,72 @@ describe("help", () => {
     for (const c of COMMANDS) expect(TOP_HELP).toContain(`  ${c.name}`);
   });
 
-  it.each(COMMANDS.map((c) => [c.name]))("'%s --help' has a summary, usage, examples, exit codes, and every flag it parses", async (name) => {
-    const entry = COMMANDS.find((c) => c.name === name)!;
-    const command = await entry.load();
-    const io = bufferIo();
-    expect(await runCli([name, "--help"], io)).toBe(0);
-    expect(io.err()).toBe("");
-    const help = io.out();
-    // The summary heads the help, and is the one the overview lists.
-    expect(command.summary).toBe(entry.summary);
-    expect(command.summary.length).toBeGreaterThan(10);
-    expect(help.split("\n")[0]).toBe(`a2a-node ${name}: ${entry.summary}`);
-    expect(section(help, "USAGE")).toMatch(new RegExp(`^ +(sudo )?a2a-node ${name}\\b`, "m"));
-    expect(section(help, "EXAMPLES")).toMatch(new RegExp(`^ +(sudo )?a2a-node ${name}\\b`, "m"));
-    expect(section(help, "EXIT CODES")).toMatch(/\b0\b/);
-    const flags = [...Object.keys(command.flags), ...(command.subcommands ?? []).flatMap((s) => Object.keys(s.flags))];
-    for (const flag of flags) expect(help, `--${flag} is not in '${name} --help'`).toMatch(new RegExp(`--${flag}\\b`));
-  });
+  it.each(COMMANDS.map((c) => [c.name]))(
+    "'%s --help' has a summary, usage, examples, exit codes, and every flag it parses",
+    async (name) => {
+      const entry = COMMANDS.find((c) => c.name === name)!;
+      const command = await entry.load();
+      const io = bufferIo();
+      expect(await runCli([name, "--help"], io)).toBe(0);
+      expect(io.err()).toBe("");
+      const help = io.out();
+      // The summary heads the help, and is the one the overview lists.
+      expect(command.summary).toBe(entry.summary);
+      expect(command.summary.length).toBeGreaterThan(10);
+      expect(help.split("\n")[0]).toBe(`a2a-node ${name}: ${entry.summary}`);
+      expect(section(help, "USAGE")).toMatch(new RegExp(`^ +(sudo )?a2a-node ${name}\\b`, "m"));
+      expect(section(help, "EXAMPLES")).toMatch(new RegExp(`^ +(sudo )?a2a-node ${name}\\b`, "m"));
+      expect(section(help, "EXIT CODES")).toMatch(/\b0\b/);
+      const flags = [
+        ...Object.keys(command.flags),
+        ...(command.subcommands ?? []).flatMap((s) => Object.keys(s.flags)),
+      ];
+      for (const flag of flags)
+        expect(help, `--${flag} is not in '${name} --help'`).toMatch(new RegExp(`--${flag}\\b`));
+    },
+  );
 
   it("the walk sees the subcommands", () => {
-    expect(subcommands).toEqual(expect.arrayContaining([["pki", "issue"], ["peers", "add"], ["service", "install"], ["completion", "bash"]]));
+    expect(subcommands).toEqual(
+      expect.arrayContaining([
+        ["pki", "issue"],
+        ["peers", "add"],
+        ["service", "install"],
+        ["completion", "bash"],
+      ]),
+    );
   });
 
-  it.each(subcommands)("'%s %s --help' shows that subcommand alone: usage, every flag it parses, an example", async (name, sub) => {
-    const command = await COMMANDS.find((c) => c.name === name)!.load();
-    const io = bufferIo();
-    expect(await runCli([name, sub, "--help"], io)).toBe(0);
-    expect(io.err()).toBe("");
-    const help = io.out();
-    expect(help.split("\n")[0]).toBe(`a2a-node ${name} ${sub}`);
-    expect(section(help, "USAGE")).toMatch(new RegExp(`^ +(sudo )?a2a-node ${name} ${sub}\\b`, "m"));
-    expect(section(help, "EXAMPLES")).toMatch(new RegExp(`a2a-node ${name} ${sub}\\b`));
-    expect(section(help, "EXIT CODES")).toMatch(/\b0\b/);
-    for (const flag of Object.keys(command.subcommands!.find((s) => s.name === sub)!.flags)) expect(help, `--${flag}`).toMatch(new RegExp(`--${flag}\\b`));
-    // No other subcommand's usage: 'pki token --help' is about pki token (it once printed the group's 149 lines).
-    for (const other of command.subcommands!.filter((s) => s.name !== sub))
-      expect(section(help, "USAGE"), other.name).not.toMatch(new RegExp(`a2a-node ${name} ${other.name}(?![\\w-])`));
-    // 'help CMD SUB' is the same page.
-    const viaHelp = bufferIo();
-    expect(await runCli(["help", name, sub], viaHelp)).toBe(0);
-    expect(viaHelp.out()).toBe(help);
-  });
+  it.each(subcommands)(
+    "'%s %s --help' shows that subcommand alone: usage, every flag it parses, an example",
+    async (name, sub) => {
+      const command = await COMMANDS.find((c) => c.name === name)!.load();
+      const io = bufferIo();
+      expect(await runCli([name, sub, "--help"], io)).toBe(0);
+      expect(io.err()).toBe("");
+      const help = io.out();
+      expect(help.split("\n")[0]).toBe(`a2a-node ${name} ${sub}`);
+      expect(section(help, "USAGE")).toMatch(new RegExp(`^ +(sudo )?a2a-node ${name} ${sub}\\b`, "m"));
+      expect(section(help, "EXAMPLES")).toMatch(new RegExp(`a2a-node ${name} ${sub}\\b`));
+      expect(section(help, "EXIT CODES")).toMatch(/\b0\b/);
+      for (const flag of Object.keys(command.subcommands!.find((s) => s.name === sub)!.flags))
+        expect(help, `--${flag}`).toMatch(new RegExp(`--${flag}\\b`));
+      // No other subcommand's usage: 'pki token --help' is about pki token (it once printed the group's 149 lines).
+      for (const other of command.subcommands!.filter((s) => s.name !== sub))
+        expect(section(help, "USAGE"), other.name).not.toMatch(new RegExp(`a2a-node ${name} ${other.name}(?![\\w-])`));
+      // 'help CMD SUB' is the same page.
+      const viaHelp = bufferIo();
+      expect(await runCli(["help", name, sub], viaHelp)).toBe(0);
+      expect(viaHelp.out()).toBe(help);
+    },
+  );
 
   it("pki token --help, peers add --help and service install --help are a page, not the group's", async () => {
-    for (const [name, sub] of [["pki", "token"], ["peers", "add"], ["service", "install"]]) {
+    for (const [name, sub] of [
+      ["pki", "token"],
+      ["peers", "add"],
+      ["service", "install"],
+    ]) {
       const group = bufferIo();
       const one = bufferIo();
       await runCli([name, "--help"], group);
@@ -73,7 +95,8 @@ describe("help", () => {
 
   it("the overview's exit codes are every ExitCode, each with its meaning", () => {
     const codes = section(TOP_HELP, "EXIT CODES");
-    for (const [key, code] of Object.entries(ExitCode)) expect(codes).toContain(`${code}  ${EXIT_CODE_MEANINGS[key as keyof typeof ExitCode]}`);
+    for (const [key, code] of Object.entries(ExitCode))
+      expect(codes).toContain(`${code}  ${EXIT_CODE_MEANINGS[key as keyof typeof ExitCode]}`);
     expect(codes).toContain("6  the task waits for input");
     // One code a line (they once ran together: "...task completed)1 failure").
     expect(codes.trimEnd().split("\n")).toHaveLength(Object.keys(ExitCode).length);
@@ -106,7 +129,9 @@ describe("help", () => {
     expect(sub.err()).toContain("unknown pki subcommand 'revok' (did you mean 'revoke'?)");
     const subFlag = bufferIo();
     expect(await runCli(["peers", "add", "beta", "https://h:9443", "--pinn"], subFlag)).toBe(2);
-    expect(subFlag.err()).toBe("a2a-node: unknown flag '--pinn' (did you mean '--pin'?)\nsee 'a2a-node peers add --help'\n");
+    expect(subFlag.err()).toBe(
+      "a2a-node: unknown flag '--pinn' (did you mean '--pin'?)\nsee 'a2a-node peers add --help'\n",
+    );
     const far = bufferIo();
     expect(await runCli(["xyzzy"], far)).toBe(2);
     expect(far.err()).toBe("a2a-node: unknown command 'xyzzy'\nsee 'a2a-node --help'\n");

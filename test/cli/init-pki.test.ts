@@ -29,7 +29,8 @@ async function failure(p: Promise<unknown>): Promise<CliError> {
 describe("a2a-node init-pki", () => {
   it("has help with usage, examples and exit codes", () => {
     expect(initPkiCommand.name).toBe("init-pki");
-    for (const section of ["USAGE", "FLAGS", "EXAMPLES", "EXIT CODES"]) expect(initPkiCommand.help).toMatch(new RegExp(`^${section}$`, "m"));
+    for (const section of ["USAGE", "FLAGS", "EXAMPLES", "EXIT CODES"])
+      expect(initPkiCommand.help).toMatch(new RegExp(`^${section}$`, "m"));
     expect(initPkiCommand.help).toContain("a2a-node init-pki --bundle FILE");
     expect(initPkiCommand.summary.length).toBeGreaterThan(10);
   });
@@ -97,7 +98,9 @@ describe("a2a-node init-pki", () => {
     // Says whose identity is there and when it was made (npm start makes one unasked), not just "exists".
     const today = new Date().toISOString().slice(0, 10);
     const caCn = inspectCert(readFileSync(homePaths(home).caCert, "utf8")).subjectCn;
-    expect(err.message).toBe(`${home} already holds the identity of node "alice" (fleet CA "${caCn}", made ${today}); a home is one node, and its key is never replaced`);
+    expect(err.message).toBe(
+      `${home} already holds the identity of node "alice" (fleet CA "${caCn}", made ${today}); a home is one node, and its key is never replaced`,
+    );
     expect(err.hint).toMatch(/a2a-node pki show; 'npm start' makes one named after the host/);
     expect(err.hint).toMatch(/a2a-node --home DIR init-pki/);
     // The same for a bundle: the home is already a node.
@@ -168,7 +171,9 @@ describe("a2a-node init-pki --csr, then pki sign and pki import", () => {
     expect(req.out).toContain(`made this node's key ${homePaths(home).nodeKey} (it never leaves this machine)\n`);
     expect(req.out).toContain(`wrote a certificate request for "carol" to ${csr}\n`);
     expect(req.out).toMatch(/SANs asked for +carol, localhost, 127\.0\.0\.1, .*10\.0\.0\.8\n/);
-    expect(req.out).toContain(`next: copy ${csr} to the CA machine and run 'a2a-node pki sign ${csr} --out carol.crt' there;`);
+    expect(req.out).toContain(
+      `next: copy ${csr} to the CA machine and run 'a2a-node pki sign ${csr} --out carol.crt' there;`,
+    );
     expect(statSync(homePaths(home).nodeKey).mode & 0o777).toBe(0o600);
     expect(readFileSync(csr, "utf8")).not.toContain("PRIVATE KEY");
 
@@ -186,12 +191,17 @@ describe("a2a-node init-pki --csr, then pki sign and pki import", () => {
     expect(signed.code).toBe(0);
     expect(signed.out).toContain(`signed "carol" into ${cert}\n`);
     expect(signed.out).toMatch(/expires +.* \(in 30 days\)\n/);
-    expect(signed.out).toContain(`next: copy ${cert} and certs/ca.crt to carol, and there run 'a2a-node pki import CERT --ca ca.crt'`);
+    expect(signed.out).toContain(
+      `next: copy ${cert} and certs/ca.crt to carol, and there run 'a2a-node pki import CERT --ca ca.crt'`,
+    );
 
     const imported = await pki(["import", cert, "--ca", homePaths(caHome).caCert, "--json"], home);
     const j = JSON.parse(imported.out);
     expect(j.node).toMatchObject({ name: "carol", certPath: homePaths(home).nodeCert });
-    expect(j.ca).toMatchObject({ keyPath: null, fingerprint256: inspectCert(readFileSync(homePaths(caHome).caCert, "utf8")).fingerprint256 });
+    expect(j.ca).toMatchObject({
+      keyPath: null,
+      fingerprint256: inspectCert(readFileSync(homePaths(caHome).caCert, "utf8")).fingerprint256,
+    });
     expect(j.node.fingerprint256).toBe(inspectCert(readFileSync(homePaths(home).nodeCert, "utf8")).fingerprint256);
   });
 

@@ -43,15 +43,22 @@ beforeAll(async () => {
 describe("a2a-node pki", () => {
   it("has help listing the subcommands, with examples and exit codes", () => {
     expect(pkiCommand.name).toBe("pki");
-    for (const section of ["USAGE", "SUBCOMMANDS", "EXAMPLES", "EXIT CODES"]) expect(pkiCommand.help).toMatch(new RegExp(`^${section}$`, "m"));
+    for (const section of ["USAGE", "SUBCOMMANDS", "EXAMPLES", "EXIT CODES"])
+      expect(pkiCommand.help).toMatch(new RegExp(`^${section}$`, "m"));
     expect(pkiCommand.help).toMatch(/^ {2}issue {3}/m);
     expect(pkiCommand.help).toMatch(/^ {2}show {4}/m);
   });
 
   it.each([
-    [[], /pki needs a subcommand: token, issue, sign, import, list, revoke, export-crl, import-crl, renew, needs-renewal, show, inspect/],
+    [
+      [],
+      /pki needs a subcommand: token, issue, sign, import, list, revoke, export-crl, import-crl, renew, needs-renewal, show, inspect/,
+    ],
     [["token"], /pki token needs --name NAME/],
-    [["token", "--name", "x", "--ttl", "1 hour"], /--ttl must be a number and a unit, such as 15m, 1h or 2d \(got '1 hour'\)/],
+    [
+      ["token", "--name", "x", "--ttl", "1 hour"],
+      /--ttl must be a number and a unit, such as 15m, 1h or 2d \(got '1 hour'\)/,
+    ],
     [["token", "--name", "x", "--ttl", "10"], /--ttl must be a number and a unit/],
     [["revoke"], /pki revoke needs a NAME or SERIAL/],
     [["export-crl"], /pki export-crl needs --out FILE/],
@@ -81,7 +88,9 @@ describe("a2a-node pki issue", () => {
     expect(inspectCert(bundle.cert).sans).toEqual(["carol", "localhost", "127.0.0.1", "carol.lan", "10.0.0.7"]);
     expect(r.out).toContain(`issued "carol" into ${out}`);
     expect(r.out).toContain(`fingerprint  ${inspectCert(bundle.cert).fingerprint256}`);
-    expect(r.out).toContain("next: copy it to carol over a private channel, run 'a2a-node init-pki --bundle FILE' there");
+    expect(r.out).toContain(
+      "next: copy it to carol over a private channel, run 'a2a-node init-pki --bundle FILE' there",
+    );
     expect(r.out).not.toContain("PRIVATE KEY");
   });
 
@@ -116,15 +125,18 @@ describe("a2a-node pki issue", () => {
     expect(existsSync(out)).toBe(false);
   });
 
-  it.each(["local", "LOCAL", "localhost"])("refuses the reserved name %j with exit 1, saying what it means, and writes nothing", async (name) => {
-    const out = join(tmp(), "reserved.bundle");
-    const err = await failure(pki(["issue", name, "--out", out], caHome));
-    expect(err).not.toBeInstanceOf(UsageError);
-    expect(err.exitCode).toBe(1);
-    expect(err.message).toMatch(new RegExp(`^the name "${name.toLowerCase()}" is reserved: `));
-    expect(err.hint).toBe("choose another name for this node, such as the machine's host name");
-    expect(existsSync(out)).toBe(false);
-  });
+  it.each(["local", "LOCAL", "localhost"])(
+    "refuses the reserved name %j with exit 1, saying what it means, and writes nothing",
+    async (name) => {
+      const out = join(tmp(), "reserved.bundle");
+      const err = await failure(pki(["issue", name, "--out", out], caHome));
+      expect(err).not.toBeInstanceOf(UsageError);
+      expect(err.exitCode).toBe(1);
+      expect(err.message).toMatch(new RegExp(`^the name "${name.toLowerCase()}" is reserved: `));
+      expect(err.hint).toBe("choose another name for this node, such as the machine's host name");
+      expect(existsSync(out)).toBe(false);
+    },
+  );
 
   it("turns a bad SAN into exit 1 with a hint", async () => {
     const err = await failure(pki(["issue", "gina", "--san", "no spaces", "--out", join(tmp(), "g")], caHome));
@@ -149,7 +161,11 @@ describe("a2a-node pki show", () => {
     const a = JSON.parse((await pki(["show", "--json"], caHome)).out);
     const b = JSON.parse((await pki(["show", "--json"], bundleHome)).out);
     expect(a).toMatchObject({ name: "alice", expired: false, ca: { hasKey: true } });
-    expect(b).toMatchObject({ name: "bob", expired: false, ca: { hasKey: false, fingerprint256: a.ca.fingerprint256 } });
+    expect(b).toMatchObject({
+      name: "bob",
+      expired: false,
+      ca: { hasKey: false, fingerprint256: a.ca.fingerprint256 },
+    });
     expect(b.fingerprint256).toBe(inspectCert(readFileSync(homePaths(bundleHome).nodeCert, "utf8")).fingerprint256);
     expect(b.sans).toEqual(["bob", "localhost", "127.0.0.1"]);
     expect(new Date(b.notAfter).getTime()).toBeGreaterThan(Date.now());
@@ -179,7 +195,9 @@ describe("a2a-node pki issue --replace and pki list", () => {
 
     const err = await failure(pki(["issue", "hank", "--out", join(tmp(), "h2")], home));
     expect(err.exitCode).toBe(1);
-    expect(err.message).toBe(`"hank" already has a valid certificate (serial ${first.serial}, expires ${first.notAfter})`);
+    expect(err.message).toBe(
+      `"hank" already has a valid certificate (serial ${first.serial}, expires ${first.notAfter})`,
+    );
     expect(err.hint).toContain("pass --replace to issue a new one and revoke the old one");
 
     const h3 = join(tmp(), "h3");
@@ -201,8 +219,19 @@ describe("a2a-node pki issue --replace and pki list", () => {
 
     const json = JSON.parse((await pki(["list", "--json"], home)).out);
     expect(json).toHaveLength(3);
-    expect(json[1]).toMatchObject({ name: "hank", serial: first.serial, status: "revoked", revokeReason: `replaced by ${second.serialNumber}` });
-    expect(json[2]).toMatchObject({ name: "hank", serial: second.serialNumber, status: "valid", revokedAt: null, how: "bundle" });
+    expect(json[1]).toMatchObject({
+      name: "hank",
+      serial: first.serial,
+      status: "revoked",
+      revokeReason: `replaced by ${second.serialNumber}`,
+    });
+    expect(json[2]).toMatchObject({
+      name: "hank",
+      serial: second.serialNumber,
+      status: "valid",
+      revokedAt: null,
+      how: "bundle",
+    });
   });
 
   it("list on a home without the CA key says where to run it", async () => {
@@ -234,7 +263,10 @@ describe("a2a-node pki inspect", () => {
     expect(foreign).toMatchObject({ subjectCn: "zed", status: "valid", isCa: false, fleetCa: { chains: false } });
     expect(foreign.fleetCa.reason).toMatch(/^its issuer is "CN=a2a-node fleet CA/);
     const ca = JSON.parse((await pki(["inspect", homePaths(caHome).caCert, "--json"], caHome)).out);
-    expect(ca).toMatchObject({ isCa: true, fleetCa: { chains: true, reason: "it is the fleet CA certificate itself" } });
+    expect(ca).toMatchObject({
+      isCa: true,
+      fleetCa: { chains: true, reason: "it is the fleet CA certificate itself" },
+    });
     expect((await pki(["inspect", homePaths(caHome).caCert], caHome)).out).toContain("kind          CA certificate\n");
   });
 
@@ -293,8 +325,12 @@ describe("a2a-node pki needs-renewal", () => {
 describe("a2a-node pki show: the revocation list in force", () => {
   it("none yet: says so and where one comes from; --json has crl null; the key pin is shown", async () => {
     const { out } = await pki(["show"], bundleHome);
-    expect(out).toContain("revocation list none here: nothing is refused as revoked (the CA home writes one at 'pki revoke';\n");
-    expect(out).toContain(`key pin         ${keyPinOf(readFileSync(homePaths(bundleHome).nodeCert, "utf8"))} (renewals keep it;`);
+    expect(out).toContain(
+      "revocation list none here: nothing is refused as revoked (the CA home writes one at 'pki revoke';\n",
+    );
+    expect(out).toContain(
+      `key pin         ${keyPinOf(readFileSync(homePaths(bundleHome).nodeCert, "utf8"))} (renewals keep it;`,
+    );
     const json = JSON.parse((await pki(["show", "--json"], bundleHome)).out);
     expect(json.crl).toBeNull();
     expect(json.keyPin).toBe(keyPinOf(readFileSync(homePaths(bundleHome).nodeCert, "utf8")));
@@ -309,7 +345,9 @@ describe("a2a-node pki show: the revocation list in force", () => {
     await pki(["revoke", "ivy"], home);
     await pki(["revoke", "ida"], home);
     const local = await pki(["show"], home);
-    expect(local.out).toMatch(/\nrevocation list number 2, 2 revoked certificates\n {16}issued \d{4}-\d\d-\d\d \d\d:\d\d UTC, next update (\d{4}-\d\d-\d\d \d\d:\d\d UTC|not set)\n {16}from: signed by this home's CA on \d{4}-/);
+    expect(local.out).toMatch(
+      /\nrevocation list number 2, 2 revoked certificates\n {16}issued \d{4}-\d\d-\d\d \d\d:\d\d UTC, next update (\d{4}-\d\d-\d\d \d\d:\d\d UTC|not set)\n {16}from: signed by this home's CA on \d{4}-/,
+    );
     expect(local.out).toContain(`\n                ${homePaths(home).crl}\n`);
     const j = JSON.parse((await pki(["show", "--json"], home)).out).crl;
     expect(j).toMatchObject({ path: homePaths(home).crl, number: 2, revoked: 2, source: { kind: "local-ca" } });
@@ -323,12 +361,24 @@ describe("a2a-node pki show: the revocation list in force", () => {
     const file = join(tmp(), "fleet.crl");
     await pki(["export-crl", "--out", file], home);
     await pki(["import-crl", file], other);
-    expect((await pki(["show"], other)).out).toMatch(new RegExp(`\nrevocation list number 3, 2 revoked certificates\n.*\n {16}from: imported from ${file.replace(/[.]/g, "\\.")} on \\d{4}-`));
-    expect(JSON.parse((await pki(["show", "--json"], other)).out).crl).toMatchObject({ number: 3, revoked: 2, source: { kind: "imported", file } });
+    expect((await pki(["show"], other)).out).toMatch(
+      new RegExp(
+        `\nrevocation list number 3, 2 revoked certificates\n.*\n {16}from: imported from ${file.replace(/[.]/g, "\\.")} on \\d{4}-`,
+      ),
+    );
+    expect(JSON.parse((await pki(["show", "--json"], other)).out).crl).toMatchObject({
+      number: 3,
+      revoked: 2,
+      source: { kind: "imported", file },
+    });
 
     // The daemon's fetch from ca_peer records itself; asked again, it notes that the list is still current.
     await pki(["export-crl", "--out", join(tmp(), "newer.crl")], home);
-    const state = new RevocationState(homePaths(other).crl, () => ({ caPem: readFileSync(homePaths(other).caCert, "utf8"), name: "olive", serialNumber: "01" }), createLogger(() => {}, "error"));
+    const state = new RevocationState(
+      homePaths(other).crl,
+      () => ({ caPem: readFileSync(homePaths(other).caCert, "utf8"), name: "olive", serialNumber: "01" }),
+      createLogger(() => {}, "error"),
+    );
     state.loadFromDisk();
     expect(state.offer(readFileSync(homePaths(home).crl, "utf8"), "peer 'ca'", "ca")).toBe(true);
     const fetched = JSON.parse((await pki(["show", "--json"], other)).out).crl;
@@ -338,12 +388,19 @@ describe("a2a-node pki show: the revocation list in force", () => {
     const checked = JSON.parse((await pki(["show", "--json"], other)).out).crl;
     expect(checked.source).toMatchObject({ kind: "ca-peer", peer: "ca", at: fetched.source.at });
     expect(typeof checked.source.checkedAt).toBe("string");
-    expect((await pki(["show"], other)).out).toMatch(/\n {16}from: fetched from ca_peer 'ca' on \d{4}-\d\d-\d\d \d\d:\d\d UTC, still current there on \d{4}-/);
+    expect((await pki(["show"], other)).out).toMatch(
+      /\n {16}from: fetched from ca_peer 'ca' on \d{4}-\d\d-\d\d \d\d:\d\d UTC, still current there on \d{4}-/,
+    );
 
     // A list copied in by hand: the record is of another list, so the source is not told.
     copyFileSync(file, homePaths(other).crl);
-    expect(JSON.parse((await pki(["show", "--json"], other)).out).crl).toMatchObject({ number: 3, source: { kind: "unknown" } });
-    expect((await pki(["show"], other)).out).toContain("from: not recorded (installed before this was kept, or copied in by hand)");
+    expect(JSON.parse((await pki(["show", "--json"], other)).out).crl).toMatchObject({
+      number: 3,
+      source: { kind: "unknown" },
+    });
+    expect((await pki(["show"], other)).out).toContain(
+      "from: not recorded (installed before this was kept, or copied in by hand)",
+    );
   });
 
   it("a list that is not the fleet CA's is reported, not trusted", async () => {
@@ -353,7 +410,10 @@ describe("a2a-node pki show: the revocation list in force", () => {
     const r = await pki(["show"], home);
     expect(r.code).toBe(0);
     expect(r.out).toContain(`revocation list ${homePaths(home).crl} cannot be used: `);
-    expect(JSON.parse((await pki(["show", "--json"], home)).out).crl).toMatchObject({ path: homePaths(home).crl, error: expect.any(String) });
+    expect(JSON.parse((await pki(["show", "--json"], home)).out).crl).toMatchObject({
+      path: homePaths(home).crl,
+      error: expect.any(String),
+    });
   });
 });
 
@@ -366,11 +426,20 @@ describe("a2a-node pki revoke, export-crl, import-crl", () => {
     expect(r.code).toBe(0);
     expect(r.out).toMatch(new RegExp(`^revoked "ivy" serial ${issued.serial} \\(was valid until \\d{4}-`));
     expect(r.out).toMatch(/\nsigned revocation list number 1 \(1 revoked certificate\) into .*certs\/crl\.pem\n/);
-    expect(r.out).toContain("next: nodes with ca_peer set to this node fetch it within crl_refresh_seconds (SIGHUP: at once);");
+    expect(r.out).toContain(
+      "next: nodes with ca_peer set to this node fetch it within crl_refresh_seconds (SIGHUP: at once);",
+    );
     const again = JSON.parse((await pki(["revoke", issued.serial, "--json"], home)).out);
-    expect(again).toMatchObject({ revoked: [], alreadyRevoked: [{ name: "ivy", serial: issued.serial, revokeReason: "stolen" }], crl: { number: 2, revoked: 1 } });
+    expect(again).toMatchObject({
+      revoked: [],
+      alreadyRevoked: [{ name: "ivy", serial: issued.serial, revokeReason: "stolen" }],
+      crl: { number: 2, revoked: 1 },
+    });
     const list = JSON.parse((await pki(["list", "--json"], home)).out);
-    expect(list.find((c: { name: string }) => c.name === "ivy")).toMatchObject({ status: "revoked", revokeReason: "stolen" });
+    expect(list.find((c: { name: string }) => c.name === "ivy")).toMatchObject({
+      status: "revoked",
+      revokeReason: "stolen",
+    });
 
     const unknown = await failure(pki(["revoke", "nobody"], home));
     expect(unknown.exitCode).toBe(ExitCode.NotFound);
@@ -378,7 +447,11 @@ describe("a2a-node pki revoke, export-crl, import-crl", () => {
 
     const crl = join(tmp(), "fleet.crl");
     const exported = await pki(["export-crl", "--out", crl], home);
-    expect(exported.out).toMatch(new RegExp(`^wrote revocation list number 3 \\(1 revoked, signed .*\\) to ${crl.replace(/[.]/g, "\\.")}\nnext: on each machine, a2a-node pki import-crl `));
+    expect(exported.out).toMatch(
+      new RegExp(
+        `^wrote revocation list number 3 \\(1 revoked, signed .*\\) to ${crl.replace(/[.]/g, "\\.")}\nnext: on each machine, a2a-node pki import-crl `,
+      ),
+    );
     const shown = await pki(["inspect", crl], home);
     expect(shown.out).toContain("kind          revocation list number 3, signed by this home's fleet CA on ");
     expect(shown.out).toContain(`revoked       ${issued.serial} (on `);
@@ -387,8 +460,12 @@ describe("a2a-node pki revoke, export-crl, import-crl", () => {
     const b = join(tmp(), "o.bundle");
     await pki(["issue", "olive", "--out", b], home);
     await initPkiCommand.run(["--bundle", b], { io: bufferIo(), home: other });
-    expect((await pki(["import-crl", crl], other)).out).toMatch(/^installed revocation list number 3 \(1 revoked\) into .*crl\.pem\nno serve is running on this home\n$/);
-    expect((await pki(["import-crl", crl], other)).out).toBe("revocation list number 3 is already installed; nothing changed\n");
+    expect((await pki(["import-crl", crl], other)).out).toMatch(
+      /^installed revocation list number 3 \(1 revoked\) into .*crl\.pem\nno serve is running on this home\n$/,
+    );
+    expect((await pki(["import-crl", crl], other)).out).toBe(
+      "revocation list number 3 is already installed; nothing changed\n",
+    );
     const newer = join(tmp(), "newer.crl");
     await pki(["export-crl", "--out", newer], home);
     expect((await pki(["import-crl", newer], other)).code).toBe(0);
@@ -437,7 +514,9 @@ describe("a2a-node pki renew", () => {
     expect(readFileSync(homePaths(home).nodeKey, "utf8")).not.toBe(key);
     expect(statSync(homePaths(home).nodeKey).mode & 0o777).toBe(0o600);
     expect(r.out).toContain(`  key          NEW ${fresh}\n`);
-    expect(r.out).toContain(`the key changed: machines that pinned "ca" now refuse it until they pin it again. On each of them run\n  a2a-node peers add ca https://ca.lan:9443 --pin --replace\n`);
+    expect(r.out).toContain(
+      `the key changed: machines that pinned "ca" now refuse it until they pin it again. On each of them run\n  a2a-node peers add ca https://ca.lan:9443 --pin --replace\n`,
+    );
     expect(r.out).toContain(`--key-pin ${fresh} --replace`);
     const json = JSON.parse((await pki(["renew", "--json"], home)).out);
     expect(json).toMatchObject({ name: "ca", keyPin: fresh, rekeyed: false, repin: null });
@@ -449,7 +528,9 @@ describe("a2a-node pki renew", () => {
   it("elsewhere, needs a CA peer: --ca-peer or ca_peer, registered", async () => {
     const none = await failure(pki(["renew"], bundleHome));
     expect(none).toBeInstanceOf(UsageError);
-    expect(none.message).toBe("this home does not hold the fleet CA: pass --ca-peer PEER (or set ca_peer in the config file)");
+    expect(none.message).toBe(
+      "this home does not hold the fleet CA: pass --ca-peer PEER (or set ca_peer in the config file)",
+    );
     const unknown = await failure(pki(["renew", "--ca-peer", "alice"], bundleHome));
     expect(unknown.exitCode).toBe(3);
     expect(unknown.message).toBe("no peer named 'alice'");
@@ -469,9 +550,15 @@ describe("a2a-node pki token", () => {
     writeFileSync(join(home, "config.toml"), "enroll_port = 9444\n");
     const r = await pki(["token", "--name", "kim", "--ttl", "90s"], home);
     expect(r.code).toBe(0);
-    const fp = inspectCert(readFileSync(homePaths(home).caCert, "utf8")).fingerprint256.replace(/:/g, "").toLowerCase();
-    expect(r.out).toMatch(/^join token for "kim", usable once until \d{4}-\d\d-\d\d \d\d:\d\d UTC:\n  kim\.[A-Za-z0-9_-]{43}\non kim, run:\n/);
-    expect(r.out).toMatch(new RegExp(`  a2a-node join https://\\S+:9444 --token kim\\.[A-Za-z0-9_-]{43} --ca-fingerprint sha256:${fp}\\n`));
+    const fp = inspectCert(readFileSync(homePaths(home).caCert, "utf8"))
+      .fingerprint256.replace(/:/g, "")
+      .toLowerCase();
+    expect(r.out).toMatch(
+      /^join token for "kim", usable once until \d{4}-\d\d-\d\d \d\d:\d\d UTC:\n  kim\.[A-Za-z0-9_-]{43}\non kim, run:\n/,
+    );
+    expect(r.out).toMatch(
+      new RegExp(`  a2a-node join https://\\S+:9444 --token kim\\.[A-Za-z0-9_-]{43} --ca-fingerprint sha256:${fp}\\n`),
+    );
     expect(r.out).toContain("the token is a secret until used: pass it over a private channel");
     const err = await failure(pki(["token", "--name", "kim", "--ttl", "8d"], home));
     expect(err.exitCode).toBe(1);
@@ -491,13 +578,19 @@ describe("a2a-node pki token", () => {
       return t.enrollUrl;
     };
     expect(await url()).toBe("https://ca.lan:9444");
-    expect(await url({ A2A_NODE_ADVERTISE_URL: "https://alpha.example.net:9443" })).toBe("https://alpha.example.net:9444");
+    expect(await url({ A2A_NODE_ADVERTISE_URL: "https://alpha.example.net:9443" })).toBe(
+      "https://alpha.example.net:9444",
+    );
     expect(await url({ A2A_NODE_HOST: "10.9.8.7" })).toBe("https://10.9.8.7:9444");
     const text = await pki(["token", "--name", "kim"], home);
-    expect(text.out).toContain("(the host is this node's certificate (a --san it was issued for); if kim reaches this machine by another name or address");
+    expect(text.out).toContain(
+      "(the host is this node's certificate (a --san it was issued for); if kim reaches this machine by another name or address",
+    );
     // --url says it as the person knows it.
     const io = bufferIo();
-    expect(await pkiCommand.run(["token", "--name", "kim", "--url", "https://198.51.100.4:19444", "--json"], { io, home })).toBe(0);
+    expect(
+      await pkiCommand.run(["token", "--name", "kim", "--url", "https://198.51.100.4:19444", "--json"], { io, home }),
+    ).toBe(0);
     expect(JSON.parse(io.out()).enrollUrl).toBe("https://198.51.100.4:19444");
     for (const bad of ["http://ca.lan:9444", "https://ca.lan", "https://ca.lan:9444/pki", "ca.lan:9444"])
       expect((await failure(pki(["token", "--name", "kim", "--url", bad], home))).message).toMatch(/^--url must be/);
@@ -509,7 +602,9 @@ describe("a2a-node pki token", () => {
     const err = await failure(pki(["token", "--name", "kim"], home));
     expect(err.exitCode).toBe(1);
     expect(err.message).toBe("this node serves no enrollment port, so a joining machine has nowhere to go");
-    expect(err.hint).toMatch(/^serve with one \('a2a-node serve --enroll-port 9444', or enroll_port = 9444 in config\.toml\)/);
+    expect(err.hint).toMatch(
+      /^serve with one \('a2a-node serve --enroll-port 9444', or enroll_port = 9444 in config\.toml\)/,
+    );
     const db = new Database(homePaths(home).caRegistry, { readonly: true });
     expect(db.query("SELECT count(*) AS n FROM tokens").get()).toEqual({ n: 0 });
     db.close();
@@ -521,15 +616,29 @@ describe("a passphrase on the CA key", () => {
 
   it("init-pki --encrypt-ca-key takes it from the environment; commands that sign then need it, never as a flag", async () => {
     const home = join(tmp(), "ca");
-    expect(await initPkiCommand.run(["--name", "ca", "--encrypt-ca-key"], { io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }), home })).toBe(0);
+    expect(
+      await initPkiCommand.run(["--name", "ca", "--encrypt-ca-key"], {
+        io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }),
+        home,
+      }),
+    ).toBe(0);
     expect(readFileSync(homePaths(home).caKey, "utf8")).toMatch(/ENCRYPTED PRIVATE KEY/);
 
     const locked = await failure(pkiCommand.run(["issue", "lou", "--out", join(tmp(), "l")], { io: bufferIo(), home }));
     expect(locked.exitCode).toBe(1);
-    expect(locked.message).toMatch(/^cannot use the fleet CA key .*ca\.key: it is encrypted and no passphrase was given$/);
-    expect(locked.hint).toBe("set A2A_NODE_CA_PASSPHRASE, or ca_passphrase_file (a 0600 file), or run the command in a terminal to be asked");
+    expect(locked.message).toMatch(
+      /^cannot use the fleet CA key .*ca\.key: it is encrypted and no passphrase was given$/,
+    );
+    expect(locked.hint).toBe(
+      "set A2A_NODE_CA_PASSPHRASE, or ca_passphrase_file (a 0600 file), or run the command in a terminal to be asked",
+    );
 
-    expect(await pkiCommand.run(["issue", "lou", "--out", join(tmp(), "l2")], { io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }), home })).toBe(0);
+    expect(
+      await pkiCommand.run(["issue", "lou", "--out", join(tmp(), "l2")], {
+        io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }),
+        home,
+      }),
+    ).toBe(0);
 
     // At a terminal it is asked for, once per command even when the command signs twice (issue --replace).
     const prompts: string[] = [];
@@ -553,12 +662,19 @@ describe("a passphrase on the CA key", () => {
     const differ = await failure(initPkiCommand.run(["--name", "ca2", "--encrypt-ca-key"], { io, home: again }));
     expect(differ.message).toBe("the two passphrases differ; nothing was changed");
     expect(existsSync(homePaths(again).caKey)).toBe(false);
-    const noTerminal = await failure(initPkiCommand.run(["--name", "ca2", "--encrypt-ca-key"], { io: bufferIo(), home: again }));
+    const noTerminal = await failure(
+      initPkiCommand.run(["--name", "ca2", "--encrypt-ca-key"], { io: bufferIo(), home: again }),
+    );
     expect(noTerminal.exitCode).toBe(2);
     // The CA key stays when the node's own identity is gone: a new node identity must not re-key it silently.
     rmSync(homePaths(home).nodeCert);
     rmSync(homePaths(home).nodeKey);
-    const withCa = await failure(initPkiCommand.run(["--name", "other", "--encrypt-ca-key"], { io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }), home }));
+    const withCa = await failure(
+      initPkiCommand.run(["--name", "other", "--encrypt-ca-key"], {
+        io: bufferIo({ A2A_NODE_CA_PASSPHRASE: PASS }),
+        home,
+      }),
+    );
     expect(withCa.hint).toBe("encrypt it with 'a2a-node pki protect-ca-key'");
   });
 

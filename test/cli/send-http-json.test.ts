@@ -27,7 +27,11 @@ async function cli(...args: string[]) {
 beforeAll(async () => {
   fleet = await makeFleet(["alpha", "beta", "gamma"]);
   model = startFakeModel({ reply: () => "one two three" });
-  restful = await startNode(fleet.homes.beta, { ...DEFAULTS, host: "127.0.0.1", port: 0, executor: "openai", modelUrl: model.url, preferredBinding: "HTTP+JSON" }, quiet);
+  restful = await startNode(
+    fleet.homes.beta,
+    { ...DEFAULTS, host: "127.0.0.1", port: 0, executor: "openai", modelUrl: model.url, preferredBinding: "HTTP+JSON" },
+    quiet,
+  );
   plain = await startNode(fleet.homes.gamma, { ...DEFAULTS, host: "127.0.0.1", port: 0, executor: "echo" }, quiet);
   expect((await cli("peers", "add", "beta", restful.url)).code).toBe(0);
   expect((await cli("peers", "add", "gamma", plain.url)).code).toBe(0);
@@ -50,7 +54,10 @@ describe("send and status to a node that prefers HTTP+JSON", () => {
     const waited = await cli("send", "--agent", "beta", "--task", "hello", "--wait", "--json");
     expect(waited.code, waited.err).toBe(0);
     const task = JSON.parse(waited.out);
-    expect(task).toMatchObject({ status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ parts: [{ text: "one two three" }] }] });
+    expect(task).toMatchObject({
+      status: { state: "TASK_STATE_COMPLETED" },
+      artifacts: [{ parts: [{ text: "one two three" }] }],
+    });
 
     const streamed = await cli("send", "--agent", "beta", "--task", "talk", "--stream");
     expect(streamed.code, streamed.err).toBe(0);

@@ -29,7 +29,10 @@ let files: string;
 const quiet = createLogger(() => {}, "warn");
 
 async function cli(args: string[], options: { stdin?: string; interrupt?: AbortSignal } = {}) {
-  const io: Io & { out(): string; err(): string } = { ...bufferIo({}, { stdin: options.stdin }), interruptSignal: options.interrupt };
+  const io: Io & { out(): string; err(): string } = {
+    ...bufferIo({}, { stdin: options.stdin }),
+    interruptSignal: options.interrupt,
+  };
   const code = await runCli(["--home", fleet.homes.alpha, ...args], io);
   return { code, out: io.out(), err: io.err() };
 }
@@ -46,7 +49,13 @@ beforeAll(async () => {
   chatty = startFakeModel({ reply: (m) => `saw: ${m.at(-1)?.content}` });
   talker = await startNode(fleet.homes.delta, { ...base, executor: "openai", modelUrl: chatty.url }, quiet);
   tiny = await startNode(fleet.homes.epsilon, { ...base, executor: "echo", maxBodyBytes: 4096 }, quiet);
-  for (const [name, url] of [["beta", beta.url], ["gamma", slow.url], ["delta", talker.url], ["epsilon", tiny.url], ["impostor", beta.url]])
+  for (const [name, url] of [
+    ["beta", beta.url],
+    ["gamma", slow.url],
+    ["delta", talker.url],
+    ["epsilon", tiny.url],
+    ["impostor", beta.url],
+  ])
     expect((await run("peers", "add", name, url)).code).toBe(0);
   files = join(fleet.root, "files");
   mkdirSync(files);
@@ -86,7 +95,11 @@ describe("send", () => {
     expect(["submitted", "working", "completed"]).toContain(state);
     const s = await run("status", "--agent", "beta", "--task-id", id, "--wait", "--json");
     expect(s.code).toBe(0);
-    expect(JSON.parse(s.out)).toMatchObject({ id, status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ parts: [{ text: "later" }] }] });
+    expect(JSON.parse(s.out)).toMatchObject({
+      id,
+      status: { state: "TASK_STATE_COMPLETED" },
+      artifacts: [{ parts: [{ text: "later" }] }],
+    });
     const human = await run("status", "--agent", "beta", "--task-id", id);
     expect(human.out).toBe(`task ${id} completed (peer 'beta')\nlater\n`);
   });
@@ -117,9 +130,17 @@ describe("send", () => {
     expect(r.err).toBe(`task ${id} accepted by peer 'delta'\ntask ${id} completed (peer 'delta')\n`);
     expect((await run("status", "--task-id", id)).out).toBe(`task ${id} completed (peer 'delta')\nsaw: talk\n`);
     const j = await run("send", "--agent", "delta", "--task", "talk", "--stream", "--json");
-    const items = j.out.trim().split("\n").map((l) => JSON.parse(l));
+    const items = j.out
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(Object.keys(items[0])).toEqual(["task"]);
-    expect(items.filter((i) => i.artifactUpdate).map((i) => i.artifactUpdate.artifact.parts[0].text).join("")).toBe("saw: talk");
+    expect(
+      items
+        .filter((i) => i.artifactUpdate)
+        .map((i) => i.artifactUpdate.artifact.parts[0].text)
+        .join(""),
+    ).toBe("saw: talk");
     expect(items.at(-1).statusUpdate.status.state).toBe("TASK_STATE_COMPLETED");
     expect(j.err).toBe("");
   });
@@ -141,7 +162,17 @@ describe("send", () => {
   });
 
   it("gives up waiting at --timeout with exit 5, naming the task and how to follow it", async () => {
-    const r = await run("send", "--agent", "gamma", "--task", "think hard [hold]", "--wait", "--timeout", "0.3", "--json");
+    const r = await run(
+      "send",
+      "--agent",
+      "gamma",
+      "--task",
+      "think hard [hold]",
+      "--wait",
+      "--timeout",
+      "0.3",
+      "--json",
+    );
     expect(r.code, r.err).toBe(5);
     const task = JSON.parse(r.out);
     expect(task.status.state).toBe("TASK_STATE_WORKING");
@@ -159,14 +190,18 @@ describe("send", () => {
 
   it("Ctrl-C while waiting exits 130, saying the task goes on and how to follow or cancel it", async () => {
     const ctrl = new AbortController();
-    const waiting = cli(["send", "--agent", "gamma", "--task", "interrupt me [hold]", "--wait"], { interrupt: ctrl.signal });
+    const waiting = cli(["send", "--agent", "gamma", "--task", "interrupt me [hold]", "--wait"], {
+      interrupt: ctrl.signal,
+    });
     await gated.arrival("interrupt me");
     ctrl.abort();
     const r = await waiting;
     expect(r.code).toBe(130);
     const id = ID.exec(r.err)![0];
     expect(r.err).toContain(`a2a-node: stopped waiting; task ${id} goes on at peer 'gamma' (working)`);
-    expect(r.err).toContain(`next: follow it with 'a2a-node status --agent gamma --task-id ${id} --wait', or cancel it with 'a2a-node cancel --agent gamma --task-id ${id}'`);
+    expect(r.err).toContain(
+      `next: follow it with 'a2a-node status --agent gamma --task-id ${id} --wait', or cancel it with 'a2a-node cancel --agent gamma --task-id ${id}'`,
+    );
     expect(r.err).not.toContain("gave up");
     gated.release("interrupt me");
   });
@@ -202,9 +237,23 @@ describe("send --file", () => {
   it("attaches text files as file parts the model reads as text", async () => {
     writeFileSync(join(files, "notes.md"), "# Notes\nship it\n");
     writeFileSync(join(files, "data.json"), '{"n":1}');
-    const r = await run("send", "--agent", "delta", "--task", "summarise", "--file", join(files, "notes.md"), "--file", join(files, "data.json"), "--wait", "--json");
+    const r = await run(
+      "send",
+      "--agent",
+      "delta",
+      "--task",
+      "summarise",
+      "--file",
+      join(files, "notes.md"),
+      "--file",
+      join(files, "data.json"),
+      "--wait",
+      "--json",
+    );
     expect(r.code, r.err).toBe(0);
-    expect(JSON.parse(r.out).artifacts[0].parts[0].text).toBe('saw: summarise\nFile notes.md (text/markdown):\n# Notes\nship it\n\nFile data.json (application/json):\n{"n":1}');
+    expect(JSON.parse(r.out).artifacts[0].parts[0].text).toBe(
+      'saw: summarise\nFile notes.md (text/markdown):\n# Notes\nship it\n\nFile data.json (application/json):\n{"n":1}',
+    );
     const sent = chatty.requests.at(-1)!.body.messages.at(-1);
     expect(sent.role).toBe("user");
   });
@@ -232,7 +281,9 @@ describe("send --file", () => {
     writeFileSync(join(files, "big.txt"), "x".repeat(8000));
     const r = await run("send", "--agent", "epsilon", "--task", "too much", "--file", join(files, "big.txt"), "--wait");
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/peer 'epsilon' refused the message with its files: request body of \d+ bytes exceeds this node's limit of 4096 bytes/);
+    expect(r.err).toMatch(
+      /peer 'epsilon' refused the message with its files: request body of \d+ bytes exceeds this node's limit of 4096 bytes/,
+    );
     expect(r.err).toContain("next: send smaller or fewer files");
     expect(r.err).toContain("--max-body");
   });
@@ -304,16 +355,25 @@ describe("status, cancel, tasks", () => {
     expect(r).toMatchObject({ code: 0, out: "no tasks in state input-required\n" });
     const bad = await run("tasks", "list", "--state", "done");
     expect(bad.code).toBe(2);
-    expect(bad.err).toContain("--state 'done' is not a task state (submitted, working, input-required, auth-required, completed, canceled, failed, rejected)");
+    expect(bad.err).toContain(
+      "--state 'done' is not a task state (submitted, working, input-required, auth-required, completed, canceled, failed, rejected)",
+    );
   });
 
   it("tasks list without --agent asks every peer, lists what answered and names the peer that did not (exit 8)", async () => {
     const r = await run("tasks", "list", "--json");
     expect(r.code).toBe(8);
     const listed = JSON.parse(r.out);
-    expect(new Set(listed.tasks.map((t: any) => t.peer))).toEqual(new Set(["beta", "gamma", "delta", "epsilon"].filter((p) => listed.tasks.some((t: any) => t.peer === p))));
+    expect(new Set(listed.tasks.map((t: any) => t.peer))).toEqual(
+      new Set(["beta", "gamma", "delta", "epsilon"].filter((p) => listed.tasks.some((t: any) => t.peer === p))),
+    );
     expect(listed.tasks.some((t: any) => t.peer === "beta")).toBe(true);
-    expect(listed.errors).toEqual([expect.objectContaining({ peer: "impostor", error: expect.stringContaining("the server is fleet node 'beta', not 'impostor'") })]);
+    expect(listed.errors).toEqual([
+      expect.objectContaining({
+        peer: "impostor",
+        error: expect.stringContaining("the server is fleet node 'beta', not 'impostor'"),
+      }),
+    ]);
     const text = await run("tasks", "list");
     expect(text.code).toBe(8);
     expect(text.err).toContain("a2a-node: peer 'impostor' at");
@@ -340,7 +400,9 @@ describe("errors that tell the cases apart", () => {
     const r = await run("send", "--agent", "impostor", "--task", "x");
     expect(r.code).toBe(8);
     expect(r.err).toContain("the server is fleet node 'beta', not 'impostor' (the name its fleet certificate carries)");
-    expect(r.err).toContain(`next: ${beta.url} now reaches 'beta', not 'impostor': check where impostor listens, then 'a2a-node peers add impostor https://HOST:PORT --pin --replace'`);
+    expect(r.err).toContain(
+      `next: ${beta.url} now reaches 'beta', not 'impostor': check where impostor listens, then 'a2a-node peers add impostor https://HOST:PORT --pin --replace'`,
+    );
   });
 
   it("an unknown peer: exit 3 with the command that adds it; a name in capitals finds the peer", async () => {
@@ -365,7 +427,10 @@ describe("errors that tell the cases apart", () => {
     [["send", "--agent", "beta", "--task", "x", "--timeout", "soon"], "--timeout must be a number"],
     [["send", "--agent", "beta", "--task", "x", "--wait", "--stream"], "--wait and --stream do not go together"],
     [["send", "--agent", "beta", "stray"], "unexpected argument 'stray'"],
-    [["send", "--agent", "http://127.0.0.1:9443", "--task", "x"], "--agent: 'http://127.0.0.1:9443' is plain HTTP; peers speak mutual TLS only"],
+    [
+      ["send", "--agent", "http://127.0.0.1:9443", "--task", "x"],
+      "--agent: 'http://127.0.0.1:9443' is plain HTTP; peers speak mutual TLS only",
+    ],
     [["send", "--agent", "ftp://x", "--task", "x"], "is not an https:// URL"],
     [["status", "--agent", "beta"], "--task-id is required"],
     [["status", "--task-id", "x"], "--agent is required"],

@@ -28,7 +28,13 @@ describe("serve", () => {
     // As every --json: one value on one line, so `| jq` and line-by-line readers take it alike.
     expect(io.out()).toMatch(/^\{[^\n]*\}\n$/);
     const c = JSON.parse(io.out());
-    expect(c).toMatchObject({ home: fleet.homes.alpha, port: 9555, executor: "echo", modelApiKey: "(set)", sources: { port: "A2A_NODE_PORT", executor: "flag" } });
+    expect(c).toMatchObject({
+      home: fleet.homes.alpha,
+      port: 9555,
+      executor: "echo",
+      modelApiKey: "(set)",
+      sources: { port: "A2A_NODE_PORT", executor: "flag" },
+    });
     expect(io.out()).not.toContain("sk-very-secret");
   });
 
@@ -39,8 +45,12 @@ describe("serve", () => {
       '[extended_card]\n[[extended_card.skills]]\nid = "ops"\nname = "Ops"\ndescription = "o"\n[[extensions]]\nuri = "urn:example:sign:v1"\nrequired = true\n[[extensions]]\nuri = "urn:example:cite:v1"\n',
     );
     let io = bufferIo();
-    expect(await runCli(["--home", fleet.homes.alpha, "serve", "--check", "--config", path, "--executor", "echo"], io)).toBe(0);
-    expect(io.out()).toMatch(/^extended_card = \[extended_card\] with the public description and skills \["ops"\] +# file$/m);
+    expect(
+      await runCli(["--home", fleet.homes.alpha, "serve", "--check", "--config", path, "--executor", "echo"], io),
+    ).toBe(0);
+    expect(io.out()).toMatch(
+      /^extended_card = \[extended_card\] with the public description and skills \["ops"\] +# file$/m,
+    );
     expect(io.out()).toMatch(/^extensions = urn:example:sign:v1 \(required\), urn:example:cite:v1 +# file$/m);
     writeFileSync(path, '[[extended_card.skills]]\nid = "delegate"\nname = "D"\ndescription = "d"\n');
     io = bufferIo();
@@ -84,12 +94,18 @@ describe("serve", () => {
       env: {},
       stopSignal: stop.signal,
     };
-    const exit = runCli(["--home", fleet.homes.alpha, "serve", "--host", "127.0.0.1", "--port", "0", "--executor", "echo"], io);
+    const exit = runCli(
+      ["--home", fleet.homes.alpha, "serve", "--host", "127.0.0.1", "--port", "0", "--executor", "echo"],
+      io,
+    );
     const health = await get(`${await url}/health`, fleet.identity("alpha"));
     expect(health.body).toMatchObject({ status: "ok", name: "alpha", caller: "alpha", executor: "echo" });
     stop.abort("SIGTERM");
     expect(await exit).toBe(0);
-    const lines = log.trimEnd().split("\n").map((l) => JSON.parse(l));
+    const lines = log
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.at(-1)).toMatchObject({ level: "info", msg: "stopped", name: "alpha" });
     expect(lines.every((l) => typeof l.time === "string" && ["info", "warn", "error"].includes(l.level))).toBe(true);
     expect(errors).toBe("");

@@ -7,7 +7,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { X509Certificate } from "node:crypto";
 import { keyPinOf } from "../../pki";
 import { CardTrustError, verifyFleetCard } from "../../src/client/card-trust";
-import { cardSigningInput, readSignatureHeader, signAgentCard, verifyCardSignature, withoutEmptyMembers } from "../../src/protocol/card-signature";
+import {
+  cardSigningInput,
+  readSignatureHeader,
+  signAgentCard,
+  verifyCardSignature,
+  withoutEmptyMembers,
+} from "../../src/protocol/card-signature";
 import { canonicalJson } from "../../src/protocol/canonical-json";
 import type { AgentCard } from "../../src/protocol/types";
 import { buildAgentCard, DEFAULT_SKILLS } from "../../src/server/agent-card";
@@ -17,7 +23,14 @@ import { craftCert } from "../helpers/crafted-certs";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 
 let fleet: Fleet;
-const card: AgentCard = buildAgentCard({ name: "beta", description: "beta's agent", version: "1.2.3", advertisedUrl: "https://10.0.0.7:9443", skills: DEFAULT_SKILLS, pushNotifications: true });
+const card: AgentCard = buildAgentCard({
+  name: "beta",
+  description: "beta's agent",
+  version: "1.2.3",
+  advertisedUrl: "https://10.0.0.7:9443",
+  skills: DEFAULT_SKILLS,
+  pushNotifications: true,
+});
 const id = (name: string) => ({ certPem: fleet.identity(name).cert, keyPem: fleet.identity(name).key });
 
 beforeAll(async () => {
@@ -57,7 +70,9 @@ describe("signing a card", () => {
     const payload = Buffer.from(canonicalJson(nonEmpty)).toString("base64url");
     expect(new TextDecoder().decode(cardSigningInput(signed, sig.protected))).toBe(`${sig.protected}.${payload}`);
     const reordered = Object.fromEntries(Object.entries(signed).reverse()) as AgentCard;
-    const spki = new Uint8Array(new X509Certificate(fleet.identity("beta").cert).publicKey.export({ type: "spki", format: "der" }));
+    const spki = new Uint8Array(
+      new X509Certificate(fleet.identity("beta").cert).publicKey.export({ type: "spki", format: "der" }),
+    );
     expect(await verifyCardSignature(reordered, sig, spki)).toBe(true);
   });
 
@@ -71,7 +86,11 @@ describe("verifying a peer's card against the fleet CA", () => {
   it("round trip: a card signed by beta, read as JSON, verifies for the name 'beta'", async () => {
     const received = JSON.parse(JSON.stringify(await signCardAs(card, id("beta")))) as AgentCard;
     const signer = await verifyFleetCard(received, { ca: fleet.identity("alpha").ca, name: "beta" });
-    expect(signer).toEqual({ name: "beta", keyPin: keyPinOf(fleet.identity("beta").cert), fingerprint256: new X509Certificate(fleet.identity("beta").cert).fingerprint256 });
+    expect(signer).toEqual({
+      name: "beta",
+      keyPin: keyPinOf(fleet.identity("beta").cert),
+      fingerprint256: new X509Certificate(fleet.identity("beta").cert).fingerprint256,
+    });
     // Without an expected name, any fleet member's signature holds, and the result names it.
     expect((await verifyFleetCard(received, { ca: fleet.identity("alpha").ca })).name).toBe("beta");
   });
@@ -79,14 +98,22 @@ describe("verifying a peer's card against the fleet CA", () => {
   it.each([
     ["a URL", (c: AgentCard) => void (c.supportedInterfaces[0].url = "https://evil.example:9443/")],
     ["a skill", (c: AgentCard) => void c.skills.push({ id: "root-shell", name: "x", description: "x", tags: [] })],
-    ["a member added", (c: AgentCard) => void ((c as unknown as Record<string, unknown>).documentationUrl = "https://evil.example")],
-    ["a number's spelling that changes its value", (c: AgentCard) => void ((c as unknown as Record<string, unknown>).x = 1)],
+    [
+      "a member added",
+      (c: AgentCard) => void ((c as unknown as Record<string, unknown>).documentationUrl = "https://evil.example"),
+    ],
+    [
+      "a number's spelling that changes its value",
+      (c: AgentCard) => void ((c as unknown as Record<string, unknown>).x = 1),
+    ],
   ])("a card changed after signing (%s) is refused: bad-signature", async (_what, change) => {
     const tampered = structuredClone(await signCardAs(card, id("beta")));
     change(tampered);
     const err = await refusal(verifyFleetCard(tampered, { ca: fleet.identity("alpha").ca, name: "beta" }));
     expect(err.reason).toBe("bad-signature");
-    expect(err.message).toBe("its agent card signature (by 'beta') does not verify: the card was changed after it was signed");
+    expect(err.message).toBe(
+      "its agent card signature (by 'beta') does not verify: the card was changed after it was signed",
+    );
   });
 
   it("a card signed by another fleet member's key is refused: wrong-name", async () => {
@@ -101,22 +128,42 @@ describe("verifying a peer's card against the fleet CA", () => {
     const signed = await signCardAs(card, { certPem: foreign.cert, keyPem: foreign.key });
     const err = await refusal(verifyFleetCard(signed, { ca: fleet.identity("alpha").ca, name: "beta" }));
     expect(err.reason).toBe("not-member");
-    expect(err.message).toMatch(/^its agent card is signed by a certificate that is not a fleet member's: it was not issued by the fleet CA itself/);
+    expect(err.message).toMatch(
+      /^its agent card is signed by a certificate that is not a fleet member's: it was not issued by the fleet CA itself/,
+    );
   });
 
   it("x5c naming beta's certificate but signed by another key is refused: bad-signature", async () => {
     const leaf = new X509Certificate(fleet.identity("beta").cert);
-    const forged = await signAgentCard(card, { privateKey: await importPrivateKeyPem(fleet.identity("gamma").key), chain: [new Uint8Array(leaf.raw)], kid: keyPinOf(leaf) });
-    expect((await refusal(verifyFleetCard(forged, { ca: fleet.identity("alpha").ca, name: "beta" }))).reason).toBe("bad-signature");
+    const forged = await signAgentCard(card, {
+      privateKey: await importPrivateKeyPem(fleet.identity("gamma").key),
+      chain: [new Uint8Array(leaf.raw)],
+      kid: keyPinOf(leaf),
+    });
+    expect((await refusal(verifyFleetCard(forged, { ca: fleet.identity("alpha").ca, name: "beta" }))).reason).toBe(
+      "bad-signature",
+    );
   });
 
   it("a revoked or expired signer is refused: not-member", async () => {
     const serial = new X509Certificate(fleet.identity("beta").cert).serialNumber.replace(/^0+/, "");
     const signed = await signCardAs(card, id("beta"));
-    const revoked = await refusal(verifyFleetCard(signed, { ca: fleet.identity("alpha").ca, name: "beta", revoked: (s) => (s === serial ? new Date(0) : undefined) }));
+    const revoked = await refusal(
+      verifyFleetCard(signed, {
+        ca: fleet.identity("alpha").ca,
+        name: "beta",
+        revoked: (s) => (s === serial ? new Date(0) : undefined),
+      }),
+    );
     expect(revoked.message).toMatch(/was revoked on 1970-01-01/);
-    const old = await craftCert(fleet.ca(), { subject: [{ CN: ["beta"] }], notBefore: new Date(Date.now() - 10 * 86_400_000), notAfter: new Date(Date.now() - 86_400_000) });
-    const expired = await refusal(verifyFleetCard(await signCardAs(card, old), { ca: fleet.identity("alpha").ca, name: "beta" }));
+    const old = await craftCert(fleet.ca(), {
+      subject: [{ CN: ["beta"] }],
+      notBefore: new Date(Date.now() - 10 * 86_400_000),
+      notAfter: new Date(Date.now() - 86_400_000),
+    });
+    const expired = await refusal(
+      verifyFleetCard(await signCardAs(card, old), { ca: fleet.identity("alpha").ca, name: "beta" }),
+    );
     expect(expired.reason).toBe("not-member");
     expect(expired.message).toMatch(/^its agent card is signed by a certificate valid only from /);
   });
@@ -124,20 +171,36 @@ describe("verifying a peer's card against the fleet CA", () => {
   it.each([
     ["no signatures", (c: AgentCard) => delete c.signatures, "unsigned", "its agent card is not signed"],
     ["an empty list", (c: AgentCard) => void (c.signatures = []), "unsigned", "its agent card is not signed"],
-    ["a protected header that is not JSON", (c: AgentCard) => void (c.signatures![0].protected = "bm90IGpzb24"), "malformed", "its agent card signature has no readable protected header"],
+    [
+      "a protected header that is not JSON",
+      (c: AgentCard) => void (c.signatures![0].protected = "bm90IGpzb24"),
+      "malformed",
+      "its agent card signature has no readable protected header",
+    ],
     [
       "another algorithm",
-      (c: AgentCard) => void (c.signatures![0].protected = Buffer.from(JSON.stringify({ ...readSignatureHeader(c.signatures![0]), alg: "none" })).toString("base64url")),
+      (c: AgentCard) =>
+        void (c.signatures![0].protected = Buffer.from(
+          JSON.stringify({ ...readSignatureHeader(c.signatures![0]), alg: "none" }),
+        ).toString("base64url")),
       "malformed",
       'its agent card is signed with "none", not ES256 (the fleet\'s ECDSA P-256 keys)',
     ],
     [
       "no x5c",
-      (c: AgentCard) => void (c.signatures![0].protected = Buffer.from(JSON.stringify({ alg: "ES256", kid: "k" })).toString("base64url")),
+      (c: AgentCard) =>
+        void (c.signatures![0].protected = Buffer.from(JSON.stringify({ alg: "ES256", kid: "k" })).toString(
+          "base64url",
+        )),
       "malformed",
       "its agent card signature names no certificate (x5c) to check against the fleet CA",
     ],
-    ["a DER signature instead of r||s", (c: AgentCard) => void (c.signatures![0].signature = Buffer.alloc(70, 1).toString("base64url")), "bad-signature", "does not verify"],
+    [
+      "a DER signature instead of r||s",
+      (c: AgentCard) => void (c.signatures![0].signature = Buffer.alloc(70, 1).toString("base64url")),
+      "bad-signature",
+      "does not verify",
+    ],
   ])("refuses a card with %s (%s)", async (_what, change, reason, message) => {
     const c = structuredClone(await signCardAs(card, id("beta")));
     change(c);
@@ -156,7 +219,17 @@ describe("verifying a peer's card against the fleet CA", () => {
 
 describe("withoutEmptyMembers (what a card signature leaves out)", () => {
   it('drops "", null, [] and {} at every depth, and what becomes empty by that; keeps false, 0 and other values', () => {
-    expect(withoutEmptyMembers({ a: "", b: null, c: [], d: {}, e: { f: { g: [] } }, h: [{}, "", 0, false, "x"], i: { j: 1 } })).toEqual({ h: [0, false, "x"], i: { j: 1 } });
+    expect(
+      withoutEmptyMembers({
+        a: "",
+        b: null,
+        c: [],
+        d: {},
+        e: { f: { g: [] } },
+        h: [{}, "", 0, false, "x"],
+        i: { j: 1 },
+      }),
+    ).toEqual({ h: [0, false, "x"], i: { j: 1 } });
     expect(withoutEmptyMembers({ a: [""] })).toBeUndefined();
     expect(withoutEmptyMembers("text")).toBe("text");
   });

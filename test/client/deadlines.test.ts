@@ -27,7 +27,9 @@ beforeAll(async () => {
     fetch(req) {
       const path = new URL(req.url).pathname;
       if (path === "/sse-then-silence")
-        return new Response(new ReadableStream({ start: (c) => c.enqueue(encoder.encode("data: first\n\n")) }), { headers: { "content-type": "text/event-stream" } });
+        return new Response(new ReadableStream({ start: (c) => c.enqueue(encoder.encode("data: first\n\n")) }), {
+          headers: { "content-type": "text/event-stream" },
+        });
       if (path === "/sse-chatty") {
         // Longer in all than the idle bound, but never silent for long: a bound on silence lets it through.
         let n = 0;
@@ -43,7 +45,9 @@ beforeAll(async () => {
         );
       }
       if (path === "/json-never-ends")
-        return new Response(new ReadableStream({ start: (c) => c.enqueue(encoder.encode('{"partial":')) }), { headers: { "content-type": "application/json" } });
+        return new Response(new ReadableStream({ start: (c) => c.enqueue(encoder.encode('{"partial":')) }), {
+          headers: { "content-type": "application/json" },
+        });
       return Response.json({ ok: true });
     },
   });
@@ -54,28 +58,47 @@ afterAll(() => {
   http.stop(true);
 });
 
-const failure = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
 
 describe("withDeadlines", () => {
   it("a host that takes no connection: 'connect', with the connect timeout", async () => {
     const python = Bun.which("python3");
     expect(python, "python3 is needed to hold a listen queue full").toBeTruthy();
     // listen(0) and never accept: one connection waits in the queue, the next SYN is dropped.
-    const holder = Bun.spawn([python!, "-c", "import socket,sys,time\ns=socket.socket();s.bind(('127.0.0.1',0));s.listen(0)\nprint(s.getsockname()[1],flush=True)\nc=socket.create_connection(('127.0.0.1',s.getsockname()[1]))\nsys.stdin.read()"], { stdin: "pipe", stdout: "pipe" });
+    const holder = Bun.spawn(
+      [
+        python!,
+        "-c",
+        "import socket,sys,time\ns=socket.socket();s.bind(('127.0.0.1',0));s.listen(0)\nprint(s.getsockname()[1],flush=True)\nc=socket.create_connection(('127.0.0.1',s.getsockname()[1]))\nsys.stdin.read()",
+      ],
+      { stdin: "pipe", stdout: "pipe" },
+    );
     try {
       const reader = holder.stdout.getReader();
       const port = Number(new TextDecoder().decode((await reader.read()).value).trim());
       const call = withDeadlines(plain, quick, false);
       const err = await failure(call(`http://127.0.0.1:${port}/`, {}));
       expect(err).toBeInstanceOf(PeerTimeoutError);
-      expect(err).toMatchObject({ step: "connect", seconds: 0.5, message: `cannot reach http://127.0.0.1:${port}: no connection within 0.5 s (the host does not answer: it is down, or a firewall drops the packets)` });
+      expect(err).toMatchObject({
+        step: "connect",
+        seconds: 0.5,
+        message: `cannot reach http://127.0.0.1:${port}: no connection within 0.5 s (the host does not answer: it is down, or a firewall drops the packets)`,
+      });
     } finally {
       holder.kill();
     }
   });
 
   it("a port that takes the connection and stays silent, with a handshake signal: 'handshake'", async () => {
-    const call = withDeadlines((url, init) => fetch(url, { ...init, tls: { rejectUnauthorized: false } } as RequestInit), quick, true);
+    const call = withDeadlines(
+      (url, init) => fetch(url, { ...init, tls: { rejectUnauthorized: false } } as RequestInit),
+      quick,
+      true,
+    );
     const err = await failure(call(`https://127.0.0.1:${silentPort}/`, {}));
     expect(err).toMatchObject({ name: "PeerTimeoutError", step: "handshake", seconds: 0.5 });
   });
@@ -95,7 +118,11 @@ describe("withDeadlines", () => {
     const res = await withDeadlines(plain, quick, false)(`http://127.0.0.1:${http.port}/sse-then-silence`, {});
     const reader = res.body!.getReader();
     expect(new TextDecoder().decode((await reader.read()).value)).toBe("data: first\n\n");
-    expect(await failure(reader.read())).toMatchObject({ step: "stream", seconds: 1, message: expect.stringContaining("sent nothing on its stream for 1 s") });
+    expect(await failure(reader.read())).toMatchObject({
+      step: "stream",
+      seconds: 1,
+      message: expect.stringContaining("sent nothing on its stream for 1 s"),
+    });
   });
 
   it("an event stream that keeps talking runs past the idle bound to its end", async () => {
@@ -105,7 +132,13 @@ describe("withDeadlines", () => {
 
   it("the caller's own abort is passed on as it is, not as a timeout", async () => {
     const abort = new AbortController();
-    const pending = failure(withDeadlines(plain, DEFAULT_PEER_TIMEOUTS, false)(`http://127.0.0.1:${http.port}/sse-then-silence`, { signal: abort.signal }).then((r) => r.text()));
+    const pending = failure(
+      withDeadlines(
+        plain,
+        DEFAULT_PEER_TIMEOUTS,
+        false,
+      )(`http://127.0.0.1:${http.port}/sse-then-silence`, { signal: abort.signal }).then((r) => r.text()),
+    );
     abort.abort();
     const err = await pending;
     expect(err).not.toBeInstanceOf(PeerTimeoutError);

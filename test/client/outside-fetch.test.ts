@@ -2,7 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ProtocolError } from "../../src/client/peer-client";
-import { outsideFetch, PeerAuthRefused, PeerCaError, PeerCredentialsError, readCredentialHeader, trustRoots } from "../../src/client/outside-fetch";
+import {
+  outsideFetch,
+  PeerAuthRefused,
+  PeerCaError,
+  PeerCredentialsError,
+  readCredentialHeader,
+  trustRoots,
+} from "../../src/client/outside-fetch";
 import { isLoopbackHost, normalizeOutsideUrl, PeerUrlError } from "../../src/client/peer-url";
 import { tempDir } from "../helpers/temp-dir";
 
@@ -19,8 +26,14 @@ const file = (name: string, text: string) => {
 
 describe("readCredentialHeader", () => {
   it("reads a bearer token (one line, trailing newline and spaces ignored) and a 'Name: value' header", () => {
-    expect(readCredentialHeader({ kind: "bearer", file: file("t", "  abc.def-123  \n") })).toEqual({ name: "Authorization", value: "Bearer abc.def-123" });
-    expect(readCredentialHeader({ kind: "header", file: file("h", "X-Api-Key:   k 1 \n\n") })).toEqual({ name: "X-Api-Key", value: "k 1" });
+    expect(readCredentialHeader({ kind: "bearer", file: file("t", "  abc.def-123  \n") })).toEqual({
+      name: "Authorization",
+      value: "Bearer abc.def-123",
+    });
+    expect(readCredentialHeader({ kind: "header", file: file("h", "X-Api-Key:   k 1 \n\n") })).toEqual({
+      name: "X-Api-Key",
+      value: "k 1",
+    });
   });
 
   it("refuses what is not one token or one header line, naming the file and never its content", () => {
@@ -64,7 +77,8 @@ describe("normalizeOutsideUrl", () => {
     expect(normalizeOutsideUrl("http://127.0.0.1:8000").url).toBe("http://127.0.0.1:8000");
     expect(normalizeOutsideUrl("http://[::1]:8000/x").url).toBe("http://[::1]:8000/x");
     expect(normalizeOutsideUrl("http://10.0.0.2:8000", { insecureHttp: true }).url).toBe("http://10.0.0.2:8000");
-    for (const bad of ["http://10.0.0.2:8000", "agent.example.com", "ftp://x/", "https://u:p@x/", "https://x/?a=1"]) expect(() => normalizeOutsideUrl(bad), bad).toThrow(PeerUrlError);
+    for (const bad of ["http://10.0.0.2:8000", "agent.example.com", "ftp://x/", "https://u:p@x/", "https://x/?a=1"])
+      expect(() => normalizeOutsideUrl(bad), bad).toThrow(PeerUrlError);
     expect(isLoopbackHost("127.9.9.9")).toBe(true);
     expect(isLoopbackHost("127.0.0.1.evil.example")).toBe(false);
   });
@@ -80,9 +94,11 @@ describe("outsideFetch", () => {
       fetch(req) {
         seen.push(req.headers.get("authorization"));
         const path = new URL(req.url).pathname;
-        if (path === "/redirect") return new Response(null, { status: 302, headers: { location: "http://elsewhere.example/" } });
+        if (path === "/redirect")
+          return new Response(null, { status: 302, headers: { location: "http://elsewhere.example/" } });
         if (path === "/forbidden") return new Response("no", { status: 403 });
-        if (req.headers.get("authorization") !== "Bearer good") return new Response("no", { status: 401, headers: { "www-authenticate": "Bearer" } });
+        if (req.headers.get("authorization") !== "Bearer good")
+          return new Response("no", { status: 401, headers: { "www-authenticate": "Bearer" } });
         return Response.json({ ok: true });
       },
     });
@@ -103,6 +119,8 @@ describe("outsideFetch", () => {
     expect(((await f(`${base}/forbidden`, {}).catch((e: unknown) => e)) as PeerAuthRefused).status).toBe(403);
     const redirected = await f(`${base}/redirect`, {}).catch((e: unknown) => e);
     expect(redirected).toBeInstanceOf(ProtocolError);
-    expect((redirected as Error).message).toContain("a redirect to http://elsewhere.example/; redirects are not followed with credentials");
+    expect((redirected as Error).message).toContain(
+      "a redirect to http://elsewhere.example/; redirects are not followed with credentials",
+    );
   });
 });

@@ -15,9 +15,17 @@ describe("peer URLs", () => {
     ["https://beta.lan:9443/a2a/", "https://beta.lan:9443/a2a", undefined],
     ["https://10.0.0.7", "https://10.0.0.7:9443", "no port given: using the node default 9443 (https://10.0.0.7:9443)"],
     ["HTTPS://Beta.LAN", "https://beta.lan:9443", "no port given: using the node default 9443 (https://beta.lan:9443)"],
-    ["10.0.0.7", "https://10.0.0.7:9443", "no scheme given: using https://; no port given: using the node default 9443 (https://10.0.0.7:9443)"],
+    [
+      "10.0.0.7",
+      "https://10.0.0.7:9443",
+      "no scheme given: using https://; no port given: using the node default 9443 (https://10.0.0.7:9443)",
+    ],
     ["beta.lan:8443", "https://beta.lan:8443", "no scheme given: using https:// (https://beta.lan:8443)"],
-    ["[fd00::7]", "https://[fd00::7]:9443", "no scheme given: using https://; no port given: using the node default 9443 (https://[fd00::7]:9443)"],
+    [
+      "[fd00::7]",
+      "https://[fd00::7]:9443",
+      "no scheme given: using https://; no port given: using the node default 9443 (https://[fd00::7]:9443)",
+    ],
   ])("%s → %s", (typed, url, note) => {
     expect(normalizePeerUrl(typed)).toEqual(note === undefined ? { url } : { url, note });
   });

@@ -39,7 +39,12 @@ afterAll(async () => {
 
 async function attempt(url: string, tls: Partial<TlsIdentity>): Promise<boolean> {
   try {
-    await fetch(`${url}/`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}", tls } as RequestInit);
+    await fetch(`${url}/`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+      tls,
+    } as RequestInit);
     return true;
   } catch {
     return false;
@@ -52,7 +57,9 @@ describe("authorization and audit in the binary", () => {
     writeFileSync(bad, `[[authorize]]\npeers = ["beta"]\nmethods = ["tasks/get"]\n`);
     const r = await runBinary(["--home", home, "serve", "--check", "--config", bad]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`config file ${bad}: authorize entry 1: method 'tasks/get' is a v0.3 name; write 'GetTask'`);
+    expect(r.stderr).toContain(
+      `config file ${bad}: authorize entry 1: method 'tasks/get' is a v0.3 name; write 'GetTask'`,
+    );
     const good = await runBinary(["--home", home, "serve", "--check"]);
     expect(good.code, good.stderr).toBe(0);
     expect(good.stdout).toMatch(/^authorize = \[\{"peers":\["beta"\],"methods":\["\*"\]\}\]\s+# file$/m);
@@ -67,12 +74,15 @@ describe("authorization and audit in the binary", () => {
     const message = () => ({ message: userMessage(SECRET) });
 
     // Enough calls to rotate the log more than twice: the oldest files go.
-    for (let i = 1; i <= 40; i++) expect((await rpc(node.url, beta, "GetTask", { id: `bulk-${i}` })).body.error.code).toBe(-32001);
+    for (let i = 1; i <= 40; i++)
+      expect((await rpc(node.url, beta, "GetTask", { id: `bulk-${i}` })).body.error.code).toBe(-32001);
 
     // The CLI shows the refusal as the node words it.
     const cli = await runBinary(["--home", fleet.homes.gamma, "send", "--agent", node.url, "--task", SECRET]);
     expect(cli.code).toBe(1);
-    expect(cli.stderr).toContain(`answered error -32000: permission denied: peer 'gamma' may not call SendMessage on this node (no [[authorize]] rule in its config.toml allows it)`);
+    expect(cli.stderr).toContain(
+      `answered error -32000: permission denied: peer 'gamma' may not call SendMessage on this node (no [[authorize]] rule in its config.toml allows it)`,
+    );
 
     const sent = await jsonRpcDriver(node.url).call(beta, "SendMessage", message());
     expect(sent.ok).toBe(true);
@@ -90,12 +100,17 @@ describe("authorization and audit in the binary", () => {
       expect(await attempt(node.url, { ca: beta.ca })).toBe(false);
     }
 
-    writeFileSync(join(home, "config.toml"), `${POLICY}\n[[authorize]]\npeers = ["gamma"]\nmethods = ["SendMessage", "ListTasks"]\n`);
+    writeFileSync(
+      join(home, "config.toml"),
+      `${POLICY}\n[[authorize]]\npeers = ["gamma"]\nmethods = ["SendMessage", "ListTasks"]\n`,
+    );
     node.signal("SIGHUP");
     await node.waitForLine({ msg: "reloaded", applied: /authorize/ });
     const allowed = await httpJsonDriver(node.url).call(gamma, "SendMessage", message());
     expect(allowed.ok, allowed.message).toBe(true);
-    expect((await rpc(node.url, gamma, "ListTasks", {})).body.result.tasks.map((t: { id: string }) => t.id)).toEqual([allowed.result.task.id]);
+    expect((await rpc(node.url, gamma, "ListTasks", {})).body.result.tasks.map((t: { id: string }) => t.id)).toEqual([
+      allowed.result.task.id,
+    ]);
 
     expect(await node.stop()).toBe(0);
     node = undefined;
@@ -118,7 +133,11 @@ describe("authorization and audit in the binary", () => {
     expect(bulk.length).toBeGreaterThan(0);
     expect(bulk).not.toContain("bulk-1"); // rotated out with the oldest file
     expect(bulk.at(-1)).toBe("bulk-40");
-    expect(lines.find((l) => l.peer === "beta" && l.method === "SendMessage")).toMatchObject({ outcome: "ok", binding: "jsonrpc", taskId: sent.result.task.id });
+    expect(lines.find((l) => l.peer === "beta" && l.method === "SendMessage")).toMatchObject({
+      outcome: "ok",
+      binding: "jsonrpc",
+      taskId: sent.result.task.id,
+    });
     expect(lines.filter((l) => l.peer === "gamma").map((l) => [l.binding, l.method, l.outcome, l.code])).toEqual([
       ["jsonrpc", "SendMessage", "denied", -32000],
       ["http-json", "SendMessage", "denied", -32000],
@@ -132,7 +151,12 @@ describe("authorization and audit in the binary", () => {
       expect(more, kind).toEqual([]);
       expect(first, kind).toMatchObject({ remote: expect.stringMatching(/127\.0\.0\.1/), reason: expect.any(String) });
       expect(first.more, kind).toBeUndefined();
-      expect(rest, kind).toMatchObject({ remote: first.remote, reason: first.reason, more: 2, since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) });
+      expect(rest, kind).toMatchObject({
+        remote: first.remote,
+        reason: first.reason,
+        more: 2,
+        since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      });
       expect(Math.abs(Date.parse(rest.since) - Date.parse(first.time))).toBeLessThan(1000);
     }
   });

@@ -49,7 +49,8 @@ function expectErrorInfo(error: { data?: unknown }) {
   );
 }
 
-const envelope = (method: string, params: unknown, id: unknown = 7) => JSON.stringify({ jsonrpc: "2.0", id, method, params });
+const envelope = (method: string, params: unknown, id: unknown = 7) =>
+  JSON.stringify({ jsonrpc: "2.0", id, method, params });
 
 describe("JSON-RPC notifications", () => {
   it("a request without an id member gets HTTP 204 and no body, valid or not, and the node answers the next call", async () => {
@@ -86,7 +87,11 @@ describe("malformed JSON-RPC", () => {
     ['"1.0"', "1.0"],
     ["the number 2", 2],
   ])("answers jsonrpc %s with -32600", async (_label, jsonrpc) => {
-    const e = expectError(await post(node.url, who, JSON.stringify({ jsonrpc, id: 3, method: "GetTask", params: { id: "x" } })), -32600, 3);
+    const e = expectError(
+      await post(node.url, who, JSON.stringify({ jsonrpc, id: 3, method: "GetTask", params: { id: "x" } })),
+      -32600,
+      3,
+    );
     expect(e.message).toMatch(/jsonrpc/);
   });
 
@@ -100,11 +105,26 @@ describe("invalid params (-32602, naming the field)", () => {
   it.each([
     ["SendMessage without message", "SendMessage", {}, /message/],
     ["SendMessage with empty parts", "SendMessage", { message: userMessage("x", { parts: [] }) }, /parts/],
-    ["a part with two kinds", "SendMessage", { message: userMessage("x", { parts: [{ text: "a", url: "https://example.com/a" }] }) }, /parts\[0\]/],
-    ["a part with no kind", "SendMessage", { message: userMessage("x", { parts: [{ mediaType: "text/plain" }] }) }, /parts\[0\]/],
+    [
+      "a part with two kinds",
+      "SendMessage",
+      { message: userMessage("x", { parts: [{ text: "a", url: "https://example.com/a" }] }) },
+      /parts\[0\]/,
+    ],
+    [
+      "a part with no kind",
+      "SendMessage",
+      { message: userMessage("x", { parts: [{ mediaType: "text/plain" }] }) },
+      /parts\[0\]/,
+    ],
     ['role "user" (v0.3 spelling)', "SendMessage", { message: userMessage("x", { role: "user" }) }, /role/],
     ["messageId not a string", "SendMessage", { message: userMessage("x", { messageId: 42 }) }, /messageId/],
-    ["configuration.historyLength -1", "SendMessage", { message: userMessage("x"), configuration: { historyLength: -1 } }, /historyLength/],
+    [
+      "configuration.historyLength -1",
+      "SendMessage",
+      { message: userMessage("x"), configuration: { historyLength: -1 } },
+      /historyLength/,
+    ],
     ["params not an object", "SendMessage", "hello", /params/],
     ["GetTask without id", "GetTask", {}, /\bid\b/],
     ["GetTask historyLength -1", "GetTask", { id: "x", historyLength: -1 }, /historyLength/],
@@ -112,7 +132,12 @@ describe("invalid params (-32602, naming the field)", () => {
     ["ListTasks pageSize 101", "ListTasks", { pageSize: 101 }, /pageSize/],
     ["ListTasks bad status", "ListTasks", { status: "done" }, /status/],
     ["ListTasks historyLength -1", "ListTasks", { historyLength: -1 }, /historyLength/],
-    ["ListTasks pageToken it never issued", "ListTasks", { pageToken: "garbage" }, /pageToken is not one this node issued/],
+    [
+      "ListTasks pageToken it never issued",
+      "ListTasks",
+      { pageToken: "garbage" },
+      /pageToken is not one this node issued/,
+    ],
     ["CancelTask without id", "CancelTask", {}, /\bid\b/],
   ])("%s", async (_label, method, params, field) => {
     const e = expectError(await post(node.url, who, envelope(method, params, 11)), -32602, 11);
@@ -125,8 +150,24 @@ describe("protocol version", () => {
   it("reads a missing A2A-Version as 0.3: v1.0 method names are unknown there, v0.3 ones answer in v0.3 shape", async () => {
     const unknown = await post(node.url, who, envelope("GetTask", { id: "x" }), {});
     // v0.3 errors carry no ErrorInfo array: just code, message and data.
-    expect(unknown.body.error).toEqual({ code: -32601, message: "Method not found: GetTask", data: { method: "GetTask" } });
-    const r = await post(node.url, who, envelope("message/send", { message: { kind: "message", messageId: `v03-${Date.now()}`, role: "user", parts: [{ kind: "text", text: "old client" }] } }), {});
+    expect(unknown.body.error).toEqual({
+      code: -32601,
+      message: "Method not found: GetTask",
+      data: { method: "GetTask" },
+    });
+    const r = await post(
+      node.url,
+      who,
+      envelope("message/send", {
+        message: {
+          kind: "message",
+          messageId: `v03-${Date.now()}`,
+          role: "user",
+          parts: [{ kind: "text", text: "old client" }],
+        },
+      }),
+      {},
+    );
     expect(r.body.error).toBeUndefined();
     expect(r.body.result.kind).toBe("task");
     expect(r.body.result.status.state).toBe("completed");
@@ -134,12 +175,21 @@ describe("protocol version", () => {
   });
 
   it("refuses A2A-Version: 2.0 with -32009", async () => {
-    const e = expectError(await post(node.url, who, envelope("GetTask", { id: "x" }), { "a2a-version": "2.0" }), -32009, 7);
+    const e = expectError(
+      await post(node.url, who, envelope("GetTask", { id: "x" }), { "a2a-version": "2.0" }),
+      -32009,
+      7,
+    );
     expect(e.message).toContain("2.0");
   });
 
   it("accepts ?A2A-Version=1.0 as a query parameter instead of the header", async () => {
-    const r = await post(`${node.url}/?A2A-Version=1.0`, who, envelope("SendMessage", { message: userMessage("via query") }), {});
+    const r = await post(
+      `${node.url}/?A2A-Version=1.0`,
+      who,
+      envelope("SendMessage", { message: userMessage("via query") }),
+      {},
+    );
     expect(r.status).toBe(200);
     expect(r.body.error).toBeUndefined();
     expect(r.body.result.task.status.state).toBe("TASK_STATE_COMPLETED");
@@ -198,7 +248,14 @@ describe("task errors", () => {
 describe("HTTP bytes no client may send (over mTLS, to the binary)", () => {
   /** Sends raw bytes over a verified mTLS connection and reads everything until the node closes it. */
   async function raw(bytes: string): Promise<{ status: number; text: string }> {
-    const socket = tlsConnect({ host: "127.0.0.1", port: node.port, cert: who.cert, key: who.key, ca: who.ca, servername: "beta" });
+    const socket = tlsConnect({
+      host: "127.0.0.1",
+      port: node.port,
+      cert: who.cert,
+      key: who.key,
+      ca: who.ca,
+      servername: "beta",
+    });
     socket.on("error", () => {});
     await once(socket, "secureConnect");
     const chunks: Buffer[] = [];
@@ -213,12 +270,32 @@ describe("HTTP bytes no client may send (over mTLS, to the binary)", () => {
   const head = (lines: string) => `POST / HTTP/1.1\r\n${lines}content-type: application/json\r\na2a-version: 1.0\r\n`;
 
   it.each([
-    ["a bare LF in a header value", `${head("Host: beta\r\nX-A: a\nContent-Length: 0\r\n")}Content-Length: ${body.length}\r\n\r\n${body}`, "control character"],
-    ["a NUL in a header value", `${head("Host: beta\r\nX-A: a\u0000b\r\n")}Content-Length: ${body.length}\r\n\r\n${body}`, "control character"],
-    ["Transfer-Encoding: \\x0bchunked", `${head("Host: beta\r\n")}Transfer-Encoding: \u000bchunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`, "control character"],
-    ["an absolute-form target", `POST https://beta/ HTTP/1.1\r\nHost: beta\r\ncontent-type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`, "must be a path"],
+    [
+      "a bare LF in a header value",
+      `${head("Host: beta\r\nX-A: a\nContent-Length: 0\r\n")}Content-Length: ${body.length}\r\n\r\n${body}`,
+      "control character",
+    ],
+    [
+      "a NUL in a header value",
+      `${head("Host: beta\r\nX-A: a\u0000b\r\n")}Content-Length: ${body.length}\r\n\r\n${body}`,
+      "control character",
+    ],
+    [
+      "Transfer-Encoding: \\x0bchunked",
+      `${head("Host: beta\r\n")}Transfer-Encoding: \u000bchunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
+      "control character",
+    ],
+    [
+      "an absolute-form target",
+      `POST https://beta/ HTTP/1.1\r\nHost: beta\r\ncontent-type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      "must be a path",
+    ],
     ["no Host", `${head("")}Content-Length: ${body.length}\r\n\r\n${body}`, "needs a Host header"],
-    ["a bad trailer", `${head("Host: beta\r\n")}Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\nno colon here\r\n\r\n`, "malformed trailer line"],
+    [
+      "a bad trailer",
+      `${head("Host: beta\r\n")}Transfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\nno colon here\r\n\r\n`,
+      "malformed trailer line",
+    ],
   ])("answers %s with 400 and closes; nothing of it reaches the node", async (_what, bytes, message) => {
     const before = (await rpc(node.url, who, "ListTasks", {})).body.result.tasks.length;
     const r = await raw(bytes);

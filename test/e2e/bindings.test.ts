@@ -57,7 +57,18 @@ function ok(o: Outcome): any {
 async function serve(home: string, args: string[]): Promise<ServedBinary> {
   const node = await serveBinary(home, [
     ...["--executor", "openai", "--model-url", m.url, "--model", "test-model"],
-    ...["--max-concurrent", "2", "--max-queued", "0", "--caller-share", "1", "--max-body", String(MAX_BODY), "--push-allow", "127.0.0.1"],
+    ...[
+      "--max-concurrent",
+      "2",
+      "--max-queued",
+      "0",
+      "--caller-share",
+      "1",
+      "--max-body",
+      String(MAX_BODY),
+      "--push-allow",
+      "127.0.0.1",
+    ],
     ...args,
   ]);
   started.push(node);
@@ -79,7 +90,8 @@ afterAll(async () => {
 });
 
 const driverFor = (name: BindingName, url: string) => (name === "JSONRPC" ? jsonRpcDriver(url) : httpJsonDriver(url));
-const artifactText = (task: any): string => (task.artifacts ?? []).flatMap((a: any) => a.parts.map((p: { text?: string }) => p.text ?? "")).join("");
+const artifactText = (task: any): string =>
+  (task.artifacts ?? []).flatMap((a: any) => a.parts.map((p: { text?: string }) => p.text ?? "")).join("");
 const send = (b: BindingDriver, who: TlsIdentity, text: string, configuration?: Record<string, unknown>) =>
   b.call(who, "SendMessage", { message: userMessage(text), ...(configuration ? { configuration } : {}) });
 
@@ -104,7 +116,12 @@ describe.each(BINDINGS)("$name binding", ({ name, home, args }) => {
     expect(task.status.state).toBe("TASK_STATE_COMPLETED");
     expect(artifactText(task)).toBe(`echo: ${text}`);
     const got = ok(await b.call(alpha, "GetTask", { id: task.id, historyLength: 0 }));
-    expect(got).toMatchObject({ id: task.id, contextId: task.contextId, status: task.status, artifacts: task.artifacts });
+    expect(got).toMatchObject({
+      id: task.id,
+      contextId: task.contextId,
+      status: task.status,
+      artifacts: task.artifacts,
+    });
     expect(got.history).toBeUndefined();
     expect(ok(await b.call(alpha, "GetTask", { id: task.id })).history).toEqual(task.history);
     expect(ok(await b.call(alpha, "ListTasks", { contextId: task.contextId, includeArtifacts: true }))).toMatchObject({
@@ -114,7 +131,10 @@ describe.each(BINDINGS)("$name binding", ({ name, home, args }) => {
     });
     // Another fleet member: the task does not exist for it.
     refused(await b.call(gamma, "GetTask", { id: task.id }), "TASK_NOT_FOUND", name, task.id);
-    expect(ok(await b.call(gamma, "ListTasks", { contextId: task.contextId }))).toMatchObject({ totalSize: 0, tasks: [] });
+    expect(ok(await b.call(gamma, "ListTasks", { contextId: task.contextId }))).toMatchObject({
+      totalSize: 0,
+      tasks: [],
+    });
   });
 
   it("returns the same task for a message repeated by the same peer, and runs another peer's copy as its own", async () => {
@@ -162,8 +182,17 @@ describe.each(BINDINGS)("$name binding", ({ name, home, args }) => {
     const fresh = await b.stream(alpha, "SubscribeToTask", { id });
     expect(fresh.ok).toBe(false);
     refused(fresh.refused, "UNSUPPORTED_OPERATION", name, "read it with GetTask");
-    refused((await b.stream(gamma, "SubscribeToTask", { id }, { "last-event-id": "0" })).refused, "TASK_NOT_FOUND", name);
-    refused((await b.stream(alpha, "SubscribeToTask", { id }, { "last-event-id": "later" })).refused, "INVALID_PARAMS", name, "Last-Event-ID");
+    refused(
+      (await b.stream(gamma, "SubscribeToTask", { id }, { "last-event-id": "0" })).refused,
+      "TASK_NOT_FOUND",
+      name,
+    );
+    refused(
+      (await b.stream(alpha, "SubscribeToTask", { id }, { "last-event-id": "later" })).refused,
+      "INVALID_PARAMS",
+      name,
+      "Last-Event-ID",
+    );
   });
 
   it("lets two subscribers follow a running task to its end with the same events (HTTP+JSON: by POST and by GET)", async () => {
@@ -185,38 +214,96 @@ describe.each(BINDINGS)("$name binding", ({ name, home, args }) => {
 
   it("keeps push notification configs per task and per caller: create, get, list, delete", async () => {
     const task = ok(await send(b, alpha, `with a webhook ${crypto.randomUUID()}`)).task;
-    const config = ok(await b.call(alpha, "CreateTaskPushNotificationConfig", { taskId: task.id, url: "http://127.0.0.1:9/hook", token: "tok-1" }));
-    expect(config).toMatchObject({ id: expect.any(String), taskId: task.id, url: "http://127.0.0.1:9/hook", token: "tok-1" });
-    expect(ok(await b.call(alpha, "GetTaskPushNotificationConfig", { taskId: task.id, id: config.id }))).toEqual(config);
+    const config = ok(
+      await b.call(alpha, "CreateTaskPushNotificationConfig", {
+        taskId: task.id,
+        url: "http://127.0.0.1:9/hook",
+        token: "tok-1",
+      }),
+    );
+    expect(config).toMatchObject({
+      id: expect.any(String),
+      taskId: task.id,
+      url: "http://127.0.0.1:9/hook",
+      token: "tok-1",
+    });
+    expect(ok(await b.call(alpha, "GetTaskPushNotificationConfig", { taskId: task.id, id: config.id }))).toEqual(
+      config,
+    );
     expect(ok(await b.call(alpha, "ListTaskPushNotificationConfigs", { taskId: task.id })).configs).toEqual([config]);
     refused(await b.call(gamma, "ListTaskPushNotificationConfigs", { taskId: task.id }), "TASK_NOT_FOUND", name);
-    refused(await b.call(gamma, "GetTaskPushNotificationConfig", { taskId: task.id, id: config.id }), "TASK_NOT_FOUND", name);
-    refused(await b.call(gamma, "DeleteTaskPushNotificationConfig", { taskId: task.id, id: config.id }), "TASK_NOT_FOUND", name);
+    refused(
+      await b.call(gamma, "GetTaskPushNotificationConfig", { taskId: task.id, id: config.id }),
+      "TASK_NOT_FOUND",
+      name,
+    );
+    refused(
+      await b.call(gamma, "DeleteTaskPushNotificationConfig", { taskId: task.id, id: config.id }),
+      "TASK_NOT_FOUND",
+      name,
+    );
     ok(await b.call(alpha, "DeleteTaskPushNotificationConfig", { taskId: task.id, id: config.id }));
-    refused(await b.call(alpha, "GetTaskPushNotificationConfig", { taskId: task.id, id: config.id }), "TASK_NOT_FOUND", name);
-    refused(await b.call(alpha, "CreateTaskPushNotificationConfig", { taskId: task.id, url: "ftp://x/" }), "INVALID_PARAMS", name, "url must be an http(s) URL");
+    refused(
+      await b.call(alpha, "GetTaskPushNotificationConfig", { taskId: task.id, id: config.id }),
+      "TASK_NOT_FOUND",
+      name,
+    );
+    refused(
+      await b.call(alpha, "CreateTaskPushNotificationConfig", { taskId: task.id, url: "ftp://x/" }),
+      "INVALID_PARAMS",
+      name,
+      "url must be an http(s) URL",
+    );
     // A page token the node never issued (one of ListTasks' kind) is the store's own refusal, mapped alike.
     const foreign = Buffer.from("2026-01-01T00:00:00.000Z|01ABC").toString("base64url");
-    refused(await b.call(alpha, "ListTaskPushNotificationConfigs", { taskId: task.id, pageToken: foreign }), "INVALID_PARAMS", name, "pageToken is not one this node issued");
+    refused(
+      await b.call(alpha, "ListTaskPushNotificationConfigs", { taskId: task.id, pageToken: foreign }),
+      "INVALID_PARAMS",
+      name,
+      "pageToken is not one this node issued",
+    );
   });
 
   it("delivers with the config's AuthenticationInfo in Authorization, and never reads the credentials back", async () => {
     const receiver = new Receiver();
     try {
       const secret = `cred-${crypto.randomUUID()}`;
-      const push = { url: receiver.url("/auth-hook"), token: "tok-2", authentication: { scheme: "Bearer", credentials: secret } };
-      const task = ok(await send(b, alpha, `pushed with auth ${crypto.randomUUID()}`, { taskPushNotificationConfig: push })).task;
+      const push = {
+        url: receiver.url("/auth-hook"),
+        token: "tok-2",
+        authentication: { scheme: "Bearer", credentials: secret },
+      };
+      const task = ok(
+        await send(b, alpha, `pushed with auth ${crypto.randomUUID()}`, { taskPushNotificationConfig: push }),
+      ).task;
       const [first] = await receiver.delivered(1);
       expect(first.headers.authorization).toBe(`Bearer ${secret}`);
       expect(first.headers["x-a2a-signature"]).toMatch(/^sha256=[0-9a-f]{64}$/);
       const listed = ok(await b.call(alpha, "ListTaskPushNotificationConfigs", { taskId: task.id }));
-      expect(listed.configs).toEqual([expect.objectContaining({ url: push.url, token: "tok-2", authentication: { scheme: "Bearer" } })]);
-      const got = ok(await b.call(alpha, "GetTaskPushNotificationConfig", { taskId: task.id, id: listed.configs[0].id }));
+      expect(listed.configs).toEqual([
+        expect.objectContaining({ url: push.url, token: "tok-2", authentication: { scheme: "Bearer" } }),
+      ]);
+      const got = ok(
+        await b.call(alpha, "GetTaskPushNotificationConfig", { taskId: task.id, id: listed.configs[0].id }),
+      );
       expect(got).toEqual(listed.configs[0]);
-      const made = ok(await b.call(alpha, "CreateTaskPushNotificationConfig", { taskId: task.id, url: push.url, authentication: { scheme: "Basic", credentials: secret } }));
+      const made = ok(
+        await b.call(alpha, "CreateTaskPushNotificationConfig", {
+          taskId: task.id,
+          url: push.url,
+          authentication: { scheme: "Basic", credentials: secret },
+        }),
+      );
       const again = ok(await b.call(alpha, "GetTaskPushNotificationConfig", { taskId: task.id, id: made.id }));
       expect(again.authentication).toEqual({ scheme: "Basic" });
-      expect(JSON.stringify([listed, got, again, ok(await b.call(alpha, "ListTaskPushNotificationConfigs", { taskId: task.id }))])).not.toContain(secret);
+      expect(
+        JSON.stringify([
+          listed,
+          got,
+          again,
+          ok(await b.call(alpha, "ListTaskPushNotificationConfigs", { taskId: task.id })),
+        ]),
+      ).not.toContain(secret);
     } finally {
       receiver.stop();
     }
@@ -224,10 +311,30 @@ describe.each(BINDINGS)("$name binding", ({ name, home, args }) => {
 
   it("refuses what is not a valid request with the same reason: unknown task, bad params, unsupported version, unknown operation", async () => {
     refused(await b.call(alpha, "GetTask", { id: "no-such-task" }), "TASK_NOT_FOUND", name, "no-such-task");
-    refused(await b.call(alpha, "SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [] } }), "INVALID_PARAMS", name, "message.parts must be a non-empty array");
-    refused(await b.call(alpha, "SendMessage", { message: { messageId: "m", role: "USER", parts: [{ text: "x" }] } }), "INVALID_PARAMS", name, "role must be ROLE_USER or ROLE_AGENT");
-    refused(await b.call(alpha, "ListTasks", { pageSize: 1000 }), "INVALID_PARAMS", name, "pageSize must be a whole number from 1 to 100");
-    refused(await b.call(alpha, "GetTask", { id: "x" }, { "a2a-version": "9.9" }), "VERSION_NOT_SUPPORTED", name, "'9.9' is not supported");
+    refused(
+      await b.call(alpha, "SendMessage", { message: { messageId: "m", role: "ROLE_USER", parts: [] } }),
+      "INVALID_PARAMS",
+      name,
+      "message.parts must be a non-empty array",
+    );
+    refused(
+      await b.call(alpha, "SendMessage", { message: { messageId: "m", role: "USER", parts: [{ text: "x" }] } }),
+      "INVALID_PARAMS",
+      name,
+      "role must be ROLE_USER or ROLE_AGENT",
+    );
+    refused(
+      await b.call(alpha, "ListTasks", { pageSize: 1000 }),
+      "INVALID_PARAMS",
+      name,
+      "pageSize must be a whole number from 1 to 100",
+    );
+    refused(
+      await b.call(alpha, "GetTask", { id: "x" }, { "a2a-version": "9.9" }),
+      "VERSION_NOT_SUPPORTED",
+      name,
+      "'9.9' is not supported",
+    );
     refused(await b.call(alpha, "Pause", { id: "x" }), "METHOD_NOT_FOUND", name);
     refused(await b.call(alpha, "GetExtendedAgentCard", {}), "UNSUPPORTED_OPERATION", name, "no extended agent card");
   });
@@ -235,7 +342,8 @@ describe.each(BINDINGS)("$name binding", ({ name, home, args }) => {
   it("refuses work past its capacity as RESOURCE_EXHAUSTED, and takes work again once there is room", async () => {
     const tag = crypto.randomUUID();
     const held = [];
-    for (let i = 0; i < 2; i++) held.push(ok(await send(b, alpha, `[hold] busy ${i} ${tag}`, { returnImmediately: true })).task);
+    for (let i = 0; i < 2; i++)
+      held.push(ok(await send(b, alpha, `[hold] busy ${i} ${tag}`, { returnImmediately: true })).task);
     await Promise.all(held.map((_, i) => m.arrival(`busy ${i} ${tag}`)));
     refused(await send(b, alpha, `one too many ${tag}`), "RESOURCE_EXHAUSTED", name, "retry later");
     m.release(tag);
@@ -245,7 +353,10 @@ describe.each(BINDINGS)("$name binding", ({ name, home, args }) => {
 
   it("answers a body over max_body with HTTP 413 in the binding's error shape, naming the limit", async () => {
     const params = { message: userMessage("x".repeat(MAX_BODY)) };
-    const body = name === "JSONRPC" ? JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params }) : JSON.stringify(params);
+    const body =
+      name === "JSONRPC"
+        ? JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params })
+        : JSON.stringify(params);
     const o = await b.sendRaw(alpha, body);
     expect(o.status).toBe(413);
     expect(o.reason).toBe("INVALID_REQUEST");
@@ -300,8 +411,12 @@ describe("both bindings on one node", () => {
     const message = userMessage(`shared ${crypto.randomUUID()}`);
     const task = ok(await rpc.call(alpha, "SendMessage", { message })).task;
     expect(ok(await rest.call(alpha, "SendMessage", { message })).task.id).toBe(task.id);
-    expect(ok(await rest.call(alpha, "GetTask", { id: task.id }))).toEqual(ok(await rpc.call(alpha, "GetTask", { id: task.id })));
-    expect(ok(await rest.call(alpha, "ListTasks", { pageSize: 3 }))).toEqual(ok(await rpc.call(alpha, "ListTasks", { pageSize: 3 })));
+    expect(ok(await rest.call(alpha, "GetTask", { id: task.id }))).toEqual(
+      ok(await rpc.call(alpha, "GetTask", { id: task.id })),
+    );
+    expect(ok(await rest.call(alpha, "ListTasks", { pageSize: 3 }))).toEqual(
+      ok(await rpc.call(alpha, "ListTasks", { pageSize: 3 })),
+    );
     expect(await followToEnd(rest, task.id)).toEqual(await followToEnd(rpc, task.id));
     refused(await rest.call(gamma, "GetTask", { id: task.id }), "TASK_NOT_FOUND", "HTTP+JSON");
   });
@@ -311,7 +426,11 @@ describe("both bindings on one node", () => {
     const rest = httpJsonDriver(url);
     const task = ok(await send(rest, alpha, `rest only ${crypto.randomUUID()}`)).task;
     const req = (path: string, init: RequestInit = {}, who = alpha) =>
-      fetch(`${url}${path}`, { ...init, headers: { "a2a-version": "1.0", ...(init.headers ?? {}) }, tls: { cert: who.cert, key: who.key, ca: who.ca } } as RequestInit);
+      fetch(`${url}${path}`, {
+        ...init,
+        headers: { "a2a-version": "1.0", ...(init.headers ?? {}) },
+        tls: { cert: who.cert, key: who.key, ca: who.ca },
+      } as RequestInit);
 
     const wrong = await req("/tasks", { method: "DELETE" });
     expect(wrong.status).toBe(405);
@@ -328,12 +447,27 @@ describe("both bindings on one node", () => {
     const plain = await req(`/tasks/${task.id}`, { headers: { accept: "*/*" } });
     expect(plain.headers.get("content-type")).toBe("application/json");
 
-    const text = await req("/message:send", { method: "POST", headers: { "content-type": "text/plain" }, body: "hello" });
+    const text = await req("/message:send", {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: "hello",
+    });
     expect(text.status).toBe(415);
     expect(((await text.json()) as any).error.details[0].reason).toBe("CONTENT_TYPE_NOT_SUPPORTED");
 
     const spec = (await get(`${url}/openapi/json`, alpha)).body;
-    for (const path of ["/", "/message:send", "/message:stream", "/tasks", "/tasks/{id}", "/tasks/{id}:cancel", "/tasks/{id}:subscribe", "/tasks/{taskId}/pushNotificationConfigs", "/tasks/{taskId}/pushNotificationConfigs/{id}", "/extendedAgentCard"])
+    for (const path of [
+      "/",
+      "/message:send",
+      "/message:stream",
+      "/tasks",
+      "/tasks/{id}",
+      "/tasks/{id}:cancel",
+      "/tasks/{id}:subscribe",
+      "/tasks/{taskId}/pushNotificationConfigs",
+      "/tasks/{taskId}/pushNotificationConfigs/{id}",
+      "/extendedAgentCard",
+    ])
       expect(Object.keys(spec.paths), path).toContain(path);
   });
 });

@@ -32,7 +32,15 @@ function model(options: FakeModelOptions): FakeModel {
 }
 
 async function serve(name: string, modelUrl: string, extra: string[] = []): Promise<ServedBinary> {
-  const node = await serveBinary(fleet.homes[name]!, ["--executor", "openai", "--model-url", modelUrl, "--model", "fake", ...extra]);
+  const node = await serveBinary(fleet.homes[name]!, [
+    "--executor",
+    "openai",
+    "--model-url",
+    modelUrl,
+    "--model",
+    "fake",
+    ...extra,
+  ]);
   served.push(node);
   return node;
 }
@@ -50,7 +58,8 @@ function rpcError(r: RpcReply): { code: number; message: string; data: any[] } {
   return r.body.error;
 }
 
-const textOf = (task: any): string => (task.artifacts ?? []).flatMap((a: any) => a.parts.map((p: any) => p.text ?? "")).join("");
+const textOf = (task: any): string =>
+  (task.artifacts ?? []).flatMap((a: any) => a.parts.map((p: any) => p.text ?? "")).join("");
 
 // 1,000 tokens of 8 bytes: 8,000 bytes, well over the 2,048-byte cap.
 const LONG_TOKENS = Array.from({ length: 1000 }, (_, i) => `word${String(i).padStart(3, "0")} `);
@@ -99,9 +108,19 @@ afterAll(async () => {
 describe("a bounded queue (--max-concurrent 1 --max-queued 1)", () => {
   it("runs one task, queues one as SUBMITTED, refuses the third with a retry-later error, and frees the slots", async () => {
     const { node, model: m } = cap;
-    const first = result(await rpc(node.url, who, "SendMessage", { message: userMessage("first"), configuration: { returnImmediately: true } })).task;
+    const first = result(
+      await rpc(node.url, who, "SendMessage", {
+        message: userMessage("first"),
+        configuration: { returnImmediately: true },
+      }),
+    ).task;
     await m.received(1);
-    const second = result(await rpc(node.url, who, "SendMessage", { message: userMessage("second"), configuration: { returnImmediately: true } })).task;
+    const second = result(
+      await rpc(node.url, who, "SendMessage", {
+        message: userMessage("second"),
+        configuration: { returnImmediately: true },
+      }),
+    ).task;
     expect(first.status.state).toBe("TASK_STATE_WORKING");
     expect(second.status.state).toBe("TASK_STATE_SUBMITTED");
     expect(result(await rpc(node.url, who, "GetTask", { id: first.id })).status.state).toBe("TASK_STATE_WORKING");
@@ -111,7 +130,9 @@ describe("a bounded queue (--max-concurrent 1 --max-queued 1)", () => {
     expect(refused.code).toBe(-32603);
     expect(refused.message).toMatch(/capacity/);
     expect(refused.message).toMatch(/retry later/);
-    expect(refused.data).toContainEqual(expect.objectContaining({ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "RESOURCE_EXHAUSTED" }));
+    expect(refused.data).toContainEqual(
+      expect.objectContaining({ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "RESOURCE_EXHAUSTED" }),
+    );
     // The refused message never became a task, and the model was asked only once.
     expect(result(await rpc(node.url, who, "ListTasks", {})).totalSize).toBe(2);
     expect(m.requests).toHaveLength(1);
@@ -132,13 +153,24 @@ describe("a caller's share of the node (--max-concurrent 2 --max-queued 4 --call
     const gamma = fleet.identity("gamma");
     const stuck = [];
     for (let i = 1; i <= 3; i++)
-      stuck.push(result(await rpc(node.url, gamma, "SendMessage", { message: userMessage(`[hold] gamma ${i}`), configuration: { returnImmediately: true } })).task);
+      stuck.push(
+        result(
+          await rpc(node.url, gamma, "SendMessage", {
+            message: userMessage(`[hold] gamma ${i}`),
+            configuration: { returnImmediately: true },
+          }),
+        ).task,
+      );
     await m.received(1);
     // One of gamma's tasks runs (its share of two slots); the other two wait.
-    expect(result(await rpc(node.url, gamma, "GetTask", { id: stuck[1].id })).status.state).toBe("TASK_STATE_SUBMITTED");
+    expect(result(await rpc(node.url, gamma, "GetTask", { id: stuck[1].id })).status.state).toBe(
+      "TASK_STATE_SUBMITTED",
+    );
     const refused = rpcError(await rpc(node.url, gamma, "SendMessage", { message: userMessage("[hold] gamma 4") }));
     expect(refused.code).toBe(-32603);
-    expect(refused.message).toBe("gamma already has 1 tasks running and 2 waiting on this node, its share of it; retry when some have finished");
+    expect(refused.message).toBe(
+      "gamma already has 1 tasks running and 2 waiting on this node, its share of it; retry when some have finished",
+    );
 
     // alpha is not locked out: its task takes the other slot and completes while gamma's are still stuck.
     const mine = result(await rpc(node.url, who, "SendMessage", { message: userMessage("quick one") })).task;
@@ -149,7 +181,9 @@ describe("a caller's share of the node (--max-concurrent 2 --max-queued 4 --call
     m.release();
     for (const t of stuck) {
       // Followed to its end (its whole event log, then live): each of gamma's tasks completes in turn.
-      const events = await (await openSse(node.url, gamma, "SubscribeToTask", { id: t.id }, { "last-event-id": "0" })).rest();
+      const events = await (
+        await openSse(node.url, gamma, "SubscribeToTask", { id: t.id }, { "last-event-id": "0" })
+      ).rest();
       expect(events.at(-1)?.data.result.statusUpdate.status.state).toBe("TASK_STATE_COMPLETED");
     }
   });
@@ -189,24 +223,35 @@ describe("a per-context task cap (--max-tasks-per-context 2)", () => {
     const { node } = main;
     const contextId = `ctx-${crypto.randomUUID()}`;
     for (const n of [1, 2]) {
-      const t = result(await rpc(node.url, who, "SendMessage", { message: userMessage(`turn ${n}`, { contextId }) })).task;
+      const t = result(
+        await rpc(node.url, who, "SendMessage", { message: userMessage(`turn ${n}`, { contextId }) }),
+      ).task;
       expect(t.contextId).toBe(contextId);
       expect(t.status.state).toBe("TASK_STATE_COMPLETED");
     }
     const before = result(await rpc(node.url, who, "ListTasks", {})).totalSize;
-    const refused = rpcError(await rpc(node.url, who, "SendMessage", { message: userMessage("turn 3", { contextId }) }));
+    const refused = rpcError(
+      await rpc(node.url, who, "SendMessage", { message: userMessage("turn 3", { contextId }) }),
+    );
     expect(refused.code).toBe(-32004);
     expect(refused.message).toContain(contextId);
     expect(result(await rpc(node.url, who, "ListTasks", {})).totalSize).toBe(before);
     expect(result(await rpc(node.url, who, "ListTasks", { contextId })).tasks).toHaveLength(2);
-    const elsewhere = result(await rpc(node.url, who, "SendMessage", { message: userMessage("fresh", { contextId: `ctx-${crypto.randomUUID()}` }) })).task;
+    const elsewhere = result(
+      await rpc(node.url, who, "SendMessage", {
+        message: userMessage("fresh", { contextId: `ctx-${crypto.randomUUID()}` }),
+      }),
+    ).task;
     expect(elsewhere.status.state).toBe("TASK_STATE_COMPLETED");
   });
 });
 
 describe("file parts the model cannot take", () => {
   it.each([
-    ["raw bytes", { raw: Buffer.from("%PDF-1.7 fake").toString("base64"), mediaType: "application/pdf", filename: "report.pdf" }],
+    [
+      "raw bytes",
+      { raw: Buffer.from("%PDF-1.7 fake").toString("base64"), mediaType: "application/pdf", filename: "report.pdf" },
+    ],
     ["a url", { url: "https://example.com/photo.png", mediaType: "image/png" }],
   ])("refuses a message with %s with -32005, and creates no task", async (_label, part) => {
     const { node, model: m } = main;

@@ -51,7 +51,9 @@ describe("send --wait on a terminal and in a pipe", () => {
     expect(await pty.exited).toBe(0);
     const out = pty.output();
     // The line was erased before the result; the result and the status line are plain.
-    expect(out).toMatch(new RegExp(`\\r\\x1b\\[2Kecho: tty wait \\[hold\\]\\r\\ntask [0-9A-Z]{26} completed \\(peer 'beta'\\)\\r\\n$`));
+    expect(out).toMatch(
+      new RegExp(`\\r\\x1b\\[2Kecho: tty wait \\[hold\\]\\r\\ntask [0-9A-Z]{26} completed \\(peer 'beta'\\)\\r\\n$`),
+    );
   });
 
   it("in a pipe: the same run writes no escape sequence and no carriage return", async () => {
@@ -68,7 +70,11 @@ describe("send --wait on a terminal and in a pipe", () => {
 
   it("--stream with stdout in a file and stderr on a terminal: the file holds exactly the answer", async () => {
     const file = join(fleet.root, "answer.txt");
-    const pty = runInPty(alphaArgs("send", "--agent", "beta", "--task", "stream to file [hold] and more words", "--stream"), {}, file);
+    const pty = runInPty(
+      alphaArgs("send", "--agent", "beta", "--task", "stream to file [hold] and more words", "--stream"),
+      {},
+      file,
+    );
     await pty.waitFor(/peer 'beta' · working · \d+s/);
     await model.chunks("stream to file", 1);
     model.release("stream to file");
@@ -81,7 +87,14 @@ describe("send --wait on a terminal and in a pipe", () => {
     // A real pipe to a process that exits: bash runs the pipeline and says on stderr when head is gone, and
     // with what status the binary ended.
     const script = '"$@" | { head -c 5 > /dev/null; echo "head gone" >&2; }; echo "send exited ${PIPESTATUS[0]}" >&2';
-    const args = alphaArgs("send", "--agent", "beta", "--task", "pipe closes [hold] and then many more words", "--stream");
+    const args = alphaArgs(
+      "send",
+      "--agent",
+      "beta",
+      "--task",
+      "pipe closes [hold] and then many more words",
+      "--stream",
+    );
     const sh = Bun.spawn(["bash", "-c", script, "bash", BINARY, ...args], { stdout: "ignore", stderr: "pipe" });
     const decoder = new TextDecoder();
     let stderr = "";
@@ -122,13 +135,19 @@ describe("send --wait on a terminal and in a pipe", () => {
     expect(await pty.exited).toBe(130);
     const out = pty.output();
     expect(out).toContain(`a2a-node: stopped waiting; task ${id} goes on at peer 'beta' (working)`);
-    expect(out).toContain(`next: follow it with 'a2a-node status --agent beta --task-id ${id} --wait', or cancel it with 'a2a-node cancel --agent beta --task-id ${id}'`);
+    expect(out).toContain(
+      `next: follow it with 'a2a-node status --agent beta --task-id ${id} --wait', or cancel it with 'a2a-node cancel --agent beta --task-id ${id}'`,
+    );
     expect(out).not.toContain("gave up");
     const following = alpha("status", "--agent", "beta", "--task-id", id, "--wait");
     await model.arrival("ctrl c");
     model.release("ctrl c");
     const r = await following;
-    expect(r).toMatchObject({ code: 0, stdout: "echo: ctrl c [hold]\n", stderr: `task ${id} completed (peer 'beta')\n` });
+    expect(r).toMatchObject({
+      code: 0,
+      stdout: "echo: ctrl c [hold]\n",
+      stderr: `task ${id} completed (peer 'beta')\n`,
+    });
   });
 
   it("a task canceled by another command while send --wait waits: exit 7", async () => {
@@ -154,7 +173,9 @@ describe("a peer that goes away mid-wait", () => {
     const err = pty.output().replace(/\r\n/g, "\n");
     expect(err).toContain("connection refused");
     expect(err).toContain(`task ${id} was accepted (last seen working) and may go on there`);
-    expect(err).toContain(`next: once the peer is back, follow it with 'a2a-node status --agent beta --task-id ${id} --wait'`);
+    expect(err).toContain(
+      `next: once the peer is back, follow it with 'a2a-node status --agent beta --task-id ${id} --wait'`,
+    );
     // The restarted node runs the task again (a chat completion has no side effects); the follow-up sees it end.
     beta = await serveBeta();
     const following = alpha("status", "--agent", "beta", "--task-id", id, "--wait");
@@ -199,19 +220,31 @@ describe("peers discover and ping", () => {
     expect(pty.output()).toContain(`pinned peer gamma at ${gamma.url}`);
     const ping = await alpha("peers", "ping", "gamma", "--json");
     expect(ping.code, ping.stderr).toBe(0);
-    expect(JSON.parse(ping.stdout)).toMatchObject({ peer: "gamma", name: "gamma", version: expect.stringMatching(/^\d+\.\d+\.\d+/), protocolVersions: ["1.0"], ms: expect.any(Number) });
+    expect(JSON.parse(ping.stdout)).toMatchObject({
+      peer: "gamma",
+      name: "gamma",
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      protocolVersions: ["1.0"],
+      ms: expect.any(Number),
+    });
     const text = await alpha("peers", "ping", "gamma");
-    expect(text.stdout).toMatch(/^peer 'gamma' \(https:\/\/127\.0\.0\.1:\d+\) answered in [\d.]+ ms .*'gamma' runs version \d+\.\d+\.\d+, A2A 1\.0\n$/);
+    expect(text.stdout).toMatch(
+      /^peer 'gamma' \(https:\/\/127\.0\.0\.1:\d+\) answered in [\d.]+ ms .*'gamma' runs version \d+\.\d+\.\d+, A2A 1\.0\n$/,
+    );
   });
 
   it("peers add --pin checks the name on the certificate before pinning", async () => {
     const wrong = await alpha("peers", "add", "delta", beta.url, "--pin");
     expect(wrong.code).toBe(8);
-    expect(wrong.stderr).toContain(`the node at ${beta.url} is fleet node 'beta', not 'delta' (the name its fleet certificate carries)`);
+    expect(wrong.stderr).toContain(
+      `the node at ${beta.url} is fleet node 'beta', not 'delta' (the name its fleet certificate carries)`,
+    );
     expect(wrong.stderr).toContain(`add it under its own name ('a2a-node peers add beta ${beta.url} --pin')`);
     const right = await alpha("peers", "add", "beta", beta.url, "--pin", "--replace");
     expect(right.code, right.stderr).toBe(0);
-    expect(right.stdout).toMatch(/^added peer beta at https:\/\/127\.0\.0\.1:\d+ \(key pinned spki:sha256:[A-Za-z0-9_-]{43}\)\n$/);
+    expect(right.stdout).toMatch(
+      /^added peer beta at https:\/\/127\.0\.0\.1:\d+ \(key pinned spki:sha256:[A-Za-z0-9_-]{43}\)\n$/,
+    );
   });
 });
 
@@ -229,7 +262,10 @@ describe("a peer that takes the connection and then stays silent", () => {
     await new Promise<void>((r) => silent.listen(0, "127.0.0.1", () => r()));
     silentUrl = `https://127.0.0.1:${(silent.address() as AddressInfo).port}`;
     const gamma = fleet.identity("gamma");
-    stuck = createTlsServer({ cert: gamma.cert, key: gamma.key, ca: gamma.ca, requestCert: true, rejectUnauthorized: true }, (socket) => void held.push(socket));
+    stuck = createTlsServer(
+      { cert: gamma.cert, key: gamma.key, ca: gamma.ca, requestCert: true, rejectUnauthorized: true },
+      (socket) => void held.push(socket),
+    );
     await new Promise<void>((r) => stuck.listen(0, "127.0.0.1", () => r()));
     stuckUrl = `https://127.0.0.1:${(stuck.address() as AddressInfo).port}`;
     expect((await alpha("peers", "add", "hung", silentUrl)).code).toBe(0);
@@ -240,7 +276,9 @@ describe("a peer that takes the connection and then stays silent", () => {
     stuck?.close();
   });
   const handshake = (url: string) =>
-    new RegExp(`${url.replace(/[.]/g, "\\.")} accepted the connection but did not finish a TLS handshake within 1 s: something there accepts connections and stays silent \\(not an a2a-node port\\?\\), or the node is overloaded\n  next: check the port: .*--peer-handshake-timeout S`);
+    new RegExp(
+      `${url.replace(/[.]/g, "\\.")} accepted the connection but did not finish a TLS handshake within 1 s: something there accepts connections and stays silent \\(not an a2a-node port\\?\\), or the node is overloaded\n  next: check the port: .*--peer-handshake-timeout S`,
+    );
 
   it.each([
     ["send", ["send", "--agent", "URL", "--task", "anyone there?"]],
@@ -268,22 +306,38 @@ describe("a peer that takes the connection and then stays silent", () => {
     try {
       const byConfig = await alpha("peers", "ping", "hung");
       expect(byConfig.code).toBe(4);
-      expect(byConfig.stderr).toMatch(/^a2a-node: peer 'hung' at https:\/\/127\.0\.0\.1:\d+ accepted the connection but did not finish a TLS handshake within 1 s/);
+      expect(byConfig.stderr).toMatch(
+        /^a2a-node: peer 'hung' at https:\/\/127\.0\.0\.1:\d+ accepted the connection but did not finish a TLS handshake within 1 s/,
+      );
       const byFlag = await alpha("peers", "ping", "hung", "--peer-handshake-timeout", "2");
       expect(byFlag.stderr).toContain("did not finish a TLS handshake within 2 s");
-      const byEnv = await runBinary(alphaArgs("peers", "ping", "hung"), { A2A_NODE_PEER_HANDSHAKE_TIMEOUT_SECONDS: "1.5" });
+      const byEnv = await runBinary(alphaArgs("peers", "ping", "hung"), {
+        A2A_NODE_PEER_HANDSHAKE_TIMEOUT_SECONDS: "1.5",
+      });
       expect(byEnv.stderr).toContain("did not finish a TLS handshake within 1.5 s");
     } finally {
       writeFileSync(join(fleet.homes.alpha!, "config.toml"), "");
     }
     const bad = await alpha("peers", "ping", "hung", "--peer-answer-timeout", "0");
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe("a2a-node: --peer-answer-timeout must be 0.1-3600 seconds (got 0)\nsee 'a2a-node peers ping --help'\n");
+    expect(bad.stderr).toBe(
+      "a2a-node: --peer-answer-timeout must be 0.1-3600 seconds (got 0)\nsee 'a2a-node peers ping --help'\n",
+    );
   });
 
   it("join and pki renew (from a ca_peer) are bounded too", async () => {
     const fresh = join(fleet.root, "joiner");
-    const joined = await runBinary(["--home", fresh, "join", silentUrl, "--token", `joiner.${"x".repeat(43)}`, "--ca-fingerprint", `sha256:${"0".repeat(64)}`, ...quick]);
+    const joined = await runBinary([
+      "--home",
+      fresh,
+      "join",
+      silentUrl,
+      "--token",
+      `joiner.${"x".repeat(43)}`,
+      "--ca-fingerprint",
+      `sha256:${"0".repeat(64)}`,
+      ...quick,
+    ]);
     expect(joined.code).toBe(4);
     expect(joined.stderr).toMatch(handshake(silentUrl));
     const beta = (...args: string[]) => runBinary(["--home", fleet.homes.beta!, ...args]);
@@ -296,7 +350,11 @@ describe("a peer that takes the connection and then stays silent", () => {
   it("a fleet member that finishes the handshake and then never answers: the answer timeout, exit 5", async () => {
     const r = await alpha("send", "--agent", stuckUrl, "--task", "are you stuck?", ...quick);
     expect(r.code, r.stderr).toBe(5);
-    expect(r.stderr).toMatch(new RegExp(`^a2a-node: ${stuckUrl.replace(/[.]/g, "\\.")} did not answer within 1 s: the node is overloaded or stuck\n  next: see that node's log and /health/ready; .*--peer-answer-timeout S`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^a2a-node: ${stuckUrl.replace(/[.]/g, "\\.")} did not answer within 1 s: the node is overloaded or stuck\n  next: see that node's log and /health/ready; .*--peer-answer-timeout S`,
+      ),
+    );
     const ping = await alpha("peers", "ping", stuckUrl, ...quick);
     expect(ping.code).toBe(5);
   });
@@ -316,17 +374,39 @@ describe("the environment of another machine", () => {
 
 describe("serve's start-up errors", () => {
   it("--host on an address this machine lacks names the machine's addresses", async () => {
-    const r = await runBinary(["--home", fleet.homes.alpha!, "serve", "--host", "203.0.113.77", "--port", "0", "--executor", "echo"]);
+    const r = await runBinary([
+      "--home",
+      fleet.homes.alpha!,
+      "serve",
+      "--host",
+      "203.0.113.77",
+      "--port",
+      "0",
+      "--executor",
+      "echo",
+    ]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("cannot listen on 203.0.113.77: it is not an address of this machine");
-    expect(r.stderr).toMatch(/next: pass --host with one of its addresses \(127\.0\.0\.1, .*\), or --host 0\.0\.0\.0 for all of them/);
+    expect(r.stderr).toMatch(
+      /next: pass --host with one of its addresses \(127\.0\.0\.1, .*\), or --host 0\.0\.0\.0 for all of them/,
+    );
     expect(r.stderr).not.toContain("unexpected error");
   });
 
   it("a port in use is named, with --port as the way out", async () => {
     const taken = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
     try {
-      const r = await runBinary(["--home", fleet.homes.alpha!, "serve", "--host", "127.0.0.1", "--port", String(taken.port), "--executor", "echo"]);
+      const r = await runBinary([
+        "--home",
+        fleet.homes.alpha!,
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        String(taken.port),
+        "--executor",
+        "echo",
+      ]);
       expect(r.code).toBe(1);
       expect(r.stderr).toContain(`port ${taken.port} on 127.0.0.1 is already in use by another process`);
       expect(r.stderr).toContain(`pass another --port (e.g. --port ${Number(taken.port) + 1})`);

@@ -60,8 +60,23 @@ async function world(n: number): Promise<World> {
   const url = new URL(server.adminUrl);
   url.pathname = `/${name}`;
   let freed = false;
-  const model = startGatedModel({ holdIf: (t) => t.includes("[hold]") && !freed, holdAfterChunks: 1, reply: (t) => `one two three four five six: ${t}` });
-  const args = ["--executor", "openai", "--model-url", model.url, "--database", url.href, "--lease", String(LEASE_S), "--max-concurrent", "16"];
+  const model = startGatedModel({
+    holdIf: (t) => t.includes("[hold]") && !freed,
+    holdAfterChunks: 1,
+    reply: (t) => `one two three four five six: ${t}`,
+  });
+  const args = [
+    "--executor",
+    "openai",
+    "--model-url",
+    model.url,
+    "--database",
+    url.href,
+    "--lease",
+    String(LEASE_S),
+    "--max-concurrent",
+    "16",
+  ];
   const replicas = await Promise.all(["r1", "r2", "r3"].slice(0, n).map((r) => serveBinary(fleet.homes[r]!, args)));
   const sql = new SQL(url.href, { max: 2 });
   // What the replicas said is what tells why a task did not end: shown with the failure.
@@ -115,14 +130,21 @@ async function streamingTask(replica: ServedBinary, label: string): Promise<Stre
 /** Rejects naming `what` unless `p` settles within `ms`: the liveness bound of an outcome. */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what}`)), ms)));
+  const late = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what}`)), ms)),
+  );
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 /** The task's stored events, in order, from the database itself. */
 async function storedEvents(sql: SQL, id: string): Promise<{ seq: number; response: any }[]> {
-  const rows = (await sql`SELECT seq, events FROM task_events WHERE task_id = ${id} ORDER BY seq`) as { seq: number; events: string }[];
-  return rows.flatMap((r) => (JSON.parse(r.events) as unknown[]).map((response, i) => ({ seq: r.seq + i, response: response as any })));
+  const rows = (await sql`SELECT seq, events FROM task_events WHERE task_id = ${id} ORDER BY seq`) as {
+    seq: number;
+    events: string;
+  }[];
+  return rows.flatMap((r) =>
+    (JSON.parse(r.events) as unknown[]).map((response, i) => ({ seq: r.seq + i, response: response as any })),
+  );
 }
 
 const stateOf = (response: any): string | undefined => response?.statusUpdate?.status?.state;
@@ -133,21 +155,35 @@ const stateOf = (response: any): string | undefined => response?.statusUpdate?.s
  * (also as SubscribeToTask replays them), no lease left on it, and "task finished" logged once, by one replica.
  */
 async function expectOutcomes(w: World, tasks: Streaming[]): Promise<void> {
-  const finished = (t: Streaming) => Promise.any(w.replicas.map((r) => r.waitForLine({ msg: "task finished", task_id: t.id })));
+  const finished = (t: Streaming) =>
+    Promise.any(w.replicas.map((r) => r.waitForLine({ msg: "task finished", task_id: t.id })));
   await within(Promise.all(tasks.map(finished)), LEASE_S * 1000 + BOUND_MS, "every task's outcome");
   for (const t of tasks) {
     const [row] = (await w.sql`SELECT state FROM tasks WHERE id = ${t.id}`) as { state: string }[];
     expect(TERMINAL, `task ${t.id} is ${row?.state} in the database`).toContain(row?.state);
     const events = await storedEvents(w.sql, t.id);
-    expect(events.map((e) => e.seq), `task ${t.id}'s events`).toEqual(events.map((_, i) => i + 1));
+    expect(
+      events.map((e) => e.seq),
+      `task ${t.id}'s events`,
+    ).toEqual(events.map((_, i) => i + 1));
     const terminal = events.filter((e) => TERMINAL.includes(stateOf(e.response) ?? ""));
-    const summary = events.map((e) => `${e.seq}:${stateOf(e.response) ?? "artifact"}${e.response.statusUpdate?.status?.message ? ` (${JSON.stringify(e.response.statusUpdate.status.message.parts)})` : ""}`).join(", ");
-    expect(terminal.map((e) => e.seq), `task ${t.id}'s terminal events, of ${summary}`).toEqual([events.length]);
+    const summary = events
+      .map(
+        (e) =>
+          `${e.seq}:${stateOf(e.response) ?? "artifact"}${e.response.statusUpdate?.status?.message ? ` (${JSON.stringify(e.response.statusUpdate.status.message.parts)})` : ""}`,
+      )
+      .join(", ");
+    expect(
+      terminal.map((e) => e.seq),
+      `task ${t.id}'s terminal events, of ${summary}`,
+    ).toEqual([events.length]);
     expect(stateOf(terminal[0]!.response)).toBe(row!.state);
     expect(await w.sql`SELECT replica FROM task_leases WHERE task_id = ${t.id}`).toHaveLength(0);
     const lines = w.replicas.flatMap((r) => r.lines().filter((l) => l.msg === "task finished" && l.task_id === t.id));
     expect(lines, `"task finished" lines of ${t.id}`).toHaveLength(1);
-    const replay = await (await openSse(w.replicas[0]!.url, alpha, "SubscribeToTask", { id: t.id }, { "last-event-id": "0" })).rest();
+    const replay = await (
+      await openSse(w.replicas[0]!.url, alpha, "SubscribeToTask", { id: t.id }, { "last-event-id": "0" })
+    ).rest();
     const numbered = replay.filter((e) => e.id !== undefined);
     expect(numbered.map((e) => Number(e.id))).toEqual(events.map((e) => e.seq));
     expect(stateOf(numbered.at(-1)?.data.result)).toBe(row!.state);
@@ -155,7 +191,10 @@ async function expectOutcomes(w: World, tasks: Streaming[]): Promise<void> {
   // Ready again without a restart, no task left waiting to be recovered (the model check is the fake's own).
   for (const r of w.replicas) {
     const ready = await get(`${r.url}/health/ready`, alpha);
-    expect(ready.body?.checks?.database, ready.text).toMatchObject({ ok: true, detail: expect.stringMatching(/committed$/) });
+    expect(ready.body?.checks?.database, ready.text).toMatchObject({
+      ok: true,
+      detail: expect.stringMatching(/committed$/),
+    });
   }
 }
 
@@ -192,7 +231,8 @@ async function droppedConnections(w: World): Promise<void> {
     const name = new URL(w.url).pathname.slice(1);
     for (;;) {
       // Only a replica's group commit writes task_events, one statement at a time: one waiter per replica.
-      const [{ n }] = (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${name} AND wait_event_type = 'Lock'
+      const [{ n }] =
+        (await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = ${name} AND wait_event_type = 'Lock'
         AND pid <> ${holderPid}`) as { n: number }[];
       if (n >= w.replicas.length) break;
       await Bun.sleep(20);
@@ -203,7 +243,9 @@ async function droppedConnections(w: World): Promise<void> {
     holder.release();
   }
   // Each replica's cut write failed: sent again on a live connection (the group's warning), or not stored.
-  await Promise.all(w.replicas.map((r) => r.waitForLine({ msg: /^(could not store a task's writes|a group commit failed)/ })));
+  await Promise.all(
+    w.replicas.map((r) => r.waitForLine({ msg: /^(could not store a task's writes|a group commit failed)/ })),
+  );
 }
 
 describe("Postgres stopped and started again while tasks stream", () => {
@@ -221,7 +263,9 @@ describe("Postgres stopped and started again while tasks stream", () => {
   it("three replicas: the tasks of each reach one recorded outcome, none held for ever by the replica that could not store it", async () => {
     const w = await world(3);
     try {
-      const tasks = await Promise.all(w.replicas.flatMap((r, i) => [0, 1].map((k) => streamingTask(r, `r${i + 1} ${k}`))));
+      const tasks = await Promise.all(
+        w.replicas.flatMap((r, i) => [0, 1].map((k) => streamingTask(r, `r${i + 1} ${k}`))),
+      );
       await outage(w, tasks);
       await expectOutcomes(w, tasks);
     } finally {

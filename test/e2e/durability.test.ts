@@ -42,15 +42,29 @@ function model(options: GatedModelOptions = {}): GatedModel {
 }
 
 async function serve(home: string, m: GatedModel): Promise<WatchedServe> {
-  const node = await serveWatched(home, ["--executor", "openai", "--model-url", m.url, "--model", "test-model", "--max-concurrent", "4", "--caller-share", "1"]);
+  const node = await serveWatched(home, [
+    "--executor",
+    "openai",
+    "--model-url",
+    m.url,
+    "--model",
+    "test-model",
+    "--max-concurrent",
+    "4",
+    "--caller-share",
+    "1",
+  ]);
   nodes.push(node);
   return node;
 }
 
 const TERMINAL = ["TASK_STATE_COMPLETED", "TASK_STATE_CANCELED", "TASK_STATE_FAILED", "TASK_STATE_REJECTED"];
-const statusText = (task: any): string => (task.status?.message?.parts ?? []).map((p: { text?: string }) => p.text ?? "").join("\n");
-const firstUserText = (task: any): string => task.history?.find((m: any) => m.role === "ROLE_USER")?.parts[0]?.text ?? "";
-const artifactText = (task: any): string => (task.artifacts?.[0]?.parts ?? []).map((p: { text?: string }) => p.text ?? "").join("");
+const statusText = (task: any): string =>
+  (task.status?.message?.parts ?? []).map((p: { text?: string }) => p.text ?? "").join("\n");
+const firstUserText = (task: any): string =>
+  task.history?.find((m: any) => m.role === "ROLE_USER")?.parts[0]?.text ?? "";
+const artifactText = (task: any): string =>
+  (task.artifacts?.[0]?.parts ?? []).map((p: { text?: string }) => p.text ?? "").join("");
 
 async function call(url: string, method: string, params: unknown): Promise<any> {
   const r = await rpc(url, alpha, method, params);
@@ -60,7 +74,9 @@ async function call(url: string, method: string, params: unknown): Promise<any> 
 }
 
 const sendMessage = (url: string, text: string, configuration?: Record<string, unknown>) =>
-  call(url, "SendMessage", { message: userMessage(text), ...(configuration ? { configuration } : {}) }).then((r) => r.task);
+  call(url, "SendMessage", { message: userMessage(text), ...(configuration ? { configuration } : {}) }).then(
+    (r) => r.task,
+  );
 const getTask = (url: string, id: string) => call(url, "GetTask", { id });
 
 /** A blocking SendMessage whose connection may be cut: resolves either way, saying which. */
@@ -124,7 +140,9 @@ describe("(a) kill -9 while tasks run", () => {
     // Running at the crash: two accepted with returnImmediately, one blocking caller, one streaming caller.
     const immediate: any[] = [];
     for (let i = 0; i < 2; i++) {
-      const task = await sendMessage(node.url, `[hold] immediate ${i} ${crypto.randomUUID()}`, { returnImmediately: true });
+      const task = await sendMessage(node.url, `[hold] immediate ${i} ${crypto.randomUUID()}`, {
+        returnImmediately: true,
+      });
       expect(["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"]).toContain(task.status.state);
       immediate.push(task);
     }
@@ -232,7 +250,8 @@ describe("(a) kill -9 while tasks run", () => {
 
 describe("(b) SIGTERM with a task running", () => {
   const home = () => fleet.homes.gamma;
-  const grace = (seconds: number) => writeFileSync(join(home(), "config.toml"), `shutdown_grace_seconds = ${seconds}\n`);
+  const grace = (seconds: number) =>
+    writeFileSync(join(home(), "config.toml"), `shutdown_grace_seconds = ${seconds}\n`);
 
   describe("the model answers within the grace period", () => {
     const immediateText = `[hold] graceful immediate ${crypto.randomUUID()}`;
@@ -272,7 +291,9 @@ describe("(b) SIGTERM with a task running", () => {
     });
 
     it("callers still connected hear the outcome before the node closes their connections", () => {
-      expect.soft(followed.error, `subscriber cut after ${JSON.stringify(followed.events.map((e) => e.id))}`).toBeUndefined();
+      expect
+        .soft(followed.error, `subscriber cut after ${JSON.stringify(followed.events.map((e) => e.id))}`)
+        .toBeUndefined();
       expect.soft(finalState(followed.events)).toBe("TASK_STATE_COMPLETED");
       expect.soft(assembled(followed.events)).toBe(`echo: ${immediateText}`);
       expect.soft(blocking.cut).toBeUndefined();
@@ -321,7 +342,9 @@ describe("(b) SIGTERM with a task running", () => {
     });
 
     it("callers still connected hear the FAILED outcome before the node closes their connections", () => {
-      expect.soft(followed.error, `subscriber cut after ${JSON.stringify(followed.events.map((e) => e.id))}`).toBeUndefined();
+      expect
+        .soft(followed.error, `subscriber cut after ${JSON.stringify(followed.events.map((e) => e.id))}`)
+        .toBeUndefined();
       expect.soft(finalState(followed.events)).toBe("TASK_STATE_FAILED");
       expect.soft(blocking.cut).toBeUndefined();
       expect.soft(blocking.reply?.body.result.task.status.state).toBe("TASK_STATE_FAILED");

@@ -65,9 +65,19 @@ describe("a2a-node fleet", () => {
     expect(by.alpha.revokedAt).toBeUndefined();
     expect(by.alpha.load).toEqual({ running: 0, queued: 0, inputRequired: 0 });
 
-    expect(by.beta).toMatchObject({ role: "peer", state: "up", version: "0.1.0", executor: "openai", pin: "key pin matches", card: { name: expect.any(String) } });
+    expect(by.beta).toMatchObject({
+      role: "peer",
+      state: "up",
+      version: "0.1.0",
+      executor: "openai",
+      pin: "key pin matches",
+      card: { name: expect.any(String) },
+    });
     expect(by.beta.ms).toBeGreaterThan(0);
-    expect(by.beta.certificate).toMatchObject({ keyPin: expect.stringMatching(/^spki:sha256:/), serial: expect.stringMatching(/^[0-9A-F]+$/) });
+    expect(by.beta.certificate).toMatchObject({
+      keyPin: expect.stringMatching(/^spki:sha256:/),
+      serial: expect.stringMatching(/^[0-9A-F]+$/),
+    });
     expect(by.beta.load).toEqual({ running: 0, queued: 0, inputRequired: 0 });
     expect(by.beta.revokedAt).toBeUndefined();
 
@@ -75,7 +85,9 @@ describe("a2a-node fleet", () => {
     expect(by.gamma.why).toMatch(/revoked/);
 
     expect(by.delta).toMatchObject({ state: "down" });
-    expect(by.delta.why).toBe(`cannot reach peer 'delta' at https://127.0.0.1:${deltaPort}: connection refused (nothing listens on 127.0.0.1:${deltaPort})`);
+    expect(by.delta.why).toBe(
+      `cannot reach peer 'delta' at https://127.0.0.1:${deltaPort}: connection refused (nothing listens on 127.0.0.1:${deltaPort})`,
+    );
 
     expect(by.hush.state).toBe("timeout");
     expect(by.hush.why).toMatch(/handshake/);
@@ -86,19 +98,26 @@ describe("a2a-node fleet", () => {
     expect(run.code, run.stderr).toBe(1);
     const lines = run.stdout.split("\n");
     expect(lines[0]).toMatch(/^NODE\s+STATE\s+RTT\s+VERSION\s+EXECUTOR\s+CERT\s+PIN\s+REVOKED\s+LOAD\s+CARD$/);
-    expect(lines.find((l) => l.startsWith("alpha *"))).toMatch(/^alpha \*\s+up\s+[\d.]+\s+0\.1\.0\s+openai\s+\d+d\s+-\s+no\s+0\/0\/0\s+/);
+    expect(lines.find((l) => l.startsWith("alpha *"))).toMatch(
+      /^alpha \*\s+up\s+[\d.]+\s+0\.1\.0\s+openai\s+\d+d\s+-\s+no\s+0\/0\/0\s+/,
+    );
     expect(lines.find((l) => l.startsWith("beta "))).toMatch(/\sup\s.*key pin matches\s+no\s+0\/0\/0\s/);
     expect(lines.find((l) => l.startsWith("gamma "))).toMatch(/\srefused\s.*\srevoked\s/);
-    expect(run.stdout).toContain(`  delta: cannot reach peer 'delta' at https://127.0.0.1:${deltaPort}: connection refused`);
+    expect(run.stdout).toContain(
+      `  delta: cannot reach peer 'delta' at https://127.0.0.1:${deltaPort}: connection refused`,
+    );
   }, 60_000);
 
   it("--watch writes one round after another when piped, until Ctrl-C", async () => {
-    const proc = Bun.spawn([requireBinary(), "--home", home("alpha"), "fleet", "--watch", "--interval", "0.2", "--json", ...FAST], {
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" },
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
+    const proc = Bun.spawn(
+      [requireBinary(), "--home", home("alpha"), "fleet", "--watch", "--interval", "0.2", "--json", ...FAST],
+      {
+        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" },
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "pipe",
+      },
+    );
     const reader = proc.stdout.getReader();
     let text = "";
     while (text.split("\n").length < 3) {
@@ -108,14 +127,25 @@ describe("a2a-node fleet", () => {
     }
     proc.kill("SIGINT");
     expect(await proc.exited).toBe(130);
-    const rounds = text.split("\n").filter(Boolean).slice(0, 2).map((l) => JSON.parse(l) as FleetRow[]);
+    const rounds = text
+      .split("\n")
+      .filter(Boolean)
+      .slice(0, 2)
+      .map((l) => JSON.parse(l) as FleetRow[]);
     expect(rounds.map((r) => r.find((row) => row.name === "beta")?.state)).toEqual(["up", "up"]);
   }, 60_000);
 
   it("says when the home's node is not running, and refuses bad flags", async () => {
     const run = await cli("delta", "fleet", "--json", ...FAST);
     const rows = JSON.parse(run.stdout) as FleetRow[];
-    expect(rows).toEqual([expect.objectContaining({ name: "delta", role: "self", state: "not running", why: expect.stringContaining("no 'a2a-node serve' runs") })]);
+    expect(rows).toEqual([
+      expect.objectContaining({
+        name: "delta",
+        role: "self",
+        state: "not running",
+        why: expect.stringContaining("no 'a2a-node serve' runs"),
+      }),
+    ]);
     expect(run.code).toBe(1);
     const bad = await cli("alpha", "fleet", "--interval", "1");
     expect(bad.code).toBe(2);

@@ -53,10 +53,18 @@ describe("GET /health/ready names what is wrong", () => {
     const url = `http://127.0.0.1:${deadPort()}/v1`;
     const { node, admin } = await serve("deadmodel", ["--executor", "openai", "--model-url", url]);
     const warning = await node.waitForLine({ msg: /^the model endpoint does not answer/, level: "warn" });
-    expect(warning).toMatchObject({ executor: "openai", detail: expect.stringContaining(`${url}/models is unreachable`) });
+    expect(warning).toMatchObject({
+      executor: "openai",
+      detail: expect.stringContaining(`${url}/models is unreachable`),
+    });
     const r = await ready(admin);
     expect(r.status).toBe(503);
-    expect(r.body).toMatchObject({ ready: false, failed: ["model"], status: "not ready: model", checks: { database: { ok: true }, certificate: { ok: true }, model: { ok: false } } });
+    expect(r.body).toMatchObject({
+      ready: false,
+      failed: ["model"],
+      status: "not ready: model",
+      checks: { database: { ok: true }, certificate: { ok: true }, model: { ok: false } },
+    });
     expect(r.body.detail).toContain(`model: ${url}/models is unreachable`);
     // The same answer on the mTLS port, for a client with a fleet certificate; liveness is unaffected.
     expect((await get(`${node.url}/health/ready`, alpha)).status).toBe(503);
@@ -95,7 +103,13 @@ describe("GET /health/ready names what is wrong", () => {
     // (a CA cannot sign before it exists), and a client of that CA checks the node at the end.
     const home = homePaths(fleet.homes.short);
     const ca = await createCa({ name: "older fleet CA", now: new Date(Date.now() - 2 * 86_400_000) });
-    const leaf = await issueLeaf({ ca, name: "short", sans: ["localhost", "127.0.0.1"], days: 1, now: new Date(Date.now() - 86_400_000 + 4000) });
+    const leaf = await issueLeaf({
+      ca,
+      name: "short",
+      sans: ["localhost", "127.0.0.1"],
+      days: 1,
+      now: new Date(Date.now() - 86_400_000 + 4000),
+    });
     const client = await issueLeaf({ ca, name: "client", sans: [], days: 30 });
     writeFileSync(home.caCert, ca.certPem);
     writeFileSync(home.nodeCert, leaf.certPem);
@@ -106,7 +120,9 @@ describe("GET /health/ready names what is wrong", () => {
     expect(before.status).toBe(200);
     expect(before.body.checks.certificate).toMatchObject({ ok: true, daysLeft: 0, notAfter: notAfter.toISOString() });
     expect(before.body.checks.certificate.detail).toMatch(/expires in 0 days: issue a new one/);
-    expect((await scrape(admin)).value("a2a_node_certificate_expiry_timestamp_seconds")).toBe(notAfter.getTime() / 1000);
+    expect((await scrape(admin)).value("a2a_node_certificate_expiry_timestamp_seconds")).toBe(
+      notAfter.getTime() / 1000,
+    );
 
     // The event awaited is the certificate's end.
     await Bun.sleep(Math.max(0, notAfter.getTime() - Date.now() + 50));
@@ -115,7 +131,11 @@ describe("GET /health/ready names what is wrong", () => {
     expect(r.body.failed).toEqual(["certificate"]);
     expect(r.body.checks.certificate.detail).toContain(`the certificate of short expired on ${notAfter.toISOString()}`);
     // Peers now refuse the node in the handshake: only the admin port can tell why.
-    const err = await get(`${node.url}/health/ready`, { cert: client.certPem, key: client.keyPem, ca: ca.certPem }).then(
+    const err = await get(`${node.url}/health/ready`, {
+      cert: client.certPem,
+      key: client.keyPem,
+      ca: ca.certPem,
+    }).then(
       () => "answered",
       (e: NodeJS.ErrnoException) => e.code ?? e.message,
     );

@@ -11,7 +11,10 @@ import { hermes, startFakeHermes, type FakeHermes } from "../fakes/hermes/server
 import { makeFleet, type Fleet } from "../helpers/fleet";
 
 const API_KEY = `hermes-${crypto.randomUUID()}`;
-const DEPLOY = { command: "kubectl set image deploy/web web=web:1.4.2", description: "deploy build 1.4.2 to production" };
+const DEPLOY = {
+  command: "kubectl set image deploy/web web=web:1.4.2",
+  description: "deploy build 1.4.2 to production",
+};
 
 describe.each(["newer", "older"] as const)("a Hermes approval answered from another node (%s Hermes)", (generation) => {
   let fleet: Fleet;
@@ -36,7 +39,9 @@ describe.each(["newer", "older"] as const)("a Hermes approval answered from anot
         hermes.completed(),
       ],
     });
-    beta = await serveBinary(fleet.homes.beta!, ["--executor", "hermes", "--hermes-url", fake.url], { HERMES_API_KEY: API_KEY });
+    beta = await serveBinary(fleet.homes.beta!, ["--executor", "hermes", "--hermes-url", fake.url], {
+      HERMES_API_KEY: API_KEY,
+    });
     const added = await alpha("peers", "add", "beta", beta.url);
     expect(added.code, added.stderr).toBe(0);
   });
@@ -58,7 +63,9 @@ describe.each(["newer", "older"] as const)("a Hermes approval answered from anot
     expect(r.stderr).toContain(`Why: ${DEPLOY.description}`);
     expect(r.stderr).toContain(`Command: ${DEPLOY.command}`);
     expect(r.stderr).toContain("Answer with one of: once, session, always, deny (yes means once, no means deny).");
-    expect(r.stderr).toContain(`answer it with: a2a-node send --agent beta --task-id ${taskId} --task "YOUR ANSWER" --wait`);
+    expect(r.stderr).toContain(
+      `answer it with: a2a-node send --agent beta --task-id ${taskId} --task "YOUR ANSWER" --wait`,
+    );
 
     const run = fake.runs[0]!;
     expect(run.request.userMessage).toBe("deploy 1.4.2");

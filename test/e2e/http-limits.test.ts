@@ -17,7 +17,16 @@ let alpha: TlsIdentity;
 beforeAll(async () => {
   fleet = await makeFleet(["beta", "alpha"]);
   alpha = fleet.identity("alpha");
-  node = await serveBinary(fleet.homes.beta, ["--executor", "echo", "--request-timeout", "1", "--idle-timeout", "2", "--max-head", "2048"]);
+  node = await serveBinary(fleet.homes.beta, [
+    "--executor",
+    "echo",
+    "--request-timeout",
+    "1",
+    "--idle-timeout",
+    "2",
+    "--max-head",
+    "2048",
+  ]);
 });
 afterAll(async () => {
   await node?.stop("SIGKILL");
@@ -25,7 +34,14 @@ afterAll(async () => {
 });
 
 async function open(): Promise<{ socket: TLSSocket; received: () => string; closed: Promise<unknown> }> {
-  const socket = tlsConnect({ host: "127.0.0.1", port: node.port, cert: alpha.cert, key: alpha.key, ca: alpha.ca, servername: "beta" });
+  const socket = tlsConnect({
+    host: "127.0.0.1",
+    port: node.port,
+    cert: alpha.cert,
+    key: alpha.key,
+    ca: alpha.ca,
+    servername: "beta",
+  });
   socket.on("error", () => {});
   const chunks: Buffer[] = [];
   socket.on("data", (d: Buffer) => chunks.push(d));
@@ -37,7 +53,9 @@ async function open(): Promise<{ socket: TLSSocket; received: () => string; clos
 describe("HTTP limits set by flags", () => {
   it("answers a request left unfinished past --request-timeout with 408 and closes the connection", async () => {
     const c = await open();
-    c.socket.write("POST / HTTP/1.1\r\nHost: beta\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":");
+    c.socket.write(
+      'POST / HTTP/1.1\r\nHost: beta\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"jsonrpc":',
+    );
     await c.closed;
     expect(c.received()).toMatch(/^HTTP\/1\.1 408 /);
     expect(c.received()).toContain("request took too long to arrive");

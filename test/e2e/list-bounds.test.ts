@@ -39,7 +39,12 @@ describe("ListTasks over a node with --max-list-bytes 65536", () => {
     const sent: string[] = [];
     for (let i = 0; i < 13; i++) {
       const size = i === 6 ? 70_000 : 6_000;
-      const t = result(await rpc(node.url, who, "SendMessage", { message: userMessage(`${i} `.padEnd(size, "é")), configuration: { historyLength: 0 } })).task;
+      const t = result(
+        await rpc(node.url, who, "SendMessage", {
+          message: userMessage(`${i} `.padEnd(size, "é")),
+          configuration: { historyLength: 0 },
+        }),
+      ).task;
       expect(t.status.state).toBe("TASK_STATE_COMPLETED");
       sent.push(t.id);
     }
@@ -91,9 +96,14 @@ describe("ListTasks over a node with --max-list-bytes 65536", () => {
 
 describe("the max_list_bytes setting", () => {
   it("comes from A2A_NODE_MAX_LIST_BYTES, and a flag out of range is a usage error naming the flag", async () => {
-    const check = await runBinary(["--home", fleet.homes.alpha, "serve", "--check", "--json"], { A2A_NODE_MAX_LIST_BYTES: "100000" });
+    const check = await runBinary(["--home", fleet.homes.alpha, "serve", "--check", "--json"], {
+      A2A_NODE_MAX_LIST_BYTES: "100000",
+    });
     expect(check.code, check.stderr).toBe(0);
-    expect(JSON.parse(check.stdout)).toMatchObject({ maxListBytes: 100_000, sources: { maxListBytes: "A2A_NODE_MAX_LIST_BYTES" } });
+    expect(JSON.parse(check.stdout)).toMatchObject({
+      maxListBytes: 100_000,
+      sources: { maxListBytes: "A2A_NODE_MAX_LIST_BYTES" },
+    });
     const bad = await runBinary(["--home", fleet.homes.alpha, "serve", "--max-list-bytes", "1000"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--max-list-bytes must be a whole number 16384-268435456 (got 1000)");

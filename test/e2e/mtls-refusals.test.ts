@@ -22,7 +22,14 @@ let plainUrl: string;
 beforeAll(async () => {
   fleet = await makeFleet(["beta", "alpha", "gamma"]);
   // Every refusal logged one by one: the tests below look for the line of theirs.
-  node = await serveBinary(fleet.homes.beta, ["--executor", "echo", "--plain-http-port", "0", "--log-refusals-per-minute", "100000"]);
+  node = await serveBinary(fleet.homes.beta, [
+    "--executor",
+    "echo",
+    "--plain-http-port",
+    "0",
+    "--log-refusals-per-minute",
+    "100000",
+  ]);
   void node.exited.then((c) => (exitCode = c));
   plainUrl = (await node.waitForLine({ msg: /^plain-HTTP listener open on loopback/, level: "warn" })).url as string;
   expect(plainUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -108,7 +115,13 @@ describe("mutual TLS refusals", () => {
     expect(card.defaultInputModes).toEqual(expect.arrayContaining([expect.any(String)]));
     expect(card.defaultOutputModes).toEqual(expect.arrayContaining([expect.any(String)]));
     expect(card.skills.length).toBeGreaterThan(0);
-    for (const skill of card.skills) expect(skill).toMatchObject({ id: expect.any(String), name: expect.any(String), description: expect.any(String), tags: expect.any(Array) });
+    for (const skill of card.skills)
+      expect(skill).toMatchObject({
+        id: expect.any(String),
+        name: expect.any(String),
+        description: expect.any(String),
+        tags: expect.any(Array),
+      });
     const schemes = Object.values(card.securitySchemes ?? {}) as Record<string, unknown>[];
     expect(schemes.some((s) => s && typeof s === "object" && "mtlsSecurityScheme" in s)).toBe(true);
   });
@@ -200,7 +213,13 @@ describe("mutual TLS refusals", () => {
         (e) => e.code,
       );
       expect(got).toMatch(REFUSED_AFTER_HANDSHAKE);
-      expect(await node.waitForLine({ msg: "refused a connection", kind: "certificate_refused", reason: /client certificate refused: the name "local" is reserved/ })).toBeTruthy();
+      expect(
+        await node.waitForLine({
+          msg: "refused a connection",
+          kind: "certificate_refused",
+          reason: /client certificate refused: the name "local" is reserved/,
+        }),
+      ).toBeTruthy();
 
       // Nor does any fleet member share the plain listener's tasks, either way.
       expect((await rpc(node.url, alpha, "GetTask", { id: localTask })).body.error.code).toBe(-32001);
@@ -209,7 +228,15 @@ describe("mutual TLS refusals", () => {
       expect((await plainRpc("ListTasks", {})).result.tasks.map((t: { id: string }) => t.id)).toEqual([localTask]);
       // The fleet PKI's routes are on the mutual-TLS listener only.
       expect((await fetch(`${plainUrl}/pki/crl`)).status).toBe(404);
-      expect((await fetch(`${plainUrl}/pki/renew`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(404);
+      expect(
+        (
+          await fetch(`${plainUrl}/pki/renew`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: "{}",
+          })
+        ).status,
+      ).toBe(404);
     });
 
     it.each([
@@ -228,13 +255,29 @@ describe("mutual TLS refusals", () => {
   describe("certificates the fleet CA signed but out of date or for another purpose", () => {
     const DAY = 86_400_000;
     it.each([
-      ["expired", { notBefore: new Date(Date.now() - 10 * DAY), notAfter: new Date(Date.now() - DAY) }, { kind: "expired", reason: "certificate has expired" }],
-      ["not yet valid", { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 10 * DAY) }, { kind: "not_yet_valid", reason: "certificate is not yet valid" }],
-      ["for code signing", { eku: ["1.3.6.1.5.5.7.3.3"] }, { kind: "wrong_purpose", reason: "unsupported certificate purpose" }],
+      [
+        "expired",
+        { notBefore: new Date(Date.now() - 10 * DAY), notAfter: new Date(Date.now() - DAY) },
+        { kind: "expired", reason: "certificate has expired" },
+      ],
+      [
+        "not yet valid",
+        { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 10 * DAY) },
+        { kind: "not_yet_valid", reason: "certificate is not yet valid" },
+      ],
+      [
+        "for code signing",
+        { eku: ["1.3.6.1.5.5.7.3.3"] },
+        { kind: "wrong_purpose", reason: "unsupported certificate purpose" },
+      ],
       [
         "without extended key usage",
         { eku: [] },
-        { kind: "wrong_purpose", reason: "client certificate refused: its certificate is not for TLS client and server both (extended key usage: none)" },
+        {
+          kind: "wrong_purpose",
+          reason:
+            "client certificate refused: its certificate is not for TLS client and server both (extended key usage: none)",
+        },
       ],
     ])("a certificate %s is refused at the connection, the reason logged", async (what, opts, logged) => {
       const c = await craftCert(fleet.ca(), { subject: [{ CN: [`odd-${what.split(" ")[0]}`] }], ...opts });
@@ -254,7 +297,12 @@ describe("mutual TLS refusals", () => {
         expect(res).toBeUndefined();
         expect(err?.code).toMatch(REFUSED_AFTER_HANDSHAKE);
       }
-      expect(await node.waitForLine({ msg: "refused a connection", reason: /client certificate refused: it was not issued by the fleet CA itself/ })).toBeTruthy();
+      expect(
+        await node.waitForLine({
+          msg: "refused a connection",
+          reason: /client certificate refused: it was not issued by the fleet CA itself/,
+        }),
+      ).toBeTruthy();
     });
 
     it("'a2a-node send' refuses a server presenting one, before sending it anything", async () => {
@@ -276,7 +324,9 @@ describe("mutual TLS refusals", () => {
       try {
         const r = await runBinary(["--home", fleet.homes.alpha, "send", "--agent", impostor.url, "--task", "secrets"]);
         expect(r.code).toBe(8); // refused
-        expect(r.stderr).toMatch(/is not who we expected: the server's certificate is not a fleet member's: it was not issued by the fleet CA itself/);
+        expect(r.stderr).toMatch(
+          /is not who we expected: the server's certificate is not a fleet member's: it was not issued by the fleet CA itself/,
+        );
         expect(asked).toBe(0);
       } finally {
         await impostor.close();

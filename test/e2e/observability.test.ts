@@ -62,7 +62,13 @@ describe("metrics", () => {
     expect(m.value("a2a_node_sse_streams")).toBe(0);
     expect(m.value('a2a_node_build_info{version="0.1.0",executor="echo"}')).toBe(1);
     expect(m.value("a2a_node_uptime_seconds")).toBeGreaterThanOrEqual(0);
-    for (const p of ["process_resident_memory_bytes", "process_open_fds", "process_max_fds", "process_cpu_seconds_total", "process_start_time_seconds"])
+    for (const p of [
+      "process_resident_memory_bytes",
+      "process_open_fds",
+      "process_max_fds",
+      "process_cpu_seconds_total",
+      "process_start_time_seconds",
+    ])
       expect(m.value(p), p).toBeGreaterThan(0);
 
     // A second task and an error answer move them again.
@@ -71,7 +77,10 @@ describe("metrics", () => {
     expect(notFound.body.error.code).toBe(-32001);
     await rpc(node.url, alpha, "NoSuchMethod", {});
     // The HTTP+JSON binding is counted by the same operation names.
-    const rest = await fetch(`${node.url}/tasks/no-such-task`, { headers: { "a2a-version": "1.0" }, tls: alpha } as RequestInit);
+    const rest = await fetch(`${node.url}/tasks/no-such-task`, {
+      headers: { "a2a-version": "1.0" },
+      tls: alpha,
+    } as RequestInit);
     expect(rest.status).toBe(404);
     const after = await scrape(admin);
     expect(after.value('a2a_node_tasks_accepted_total{arrival="new"}')).toBe(2);
@@ -93,14 +102,18 @@ describe("metrics", () => {
     const line = await node.waitForLine({ msg: "refused a connection" });
     // Plain HTTP on the TLS port.
     await new Promise<void>((resolve) => {
-      const s = createConnection({ host: "127.0.0.1", port: node.port }, () => s.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n"));
+      const s = createConnection({ host: "127.0.0.1", port: node.port }, () =>
+        s.write("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
+      );
       s.on("close", () => resolve());
       s.on("error", () => resolve());
     });
     await node.waitForLine({ msg: "refused a connection", kind: "not_tls" });
     const after = await scrape(admin);
     expect(after.sum("a2a_node_connections_refused_total") - before.sum("a2a_node_connections_refused_total")).toBe(2);
-    expect(after.value(`a2a_node_connections_refused_total{reason="${line.kind}"}`)).toBe(1 + (line.kind === "not_tls" ? 1 : 0));
+    expect(after.value(`a2a_node_connections_refused_total{reason="${line.kind}"}`)).toBe(
+      1 + (line.kind === "not_tls" ? 1 : 0),
+    );
     expect(after.value('a2a_node_connections_refused_total{reason="not_tls"}')).toBeGreaterThanOrEqual(1);
   });
 
@@ -108,8 +121,9 @@ describe("metrics", () => {
     const before = await scrape(admin);
     expect(before.value('a2a_node_http_requests_refused_total{status="400"}')).toBe(0);
     const answer = await new Promise<string>((resolve, reject) => {
-      const s = tlsConnect({ host: "127.0.0.1", port: node.port, cert: alpha.cert, key: alpha.key, ca: alpha.ca, servername: "beta" }, () =>
-        s.write("NOT AN HTTP REQUEST\r\n\r\n"),
+      const s = tlsConnect(
+        { host: "127.0.0.1", port: node.port, cert: alpha.cert, key: alpha.key, ca: alpha.ca, servername: "beta" },
+        () => s.write("NOT AN HTTP REQUEST\r\n\r\n"),
       );
       let got = "";
       s.on("data", (d) => (got += d.toString()));
@@ -117,7 +131,11 @@ describe("metrics", () => {
       s.on("error", reject);
     });
     expect(answer).toMatch(/^HTTP\/1\.1 400 /);
-    const big = await post(node.url, alpha, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { pad: "x".repeat(1_100_000) } }));
+    const big = await post(
+      node.url,
+      alpha,
+      JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { pad: "x".repeat(1_100_000) } }),
+    );
     expect(big.status).toBe(413);
     const after = await scrape(admin);
     expect(after.value('a2a_node_http_requests_refused_total{status="400"}')).toBe(1);
@@ -130,9 +148,14 @@ describe("metrics", () => {
     expect(ok.status).toBe(200);
     expect(ok.headers.get("content-type")).toBe("text/plain; version=0.0.4; charset=utf-8");
     expect(ok.text).toContain("a2a_node_tasks_accepted_total");
-    for (const path of ["/metrics", "/health/live", "/health/ready"]) await expect(get(`${node.url}${path}`, undefined)).rejects.toThrow();
+    for (const path of ["/metrics", "/health/live", "/health/ready"])
+      await expect(get(`${node.url}${path}`, undefined)).rejects.toThrow();
     expect((await get(`${node.url}/health/live`, alpha)).body).toMatchObject({ status: "ok" });
-    expect((await get(`${node.url}/health`, alpha)).body).toMatchObject({ status: "ok", name: "beta", caller: "alpha" });
+    expect((await get(`${node.url}/health`, alpha)).body).toMatchObject({
+      status: "ok",
+      name: "beta",
+      caller: "alpha",
+    });
   });
 });
 
@@ -144,7 +167,11 @@ describe("the admin port", () => {
     expect(await live.json()).toMatchObject({ status: "ok" });
     const ready = await fetch(`${admin}/health/ready`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toMatchObject({ ready: true, failed: [], checks: { database: { ok: true }, certificate: { ok: true }, model: { ok: true } } });
+    expect(await ready.json()).toMatchObject({
+      ready: true,
+      failed: [],
+      checks: { database: { ok: true }, certificate: { ok: true }, model: { ok: true } },
+    });
     const health = (await (await fetch(`${admin}/health`)).json()) as { caller?: string };
     expect(health).toMatchObject({ status: "ok", name: "beta" });
     expect(health.caller).toBeUndefined();
@@ -157,9 +184,15 @@ describe("the admin port", () => {
       body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }),
     });
     expect(rpcCall.status).toBe(404);
-    expect(await rpcCall.text()).toContain("the admin port serves only GET /health, /health/live, /health/ready, /metrics");
-    for (const path of ["/.well-known/agent-card.json", "/openapi", "/openapi/json", "/a2a/rpc"]) expect((await fetch(`${admin}${path}`)).status, path).toBe(404);
-    expect((await fetch(`${admin}/metrics`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" })).status).toBe(404);
+    expect(await rpcCall.text()).toContain(
+      "the admin port serves only GET /health, /health/live, /health/ready, /metrics",
+    );
+    for (const path of ["/.well-known/agent-card.json", "/openapi", "/openapi/json", "/a2a/rpc"])
+      expect((await fetch(`${admin}${path}`)).status, path).toBe(404);
+    expect(
+      (await fetch(`${admin}/metrics`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }))
+        .status,
+    ).toBe(404);
   });
 
   it("listens on 127.0.0.1 only, and refuses a foreign Host (DNS rebinding) or Origin", async () => {
@@ -195,9 +228,21 @@ describe("the log", () => {
     expect(accepted).toHaveLength(2);
     expect(finished).toHaveLength(2);
     for (const a of accepted) {
-      expect(a).toMatchObject({ level: "info", task_id: expect.any(String), context_id: expect.any(String), peer: "alpha" });
+      expect(a).toMatchObject({
+        level: "info",
+        task_id: expect.any(String),
+        context_id: expect.any(String),
+        peer: "alpha",
+      });
       const f = finished.find((x) => x.task_id === a.task_id);
-      expect(f).toMatchObject({ level: "info", context_id: a.context_id, peer: "alpha", state: "completed", duration_ms: expect.any(Number), executor_ms: expect.any(Number) });
+      expect(f).toMatchObject({
+        level: "info",
+        context_id: a.context_id,
+        peer: "alpha",
+        state: "completed",
+        duration_ms: expect.any(Number),
+        executor_ms: expect.any(Number),
+      });
     }
   });
 
@@ -211,7 +256,14 @@ describe("the log", () => {
 
 describe("the per-peer rate limit (--rate-limit-per-second 1 --rate-limit-burst 2)", () => {
   it("refuses a peer past its burst with HTTP 429, Retry-After and a JSON-RPC error saying when to retry; other peers go on", async () => {
-    const { node: limited, admin: limitedAdmin } = await serve(fleet.homes.limited, ["--executor", "echo", "--rate-limit-per-second", "1", "--rate-limit-burst", "2"]);
+    const { node: limited, admin: limitedAdmin } = await serve(fleet.homes.limited, [
+      "--executor",
+      "echo",
+      "--rate-limit-per-second",
+      "1",
+      "--rate-limit-burst",
+      "2",
+    ]);
     const call = (who: TlsIdentity) => rpc(limited.url, who, "GetTask", { id: "nothing" });
     const first = await call(alpha);
     const second = await call(alpha);
@@ -220,19 +272,29 @@ describe("the per-peer rate limit (--rate-limit-per-second 1 --rate-limit-burst 
     expect(third.status).toBe(429);
     expect(third.headers.get("retry-after")).toBe("1");
     expect(third.body).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32603 } });
-    expect(third.body.error.message).toMatch(/^rate limit: retry after 1 s \(this node takes 1 requests per second from one peer, 2 at once\)$/);
+    expect(third.body.error.message).toMatch(
+      /^rate limit: retry after 1 s \(this node takes 1 requests per second from one peer, 2 at once\)$/,
+    );
     expect(third.body.error.data).toContainEqual(
-      expect.objectContaining({ reason: "RESOURCE_EXHAUSTED", metadata: { retry: "later", retryAfterSeconds: "1", limit: "rate" } }),
+      expect.objectContaining({
+        reason: "RESOURCE_EXHAUSTED",
+        metadata: { retry: "later", retryAfterSeconds: "1", limit: "rate" },
+      }),
     );
     // Refused before it is read or parsed: a body that is not even JSON gets the same answer.
     const garbage = await post(limited.url, alpha, "{ not json");
     expect(garbage.status).toBe(429);
     expect(garbage.body.error.code).toBe(-32603);
     // The HTTP+JSON binding shares the bucket, and answers in its own error shape.
-    const rest = await fetch(`${limited.url}/tasks/nothing`, { headers: { "a2a-version": "1.0" }, tls: alpha } as RequestInit);
+    const rest = await fetch(`${limited.url}/tasks/nothing`, {
+      headers: { "a2a-version": "1.0" },
+      tls: alpha,
+    } as RequestInit);
     expect(rest.status).toBe(429);
     expect(rest.headers.get("retry-after")).toBe("1");
-    const status = (await rest.json()) as { error: { code: number; status: string; message: string; details: { reason: string }[] } };
+    const status = (await rest.json()) as {
+      error: { code: number; status: string; message: string; details: { reason: string }[] };
+    };
     expect(status.error).toMatchObject({ code: 429, status: "RESOURCE_EXHAUSTED" });
     expect(status.error.message).toMatch(/^rate limit: retry after 1 s/);
     expect(status.error.details).toContainEqual(expect.objectContaining({ reason: "RESOURCE_EXHAUSTED" }));
@@ -243,7 +305,9 @@ describe("the per-peer rate limit (--rate-limit-per-second 1 --rate-limit-burst 
     expect(m.value('a2a_node_rate_limited_total{peer="gamma"}')).toBeUndefined();
     // Refused before any work: the refused request is not a JSON-RPC request the node handled.
     expect(m.value('a2a_node_rpc_request_duration_seconds_count{method="GetTask"}')).toBe(3);
-    expect(await limited.waitForLine({ msg: /^rate limit/, level: "warn", peer: "alpha" })).toMatchObject({ retry_after_s: 1 });
+    expect(await limited.waitForLine({ msg: /^rate limit/, level: "warn", peer: "alpha" })).toMatchObject({
+      retry_after_s: 1,
+    });
     // Health and metrics are not A2A requests: never limited.
     for (let i = 0; i < 5; i++) expect((await get(`${limited.url}/health/live`, alpha)).status).toBe(200);
   });
@@ -272,7 +336,8 @@ describe("GET /openapi, offline", () => {
     const spec = await get(`${node.url}/openapi/json`, alpha);
     expect(spec.status).toBe(200);
     expect(spec.body.info).toMatchObject({ title: "a2a-node", version: "0.1.0" });
-    for (const path of ["/", "/health", "/health/live", "/health/ready", "/metrics", "/.well-known/agent-card.json"]) expect(spec.body.paths, path).toHaveProperty([path]);
+    for (const path of ["/", "/health", "/health/live", "/health/ready", "/metrics", "/.well-known/agent-card.json"])
+      expect(spec.body.paths, path).toHaveProperty([path]);
     expect(spec.body.paths["/"].post.responses).toHaveProperty("429");
   });
 });
@@ -281,10 +346,24 @@ describe("queue depth and open streams follow the work (--max-concurrent 1, a mo
   it("a running streamed task and a queued one show, then go when they end", async () => {
     const model = startGatedModel();
     models.push(model);
-    const { node: busy, admin: busyAdmin } = await serve(fleet.homes.busy, ["--executor", "openai", "--model-url", model.url, "--model", "fake", "--max-concurrent", "1", "--caller-share", "1"]);
+    const { node: busy, admin: busyAdmin } = await serve(fleet.homes.busy, [
+      "--executor",
+      "openai",
+      "--model-url",
+      model.url,
+      "--model",
+      "fake",
+      "--max-concurrent",
+      "1",
+      "--caller-share",
+      "1",
+    ]);
     const stream = await openSse(busy.url, alpha, "SendStreamingMessage", { message: userMessage("[hold] first") });
     await model.arrival("first");
-    const queued = await rpc(busy.url, alpha, "SendMessage", { message: userMessage("[hold] second"), configuration: { returnImmediately: true } });
+    const queued = await rpc(busy.url, alpha, "SendMessage", {
+      message: userMessage("[hold] second"),
+      configuration: { returnImmediately: true },
+    });
     expect(queued.body.result.task.status.state).toBe("TASK_STATE_SUBMITTED");
     const during = await scrape(busyAdmin);
     expect(during.value("a2a_node_sse_streams")).toBe(1);
@@ -302,4 +381,3 @@ describe("queue depth and open streams follow the work (--max-concurrent 1, a mo
     expect(after.value('a2a_node_rpc_request_duration_seconds_count{method="SendStreamingMessage"}')).toBe(1);
   });
 });
-

@@ -6,7 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect } from "node:tls";
-import { createCa, createCsr, createToken, inspectCert, installBundle, initPki, issueBundle, issueLeaf } from "../../pki";
+import {
+  createCa,
+  createCsr,
+  createToken,
+  inspectCert,
+  installBundle,
+  initPki,
+  issueBundle,
+  issueLeaf,
+} from "../../pki";
 import { startGatedModel } from "../fakes/gated-model";
 import { rpc, userMessage } from "../helpers/rpc";
 import { ensureHome, homePaths } from "../../src/home";
@@ -28,10 +37,18 @@ describe("the CA keeps records (binary)", () => {
     expect((await runBinary(["--home", ca, "pki", "issue", "beta", "--out", join(root, "b1")])).code).toBe(0);
     const again = await runBinary(["--home", ca, "pki", "issue", "beta", "--out", join(root, "b2")]);
     expect(again.code).toBe(1);
-    expect(again.stderr).toMatch(/^a2a-node: "beta" already has a valid certificate \(serial [0-9A-F]+, expires .*\)\n  next: pass --replace/);
-    expect((await runBinary(["--home", ca, "pki", "issue", "beta", "--out", join(root, "b2"), "--replace"])).code).toBe(0);
+    expect(again.stderr).toMatch(
+      /^a2a-node: "beta" already has a valid certificate \(serial [0-9A-F]+, expires .*\)\n  next: pass --replace/,
+    );
+    expect((await runBinary(["--home", ca, "pki", "issue", "beta", "--out", join(root, "b2"), "--replace"])).code).toBe(
+      0,
+    );
     const list = JSON.parse((await runBinary(["--home", ca, "pki", "list", "--json"])).stdout);
-    expect(list.map((c: { name: string; status: string }) => `${c.name}:${c.status}`)).toEqual(["ca:valid", "beta:revoked", "beta:valid"]);
+    expect(list.map((c: { name: string; status: string }) => `${c.name}:${c.status}`)).toEqual([
+      "ca:valid",
+      "beta:revoked",
+      "beta:valid",
+    ]);
   });
 });
 
@@ -51,12 +68,24 @@ describe("the CSR flow (binary): no private key travels", () => {
     expect(statSync(homePaths(carol).nodeKey).mode & 0o777).toBe(0o600);
     const node = await serveBinary(carol, ["--executor", "echo"]);
     try {
-      const sent = await runBinary(["--home", alpha, "send", "--agent", node.url, "--task", "hello carol", "--wait", "--json"]);
+      const sent = await runBinary([
+        "--home",
+        alpha,
+        "send",
+        "--agent",
+        node.url,
+        "--task",
+        "hello carol",
+        "--wait",
+        "--json",
+      ]);
       expect(sent.code, sent.stderr).toBe(0);
       expect(JSON.parse(sent.stdout).artifacts[0].parts[0].text).toBe("hello carol");
       // By a URL no peer is registered at: any fleet member is accepted, and which one is said.
       const carolPin = JSON.parse((await runBinary(["--home", carol, "pki", "show", "--json"])).stdout).keyPin;
-      expect(sent.stderr).toContain(`${node.url} is fleet node 'carol' (key ${carolPin}); to check that name and key every time, add it: a2a-node peers add carol ${node.url} --pin\n`);
+      expect(sent.stderr).toContain(
+        `${node.url} is fleet node 'carol' (key ${carolPin}); to check that name and key every time, add it: a2a-node peers add carol ${node.url} --pin\n`,
+      );
     } finally {
       await node.stop();
     }
@@ -72,7 +101,11 @@ describe("revocation (binary): a stolen machine is cut off fleet-wide", () => {
   const cli = (name: string, ...args: string[]) => runBinary(["--home", home(name), ...args]);
   const tlsOf = (name: string) => {
     const p = homePaths(home(name));
-    return { cert: readFileSync(p.nodeCert, "utf8"), key: readFileSync(p.nodeKey, "utf8"), ca: readFileSync(p.caCert, "utf8") };
+    return {
+      cert: readFileSync(p.nodeCert, "utf8"),
+      key: readFileSync(p.nodeKey, "utf8"),
+      ca: readFileSync(p.caCert, "utf8"),
+    };
   };
   /**
    * A JSON-RPC call as `who` on a new connection (a pooled one may have been closed by the revocation): the
@@ -95,65 +128,99 @@ describe("revocation (binary): a stolen machine is cut off fleet-wide", () => {
   };
 
   // A dozen binary runs and two restarts: ~15-22 s alone on this VM, past the default 30 s under a full, loaded run.
-  it("pki revoke on the CA: the CA node refuses at once, a node fetching from it on SIGHUP, send refuses it as a server", async () => {
-    expect((await cli("alpha", "init-pki", "--name", "alpha")).code).toBe(0);
-    for (const name of ["beta", "gamma", "delta"]) {
-      const bundle = join(root, `rev-${name}.bundle`);
-      expect((await cli("alpha", "pki", "issue", name, "--out", bundle)).code).toBe(0);
-      expect((await cli(name, "init-pki", "--bundle", bundle)).code).toBe(0);
-    }
-    // alpha holds the CA and re-reads its list every second; beta fetches alpha's, on SIGHUP here.
-    const alpha = await serveBinary(home("alpha"), ["--executor", "echo", "--crl-refresh", "1", "--log-refusals-per-minute", "1000"]);
-    served.push(alpha);
-    expect((await cli("beta", "peers", "add", "alpha", alpha.url)).code).toBe(0);
-    const beta = await serveBinary(home("beta"), ["--executor", "echo", "--ca-peer", "alpha", "--crl-refresh", "3600", "--log-refusals-per-minute", "1000"]);
-    served.push(beta);
-    const gamma = await serveBinary(home("gamma"), ["--executor", "echo"]);
-    served.push(gamma);
-    expect(await callAs("gamma", alpha.url)).toBe(200);
-    expect(await callAs("gamma", beta.url)).toBe(200);
-    const sentBefore = await cli("alpha", "send", "--agent", gamma.url, "--task", "hi", "--wait");
-    expect(sentBefore.code, sentBefore.stderr).toBe(0);
+  it(
+    "pki revoke on the CA: the CA node refuses at once, a node fetching from it on SIGHUP, send refuses it as a server",
+    async () => {
+      expect((await cli("alpha", "init-pki", "--name", "alpha")).code).toBe(0);
+      for (const name of ["beta", "gamma", "delta"]) {
+        const bundle = join(root, `rev-${name}.bundle`);
+        expect((await cli("alpha", "pki", "issue", name, "--out", bundle)).code).toBe(0);
+        expect((await cli(name, "init-pki", "--bundle", bundle)).code).toBe(0);
+      }
+      // alpha holds the CA and re-reads its list every second; beta fetches alpha's, on SIGHUP here.
+      const alpha = await serveBinary(home("alpha"), [
+        "--executor",
+        "echo",
+        "--crl-refresh",
+        "1",
+        "--log-refusals-per-minute",
+        "1000",
+      ]);
+      served.push(alpha);
+      expect((await cli("beta", "peers", "add", "alpha", alpha.url)).code).toBe(0);
+      const beta = await serveBinary(home("beta"), [
+        "--executor",
+        "echo",
+        "--ca-peer",
+        "alpha",
+        "--crl-refresh",
+        "3600",
+        "--log-refusals-per-minute",
+        "1000",
+      ]);
+      served.push(beta);
+      const gamma = await serveBinary(home("gamma"), ["--executor", "echo"]);
+      served.push(gamma);
+      expect(await callAs("gamma", alpha.url)).toBe(200);
+      expect(await callAs("gamma", beta.url)).toBe(200);
+      const sentBefore = await cli("alpha", "send", "--agent", gamma.url, "--task", "hi", "--wait");
+      expect(sentBefore.code, sentBefore.stderr).toBe(0);
 
-    const revoked = await cli("alpha", "pki", "revoke", "gamma", "--reason", "laptop stolen");
-    expect(revoked.code, revoked.stderr).toBe(0);
-    expect(revoked.stdout).toMatch(/^revoked "gamma" serial ([0-9A-F]+) /);
-    const serial = /serial ([0-9A-F]+)/.exec(revoked.stdout)![1];
+      const revoked = await cli("alpha", "pki", "revoke", "gamma", "--reason", "laptop stolen");
+      expect(revoked.code, revoked.stderr).toBe(0);
+      expect(revoked.stdout).toMatch(/^revoked "gamma" serial ([0-9A-F]+) /);
+      const serial = /serial ([0-9A-F]+)/.exec(revoked.stdout)![1];
 
-    // The CA node judges the next connection against the list revoke wrote: no wait, no signal needed (see
-    // test/e2e/revocation.test.ts for what it says and the connections it closes).
-    expect(await callAs("gamma", alpha.url)).toBe(403);
-    await alpha.waitForLine({ msg: "revocation list in force", source: /crl\.pem$/, revoked: 1 });
-    expect(
-      await alpha.waitForLine({ msg: "refused a connection", kind: "revoked", reason: new RegExp(`^client certificate refused: its certificate \\(serial ${serial}\\) was revoked on `) }),
-    ).toBeTruthy();
-    expect(await callAs("delta", alpha.url)).toBe(200);
+      // The CA node judges the next connection against the list revoke wrote: no wait, no signal needed (see
+      // test/e2e/revocation.test.ts for what it says and the connections it closes).
+      expect(await callAs("gamma", alpha.url)).toBe(403);
+      await alpha.waitForLine({ msg: "revocation list in force", source: /crl\.pem$/, revoked: 1 });
+      expect(
+        await alpha.waitForLine({
+          msg: "refused a connection",
+          kind: "revoked",
+          reason: new RegExp(`^client certificate refused: its certificate \\(serial ${serial}\\) was revoked on `),
+        }),
+      ).toBeTruthy();
+      expect(await callAs("delta", alpha.url)).toBe(200);
 
-    // beta fetches from its ca_peer on SIGHUP (and every crl_refresh_seconds).
-    expect(await callAs("gamma", beta.url)).toBe(200);
-    beta.signal("SIGHUP");
-    await beta.waitForLine({ msg: "revocation list in force", source: "peer 'alpha'", revoked: 1 });
-    expect(await callAs("gamma", beta.url)).toBe(403);
-    expect(await beta.waitForLine({ msg: "refused a connection", kind: "revoked", reason: /^client certificate refused: its certificate \(serial [0-9A-F]+\) was revoked/ })).toBeTruthy();
-    expect(await callAs("delta", beta.url)).toBe(200);
-    expect(existsSync(homePaths(home("beta")).crl)).toBe(true);
+      // beta fetches from its ca_peer on SIGHUP (and every crl_refresh_seconds).
+      expect(await callAs("gamma", beta.url)).toBe(200);
+      beta.signal("SIGHUP");
+      await beta.waitForLine({ msg: "revocation list in force", source: "peer 'alpha'", revoked: 1 });
+      expect(await callAs("gamma", beta.url)).toBe(403);
+      expect(
+        await beta.waitForLine({
+          msg: "refused a connection",
+          kind: "revoked",
+          reason: /^client certificate refused: its certificate \(serial [0-9A-F]+\) was revoked/,
+        }),
+      ).toBeTruthy();
+      expect(await callAs("delta", beta.url)).toBe(200);
+      expect(existsSync(homePaths(home("beta")).crl)).toBe(true);
 
-    // As a server, too: alpha's send (and beta's, from the list its daemon fetched) refuse gamma.
-    for (const from of ["alpha", "beta"]) {
-      const sent = await cli(from, "send", "--agent", gamma.url, "--task", "secrets", "--wait");
-      expect(sent.code).toBe(8);
-      expect(sent.stderr).toMatch(new RegExp(`is not who we expected: the server's certificate is not a fleet member's: its certificate \\(serial ${serial}\\) was revoked on `));
-    }
+      // As a server, too: alpha's send (and beta's, from the list its daemon fetched) refuse gamma.
+      for (const from of ["alpha", "beta"]) {
+        const sent = await cli(from, "send", "--agent", gamma.url, "--task", "secrets", "--wait");
+        expect(sent.code).toBe(8);
+        expect(sent.stderr).toMatch(
+          new RegExp(
+            `is not who we expected: the server's certificate is not a fleet member's: its certificate \\(serial ${serial}\\) was revoked on `,
+          ),
+        );
+      }
 
-    // An air-gapped node takes the list by hand.
-    const crl = join(root, "fleet.crl");
-    expect((await cli("alpha", "pki", "export-crl", "--out", crl)).code).toBe(0);
-    expect((await cli("delta", "send", "--agent", gamma.url, "--task", "hi", "--wait")).code).toBe(0);
-    const imported = await cli("delta", "pki", "import-crl", crl);
-    expect(imported.code, imported.stderr).toBe(0);
-    expect(imported.stdout).toMatch(/^installed revocation list number \d+ \(1 revoked\)/);
-    expect((await cli("delta", "send", "--agent", gamma.url, "--task", "hi", "--wait")).code).toBe(8);
-  }, LONG_TEST_MS);
+      // An air-gapped node takes the list by hand.
+      const crl = join(root, "fleet.crl");
+      expect((await cli("alpha", "pki", "export-crl", "--out", crl)).code).toBe(0);
+      expect((await cli("delta", "send", "--agent", gamma.url, "--task", "hi", "--wait")).code).toBe(0);
+      const imported = await cli("delta", "pki", "import-crl", crl);
+      expect(imported.code, imported.stderr).toBe(0);
+      expect(imported.stdout).toMatch(/^installed revocation list number \d+ \(1 revoked\)/);
+      expect((await cli("delta", "send", "--agent", gamma.url, "--task", "hi", "--wait")).code).toBe(8);
+    },
+    LONG_TEST_MS,
+  );
 });
 
 describe("renewal (binary): the same name, SANs and key, no restart", () => {
@@ -165,28 +232,42 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
   const cli = (name: string, ...args: string[]) => runBinary(["--home", home(name), ...args]);
   const tlsOf = (name: string) => {
     const p = homePaths(home(name));
-    return { cert: readFileSync(p.nodeCert, "utf8"), key: readFileSync(p.nodeKey, "utf8"), ca: readFileSync(p.caCert, "utf8") };
+    return {
+      cert: readFileSync(p.nodeCert, "utf8"),
+      key: readFileSync(p.nodeKey, "utf8"),
+      ca: readFileSync(p.caCert, "utf8"),
+    };
   };
   /** The fingerprint of the certificate a node serves on a new connection. */
   const servedFingerprint = (url: string, as: string) =>
     new Promise<string>((resolve, reject) => {
       const u = new URL(url);
       const me = tlsOf(as);
-      const socket = connect({ host: u.hostname, port: Number(u.port), ca: me.ca, cert: me.cert, key: me.key, servername: "localhost" }, () => {
-        resolve(socket.getPeerCertificate().fingerprint256);
-        socket.end();
-      });
+      const socket = connect(
+        { host: u.hostname, port: Number(u.port), ca: me.ca, cert: me.cert, key: me.key, servername: "localhost" },
+        () => {
+          resolve(socket.getPeerCertificate().fingerprint256);
+          socket.end();
+        },
+      );
       socket.on("error", reject);
     });
   const post = async (url: string, as: string, body: unknown) => {
-    const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body), tls: tlsOf(as) } as RequestInit);
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+      tls: tlsOf(as),
+    } as RequestInit);
     return { status: res.status, body: (await res.json()) as { error?: string; cert?: string } };
   };
 
   it("pki renew asks the CA node, and the running serve uses the new certificate for new connections while a task runs", async () => {
     expect((await cli("alpha", "init-pki", "--name", "alpha")).code).toBe(0);
     const bundle = join(root, "ren-beta.bundle");
-    expect((await cli("alpha", "pki", "issue", "beta", "--san", "beta.lan", "--days", "30", "--out", bundle)).code).toBe(0);
+    expect(
+      (await cli("alpha", "pki", "issue", "beta", "--san", "beta.lan", "--days", "30", "--out", bundle)).code,
+    ).toBe(0);
     expect((await cli("beta", "init-pki", "--bundle", bundle)).code).toBe(0);
     const alpha = await serveBinary(home("alpha"), ["--executor", "echo"]);
     served.push(alpha);
@@ -205,7 +286,11 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
       const renewed = await cli("beta", "pki", "renew", "--ca-peer", "alpha", "--json");
       expect(renewed.code, renewed.stderr).toBe(0);
       const r = JSON.parse(renewed.stdout);
-      expect(r).toMatchObject({ name: "beta", sans: ["beta", "localhost", "127.0.0.1", "beta.lan"], reloadedPid: beta.pid });
+      expect(r).toMatchObject({
+        name: "beta",
+        sans: ["beta", "localhost", "127.0.0.1", "beta.lan"],
+        reloadedPid: beta.pid,
+      });
       expect(Math.round((Date.parse(r.notAfter) - Date.now()) / DAY)).toBe(30);
       expect(statSync(homePaths(home("beta")).nodeKey).mode & 0o777).toBe(0o600);
       // The key is kept (pki renew --rekey makes a new one), so pins of beta's key hold.
@@ -215,7 +300,9 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
       const after = await servedFingerprint(beta.url, "alpha");
       expect(after).not.toBe(before);
       expect(after).toBe(r.fingerprint256);
-      expect(await alpha.waitForLine({ msg: "renewed a certificate", level: "info", name: "beta", serial: /^[0-9A-F]+$/ })).toBeTruthy();
+      expect(
+        await alpha.waitForLine({ msg: "renewed a certificate", level: "info", name: "beta", serial: /^[0-9A-F]+$/ }),
+      ).toBeTruthy();
 
       model.release();
       const reply = await inFlight;
@@ -225,7 +312,11 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
       // task in flight finished meanwhile, and the old certificate opens no connection any more.
       expect(r.previous.superseded).toBe("revoked now by peer 'alpha' (superseded: it saw the new one in use)");
       const list = JSON.parse((await cli("alpha", "pki", "list", "--json")).stdout);
-      expect(list.filter((c: { name: string }) => c.name === "beta").map((c: { how: string; status: string }) => `${c.how}:${c.status}`)).toEqual(["bundle:revoked", "renew:valid"]);
+      expect(
+        list
+          .filter((c: { name: string }) => c.name === "beta")
+          .map((c: { how: string; status: string }) => `${c.how}:${c.status}`),
+      ).toEqual(["bundle:revoked", "renew:valid"]);
       const withOld = await fetch(`${alpha.url}/health`, { tls: oldId } as RequestInit);
       expect(withOld.status).toBe(403);
       expect((await fetch(`${alpha.url}/health`, { tls: tlsOf("beta") } as RequestInit)).status).toBe(200);
@@ -241,9 +332,21 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
     const keyBefore = readFileSync(ca.nodeKey, "utf8");
     const pinBefore = JSON.parse((await cli("expired-ca", "pki", "show", "--json")).stdout).keyPin;
 
-    const refused = await runBinary(["--home", home("expired-ca"), "serve", "--host", "127.0.0.1", "--port", "0", "--executor", "echo"]);
+    const refused = await runBinary([
+      "--home",
+      home("expired-ca"),
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--executor",
+      "echo",
+    ]);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/node\.crt expired on .*\n  next: renew it here with this home's fleet CA, keeping its key \(so pins of it hold\): a2a-node pki renew\n$/);
+    expect(refused.stderr).toMatch(
+      /node\.crt expired on .*\n  next: renew it here with this home's fleet CA, keeping its key \(so pins of it hold\): a2a-node pki renew\n$/,
+    );
 
     const renewed = await cli("expired-ca", "pki", "renew", "--json");
     expect(renewed.code, renewed.stderr).toBe(0);
@@ -252,7 +355,11 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
     expect(Math.round((Date.parse(r.notAfter) - Date.now()) / DAY)).toBe(30);
     expect(readFileSync(ca.nodeKey, "utf8")).toBe(keyBefore);
     const list = JSON.parse((await cli("expired-ca", "pki", "list", "--json")).stdout);
-    expect(list.filter((c: { name: string }) => c.name === "omega").map((c: { how: string; status: string }) => `${c.how}:${c.status}`)).toEqual(["init:expired", "renew:valid"]);
+    expect(
+      list
+        .filter((c: { name: string }) => c.name === "omega")
+        .map((c: { how: string; status: string }) => `${c.how}:${c.status}`),
+    ).toEqual(["init:expired", "renew:valid"]);
 
     // It serves again, and a node that pinned its key (before it expired) still sends to it.
     const omega = await serveBinary(home("expired-ca"), ["--executor", "echo"]);
@@ -277,14 +384,23 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
     const other = await post(`${alpha.url}/pki/renew`, "alpha", { csr: csrPem, cert });
     expect(other.status).toBe(403);
     expect(other.body.error).toBe("renewal refused: the certificate sent is not the one this connection presented");
-    const otherName = await post(`${alpha.url}/pki/renew`, "beta", { csr: (await createCsr({ name: "alpha", sans: [] })).csrPem, cert });
+    const otherName = await post(`${alpha.url}/pki/renew`, "beta", {
+      csr: (await createCsr({ name: "alpha", sans: [] })).csrPem,
+      cert,
+    });
     expect(otherName.status).toBe(403);
-    expect(otherName.body.error).toBe('renewal refused: the request is for "alpha", but the certificate renewed is "beta"');
+    expect(otherName.body.error).toBe(
+      'renewal refused: the request is for "alpha", but the certificate renewed is "beta"',
+    );
     expect((await post(`${alpha.url}/pki/renew`, "beta", { csr: "nope", cert })).status).toBe(400);
     const get = await fetch(`${alpha.url}/pki/renew`, { tls: tlsOf("beta") } as RequestInit);
     expect(get.status).toBe(405);
     // Without a client certificate there is no connection at all.
-    const anonymous = await fetch(`${alpha.url}/pki/renew`, { method: "POST", body: "{}", tls: { ca: tlsOf("beta").ca } } as RequestInit).then(
+    const anonymous = await fetch(`${alpha.url}/pki/renew`, {
+      method: "POST",
+      body: "{}",
+      tls: { ca: tlsOf("beta").ca },
+    } as RequestInit).then(
       () => "answered",
       (e) => e.code,
     );
@@ -292,66 +408,85 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
   });
 
   // A dozen binary runs and two restarts: ~15-22 s alone on this VM, past the default 30 s under a full, loaded run.
-  it("a key pin survives renewal: a node pinned by name is still sent to after it renews; --rekey breaks the pin, saying so, and re-pinning mends it", async () => {
-    const h = (name: string) => home(`pin-${name}`);
-    const run = (name: string, ...args: string[]) => runBinary(["--home", h(name), ...args]);
-    expect((await run("alpha", "init-pki", "--name", "alpha")).code).toBe(0);
-    for (const name of ["beta", "gamma", "delta"]) {
-      const bundle = join(root, `pin-${name}.bundle`);
-      expect((await run("alpha", "pki", "issue", name, "--out", bundle)).code).toBe(0);
-      expect((await run(name, "init-pki", "--bundle", bundle)).code).toBe(0);
-    }
-    const alpha = await serveBinary(h("alpha"), ["--executor", "echo"]);
-    served.push(alpha);
-    let beta = await serveBinary(h("beta"), ["--executor", "echo"]);
-    served.push(beta);
-    expect((await run("beta", "peers", "add", "alpha", alpha.url)).code).toBe(0);
+  it(
+    "a key pin survives renewal: a node pinned by name is still sent to after it renews; --rekey breaks the pin, saying so, and re-pinning mends it",
+    async () => {
+      const h = (name: string) => home(`pin-${name}`);
+      const run = (name: string, ...args: string[]) => runBinary(["--home", h(name), ...args]);
+      expect((await run("alpha", "init-pki", "--name", "alpha")).code).toBe(0);
+      for (const name of ["beta", "gamma", "delta"]) {
+        const bundle = join(root, `pin-${name}.bundle`);
+        expect((await run("alpha", "pki", "issue", name, "--out", bundle)).code).toBe(0);
+        expect((await run(name, "init-pki", "--bundle", bundle)).code).toBe(0);
+      }
+      const alpha = await serveBinary(h("alpha"), ["--executor", "echo"]);
+      served.push(alpha);
+      let beta = await serveBinary(h("beta"), ["--executor", "echo"]);
+      served.push(beta);
+      expect((await run("beta", "peers", "add", "alpha", alpha.url)).code).toBe(0);
 
-    // alpha pins beta's key; gamma and delta pin beta's certificate, as before key pins.
-    const added = await run("alpha", "peers", "add", "beta", beta.url, "--pin", "--json");
-    expect(added.code, added.stderr).toBe(0);
-    const keyPin = JSON.parse(added.stdout).keyPin as string;
-    expect(keyPin).toMatch(/^spki:sha256:[A-Za-z0-9_-]{43}$/);
-    expect(JSON.parse((await run("beta", "pki", "show", "--json")).stdout).keyPin).toBe(keyPin);
-    const certFp = inspectCert(readFileSync(homePaths(h("beta")).nodeCert, "utf8")).fingerprint256;
-    for (const name of ["gamma", "delta"]) expect((await run(name, "peers", "add", "beta", beta.url, "--fingerprint", certFp)).code).toBe(0);
-    // gamma contacts beta before the renewal: its certificate pin matches and becomes a key pin.
-    const early = await run("gamma", "send", "--agent", "beta", "--task", "before", "--wait");
-    expect(early.code, early.stderr).toBe(0);
-    expect(early.stderr).toContain(`note: peer 'beta' was pinned by one certificate (renewal replaces it); now its key is pinned instead: ${keyPin}`);
-    expect(JSON.parse((await run("gamma", "peers", "list", "--json")).stdout)).toEqual([expect.objectContaining({ name: "beta", keyPin })]);
+      // alpha pins beta's key; gamma and delta pin beta's certificate, as before key pins.
+      const added = await run("alpha", "peers", "add", "beta", beta.url, "--pin", "--json");
+      expect(added.code, added.stderr).toBe(0);
+      const keyPin = JSON.parse(added.stdout).keyPin as string;
+      expect(keyPin).toMatch(/^spki:sha256:[A-Za-z0-9_-]{43}$/);
+      expect(JSON.parse((await run("beta", "pki", "show", "--json")).stdout).keyPin).toBe(keyPin);
+      const certFp = inspectCert(readFileSync(homePaths(h("beta")).nodeCert, "utf8")).fingerprint256;
+      for (const name of ["gamma", "delta"])
+        expect((await run(name, "peers", "add", "beta", beta.url, "--fingerprint", certFp)).code).toBe(0);
+      // gamma contacts beta before the renewal: its certificate pin matches and becomes a key pin.
+      const early = await run("gamma", "send", "--agent", "beta", "--task", "before", "--wait");
+      expect(early.code, early.stderr).toBe(0);
+      expect(early.stderr).toContain(
+        `note: peer 'beta' was pinned by one certificate (renewal replaces it); now its key is pinned instead: ${keyPin}`,
+      );
+      expect(JSON.parse((await run("gamma", "peers", "list", "--json")).stdout)).toEqual([
+        expect.objectContaining({ name: "beta", keyPin }),
+      ]);
 
-    const renewed = await run("beta", "pki", "renew", "--ca-peer", "alpha", "--json");
-    expect(renewed.code, renewed.stderr).toBe(0);
-    expect(JSON.parse(renewed.stdout)).toMatchObject({ rekeyed: false, keyPin, reloadedPid: beta.pid });
-    await beta.waitForLine({ msg: "reloaded", applied: "certificate" });
-    // A new certificate (delta's refusal below shows beta serves it), for the same key.
-    expect(inspectCert(readFileSync(homePaths(h("beta")).nodeCert, "utf8")).fingerprint256).not.toBe(certFp);
+      const renewed = await run("beta", "pki", "renew", "--ca-peer", "alpha", "--json");
+      expect(renewed.code, renewed.stderr).toBe(0);
+      expect(JSON.parse(renewed.stdout)).toMatchObject({ rekeyed: false, keyPin, reloadedPid: beta.pid });
+      await beta.waitForLine({ msg: "reloaded", applied: "certificate" });
+      // A new certificate (delta's refusal below shows beta serves it), for the same key.
+      expect(inspectCert(readFileSync(homePaths(h("beta")).nodeCert, "utf8")).fingerprint256).not.toBe(certFp);
 
-    const sent = await run("alpha", "send", "--agent", "beta", "--task", "after renewal", "--wait");
-    expect(sent.code, sent.stderr).toBe(0);
-    expect(sent.stdout).toBe("after renewal\n");
-    expect((await run("gamma", "send", "--agent", "beta", "--task", "converted", "--wait")).code).toBe(0);
-    // delta never contacted beta while its pinned certificate was in use: refused, saying it was a certificate pin.
-    const stale = await run("delta", "send", "--agent", "beta", "--task", "x");
-    expect(stale.code).toBe(8);
-    expect(stale.stderr).toContain(`is not the pinned ${certFp} (a pin of one certificate, from before key pins: a renewal replaces the certificate)`);
-    expect(stale.stderr).toContain(`next: beta was pinned by one certificate, which its renewal has replaced:`);
+      const sent = await run("alpha", "send", "--agent", "beta", "--task", "after renewal", "--wait");
+      expect(sent.code, sent.stderr).toBe(0);
+      expect(sent.stdout).toBe("after renewal\n");
+      expect((await run("gamma", "send", "--agent", "beta", "--task", "converted", "--wait")).code).toBe(0);
+      // delta never contacted beta while its pinned certificate was in use: refused, saying it was a certificate pin.
+      const stale = await run("delta", "send", "--agent", "beta", "--task", "x");
+      expect(stale.code).toBe(8);
+      expect(stale.stderr).toContain(
+        `is not the pinned ${certFp} (a pin of one certificate, from before key pins: a renewal replaces the certificate)`,
+      );
+      expect(stale.stderr).toContain(`next: beta was pinned by one certificate, which its renewal has replaced:`);
 
-    // A new key: pins of it fail, as 'pin' (not 'name'), until re-pinned.
-    const rekeyed = await run("beta", "pki", "renew", "--ca-peer", "alpha", "--rekey");
-    expect(rekeyed.code, rekeyed.stderr).toBe(0);
-    expect(rekeyed.stdout).toContain(`the key changed: machines that pinned "beta" now refuse it until they pin it again.`);
-    await beta.stop();
-    beta = await serveBinary(h("beta"), ["--executor", "echo", "--port", String(beta.port)]);
-    served.push(beta);
-    const refused = await run("alpha", "send", "--agent", "beta", "--task", "x");
-    expect(refused.code).toBe(8);
-    expect(refused.stderr).toMatch(new RegExp(`the server is 'beta' by its fleet certificate, but its public key spki:sha256:\\S+ is not the pinned ${keyPin.replace(/[-]/g, "\\-")}`));
-    expect(refused.stderr).toContain(`next: beta now holds another key ('pki renew --rekey' there, or another machine holds a 'beta' certificate)`);
-    expect((await run("alpha", "peers", "add", "beta", beta.url, "--pin", "--replace")).code).toBe(0);
-    expect((await run("alpha", "send", "--agent", "beta", "--task", "re-pinned", "--wait")).code).toBe(0);
-  }, LONG_TEST_MS);
+      // A new key: pins of it fail, as 'pin' (not 'name'), until re-pinned.
+      const rekeyed = await run("beta", "pki", "renew", "--ca-peer", "alpha", "--rekey");
+      expect(rekeyed.code, rekeyed.stderr).toBe(0);
+      expect(rekeyed.stdout).toContain(
+        `the key changed: machines that pinned "beta" now refuse it until they pin it again.`,
+      );
+      await beta.stop();
+      beta = await serveBinary(h("beta"), ["--executor", "echo", "--port", String(beta.port)]);
+      served.push(beta);
+      const refused = await run("alpha", "send", "--agent", "beta", "--task", "x");
+      expect(refused.code).toBe(8);
+      expect(refused.stderr).toMatch(
+        new RegExp(
+          `the server is 'beta' by its fleet certificate, but its public key spki:sha256:\\S+ is not the pinned ${keyPin.replace(/[-]/g, "\\-")}`,
+        ),
+      );
+      expect(refused.stderr).toContain(
+        `next: beta now holds another key ('pki renew --rekey' there, or another machine holds a 'beta' certificate)`,
+      );
+      expect((await run("alpha", "peers", "add", "beta", beta.url, "--pin", "--replace")).code).toBe(0);
+      expect((await run("alpha", "send", "--agent", "beta", "--task", "re-pinned", "--wait")).code).toBe(0);
+    },
+    LONG_TEST_MS,
+  );
 
   it("serve renews by itself once two thirds of the lifetime have passed, from its ca_peer", async () => {
     const past = new Date(Date.now() - 21 * DAY);
@@ -369,15 +504,25 @@ describe("renewal (binary): the same name, SANs and key, no restart", () => {
     const aging = await serveBinary(home("aging"), ["--executor", "echo", "--ca-peer", "old-alpha"]);
     served.push(aging);
     const line = await aging.waitForLine({ msg: "renewed this node's certificate; new connections use it" });
-    expect(line).toMatchObject({ level: "info", name: "aging", serial: expect.stringMatching(/^[0-9A-F]+$/), expires: expect.any(String), previous_expires: expect.any(String) });
+    expect(line).toMatchObject({
+      level: "info",
+      name: "aging",
+      serial: expect.stringMatching(/^[0-9A-F]+$/),
+      expires: expect.any(String),
+      previous_expires: expect.any(String),
+    });
     const after = inspectCert(readFileSync(homePaths(home("aging")).nodeCert, "utf8"));
     expect(after.serialNumber).not.toBe(before.serialNumber);
     expect(Math.round((after.notAfter.getTime() - Date.now()) / DAY)).toBe(30);
     expect(await servedFingerprint(aging.url, "old-alpha")).toBe(after.fingerprint256);
     expect(statSync(homePaths(home("aging")).nodeKey).mode & 0o777).toBe(0o600);
     const alphaPin = JSON.parse((await cli("old-alpha", "pki", "show", "--json")).stdout).keyPin;
-    expect(await aging.waitForLine({ msg: "converted a peer's certificate pin to a key pin", peer: "old-alpha" })).toMatchObject({ key_pin: alphaPin });
-    expect(JSON.parse((await cli("aging", "peers", "list", "--json")).stdout)).toEqual([expect.objectContaining({ name: "old-alpha", keyPin: alphaPin })]);
+    expect(
+      await aging.waitForLine({ msg: "converted a peer's certificate pin to a key pin", peer: "old-alpha" }),
+    ).toMatchObject({ key_pin: alphaPin });
+    expect(JSON.parse((await cli("aging", "peers", "list", "--json")).stdout)).toEqual([
+      expect.objectContaining({ name: "old-alpha", keyPin: alphaPin }),
+    ]);
   });
 });
 
@@ -394,23 +539,42 @@ describe("join with a token (binary): one command, the key made where it stays",
   const token = async (name: string, ...extra: string[]) => {
     const r = await cli("alpha", "pki", "token", "--name", name, "--json", ...extra);
     expect(r.code, r.stderr).toBe(0);
-    return JSON.parse(r.stdout) as { token: string; caFingerprint: string; command: string; expiresAt: string; enrollUrl: string };
+    return JSON.parse(r.stdout) as {
+      token: string;
+      caFingerprint: string;
+      command: string;
+      expiresAt: string;
+      enrollUrl: string;
+    };
   };
 
   beforeAll(async () => {
     expect((await cli("alpha", "init-pki", "--name", "alpha")).code).toBe(0);
-    alpha = await serveBinary(home("alpha"), ["--executor", "echo", "--enroll-port", "0", "--log-refusals-per-minute", "1000"]);
+    alpha = await serveBinary(home("alpha"), [
+      "--executor",
+      "echo",
+      "--enroll-port",
+      "0",
+      "--log-refusals-per-minute",
+      "1000",
+    ]);
     served.push(alpha);
     enrollUrl = (await alpha.waitForLine({ msg: /^enrollment port open/ })).url as string;
     expect(enrollUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
-    fingerprint = `sha256:${inspectCert(readFileSync(homePaths(home("alpha")).caCert, "utf8")).fingerprint256.replace(/:/g, "").toLowerCase()}`;
+    fingerprint = `sha256:${inspectCert(readFileSync(homePaths(home("alpha")).caCert, "utf8"))
+      .fingerprint256.replace(/:/g, "")
+      .toLowerCase()}`;
   });
 
   it("pki token prints the command; join installs key, certificate and CA, registers the CA node, sets ca_peer; then it serves and delegates", async () => {
     const t = await token("beta", "--ttl", "15m", "--san", "beta.lan", "--days", "30");
     expect(t.caFingerprint).toBe(fingerprint);
     // The running node's enrollment port, where it listens (loopback here): the command works as printed.
-    expect(t.command).toMatch(new RegExp(`^a2a-node join ${enrollUrl.replace(/[.]/g, "\\.")} --token beta\\.[A-Za-z0-9_-]{43} --ca-fingerprint ${fingerprint}$`));
+    expect(t.command).toMatch(
+      new RegExp(
+        `^a2a-node join ${enrollUrl.replace(/[.]/g, "\\.")} --token beta\\.[A-Za-z0-9_-]{43} --ca-fingerprint ${fingerprint}$`,
+      ),
+    );
     expect((Date.parse(t.expiresAt) - Date.now()) / 60_000).toBeCloseTo(15, 0);
 
     const joined = await cli("beta", ...t.command.split(" ").slice(1));
@@ -425,12 +589,28 @@ describe("join with a token (binary): one command, the key made where it stays",
     expect(readFileSync(join(home("beta"), "config.toml"), "utf8")).toMatch(/^ca_peer = "alpha"/);
     const peers = JSON.parse((await cli("beta", "peers", "list", "--json")).stdout);
     expect(peers).toEqual([expect.objectContaining({ name: "alpha", url: alpha.url })]);
-    expect(await alpha.waitForLine({ msg: "enrolled a new fleet member", level: "info", name: "beta", serial: /^[0-9A-F]+$/ })).toBeTruthy();
+    expect(
+      await alpha.waitForLine({
+        msg: "enrolled a new fleet member",
+        level: "info",
+        name: "beta",
+        serial: /^[0-9A-F]+$/,
+      }),
+    ).toBeTruthy();
     expect(alpha.log()).not.toContain(t.token.split(".")[1]);
 
     const beta = await serveBinary(home("beta"), ["--executor", "echo"]);
     served.push(beta);
-    const sent = await cli("beta", "send", "--agent", "alpha", "--task", "hello from a joined node", "--wait", "--json");
+    const sent = await cli(
+      "beta",
+      "send",
+      "--agent",
+      "alpha",
+      "--task",
+      "hello from a joined node",
+      "--wait",
+      "--json",
+    );
     expect(sent.code, sent.stderr).toBe(0);
     expect(JSON.parse(sent.stdout).artifacts[0].parts[0].text).toBe("hello from a joined node");
     const list = JSON.parse((await cli("alpha", "pki", "list", "--json")).stdout);
@@ -442,14 +622,28 @@ describe("join with a token (binary): one command, the key made where it stays",
     expect((await cli("gamma", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", fingerprint)).code).toBe(0);
     const reused = await cli("gamma2", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", fingerprint);
     expect(reused.code).toBe(1);
-    expect(reused.stderr).toMatch(/^a2a-node: join token refused: it was already used, on \d{4}-.*\n  next: ask the CA machine for a new token/);
+    expect(reused.stderr).toMatch(
+      /^a2a-node: join token refused: it was already used, on \d{4}-.*\n  next: ask the CA machine for a new token/,
+    );
     expect(existsSync(homePaths(home("gamma2")).nodeCert)).toBe(false);
 
-    const unknown = await cli("delta", "join", enrollUrl, "--token", `delta.${"x".repeat(43)}`, "--ca-fingerprint", fingerprint);
+    const unknown = await cli(
+      "delta",
+      "join",
+      enrollUrl,
+      "--token",
+      `delta.${"x".repeat(43)}`,
+      "--ca-fingerprint",
+      fingerprint,
+    );
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain("join token refused: this CA never made it (or it was mistyped)");
 
-    const expired = createToken(homePaths(home("alpha")), { name: "epsilon", ttlMs: 1000, now: new Date(Date.now() - 60_000) });
+    const expired = createToken(homePaths(home("alpha")), {
+      name: "epsilon",
+      ttlMs: 1000,
+      now: new Date(Date.now() - 60_000),
+    });
     const late = await cli("epsilon", "join", enrollUrl, "--token", expired.token, "--ca-fingerprint", fingerprint);
     expect(late.code).toBe(1);
     expect(late.stderr).toMatch(/join token refused: it expired on /);
@@ -461,7 +655,14 @@ describe("join with a token (binary): one command, the key made where it stays",
     expect(retried.code, retried.stderr).toBe(0);
     expect(retried.stdout).toContain("(with the key an earlier attempt made)");
     expect(readFileSync(homePaths(home("epsilon")).nodeKey, "utf8")).toBe(key);
-    expect(await alpha.waitForLine({ msg: "refused an enrollment", level: "warn", name: "epsilon", reason: /^join token refused: it expired on / })).toBeTruthy();
+    expect(
+      await alpha.waitForLine({
+        msg: "refused an enrollment",
+        level: "warn",
+        name: "epsilon",
+        reason: /^join token refused: it expired on /,
+      }),
+    ).toBeTruthy();
   });
 
   it("a wrong CA fingerprint stops before anything is sent or written", async () => {
@@ -469,7 +670,9 @@ describe("join with a token (binary): one command, the key made where it stays",
     const wrong = `sha256:${"0".repeat(64)}`;
     const r = await cli("zeta", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", wrong);
     expect(r.code).toBe(8);
-    expect(r.stderr).toMatch(/^a2a-node: the CA at https:\/\/127\.0\.0\.1:\d+ has fingerprint [0-9A-F:]+, not the pinned (00:){31}00\n  next: check --ca-fingerprint/);
+    expect(r.stderr).toMatch(
+      /^a2a-node: the CA at https:\/\/127\.0\.0\.1:\d+ has fingerprint [0-9A-F:]+, not the pinned (00:){31}00\n  next: check --ca-fingerprint/,
+    );
     expect(existsSync(homePaths(home("zeta")).nodeKey)).toBe(false);
     // The token was not spent.
     expect((await cli("zeta", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", fingerprint)).code).toBe(0);
@@ -478,7 +681,9 @@ describe("join with a token (binary): one command, the key made where it stays",
     expect(bad.stderr).toContain('--ca-fingerprint "sha256:xyz" is not a SHA-256 fingerprint');
     const notEnroll = await cli("eta", "join", alpha.url, "--token", t.token, "--ca-fingerprint", fingerprint);
     expect(notEnroll.code).toBe(8);
-    expect(notEnroll.stderr).toMatch(/the TLS handshake with https:\/\/127\.0\.0\.1:\d+ failed \(\w+\): a port that wants a client certificate/);
+    expect(notEnroll.stderr).toMatch(
+      /the TLS handshake with https:\/\/127\.0\.0\.1:\d+ failed \(\w+\): a port that wants a client certificate/,
+    );
   });
 
   it("the enrollment port serves nothing else, and the A2A port still refuses every client without a certificate", async () => {
@@ -487,7 +692,11 @@ describe("join with a token (binary): one command, the key made where it stays",
         async (res) => ({ status: res.status, body: await res.text() }),
         (err) => ({ status: 0, body: String(err.code) }),
       );
-    const rpcInit = { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0" }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }) };
+    const rpcInit = {
+      method: "POST",
+      headers: { "content-type": "application/json", "a2a-version": "1.0" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "ListTasks", params: {} }),
+    };
     for (const [path, init] of [
       ["/", rpcInit],
       ["/a2a/rpc", rpcInit],
@@ -509,7 +718,9 @@ describe("join with a token (binary): one command, the key made where it stays",
 
   it("a client that dials the enrollment port as a peer is told what that port is, and where A2A is", async () => {
     const a2aPort = new URL(alpha.url).port;
-    const said = new RegExp(`^a2a-node: ${enrollUrl.replace(/[.]/g, "\\.")} is the enrollment port of fleet node 'alpha' \\(it serves only 'a2a-node join'\\), not its A2A port; it serves A2A on port ${a2aPort}\n  next: use https://127\\.0\\.0\\.1:${a2aPort} instead`);
+    const said = new RegExp(
+      `^a2a-node: ${enrollUrl.replace(/[.]/g, "\\.")} is the enrollment port of fleet node 'alpha' \\(it serves only 'a2a-node join'\\), not its A2A port; it serves A2A on port ${a2aPort}\n  next: use https://127\\.0\\.0\\.1:${a2aPort} instead`,
+    );
     const t = await token("theta");
     expect((await cli("theta", "join", enrollUrl, "--token", t.token, "--ca-fingerprint", fingerprint)).code).toBe(0);
     for (const args of [
@@ -525,13 +736,20 @@ describe("join with a token (binary): one command, the key made where it stays",
       expect(r.stderr).not.toContain("to check that name and key every time");
       expect(r.stderr).not.toContain("undefined");
     }
-    expect(JSON.parse((await cli("theta", "peers", "list", "--json")).stdout).map((p: { name: string }) => p.name)).toEqual(["alpha"]);
+    expect(
+      JSON.parse((await cli("theta", "peers", "list", "--json")).stdout).map((p: { name: string }) => p.name),
+    ).toEqual(["alpha"]);
   });
 
   it("a node without the CA key does not open an enrollment port", async () => {
     const gamma = await serveBinary(home("gamma"), ["--executor", "echo", "--enroll-port", "0"]);
     served.push(gamma);
-    expect(gamma.lines()).toContainEqual(expect.objectContaining({ level: "warn", msg: "enroll_port is set, but this home does not hold the fleet CA: no enrollment port" }));
+    expect(gamma.lines()).toContainEqual(
+      expect.objectContaining({
+        level: "warn",
+        msg: "enroll_port is set, but this home does not hold the fleet CA: no enrollment port",
+      }),
+    );
     expect(gamma.log()).not.toContain("enrollment port open");
   });
 });
@@ -543,26 +761,36 @@ describe("an encrypted CA key (binary): the CA node signs only with its passphra
     for (const n of served) await n.stop("SIGKILL");
   });
   const home = (name: string) => join(root, `enc-${name}`);
-  const cli = (name: string, env: Record<string, string>, ...args: string[]) => runBinary(["--home", home(name), ...args], env);
+  const cli = (name: string, env: Record<string, string>, ...args: string[]) =>
+    runBinary(["--home", home(name), ...args], env);
 
   it("without the passphrase serve warns and enrollment fails saying why; with it, a machine joins", async () => {
-    expect((await cli("alpha", { A2A_NODE_CA_PASSPHRASE: PASS }, "init-pki", "--name", "alpha", "--encrypt-ca-key")).code).toBe(0);
+    expect(
+      (await cli("alpha", { A2A_NODE_CA_PASSPHRASE: PASS }, "init-pki", "--name", "alpha", "--encrypt-ca-key")).code,
+    ).toBe(0);
     const fp = `sha256:${inspectCert(readFileSync(homePaths(home("alpha")).caCert, "utf8")).fingerprint256.replace(/:/g, "")}`;
     const locked = await serveBinary(home("alpha"), ["--executor", "echo", "--enroll-port", "0"]);
     served.push(locked);
     // Made while the node serves enrollment (pki token prints its URL; it refuses when there is none).
     const t1 = JSON.parse((await cli("alpha", {}, "pki", "token", "--name", "beta", "--json")).stdout).token;
     expect(locked.lines()).toContainEqual(
-      expect.objectContaining({ level: "warn", msg: "the fleet CA key is encrypted and no passphrase is set: renewals and enrollments by this node will fail" }),
+      expect.objectContaining({
+        level: "warn",
+        msg: "the fleet CA key is encrypted and no passphrase is set: renewals and enrollments by this node will fail",
+      }),
     );
     const url1 = (await locked.waitForLine({ msg: /^enrollment port open/ })).url as string;
     const refused = await cli("beta", {}, "join", url1, "--token", t1, "--ca-fingerprint", fp);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/cannot use the fleet CA key .*ca\.key: it is encrypted and no passphrase was given/);
+    expect(refused.stderr).toMatch(
+      /cannot use the fleet CA key .*ca\.key: it is encrypted and no passphrase was given/,
+    );
     expect(refused.stderr).not.toContain(PASS);
     await locked.stop();
 
-    const open = await serveBinary(home("alpha"), ["--executor", "echo", "--enroll-port", "0"], { A2A_NODE_CA_PASSPHRASE: PASS });
+    const open = await serveBinary(home("alpha"), ["--executor", "echo", "--enroll-port", "0"], {
+      A2A_NODE_CA_PASSPHRASE: PASS,
+    });
     served.push(open);
     expect(open.log()).not.toContain("no passphrase is set");
     const url2 = (await open.waitForLine({ msg: /^enrollment port open/ })).url as string;
@@ -604,8 +832,16 @@ describe("serve warns as expiry nears", () => {
     await installBundle(ensureHome(homePaths(home)), bundle, { now: past });
     const node = await serveBinary(home, ["--executor", "echo"]);
     try {
-      const line = await node.waitForLine({ msg: "this node's certificate is past two thirds of its lifetime and should be renewed" });
-      expect(line).toMatchObject({ level: "warn", name: "aging", days_left: 9, next: expect.any(String), expires: expect.any(String) });
+      const line = await node.waitForLine({
+        msg: "this node's certificate is past two thirds of its lifetime and should be renewed",
+      });
+      expect(line).toMatchObject({
+        level: "warn",
+        name: "aging",
+        days_left: 9,
+        next: expect.any(String),
+        expires: expect.any(String),
+      });
     } finally {
       await node.stop();
     }

@@ -28,14 +28,26 @@ afterAll(async () => {
 });
 
 async function serve(): Promise<ServedBinary> {
-  const node = await serveBinary(fleet.homes.beta, ["--executor", "echo", "--max-body", String(MAX_BODY), "--max-concurrent", "64"]);
+  const node = await serveBinary(fleet.homes.beta, [
+    "--executor",
+    "echo",
+    "--max-body",
+    String(MAX_BODY),
+    "--max-concurrent",
+    "64",
+  ]);
   nodes.push(node);
   return node;
 }
 
 /** A SendMessage whose metadata is {"a":[[[...]]]}, nested as deep as fits in exactly `bytes` bytes. */
 function poisonBody(bytes: number): string {
-  const head = JSON.stringify({ jsonrpc: "2.0", id: "poison", method: "SendMessage", params: { message: userMessage("poison") } }).slice(0, -2);
+  const head = JSON.stringify({
+    jsonrpc: "2.0",
+    id: "poison",
+    method: "SendMessage",
+    params: { message: userMessage("poison") },
+  }).slice(0, -2);
   const open = `${head},"metadata":{"a":`;
   const close = "}}}";
   const levels = Math.floor((bytes - open.length - close.length) / 2);

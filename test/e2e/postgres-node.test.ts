@@ -34,9 +34,13 @@ describe("a node on Postgres", () => {
   it("serve --check shows the database URL without its password, in text and JSON", async () => {
     const text = await runBinary(["--home", fleet.homes.beta, "serve", "--database", db.url, "--check"]);
     expect(text.code, text.stderr).toBe(0);
-    expect(text.stdout).toMatch(/database_url = "postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/e2e_[0-9a-f]+"\s+# flag/);
+    expect(text.stdout).toMatch(
+      /database_url = "postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/e2e_[0-9a-f]+"\s+# flag/,
+    );
     expect(text.stdout).not.toContain(password());
-    const json = await runBinary(["--home", fleet.homes.beta, "serve", "--check", "--json"], { A2A_NODE_DATABASE_URL: db.url });
+    const json = await runBinary(["--home", fleet.homes.beta, "serve", "--check", "--json"], {
+      A2A_NODE_DATABASE_URL: db.url,
+    });
     expect(json.code, json.stderr).toBe(0);
     const parsed = JSON.parse(json.stdout);
     expect(parsed.databaseUrl).toContain("postgres://postgres:***@127.0.0.1:");
@@ -45,7 +49,14 @@ describe("a node on Postgres", () => {
   });
 
   it("refuses a database URL that is not postgres://, naming the flag and hiding the password", async () => {
-    const r = await runBinary(["--home", fleet.homes.beta, "serve", "--database", "mysql://root:hunter2@db/x", "--check"]);
+    const r = await runBinary([
+      "--home",
+      fleet.homes.beta,
+      "serve",
+      "--database",
+      "mysql://root:hunter2@db/x",
+      "--check",
+    ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("--database must be a postgres:// URL (got 'mysql://root:***@db/x')");
     expect(r.stderr).not.toContain("hunter2");
@@ -54,7 +65,17 @@ describe("a node on Postgres", () => {
   it("stops at start, saying which server it could not use, when the database is unreachable", async () => {
     const bad = new URL(db.url);
     bad.password = "not-the-password";
-    const r = await runBinary(["--home", fleet.homes.beta, "serve", "--host", "127.0.0.1", "--port", "0", "--database", bad.href]);
+    const r = await runBinary([
+      "--home",
+      fleet.homes.beta,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--database",
+      bad.href,
+    ]);
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain("cannot use the Postgres database postgres://postgres:***@127.0.0.1:");
     expect(r.stderr).not.toContain("not-the-password");
@@ -62,7 +83,12 @@ describe("a node on Postgres", () => {
 
   it("keeps tasks in Postgres (not the home's SQLite), across a restart", async () => {
     node = await serveBinary(fleet.homes.beta, ["--executor", "echo", "--database", db.url]);
-    const serving = node.log().split("\n").filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === "serving A2A over mTLS");
+    const serving = node
+      .log()
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === "serving A2A over mTLS");
     expect(serving?.database).toMatch(/^postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\//);
     expect(node.log()).not.toContain(password());
     const sent = await rpc(node.url, alpha, "SendMessage", { message: userMessage("hello postgres") });
@@ -111,7 +137,9 @@ describe("a node on Postgres", () => {
       const body = (await ok.json()) as { checks: { database: { ok: boolean; detail: string } } };
       expect(ok.status).toBe(200);
       expect(body.checks.database.ok).toBe(true);
-      expect(body.checks.database.detail).toMatch(/^a write to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/e2e_[0-9a-f]+ committed$/);
+      expect(body.checks.database.detail).toMatch(
+        /^a write to postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/e2e_[0-9a-f]+ committed$/,
+      );
       const [probe] = await sql`SELECT checked_at FROM health_probe WHERE id = 1`;
       expect(Date.now() - Date.parse(probe.checked_at)).toBeLessThan(60_000);
 
@@ -124,7 +152,9 @@ describe("a node on Postgres", () => {
         const why = (await stuck.json()) as { failed: string[]; checks: { database: { ok: boolean; detail: string } } };
         expect(stuck.status).toBe(503);
         expect(why.failed).toEqual(["database"]);
-        expect(why.checks.database.detail).toMatch(/^a write to postgres:\/\/postgres:\*\*\*@.* failed: the database did not answer within 3 s$/);
+        expect(why.checks.database.detail).toMatch(
+          /^a write to postgres:\/\/postgres:\*\*\*@.* failed: the database did not answer within 3 s$/,
+        );
         await locked`ROLLBACK`;
       } finally {
         locked.release();
@@ -151,7 +181,12 @@ describe("doctor on a Postgres node", () => {
     node = await serveBinary(fleet.homes.beta, ["--executor", "echo", "--database", db.url]);
     const f = await doctor();
     expect(f.by("database")).toEqual([
-      expect.objectContaining({ status: "ok", detail: expect.stringMatching(/^Postgres postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/e2e_[0-9a-f]+: a write to .* committed \(as the running node sees it\)$/) }),
+      expect.objectContaining({
+        status: "ok",
+        detail: expect.stringMatching(
+          /^Postgres postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/e2e_[0-9a-f]+: a write to .* committed \(as the running node sees it\)$/,
+        ),
+      }),
     ]);
     expect(f.by("home database")[0].status).toBe("ok");
     expect(f.by("node")[0].detail).toMatch(/tasks in Postgres postgres:\/\/postgres:\*\*\*@/);
@@ -161,15 +196,29 @@ describe("doctor on a Postgres node", () => {
 
   it("not running, database_url in its settings: doctor asks Postgres itself, and says what is wrong with it", async () => {
     const f = await doctor({ A2A_NODE_DATABASE_URL: db.url });
-    expect(f.by("database")).toEqual([expect.objectContaining({ status: "ok", detail: expect.stringMatching(/^Postgres postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/e2e_[0-9a-f]+ answers and takes writes$/) })]);
+    expect(f.by("database")).toEqual([
+      expect.objectContaining({
+        status: "ok",
+        detail: expect.stringMatching(
+          /^Postgres postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/e2e_[0-9a-f]+ answers and takes writes$/,
+        ),
+      }),
+    ]);
     const wrong = new URL(db.url);
     wrong.password = "not-the-password";
     const refused = await doctor({ A2A_NODE_DATABASE_URL: wrong.href });
     expect(refused.code).toBe(1);
-    expect(refused.by("database")[0]).toMatchObject({ status: "fail", fix: expect.stringContaining("check the user and password in database_url") });
+    expect(refused.by("database")[0]).toMatchObject({
+      status: "fail",
+      fix: expect.stringContaining("check the user and password in database_url"),
+    });
     const missing = new URL(db.url);
     missing.pathname = "/no_such_database";
     const gone = await doctor({ A2A_NODE_DATABASE_URL: missing.href });
-    expect(gone.by("database")[0]).toMatchObject({ status: "fail", detail: expect.stringContaining("no_such_database"), fix: expect.stringContaining("create the database") });
+    expect(gone.by("database")[0]).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining("no_such_database"),
+      fix: expect.stringContaining("create the database"),
+    });
   });
 });

@@ -35,7 +35,9 @@ afterAll(async () => {
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what}`)), ms)));
+  const late = new Promise<never>(
+    (_, reject) => (timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what}`)), ms)),
+  );
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
@@ -46,14 +48,24 @@ describe.each([
   it("delivers every event the task has on disk to its webhook once started again", async () => {
     const receiver = new Receiver();
     try {
-      const all = ["--executor", "echo", "--push-allow", "127.0.0.1", ...args, ...(store === "Postgres" ? ["--database", db.url] : [])];
+      const all = [
+        "--executor",
+        "echo",
+        "--push-allow",
+        "127.0.0.1",
+        ...args,
+        ...(store === "Postgres" ? ["--database", db.url] : []),
+      ];
       const crashing = await serveBinary(fleet.homes[home]!, all, { A2A_NODE_CRASH_AT: "event-committed" });
       nodes.push(crashing);
       onTestFailed(() => console.log(`--- crashed node\n${crashing.log()}${crashing.stderr()}`));
       const text = `pushed through a crash ${crypto.randomUUID()}`;
       const push = { url: receiver.url("/hook"), token: "tok-crash" };
       // The caller may hear nothing: the node dies before it answers (SQLite commits the task and its events together).
-      const sent = rpc(crashing.url, alpha, "SendMessage", { message: userMessage(text), configuration: { taskPushNotificationConfig: push } }).catch((err: Error) => err);
+      const sent = rpc(crashing.url, alpha, "SendMessage", {
+        message: userMessage(text),
+        configuration: { taskPushNotificationConfig: push },
+      }).catch((err: Error) => err);
       expect(await crashing.exited).not.toBe(0);
       await sent;
       const delivered = receiver.ok().length; // sent before it died (none, as it died at once)
@@ -62,14 +74,22 @@ describe.each([
       nodes.push(node);
       onTestFailed(() => console.log(`--- node started again\n${node.log()}${node.stderr()}`));
       const listed = await rpc(node.url, alpha, "ListTasks", {});
-      const task = listed.body.result.tasks.find((t: { history?: { parts: { text?: string }[] }[] }) => t.history?.[0]?.parts[0]?.text === text);
+      const task = listed.body.result.tasks.find(
+        (t: { history?: { parts: { text?: string }[] }[] }) => t.history?.[0]?.parts[0]?.text === text,
+      );
       expect(task, listed.text).toBeDefined();
       // Every event the task has (to its end: a task the crash interrupted is run again), as stored.
-      const stored = (await (await openSse(node.url, alpha, "SubscribeToTask", { id: task.id }, { "last-event-id": "0" })).rest()).filter((e) => e.id !== undefined);
+      const stored = (
+        await (await openSse(node.url, alpha, "SubscribeToTask", { id: task.id }, { "last-event-id": "0" })).rest()
+      ).filter((e) => e.id !== undefined);
       expect(stored.length).toBeGreaterThan(0);
       expect(stored.at(-1)!.data.result.statusUpdate?.status.state).toBe("TASK_STATE_COMPLETED");
 
-      await within(receiver.delivered(delivered + stored.length), BOUND_MS, `${stored.length} deliveries of the task's stored events`);
+      await within(
+        receiver.delivered(delivered + stored.length),
+        BOUND_MS,
+        `${stored.length} deliveries of the task's stored events`,
+      );
       const bodies = receiver.ok().map((r) => JSON.parse(r.body));
       for (const e of stored) expect(bodies).toContainEqual(e.data.result);
       // In the order the events were stored (at least once: a delivery may repeat, never come before its predecessor).

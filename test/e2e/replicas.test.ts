@@ -88,11 +88,17 @@ describe("replicas on one database", () => {
 
   it("SubscribeToTask on one replica follows, live and in order, a task running on the other; Last-Event-ID replays there too", async () => {
     const text = `[hold] streamed on r1 ${crypto.randomUUID()}`;
-    const task = (await call(r1.url, alpha, "SendMessage", { message: userMessage(text), configuration: { returnImmediately: true } })).task;
+    const task = (
+      await call(r1.url, alpha, "SendMessage", {
+        message: userMessage(text),
+        configuration: { returnImmediately: true },
+      })
+    ).task;
     await model.chunks(text, 2); // r1 is mid-run: two words streamed, the rest held
 
     // Another caller cannot follow it, on either replica.
-    for (const node of [r1, r2]) expect((await rpc(node.url, bravo, "SubscribeToTask", { id: task.id })).body.error?.code).toBe(-32001);
+    for (const node of [r1, r2])
+      expect((await rpc(node.url, bravo, "SubscribeToTask", { id: task.id })).body.error?.code).toBe(-32001);
     const live = await openSse(r2.url, alpha, "SubscribeToTask", { id: task.id });
     expect(live.status).toBe(200);
     const first = await live.next();
@@ -108,12 +114,16 @@ describe("replicas on one database", () => {
     expect(finalState(resumedEvents)).toBe("TASK_STATE_COMPLETED");
 
     // The whole log, read afterwards from r1 (which ran it): what r2 streamed is exactly its tail, in order.
-    const all = (await (await openSse(r1.url, alpha, "SubscribeToTask", { id: task.id }, { "last-event-id": "0" })).rest()).slice(1);
+    const all = (
+      await (await openSse(r1.url, alpha, "SubscribeToTask", { id: task.id }, { "last-event-id": "0" })).rest()
+    ).slice(1);
     const allIds = expectConsecutive(all, 1);
     // r2's stream goes on from what its first item (the stored task) reflects, and has every event since.
     const liveIds = expectConsecutive(liveEvents, Number(liveEvents[0]?.id));
     expect(liveIds.at(-1)).toBe(allIds.at(-1));
-    expect(liveEvents.map((e) => e.data.result)).toEqual(all.slice(all.length - liveEvents.length).map((e) => e.data.result));
+    expect(liveEvents.map((e) => e.data.result)).toEqual(
+      all.slice(all.length - liveEvents.length).map((e) => e.data.result),
+    );
     expectConsecutive(resumedEvents, 2);
     expect(resumedEvents.map((e) => e.data.result)).toEqual(all.slice(1).map((e) => e.data.result));
     // And the artifact r2 streamed is the model's whole answer.
@@ -123,23 +133,34 @@ describe("replicas on one database", () => {
 
   it("CancelTask on one replica stops a task running on the other, which records it CANCELED once", async () => {
     const text = `[hold] canceled from r2 ${crypto.randomUUID()}`;
-    const task = (await call(r1.url, alpha, "SendMessage", { message: userMessage(text), configuration: { returnImmediately: true } })).task;
+    const task = (
+      await call(r1.url, alpha, "SendMessage", {
+        message: userMessage(text),
+        configuration: { returnImmediately: true },
+      })
+    ).task;
     const request = await model.arrival(text);
     expect((await rpc(r2.url, bravo, "CancelTask", { id: task.id })).body.error?.code).toBe(-32001); // not bravo's
     const canceled = await call(r2.url, alpha, "CancelTask", { id: task.id });
     expect(canceled.status.state).toBe("TASK_STATE_CANCELED");
     expect(canceled.status.message.parts[0].text).toBe("canceled by alpha");
     await request.aborted; // r1 stopped the model request
-    const log = (await (await openSse(r2.url, alpha, "SubscribeToTask", { id: task.id }, { "last-event-id": "0" })).rest()).slice(1);
+    const log = (
+      await (await openSse(r2.url, alpha, "SubscribeToTask", { id: task.id }, { "last-event-id": "0" })).rest()
+    ).slice(1);
     expectConsecutive(log, 1);
     expect(log.filter((e) => e.data.result.statusUpdate?.status.state === "TASK_STATE_CANCELED")).toHaveLength(1);
     expect(finalState(log)).toBe("TASK_STATE_CANCELED");
-    expect((await rpc(r1.url, alpha, "CancelTask", { id: task.id })).body.error?.code).toBe(-32002); // ended: not cancelable
+    // ended: not cancelable
+    expect((await rpc(r1.url, alpha, "CancelTask", { id: task.id })).body.error?.code).toBe(-32002);
   });
 
   it("SubscribeToTask on the other replica with Last-Event-ID after the task ended replays and closes", async () => {
-    const task = (await call(r1.url, alpha, "SendMessage", { message: userMessage("done before anyone subscribed") })).task;
-    const events = await (await openSse(r2.url, alpha, "SubscribeToTask", { id: task.id }, { "last-event-id": "0" })).rest();
+    const task = (await call(r1.url, alpha, "SendMessage", { message: userMessage("done before anyone subscribed") }))
+      .task;
+    const events = await (
+      await openSse(r2.url, alpha, "SubscribeToTask", { id: task.id }, { "last-event-id": "0" })
+    ).rest();
     expect(events[0]?.data.result.task.id).toBe(task.id);
     expectConsecutive(events.slice(1), 1);
     expect(finalState(events)).toBe("TASK_STATE_COMPLETED");

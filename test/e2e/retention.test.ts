@@ -30,7 +30,14 @@ beforeAll(async () => {
   const task = async (daysAgo: number, state: string) => {
     const at = now - daysAgo * DAY;
     const id = ulidFactory(() => at)();
-    const created = await store.create({ id, contextId: id, owner: "alpha", message: { messageId: id, role: "ROLE_USER", parts: [{ text: "old" }] }, executor: "echo", timestamp: new Date(at).toISOString() });
+    const created = await store.create({
+      id,
+      contextId: id,
+      owner: "alpha",
+      message: { messageId: id, role: "ROLE_USER", parts: [{ text: "old" }] },
+      executor: "echo",
+      timestamp: new Date(at).toISOString(),
+    });
     await created.committed;
     await store.record(id, { status: { state: state as never, timestamp: new Date(at + 1000).toISOString() } });
     return id;
@@ -50,7 +57,9 @@ afterAll(async () => {
 
 describe("retention", () => {
   it("deletes the finished tasks older than retention_days at start, and logs how many", async () => {
-    expect(await node.waitForLine({ msg: "deleted finished tasks past the retention age", level: "info" })).toMatchObject({ count: 3 });
+    expect(
+      await node.waitForLine({ msg: "deleted finished tasks past the retention age", level: "info" }),
+    ).toMatchObject({ count: 3 });
     for (const id of old) expect((await rpc(node.url, alpha, "GetTask", { id })).body.error?.code).toBe(-32001);
     for (const id of kept) expect((await rpc(node.url, alpha, "GetTask", { id })).body.result?.id).toBe(id);
     const listed = await rpc(node.url, alpha, "ListTasks", {});

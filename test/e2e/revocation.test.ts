@@ -37,7 +37,11 @@ const home = (name: string) => join(root, name);
 const cli = (name: string, ...args: string[]) => runBinary(["--home", home(name), ...args]);
 const tlsOf = (name: string) => {
   const p = homePaths(home(name));
-  return { cert: readFileSync(p.nodeCert, "utf8"), key: readFileSync(p.nodeKey, "utf8"), ca: readFileSync(p.caCert, "utf8") };
+  return {
+    cert: readFileSync(p.nodeCert, "utf8"),
+    key: readFileSync(p.nodeKey, "utf8"),
+    ca: readFileSync(p.caCert, "utf8"),
+  };
 };
 const MODEL = () => ["--executor", "openai", "--model-url", model.url, "--model", "m"];
 
@@ -102,7 +106,17 @@ describe("pki revoke holds at once on the CA node, within one refresh on a node 
     const alpha = await serve("alpha", ...MODEL(), "--crl-refresh", "3600");
     for (const name of ["beta", "gamma"]) expect((await cli(name, "peers", "add", "alpha", alpha.url)).code).toBe(0);
     const beta = await serve("beta", "--executor", "echo", "--ca-peer", "alpha", "--crl-refresh", "1");
-    const gamma = await serve("gamma", "--executor", "echo", "--ca-peer", "alpha", "--crl-refresh", "1", "--admin-port", "0");
+    const gamma = await serve(
+      "gamma",
+      "--executor",
+      "echo",
+      "--ca-peer",
+      "alpha",
+      "--crl-refresh",
+      "1",
+      "--admin-port",
+      "0",
+    );
     const gammaAdmin = await adminUrl(gamma);
     expect((await callAs(tlsOf("gamma"), alpha.url)).status).toBe(200);
     expect((await callAs(tlsOf("gamma"), beta.url)).status).toBe(200);
@@ -122,14 +136,26 @@ describe("pki revoke holds at once on the CA node, within one refresh on a node 
     // At once: the very next connection, without waiting for anything.
     const refused = await callAs(tlsOf("gamma"), alpha.url);
     expect(refused.status).toBe(403);
-    expect(revoked.stdout).toContain(`told the running serve (PID ${alpha.pid}) with SIGHUP: it closes the revoked certificates' open connections`);
+    expect(revoked.stdout).toContain(
+      `told the running serve (PID ${alpha.pid}) with SIGHUP: it closes the revoked certificates' open connections`,
+    );
     expect(refused.body.error.status).toBe("PERMISSION_DENIED");
-    expect(refused.body.error.message).toMatch(new RegExp(`^alpha refuses this connection: the client certificate \\(serial ${serial}\\) was revoked by the fleet CA on \\S+; get a new identity from the fleet CA: on the CA machine 'a2a-node pki issue gamma --replace`));
+    expect(refused.body.error.message).toMatch(
+      new RegExp(
+        `^alpha refuses this connection: the client certificate \\(serial ${serial}\\) was revoked by the fleet CA on \\S+; get a new identity from the fleet CA: on the CA machine 'a2a-node pki issue gamma --replace`,
+      ),
+    );
     expect((await callAs(tlsOf("delta"), alpha.url)).status).toBe(200);
     // The open stream is closed, its task not ended: nothing more came on it.
     const rest = await stream.settle();
     expect(rest.events.some((e) => e.data.result?.statusUpdate?.status?.state === "TASK_STATE_COMPLETED")).toBe(false);
-    expect(await alpha.waitForLine({ msg: "refused a connection", kind: "revoked", reason: new RegExp(`^closed an open connection: its certificate \\(serial ${serial}\\) was revoked`) })).toBeTruthy();
+    expect(
+      await alpha.waitForLine({
+        msg: "refused a connection",
+        kind: "revoked",
+        reason: new RegExp(`^closed an open connection: its certificate \\(serial ${serial}\\) was revoked`),
+      }),
+    ).toBeTruthy();
     model.release(text);
 
     // beta fetches alpha's list every second (crl_refresh_seconds = 1): refused there within one refresh.
@@ -139,15 +165,28 @@ describe("pki revoke holds at once on the CA node, within one refresh on a node 
 
     // gamma, refused everywhere, still gets the list (alpha answers a revoked certificate's GET /pki/crl) and knows.
     const own = await gamma.waitForLine({ msg: "this node's own certificate is revoked; peers refuse it" });
-    expect(own).toMatchObject({ level: "error", name: "gamma", serial, next: expect.stringContaining("pki issue gamma --replace") });
+    expect(own).toMatchObject({
+      level: "error",
+      name: "gamma",
+      serial,
+      next: expect.stringContaining("pki issue gamma --replace"),
+    });
     const ready = await fetch(`${gammaAdmin}/health/ready`);
     const health = (await ready.json()) as any;
     expect(ready.status).toBe(503);
     expect(health.failed).toContain("certificate");
-    expect(health.checks.certificate.detail).toMatch(new RegExp(`^the certificate of gamma \\(serial ${serial}\\) was revoked by the fleet CA on `));
+    expect(health.checks.certificate.detail).toMatch(
+      new RegExp(`^the certificate of gamma \\(serial ${serial}\\) was revoked by the fleet CA on `),
+    );
     const doctor = await cli("gamma", "doctor", "--json");
-    const finding = (JSON.parse(doctor.stdout).checks as { check: string; status: string; detail: string; fix?: string }[]).find((f) => f.check === "revocation");
-    expect(finding).toMatchObject({ status: "fail", detail: expect.stringContaining(`its certificate (serial ${serial}) was revoked by the fleet CA on `), fix: expect.stringContaining("pki issue gamma --replace") });
+    const finding = (
+      JSON.parse(doctor.stdout).checks as { check: string; status: string; detail: string; fix?: string }[]
+    ).find((f) => f.check === "revocation");
+    expect(finding).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining(`its certificate (serial ${serial}) was revoked by the fleet CA on `),
+      fix: expect.stringContaining("pki issue gamma --replace"),
+    });
     expect(doctor.code).not.toBe(0);
     // What gamma's send prints: alpha's words, not a reset connection.
     const sent = await cli("gamma", "send", "--agent", "alpha", "--task", "hello", "--wait");
@@ -173,7 +212,17 @@ describe("a list that goes stale is said, and connections are still taken (fail 
     expect(resigned.revoked.size).toBe(1);
     expect(resigned.nextUpdate!.getTime() - resigned.thisUpdate.getTime()).toBe(8000);
 
-    const member = await serve("member2", "--executor", "echo", "--ca-peer", "ca2", "--crl-refresh", "1", "--admin-port", "0");
+    const member = await serve(
+      "member2",
+      "--executor",
+      "echo",
+      "--ca-peer",
+      "ca2",
+      "--crl-refresh",
+      "1",
+      "--admin-port",
+      "0",
+    );
     const admin = await adminUrl(member);
     await member.waitForLine({ msg: "revocation list in force", source: "peer 'ca2'", revoked: 1 });
     const fresh = (await (await fetch(`${admin}/health/ready`)).json()) as any;
@@ -184,16 +233,29 @@ describe("a list that goes stale is said, and connections are still taken (fail 
 
     expect(await ca.stop()).toBe(0);
     // Every refresh that fails says so, and says how old the list in force is.
-    const stale = await member.waitForLine({ msg: "could not fetch the revocation list; the one in force stays", stale: true });
-    expect(stale).toMatchObject({ level: "warn", ca_peer: "ca2", list: expect.any(Number), list_age_s: expect.any(Number), next_update: expect.any(String) });
-    const warnings = member.lines().filter((l) => l.msg === "could not fetch the revocation list; the one in force stays");
+    const stale = await member.waitForLine({
+      msg: "could not fetch the revocation list; the one in force stays",
+      stale: true,
+    });
+    expect(stale).toMatchObject({
+      level: "warn",
+      ca_peer: "ca2",
+      list: expect.any(Number),
+      list_age_s: expect.any(Number),
+      next_update: expect.any(String),
+    });
+    const warnings = member
+      .lines()
+      .filter((l) => l.msg === "could not fetch the revocation list; the one in force stays");
     expect(warnings.length).toBeGreaterThanOrEqual(2);
     const res = await fetch(`${admin}/health/ready`);
     const body = (await res.json()) as any;
     expect(Date.parse(body.checks.revocation.nextUpdate) - Date.parse(body.checks.revocation.signed)).toBe(8000);
     expect(res.status).toBe(503);
     expect(body.failed).toEqual(["revocation"]);
-    expect(body.checks.revocation.detail).toMatch(/^revocation list number \d+ \(1 revoked\), signed \d+ s ago: stale since .* \(its next update\), ca_peer 'ca2' has given no newer one since .*; revocations made since are not known here, and connections are still taken \(fail open\)$/);
+    expect(body.checks.revocation.detail).toMatch(
+      /^revocation list number \d+ \(1 revoked\), signed \d+ s ago: stale since .* \(its next update\), ca_peer 'ca2' has given no newer one since .*; revocations made since are not known here, and connections are still taken \(fail open\)$/,
+    );
     // Fail open: members are still served, and what the list revokes is still refused.
     expect((await callAs(tlsOf("caller2"), member.url)).status).toBe(200);
     expect((await callAs(tlsOf("victim2"), member.url)).status).toBe(403);
@@ -211,8 +273,18 @@ describe("a revoked bearer token", () => {
     const text = `[hold] ${crypto.randomUUID()}`;
     const stream = await openSseRequest(`${tokenUrl}/`, { ca: tlsOf("tok").ca } as ReturnType<typeof tlsOf>, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", "a2a-version": "1.0", authorization: `Bearer ${token}` },
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params: { message: userMessage(text) } }),
+      headers: {
+        "content-type": "application/json",
+        accept: "text/event-stream",
+        "a2a-version": "1.0",
+        authorization: `Bearer ${token}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "SendStreamingMessage",
+        params: { message: userMessage(text) },
+      }),
     });
     expect(stream.status).toBe(200);
     expect((await stream.next())?.data.result.task).toBeDefined();
@@ -222,8 +294,16 @@ describe("a revoked bearer token", () => {
     expect(revoked.code, revoked.stderr).toBe(0);
     const rest = await stream.settle();
     expect(rest.events.some((e) => e.data.result?.statusUpdate?.status?.state === "TASK_STATE_COMPLETED")).toBe(false);
-    expect(revoked.stdout).toContain(`told the running serve (PID ${node.pid}) with SIGHUP: it closes the connections the token was used on, and their streams`);
-    expect(await node.waitForLine({ msg: "refused a connection", kind: "revoked", reason: "token listener: closed an open connection: the token of 'token:outsider' was revoked" })).toBeTruthy();
+    expect(revoked.stdout).toContain(
+      `told the running serve (PID ${node.pid}) with SIGHUP: it closes the connections the token was used on, and their streams`,
+    );
+    expect(
+      await node.waitForLine({
+        msg: "refused a connection",
+        kind: "revoked",
+        reason: "token listener: closed an open connection: the token of 'token:outsider' was revoked",
+      }),
+    ).toBeTruthy();
     model.release(text);
   }, 120_000);
 });
@@ -244,14 +324,28 @@ describe("renewal supersedes the certificate it replaces, once the new one is in
     const r = JSON.parse(renewed.stdout);
     expect(r.reloadedPid).toBe(node.pid);
     await node.waitForLine({ msg: "reloaded", applied: "certificate" });
-    await ca.waitForLine({ msg: "revoked a renewed certificate: its holder uses the new one", name: "node3", serial: r.previous.serial });
+    await ca.waitForLine({
+      msg: "revoked a renewed certificate: its holder uses the new one",
+      name: "node3",
+      serial: r.previous.serial,
+    });
     expect((await callAs(old, ca.url)).status).toBe(403);
     expect((await callAs(tlsOf("node3"), ca.url)).status).toBe(200);
     // Both ways still work with the new one.
     expect((await cli("node3", "send", "--agent", "ca3", "--task", "hi", "--wait")).code).toBe(0);
     expect((await cli("ca3", "send", "--agent", "node3", "--task", "hi", "--wait")).code).toBe(0);
-    const list = JSON.parse((await cli("ca3", "pki", "list", "--json")).stdout) as { name: string; how: string; status: string; revokeReason?: string }[];
-    expect(list.filter((c) => c.name === "node3").map((c) => `${c.how}:${c.status}`)).toEqual(["bundle:revoked", "renew:valid"]);
-    expect(list.find((c) => c.name === "node3" && c.status === "revoked")?.revokeReason).toBe(`superseded: node3 renewed serial ${r.previous.serial} as ${r.serial}, now in use`);
+    const list = JSON.parse((await cli("ca3", "pki", "list", "--json")).stdout) as {
+      name: string;
+      how: string;
+      status: string;
+      revokeReason?: string;
+    }[];
+    expect(list.filter((c) => c.name === "node3").map((c) => `${c.how}:${c.status}`)).toEqual([
+      "bundle:revoked",
+      "renew:valid",
+    ]);
+    expect(list.find((c) => c.name === "node3" && c.status === "revoked")?.revokeReason).toBe(
+      `superseded: node3 renewed serial ${r.previous.serial} as ${r.serial}, now in use`,
+    );
   }, 120_000);
 });

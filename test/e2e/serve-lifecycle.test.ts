@@ -34,7 +34,17 @@ describe("one serve per home", () => {
     const first = await serveBinary(fleet.homes.alpha, ["--executor", "echo"]);
     running.push(first);
     expect(readFileSync(join(fleet.homes.alpha, "serve.pid"), "utf8").trim()).toBe(String(first.pid));
-    const second = await runBinary(["--home", fleet.homes.alpha, "serve", "--host", "127.0.0.1", "--port", "0", "--executor", "echo"]);
+    const second = await runBinary([
+      "--home",
+      fleet.homes.alpha,
+      "serve",
+      "--host",
+      "127.0.0.1",
+      "--port",
+      "0",
+      "--executor",
+      "echo",
+    ]);
     expect(second.code).toBe(1);
     expect(second.stderr).toContain(`another a2a-node serve (PID ${first.pid}) is already running on this home`);
     expect(second.stderr).toContain(`kill ${first.pid}`);
@@ -68,10 +78,13 @@ function servedFingerprint(url: string): Promise<string> {
   const u = new URL(url);
   const me = fleet.identity("alpha");
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: u.hostname, port: Number(u.port), ca: me.ca, cert: me.cert, key: me.key, servername: "localhost" }, () => {
-      resolve(socket.getPeerCertificate().fingerprint256);
-      socket.end();
-    });
+    const socket = connect(
+      { host: u.hostname, port: Number(u.port), ca: me.ca, cert: me.cert, key: me.key, servername: "localhost" },
+      () => {
+        resolve(socket.getPeerCertificate().fingerprint256);
+        socket.end();
+      },
+    );
     socket.on("error", reject);
   });
 }
@@ -86,10 +99,15 @@ describe("SIGHUP", () => {
     const before = await servedFingerprint(node.url);
     const signer = async () => {
       const card = (await get(`${node.url}/.well-known/agent-card.json`, fleet.identity("alpha"))).body as AgentCard;
-      return { x5c: readSignatureHeader(card.signatures![0])?.x5c?.[0], verified: await verifyFleetCard(card, { ca: fleet.identity("alpha").ca, name: "gamma" }) };
+      return {
+        x5c: readSignatureHeader(card.signatures![0])?.x5c?.[0],
+        verified: await verifyFleetCard(card, { ca: fleet.identity("alpha").ca, name: "gamma" }),
+      };
     };
     const cardBefore = await signer();
-    expect(cardBefore.x5c).toBe(new X509Certificate(readFileSync(homePaths(home).nodeCert, "utf8")).raw.toString("base64"));
+    expect(cardBefore.x5c).toBe(
+      new X509Certificate(readFileSync(homePaths(home).nodeCert, "utf8")).raw.toString("base64"),
+    );
 
     const text = `[hold] ${crypto.randomUUID()}`;
     const inFlight = rpc(node.url, fleet.identity("alpha"), "SendMessage", { message: userMessage(text) });
@@ -104,8 +122,14 @@ describe("SIGHUP", () => {
     writeFileSync(join(home, "config.toml"), 'log_level = "info"\nmax_concurrent = 9\n');
 
     node.signal("SIGHUP");
-    await node.waitForLine({ msg: "these changes take effect only after a restart", level: "warn", settings: "max_concurrent" });
-    expect(node.lines().filter((l) => l.msg === "reloaded")).toContainEqual(expect.objectContaining({ level: "info", applied: "certificate" }));
+    await node.waitForLine({
+      msg: "these changes take effect only after a restart",
+      level: "warn",
+      settings: "max_concurrent",
+    });
+    expect(node.lines().filter((l) => l.msg === "reloaded")).toContainEqual(
+      expect.objectContaining({ level: "info", applied: "certificate" }),
+    );
     const after = await servedFingerprint(node.url);
     expect(after).not.toBe(before);
     expect(after).toBe(new (await import("node:crypto")).X509Certificate(renewed.cert).fingerprint256);
@@ -139,7 +163,13 @@ describe("a2a-node reload (the unit's ExecReload) and HOME/serve.json", () => {
     const node = await serveBinary(home, ["--executor", "echo", "--admin-port", "0"]);
     running.push(node);
     const state = JSON.parse(readFileSync(join(home, "serve.json"), "utf8"));
-    expect(state).toMatchObject({ pid: node.pid, name: "delta", executor: "echo", urls: { mtls: node.url }, database: { kind: "sqlite", where: join(home, "a2a-node.db") } });
+    expect(state).toMatchObject({
+      pid: node.pid,
+      name: "delta",
+      executor: "echo",
+      urls: { mtls: node.url },
+      database: { kind: "sqlite", where: join(home, "a2a-node.db") },
+    });
     expect(state.urls.admin).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(state.fromFlags.sort()).toEqual(["admin_port", "executor", "host", "port"]);
     expect(statSync(join(home, "serve.json")).mode & 0o777).toBe(0o600);
@@ -148,16 +178,24 @@ describe("a2a-node reload (the unit's ExecReload) and HOME/serve.json", () => {
     const applied = await runBinary(["--home", home, "reload"]);
     expect(applied.code, applied.stderr).toBe(0);
     expect(applied.stdout).toBe(`reloaded a2a-node serve (PID ${node.pid}): applied rate_limit_per_second\n`);
-    expect(applied.stderr).toBe("warning: these changes take effect only after a restart: max_concurrent (systemctl restart a2a-node)\n");
+    expect(applied.stderr).toBe(
+      "warning: these changes take effect only after a restart: max_concurrent (systemctl restart a2a-node)\n",
+    );
 
     writeFileSync(join(home, "config.toml"), "port = = 1\n");
     const refused = await runBinary(["--home", home, "reload", "--pid", String(node.pid), "--json"]);
     expect(refused.code).toBe(1);
-    expect(JSON.parse(refused.stdout)).toMatchObject({ pid: node.pid, outcome: "refused", reason: expect.stringContaining("is not valid TOML") });
+    expect(JSON.parse(refused.stdout)).toMatchObject({
+      pid: node.pid,
+      outcome: "refused",
+      reason: expect.stringContaining("is not valid TOML"),
+    });
     expect((await fetch(`${state.urls.admin}/health/live`)).status).toBe(200); // still serving
     const said = await runBinary(["--home", home, "reload"]);
     expect(said.code).toBe(1);
-    expect(said.stderr).toMatch(/^a2a-node: a2a-node serve \(PID \d+\) refused the new configuration and keeps running on the old one: config file .* is not valid TOML/);
+    expect(said.stderr).toMatch(
+      /^a2a-node: a2a-node serve \(PID \d+\) refused the new configuration and keeps running on the old one: config file .* is not valid TOML/,
+    );
 
     writeFileSync(join(home, "config.toml"), "");
     // Not a serve: never signalled.

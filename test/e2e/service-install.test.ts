@@ -63,14 +63,19 @@ function sandbox(fakes = ["systemctl", "useradd", "loginctl"]) {
     async run(args: string[], extraEnv: Record<string, string> = {}, opts: { asNobody?: boolean; path?: string } = {}) {
       const cmd = [requireBinary(), ...args];
       // Not root: the same binary, run as nobody (the suite runs as root on CI).
-      if (opts.asNobody && process.getuid?.() === 0) cmd.unshift("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups");
+      if (opts.asNobody && process.getuid?.() === 0)
+        cmd.unshift("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups");
       const proc = Bun.spawn(cmd, {
         env: { PATH: opts.path ?? `${bin}:/usr/bin:/bin`, HOME: home, USER: "ann", FAKE_LOG: log, ...extraEnv },
         cwd: dir,
         stdout: "pipe",
         stderr: "pipe",
       });
-      const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+      const [stdout, stderr, code] = await Promise.all([
+        new Response(proc.stdout).text(),
+        new Response(proc.stderr).text(),
+        proc.exited,
+      ]);
       return { code, stdout, stderr };
     },
   };
@@ -98,8 +103,10 @@ describe("service install (system, into an image root)", () => {
     const paths = homePaths(home);
     expect([mode(home), owner(home)]).toEqual([0o700, "4242:4243"]);
     expect([mode(join(s.root, "var/lib")), owner(join(s.root, "var/lib"))]).toEqual([0o755, "0:0"]);
-    for (const key of [paths.nodeKey, paths.caKey]) expect([key, mode(key), owner(key)]).toEqual([key, 0o600, "4242:4243"]);
-    for (const dir of [paths.secretsDir, paths.certsDir]) expect([dir, mode(dir), owner(dir)]).toEqual([dir, 0o700, "4242:4243"]);
+    for (const key of [paths.nodeKey, paths.caKey])
+      expect([key, mode(key), owner(key)]).toEqual([key, 0o600, "4242:4243"]);
+    for (const dir of [paths.secretsDir, paths.certsDir])
+      expect([dir, mode(dir), owner(dir)]).toEqual([dir, 0o700, "4242:4243"]);
     expect(owner(paths.nodeCert)).toBe("4242:4243");
     const id = await loadNodeIdentity(paths);
     expect(id.name).toBe("beta");
@@ -144,7 +151,9 @@ describe("service install (system, into an image root)", () => {
     const other = await s.run(["service", "install", "--root", s.root, "--name", "delta"]);
     expect(other.code).toBe(1);
     expect(other.stderr).toMatch(/already holds the identity of node "beta" .*it is never replaced/);
-    expect(other.stderr).toContain("next: run without --name/--bundle to keep it, or remove the service and its home first: a2a-node service uninstall --purge");
+    expect(other.stderr).toContain(
+      "next: run without --name/--bundle to keep it, or remove the service and its home first: a2a-node service uninstall --purge",
+    );
     expect(readFileSync(homePaths(join(s.root, "var/lib/a2a-node")).nodeKey, "utf8")).toBe(key);
   });
 
@@ -161,7 +170,12 @@ describe("service install (system, into an image root)", () => {
 
     const p = await s.run(["service", "uninstall", "--root", s.root, "--purge", "--json"]);
     expect(p.code).toBe(0);
-    expect(JSON.parse(p.stdout)).toEqual({ scope: "system", unitPath: "/etc/systemd/system/a2a-node.service", removedUnit: false, purgedHome: "/var/lib/a2a-node" });
+    expect(JSON.parse(p.stdout)).toEqual({
+      scope: "system",
+      unitPath: "/etc/systemd/system/a2a-node.service",
+      removedUnit: false,
+      purgedHome: "/var/lib/a2a-node",
+    });
     expect(existsSync(join(s.root, "var/lib/a2a-node"))).toBe(false);
 
     const none = await s.run(["service", "uninstall", "--root", s.root]);
@@ -196,18 +210,29 @@ describe("service install (user service, live)", () => {
   it("--no-start enables without starting; --home and XDG_CONFIG_HOME are honoured", async () => {
     const s = sandbox();
     const nodeHome = join(s.dir, "node-home");
-    const r = await s.run(["--home", nodeHome, "service", "install", "--user", "--name", "laptop", "--no-start"], { XDG_CONFIG_HOME: join(s.dir, "cfg") });
+    const r = await s.run(["--home", nodeHome, "service", "install", "--user", "--name", "laptop", "--no-start"], {
+      XDG_CONFIG_HOME: join(s.dir, "cfg"),
+    });
     expect(r.code).toBe(0);
-    expect(s.calls()).toEqual(["systemctl --user is-system-running", "systemctl --user daemon-reload", "systemctl --user enable a2a-node.service", "loginctl enable-linger ann"]);
+    expect(s.calls()).toEqual([
+      "systemctl --user is-system-running",
+      "systemctl --user daemon-reload",
+      "systemctl --user enable a2a-node.service",
+      "loginctl enable-linger ann",
+    ]);
     expect(r.stdout).toContain("start it with: systemctl --user start a2a-node");
-    expect(readFileSync(join(s.dir, "cfg/systemd/user/a2a-node.service"), "utf8")).toContain(`Environment=A2A_NODE_HOME=${nodeHome}`);
+    expect(readFileSync(join(s.dir, "cfg/systemd/user/a2a-node.service"), "utf8")).toContain(
+      `Environment=A2A_NODE_HOME=${nodeHome}`,
+    );
   });
 
   it("a service that does not start is an error that says where to look", async () => {
     const s = sandbox();
     const r = await s.run(["service", "install", "--user", "--name", "laptop"], { FAKE_RESTART_FAILS: "1" });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("a2a-node: a2a-node.service did not start (systemctl --user restart a2a-node.service exited 1: Job for a2a-node.service failed");
+    expect(r.stderr).toContain(
+      "a2a-node: a2a-node.service did not start (systemctl --user restart a2a-node.service exited 1: Job for a2a-node.service failed",
+    );
     expect(r.stderr).toContain("next: see why: journalctl --user -u a2a-node -n 50 --no-pager");
   });
 });
@@ -237,7 +262,9 @@ describe("service install refuses clearly, before changing anything", () => {
     const s = sandbox();
     const r = await s.run(["service", "install", "--user", "--name", "laptop"], { FAKE_OFFLINE: "1" });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain('a2a-node: systemd is not running for your user (no user service manager to talk to): systemctl says "offline"');
+    expect(r.stderr).toContain(
+      'a2a-node: systemd is not running for your user (no user service manager to talk to): systemctl says "offline"',
+    );
     expect(r.stderr).toContain("next: run this from your own login session");
     expect(s.calls()).toEqual(["systemctl --user is-system-running"]);
     expect(existsSync(join(s.home, ".a2a-node"))).toBe(false);
@@ -248,7 +275,9 @@ describe("service install refuses clearly, before changing anything", () => {
     const s = sandbox();
     const r = await s.run(["service", "install", "--root", s.root]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("/var/lib/a2a-node has no identity yet: give --name NAME (a new fleet; this machine holds its CA) or --bundle FILE");
+    expect(r.stderr).toContain(
+      "/var/lib/a2a-node has no identity yet: give --name NAME (a new fleet; this machine holds its CA) or --bundle FILE",
+    );
     expect(existsSync(s.root)).toBe(false);
     expect(s.calls()).toEqual([]);
   });
@@ -282,7 +311,8 @@ describe("service status", () => {
         srv.close(() => resolve(port));
       });
     });
-  const ACTIVE = "LoadState=loaded\\nActiveState=active\\nSubState=running\\nUnitFileState=enabled\\nMainPID=4321\\nActiveEnterTimestamp=Mon 2026-01-05 10:00:00 UTC\\nNRestarts=0\\nResult=success\\n";
+  const ACTIVE =
+    "LoadState=loaded\\nActiveState=active\\nSubState=running\\nUnitFileState=enabled\\nMainPID=4321\\nActiveEnterTimestamp=Mon 2026-01-05 10:00:00 UTC\\nNRestarts=0\\nResult=success\\n";
 
   it("shows the unit's state and the node's own readiness over mutual TLS; exit 0 when active and ready", async () => {
     const s = sandbox();
@@ -290,18 +320,33 @@ describe("service status", () => {
     const port = await freePort();
     writeFileSync(join(nodeHome, "config.toml"), `executor = "echo"\nport = ${port}\nhost = "127.0.0.1"\n`);
     mkdirSync(join(s.home, ".config/systemd/user"), { recursive: true });
-    writeFileSync(join(s.home, ".config/systemd/user/a2a-node.service"), renderUnit({ scope: "user", binary: requireBinary(), home: nodeHome }));
+    writeFileSync(
+      join(s.home, ".config/systemd/user/a2a-node.service"),
+      renderUnit({ scope: "user", binary: requireBinary(), home: nodeHome }),
+    );
     const node = await serveBinary(nodeHome, ["--port", String(port)]);
     try {
       const r = await s.run(["--home", nodeHome, "service", "status", "--user"], { FAKE_SHOW: ACTIVE });
       expect(r.stderr).toBe("");
       expect(r.code).toBe(0);
-      expect(r.stdout).toContain("unit      active (running) since Mon 2026-01-05 10:00:00 UTC, PID 4321; enabled at boot");
-      expect(r.stdout).toContain(`health    ready: the echo executor needs nothing external (https://127.0.0.1:${port}/health/ready)`);
-      expect(s.calls()[0]).toBe("systemctl --user show a2a-node.service --property=LoadState,ActiveState,SubState,UnitFileState,MainPID,ActiveEnterTimestamp,NRestarts,Result");
+      expect(r.stdout).toContain(
+        "unit      active (running) since Mon 2026-01-05 10:00:00 UTC, PID 4321; enabled at boot",
+      );
+      expect(r.stdout).toContain(
+        `health    ready: the echo executor needs nothing external (https://127.0.0.1:${port}/health/ready)`,
+      );
+      expect(s.calls()[0]).toBe(
+        "systemctl --user show a2a-node.service --property=LoadState,ActiveState,SubState,UnitFileState,MainPID,ActiveEnterTimestamp,NRestarts,Result",
+      );
 
       const j = await s.run(["--home", nodeHome, "service", "status", "--user", "--json"], { FAKE_SHOW: ACTIVE });
-      expect(JSON.parse(j.stdout)).toMatchObject({ scope: "user", home: nodeHome, ok: true, unit: { ActiveState: "active", MainPID: "4321" }, health: { ready: true, answered: true } });
+      expect(JSON.parse(j.stdout)).toMatchObject({
+        scope: "user",
+        home: nodeHome,
+        ok: true,
+        unit: { ActiveState: "active", MainPID: "4321" },
+        health: { ready: true, answered: true },
+      });
     } finally {
       await node.stop();
       rmSync(join(nodeHome, "config.toml"));
@@ -316,10 +361,16 @@ describe("service status", () => {
     const s = sandbox();
     mkdirSync(join(s.home, ".config/systemd/user"), { recursive: true });
     writeFileSync(join(s.home, ".config/systemd/user/a2a-node.service"), "x");
-    const failed = await s.run(["service", "status", "--user"], { FAKE_SHOW: "ActiveState=failed\\nSubState=failed\\nUnitFileState=enabled\\nResult=exit-code\\nNRestarts=5\\n" });
+    const failed = await s.run(["service", "status", "--user"], {
+      FAKE_SHOW: "ActiveState=failed\\nSubState=failed\\nUnitFileState=enabled\\nResult=exit-code\\nNRestarts=5\\n",
+    });
     expect(failed.code).toBe(1);
-    expect(failed.stdout).toContain("unit      failed (failed), restarted 5 times; enabled at boot; last result: exit-code");
-    expect(failed.stderr).toContain("a2a-node: the service is failed\n  next: see why: journalctl --user -u a2a-node -n 50 --no-pager; start it: systemctl --user start a2a-node");
+    expect(failed.stdout).toContain(
+      "unit      failed (failed), restarted 5 times; enabled at boot; last result: exit-code",
+    );
+    expect(failed.stderr).toContain(
+      "a2a-node: the service is failed\n  next: see why: journalctl --user -u a2a-node -n 50 --no-pager; start it: systemctl --user start a2a-node",
+    );
 
     const none = sandbox();
     const r = await none.run(["service", "status", "--user"]);
@@ -342,9 +393,14 @@ describe("readiness under systemd", () => {
     );
     chmodSync(join(bin, "systemd-notify"), 0o755);
     const told = readFile(fifo, "utf8");
-    const node = await serveBinary(fleet.homes.alpha, ["--executor", "echo"], { PATH: `${bin}:/usr/bin:/bin`, NOTIFY_SOCKET: "/run/fake-notify" });
+    const node = await serveBinary(fleet.homes.alpha, ["--executor", "echo"], {
+      PATH: `${bin}:/usr/bin:/bin`,
+      NOTIFY_SOCKET: "/run/fake-notify",
+    });
     try {
-      expect(await told).toBe(`listening /run/fake-notify --ready --status=serving alpha on https://127.0.0.1:${node.port}\n`);
+      expect(await told).toBe(
+        `listening /run/fake-notify --ready --status=serving alpha on https://127.0.0.1:${node.port}\n`,
+      );
     } finally {
       await node.stop();
     }
@@ -352,10 +408,15 @@ describe("readiness under systemd", () => {
 
   it("with NOTIFY_SOCKET set but no systemd-notify to run, the log warns that systemd will time out", async () => {
     const s = sandbox([]);
-    const node = await serveBinary(fleet.homes.alpha, ["--executor", "echo"], { PATH: join(s.dir, "bin"), NOTIFY_SOCKET: "/run/fake-notify" });
+    const node = await serveBinary(fleet.homes.alpha, ["--executor", "echo"], {
+      PATH: join(s.dir, "bin"),
+      NOTIFY_SOCKET: "/run/fake-notify",
+    });
     try {
       const line = await node.waitForLine({ msg: /could not be told/ });
-      expect(line.msg).toMatch(/systemd waits for readiness \(NOTIFY_SOCKET is set\) but could not be told; it will stop the service at its start timeout/);
+      expect(line.msg).toMatch(
+        /systemd waits for readiness \(NOTIFY_SOCKET is set\) but could not be told; it will stop the service at its start timeout/,
+      );
     } finally {
       await node.stop();
     }

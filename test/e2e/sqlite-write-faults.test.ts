@@ -26,7 +26,11 @@ let freed = false;
 beforeAll(async () => {
   fleet = await makeFleet(["beta", "alpha"]);
   alpha = fleet.identity("alpha");
-  model = startGatedModel({ holdIf: (t) => t.includes("[hold]") && !freed, holdAfterChunks: 1, reply: (t) => `one two three four: ${t}` });
+  model = startGatedModel({
+    holdIf: (t) => t.includes("[hold]") && !freed,
+    holdAfterChunks: 1,
+    reply: (t) => `one two three four: ${t}`,
+  });
   node = await serveBinary(fleet.homes.beta!, ["--executor", "openai", "--model-url", model.url]);
 });
 
@@ -48,7 +52,9 @@ const TERMINAL = ["TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCE
 describe("a disk that fails the node's writes while a task streams", () => {
   it("leaves the task as stored, says so in the log and /health/ready, and takes it up once the disk takes writes: one outcome, gapless events", async () => {
     onTestFailed(() => console.log(`--- node log\n${node.log()}${node.stderr()}`));
-    const stream = await openSse(node.url, alpha, "SendStreamingMessage", { message: userMessage(`[hold] ${crypto.randomUUID()}`) });
+    const stream = await openSse(node.url, alpha, "SendStreamingMessage", {
+      message: userMessage(`[hold] ${crypto.randomUUID()}`),
+    });
     let id: string | undefined;
     for (;;) {
       const r = (await stream.next())?.data.result;
@@ -63,20 +69,32 @@ describe("a disk that fails the node's writes while a task streams", () => {
                CREATE TRIGGER fault_events BEFORE INSERT ON task_events BEGIN SELECT RAISE(ABORT, 'injected disk I/O error'); END;`);
       freed = true;
       model.release("[hold]");
-      const stranded = await node.waitForLine({ msg: /^could not store a task's outcome; it is taken up again/, task_id: id });
+      const stranded = await node.waitForLine({
+        msg: /^could not store a task's outcome; it is taken up again/,
+        task_id: id,
+      });
       expect(stranded.reason).toBe("injected disk I/O error");
       const rest = await stream.settle();
       const last = rest.events.at(-1)?.data;
       expect(last?.error?.code, JSON.stringify(last)).toBe(-32603);
-      expect(last.error.message).toMatch(new RegExp(`could not store task ${id} \\(injected disk I/O error\\); it is taken up again`));
+      expect(last.error.message).toMatch(
+        new RegExp(`could not store task ${id} \\(injected disk I/O error\\); it is taken up again`),
+      );
 
       const ready = await get(`${node.url}/health/ready`, alpha);
       expect(ready.status, ready.text).toBe(503);
       expect(ready.body.checks.database.ok).toBe(false);
-      expect(ready.body.checks.database.detail).toMatch(/committed; but 1 task could not be stored \(injected disk I\/O error\)/);
-      const row = () => db.query("SELECT state, metadata FROM tasks WHERE id = ?1").get(id!) as { state: string; metadata: string | null };
+      expect(ready.body.checks.database.detail).toMatch(
+        /committed; but 1 task could not be stored \(injected disk I\/O error\)/,
+      );
+      const row = () =>
+        db.query("SELECT state, metadata FROM tasks WHERE id = ?1").get(id!) as {
+          state: string;
+          metadata: string | null;
+        };
       expect(row().state).toBe("TASK_STATE_WORKING"); // as last stored, held by nothing
-      expect(model.requests.filter((r) => r.text.includes("[hold]"))).toHaveLength(1); // not run again while writes fail
+      // not run again while writes fail
+      expect(model.requests.filter((r) => r.text.includes("[hold]"))).toHaveLength(1);
 
       db.exec("DROP TRIGGER fault_tasks; DROP TRIGGER fault_events;"); // the disk takes writes again
       const finished = await node.waitForLine({ msg: "task finished", task_id: id });
@@ -91,7 +109,9 @@ describe("a disk that fails the node's writes while a task streams", () => {
     const replay = await (await openSse(node.url, alpha, "SubscribeToTask", { id }, { "last-event-id": "0" })).rest();
     const numbered = replay.filter((e) => e.id !== undefined);
     expect(numbered.map((e) => Number(e.id))).toEqual(numbered.map((_, i) => i + 1));
-    const states = numbered.map((e) => e.data.result.statusUpdate?.status.state).filter((s): s is string => s !== undefined);
+    const states = numbered
+      .map((e) => e.data.result.statusUpdate?.status.state)
+      .filter((s): s is string => s !== undefined);
     expect(states.filter((s) => TERMINAL.includes(s))).toEqual(["TASK_STATE_COMPLETED"]);
     expect(states.at(-1)).toBe("TASK_STATE_COMPLETED");
     const ready = await get(`${node.url}/health/ready`, alpha);

@@ -27,7 +27,11 @@ const cli = (home: string, ...args: string[]) => runBinary(["--home", home, ...a
 async function rpc(base: string, method: string, params: unknown, token?: string) {
   const res = await fetch(`${base}/`, {
     method: "POST",
-    headers: { "content-type": "application/json", "a2a-version": "1.0", ...(token === undefined ? {} : { authorization: `Bearer ${token}` }) },
+    headers: {
+      "content-type": "application/json",
+      "a2a-version": "1.0",
+      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+    },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
     tls: { ca },
   } as RequestInit);
@@ -44,7 +48,10 @@ beforeAll(async () => {
     tokens[name] = made.stdout.trim();
   }
   // An extended card for fleet members: token callers, outside the fleet, are not shown it.
-  writeFileSync(join(fleet.homes.alpha, "config.toml"), `[extended_card]\ndescription = "alpha, as the fleet sees it"\n`);
+  writeFileSync(
+    join(fleet.homes.alpha, "config.toml"),
+    `[extended_card]\ndescription = "alpha, as the fleet sees it"\n`,
+  );
   node = await serveBinary(fleet.homes.alpha, ["--executor", "echo", "--token-port", "0"]);
   started.push(node);
   tokenUrl = (await node.waitForLine({ msg: /^token listener open/ })).url as string;
@@ -70,7 +77,8 @@ describe("tokens add, list, revoke", () => {
       { name: "carol", caller: "token:carol", createdAt: expect.any(String) },
       { name: "hermes", caller: "token:hermes", createdAt: expect.any(String) },
     ]);
-    for (const t of Object.values(tokens)) expect(list.stdout + (await cli(fleet.homes.alpha, "tokens", "list")).stdout).not.toContain(t);
+    for (const t of Object.values(tokens))
+      expect(list.stdout + (await cli(fleet.homes.alpha, "tokens", "list")).stdout).not.toContain(t);
     const again = await cli(fleet.homes.alpha, "tokens", "add", "hermes");
     expect(again.code).toBe(1);
     expect(again.stderr).toContain("a token for 'hermes' already exists");
@@ -84,13 +92,17 @@ describe("the token listener over TLS with the node's certificate", () => {
     const res = await fetch(`${tokenUrl}/.well-known/agent-card.json`, { tls: { ca } } as RequestInit);
     expect(res.status).toBe(200);
     const card = (await res.json()) as any;
-    expect(card.securitySchemes).toEqual({ bearer: { httpAuthSecurityScheme: { scheme: "Bearer", description: expect.any(String) } } });
+    expect(card.securitySchemes).toEqual({
+      bearer: { httpAuthSecurityScheme: { scheme: "Bearer", description: expect.any(String) } },
+    });
     expect(card.securityRequirements).toEqual([{ schemes: { bearer: { list: [] } } }]);
     expect(card.supportedInterfaces.map((i: { url: string }) => i.url)).toContain(`${tokenUrl}/`);
   });
 
   it("shows token callers no extended card; a fleet member over mutual TLS gets it, signed by the node", async () => {
-    const card = (await (await fetch(`${tokenUrl}/.well-known/agent-card.json`, { tls: { ca } } as RequestInit)).json()) as any;
+    const card = (await (
+      await fetch(`${tokenUrl}/.well-known/agent-card.json`, { tls: { ca } } as RequestInit)
+    ).json()) as any;
     expect(card.capabilities.extendedAgentCard).toBe(false);
     const refused = await rpc(tokenUrl, "GetExtendedAgentCard", {}, tokens.hermes);
     expect([refused.status, refused.body.error.code]).toEqual([200, -32004]);
@@ -116,7 +128,10 @@ describe("the token listener over TLS with the node's certificate", () => {
     expect((await rpc(tokenUrl, "GetTask", { id: task.id }, tokens.carol)).body.error.code).toBe(-32001);
     expect((await rpc(tokenUrl, "ListTasks", {}, tokens.carol)).body.result.tasks).toEqual([]);
     // The HTTP+JSON binding on the same listener, same caller.
-    const rest = await fetch(`${tokenUrl}/tasks/${task.id}`, { headers: { authorization: `Bearer ${tokens.hermes}`, "a2a-version": "1.0" }, tls: { ca } } as RequestInit);
+    const rest = await fetch(`${tokenUrl}/tasks/${task.id}`, {
+      headers: { authorization: `Bearer ${tokens.hermes}`, "a2a-version": "1.0" },
+      tls: { ca },
+    } as RequestInit);
     expect(rest.status).toBe(200);
     expect(((await rest.json()) as any).id).toBe(task.id);
     // A fleet member on the mutual-TLS listener is another caller: 'token:hermes' is never a certificate's name.
@@ -147,7 +162,10 @@ describe("the token listener over TLS with the node's certificate", () => {
     expect(after.headers.get("www-authenticate")).toContain('error="invalid_token"');
     // Health and metrics are not for token callers.
     for (const path of ["/metrics", "/health/ready"]) {
-      const res = await fetch(`${tokenUrl}${path}`, { headers: { authorization: `Bearer ${tokens.hermes}` }, tls: { ca } } as RequestInit);
+      const res = await fetch(`${tokenUrl}${path}`, {
+        headers: { authorization: `Bearer ${tokens.hermes}` },
+        tls: { ca },
+      } as RequestInit);
       expect(res.status, path).toBe(404);
     }
     // Nothing the node logged holds a token.
@@ -159,9 +177,28 @@ describe("the token listener over TLS with the node's certificate", () => {
     writeFileSync(tokenFile, `${tokens.hermes}\n`, { mode: 0o600 });
     const caFile = join(fleet.root, "alpha-ca.pem");
     writeFileSync(caFile, ca);
-    const added = await cli(fleet.homes.beta, "peers", "add", "alpha-tokens", tokenUrl, "--token-file", tokenFile, "--ca", caFile);
+    const added = await cli(
+      fleet.homes.beta,
+      "peers",
+      "add",
+      "alpha-tokens",
+      tokenUrl,
+      "--token-file",
+      tokenFile,
+      "--ca",
+      caFile,
+    );
     expect(added.code, added.stderr).toBe(0);
-    const sent = await cli(fleet.homes.beta, "send", "--agent", "alpha-tokens", "--task", "over the token listener", "--wait", "--json");
+    const sent = await cli(
+      fleet.homes.beta,
+      "send",
+      "--agent",
+      "alpha-tokens",
+      "--task",
+      "over the token listener",
+      "--wait",
+      "--json",
+    );
     expect(sent.code, sent.stderr).toBe(0);
     const task = JSON.parse(sent.stdout);
     expect(task.status.state).toBe("TASK_STATE_COMPLETED");
@@ -182,7 +219,14 @@ describe("the token listener over plain HTTP (token_tls = off)", () => {
     const other = (await cli(fleet.homes.beta, "tokens", "add", "other")).stdout.trim();
     // The authorization policy names token callers as the node knows them.
     writeFileSync(join(fleet.homes.beta, "config.toml"), `[[authorize]]\npeers = ["token:script"]\nmethods = ["*"]\n`);
-    const plain = await serveBinary(fleet.homes.beta, ["--executor", "echo", "--token-port", "0", "--token-tls", "off"]);
+    const plain = await serveBinary(fleet.homes.beta, [
+      "--executor",
+      "echo",
+      "--token-port",
+      "0",
+      "--token-tls",
+      "off",
+    ]);
     started.push(plain);
     const warned = await plain.waitForLine({ msg: /^token listener open over plain HTTP/ });
     expect(warned.level).toBe("warn");

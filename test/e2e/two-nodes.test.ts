@@ -58,7 +58,10 @@ beforeAll(async () => {
   expect(installed.code, installed.stderr).toBe(0);
   expect(installed.stdout).toContain('node "beta"');
 
-  [alphaNode, betaNode] = await Promise.all([serve(alphaHome, ["--executor", "echo"]), serve(betaHome, ["--executor", "echo"])]);
+  [alphaNode, betaNode] = await Promise.all([
+    serve(alphaHome, ["--executor", "echo"]),
+    serve(betaHome, ["--executor", "echo"]),
+  ]);
   const added = await alpha("peers", "add", "beta", betaNode.url);
   expect(added.code, added.stderr).toBe(0);
 });

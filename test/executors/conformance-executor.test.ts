@@ -4,17 +4,35 @@ import type { ExecutionEvents, ExecutionOutcome, ExecutionRequest } from "../../
 import type { Artifact, Message, Part } from "../../src/protocol/types";
 
 /** What the executor reported, in order: progress texts and artifact chunks with their flags. */
-type Recorded = { progress: string } | { artifact: Artifact; append?: boolean; lastChunk?: boolean } | { note: Record<string, unknown> };
+type Recorded =
+  | { progress: string }
+  | { artifact: Artifact; append?: boolean; lastChunk?: boolean }
+  | { note: Record<string, unknown> };
 
-function run(messageId: string, opts: { taskId?: string; text?: string; signal?: AbortSignal; executor?: ConformanceExecutor; followUpOf?: string } = {}) {
+function run(
+  messageId: string,
+  opts: {
+    taskId?: string;
+    text?: string;
+    signal?: AbortSignal;
+    executor?: ConformanceExecutor;
+    followUpOf?: string;
+  } = {},
+) {
   const events: Recorded[] = [];
   const sink: ExecutionEvents = {
     progress: (text) => events.push({ progress: text }),
-    artifact: (artifact, o = {}) => events.push({ artifact, ...(o.append ? { append: true } : {}), ...(o.lastChunk ? { lastChunk: true } : {}) }),
+    artifact: (artifact, o = {}) =>
+      events.push({ artifact, ...(o.append ? { append: true } : {}), ...(o.lastChunk ? { lastChunk: true } : {}) }),
     note: async (metadata) => void events.push({ note: metadata }),
   };
   const taskId = opts.taskId ?? "task-1";
-  const message: Message = { messageId, role: "ROLE_USER", parts: [{ text: opts.text ?? "TCK test" }], contextId: "ctx-1" };
+  const message: Message = {
+    messageId,
+    role: "ROLE_USER",
+    parts: [{ text: opts.text ?? "TCK test" }],
+    contextId: "ctx-1",
+  };
   if (opts.followUpOf) message.taskId = opts.followUpOf;
   const request: ExecutionRequest = {
     taskId,
@@ -48,11 +66,29 @@ afterEach(() => {
 describe("ConformanceExecutor: core operation scenarios (nothing streamed)", () => {
   const cases: { prefix: string; outcome: ExecutionOutcome }[] = [
     { prefix: "tck-complete-task", outcome: { state: "TASK_STATE_COMPLETED", message: "Hello from TCK" } },
-    { prefix: "tck-artifact-text", outcome: { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "task-1-artifact-1", parts: [TEXT("Generated text content")] }] } },
-    { prefix: "tck-artifact-file", outcome: { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "task-1-artifact-1", parts: [FILE] }] } },
-    { prefix: "tck-artifact-file-url", outcome: { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "task-1-artifact-1", parts: [FILE_URL] }] } },
-    { prefix: "tck-artifact-data", outcome: { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "task-1-artifact-1", parts: [DATA] }] } },
-    { prefix: "tck-input-required", outcome: { state: "TASK_STATE_INPUT_REQUIRED", message: "Input required: send a follow-up message to continue" } },
+    {
+      prefix: "tck-artifact-text",
+      outcome: {
+        state: "TASK_STATE_COMPLETED",
+        artifacts: [{ artifactId: "task-1-artifact-1", parts: [TEXT("Generated text content")] }],
+      },
+    },
+    {
+      prefix: "tck-artifact-file",
+      outcome: { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "task-1-artifact-1", parts: [FILE] }] },
+    },
+    {
+      prefix: "tck-artifact-file-url",
+      outcome: { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "task-1-artifact-1", parts: [FILE_URL] }] },
+    },
+    {
+      prefix: "tck-artifact-data",
+      outcome: { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "task-1-artifact-1", parts: [DATA] }] },
+    },
+    {
+      prefix: "tck-input-required",
+      outcome: { state: "TASK_STATE_INPUT_REQUIRED", message: "Input required: send a follow-up message to continue" },
+    },
     { prefix: "tck-reject-task", outcome: { state: "TASK_STATE_REJECTED", message: "rejected" } },
   ];
 
@@ -110,7 +146,10 @@ describe("ConformanceExecutor: follow-ups to a task waiting for input", () => {
 });
 
 describe("ConformanceExecutor: streaming scenarios", () => {
-  const oneArtifact = (parts: Part[]): Recorded[] => [{ progress: "Working" }, { artifact: { artifactId: "task-1-result", parts }, lastChunk: true }];
+  const oneArtifact = (parts: Part[]): Recorded[] => [
+    { progress: "Working" },
+    { artifact: { artifactId: "task-1-result", parts }, lastChunk: true },
+  ];
   const cases: { prefix: string; events: Recorded[] }[] = [
     { prefix: "tck-stream-001", events: oneArtifact([TEXT("Stream hello from TCK")]) },
     { prefix: "tck-stream-002", events: [] },
@@ -160,7 +199,9 @@ describe("ConformanceExecutor: test-resubscribe-message-id (long-running)", () =
 
   it("the wait can be configured", async () => {
     vi.useFakeTimers();
-    const { outcome } = run("test-resubscribe-message-id", { executor: new ConformanceExecutor({ longRunningMs: 50 }) });
+    const { outcome } = run("test-resubscribe-message-id", {
+      executor: new ConformanceExecutor({ longRunningMs: 50 }),
+    });
     const s = started(outcome);
     await vi.advanceTimersByTimeAsync(50);
     expect(s.done?.state).toBe("TASK_STATE_COMPLETED");
@@ -200,7 +241,11 @@ describe("ConformanceExecutor: anything else", () => {
       history: async () => [],
       caller: "local",
       signal: new AbortController().signal,
-      events: { progress: (text) => events.push({ progress: text }), artifact: (artifact) => events.push({ artifact }), note: async (note) => void events.push({ note }) },
+      events: {
+        progress: (text) => events.push({ progress: text }),
+        artifact: (artifact) => events.push({ artifact }),
+        note: async (note) => void events.push({ note }),
+      },
       metadata: {},
       state: {},
       resumed: false,

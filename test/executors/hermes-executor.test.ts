@@ -65,7 +65,11 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
     ]);
     const statuses = updates.filter((u) => u.statusUpdate).map((u) => u.statusUpdate);
     const progress = statuses.filter((s) => s.metadata?.hermes);
-    expect(progress.map((s) => s.status.message.parts[0].text)).toEqual(["running terminal: df -h", "terminal finished after 0.5 s", "thinking: 40% is fine"]);
+    expect(progress.map((s) => s.status.message.parts[0].text)).toEqual([
+      "running terminal: df -h",
+      "terminal finished after 0.5 s",
+      "thinking: 40% is fine",
+    ]);
     expect(progress.map((s) => s.metadata.hermes)).toEqual([
       expect.objectContaining({ event: "tool.started", tool: "terminal", preview: "df -h" }),
       expect.objectContaining({ event: "tool.completed", tool: "terminal", duration: 0.5, error: false }),
@@ -75,10 +79,22 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
 
     const done = await node.get(task.id);
     // reasoning.available also carried the narration and the answer: kept with the answer, not shown as thinking.
-    const said = [expect.objectContaining({ event: "reasoning.available", text: "Let me look at the disks." }), expect.objectContaining({ event: "reasoning.available", text: "The disk is 40% full." })];
-    expect(done.artifacts).toEqual([{ artifactId: `${task.id}-answer`, name: "answer", parts: [{ text: "The disk is 40% full." }], metadata: { hermes: { "reasoning.available": said } } }]);
+    const said = [
+      expect.objectContaining({ event: "reasoning.available", text: "Let me look at the disks." }),
+      expect.objectContaining({ event: "reasoning.available", text: "The disk is 40% full." }),
+    ];
+    expect(done.artifacts).toEqual([
+      {
+        artifactId: `${task.id}-answer`,
+        name: "answer",
+        parts: [{ text: "The disk is 40% full." }],
+        metadata: { hermes: { "reasoning.available": said } },
+      },
+    ]);
     expect(done.metadata?.["hermes/runId"]).toBe(fake.runs[0]!.id);
-    expect(done.metadata?.["hermes/usage"]).toEqual(expect.objectContaining({ output_tokens: expect.any(Number), total_tokens: expect.any(Number) }));
+    expect(done.metadata?.["hermes/usage"]).toEqual(
+      expect.objectContaining({ output_tokens: expect.any(Number), total_tokens: expect.any(Number) }),
+    );
 
     // What reached Hermes: the text, the conversation's session, the task id as Idempotency-Key, the key.
     const run = fake.runs[0]!;
@@ -93,7 +109,12 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
   it("an approval makes the task INPUT_REQUIRED with the command, why, and the choices, while the run's stream stays open; 'once' goes on", async () => {
     const { fake, node } = await setup({
       generation,
-      script: [hermes.delta("Restarting. "), hermes.approval(DEPLOY, { deny: [hermes.delta("Not restarting."), hermes.completed()] }), hermes.delta("Restarted."), hermes.completed()],
+      script: [
+        hermes.delta("Restarting. "),
+        hermes.approval(DEPLOY, { deny: [hermes.delta("Not restarting."), hermes.completed()] }),
+        hermes.delta("Restarted."),
+        hermes.completed(),
+      ],
     });
     const asked = await node.send("restart web");
     expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
@@ -103,7 +124,12 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
     expect(text).toContain("once, session, always, deny");
     const run = fake.runs[0]!;
     const approval = asked.status.message!.metadata!["hermes/approval"] as Record<string, unknown>;
-    expect(approval).toMatchObject({ run_id: run.id, command: DEPLOY.command, description: DEPLOY.description, choices: ["once", "session", "always", "deny"] });
+    expect(approval).toMatchObject({
+      run_id: run.id,
+      command: DEPLOY.command,
+      description: DEPLOY.description,
+      choices: ["once", "session", "always", "deny"],
+    });
     expect(approval).not.toHaveProperty("event");
     if (generation === "newer") expect(approval.request_id).toEqual(expect.any(String));
     expect(fake.status(run.id)?.status).toBe("waiting_for_approval");
@@ -135,7 +161,11 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
   ])("the answer %j is sent as %s", async (answer, choice) => {
     const { fake, node } = await setup({
       generation,
-      script: [hermes.approval(DEPLOY, { deny: [hermes.delta("Declined."), hermes.completed()] }), hermes.delta("Done."), hermes.completed()],
+      script: [
+        hermes.approval(DEPLOY, { deny: [hermes.delta("Declined."), hermes.completed()] }),
+        hermes.delta("Done."),
+        hermes.completed(),
+      ],
     });
     const asked = await node.send("restart web");
     const done = await node.answer(asked.id, answer);
@@ -145,11 +175,16 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
   });
 
   it("refuses an answer that is not a choice with -32602 listing the choices offered; the task keeps waiting, and a good answer then works", async () => {
-    const { fake, node } = await setup({ generation, script: [hermes.approval(DEPLOY), hermes.delta("Done."), hermes.completed()] });
+    const { fake, node } = await setup({
+      generation,
+      script: [hermes.approval(DEPLOY), hermes.delta("Done."), hermes.completed()],
+    });
     const asked = await node.send("restart web");
     const err = await refused(node.answer(asked.id, "maybe later"));
     expect(err.code).toBe(-32602);
-    expect(err.message).toBe('"maybe later" is not an answer to this Hermes approval; answer one of: once, session, always, deny (yes means once, no means deny)');
+    expect(err.message).toBe(
+      '"maybe later" is not an answer to this Hermes approval; answer one of: once, session, always, deny (yes means once, no means deny)',
+    );
     expect((await node.get(asked.id)).status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     expect(fake.requests.filter((r) => r.path.endsWith("/approval"))).toHaveLength(0);
     const done = await node.answer(asked.id, "yes");
@@ -159,7 +194,13 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
   it("two approvals in one run: each one asks, each answer goes to the same run", async () => {
     const { fake, node } = await setup({
       generation,
-      script: [hermes.approval(DEPLOY), hermes.delta("Restarted. "), hermes.approval({ command: "rm -rf /tmp/cache", description: "delete the cache" }), hermes.delta("Cleaned."), hermes.completed()],
+      script: [
+        hermes.approval(DEPLOY),
+        hermes.delta("Restarted. "),
+        hermes.approval({ command: "rm -rf /tmp/cache", description: "delete the cache" }),
+        hermes.delta("Cleaned."),
+        hermes.completed(),
+      ],
     });
     const first = await node.send("restart and clean");
     expect(first.status.message!.parts[0]!.text).toContain("kubectl rollout restart");
@@ -175,9 +216,15 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
   });
 
   it("offers only the choices the run offers: a smart-denied command takes once or deny, not session", async () => {
-    const { node } = await setup({ generation, script: [hermes.approval({ ...DEPLOY, smartDenied: true }), hermes.completed("ok")] });
+    const { node } = await setup({
+      generation,
+      script: [hermes.approval({ ...DEPLOY, smartDenied: true }), hermes.completed("ok")],
+    });
     const asked = await node.send("restart web");
-    expect((asked.status.message!.metadata!["hermes/approval"] as { choices: string[] }).choices).toEqual(["once", "deny"]);
+    expect((asked.status.message!.metadata!["hermes/approval"] as { choices: string[] }).choices).toEqual([
+      "once",
+      "deny",
+    ]);
     const err = await refused(node.answer(asked.id, "session"));
     expect(err.message).toContain("answer one of: once, deny");
     expect((await node.answer(asked.id, "yes")).status.state).toBe("TASK_STATE_COMPLETED");
@@ -196,7 +243,12 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
   });
 
   it("a cancel whose run is still stopping when the wait ends says so", async () => {
-    const fake = startFakeHermes({ apiKey: KEY, generation, holdStops: true, script: [hermes.approval(DEPLOY), hermes.completed("never")] });
+    const fake = startFakeHermes({
+      apiKey: KEY,
+      generation,
+      holdStops: true,
+      script: [hermes.approval(DEPLOY), hermes.completed("never")],
+    });
     fakes.push(fake);
     const quick = await startHermesNode(fake, { apiKey: KEY, timing: { stopWaitMs: 200 } });
     nodes.push(quick);
@@ -216,7 +268,13 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
     const { fake, node } = await setup({
       generation,
       script: [
-        hermes.approval(DEPLOY, { timeout: [...hermes.tool("terminal", "echo skipped"), hermes.delta("Skipped the restart."), hermes.gate("end")] }),
+        hermes.approval(DEPLOY, {
+          timeout: [
+            ...hermes.tool("terminal", "echo skipped"),
+            hermes.delta("Skipped the restart."),
+            hermes.gate("end"),
+          ],
+        }),
         hermes.completed(),
       ],
     });
@@ -225,7 +283,9 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
     await node.reach(asked.id, (t) => t.status.state === "TASK_STATE_WORKING");
     const late = await refused(node.answer(asked.id, "yes"));
     expect(late.code).toBe(-32004);
-    expect(late.message).toContain("no longer waits for input (Hermes went on without this answer: it denies an approval nobody answers in time)");
+    expect(late.message).toContain(
+      "no longer waits for input (Hermes went on without this answer: it denies an approval nobody answers in time)",
+    );
     fake.release("end");
     const done = await node.reach(asked.id, (t) => t.status.state === "TASK_STATE_COMPLETED");
     expect(answerText(done)).toBe("Skipped the restart.");
@@ -244,10 +304,16 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
   });
 
   it("a run stopped from elsewhere (run.cancelled that this node did not ask for) ends the task FAILED, saying Hermes stopped it", async () => {
-    const { fake, node } = await setup({ generation, script: [hermes.delta("Working on it. "), hermes.gate("wait"), hermes.completed()] });
+    const { fake, node } = await setup({
+      generation,
+      script: [hermes.delta("Working on it. "), hermes.gate("wait"), hermes.completed()],
+    });
     const stream = node.stream({ message: userMessage("long job") });
     const run = await fake.gateReached("wait");
-    const res = await fetch(`${fake.url}/v1/runs/${run.id}/stop`, { method: "POST", headers: { authorization: `Bearer ${KEY}` } });
+    const res = await fetch(`${fake.url}/v1/runs/${run.id}/stop`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}` },
+    });
     expect(res.ok).toBe(true);
     const items = await stream;
     const last = (items.at(-1)!.response as any).statusUpdate;
@@ -258,14 +324,25 @@ describe.each(["newer", "older"] as const)("HermesExecutor against a %s Hermes s
   });
 
   it("run.failed ends the task FAILED with Hermes's error", async () => {
-    const { node } = await setup({ generation, script: [hermes.delta("Trying. "), hermes.failed("the model provider refused the request")] });
+    const { node } = await setup({
+      generation,
+      script: [hermes.delta("Trying. "), hermes.failed("the model provider refused the request")],
+    });
     const task = await node.send("do it");
     expect(task.status.state).toBe("TASK_STATE_FAILED");
     expect(task.status.message?.parts[0]?.text).toBe("the Hermes run failed: the model provider refused the request");
   });
 
   it("tolerates events it does not know", async () => {
-    const { node } = await setup({ generation, script: [hermes.event("run.steered", { accepted: true }), hermes.event("something.new", { x: 1 }), hermes.delta("fine"), hermes.completed()] });
+    const { node } = await setup({
+      generation,
+      script: [
+        hermes.event("run.steered", { accepted: true }),
+        hermes.event("something.new", { x: 1 }),
+        hermes.delta("fine"),
+        hermes.completed(),
+      ],
+    });
     const task = await node.send("go");
     expect(task.status.state).toBe("TASK_STATE_COMPLETED");
     expect(answerText(task)).toBe("fine");
@@ -303,7 +380,12 @@ describe("HermesExecutor errors and readiness", () => {
     fakes.push(fake);
     const node = await startHermesNode(fake, { apiKey: KEY });
     nodes.push(node);
-    const err = await refused(node.handler.sendMessage({ message: { messageId: "m", role: "ROLE_USER", parts: [{ url: "https://x/y.pdf" }] } }, who("alpha")));
+    const err = await refused(
+      node.handler.sendMessage(
+        { message: { messageId: "m", role: "ROLE_USER", parts: [{ url: "https://x/y.pdf" }] } },
+        who("alpha"),
+      ),
+    );
     expect(err.code).toBe(-32005);
     expect(fake.requests).toHaveLength(0);
   });
@@ -312,7 +394,10 @@ describe("HermesExecutor errors and readiness", () => {
     const fake = startFakeHermes({ apiKey: KEY });
     fakes.push(fake);
     const signal = new AbortController().signal;
-    expect(await new HermesExecutor({ baseUrl: fake.url, apiKey: KEY }).ready(signal)).toEqual({ ready: true, detail: `Hermes at ${fake.url} accepted the API key` });
+    expect(await new HermesExecutor({ baseUrl: fake.url, apiKey: KEY }).ready(signal)).toEqual({
+      ready: true,
+      detail: `Hermes at ${fake.url} accepted the API key`,
+    });
     const wrong = await new HermesExecutor({ baseUrl: fake.url, apiKey: "nope" }).ready(signal);
     expect(wrong.ready).toBe(false);
     expect(wrong.detail).toContain("refused the API key (HTTP 401)");

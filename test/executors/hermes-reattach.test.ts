@@ -18,7 +18,10 @@ afterEach(async () => {
   for (const f of fakes.splice(0)) await f.stop();
 });
 
-async function setup(options: FakeHermesOptions, maxConcurrent?: number): Promise<{ fake: FakeHermes; node: HermesNode }> {
+async function setup(
+  options: FakeHermesOptions,
+  maxConcurrent?: number,
+): Promise<{ fake: FakeHermes; node: HermesNode }> {
   const fake = startFakeHermes({ apiKey: KEY, ...options });
   fakes.push(fake);
   const node = await startHermesNode(fake, { apiKey: KEY, maxConcurrent });
@@ -33,8 +36,14 @@ const eventStreams = (fake: FakeHermes) => fake.requests.filter((r) => r.path.en
 
 describe.each(["newer", "older"] as const)("HermesExecutor re-attaching to a %s Hermes server", (generation) => {
   it("a node restarted during a run re-attaches by polling the run's status, never opens its events again, and never starts a second run", async () => {
-    const { fake, node } = await setup({ generation, script: [hermes.delta("Compiling. "), hermes.gate("build"), hermes.delta("Built in 3 s."), hermes.completed()] });
-    const r = await node.handler.sendMessage({ message: userMessage("build it"), ...later }, { caller: { name: "alpha", fingerprint: "A" } });
+    const { fake, node } = await setup({
+      generation,
+      script: [hermes.delta("Compiling. "), hermes.gate("build"), hermes.delta("Built in 3 s."), hermes.completed()],
+    });
+    const r = await node.handler.sendMessage(
+      { message: userMessage("build it"), ...later },
+      { caller: { name: "alpha", fingerprint: "A" } },
+    );
     const taskId = (r as { task: { id: string } }).task.id;
     const run = await fake.gateReached("build");
     await fake.streamOpened(run.id); // the executor opens the events only once the run id is durable
@@ -45,7 +54,8 @@ describe.each(["newer", "older"] as const)("HermesExecutor re-attaching to a %s 
     await fake.requestReceived((q) => q.method === "GET" && q.path === `/v1/runs/${run.id}`);
     fake.release("build");
     const done = await node.reach(taskId, (t) => t.status.state === "TASK_STATE_COMPLETED");
-    expect(answerText(done)).toBe("Compiling. Built in 3 s."); // the run's output, not only what streamed after the restart
+    // the run's output, not only what streamed after the restart
+    expect(answerText(done)).toBe("Compiling. Built in 3 s.");
     expect(done.metadata?.["hermes/usage"]).toEqual(expect.objectContaining({ total_tokens: expect.any(Number) }));
     expect(startRuns(fake)).toHaveLength(1); // also on the older server, which ignores Idempotency-Key
     expect(fake.runs).toHaveLength(1);
@@ -53,7 +63,14 @@ describe.each(["newer", "older"] as const)("HermesExecutor re-attaching to a %s 
   });
 
   it("a node restarted while the task waits for an approval: the answer goes to the same run, which is then followed by polling", async () => {
-    const { fake, node } = await setup({ generation, script: [hermes.approval(DEPLOY, { deny: [hermes.completed("not restarted")] }), hermes.delta("Restarted."), hermes.completed()] });
+    const { fake, node } = await setup({
+      generation,
+      script: [
+        hermes.approval(DEPLOY, { deny: [hermes.completed("not restarted")] }),
+        hermes.delta("Restarted."),
+        hermes.completed(),
+      ],
+    });
     const asked = await node.send("restart web");
     expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     const recovered = await node.restart();
@@ -69,7 +86,10 @@ describe.each(["newer", "older"] as const)("HermesExecutor re-attaching to a %s 
     expect(answerText(done)).toBe("Restarted.");
     const answered = fake.runs[0]!.answers;
     expect(answered.map((a) => a.choice)).toEqual(["once"]);
-    if (generation === "newer") expect(answered[0]!.requestId).toBe((stored.status.message?.metadata?.["hermes/approval"] as { request_id: string }).request_id);
+    if (generation === "newer")
+      expect(answered[0]!.requestId).toBe(
+        (stored.status.message?.metadata?.["hermes/approval"] as { request_id: string }).request_id,
+      );
     expect(startRuns(fake)).toHaveLength(1);
     expect(eventStreams(fake)).toHaveLength(1);
   });
@@ -77,7 +97,11 @@ describe.each(["newer", "older"] as const)("HermesExecutor re-attaching to a %s 
   it("an answer that reaches Hermes after it denied the approval on its timeout (409) is reported as too late, and the task ends as the run did", async () => {
     const { fake, node } = await setup({
       generation,
-      script: [hermes.approval(DEPLOY, { timeout: [hermes.delta("Left it alone.")] }), hermes.gate("after"), hermes.completed()],
+      script: [
+        hermes.approval(DEPLOY, { timeout: [hermes.delta("Left it alone.")] }),
+        hermes.gate("after"),
+        hermes.completed(),
+      ],
     });
     const asked = await node.send("restart web");
     await node.restart(); // the answer will reach a node that follows the run by polling
@@ -90,7 +114,11 @@ describe.each(["newer", "older"] as const)("HermesExecutor re-attaching to a %s 
     expect(done.status.state).toBe("TASK_STATE_COMPLETED");
     expect(answerText(done)).toBe("Left it alone.");
     const log: string[] = [];
-    for await (const item of await node.handler.subscribeToTask({ id: asked.id }, { caller: { name: "alpha", fingerprint: "A" } }, 0)) {
+    for await (const item of await node.handler.subscribeToTask(
+      { id: asked.id },
+      { caller: { name: "alpha", fingerprint: "A" } },
+      0,
+    )) {
       const u = (item.response as any).statusUpdate;
       if (u?.status.message) log.push(u.status.message.parts[0].text);
     }
@@ -102,8 +130,14 @@ describe.each(["newer", "older"] as const)("HermesExecutor re-attaching to a %s 
   });
 
   it("a restarted node that finds the run waiting for an approval asks the person, then answers by polling", async () => {
-    const { fake, node } = await setup({ generation, script: [hermes.gate("think"), hermes.approval(DEPLOY), hermes.delta("Done."), hermes.completed()] });
-    const r = await node.handler.sendMessage({ message: userMessage("restart web"), ...later }, { caller: { name: "alpha", fingerprint: "A" } });
+    const { fake, node } = await setup({
+      generation,
+      script: [hermes.gate("think"), hermes.approval(DEPLOY), hermes.delta("Done."), hermes.completed()],
+    });
+    const r = await node.handler.sendMessage(
+      { message: userMessage("restart web"), ...later },
+      { caller: { name: "alpha", fingerprint: "A" } },
+    );
     const taskId = (r as { task: { id: string } }).task.id;
     const run = await fake.gateReached("think");
     await fake.streamOpened(run.id); // the executor opens the events only once the run id is durable
@@ -119,43 +153,77 @@ describe.each(["newer", "older"] as const)("HermesExecutor re-attaching to a %s 
   });
 
   it("waits while Hermes is at capacity (429), saying so in the task's status, then starts the run", async () => {
-    const { fake, node } = await setup({ generation, maxConcurrentRuns: 1, script: (req) => (req.userMessage === "blocker" ? [hermes.gate("blocker"), hermes.completed("b")] : [hermes.delta("ran"), hermes.completed()]) });
+    const { fake, node } = await setup({
+      generation,
+      maxConcurrentRuns: 1,
+      script: (req) =>
+        req.userMessage === "blocker"
+          ? [hermes.gate("blocker"), hermes.completed("b")]
+          : [hermes.delta("ran"), hermes.completed()],
+    });
     // Someone else's run takes Hermes's only slot.
-    const blocker = await fetch(`${fake.url}/v1/runs`, { method: "POST", headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" }, body: JSON.stringify({ input: "blocker" }) });
+    const blocker = await fetch(`${fake.url}/v1/runs`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+      body: JSON.stringify({ input: "blocker" }),
+    });
     expect(blocker.status).toBe(202);
-    const r = await node.handler.sendMessage({ message: userMessage("mine"), ...later }, { caller: { name: "alpha", fingerprint: "A" } });
+    const r = await node.handler.sendMessage(
+      { message: userMessage("mine"), ...later },
+      { caller: { name: "alpha", fingerprint: "A" } },
+    );
     const taskId = (r as { task: { id: string } }).task.id;
-    const busy = await fake.requestReceived((q) => q.path === "/v1/runs" && q.status === 429 && q.body?.input === "mine");
+    const busy = await fake.requestReceived(
+      (q) => q.path === "/v1/runs" && q.status === 429 && q.body?.input === "mine",
+    );
     expect(busy.status).toBe(429);
-    const waiting = await node.reach(taskId, (t) => /waiting for Hermes capacity/.test(t.status.message?.parts[0]?.text ?? ""));
+    const waiting = await node.reach(taskId, (t) =>
+      /waiting for Hermes capacity/.test(t.status.message?.parts[0]?.text ?? ""),
+    );
     expect(waiting.status.state).toBe("TASK_STATE_WORKING");
     expect(waiting.status.message?.parts[0]?.text).toContain("HTTP 429 rate_limit_exceeded");
     fake.release("blocker");
     await fake.finished(fake.runs[0]!.id);
-    if (generation === "older") fake.sweep({ transports: true, statuses: false }); // older counts unread queues until swept
+    // older counts unread queues until swept
+    if (generation === "older") fake.sweep({ transports: true, statuses: false });
     const done = await node.reach(taskId, (t) => t.status.state === "TASK_STATE_COMPLETED");
     expect(answerText(done)).toBe("ran");
     expect(fake.runs.filter((x) => x.request.userMessage === "mine")).toHaveLength(1);
   });
 
   it("Hermes restarting mid-run ends the task FAILED with the reason", async () => {
-    const { fake, node } = await setup({ generation, script: [hermes.delta("Working. "), hermes.gate("never"), hermes.completed()] });
-    const r = await node.handler.sendMessage({ message: userMessage("long"), ...later }, { caller: { name: "alpha", fingerprint: "A" } });
+    const { fake, node } = await setup({
+      generation,
+      script: [hermes.delta("Working. "), hermes.gate("never"), hermes.completed()],
+    });
+    const r = await node.handler.sendMessage(
+      { message: userMessage("long"), ...later },
+      { caller: { name: "alpha", fingerprint: "A" } },
+    );
     const taskId = (r as { task: { id: string } }).task.id;
     const run = await fake.gateReached("never");
     await fake.streamOpened(run.id); // the executor opens the events only once the run id is durable
     await fake.restart();
     const failed = await node.reach(taskId, (t) => t.status.state === "TASK_STATE_FAILED");
     const why = failed.status.message?.parts[0]?.text;
-    if (generation === "newer") expect(why).toBe(`Hermes restarted while it ran this task (run ${run.id} was interrupted: The gateway restarted before this run settled.); send the task again`);
-    else expect(why).toBe(`Hermes at ${fake.url} no longer knows run ${run.id} (it restarted, or the run ended over an hour ago); send the task again`);
+    if (generation === "newer")
+      expect(why).toBe(
+        `Hermes restarted while it ran this task (run ${run.id} was interrupted: The gateway restarted before this run settled.); send the task again`,
+      );
+    else
+      expect(why).toBe(
+        `Hermes at ${fake.url} no longer knows run ${run.id} (it restarted, or the run ended over an hour ago); send the task again`,
+      );
     expect(startRuns(fake)).toHaveLength(1);
   });
 });
 
 describe("conversations on Hermes", () => {
   it("every task of one context sends the same session_id; a new context, or another caller's same context, gets another", async () => {
-    const { fake, node } = await setup({ generation: "newer", script: (req) => [hermes.delta(`re: ${String(req.userMessage)}`), hermes.completed()] });
+    const { fake, node } = await setup({
+      generation: "newer",
+      script: (req) => [hermes.delta(`re: ${String(req.userMessage)}`), hermes.completed()],
+    });
     const first = await node.send("my name is Ada", { contextId: "conv-1" });
     const second = await node.send("what is my name?", { contextId: "conv-1" });
     const other = await node.send("hello", { contextId: "conv-2" });

@@ -37,10 +37,14 @@ const later = { configuration: { returnImmediately: true } };
 const uniq = () => `t${crypto.randomUUID().slice(0, 8)}`;
 
 /** Every status text the task went through, in order (its stored events, replayed). */
-async function statusLog(node: HermesNode, taskId: string): Promise<{ state: string; text: string; metadata?: Record<string, unknown> }[]> {
+async function statusLog(
+  node: HermesNode,
+  taskId: string,
+): Promise<{ state: string; text: string; metadata?: Record<string, unknown> }[]> {
   const log: { state: string; text: string; metadata?: Record<string, unknown> }[] = [];
   for await (const item of await node.handler.subscribeToTask({ id: taskId }, who("alpha"), 0)) {
-    const u = (item.response as { statusUpdate?: { status: Task["status"]; metadata?: Record<string, unknown> } }).statusUpdate;
+    const u = (item.response as { statusUpdate?: { status: Task["status"]; metadata?: Record<string, unknown> } })
+      .statusUpdate;
     if (u) log.push({ state: u.status.state, text: u.status.message?.parts[0]?.text ?? "", metadata: u.metadata });
   }
   return log;
@@ -56,15 +60,21 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
       return n;
     };
     const runStatus = async (runId: string) => {
-      const r = await fetch(`${backend.url}/v1/runs/${runId}`, { headers: { authorization: `Bearer ${backend.apiKey}` } });
+      const r = await fetch(`${backend.url}/v1/runs/${runId}`, {
+        headers: { authorization: `Bearer ${backend.apiKey}` },
+      });
       return { http: r.status, ...((await r.json()) as { status?: string }) };
     };
     /** A task whose run streams for a while (40 tokens 100 ms apart), once its first token is in. */
     const midRun = async (n: HermesNode) => {
-      const r = await n.handler.sendMessage({ message: userMessage("count chunks:40 pace:100"), ...later }, who("alpha"));
+      const r = await n.handler.sendMessage(
+        { message: userMessage("count chunks:40 pace:100"), ...later },
+        who("alpha"),
+      );
       const id = (r as { task: Task }).task.id;
       // The first token's event (streamed chunks are stored with the task only at its end).
-      for await (const item of await n.handler.subscribeToTask({ id }, who("alpha"), 0)) if ("artifactUpdate" in item.response) break;
+      for await (const item of await n.handler.subscribeToTask({ id }, who("alpha"), 0))
+        if ("artifactUpdate" in item.response) break;
       const t = await n.get(id);
       expect(t.status.state).toBe("TASK_STATE_WORKING");
       return { id, runId: t.metadata?.["hermes/runId"] as string };
@@ -88,8 +98,12 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
         expect(task.status.state).toBe("TASK_STATE_COMPLETED");
         expect(answerText(task)).toBe(ok("hello there", 1));
         expect(task.metadata?.["hermes/usage"]).toEqual({ input_tokens: 11, output_tokens: 7, total_tokens: 18 });
-        const said = task.artifacts?.[0]?.metadata?.hermes as { "reasoning.available": { event: string; text: string }[] };
-        expect(said["reasoning.available"].map((e) => [e.event, e.text])).toEqual([["reasoning.available", ok("hello there", 1)]]);
+        const said = task.artifacts?.[0]?.metadata?.hermes as {
+          "reasoning.available": { event: string; text: string }[];
+        };
+        expect(said["reasoning.available"].map((e) => [e.event, e.text])).toEqual([
+          ["reasoning.available", ok("hello there", 1)],
+        ]);
         const log = await statusLog(n, task.id);
         expect(log.filter((s) => s.text.startsWith("thinking"))).toEqual([]);
         expect(log.at(-1)?.state).toBe("TASK_STATE_COMPLETED");
@@ -102,7 +116,16 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
       async () => {
         const n = await node();
         const items = await n.stream({ message: userMessage("count chunks:5 pace:20") });
-        const chunks = items.map((i) => (i.response as { artifactUpdate?: { artifact: { parts: { text?: string }[] }; append?: boolean; lastChunk?: boolean } }).artifactUpdate).filter((u) => u !== undefined);
+        const chunks = items
+          .map(
+            (i) =>
+              (
+                i.response as {
+                  artifactUpdate?: { artifact: { parts: { text?: string }[] }; append?: boolean; lastChunk?: boolean };
+                }
+              ).artifactUpdate,
+          )
+          .filter((u) => u !== undefined);
         expect(chunks.map((c) => c!.artifact.parts[0]!.text)).toEqual(["t00", " t01", " t02", " t03", " t04", ""]);
         expect(chunks.map((c) => c!.append === true)).toEqual([false, true, true, true, true, true]);
         expect(chunks.at(-1)!.lastChunk).toBe(true);
@@ -120,14 +143,21 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
         const n = await node();
         const items = await n.stream({ message: userMessage("run SAFE-ECHO") });
         const id = (items[0]!.response as { task: Task }).task.id;
-        const first = items.map((i) => (i.response as { artifactUpdate?: { artifact: { parts: { text?: string }[] } } }).artifactUpdate).find((u) => u)!;
+        const first = items
+          .map((i) => (i.response as { artifactUpdate?: { artifact: { parts: { text?: string }[] } } }).artifactUpdate)
+          .find((u) => u)!;
         expect(first.artifact.parts[0]!.text).toMatch(/^FAKE-TOOL-DONE: /); // Hermes sent "\n\nFAKE-TOOL-DONE..."
         const task = await n.get(id);
         expect(task.status.state).toBe("TASK_STATE_COMPLETED");
-        expect(answerText(task)).toBe('FAKE-TOOL-DONE: {"output": "hello-from-terminal", "exit_code": 0, "error": null}');
+        expect(answerText(task)).toBe(
+          'FAKE-TOOL-DONE: {"output": "hello-from-terminal", "exit_code": 0, "error": null}',
+        );
         const log = await statusLog(n, id);
         const tools = log.filter((s) => s.metadata?.hermes);
-        expect(tools.map((s) => s.text.replace(/after [\d.]+ s/, "after N s"))).toEqual(["running terminal: echo hello-from-terminal", "terminal finished after N s"]);
+        expect(tools.map((s) => s.text.replace(/after [\d.]+ s/, "after N s"))).toEqual([
+          "running terminal: echo hello-from-terminal",
+          "terminal finished after N s",
+        ]);
         expect(task.metadata?.["hermes/usage"]).toEqual({ input_tokens: 22, output_tokens: 14, total_tokens: 36 });
       },
       timeoutMs,
@@ -149,14 +179,23 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
             `Hermes asks for approval before it goes on.\nWhy: delete in root path\nCommand: ${command}\nAnswer with one of: once, session, always, deny (yes means once, no means deny).`,
           );
           const approval = asked.status.message?.metadata?.["hermes/approval"] as Record<string, unknown>;
-          expect(approval).toMatchObject({ command, description: "delete in root path", pattern_key: "delete in root path", choices: ["once", "session", "always", "deny"] });
+          expect(approval).toMatchObject({
+            command,
+            description: "delete in root path",
+            pattern_key: "delete in root path",
+            choices: ["once", "session", "always", "deny"],
+          });
           if (backend.generation === "newer") expect(approval.request_id).toEqual(expect.any(String));
           else expect(approval).not.toHaveProperty("request_id");
           if (backend.realTools) expect(existsSync(join(backend.scratch, target))).toBe(true);
 
           const done = await n.answer(asked.id, answer);
           expect(done.status.state).toBe("TASK_STATE_COMPLETED");
-          expect(answerText(done)).toMatch(approved ? /^FAKE-TOOL-DONE: \{"output": "", "exit_code": 0,/ : /^FAKE-TOOL-DONE: \{"output": "", "exit_code": -1, "error": "BLOCKED: Command denied by user\./);
+          expect(answerText(done)).toMatch(
+            approved
+              ? /^FAKE-TOOL-DONE: \{"output": "", "exit_code": 0,/
+              : /^FAKE-TOOL-DONE: \{"output": "", "exit_code": -1, "error": "BLOCKED: Command denied by user\./,
+          );
           if (backend.realTools) expect(existsSync(join(backend.scratch, target))).toBe(!approved);
           const log = await statusLog(n, asked.id);
           const texts = log.map((s) => `${s.state}: ${s.text.split("\n")[0]}`.replace(/after [\d.]+ s/, "after N s"));
@@ -179,7 +218,10 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
         const n = await node();
         const asked = await n.send(`clean up DANGER-RM:${uniq()}`);
         expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
-        const reply = await n.handler.sendMessage({ message: userMessage("no", { taskId: asked.id }), ...later }, who("alpha"));
+        const reply = await n.handler.sendMessage(
+          { message: userMessage("no", { taskId: asked.id }), ...later },
+          who("alpha"),
+        );
         expect((reply as { task: Task }).task.status.state).toBe("TASK_STATE_WORKING");
         const done = await n.reach(asked.id, (t) => t.status.state === "TASK_STATE_COMPLETED");
         expect(answerText(done)).toContain("BLOCKED: Command denied by user");
@@ -223,11 +265,19 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
         const n = await node({ apiKey: "not-the-key" });
         const task = await n.send("hello");
         expect(task.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
-        expect(task.status.message?.parts[0]?.text).toMatch(new RegExp(`^Hermes at ${backend.url} refused this node's API key \\(HTTP 401 invalid_api_key\\)`));
+        expect(task.status.message?.parts[0]?.text).toMatch(
+          new RegExp(`^Hermes at ${backend.url} refused this node's API key \\(HTTP 401 invalid_api_key\\)`),
+        );
         const signal = new AbortController().signal;
         const wrong = await new HermesExecutor({ baseUrl: backend.url, apiKey: "not-the-key" }).ready(signal);
-        expect(wrong).toEqual({ ready: false, detail: `Hermes at ${backend.url} refused the API key (HTTP 401); set HERMES_API_KEY or --hermes-api-key-file` });
-        expect(await new HermesExecutor({ baseUrl: backend.url, apiKey: backend.apiKey }).ready(signal)).toEqual({ ready: true, detail: `Hermes at ${backend.url} accepted the API key` });
+        expect(wrong).toEqual({
+          ready: false,
+          detail: `Hermes at ${backend.url} refused the API key (HTTP 401); set HERMES_API_KEY or --hermes-api-key-file`,
+        });
+        expect(await new HermesExecutor({ baseUrl: backend.url, apiKey: backend.apiKey }).ready(signal)).toEqual({
+          ready: true,
+          detail: `Hermes at ${backend.url} accepted the API key`,
+        });
       },
       timeoutMs,
     );
@@ -239,13 +289,19 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
         // Someone else's runs take every slot for a few seconds.
         const blockers = await Promise.all(
           Array.from({ length: backend.capacity }, () =>
-            fetch(`${backend.url}/v1/runs`, { method: "POST", headers: { authorization: `Bearer ${backend.apiKey}`, "content-type": "application/json" }, body: JSON.stringify({ input: "hold sleep:1.5" }) }),
+            fetch(`${backend.url}/v1/runs`, {
+              method: "POST",
+              headers: { authorization: `Bearer ${backend.apiKey}`, "content-type": "application/json" },
+              body: JSON.stringify({ input: "hold sleep:1.5" }),
+            }),
           ),
         );
         expect(blockers.map((b) => b.status)).toEqual(Array(backend.capacity).fill(202));
         const r = await n.handler.sendMessage({ message: userMessage("after the rush"), ...later }, who("alpha"));
         const id = (r as { task: Task }).task.id;
-        const waiting = await n.reach(id, (t) => /waiting for Hermes capacity/.test(t.status.message?.parts[0]?.text ?? ""));
+        const waiting = await n.reach(id, (t) =>
+          /waiting for Hermes capacity/.test(t.status.message?.parts[0]?.text ?? ""),
+        );
         expect(waiting.status.message?.parts[0]?.text).toContain("HTTP 429 rate_limit_exceeded");
         const done = await n.reach(id, (t) => t.status.state === "TASK_STATE_COMPLETED");
         expect(answerText(done)).toBe(ok("after the rush", 1));
@@ -258,7 +314,8 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
       async () => {
         const n = await node();
         const asMallory = async (text: string, metadata: Record<string, unknown>) =>
-          ((await n.handler.sendMessage({ message: userMessage(text), metadata }, who("mallory"))) as { task: Task }).task;
+          ((await n.handler.sendMessage({ message: userMessage(text), metadata }, who("mallory"))) as { task: Task })
+            .task;
         const secret = await n.send("alpha secret report");
         expect(answerText(secret)).toBe(ok("alpha secret report", 1));
         const finished = secret.metadata?.["hermes/runId"] as string;
@@ -276,7 +333,10 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
         const asked = await n.send(`clean up DANGER-RM:${target}`);
         expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
         const waiting = asked.metadata?.["hermes/runId"] as string;
-        const yes = await asMallory("yes", { "hermes/runId": waiting, "hermes/pendingApproval": asked.status.message!.metadata!["hermes/approval"] });
+        const yes = await asMallory("yes", {
+          "hermes/runId": waiting,
+          "hermes/pendingApproval": asked.status.message!.metadata!["hermes/approval"],
+        });
         expect(yes.status.state).toBe("TASK_STATE_COMPLETED");
         expect(answerText(yes)).toBe(ok("yes", 1));
         expect((await runStatus(waiting)).status).toBe("waiting_for_approval");
@@ -285,7 +345,9 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
         // alpha's own answer reaches its run: denied, nothing deleted.
         const done = await n.answer(asked.id, "no");
         expect(done.status.state).toBe("TASK_STATE_COMPLETED");
-        expect(answerText(done)).toMatch(/^FAKE-TOOL-DONE: \{"output": "", "exit_code": -1, "error": "BLOCKED: Command denied by user\./);
+        expect(answerText(done)).toMatch(
+          /^FAKE-TOOL-DONE: \{"output": "", "exit_code": -1, "error": "BLOCKED: Command denied by user\./,
+        );
         if (backend.realTools) expect(existsSync(join(backend.scratch, target))).toBe(true);
       },
       timeoutMs,
@@ -307,7 +369,9 @@ export function hermesScenarios(name: string, make: () => Promise<HermesBackend>
           await backend.up();
         }
         // The restarted server knows nothing of it (the newer one keeps an idempotent run's end).
-        expect(await runStatus(runId)).toMatchObject(backend.generation === "older" ? { http: 404 } : { http: 200, status: "cancelled" });
+        expect(await runStatus(runId)).toMatchObject(
+          backend.generation === "older" ? { http: 404 } : { http: 200, status: "cancelled" },
+        );
       },
       timeoutMs,
     );

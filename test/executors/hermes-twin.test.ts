@@ -14,7 +14,12 @@ for (const generation of ["older", "newer"] as const) {
     async () => {
       const apiKey = `hermes-${crypto.randomUUID()}`;
       const scratch = "/srv/hermes/scratch";
-      const fake = startFakeHermes({ generation, apiKey, maxConcurrentRuns: 2, script: (req) => markerScript(req, { scratch }) });
+      const fake = startFakeHermes({
+        generation,
+        apiKey,
+        maxConcurrentRuns: 2,
+        script: (req) => markerScript(req, { scratch }),
+      });
       return {
         url: fake.url,
         apiKey,

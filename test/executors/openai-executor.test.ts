@@ -52,7 +52,8 @@ function recorder() {
     progress: (text, metadata) => progress.push({ text, metadata }),
     artifact: (artifact, options = {}) => {
       chunks.push({ artifact, ...options });
-      for (let i = waiters.length - 1; i >= 0; i--) if (chunks.length >= waiters[i]!.n) waiters.splice(i, 1)[0]!.resolve();
+      for (let i = waiters.length - 1; i >= 0; i--)
+        if (chunks.length >= waiters[i]!.n) waiters.splice(i, 1)[0]!.resolve();
     },
     note: async (m) => void notes.push(m),
   };
@@ -63,7 +64,8 @@ function recorder() {
     notes,
     /** The concatenated text of every chunk. */
     text: () => chunks.map((c) => c.artifact.parts.map((p) => p.text ?? "").join("")).join(""),
-    chunk: (n: number) => (chunks.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve }))),
+    chunk: (n: number) =>
+      chunks.length >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve })),
   };
 }
 
@@ -85,7 +87,12 @@ function requestFor(msg: Message, events: ExecutionEvents, extra: Partial<Execut
 }
 
 function executor(model: FakeModel | string, options: Partial<OpenAiExecutorOptions> = {}) {
-  return new OpenAiCompatibleExecutor({ baseUrl: typeof model === "string" ? model : model.url, model: "m", retryBaseMs: 5, ...options });
+  return new OpenAiCompatibleExecutor({
+    baseUrl: typeof model === "string" ? model : model.url,
+    model: "m",
+    retryBaseMs: 5,
+    ...options,
+  });
 }
 
 /** A loopback port where nothing listens (the OS gave it to us, then we closed it). */
@@ -113,13 +120,20 @@ describe("OpenAiCompatibleExecutor, alone", () => {
   });
 
   it("reads a plain JSON answer from a server that does not stream, as one final chunk", async () => {
-    const model = fake({ stream: false, reply: () => "the whole answer at once", usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 } });
+    const model = fake({
+      stream: false,
+      reply: () => "the whole answer at once",
+      usage: { prompt_tokens: 3, completion_tokens: 5, total_tokens: 8 },
+    });
     const rec = recorder();
     const outcome = await executor(model).execute(requestFor(message("q"), rec.events));
     expect(model.requests[0]!.body.stream).toBe(true); // it asked for a stream and got JSON
     expect(outcome).toMatchObject({ state: "TASK_STATE_COMPLETED", metadata: { usage: { total_tokens: 8 } } });
     expect(rec.chunks).toHaveLength(1);
-    expect(rec.chunks[0]).toMatchObject({ lastChunk: true, artifact: { parts: [{ text: "the whole answer at once" }] } });
+    expect(rec.chunks[0]).toMatchObject({
+      lastChunk: true,
+      artifact: { parts: [{ text: "the whole answer at once" }] },
+    });
     expect(rec.chunks[0]!.append).not.toBe(true);
   });
 
@@ -137,13 +151,23 @@ describe("OpenAiCompatibleExecutor, alone", () => {
     const model = fake();
     const rec = recorder();
     const key = `sk-${crypto.randomUUID()}`;
-    await executor(model, { model: "qwen2.5-7b", systemPrompt: "You are terse.", temperature: 0.25, maxTokens: 77, apiKey: key }).execute(
-      requestFor(message("hi"), rec.events),
-    );
+    await executor(model, {
+      model: "qwen2.5-7b",
+      systemPrompt: "You are terse.",
+      temperature: 0.25,
+      maxTokens: 77,
+      apiKey: key,
+    }).execute(requestFor(message("hi"), rec.events));
     const { body, headers } = model.requests[0]!;
     expect(headers.authorization).toBe(`Bearer ${key}`);
     expect(headers["content-type"]).toContain("application/json");
-    expect(body).toMatchObject({ model: "qwen2.5-7b", temperature: 0.25, max_tokens: 77, stream: true, stream_options: { include_usage: true } });
+    expect(body).toMatchObject({
+      model: "qwen2.5-7b",
+      temperature: 0.25,
+      max_tokens: 77,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(body.messages).toEqual([
       { role: "system", content: "You are terse." },
       { role: "user", content: "hi" },
@@ -163,9 +187,15 @@ describe("OpenAiCompatibleExecutor, alone", () => {
   it("bounds the history by historyChars: the oldest turns are dropped first, the current message always goes", async () => {
     const model = fake();
     const turn = (role: Message["role"], text: string) => message(text, { role });
-    const history = [turn("ROLE_USER", "a".repeat(10)), turn("ROLE_AGENT", "b".repeat(10)), turn("ROLE_USER", "c".repeat(10))];
+    const history = [
+      turn("ROLE_USER", "a".repeat(10)),
+      turn("ROLE_AGENT", "b".repeat(10)),
+      turn("ROLE_USER", "c".repeat(10)),
+    ];
     // Budget 30: the current message (4) leaves 26, enough for the two newest turns (20) but not the oldest.
-    await executor(model, { historyChars: 30, systemPrompt: "sys" }).execute(requestFor(message("now?"), recorder().events, { history: async () => history }));
+    await executor(model, { historyChars: 30, systemPrompt: "sys" }).execute(
+      requestFor(message("now?"), recorder().events, { history: async () => history }),
+    );
     expect(model.requests[0]!.body.messages).toEqual([
       { role: "system", content: "sys" },
       { role: "assistant", content: "b".repeat(10) },
@@ -175,13 +205,22 @@ describe("OpenAiCompatibleExecutor, alone", () => {
 
     // A current message larger than the whole budget still goes, alone.
     const big = "z".repeat(50);
-    await executor(model, { historyChars: 30 }).execute(requestFor(message(big), recorder().events, { history: async () => history }));
+    await executor(model, { historyChars: 30 }).execute(
+      requestFor(message(big), recorder().events, { history: async () => history }),
+    );
     expect(model.requests[1]!.body.messages).toEqual([{ role: "user", content: big }]);
 
     // With room for everything, all turns go, oldest first, and the current message is not repeated.
     const current = message("last");
-    await executor(model, { historyChars: 1000 }).execute(requestFor(current, recorder().events, { history: async () => [...history, current] }));
-    expect(model.requests[2]!.body.messages.map((m: { content: string }) => m.content)).toEqual(["a".repeat(10), "b".repeat(10), "c".repeat(10), "last"]);
+    await executor(model, { historyChars: 1000 }).execute(
+      requestFor(current, recorder().events, { history: async () => [...history, current] }),
+    );
+    expect(model.requests[2]!.body.messages.map((m: { content: string }) => m.content)).toEqual([
+      "a".repeat(10),
+      "b".repeat(10),
+      "c".repeat(10),
+      "last",
+    ]);
   });
 
   it("passes data parts as JSON text", async () => {
@@ -199,11 +238,14 @@ describe("OpenAiCompatibleExecutor, alone", () => {
   it.each([
     ["raw bytes", { raw: Buffer.from("%PDF-1.7").toString("base64"), mediaType: "application/pdf", filename: "a.pdf" }],
     ["a url", { url: "https://example.com/picture.png", mediaType: "image/png" }],
-  ])("refuses a message with %s through check(), as content it cannot take (ContentTypeNotSupported, -32005)", (_label, part) => {
-    const refusal = executor("http://127.0.0.1:1/v1").check(message([{ text: "look at this" }, part as Part]));
-    expect(refusal?.kind).toBe("content-type");
-    expect(refusal!.message).toMatch(/part 1/);
-  });
+  ])(
+    "refuses a message with %s through check(), as content it cannot take (ContentTypeNotSupported, -32005)",
+    (_label, part) => {
+      const refusal = executor("http://127.0.0.1:1/v1").check(message([{ text: "look at this" }, part as Part]));
+      expect(refusal?.kind).toBe("content-type");
+      expect(refusal!.message).toMatch(/part 1/);
+    },
+  );
 
   it("retries a connection refused 3 times, then fails naming the endpoint", async () => {
     const url = `http://127.0.0.1:${deadPort()}/v1`;
@@ -287,7 +329,11 @@ describe("OpenAiCompatibleExecutor, through TaskRunner on SQLite", () => {
   });
 
   function handlerWith(model: FakeModel, options: Partial<OpenAiExecutorOptions> = {}) {
-    const runner = new TaskRunner(store, executor(model, options), { maxConcurrent: 4, maxQueued: 10, historyMessages: 20 });
+    const runner = new TaskRunner(store, executor(model, options), {
+      maxConcurrent: 4,
+      maxQueued: 10,
+      historyMessages: 20,
+    });
     return { runner, handler: new DefaultRequestHandler(store, runner) };
   }
 
@@ -325,10 +371,15 @@ describe("OpenAiCompatibleExecutor, through TaskRunner on SQLite", () => {
   it("refuses a raw file part with -32005 before any task exists, and never calls the model", async () => {
     const model = fake();
     const { handler } = handlerWith(model);
-    const err = await handler.sendMessage({ message: message([{ raw: Buffer.from("bytes").toString("base64"), mediaType: "application/octet-stream" }]) }, alpha).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await handler
+      .sendMessage(
+        { message: message([{ raw: Buffer.from("bytes").toString("base64"), mediaType: "application/octet-stream" }]) },
+        alpha,
+      )
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(A2AError);
     expect((err as A2AError).code).toBe(-32005);
     expect((await store.list("alpha", {})).totalSize).toBe(0);
@@ -347,7 +398,10 @@ describe("OpenAiCompatibleExecutor, through TaskRunner on SQLite", () => {
   it("cancel mid-stream: the model sees the client abort, the task ends CANCELED keeping what streamed", async () => {
     const model = fake({ tokens: ["first ", "second ", "never"], stallAfterTokens: 2 });
     const { handler, runner } = handlerWith(model);
-    const r = (await handler.sendMessage({ message: message("x"), configuration: { returnImmediately: true } }, alpha)) as { task: Task };
+    const r = (await handler.sendMessage(
+      { message: message("x"), configuration: { returnImmediately: true } },
+      alpha,
+    )) as { task: Task };
     await model.sentTokens(2);
     const settled = runner.settledOf(r.task.id)!;
     const canceled = await handler.cancelTask({ id: r.task.id }, alpha);
@@ -372,7 +426,12 @@ describe("skills with their own model", () => {
         exec.execute({
           taskId: "t",
           contextId: "c",
-          message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }], ...(metadata ? { metadata } : {}) },
+          message: {
+            messageId: crypto.randomUUID(),
+            role: "ROLE_USER",
+            parts: [{ text: "hi" }],
+            ...(metadata ? { metadata } : {}),
+          },
           history: async () => [],
           caller: "alpha",
           signal: new AbortController().signal,
@@ -384,11 +443,23 @@ describe("skills with their own model", () => {
         });
       await run({ skill: "summarise" });
       await run();
-      expect(model.requests[0].body).toMatchObject({ model: "small-model", temperature: 0.1, messages: [{ role: "system", content: "be brief" }, { role: "user", content: "hi" }] });
+      expect(model.requests[0].body).toMatchObject({
+        model: "small-model",
+        temperature: 0.1,
+        messages: [
+          { role: "system", content: "be brief" },
+          { role: "user", content: "hi" },
+        ],
+      });
       expect(model.requests[1].body.model).toBe("default-model");
       expect(model.requests[1].body.temperature).toBeUndefined();
       expect(model.requests[1].body.messages[0]).toEqual({ role: "system", content: "default prompt" });
-      const refusal = exec.check({ messageId: "m", role: "ROLE_USER", parts: [{ text: "x" }], metadata: { skill: "nope" } });
+      const refusal = exec.check({
+        messageId: "m",
+        role: "ROLE_USER",
+        parts: [{ text: "x" }],
+        metadata: { skill: "nope" },
+      });
       expect(refusal?.kind).toBe("invalid");
       expect(refusal?.message).toContain("unknown skill 'nope'");
       expect(refusal?.message).toContain("summarise");

@@ -97,7 +97,11 @@ export function startGatedModel(options: GatedModelOptions = {}): GatedModel {
         const words = answer.split(/(?<= )/);
         const enc = new TextEncoder();
         const sse = (o: unknown) => enc.encode(`data: ${JSON.stringify(o)}\n\n`);
-        const chunk = (content: string) => ({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content } }] });
+        const chunk = (content: string) => ({
+          id: "c1",
+          object: "chat.completion.chunk",
+          choices: [{ index: 0, delta: { content } }],
+        });
         return new Response(
           new ReadableStream({
             async start(c) {
@@ -108,8 +112,21 @@ export function startGatedModel(options: GatedModelOptions = {}): GatedModel {
                 record.chunksSent++;
                 wake();
               }
-              c.enqueue(sse({ id: "c1", object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }));
-              c.enqueue(sse({ id: "c1", object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 7, completion_tokens: words.length, total_tokens: 7 + words.length } }));
+              c.enqueue(
+                sse({
+                  id: "c1",
+                  object: "chat.completion.chunk",
+                  choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
+                }),
+              );
+              c.enqueue(
+                sse({
+                  id: "c1",
+                  object: "chat.completion.chunk",
+                  choices: [],
+                  usage: { prompt_tokens: 7, completion_tokens: words.length, total_tokens: 7 + words.length },
+                }),
+              );
               c.enqueue(enc.encode("data: [DONE]\n\n"));
               record.answered = true;
               c.close();

@@ -119,7 +119,8 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
     idleTimeout: 0,
     async fetch(req) {
       const url = new URL(req.url);
-      const refused = options.apiKey === undefined ? undefined : checkKey(req.headers.get("authorization"), options.apiKey);
+      const refused =
+        options.apiKey === undefined ? undefined : checkKey(req.headers.get("authorization"), options.apiKey);
       if (refused) return refused;
       if (req.method === "GET" && url.pathname === "/v1/models")
         return Response.json({ object: "list", data: [{ id: "fake-model", object: "model", owned_by: "test" }] });
@@ -147,17 +148,26 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
       if (options.fail) return new Response(options.fail.body, { status: options.fail.status });
       const refusal = checkMessages(body.messages, options.vision !== false);
       if (refusal) return refusal;
-      const messages = (body.messages as { role: string; content: string | { type: string; text?: string }[] }[]).map((m) => ({
-        role: m.role,
-        content: typeof m.content === "string" ? m.content : m.content.flatMap((p) => (p.type === "text" ? [p.text as string] : [])).join("\n"),
-      }));
+      const messages = (body.messages as { role: string; content: string | { type: string; text?: string }[] }[]).map(
+        (m) => ({
+          role: m.role,
+          content:
+            typeof m.content === "string"
+              ? m.content
+              : m.content.flatMap((p) => (p.type === "text" ? [p.text as string] : [])).join("\n"),
+        }),
+      );
       const text = options.tokens
         ? options.tokens.join("")
         : options.reply
           ? options.reply(messages)
           : `echo: ${messages.filter((m) => m.role === "user").at(-1)?.content}`;
       const words = options.tokens ?? text.split(/(?<= )/);
-      const usage = options.usage ?? { prompt_tokens: 7, completion_tokens: words.length, total_tokens: 7 + words.length };
+      const usage = options.usage ?? {
+        prompt_tokens: 7,
+        completion_tokens: words.length,
+        total_tokens: 7 + words.length,
+      };
       if (body.stream && options.stream !== false) {
         const enc = new TextEncoder();
         const chunk = (o: unknown) => enc.encode(`data: ${JSON.stringify(o)}\n\n`);
@@ -176,15 +186,30 @@ export function startFakeModel(options: FakeModelOptions = {}): FakeModel {
               return;
             }
             if (i < words.length) {
-              c.enqueue(chunk({ id: "c1", object: "chat.completion.chunk", model: body.model, choices: [{ index: 0, delta: { content: words[i] } }] }));
+              c.enqueue(
+                chunk({
+                  id: "c1",
+                  object: "chat.completion.chunk",
+                  model: body.model,
+                  choices: [{ index: 0, delta: { content: words[i] } }],
+                }),
+              );
               i++;
               tokensSent++;
               wake();
               return;
             }
-            c.enqueue(chunk({ id: "c1", object: "chat.completion.chunk", model: body.model, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }));
+            c.enqueue(
+              chunk({
+                id: "c1",
+                object: "chat.completion.chunk",
+                model: body.model,
+                choices: [{ index: 0, delta: {}, finish_reason: "stop" }],
+              }),
+            );
             // As OpenAI streams usage: only when asked, in a chunk of its own with no choices, before [DONE].
-            if (body.stream_options?.include_usage) c.enqueue(chunk({ id: "c1", object: "chat.completion.chunk", model: body.model, choices: [], usage }));
+            if (body.stream_options?.include_usage)
+              c.enqueue(chunk({ id: "c1", object: "chat.completion.chunk", model: body.model, choices: [], usage }));
             c.enqueue(enc.encode("data: [DONE]\n\n"));
             done = true;
             c.close();
@@ -321,13 +346,25 @@ const DATA_URL = /^data:(image\/(?:png|jpeg|gif|webp));base64,[A-Za-z0-9+/]+=*$/
  */
 function checkMessages(messages: unknown, vision: boolean): Response | undefined {
   if (!Array.isArray(messages) || messages.length === 0)
-    return invalidRequest("Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.", "messages", "empty_array");
+    return invalidRequest(
+      "Invalid 'messages': empty array. Expected an array with minimum length 1, but got an empty array instead.",
+      "messages",
+      "empty_array",
+    );
   for (const [i, m] of messages.entries()) {
     if (!ROLES.includes(m?.role))
-      return invalidRequest(`Invalid value: '${m?.role}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`, `messages[${i}].role`, "invalid_value");
+      return invalidRequest(
+        `Invalid value: '${m?.role}'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.`,
+        `messages[${i}].role`,
+        "invalid_value",
+      );
     if (typeof m.content === "string") continue;
     if (!Array.isArray(m.content))
-      return invalidRequest(`Invalid type for 'messages[${i}].content': expected one of a string or array of objects, but got ${typeof m.content} instead.`, `messages[${i}].content`, "invalid_type");
+      return invalidRequest(
+        `Invalid type for 'messages[${i}].content': expected one of a string or array of objects, but got ${typeof m.content} instead.`,
+        `messages[${i}].content`,
+        "invalid_type",
+      );
     for (const [j, p] of (m.content as any[]).entries()) {
       if (!PART_TYPES.includes(p?.type))
         return invalidRequest(
@@ -336,13 +373,25 @@ function checkMessages(messages: unknown, vision: boolean): Response | undefined
           "invalid_value",
         );
       if (p.type === "text" && typeof p.text !== "string")
-        return invalidRequest(`Invalid type for 'messages[${i}].content[${j}].text': expected a string, but got ${typeof p.text} instead.`, `messages[${i}].content[${j}].text`, "invalid_type");
+        return invalidRequest(
+          `Invalid type for 'messages[${i}].content[${j}].text': expected a string, but got ${typeof p.text} instead.`,
+          `messages[${i}].content[${j}].text`,
+          "invalid_type",
+        );
       if (p.type !== "image_url") continue;
       if (m.role !== "user")
-        return invalidRequest(`Invalid value: 'image_url'. Supported values are: 'text'${m.role === "assistant" ? " and 'refusal'" : ""}.`, `messages[${i}].content[${j}].type`, "invalid_value");
+        return invalidRequest(
+          `Invalid value: 'image_url'. Supported values are: 'text'${m.role === "assistant" ? " and 'refusal'" : ""}.`,
+          `messages[${i}].content[${j}].type`,
+          "invalid_value",
+        );
       const url = p.image_url?.url;
       if (typeof url !== "string")
-        return invalidRequest(`Missing required parameter: 'messages[${i}].content[${j}].image_url.url'.`, `messages[${i}].content[${j}].image_url.url`, "missing_required_parameter");
+        return invalidRequest(
+          `Missing required parameter: 'messages[${i}].content[${j}].image_url.url'.`,
+          `messages[${i}].content[${j}].image_url.url`,
+          "missing_required_parameter",
+        );
       if (url.startsWith("data:") && !DATA_URL.test(url))
         return invalidRequest(
           `Invalid 'messages[${i}].content[${j}].image_url.url'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got unsupported MIME type '${/^data:([^;,]*)/.exec(url)?.[1] ?? ""}'.`,
@@ -350,8 +399,17 @@ function checkMessages(messages: unknown, vision: boolean): Response | undefined
           "invalid_value",
         );
       if (!url.startsWith("data:") && !/^https?:\/\//.test(url))
-        return invalidRequest(`Invalid image URL: 'messages[${i}].content[${j}].image_url.url'.`, `messages[${i}].content[${j}].image_url.url`, "invalid_value");
-      if (!vision) return invalidRequest("Invalid content type. image_url is only supported by certain models.", `messages.[${i}].content.[${j}].type`, null);
+        return invalidRequest(
+          `Invalid image URL: 'messages[${i}].content[${j}].image_url.url'.`,
+          `messages[${i}].content[${j}].image_url.url`,
+          "invalid_value",
+        );
+      if (!vision)
+        return invalidRequest(
+          "Invalid content type. image_url is only supported by certain models.",
+          `messages.[${i}].content.[${j}].type`,
+          null,
+        );
     }
   }
   return undefined;

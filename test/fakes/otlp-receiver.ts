@@ -39,7 +39,8 @@ export interface ReceivedRequest {
 }
 
 /** One scripted answer, used by the next request (in order); once the script runs out, every answer is 200. */
-export type ScriptedAnswer = { status: 429 | 502 | 503 | 504 | 500 | 400 | 401; retryAfter?: string } | { rejectSpans: number; message?: string };
+export type ScriptedAnswer =
+  { status: 429 | 502 | 503 | 504 | 500 | 400 | 401; retryAfter?: string } | { rejectSpans: number; message?: string };
 
 export interface OtlpReceiver {
   /** http://127.0.0.1:PORT, the base endpoint (the exporter appends /v1/traces). */
@@ -87,13 +88,17 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         answered.push(status);
         notify();
         // The answer's content type is the request's, as the spec asks (Response.json would add a charset).
-        return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...extra } });
+        return new Response(JSON.stringify(body), {
+          status,
+          headers: { "content-type": "application/json", ...extra },
+        });
       };
       const path = new URL(req.url).pathname;
       if (path !== "/v1/traces") return answer(404, { code: 5, message: `no such path ${path}` });
       if (req.method !== "POST") return answer(405, { code: 12, message: "POST only" }, { allow: "POST" });
       const type = (req.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
-      if (type === "application/x-protobuf") return answer(415, { code: 3, message: "this receiver decodes application/json only" });
+      if (type === "application/x-protobuf")
+        return answer(415, { code: 3, message: "this receiver decodes application/json only" });
       if (type !== "application/json") return answer(415, { code: 3, message: `unsupported content type '${type}'` });
       if (held) await new Promise<void>((r) => held?.push(r));
       let raw = new Uint8Array(await req.arrayBuffer());
@@ -102,15 +107,33 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       try {
         decoded = decode(JSON.parse(new TextDecoder().decode(raw)));
       } catch (err) {
-        return answer(400, { code: 3, message: err instanceof Malformed ? err.message : `not JSON: ${(err as Error).message}` });
+        return answer(400, {
+          code: 3,
+          message: err instanceof Malformed ? err.message : `not JSON: ${(err as Error).message}`,
+        });
       }
       const next = scripted.shift();
-      if (next && "status" in next) return answer(next.status, { code: 14, message: "scripted" }, next.retryAfter ? { "retry-after": next.retryAfter } : {});
+      if (next && "status" in next)
+        return answer(
+          next.status,
+          { code: 14, message: "scripted" },
+          next.retryAfter ? { "retry-after": next.retryAfter } : {},
+        );
       const headers: Record<string, string> = {};
       req.headers.forEach((v, k) => (headers[k] = v));
       const rejected = next && "rejectSpans" in next ? Math.min(next.rejectSpans, decoded.spans.length) : 0;
       requests.push({ headers, ...decoded, spans: decoded.spans.slice(rejected) });
-      return answer(200, rejected ? { partialSuccess: { rejectedSpans: String(rejected), errorMessage: next && "message" in next ? next.message : "rejected" } } : {});
+      return answer(
+        200,
+        rejected
+          ? {
+              partialSuccess: {
+                rejectedSpans: String(rejected),
+                errorMessage: next && "message" in next ? next.message : "rejected",
+              },
+            }
+          : {},
+      );
     },
   });
 
@@ -153,12 +176,16 @@ function decode(doc: any): Omit<ReceivedRequest, "headers"> {
     for (const ss of rs.scopeSpans ?? []) {
       scope = { name: ss.scope?.name, version: ss.scope?.version };
       for (const s of ss.spans ?? []) {
-        if (!HEX32.test(s.traceId ?? "") || /^0+$/.test(s.traceId)) throw new Malformed(`invalid traceId '${s.traceId}'`);
+        if (!HEX32.test(s.traceId ?? "") || /^0+$/.test(s.traceId))
+          throw new Malformed(`invalid traceId '${s.traceId}'`);
         if (!HEX16.test(s.spanId ?? "") || /^0+$/.test(s.spanId)) throw new Malformed(`invalid spanId '${s.spanId}'`);
-        if (s.parentSpanId !== undefined && s.parentSpanId !== "" && !HEX16.test(s.parentSpanId)) throw new Malformed(`invalid parentSpanId '${s.parentSpanId}'`);
-        for (const t of ["startTimeUnixNano", "endTimeUnixNano"]) if (!UINT64.test(String(s[t]))) throw new Malformed(`${t} must be a uint64 (got ${s[t]})`);
+        if (s.parentSpanId !== undefined && s.parentSpanId !== "" && !HEX16.test(s.parentSpanId))
+          throw new Malformed(`invalid parentSpanId '${s.parentSpanId}'`);
+        for (const t of ["startTimeUnixNano", "endTimeUnixNano"])
+          if (!UINT64.test(String(s[t]))) throw new Malformed(`${t} must be a uint64 (got ${s[t]})`);
         if (typeof s.name !== "string" || s.name === "") throw new Malformed("a span needs a name");
-        if (s.kind !== undefined && !(Number.isInteger(s.kind) && s.kind >= 0 && s.kind <= 5)) throw new Malformed(`invalid kind ${s.kind}`);
+        if (s.kind !== undefined && !(Number.isInteger(s.kind) && s.kind >= 0 && s.kind <= 5))
+          throw new Malformed(`invalid kind ${s.kind}`);
         spans.push({
           traceId: s.traceId.toLowerCase(),
           spanId: s.spanId.toLowerCase(),

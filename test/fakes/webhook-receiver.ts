@@ -123,7 +123,10 @@ export class Receiver {
       if (this.delayMs) await Bun.sleep(this.delayMs);
       record.status = mode?.kind === "fail" ? mode.status : 204;
       this.notifyWaiters();
-      return new Response(mode?.kind === "fail" ? "nope" : null, { status: record.status, headers: mode?.kind === "fail" ? mode.headers : undefined });
+      return new Response(mode?.kind === "fail" ? "nope" : null, {
+        status: record.status,
+        headers: mode?.kind === "fail" ? mode.headers : undefined,
+      });
     } finally {
       this.active--;
     }

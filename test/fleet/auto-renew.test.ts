@@ -6,7 +6,8 @@ const DAY = 86_400_000;
 
 function recorder(): Logger & { lines: string[] } {
   const lines: string[] = [];
-  const put = (level: string) => (m: string, f?: Record<string, unknown>) => void lines.push(`${level} ${m} ${JSON.stringify(f ?? {})}`);
+  const put = (level: string) => (m: string, f?: Record<string, unknown>) =>
+    void lines.push(`${level} ${m} ${JSON.stringify(f ?? {})}`);
   return { lines, info: put("info"), warn: put("warn"), error: put("error") };
 }
 
@@ -42,8 +43,20 @@ describe("startAutoRenew", () => {
 
   it("plans with jitter: up to a twentieth of the lifetime early", () => {
     const c = cert(10 * DAY);
-    const early = startAutoRenew({ current: () => c, canRenew: () => true, renew: async () => {}, log: recorder(), random: () => 1 });
-    const late = startAutoRenew({ current: () => c, canRenew: () => true, renew: async () => {}, log: recorder(), random: () => 0 });
+    const early = startAutoRenew({
+      current: () => c,
+      canRenew: () => true,
+      renew: async () => {},
+      log: recorder(),
+      random: () => 1,
+    });
+    const late = startAutoRenew({
+      current: () => c,
+      canRenew: () => true,
+      renew: async () => {},
+      log: recorder(),
+      random: () => 0,
+    });
     expect((late.next()!.getTime() - early.next()!.getTime()) / DAY).toBeCloseTo(1.5, 3);
     early.stop();
     late.stop();
@@ -69,7 +82,9 @@ describe("startAutoRenew", () => {
     auto.stop();
     expect(attempts).toBe(3);
     expect(log.lines).toHaveLength(2);
-    expect(log.lines[0]).toMatch(/^warn could not renew this node's certificate; the current one stays in use .*"reason":"CA node unreachable"/);
+    expect(log.lines[0]).toMatch(
+      /^warn could not renew this node's certificate; the current one stays in use .*"reason":"CA node unreachable"/,
+    );
   });
 
   it("without a CA to renew from it does not try, and looks again a day later", async () => {
@@ -93,7 +108,13 @@ describe("startAutoRenew", () => {
   });
 
   it("waits past the longest timer in steps (a year-long certificate)", () => {
-    const auto = startAutoRenew({ current: () => cert(200 * DAY, 365 * DAY), canRenew: () => true, renew: async () => {}, log: recorder(), random: () => 0 });
+    const auto = startAutoRenew({
+      current: () => cert(200 * DAY, 365 * DAY),
+      canRenew: () => true,
+      renew: async () => {},
+      log: recorder(),
+      random: () => 0,
+    });
     expect(Math.round((auto.next()!.getTime() - Date.now()) / DAY)).toBe(200);
     auto.stop();
   });

@@ -9,11 +9,17 @@ const at = (days: number) => new Date(T0.getTime() + days * DAY);
 
 function recorder(): Logger & { lines: string[] } {
   const lines: string[] = [];
-  const put = (level: string) => (m: string, f?: Record<string, unknown>) => void lines.push(`${level} ${m} ${JSON.stringify(f ?? {})}`);
+  const put = (level: string) => (m: string, f?: Record<string, unknown>) =>
+    void lines.push(`${level} ${m} ${JSON.stringify(f ?? {})}`);
   return { lines, info: put("info"), warn: put("warn"), error: put("error") };
 }
 
-const identity = (days: number, caDays = 3650): WatchedIdentity => ({ name: "beta", notBefore: T0, notAfter: at(days), ca: { notBefore: T0, notAfter: at(caDays) } });
+const identity = (days: number, caDays = 3650): WatchedIdentity => ({
+  name: "beta",
+  notBefore: T0,
+  notAfter: at(days),
+  ca: { notBefore: T0, notAfter: at(caDays) },
+});
 
 describe("renewal policy", () => {
   it("is due at two thirds of the lifetime", () => {
@@ -58,11 +64,15 @@ describe("watchExpiry", () => {
     const log = recorder();
     const w = watchExpiry(() => identity(30), log, { now: () => now });
     expect(log.lines).toHaveLength(1);
-    expect(log.lines[0]).toMatch(/^warn this node's certificate is past two thirds of its lifetime and should be renewed /);
+    expect(log.lines[0]).toMatch(
+      /^warn this node's certificate is past two thirds of its lifetime and should be renewed /,
+    );
     expect(log.lines[0]).toContain('"days_left":9');
     now = at(28);
     w.check();
-    expect(log.lines[1]).toMatch(/^error this node's certificate expires soon; peers will refuse it then .*"days_left":2/);
+    expect(log.lines[1]).toMatch(
+      /^error this node's certificate expires soon; peers will refuse it then .*"days_left":2/,
+    );
     now = at(31);
     w.check();
     expect(log.lines[2]).toMatch(/^error this node's certificate has expired; peers refuse it /);

@@ -16,14 +16,23 @@ import { tempDir } from "../helpers/temp-dir";
 const dir = tempDir("a2a-pki-routes-");
 
 const caller = (name: string): CallerIdentity => ({ name, fingerprint: `${name}-fp` });
-const req = (method: string, target: string): HttpRequest => ({ method, target, headers: new Map(), body: Buffer.from("{}") });
+const req = (method: string, target: string): HttpRequest => ({
+  method,
+  target,
+  headers: new Map(),
+  body: Buffer.from("{}"),
+});
 
 function routes() {
   let t = 0;
   const now = () => t;
   let renewed = 0;
   const r = createPkiRoutes({
-    revocations: new RevocationState(join(dir, "crl.pem"), () => ({ caPem: "", name: "alpha", serialNumber: "01" }), createLogger(() => {})),
+    revocations: new RevocationState(
+      join(dir, "crl.pem"),
+      () => ({ caPem: "", name: "alpha", serialNumber: "01" }),
+      createLogger(() => {}),
+    ),
     renew: async () => ({ status: 200, body: String(++renewed) }),
     limiter: new PeerRateLimiter(PKI_RATE, now),
     renewLimiter: new PeerRateLimiter(RENEW_RATE, now),
@@ -40,7 +49,9 @@ describe("the /pki/ routes' rate limits", () => {
     expect(statuses).toEqual([...Array(PKI_RATE.burst).fill(404), ...Array(10).fill(429)]);
     const over = await r(req("GET", "/pki/crl"), caller("beta"), "/pki/crl");
     expect(over.headers).toMatchObject({ "retry-after": "1", "content-type": "application/json" });
-    expect(JSON.parse(String(over.body)).error).toBe("rate limit: retry after 1 s (this node answers 1 /pki/ request per second from one peer, 30 at once)");
+    expect(JSON.parse(String(over.body)).error).toBe(
+      "rate limit: retry after 1 s (this node answers 1 /pki/ request per second from one peer, 30 at once)",
+    );
     expect((await r(req("GET", "/pki/crl"), caller("gamma"), "/pki/crl")).status).toBe(404);
     advance(1000);
     expect((await r(req("GET", "/pki/crl"), caller("beta"), "/pki/crl")).status).toBe(404);
@@ -50,12 +61,15 @@ describe("the /pki/ routes' rate limits", () => {
   it("POST /pki/renew: 5 per peer at once, then 5 an hour; a refused one never reaches the CA", async () => {
     const { r, advance, renewed } = routes();
     const statuses: number[] = [];
-    for (let i = 0; i < 7; i++) statuses.push((await r(req("POST", "/pki/renew"), caller("beta"), "/pki/renew")).status);
+    for (let i = 0; i < 7; i++)
+      statuses.push((await r(req("POST", "/pki/renew"), caller("beta"), "/pki/renew")).status);
     expect(statuses).toEqual([200, 200, 200, 200, 200, 429, 429]);
     expect(renewed()).toBe(5);
     const over = await r(req("POST", "/pki/renew"), caller("beta"), "/pki/renew");
     expect(over.headers?.["retry-after"]).toBe("720"); // one renewal every 12 minutes
-    expect(JSON.parse(String(over.body)).error).toBe("rate limit: retry after 720 s (this node renews at most 5 certificates an hour for one peer)");
+    expect(JSON.parse(String(over.body)).error).toBe(
+      "rate limit: retry after 720 s (this node renews at most 5 certificates an hour for one peer)",
+    );
     // A GET reaches the handler (which answers it 405) without taking a renewal: it signs nothing.
     expect((await r(req("GET", "/pki/renew"), caller("beta"), "/pki/renew")).status).toBe(200);
     expect((await r(req("POST", "/pki/renew"), caller("gamma"), "/pki/renew")).status).toBe(200);

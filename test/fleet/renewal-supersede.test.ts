@@ -29,7 +29,11 @@ beforeAll(async () => {
     // gamma is named in no table: the policy refuses it everything.
     authorize: [{ peers: ["alpha", "beta"], methods: ["*"] }],
   };
-  node = await startNode(fleet.homes.alpha, config, createLogger(() => {}, "error"));
+  node = await startNode(
+    fleet.homes.alpha,
+    config,
+    createLogger(() => {}, "error"),
+  );
 });
 
 afterAll(async () => {
@@ -40,7 +44,10 @@ afterAll(async () => {
 const serialOf = (pem: string) => new X509Certificate(pem).serialNumber.toUpperCase().replace(/^0+(?=.)/, "");
 
 /** POST /pki/renew as `who`, presenting its certificate, for its own key. */
-async function renew(who: TlsIdentity, name: string): Promise<{ status: number; body: { cert?: string; error?: string; code?: string } }> {
+async function renew(
+  who: TlsIdentity,
+  name: string,
+): Promise<{ status: number; body: { cert?: string; error?: string; code?: string } }> {
   const { csrPem } = await createCsr({ name, sans: [], keyPem: who.key });
   const res = await fetch(`${node.url}/pki/renew`, {
     method: "POST",
@@ -65,7 +72,12 @@ async function getAs(who: TlsIdentity, path = "/health"): Promise<number> {
 function statuses(name: string): Record<string, string> {
   const registry = openCaRegistry(homePaths(fleet.homes.alpha));
   try {
-    return Object.fromEntries(registry.list().filter((c) => c.name === name).map((c) => [c.serial, c.revokedAt ? `revoked: ${c.revokeReason}` : "valid"]));
+    return Object.fromEntries(
+      registry
+        .list()
+        .filter((c) => c.name === name)
+        .map((c) => [c.serial, c.revokedAt ? `revoked: ${c.revokeReason}` : "valid"]),
+    );
   } finally {
     registry.close();
   }
@@ -85,7 +97,8 @@ describe("renewal supersedes", () => {
     const after = statuses("beta");
     expect(after[first]).toBe("valid"); // beta may still need it: it has not used a new one yet
     expect(after[serials[4]!]).toBe("valid");
-    for (const s of serials.slice(0, 4)) expect(after[s]).toBe(`revoked: superseded: beta renewed serial ${first} as ${serials[serials.indexOf(s) + 1]}`);
+    for (const s of serials.slice(0, 4))
+      expect(after[s]).toBe(`revoked: superseded: beta renewed serial ${first} as ${serials[serials.indexOf(s) + 1]}`);
     expect(Object.values(after).filter((v) => v === "valid")).toHaveLength(2);
     // A renewal never put to use is refused at once (the CA node reads the list it just signed).
     expect(await getAs({ ...beta, cert: renewed[0]! })).toBe(403);
@@ -94,9 +107,12 @@ describe("renewal supersedes", () => {
     // beta uses the latest: the one it presented is revoked, superseded, and refused from the next connection.
     const latest = { ...beta, cert: renewed[4]! };
     expect(await getAs(latest)).toBe(200);
-    expect(statuses("beta")[first]).toBe("valid"); // an A2A or health call is no /pki/ route: nothing is looked up there
+    // an A2A or health call is no /pki/ route: nothing is looked up there
+    expect(statuses("beta")[first]).toBe("valid");
     expect(await getAs(latest, "/pki/crl")).toBe(200);
-    expect(statuses("beta")[first]).toBe(`revoked: superseded: beta renewed serial ${first} as ${serials[4]}, now in use`);
+    expect(statuses("beta")[first]).toBe(
+      `revoked: superseded: beta renewed serial ${first} as ${serials[4]}, now in use`,
+    );
     expect(await getAs(beta)).toBe(403);
     expect(await getAs(latest)).toBe(200);
 
@@ -112,7 +128,8 @@ describe("renewal supersedes", () => {
     const r = await renew(fleet.identity("gamma"), "gamma");
     expect(r.status).toBe(403);
     expect(r.body).toEqual({
-      error: "renewal refused: this node's [[authorize]] policy lets peer 'gamma' call nothing, so it renews no certificate of it either; its operator can add 'gamma' to the peers of a rule",
+      error:
+        "renewal refused: this node's [[authorize]] policy lets peer 'gamma' call nothing, so it renews no certificate of it either; its operator can add 'gamma' to the peers of a rule",
       code: "RENEW_REFUSED",
     });
     expect(Object.keys(statuses("gamma"))).toEqual(before);

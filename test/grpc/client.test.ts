@@ -37,16 +37,14 @@ class Echo implements AgentExecutor {
     };
     const working = { state: TaskState.TASK_STATE_WORKING, message: undefined, timestamp: new Date().toISOString() };
     bus.publish(
-      AgentEvent.task(
-        {
-          id: ctx.taskId,
-          contextId: ctx.contextId,
-          status: working,
-          artifacts: [],
-          history: [ctx.userMessage],
-          metadata: undefined,
-        },
-      ),
+      AgentEvent.task({
+        id: ctx.taskId,
+        contextId: ctx.contextId,
+        status: working,
+        artifacts: [],
+        history: [ctx.userMessage],
+        metadata: undefined,
+      }),
     );
     const done = { state: TaskState.TASK_STATE_COMPLETED, message: reply, timestamp: new Date().toISOString() };
     bus.publish(
@@ -72,8 +70,8 @@ beforeAll(async () => {
     [{ cert_chain: Buffer.from(sdk.cert), private_key: Buffer.from(sdk.key) }],
     true,
   );
-  const port = await new Promise<number>(
-    (resolve, reject) => server.bindAsync("127.0.0.1:0", creds, (e, p) => (e ? reject(e) : resolve(p))),
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync("127.0.0.1:0", creds, (e, p) => (e ? reject(e) : resolve(p))),
   );
   const card = {
     name: "sdk",

@@ -51,17 +51,24 @@ describe("JSON -> protobuf -> JSON", () => {
       append: false,
       lastChunk: false,
     };
-    expect(
-      roundTrip("TaskArtifactUpdateEvent", event),
-    ).toEqual({ taskId: "t", contextId: "c", artifact: event.artifact });
-    const bytes = codec.encode(
-      "lf.a2a.v1.ListTasksResponse",
-      { tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 },
-    );
+    expect(roundTrip("TaskArtifactUpdateEvent", event)).toEqual({
+      taskId: "t",
+      contextId: "c",
+      artifact: event.artifact,
+    });
+    const bytes = codec.encode("lf.a2a.v1.ListTasksResponse", {
+      tasks: [],
+      nextPageToken: "",
+      pageSize: 50,
+      totalSize: 0,
+    });
     expect(codec.decode("lf.a2a.v1.ListTasksResponse", bytes)).toEqual({ pageSize: 50 });
-    expect(
-      codec.decode("lf.a2a.v1.ListTasksResponse", bytes, { fillRequired: true }),
-    ).toEqual({ tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 });
+    expect(codec.decode("lf.a2a.v1.ListTasksResponse", bytes, { fillRequired: true })).toEqual({
+      tasks: [],
+      nextPageToken: "",
+      pageSize: 50,
+      totalSize: 0,
+    });
   });
 
   it("accepts proto field names as well as JSON names, as ProtoJSON parsers do", () => {
@@ -178,7 +185,10 @@ describe("malformed input", () => {
   });
 
   it("a string that is not UTF-8", () => {
-    const bytes = new BinaryWriter().tag(1, WireType.LengthDelimited).bytes(new Uint8Array([0xff, 0xfe])).finish();
+    const bytes = new BinaryWriter()
+      .tag(1, WireType.LengthDelimited)
+      .bytes(new Uint8Array([0xff, 0xfe]))
+      .finish();
     expect(decodeTask(bytes)).toThrow(DecodeError);
   });
 
@@ -215,22 +225,26 @@ describe("malformed input", () => {
   });
 
   it("a singular field with a length-delimited wire type is refused", () => {
-    const w = new BinaryWriter().tag(4, WireType.LengthDelimited).uint32(1).raw(new Uint8Array([1])).finish();
+    const w = new BinaryWriter()
+      .tag(4, WireType.LengthDelimited)
+      .uint32(1)
+      .raw(new Uint8Array([1]))
+      .finish();
     expect(() => codec.decode("lf.a2a.v1.ListTasksRequest", w)).toThrow(/page_size: wire type 2/);
   });
 
   it("values that do not fit their fields name the field", () => {
     expect(() => codec.encode("lf.a2a.v1.Task", { id: 5 })).toThrow(/Task.id: expected a string/);
-    expect(
-      () => codec.encode("lf.a2a.v1.Task", { id: "t", status: { state: "DONE" } }),
-    ).toThrow(/"DONE" is not a value of lf.a2a.v1.TaskState/);
-    expect(
-      () => codec.encode("lf.a2a.v1.GetTaskRequest", { id: "t", historyLength: 2 ** 31 }),
-    ).toThrow(/historyLength: expected an integer/);
+    expect(() => codec.encode("lf.a2a.v1.Task", { id: "t", status: { state: "DONE" } })).toThrow(
+      /"DONE" is not a value of lf.a2a.v1.TaskState/,
+    );
+    expect(() => codec.encode("lf.a2a.v1.GetTaskRequest", { id: "t", historyLength: 2 ** 31 })).toThrow(
+      /historyLength: expected an integer/,
+    );
     expect(() => codec.encode("lf.a2a.v1.Part", { raw: "not base64!" })).toThrow(/raw: not base64/);
-    expect(
-      () => codec.encode("lf.a2a.v1.TaskStatus", { state: "TASK_STATE_WORKING", timestamp: "yesterday" }),
-    ).toThrow(/RFC 3339/);
+    expect(() => codec.encode("lf.a2a.v1.TaskStatus", { state: "TASK_STATE_WORKING", timestamp: "yesterday" })).toThrow(
+      /RFC 3339/,
+    );
     expect(() => codec.encode("lf.a2a.v1.Message", { messageId: "m", parts: {} })).toThrow(/parts: expected an array/);
   });
 });

@@ -37,9 +37,9 @@ describe("GrpcMessages", () => {
     ).toMatchObject(result);
     for (const response of streamItems) {
       const bytes = messages.encodeStreamItem(method("SubscribeToTask"), { seq: 3, response });
-      expect(
-        Object.keys(messages.decodeResponse(method("SubscribeToTask"), bytes) as object),
-      ).toEqual(Object.keys(response));
+      expect(Object.keys(messages.decodeResponse(method("SubscribeToTask"), bytes) as object)).toEqual(
+        Object.keys(response),
+      );
     }
     const empty = messages.encodeResponse(method("DeleteTaskPushNotificationConfig"), undefined);
     expect(empty.length).toBe(0);
@@ -47,13 +47,18 @@ describe("GrpcMessages", () => {
   });
 
   it("a ListTasks answer read by a client has every member ListTasksResult requires, at their defaults", () => {
-    const bytes = messages.encodeResponse(
-      method("ListTasks"),
-      { tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 } satisfies ListTasksResult,
-    );
-    expect(
-      messages.decodeResponse(method("ListTasks"), bytes),
-    ).toEqual({ tasks: [], nextPageToken: "", pageSize: 50, totalSize: 0 });
+    const bytes = messages.encodeResponse(method("ListTasks"), {
+      tasks: [],
+      nextPageToken: "",
+      pageSize: 50,
+      totalSize: 0,
+    } satisfies ListTasksResult);
+    expect(messages.decodeResponse(method("ListTasks"), bytes)).toEqual({
+      tasks: [],
+      nextPageToken: "",
+      pageSize: 50,
+      totalSize: 0,
+    });
   });
 
   it("the SDK server's answers decode too, and an empty union is refused", () => {
@@ -72,9 +77,9 @@ describe("GrpcMessages", () => {
         },
       },
     });
-    expect(
-      messages.decodeResponse(method("SendMessage"), sdkBytes),
-    ).toMatchObject({ message: { messageId: "r", contextId: "c", role: "ROLE_AGENT" } });
+    expect(messages.decodeResponse(method("SendMessage"), sdkBytes)).toMatchObject({
+      message: { messageId: "r", contextId: "c", role: "ROLE_AGENT" },
+    });
     expect(() => messages.decodeResponse(method("SendMessage"), new Uint8Array())).toThrow(/no payload/);
     expect(() => messages.decodeResponse(method("SendStreamingMessage"), new Uint8Array())).toThrow(/no payload/);
   });

@@ -48,9 +48,9 @@ describe("MessageReader", () => {
   });
 
   it("a compressed message is UNIMPLEMENTED (we accept no grpc-encoding); another flag byte is INTERNAL", () => {
-    expect(
-      () => new MessageReader().push(bytes(1, 0, 0, 0, 0)),
-    ).toThrow(expect.objectContaining({ code: "UNIMPLEMENTED" }));
+    expect(() => new MessageReader().push(bytes(1, 0, 0, 0, 0))).toThrow(
+      expect.objectContaining({ code: "UNIMPLEMENTED" }),
+    );
     expect(() => new MessageReader().push(bytes(2, 0, 0, 0, 0))).toThrow(expect.objectContaining({ code: "INTERNAL" }));
   });
 });

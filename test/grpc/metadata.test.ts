@@ -5,17 +5,19 @@ import { deadlineMs, isProtobufGrpc, serviceMetadata, serviceParameters, timeout
 describe("service parameters", () => {
   it("reads a2a-version and every a2a-extensions entry, comma-separated or repeated", () => {
     expect(
-      serviceParameters(
-        { "a2a-version": " 1.0 ", "a2a-extensions": ["https://a/1, https://b/2", "https://a/1,https://c/3"] },
-      ),
+      serviceParameters({
+        "a2a-version": " 1.0 ",
+        "a2a-extensions": ["https://a/1, https://b/2", "https://a/1,https://c/3"],
+      }),
     ).toEqual({
       version: "1.0",
       extensions: ["https://a/1", "https://b/2", "https://c/3"],
     });
     expect(serviceParameters({})).toEqual({ version: null, extensions: [] });
-    expect(
-      serviceParameters({ "a2a-version": "", "a2a-extensions": " , " }),
-    ).toEqual({ version: null, extensions: [] });
+    expect(serviceParameters({ "a2a-version": "", "a2a-extensions": " , " })).toEqual({
+      version: null,
+      extensions: [],
+    });
   });
 
   it("writes them lowercase, extensions joined by commas", () => {

@@ -38,12 +38,14 @@ describe("the A2A schema", () => {
         "SubscribeToTask",
       ].map((m) => `/lf.a2a.v1.A2AService/${m}`),
     );
-    expect(
-      [...METHODS.values()].filter((m) => m.serverStreaming).map((m) => m.name),
-    ).toEqual(["SendStreamingMessage", "SubscribeToTask"]);
-    expect(
-      methodAt("/lf.a2a.v1.A2AService/SendMessage"),
-    ).toMatchObject({ input: "lf.a2a.v1.SendMessageRequest", output: "lf.a2a.v1.SendMessageResponse" });
+    expect([...METHODS.values()].filter((m) => m.serverStreaming).map((m) => m.name)).toEqual([
+      "SendStreamingMessage",
+      "SubscribeToTask",
+    ]);
+    expect(methodAt("/lf.a2a.v1.A2AService/SendMessage")).toMatchObject({
+      input: "lf.a2a.v1.SendMessageRequest",
+      output: "lf.a2a.v1.SendMessageResponse",
+    });
     expect(methodAt("/a2a.v1.A2AService/SendMessage")).toBeUndefined();
   });
 

@@ -28,10 +28,11 @@ const calls: GrpcCall<string>[] = [];
 let released: (() => void) | undefined;
 let streamClosed: Promise<void> | undefined;
 
-const task = (
-  id: string,
-  state: Task["status"]["state"],
-): Task => ({ id, contextId: "ctx", status: { state, timestamp: "2026-12-02T16:00:00.000Z" } });
+const task = (id: string, state: Task["status"]["state"]): Task => ({
+  id,
+  contextId: "ctx",
+  status: { state, timestamp: "2026-12-02T16:00:00.000Z" },
+});
 
 async function handler(call: GrpcCall<string>): Promise<unknown> {
   calls.push(call);
@@ -81,9 +82,14 @@ beforeAll(async () => {
   fleet = await makeFleet(["server", "caller"]);
   const me = fleet.identity("server");
   const h2 = createGrpcServer<string>({ handler, maxMessageBytes: 64 * 1024 });
-  tlsServer = tls.createServer(
-    { cert: me.cert, key: me.key, ca: me.ca, requestCert: true, rejectUnauthorized: true, ALPNProtocols: ["h2"] },
-  );
+  tlsServer = tls.createServer({
+    cert: me.cert,
+    key: me.key,
+    ca: me.ca,
+    requestCert: true,
+    rejectUnauthorized: true,
+    ALPNProtocols: ["h2"],
+  });
   tlsServer.on("secureConnection", (socket: TLSSocket) => {
     tagCaller(socket, String(socket.getPeerCertificate().subject?.CN));
     h2.emit("connection", socket);
@@ -105,10 +111,9 @@ function sdkClient() {
     supportedInterfaces: [{ url: `localhost:${port}`, protocolBinding: "GRPC", tenant: "", protocolVersion: "1.0" }],
   } as unknown as SdkAgentCard;
   const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(
-      ClientFactoryOptions.default,
-      { transports: [new GrpcTransportFactory({ grpcChannelCredentials: creds })] },
-    ),
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new GrpcTransportFactory({ grpcChannelCredentials: creds })],
+    }),
   );
   return factory.createFromAgentCard(sdkCard);
 }
@@ -171,13 +176,19 @@ describe("the transport's own answers (raw node:http2 with the fleet certificate
     return http2.connect(`https://localhost:${port}`, { ca: id.ca, cert: id.cert, key: id.key });
   };
   type Answer = {
-    status?: number; headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; body: Buffer,
+    status?: number;
+    headers: http2.IncomingHttpHeaders;
+    trailers: http2.IncomingHttpHeaders;
+    body: Buffer;
   };
   const request = (session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: Uint8Array) =>
     new Promise<Answer>((resolve, reject) => {
-      const req = session.request(
-        { ":method": "POST", "content-type": "application/grpc", te: "trailers", ...headers },
-      );
+      const req = session.request({
+        ":method": "POST",
+        "content-type": "application/grpc",
+        te: "trailers",
+        ...headers,
+      });
       const a: Answer = { headers: {}, trailers: {}, body: Buffer.alloc(0) };
       req.on("response", (h) => {
         a.headers = h;
@@ -243,22 +254,21 @@ describe("the transport's own answers (raw node:http2 with the fleet certificate
       message: "Task not found: x",
       errorInfo: { reason: "TASK_NOT_FOUND", domain: "a2a-protocol.org", metadata: { taskId: "x" } },
     });
-    expect(
-      calls.find((c) => c.method.name === "GetTask" && c.request.id === "x")?.params,
-    ).toEqual({ version: "1.0", extensions: ["urn:x", "urn:y"] });
+    expect(calls.find((c) => c.method.name === "GetTask" && c.request.id === "x")?.params).toEqual({
+      version: "1.0",
+      extensions: ["urn:x", "urn:y"],
+    });
     expect(statusOf(bug)).toEqual({ code: 13, message: "internal error" });
   });
 
   it("a client's cancel ends the handler's stream", async () => {
     const s = connect();
-    const req = s.request(
-      {
-        ":method": "POST",
-        ":path": "/lf.a2a.v1.A2AService/SubscribeToTask",
-        "content-type": "application/grpc",
-        te: "trailers",
-      },
-    );
+    const req = s.request({
+      ":method": "POST",
+      ":path": "/lf.a2a.v1.A2AService/SubscribeToTask",
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
     req.end(frame(codec.encode("lf.a2a.v1.SubscribeToTaskRequest", { id: "t-3" })));
     await new Promise<void>((r) => req.once("data", () => r()));
     req.close(http2.constants.NGHTTP2_CANCEL);

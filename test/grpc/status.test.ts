@@ -84,20 +84,21 @@ describe("trailers", () => {
   });
 
   it("with field violations for INVALID_ARGUMENT (google.rpc.BadRequest)", () => {
-    const t = errorTrailers(
-      A2AError.invalidParams("message.parts is required"),
-      [{ field: "message.parts", description: "at least one part" }],
-    );
+    const t = errorTrailers(A2AError.invalidParams("message.parts is required"), [
+      { field: "message.parts", description: "at least one part" },
+    ]);
     expect(readStatus(t).fieldViolations).toEqual([{ field: "message.parts", description: "at least one part" }]);
   });
 
   it("for the transport's own statuses have no details; garbage details leave code and message", () => {
-    expect(
-      readStatus(plainTrailers("UNIMPLEMENTED", "no such method")),
-    ).toEqual({ code: 12, message: "no such method" });
-    expect(
-      readStatus({ "grpc-status": "13", "grpc-message": "x", "grpc-status-details-bin": "////" }),
-    ).toEqual({ code: 13, message: "x" });
+    expect(readStatus(plainTrailers("UNIMPLEMENTED", "no such method"))).toEqual({
+      code: 12,
+      message: "no such method",
+    });
+    expect(readStatus({ "grpc-status": "13", "grpc-message": "x", "grpc-status-details-bin": "////" })).toEqual({
+      code: 13,
+      message: "x",
+    });
     expect(readStatus({})).toEqual({ code: GrpcCode.UNKNOWN, message: "" });
   });
 });

@@ -50,7 +50,9 @@ describe("help topics", () => {
     const io = bufferIo();
     expect(await runCli(["help", "trubleshooting"], io)).toBe(ExitCode.Usage);
     expect(io.out()).toBe("");
-    expect(io.err()).toBe("a2a-node: no help topic or command 'trubleshooting' (did you mean 'troubleshooting'?)\nsee 'a2a-node help' for the list\n");
+    expect(io.err()).toBe(
+      "a2a-node: no help topic or command 'trubleshooting' (did you mean 'troubleshooting'?)\nsee 'a2a-node help' for the list\n",
+    );
     const sub = bufferIo();
     expect(await runCli(["help", "pki", "tokn"], sub)).toBe(ExitCode.Usage);
     expect(sub.err()).toContain("'pki' has no subcommand 'tokn' (did you mean 'token'?)");
@@ -66,7 +68,8 @@ describe("help topics", () => {
       expect(source("commands")).toContain(`## ${c.name}\n`);
       for (const sub of c.subcommands ?? []) expect(source("commands")).toContain(`### ${c.name} ${sub.name}\n`);
     }
-    for (const code of Object.values(ExitCode)) expect(source("commands")).toMatch(new RegExp(`^\\| ${code} \\| `, "m"));
+    for (const code of Object.values(ExitCode))
+      expect(source("commands")).toMatch(new RegExp(`^\\| ${code} \\| `, "m"));
   });
 
   it("the settings table is what the declarations make (bun scripts/help-reference.ts writes it)", () => {
@@ -84,7 +87,10 @@ describe("the README", () => {
 
   it("lists every command of the registry, and no other, in its command block", () => {
     const block = readme.slice(readme.indexOf("## The commands")).split("```")[1]!;
-    const listed = block.split("\n").map((l) => /^([a-z-]+) {2,}\S/.exec(l)?.[1]).filter((n): n is string => !!n);
+    const listed = block
+      .split("\n")
+      .map((l) => /^([a-z-]+) {2,}\S/.exec(l)?.[1])
+      .filter((n): n is string => !!n);
     expect(listed.sort()).toEqual([...COMMANDS.map((c) => c.name), "help"].sort());
   });
 

@@ -23,7 +23,11 @@ export async function runBinary(args: string[], env: Record<string, string> = {}
     stdout: "pipe",
     stderr: "pipe",
   });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   return { code, stdout, stderr };
 }
 
@@ -69,7 +73,13 @@ export function matches(line: LogLine, pattern: LinePattern): boolean {
 /** Parses the node's stdout into log lines, strictly: every line one JSON object with time, level and msg. */
 export function parseLogLine(text: string): LogLine {
   const parsed = JSON.parse(text) as LogLine;
-  if (typeof parsed !== "object" || parsed === null || typeof parsed.time !== "string" || typeof parsed.level !== "string" || typeof parsed.msg !== "string")
+  if (
+    typeof parsed !== "object" ||
+    parsed === null ||
+    typeof parsed.time !== "string" ||
+    typeof parsed.level !== "string" ||
+    typeof parsed.msg !== "string"
+  )
     throw new Error(`not a log line (time, level, msg): ${text}`);
   return parsed;
 }
@@ -79,14 +89,22 @@ export function parseLogLine(text: string): LogLine {
  * event, not a timer). Port 0 lets the OS pick; the real port is read from the log line. Its stdout is a pipe,
  * so it logs JSON, which is what these tests read.
  */
-export async function serveBinary(home: string, args: string[] = [], env: Record<string, string> = {}, o: { prefix?: string[] } = {}): Promise<ServedBinary> {
+export async function serveBinary(
+  home: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+  o: { prefix?: string[] } = {},
+): Promise<ServedBinary> {
   // `prefix` runs it through a program that execs it (prlimit --nofile=N --): the pid stays the node's.
-  const proc = Bun.spawn([...(o.prefix ?? []), requireBinary(), "--home", home, "serve", "--host", "127.0.0.1", "--port", "0", ...args], {
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  const proc = Bun.spawn(
+    [...(o.prefix ?? []), requireBinary(), "--home", home, "serve", "--host", "127.0.0.1", "--port", "0", ...args],
+    {
+      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp", ...env },
+      stdin: "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
   let log = "";
   let partial = "";
   let stderr = "";
@@ -114,15 +132,22 @@ export async function serveBinary(home: string, args: string[] = [], env: Record
         try {
           lines.push(parseLogLine(part));
         } catch (err) {
-          broken ??= new Error(`a2a-node serve wrote a log line that is not JSON (${(err as Error).message}):\n${part}`);
+          broken ??= new Error(
+            `a2a-node serve wrote a log line that is not JSON (${(err as Error).message}):\n${part}`,
+          );
         }
       }
       settle();
     }
-    for (const w of waiters.splice(0)) w.reject(broken ?? new Error(`a2a-node serve ended before logging ${JSON.stringify(w.pattern, regexText)}:\n${log}${stderr}`));
+    for (const w of waiters.splice(0))
+      w.reject(
+        broken ??
+          new Error(`a2a-node serve ended before logging ${JSON.stringify(w.pattern, regexText)}:\n${log}${stderr}`),
+      );
   })();
   void (async () => {
-    for await (const chunk of proc.stderr as unknown as AsyncIterable<Uint8Array>) stderr += decoder.decode(chunk, { stream: true });
+    for await (const chunk of proc.stderr as unknown as AsyncIterable<Uint8Array>)
+      stderr += decoder.decode(chunk, { stream: true });
   })();
   const waitForLine = (pattern: LinePattern) =>
     new Promise<LogLine>((resolve, reject) => {

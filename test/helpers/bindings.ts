@@ -43,7 +43,13 @@ export interface BindingDriver {
   name: BindingName;
   call(who: TlsIdentity, op: string, params: any, headers?: Record<string, string>): Promise<Outcome>;
   /** SendStreamingMessage or SubscribeToTask. `viaGet`: subscribe with GET (HTTP+JSON takes both). */
-  stream(who: TlsIdentity, op: string, params: any, headers?: Record<string, string>, viaGet?: boolean): Promise<StreamOutcome>;
+  stream(
+    who: TlsIdentity,
+    op: string,
+    params: any,
+    headers?: Record<string, string>,
+    viaGet?: boolean,
+  ): Promise<StreamOutcome>;
   /** A raw body where SendMessage goes. */
   sendRaw(who: TlsIdentity, body: string, headers?: Record<string, string>): Promise<Outcome>;
 }
@@ -55,16 +61,27 @@ export function jsonRpcDriver(base: string): BindingDriver {
   const url = `${base}/`;
   const read = (reply: RpcReply): Outcome => {
     const e = reply.body?.error;
-    if (!e) return { ok: reply.status === 200 && reply.body !== undefined && "result" in reply.body, result: reply.body?.result, status: reply.status, reply };
+    if (!e)
+      return {
+        ok: reply.status === 200 && reply.body !== undefined && "result" in reply.body,
+        result: reply.body?.result,
+        status: reply.status,
+        reply,
+      };
     return { ok: false, reason: e.data?.[0]?.reason, message: e.message, code: e.code, status: reply.status, reply };
   };
   return {
     name: "JSONRPC",
-    call: async (who, op, params, headers = V1) => read(await post(url, who, JSON.stringify({ jsonrpc: "2.0", id: nextId++, method: op, params }), headers)),
+    call: async (who, op, params, headers = V1) =>
+      read(await post(url, who, JSON.stringify({ jsonrpc: "2.0", id: nextId++, method: op, params }), headers)),
     sendRaw: async (who, body, headers = V1) => read(await post(url, who, body, headers)),
     async stream(who, op, params, headers = {}) {
       const conn = await openSse(url, who, op, params, headers);
-      return streamOf(conn, read, (data) => (data.error ? { error: { reason: data.error.data?.[0]?.reason, code: data.error.code, message: data.error.message } } : { item: data.result }));
+      return streamOf(conn, read, (data) =>
+        data.error
+          ? { error: { reason: data.error.data?.[0]?.reason, code: data.error.code, message: data.error.message } }
+          : { item: data.result },
+      );
     },
   };
 }
@@ -73,12 +90,29 @@ export function httpJsonDriver(base: string): BindingDriver {
   const read = (reply: RpcReply): Outcome => {
     if (reply.status < 400) return { ok: true, result: reply.body, status: reply.status, reply };
     const e = reply.body?.error;
-    return { ok: false, reason: e?.details?.[0]?.reason, message: e?.message, code: reply.status, status: reply.status, reply };
+    return {
+      ok: false,
+      reason: e?.details?.[0]?.reason,
+      message: e?.message,
+      code: reply.status,
+      status: reply.status,
+      reply,
+    };
   };
-  const request = async (who: TlsIdentity, method: string, path: string, body: unknown, headers: Record<string, string>): Promise<RpcReply> => {
+  const request = async (
+    who: TlsIdentity,
+    method: string,
+    path: string,
+    body: unknown,
+    headers: Record<string, string>,
+  ): Promise<RpcReply> => {
     const res = await fetch(`${base}${path}`, {
       method,
-      headers: { ...(body === undefined ? {} : { "content-type": "application/a2a+json" }), accept: "application/a2a+json", ...headers },
+      headers: {
+        ...(body === undefined ? {} : { "content-type": "application/a2a+json" }),
+        accept: "application/a2a+json",
+        ...headers,
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
       tls: { cert: who.cert, key: who.key, ca: who.ca },
     } as RequestInit);
@@ -99,11 +133,20 @@ export function httpJsonDriver(base: string): BindingDriver {
       const get = viaGet && op === "SubscribeToTask";
       const conn = await openSseRequest(`${base}${path}`, who, {
         method: get ? "GET" : method,
-        headers: { accept: "text/event-stream", ...(get ? {} : { "content-type": "application/a2a+json" }), ...V1, ...headers },
+        headers: {
+          accept: "text/event-stream",
+          ...(get ? {} : { "content-type": "application/a2a+json" }),
+          ...V1,
+          ...headers,
+        },
         body: get ? undefined : JSON.stringify(body ?? {}),
       });
       return streamOf(conn, read, (data, event) =>
-        event === "error" || data.error ? { error: { reason: data.error?.details?.[0]?.reason, code: data.error?.code, message: data.error?.message } } : { item: data },
+        event === "error" || data.error
+          ? {
+              error: { reason: data.error?.details?.[0]?.reason, code: data.error?.code, message: data.error?.message },
+            }
+          : { item: data },
       );
     },
   };
@@ -139,7 +182,11 @@ function route(op: string, p: any): [string, string, unknown] {
     case "GetTaskPushNotificationConfig":
       return ["GET", `/tasks/${task}/pushNotificationConfigs/${id}`, undefined];
     case "ListTaskPushNotificationConfigs":
-      return ["GET", `/tasks/${task}/pushNotificationConfigs${query({ pageSize: p.pageSize, pageToken: p.pageToken })}`, undefined];
+      return [
+        "GET",
+        `/tasks/${task}/pushNotificationConfigs${query({ pageSize: p.pageSize, pageToken: p.pageToken })}`,
+        undefined,
+      ];
     case "DeleteTaskPushNotificationConfig":
       return ["DELETE", `/tasks/${task}/pushNotificationConfigs/${id}`, undefined];
     case "GetExtendedAgentCard":
@@ -154,7 +201,11 @@ function route(op: string, p: any): [string, string, unknown] {
  * Reads a stream's events as StreamItems. A stream that did not start (a JSON answer instead of
  * text/event-stream) is a refusal, read as a call's answer would be.
  */
-function streamOf(conn: SseConnection, read: (reply: RpcReply) => Outcome, item: (data: any, event?: string) => StreamItem): StreamOutcome {
+function streamOf(
+  conn: SseConnection,
+  read: (reply: RpcReply) => Outcome,
+  item: (data: any, event?: string) => StreamItem,
+): StreamOutcome {
   const next = async () => {
     const e = await conn.next();
     return e && { id: e.id, ...item(e.data, e.event) };

@@ -32,15 +32,25 @@ export async function craftCert(issuer: CertAndKey, opts: CraftOptions): Promise
     ? [
         new x509.BasicConstraintsExtension(true, opts.pathLength, true),
         new x509.KeyUsagesExtension(
-          x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | (opts.tlsUsable ? x509.KeyUsageFlags.digitalSignature : 0),
+          x509.KeyUsageFlags.keyCertSign |
+            x509.KeyUsageFlags.cRLSign |
+            (opts.tlsUsable ? x509.KeyUsageFlags.digitalSignature : 0),
           true,
         ),
-        ...(opts.tlsUsable ? [new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth])] : []),
+        ...(opts.tlsUsable
+          ? [new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth])]
+          : []),
       ]
     : [
         new x509.BasicConstraintsExtension(false, undefined, true),
         new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),
-        ...(opts.eku?.length === 0 ? [] : [new x509.ExtendedKeyUsageExtension(opts.eku ?? [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth])]),
+        ...(opts.eku?.length === 0
+          ? []
+          : [
+              new x509.ExtendedKeyUsageExtension(
+                opts.eku ?? [x509.ExtendedKeyUsage.serverAuth, x509.ExtendedKeyUsage.clientAuth],
+              ),
+            ]),
         new x509.SubjectAlternativeNameExtension([
           { type: "dns", value: "localhost" },
           { type: "ip", value: "127.0.0.1" },
@@ -59,14 +69,19 @@ export async function craftCert(issuer: CertAndKey, opts: CraftOptions): Promise
     extensions: [
       ...kind,
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
-      new x509.AuthorityKeyIdentifierExtension(issuerSki ? issuerSki.keyId : (await x509.SubjectKeyIdentifierExtension.create(issuerCert.publicKey)).keyId),
+      new x509.AuthorityKeyIdentifierExtension(
+        issuerSki ? issuerSki.keyId : (await x509.SubjectKeyIdentifierExtension.create(issuerCert.publicKey)).keyId,
+      ),
     ],
   });
   return { certPem: cert.toString("pem") + "\n", keyPem: await exportPrivateKeyPem(keys.privateKey) };
 }
 
 /** An intermediate CA under `ca` and a leaf named `name` under it: `chain` is what the leaf presents. */
-export async function craftIntermediateLeaf(ca: CertAndKey, name: string): Promise<{ intermediate: CertAndKey; leaf: CertAndKey; chain: string }> {
+export async function craftIntermediateLeaf(
+  ca: CertAndKey,
+  name: string,
+): Promise<{ intermediate: CertAndKey; leaf: CertAndKey; chain: string }> {
   const intermediate = await craftCert(ca, { subject: [{ CN: ["sub-CA"] }], ca: true });
   const leaf = await craftCert(intermediate, { subject: [{ CN: [name] }] });
   return { intermediate, leaf, chain: leaf.certPem + intermediate.certPem };

@@ -39,16 +39,26 @@ interface Run {
 }
 
 async function run(argv: string[], opts: { timeoutMs?: number; env?: Record<string, string> } = {}): Promise<Run> {
-  const p = Bun.spawn(argv, { stdin: "ignore", stdout: "pipe", stderr: "pipe", env: opts.env ?? (process.env as Record<string, string>) });
+  const p = Bun.spawn(argv, {
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+    env: opts.env ?? (process.env as Record<string, string>),
+  });
   const timer = opts.timeoutMs ? setTimeout(() => p.kill("SIGKILL"), opts.timeoutMs) : undefined;
-  const [stdout, stderr, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(p.stdout).text(),
+    new Response(p.stderr).text(),
+    p.exited,
+  ]);
   clearTimeout(timer);
   return { code, stdout, stderr };
 }
 
 /** debootstrap, systemd-nspawn and nsenter, installed with apt-get if missing (root only). */
 export async function ensureTools(): Promise<void> {
-  if (process.getuid?.() !== 0) throw new CannotRunHere("booting a Debian container with systemd-nspawn needs root; run the tests as root");
+  if (process.getuid?.() !== 0)
+    throw new CannotRunHere("booting a Debian container with systemd-nspawn needs root; run the tests as root");
   const missing = [
     ["debootstrap", "debootstrap"],
     ["systemd-nspawn", "systemd-container"],
@@ -64,7 +74,10 @@ export async function ensureTools(): Promise<void> {
     await run(["apt-get", "-o", "DPkg::Lock::Timeout=300", "update"], { timeoutMs: 600_000, env });
     r = await run(apt, { timeoutMs: 600_000, env });
   }
-  if (r.code !== 0) throw new CannotRunHere(`could not install ${packages.join(", ")} (${apt.join(" ")} exited ${r.code}): ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" / ")}`);
+  if (r.code !== 0)
+    throw new CannotRunHere(
+      `could not install ${packages.join(", ")} (${apt.join(" ")} exited ${r.code}): ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" / ")}`,
+    );
 }
 
 /** The cached root file system, made with debootstrap if absent (a few minutes, once per machine). */
@@ -75,10 +88,21 @@ export async function ensureRootfs(log: (line: string) => void = () => {}): Prom
   mkdirSync(CACHE, { recursive: true, mode: 0o755 });
   const building = mkdtempSync(join(CACHE, `${ROOTFS_KEY}.building-`));
   try {
-    log(`making ${root} with debootstrap (${SUITE}, minbase + ${INCLUDE.join(", ")}) from ${MIRROR}; later runs reuse it`);
-    const r = await run(["debootstrap", "--variant=minbase", `--include=${INCLUDE.join(",")}`, SUITE, join(building, "root"), MIRROR], { timeoutMs: 20 * 60_000 });
-    if (r.code !== 0) throw new CannotRunHere(`debootstrap ${SUITE} from ${MIRROR} failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" / ")}; set A2A_NODE_TEST_DEBIAN_MIRROR to a mirror this machine reaches`);
-    writeFileSync(join(building, "complete"), `${new Date().toISOString()} debootstrap --variant=minbase --include=${INCLUDE.join(",")} ${SUITE} ${MIRROR}\n`);
+    log(
+      `making ${root} with debootstrap (${SUITE}, minbase + ${INCLUDE.join(", ")}) from ${MIRROR}; later runs reuse it`,
+    );
+    const r = await run(
+      ["debootstrap", "--variant=minbase", `--include=${INCLUDE.join(",")}`, SUITE, join(building, "root"), MIRROR],
+      { timeoutMs: 20 * 60_000 },
+    );
+    if (r.code !== 0)
+      throw new CannotRunHere(
+        `debootstrap ${SUITE} from ${MIRROR} failed (exit ${r.code}): ${(r.stderr || r.stdout).trim().split("\n").slice(-3).join(" / ")}; set A2A_NODE_TEST_DEBIAN_MIRROR to a mirror this machine reaches`,
+      );
+    writeFileSync(
+      join(building, "complete"),
+      `${new Date().toISOString()} debootstrap --variant=minbase --include=${INCLUDE.join(",")} ${SUITE} ${MIRROR}\n`,
+    );
     try {
       renameSync(building, home);
     } catch (err) {
@@ -129,7 +153,19 @@ const PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
  */
 export async function bootContainer(root: string, binds: Record<string, string>): Promise<Container> {
   const name = `a2a-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const nspawn = ["systemd-nspawn", "-b", "--register=no", "--keep-unit", "--volatile=overlay", "--private-network", "-D", root, "-M", name, ...Object.entries(binds).map(([from, to]) => `--bind-ro=${from}:${to}`)];
+  const nspawn = [
+    "systemd-nspawn",
+    "-b",
+    "--register=no",
+    "--keep-unit",
+    "--volatile=overlay",
+    "--private-network",
+    "-D",
+    root,
+    "-M",
+    name,
+    ...Object.entries(binds).map(([from, to]) => `--bind-ro=${from}:${to}`),
+  ];
   // sh: start nspawn, then wait for stdin to close (this process ending, or stop()), then power it off.
   const watchdog = `${nspawn.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(" ")} </dev/null & n=$!; echo $n; cat >/dev/null; kill -TERM $n 2>/dev/null; wait $n`;
   const shell = Bun.spawn(["sh", "-c", watchdog], { stdin: "pipe", stdout: "pipe", stderr: "pipe" });
@@ -150,7 +186,8 @@ export async function bootContainer(root: string, binds: Record<string, string>)
     })();
   });
   void (async () => {
-    for await (const chunk of shell.stderr as unknown as AsyncIterable<Uint8Array>) output += decoder.decode(chunk, { stream: true });
+    for await (const chunk of shell.stderr as unknown as AsyncIterable<Uint8Array>)
+      output += decoder.decode(chunk, { stream: true });
   })();
   let stopped: Promise<void> | undefined;
   let leader = 0;
@@ -173,10 +210,15 @@ export async function bootContainer(root: string, binds: Record<string, string>)
     // Booting: systemd answers on its private socket only after a moment, then --wait blocks until boot ends.
     const deadline = Date.now() + 90_000;
     for (;;) {
-      const r = await run(["nsenter", "-t", String(leader), "-a", "--", "systemctl", "is-system-running", "--wait"], { timeoutMs: 90_000 });
+      const r = await run(["nsenter", "-t", String(leader), "-a", "--", "systemctl", "is-system-running", "--wait"], {
+        timeoutMs: 90_000,
+      });
       const state = r.stdout.trim();
       if (state === "running" || state === "degraded") break;
-      if (Date.now() > deadline) throw new Error(`the container did not finish booting (systemctl is-system-running: ${state || r.stderr.trim()}):\n${output}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `the container did not finish booting (systemctl is-system-running: ${state || r.stderr.trim()}):\n${output}`,
+        );
       await Bun.sleep(200);
     }
   } catch (err) {
@@ -187,9 +229,25 @@ export async function bootContainer(root: string, binds: Record<string, string>)
   const enter = ["nsenter", "-t", String(leader), "-a", "--"];
   return {
     leader,
-    exec: (argv, opts = {}) => run([...enter, "env", "-i", `PATH=${PATH}`, "HOME=/root", ...Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`), ...argv], { timeoutMs: opts.timeoutMs ?? 120_000 }),
+    exec: (argv, opts = {}) =>
+      run(
+        [
+          ...enter,
+          "env",
+          "-i",
+          `PATH=${PATH}`,
+          "HOME=/root",
+          ...Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`),
+          ...argv,
+        ],
+        { timeoutMs: opts.timeoutMs ?? 120_000 },
+      ),
     follow(unit) {
-      const p = Bun.spawn([...enter, "journalctl", "-u", unit, "-f", "-n", "0", "-o", "cat", "--no-pager"], { stdin: "ignore", stdout: "pipe", stderr: "ignore" });
+      const p = Bun.spawn([...enter, "journalctl", "-u", unit, "-f", "-n", "0", "-o", "cat", "--no-pager"], {
+        stdin: "ignore",
+        stdout: "pipe",
+        stderr: "ignore",
+      });
       const lines: string[] = [];
       const waiters: { pattern: RegExp; resolve(line: string): void }[] = [];
       void (async () => {
@@ -209,7 +267,15 @@ export async function bootContainer(root: string, binds: Record<string, string>)
           new Promise<string>((resolve, reject) => {
             const found = lines.find((l) => pattern.test(l));
             if (found) return resolve(found);
-            const timer = setTimeout(() => reject(new Error(`no journal line matching ${pattern} within ${timeoutMs / 1000} s; seen:\n${lines.join("\n")}`)), timeoutMs);
+            const timer = setTimeout(
+              () =>
+                reject(
+                  new Error(
+                    `no journal line matching ${pattern} within ${timeoutMs / 1000} s; seen:\n${lines.join("\n")}`,
+                  ),
+                ),
+              timeoutMs,
+            );
             waiters.push({ pattern, resolve: (l) => (clearTimeout(timer), resolve(l)) });
           }),
         stop: () => p.kill(),
@@ -233,7 +299,8 @@ async function containerInit(nspawn: number, timeoutMs: number): Promise<number>
       const ns = readlinkSafe(`/proc/${pid}/ns/pid`);
       if (ns && ns !== ours && readText(`/proc/${pid}/comm`).trim() === "systemd") return pid;
     }
-    if (Date.now() > deadline) throw new Error(`systemd-nspawn (PID ${nspawn}) started no container within ${timeoutMs / 1000} s`);
+    if (Date.now() > deadline)
+      throw new Error(`systemd-nspawn (PID ${nspawn}) started no container within ${timeoutMs / 1000} s`);
     await Bun.sleep(50);
   }
 }

@@ -45,7 +45,11 @@ export async function makeFleet(names: string[]): Promise<Fleet> {
     homes,
     identity(name) {
       const p = homePaths(homes[name]);
-      return { cert: readFileSync(p.nodeCert, "utf8"), key: readFileSync(p.nodeKey, "utf8"), ca: readFileSync(p.caCert, "utf8") };
+      return {
+        cert: readFileSync(p.nodeCert, "utf8"),
+        key: readFileSync(p.nodeKey, "utf8"),
+        ca: readFileSync(p.caCert, "utf8"),
+      };
     },
     ca() {
       const p = homePaths(homes[first]);

@@ -1,7 +1,8 @@
 /**
  * A node's task core around a HermesExecutor, in-process: a real SQLite store, the TaskRunner and the request
- * handler, pointed at a Hermes server (the fake twin, or the real one of test/helpers/real-hermes.ts). `restart()` stops this core as the daemon does on SIGTERM and starts
- * a new one on the same database (the next process of the node), which re-attaches to unfinished tasks.
+ * handler, pointed at a Hermes server (the fake twin, or the real one of test/helpers/real-hermes.ts). `restart()`
+ * stops this core as the daemon does on SIGTERM and starts a new one on the same database (the next process of the
+ * node), which re-attaches to unfinished tasks.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,7 +16,13 @@ import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { TaskRunner } from "../../src/tasks/task-runner";
 
 /** Short waits, so retries and polling take milliseconds in tests. */
-export const FAST: Partial<HermesTiming> = { maxRetryDelayMs: 20, pollFirstMs: 5, pollMaxMs: 20, capacityWaitMs: 60_000, stopWaitMs: 10_000 };
+export const FAST: Partial<HermesTiming> = {
+  maxRetryDelayMs: 20,
+  pollFirstMs: 5,
+  pollMaxMs: 20,
+  capacityWaitMs: 60_000,
+  stopWaitMs: 10_000,
+};
 
 export const who = (name: string) => ({ caller: { name, fingerprint: name.toUpperCase() } });
 
@@ -42,13 +49,24 @@ export interface HermesNode {
 }
 
 /** `hermes`: the fake Hermes, or any Hermes server by its URL (the real one, test/helpers/real-hermes.ts). */
-export async function startHermesNode(hermes: { url: string }, options: { apiKey?: string; timing?: Partial<HermesTiming>; maxConcurrent?: number } = {}): Promise<HermesNode> {
+export async function startHermesNode(
+  hermes: { url: string },
+  options: { apiKey?: string; timing?: Partial<HermesTiming>; maxConcurrent?: number } = {},
+): Promise<HermesNode> {
   const dir = mkdtempSync(join(tmpdir(), "a2a-hermes-node-"));
   let database: OpenDatabase = openDatabase(join(dir, "db.sqlite"));
   const make = () => {
     const store = new SqliteTaskStore(database);
-    const executor = new HermesExecutor({ baseUrl: hermes.url, apiKey: options.apiKey, timing: { ...FAST, ...options.timing } });
-    const runner = new TaskRunner(store, executor, { maxConcurrent: options.maxConcurrent ?? 4, maxQueued: 100, historyMessages: 20 });
+    const executor = new HermesExecutor({
+      baseUrl: hermes.url,
+      apiKey: options.apiKey,
+      timing: { ...FAST, ...options.timing },
+    });
+    const runner = new TaskRunner(store, executor, {
+      maxConcurrent: options.maxConcurrent ?? 4,
+      maxQueued: 100,
+      historyMessages: 20,
+    });
     return { store, runner, handler: new DefaultRequestHandler(store, runner) };
   };
   let core = make();

@@ -30,7 +30,15 @@ try {
     answers.push(
       await new Promise<number | string>((resolve) => {
         // localAddress is honoured by tls.connect (it passes it to the socket) but missing from its type.
-        const options = { host: "::1", port: node.port, localAddress: "2001:db8:2::1", cert: beta.cert, key: beta.key, ca: beta.ca, checkServerIdentity: () => undefined } as ConnectionOptions;
+        const options = {
+          host: "::1",
+          port: node.port,
+          localAddress: "2001:db8:2::1",
+          cert: beta.cert,
+          key: beta.key,
+          ca: beta.ca,
+          checkServerIdentity: () => undefined,
+        } as ConnectionOptions;
         const s = tlsConnect(options);
         let got = "";
         s.on("secureConnect", () => s.write("GET /health HTTP/1.1\r\nhost: alpha\r\nconnection: close\r\n\r\n"));

@@ -1,7 +1,9 @@
 /** A scrape of /metrics, read as Prometheus would: each sample by its name and labels, as written. */
 export interface Scrape {
   text: string;
-  /** The value of `name{labels}` (labels as written, e.g. 'a2a_node_tasks{state="TASK_STATE_COMPLETED"}'), or undefined. */
+  /**
+   * The value of `name{labels}` (labels as written, e.g. 'a2a_node_tasks{state="TASK_STATE_COMPLETED"}'), or undefined.
+   */
   value(series: string): number | undefined;
   /** The sum over every sample of a metric name, whatever its labels. */
   sum(name: string): number;
@@ -26,6 +28,7 @@ export function parseMetrics(text: string): Scrape {
 export async function scrape(adminUrl: string): Promise<Scrape> {
   const res = await fetch(`${adminUrl}/metrics`);
   if (res.status !== 200) throw new Error(`/metrics answered ${res.status}: ${await res.text()}`);
-  if (res.headers.get("content-type") !== "text/plain; version=0.0.4; charset=utf-8") throw new Error(`/metrics content type ${res.headers.get("content-type")}`);
+  if (res.headers.get("content-type") !== "text/plain; version=0.0.4; charset=utf-8")
+    throw new Error(`/metrics content type ${res.headers.get("content-type")}`);
   return parseMetrics(await res.text());
 }

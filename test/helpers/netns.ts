@@ -16,12 +16,25 @@ const SETUP = [
 /** Undefined when namespaces work here; otherwise what failed. */
 export function namespaceProblem(): string | undefined {
   const r = Bun.spawnSync(["unshare", "-n", "sh", "-c", SETUP, "true"], { stdout: "pipe", stderr: "pipe" });
-  return r.exitCode === 0 ? undefined : `unshare -n with IPv6 routes failed (exit ${r.exitCode}): ${r.stderr.toString().trim()}`;
+  return r.exitCode === 0
+    ? undefined
+    : `unshare -n with IPv6 routes failed (exit ${r.exitCode}): ${r.stderr.toString().trim()}`;
 }
 
 /** Runs `bun SCRIPT ARGS...` in a fresh namespace; resolves with its exit code and output. */
-export async function runInNamespace(script: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const proc = Bun.spawn(["unshare", "-n", "sh", "-c", SETUP, process.execPath, script, ...args], { stdout: "pipe", stderr: "pipe", env: process.env });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+export async function runInNamespace(
+  script: string,
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const proc = Bun.spawn(["unshare", "-n", "sh", "-c", SETUP, process.execPath, script, ...args], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: process.env,
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   return { code, stdout, stderr };
 }

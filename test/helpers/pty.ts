@@ -35,12 +35,14 @@ export function runInPty(args: string[], env: Record<string, string> = {}, redir
       out += decoder.decode(chunk, { stream: true });
       for (let i = waiters.length - 1; i >= 0; i--) if (waiters[i]!.re.test(out)) waiters.splice(i, 1)[0]!.resolve(out);
     }
-    for (const w of waiters.splice(0)) w.reject(new Error(`the command ended before showing ${w.re}:\n${JSON.stringify(out)}`));
+    for (const w of waiters.splice(0))
+      w.reject(new Error(`the command ended before showing ${w.re}:\n${JSON.stringify(out)}`));
   })();
   void new Response(proc.stderr).text();
   return {
     output: () => out,
-    waitFor: (re) => (re.test(out) ? Promise.resolve(out) : new Promise((resolve, reject) => waiters.push({ re, resolve, reject }))),
+    waitFor: (re) =>
+      re.test(out) ? Promise.resolve(out) : new Promise((resolve, reject) => waiters.push({ re, resolve, reject })),
     type(text) {
       proc.stdin.write(text);
       proc.stdin.flush();

@@ -20,13 +20,23 @@ export interface RawConnection {
 }
 
 /** Opens a connection to `url` (https: TLS, presenting `tls` when given; http: plain), from `from` if set. */
-export async function rawConnection(url: string, o: { tls?: Partial<TlsIdentity>; from?: string } = {}): Promise<RawConnection> {
+export async function rawConnection(
+  url: string,
+  o: { tls?: Partial<TlsIdentity>; from?: string } = {},
+): Promise<RawConnection> {
   const u = new URL(url);
   const host = u.hostname.replace(/^\[|\]$/g, "");
   const port = Number(u.port);
   const s: Socket =
     u.protocol === "https:"
-      ? tlsConnect({ host, port, localAddress: o.from, ...o.tls, rejectUnauthorized: o.tls?.ca !== undefined, servername: "localhost" } as ConnectionOptions)
+      ? tlsConnect({
+          host,
+          port,
+          localAddress: o.from,
+          ...o.tls,
+          rejectUnauthorized: o.tls?.ca !== undefined,
+          servername: "localhost",
+        } as ConnectionOptions)
       : tcpConnect({ host, port, localAddress: o.from });
   await new Promise<void>((resolve, reject) => {
     s.once(u.protocol === "https:" ? "secureConnect" : "connect", () => resolve());
@@ -46,7 +56,11 @@ export async function rawConnection(url: string, o: { tls?: Partial<TlsIdentity>
       }
       const length = Number(headers["content-length"] ?? 0);
       if (buf.length < end + 4 + length) return;
-      waiting.got.push({ status: Number(head[0].split(" ")[1]), headers, body: buf.toString("utf8", end + 4, end + 4 + length) });
+      waiting.got.push({
+        status: Number(head[0].split(" ")[1]),
+        headers,
+        body: buf.toString("utf8", end + 4, end + 4 + length),
+      });
       buf = buf.subarray(end + 4 + length);
     }
     if (waiting && waiting.got.length === waiting.want) {
@@ -60,7 +74,9 @@ export async function rawConnection(url: string, o: { tls?: Partial<TlsIdentity>
     parse();
   });
   s.on("error", () => {});
-  s.on("close", () => waiting?.reject(new Error(`the connection closed after ${waiting.got.length} of ${waiting.want} answers`)));
+  s.on("close", () =>
+    waiting?.reject(new Error(`the connection closed after ${waiting.got.length} of ${waiting.want} answers`)),
+  );
   return {
     send(requests) {
       return new Promise((resolve, reject) => {
@@ -73,7 +89,11 @@ export async function rawConnection(url: string, o: { tls?: Partial<TlsIdentity>
 }
 
 /** One request's text: `body` as JSON when given. */
-export function requestText(method: string, path: string, o: { host?: string; headers?: Record<string, string>; body?: string } = {}): string {
+export function requestText(
+  method: string,
+  path: string,
+  o: { host?: string; headers?: Record<string, string>; body?: string } = {},
+): string {
   const extra = Object.entries(o.headers ?? {})
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join("");

@@ -11,7 +11,16 @@
  * scratch), whose `hermes-src` and `venv` are links to the cache's: starting one takes about 3 s.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -19,7 +28,8 @@ import { join } from "node:path";
 export const realHermesDir = (): string => process.env.A2A_REAL_HERMES || "/work/shared/real-hermes";
 const runner = () => join(realHermesDir(), "real-hermes");
 const archive = () => join(realHermesDir(), "hermes-src.tgz");
-const cacheDir = () => process.env.A2A_REAL_HERMES_CACHE || join(tmpdir(), `a2a-node-real-hermes-${process.getuid?.() ?? "user"}`);
+const cacheDir = () =>
+  process.env.A2A_REAL_HERMES_CACHE || join(tmpdir(), `a2a-node-real-hermes-${process.getuid?.() ?? "user"}`);
 
 /** `gateway.api_server.max_concurrent_runs` of the servers started here. */
 export const REAL_HERMES_CAPACITY = 2;
@@ -52,7 +62,11 @@ export function requireRealHermes(): void {
 
 async function run(cmd: string[], env: Record<string, string> = {}): Promise<string> {
   const proc = Bun.spawn(cmd, { env: { ...process.env, ...env }, stdout: "pipe", stderr: "pipe", stdin: "ignore" });
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   if (code !== 0) throw new Error(`${cmd.join(" ")} exited ${code}:\n${err || out}`);
   return out;
 }
@@ -106,8 +120,14 @@ export async function startRealHermes(): Promise<RealHermes> {
   chmodSync(join(dir, "hermes.key"), 0o600);
   // setup's config.yaml (the fake model as provider, manual approvals), with this server's scratch directory, and
   // room for CAPACITY runs at once (Hermes's default is 10: filling it takes ten agents).
-  const config = readFileSync(join(cached, "home", "config.yaml"), "utf8").replaceAll(join(cached, "scratch"), join(dir, "scratch"));
-  writeFileSync(join(dir, "home", "config.yaml"), `${config}gateway:\n  api_server:\n    max_concurrent_runs: ${REAL_HERMES_CAPACITY}\n`);
+  const config = readFileSync(join(cached, "home", "config.yaml"), "utf8").replaceAll(
+    join(cached, "scratch"),
+    join(dir, "scratch"),
+  );
+  writeFileSync(
+    join(dir, "home", "config.yaml"),
+    `${config}gateway:\n  api_server:\n    max_concurrent_runs: ${REAL_HERMES_CAPACITY}\n`,
+  );
 
   const RUNNER = runner();
   let info = parseInfo(await run([RUNNER, "start", dir]));

@@ -8,7 +8,12 @@ export interface RpcReply {
 }
 
 /** POSTs a raw body to a node's JSON-RPC endpoint over mTLS; the test controls every byte and header. */
-export async function post(url: string, who: TlsIdentity | undefined, body: string, headers: Record<string, string> = { "a2a-version": "1.0" }): Promise<RpcReply> {
+export async function post(
+  url: string,
+  who: TlsIdentity | undefined,
+  body: string,
+  headers: Record<string, string> = { "a2a-version": "1.0" },
+): Promise<RpcReply> {
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -32,7 +37,13 @@ export async function reply(res: Response): Promise<RpcReply> {
 
 let next = 1;
 /** One well-formed JSON-RPC call (A2A-Version: 1.0). */
-export function rpc(url: string, who: TlsIdentity, method: string, params: unknown, headers?: Record<string, string>): Promise<RpcReply> {
+export function rpc(
+  url: string,
+  who: TlsIdentity,
+  method: string,
+  params: unknown,
+  headers?: Record<string, string>,
+): Promise<RpcReply> {
   return post(url, who, JSON.stringify({ jsonrpc: "2.0", id: next++, method, params }), headers);
 }
 
@@ -42,5 +53,7 @@ export function userMessage(text: string, extra: Record<string, unknown> = {}) {
 
 /** GET over mTLS. */
 export async function get(url: string, who: TlsIdentity | undefined): Promise<RpcReply> {
-  return reply(await fetch(url, { tls: who ? { cert: who.cert, key: who.key, ca: who.ca } : undefined } as RequestInit));
+  return reply(
+    await fetch(url, { tls: who ? { cert: who.cert, key: who.key, ca: who.ca } : undefined } as RequestInit),
+  );
 }

@@ -43,13 +43,29 @@ export function openSse(
 }
 
 /** Any request over mTLS (an HTTP+JSON route, say) whose answer is read as server-sent events. */
-export async function openSseRequest(url: string, who: TlsIdentity, init: { method: string; headers: Record<string, string>; body?: string }): Promise<SseConnection> {
+export async function openSseRequest(
+  url: string,
+  who: TlsIdentity,
+  init: { method: string; headers: Record<string, string>; body?: string },
+): Promise<SseConnection> {
   const abort = new AbortController();
-  const res = await fetch(url, { ...init, signal: abort.signal, tls: { cert: who.cert, key: who.key, ca: who.ca } } as RequestInit);
+  const res = await fetch(url, {
+    ...init,
+    signal: abort.signal,
+    tls: { cert: who.cert, key: who.key, ca: who.ca },
+  } as RequestInit);
   if (!(res.headers.get("content-type") ?? "").includes("text/event-stream")) {
     const text = await res.text();
     const none = async () => undefined;
-    return { status: res.status, headers: res.headers, text, next: none, rest: async () => [], settle: async () => ({ events: [] }), close() {} };
+    return {
+      status: res.status,
+      headers: res.headers,
+      text,
+      next: none,
+      rest: async () => [],
+      settle: async () => ({ events: [] }),
+      close() {},
+    };
   }
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
@@ -71,7 +87,9 @@ export async function openSseRequest(url: string, who: TlsIdentity, init: { meth
           else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
         }
         if (data.length === 0) continue; // a comment / keep-alive
-        return event === undefined ? { id, data: JSON.parse(data.join("\n")) } : { id, event, data: JSON.parse(data.join("\n")) };
+        return event === undefined
+          ? { id, data: JSON.parse(data.join("\n")) }
+          : { id, event, data: JSON.parse(data.join("\n")) };
       }
       if (ended) return undefined;
       const { value, done } = await reader.read();

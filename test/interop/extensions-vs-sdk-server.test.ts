@@ -10,7 +10,14 @@ import { createServer, type Server } from "node:https";
 import type { AddressInfo } from "node:net";
 import express from "express";
 import { AGENT_CARD_PATH, TaskState, type AgentCard } from "@a2a-js/sdk";
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor, type ExecutionEventBus, type RequestContext } from "@a2a-js/sdk/server";
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+} from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import { bufferIo } from "../../src/cli/io";
 import { runCli } from "../../src/cli/registry";
@@ -20,7 +27,10 @@ const REQUIRED = "https://example.com/ext/signed/v1";
 const OPTIONAL = "https://example.com/ext/citations/v1";
 const UNKNOWN = "https://example.com/ext/unknown/v1";
 
-/** Activates every requested extension its card declares (as an SDK executor that acts on them does), then answers with them. */
+/**
+ * Activates every requested extension its card declares (as an SDK executor that acts on them does), then answers with
+ * them.
+ */
 class ExtensionsExecutor implements AgentExecutor {
   async execute(ctx: RequestContext, bus: ExecutionEventBus): Promise<void> {
     const requested = ctx.context?.requestedExtensions ?? [];
@@ -36,7 +46,14 @@ class ExtensionsExecutor implements AgentExecutor {
             artifactId: "a",
             name: "extensions",
             description: "",
-            parts: [{ content: { $case: "text", value: `activated: ${requested.join(" ")}` }, metadata: undefined, filename: "", mediaType: "" }],
+            parts: [
+              {
+                content: { $case: "text", value: `activated: ${requested.join(" ")}` },
+                metadata: undefined,
+                filename: "",
+                mediaType: "",
+              },
+            ],
             metadata: undefined,
             extensions: [],
           },
@@ -70,7 +87,9 @@ async function sdkPeer(restFirst: boolean): Promise<string> {
       ],
       extendedAgentCard: false,
     },
-    securitySchemes: { mtls: { scheme: { $case: "mtlsSecurityScheme", value: { description: "fleet CA client certificate" } } } },
+    securitySchemes: {
+      mtls: { scheme: { $case: "mtlsSecurityScheme", value: { description: "fleet CA client certificate" } } },
+    },
     securityRequirements: [{ schemes: { mtls: { list: [] } } }],
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],
@@ -82,7 +101,10 @@ async function sdkPeer(restFirst: boolean): Promise<string> {
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
   app.use("/rest", restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   app.use("/", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-  const server = createServer({ cert: id.cert, key: id.key, ca: id.ca, requestCert: true, rejectUnauthorized: true }, app);
+  const server = createServer(
+    { cert: id.cert, key: id.key, ca: id.ca, requestCert: true, rejectUnauthorized: true },
+    app,
+  );
   servers.push(server);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -137,7 +159,18 @@ describe("a2a-node send --extension against the SDK's server", () => {
 
   it("with it: the SDK takes the message, its executor sees the extensions requested, and what it activated comes back", async () => {
     for (const [binding, agent, label] of targets()) {
-      const r = await cli("send", "--agent", agent, "--task", "hi", "--extension", REQUIRED, "--extension", UNKNOWN, "--wait");
+      const r = await cli(
+        "send",
+        "--agent",
+        agent,
+        "--task",
+        "hi",
+        "--extension",
+        REQUIRED,
+        "--extension",
+        UNKNOWN,
+        "--wait",
+      );
       expect(r.code, `${binding}: ${r.err}`).toBe(0);
       // The SDK hands its executor only the requested URIs its card declares.
       expect(r.out).toBe(`activated: ${REQUIRED}\n`);

@@ -20,7 +20,10 @@ import { makeFleet, type Fleet } from "../helpers/fleet";
 import { HermesA2AClient, pyDumps, startHermesA2AServer } from "../fakes/hermes-a2a";
 
 const API_KEY = `runs-${crypto.randomUUID()}`;
-const DEPLOY = { command: "kubectl set image deploy/web web=web:1.4.2", description: "deploy build 1.4.2 to production" };
+const DEPLOY = {
+  command: "kubectl set image deploy/web web=web:1.4.2",
+  description: "deploy build 1.4.2 to production",
+};
 
 let fleet: Fleet;
 let runs: FakeHermes;
@@ -30,9 +33,20 @@ let ca: string;
 let token: string;
 let receiver: Receiver;
 
-/** Hermes's client with config.yaml `a2a_agents: {alpha: {url, auth: {type: bearer, token}}}`, trusting the fleet CA. */
+/**
+ * Hermes's client with config.yaml `a2a_agents: {alpha: {url, auth: {type: bearer, token}}}`, trusting the fleet CA.
+ */
 const hermesClient = (opts: { url?: string; token?: string; timeout?: number } = {}) =>
-  new HermesA2AClient({ ca, agents: { alpha: { url: opts.url ?? tokenUrl, auth: { type: "bearer", token: opts.token ?? token }, timeout: opts.timeout ?? 20 } } });
+  new HermesA2AClient({
+    ca,
+    agents: {
+      alpha: {
+        url: opts.url ?? tokenUrl,
+        auth: { type: "bearer", token: opts.token ?? token },
+        timeout: opts.timeout ?? 20,
+      },
+    },
+  });
 
 /** A JSON-RPC call to the token listener as the `hermes` token caller (to look at what Hermes's client cannot). */
 async function asHermes(method: string, params: unknown) {
@@ -71,7 +85,8 @@ async function startReceiver(): Promise<Receiver> {
     server,
     got,
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    next: () => (got.length > seen ? Promise.resolve(got[seen++]) : new Promise((r) => waiters.push((g) => (seen++, r(g))))),
+    next: () =>
+      got.length > seen ? Promise.resolve(got[seen++]) : new Promise((r) => waiters.push((g) => (seen++, r(g)))),
   };
 }
 
@@ -83,9 +98,21 @@ beforeAll(async () => {
     script: (req) => {
       const text = String(req.userMessage);
       if (text.includes("deploy"))
-        return [step.approval(DEPLOY, { deny: [step.delta("Not deployed."), step.completed()] }), step.delta("Deployed "), step.delta("1.4.2."), step.completed()];
-      if (text.includes("slow")) return [step.gate("slow"), step.delta("Slow "), step.delta("but "), step.delta("done."), step.completed()];
-      return [step.delta("Hello "), step.delta("from "), step.delta("the runs API: "), step.delta(text), step.completed()];
+        return [
+          step.approval(DEPLOY, { deny: [step.delta("Not deployed."), step.completed()] }),
+          step.delta("Deployed "),
+          step.delta("1.4.2."),
+          step.completed(),
+        ];
+      if (text.includes("slow"))
+        return [step.gate("slow"), step.delta("Slow "), step.delta("but "), step.delta("done."), step.completed()];
+      return [
+        step.delta("Hello "),
+        step.delta("from "),
+        step.delta("the runs API: "),
+        step.delta(text),
+        step.completed(),
+      ];
     },
   });
   const made = await runBinary(["--home", fleet.homes.alpha, "tokens", "add", "hermes"]);
@@ -93,7 +120,9 @@ beforeAll(async () => {
   token = made.stdout.trim();
   // Pushes to a receiver on this machine (a loopback webhook is refused unless allowed).
   writeFileSync(join(fleet.homes.alpha, "config.toml"), 'push_allow = ["127.0.0.1"]\n');
-  node = await serveBinary(fleet.homes.alpha, ["--executor", "hermes", "--hermes-url", runs.url, "--token-port", "0"], { HERMES_API_KEY: API_KEY });
+  node = await serveBinary(fleet.homes.alpha, ["--executor", "hermes", "--hermes-url", runs.url, "--token-port", "0"], {
+    HERMES_API_KEY: API_KEY,
+  });
   tokenUrl = (await node.waitForLine({ msg: /^token listener open/ })).url as string;
   receiver = await startReceiver();
 });
@@ -132,7 +161,9 @@ describe("Hermes's A2A client calls a2a-node's token listener", () => {
     const listed = await asHermes("ListTasks", { contextId: r.contextId });
     expect(listed.result.tasks).toHaveLength(1);
     const stored = (await asHermes("GetTask", { id: listed.result.tasks[0].id })).result;
-    expect(stored.history[0].messageId).toBe((posts[0].body as { params: { message: { messageId: string } } }).params.message.messageId);
+    expect(stored.history[0].messageId).toBe(
+      (posts[0].body as { params: { message: { messageId: string } } }).params.message.messageId,
+    );
   });
 
   it("a conversation goes on by context_id: the second call is a new task of the same context, on the same Hermes session", async () => {
@@ -178,14 +209,20 @@ describe("Hermes's A2A client calls a2a-node's token listener", () => {
     const r = await client.a2aCall({ agent: "alpha", message: "deploy 1.4.2" });
     expect(r.fellBack).toBe(true);
     expect(r.state).toBe("TASK_STATE_INPUT_REQUIRED");
-    expect(r.text).toContain(`[alpha · context ${r.contextId} · input-required]\nHermes asks for approval before it goes on.\nWhy: ${DEPLOY.description}`);
-    expect(r.text).toContain(`(The peer needs more input — answer by calling a2a_call again with context_id '${r.contextId}'.)`);
+    expect(r.text).toContain(
+      `[alpha · context ${r.contextId} · input-required]\nHermes asks for approval before it goes on.\nWhy: ${DEPLOY.description}`,
+    );
+    expect(r.text).toContain(
+      `(The peer needs more input — answer by calling a2a_call again with context_id '${r.contextId}'.)`,
+    );
     expect(runs.runs.length - before).toBe(1);
     // What differs: the client answers by context, without the task id, so the answer is a new task; the
     // question waits on (until Hermes's approval timeout denies it).
     const answer = await client.a2aCall({ agent: "alpha", message: "yes", context_id: r.contextId });
     expect(answer.contextId).toBe(r.contextId);
-    const tasks = (await asHermes("ListTasks", { contextId: r.contextId })).result.tasks as { status: { state: string } }[];
+    const tasks = (await asHermes("ListTasks", { contextId: r.contextId })).result.tasks as {
+      status: { state: string };
+    }[];
     expect(tasks.map((t) => t.status.state).sort()).toEqual(["TASK_STATE_COMPLETED", "TASK_STATE_INPUT_REQUIRED"]);
   });
 
@@ -195,7 +232,9 @@ describe("Hermes's A2A client calls a2a-node's token listener", () => {
     );
     const made = await runBinary(["--home", fleet.homes.alpha, "tokens", "add", "short-lived"]);
     const shortLived = made.stdout.trim();
-    expect((await hermesClient({ token: shortLived }).a2aCall({ agent: "alpha", message: "hi" })).state).toBe("TASK_STATE_COMPLETED");
+    expect((await hermesClient({ token: shortLived }).a2aCall({ agent: "alpha", message: "hi" })).state).toBe(
+      "TASK_STATE_COMPLETED",
+    );
     expect((await runBinary(["--home", fleet.homes.alpha, "tokens", "revoke", "short-lived"])).code).toBe(0);
     expect((await hermesClient({ token: shortLived }).a2aCall({ agent: "alpha", message: "hi" })).text).toBe(
       "Error: peer 'alpha' rejected auth (HTTP 401). Check the configured token.",
@@ -207,7 +246,8 @@ describe("push notifications in a mixed fleet", () => {
   it("Hermes's client registers no webhook (nothing to sign for it)", async () => {
     const client = hermesClient();
     await client.a2aCall({ agent: "alpha", message: "no push" });
-    for (const e of client.exchanges) expect(JSON.stringify(e.body ?? {})).not.toMatch(/pushNotification|configuration/);
+    for (const e of client.exchanges)
+      expect(JSON.stringify(e.body ?? {})).not.toMatch(/pushNotification|configuration/);
   });
 
   it("one receiver verifies both: a2a-node's X-A2A-Signature (sha256=, timestamped, exact bytes) and Hermes's (hex over re-sorted JSON)", async () => {
@@ -216,7 +256,9 @@ describe("push notifications in a mixed fleet", () => {
     const verify = (headers: IncomingMessage["headers"], body: string): boolean => {
       const sig = String(headers["x-a2a-signature"] ?? "");
       if (sig.startsWith("sha256=")) return verifySignature(secret, headers["x-a2a-timestamp"] as string, body, sig);
-      const expected = createHmac("sha256", secret).update(pyDumps(JSON.parse(body), { sortKeys: true, ensureAscii: false })).digest("hex");
+      const expected = createHmac("sha256", secret)
+        .update(pyDumps(JSON.parse(body), { sortKeys: true, ensureAscii: false }))
+        .digest("hex");
       return sig === expected;
     };
 
@@ -227,7 +269,11 @@ describe("push notifications in a mixed fleet", () => {
     });
     expect(sent.error).toBeUndefined();
     let fromNode = await receiver.next();
-    while (!JSON.parse(fromNode.body).statusUpdate || !["TASK_STATE_COMPLETED"].includes(JSON.parse(fromNode.body).statusUpdate.status.state)) fromNode = await receiver.next();
+    while (
+      !JSON.parse(fromNode.body).statusUpdate ||
+      !["TASK_STATE_COMPLETED"].includes(JSON.parse(fromNode.body).statusUpdate.status.state)
+    )
+      fromNode = await receiver.next();
     expect(verify(fromNode.headers, fromNode.body)).toBe(true);
     expect(verify(fromNode.headers, fromNode.body.replace("TASK_STATE_COMPLETED", "TASK_STATE_FAILED"))).toBe(false);
 
@@ -237,14 +283,29 @@ describe("push notifications in a mixed fleet", () => {
       const res = await fetch(`${hermesNode.url}/`, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { role: "ROLE_USER", parts: [{ text: "push from hermes" }], messageId: "m" }, configuration: { taskPushNotificationConfig: { url: receiver.url } } } }),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "SendMessage",
+          params: {
+            message: { role: "ROLE_USER", parts: [{ text: "push from hermes" }], messageId: "m" },
+            configuration: { taskPushNotificationConfig: { url: receiver.url } },
+          },
+        }),
       });
       expect(res.status).toBe(200);
       const fromHermes = await receiver.next();
       expect(fromHermes.headers["x-a2a-signature"]).toMatch(/^[0-9a-f]{64}$/);
       expect(verify(fromHermes.headers, fromHermes.body)).toBe(true);
       // Checked as a2a-node's kind, Hermes's signature fails: the two schemes differ.
-      expect(verifySignature(secret, fromHermes.headers["x-a2a-timestamp"] as string | undefined, fromHermes.body, fromHermes.headers["x-a2a-signature"] as string)).toBe(false);
+      expect(
+        verifySignature(
+          secret,
+          fromHermes.headers["x-a2a-timestamp"] as string | undefined,
+          fromHermes.body,
+          fromHermes.headers["x-a2a-signature"] as string,
+        ),
+      ).toBe(false);
     } finally {
       await hermesNode.stop();
     }
@@ -264,7 +325,8 @@ async function startBreakingProxy(upstream: string, trust: string) {
     let body = "";
     for await (const c of req) body += c;
     const headers: Record<string, string> = {};
-    for (const h of ["authorization", "content-type", "accept", "a2a-version", "user-agent"]) if (req.headers[h]) headers[h] = String(req.headers[h]);
+    for (const h of ["authorization", "content-type", "accept", "a2a-version", "user-agent"])
+      if (req.headers[h]) headers[h] = String(req.headers[h]);
     const rpc = req.method === "POST" ? (JSON.parse(body) as { method: string }).method : undefined;
     // Told before the request goes on: a blocking SendMessage is answered only when the task ends.
     if (rpc === "SendMessage") arrived();
@@ -272,7 +334,14 @@ async function startBreakingProxy(upstream: string, trust: string) {
     let up: Response;
     try {
       // A connection of its own for each request: the cut one must not be reused.
-      up = await fetch(`${upstream}${req.url}`, { method: req.method, headers, body: req.method === "POST" ? body : undefined, tls: { ca: trust }, signal: abort.signal, keepalive: false } as RequestInit);
+      up = await fetch(`${upstream}${req.url}`, {
+        method: req.method,
+        headers,
+        body: req.method === "POST" ? body : undefined,
+        tls: { ca: trust },
+        signal: abort.signal,
+        keepalive: false,
+      } as RequestInit);
     } catch (err) {
       res.writeHead(502).end(String(err));
       return;

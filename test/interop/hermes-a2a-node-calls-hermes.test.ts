@@ -38,7 +38,12 @@ beforeAll(async () => {
   const init = await cli("init-pki", "--name", "alpha");
   expect(init.code, init.stderr).toBe(0);
   // A2A_PEER_TOKENS="alpha:TOKEN", and a rate limit this file's calls stay under.
-  hermes = await startHermesA2AServer({ port: 0, peerTokens: { alpha: TOKEN }, rateLimit: 1000, agentName: "hermes-beta" });
+  hermes = await startHermesA2AServer({
+    port: 0,
+    peerTokens: { alpha: TOKEN },
+    rateLimit: 1000,
+    agentName: "hermes-beta",
+  });
   const added = await cli("peers", "add", "hermes", hermes.url, "--auth", "bearer", "--token-file", tokenFile);
   expect(added.code, added.stderr).toBe(0);
   expect(added.stdout).toContain("added peer hermes at");
@@ -53,7 +58,9 @@ describe("a2a-node calls a Hermes A2A node as a peer outside the fleet", () => {
     const seen = hermes.requests.length;
     const r = await cli("peers", "ping", "hermes");
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/peer 'hermes' \(http:\/\/127\.0\.0\.1:\d+\) answered in .*'hermes-beta' runs version 1\.0\.0, A2A 1\.0/);
+    expect(r.stdout).toMatch(
+      /peer 'hermes' \(http:\/\/127\.0\.0\.1:\d+\) answered in .*'hermes-beta' runs version 1\.0\.0, A2A 1\.0/,
+    );
     const card = hermes.requests.slice(seen).find((q) => q.path === "/.well-known/agent-card.json");
     expect(card?.headers.authorization).toBe(`Bearer ${TOKEN}`);
   });
@@ -67,7 +74,11 @@ describe("a2a-node calls a Hermes A2A node as a peer outside the fleet", () => {
     expect(id).toMatch(/^task-[0-9a-f]{16}$/);
     expect(r.stderr).toContain(`task ${id} completed (peer 'hermes')`);
     const posts = hermes.requests.slice(seen).filter((q) => q.method === "POST");
-    expect(posts[0]).toMatchObject({ rpcMethod: "SendMessage", status: 200, headers: { "a2a-version": "1.0", authorization: `Bearer ${TOKEN}` } });
+    expect(posts[0]).toMatchObject({
+      rpcMethod: "SendMessage",
+      status: 200,
+      headers: { "a2a-version": "1.0", authorization: `Bearer ${TOKEN}` },
+    });
     // The turn reached the agent as from the peer the token names, framed as another agent's input.
     const turn = hermes.turns.find((t) => t.taskId === id);
     expect(turn?.peer).toBe("alpha");
@@ -79,20 +90,27 @@ describe("a2a-node calls a Hermes A2A node as a peer outside the fleet", () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toBe("Hermes heard: write a haiku\n");
     expect(r.stderr).toMatch(/task task-\S+ completed \(peer 'hermes'\)/);
-    expect(hermes.requests.at(-1)?.rpcMethod === "SendStreamingMessage" || hermes.requests.some((q) => q.rpcMethod === "SendStreamingMessage")).toBe(true);
+    expect(
+      hermes.requests.at(-1)?.rpcMethod === "SendStreamingMessage" ||
+        hermes.requests.some((q) => q.rpcMethod === "SendStreamingMessage"),
+    ).toBe(true);
   });
 
   it("send --stream of a task Hermes rejects at once: its stream holds only the status, and the rejection is reported", async () => {
     // Hermes's anti-loop cap: past A2A_MAX_PINGPONG_TURNS messages in one context, it rejects.
     const strict = await startHermesA2AServer({ port: 0, peerTokens: { alpha: TOKEN }, maxPingpongTurns: 1 });
     try {
-      expect((await cli("peers", "add", "strict", strict.url, "--auth", "bearer", "--token-file", tokenFile)).code).toBe(0);
+      expect(
+        (await cli("peers", "add", "strict", strict.url, "--auth", "bearer", "--token-file", tokenFile)).code,
+      ).toBe(0);
       expect((await cli("send", "--agent", "strict", "--context-id", "ctx-loop", "--task", "first")).code).toBe(0);
       const r = await cli("send", "--agent", "strict", "--context-id", "ctx-loop", "--task", "second", "--stream");
       expect(r.stderr).not.toContain("ended without a task");
       expect(r.code, r.stderr).toBe(1);
       const id = idIn(r.stderr, "accepted by peer 'strict'");
-      expect(r.stderr).toContain(`task ${id} rejected (peer 'strict'): Anti-loop protection: context ctx-loop exceeded 1 turns.`);
+      expect(r.stderr).toContain(
+        `task ${id} rejected (peer 'strict'): Anti-loop protection: context ctx-loop exceeded 1 turns.`,
+      );
       expect(strict.stateOf(id!)).toBe("TASK_STATE_REJECTED");
     } finally {
       await strict.stop();
@@ -114,7 +132,9 @@ describe("a2a-node calls a Hermes A2A node as a peer outside the fleet", () => {
     const asked = await cli("send", "--agent", "hermes", "--task", "[ask] deploy 1.4.3", "--wait", "--timeout", "10");
     expect(asked.code, asked.stderr).toBe(6);
     const id = idIn(asked.stderr, "input-required")!;
-    expect(asked.stderr).toContain(`task ${id} input-required (peer 'hermes'): Which environment: staging or production?`);
+    expect(asked.stderr).toContain(
+      `task ${id} input-required (peer 'hermes'): Which environment: staging or production?`,
+    );
   });
 
   it("answers a question in the question's conversation: Hermes takes it as a new task of that context", async () => {
@@ -130,7 +150,9 @@ describe("a2a-node calls a Hermes A2A node as a peer outside the fleet", () => {
     // Hermes reads no taskId: only the context carries the conversation to the same agent session.
     expect(answer.contextId).toBe(question.contextId);
     expect(answer.taskId).not.toBe(id);
-    expect(r.stderr).toContain(`note: peer 'hermes' took the message as a new task ${answer.taskId} in the same conversation (context ${question.contextId}), not as part of task ${id}`);
+    expect(r.stderr).toContain(
+      `note: peer 'hermes' took the message as a new task ${answer.taskId} in the same conversation (context ${question.contextId}), not as part of task ${id}`,
+    );
     expect(r.stderr).toContain(`task ${answer.taskId} completed (peer 'hermes')`);
   });
 
@@ -143,7 +165,11 @@ describe("a2a-node calls a Hermes A2A node as a peer outside the fleet", () => {
     expect(waited.code, waited.stderr).toBe(0);
     expect(waited.stdout).toBe("Hermes heard: status please\n");
     const status = await cli("status", "--agent", "hermes", "--task-id", id, "--json");
-    expect(JSON.parse(status.stdout)).toMatchObject({ id, status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ parts: [{ text: "Hermes heard: status please", mediaType: "text/plain" }] }] });
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      id,
+      status: { state: "TASK_STATE_COMPLETED" },
+      artifacts: [{ parts: [{ text: "Hermes heard: status please", mediaType: "text/plain" }] }],
+    });
     const list = await cli("tasks", "list", "--agent", "hermes");
     expect(list.code, list.stderr).toBe(0);
     expect(list.stdout).toContain(id);
@@ -176,7 +202,9 @@ describe("a2a-node calls a Hermes A2A node as a peer outside the fleet", () => {
   it("Hermes's rate limit (HTTP 429, -32051) is reported as its error", async () => {
     const limited = await startHermesA2AServer({ port: 0, peerTokens: { alpha: TOKEN }, rateLimit: 1 });
     try {
-      expect((await cli("peers", "add", "limited", limited.url, "--auth", "bearer", "--token-file", tokenFile)).code).toBe(0);
+      expect(
+        (await cli("peers", "add", "limited", limited.url, "--auth", "bearer", "--token-file", tokenFile)).code,
+      ).toBe(0);
       expect((await cli("send", "--agent", "limited", "--task", "one")).code).toBe(0);
       const r = await cli("send", "--agent", "limited", "--task", "two");
       expect(r.code).toBe(1);

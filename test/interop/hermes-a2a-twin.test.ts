@@ -9,7 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { connect, type AddressInfo } from "node:net";
-import { HermesA2AClient, isSafeCallbackUrl, pyDumps, SecurityContext, startHermesA2AServer, type HermesA2AServer } from "../fakes/hermes-a2a";
+import {
+  HermesA2AClient,
+  isSafeCallbackUrl,
+  pyDumps,
+  SecurityContext,
+  startHermesA2AServer,
+  type HermesA2AServer,
+} from "../fakes/hermes-a2a";
 
 const TOKEN = `tok-${crypto.randomUUID()}`;
 let hermes: HermesA2AServer;
@@ -24,7 +31,9 @@ async function rpc(method: string, params: unknown, headers: Record<string, stri
   return { status: res.status, headers: res.headers, text, body: JSON.parse(text) };
 }
 
-const msg = (text: string, extra: Record<string, unknown> = {}) => ({ message: { role: "ROLE_USER", parts: [{ text }], messageId: crypto.randomUUID(), ...extra } });
+const msg = (text: string, extra: Record<string, unknown> = {}) => ({
+  message: { role: "ROLE_USER", parts: [{ text }], messageId: crypto.randomUUID(), ...extra },
+});
 
 /** The `data:` frames of an SSE body, parsed, and the whole text. */
 async function stream(method: string, params: unknown, base = hermes.url) {
@@ -34,7 +43,10 @@ async function stream(method: string, params: unknown, base = hermes.url) {
     body: JSON.stringify({ jsonrpc: "2.0", id: "s1", method, params }),
   });
   const text = await res.text();
-  const frames = text.split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)));
+  const frames = text
+    .split("\n")
+    .filter((l) => l.startsWith("data: "))
+    .map((l) => JSON.parse(l.slice(6)));
   return { res, text, frames };
 }
 
@@ -69,7 +81,12 @@ describe("the twin's server, as adapter.py serves", () => {
       url,
       version: "1.0.0",
       supportedInterfaces: [{ url, protocolBinding: "JSONRPC", protocolVersion: "1.0" }],
-      capabilities: { streaming: true, pushNotifications: true, stateTransitionHistory: false, extendedAgentCard: false },
+      capabilities: {
+        streaming: true,
+        pushNotifications: true,
+        stateTransitionHistory: false,
+        extendedAgentCard: false,
+      },
       securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
       security: [{ bearer: [] }],
       skills: [{ id: "general" }],
@@ -78,7 +95,9 @@ describe("the twin's server, as adapter.py serves", () => {
     expect(await (await fetch(`${hermes.url}/.well-known/agent.json`)).json()).toEqual(card);
     const open = await startHermesA2AServer({ port: 0 });
     try {
-      expect(((await (await fetch(`${open.url}/.well-known/agent-card.json`)).json()) as Record<string, unknown>).security).toBeUndefined();
+      expect(
+        ((await (await fetch(`${open.url}/.well-known/agent-card.json`)).json()) as Record<string, unknown>).security,
+      ).toBeUndefined();
     } finally {
       await open.stop();
     }
@@ -87,7 +106,11 @@ describe("the twin's server, as adapter.py serves", () => {
   it("refuses a missing or wrong token with HTTP 401, JSON-RPC -32050 and no WWW-Authenticate; a peer token names the caller", async () => {
     for (const authorization of ["", "Bearer nope", `Basic ${TOKEN}`]) {
       const r = await rpc("GetTask", { id: "x" }, { authorization });
-      expect([r.status, r.body, r.headers.get("www-authenticate")]).toEqual([401, { jsonrpc: "2.0", id: null, error: { code: -32050, message: "unauthorized" } }, null]);
+      expect([r.status, r.body, r.headers.get("www-authenticate")]).toEqual([
+        401,
+        { jsonrpc: "2.0", id: null, error: { code: -32050, message: "unauthorized" } },
+        null,
+      ]);
     }
     const turns = hermes.turns.length;
     await rpc("SendMessage", msg("who am I"));
@@ -99,15 +122,25 @@ describe("the twin's server, as adapter.py serves", () => {
     expect((await rpc("GetTask", { id: "nope" }, { "a2a-version": "1.0.0" })).body.error.code).toBe(-32001);
     const old = await rpc("GetTask", { id: "nope" }, { "a2a-version": "0.3" });
     expect([old.status, old.body.error]).toEqual([200, { code: -32602, message: "unsupported A2A-Version: 0.3" }]);
-    expect((await rpc("NoSuchMethod", {})).body.error).toEqual({ code: -32601, message: "method not found: NoSuchMethod" });
+    expect((await rpc("NoSuchMethod", {})).body.error).toEqual({
+      code: -32601,
+      message: "method not found: NoSuchMethod",
+    });
   });
 
   it("answers SendMessage at once with the task WORKING, whatever returnImmediately says; a taskId in the message starts another task", async () => {
     const turns = hermes.turns.length;
-    const r = await rpc("SendMessage", { ...msg("[hold] blocking please"), configuration: { returnImmediately: false } });
+    const r = await rpc("SendMessage", {
+      ...msg("[hold] blocking please"),
+      configuration: { returnImmediately: false },
+    });
     expect(r.text).toContain('"result": {"task": {"id": "task-');
     const task = r.body.result.task;
-    expect([task.id, task.contextId, task.status.state]).toEqual([expect.stringMatching(/^task-[0-9a-f]{16}$/), expect.stringMatching(/^ctx-[0-9a-f]{16}$/), "TASK_STATE_WORKING"]);
+    expect([task.id, task.contextId, task.status.state]).toEqual([
+      expect.stringMatching(/^task-[0-9a-f]{16}$/),
+      expect.stringMatching(/^ctx-[0-9a-f]{16}$/),
+      "TASK_STATE_WORKING",
+    ]);
     await hermes.nextTurn(turns);
     const answer = await rpc("SendMessage", msg("an answer", { taskId: task.id, contextId: task.contextId }));
     expect(answer.body.result.task.id).not.toBe(task.id);
@@ -122,10 +155,19 @@ describe("the twin's server, as adapter.py serves", () => {
     expect(res.headers.get("content-type")).toBe("text/event-stream");
     expect(res.headers.get("content-length")).toBeNull();
     expect(frames.every((f) => f.jsonrpc === "2.0" && f.id === "s1")).toBe(true);
-    const kinds = frames.map((f) => Object.keys(f.result)[0] + (f.result.statusUpdate ? `:${f.result.statusUpdate.status.state}` : ""));
-    expect(kinds).toEqual(["task", "statusUpdate:TASK_STATE_WORKING", "artifactUpdate", "statusUpdate:TASK_STATE_COMPLETED"]);
+    const kinds = frames.map(
+      (f) => Object.keys(f.result)[0] + (f.result.statusUpdate ? `:${f.result.statusUpdate.status.state}` : ""),
+    );
+    expect(kinds).toEqual([
+      "task",
+      "statusUpdate:TASK_STATE_WORKING",
+      "artifactUpdate",
+      "statusUpdate:TASK_STATE_COMPLETED",
+    ]);
     expect(frames[0].result.task.status.state).toBe("TASK_STATE_SUBMITTED");
-    expect(frames[2].result.artifactUpdate.artifact.parts).toEqual([{ text: "Hermes heard: stream me", mediaType: "text/plain" }]);
+    expect(frames[2].result.artifactUpdate.artifact.parts).toEqual([
+      { text: "Hermes heard: stream me", mediaType: "text/plain" },
+    ]);
     expect(text.endsWith(": done\n\n")).toBe(true);
     expect(text).toContain('data: {"jsonrpc": "2.0", "id": "s1", "result": {"task": {');
   });
@@ -133,21 +175,38 @@ describe("the twin's server, as adapter.py serves", () => {
   it("streams a question as COMPLETED with its [INPUT_REQUIRED] marker, while GetTask says INPUT_REQUIRED", async () => {
     const { frames } = await stream("SendStreamingMessage", msg("[ask] deploy"));
     const id = frames[0].result.task.id;
-    expect(frames[2].result.artifactUpdate.artifact.parts[0].text).toBe("[INPUT_REQUIRED] Which environment: staging or production?");
+    expect(frames[2].result.artifactUpdate.artifact.parts[0].text).toBe(
+      "[INPUT_REQUIRED] Which environment: staging or production?",
+    );
     expect(frames[3].result.statusUpdate.status.state).toBe("TASK_STATE_COMPLETED");
     const got = (await rpc("GetTask", { id })).body.result;
-    expect([got.status.state, got.status.message.parts[0].text, got.artifacts]).toEqual(["TASK_STATE_INPUT_REQUIRED", "Which environment: staging or production?", undefined]);
+    expect([got.status.state, got.status.message.parts[0].text, got.artifacts]).toEqual([
+      "TASK_STATE_INPUT_REQUIRED",
+      "Which environment: staging or production?",
+      undefined,
+    ]);
   });
 
   it("rejects the sixth message of a context, and streams such a task without a task first", async () => {
     const contextId = `ctx-${crypto.randomUUID()}`;
-    for (let i = 0; i < 5; i++) expect((await rpc("SendMessage", msg(`turn ${i}`, { contextId }))).body.result.task.status.state).not.toBe("TASK_STATE_REJECTED");
+    for (let i = 0; i < 5; i++)
+      expect((await rpc("SendMessage", msg(`turn ${i}`, { contextId }))).body.result.task.status.state).not.toBe(
+        "TASK_STATE_REJECTED",
+      );
     const { frames, text } = await stream("SendStreamingMessage", msg("turn 6", { contextId }));
     expect(frames.map((f) => Object.keys(f.result))).toEqual([["statusUpdate"]]);
-    expect(frames[0].result.statusUpdate.status).toMatchObject({ state: "TASK_STATE_REJECTED", message: { parts: [{ text: expect.stringContaining(`Anti-loop protection: context ${contextId} exceeded 5 turns`) }] } });
+    expect(frames[0].result.statusUpdate.status).toMatchObject({
+      state: "TASK_STATE_REJECTED",
+      message: {
+        parts: [{ text: expect.stringContaining(`Anti-loop protection: context ${contextId} exceeded 5 turns`) }],
+      },
+    });
     expect(text.endsWith(": done\n\n")).toBe(true);
     const empty = await rpc("SendMessage", msg(" ", {}));
-    expect(empty.body.result.task.status).toMatchObject({ state: "TASK_STATE_REJECTED", message: { parts: [{ text: "Empty task — nothing to do." }] } });
+    expect(empty.body.result.task.status).toMatchObject({
+      state: "TASK_STATE_REJECTED",
+      message: { parts: [{ text: "Empty task — nothing to do." }] },
+    });
   });
 
   it("subscribes without a task first, only the end (at once for a task that has ended); cancels once", async () => {
@@ -159,8 +218,14 @@ describe("the twin's server, as adapter.py serves", () => {
     expect(canceled.body.result.status.state).toBe("TASK_STATE_CANCELED");
     const { frames } = await watching;
     expect(frames.map((f) => f.result.statusUpdate?.status.state)).toEqual(["TASK_STATE_CANCELED"]);
-    expect((await rpc("CancelTask", { id: held.id })).body.error).toEqual({ code: -32002, message: `task ${held.id} already TASK_STATE_CANCELED` });
-    expect((await rpc("CancelTask", { id: "task-nope" })).body.error).toEqual({ code: -32001, message: "task not found: task-nope" });
+    expect((await rpc("CancelTask", { id: held.id })).body.error).toEqual({
+      code: -32002,
+      message: `task ${held.id} already TASK_STATE_CANCELED`,
+    });
+    expect((await rpc("CancelTask", { id: "task-nope" })).body.error).toEqual({
+      code: -32001,
+      message: "task not found: task-nope",
+    });
     const ended = await stream("SubscribeToTask", { id: held.id });
     expect(ended.frames.map((f) => f.result.statusUpdate?.status.state)).toEqual(["TASK_STATE_CANCELED"]);
     // The agent's late reply is dropped: the task stays canceled.
@@ -212,12 +277,22 @@ describe("the twin's push, as adapter.py and security.py send it", () => {
     const secret = `push-${crypto.randomUUID()}`;
     const open = await startHermesA2AServer({ port: 0, pushSecret: secret });
     try {
-      const r = await rpc("SendMessage", { ...msg("push me — ünïcode"), configuration: { taskPushNotificationConfig: { url: receiverUrl } } }, {}, open.url);
+      const r = await rpc(
+        "SendMessage",
+        { ...msg("push me — ünïcode"), configuration: { taskPushNotificationConfig: { url: receiverUrl } } },
+        {},
+        open.url,
+      );
       const pushed = await open.nextPush(0);
       expect(pushed).toEqual({ url: receiverUrl, status: 200 });
       const { headers, body } = got.at(-1)!;
       const payload = JSON.parse(body);
-      expect(payload).toMatchObject({ statusUpdate: { taskId: r.body.result.task.id, status: { state: "TASK_STATE_COMPLETED", message: { parts: [{ text: "Hermes heard: push me — ünïcode" }] } } } });
+      expect(payload).toMatchObject({
+        statusUpdate: {
+          taskId: r.body.result.task.id,
+          status: { state: "TASK_STATE_COMPLETED", message: { parts: [{ text: "Hermes heard: push me — ünïcode" }] } },
+        },
+      });
       expect(headers["content-type"]).toBe("application/json");
       expect(body).toContain("\\u00fc"); // the body is json.dumps(payload): ASCII only
       const sorted = pyDumps(payload, { sortKeys: true, ensureAscii: false });
@@ -232,7 +307,10 @@ describe("the twin's push, as adapter.py and security.py send it", () => {
 
   it("refuses loopback and private callbacks on a node with tokens (no SSRF guard exception there)", async () => {
     const pushes = hermes.pushes.length;
-    const r = await rpc("SendMessage", { ...msg("push me"), configuration: { taskPushNotificationConfig: { url: receiverUrl } } });
+    const r = await rpc("SendMessage", {
+      ...msg("push me"),
+      configuration: { taskPushNotificationConfig: { url: receiverUrl } },
+    });
     expect(await hermes.nextPush(pushes)).toEqual({ url: receiverUrl, error: "blocked: unsafe callback URL" });
     expect(r.body.result.task.status.state).toBe("TASK_STATE_WORKING");
     expect(isSafeCallbackUrl("http://10.1.2.3/h", false)).toBe(false);
@@ -249,18 +327,38 @@ describe("the twin's client, as tools.py calls", () => {
     const r = await client.a2aCall({ agent: "h", message: "hello twin" });
     expect(r.text).toBe(`[h · context ${r.contextId} · completed]\nHermes heard: hello twin`);
     const [card, post] = hermes.requests.slice(seen);
-    expect([card.method, card.path, card.headers.authorization, card.headers["user-agent"]]).toEqual(["GET", "/.well-known/agent-card.json", `Bearer ${TOKEN}`, "Hermes-A2A/1.0"]);
+    expect([card.method, card.path, card.headers.authorization, card.headers["user-agent"]]).toEqual([
+      "GET",
+      "/.well-known/agent-card.json",
+      `Bearer ${TOKEN}`,
+      "Hermes-A2A/1.0",
+    ]);
     expect(post.rpcMethod).toBe("SendStreamingMessage");
-    expect(post.headers).toMatchObject({ "a2a-version": "1.0", accept: "text/event-stream", "user-agent": "Hermes-A2A/1.0", connection: "close" });
+    expect(post.headers).toMatchObject({
+      "a2a-version": "1.0",
+      accept: "text/event-stream",
+      "user-agent": "Hermes-A2A/1.0",
+      connection: "close",
+    });
     const body = post.body as { id: string; params: { message: Record<string, unknown> } };
     expect(body.id).toMatch(/^task-[0-9a-f]{16}$/);
-    expect(body.params).toEqual({ message: { role: "ROLE_USER", parts: [{ text: "hello twin", mediaType: "text/plain" }], messageId: expect.stringMatching(/^[0-9a-f]{32}$/), contextId: r.contextId } });
+    expect(body.params).toEqual({
+      message: {
+        role: "ROLE_USER",
+        parts: [{ text: "hello twin", mediaType: "text/plain" }],
+        messageId: expect.stringMatching(/^[0-9a-f]{32}$/),
+        contextId: r.contextId,
+      },
+    });
   });
 
   it("takes a Hermes question over a stream as completed, marker and all (Hermes to Hermes)", async () => {
     const client = new HermesA2AClient({ agents: { h: { url: hermes.url, auth: { type: "bearer", token: TOKEN } } } });
     const r = await client.a2aCall({ agent: "h", message: "[ask] deploy" });
-    expect([r.state, r.reply]).toEqual(["TASK_STATE_COMPLETED", "[INPUT_REQUIRED] Which environment: staging or production?"]);
+    expect([r.state, r.reply]).toEqual([
+      "TASK_STATE_COMPLETED",
+      "[INPUT_REQUIRED] Which environment: staging or production?",
+    ]);
   });
 
   it("falls back from a refused stream to SendMessage with the same request: same JSON-RPC id, same messageId", async () => {
@@ -269,12 +367,26 @@ describe("the twin's client, as tools.py calls", () => {
       let body = "";
       req.on("data", (c) => (body += c));
       req.on("end", () => {
-        if (req.method === "GET") return res.setHeader("content-type", "application/json").end(JSON.stringify({ capabilities: { streaming: true } }));
+        if (req.method === "GET")
+          return res
+            .setHeader("content-type", "application/json")
+            .end(JSON.stringify({ capabilities: { streaming: true } }));
         const parsed = JSON.parse(body);
         bodies.push(parsed);
         if (parsed.method === "SendStreamingMessage") return res.writeHead(405).end();
         res.setHeader("content-type", "application/json").end(
-          JSON.stringify({ jsonrpc: "2.0", id: parsed.id, result: { task: { id: "t1", contextId: "c1", status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ artifactId: "a", parts: [{ text: "first" }, { text: "second" }] }] } } }),
+          JSON.stringify({
+            jsonrpc: "2.0",
+            id: parsed.id,
+            result: {
+              task: {
+                id: "t1",
+                contextId: "c1",
+                status: { state: "TASK_STATE_COMPLETED" },
+                artifacts: [{ artifactId: "a", parts: [{ text: "first" }, { text: "second" }] }],
+              },
+            },
+          }),
         );
       });
     });
@@ -285,7 +397,9 @@ describe("the twin's client, as tools.py calls", () => {
       expect(r.fellBack).toBe(true);
       expect(bodies.map((b) => b.method)).toEqual(["SendStreamingMessage", "SendMessage"]);
       expect(bodies[1].id).toBe(bodies[0].id);
-      expect((bodies[1].params as { message: unknown }).message).toEqual((bodies[0].params as { message: unknown }).message);
+      expect((bodies[1].params as { message: unknown }).message).toEqual(
+        (bodies[0].params as { message: unknown }).message,
+      );
       // The parts of an artifact are joined by newlines.
       expect(r.text).toBe(`[${url} · context c1 · completed]\nfirst\nsecond`);
     } finally {
@@ -295,9 +409,13 @@ describe("the twin's client, as tools.py calls", () => {
 
   it("words refusals as the tools do: 401 'rejected auth', a JSON-RPC error 'returned an error', an unknown peer", async () => {
     const bad = new HermesA2AClient({ agents: { h: { url: hermes.url, auth: { type: "bearer", token: "nope" } } } });
-    expect((await bad.a2aCall({ agent: "h", message: "hi" })).text).toBe("Error: peer 'h' rejected auth (HTTP 401). Check the configured token.");
+    expect((await bad.a2aCall({ agent: "h", message: "hi" })).text).toBe(
+      "Error: peer 'h' rejected auth (HTTP 401). Check the configured token.",
+    );
     expect((await bad.a2aCall({ agent: "nobody", message: "hi" })).text).toContain("Error: unknown agent 'nobody'");
-    expect((await bad.a2aCall({ agent: "h", message: "" })).text).toBe("Error: both 'agent' and 'message' are required.");
+    expect((await bad.a2aCall({ agent: "h", message: "" })).text).toBe(
+      "Error: both 'agent' and 'message' are required.",
+    );
     const discover = await new HermesA2AClient().a2aDiscover({ url: hermes.url });
     expect(discover).toContain("Protocol: JSONRPC v1.0");
     expect(discover).toContain("Streaming: True  Push: True  Auth required: yes");

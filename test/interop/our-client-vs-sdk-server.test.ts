@@ -58,7 +58,14 @@ class EchoExecutor implements AgentExecutor {
           artifactId: `${taskId}-echo`,
           name: "echo",
           description: "",
-          parts: [{ content: { $case: "text", value: `sdk echo: ${text}` }, metadata: undefined, filename: "", mediaType: "" }],
+          parts: [
+            {
+              content: { $case: "text", value: `sdk echo: ${text}` },
+              metadata: undefined,
+              filename: "",
+              mediaType: "",
+            },
+          ],
           metadata: undefined,
           extensions: [],
         },
@@ -102,7 +109,9 @@ beforeAll(async () => {
     ],
     provider: undefined,
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: { mtls: { scheme: { $case: "mtlsSecurityScheme", value: { description: "fleet CA client certificate" } } } },
+    securitySchemes: {
+      mtls: { scheme: { $case: "mtlsSecurityScheme", value: { description: "fleet CA client certificate" } } },
+    },
     securityRequirements: [{ schemes: { mtls: { list: [] } } }],
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],
@@ -129,7 +138,10 @@ beforeAll(async () => {
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
   app.use("/rest", restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   app.use("/", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-  server = createServer({ cert: serverId.cert, key: serverId.key, ca: serverId.ca, requestCert: true, rejectUnauthorized: true }, app);
+  server = createServer(
+    { cert: serverId.cert, key: serverId.key, ca: serverId.ca, requestCert: true, rejectUnauthorized: true },
+    app,
+  );
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => resolve());
@@ -162,7 +174,10 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
 }
 
 it("getAgentCard reads the SDK server's v1.0 card", async () => {
-  const card = await new JsonRpcClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: "sdkpeer" })).getAgentCard(base);
+  const card = await new JsonRpcClient(
+    `${base}/`,
+    mtlsFetch(fleet.identity("alpha"), { name: "sdkpeer" }),
+  ).getAgentCard(base);
   expect(card.name).toBe("sdk-echo");
   expect(card.supportedInterfaces.map((i) => [i.url, i.protocolBinding, i.protocolVersion])).toEqual([
     [`${base}/rest`, "HTTP+JSON", "1.0"],
@@ -173,10 +188,18 @@ it("getAgentCard reads the SDK server's v1.0 card", async () => {
   expect(JSON.stringify(card.securitySchemes)).toContain("mtlsSecurityScheme");
 });
 
-/** Our client for each binding; a named peer: the server's certificate must say CN=sdkpeer and chain to our fleet CA. */
+/**
+ * Our client for each binding; a named peer: the server's certificate must say CN=sdkpeer and chain to our fleet CA.
+ */
 const CLIENTS: { name: string; make(peerName: string): PeerClient }[] = [
-  { name: "JsonRpcClient (JSON-RPC)", make: (peer) => new JsonRpcClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: peer })) },
-  { name: "HttpJsonClient (HTTP+JSON)", make: (peer) => new HttpJsonClient(`${base}/rest`, mtlsFetch(fleet.identity("alpha"), { name: peer })) },
+  {
+    name: "JsonRpcClient (JSON-RPC)",
+    make: (peer) => new JsonRpcClient(`${base}/`, mtlsFetch(fleet.identity("alpha"), { name: peer })),
+  },
+  {
+    name: "HttpJsonClient (HTTP+JSON)",
+    make: (peer) => new HttpJsonClient(`${base}/rest`, mtlsFetch(fleet.identity("alpha"), { name: peer })),
+  },
 ];
 
 describe.each(CLIENTS)("our $name against the @a2a-js/sdk server over mutual TLS", ({ make }) => {
@@ -241,9 +264,13 @@ describe.each(CLIENTS)("our $name against the @a2a-js/sdk server over mutual TLS
     for await (const e of client.sendStreamingMessage({ message: userMessage(streamed) })) events.push(e);
     const first = events[0] as { task?: Task };
     expect(first.task?.id, JSON.stringify(events)).toEqual(expect.any(String));
-    const artifact = events.find((e) => "artifactUpdate" in e) as { artifactUpdate: { artifact: { parts: { text?: string }[] } } };
+    const artifact = events.find((e) => "artifactUpdate" in e) as {
+      artifactUpdate: { artifact: { parts: { text?: string }[] } };
+    };
     expect(artifact.artifactUpdate.artifact.parts[0]?.text).toBe(`sdk echo: ${streamed}`);
-    expect((events.at(-1) as { statusUpdate?: { status: { state: string } } }).statusUpdate?.status.state).toBe("TASK_STATE_COMPLETED");
+    expect((events.at(-1) as { statusUpdate?: { status: { state: string } } }).statusUpdate?.status.state).toBe(
+      "TASK_STATE_COMPLETED",
+    );
   });
 
   it("refuses the SDK server when it is not the peer we expected (certificate CN)", async () => {
@@ -265,20 +292,35 @@ describe("the terminal client and an SDK agent whose card lists HTTP+JSON first"
   it("send --wait and status speak HTTP+JSON to it (the SDK serves JSON-RPC too, at another path)", async () => {
     expect((await cli("peers", "add", "sdkpeer", base)).code).toBe(0);
     const refusing = bufferIo();
-    expect(await runCli(["--home", fleet.homes.alpha, "send", "--agent", "sdkpeer", "--task", "unsigned", "--wait"], refusing)).toBe(8);
-    expect(refusing.err()).toContain(`a2a-node: peer 'sdkpeer' at ${base} is not trusted: its agent card is not signed\n`);
+    expect(
+      await runCli(
+        ["--home", fleet.homes.alpha, "send", "--agent", "sdkpeer", "--task", "unsigned", "--wait"],
+        refusing,
+      ),
+    ).toBe(8);
+    expect(refusing.err()).toContain(
+      `a2a-node: peer 'sdkpeer' at ${base} is not trusted: its agent card is not signed\n`,
+    );
     expect(refusing.err()).toContain('unsigned_cards = "accept" in config.toml (or A2A_NODE_UNSIGNED_CARDS=accept)');
     // doctor says the same of it, as a warning.
     const doctor = bufferIo();
     await runCli(["--home", fleet.homes.alpha, "doctor", "--json", "--timeout", "3"], doctor);
     const finding = JSON.parse(doctor.out()).checks.find((c: { check: string }) => c.check === "peer sdkpeer");
-    expect(finding).toMatchObject({ status: "warn", detail: expect.stringMatching(/answers over mutual TLS: card "sdk-echo".*, but its agent card is not signed$/) });
+    expect(finding).toMatchObject({
+      status: "warn",
+      detail: expect.stringMatching(/answers over mutual TLS: card "sdk-echo".*, but its agent card is not signed$/),
+    });
     expect(finding.fix).toContain('send and status refuse it unless unsigned_cards = "accept"');
     // The same setting from the home's config file.
     writeFileSync(join(fleet.homes.alpha, "config.toml"), 'unsigned_cards = "accept"\n');
     try {
       const viaFile = bufferIo();
-      expect(await runCli(["--home", fleet.homes.alpha, "send", "--agent", "sdkpeer", "--task", "via file", "--wait"], viaFile)).toBe(0);
+      expect(
+        await runCli(
+          ["--home", fleet.homes.alpha, "send", "--agent", "sdkpeer", "--task", "via file", "--wait"],
+          viaFile,
+        ),
+      ).toBe(0);
       expect(viaFile.err()).toContain("its agent card is not signed; used anyway");
     } finally {
       rmSync(join(fleet.homes.alpha, "config.toml"));
@@ -287,9 +329,14 @@ describe("the terminal client and an SDK agent whose card lists HTTP+JSON first"
     const from = hits.length;
     const sent = await cli("send", "--agent", "sdkpeer", "--task", "over rest", "--wait", "--json");
     expect(sent.code, sent.err).toBe(0);
-    expect(sent.err).toContain(`warning: peer 'sdkpeer' at ${base}: its agent card is not signed; used anyway (unsigned_cards = "accept")`);
+    expect(sent.err).toContain(
+      `warning: peer 'sdkpeer' at ${base}: its agent card is not signed; used anyway (unsigned_cards = "accept")`,
+    );
     const task = JSON.parse(sent.out);
-    expect(task).toMatchObject({ status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ parts: [{ text: "sdk echo: over rest" }] }] });
+    expect(task).toMatchObject({
+      status: { state: "TASK_STATE_COMPLETED" },
+      artifacts: [{ parts: [{ text: "sdk echo: over rest" }] }],
+    });
     expect(executor.seen.slice(before)).toEqual(["over rest"]);
     const status = await cli("status", "--agent", "sdkpeer", "--task-id", task.id);
     expect(status.code, status.err).toBe(0);
@@ -304,6 +351,7 @@ describe("the terminal client and an SDK agent whose card lists HTTP+JSON first"
     expect(shapes.has("GET /rest/tasks/ID")).toBe(true);
     // send --wait follows the task with SubscribeToTask while it runs (how often it still runs when the answer
     // comes back depends on the SDK's timing); nothing else is asked, and all of it over HTTP+JSON.
-    for (const s of shapes) expect(["POST /rest/message:send", "GET /rest/tasks/ID", "POST /rest/tasks/ID:subscribe"]).toContain(s);
+    for (const s of shapes)
+      expect(["POST /rest/message:send", "GET /rest/tasks/ID", "POST /rest/tasks/ID:subscribe"]).toContain(s);
   });
 });

@@ -13,7 +13,14 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import express from "express";
 import { AGENT_CARD_PATH, TaskState, type AgentCard } from "@a2a-js/sdk";
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor, type ExecutionEventBus, type RequestContext } from "@a2a-js/sdk/server";
+import {
+  AgentEvent,
+  DefaultRequestHandler,
+  InMemoryTaskStore,
+  type AgentExecutor,
+  type ExecutionEventBus,
+  type RequestContext,
+} from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import { createCa, issueLeaf } from "../../pki";
 import { bufferIo } from "../../src/cli/io";
@@ -33,23 +40,60 @@ class Executor implements AgentExecutor {
     const part = userMessage.parts[0]?.content;
     const text = part?.$case === "text" ? part.value : "";
     const status = (state: TaskState) => ({ state, message: undefined, timestamp: new Date().toISOString() });
-    bus.publish(AgentEvent.task({ id: taskId, contextId, status: status(TaskState.TASK_STATE_SUBMITTED), artifacts: [], history: [{ ...userMessage, taskId, contextId }], metadata: undefined }));
+    bus.publish(
+      AgentEvent.task({
+        id: taskId,
+        contextId,
+        status: status(TaskState.TASK_STATE_SUBMITTED),
+        artifacts: [],
+        history: [{ ...userMessage, taskId, contextId }],
+        metadata: undefined,
+      }),
+    );
     if (text.includes("[hold]")) {
       this.held.set(taskId, { contextId });
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(TaskState.TASK_STATE_WORKING), metadata: undefined }));
+      bus.publish(
+        AgentEvent.statusUpdate({
+          taskId,
+          contextId,
+          status: status(TaskState.TASK_STATE_WORKING),
+          metadata: undefined,
+        }),
+      );
       return;
     }
     bus.publish(
       AgentEvent.artifactUpdate({
         taskId,
         contextId,
-        artifact: { artifactId: `${taskId}-echo`, name: "echo", description: "", parts: [{ content: { $case: "text", value: `sdk echo: ${text}` }, metadata: undefined, filename: "", mediaType: "" }], metadata: undefined, extensions: [] },
+        artifact: {
+          artifactId: `${taskId}-echo`,
+          name: "echo",
+          description: "",
+          parts: [
+            {
+              content: { $case: "text", value: `sdk echo: ${text}` },
+              metadata: undefined,
+              filename: "",
+              mediaType: "",
+            },
+          ],
+          metadata: undefined,
+          extensions: [],
+        },
         append: false,
         lastChunk: true,
         metadata: undefined,
       }),
     );
-    bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(TaskState.TASK_STATE_COMPLETED), metadata: undefined }));
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId,
+        status: status(TaskState.TASK_STATE_COMPLETED),
+        metadata: undefined,
+      }),
+    );
     bus.finished();
   }
 
@@ -57,7 +101,14 @@ class Executor implements AgentExecutor {
     const held = this.held.get(taskId);
     if (!held) return;
     this.held.delete(taskId);
-    bus.publish(AgentEvent.statusUpdate({ taskId, contextId: held.contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }));
+    bus.publish(
+      AgentEvent.statusUpdate({
+        taskId,
+        contextId: held.contextId,
+        status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
+        metadata: undefined,
+      }),
+    );
     bus.finished();
   }
 }
@@ -79,11 +130,29 @@ async function startAgent(tls?: { cert: string; key: string }): Promise<Agent> {
     supportedInterfaces: [],
     provider: undefined,
     capabilities: { streaming: true, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    securitySchemes: { bearer: { scheme: { $case: "httpAuthSecurityScheme", value: { description: "bearer token", scheme: "Bearer", bearerFormat: "" } } } },
+    securitySchemes: {
+      bearer: {
+        scheme: {
+          $case: "httpAuthSecurityScheme",
+          value: { description: "bearer token", scheme: "Bearer", bearerFormat: "" },
+        },
+      },
+    },
     securityRequirements: [{ schemes: { bearer: { list: [] } } }],
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],
-    skills: [{ id: "echo", name: "Echo", description: "Echoes.", tags: [], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
+    skills: [
+      {
+        id: "echo",
+        name: "Echo",
+        description: "Echoes.",
+        tags: [],
+        examples: [],
+        inputModes: [],
+        outputModes: [],
+        securityRequirements: [],
+      },
+    ],
     signatures: [],
   };
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Executor());
@@ -163,9 +232,24 @@ describe.each(CASES)("an SDK agent with a bearer check, over $name", ({ agent, e
     const peer = `sdk-${binding === "JSONRPC" ? "rpc" : "rest"}-${extra().length ? "tls" : "http"}`;
     beforeAll(async () => {
       prefer(agent(), binding);
-      const added = await cli("peers", "add", peer, agent().base, "--auth", "bearer", "--token-file", tokenFile, ...extra(), "--json");
+      const added = await cli(
+        "peers",
+        "add",
+        peer,
+        agent().base,
+        "--auth",
+        "bearer",
+        "--token-file",
+        tokenFile,
+        ...extra(),
+        "--json",
+      );
       expect(added.code, added.err).toBe(0);
-      expect(JSON.parse(added.out)).toMatchObject({ name: peer, url: agent().base, auth: { kind: "bearer", file: tokenFile } });
+      expect(JSON.parse(added.out)).toMatchObject({
+        name: peer,
+        url: agent().base,
+        auth: { kind: "bearer", file: tokenFile },
+      });
     });
 
     it("send --wait, status and tasks work, every request (the card's too) carrying the token", async () => {
@@ -174,7 +258,10 @@ describe.each(CASES)("an SDK agent with a bearer check, over $name", ({ agent, e
       const sent = await cli("send", "--agent", peer, "--task", text, "--wait", "--json");
       expect(sent.code, sent.err).toBe(0);
       const task = JSON.parse(sent.out);
-      expect(task).toMatchObject({ status: { state: "TASK_STATE_COMPLETED" }, artifacts: [{ parts: [{ text: `sdk echo: ${text}` }] }] });
+      expect(task).toMatchObject({
+        status: { state: "TASK_STATE_COMPLETED" },
+        artifacts: [{ parts: [{ text: `sdk echo: ${text}` }] }],
+      });
       const status = await cli("status", "--agent", peer, "--task-id", task.id, "--json");
       expect(status.code, status.err).toBe(0);
       expect(JSON.parse(status.out).id).toBe(task.id);
@@ -273,7 +360,10 @@ describe("outside peers: the other credentials, trust and mistakes", () => {
     const r = await cli("doctor", "--json");
     const checks = JSON.parse(r.out).checks as { check: string; status: string; detail: string; fix?: string }[];
     const by = (name: string) => checks.find((c) => c.check === `peer ${name}`);
-    expect(by("sdk-rpc-tls")).toMatchObject({ status: "ok", detail: expect.stringContaining("answers (outside the fleet): card \"sdk-outside\"") });
+    expect(by("sdk-rpc-tls")).toMatchObject({
+      status: "ok",
+      detail: expect.stringContaining('answers (outside the fleet): card "sdk-outside"'),
+    });
     expect(by("keyed")?.status).toBe("ok");
     expect(by("gone")).toMatchObject({ status: "fail", detail: expect.stringContaining("cannot read the token file") });
     expect(by("untrusted")).toMatchObject({ status: "fail", detail: expect.stringContaining("does not vouch for") });
@@ -282,7 +372,9 @@ describe("outside peers: the other credentials, trust and mistakes", () => {
   it("peers list, show and their --json name the token's file, never the token; nor did anything printed", async () => {
     const list = await cli("peers", "list");
     expect(list.out).toMatch(/sdk-rpc-http\s+http:\/\/127\.0\.0\.1:\d+\s+outside, plain HTTP, bearer token from /);
-    expect(list.out).toMatch(/sdk-rpc-tls\s+https:\/\/127\.0\.0\.1:\d+\s+outside, CA .*agent-ca\.pem, bearer token from /);
+    expect(list.out).toMatch(
+      /sdk-rpc-tls\s+https:\/\/127\.0\.0\.1:\d+\s+outside, CA .*agent-ca\.pem, bearer token from /,
+    );
     const show = await cli("peers", "show", "sdk-rpc-tls");
     expect(show.out).toContain(`credentials  Authorization: Bearer, token read from ${tokenFile} at every call`);
     expect(show.out).toContain(`server       verified against the CA in ${caFile}`);
@@ -301,12 +393,24 @@ describe("outside peers: the other credentials, trust and mistakes", () => {
     const far = await cli("peers", "add", "far", "http://10.1.2.3:8080", "--token-file", tokenFile);
     expect(far.code).toBe(2);
     expect(far.err).toContain("plain HTTP to another machine");
-    const allowed = await cli("peers", "add", "far", "http://10.1.2.3:8080", "--token-file", tokenFile, "--insecure-http");
+    const allowed = await cli(
+      "peers",
+      "add",
+      "far",
+      "http://10.1.2.3:8080",
+      "--token-file",
+      tokenFile,
+      "--insecure-http",
+    );
     expect(allowed.code, allowed.err).toBe(0);
     expect(allowed.err).toContain("cross the network unencrypted");
     expect((await cli("peers", "add", "x", plain.base, "--token-file", tokenFile, "--pin")).code).toBe(2);
-    expect((await cli("peers", "add", "x", plain.base, "--auth", "bearer")).err).toContain("--auth bearer needs --token-file");
-    expect((await cli("peers", "add", "x", plain.base, "--auth", "basic", "--token-file", tokenFile)).err).toContain("--auth must be bearer, header or none");
+    expect((await cli("peers", "add", "x", plain.base, "--auth", "bearer")).err).toContain(
+      "--auth bearer needs --token-file",
+    );
+    expect((await cli("peers", "add", "x", plain.base, "--auth", "basic", "--token-file", tokenFile)).err).toContain(
+      "--auth must be bearer, header or none",
+    );
     // A fleet peer keeps refusing http:// with the advice it always gave.
     const fleetPeer = await cli("peers", "add", "y", "http://127.0.0.1:9443");
     expect(fleetPeer.err).toContain("peers speak mutual TLS only");

@@ -12,13 +12,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { Message, Role, TaskState, type StreamResponse, type Task } from "@a2a-js/sdk";
-import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client, type TransportFactory } from "@a2a-js/sdk/client";
-import { LegacyJsonRpcTransport } from "@a2a-js/sdk/compat/v0_3/client";
 import {
-  RequestMalformedError,
-  TaskNotCancelableError,
-  TaskNotFoundError,
-} from "@a2a-js/sdk/errors";
+  ClientFactory,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+  RestTransportFactory,
+  type Client,
+  type TransportFactory,
+} from "@a2a-js/sdk/client";
+import { LegacyJsonRpcTransport } from "@a2a-js/sdk/compat/v0_3/client";
+import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError } from "@a2a-js/sdk/errors";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 import { startGatedModel, type GatedModel } from "../fakes/gated-model";
@@ -52,7 +55,14 @@ beforeAll(async () => {
     `push_allow = ["127.0.0.1:${receiver.port}"]\n\n[extended_card]\ndescription = "beta for the fleet"\n\n` +
       `[[extended_card.skills]]\nid = "fleet-ops"\nname = "Fleet operations"\ndescription = "Maintenance chores."\ntags = ["ops"]\n`,
   );
-  node = await serveBinary(fleet.homes.beta, ["--executor", "openai", "--model-url", model.url, "--model", "test-model"]);
+  node = await serveBinary(fleet.homes.beta, [
+    "--executor",
+    "openai",
+    "--model-url",
+    model.url,
+    "--model",
+    "test-model",
+  ]);
   const { cert, key, ca } = fleet.identity("alpha");
   fetchImpl = ((url: string | URL | Request, init?: RequestInit) => {
     let method = restOperation(String(url), init?.method);
@@ -79,7 +89,10 @@ function sdkMessage(text: string, extra: Record<string, unknown> = {}): Message 
   return Message.fromJSON({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra });
 }
 
-function send(text: string, options: { contextId?: string; returnImmediately?: boolean; push?: Record<string, unknown> } = {}) {
+function send(
+  text: string,
+  options: { contextId?: string; returnImmediately?: boolean; push?: Record<string, unknown> } = {},
+) {
   return client.sendMessage({
     tenant: "",
     message: sdkMessage(text, options.contextId ? { contextId: options.contextId } : {}),
@@ -96,7 +109,12 @@ const partText = (p: { content?: { $case: string; value?: unknown } } | undefine
   p?.content?.$case === "text" ? (p.content.value as string) : undefined;
 const textOf = (task: Task) => partText(task.artifacts[0]?.parts[0]);
 const caseOf = (e: StreamResponse) => e.payload?.$case;
-const terminal = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_REJECTED]);
+const terminal = new Set([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_REJECTED,
+]);
 
 async function rejection(p: Promise<unknown>): Promise<unknown> {
   return p.then(
@@ -112,7 +130,9 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
  * the artifact with that id, otherwise it replaces it. Also checks that the artifact was closed (lastChunk).
  */
 function streamedText(events: StreamResponse[]): string {
-  const updates = events.filter((e) => caseOf(e) === "artifactUpdate").map((e) => e.payload!.value as { artifact: Task["artifacts"][0]; append: boolean; lastChunk: boolean });
+  const updates = events
+    .filter((e) => caseOf(e) === "artifactUpdate")
+    .map((e) => e.payload!.value as { artifact: Task["artifacts"][0]; append: boolean; lastChunk: boolean });
   expect(updates.length).toBeGreaterThanOrEqual(1);
   expect(updates[0]!.append).toBe(false);
   expect(updates.at(-1)!.lastChunk).toBe(true);
@@ -146,7 +166,8 @@ function expectWellFormedStream(events: StreamResponse[], final: TaskState): Tas
   expect((last.payload!.value as { status: { state: TaskState } }).status.state).toBe(final);
   // Nothing terminal before the end.
   for (const e of events.slice(1, -1))
-    if (caseOf(e) === "statusUpdate") expect(terminal.has((e.payload!.value as { status: { state: TaskState } }).status.state)).toBe(false);
+    if (caseOf(e) === "statusUpdate")
+      expect(terminal.has((e.payload!.value as { status: { state: TaskState } }).status.state)).toBe(false);
   return task;
 }
 
@@ -160,7 +181,10 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
   beforeAll(async () => {
     start = calls.length;
     // Given one transport, the SDK takes the card's first interface of that binding (the card lists both).
-    client = await new ClientFactory({ transports: [factory()], cardResolver: new DefaultAgentCardResolver({ fetchImpl }) }).createFromUrl(node.url);
+    client = await new ClientFactory({
+      transports: [factory()],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }).createFromUrl(node.url);
   });
 
   it("sendMessage (blocking) returns the COMPLETED task with the model's answer", async () => {
@@ -175,7 +199,12 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
   it("sendMessageStream yields the Task, then its updates, and ends by itself after the terminal status", async () => {
     const text = `streamed ${crypto.randomUUID()}`;
     const events = await collect(
-      client.sendMessageStream({ tenant: "", message: sdkMessage(text), configuration: undefined, metadata: undefined } as SendParams),
+      client.sendMessageStream({
+        tenant: "",
+        message: sdkMessage(text),
+        configuration: undefined,
+        metadata: undefined,
+      } as SendParams),
     );
     const task = expectWellFormedStream(events, TaskState.TASK_STATE_COMPLETED);
     expect([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]).toContain(task.status?.state);
@@ -235,7 +264,9 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
     const started = await send(`${marker} [hold]`, { returnImmediately: true });
     expect([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]).toContain(started.status?.state);
     const request = await model.arrival(marker);
-    canceled = await client.cancelTask({ tenant: "", id: started.id, metadata: undefined } as Parameters<Client["cancelTask"]>[0]);
+    canceled = await client.cancelTask({ tenant: "", id: started.id, metadata: undefined } as Parameters<
+      Client["cancelTask"]
+    >[0]);
     expect(canceled.id).toBe(started.id);
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     await request.aborted; // the node gave up its model request
@@ -247,7 +278,9 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
 
   it("cancelTask of a completed task raises TaskNotCancelableError and leaves it COMPLETED", async () => {
     const done = await send(`finished ${crypto.randomUUID()}`);
-    const err = await rejection(client.cancelTask({ tenant: "", id: done.id, metadata: undefined } as Parameters<Client["cancelTask"]>[0]));
+    const err = await rejection(
+      client.cancelTask({ tenant: "", id: done.id, metadata: undefined } as Parameters<Client["cancelTask"]>[0]),
+    );
     expect(err).toBeInstanceOf(TaskNotCancelableError);
     const stored = await client.getTask({ tenant: "", id: done.id } as Parameters<Client["getTask"]>[0]);
     expect(stored.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
@@ -272,7 +305,10 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
     const marker = `subscribe-me ${crypto.randomUUID()}`;
     const started = await send(`${marker} [hold]`, { returnImmediately: true });
     await model.arrival(marker);
-    const subscribe = () => client.resubscribeTask({ tenant: "", id: started.id } as Parameters<Client["resubscribeTask"]>[0])[Symbol.asyncIterator]();
+    const subscribe = () =>
+      client
+        .resubscribeTask({ tenant: "", id: started.id } as Parameters<Client["resubscribeTask"]>[0])
+        [Symbol.asyncIterator]();
     const a = subscribe();
     const b = subscribe();
     const [firstA, firstB] = await Promise.all([a.next(), b.next()]);
@@ -289,7 +325,10 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
       for (let r = await it.next(); !r.done; r = await it.next()) out.push(r.value);
       return out;
     };
-    const [eventsA, eventsB] = await Promise.all([rest(a, firstA.value as StreamResponse), rest(b, firstB.value as StreamResponse)]);
+    const [eventsA, eventsB] = await Promise.all([
+      rest(a, firstA.value as StreamResponse),
+      rest(b, firstB.value as StreamResponse),
+    ]);
     expectWellFormedStream(eventsA, TaskState.TASK_STATE_COMPLETED);
     expect(streamedText(eventsA)).toBe(`echo: ${marker} [hold]`);
     // Both subscribers saw the same updates in the same order.
@@ -298,7 +337,9 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
 
   it("resubscribeTask to a terminal task is refused (UnsupportedOperation)", async () => {
     const done = await send(`over ${crypto.randomUUID()}`);
-    const it = client.resubscribeTask({ tenant: "", id: done.id } as Parameters<Client["resubscribeTask"]>[0])[Symbol.asyncIterator]();
+    const it = client
+      .resubscribeTask({ tenant: "", id: done.id } as Parameters<Client["resubscribeTask"]>[0])
+      [Symbol.asyncIterator]();
     const err = (await rejection(it.next())) as Error;
     expect(err.message).toMatch(/COMPLETED|terminal|GetTask/i);
   });
@@ -344,13 +385,17 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
       await client.deleteTaskPushNotificationConfig(configRef("hook-2"));
       const after = await client.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: "" });
       expect(after.configs.map((c) => c.id)).toEqual(["hook-1"]);
-      expect(await rejection(client.getTaskPushNotificationConfig(configRef("hook-2")))).toBeInstanceOf(TaskNotFoundError);
+      expect(await rejection(client.getTaskPushNotificationConfig(configRef("hook-2")))).toBeInstanceOf(
+        TaskNotFoundError,
+      );
 
       // A page token the node did not issue (here one of ListTasks' kind) is the store's refusal, mapped to
       // -32602. (The SDK's REST client sends no pageToken for this call: JSON-RPC only.)
       if (name === "JSONRPC") {
         const foreignToken = Buffer.from("2026-01-01T00:00:00.000Z|01ABC").toString("base64url");
-        const refused = (await rejection(client.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: foreignToken }))) as { message: string };
+        const refused = (await rejection(
+          client.listTaskPushNotificationConfig({ tenant: "", taskId, pageSize: 0, pageToken: foreignToken }),
+        )) as { message: string };
         expect(refused.message).toContain("pageToken is not one this node issued");
         expect(JSON.stringify(refused)).toContain("-32602");
       }
@@ -360,7 +405,8 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
       model.release(marker);
       const isFinal = (r: ReceivedRequest) => JSON.parse(r.body).statusUpdate?.status?.state === "TASK_STATE_COMPLETED";
       let got: ReceivedRequest[] = [];
-      for (let n = 1; !got.some(isFinal); n++) got = (await receiver.received(n)).filter((r) => r.body.includes(taskId));
+      for (let n = 1; !got.some(isFinal); n++)
+        got = (await receiver.received(n)).filter((r) => r.body.includes(taskId));
       expect(got.length).toBeGreaterThanOrEqual(2);
       for (const r of got) {
         expect(r.method).toBe("POST");
@@ -373,7 +419,9 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
       }
       // The webhook heard the answer itself: its artifact chunks, in order, make up the model's text.
       const chunks = got.map((r) => JSON.parse(r.body).artifactUpdate).filter(Boolean);
-      expect(chunks.map((a) => a.artifact.parts.map((p: { text?: string }) => p.text ?? "").join("")).join("")).toBe(`echo: ${marker} [hold]`);
+      expect(chunks.map((a) => a.artifact.parts.map((p: { text?: string }) => p.text ?? "").join("")).join("")).toBe(
+        `echo: ${marker} [hold]`,
+      );
       expect(isFinal(got.at(-1)!)).toBe(true);
       expect(receiver.requests.some((r) => r.path === "/hook-2")).toBe(false);
 
@@ -385,13 +433,21 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
     it("a config given with sendMessage hears the task from its first event", async () => {
       const hookToken = `at-send-${crypto.randomUUID()}`;
       const task = await send(`push at send ${crypto.randomUUID()}`, {
-        push: { tenant: "", id: "", taskId: "", url: receiver.url("/at-send"), token: hookToken, authentication: undefined },
+        push: {
+          tenant: "",
+          id: "",
+          taskId: "",
+          url: receiver.url("/at-send"),
+          token: hookToken,
+          authentication: undefined,
+        },
       });
       expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
       const mine = (rs: ReceivedRequest[]) => rs.filter((r) => r.path === "/at-send" && r.body.includes(task.id));
       let got: ReceivedRequest[] = [];
       // From what has arrived already: every delivery may be in before the blocking call returns.
-      for (let n = receiver.requests.length; !got.some((r) => r.body.includes("TASK_STATE_COMPLETED")); n++) got = mine(await receiver.received(n));
+      for (let n = receiver.requests.length; !got.some((r) => r.body.includes("TASK_STATE_COMPLETED")); n++)
+        got = mine(await receiver.received(n));
       const states = got.map((r) => JSON.parse(r.body).statusUpdate?.status?.state).filter(Boolean);
       expect(states[0]).toBe("TASK_STATE_WORKING"); // registered before the task started: it heard the start too
       expect(states.at(-1)).toBe("TASK_STATE_COMPLETED");
@@ -414,7 +470,12 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
       )) as Error;
       expect(err).toBeInstanceOf(RequestMalformedError);
       expect(err.message).toMatch(/loopback/);
-      const listed = await client.listTaskPushNotificationConfig({ tenant: "", taskId: done.id, pageSize: 0, pageToken: "" });
+      const listed = await client.listTaskPushNotificationConfig({
+        tenant: "",
+        taskId: done.id,
+        pageSize: 0,
+        pageToken: "",
+      });
       expect(listed.configs).toEqual([]);
     });
   });
@@ -425,7 +486,10 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
     expect(card.description).toBe("beta for the fleet");
     expect(card.skills.map((s) => s.id)).toEqual(["delegate", "fleet-ops"]);
     expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(["JSONRPC", "HTTP+JSON"]);
-    const direct = await client.transport.getExtendedAgentCard({ tenant: "" }, { serviceParameters: { "A2A-Version": client.protocolVersion } });
+    const direct = await client.transport.getExtendedAgentCard(
+      { tenant: "" },
+      { serviceParameters: { "A2A-Version": client.protocolVersion } },
+    );
     expect(direct.skills.map((s) => s.id)).toEqual(["delegate", "fleet-ops"]);
   });
 
@@ -464,7 +528,12 @@ describe("@a2a-js/sdk v0.3 compat transport (no A2A-Version header) against a2a-
 
   it("message/send returns the completed task", async () => {
     const start = from();
-    const result = await legacy.sendMessage({ tenant: "", message: sdkMessage(text), configuration: undefined, metadata: undefined } as SendParams);
+    const result = await legacy.sendMessage({
+      tenant: "",
+      message: sdkMessage(text),
+      configuration: undefined,
+      metadata: undefined,
+    } as SendParams);
     expect("status" in result, JSON.stringify(result)).toBe(true);
     sent = result as Task;
     expect(sent.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
@@ -484,14 +553,21 @@ describe("@a2a-js/sdk v0.3 compat transport (no A2A-Version header) against a2a-
   });
 
   it("tasks/get of an unknown id raises TaskNotFoundError", async () => {
-    expect(await rejection(legacy.getTask({ tenant: "", id: "01NOSUCHTASK0000000000000", historyLength: undefined }))).toBeInstanceOf(TaskNotFoundError);
+    expect(
+      await rejection(legacy.getTask({ tenant: "", id: "01NOSUCHTASK0000000000000", historyLength: undefined })),
+    ).toBeInstanceOf(TaskNotFoundError);
   });
 
   it("message/stream yields the task, its updates and the final status, then ends", async () => {
     const start = from();
     const streamed = `v0.3 stream ${crypto.randomUUID()}`;
     const events = await collect(
-      legacy.sendMessageStream({ tenant: "", message: sdkMessage(streamed), configuration: undefined, metadata: undefined } as SendParams),
+      legacy.sendMessageStream({
+        tenant: "",
+        message: sdkMessage(streamed),
+        configuration: undefined,
+        metadata: undefined,
+      } as SendParams),
     );
     const task = expectWellFormedStream(events, TaskState.TASK_STATE_COMPLETED);
     expect(streamedText(events)).toBe(`echo: ${streamed}`);
@@ -501,6 +577,8 @@ describe("@a2a-js/sdk v0.3 compat transport (no A2A-Version header) against a2a-
   });
 
   it("tasks/cancel of a completed task raises TaskNotCancelableError", async () => {
-    expect(await rejection(legacy.cancelTask({ tenant: "", id: sent.id, metadata: undefined }))).toBeInstanceOf(TaskNotCancelableError);
+    expect(await rejection(legacy.cancelTask({ tenant: "", id: sent.id, metadata: undefined }))).toBeInstanceOf(
+      TaskNotCancelableError,
+    );
   });
 });

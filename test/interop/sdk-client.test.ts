@@ -94,7 +94,9 @@ describe("@a2a-js/sdk client against a2a-node", () => {
 
   it("listTasks includes the task", async () => {
     // TASK_STATE_UNSPECIFIED is the SDK's "no status filter" (proto default, omitted on the wire).
-    const list = await client.listTasks({ status: TaskState.TASK_STATE_UNSPECIFIED } as Parameters<Client["listTasks"]>[0]);
+    const list = await client.listTasks({ status: TaskState.TASK_STATE_UNSPECIFIED } as Parameters<
+      Client["listTasks"]
+    >[0]);
     const mine = list.tasks.find((t) => t.id === sent.id);
     expect(mine, JSON.stringify(list)).toBeDefined();
     expect(mine?.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
@@ -115,10 +117,12 @@ describe("@a2a-js/sdk client against a2a-node", () => {
     const card = await client.getAgentCard();
     expect(card.capabilities?.extendedAgentCard).toBe(false);
     // Client.getAgentCard() asks only when the card advertises one: ask through the transport.
-    const err = await client.transport.getExtendedAgentCard({ tenant: "" }, { serviceParameters: { "A2A-Version": client.protocolVersion } }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await client.transport
+      .getExtendedAgentCard({ tenant: "" }, { serviceParameters: { "A2A-Version": client.protocolVersion } })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(UnsupportedOperationError);
   });
 });

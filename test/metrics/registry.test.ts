@@ -8,7 +8,9 @@ describe("the Prometheus text format", () => {
     c.get("a").inc();
     c.get("a").inc(2);
     c.get("b").inc();
-    expect(r.render()).toBe('# HELP jobs_total Jobs done.\n# TYPE jobs_total counter\njobs_total{kind="a"} 3\njobs_total{kind="b"} 1\n');
+    expect(r.render()).toBe(
+      '# HELP jobs_total Jobs done.\n# TYPE jobs_total counter\njobs_total{kind="a"} 3\njobs_total{kind="b"} 1\n',
+    );
   });
 
   it("writes histograms with cumulative buckets, +Inf, _sum and _count", () => {

@@ -9,7 +9,13 @@ let fleet: Awaited<ReturnType<typeof makeFleet>>;
 let good: Bundle;
 beforeAll(async () => {
   fleet = await makeFleet();
-  good = { format: BUNDLE_FORMAT, name: "bob", caCert: fleet.ca.certPem, cert: fleet.bob.certPem, key: fleet.bob.keyPem };
+  good = {
+    format: BUNDLE_FORMAT,
+    name: "bob",
+    caCert: fleet.ca.certPem,
+    cert: fleet.bob.certPem,
+    key: fleet.bob.keyPem,
+  };
 });
 
 function fileWith(content: string): string {
@@ -38,15 +44,43 @@ describe("bundles", () => {
   const cases: Array<[string, () => string | Promise<string>, RegExp]> = [
     ["not JSON", () => "{ this is not json", /: not JSON$/],
     ["a JSON array", () => "[]", /: not a JSON object$/],
-    ["the wrong format", () => JSON.stringify({ ...good, format: "pem-bundle/2" }), /format is "pem-bundle\/2", expected "a2a-node-bundle\/1"$/],
+    [
+      "the wrong format",
+      () => JSON.stringify({ ...good, format: "pem-bundle/2" }),
+      /format is "pem-bundle\/2", expected "a2a-node-bundle\/1"$/,
+    ],
     ["no format", () => JSON.stringify({ ...good, format: undefined }), /format is null/],
     ["a missing key", () => JSON.stringify({ ...good, key: undefined }), /field "key" is missing or not a string$/],
-    ["a cert that is not PEM", () => JSON.stringify({ ...good, cert: "garbage" }), /"cert" is not a valid PEM certificate$/],
-    ["a leaf as caCert", () => JSON.stringify({ ...good, caCert: fleet.alice.certPem }), /"caCert" is not a CA certificate$/],
-    ["a cert from another CA", () => JSON.stringify({ ...good, cert: fleet.mallory.certPem, key: fleet.mallory.keyPem }), /"cert" was not issued by the fleet CA/],
-    ["a key that does not match the cert", () => JSON.stringify({ ...good, key: fleet.alice.keyPem }), /"key" does not belong to "cert"$/],
-    ["a key that is not a key", () => JSON.stringify({ ...good, key: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n" }), /"key" is not a PKCS#8/],
-    ["a name that is not the cert's", () => JSON.stringify({ ...good, name: "alice" }), /"name" is "alice" but the certificate is for "bob"$/],
+    [
+      "a cert that is not PEM",
+      () => JSON.stringify({ ...good, cert: "garbage" }),
+      /"cert" is not a valid PEM certificate$/,
+    ],
+    [
+      "a leaf as caCert",
+      () => JSON.stringify({ ...good, caCert: fleet.alice.certPem }),
+      /"caCert" is not a CA certificate$/,
+    ],
+    [
+      "a cert from another CA",
+      () => JSON.stringify({ ...good, cert: fleet.mallory.certPem, key: fleet.mallory.keyPem }),
+      /"cert" was not issued by the fleet CA/,
+    ],
+    [
+      "a key that does not match the cert",
+      () => JSON.stringify({ ...good, key: fleet.alice.keyPem }),
+      /"key" does not belong to "cert"$/,
+    ],
+    [
+      "a key that is not a key",
+      () => JSON.stringify({ ...good, key: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n" }),
+      /"key" is not a PKCS#8/,
+    ],
+    [
+      "a name that is not the cert's",
+      () => JSON.stringify({ ...good, name: "alice" }),
+      /"name" is "alice" but the certificate is for "bob"$/,
+    ],
     [
       "an expired cert",
       async () => {

@@ -21,9 +21,15 @@ describe("an encrypted CA key", () => {
 
     const locked = await issueBundle(paths, { name: "beta", out: join(tmp(), "b") }).catch((e) => e);
     expect(locked).toBeInstanceOf(PkiError);
-    expect(locked).toMatchObject({ code: "CA_KEY_LOCKED", message: `cannot use the fleet CA key ${paths.caKey}: it is encrypted and no passphrase was given` });
+    expect(locked).toMatchObject({
+      code: "CA_KEY_LOCKED",
+      message: `cannot use the fleet CA key ${paths.caKey}: it is encrypted and no passphrase was given`,
+    });
     expect(locked.hint).toMatch(/A2A_NODE_CA_PASSPHRASE/);
-    const wrong = await issueBundle({ ...paths, unlock: async () => "not the passphrase" }, { name: "beta", out: join(tmp(), "b") }).catch((e) => e);
+    const wrong = await issueBundle(
+      { ...paths, unlock: async () => "not the passphrase" },
+      { name: "beta", out: join(tmp(), "b") },
+    ).catch((e) => e);
     expect(wrong.message).toMatch(/the passphrase does not open it$/);
 
     const asked: string[] = [];
@@ -51,11 +57,18 @@ describe("an encrypted CA key", () => {
     expect(() => protectCaKey(paths.caKey, PASS)).toThrow(/already encrypted/);
   });
 
-  it.skipIf(spawnSync("openssl", ["version"]).status !== 0)("is a standard encrypted PKCS#8 that OpenSSL opens with the passphrase", async () => {
-    const paths = homePaths(join(tmp(), "alpha"));
-    await initPki(paths, { name: "alpha", caPassphrase: PASS });
-    const r = spawnSync("openssl", ["pkey", "-in", paths.caKey, "-passin", `pass:${PASS}`, "-noout"], { encoding: "utf8" });
-    expect(r.status, r.stderr).toBe(0);
-    expect(spawnSync("openssl", ["pkey", "-in", paths.caKey, "-passin", "pass:wrong passphrase", "-noout"]).status).not.toBe(0);
-  });
+  it.skipIf(spawnSync("openssl", ["version"]).status !== 0)(
+    "is a standard encrypted PKCS#8 that OpenSSL opens with the passphrase",
+    async () => {
+      const paths = homePaths(join(tmp(), "alpha"));
+      await initPki(paths, { name: "alpha", caPassphrase: PASS });
+      const r = spawnSync("openssl", ["pkey", "-in", paths.caKey, "-passin", `pass:${PASS}`, "-noout"], {
+        encoding: "utf8",
+      });
+      expect(r.status, r.stderr).toBe(0);
+      expect(
+        spawnSync("openssl", ["pkey", "-in", paths.caKey, "-passin", "pass:wrong passphrase", "-noout"]).status,
+      ).not.toBe(0);
+    },
+  );
 });

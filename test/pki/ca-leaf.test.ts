@@ -5,7 +5,15 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
-import { createCa, defaultCaName, exportPublicKeyPem, generateKeyPair, inspectCert, issueLeaf, signPublicKey } from "../../pki";
+import {
+  createCa,
+  defaultCaName,
+  exportPublicKeyPem,
+  generateKeyPair,
+  inspectCert,
+  issueLeaf,
+  signPublicKey,
+} from "../../pki";
 import { craftIntermediateLeaf } from "../helpers/crafted-certs";
 import { DAY_MS, tempDirs } from "./helpers";
 
@@ -56,7 +64,12 @@ describe("issueLeaf", () => {
   it("makes a node certificate for both ends of mutual TLS", async () => {
     const ca = await createCa({ name: "test CA" });
     const before = Date.now();
-    const leaf = await issueLeaf({ ca, name: "Alice", sans: ["alice.lan", "10.0.0.5", "fd00::0005", "*.svc.lan", "alice"], days: 30 });
+    const leaf = await issueLeaf({
+      ca,
+      name: "Alice",
+      sans: ["alice.lan", "10.0.0.5", "fd00::0005", "*.svc.lan", "alice"],
+      days: 30,
+    });
     const cert = new x509.X509Certificate(leaf.certPem);
     const caCert = new x509.X509Certificate(ca.certPem);
 
@@ -106,12 +119,19 @@ describe("issueLeaf", () => {
   it("signs a public key made elsewhere, so the private key never travels", async () => {
     const ca = await createCa({ name: "test CA" });
     const keys = await generateKeyPair();
-    const certPem = await signPublicKey({ ca, name: "carol", sans: [], publicKey: await exportPublicKeyPem(keys.publicKey) });
+    const certPem = await signPublicKey({
+      ca,
+      name: "carol",
+      sans: [],
+      publicKey: await exportPublicKeyPem(keys.publicKey),
+    });
     const cert = new x509.X509Certificate(certPem);
     const spki = Buffer.from(await crypto.subtle.exportKey("spki", keys.publicKey));
     expect(Buffer.from(cert.publicKey.rawData).equals(spki)).toBe(true);
     expect(inspectCert(certPem).subjectCn).toBe("carol");
-    await expect(signPublicKey({ ca, name: "carol", sans: [], publicKey: "not a key" })).rejects.toMatchObject({ code: "BAD_KEY" });
+    await expect(signPublicKey({ ca, name: "carol", sans: [], publicKey: "not a key" })).rejects.toMatchObject({
+      code: "BAD_KEY",
+    });
   });
 
   it("refuses a leaf that would outlive its CA, an expired CA, a non-CA signer and a mismatched CA key", async () => {
@@ -125,7 +145,9 @@ describe("issueLeaf", () => {
     const leaf = await issueLeaf({ ca: shortCa, name: "a", sans: [], days: 1 });
     await expect(issueLeaf({ ca: leaf, name: "b", sans: [], days: 1 })).rejects.toMatchObject({ code: "NOT_A_CA" });
     const otherCa = await createCa({ name: "other CA" });
-    await expect(issueLeaf({ ca: { certPem: shortCa.certPem, keyPem: otherCa.keyPem }, name: "b", sans: [], days: 1 })).rejects.toMatchObject({
+    await expect(
+      issueLeaf({ ca: { certPem: shortCa.certPem, keyPem: otherCa.keyPem }, name: "b", sans: [], days: 1 }),
+    ).rejects.toMatchObject({
       code: "KEY_MISMATCH",
     });
   });
@@ -138,20 +160,40 @@ describe("issueLeaf", () => {
     writeFileSync(join(dir, "ca.crt"), ca.certPem);
     writeFileSync(join(dir, "leaf.crt"), leaf.certPem);
     for (const purpose of ["sslserver", "sslclient"]) {
-      const r = spawnSync("openssl", ["verify", "-x509_strict", "-purpose", purpose, "-CAfile", join(dir, "ca.crt"), join(dir, "leaf.crt")], { encoding: "utf8" });
+      const r = spawnSync(
+        "openssl",
+        ["verify", "-x509_strict", "-purpose", purpose, "-CAfile", join(dir, "ca.crt"), join(dir, "leaf.crt")],
+        { encoding: "utf8" },
+      );
       expect(r.stdout.trim()).toBe(`${join(dir, "leaf.crt")}: OK`);
     }
   });
 
-  it.skipIf(!openssl)("makes a CA whose path length OpenSSL enforces: a leaf under an intermediate it signed does not verify", async () => {
-    const dir = tmp();
-    const ca = await createCa({ name: "test CA" });
-    const { intermediate, leaf } = await craftIntermediateLeaf(ca, "sneaky");
-    writeFileSync(join(dir, "ca.crt"), ca.certPem);
-    writeFileSync(join(dir, "sub.crt"), intermediate.certPem);
-    writeFileSync(join(dir, "leaf.crt"), leaf.certPem);
-    const r = spawnSync("openssl", ["verify", "-purpose", "sslclient", "-CAfile", join(dir, "ca.crt"), "-untrusted", join(dir, "sub.crt"), join(dir, "leaf.crt")], { encoding: "utf8" });
-    expect(r.status).not.toBe(0);
-    expect(r.stdout + r.stderr).toMatch(/path length constraint exceeded/);
-  });
+  it.skipIf(!openssl)(
+    "makes a CA whose path length OpenSSL enforces: a leaf under an intermediate it signed does not verify",
+    async () => {
+      const dir = tmp();
+      const ca = await createCa({ name: "test CA" });
+      const { intermediate, leaf } = await craftIntermediateLeaf(ca, "sneaky");
+      writeFileSync(join(dir, "ca.crt"), ca.certPem);
+      writeFileSync(join(dir, "sub.crt"), intermediate.certPem);
+      writeFileSync(join(dir, "leaf.crt"), leaf.certPem);
+      const r = spawnSync(
+        "openssl",
+        [
+          "verify",
+          "-purpose",
+          "sslclient",
+          "-CAfile",
+          join(dir, "ca.crt"),
+          "-untrusted",
+          join(dir, "sub.crt"),
+          join(dir, "leaf.crt"),
+        ],
+        { encoding: "utf8" },
+      );
+      expect(r.status).not.toBe(0);
+      expect(r.stdout + r.stderr).toMatch(/path length constraint exceeded/);
+    },
+  );
 });

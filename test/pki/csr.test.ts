@@ -6,7 +6,18 @@ import { describe, expect, it } from "vitest";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { homePaths } from "../../src/home";
-import { createCsr, importCertificate, initPki, inspectCert, loadNodeIdentity, openCaRegistry, PkiError, readCsr, requestCertificate, signCsr } from "../../pki";
+import {
+  createCsr,
+  importCertificate,
+  initPki,
+  inspectCert,
+  loadNodeIdentity,
+  openCaRegistry,
+  PkiError,
+  readCsr,
+  requestCertificate,
+  signCsr,
+} from "../../pki";
 import { EC_ALGORITHM, x509 } from "../../pki/x509";
 import { generateKeyPair } from "../../pki/keys";
 import { listFiles, mode, tempDirs } from "./helpers";
@@ -23,7 +34,10 @@ async function rejection(p: Promise<unknown>): Promise<PkiError> {
 }
 
 /** A request made with the library directly, as a foreign tool would. */
-async function rawCsr(name: x509.JsonName | string, opts: { keys?: CryptoKeyPair; alg?: { name: string; [k: string]: unknown }; sans?: x509.JsonGeneralNames } = {}) {
+async function rawCsr(
+  name: x509.JsonName | string,
+  opts: { keys?: CryptoKeyPair; alg?: { name: string; [k: string]: unknown }; sans?: x509.JsonGeneralNames } = {},
+) {
   const keys = opts.keys ?? (await generateKeyPair());
   const csr = await x509.Pkcs10CertificateRequestGenerator.create({
     name,
@@ -48,12 +62,25 @@ describe("readCsr", () => {
 
   it.each([
     ["garbage", async () => "hello", /not one PEM certificate request/],
-    ["a certificate instead", async () => (await createCsr({ name: "a", sans: [] })).csrPem.replace(/CERTIFICATE REQUEST/g, "CERTIFICATE"), /not one PEM certificate request/],
-    ["two requests", async () => (await createCsr({ name: "a", sans: [] })).csrPem.repeat(2), /not one PEM certificate request/],
+    [
+      "a certificate instead",
+      async () => (await createCsr({ name: "a", sans: [] })).csrPem.replace(/CERTIFICATE REQUEST/g, "CERTIFICATE"),
+      /not one PEM certificate request/,
+    ],
+    [
+      "two requests",
+      async () => (await createCsr({ name: "a", sans: [] })).csrPem.repeat(2),
+      /not one PEM certificate request/,
+    ],
     [
       "an RSA key",
       async () => {
-        const alg = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256", publicExponent: new Uint8Array([1, 0, 1]), modulusLength: 2048 };
+        const alg = {
+          name: "RSASSA-PKCS1-v1_5",
+          hash: "SHA-256",
+          publicExponent: new Uint8Array([1, 0, 1]),
+          modulusLength: 2048,
+        };
         const keys = (await crypto.subtle.generateKey(alg, true, ["sign", "verify"])) as CryptoKeyPair;
         return rawCsr("CN=carol", { keys, alg });
       },
@@ -71,7 +98,11 @@ describe("readCsr", () => {
     ["a subject with an O", async () => rawCsr([{ CN: ["carol"] }, { O: ["evil"] }]), /its subject must be one CN/],
     ["two CNs", async () => rawCsr([{ CN: ["carol", "alpha"] }]), /its subject must be one CN/],
     ["no CN", async () => rawCsr([{ O: ["carol"] }]), /its subject must be one CN/],
-    ["an email SAN", async () => rawCsr("CN=carol", { sans: [{ type: "email", value: "a@b.c" }] }), /it asks for email SANs; only DNS names and IP addresses are issued/],
+    [
+      "an email SAN",
+      async () => rawCsr("CN=carol", { sans: [{ type: "email", value: "a@b.c" }] }),
+      /it asks for email SANs; only DNS names and IP addresses are issued/,
+    ],
   ])("refuses %s with BAD_CSR", async (_what, make, reason) => {
     const err = await rejection(readCsr(await make(), "carol.csr"));
     expect(err.code).toBe("BAD_CSR");
@@ -120,8 +151,17 @@ describe("init-pki --csr, pki sign, pki import", () => {
     const ca = await caHome();
     const carol = homePaths(join(tmp(), "carol"));
     const csrPath = join(tmp(), "carol.csr");
-    const req = await requestCertificate(carol, { name: "carol", sans: ["10.0.0.8"], csrOut: csrPath, hostname: "carol-box" });
-    expect(req).toMatchObject({ name: "carol", sans: ["carol", "localhost", "127.0.0.1", "carol-box", "10.0.0.8"], keyCreated: true });
+    const req = await requestCertificate(carol, {
+      name: "carol",
+      sans: ["10.0.0.8"],
+      csrOut: csrPath,
+      hostname: "carol-box",
+    });
+    expect(req).toMatchObject({
+      name: "carol",
+      sans: ["carol", "localhost", "127.0.0.1", "carol-box", "10.0.0.8"],
+      keyCreated: true,
+    });
     expect(mode(carol.nodeKey)).toBe(0o600);
     expect(mode(carol.secretsDir)).toBe(0o700);
     expect(mode(csrPath)).toBe(0o644);
@@ -133,7 +173,11 @@ describe("init-pki --csr, pki sign, pki import", () => {
     expect(signed.sans).toEqual(["carol", "localhost", "127.0.0.1", "carol-box", "10.0.0.8", "carol.lan"]);
     expect(readFileSync(certPath, "utf8")).not.toContain("PRIVATE KEY");
     const reg = openCaRegistry(ca);
-    expect(reg.bySerial(signed.serial)).toMatchObject({ name: "carol", how: "csr", fingerprint256: signed.fingerprint256 });
+    expect(reg.bySerial(signed.serial)).toMatchObject({
+      name: "carol",
+      how: "csr",
+      fingerprint256: signed.fingerprint256,
+    });
     reg.close();
 
     const r = await importCertificate(carol, { certPath, caPath: ca.caCert });
@@ -156,12 +200,16 @@ describe("init-pki --csr, pki sign, pki import", () => {
     expect(again.keyCreated).toBe(false);
     expect(readFileSync(carol.nodeKey, "utf8")).toBe(key);
     const first = await readCsr(readFileSync(csrPath, "utf8"));
-    expect(first.publicKeyPem).toBe((await readCsr((await createCsr({ name: "carol", sans: [], keyPem: key })).csrPem)).publicKeyPem);
+    expect(first.publicKeyPem).toBe(
+      (await readCsr((await createCsr({ name: "carol", sans: [], keyPem: key })).csrPem)).publicKeyPem,
+    );
   });
 
   it("refuses a request in a home that already has its certificate", async () => {
     const ca = await caHome();
-    expect((await rejection(requestCertificate(ca, { name: "alpha", csrOut: join(tmp(), "x.csr") }))).code).toBe("CERT_EXISTS");
+    expect((await rejection(requestCertificate(ca, { name: "alpha", csrOut: join(tmp(), "x.csr") }))).code).toBe(
+      "CERT_EXISTS",
+    );
   });
 
   it("sign follows the one-valid-certificate rule, and --replace revokes", async () => {
@@ -242,7 +290,9 @@ describe("init-pki --csr, pki sign, pki import", () => {
     it("an expired certificate", async () => {
       const { ca, carol, certPath } = await pending();
       const later = new Date(inspectCert(readFileSync(certPath, "utf8")).notAfter.getTime() + 1000);
-      expect((await rejection(importCertificate(carol, { certPath, caPath: ca.caCert, now: later }))).code).toBe("EXPIRED");
+      expect((await rejection(importCertificate(carol, { certPath, caPath: ca.caCert, now: later }))).code).toBe(
+        "EXPIRED",
+      );
     });
   });
 });

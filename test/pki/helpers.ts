@@ -21,7 +21,13 @@ export function listFiles(dir: string): string[] {
 }
 
 /** A CA and two leaves issued by it, plus a leaf from an unrelated CA. */
-export async function makeFleet(): Promise<{ ca: CertAndKey; alice: CertAndKey; bob: CertAndKey; foreignCa: CertAndKey; mallory: CertAndKey }> {
+export async function makeFleet(): Promise<{
+  ca: CertAndKey;
+  alice: CertAndKey;
+  bob: CertAndKey;
+  foreignCa: CertAndKey;
+  mallory: CertAndKey;
+}> {
   const ca = await createCa({ name: "test fleet CA" });
   const foreignCa = await createCa({ name: "foreign CA" });
   return {

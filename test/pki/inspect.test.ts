@@ -25,8 +25,16 @@ describe("inspectCert", () => {
   });
 
   it("refuses anything but exactly one PEM certificate with BAD_PEM", () => {
-    for (const bad of ["", "hello", fleet.alice.keyPem, fleet.alice.certPem + fleet.bob.certPem, fleet.alice.certPem.replace(/[A-Z]{8}/, "AAAAAAAA")]) {
-      expect(() => inspectCert(bad, "certs/node.crt")).toThrow(expect.objectContaining({ code: "BAD_PEM", message: "certs/node.crt is not a valid PEM certificate" }));
+    for (const bad of [
+      "",
+      "hello",
+      fleet.alice.keyPem,
+      fleet.alice.certPem + fleet.bob.certPem,
+      fleet.alice.certPem.replace(/[A-Z]{8}/, "AAAAAAAA"),
+    ]) {
+      expect(() => inspectCert(bad, "certs/node.crt")).toThrow(
+        expect.objectContaining({ code: "BAD_PEM", message: "certs/node.crt is not a valid PEM certificate" }),
+      );
     }
   });
 });
@@ -37,9 +45,13 @@ describe("verifyIssuedBy", () => {
   });
 
   it("refuses a leaf from another CA with NOT_ISSUED_BY_CA", async () => {
-    await expect(verifyIssuedBy(fleet.mallory.certPem, fleet.ca.certPem, { what: "bob's certificate" })).rejects.toMatchObject({
+    await expect(
+      verifyIssuedBy(fleet.mallory.certPem, fleet.ca.certPem, { what: "bob's certificate" }),
+    ).rejects.toMatchObject({
       code: "NOT_ISSUED_BY_CA",
-      message: expect.stringMatching(/^bob's certificate was not issued by the fleet CA: its issuer is "CN=foreign CA"/),
+      message: expect.stringMatching(
+        /^bob's certificate was not issued by the fleet CA: its issuer is "CN=foreign CA"/,
+      ),
     });
   });
 
@@ -56,9 +68,14 @@ describe("verifyIssuedBy", () => {
     const longAgo = new Date(Date.now() - 10 * DAY_MS);
     const ca = await createCa({ name: "test fleet CA", now: longAgo });
     const old = await issueLeaf({ ca, name: "old", sans: [], days: 1, now: longAgo });
-    await expect(verifyIssuedBy(old.certPem, ca.certPem)).rejects.toMatchObject({ code: "EXPIRED", hint: expect.stringContaining("pki issue") });
+    await expect(verifyIssuedBy(old.certPem, ca.certPem)).rejects.toMatchObject({
+      code: "EXPIRED",
+      hint: expect.stringContaining("pki issue"),
+    });
     await expect(verifyIssuedBy(old.certPem, ca.certPem, { ignoreValidity: true })).resolves.toBeUndefined();
-    await expect(verifyIssuedBy(fleet.alice.certPem, fleet.ca.certPem, { now: new Date(Date.now() - DAY_MS) })).rejects.toMatchObject({
+    await expect(
+      verifyIssuedBy(fleet.alice.certPem, fleet.ca.certPem, { now: new Date(Date.now() - DAY_MS) }),
+    ).rejects.toMatchObject({
       code: "NOT_YET_VALID",
       hint: "check this machine's clock",
     });

@@ -50,7 +50,8 @@ describe("reserved node names", () => {
   });
 
   it("reserves only what the node uses, not names an object happens to inherit", () => {
-    for (const name of ["constructor", "tostring", "local-1", "locals", "my-localhost", "ca"]) expect(normalizeNodeName(name)).toBe(name);
+    for (const name of ["constructor", "tostring", "local-1", "locals", "my-localhost", "ca"])
+      expect(normalizeNodeName(name)).toBe(name);
     expect([...RESERVED_NODE_NAMES.keys()]).toEqual(["local", "localhost"]);
   });
 });
@@ -118,6 +119,7 @@ describe("SANs", () => {
 
   it("bounds validity days", () => {
     expect(checkDays(1, "certificate")).toBe(1);
-    for (const bad of [0, -1, 1.5, 36501, Number.NaN]) expect(codeOf(() => checkDays(bad, "certificate"))).toBe("BAD_DAYS");
+    for (const bad of [0, -1, 1.5, 36501, Number.NaN])
+      expect(codeOf(() => checkDays(bad, "certificate"))).toBe("BAD_DAYS");
   });
 });

@@ -21,7 +21,11 @@ async function rejection(p: Promise<unknown>): Promise<PkiError> {
 describe("initPki", () => {
   it("creates the fleet CA and the node identity with private files and folders", async () => {
     const paths = homePaths(join(tmp(), "home")); // does not exist yet
-    const r = await initPki(paths, { name: "Alice", sans: ["alice.lan", "10.0.0.5", "localhost", "ALICE"], hostname: "Build-Box" });
+    const r = await initPki(paths, {
+      name: "Alice",
+      sans: ["alice.lan", "10.0.0.5", "localhost", "ALICE"],
+      hostname: "Build-Box",
+    });
 
     expect(r.ca.created).toBe(true);
     expect(r.ca.subjectCn).toMatch(/^a2a-node fleet CA [0-9a-f]{8} \(alice\)$/);
@@ -39,7 +43,13 @@ describe("initPki", () => {
     expect(mode(paths.caRegistry)).toBe(0o600);
     expect(mode(paths.secretsDir)).toBe(0o700);
     expect(mode(paths.certsDir)).toBe(0o700);
-    expect(listFiles(paths.root)).toEqual(["certs/ca.crt", "certs/node.crt", "secrets/ca-registry.db", "secrets/ca.key", "secrets/node.key"]);
+    expect(listFiles(paths.root)).toEqual([
+      "certs/ca.crt",
+      "certs/node.crt",
+      "secrets/ca-registry.db",
+      "secrets/ca.key",
+      "secrets/node.key",
+    ]);
   });
 
   it("skips a hostname that is not a valid DNS name", async () => {
@@ -50,13 +60,23 @@ describe("initPki", () => {
   it("refuses to overwrite an existing node key, leaving every file unchanged", async () => {
     const paths = homePaths(tmp());
     await initPki(paths, { name: "alice" });
-    const before = Object.fromEntries([paths.caKey, paths.caCert, paths.nodeKey, paths.nodeCert].map((p) => [p, readFileSync(p, "utf8")]));
+    const before = Object.fromEntries(
+      [paths.caKey, paths.caCert, paths.nodeKey, paths.nodeCert].map((p) => [p, readFileSync(p, "utf8")]),
+    );
     const err = await rejection(initPki(paths, { name: "alice" }));
     expect(err.code).toBe("KEY_EXISTS");
     expect(err.message).toBe(`refusing to overwrite ${paths.nodeKey}: it already exists`);
-    expect(err.hint).toBe("use another --home, or remove the file yourself if you really mean to replace this node's identity");
+    expect(err.hint).toBe(
+      "use another --home, or remove the file yourself if you really mean to replace this node's identity",
+    );
     for (const [p, content] of Object.entries(before)) expect(readFileSync(p, "utf8")).toBe(content);
-    expect(listFiles(paths.root)).toEqual(["certs/ca.crt", "certs/node.crt", "secrets/ca-registry.db", "secrets/ca.key", "secrets/node.key"]);
+    expect(listFiles(paths.root)).toEqual([
+      "certs/ca.crt",
+      "certs/node.crt",
+      "secrets/ca-registry.db",
+      "secrets/ca.key",
+      "secrets/node.key",
+    ]);
   });
 
   it("refuses a lone node certificate too (CERT_EXISTS)", async () => {
@@ -160,7 +180,10 @@ describe("bundles between two homes", () => {
 
   it("gives NO_CA_KEY with the hint on an empty home", async () => {
     const err = await rejection(issueBundle(homePaths(tmp()), { name: "bob", out: join(tmp(), "b.bundle") }));
-    expect(err).toMatchObject({ code: "NO_CA_KEY", hint: "run this on the machine that ran 'a2a-node init-pki' first (it holds secrets/ca.key)" });
+    expect(err).toMatchObject({
+      code: "NO_CA_KEY",
+      hint: "run this on the machine that ran 'a2a-node init-pki' first (it holds secrets/ca.key)",
+    });
   });
 });
 
@@ -172,7 +195,12 @@ describe("loadNodeIdentity", () => {
     expect(id.certPem).toBe(readFileSync(paths.nodeCert, "utf8"));
     expect(id.caPem).toBe(readFileSync(paths.caCert, "utf8"));
     expect(id.keyPem).toMatch(/^-----BEGIN PRIVATE KEY-----/);
-    expect(id).toMatchObject({ name: "alice", fingerprint256: init.node.fingerprint256, notAfter: init.node.notAfter, hasCaKey: true });
+    expect(id).toMatchObject({
+      name: "alice",
+      fingerprint256: init.node.fingerprint256,
+      notAfter: init.node.notAfter,
+      hasCaKey: true,
+    });
   });
 
   it("tells a home without an identity how to get one", async () => {
@@ -199,7 +227,10 @@ describe("loadNodeIdentity", () => {
   it("refuses a certificate named 'local' (made before the name was reserved), but can still describe it", async () => {
     const paths = homePaths(tmp());
     await initPki(paths, { name: "alice" });
-    const old = await craftCert({ certPem: readFileSync(paths.caCert, "utf8"), keyPem: readFileSync(paths.caKey, "utf8") }, { subject: [{ CN: ["local"] }] });
+    const old = await craftCert(
+      { certPem: readFileSync(paths.caCert, "utf8"), keyPem: readFileSync(paths.caKey, "utf8") },
+      { subject: [{ CN: ["local"] }] },
+    );
     writeFileSync(paths.nodeCert, old.certPem);
     writeFileSync(paths.nodeKey, old.keyPem, { mode: 0o600 });
     const err = await rejection(loadNodeIdentity(paths));

@@ -7,7 +7,16 @@ import { describe, expect, it } from "vitest";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { homePaths } from "../../src/home";
-import { CaRegistry, initPki, inspectCert, issueBundle, normalizeSerial, openCaRegistry, PkiError, readBundle } from "../../pki";
+import {
+  CaRegistry,
+  initPki,
+  inspectCert,
+  issueBundle,
+  normalizeSerial,
+  openCaRegistry,
+  PkiError,
+  readBundle,
+} from "../../pki";
 import { DAY_MS, mode, tempDirs } from "./helpers";
 
 const tmp = tempDirs();
@@ -41,16 +50,30 @@ describe("CaRegistry", () => {
   it("refuses a file that is not a registry, naming it", () => {
     const path = join(tmp(), "junk.db");
     writeFileSync(path, "this is not sqlite, just text long enough to have a header".repeat(10), { mode: 0o600 });
-    expect(() => CaRegistry.open(path)).toThrow(expect.objectContaining({ code: "READ_FAILED", message: expect.stringContaining(path) }));
+    expect(() => CaRegistry.open(path)).toThrow(
+      expect.objectContaining({ code: "READ_FAILED", message: expect.stringContaining(path) }),
+    );
   });
 
   it("records, finds, revokes once, and counts", () => {
     const reg = CaRegistry.open(join(tmp(), "r.db"));
     const now = new Date("2030-01-01T00:00:00Z");
     const base = { sans: ["beta"], notBefore: now, issuedAt: now, how: "bundle" as const };
-    reg.record({ ...base, name: "beta", serial: "0a1b", fingerprint256: "AA:01", notAfter: new Date(now.getTime() + DAY_MS) });
+    reg.record({
+      ...base,
+      name: "beta",
+      serial: "0a1b",
+      fingerprint256: "AA:01",
+      notAfter: new Date(now.getTime() + DAY_MS),
+    });
     reg.record({ ...base, name: "beta", serial: "0C", fingerprint256: "AA:02", notAfter: new Date(now.getTime() - 1) });
-    reg.record({ ...base, name: "gamma", serial: "0D", fingerprint256: "AA:03", notAfter: new Date(now.getTime() + DAY_MS) });
+    reg.record({
+      ...base,
+      name: "gamma",
+      serial: "0D",
+      fingerprint256: "AA:03",
+      notAfter: new Date(now.getTime() + DAY_MS),
+    });
     expect(reg.validFor("beta", now).map((c) => c.serial)).toEqual(["A1B"]);
     expect(reg.bySerial("a1b")?.name).toBe("beta");
     expect(reg.bySerial("00:0A:1B")?.name).toBe("beta");
@@ -72,7 +95,14 @@ describe("CaRegistry", () => {
   it("lets a token be used once, and not after it expired", () => {
     const reg = CaRegistry.open(join(tmp(), "t.db"));
     const now = new Date("2030-01-01T00:00:00Z");
-    const token = { name: "beta", sans: [], days: 30, replace: false, createdAt: now, expiresAt: new Date(now.getTime() + 3600_000) };
+    const token = {
+      name: "beta",
+      sans: [],
+      days: 30,
+      replace: false,
+      createdAt: now,
+      expiresAt: new Date(now.getTime() + 3600_000),
+    };
     reg.addToken({ ...token, hash: "h1" });
     reg.addToken({ ...token, hash: "h2" });
     expect(reg.useToken("h1", now)).toBe(true);
@@ -95,7 +125,15 @@ describe("the CA records what it issues", () => {
     const paths = await caHome();
     const reg = openCaRegistry(paths);
     const own = inspectCert(readFileSync(paths.nodeCert, "utf8"));
-    expect(reg.list()).toEqual([expect.objectContaining({ name: "alpha", serial: own.serialNumber, fingerprint256: own.fingerprint256, how: "init", sans: own.sans })]);
+    expect(reg.list()).toEqual([
+      expect.objectContaining({
+        name: "alpha",
+        serial: own.serialNumber,
+        fingerprint256: own.fingerprint256,
+        how: "init",
+        sans: own.sans,
+      }),
+    ]);
     reg.close();
   });
 
@@ -130,7 +168,9 @@ describe("the CA records what it issues", () => {
     const out = join(tmp(), "b2");
     const err = await rejection(issueBundle(paths, { name: "beta", out }));
     expect(err.code).toBe("NAME_HAS_CERT");
-    expect(err.message).toBe(`"beta" already has a valid certificate (serial ${first.serial}, expires ${first.notAfter.toISOString()})`);
+    expect(err.message).toBe(
+      `"beta" already has a valid certificate (serial ${first.serial}, expires ${first.notAfter.toISOString()})`,
+    );
     expect(err.hint).toMatch(/--replace/);
     expect(existsSync(out)).toBe(false);
     const reg = openCaRegistry(paths);
@@ -149,7 +189,10 @@ describe("the CA records what it issues", () => {
     const second = await issueBundle(paths, { name: "beta", out: join(tmp(), "b2"), replace: true });
     expect(second.revoked.map((c) => c.serial)).toEqual([first.serial]);
     const reg = openCaRegistry(paths);
-    expect(reg.bySerial(first.serial)).toMatchObject({ revokeReason: `replaced by ${second.serial}`, revokedAt: expect.any(Date) });
+    expect(reg.bySerial(first.serial)).toMatchObject({
+      revokeReason: `replaced by ${second.serial}`,
+      revokedAt: expect.any(Date),
+    });
     expect(reg.validFor("beta", new Date()).map((c) => c.serial)).toEqual([second.serial]);
     reg.close();
   });

@@ -49,13 +49,19 @@ describe("renewRecorded", () => {
     const { ca, betaId } = await fleet();
     const { csrPem, keyPem } = await createCsr({ name: "beta", sans: ["ignored.example"] });
     const reg = openCaRegistry(ca);
-    const r = await renewRecorded(ca, reg, { csrPem, currentCertPem: betaId.certPem, presented: { name: "beta", fingerprint256: betaId.fingerprint256 } });
+    const r = await renewRecorded(ca, reg, {
+      csrPem,
+      currentCertPem: betaId.certPem,
+      presented: { name: "beta", fingerprint256: betaId.fingerprint256 },
+    });
     const cert = inspectCert(r.certPem);
     expect(cert.subjectCn).toBe("beta");
     expect(cert.sans).toEqual(betaId.sans);
     expect(cert.sans).not.toContain("ignored.example");
     expect(Math.round((cert.notAfter.getTime() - cert.notBefore.getTime()) / DAY_MS)).toBe(30);
-    expect(new X509Certificate(r.certPem).checkPrivateKey((await import("node:crypto")).createPrivateKey(keyPem))).toBe(true);
+    expect(new X509Certificate(r.certPem).checkPrivateKey((await import("node:crypto")).createPrivateKey(keyPem))).toBe(
+      true,
+    );
     expect(r.revoked).toEqual([]);
     expect(reg.bySerial(cert.serialNumber)).toMatchObject({ how: "renew", name: "beta" });
     expect(reg.bySerial(betaId.serialNumber)?.revokedAt).toBeUndefined();
@@ -64,19 +70,37 @@ describe("renewRecorded", () => {
   });
 
   it.each([
-    ["a certificate the connection did not present", async (b: Awaited<ReturnType<typeof fleet>>) => ({ presented: { name: "beta", fingerprint256: "AA:BB" } }), /the certificate sent is not the one this connection presented/],
+    [
+      "a certificate the connection did not present",
+      async (b: Awaited<ReturnType<typeof fleet>>) => ({ presented: { name: "beta", fingerprint256: "AA:BB" } }),
+      /the certificate sent is not the one this connection presented/,
+    ],
     [
       "a request for another name",
       async () => ({ csrPem: (await createCsr({ name: "alpha", sans: [] })).csrPem }),
       /the request is for "alpha", but the certificate renewed is "beta"/,
     ],
-    ["a name other than the connection's", async () => ({ presented: { name: "gamma" } }), /the certificate is for "beta", not "gamma"/],
+    [
+      "a name other than the connection's",
+      async () => ({ presented: { name: "gamma" } }),
+      /the certificate is for "beta", not "gamma"/,
+    ],
   ])("refuses %s (RENEW_REFUSED)", async (_what, change, reason) => {
     const b = await fleet();
     const reg = openCaRegistry(b.ca);
-    const base = { csrPem: (await createCsr({ name: "beta", sans: [] })).csrPem, currentCertPem: b.betaId.certPem, presented: { name: "beta", fingerprint256: b.betaId.fingerprint256 } };
+    const base = {
+      csrPem: (await createCsr({ name: "beta", sans: [] })).csrPem,
+      currentCertPem: b.betaId.certPem,
+      presented: { name: "beta", fingerprint256: b.betaId.fingerprint256 },
+    };
     const changed = await change(b);
-    const err = await refusal(renewRecorded(b.ca, reg, { ...base, ...changed, presented: { ...base.presented, ...(changed as { presented?: object }).presented } }));
+    const err = await refusal(
+      renewRecorded(b.ca, reg, {
+        ...base,
+        ...changed,
+        presented: { ...base.presented, ...(changed as { presented?: object }).presented },
+      }),
+    );
     expect(err.code).toBe("RENEW_REFUSED");
     expect(err.message).toMatch(reason);
     expect(reg.list().filter((c) => c.how === "renew")).toEqual([]);
@@ -89,16 +113,38 @@ describe("renewRecorded", () => {
     const presented = { name: "beta", fingerprint256: betaId.fingerprint256 };
     const later = new Date(betaId.notAfter.getTime() + 1000);
     const reg = openCaRegistry(ca);
-    expect((await refusal(renewRecorded(ca, reg, { csrPem, currentCertPem: betaId.certPem, presented, now: later }))).code).toBe("EXPIRED");
+    expect(
+      (await refusal(renewRecorded(ca, reg, { csrPem, currentCertPem: betaId.certPem, presented, now: later }))).code,
+    ).toBe("EXPIRED");
     // Only the CA's own home renewing its own certificate passes acceptExpired: then it is renewed, same lifetime.
-    const late = await renewRecorded(ca, reg, { csrPem, currentCertPem: betaId.certPem, presented, now: later, acceptExpired: true });
+    const late = await renewRecorded(ca, reg, {
+      csrPem,
+      currentCertPem: betaId.certPem,
+      presented,
+      now: later,
+      acceptExpired: true,
+    });
     expect(inspectCert(late.certPem).notAfter.getTime()).toBeGreaterThan(later.getTime());
     reg.close();
     await revoke(ca, { target: "beta" });
     const reg2 = openCaRegistry(ca);
-    expect((await refusal(renewRecorded(ca, reg2, { csrPem, currentCertPem: betaId.certPem, presented }))).message).toMatch(/^renewal refused: the certificate \(serial [0-9A-F]+\) was revoked on /);
+    expect(
+      (await refusal(renewRecorded(ca, reg2, { csrPem, currentCertPem: betaId.certPem, presented }))).message,
+    ).toMatch(/^renewal refused: the certificate \(serial [0-9A-F]+\) was revoked on /);
     // Revoked stays refused, expired or not.
-    expect((await refusal(renewRecorded(ca, reg2, { csrPem, currentCertPem: betaId.certPem, presented, now: later, acceptExpired: true }))).message).toMatch(/was revoked on /);
+    expect(
+      (
+        await refusal(
+          renewRecorded(ca, reg2, {
+            csrPem,
+            currentCertPem: betaId.certPem,
+            presented,
+            now: later,
+            acceptExpired: true,
+          }),
+        )
+      ).message,
+    ).toMatch(/was revoked on /);
     reg2.close();
   });
 
@@ -112,7 +158,12 @@ describe("renewRecorded", () => {
     const id = await loadNodeIdentity(betaHome);
     const reg = openCaRegistry(ca);
     const later = new Date(Date.now() + 300 * DAY_MS);
-    const r = await renewRecorded(ca, reg, { csrPem: (await createCsr({ name: "beta", sans: [] })).csrPem, currentCertPem: id.certPem, presented: { name: "beta", fingerprint256: id.fingerprint256 }, now: later });
+    const r = await renewRecorded(ca, reg, {
+      csrPem: (await createCsr({ name: "beta", sans: [] })).csrPem,
+      currentCertPem: id.certPem,
+      presented: { name: "beta", fingerprint256: id.fingerprint256 },
+      now: later,
+    });
     expect(Math.round((inspectCert(r.certPem).notAfter.getTime() - later.getTime()) / DAY_MS)).toBe(99);
     reg.close();
   });
@@ -124,7 +175,11 @@ describe("installRenewedIdentity and recovery", () => {
     const { csrPem, keyPem } = await createCsr({ name: "beta", sans: [] });
     const id = await loadNodeIdentity(beta);
     const reg = openCaRegistry(ca);
-    const r = await renewRecorded(ca, reg, { csrPem, currentCertPem: id.certPem, presented: { name: "beta", fingerprint256: id.fingerprint256 } });
+    const r = await renewRecorded(ca, reg, {
+      csrPem,
+      currentCertPem: id.certPem,
+      presented: { name: "beta", fingerprint256: id.fingerprint256 },
+    });
     reg.close();
     return { beta, old: { certPem: id.certPem, keyPem: id.keyPem }, renewed: { certPem: r.certPem, keyPem } };
   }

@@ -47,7 +47,15 @@ describe("makeCrl and readRevocationList", () => {
     const at = new Date("2030-01-02T03:04:05Z");
     const serialA = new X509Certificate(alice.certPem).serialNumber;
     const signedAt = new Date();
-    const pem = await makeCrl(ca, [{ serial: serialA, revokedAt: at }, { serial: "0ABC", revokedAt: at }], 300, signedAt);
+    const pem = await makeCrl(
+      ca,
+      [
+        { serial: serialA, revokedAt: at },
+        { serial: "0ABC", revokedAt: at },
+      ],
+      300,
+      signedAt,
+    );
     expect(pem).toMatch(/^-----BEGIN X509 CRL-----\n/);
     const list = readRevocationList(pem, ca.certPem);
     expect(list.number).toBe(300);
@@ -68,32 +76,49 @@ describe("makeCrl and readRevocationList", () => {
     expect(list.number).toBe(1);
   });
 
-  it.skipIf(spawnSync("openssl", ["version"]).status !== 0)("passes OpenSSL's check, and OpenSSL refuses the revoked certificate with it", async () => {
-    const { ca, alice, bob } = await makeFleet();
-    const dir = tmp();
-    const serial = new X509Certificate(alice.certPem).serialNumber;
-    writeFileSync(join(dir, "ca.crt"), ca.certPem);
-    writeFileSync(join(dir, "crl.pem"), await makeCrl(ca, [{ serial, revokedAt: new Date() }], 7));
-    writeFileSync(join(dir, "alice.crt"), alice.certPem);
-    writeFileSync(join(dir, "bob.crt"), bob.certPem);
-    const crl = spawnSync("openssl", ["crl", "-in", join(dir, "crl.pem"), "-CAfile", join(dir, "ca.crt"), "-noout", "-text"], { encoding: "utf8" });
-    expect(crl.stderr).toMatch(/verify OK/);
-    expect(crl.stdout).toMatch(/X509v3 CRL Number: *\n *7/);
-    const verify = (who: string) =>
-      spawnSync("openssl", ["verify", "-crl_check", "-CAfile", join(dir, "ca.crt"), "-CRLfile", join(dir, "crl.pem"), join(dir, who)], { encoding: "utf8" });
-    expect(verify("bob.crt").status).toBe(0);
-    const refused = verify("alice.crt");
-    expect(refused.status).not.toBe(0);
-    expect(refused.stdout + refused.stderr).toMatch(/certificate revoked/);
-  });
+  it.skipIf(spawnSync("openssl", ["version"]).status !== 0)(
+    "passes OpenSSL's check, and OpenSSL refuses the revoked certificate with it",
+    async () => {
+      const { ca, alice, bob } = await makeFleet();
+      const dir = tmp();
+      const serial = new X509Certificate(alice.certPem).serialNumber;
+      writeFileSync(join(dir, "ca.crt"), ca.certPem);
+      writeFileSync(join(dir, "crl.pem"), await makeCrl(ca, [{ serial, revokedAt: new Date() }], 7));
+      writeFileSync(join(dir, "alice.crt"), alice.certPem);
+      writeFileSync(join(dir, "bob.crt"), bob.certPem);
+      const crl = spawnSync(
+        "openssl",
+        ["crl", "-in", join(dir, "crl.pem"), "-CAfile", join(dir, "ca.crt"), "-noout", "-text"],
+        { encoding: "utf8" },
+      );
+      expect(crl.stderr).toMatch(/verify OK/);
+      expect(crl.stdout).toMatch(/X509v3 CRL Number: *\n *7/);
+      const verify = (who: string) =>
+        spawnSync(
+          "openssl",
+          ["verify", "-crl_check", "-CAfile", join(dir, "ca.crt"), "-CRLfile", join(dir, "crl.pem"), join(dir, who)],
+          { encoding: "utf8" },
+        );
+      expect(verify("bob.crt").status).toBe(0);
+      const refused = verify("alice.crt");
+      expect(refused.status).not.toBe(0);
+      expect(refused.stdout + refused.stderr).toMatch(/certificate revoked/);
+    },
+  );
 
   it.each([
-    ["another CA under our CA's name", async (ca: CertAndKey) => makeCrl(await createCa({ name: "test fleet CA" }), [], 1), /its signature does not verify with the fleet CA's key/],
+    [
+      "another CA under our CA's name",
+      async (ca: CertAndKey) => makeCrl(await createCa({ name: "test fleet CA" }), [], 1),
+      /its signature does not verify with the fleet CA's key/,
+    ],
     ["another CA", async () => makeCrl(await createCa({ name: "other CA" }), [], 1), /its issuer is not the fleet CA/],
     [
       "a flipped bit in the signed part",
       async (ca: CertAndKey) => {
-        const der = Buffer.from(x509.PemConverter.decodeFirst(await makeCrl(ca, [{ serial: "0ABC", revokedAt: new Date() }], 1)));
+        const der = Buffer.from(
+          x509.PemConverter.decodeFirst(await makeCrl(ca, [{ serial: "0ABC", revokedAt: new Date() }], 1)),
+        );
         der[der.indexOf(Buffer.from([0x02, 0x02, 0x0a, 0xbc])) + 3] ^= 0x01; // the serial ABC -> ABD
         return x509.PemConverter.encode(der, "X509 CRL");
       },
@@ -104,7 +129,11 @@ describe("makeCrl and readRevocationList", () => {
     ["a certificate", async (ca: CertAndKey) => ca.certPem, /not one PEM revocation list/],
     [
       "truncated DER",
-      async (ca: CertAndKey) => x509.PemConverter.encode(Buffer.from(x509.PemConverter.decodeFirst(await makeCrl(ca, [], 1))).subarray(0, 60), "X509 CRL"),
+      async (ca: CertAndKey) =>
+        x509.PemConverter.encode(
+          Buffer.from(x509.PemConverter.decodeFirst(await makeCrl(ca, [], 1))).subarray(0, 60),
+          "X509 CRL",
+        ),
       /it does not parse \(truncated DER\)/,
     ],
     [
@@ -126,7 +155,10 @@ describe("makeCrl and readRevocationList", () => {
           issuer: new x509.X509Certificate(ca.certPem).subjectName,
           signingAlgorithm: { name: "ECDSA", hash: "SHA-256" },
           signingKey: await importPrivateKeyPem(ca.keyPem),
-          extensions: [new x509.Extension("2.5.29.20", false, Uint8Array.from([2, 1, 5])), new x509.Extension("2.5.29.27", true, Uint8Array.from([2, 1, 4]))],
+          extensions: [
+            new x509.Extension("2.5.29.20", false, Uint8Array.from([2, 1, 5])),
+            new x509.Extension("2.5.29.27", true, Uint8Array.from([2, 1, 4])),
+          ],
         });
         return x509.PemConverter.encode(crl.rawData, "X509 CRL");
       },
@@ -143,11 +175,23 @@ describe("makeCrl and readRevocationList", () => {
 
   it("a fleet member's certificate on the list is refused by FleetMembership", async () => {
     const { ca, alice, bob } = await makeFleet();
-    const list = readRevocationList(await makeCrl(ca, [{ serial: new X509Certificate(alice.certPem).serialNumber, revokedAt: new Date("2030-01-01T00:00:00Z") }], 2), ca.certPem);
+    const list = readRevocationList(
+      await makeCrl(
+        ca,
+        [{ serial: new X509Certificate(alice.certPem).serialNumber, revokedAt: new Date("2030-01-01T00:00:00Z") }],
+        2,
+      ),
+      ca.certPem,
+    );
     const fleet = new FleetMembership(ca.certPem, (serial) => list.revoked.get(serial));
     const verdict = fleet.check({ raw: new X509Certificate(alice.certPem).raw, subject: { CN: "alice" } });
-    expect(verdict).toEqual({ refused: expect.stringMatching(/^its certificate \(serial [0-9A-F]+\) was revoked on 2030-01-01T00:00:00\.000Z$/), revoked: true });
-    expect(fleet.check({ raw: new X509Certificate(bob.certPem).raw, subject: { CN: "bob" } })).toMatchObject({ member: { name: "bob" } });
+    expect(verdict).toEqual({
+      refused: expect.stringMatching(/^its certificate \(serial [0-9A-F]+\) was revoked on 2030-01-01T00:00:00\.000Z$/),
+      revoked: true,
+    });
+    expect(fleet.check({ raw: new X509Certificate(bob.certPem).raw, subject: { CN: "bob" } })).toMatchObject({
+      member: { name: "bob" },
+    });
   });
 });
 
@@ -184,14 +228,19 @@ describe("revoke, export-crl and import-crl on real homes", () => {
   it("refuses a name or serial the CA never issued", async () => {
     const { ca } = await fleetHomes();
     const err = await revoke(ca, { target: "nobody" }).catch((e) => e);
-    expect(err).toMatchObject({ code: "NOT_ISSUED", message: 'this CA has no record of a certificate named "nobody" or with serial nobody' });
+    expect(err).toMatchObject({
+      code: "NOT_ISSUED",
+      message: 'this CA has no record of a certificate named "nobody" or with serial nobody',
+    });
     expect(await revoke(ca, { target: "ABCDEF" }).catch((e) => e.code)).toBe("NOT_ISSUED");
   });
 
   it("issue --replace publishes a list with the replaced certificate", async () => {
     const { ca, betaSerial } = await fleetHomes();
     await issueBundle(ca, { name: "beta", out: join(tmp(), "b2"), replace: true });
-    expect([...readRevocationList(readFileSync(ca.crl, "utf8"), readFileSync(ca.caCert, "utf8")).revoked.keys()]).toEqual([betaSerial]);
+    expect([
+      ...readRevocationList(readFileSync(ca.crl, "utf8"), readFileSync(ca.caCert, "utf8")).revoked.keys(),
+    ]).toEqual([betaSerial]);
   });
 
   it("a list leaves out revoked certificates that have expired", async () => {
@@ -220,11 +269,15 @@ describe("revoke, export-crl and import-crl on real homes", () => {
     expect(second.number).toBeGreaterThan(first.number);
     expect(await exportCrl(ca, { out }).catch((e) => e.code)).toBe("FILE_EXISTS");
     expect(importCrl(beta, out)).toMatchObject({ changed: true });
-    expect([...readRevocationList(readFileSync(beta.crl, "utf8"), readFileSync(beta.caCert, "utf8")).revoked.keys()]).toEqual([betaSerial]);
+    expect([
+      ...readRevocationList(readFileSync(beta.crl, "utf8"), readFileSync(beta.caCert, "utf8")).revoked.keys(),
+    ]).toEqual([betaSerial]);
 
     const stale = rejection(() => importCrl(beta, empty));
     expect(stale.code).toBe("STALE_CRL");
-    expect(stale.message).toBe(`${empty} is older than the revocation list installed here (number ${first.number}, installed ${second.number})`);
+    expect(stale.message).toBe(
+      `${empty} is older than the revocation list installed here (number ${first.number}, installed ${second.number})`,
+    );
 
     // A non-CA home exports the list it has.
     const copy = join(tmp(), "copy.crl");

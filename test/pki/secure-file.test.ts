@@ -76,6 +76,8 @@ describe("readSecret", () => {
 
   it("reports a missing key as READ_FAILED naming the path", () => {
     const path = join(tmp(), "absent.key");
-    expect(() => readSecret(path)).toThrow(expect.objectContaining({ code: "READ_FAILED", message: `cannot read ${path}: ENOENT` }));
+    expect(() => readSecret(path)).toThrow(
+      expect.objectContaining({ code: "READ_FAILED", message: `cannot read ${path}: ENOENT` }),
+    );
   });
 });

@@ -4,7 +4,19 @@ import { X509Certificate } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ensureHome, homePaths } from "../../src/home";
-import { createCsr, enrollWithToken, createToken, initPki, installBundle, issueBundle, loadNodeIdentity, openCaRegistry, readBundle, renewRecorded, SPIFFE_DOMAIN } from "../../pki";
+import {
+  createCsr,
+  enrollWithToken,
+  createToken,
+  initPki,
+  installBundle,
+  issueBundle,
+  loadNodeIdentity,
+  openCaRegistry,
+  readBundle,
+  renewRecorded,
+  SPIFFE_DOMAIN,
+} from "../../pki";
 import { listenMtls } from "../../src/server/mtls-listener";
 import { tooLargeResponse } from "../../src/server/request-router";
 import { mtlsFetch } from "../../src/client/mtls-fetch";
@@ -30,14 +42,21 @@ describe("SPIFFE IDs", () => {
     expect(uriOf(beta.cert)).toEqual(["URI:spiffe://fleet.example/beta"]);
 
     const t = createToken(ca, { name: "gamma", ttlMs: 60_000 });
-    const joined = await enrollWithToken(ca, { token: t.token, csrPem: (await createCsr({ name: "gamma", sans: [] })).csrPem });
+    const joined = await enrollWithToken(ca, {
+      token: t.token,
+      csrPem: (await createCsr({ name: "gamma", sans: [] })).csrPem,
+    });
     expect(uriOf(joined.certPem)).toEqual(["URI:spiffe://fleet.example/gamma"]);
 
     const betaHome = homePaths(join(tmp(), "beta"));
     await installBundle(ensureHome(betaHome), out);
     const betaId = await loadNodeIdentity(betaHome);
     const reg = openCaRegistry(ca);
-    const renewed = await renewRecorded(ca, reg, { csrPem: (await createCsr({ name: "beta", sans: [] })).csrPem, currentCertPem: betaId.certPem, presented: { name: "beta", fingerprint256: betaId.fingerprint256 } });
+    const renewed = await renewRecorded(ca, reg, {
+      csrPem: (await createCsr({ name: "beta", sans: [] })).csrPem,
+      currentCertPem: betaId.certPem,
+      presented: { name: "beta", fingerprint256: betaId.fingerprint256 },
+    });
     expect(uriOf(renewed.certPem)).toEqual(["URI:spiffe://fleet.example/beta"]);
     expect(reg.bySerial(new X509Certificate(renewed.certPem).serialNumber)?.sans).toEqual(betaId.sans);
     reg.close();
@@ -54,7 +73,10 @@ describe("SPIFFE IDs", () => {
       onRequest: async (_req, caller) => ({ status: 200, body: caller.name }),
     });
     try {
-      const res = await mtlsFetch({ cert: beta.cert, key: beta.key, ca: beta.caCert }, { name: "alpha" })(`${server.url}/`, {});
+      const res = await mtlsFetch({ cert: beta.cert, key: beta.key, ca: beta.caCert }, { name: "alpha" })(
+        `${server.url}/`,
+        {},
+      );
       expect(await res.text()).toBe("beta");
     } finally {
       await server.close();
@@ -71,7 +93,9 @@ describe("SPIFFE IDs", () => {
       return io.out();
     };
     expect(await run()).toBe("no SPIFFE trust domain: certificates carry no SPIFFE ID\n");
-    expect(await run("corp.example")).toMatch(/^SPIFFE trust domain: corp\.example \(certificates issued from now on carry spiffe:\/\/corp\.example\/NAME/);
+    expect(await run("corp.example")).toMatch(
+      /^SPIFFE trust domain: corp\.example \(certificates issued from now on carry spiffe:\/\/corp\.example\/NAME/,
+    );
     const reg = openCaRegistry(ca);
     expect(reg.setting(SPIFFE_DOMAIN)).toBe("corp.example");
     reg.close();
@@ -79,10 +103,14 @@ describe("SPIFFE IDs", () => {
     await issueBundle(ca, { name: "beta", out });
     expect(uriOf((await readBundle(out)).cert)).toEqual(["URI:spiffe://corp.example/beta"]);
     expect(JSON.parse(await run("--clear", "--json"))).toEqual({ spiffeDomain: null });
-    const err = await pkiCommand.run(["spiffe-domain", "Not A Domain"], { io: bufferIo(), home: ca.root }).catch((e) => e);
+    const err = await pkiCommand
+      .run(["spiffe-domain", "Not A Domain"], { io: bufferIo(), home: ca.root })
+      .catch((e) => e);
     expect(err.message).toMatch(/^invalid name "Not A Domain": a SPIFFE trust domain has/);
     const untouched = join(tmp(), "x");
-    await expect(initPki(homePaths(untouched), { name: "x", spiffeDomain: "bad..domain" })).rejects.toMatchObject({ code: "BAD_NAME" });
+    await expect(initPki(homePaths(untouched), { name: "x", spiffeDomain: "bad..domain" })).rejects.toMatchObject({
+      code: "BAD_NAME",
+    });
     expect(existsSync(untouched)).toBe(false);
   });
 });

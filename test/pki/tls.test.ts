@@ -90,7 +90,9 @@ describe("mutual TLS with certificates from one fleet CA", () => {
     const client = tls.connect({ host: "127.0.0.1", port, ca: fleet.ca.certPem, ...pair(fleet.bob) });
     const [err] = (await once(client, "error")) as [NodeJS.ErrnoException];
     // The exact code depends on the TLS library (OpenSSL vs BoringSSL); any chain-verification failure will do.
-    expect(err.code).toMatch(/UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT|SELF_SIGNED_CERT_IN_CHAIN|CERT_SIGNATURE_FAILURE/);
+    expect(err.code).toMatch(
+      /UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT|SELF_SIGNED_CERT_IN_CHAIN|CERT_SIGNATURE_FAILURE/,
+    );
     expect(client.authorized).toBe(false);
   });
 

@@ -5,7 +5,18 @@ import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { homePaths } from "../../src/home";
-import { createCsr, createToken, enrollWithToken, initPki, inspectCert, issueBundle, openCaRegistry, PkiError, tokenHash, tokenName } from "../../pki";
+import {
+  createCsr,
+  createToken,
+  enrollWithToken,
+  initPki,
+  inspectCert,
+  issueBundle,
+  openCaRegistry,
+  PkiError,
+  tokenHash,
+  tokenName,
+} from "../../pki";
 import { tempDirs } from "./helpers";
 
 const tmp = tempDirs();
@@ -34,7 +45,12 @@ describe("createToken", () => {
     expect(tokenName(t.token)).toBe("beta");
     expect((t.expiresAt.getTime() - Date.now()) / HOUR).toBeCloseTo(1, 2);
     const reg = openCaRegistry(ca);
-    expect(reg.token(tokenHash(t.token))).toMatchObject({ name: "beta", sans: ["localhost", "127.0.0.1", "10.0.0.7"], days: 30, replace: false });
+    expect(reg.token(tokenHash(t.token))).toMatchObject({
+      name: "beta",
+      sans: ["localhost", "127.0.0.1", "10.0.0.7"],
+      days: 30,
+      replace: false,
+    });
     reg.close();
     const file = readFileSync(ca.caRegistry);
     expect(file.includes(Buffer.from(t.token.split(".")[1]))).toBe(false);
@@ -43,10 +59,16 @@ describe("createToken", () => {
   it("refuses a name that holds a valid certificate unless --replace, and TTLs out of range", async () => {
     const ca = await caHome();
     await issueBundle(ca, { name: "beta", out: join(tmp(), "b") });
-    expect(() => createToken(ca, { name: "beta", ttlMs: HOUR })).toThrow(expect.objectContaining({ code: "NAME_HAS_CERT" }));
+    expect(() => createToken(ca, { name: "beta", ttlMs: HOUR })).toThrow(
+      expect.objectContaining({ code: "NAME_HAS_CERT" }),
+    );
     expect(createToken(ca, { name: "beta", ttlMs: HOUR, replace: true }).name).toBe("beta");
-    expect(() => createToken(ca, { name: "gamma", ttlMs: 8 * 24 * HOUR })).toThrow(/a join token lives from 1 second to 7 days/);
-    expect(() => createToken(ca, { name: "local", ttlMs: HOUR })).toThrow(expect.objectContaining({ code: "RESERVED_NAME" }));
+    expect(() => createToken(ca, { name: "gamma", ttlMs: 8 * 24 * HOUR })).toThrow(
+      /a join token lives from 1 second to 7 days/,
+    );
+    expect(() => createToken(ca, { name: "local", ttlMs: HOUR })).toThrow(
+      expect.objectContaining({ code: "RESERVED_NAME" }),
+    );
   });
 
   it("tokenName refuses anything not shaped like a token", () => {
@@ -70,7 +92,9 @@ describe("enrollWithToken", () => {
     expect(reg.token(tokenHash(t.token))?.usedAt).toBeInstanceOf(Date);
     reg.close();
 
-    const again = await refusal(enrollWithToken(ca, { token: t.token, csrPem: (await createCsr({ name: "beta", sans: [] })).csrPem }));
+    const again = await refusal(
+      enrollWithToken(ca, { token: t.token, csrPem: (await createCsr({ name: "beta", sans: [] })).csrPem }),
+    );
     expect(again.code).toBe("BAD_TOKEN");
     expect(again.message).toMatch(/^join token refused: it was already used, on \d{4}-/);
   });
@@ -82,10 +106,14 @@ describe("enrollWithToken", () => {
     expect(unknown.message).toBe("join token refused: this CA never made it (or it was mistyped)");
 
     const old = createToken(ca, { name: "beta", ttlMs: 1000, now: new Date(Date.now() - 5000) });
-    expect((await refusal(enrollWithToken(ca, { token: old.token, csrPem }))).message).toMatch(/^join token refused: it expired on /);
+    expect((await refusal(enrollWithToken(ca, { token: old.token, csrPem }))).message).toMatch(
+      /^join token refused: it expired on /,
+    );
 
     const t = createToken(ca, { name: "beta", ttlMs: HOUR });
-    const other = await refusal(enrollWithToken(ca, { token: t.token, csrPem: (await createCsr({ name: "gamma", sans: [] })).csrPem }));
+    const other = await refusal(
+      enrollWithToken(ca, { token: t.token, csrPem: (await createCsr({ name: "gamma", sans: [] })).csrPem }),
+    );
     expect(other.message).toBe('join token refused: it is for "beta", but the request is for "gamma"');
     // A token whose name part was edited is another token: unknown.
     const edited = `gamma.${t.token.split(".")[1]}`;
@@ -98,7 +126,9 @@ describe("enrollWithToken", () => {
     const ca = await caHome();
     const t = createToken(ca, { name: "beta", ttlMs: HOUR });
     const csrs = await Promise.all([createCsr({ name: "beta", sans: [] }), createCsr({ name: "beta", sans: [] })]);
-    const results = await Promise.allSettled(csrs.map((c) => enrollWithToken(ca, { token: t.token, csrPem: c.csrPem })));
+    const results = await Promise.allSettled(
+      csrs.map((c) => enrollWithToken(ca, { token: t.token, csrPem: c.csrPem })),
+    );
     expect(results.map((r) => r.status).sort()).toEqual(["fulfilled", "rejected"]);
     const reg = openCaRegistry(ca);
     expect(reg.list().filter((c) => c.name === "beta")).toHaveLength(1);

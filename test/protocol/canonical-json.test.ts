@@ -14,7 +14,9 @@ describe("canonicalJson (RFC 8785)", () => {
     const input = JSON.parse(
       '{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001], "string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/", "literals": [null, true, false]}',
     );
-    expect(canonicalJson(input)).toBe('{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}');
+    expect(canonicalJson(input)).toBe(
+      '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],"string":"€$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}',
+    );
   });
 
   it("sorts keys by UTF-16 code units, as the RFC's section 3.2.3 example", () => {
@@ -63,13 +65,18 @@ describe("canonicalJson (RFC 8785)", () => {
     expect(canonicalJson(double(hex))).toBe(text);
   });
 
-  it.each([["7fffffffffffffff"], ["7ff0000000000000"], ["fff0000000000000"]])("refuses the double %s (NaN, Infinity: not JSON)", (hex) => {
-    expect(() => canonicalJson({ a: [double(hex)] })).toThrow(CanonicalJsonError);
-    expect(() => canonicalJson({ a: [double(hex)] })).toThrow(/^\$\.a\[0\]: /);
-  });
+  it.each([["7fffffffffffffff"], ["7ff0000000000000"], ["fff0000000000000"]])(
+    "refuses the double %s (NaN, Infinity: not JSON)",
+    (hex) => {
+      expect(() => canonicalJson({ a: [double(hex)] })).toThrow(CanonicalJsonError);
+      expect(() => canonicalJson({ a: [double(hex)] })).toThrow(/^\$\.a\[0\]: /);
+    },
+  );
 
   it("escapes only what JSON must, in lower-case hex, and writes the rest literally", () => {
-    expect(canonicalJson("\u0000\u0008\u0009\u000a\u000c\u000d\u001f\u007f\u2028\u2029é\"\\/")).toBe('"\\u0000\\b\\t\\n\\f\\r\\u001f\u007f\u2028\u2029é\\"\\\\/"');
+    expect(canonicalJson('\u0000\u0008\u0009\u000a\u000c\u000d\u001f\u007f\u2028\u2029é"\\/')).toBe(
+      '"\\u0000\\b\\t\\n\\f\\r\\u001f\u007f\u2028\u2029é\\"\\\\/"',
+    );
   });
 
   it("refuses lone surrogates (no UTF-8 form) but keeps a pair", () => {

@@ -21,7 +21,7 @@ describe("nestsDeeperThan", () => {
   it("ignores brackets inside strings, honouring escaped quotes and backslashes", () => {
     expect(nestsDeeperThan(JSON.stringify({ s: "[".repeat(500) }), 2)).toBe(false);
     expect(nestsDeeperThan(JSON.stringify({ s: 'say \\"[[[[[[' }), 2)).toBe(false);
-    expect(nestsDeeperThan(JSON.stringify({ s: "ends with a backslash \\" , t: [[[1]]] }), 3)).toBe(true);
+    expect(nestsDeeperThan(JSON.stringify({ s: "ends with a backslash \\", t: [[[1]]] }), 3)).toBe(true);
     expect(nestsDeeperThan(JSON.stringify({ s: "ends with a backslash \\", t: [[[1]]] }), 4)).toBe(false);
   });
 

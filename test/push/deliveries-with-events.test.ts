@@ -47,14 +47,20 @@ const stores: [string, () => Promise<Opened>][] = [
       const database = openDatabase(join(dir, "a2a-node.db"));
       const configs = new SqlitePushConfigStore(database);
       const queue = new SqliteDeliveryQueue(database);
-      const store = new SqliteTaskStore(database, { log: quiet, outbox: (taskId, events) => queue.queueWith(taskId, configs.webhooksOf(taskId), events) });
+      const store = new SqliteTaskStore(database, {
+        log: quiet,
+        outbox: (taskId, events) => queue.queueWith(taskId, configs.webhooksOf(taskId), events),
+      });
       return {
         store,
         configs,
         queue,
-        stored: async () => database.sqlite.query("SELECT id, task_id, config_id, body FROM push_deliveries ORDER BY id").all() as never,
+        stored: async () =>
+          database.sqlite.query("SELECT id, task_id, config_id, body FROM push_deliveries ORDER BY id").all() as never,
         failEventsOf: async (taskId) =>
-          void database.sqlite.exec(`CREATE TRIGGER fail_${taskId} BEFORE INSERT ON task_events WHEN NEW.task_id = '${taskId}' BEGIN SELECT RAISE(ABORT, 'injected disk error'); END`),
+          void database.sqlite.exec(
+            `CREATE TRIGGER fail_${taskId} BEFORE INSERT ON task_events WHEN NEW.task_id = '${taskId}' BEGIN SELECT RAISE(ABORT, 'injected disk error'); END`,
+          ),
         async close() {
           store.flush();
           database.close();
@@ -73,11 +79,14 @@ const stores: [string, () => Promise<Opened>][] = [
         store,
         configs: new PostgresPushConfigStore(database),
         queue: new PostgresDeliveryQueue(database.sql, "r1", 60_000),
-        stored: async () => [...(await database.sql`SELECT id, task_id, config_id, body FROM push_deliveries ORDER BY id`)] as never,
+        stored: async () =>
+          [...(await database.sql`SELECT id, task_id, config_id, body FROM push_deliveries ORDER BY id`)] as never,
         async failEventsOf(taskId) {
           await database.sql.unsafe(`CREATE OR REPLACE FUNCTION fail_events() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN IF NEW.task_id = '${taskId}' THEN RAISE EXCEPTION 'injected disk error'; END IF; RETURN NEW; END $$`);
-          await database.sql.unsafe(`CREATE TRIGGER fail_events BEFORE INSERT ON task_events FOR EACH ROW EXECUTE FUNCTION fail_events()`);
+          await database.sql.unsafe(
+            `CREATE TRIGGER fail_events BEFORE INSERT ON task_events FOR EACH ROW EXECUTE FUNCTION fail_events()`,
+          );
         },
         async close() {
           await store.flush();
@@ -90,7 +99,12 @@ const stores: [string, () => Promise<Opened>][] = [
 ];
 
 const event = (taskId: string, n: number): StreamResponse => ({
-  statusUpdate: { taskId, contextId: `c-${taskId}`, status: { state: "TASK_STATE_WORKING", timestamp: "2026-01-01T00:00:00.000Z" }, metadata: { n, text: 'a "quoted" é \u2028 line' } },
+  statusUpdate: {
+    taskId,
+    contextId: `c-${taskId}`,
+    status: { state: "TASK_STATE_WORKING", timestamp: "2026-01-01T00:00:00.000Z" },
+    metadata: { n, text: 'a "quoted" é \u2028 line' },
+  },
 });
 
 describe.each(stores)("push deliveries queued with their events: %s", (_name, open) => {
@@ -107,7 +121,14 @@ describe.each(stores)("push deliveries queued with their events: %s", (_name, op
   });
 
   async function task(id: string): Promise<void> {
-    const r = await o.store.create({ id, contextId: `c-${id}`, owner: "alpha", message: { messageId: `m-${id}`, role: "ROLE_USER", parts: [{ text: id }] }, executor: "echo", timestamp: new Date().toISOString() });
+    const r = await o.store.create({
+      id,
+      contextId: `c-${id}`,
+      owner: "alpha",
+      message: { messageId: `m-${id}`, role: "ROLE_USER", parts: [{ text: id }] },
+      executor: "echo",
+      timestamp: new Date().toISOString(),
+    });
     await r.committed;
   }
 
@@ -134,7 +155,14 @@ describe.each(stores)("push deliveries queued with their events: %s", (_name, op
     for (const r of rows) expect(r.body).toBe(JSON.stringify(event("t1", JSON.parse(r.body).statusUpdate.metadata.n)));
     const all = told.flat();
     expect(all.map((d) => d.id)).toEqual(rows.map((r) => r.id));
-    expect(all[0]).toEqual({ id: rows[0]!.id, taskId: "t1", configId: "h1", owner: "alpha", url: "http://127.0.0.1:9/one", nextAttemptAt: expect.any(String) });
+    expect(all[0]).toEqual({
+      id: rows[0]!.id,
+      taskId: "t1",
+      configId: "h1",
+      owner: "alpha",
+      url: "http://127.0.0.1:9/one",
+      nextAttemptAt: expect.any(String),
+    });
     expect(told).toHaveLength(2); // one call per commit
     expect((await o.queue.load()).map((d) => d.id)).toEqual(rows.map((r) => r.id));
   });
@@ -142,7 +170,8 @@ describe.each(stores)("push deliveries queued with their events: %s", (_name, op
   it("queues nothing for a task whose events cannot be stored; the other tasks of its commit keep theirs", async () => {
     await task("bad");
     await task("good");
-    for (const t of ["bad", "good"]) await o.configs.create("alpha", { id: "h", taskId: t, url: "http://127.0.0.1:9/hook" });
+    for (const t of ["bad", "good"])
+      await o.configs.create("alpha", { id: "h", taskId: t, url: "http://127.0.0.1:9/hook" });
     await o.failEventsOf("bad");
     const bad = o.store.record("bad", { events: { firstSeq: 1, items: [event("bad", 1)] } });
     const good = o.store.record("good", { events: { firstSeq: 1, items: [event("good", 1)] } });
@@ -157,7 +186,9 @@ describe.each(stores)("push deliveries queued with their events: %s", (_name, op
     const ids = Array.from({ length: 2_001 }, (_, i) => `big-${String(i).padStart(4, "0")}`);
     await Promise.all(ids.map(task));
     await o.configs.create("alpha", { id: "h", taskId: "big-1000", url: "http://127.0.0.1:9/hook" });
-    await Promise.all(ids.map((id) => o.store.record(id, { events: { firstSeq: 1, items: [event(id, 1), event(id, 2)] } })));
+    await Promise.all(
+      ids.map((id) => o.store.record(id, { events: { firstSeq: 1, items: [event(id, 1), event(id, 2)] } })),
+    );
     const rows = await o.stored();
     expect(rows.map((r) => [r.task_id, JSON.parse(r.body).statusUpdate.metadata.n])).toEqual([
       ["big-1000", 1],

@@ -12,7 +12,13 @@ export interface OpenedQueue {
 }
 
 const at = "2030-01-01T00:00:00.000Z";
-const row = (id: string, task = "t1", config = "c1"): Omit<QueuedDelivery, "attempts"> => ({ id, task_id: task, config_id: config, body: `{"n":"${id}"}`, next_attempt_at: at });
+const row = (id: string, task = "t1", config = "c1"): Omit<QueuedDelivery, "attempts"> => ({
+  id,
+  task_id: task,
+  config_id: config,
+  body: `{"n":"${id}"}`,
+  next_attempt_at: at,
+});
 
 export function deliveryQueueContract(name: string, open: () => Promise<OpenedQueue> | OpenedQueue): void {
   describe(`DeliveryQueue contract: ${name}`, () => {
@@ -33,7 +39,14 @@ export function deliveryQueueContract(name: string, open: () => Promise<OpenedQu
         { id: "02", task_id: "t1", config_id: "c1", attempts: 0, next_attempt_at: at },
         { id: "03", task_id: "t2", config_id: "c9", attempts: 0, next_attempt_at: at },
       ]);
-      expect(await queue.get("02")).toEqual({ id: "02", task_id: "t1", config_id: "c1", body: '{"n":"02"}', attempts: 0, next_attempt_at: at });
+      expect(await queue.get("02")).toEqual({
+        id: "02",
+        task_id: "t1",
+        config_id: "c1",
+        body: '{"n":"02"}',
+        attempts: 0,
+        next_attempt_at: at,
+      });
       expect(await queue.get("nosuch")).toBeUndefined();
       await queue.add([]); // nothing to add is no error
     });

@@ -32,7 +32,15 @@ describe("FairScheduler", () => {
 
   it("within one owner serves its hosts round-robin, and each host's items in the order they came", () => {
     const s = new FairScheduler<string>(WIDE);
-    for (const [item, host] of [["x1", "x"], ["x2", "x"], ["x3", "x"], ["y1", "y"], ["z1", "z"], ["y2", "y"]]) s.add(item!, "alpha", host!);
+    for (const [item, host] of [
+      ["x1", "x"],
+      ["x2", "x"],
+      ["x3", "x"],
+      ["y1", "y"],
+      ["z1", "z"],
+      ["y2", "y"],
+    ])
+      s.add(item!, "alpha", host!);
     expect(drain(s)).toEqual(["x1", "y1", "z1", "x2", "y2", "x3"]);
   });
 

@@ -22,7 +22,12 @@ afterAll(() => {
   secure.stop();
 });
 
-const post = (extra: Record<string, unknown> = {}): RequestInit => ({ method: "POST", body: "{}", headers: { "Content-Type": "application/a2a+json" }, ...extra });
+const post = (extra: Record<string, unknown> = {}): RequestInit => ({
+  method: "POST",
+  body: "{}",
+  headers: { "Content-Type": "application/a2a+json" },
+  ...extra,
+});
 const target = (url: string, ...addresses: string[]) => ({ url: new URL(url), addresses });
 
 async function failure(p: Promise<unknown>): Promise<Error> {
@@ -50,7 +55,9 @@ describe("fetchPinned", () => {
     expect(secure.requests.at(-1)!.headers.host).toBe(`${HOST}:${secure.port}`);
     // Same address, a name the certificate does not cover: refused by verification, nothing is sent.
     const before = secure.requests.length;
-    const err = await failure(fetchPinned(target(secure.url("/tls", "other.pinned.invalid"), "127.0.0.1"), post({ tls: { ca: ca.certPem } })));
+    const err = await failure(
+      fetchPinned(target(secure.url("/tls", "other.pinned.invalid"), "127.0.0.1"), post({ tls: { ca: ca.certPem } })),
+    );
     expect(String((err as { code?: string }).code ?? err.message)).toMatch(/ALTNAME|altname|certificate/i);
     expect(err.message).toContain("(at 127.0.0.1)");
     expect(secure.requests.length).toBe(before);
@@ -63,14 +70,21 @@ describe("fetchPinned", () => {
     expect(plain.requests.at(-1)!.path).toBe("/second");
     const err = await failure(fetchPinned(target(plain.url("/none", HOST), "127.0.0.2", "127.0.0.3"), post()));
     expect(err.name).toBe("ConnectError");
-    expect(err.message).toBe(`could not connect to ${HOST}:${plain.port} at 127.0.0.2 (ECONNREFUSED), 127.0.0.3 (ECONNREFUSED)`);
+    expect(err.message).toBe(
+      `could not connect to ${HOST}:${plain.port} at 127.0.0.2 (ECONNREFUSED), 127.0.0.3 (ECONNREFUSED)`,
+    );
   });
 
   it("does not try another address after a failure past the connection (the request may have been sent)", async () => {
     const hang = new Receiver();
     hang.hangNext();
     try {
-      const err = await failure(fetchPinned(target(hang.url("/slow", HOST), "127.0.0.1", "127.0.0.1"), post({ signal: AbortSignal.timeout(100) })));
+      const err = await failure(
+        fetchPinned(
+          target(hang.url("/slow", HOST), "127.0.0.1", "127.0.0.1"),
+          post({ signal: AbortSignal.timeout(100) }),
+        ),
+      );
       expect(err.name).toBe("TimeoutError");
       expect(err.message).toContain("(at 127.0.0.1)");
       expect(hang.requests).toHaveLength(1);
@@ -82,7 +96,11 @@ describe("fetchPinned", () => {
 
 describe("pinnedRequest", () => {
   it("writes an IPv6 address in brackets and keeps port, path and query", () => {
-    const [url, init] = pinnedRequest(new URL("https://hooks.example.com:8443/a/b?c=d"), "2606:4700:4700::1111", post());
+    const [url, init] = pinnedRequest(
+      new URL("https://hooks.example.com:8443/a/b?c=d"),
+      "2606:4700:4700::1111",
+      post(),
+    );
     expect(url).toBe("https://[2606:4700:4700::1111]:8443/a/b?c=d");
     expect(new Headers(init.headers).get("host")).toBe("hooks.example.com:8443");
     expect((init as { tls?: { serverName?: string } }).tls?.serverName).toBe("hooks.example.com");
@@ -91,16 +109,22 @@ describe("pinnedRequest", () => {
   it("leaves an IP-literal URL as it is (no Host rewrite, no SNI)", () => {
     const init = post();
     expect(pinnedRequest(new URL("https://8.8.8.8/x"), "8.8.8.8", init)).toEqual(["https://8.8.8.8/x", init]);
-    expect(pinnedRequest(new URL("http://[2606:4700:4700::1111]/x"), "2606:4700:4700::1111", init)[0]).toBe("http://[2606:4700:4700::1111]/x");
+    expect(pinnedRequest(new URL("http://[2606:4700:4700::1111]/x"), "2606:4700:4700::1111", init)[0]).toBe(
+      "http://[2606:4700:4700::1111]/x",
+    );
   });
 
   it("gives plain http no TLS settings, and keeps the caller's TLS settings beside the server name", () => {
-    expect((pinnedRequest(new URL("http://h.example/"), "8.8.8.8", post())[1] as { tls?: unknown }).tls).toBeUndefined();
+    expect(
+      (pinnedRequest(new URL("http://h.example/"), "8.8.8.8", post())[1] as { tls?: unknown }).tls,
+    ).toBeUndefined();
     const [, init] = pinnedRequest(new URL("https://h.example/"), "8.8.8.8", post({ tls: { ca: "PEM" } }));
     expect((init as { tls?: unknown }).tls).toEqual({ ca: "PEM", serverName: "h.example" });
   });
 
   it("refuses an address a URL cannot carry instead of falling back to the name", () => {
-    expect(() => pinnedRequest(new URL("http://h.example/"), "fe80::1%eth0", post())).toThrow("cannot connect to address 'fe80::1%eth0'");
+    expect(() => pinnedRequest(new URL("http://h.example/"), "fe80::1%eth0", post())).toThrow(
+      "cannot connect to address 'fe80::1%eth0'",
+    );
   });
 });

@@ -17,8 +17,13 @@ let database: PostgresDatabase;
 let receiver: Receiver;
 let dispatchers: PushDispatcher[];
 const quiet: Logger = { info: () => {}, warn: () => {}, error: () => {} };
-const event = (n: number): StreamResponse => ({ statusUpdate: { taskId: "t1", contextId: "c1", status: { state: "TASK_STATE_WORKING" }, metadata: { n } } });
-const sentNumbers = () => receiver.ok().map((r) => (JSON.parse(r.body) as { statusUpdate: { metadata: { n: number } } }).statusUpdate.metadata.n);
+const event = (n: number): StreamResponse => ({
+  statusUpdate: { taskId: "t1", contextId: "c1", status: { state: "TASK_STATE_WORKING" }, metadata: { n } },
+});
+const sentNumbers = () =>
+  receiver
+    .ok()
+    .map((r) => (JSON.parse(r.body) as { statusUpdate: { metadata: { n: number } } }).statusUpdate.metadata.n);
 
 beforeEach(async () => {
   database = await emptyPostgres(6);
@@ -61,7 +66,15 @@ describe("push deliveries on Postgres", () => {
     const dead = replica("dead", 1000);
     await dead.configs.create("alpha", { id: "hook", taskId: "t1", url: receiver.url() });
     // The dead replica queued events 1 and 2 and never sent them (it was killed before).
-    await dead.queue.add([1, 2].map((n) => ({ id: `01AAAAAAAAAAAAAAAAAAAAAAA${n}`, task_id: "t1", config_id: "hook", body: JSON.stringify(event(n)), next_attempt_at: new Date().toISOString() })));
+    await dead.queue.add(
+      [1, 2].map((n) => ({
+        id: `01AAAAAAAAAAAAAAAAAAAAAAA${n}`,
+        task_id: "t1",
+        config_id: "hook",
+        body: JSON.stringify(event(n)),
+        next_attempt_at: new Date().toISOString(),
+      })),
+    );
     const live = replica("live", 200);
     await live.dispatcher.start(); // the dead one's claims are still fresh: nothing of them yet
     await live.dispatcher.notify("t1", event(3));

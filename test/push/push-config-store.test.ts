@@ -22,13 +22,19 @@ afterEach(() => {
 const queued = (configId?: string) =>
   (
     database.sqlite
-      .query(configId ? "SELECT count(*) AS n FROM push_deliveries WHERE config_id = ?1" : "SELECT count(*) AS n FROM push_deliveries")
+      .query(
+        configId
+          ? "SELECT count(*) AS n FROM push_deliveries WHERE config_id = ?1"
+          : "SELECT count(*) AS n FROM push_deliveries",
+      )
       .get(...(configId ? [configId] : [])) as { n: number }
   ).n;
 
 function queue(taskId: string, configId: string, id: string) {
   database.sqlite
-    .query("INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at) VALUES (?1, ?2, ?3, '{}', 0, ?4)")
+    .query(
+      "INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at) VALUES (?1, ?2, ?3, '{}', 0, ?4)",
+    )
     .run(id, taskId, configId, new Date().toISOString());
 }
 
@@ -61,7 +67,13 @@ describe("SqlitePushConfigStore", async () => {
   });
 
   it("keeps configs across a reopen of the database file", async () => {
-    const c = await store.create("alpha", { id: "", taskId: "t1", url: "https://h.example/", token: "tok", authentication: { scheme: "Basic", credentials: "dTpw" } });
+    const c = await store.create("alpha", {
+      id: "",
+      taskId: "t1",
+      url: "https://h.example/",
+      token: "tok",
+      authentication: { scheme: "Basic", credentials: "dTpw" },
+    });
     database.close();
     database = openDatabase(path);
     store = new SqlitePushConfigStore(database);
@@ -86,16 +98,29 @@ describe("writes while the task store's group transaction is open", () => {
       await store.create("alpha", { id: "old", taskId: "t0", url: "https://h.example/" });
       const snapshotThenCommit = async () => {
         // The turn's first create reads for idempotency: the group transaction opens with a snapshot...
-        const created = await tasks.create({ id: crypto.randomUUID(), contextId: "c", owner: "alpha", message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "x" }] }, executor: "echo", timestamp: new Date().toISOString() });
+        const created = await tasks.create({
+          id: crypto.randomUUID(),
+          contextId: "c",
+          owner: "alpha",
+          message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "x" }] },
+          executor: "echo",
+          timestamp: new Date().toISOString(),
+        });
         expect(database.sqlite.inTransaction).toBe(true);
         // ...holding the write lock: another connection cannot commit after the group's first read.
         expect(() =>
-          other.query("INSERT INTO health_probe (id, checked_at) VALUES (1, ?1) ON CONFLICT(id) DO UPDATE SET checked_at = excluded.checked_at").run(new Date().toISOString()),
+          other
+            .query(
+              "INSERT INTO health_probe (id, checked_at) VALUES (1, ?1) ON CONFLICT(id) DO UPDATE SET checked_at = excluded.checked_at",
+            )
+            .run(new Date().toISOString()),
         ).toThrow(/locked/);
         return created;
       };
       const first = await snapshotThenCommit();
-      expect(await store.create("alpha", { id: "c1", taskId: "t1", url: "https://h.example/" })).toMatchObject({ id: "c1" });
+      expect(await store.create("alpha", { id: "c1", taskId: "t1", url: "https://h.example/" })).toMatchObject({
+        id: "c1",
+      });
       await first.committed;
       const second = await snapshotThenCommit();
       expect(await store.delete("alpha", "t0", "old")).toBe(true);

@@ -56,7 +56,11 @@ function dispatcher(options: PushDispatcherOptions = {}, db = database, configs 
   return d;
 }
 
-function config(r: Receiver, extra: Partial<TaskPushNotificationConfig> = {}, owner = "alpha"): Promise<TaskPushNotificationConfig> {
+function config(
+  r: Receiver,
+  extra: Partial<TaskPushNotificationConfig> = {},
+  owner = "alpha",
+): Promise<TaskPushNotificationConfig> {
   return store.create(owner, { id: "", taskId: "t1", url: r.url(), ...extra });
 }
 
@@ -73,8 +77,10 @@ const event = (n: number, taskId = "t1"): StreamResponse => ({
   },
 });
 
-const seqOf = (r: ReceivedRequest): number => (JSON.parse(r.body) as { statusUpdate: { metadata: { n: number } } }).statusUpdate.metadata.n;
-const rows = (): number => (database.sqlite.query("SELECT count(*) AS n FROM push_deliveries").get() as { n: number }).n;
+const seqOf = (r: ReceivedRequest): number =>
+  (JSON.parse(r.body) as { statusUpdate: { metadata: { n: number } } }).statusUpdate.metadata.n;
+const rows = (): number =>
+  (database.sqlite.query("SELECT count(*) AS n FROM push_deliveries").get() as { n: number }).n;
 
 describe("PushDispatcher", () => {
   it("POSTs the event as application/a2a+json with token, a valid signature and the Authorization header", async () => {
@@ -93,7 +99,9 @@ describe("PushDispatcher", () => {
     expect(got!.headers["x-a2a-notification-token"]).toBe("tok-123");
     expect(got!.headers.authorization).toBe("Bearer cred-xyz");
     expect(got!.headers["x-a2a-delivery-id"]).toMatch(/^[0-9A-HJKMNP-TV-Z]{26}$/);
-    expect(verifySignature("tok-123", got!.headers["x-a2a-timestamp"], got!.body, got!.headers["x-a2a-signature"])).toBe(true);
+    expect(
+      verifySignature("tok-123", got!.headers["x-a2a-timestamp"], got!.body, got!.headers["x-a2a-signature"]),
+    ).toBe(true);
     await d.idle();
     expect(rows()).toBe(0);
   });
@@ -107,7 +115,8 @@ describe("PushDispatcher", () => {
     await r.delivered(1);
     expect(r.requests.map((q) => q.status)).toEqual([503, 503, 204]);
     expect(new Set(r.requests.map((q) => q.headers["x-a2a-delivery-id"])).size).toBe(1); // one delivery, three attempts
-    for (const q of r.requests) expect(verifySignature("t", q.headers["x-a2a-timestamp"], q.body, q.headers["x-a2a-signature"])).toBe(true);
+    for (const q of r.requests)
+      expect(verifySignature("t", q.headers["x-a2a-timestamp"], q.body, q.headers["x-a2a-signature"])).toBe(true);
     await d.idle();
     expect(rows()).toBe(0);
     expect(logLines.filter((l) => l.level !== "info")).toEqual([]);
@@ -145,7 +154,9 @@ describe("PushDispatcher", () => {
     await d1.notify("t1", event(2));
     await r.received(1);
     await d1.stop();
-    const left = database.sqlite.query("SELECT attempts, last_error, next_attempt_at FROM push_deliveries ORDER BY id").all() as {
+    const left = database.sqlite
+      .query("SELECT attempts, last_error, next_attempt_at FROM push_deliveries ORDER BY id")
+      .all() as {
       attempts: number;
       last_error: string | null;
       next_attempt_at: string;
@@ -161,7 +172,11 @@ describe("PushDispatcher", () => {
     database = openDatabase(path);
     store = new SqlitePushConfigStore(database);
     // The new process's clock is past the stored retry time (as it would be after a restart that took a while).
-    const d2 = new PushDispatcher(new SqliteDeliveryQueue(database), store, { backoffBaseMs: 1, log, clock: () => Date.now() + 120_000 });
+    const d2 = new PushDispatcher(new SqliteDeliveryQueue(database), store, {
+      backoffBaseMs: 1,
+      log,
+      clock: () => Date.now() + 120_000,
+    });
     dispatchers.push(d2);
     await d2.notify("t1", event(3)); // stopped: queued, not sent
     expect(rows()).toBe(3);
@@ -191,7 +206,10 @@ describe("PushDispatcher", () => {
     expect(rows()).toBe(0);
     const warnings = logLines.filter((l) => l.level === "warn");
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]).toMatchObject({ message: "push delivery abandoned", fields: { task: "t1", config: c.id, attempts: 3, error: "HTTP 500", host: `127.0.0.1:${r.port}` } });
+    expect(warnings[0]).toMatchObject({
+      message: "push delivery abandoned",
+      fields: { task: "t1", config: c.id, attempts: 3, error: "HTTP 500", host: `127.0.0.1:${r.port}` },
+    });
     expect(JSON.stringify(logLines)).not.toContain("never-logged");
   });
 
@@ -222,7 +240,12 @@ describe("PushDispatcher", () => {
     await d.idle();
     expect(r.requests).toHaveLength(0);
     expect(rows()).toBe(0);
-    expect(logLines).toContainEqual(expect.objectContaining({ message: "push config gone; dropped its queued deliveries", fields: expect.objectContaining({ dropped: 2 }) }));
+    expect(logLines).toContainEqual(
+      expect.objectContaining({
+        message: "push config gone; dropped its queued deliveries",
+        fields: expect.objectContaining({ dropped: 2 }),
+      }),
+    );
   });
 
   it("re-checks the URL at delivery time and never sends to a refused address", async () => {
@@ -232,7 +255,9 @@ describe("PushDispatcher", () => {
     await d.notify("t1", event(1));
     await d.idle();
     expect(r.requests).toHaveLength(0);
-    expect(logLines.find((l) => l.message === "push delivery abandoned")?.fields.error).toMatch(/127\.0\.0\.1' is a loopback address/);
+    expect(logLines.find((l) => l.message === "push delivery abandoned")?.fields.error).toMatch(
+      /127\.0\.0\.1' is a loopback address/,
+    );
   });
 
   it("does not follow redirects (they would bypass the URL check)", async () => {
@@ -245,7 +270,9 @@ describe("PushDispatcher", () => {
     await d.idle();
     expect(r.requests).toHaveLength(1);
     expect(target.requests).toHaveLength(0);
-    expect(logLines.find((l) => l.message === "push delivery abandoned")?.fields.error).toBe("HTTP 307 (redirects are not followed)");
+    expect(logLines.find((l) => l.message === "push delivery abandoned")?.fields.error).toBe(
+      "HTTP 307 (redirects are not followed)",
+    );
   });
 
   it("times out a receiver that never answers and retries", async () => {

@@ -59,7 +59,10 @@ const loopbackDns: LookupAll = async (host) => {
 };
 
 function dispatcher(options: PushDispatcherOptions, start = true): PushDispatcher {
-  const guard = new WebhookGuard({ lookup: loopbackDns, allowlist: ["hole.test", "hole1.test", "hole2.test", "hole3.test", "alpha.test", "bravo.test"] });
+  const guard = new WebhookGuard({
+    lookup: loopbackDns,
+    allowlist: ["hole.test", "hole1.test", "hole2.test", "hole3.test", "alpha.test", "bravo.test"],
+  });
   const d = new PushDispatcher(new SqliteDeliveryQueue(database), store, { backoffBaseMs: 1, log, guard, ...options });
   dispatchers.push(d);
   if (start) void d.start();
@@ -67,7 +70,12 @@ function dispatcher(options: PushDispatcherOptions, start = true): PushDispatche
 }
 
 const event = (taskId: string, n = 1): StreamResponse => ({
-  statusUpdate: { taskId, contextId: "ctx-1", status: { state: "TASK_STATE_WORKING", timestamp: "2026-01-02T03:04:05.678Z" }, metadata: { n } },
+  statusUpdate: {
+    taskId,
+    contextId: "ctx-1",
+    status: { state: "TASK_STATE_WORKING", timestamp: "2026-01-02T03:04:05.678Z" },
+    metadata: { n },
+  },
 });
 
 /** `owner` registers a webhook at `url` for a task of its own and an event of that task is queued. */
@@ -143,7 +151,9 @@ describe("PushDispatcher fairness", () => {
     await store.create("alpha", { id: "hook", taskId: "t1", url: r.url("/hook", "alpha.test") });
     for (let n = 1; n <= 4; n++) await d.notify("t1", event("t1", n));
     const ok = await r.delivered(4);
-    expect(ok.map((q) => (JSON.parse(q.body) as { statusUpdate: { metadata: { n: number } } }).statusUpdate.metadata.n)).toEqual([1, 2, 3, 4]);
+    expect(
+      ok.map((q) => (JSON.parse(q.body) as { statusUpdate: { metadata: { n: number } } }).statusUpdate.metadata.n),
+    ).toEqual([1, 2, 3, 4]);
     expect(r.requests).toHaveLength(7);
     await d.idle();
     expect((database.sqlite.query("SELECT count(*) AS n FROM push_deliveries").get() as { n: number }).n).toBe(0);
@@ -176,10 +186,17 @@ describe("PushDispatcher: the address checked is the address connected to", () =
     const connects: { url: string; host: string | null }[] = [];
     const internet = async (url: string, init: RequestInit): Promise<Response> => {
       connects.push({ url, host: new Headers(init.headers).get("host") });
-      if (new URL(url).hostname === "93.184.216.34") throw Object.assign(new TypeError("ECONNREFUSED: Unable to connect"), { code: "ECONNREFUSED" });
+      if (new URL(url).hostname === "93.184.216.34")
+        throw Object.assign(new TypeError("ECONNREFUSED: Unable to connect"), { code: "ECONNREFUSED" });
       return fetch(url, init);
     };
-    const d = new PushDispatcher(new SqliteDeliveryQueue(database), store, { backoffBaseMs: 1, log, guard, fetch: internet, maxAttempts: 2 });
+    const d = new PushDispatcher(new SqliteDeliveryQueue(database), store, {
+      backoffBaseMs: 1,
+      log,
+      guard,
+      fetch: internet,
+      maxAttempts: 2,
+    });
     dispatchers.push(d);
     await d.start();
     await hook(d, "alpha", "t1", local.url("/hook", "rebind.test"));
@@ -196,11 +213,19 @@ describe("PushDispatcher: the address checked is the address connected to", () =
 
   it("an unresolvable webhook host fails the attempt at the DNS timeout, not the system resolver's", async () => {
     const guard = new WebhookGuard({ lookup: () => new Promise(() => {}), lookupTimeoutMs: 20 });
-    const d = new PushDispatcher(new SqliteDeliveryQueue(database), store, { backoffBaseMs: 1, log, guard, maxAttempts: 1, timeoutMs: NEVER });
+    const d = new PushDispatcher(new SqliteDeliveryQueue(database), store, {
+      backoffBaseMs: 1,
+      log,
+      guard,
+      maxAttempts: 1,
+      timeoutMs: NEVER,
+    });
     dispatchers.push(d);
     await d.start();
     await hook(d, "alpha", "t1", "https://black-hole-dns.test/hook");
     await d.idle();
-    expect(logLines.find((l) => l.message === "push delivery abandoned")?.fields.error).toMatch(/'black-hole-dns.test' did not resolve within 20 ms \(DNS timeout\)/);
+    expect(logLines.find((l) => l.message === "push delivery abandoned")?.fields.error).toMatch(
+      /'black-hole-dns.test' did not resolve within 20 ms \(DNS timeout\)/,
+    );
   });
 });

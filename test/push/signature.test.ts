@@ -3,12 +3,19 @@ import { pushHeaders, signBody, verifySignature } from "../../src/push/signature
 
 describe("push signature", () => {
   it("signBody is hex HMAC-SHA256 (the well-known 'quick brown fox' vector)", () => {
-    expect(signBody("key", "The quick brown fox jumps over the lazy dog")).toBe("f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8");
+    expect(signBody("key", "The quick brown fox jumps over the lazy dog")).toBe(
+      "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8",
+    );
   });
 
   it("headers carry the content type, token, timestamp, a MAC over timestamp.body, and Authorization", () => {
     const body = '{"statusUpdate":{"taskId":"t"}}';
-    const h = pushHeaders(body, { token: "tok", authentication: { scheme: "Bearer", credentials: "abc" }, timestamp: 1_700_000_000, deliveryId: "D1" });
+    const h = pushHeaders(body, {
+      token: "tok",
+      authentication: { scheme: "Bearer", credentials: "abc" },
+      timestamp: 1_700_000_000,
+      deliveryId: "D1",
+    });
     expect(h).toEqual({
       "Content-Type": "application/a2a+json",
       "X-A2A-Delivery-Id": "D1",
@@ -33,10 +40,13 @@ describe("push signature", () => {
     expect(verifySignature("tok", ts, body, sig, { nowSeconds })).toBe(true);
     expect(verifySignature("tok", ts, body.replace("t1", "t2"), sig, { nowSeconds })).toBe(false);
     expect(verifySignature("other", ts, body, sig, { nowSeconds })).toBe(false);
-    expect(verifySignature("tok", String(nowSeconds + 1), body, sig, { nowSeconds })).toBe(false); // timestamp is in the MAC
+    // timestamp is in the MAC
+    expect(verifySignature("tok", String(nowSeconds + 1), body, sig, { nowSeconds })).toBe(false);
     // A replay 10 minutes later is refused; with the check off it verifies.
     expect(verifySignature("tok", ts, body, sig, { nowSeconds: nowSeconds + 600 })).toBe(false);
-    expect(verifySignature("tok", ts, body, sig, { nowSeconds: nowSeconds + 600, toleranceSeconds: Infinity })).toBe(true);
+    expect(verifySignature("tok", ts, body, sig, { nowSeconds: nowSeconds + 600, toleranceSeconds: Infinity })).toBe(
+      true,
+    );
     expect(verifySignature("tok", null, body, sig, { nowSeconds })).toBe(false);
     expect(verifySignature("tok", ts, body, undefined, { nowSeconds })).toBe(false);
     expect(verifySignature("tok", ts, body, sig.replace("sha256=", "sha1="), { nowSeconds })).toBe(false);

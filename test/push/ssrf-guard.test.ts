@@ -94,12 +94,16 @@ describe("WebhookGuard", () => {
     expect((await refusal(guard, url))?.message).toMatch(why);
   });
 
-  it.each(["https://public.example/hook", "http://93.184.216.34:8080/", "https://[2606:4700:4700::1111]/", "http://172.32.0.1/", "http://100.128.0.1/", "http://[::ffff:8.8.8.8]/"])(
-    "allows the public address %s",
-    async (url) => {
-      expect(await refusal(guard, url)).toBeUndefined();
-    },
-  );
+  it.each([
+    "https://public.example/hook",
+    "http://93.184.216.34:8080/",
+    "https://[2606:4700:4700::1111]/",
+    "http://172.32.0.1/",
+    "http://100.128.0.1/",
+    "http://[::ffff:8.8.8.8]/",
+  ])("allows the public address %s", async (url) => {
+    expect(await refusal(guard, url)).toBeUndefined();
+  });
 
   it("allows an allowlisted host:port only on that port, and a bare allowlisted host on any port", async () => {
     const g = new WebhookGuard({ lookup, allowlist: ["127.0.0.1:8765", "LOCALHOST", "::1", "[fd00::5]:443"] });
@@ -129,15 +133,23 @@ describe("WebhookGuard", () => {
     const err = await refusal(g, "https://slow-dns.example/hook");
     expect(err).toBeInstanceOf(A2AError);
     expect(err!.code).toBe(-32602);
-    expect(err!.message).toBe("push notification URL refused: host 'slow-dns.example' did not resolve within 50 ms (DNS timeout)");
+    expect(err!.message).toBe(
+      "push notification URL refused: host 'slow-dns.example' did not resolve within 50 ms (DNS timeout)",
+    );
     await expect(g.resolve("https://slow-dns.example/hook")).rejects.toThrow(/did not resolve within 50 ms/);
   });
 
   it("refuses a host the resolver says does not exist, naming the resolver's code", async () => {
-    const g = new WebhookGuard({ lookup: async () => Promise.reject(Object.assign(new Error("nope"), { code: "ENOTFOUND" })) });
-    expect((await refusal(g, "https://gone.example/"))?.message).toBe("push notification URL refused: host 'gone.example' does not resolve (ENOTFOUND)");
+    const g = new WebhookGuard({
+      lookup: async () => Promise.reject(Object.assign(new Error("nope"), { code: "ENOTFOUND" })),
+    });
+    expect((await refusal(g, "https://gone.example/"))?.message).toBe(
+      "push notification URL refused: host 'gone.example' does not resolve (ENOTFOUND)",
+    );
     const empty = new WebhookGuard({ lookup: async () => [] });
-    expect((await refusal(empty, "https://empty.example/"))?.message).toBe("push notification URL refused: host 'empty.example' does not resolve");
+    expect((await refusal(empty, "https://empty.example/"))?.message).toBe(
+      "push notification URL refused: host 'empty.example' does not resolve",
+    );
   });
 
   it("resolve() looks the name up once and returns the addresses it checked; a rebound answer is refused", async () => {
@@ -154,7 +166,9 @@ describe("WebhookGuard", () => {
     expect(target.addresses).toEqual(["93.184.216.34", "2606:2800:220:1::1"]);
     expect(asked).toEqual(["rebind.example"]);
     // The same name now answers loopback: the next resolve (the next delivery attempt) refuses it.
-    await expect(g.resolve("https://rebind.example:8443/hook")).rejects.toThrow(/resolves to 127\.0\.0\.1, which is a loopback address/);
+    await expect(g.resolve("https://rebind.example:8443/hook")).rejects.toThrow(
+      /resolves to 127\.0\.0\.1, which is a loopback address/,
+    );
     expect(asked).toEqual(["rebind.example", "rebind.example"]);
   });
 

@@ -32,7 +32,13 @@ const TWIN_KEY = `twin-${crypto.randomUUID()}`;
 
 beforeAll(async () => {
   real = await startRealHermes();
-  twin = startFakeHermes({ generation: "older", apiKey: TWIN_KEY, maxConcurrentRuns: REAL_HERMES_CAPACITY, holdStops: true, script: (req) => markerScript(req, { scratch: real.scratch }) });
+  twin = startFakeHermes({
+    generation: "older",
+    apiKey: TWIN_KEY,
+    maxConcurrentRuns: REAL_HERMES_CAPACITY,
+    holdStops: true,
+    script: (req) => markerScript(req, { scratch: real.scratch }),
+  });
 }, SETUP);
 afterAll(async () => {
   await twin?.stop();
@@ -92,11 +98,21 @@ describe("the wire: the fake twin answers as the real Hermes 0.18.2 does", () =>
           const status = (await call(s.url, "GET", `/v1/runs/${id}`, { key: s.key })).json;
           // The same session again: session_id does not bring the first turn (the model sees one user turn)...
           const second = await startRun(s, { input: "who?", session_id: session });
-          const labelOnly = (await (await openEvents(s.url, second, s.key)).rest()).find((b) => b.data?.event === "run.completed")!.data.output;
+          const labelOnly = (await (await openEvents(s.url, second, s.key)).rest()).find(
+            (b) => b.data?.event === "run.completed",
+          )!.data.output;
           // ...but Hermes kept both in the session, and conversation_history brings them.
           const messages = (await call(s.url, "GET", `/api/sessions/${session}/messages`, { key: s.key })).json;
-          const withHistory = await startRun(s, { input: "and now?", conversation_history: [{ role: "user", content: "hello wire" }, { role: "assistant", content: "hi" }] });
-          const continued = (await (await openEvents(s.url, withHistory, s.key)).rest()).find((b) => b.data?.event === "run.completed")!.data.output;
+          const withHistory = await startRun(s, {
+            input: "and now?",
+            conversation_history: [
+              { role: "user", content: "hello wire" },
+              { role: "assistant", content: "hi" },
+            ],
+          });
+          const continued = (await (await openEvents(s.url, withHistory, s.key)).rest()).find(
+            (b) => b.data?.event === "run.completed",
+          )!.data.output;
           return {
             events,
             again: [again.status, normal(again.body)],
@@ -109,7 +125,9 @@ describe("the wire: the fake twin answers as the real Hermes 0.18.2 does", () =>
         }),
       );
       const [r] = got;
-      expect(r!.events.map((e) => (Array.isArray(e) ? (e as [string, unknown][]).find(([k]) => k === "event")![1] : e))).toEqual([
+      expect(
+        r!.events.map((e) => (Array.isArray(e) ? (e as [string, unknown][]).find(([k]) => k === "event")![1] : e)),
+      ).toEqual([
         "message.delta",
         "message.delta",
         "message.delta",
@@ -151,7 +169,7 @@ describe("the wire: the fake twin answers as the real Hermes 0.18.2 does", () =>
   );
 
   it(
-    "a tool without approval: tool.started, tool.completed, then deltas starting with \"\\n\\n\"",
+    'a tool without approval: tool.started, tool.completed, then deltas starting with "\\n\\n"',
     async () => {
       const got = await Promise.all(
         servers().map(async (s) => {
@@ -179,7 +197,13 @@ describe("the wire: the fake twin answers as the real Hermes 0.18.2 does", () =>
             const answered = await call(s.url, "POST", `/v1/runs/${id}/approval`, { key: s.key, body: { choice } });
             const rest = transcript(await events.rest());
             const late = await call(s.url, "POST", `/v1/runs/${id}/approval`, { key: s.key, body: { choice } });
-            return { asked, waiting, answered: [answered.status, normal(answered.json)], rest, late: [late.status, late.json.error.code] };
+            return {
+              asked,
+              waiting,
+              answered: [answered.status, normal(answered.json)],
+              rest,
+              late: [late.status, late.json.error.code],
+            };
           }),
         );
         expect(got[1]).toEqual(got[0]);
@@ -203,11 +227,24 @@ describe("the wire: the fake twin answers as the real Hermes 0.18.2 does", () =>
           const end = rest.filter((b) => b.data?.event !== "message.delta");
           const status = (await call(s.url, "GET", `/v1/runs/${id}`, { key: s.key })).json;
           const again = await call(s.url, "POST", `/v1/runs/${id}/stop`, { key: s.key });
-          return { stop: [stop.status, normal(stop.json)], stopping, end: transcript(end), status: [status.status, status.last_event], again: again.status };
+          return {
+            stop: [stop.status, normal(stop.json)],
+            stopping,
+            end: transcript(end),
+            status: [status.status, status.last_event],
+            again: again.status,
+          };
         }),
       );
       expect(got[0].stopping).toContainEqual(["status", "stopping"]);
-      expect(got[0].end).toEqual([[["event", "run.cancelled"], ["run_id", "<run id>"], ["timestamp", "<time>"]], ": stream closed"]);
+      expect(got[0].end).toEqual([
+        [
+          ["event", "run.cancelled"],
+          ["run_id", "<run id>"],
+          ["timestamp", "<time>"],
+        ],
+        ": stream closed",
+      ]);
       expect(got[1]).toEqual(got[0]);
     },
     SLOW,
@@ -218,7 +255,9 @@ describe("the wire: the fake twin answers as the real Hermes 0.18.2 does", () =>
     async () => {
       const got = await Promise.all(
         servers().map(async (s) => {
-          const held = await Promise.all(Array.from({ length: REAL_HERMES_CAPACITY }, () => startRun(s, { input: "hold sleep:2" })));
+          const held = await Promise.all(
+            Array.from({ length: REAL_HERMES_CAPACITY }, () => startRun(s, { input: "hold sleep:2" })),
+          );
           const over = await call(s.url, "POST", "/v1/runs", { key: s.key, body: { input: "one more" } });
           for (const id of held) await (await openEvents(s.url, id, s.key)).rest();
           return [over.status, over.json, over.headers.get("retry-after")];
@@ -243,7 +282,11 @@ describe("the CLI against a node on the real Hermes", () => {
 
   beforeAll(async () => {
     fleet = await makeFleet(["alpha", "beta"]);
-    beta = await startNode(fleet.homes.beta!, { ...DEFAULTS, host: "127.0.0.1", port: 0, executor: "hermes", hermesUrl: real.url, hermesApiKey: real.apiKey }, quiet);
+    beta = await startNode(
+      fleet.homes.beta!,
+      { ...DEFAULTS, host: "127.0.0.1", port: 0, executor: "hermes", hermesUrl: real.url, hermesApiKey: real.apiKey },
+      quiet,
+    );
     expect((await cli("peers", "add", "beta", beta.url)).code).toBe(0);
   }, SLOW);
   afterAll(async () => {
@@ -260,7 +303,9 @@ describe("the CLI against a node on the real Hermes", () => {
       expect(asked.err).toContain(`Command: rm -rf ${real.scratch}/cli`);
       const answered = await cli("send", "--agent", "beta", "--task-id", id, "--task", "no", "--wait");
       expect(answered.code, answered.err).toBe(0);
-      expect(answered.out).toMatch(/^FAKE-TOOL-DONE: \{"output": "", "exit_code": -1, "error": "BLOCKED: Command denied by user\./);
+      expect(answered.out).toMatch(
+        /^FAKE-TOOL-DONE: \{"output": "", "exit_code": -1, "error": "BLOCKED: Command denied by user\./,
+      );
       expect(answered.err).toContain(`task ${id} completed (peer 'beta')`);
     },
     SLOW,

@@ -38,7 +38,8 @@ describe("the access policy", () => {
   });
 
   it("reads the skill where the executor does: message.metadata.skill, a non-empty string", () => {
-    const m = (metadata?: Record<string, unknown>) => ({ messageId: "m", role: "ROLE_USER", parts: [{ text: "t" }], metadata }) as never;
+    const m = (metadata?: Record<string, unknown>) =>
+      ({ messageId: "m", role: "ROLE_USER", parts: [{ text: "t" }], metadata }) as never;
     expect(skillOf(m({ skill: "summarise" }))).toBe("summarise");
     expect(skillOf(m({ skill: "" }))).toBeUndefined();
     expect(skillOf(m({ skill: 3 }))).toBeUndefined();
@@ -58,7 +59,12 @@ describe("[[authorize]] in the config file", () => {
   };
 
   it("reads rules as written", () => {
-    expect(readAuthorization([{ peers: ["*"], methods: ["GetTask"] }, { peers: ["beta"], methods: ["SendMessage"], skills: ["summarise"] }])).toEqual([
+    expect(
+      readAuthorization([
+        { peers: ["*"], methods: ["GetTask"] },
+        { peers: ["beta"], methods: ["SendMessage"], skills: ["summarise"] },
+      ]),
+    ).toEqual([
       { peers: ["*"], methods: ["GetTask"] },
       { peers: ["beta"], methods: ["SendMessage"], skills: ["summarise"] },
     ]);
@@ -67,23 +73,40 @@ describe("[[authorize]] in the config file", () => {
   it("refuses shapes, methods and names that would make a rule match nothing, each named", () => {
     expect(problem({ peers: ["a"] })).toMatch(/must be an array of \[\[authorize\]\] tables/);
     expect(problem(["x"])).toBe("entry 1: must be a table");
-    expect(problem([{ peers: ["a"], methods: ["GetTask"], who: 1 }])).toBe("entry 1: unknown key 'who' (known: peers, methods, skills)");
+    expect(problem([{ peers: ["a"], methods: ["GetTask"], who: 1 }])).toBe(
+      "entry 1: unknown key 'who' (known: peers, methods, skills)",
+    );
     expect(problem([{ methods: ["GetTask"] }])).toBe('entry 1: peers is missing: list them, or write ["*"] for all');
     expect(problem([{ peers: ["a"] }])).toBe('entry 1: methods is missing: list them, or write ["*"] for all');
     expect(problem([{ peers: [], methods: ["GetTask"] }])).toMatch(/^entry 1: peers must be a non-empty list/);
     expect(problem([{ peers: "beta", methods: ["GetTask"] }])).toMatch(/^entry 1: peers must be a non-empty list/);
-    expect(problem([{ peers: ["beta"], methods: ["GetTask"], skills: [1] }])).toMatch(/^entry 1: skills must be a non-empty list of non-empty strings/);
-    expect(problem([{ peers: ["*"], methods: ["*"] }, { peers: ["beta"], methods: ["GetTasks"] }])).toMatch(
+    expect(problem([{ peers: ["beta"], methods: ["GetTask"], skills: [1] }])).toMatch(
+      /^entry 1: skills must be a non-empty list of non-empty strings/,
+    );
+    expect(
+      problem([
+        { peers: ["*"], methods: ["*"] },
+        { peers: ["beta"], methods: ["GetTasks"] },
+      ]),
+    ).toMatch(
       /^entry 2: unknown method 'GetTasks' \(known: SendMessage, SendStreamingMessage, GetTask, .*GetExtendedAgentCard, or "\*"\)$/,
     );
     expect(problem([{ peers: ["beta"], methods: ["message/send"] }])).toBe(
       "entry 1: method 'message/send' is a v0.3 name; write 'SendMessage' (a v0.3 call is judged as the v1.0 operation it runs)",
     );
-    expect(problem([{ peers: ["Beta"], methods: ["GetTask"] }])).toMatch(/^entry 1: peer 'Beta' is not a fleet name: .*lower case/);
-    expect(problem([{ peers: ["local"], methods: ["GetTask"] }])).toMatch(/^entry 1: peer 'local' is not a fleet name: .*reserved/);
+    expect(problem([{ peers: ["Beta"], methods: ["GetTask"] }])).toMatch(
+      /^entry 1: peer 'Beta' is not a fleet name: .*lower case/,
+    );
+    expect(problem([{ peers: ["local"], methods: ["GetTask"] }])).toMatch(
+      /^entry 1: peer 'local' is not a fleet name: .*reserved/,
+    );
     // A token listener's caller is written as the node knows it; the name after 'token:' is checked alike.
-    expect(readAuthorization([{ peers: ["token:hermes"], methods: ["GetTask"] }])).toEqual([{ peers: ["token:hermes"], methods: ["GetTask"] }]);
-    expect(problem([{ peers: ["token:Her mes"], methods: ["GetTask"] }])).toMatch(/^entry 1: peer 'token:Her mes' is not a fleet name after 'token:'/);
+    expect(readAuthorization([{ peers: ["token:hermes"], methods: ["GetTask"] }])).toEqual([
+      { peers: ["token:hermes"], methods: ["GetTask"] },
+    ]);
+    expect(problem([{ peers: ["token:Her mes"], methods: ["GetTask"] }])).toMatch(
+      /^entry 1: peer 'token:Her mes' is not a fleet name after 'token:'/,
+    );
   });
 });
 
@@ -93,7 +116,12 @@ describe("[[authorize]] with [[skills]]", () => {
     const resolveServeConfig = (...args: Parameters<typeof resolveSettings>) => resolveSettings(...args).config;
     const skills = [{ id: "summarise", name: "S", description: "d", tags: [] }];
     const authorize = [{ peers: ["beta"], methods: ["SendMessage"], skills: ["summarize"] }];
-    expect(() => resolveServeConfig({}, {}, { skills, authorize })).toThrow("authorize entry 1: skill 'summarize' is not one of this node's [[skills]] (summarise)");
-    expect(resolveServeConfig({}, {}, { skills, authorize: [{ ...authorize[0], skills: ["summarise", "*"] }] }).authorize[0].skills).toEqual(["summarise", "*"]);
+    expect(() => resolveServeConfig({}, {}, { skills, authorize })).toThrow(
+      "authorize entry 1: skill 'summarize' is not one of this node's [[skills]] (summarise)",
+    );
+    expect(
+      resolveServeConfig({}, {}, { skills, authorize: [{ ...authorize[0], skills: ["summarise", "*"] }] }).authorize[0]
+        .skills,
+    ).toEqual(["summarise", "*"]);
   });
 });

@@ -22,7 +22,10 @@ beforeAll(() => {
   dir = tempDir("a2a-rest-");
   database = openDatabase(join(dir, "db.sqlite"));
   const store = new SqliteTaskStore(database);
-  const handler = new DefaultRequestHandler(store, new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }));
+  const handler = new DefaultRequestHandler(
+    store,
+    new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }),
+  );
   transport = new HttpJsonTransport(v1Methods(handler));
 });
 afterAll(() => {
@@ -30,14 +33,28 @@ afterAll(() => {
 });
 
 /** One request through matchRoute and the transport, as the router does it. */
-async function call(method: string, target: string, body: unknown = "", extra: Partial<HttpJsonRequest> = {}, t = transport) {
+async function call(
+  method: string,
+  target: string,
+  body: unknown = "",
+  extra: Partial<HttpJsonRequest> = {},
+  t = transport,
+) {
   const q = target.indexOf("?");
   const path = q === -1 ? target : target.slice(0, q);
   const match = matchRoute(path);
   if (match === undefined) throw new Error(`${path} is not an HTTP+JSON route`);
   return t.handle(
     match,
-    { method, path, query: q === -1 ? "" : target.slice(q + 1), body: typeof body === "string" ? body : JSON.stringify(body), contentType: "application/json", version: "1.0", ...extra },
+    {
+      method,
+      path,
+      query: q === -1 ? "" : target.slice(q + 1),
+      body: typeof body === "string" ? body : JSON.stringify(body),
+      contentType: "application/json",
+      version: "1.0",
+      ...extra,
+    },
     ctx,
   );
 }
@@ -46,14 +63,25 @@ async function json(method: string, target: string, body?: unknown, extra?: Part
   if (out.kind !== "json") throw new Error("expected a JSON answer");
   return { status: out.status, body: JSON.parse(out.body), allow: out.allow };
 }
-const message = (extra: Record<string, unknown> = {}) => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }], ...extra });
+const message = (extra: Record<string, unknown> = {}) => ({
+  messageId: crypto.randomUUID(),
+  role: "ROLE_USER",
+  parts: [{ text: "hi" }],
+  ...extra,
+});
 
 function expectStatus(r: { status: number; body: any }, status: number, reason: string, fragment?: string) {
   expect(r.status).toBe(status);
   expect(r.body.error.code).toBe(status);
   expect(typeof r.body.error.status).toBe("string");
   if (fragment) expect(r.body.error.message).toContain(fragment);
-  expect(r.body.error.details).toEqual([expect.objectContaining({ "@type": "type.googleapis.com/google.rpc.ErrorInfo", domain: "a2a-protocol.org", reason })]);
+  expect(r.body.error.details).toEqual([
+    expect.objectContaining({
+      "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+      domain: "a2a-protocol.org",
+      reason,
+    }),
+  ]);
 }
 
 describe("matchRoute", () => {
@@ -63,7 +91,10 @@ describe("matchRoute", () => {
     expect(matchRoute("/tasks")).toEqual({ operations: { GET: "ListTasks" }, params: {} });
     expect(matchRoute("/tasks/a%2Fb%3Ac")).toEqual({ operations: { GET: "GetTask" }, params: { id: "a/b:c" } });
     expect(matchRoute("/tasks/t1:cancel")).toEqual({ operations: { POST: "CancelTask" }, params: { id: "t1" } });
-    expect(matchRoute("/tasks/t1:subscribe")).toEqual({ operations: { GET: "SubscribeToTask", POST: "SubscribeToTask" }, params: { id: "t1" } });
+    expect(matchRoute("/tasks/t1:subscribe")).toEqual({
+      operations: { GET: "SubscribeToTask", POST: "SubscribeToTask" },
+      params: { id: "t1" },
+    });
     expect(matchRoute("/tasks/t1/pushNotificationConfigs")).toEqual({
       operations: { POST: "CreateTaskPushNotificationConfig", GET: "ListTaskPushNotificationConfigs" },
       params: { taskId: "t1" },
@@ -76,16 +107,40 @@ describe("matchRoute", () => {
   });
 
   it("takes a /{tenant}/ prefix on every route, and an empty one (a base URL ending in /) as none", () => {
-    expect(matchRoute("/acme/message:send")).toEqual({ operations: { POST: "SendMessage" }, params: {}, tenant: "acme" });
-    expect(matchRoute("/a%20b/tasks/t1:cancel")).toEqual({ operations: { POST: "CancelTask" }, params: { id: "t1" }, tenant: "a b" });
+    expect(matchRoute("/acme/message:send")).toEqual({
+      operations: { POST: "SendMessage" },
+      params: {},
+      tenant: "acme",
+    });
+    expect(matchRoute("/a%20b/tasks/t1:cancel")).toEqual({
+      operations: { POST: "CancelTask" },
+      params: { id: "t1" },
+      tenant: "a b",
+    });
     expect(matchRoute("/acme/extendedAgentCard")).toMatchObject({ tenant: "acme" });
     expect(matchRoute("//message:send")).toEqual({ operations: { POST: "SendMessage" }, params: {} });
   });
 
   it("leaves paths outside the binding to others, and calls paths inside it that name nothing not-found", () => {
-    for (const other of ["/", "/a2a/rpc", "/health", "/health/ready", "/.well-known/agent-card.json", "/openapi", "/openapi/json", "/a/b/tasks"])
+    for (const other of [
+      "/",
+      "/a2a/rpc",
+      "/health",
+      "/health/ready",
+      "/.well-known/agent-card.json",
+      "/openapi",
+      "/openapi/json",
+      "/a/b/tasks",
+    ])
       expect(matchRoute(other), other).toBeUndefined();
-    for (const nothing of ["/tasks/t1:pause", "/tasks/t1/other", "/tasks/t1/pushNotificationConfigs/c1/x", "/message:send/x", "/acme/tasks/t1:x", "/message:sendx/x"])
+    for (const nothing of [
+      "/tasks/t1:pause",
+      "/tasks/t1/other",
+      "/tasks/t1/pushNotificationConfigs/c1/x",
+      "/message:send/x",
+      "/acme/tasks/t1:x",
+      "/message:sendx/x",
+    ])
       expect(matchRoute(nothing), nothing).toBe(nothing === "/message:sendx/x" ? undefined : "not-found");
     expect(matchRoute("/tasks/%E0%A4%A")).toBe("bad-path");
   });
@@ -93,16 +148,37 @@ describe("matchRoute", () => {
 
 describe("queryFields", () => {
   it("reads camelCase (and proto) names, numbers and booleans as ProtoJSON writes them, and skips service parameters", () => {
-    expect(queryFields("contextId=c1&status=TASK_STATE_WORKING&pageSize=5&page_token=x&historyLength=0&includeArtifacts=true&A2A-Version=1.0&tenant=t")).toEqual({
-      fields: { contextId: "c1", status: "TASK_STATE_WORKING", pageSize: 5, pageToken: "x", historyLength: 0, includeArtifacts: true },
+    expect(
+      queryFields(
+        "contextId=c1&status=TASK_STATE_WORKING&pageSize=5&page_token=x&historyLength=0&includeArtifacts=true&A2A-Version=1.0&tenant=t",
+      ),
+    ).toEqual({
+      fields: {
+        contextId: "c1",
+        status: "TASK_STATE_WORKING",
+        pageSize: 5,
+        pageToken: "x",
+        historyLength: 0,
+        includeArtifacts: true,
+      },
     });
-    expect(queryFields("statusTimestampAfter=2026-01-01T00%3A00%3A00Z&pageSize=2&pageSize=3")).toEqual({ fields: { statusTimestampAfter: "2026-01-01T00:00:00Z", pageSize: 2 } });
+    expect(queryFields("statusTimestampAfter=2026-01-01T00%3A00%3A00Z&pageSize=2&pageSize=3")).toEqual({
+      fields: { statusTimestampAfter: "2026-01-01T00:00:00Z", pageSize: 2 },
+    });
   });
 
   it("names the first value that is not of its field's type", () => {
     expect(queryFields("pageSize=ten")).toEqual({ bad: "pageSize", value: "ten", expected: "a whole number" });
-    expect(queryFields("historyLength=1.5")).toEqual({ bad: "historyLength", value: "1.5", expected: "a whole number" });
-    expect(queryFields("include_artifacts=yes")).toEqual({ bad: "include_artifacts", value: "yes", expected: "true or false" });
+    expect(queryFields("historyLength=1.5")).toEqual({
+      bad: "historyLength",
+      value: "1.5",
+      expected: "a whole number",
+    });
+    expect(queryFields("include_artifacts=yes")).toEqual({
+      bad: "include_artifacts",
+      value: "yes",
+      expected: "true or false",
+    });
   });
 });
 
@@ -124,11 +200,19 @@ describe("HTTP+JSON error mapping", () => {
     ];
     for (const [err, status, name] of table) {
       expect(httpStatusOf(err), err.reason).toBe(status);
-      expect(JSON.parse(statusBody(err))).toEqual({ error: { code: status, status: name, message: err.message, details: [err.errorInfo()] } });
+      expect(JSON.parse(statusBody(err))).toEqual({
+        error: { code: status, status: name, message: err.message, details: [err.errorInfo()] },
+      });
     }
     // HTTP's own answers keep the ErrorInfo but say their own status.
-    expect(JSON.parse(statusBody(A2AError.contentTypeNotSupported("x"), 415)).error).toMatchObject({ code: 415, status: "INVALID_ARGUMENT" });
-    expect(JSON.parse(statusBody(A2AError.invalidRequest("big"), 413)).error).toMatchObject({ code: 413, status: "INVALID_ARGUMENT" });
+    expect(JSON.parse(statusBody(A2AError.contentTypeNotSupported("x"), 415)).error).toMatchObject({
+      code: 415,
+      status: "INVALID_ARGUMENT",
+    });
+    expect(JSON.parse(statusBody(A2AError.invalidRequest("big"), 413)).error).toMatchObject({
+      code: 413,
+      status: "INVALID_ARGUMENT",
+    });
   });
 });
 
@@ -156,26 +240,69 @@ describe("HttpJsonTransport", () => {
     expectStatus(wrong, 405, "METHOD_NOT_FOUND", "DELETE is not allowed on /tasks; use GET");
     expect(wrong.allow).toBe("GET");
     expect((await json("PUT", "/tasks/t1:subscribe")).allow).toBe("GET, POST");
-    expectStatus(await json("POST", "/message:send", { message: message() }, { version: "0.9" }), 400, "VERSION_NOT_SUPPORTED", "'0.9' is not supported");
-    expectStatus(await json("GET", "/tasks", "", { version: null }), 400, "VERSION_NOT_SUPPORTED", "no A2A-Version header");
-    expectStatus(await json("POST", "/message:send", "hello", { contentType: "text/plain" }), 415, "CONTENT_TYPE_NOT_SUPPORTED", "text/plain is not JSON");
+    expectStatus(
+      await json("POST", "/message:send", { message: message() }, { version: "0.9" }),
+      400,
+      "VERSION_NOT_SUPPORTED",
+      "'0.9' is not supported",
+    );
+    expectStatus(
+      await json("GET", "/tasks", "", { version: null }),
+      400,
+      "VERSION_NOT_SUPPORTED",
+      "no A2A-Version header",
+    );
+    expectStatus(
+      await json("POST", "/message:send", "hello", { contentType: "text/plain" }),
+      415,
+      "CONTENT_TYPE_NOT_SUPPORTED",
+      "text/plain is not JSON",
+    );
     expectStatus(await json("POST", "/message:send", "{nope"), 400, "PARSE_ERROR");
     expectStatus(await json("POST", "/message:send", "[1]"), 400, "INVALID_REQUEST", "must be a JSON object");
-    expectStatus(await json("POST", "/message:send", `{"metadata":${"[".repeat(100)}${"]".repeat(100)}}`), 400, "INVALID_PARAMS", "nested deeper than 64");
+    expectStatus(
+      await json("POST", "/message:send", `{"metadata":${"[".repeat(100)}${"]".repeat(100)}}`),
+      400,
+      "INVALID_PARAMS",
+      "nested deeper than 64",
+    );
     // The checks are JSON-RPC's, worded for a body or a query.
     expectStatus(await json("POST", "/message:send", {}), 400, "INVALID_PARAMS", "message is required");
     expect((await json("POST", "/message:send", {})).body.error.message).not.toContain("params.");
-    expectStatus(await json("POST", "/message:send", { message: message({ parts: [] }) }), 400, "INVALID_PARAMS", "message.parts must be a non-empty array");
-    expectStatus(await json("GET", "/tasks?pageSize=500"), 400, "INVALID_PARAMS", "pageSize must be a whole number from 1 to 100");
-    expectStatus(await json("GET", "/tasks?pageSize=ten"), 400, "INVALID_PARAMS", "query parameter pageSize must be a whole number (got 'ten')");
+    expectStatus(
+      await json("POST", "/message:send", { message: message({ parts: [] }) }),
+      400,
+      "INVALID_PARAMS",
+      "message.parts must be a non-empty array",
+    );
+    expectStatus(
+      await json("GET", "/tasks?pageSize=500"),
+      400,
+      "INVALID_PARAMS",
+      "pageSize must be a whole number from 1 to 100",
+    );
+    expectStatus(
+      await json("GET", "/tasks?pageSize=ten"),
+      400,
+      "INVALID_PARAMS",
+      "query parameter pageSize must be a whole number (got 'ten')",
+    );
     expectStatus(await json("GET", "/tasks?status=DONE"), 400, "INVALID_PARAMS", "status must be one of");
-    expectStatus(await json("POST", "/tasks/t1:cancel", { id: "t2" }), 400, "INVALID_PARAMS", "names id 't2' but its path names 't1'");
+    expectStatus(
+      await json("POST", "/tasks/t1:cancel", { id: "t2" }),
+      400,
+      "INVALID_PARAMS",
+      "names id 't2' but its path names 't1'",
+    );
     expectStatus(await json("GET", "/tasks/%E0%A4%A"), 400, "INVALID_REQUEST", "percent-encoding");
   });
 
   it("stores push configs under the task of the path, and lists, gets and deletes them", async () => {
     const task = (await json("POST", "/message:send", { message: message() })).body.task;
-    const created = await json("POST", `/tasks/${task.id}/pushNotificationConfigs`, { url: "https://example.com/hook", token: "tok" });
+    const created = await json("POST", `/tasks/${task.id}/pushNotificationConfigs`, {
+      url: "https://example.com/hook",
+      token: "tok",
+    });
     // No push store behind this handler: the spec's error, with its status.
     expectStatus(created, 400, "PUSH_NOTIFICATION_NOT_SUPPORTED");
   });
@@ -215,13 +342,23 @@ describe("HttpJsonTransport", () => {
 
   it("refuses to subscribe to a finished task before any event (400, UNSUPPORTED_OPERATION), and replays it after Last-Event-ID", async () => {
     const task = (await json("POST", "/message:send", { message: message() })).body.task;
-    expectStatus(await json("POST", `/tasks/${task.id}:subscribe`), 400, "UNSUPPORTED_OPERATION", "read it with GetTask");
+    expectStatus(
+      await json("POST", `/tasks/${task.id}:subscribe`),
+      400,
+      "UNSUPPORTED_OPERATION",
+      "read it with GetTask",
+    );
     const replay = await call("GET", `/tasks/${task.id}:subscribe`, "", { lastEventId: "0" });
     if (replay.kind !== "stream") throw new Error("expected a stream");
     const events = [];
     for await (const e of replay.events) events.push(JSON.parse(e.data));
     expect(events[0].task.id).toBe(task.id);
     expect(events.at(-1).statusUpdate.status.state).toBe("TASK_STATE_COMPLETED");
-    expectStatus(await json("GET", `/tasks/${task.id}:subscribe`, "", { lastEventId: "x" }), 400, "INVALID_PARAMS", "Last-Event-ID");
+    expectStatus(
+      await json("GET", `/tasks/${task.id}:subscribe`, "", { lastEventId: "x" }),
+      400,
+      "INVALID_PARAMS",
+      "Last-Event-ID",
+    );
   });
 });

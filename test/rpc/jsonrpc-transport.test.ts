@@ -18,7 +18,14 @@ beforeAll(() => {
   dir = tempDir("a2a-rpc-");
   database = openDatabase(join(dir, "db.sqlite"));
   const store = new SqliteTaskStore(database);
-  transport = new JsonRpcTransport({ v1: v1Methods(new DefaultRequestHandler(store, new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }))) });
+  transport = new JsonRpcTransport({
+    v1: v1Methods(
+      new DefaultRequestHandler(
+        store,
+        new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }),
+      ),
+    ),
+  });
 });
 afterAll(() => {
   database.close();
@@ -30,7 +37,12 @@ const call = async (body: unknown, version: string | null = "1.0") => {
   return JSON.parse(out.body);
 };
 const req = (method: string, params?: unknown, id: unknown = 1) => ({ jsonrpc: "2.0", id, method, params });
-const message = (extra: Record<string, unknown> = {}) => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }], ...extra });
+const message = (extra: Record<string, unknown> = {}) => ({
+  messageId: crypto.randomUUID(),
+  role: "ROLE_USER",
+  parts: [{ text: "hi" }],
+  ...extra,
+});
 
 function expectError(res: any, code: number, id: unknown, fragment?: string) {
   expect(res.jsonrpc).toBe("2.0");
@@ -38,31 +50,52 @@ function expectError(res: any, code: number, id: unknown, fragment?: string) {
   expect(res.result).toBeUndefined();
   expect(res.error.code).toBe(code);
   if (fragment) expect(res.error.message).toContain(fragment);
-  expect(res.error.data).toEqual([expect.objectContaining({ "@type": "type.googleapis.com/google.rpc.ErrorInfo", domain: "a2a-protocol.org", reason: expect.any(String) })]);
+  expect(res.error.data).toEqual([
+    expect.objectContaining({
+      "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+      domain: "a2a-protocol.org",
+      reason: expect.any(String),
+    }),
+  ]);
 }
 
 describe("JsonRpcTransport", () => {
   it("answers a notification (no id member) with nothing at all, still doing what it asks; an id of null is a request", async () => {
     const text = `notified ${crypto.randomUUID()}`;
-    const sent = await transport.handle(JSON.stringify({ jsonrpc: "2.0", method: "SendMessage", params: { message: message({ parts: [{ text }] }) } }), "1.0", ctx);
+    const sent = await transport.handle(
+      JSON.stringify({ jsonrpc: "2.0", method: "SendMessage", params: { message: message({ parts: [{ text }] }) } }),
+      "1.0",
+      ctx,
+    );
     expect(sent).toEqual({ kind: "none", method: "SendMessage" });
     const listed = await call(req("ListTasks", {}));
-    const task = listed.result.tasks.find((t: { history?: { parts: { text?: string }[] }[] }) => t.history?.[0]?.parts[0]?.text === text);
+    const task = listed.result.tasks.find(
+      (t: { history?: { parts: { text?: string }[] }[] }) => t.history?.[0]?.parts[0]?.text === text,
+    );
     expect(task).toBeDefined();
     // Nothing is answered; what happened is still told to the transport's caller (for the metrics).
     const outcomes = [
       [{ jsonrpc: "2.0", method: "NoSuchMethod" }, { kind: "none" }],
-      [{ jsonrpc: "2.0", method: "GetTask", params: { id: "nope" } }, { kind: "none", method: "GetTask", error: -32001 }],
-      [{ jsonrpc: "2.0", method: "SendMessage", params: 5 }, { kind: "none", method: "SendMessage", error: -32602 }],
+      [
+        { jsonrpc: "2.0", method: "GetTask", params: { id: "nope" } },
+        { kind: "none", method: "GetTask", error: -32001 },
+      ],
+      [
+        { jsonrpc: "2.0", method: "SendMessage", params: 5 },
+        { kind: "none", method: "SendMessage", error: -32602 },
+      ],
     ] as const;
-    for (const [bad, outcome] of outcomes) expect(await transport.handle(JSON.stringify(bad), "1.0", ctx)).toStrictEqual(outcome);
+    for (const [bad, outcome] of outcomes)
+      expect(await transport.handle(JSON.stringify(bad), "1.0", ctx)).toStrictEqual(outcome);
     expectError(await call({ jsonrpc: "2.0", id: null, method: "NoSuchMethod" }), -32601, null);
   });
 
   it("refuses a request nested deeper than 64 levels with -32602 before parsing it, and answers the next one", async () => {
     const deep = `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"metadata":${"[".repeat(45_000)}${"]".repeat(45_000)}}}`;
     expectError(await call(deep), -32602, null, "nested deeper than 64 levels");
-    const atLimit = JSON.stringify(req("SendMessage", { message: message(), metadata: { deep: JSON.parse("[".repeat(60) + "]".repeat(60)) } }));
+    const atLimit = JSON.stringify(
+      req("SendMessage", { message: message(), metadata: { deep: JSON.parse("[".repeat(60) + "]".repeat(60)) } }),
+    );
     expect((await call(atLimit)).result.task.status.state).toBe("TASK_STATE_COMPLETED");
   });
 
@@ -77,7 +110,11 @@ describe("JsonRpcTransport", () => {
 
   it("answers ListTasks and CancelTask", async () => {
     const list = await call(req("ListTasks", { pageSize: 1 }));
-    expect(list.result).toMatchObject({ pageSize: 1, totalSize: expect.any(Number), nextPageToken: expect.any(String) });
+    expect(list.result).toMatchObject({
+      pageSize: 1,
+      totalSize: expect.any(Number),
+      nextPageToken: expect.any(String),
+    });
     expect(list.result.tasks).toHaveLength(1);
     expectError(await call(req("CancelTask", { id: list.result.tasks[0].id })), -32002, 1, "cannot be canceled");
   });
@@ -115,14 +152,22 @@ describe("JsonRpcTransport", () => {
     ["SendMessage", undefined, "params must be an object"],
     ["SendMessage", {}, "params.message is required"],
     ["SendMessage", { message: message({ parts: [] }) }, "params.message.parts must be a non-empty array"],
-    ["SendMessage", { message: message({ parts: [{ text: "a", data: {} }] }) }, "params.message.parts[0] must have exactly one of"],
+    [
+      "SendMessage",
+      { message: message({ parts: [{ text: "a", data: {} }] }) },
+      "params.message.parts[0] must have exactly one of",
+    ],
     ["SendMessage", { message: message({ parts: [{}] }) }, "params.message.parts[0] must have exactly one of"],
     ["SendMessage", { message: message({ parts: [{ text: 5 }] }) }, "params.message.parts[0].text must be a string"],
     ["SendMessage", { message: message({ role: "user" }) }, "params.message.role must be ROLE_USER or ROLE_AGENT"],
     ["SendMessage", { message: message({ messageId: 5 }) }, "params.message.messageId must be a non-empty string"],
     ["SendMessage", { message: message({ contextId: 5 }) }, "params.message.contextId must be a string"],
     ["SendMessage", { message: message(), configuration: { historyLength: -1 } }, "params.configuration.historyLength"],
-    ["SendMessage", { message: message(), configuration: { returnImmediately: "yes" } }, "params.configuration.returnImmediately"],
+    [
+      "SendMessage",
+      { message: message(), configuration: { returnImmediately: "yes" } },
+      "params.configuration.returnImmediately",
+    ],
     ["SendMessage", { message: message(), metadata: [] }, "params.metadata must be an object"],
     ["GetTask", {}, "params.id must be a non-empty task id"],
     ["GetTask", { id: "x", historyLength: 1.5 }, "params.historyLength"],

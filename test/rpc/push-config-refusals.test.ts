@@ -19,7 +19,13 @@ import { tempDir } from "../helpers/temp-dir";
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
 const send = (text: string) => ({
   message: { messageId: crypto.randomUUID(), role: "ROLE_USER" as const, parts: [{ text }] },
-  configuration: { taskPushNotificationConfig: { id: "", taskId: "pending", url: "https://hooks.example/h" } as TaskPushNotificationConfig },
+  configuration: {
+    taskPushNotificationConfig: {
+      id: "",
+      taskId: "pending",
+      url: "https://hooks.example/h",
+    } as TaskPushNotificationConfig,
+  },
 });
 
 let dir: string;
@@ -37,7 +43,9 @@ afterEach(() => {
 
 function handler(configs: PushConfigs, perCaller = 2) {
   const runner = new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 4, maxQueued: 100, historyMessages: 5 });
-  return new DefaultRequestHandler(store, runner, { push: { configs, guard: { check: async () => {} }, limits: { perTask: 10, perCaller } } });
+  return new DefaultRequestHandler(store, runner, {
+    push: { configs, guard: { check: async () => {} }, limits: { perTask: 10, perCaller } },
+  });
 }
 
 describe("a SendMessage with its own push config", () => {
@@ -46,7 +54,10 @@ describe("a SendMessage with its own push config", () => {
     await h.sendMessage(send("one"), alpha);
     await h.sendMessage(send("two"), alpha);
     const before = (await store.list("alpha", {})).totalSize;
-    const err = await h.sendMessage(send("three"), alpha).then(() => undefined, (e) => e);
+    const err = await h.sendMessage(send("three"), alpha).then(
+      () => undefined,
+      (e) => e,
+    );
     expect(err).toBeInstanceOf(A2AError);
     expect((err as A2AError).metadata).toMatchObject({ limit: "max_push_configs_per_caller" });
     expect((await store.list("alpha", {})).totalSize).toBe(before);
@@ -54,15 +65,27 @@ describe("a SendMessage with its own push config", () => {
 
   it("ends its task FAILED, saying why, when the config cannot be saved once the task is recorded", async () => {
     const real = new SqlitePushConfigStore(database);
-    const broken: PushConfigs = { ...real, countForOwner: (o) => real.countForOwner(o), create: () => Promise.reject(new Error("database is locked")), get: real.get.bind(real), list: real.list.bind(real), delete: real.delete.bind(real) };
+    const broken: PushConfigs = {
+      ...real,
+      countForOwner: (o) => real.countForOwner(o),
+      create: () => Promise.reject(new Error("database is locked")),
+      get: real.get.bind(real),
+      list: real.list.bind(real),
+      delete: real.delete.bind(real),
+    };
     const h = handler(broken);
-    const err = await h.sendMessage(send("hooked"), alpha).then(() => undefined, (e) => e);
+    const err = await h.sendMessage(send("hooked"), alpha).then(
+      () => undefined,
+      (e) => e,
+    );
     expect(err).toBeInstanceOf(Error);
     store.flush();
     const { tasks } = await store.list("alpha", {});
     expect(tasks).toHaveLength(1);
     expect(tasks[0].status.state).toBe("TASK_STATE_FAILED");
-    expect(tasks[0].status.message?.parts[0]?.text).toBe("not started: its push notification config could not be saved (database is locked)");
+    expect(tasks[0].status.message?.parts[0]?.text).toBe(
+      "not started: its push notification config could not be saved (database is locked)",
+    );
     expect((await store.eventsAfter(tasks[0].id, 0)).map((e) => e.seq)).toEqual([1]);
   });
 });

@@ -19,7 +19,12 @@ describe("a2aErrorOf", () => {
   it.each([
     [TaskRefusal.invalid("bad"), -32602, "INVALID_PARAMS", "bad"],
     [TaskRefusal.notFound("t1"), -32001, "TASK_NOT_FOUND", "Task not found: t1"],
-    [TaskRefusal.notCancelable("t1", "TASK_STATE_COMPLETED"), -32002, "TASK_NOT_CANCELABLE", "Task t1 cannot be canceled: it is TASK_STATE_COMPLETED"],
+    [
+      TaskRefusal.notCancelable("t1", "TASK_STATE_COMPLETED"),
+      -32002,
+      "TASK_NOT_CANCELABLE",
+      "Task t1 cannot be canceled: it is TASK_STATE_COMPLETED",
+    ],
     [TaskRefusal.unsupported("not now"), -32004, "UNSUPPORTED_OPERATION", "not now"],
     [TaskRefusal.contentType("no files"), -32005, "CONTENT_TYPE_NOT_SUPPORTED", "no files"],
     [TaskRefusal.pushNotSupported(), -32003, "PUSH_NOTIFICATION_NOT_SUPPORTED", "Push notifications are not supported"],
@@ -36,7 +41,10 @@ describe("a2aErrorOf", () => {
   it("keeps the ErrorInfo metadata: the task of not-found, retry of busy, the limit of a quota", () => {
     expect(mapped(TaskRefusal.notFound("t1")).metadata).toEqual({ taskId: "t1" });
     expect(mapped(TaskRefusal.busy("full")).metadata).toEqual({ retry: "later" });
-    expect(mapped(TaskRefusal.quota("too much", "max_caller_bytes")).metadata).toEqual({ retry: "later", limit: "max_caller_bytes" });
+    expect(mapped(TaskRefusal.quota("too much", "max_caller_bytes")).metadata).toEqual({
+      retry: "later",
+      limit: "max_caller_bytes",
+    });
   });
 
   it("a refusal relayed from the process that holds the task keeps that process's code and reason", () => {

@@ -20,10 +20,19 @@ let model: FakeModel | undefined;
 
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
 const gamma = { caller: { name: "gamma", fingerprint: "CC" } };
-const message = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra });
+const message = (text: string, extra: Partial<Message> = {}): Message => ({
+  messageId: crypto.randomUUID(),
+  role: "ROLE_USER",
+  parts: [{ text }],
+  ...extra,
+});
 
 function handlerWith(executor: AgentExecutor, opts: { maxConcurrent?: number; maxQueued?: number } = {}) {
-  const runner = new TaskRunner(store, executor, { maxConcurrent: opts.maxConcurrent ?? 4, maxQueued: opts.maxQueued ?? 100, historyMessages: 20 });
+  const runner = new TaskRunner(store, executor, {
+    maxConcurrent: opts.maxConcurrent ?? 4,
+    maxQueued: opts.maxQueued ?? 100,
+    historyMessages: 20,
+  });
   return { runner, handler: new DefaultRequestHandler(store, runner) };
 }
 
@@ -64,7 +73,10 @@ describe("DefaultRequestHandler with the echo executor", () => {
 
   it("keeps the caller's contextId and trims history as asked", async () => {
     const { handler } = handlerWith(new EchoExecutor());
-    const r = (await handler.sendMessage({ message: message("a", { contextId: "ctx-1" }), configuration: { historyLength: 0 } }, alpha)) as { task: Task };
+    const r = (await handler.sendMessage(
+      { message: message("a", { contextId: "ctx-1" }), configuration: { historyLength: 0 } },
+      alpha,
+    )) as { task: Task };
     expect(r.task.contextId).toBe("ctx-1");
     expect(r.task.history).toBeUndefined();
   });
@@ -100,7 +112,10 @@ describe("DefaultRequestHandler with the echo executor", () => {
     const { task } = (await handler.sendMessage({ message: message("x") }, alpha)) as { task: Task };
     await expectA2AError(handler.sendMessage({ message: message("more", { taskId: task.id }) }, alpha), -32004);
     await expectA2AError(handler.sendMessage({ message: message("more", { taskId: "nope" }) }, alpha), -32001);
-    await expectA2AError(handler.sendMessage({ message: message("more", { taskId: task.id, contextId: "other" }) }, alpha), -32602);
+    await expectA2AError(
+      handler.sendMessage({ message: message("more", { taskId: task.id, contextId: "other" }) }, alpha),
+      -32602,
+    );
   });
 });
 
@@ -109,7 +124,10 @@ describe("DefaultRequestHandler with a model behind it", () => {
     model = startFakeModel({ hold: true });
     const executor = new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m" });
     const { handler, runner } = handlerWith(executor);
-    const r = (await handler.sendMessage({ message: message("slow one"), configuration: { returnImmediately: true } }, alpha)) as { task: Task };
+    const r = (await handler.sendMessage(
+      { message: message("slow one"), configuration: { returnImmediately: true } },
+      alpha,
+    )) as { task: Task };
     expect(r.task.status.state).toBe("TASK_STATE_WORKING");
     expect((await store.get(r.task.id, "alpha"))?.status.state).toBe("TASK_STATE_WORKING");
     await model.received(1);
@@ -122,7 +140,10 @@ describe("DefaultRequestHandler with a model behind it", () => {
   it("cancels a running task: the model request is aborted and the task ends CANCELED", async () => {
     model = startFakeModel({ hold: true });
     const { handler } = handlerWith(new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m" }));
-    const r = (await handler.sendMessage({ message: message("never"), configuration: { returnImmediately: true } }, alpha)) as { task: Task };
+    const r = (await handler.sendMessage(
+      { message: message("never"), configuration: { returnImmediately: true } },
+      alpha,
+    )) as { task: Task };
     await model.received(1);
     const aborted = model.aborted();
     const canceled = await handler.cancelTask({ id: r.task.id }, alpha);
@@ -133,9 +154,18 @@ describe("DefaultRequestHandler with a model behind it", () => {
 
   it("runs at most maxConcurrent at once, queues the rest as SUBMITTED, and refuses beyond the queue", async () => {
     model = startFakeModel({ hold: true });
-    const { handler, runner } = handlerWith(new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m" }), { maxConcurrent: 1, maxQueued: 1 });
-    const first = (await handler.sendMessage({ message: message("1"), configuration: { returnImmediately: true } }, alpha)) as { task: Task };
-    const second = (await handler.sendMessage({ message: message("2"), configuration: { returnImmediately: true } }, alpha)) as { task: Task };
+    const { handler, runner } = handlerWith(new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m" }), {
+      maxConcurrent: 1,
+      maxQueued: 1,
+    });
+    const first = (await handler.sendMessage(
+      { message: message("1"), configuration: { returnImmediately: true } },
+      alpha,
+    )) as { task: Task };
+    const second = (await handler.sendMessage(
+      { message: message("2"), configuration: { returnImmediately: true } },
+      alpha,
+    )) as { task: Task };
     expect(first.task.status.state).toBe("TASK_STATE_WORKING");
     expect(second.task.status.state).toBe("TASK_STATE_SUBMITTED");
     const refused = await expectA2AError(handler.sendMessage({ message: message("3") }, alpha), -32603);
@@ -169,9 +199,13 @@ describe("DefaultRequestHandler with a model behind it", () => {
 
   it("sends the context's earlier turns as chat history, and the usage lands in metadata", async () => {
     model = startFakeModel();
-    const { handler } = handlerWith(new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m", systemPrompt: "be brief" }));
+    const { handler } = handlerWith(
+      new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m", systemPrompt: "be brief" }),
+    );
     await handler.sendMessage({ message: message("first", { contextId: "conv" }) }, alpha);
-    const { task } = (await handler.sendMessage({ message: message("second", { contextId: "conv" }) }, alpha)) as { task: Task };
+    const { task } = (await handler.sendMessage({ message: message("second", { contextId: "conv" }) }, alpha)) as {
+      task: Task;
+    };
     expect(model.requests[1].body.messages).toEqual([
       { role: "system", content: "be brief" },
       { role: "user", content: "first" },
@@ -183,7 +217,8 @@ describe("DefaultRequestHandler with a model behind it", () => {
   it("replays a quick task's events after it ended exactly as a live stream delivered them", async () => {
     const { handler } = handlerWith(new EchoExecutor());
     const live: unknown[] = [];
-    for await (const item of await handler.sendStreamingMessage({ message: message("replay me") }, alpha)) live.push(item);
+    for await (const item of await handler.sendStreamingMessage({ message: message("replay me") }, alpha))
+      live.push(item);
     const [opening, ...events] = live as { seq?: number; response: { task?: Task } }[];
     const taskId = opening.response.task!.id;
     expect(events.map((e) => e.seq)).toEqual([1, 2, 3]);
@@ -195,7 +230,12 @@ describe("DefaultRequestHandler with a model behind it", () => {
     const after: { seq?: number; response: Record<string, any> }[] = [];
     for await (const item of await handler.subscribeToTask({ id: done.id }, alpha, 1)) after.push(item as never);
     expect(after.slice(1).map((e) => e.seq)).toEqual([2, 3]);
-    expect(after[1].response.artifactUpdate).toEqual({ taskId: done.id, contextId: done.contextId, artifact: done.artifacts![0], lastChunk: true });
+    expect(after[1].response.artifactUpdate).toEqual({
+      taskId: done.id,
+      contextId: done.contextId,
+      artifact: done.artifacts![0],
+      lastChunk: true,
+    });
     expect(after[2].response.statusUpdate).toEqual({ taskId: done.id, contextId: done.contextId, status: done.status });
   });
 
@@ -203,18 +243,31 @@ describe("DefaultRequestHandler with a model behind it", () => {
     model = startFakeModel();
     const { handler } = handlerWith(new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m" }));
     const first = (await handler.sendMessage({ message: message("first") }, alpha)) as { task: Task };
-    const { task } = (await handler.sendMessage({ message: message("second", { contextId: first.task.contextId }) }, alpha)) as { task: Task };
+    const { task } = (await handler.sendMessage(
+      { message: message("second", { contextId: first.task.contextId }) },
+      alpha,
+    )) as { task: Task };
     expect(task.contextId).toBe(first.task.id);
     expect(task.id).not.toBe(first.task.id);
     expect(model.requests[1].body.messages.map((m: { content: string }) => m.content)).toEqual(["first", "second"]);
-    expect((await handler.listTasks({ contextId: first.task.contextId }, alpha)).tasks.map((t) => t.id).sort()).toEqual([first.task.id, task.id].sort());
+    expect((await handler.listTasks({ contextId: first.task.contextId }, alpha)).tasks.map((t) => t.id).sort()).toEqual(
+      [first.task.id, task.id].sort(),
+    );
   });
 
   it("on shutdown, lets running tasks finish within the grace period, and fails queued ones", async () => {
     model = startFakeModel({ hold: true });
-    const { handler, runner } = handlerWith(new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m" }), { maxConcurrent: 1 });
-    const a = (await handler.sendMessage({ message: message("a"), configuration: { returnImmediately: true } }, alpha)) as { task: Task };
-    const b = (await handler.sendMessage({ message: message("b"), configuration: { returnImmediately: true } }, alpha)) as { task: Task };
+    const { handler, runner } = handlerWith(new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m" }), {
+      maxConcurrent: 1,
+    });
+    const a = (await handler.sendMessage(
+      { message: message("a"), configuration: { returnImmediately: true } },
+      alpha,
+    )) as { task: Task };
+    const b = (await handler.sendMessage(
+      { message: message("b"), configuration: { returnImmediately: true } },
+      alpha,
+    )) as { task: Task };
     await model.received(1);
     const stopping = runner.shutdown(60_000);
     await expectA2AError(handler.sendMessage({ message: message("c") }, alpha), -32603);
@@ -227,7 +280,16 @@ describe("DefaultRequestHandler with a model behind it", () => {
   });
 
   it("records tasks left SUBMITTED/WORKING by a previous run as FAILED (interrupted)", async () => {
-    await (await store.create({ id: "old", contextId: "c", owner: "alpha", message: message("lost"), executor: "openai", timestamp: new Date().toISOString() })).committed;
+    await (
+      await store.create({
+        id: "old",
+        contextId: "c",
+        owner: "alpha",
+        message: message("lost"),
+        executor: "openai",
+        timestamp: new Date().toISOString(),
+      })
+    ).committed;
     await store.record("old", { status: { state: "TASK_STATE_WORKING" } });
     const { runner } = handlerWith(new EchoExecutor());
     expect(await runner.recover()).toEqual({ resumed: 0, failed: 1 }); // an openai task, and this runner runs echo
@@ -241,17 +303,42 @@ describe("DefaultRequestHandler with a model behind it", () => {
 describe("subscribing to a task that waits for input", () => {
   it("keeps the subscriber until the task runs again and ends, and delivers every event in order", async () => {
     const { handler } = handlerWith(new ConformanceExecutor());
-    const first = (await handler.sendMessage({ message: { messageId: `tck-input-required-${crypto.randomUUID()}`, role: "ROLE_USER", parts: [{ text: "ask me" }] } }, alpha)) as { task: Task };
+    const first = (await handler.sendMessage(
+      {
+        message: {
+          messageId: `tck-input-required-${crypto.randomUUID()}`,
+          role: "ROLE_USER",
+          parts: [{ text: "ask me" }],
+        },
+      },
+      alpha,
+    )) as { task: Task };
     expect(first.task.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     const stream = await handler.subscribeToTask({ id: first.task.id }, alpha);
     const seen: string[] = [];
     const done = (async () => {
       for await (const item of stream) {
         const r = item.response as Record<string, any>;
-        seen.push(r.task ? `task:${r.task.status.state}` : r.statusUpdate ? `status:${r.statusUpdate.status.state}` : "artifact");
+        seen.push(
+          r.task
+            ? `task:${r.task.status.state}`
+            : r.statusUpdate
+              ? `status:${r.statusUpdate.status.state}`
+              : "artifact",
+        );
       }
     })();
-    await handler.sendMessage({ message: { messageId: `tck-complete-task-${crypto.randomUUID()}`, taskId: first.task.id, role: "ROLE_USER", parts: [{ text: "go on" }] } }, alpha);
+    await handler.sendMessage(
+      {
+        message: {
+          messageId: `tck-complete-task-${crypto.randomUUID()}`,
+          taskId: first.task.id,
+          role: "ROLE_USER",
+          parts: [{ text: "go on" }],
+        },
+      },
+      alpha,
+    );
     await done;
     expect(seen[0]).toBe("task:TASK_STATE_INPUT_REQUIRED");
     expect(seen.at(-1)).toBe("status:TASK_STATE_COMPLETED");

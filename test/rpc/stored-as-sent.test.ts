@@ -29,7 +29,10 @@ beforeAll(() => {
   dir = tempDir("a2a-stored-");
   database = openDatabase(join(dir, "db.sqlite"));
   const store = new SqliteTaskStore(database);
-  const handler = new DefaultRequestHandler(store, new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }));
+  const handler = new DefaultRequestHandler(
+    store,
+    new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }),
+  );
   rpc = new JsonRpcTransport({ v1: v1Methods(handler), v03: v03Methods(handler) });
   rest = new HttpJsonTransport(v1Methods(handler));
 });
@@ -42,8 +45,10 @@ const sendText = (messageJson: string, version: "v1" | "v03" = "v1") =>
   version === "v1"
     ? `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":${messageJson}}}`
     : `{"jsonrpc":"2.0","id":7,"method":"message/send","params":{"message":${messageJson}}}`;
-const msg = (parts: string, extra = "") => `{"messageId":"${crypto.randomUUID()}","role":"ROLE_USER","parts":[${parts}]${extra}}`;
-const msg03 = (parts: string) => `{"kind":"message","messageId":"${crypto.randomUUID()}","role":"user","parts":[${parts}]}`;
+const msg = (parts: string, extra = "") =>
+  `{"messageId":"${crypto.randomUUID()}","role":"ROLE_USER","parts":[${parts}]${extra}}`;
+const msg03 = (parts: string) =>
+  `{"kind":"message","messageId":"${crypto.randomUUID()}","role":"user","parts":[${parts}]}`;
 
 async function viaRpc(body: string, version = "1.0") {
   const out = await rpc.handle(body, version, ctx);
@@ -51,13 +56,24 @@ async function viaRpc(body: string, version = "1.0") {
   return JSON.parse(out.body);
 }
 async function viaRest(body: string) {
-  const out = await rest.handle(matchRoute("/message:send")!, { method: "POST", path: "/message:send", query: "", body, contentType: "application/json", version: "1.0" }, ctx);
+  const out = await rest.handle(
+    matchRoute("/message:send")!,
+    { method: "POST", path: "/message:send", query: "", body, contentType: "application/json", version: "1.0" },
+    ctx,
+  );
   if (out.kind !== "json") throw new Error("expected a JSON answer");
   return { status: out.status, body: JSON.parse(out.body) };
 }
 
 describe("numbers a float cannot hold are refused, not changed", () => {
-  const changed = ["1e400", "-1e400", "123456789012345678901234567890", "0.30000000000000001", "1e-400", "9007199254740993"];
+  const changed = [
+    "1e400",
+    "-1e400",
+    "123456789012345678901234567890",
+    "0.30000000000000001",
+    "1e-400",
+    "9007199254740993",
+  ];
   for (const n of changed) {
     it(`${n} in a data part: -32602 naming the number over JSON-RPC, HTTP 400 over HTTP+JSON, nothing stored`, async () => {
       const parts = `{"data":{"n":${n}}}`;
@@ -83,7 +99,19 @@ describe("numbers a float cannot hold are refused, not changed", () => {
   });
 
   it("keeps every number a float holds, spelled any way, exactly as the caller's value", async () => {
-    const kept = ["0", "-0", "0.1", "1.5e3", "100", "1E2", "9007199254740991", "1e21", "1.7976931348623157e308", "5e-324", "-2.5"];
+    const kept = [
+      "0",
+      "-0",
+      "0.1",
+      "1.5e3",
+      "100",
+      "1E2",
+      "9007199254740991",
+      "1e21",
+      "1.7976931348623157e308",
+      "5e-324",
+      "-2.5",
+    ];
     const parts = `{"data":{${kept.map((n, i) => `"k${i}":${n}`).join(",")}}}`;
     const r = await viaRpc(sendText(msg(parts)));
     expect(r.error).toBeUndefined();
@@ -100,16 +128,24 @@ describe("numbers a float cannot hold are refused, not changed", () => {
   });
 
   it("malformed JSON is still a parse error first, and a notification still gets no answer", async () => {
-    expect((await viaRpc(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"x":1e400`)).error.code).toBe(-32700);
-    const none = await rpc.handle(`{"jsonrpc":"2.0","method":"SendMessage","params":{"message":${msg(`{"data":1e400}`)}}}`, "1.0", ctx);
+    expect((await viaRpc(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"x":1e400`)).error.code).toBe(
+      -32700,
+    );
+    const none = await rpc.handle(
+      `{"jsonrpc":"2.0","method":"SendMessage","params":{"message":${msg(`{"data":1e400}`)}}}`,
+      "1.0",
+      ctx,
+    );
     expect(none.kind).toBe("none");
   });
 });
 
 describe("keepsExactly and scanJson", () => {
   it("tells the numbers apart by value, not spelling", () => {
-    for (const n of ["0", "1", "-1", "0.1", "1.0", "1e2", "100", "1.25E-3", "1e21", "123456789012345", "0.000001"]) expect(keepsExactly(n), n).toBe(true);
-    for (const n of ["1e400", "1e-400", "123456789012345678", "3.14159265358979323846", "2e308"]) expect(keepsExactly(n), n).toBe(false);
+    for (const n of ["0", "1", "-1", "0.1", "1.0", "1e2", "100", "1.25E-3", "1e21", "123456789012345", "0.000001"])
+      expect(keepsExactly(n), n).toBe(true);
+    for (const n of ["1e400", "1e-400", "123456789012345678", "3.14159265358979323846", "2e308"])
+      expect(keepsExactly(n), n).toBe(false);
   });
 
   it("finds numbers outside strings only, and reports depth as before", () => {

@@ -7,7 +7,10 @@ import type { Artifact, StreamItem, TaskState } from "../../src/protocol/types";
 import { wholeArtifacts } from "../../src/rpc/whole-artifacts";
 
 const ids = { taskId: "t1", contextId: "c1" };
-const status = (state: TaskState, seq?: number): StreamItem => ({ seq, response: { statusUpdate: { ...ids, status: { state } } } });
+const status = (state: TaskState, seq?: number): StreamItem => ({
+  seq,
+  response: { statusUpdate: { ...ids, status: { state } } },
+});
 const chunk = (artifactId: string, text: string, append: boolean, seq?: number): StreamItem => ({
   seq,
   response: { artifactUpdate: { ...ids, artifact: { artifactId, parts: [{ text }] }, append } },
@@ -23,7 +26,8 @@ async function* source(items: StreamItem[]): AsyncIterable<StreamItem> {
   yield* items;
 }
 
-const artifactsOf = (items: StreamItem[]): Artifact[] => items.flatMap((i) => ("artifactUpdate" in i.response ? [i.response.artifactUpdate.artifact] : []));
+const artifactsOf = (items: StreamItem[]): Artifact[] =>
+  items.flatMap((i) => ("artifactUpdate" in i.response ? [i.response.artifactUpdate.artifact] : []));
 
 describe("wholeArtifacts", () => {
   it("joins appended chunks, keeps a replacement's text, and sends each artifact once before the settling status", async () => {
@@ -34,7 +38,18 @@ describe("wholeArtifacts", () => {
           status("TASK_STATE_WORKING", 2),
           chunk("answer", "Checking ", false, 3),
           chunk("answer", "first. ", true, 4),
-          { seq: 5, response: { statusUpdate: { ...ids, status: { state: "TASK_STATE_WORKING", message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "running a tool" }] } } } } },
+          {
+            seq: 5,
+            response: {
+              statusUpdate: {
+                ...ids,
+                status: {
+                  state: "TASK_STATE_WORKING",
+                  message: { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "running a tool" }] },
+                },
+              },
+            },
+          },
           chunk("answer", "Deployed", false, 6),
           chunk("answer", " 1.4.2.", true, 7),
           chunk("notes", "one note", false, 8),
@@ -42,14 +57,30 @@ describe("wholeArtifacts", () => {
         ]),
       ),
     );
-    const kinds = out.map((i) => Object.keys(i.response)[0] + ("statusUpdate" in i.response ? `:${i.response.statusUpdate.status.state}` : ""));
-    expect(kinds).toEqual(["task", "statusUpdate:TASK_STATE_WORKING", "statusUpdate:TASK_STATE_WORKING", "artifactUpdate", "artifactUpdate", "statusUpdate:TASK_STATE_COMPLETED"]);
+    const kinds = out.map(
+      (i) =>
+        Object.keys(i.response)[0] + ("statusUpdate" in i.response ? `:${i.response.statusUpdate.status.state}` : ""),
+    );
+    expect(kinds).toEqual([
+      "task",
+      "statusUpdate:TASK_STATE_WORKING",
+      "statusUpdate:TASK_STATE_WORKING",
+      "artifactUpdate",
+      "artifactUpdate",
+      "statusUpdate:TASK_STATE_COMPLETED",
+    ]);
     expect(artifactsOf(out)).toEqual([
       { artifactId: "answer", parts: [{ text: "Deployed 1.4.2." }] },
       { artifactId: "notes", parts: [{ text: "one note" }] },
     ]);
     const whole = out.filter((i) => "artifactUpdate" in i.response);
-    expect(whole.map((i) => [i.seq, "artifactUpdate" in i.response && i.response.artifactUpdate.append, "artifactUpdate" in i.response && i.response.artifactUpdate.lastChunk])).toEqual([
+    expect(
+      whole.map((i) => [
+        i.seq,
+        "artifactUpdate" in i.response && i.response.artifactUpdate.append,
+        "artifactUpdate" in i.response && i.response.artifactUpdate.lastChunk,
+      ]),
+    ).toEqual([
       [undefined, undefined, true],
       [undefined, undefined, true],
     ]);
@@ -60,7 +91,16 @@ describe("wholeArtifacts", () => {
     const out = await all(
       wholeArtifacts(
         source([
-          { response: { task: { id: "t1", contextId: "c1", status: { state: "TASK_STATE_WORKING" }, artifacts: [{ artifactId: "answer", parts: [{ text: "Hello" }] }] } } },
+          {
+            response: {
+              task: {
+                id: "t1",
+                contextId: "c1",
+                status: { state: "TASK_STATE_WORKING" },
+                artifacts: [{ artifactId: "answer", parts: [{ text: "Hello" }] }],
+              },
+            },
+          },
           chunk("answer", " there", true),
           status("TASK_STATE_INPUT_REQUIRED"),
           status("TASK_STATE_WORKING"),
@@ -70,11 +110,20 @@ describe("wholeArtifacts", () => {
       ),
     );
     expect(artifactsOf(out).map((a) => a.parts[0].text)).toEqual(["Hello there", "Hello there, done"]);
-    expect(out.map((i) => Object.keys(i.response)[0])).toEqual(["task", "artifactUpdate", "statusUpdate", "statusUpdate", "artifactUpdate", "statusUpdate"]);
+    expect(out.map((i) => Object.keys(i.response)[0])).toEqual([
+      "task",
+      "artifactUpdate",
+      "statusUpdate",
+      "statusUpdate",
+      "artifactUpdate",
+      "statusUpdate",
+    ]);
   });
 
   it("flushes at the stream's end when no status settled it, and passes return() to its source at once", async () => {
-    expect(artifactsOf(await all(wholeArtifacts(source([chunk("a", "x", false), chunk("a", "y", true)]))))).toEqual([{ artifactId: "a", parts: [{ text: "xy" }] }]);
+    expect(artifactsOf(await all(wholeArtifacts(source([chunk("a", "x", false), chunk("a", "y", true)]))))).toEqual([
+      { artifactId: "a", parts: [{ text: "xy" }] },
+    ]);
     let returned = false;
     const endless: AsyncIterable<StreamItem> = {
       [Symbol.asyncIterator]: () => ({

@@ -10,7 +10,12 @@ it("a vitest run with a failing test exits non-zero, with the Postgres globalSet
   try {
     const file = join(dir, "fails.test.ts");
     writeFileSync(file, 'import { it, expect } from "vitest";\nit("fails on purpose", () => expect(1).toBe(2));\n');
-    const proc = Bun.spawn([process.execPath, "--bun", "vitest", "run", "--config", "test/vitest.config.ts", file], { cwd: root, stdout: "pipe", stderr: "pipe", env: process.env });
+    const proc = Bun.spawn([process.execPath, "--bun", "vitest", "run", "--config", "test/vitest.config.ts", file], {
+      cwd: root,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: process.env,
+    });
     const [out, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
     expect(out).toContain("tests: 0 passed, 1 failed");
     expect(code).not.toBe(0);

@@ -17,14 +17,23 @@ const dir = tempDir("a2a-fuzz-test-");
 
 async function fuzz(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const proc = Bun.spawn([process.execPath, FUZZ, ...args], { cwd: dir, stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   return { code, stdout, stderr };
 }
 
 async function dryRun(seed: number, requests: number, extra: string[] = []) {
   const r = await fuzz(["--dry-run", "--json", "--seed", String(seed), "--requests", String(requests), ...extra]);
   expect(r.code, r.stderr).toBe(0);
-  return JSON.parse(r.stdout) as { inputsHash: string; requests: number; families: Record<string, number>; largestInputBytes: number };
+  return JSON.parse(r.stdout) as {
+    inputsHash: string;
+    requests: number;
+    families: Record<string, number>;
+    largestInputBytes: number;
+  };
 }
 
 describe("the fuzz inputs", () => {
@@ -61,18 +70,30 @@ describe("a small seeded run against the binary", () => {
     const r = await fuzz([...args, "--json", "--samples", join(dir, "samples.json")]);
     const report = JSON.parse(r.stdout);
     expect(report.counts, `${r.stderr}\nsamples: ${report.samplesFile}`).toMatchObject({
-      crashes: 0, hangs: 0, unexpected5xx: 0, internalErrors: 0, dropped: 0, badAnswers: 0,
-      scopeViolations: 0, identityViolations: 0, leaks: 0, liveness: 0, uncleanStop: 0,
+      crashes: 0,
+      hangs: 0,
+      unexpected5xx: 0,
+      internalErrors: 0,
+      dropped: 0,
+      badAnswers: 0,
+      scopeViolations: 0,
+      identityViolations: 0,
+      leaks: 0,
+      liveness: 0,
+      uncleanStop: 0,
     });
     expect(report.failed).toBe(false);
     expect(r.code).toBe(0);
     expect(report.inputsHash).toBe(plan.inputsHash);
     expect(report.requests).toBe(300);
     // Both listeners, both mutation classes, and answers of every kind were seen.
-    for (const row of ["jsonrpc/mtls", "jsonrpc/plain", "rest/mtls", "rest/plain", "http/mtls", "http/plain"]) expect(report.byFamily[row]?.inputs, row).toBeGreaterThan(5);
+    for (const row of ["jsonrpc/mtls", "jsonrpc/plain", "rest/mtls", "rest/plain", "http/mtls", "http/plain"])
+      expect(report.byFamily[row]?.inputs, row).toBeGreaterThan(5);
     expect(report.statuses["200"]).toBeGreaterThan(100);
     expect(report.statuses["400"]).toBeGreaterThan(5);
-    expect(Object.keys(report.rpcCodes)).toEqual(expect.arrayContaining(["result", "-32600", "-32602", "-32700", "rest", "rest NOT_FOUND"]));
+    expect(Object.keys(report.rpcCodes)).toEqual(
+      expect.arrayContaining(["result", "-32600", "-32602", "-32700", "rest", "rest NOT_FOUND"]),
+    );
     // Every task the node named is on disk and finished.
     expect(report.tasks.acknowledged).toBeGreaterThan(10);
     expect(report.tasks.missing).toBe(0);
@@ -85,14 +106,21 @@ describe("the baseline the leak checks compare against", () => {
   it("is taken with /health/ready's and /metrics's lazy worker already running: asking for them after adds no descriptor", async () => {
     requireBinary();
     const home = mkdtempSync(join(dir, "baseline-"));
-    const session = new FuzzSession({ dir: home, gen: { maxBody: 65536 }, hangMs: 5000, tally: new Tally(1), progress: () => {} });
+    const session = new FuzzSession({
+      dir: home,
+      gen: { maxBody: 65536 },
+      hangMs: 5000,
+      tally: new Tally(1),
+      progress: () => {},
+    });
     try {
       await session.start();
       // No warm-up inputs: only what warmUp itself asks for.
       await session.warmUp(1, 0);
       const before = session.node.stats();
       for (const listener of ["mtls", "plain"] as const)
-        for (const path of ["/health/ready", "/metrics", "/health/ready"]) expect([200, 503]).toContain((await get(listener, session.endpoint(session.node, listener), path)).status);
+        for (const path of ["/health/ready", "/metrics", "/health/ready"])
+          expect([200, 503]).toContain((await get(listener, session.endpoint(session.node, listener), path)).status);
       // Descriptors other than sockets (the connections just made may still be closing), once the probe's
       // worker has closed the database connection it opens for each check (it answers just before it does):
       // back to the baseline, where without the warm-up 4 stay open for good.

@@ -73,7 +73,10 @@ function roundTrip(port: number, payload: Uint8Array, expectBytes: number): Prom
 
 describe("tcp-balancer", () => {
   it("sends connections to the backends in turn and passes a large payload through intact, both ways", async () => {
-    balancer = startBalancer(0, [backend("a"), backend("b")].map((port) => ({ host: "127.0.0.1", port })));
+    balancer = startBalancer(
+      0,
+      [backend("a"), backend("b")].map((port) => ({ host: "127.0.0.1", port })),
+    );
     const payload = new Uint8Array(8 * 1024 * 1024).map((_, i) => (i * 31) % 251); // past any socket buffer
     const answers = [];
     for (let i = 0; i < 4; i++) answers.push(await roundTrip(balancer.port, payload, 2 + payload.length));
@@ -86,7 +89,11 @@ describe("tcp-balancer", () => {
     servers.pop()!.stop(true);
     balancer = startBalancer(0, [{ host: "127.0.0.1", port: dead }]);
     const closed = await new Promise<boolean>((resolve) => {
-      void Bun.connect({ hostname: "127.0.0.1", port: balancer!.port, socket: { data() {}, close: () => resolve(true), error: () => resolve(true) } });
+      void Bun.connect({
+        hostname: "127.0.0.1",
+        port: balancer!.port,
+        socket: { data() {}, close: () => resolve(true), error: () => resolve(true) },
+      });
     });
     expect(closed).toBe(true);
   });

@@ -49,7 +49,11 @@ async function serve(budget: AnswerBudget, makeAnswer: () => HttpResponse, idleT
   servers.push(server);
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
-  return { port: (server.address() as AddressInfo).port, connections, nextHandled: () => new Promise<void>((r) => handled.push(r)) };
+  return {
+    port: (server.address() as AddressInfo).port,
+    connections,
+    nextHandled: () => new Promise<void>((r) => handled.push(r)),
+  };
 }
 
 /** A client that asks once and reads nothing until told to. */
@@ -75,7 +79,8 @@ async function stalledClient(port: number, path = "/"): Promise<{ socket: Socket
           if (headEnd === -1) {
             const all = Buffer.concat(chunks);
             headEnd = all.indexOf("\r\n\r\n");
-            if (headEnd !== -1) want = headEnd + 4 + Number(/content-length: (\d+)/i.exec(all.toString("latin1", 0, headEnd))?.[1]);
+            if (headEnd !== -1)
+              want = headEnd + 4 + Number(/content-length: (\d+)/i.exec(all.toString("latin1", 0, headEnd))?.[1]);
           }
           if (got >= want) resolve(Buffer.concat(chunks).subarray(headEnd + 4, want));
         });
@@ -93,7 +98,11 @@ describe("a large answer to a client that does not read", () => {
   it("waits as the one answer built, a slice at a time, not copied whole into the socket; counted until read, then given back", async () => {
     const budget = new AnswerBudget({ perCaller: 1024 * 1024 * 1024, total: 1024 * 1024 * 1024 });
     const text = JSON.stringify({ big: "x".repeat(BIG) });
-    const { port, connections, nextHandled } = await serve(budget, () => ({ status: 200, body: text, ...holdAnswer({ caller: { name: "alpha", fingerprint: "" }, answers: budget.holderFor("alpha") }, text) }));
+    const { port, connections, nextHandled } = await serve(budget, () => ({
+      status: 200,
+      body: text,
+      ...holdAnswer({ caller: { name: "alpha", fingerprint: "" }, answers: budget.holderFor("alpha") }, text),
+    }));
     const handled = nextHandled();
     const client = await stalledClient(port);
     await handled;
@@ -119,7 +128,11 @@ describe("a large answer to a client that does not read", () => {
       yield { text: big, hold };
       yield "data: last\n\n";
     }
-    const { port } = await serve(budget, () => ({ status: 200, headers: { "content-type": "text/event-stream" }, stream: events() }));
+    const { port } = await serve(budget, () => ({
+      status: 200,
+      headers: { "content-type": "text/event-stream" },
+      stream: events(),
+    }));
     const socket = connect(port, "127.0.0.1");
     clients.push(socket);
     await once(socket, "connect");
@@ -147,7 +160,11 @@ describe("a large answer to a client that does not read", () => {
     const text = "z".repeat(BIG);
     const { port, nextHandled } = await serve(
       budget,
-      () => ({ status: 200, body: text, ...holdAnswer({ caller: { name: "alpha", fingerprint: "" }, answers: budget.holderFor("alpha") }, text) }),
+      () => ({
+        status: 200,
+        body: text,
+        ...holdAnswer({ caller: { name: "alpha", fingerprint: "" }, answers: budget.holderFor("alpha") }, text),
+      }),
       300,
     );
     const handled = nextHandled();
@@ -189,7 +206,9 @@ describe("AnswerBudget", () => {
     expect(mine.code).toBe(-32603);
     expect(mine.reason).toBe("RESOURCE_EXHAUSTED");
     expect(mine.metadata).toMatchObject({ limit: "answer_bytes_per_caller", heldBytes: "120" });
-    expect(mine.message).toContain("answers to alpha that it has not read hold 120 bytes, this node's limit of 100 (answer_bytes_per_caller)");
+    expect(mine.message).toContain(
+      "answers to alpha that it has not read hold 120 bytes, this node's limit of 100 (answer_bytes_per_caller)",
+    );
     b.hold("beta", 40);
     expect(b.refusal("beta").metadata).toMatchObject({ limit: "answer_bytes_in_flight", heldBytes: "160" });
   });

@@ -5,7 +5,15 @@ import { AuditLog, type AuditCall } from "../../src/server/audit-log";
 import { tempDir } from "../helpers/temp-dir";
 
 const tmp = () => tempDir("a2a-audit-");
-const call = (n: number): AuditCall => ({ peer: "beta", fingerprint: "AB:CD", binding: "jsonrpc", method: "GetTask", taskId: `task-${n}`, outcome: "ok", ms: 1.23456 });
+const call = (n: number): AuditCall => ({
+  peer: "beta",
+  fingerprint: "AB:CD",
+  binding: "jsonrpc",
+  method: "GetTask",
+  taskId: `task-${n}`,
+  outcome: "ok",
+  ms: 1.23456,
+});
 const lines = (path: string) =>
   readFileSync(path, "utf8")
     .split("\n")
@@ -22,9 +30,22 @@ describe("the audit log", () => {
     log.close();
     const got = lines(path);
     expect(got).toHaveLength(3);
-    expect(got[0]).toMatchObject({ event: "call", peer: "beta", fingerprint: "AB:CD", method: "GetTask", taskId: "task-1", outcome: "ok", ms: 1.235 });
+    expect(got[0]).toMatchObject({
+      event: "call",
+      peer: "beta",
+      fingerprint: "AB:CD",
+      method: "GetTask",
+      taskId: "task-1",
+      outcome: "ok",
+      ms: 1.235,
+    });
     expect(new Date(got[0].time).toISOString()).toBe(got[0].time);
-    expect(got[1]).toMatchObject({ event: "refused", kind: "expired", reason: "certificate has expired", remote: "127.0.0.1" });
+    expect(got[1]).toMatchObject({
+      event: "refused",
+      kind: "expired",
+      reason: "certificate has expired",
+      remote: "127.0.0.1",
+    });
     expect(got[2]).toMatchObject({ outcome: "denied", code: -32000, taskId: "task-2" });
     expect(statSync(path).mode & 0o777).toBe(0o600);
   });
@@ -104,7 +125,13 @@ describe("the audit log", () => {
     const path = join(dir, "audit.jsonl");
     const errors: unknown[] = [];
     const recovered: number[] = [];
-    const log = new AuditLog({ path, maxBytes: 100, keep: 1, onError: (e) => errors.push(e), onRecovered: (n) => recovered.push(n) });
+    const log = new AuditLog({
+      path,
+      maxBytes: 100,
+      keep: 1,
+      onError: (e) => errors.push(e),
+      onRecovered: (n) => recovered.push(n),
+    });
     log.call(call(1));
     log.flush();
     // The folder goes away: rotating (a rename into it) fails; the lines are dropped, the log lives on.

@@ -78,7 +78,12 @@ describe.each(["JSONRPC", "HTTP+JSON"])("the policy over %s", (binding) => {
       "permission denied: peer 'gamma' may not call SendMessage on this node (no [[authorize]] rule in its config.toml allows it); this node's operator can add 'gamma' to the peers of a rule whose methods include SendMessage, then reload it with SIGHUP",
     );
     if (binding === "HTTP+JSON") expect(r.reply.body.error.status).toBe("PERMISSION_DENIED");
-    else expect(r.reply.body.error.data[0]).toMatchObject({ reason: "PERMISSION_DENIED", domain: "a2a-protocol.org", metadata: { peer: "gamma", method: "SendMessage" } });
+    else
+      expect(r.reply.body.error.data[0]).toMatchObject({
+        reason: "PERMISSION_DENIED",
+        domain: "a2a-protocol.org",
+        metadata: { peer: "gamma", method: "SendMessage" },
+      });
     const listed = await driver().call(who.gamma, "ListTasks", {});
     expect(listed.ok).toBe(true);
     expect(listed.result.tasks).toEqual([]);
@@ -115,7 +120,9 @@ describe.each(["JSONRPC", "HTTP+JSON"])("the policy over %s", (binding) => {
     expect(other.message).toContain("whose skills include 'analyse-logs'");
     const none = await driver().call(who.delta, "SendMessage", say());
     expect(none).toMatchObject({ ok: false, reason: "PERMISSION_DENIED" });
-    expect((await driver().call(who.delta, "ListTasks", {})).result.tasks.map((t: { id: string }) => t.id)).toContain(ok.result.task.id);
+    expect((await driver().call(who.delta, "ListTasks", {})).result.tasks.map((t: { id: string }) => t.id)).toContain(
+      ok.result.task.id,
+    );
     expect((await driver().call(who.delta, "GetTask", { id: ok.result.task.id })).reason).toBe("PERMISSION_DENIED");
   });
 
@@ -124,7 +131,10 @@ describe.each(["JSONRPC", "HTTP+JSON"])("the policy over %s", (binding) => {
     const before = (await driver().call(who.eta, "ListTasks", {})).result.tasks.length;
     for (const op of ["SendMessage", "SendStreamingMessage"]) {
       const params = { ...say(), configuration: { taskPushNotificationConfig: hook } };
-      const r = op === "SendMessage" ? await driver().call(who.eta, op, params) : (await driver().stream(who.eta, op, params)).refused;
+      const r =
+        op === "SendMessage"
+          ? await driver().call(who.eta, op, params)
+          : (await driver().stream(who.eta, op, params)).refused;
       expect(r, op).toMatchObject({ ok: false, reason: "PERMISSION_DENIED", ...denied });
       expect(r?.message, op).toContain("peer 'eta' may not call CreateTaskPushNotificationConfig on this node");
       // Proto field names are read too, and judged the same.
@@ -145,7 +155,19 @@ describe.each(["JSONRPC", "HTTP+JSON"])("the policy over %s", (binding) => {
 
 describe("the policy elsewhere", () => {
   it("judges a v0.3 call (no A2A-Version) as the v1.0 operation it runs", async () => {
-    const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "message/send", params: { message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: SECRET }] } } });
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "message/send",
+      params: {
+        message: {
+          kind: "message",
+          messageId: crypto.randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text: SECRET }],
+        },
+      },
+    });
     const r = await post(`${node.url}/`, who.gamma, body, {});
     expect(r.body.error).toMatchObject({ code: -32000 });
     expect(r.body.error.message).toContain("peer 'gamma' may not call SendMessage");
@@ -158,7 +180,12 @@ describe("the policy elsewhere", () => {
       id: 1,
       method: "message/send",
       params: {
-        message: { kind: "message", messageId: crypto.randomUUID(), role: "user", parts: [{ kind: "text", text: SECRET }] },
+        message: {
+          kind: "message",
+          messageId: crypto.randomUUID(),
+          role: "user",
+          parts: [{ kind: "text", text: SECRET }],
+        },
         configuration: { pushNotificationConfig: { url: "https://127.0.0.1:9/hook" } },
       },
     });
@@ -217,15 +244,27 @@ describe("the audit log", () => {
 
   beforeAll(async () => {
     const ca = fleet.ca();
-    const crafted = async (cn: string, opts: Parameters<typeof craftCert>[1] extends infer O ? Omit<O & object, "subject"> : never) => {
+    const crafted = async (
+      cn: string,
+      opts: Parameters<typeof craftCert>[1] extends infer O ? Omit<O & object, "subject"> : never,
+    ) => {
       const c = await craftCert(ca, { subject: [{ CN: [cn] }], ...opts });
       return { cert: c.certPem, key: c.keyPem, ca: who.beta.ca };
     };
     const refusals: [string, Partial<TlsIdentity>][] = [
       ["no certificate", { ca: who.beta.ca }],
       ["foreign CA", await fleet.foreign("mallory")],
-      ["expired", await crafted("old-one", { notBefore: new Date(Date.now() - 10 * DAY), notAfter: new Date(Date.now() - DAY) })],
-      ["not yet valid", await crafted("early-one", { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 10 * DAY) })],
+      [
+        "expired",
+        await crafted("old-one", { notBefore: new Date(Date.now() - 10 * DAY), notAfter: new Date(Date.now() - DAY) }),
+      ],
+      [
+        "not yet valid",
+        await crafted("early-one", {
+          notBefore: new Date(Date.now() + DAY),
+          notAfter: new Date(Date.now() + 10 * DAY),
+        }),
+      ],
       ["code signing", await crafted("signer", { eku: ["1.3.6.1.5.5.7.3.3"] })],
       ["no EKU", await crafted("no-eku", { eku: [] })],
     ];
@@ -272,20 +311,48 @@ describe("the audit log", () => {
 
   it("records each call answered: peer, fingerprint, binding, method, task id, outcome, duration", () => {
     const calls = lines.filter((l) => l.event === "call");
-    const ok = calls.find((l) => l.peer === "beta" && l.method === "SendMessage" && l.binding === "jsonrpc" && l.outcome === "ok");
-    expect(ok).toMatchObject({ fingerprint: fingerprints.beta, taskId: expect.stringMatching(/^[0-9A-Z]{26}$/), ms: expect.any(Number) });
-    expect(Object.keys(ok as object).sort()).toEqual(["binding", "event", "fingerprint", "method", "ms", "outcome", "peer", "taskId", "time"]);
+    const ok = calls.find(
+      (l) => l.peer === "beta" && l.method === "SendMessage" && l.binding === "jsonrpc" && l.outcome === "ok",
+    );
+    expect(ok).toMatchObject({
+      fingerprint: fingerprints.beta,
+      taskId: expect.stringMatching(/^[0-9A-Z]{26}$/),
+      ms: expect.any(Number),
+    });
+    expect(Object.keys(ok as object).sort()).toEqual([
+      "binding",
+      "event",
+      "fingerprint",
+      "method",
+      "ms",
+      "outcome",
+      "peer",
+      "taskId",
+      "time",
+    ]);
     const got = calls.find((l) => l.peer === "beta" && l.method === "GetTask" && l.binding === "http-json");
     expect(got).toMatchObject({ outcome: "ok", taskId: expect.any(String) });
     const streamed = calls.filter((l) => l.method === "SendStreamingMessage" && l.peer === "gamma");
     expect(streamed.map((l) => l.outcome)).toEqual(["denied", "denied"]);
     const v03 = calls.find((l) => l.method === "message/send" && l.peer === "beta");
     expect(v03).toMatchObject({ outcome: "ok", taskId: expect.any(String) });
-    expect(calls.find((l) => l.peer === "@local")).toMatchObject({ fingerprint: "plain-http-loopback", method: "SendMessage", outcome: "ok" });
-    expect(calls.find((l) => l.peer === "gamma" && l.method === "GetTask" && l.outcome === "error")).toMatchObject({ code: -32001, taskId: expect.any(String) });
+    expect(calls.find((l) => l.peer === "@local")).toMatchObject({
+      fingerprint: "plain-http-loopback",
+      method: "SendMessage",
+      outcome: "ok",
+    });
+    expect(calls.find((l) => l.peer === "gamma" && l.method === "GetTask" && l.outcome === "error")).toMatchObject({
+      code: -32001,
+      taskId: expect.any(String),
+    });
     expect(calls.find((l) => l.code === -32700)).toMatchObject({ peer: "beta", outcome: "error" });
     expect(calls.find((l) => l.code === -32601)).toMatchObject({ peer: "beta", outcome: "error" });
-    expect(calls.find((l) => l.outcome === "rate_limited")).toMatchObject({ peer: "epsilon", fingerprint: fingerprints.epsilon, code: 429, binding: "jsonrpc" });
+    expect(calls.find((l) => l.outcome === "rate_limited")).toMatchObject({
+      peer: "epsilon",
+      fingerprint: fingerprints.epsilon,
+      code: 429,
+      binding: "jsonrpc",
+    });
     expect(calls.filter((l) => l.binding === "pki").map((l) => [l.method, l.outcome, l.code])).toEqual([
       ["GET /pki/crl", "ok", undefined],
       [undefined, "error", 404],
@@ -296,8 +363,12 @@ describe("the audit log", () => {
     const denied = lines.filter((l) => l.outcome === "denied");
     expect(denied.length).toBeGreaterThanOrEqual(20);
     for (const l of denied) expect(l.code).toBe(-32000);
-    expect(denied.find((l) => l.peer === "gamma" && l.method === "SendMessage" && l.binding === "http-json")).toMatchObject({ fingerprint: fingerprints.gamma });
-    expect(denied.find((l) => l.peer === "alpha" && l.method === "CancelTask")).toMatchObject({ taskId: expect.any(String) });
+    expect(
+      denied.find((l) => l.peer === "gamma" && l.method === "SendMessage" && l.binding === "http-json"),
+    ).toMatchObject({ fingerprint: fingerprints.gamma });
+    expect(denied.find((l) => l.peer === "alpha" && l.method === "CancelTask")).toMatchObject({
+      taskId: expect.any(String),
+    });
     expect(denied.find((l) => l.peer === "gamma" && l.method === "message/send")).toBeTruthy();
     // A refused SendMessage names no task: none was made.
     for (const l of denied.filter((d) => d.method === "SendMessage")) expect(l.taskId).toBeUndefined();
@@ -306,10 +377,18 @@ describe("the audit log", () => {
   it("records every refused connection with its reason: no certificate, foreign CA, expired, not yet valid, wrong purpose, revoked", () => {
     const refused = lines.filter((l) => l.event === "refused");
     const kinds = refused.map((l) => l.kind);
-    for (const k of ["no_certificate", "foreign_ca", "expired", "not_yet_valid", "wrong_purpose", "revoked"]) expect(kinds, k).toContain(k);
-    for (const l of refused) expect(l).toMatchObject({ reason: expect.any(String), remote: expect.stringMatching(/127\.0\.0\.1/) });
+    for (const k of ["no_certificate", "foreign_ca", "expired", "not_yet_valid", "wrong_purpose", "revoked"])
+      expect(kinds, k).toContain(k);
+    for (const l of refused)
+      expect(l).toMatchObject({ reason: expect.any(String), remote: expect.stringMatching(/127\.0\.0\.1/) });
     // Refused after the handshake: the certificate's name and fingerprint are known.
-    expect(refused.find((l) => l.kind === "revoked")).toMatchObject({ peer: "zeta", fingerprint: fingerprints.zeta, reason: expect.stringMatching(/was revoked on /) });
-    expect(refused.find((l) => l.kind === "wrong_purpose" && l.peer === "no-eku")).toMatchObject({ fingerprint: expect.stringMatching(/^[0-9A-F:]{95}$/) });
+    expect(refused.find((l) => l.kind === "revoked")).toMatchObject({
+      peer: "zeta",
+      fingerprint: fingerprints.zeta,
+      reason: expect.stringMatching(/was revoked on /),
+    });
+    expect(refused.find((l) => l.kind === "wrong_purpose" && l.peer === "no-eku")).toMatchObject({
+      fingerprint: expect.stringMatching(/^[0-9A-F:]{95}$/),
+    });
   });
 });

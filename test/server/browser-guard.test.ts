@@ -26,10 +26,14 @@ afterAll(() => listener.close());
 /** Sends one request as raw bytes and resolves with the status code and body. */
 function raw(head: string, body = ""): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const socket = connect(listener.port, "127.0.0.1", () => socket.write(`${head}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`));
+    const socket = connect(listener.port, "127.0.0.1", () =>
+      socket.write(`${head}\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`),
+    );
     let text = "";
     socket.on("data", (d) => (text += d.toString()));
-    socket.on("end", () => resolve({ status: Number(text.slice(9, 12)), body: text.slice(text.indexOf("\r\n\r\n") + 4) }));
+    socket.on("end", () =>
+      resolve({ status: Number(text.slice(9, 12)), body: text.slice(text.indexOf("\r\n\r\n") + 4) }),
+    );
     socket.on("error", reject);
   });
 }
@@ -39,7 +43,14 @@ const rpc = '{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{}}';
 describe("the plain loopback listener against browsers", () => {
   it("serves a local tool: JSON body, its own Host, no Origin (or its own)", async () => {
     expect((await raw(`POST / HTTP/1.1\r\n${host()}\r\ncontent-type: application/json`, rpc)).status).toBe(200);
-    expect((await raw(`POST / HTTP/1.1\r\nhost: localhost:${listener.port}\r\norigin: http://localhost:${listener.port}\r\ncontent-type: application/a2a+json; charset=utf-8`, rpc)).status).toBe(200);
+    expect(
+      (
+        await raw(
+          `POST / HTTP/1.1\r\nhost: localhost:${listener.port}\r\norigin: http://localhost:${listener.port}\r\ncontent-type: application/a2a+json; charset=utf-8`,
+          rpc,
+        )
+      ).status,
+    ).toBe(200);
     expect((await raw(`GET /.well-known/agent-card.json HTTP/1.1\r\n${host()}`)).status).toBe(200);
     expect(seen.at(-1)).toBe("GET /.well-known/agent-card.json @local");
   });
@@ -61,19 +72,74 @@ describe("the plain loopback listener against browsers", () => {
   });
 
   it.each([
-    ["a cross-origin POST with no Content-Type", `POST / HTTP/1.1\r\n${"HOST"}\r\norigin: https://evil.example`, 403, "another origin"],
-    ["a simple CORS POST (text/plain) from another origin", `POST / HTTP/1.1\r\n${"HOST"}\r\norigin: http://127.0.0.1:1\r\ncontent-type: text/plain`, 403, "another origin"],
+    [
+      "a cross-origin POST with no Content-Type",
+      `POST / HTTP/1.1\r\n${"HOST"}\r\norigin: https://evil.example`,
+      403,
+      "another origin",
+    ],
+    [
+      "a simple CORS POST (text/plain) from another origin",
+      `POST / HTTP/1.1\r\n${"HOST"}\r\norigin: http://127.0.0.1:1\r\ncontent-type: text/plain`,
+      403,
+      "another origin",
+    ],
     ["a POST with no Content-Type (no Origin)", `POST / HTTP/1.1\r\n${"HOST"}`, 415, "must be JSON"],
-    ["a form POST", `POST / HTTP/1.1\r\n${"HOST"}\r\ncontent-type: application/x-www-form-urlencoded`, 415, "must be JSON"],
+    [
+      "a form POST",
+      `POST / HTTP/1.1\r\n${"HOST"}\r\ncontent-type: application/x-www-form-urlencoded`,
+      415,
+      "must be JSON",
+    ],
     ["a cross-site fetch", `GET / HTTP/1.1\r\n${"HOST"}\r\nsec-fetch-site: cross-site`, 403, "cross-site"],
-    ["a rebinding host name", `POST / HTTP/1.1\r\nhost: evil.example:PORT\r\ncontent-type: application/json`, 400, "Host must name this machine's loopback"],
-    ["a name that starts like loopback", `POST / HTTP/1.1\r\nhost: 127.0.0.1.evil.example:PORT\r\ncontent-type: application/json`, 400, "Host must name"],
-    ["a subdomain of localhost's look-alike", `POST / HTTP/1.1\r\nhost: localhost.evil.example\r\ncontent-type: application/json`, 400, "Host must name"],
-    ["an IPv6 address other than ::1", `POST / HTTP/1.1\r\nhost: [::2]:PORT\r\ncontent-type: application/json`, 400, "Host must name"],
-    ["an octet past 255", `POST / HTTP/1.1\r\nhost: 127.0.0.256:PORT\r\ncontent-type: application/json`, 400, "Host must name"],
-    ["a port past 65535", `POST / HTTP/1.1\r\nhost: localhost:70000\r\ncontent-type: application/json`, 400, "Host must name"],
-    ["an Origin other than the Host it names", `POST / HTTP/1.1\r\nhost: localhost:8080\r\norigin: http://localhost:3000\r\ncontent-type: application/json`, 403, "another origin"],
-    ["an https Origin for a plain-HTTP Host", `POST / HTTP/1.1\r\nhost: localhost:8080\r\norigin: https://localhost:8080\r\ncontent-type: application/json`, 403, "another origin"],
+    [
+      "a rebinding host name",
+      `POST / HTTP/1.1\r\nhost: evil.example:PORT\r\ncontent-type: application/json`,
+      400,
+      "Host must name this machine's loopback",
+    ],
+    [
+      "a name that starts like loopback",
+      `POST / HTTP/1.1\r\nhost: 127.0.0.1.evil.example:PORT\r\ncontent-type: application/json`,
+      400,
+      "Host must name",
+    ],
+    [
+      "a subdomain of localhost's look-alike",
+      `POST / HTTP/1.1\r\nhost: localhost.evil.example\r\ncontent-type: application/json`,
+      400,
+      "Host must name",
+    ],
+    [
+      "an IPv6 address other than ::1",
+      `POST / HTTP/1.1\r\nhost: [::2]:PORT\r\ncontent-type: application/json`,
+      400,
+      "Host must name",
+    ],
+    [
+      "an octet past 255",
+      `POST / HTTP/1.1\r\nhost: 127.0.0.256:PORT\r\ncontent-type: application/json`,
+      400,
+      "Host must name",
+    ],
+    [
+      "a port past 65535",
+      `POST / HTTP/1.1\r\nhost: localhost:70000\r\ncontent-type: application/json`,
+      400,
+      "Host must name",
+    ],
+    [
+      "an Origin other than the Host it names",
+      `POST / HTTP/1.1\r\nhost: localhost:8080\r\norigin: http://localhost:3000\r\ncontent-type: application/json`,
+      403,
+      "another origin",
+    ],
+    [
+      "an https Origin for a plain-HTTP Host",
+      `POST / HTTP/1.1\r\nhost: localhost:8080\r\norigin: https://localhost:8080\r\ncontent-type: application/json`,
+      403,
+      "another origin",
+    ],
     // Refused by the HTTP layer already (RFC 9112 §3.2), before the guard sees it.
     ["no Host at all", `POST / HTTP/1.1\r\ncontent-type: application/json`, 400, "needs a Host header"],
   ])("refuses %s", async (_label, head, status, message) => {

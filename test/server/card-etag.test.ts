@@ -13,7 +13,13 @@ import { makeFleet, type Fleet } from "../helpers/fleet";
 
 let fleet: Fleet;
 const caller = { name: "alpha", fingerprint: "AA" };
-const unsigned = buildAgentCard({ name: "beta", description: "d", version: "1.0.0", advertisedUrl: "https://10.0.0.7:9443", skills: DEFAULT_SKILLS });
+const unsigned = buildAgentCard({
+  name: "beta",
+  description: "d",
+  version: "1.0.0",
+  advertisedUrl: "https://10.0.0.7:9443",
+  skills: DEFAULT_SKILLS,
+});
 
 beforeAll(async () => {
   fleet = await makeFleet(["alpha", "beta"]);
@@ -24,7 +30,8 @@ afterAll(() => fleet?.cleanup());
 async function start(identity = { certPem: fleet.identity("beta").cert, keyPem: fleet.identity("beta").key }) {
   const card = await signCardAs(unsigned, identity);
   const web = createWebApp({ card: () => card, version: "1.0.0", startedAt: 0 });
-  const get = (headers: Record<string, string> = {}) => web.handle(new Request("https://beta/.well-known/agent-card.json", { headers }), caller);
+  const get = (headers: Record<string, string> = {}) =>
+    web.handle(new Request("https://beta/.well-known/agent-card.json", { headers }), caller);
   return { card, get };
 }
 
@@ -45,7 +52,12 @@ describe("the served card", () => {
 
   it("gets another ETag once signed by a renewed certificate (same key)", async () => {
     const b = fleet.identity("beta");
-    const renewed = await signPublicKey({ ca: fleet.ca(), name: "beta", sans: [], publicKey: createPublicKey(b.key).export({ type: "spki", format: "pem" }).toString() });
+    const renewed = await signPublicKey({
+      ca: fleet.ca(),
+      name: "beta",
+      sans: [],
+      publicKey: createPublicKey(b.key).export({ type: "spki", format: "pem" }).toString(),
+    });
     const before = (await (await start()).get()).headers.get("etag") as string;
     const after = await start({ certPem: renewed, keyPem: b.key });
     expect((await after.get()).headers.get("etag")).not.toBe(before);

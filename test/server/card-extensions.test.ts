@@ -31,7 +31,10 @@ const recorder: AgentExecutor = {
   kind: "echo",
   async execute(req) {
     seen.push(req);
-    return { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "a", parts: [{ text: `extensions: ${(req.extensions ?? []).join(" ")}` }] }] };
+    return {
+      state: "TASK_STATE_COMPLETED",
+      artifacts: [{ artifactId: "a", parts: [{ text: `extensions: ${(req.extensions ?? []).join(" ")}` }] }],
+    };
   },
 };
 
@@ -48,7 +51,14 @@ beforeAll(async () => {
       plainHttpPort: 0,
       extendedCard: {
         description: "beta, as the fleet sees it",
-        skills: [{ id: "fleet-ops", name: "Fleet operations", description: "Runs the fleet's maintenance chores.", tags: ["ops"] }],
+        skills: [
+          {
+            id: "fleet-ops",
+            name: "Fleet operations",
+            description: "Runs the fleet's maintenance chores.",
+            tags: ["ops"],
+          },
+        ],
       },
       extensions: [
         { uri: OPTIONAL, description: "cites its sources" },
@@ -62,11 +72,20 @@ beforeAll(async () => {
   // The same extensions behind a card that prefers HTTP+JSON, for the CLI's other client.
   delta = await startNode(
     fleet.homes.delta,
-    { ...base, executor: "echo", preferredBinding: "HTTP+JSON", extensions: [{ uri: OPTIONAL }, { uri: REQUIRED, required: true }] },
+    {
+      ...base,
+      executor: "echo",
+      preferredBinding: "HTTP+JSON",
+      extensions: [{ uri: OPTIONAL }, { uri: REQUIRED, required: true }],
+    },
     quiet,
     { executor: recorder },
   );
-  for (const [name, url] of [["beta", beta.url], ["delta", delta.url]]) expect((await cli("peers", "add", name, url)).code).toBe(0);
+  for (const [name, url] of [
+    ["beta", beta.url],
+    ["delta", delta.url],
+  ])
+    expect((await cli("peers", "add", name, url)).code).toBe(0);
 });
 
 async function cli(...args: string[]) {
@@ -83,8 +102,12 @@ afterAll(async () => {
 });
 
 const BINDINGS: BindingName[] = ["JSONRPC", "HTTP+JSON"];
-const driver = (name: BindingName, url: string): BindingDriver => (name === "JSONRPC" ? jsonRpcDriver(url) : httpJsonDriver(url));
-const v1 = (extensions?: string) => ({ "a2a-version": "1.0", ...(extensions === undefined ? {} : { "a2a-extensions": extensions }) });
+const driver = (name: BindingName, url: string): BindingDriver =>
+  name === "JSONRPC" ? jsonRpcDriver(url) : httpJsonDriver(url);
+const v1 = (extensions?: string) => ({
+  "a2a-version": "1.0",
+  ...(extensions === undefined ? {} : { "a2a-extensions": extensions }),
+});
 
 describe("the public card", () => {
   it("says the extended card exists and declares the extensions, with their required flag and params; fleet-only skills stay out", async () => {
@@ -138,11 +161,20 @@ describe.each(BINDINGS)("%s binding", (name) => {
     const res = await fetch(`${beta.plainUrl}${path}`, {
       method: name === "JSONRPC" ? "POST" : "GET",
       headers: { "a2a-version": "1.0", "content-type": "application/json" },
-      body: name === "JSONRPC" ? JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetExtendedAgentCard", params: {} }) : undefined,
+      body:
+        name === "JSONRPC"
+          ? JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetExtendedAgentCard", params: {} })
+          : undefined,
     });
     const body = (await res.json()) as any;
-    if (name === "JSONRPC") expect([res.status, body.error.code, body.error.data[0].reason]).toEqual([200, -32004, "UNSUPPORTED_OPERATION"]);
-    else expect([res.status, body.error.status, body.error.details[0].reason]).toEqual([400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION"]);
+    if (name === "JSONRPC")
+      expect([res.status, body.error.code, body.error.data[0].reason]).toEqual([200, -32004, "UNSUPPORTED_OPERATION"]);
+    else
+      expect([res.status, body.error.status, body.error.details[0].reason]).toEqual([
+        400,
+        "FAILED_PRECONDITION",
+        "UNSUPPORTED_OPERATION",
+      ]);
     expect(JSON.stringify(body)).toContain("mutual TLS");
   });
 
@@ -165,7 +197,12 @@ describe.each(BINDINGS)("%s binding", (name) => {
 
   it("the requested extensions the card declares are activated: echoed in A2A-Extensions and handed to the executor; unknown ones are ignored", async () => {
     const b = driver(name, beta.url);
-    const o = await b.call(alpha, "SendMessage", { message: userMessage(`cite ${name}`) }, v1(`${UNKNOWN},${REQUIRED} , ${OPTIONAL}`));
+    const o = await b.call(
+      alpha,
+      "SendMessage",
+      { message: userMessage(`cite ${name}`) },
+      v1(`${UNKNOWN},${REQUIRED} , ${OPTIONAL}`),
+    );
     expect(o.ok, o.reply.text).toBe(true);
     expect(o.reply.headers.get("a2a-extensions")).toBe(`${OPTIONAL},${REQUIRED}`);
     const task = o.result.task;
@@ -180,7 +217,13 @@ describe.each(BINDINGS)("%s binding", (name) => {
     const url = name === "JSONRPC" ? `${beta.url}/` : `${beta.url}/message:stream`;
     const open = (extensions?: string) =>
       name === "JSONRPC"
-        ? openSse(url, alpha, "SendStreamingMessage", { message: userMessage("stream") }, extensions ? { "a2a-extensions": extensions } : {})
+        ? openSse(
+            url,
+            alpha,
+            "SendStreamingMessage",
+            { message: userMessage("stream") },
+            extensions ? { "a2a-extensions": extensions } : {},
+          )
         : openSseRequest(url, alpha, {
             method: "POST",
             headers: { "content-type": "application/a2a+json", accept: "text/event-stream", ...v1(extensions) },
@@ -206,7 +249,12 @@ describe.each(BINDINGS)("%s binding", (name) => {
   });
 
   it("a message refused after its extensions were read (an unknown task) echoes none", async () => {
-    const o = await driver(name, beta.url).call(alpha, "SendMessage", { message: userMessage("x", { taskId: "no-such-task" }) }, v1(REQUIRED));
+    const o = await driver(name, beta.url).call(
+      alpha,
+      "SendMessage",
+      { message: userMessage("x", { taskId: "no-such-task" }) },
+      v1(REQUIRED),
+    );
     expect(o.reason).toBe("TASK_NOT_FOUND");
     expect(o.reply.headers.get("a2a-extensions")).toBeNull();
   });
@@ -232,11 +280,38 @@ describe.each([
   });
 
   it("requests the extensions in A2A-Extensions; the executor gets the declared ones; one the peer did not activate is named on stderr", async () => {
-    const r = await cli("send", "--agent", peer, "--task", "cite", "--extension", REQUIRED, "--extension", UNKNOWN, "--extension", REQUIRED, "--wait");
+    const r = await cli(
+      "send",
+      "--agent",
+      peer,
+      "--task",
+      "cite",
+      "--extension",
+      REQUIRED,
+      "--extension",
+      UNKNOWN,
+      "--extension",
+      REQUIRED,
+      "--wait",
+    );
     expect(r.code, r.err).toBe(0);
     expect(r.out).toBe(`extensions: ${REQUIRED}\n`);
-    expect(r.err).toContain(`peer '${peer}' did not activate extension ${UNKNOWN} (its card lists the ones it supports under capabilities.extensions)`);
-    const json = await cli("send", "--agent", peer, "--task", "cite", "--extension", REQUIRED, "--extension", OPTIONAL, "--wait", "--json");
+    expect(r.err).toContain(
+      `peer '${peer}' did not activate extension ${UNKNOWN} (its card lists the ones it supports under capabilities.extensions)`,
+    );
+    const json = await cli(
+      "send",
+      "--agent",
+      peer,
+      "--task",
+      "cite",
+      "--extension",
+      REQUIRED,
+      "--extension",
+      OPTIONAL,
+      "--wait",
+      "--json",
+    );
     expect(json.code).toBe(0);
     expect(JSON.parse(json.out).artifacts[0].parts[0].text).toBe(`extensions: ${OPTIONAL} ${REQUIRED}`);
     expect(json.err).toBe("");
@@ -254,9 +329,17 @@ describe("send --extension", () => {
 describe("buildExtendedCard", () => {
   it("adds the skills after the public ones, takes the description, and drops a signature of the public card", async () => {
     const { buildAgentCard, buildExtendedCard } = await import("../../src/server/agent-card");
-    const pub = buildAgentCard({ name: "n", description: "public", version: "1", advertisedUrl: "https://n:9443", skills: [{ id: "a", name: "A", description: "a", tags: [] }] });
+    const pub = buildAgentCard({
+      name: "n",
+      description: "public",
+      version: "1",
+      advertisedUrl: "https://n:9443",
+      skills: [{ id: "a", name: "A", description: "a", tags: [] }],
+    });
     const signed = { ...pub, signatures: [{ protected: "x", signature: "y" }] };
-    const ext = buildExtendedCard(signed, { skills: [{ id: "b", name: "B", description: "b", tags: [] }] }) as unknown as Record<string, unknown>;
+    const ext = buildExtendedCard(signed, {
+      skills: [{ id: "b", name: "B", description: "b", tags: [] }],
+    }) as unknown as Record<string, unknown>;
     expect(ext.signatures).toBeUndefined();
     expect(ext.description).toBe("public");
     expect((ext.skills as { id: string }[]).map((s) => s.id)).toEqual(["a", "b"]);

@@ -69,7 +69,10 @@ describe("the mTLS listener's bounds on unauthenticated connections", () => {
 
   it("closes connections beyond the per-address cap and the total cap at once; counted from TCP accept, before any handshake", async () => {
     const refused: string[] = [];
-    const l = await listen({ limits: { maxConnections: 3, maxConnectionsPerAddress: 2 }, onRefusedConnection: (reason, remote) => refused.push(`${reason} ${remote}`) });
+    const l = await listen({
+      limits: { maxConnections: 3, maxConnectionsPerAddress: 2 },
+      onRefusedConnection: (reason, remote) => refused.push(`${reason} ${remote}`),
+    });
     await silent(l.port, "127.0.0.1");
     await silent(l.port, "127.0.0.1");
     const a3 = await silent(l.port, "127.0.0.1");
@@ -79,7 +82,6 @@ describe("the mTLS listener's bounds on unauthenticated connections", () => {
     const c1 = await silent(l.port, "127.0.0.3");
     await closed(c1);
     expect(refused[1]).toBe("too many connections 127.0.0.3");
-
   });
 });
 
@@ -144,7 +146,10 @@ describe("silent strangers cannot keep a fleet member out (handshake slots)", ()
 
   it("only authenticated connections can fill a listener: then a new connection is closed at once", async () => {
     const refused: string[] = [];
-    const l = await listen({ limits: { maxConnections: 2, maxConnectionsPerAddress: 2, maxHandshakes: 2 }, onRefusedConnection: (reason) => refused.push(reason) });
+    const l = await listen({
+      limits: { maxConnections: 2, maxConnectionsPerAddress: 2, maxHandshakes: 2 },
+      onRefusedConnection: (reason) => refused.push(reason),
+    });
     const a = await member(l.port);
     const b = await member(l.port);
     expect([await a.ask("/health"), await b.ask("/health")]).toEqual([200, 200]);
@@ -175,7 +180,10 @@ describe("silent strangers cannot keep a fleet member out (handshake slots)", ()
 describe("ConnectionGate", () => {
   it("makes room by evicting the oldest unauthenticated connection of the source holding the most", async () => {
     const refused: string[] = [];
-    const gate = new ConnectionGate({ maxConnections: 10, maxConnectionsPerAddress: 10, maxHandshakes: 3 }, (reason, remote) => refused.push(`${reason === EVICTED ? "evicted" : reason} ${remote}`));
+    const gate = new ConnectionGate(
+      { maxConnections: 10, maxConnectionsPerAddress: 10, maxHandshakes: 3 },
+      (reason, remote) => refused.push(`${reason === EVICTED ? "evicted" : reason} ${remote}`),
+    );
     const serverSide: Socket[] = [];
     const arrived: Array<(s: Socket) => void> = [];
     const server = createServer((s) => {
@@ -213,7 +221,13 @@ describe("ConnectionGate", () => {
       expect([a2.destroyed, c2.destroyed, c3.destroyed, c4.destroyed]).toEqual([false, true, false, false]);
       // One each from .1, .3 and .4: on a tie the source seen first goes (.1: a2).
       const c5 = await accept("127.0.0.5");
-      expect([a2.destroyed, c3.destroyed, c4.destroyed, c5.destroyed, b1.destroyed]).toEqual([true, false, false, false, false]);
+      expect([a2.destroyed, c3.destroyed, c4.destroyed, c5.destroyed, b1.destroyed]).toEqual([
+        true,
+        false,
+        false,
+        false,
+        false,
+      ]);
       expect(refused).toEqual(["evicted 127.0.0.1", "evicted 127.0.0.3", "evicted 127.0.0.3", "evicted 127.0.0.1"]);
       expect(gate.count()).toBe(4);
       expect(gate.count("127.0.0.3")).toBe(1);
@@ -225,7 +239,9 @@ describe("ConnectionGate", () => {
 
   it("gives a closed connection's slot back, in all and for its address", async () => {
     const refused: string[] = [];
-    const gate = new ConnectionGate({ maxConnections: 2, maxConnectionsPerAddress: 1 }, (reason) => refused.push(reason));
+    const gate = new ConnectionGate({ maxConnections: 2, maxConnectionsPerAddress: 1 }, (reason) =>
+      refused.push(reason),
+    );
     const serverSide: Socket[] = [];
     const arrived: Array<(s: Socket) => void> = [];
     const server = createServer((s) => {
@@ -271,8 +287,11 @@ describe("ConnectionGate", () => {
 describe("RefusalLog", () => {
   it("logs the first refusals of a minute one by one, then sums up the rest by kind", () => {
     const lines: string[] = [];
-    const r = new RefusalLog(createLogger((l) => lines.push(l)), { detailedPerWindow: 2 });
-    r.refused("client certificate refused: the name \"local\" is reserved", "10.0.0.1");
+    const r = new RefusalLog(
+      createLogger((l) => lines.push(l)),
+      { detailedPerWindow: 2 },
+    );
+    r.refused('client certificate refused: the name "local" is reserved', "10.0.0.1");
     r.refused("peer did not return a certificate", "10.0.0.2");
     r.refused("peer did not return a certificate", "10.0.0.3");
     r.refused("too many connections from one address", "10.0.0.3");
@@ -281,7 +300,9 @@ describe("RefusalLog", () => {
     expect(lines[0]).toContain("refused a connection remote=10.0.0.1 kind=certificate_refused");
     r.flush();
     expect(lines).toHaveLength(3);
-    expect(lines[2]).toContain("refused more connections than were logged one by one count=3 no_certificate=1 per_address_limit=2");
+    expect(lines[2]).toContain(
+      "refused more connections than were logged one by one count=3 no_certificate=1 per_address_limit=2",
+    );
     r.flush();
     expect(lines).toHaveLength(3); // nothing more to say
     r.refused("alert unknown ca", "10.0.0.9");

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { descriptorCheck, descriptorLimit, fitToDescriptors, RESERVED_DESCRIPTORS } from "../../src/server/descriptor-budget";
+import {
+  descriptorCheck,
+  descriptorLimit,
+  fitToDescriptors,
+  RESERVED_DESCRIPTORS,
+} from "../../src/server/descriptor-budget";
 
 const remote = { maxConnections: 1024, maxConnectionsPerAddress: 64, maxHandshakes: 256 };
 const local = (n: number) => ({ maxConnections: n, maxConnectionsPerAddress: Number.MAX_SAFE_INTEGER });
@@ -20,7 +25,8 @@ describe("fitting every listener's caps under the file descriptor limit", () => 
     expect(total).toBeLessThanOrEqual(1024 - RESERVED_DESCRIPTORS);
     expect(r.caps.mtls).toEqual({ maxConnections: 250, maxConnectionsPerAddress: 64, maxHandshakes: 62 });
     expect(r.caps.plain.maxConnections).toBe(250);
-    expect(r.caps.plain.maxConnectionsPerAddress).toBe(Number.MAX_SAFE_INTEGER); // a loopback listener's stays out of the way
+    // a loopback listener's stays out of the way
+    expect(r.caps.plain.maxConnectionsPerAddress).toBe(Number.MAX_SAFE_INTEGER);
     expect(r.caps.admin.maxConnections).toBe(15);
   });
 
@@ -40,13 +46,29 @@ describe("the readiness check on descriptors", () => {
   it("fails while none is free, naming the limit and what to do", () => {
     const c = descriptorCheck({ exhausted: true, exhaustions: 1, lastExhaustedAt: at }, 512, undefined, at.getTime());
     expect(c).toMatchObject({ ok: false, limit: 512, exhaustions: 1, lastExhaustedAt: at.toISOString() });
-    expect(c.detail).toBe("out of file descriptors (limit 512): no listener can accept a connection; raise the limit (systemd: LimitNOFILE; a shell: ulimit -n) or lower max_connections");
+    expect(c.detail).toBe(
+      "out of file descriptors (limit 512): no listener can accept a connection; raise the limit (systemd: LimitNOFILE; a shell: ulimit -n) or lower max_connections",
+    );
   });
 
   it("passes otherwise, saying how many are open and, for ten minutes, when they last ran out", () => {
-    expect(descriptorCheck({ exhausted: false, exhaustions: 0 }, 512, 40).detail).toBe("40 of 512 file descriptors open");
-    const recent = descriptorCheck({ exhausted: false, exhaustions: 2, lastExhaustedAt: at }, 512, 40, at.getTime() + 60_000);
-    expect(recent).toMatchObject({ ok: true, detail: `40 of 512 file descriptors open; ran out at ${at.toISOString()}`, exhaustions: 2 });
-    expect(descriptorCheck({ exhausted: false, exhaustions: 2, lastExhaustedAt: at }, 512, 40, at.getTime() + 11 * 60_000).detail).toBe("40 of 512 file descriptors open");
+    expect(descriptorCheck({ exhausted: false, exhaustions: 0 }, 512, 40).detail).toBe(
+      "40 of 512 file descriptors open",
+    );
+    const recent = descriptorCheck(
+      { exhausted: false, exhaustions: 2, lastExhaustedAt: at },
+      512,
+      40,
+      at.getTime() + 60_000,
+    );
+    expect(recent).toMatchObject({
+      ok: true,
+      detail: `40 of 512 file descriptors open; ran out at ${at.toISOString()}`,
+      exhaustions: 2,
+    });
+    expect(
+      descriptorCheck({ exhausted: false, exhaustions: 2, lastExhaustedAt: at }, 512, 40, at.getTime() + 11 * 60_000)
+        .detail,
+    ).toBe("40 of 512 file descriptors open");
   });
 });

@@ -6,7 +6,13 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createServer, connect, type Server, type Socket, type AddressInfo } from "node:net";
 import { once } from "node:events";
-import { type Http1Connection, serveHttp1, type Http1Options, type HttpRequest, type HttpResponse } from "../../src/server/http1";
+import {
+  type Http1Connection,
+  serveHttp1,
+  type Http1Options,
+  type HttpRequest,
+  type HttpResponse,
+} from "../../src/server/http1";
 import { tooLargeResponse } from "../../src/server/request-router";
 
 // ---------------------------------------------------------------------------------------------------------
@@ -38,7 +44,12 @@ async function echoHandler(req: HttpRequest): Promise<HttpResponse> {
   const delay = /[?&]delay=(\d+)/.exec(req.target);
   if (delay) await new Promise((r) => setTimeout(r, Number(delay[1])));
   if (req.target.startsWith("/reject")) throw new Error("handler failed");
-  const echo: Echo = { method: req.method, target: req.target, body: req.body.toString("utf8"), headers: Object.fromEntries(req.headers) };
+  const echo: Echo = {
+    method: req.method,
+    target: req.target,
+    body: req.body.toString("utf8"),
+    headers: Object.fromEntries(req.headers),
+  };
   return { status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify(echo) };
 }
 
@@ -91,7 +102,8 @@ async function startServer(overrides: Partial<Http1Options> = {}): Promise<TestS
     url: `http://127.0.0.1:${port}`,
     requests,
     sockets,
-    handled: (n) => (requests.length >= n ? Promise.resolve() : new Promise((resolve) => arrivals.push({ n, resolve }))),
+    handled: (n) =>
+      requests.length >= n ? Promise.resolve() : new Promise((resolve) => arrivals.push({ n, resolve })),
     connectionOf: (socket) => connections.get(socket) as Http1Connection,
   };
 }
@@ -128,11 +140,15 @@ function parseResponse(buf: Buffer, bodyless = false): { response: RawResponse; 
     headers[name] = value;
   }
   const cl = headers["content-length"];
-  if (cl === undefined || !/^\d+$/.test(cl)) throw new Error(`response without a valid content-length: ${JSON.stringify(headers)}`);
+  if (cl === undefined || !/^\d+$/.test(cl))
+    throw new Error(`response without a valid content-length: ${JSON.stringify(headers)}`);
   const len = bodyless ? 0 : Number(cl);
   if (buf.length < end + 4 + len) return undefined;
   const body = Buffer.from(buf.subarray(end + 4, end + 4 + len));
-  return { response: { version: m[1], status: Number(m[2]), reason: m[3], headers, rawHeaders, body }, consumed: end + 4 + len };
+  return {
+    response: { version: m[1], status: Number(m[2]), reason: m[3], headers, rawHeaders, body },
+    consumed: end + 4 + len,
+  };
 }
 
 class RawClient {
@@ -184,7 +200,9 @@ class RawClient {
         return r.response;
       }
       if (this.ended || this.isClosed)
-        throw new Error(`connection ended before a whole response arrived; had ${JSON.stringify(this.buf.toString("latin1"))}`);
+        throw new Error(
+          `connection ended before a whole response arrived; had ${JSON.stringify(this.buf.toString("latin1"))}`,
+        );
       await new Promise<void>((r) => this.waiters.push(r));
     }
   }
@@ -197,7 +215,8 @@ class RawClient {
         const lines = this.buf.toString("latin1", 0, end).split("\r\n");
         this.buf = this.buf.subarray(end + 4);
         const headers: Record<string, string> = {};
-        for (const line of lines.slice(1)) headers[line.slice(0, line.indexOf(":")).toLowerCase()] = line.slice(line.indexOf(":") + 1).trim();
+        for (const line of lines.slice(1))
+          headers[line.slice(0, line.indexOf(":")).toLowerCase()] = line.slice(line.indexOf(":") + 1).trim();
         return { status: Number(lines[0].split(" ")[1]), headers };
       }
       if (this.ended || this.isClosed) throw new Error("connection ended before a response head");
@@ -221,7 +240,8 @@ class RawClient {
           return n === 0 ? null : data;
         }
       }
-      if (this.ended || this.isClosed) throw new Error(`connection ended inside a chunked body; had ${JSON.stringify(this.buf.toString("latin1"))}`);
+      if (this.ended || this.isClosed)
+        throw new Error(`connection ended inside a chunked body; had ${JSON.stringify(this.buf.toString("latin1"))}`);
       await new Promise<void>((r) => this.waiters.push(r));
     }
   }
@@ -242,7 +262,8 @@ async function client(port: number): Promise<RawClient> {
 }
 
 /** Resolves when a socket has closed (an 'error' such as ECONNRESET on the way is not a rejection). */
-const closeOf = (socket: Socket) => new Promise<void>((r) => (socket.destroyed ? r() : socket.once("close", () => r())));
+const closeOf = (socket: Socket) =>
+  new Promise<void>((r) => (socket.destroyed ? r() : socket.once("close", () => r())));
 
 const echoOf = (r: RawResponse): Echo => JSON.parse(r.body.toString("utf8"));
 
@@ -252,7 +273,10 @@ function get(target: string, extra = ""): string {
 
 function post(target: string, body: string | Buffer, extra = ""): Buffer {
   const bytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
-  return Buffer.concat([Buffer.from(`POST ${target} HTTP/1.1\r\nHost: test\r\nContent-Length: ${bytes.length}\r\n${extra}\r\n`, "latin1"), bytes]);
+  return Buffer.concat([
+    Buffer.from(`POST ${target} HTTP/1.1\r\nHost: test\r\nContent-Length: ${bytes.length}\r\n${extra}\r\n`, "latin1"),
+    bytes,
+  ]);
 }
 
 function chunkedPost(target: string, chunkedBody: string, extra = ""): string {
@@ -291,7 +315,9 @@ describe("serveHttp1: basic requests", () => {
   it("answers a GET: status line, content-length, and the handler sees method, target with query, lower-cased headers", async () => {
     const s = await startServer();
     const c = await client(s.port);
-    await c.send("GET /hello/world?x=1&y=%20z HTTP/1.1\r\nHost: example.test\r\nX-Mixed-CASE: Some Value \r\nA2A-Version: 1.0\r\n\r\n");
+    await c.send(
+      "GET /hello/world?x=1&y=%20z HTTP/1.1\r\nHost: example.test\r\nX-Mixed-CASE: Some Value \r\nA2A-Version: 1.0\r\n\r\n",
+    );
     const r = await c.response();
     const echo = expectOk(r);
     expect(r.headers.connection).toBeUndefined();
@@ -403,7 +429,13 @@ describe("serveHttp1: keep-alive and pipelining", () => {
   it("answers three pipelined requests in order even when the first handler is the slowest", async () => {
     const s = await startServer();
     const c = await client(s.port);
-    await c.send(Buffer.concat([post("/a?delay=30", "AAA"), Buffer.from(chunkedPost("/b?delay=5", "3\r\nBBB\r\n0\r\n\r\n")), Buffer.from(get("/c"))]));
+    await c.send(
+      Buffer.concat([
+        post("/a?delay=30", "AAA"),
+        Buffer.from(chunkedPost("/b?delay=5", "3\r\nBBB\r\n0\r\n\r\n")),
+        Buffer.from(get("/c")),
+      ]),
+    );
     const echoes = [expectOk(await c.response()), expectOk(await c.response()), expectOk(await c.response())];
     expect(echoes.map((e) => [e.method, e.target, e.body])).toEqual([
       ["POST", "/a?delay=30", "AAA"],
@@ -454,7 +486,9 @@ describe("serveHttp1: framing across writes", () => {
   it("assembles a chunked POST followed by a GET, written one byte per write", async () => {
     const s = await startServer();
     const c = await client(s.port);
-    await c.sendByteByByte(chunkedPost("/chunked", "4\r\nWiki\r\n5;ext=1\r\npedia\r\n0\r\nX-T: 1\r\n\r\n") + get("/tail"));
+    await c.sendByteByByte(
+      chunkedPost("/chunked", "4\r\nWiki\r\n5;ext=1\r\npedia\r\n0\r\nX-T: 1\r\n\r\n") + get("/tail"),
+    );
     expect(expectOk(await c.response()).body).toBe("Wikipedia");
     expect(expectOk(await c.response()).target).toBe("/tail");
     expect(s.requests.map((q) => q.target)).toEqual(["/chunked", "/tail"]);
@@ -465,7 +499,12 @@ describe("serveHttp1: framing across writes", () => {
     const c = await client(s.port);
     const req = post("/split", "0123456789");
     const headEnd = req.indexOf("\r\n\r\n");
-    for (const [from, to] of [[0, headEnd + 1], [headEnd + 1, headEnd + 3], [headEnd + 3, headEnd + 7], [headEnd + 7, req.length]]) {
+    for (const [from, to] of [
+      [0, headEnd + 1],
+      [headEnd + 1, headEnd + 3],
+      [headEnd + 3, headEnd + 7],
+      [headEnd + 7, req.length],
+    ]) {
       await c.send(req.subarray(from, to));
     }
     expect(expectOk(await c.response()).body).toBe("0123456789");
@@ -493,7 +532,9 @@ describe("serveHttp1: chunked request bodies", () => {
   it("skips trailers and the next request on the connection is framed correctly", async () => {
     const s = await startServer();
     const c = await client(s.port);
-    await c.send(chunkedPost("/t", "6\r\nwith t\r\n0\r\nX-Checksum: abc\r\nX-Other: 2\r\n\r\n") + get("/after-trailers"));
+    await c.send(
+      chunkedPost("/t", "6\r\nwith t\r\n0\r\nX-Checksum: abc\r\nX-Other: 2\r\n\r\n") + get("/after-trailers"),
+    );
     const e1 = expectOk(await c.response());
     expect(e1.body).toBe("with t");
     expect(e1.headers["x-checksum"]).toBeUndefined(); // trailers are not merged into headers
@@ -593,7 +634,9 @@ describe("serveHttp1: bodies over maxBodyBytes", () => {
     const s = await startServer({ maxBodyBytes: LIMIT });
     const c = await client(s.port);
     // Only the head and part of the body: the answer must not wait for the rest.
-    await c.send(`POST / HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: ${LIMIT + 1}\r\n\r\n{"jsonrpc":`);
+    await c.send(
+      `POST / HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: ${LIMIT + 1}\r\n\r\n{"jsonrpc":`,
+    );
     const r = await expectRefusedAndClosed(c, 413);
     const expected = tooLargeResponse(LIMIT, LIMIT + 1);
     expect(r.reason).toBe("Content Too Large");
@@ -601,7 +644,9 @@ describe("serveHttp1: bodies over maxBodyBytes", () => {
     expect(r.body.toString("utf8")).toBe(expected.body);
     const json = JSON.parse(r.body.toString("utf8"));
     expect(json).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32600 } });
-    expect(json.error.message).toContain(`request body of ${LIMIT + 1} bytes exceeds this node's limit of ${LIMIT} bytes`);
+    expect(json.error.message).toContain(
+      `request body of ${LIMIT + 1} bytes exceeds this node's limit of ${LIMIT} bytes`,
+    );
     expect(s.requests).toHaveLength(0);
   });
 
@@ -629,7 +674,9 @@ describe("serveHttp1: bodies over maxBodyBytes", () => {
     await c.send(chunkedPost("/", `28\r\n${chunk}\r\n28\r\n`, "Content-Type: application/json\r\n"));
     const r = await expectRefusedAndClosed(c, 413);
     expect(r.body.toString("utf8")).toBe(tooLargeResponse(LIMIT, undefined).body);
-    expect(JSON.parse(r.body.toString("utf8")).error.message).toContain(`request body exceeds this node's limit of ${LIMIT} bytes`);
+    expect(JSON.parse(r.body.toString("utf8")).error.message).toContain(
+      `request body exceeds this node's limit of ${LIMIT} bytes`,
+    );
     expect(s.requests).toHaveLength(0);
   });
 
@@ -676,9 +723,24 @@ describe("serveHttp1: malformed requests", () => {
     ["Content-Length: abc", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\nabc", 400, "bad content-length"],
     ["Content-Length: -1", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n", 400, "bad content-length"],
     ["Content-Length: 1.5", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1.5\r\n\r\nab", 400, "bad content-length"],
-    ["two different Content-Lengths", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, "bad content-length"],
-    ["Transfer-Encoding: gzip", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\nxx", 501, "transfer-encoding gzip is not supported"],
-    ["Transfer-Encoding: gzip, chunked", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", 501, "not supported"],
+    [
+      "two different Content-Lengths",
+      "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+      400,
+      "bad content-length",
+    ],
+    [
+      "Transfer-Encoding: gzip",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\nxx",
+      501,
+      "transfer-encoding gzip is not supported",
+    ],
+    [
+      "Transfer-Encoding: gzip, chunked",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+      501,
+      "not supported",
+    ],
   ];
 
   for (const [what, bytes, status, message] of cases) {
@@ -854,7 +916,11 @@ describe("serveHttp1: streamed responses", () => {
     const s = await startServer({
       handle: async (req) =>
         req.target === "/events"
-          ? { status: 200, headers: { "content-type": "text/event-stream", "content-length": "5" }, stream: source(["data: a\n\n", "data: é🎉\n\n", "id: 3\ndata: {}\n\n"]).stream }
+          ? {
+              status: 200,
+              headers: { "content-type": "text/event-stream", "content-length": "5" },
+              stream: source(["data: a\n\n", "data: é🎉\n\n", "id: 3\ndata: {}\n\n"]).stream,
+            }
           : echoHandler(req),
     });
     const c = await client(s.port);
@@ -873,7 +939,13 @@ describe("serveHttp1: streamed responses", () => {
   });
 
   it("a stream answering `Connection: close` says so and closes after the last chunk", async () => {
-    const s = await startServer({ handle: async () => ({ status: 200, headers: { "content-type": "text/event-stream" }, stream: source(["data: only\n\n"]).stream }) });
+    const s = await startServer({
+      handle: async () => ({
+        status: 200,
+        headers: { "content-type": "text/event-stream" },
+        stream: source(["data: only\n\n"]).stream,
+      }),
+    });
     const c = await client(s.port);
     await c.send(get("/events", "Connection: close\r\n"));
     const head = await c.streamHead();
@@ -888,7 +960,10 @@ describe("serveHttp1: streamed responses", () => {
     let open!: () => void;
     const gate = new Promise<void>((r) => (open = r));
     const src = source(["data: first\n\n"], gate, ["data: last\n\n"]);
-    const s = await startServer({ streamKeepAliveMs: 20, handle: async () => ({ status: 200, headers: { "content-type": "text/event-stream" }, stream: src.stream }) });
+    const s = await startServer({
+      streamKeepAliveMs: 20,
+      handle: async () => ({ status: 200, headers: { "content-type": "text/event-stream" }, stream: src.stream }),
+    });
     const c = await client(s.port);
     await c.send(get("/events"));
     await c.streamHead();
@@ -953,7 +1028,9 @@ describe("serveHttp1: streamed responses", () => {
     const clearSpy = vi.spyOn(globalThis, "clearInterval");
     try {
       const big = "x".repeat(32 * 1024 * 1024); // far more than socket buffers hold for a client that reads nothing
-      const s = await startServer({ handle: async () => ({ status: 200, stream: source([big, "data: never\n\n"]).stream }) });
+      const s = await startServer({
+        handle: async () => ({ status: 200, stream: source([big, "data: never\n\n"]).stream }),
+      });
       const c = await client(s.port);
       await c.send(get("/events"));
       await c.streamHead();
@@ -1007,7 +1084,11 @@ describe("serveHttp1: with Bun's fetch", () => {
     expect(e1.headers["a2a-version"]).toBe("1.0");
 
     const payload = { jsonrpc: "2.0", id: 1, method: "SendMessage", params: { text: "grüße 🌍" } };
-    const r2 = await fetch(`${s.url}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(payload) });
+    const r2 = await fetch(`${s.url}/`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(payload),
+    });
     expect(r2.status).toBe(200);
     const e2 = (await r2.json()) as Echo;
     expect(e2.method).toBe("POST");
@@ -1017,7 +1098,11 @@ describe("serveHttp1: with Bun's fetch", () => {
 
     // A body much larger than one TCP segment.
     const big = { data: "z".repeat(200 * 1024) };
-    const r3 = await fetch(`${s.url}/big`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(big) });
+    const r3 = await fetch(`${s.url}/big`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(big),
+    });
     expect(r3.status).toBe(200);
     expect(JSON.parse(((await r3.json()) as Echo).body)).toEqual(big);
 
@@ -1027,7 +1112,11 @@ describe("serveHttp1: with Bun's fetch", () => {
 
   it("fetch gets the 413 answer to a body over the limit", async () => {
     const s = await startServer({ maxBodyBytes: 1024 });
-    const r = await fetch(`${s.url}/`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ pad: "p".repeat(4096) }) });
+    const r = await fetch(`${s.url}/`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ pad: "p".repeat(4096) }),
+    });
     expect(r.status).toBe(413);
     const json = (await r.json()) as { error: { code: number; message: string } };
     expect(json.error.code).toBe(-32600);
@@ -1048,36 +1137,121 @@ describe("serveHttp1: with Bun's fetch", () => {
 
 describe("serveHttp1: strict framing and courtesy", () => {
   it.each([
-    ["both Transfer-Encoding and Content-Length", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, "both Transfer-Encoding and Content-Length"],
-    ["whitespace before a header's colon", "GET / HTTP/1.1\r\nHost: t\r\nHost : x\r\n\r\n", 400, "malformed header line"],
-    ["an obsolete folded header line", "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\r\n two\r\n\r\n", 400, "malformed header line"],
-    ["chunk data not followed by CRLF", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n", 400, "chunk data not followed by CRLF"],
-    ["a chunk size that is not hex", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n1g\r\na\r\n0\r\n\r\n", 400, "bad chunk size"],
+    [
+      "both Transfer-Encoding and Content-Length",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+      400,
+      "both Transfer-Encoding and Content-Length",
+    ],
+    [
+      "whitespace before a header's colon",
+      "GET / HTTP/1.1\r\nHost: t\r\nHost : x\r\n\r\n",
+      400,
+      "malformed header line",
+    ],
+    [
+      "an obsolete folded header line",
+      "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\r\n two\r\n\r\n",
+      400,
+      "malformed header line",
+    ],
+    [
+      "chunk data not followed by CRLF",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXY0\r\n\r\n",
+      400,
+      "chunk data not followed by CRLF",
+    ],
+    [
+      "a chunk size that is not hex",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n1g\r\na\r\n0\r\n\r\n",
+      400,
+      "bad chunk size",
+    ],
     // Issue 13, "HTTP details": bytes a header value may not hold are refused (400), never a 500 or a guess.
     ["a bare CR in a header value", "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\rtwo\r\n\r\n", 400, "control character"],
-    ["a bare LF in a header value", "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\ntwo: three\r\n\r\n", 400, "control character"],
+    [
+      "a bare LF in a header value",
+      "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\ntwo: three\r\n\r\n",
+      400,
+      "control character",
+    ],
     ["a NUL in a header value", "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\u0000two\r\n\r\n", 400, "control character"],
     ["a DEL in a header value", "GET / HTTP/1.1\r\nHost: t\r\nX-A: one\u007ftwo\r\n\r\n", 400, "control character"],
     ["a control byte in the Host header", "GET / HTTP/1.1\r\nHost: t\u0001\r\n\r\n", 400, "control character"],
     // Only SP and HTAB are whitespace: \v before "chunked" is not trimmed into a chunked body.
-    ["Transfer-Encoding: \\x0bchunked", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: \u000bchunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, "control character"],
-    ["Transfer-Encoding: chunked\\f", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\u000c\r\n\r\n3\r\nabc\r\n0\r\n\r\n", 400, "control character"],
-    ["Content-Length with a trailing \\v", "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\u000b\r\n\r\nabc", 400, "control character"],
+    [
+      "Transfer-Encoding: \\x0bchunked",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: \u000bchunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+      400,
+      "control character",
+    ],
+    [
+      "Transfer-Encoding: chunked\\f",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\u000c\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+      400,
+      "control character",
+    ],
+    [
+      "Content-Length with a trailing \\v",
+      "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\u000b\r\n\r\nabc",
+      400,
+      "control character",
+    ],
     // Only origin-form targets: the node is not a proxy.
-    ["an absolute-form target", "GET http://127.0.0.1/ HTTP/1.1\r\nHost: t\r\n\r\n", 400, "must be a path starting with /"],
-    ["an authority-form target (CONNECT)", "CONNECT 127.0.0.1:9443 HTTP/1.1\r\nHost: t\r\n\r\n", 400, "must be a path starting with /"],
+    [
+      "an absolute-form target",
+      "GET http://127.0.0.1/ HTTP/1.1\r\nHost: t\r\n\r\n",
+      400,
+      "must be a path starting with /",
+    ],
+    [
+      "an authority-form target (CONNECT)",
+      "CONNECT 127.0.0.1:9443 HTTP/1.1\r\nHost: t\r\n\r\n",
+      400,
+      "must be a path starting with /",
+    ],
     ["an asterisk-form target", "OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n", 400, "must be a path starting with /"],
-    ["a target with a control byte", "GET /a\u0001b HTTP/1.1\r\nHost: t\r\n\r\n", 400, "must be a path starting with /"],
+    [
+      "a target with a control byte",
+      "GET /a\u0001b HTTP/1.1\r\nHost: t\r\n\r\n",
+      400,
+      "must be a path starting with /",
+    ],
     ["a target with a bare CR", "GET /a\rb HTTP/1.1\r\nHost: t\r\n\r\n", 400, "must be a path starting with /"],
     // Host: required in HTTP/1.1, and only one.
     ["an HTTP/1.1 request without Host", "GET / HTTP/1.1\r\nX-A: b\r\n\r\n", 400, "needs a Host header"],
     ["two different Host headers", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400, "more than one Host header"],
     // Trailers are parsed like headers.
-    ["a trailer line without a colon", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nBad trailer\r\n\r\n", 400, "malformed trailer line"],
-    ["a trailer with a control byte", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: a\u0000b\r\n\r\n", 400, "in the value of trailer x-t"],
-    ["a folded trailer line", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: a\r\n b\r\n\r\n", 400, "malformed trailer line"],
-    ["a chunk extension with a control byte", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3;a\u0001=b\r\nabc\r\n0\r\n\r\n", 400, "bad chunk extension"],
-    ["a chunk extension that is not name[=value]", "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3;=b\r\nabc\r\n0\r\n\r\n", 400, "bad chunk extension"],
+    [
+      "a trailer line without a colon",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nBad trailer\r\n\r\n",
+      400,
+      "malformed trailer line",
+    ],
+    [
+      "a trailer with a control byte",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: a\u0000b\r\n\r\n",
+      400,
+      "in the value of trailer x-t",
+    ],
+    [
+      "a folded trailer line",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-T: a\r\n b\r\n\r\n",
+      400,
+      "malformed trailer line",
+    ],
+    [
+      "a chunk extension with a control byte",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3;a\u0001=b\r\nabc\r\n0\r\n\r\n",
+      400,
+      "bad chunk extension",
+    ],
+    [
+      "a chunk extension that is not name[=value]",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3;=b\r\nabc\r\n0\r\n\r\n",
+      400,
+      "bad chunk extension",
+    ],
   ])("refuses %s and closes", async (_what, bytes, status, message) => {
     const s = await startServer();
     const c = await client(s.port);
@@ -1093,7 +1267,9 @@ describe("serveHttp1: strict framing and courtesy", () => {
   it("accepts what the stricter parsing must still let through: trailers, chunk extensions, HTAB and obs-text in values, HTTP/1.0 without Host, a repeated identical Host", async () => {
     const s = await startServer();
     const c = await client(s.port);
-    await c.send(chunkedPost("/trailers", '3 ;ext=1;quoted="a b\\"c"\r\nabc\r\n0\r\nX-Checksum: abc\r\nX-Other:\tv\r\n\r\n'));
+    await c.send(
+      chunkedPost("/trailers", '3 ;ext=1;quoted="a b\\"c"\r\nabc\r\n0\r\nX-Checksum: abc\r\nX-Other:\tv\r\n\r\n'),
+    );
     expect(echoOf(await c.response()).target).toBe("/trailers");
     await c.send("GET /tab HTTP/1.1\r\nHost: t\r\nX-A:\tone\ttwo\t\r\nX-Latin: caf\u00e9\r\n\r\n");
     const tab = echoOf(await c.response());
@@ -1173,7 +1349,11 @@ describe("a client that pipelines requests without reading the answers", () => {
     const stopped = new Promise<void>((r) => (paused = r));
     const bigAnswer = "y".repeat(8 * 1024);
     const server = await startServer({
-      handle: async (req) => ({ status: 200, headers: { "content-type": "text/plain" }, body: `${req.target} ${bigAnswer}` }),
+      handle: async (req) => ({
+        status: 200,
+        headers: { "content-type": "text/plain" },
+        body: `${req.target} ${bigAnswer}`,
+      }),
       onPause: (state) => {
         pausedState ??= state;
         paused();

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { embeddedScalarSha256, OPENAPI_PAGE_CSP, openApiPage, SCALAR_PATH, SCALAR_SHA256, SCALAR_VERSION, scalarAsset } from "../../src/server/openapi-page";
+import {
+  embeddedScalarSha256,
+  OPENAPI_PAGE_CSP,
+  openApiPage,
+  SCALAR_PATH,
+  SCALAR_SHA256,
+  SCALAR_VERSION,
+  scalarAsset,
+} from "../../src/server/openapi-page";
 
 describe("the API reference page", () => {
   it("embeds the pinned viewer, byte for byte (src/server/assets/scalar/standalone.js, see scripts/vendor-scalar.ts)", () => {
@@ -25,7 +33,13 @@ describe("the API reference page", () => {
   });
 
   it("its policy lets the page load only from the node", () => {
-    for (const directive of ["default-src 'none'", "script-src 'self'", "connect-src 'self'", "font-src 'self' data:", "frame-ancestors 'none'"])
+    for (const directive of [
+      "default-src 'none'",
+      "script-src 'self'",
+      "connect-src 'self'",
+      "font-src 'self' data:",
+      "frame-ancestors 'none'",
+    ])
       expect(OPENAPI_PAGE_CSP).toContain(directive);
     expect(OPENAPI_PAGE_CSP).not.toMatch(/https?:|\*/);
   });

@@ -49,7 +49,9 @@ afterAll(async () => {
 /** A GET as `who`; the Response, or the error fetch rejected with. */
 async function call(who: CertAndKey): Promise<{ res?: Response; body?: CallerIdentity; err?: { code?: string } }> {
   try {
-    const res = await fetch(`${listener.url}/`, { tls: { cert: who.certPem, key: who.keyPem, ca: ca.certPem } } as RequestInit);
+    const res = await fetch(`${listener.url}/`, {
+      tls: { cert: who.certPem, key: who.keyPem, ca: ca.certPem },
+    } as RequestInit);
     return { res, body: (await res.json()) as CallerIdentity };
   } catch (err) {
     return { err: err as { code?: string } };
@@ -62,7 +64,11 @@ const BAD_SUBJECTS: [string, x509.JsonName, RegExp][] = [
   ["the reserved name localhost", [{ CN: ["localhost"] }], /the name "localhost" is reserved/],
   ["an upper-case name", [{ CN: ["Alice"] }], /invalid name "Alice": a node name is issued in lower case/],
   ["an upper-case reserved name", [{ CN: ["LOCAL"] }], /the name "local" is reserved/],
-  ["a Kelvin sign that lowercases to k", [{ CN: ["\u212Ailo"] }], /invalid name "\u212Ailo": a node name is issued in lower case/],
+  [
+    "a Kelvin sign that lowercases to k",
+    [{ CN: ["\u212Ailo"] }],
+    /invalid name "\u212Ailo": a node name is issued in lower case/,
+  ],
   ["a NUL byte", [{ CN: ["alice\u0000.evil"] }], /invalid name "alice\\u0000\.evil"/],
   ["a control character", [{ CN: ["ali\u0007ce"] }], /invalid name "ali\\u0007ce"/],
   ["a trailing newline", [{ CN: ["alice\n"] }], /invalid name "alice\\n"/],
@@ -85,18 +91,21 @@ describe("the server reads a caller's name exactly as the fleet issues it", () =
     expect(body?.fingerprint).toMatch(/^([0-9A-F]{2}:){31}[0-9A-F]{2}$/);
   });
 
-  it.each(BAD_SUBJECTS)("refuses a fleet-signed certificate with %s at the connection, before any request", async (_what, subject, reason) => {
-    const crafted = await craftCert(ca, { subject });
-    const handled = callers.length;
-    const logged = refusals.length;
-    const { res, err } = await call(crafted);
-    expect(res).toBeUndefined();
-    expect(err?.code).toMatch(/^(ECONNRESET|ConnectionClosed|EPIPE|ECONNABORTED|ERR_SSL_[A-Z0-9_]+)$/);
-    expect(callers.length).toBe(handled);
-    expect(refusals.slice(logged)).toHaveLength(1);
-    expect(refusals[logged]).toMatch(/^client certificate refused: /);
-    expect(refusals[logged]).toMatch(reason);
-  });
+  it.each(BAD_SUBJECTS)(
+    "refuses a fleet-signed certificate with %s at the connection, before any request",
+    async (_what, subject, reason) => {
+      const crafted = await craftCert(ca, { subject });
+      const handled = callers.length;
+      const logged = refusals.length;
+      const { res, err } = await call(crafted);
+      expect(res).toBeUndefined();
+      expect(err?.code).toMatch(/^(ECONNRESET|ConnectionClosed|EPIPE|ECONNABORTED|ERR_SSL_[A-Z0-9_]+)$/);
+      expect(callers.length).toBe(handled);
+      expect(refusals.slice(logged)).toHaveLength(1);
+      expect(refusals[logged]).toMatch(/^client certificate refused: /);
+      expect(refusals[logged]).toMatch(reason);
+    },
+  );
 
   it("still serves a fleet member after the refusals", async () => {
     const { res, body } = await call(alice);
@@ -133,7 +142,9 @@ describe("a client refuses a server whose certificate's name the fleet would not
         (e: unknown) => e,
       );
       expect(err).toBeInstanceOf(PeerIdentityError);
-      expect((err as Error).message).toMatch(/^the server's certificate is not a fleet member's: the name "local" is reserved/);
+      expect((err as Error).message).toMatch(
+        /^the server's certificate is not a fleet member's: the name "local" is reserved/,
+      );
     } finally {
       await impostor.close();
     }
@@ -146,7 +157,10 @@ describe("a client refuses a server whose certificate's name the fleet would not
   ] as [x509.JsonName, RegExp][])("refuses %j", async (subject, reason) => {
     const impostor = await serverWith(subject);
     try {
-      const err = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem })(`${impostor.url}/`, {}).then(
+      const err = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem })(
+        `${impostor.url}/`,
+        {},
+      ).then(
         () => undefined,
         (e: unknown) => e,
       );
@@ -158,7 +172,10 @@ describe("a client refuses a server whose certificate's name the fleet would not
   });
 
   it("talks to a server with a certificate from our PKI", async () => {
-    const res = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name: "server" })(`${listener.url}/`, {});
+    const res = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name: "server" })(
+      `${listener.url}/`,
+      {},
+    );
     expect(res.status).toBe(200);
     expect(((await res.json()) as CallerIdentity).name).toBe("alice");
   });
@@ -215,7 +232,9 @@ describe("only leaves signed by the fleet CA itself are fleet members", () => {
   it("Bun's fetch alone accepts a server under an intermediate: the reason mtlsFetch checks the issuer", async () => {
     const impostor = await intermediateServer("sneaky");
     try {
-      const res = await fetch(`${impostor.url}/`, { tls: { cert: alice.certPem, key: alice.keyPem, ca: ca.certPem } } as RequestInit);
+      const res = await fetch(`${impostor.url}/`, {
+        tls: { cert: alice.certPem, key: alice.keyPem, ca: ca.certPem },
+      } as RequestInit);
       expect(await res.text()).toBe("served");
     } finally {
       await impostor.close();
@@ -228,7 +247,10 @@ describe("only leaves signed by the fleet CA itself are fleet members", () => {
   ])("a client refuses a server under an intermediate CA, via %s", async (_how, name) => {
     const impostor = await intermediateServer("sneaky");
     try {
-      const err = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name })(`${impostor.url}/`, {}).then(
+      const err = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name })(
+        `${impostor.url}/`,
+        {},
+      ).then(
         () => undefined,
         (e: unknown) => e,
       );
@@ -260,7 +282,11 @@ describe("certificates refused for their dates, their purpose, or revocation", (
       maxBodyBytes: 1024,
       tooLarge: tooLargeResponse,
       revoked: lookup,
-      onRequest: async (_req, caller) => ({ status: 200, headers: { "content-type": "application/json" }, body: JSON.stringify(caller) }),
+      onRequest: async (_req, caller) => ({
+        status: 200,
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(caller),
+      }),
       onHandshakeError: (err) => why.push(err.message),
     });
   });
@@ -270,7 +296,9 @@ describe("certificates refused for their dates, their purpose, or revocation", (
 
   async function callGuarded(who: CertAndKey): Promise<{ status?: number; code?: string }> {
     try {
-      const res = await fetch(`${guarded.url}/`, { tls: { cert: who.certPem, key: who.keyPem, ca: ca.certPem } } as RequestInit);
+      const res = await fetch(`${guarded.url}/`, {
+        tls: { cert: who.certPem, key: who.keyPem, ca: ca.certPem },
+      } as RequestInit);
       await res.arrayBuffer();
       return { status: res.status };
     } catch (err) {
@@ -279,8 +307,16 @@ describe("certificates refused for their dates, their purpose, or revocation", (
   }
 
   it.each([
-    ["an expired certificate", { notBefore: new Date(Date.now() - 10 * DAY), notAfter: new Date(Date.now() - DAY) }, /^certificate has expired$/],
-    ["a not-yet-valid certificate", { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 10 * DAY) }, /^certificate is not yet valid$/],
+    [
+      "an expired certificate",
+      { notBefore: new Date(Date.now() - 10 * DAY), notAfter: new Date(Date.now() - DAY) },
+      /^certificate has expired$/,
+    ],
+    [
+      "a not-yet-valid certificate",
+      { notBefore: new Date(Date.now() + DAY), notAfter: new Date(Date.now() + 10 * DAY) },
+      /^certificate is not yet valid$/,
+    ],
     ["a code-signing certificate", { eku: ["1.3.6.1.5.5.7.3.3"] }, /^unsupported certificate purpose$/],
     ["a server-only certificate", { eku: ["1.3.6.1.5.5.7.3.1"] }, /^unsupported certificate purpose$/],
     [
@@ -301,7 +337,14 @@ describe("certificates refused for their dates, their purpose, or revocation", (
     expect((await callGuarded(bob)).status).toBe(200);
 
     // A keep-alive connection made before the revocation.
-    const socket = connect({ host: "127.0.0.1", port: new URL(guarded.url).port as unknown as number, cert: bob.certPem, key: bob.keyPem, ca: ca.certPem, servername: "server" });
+    const socket = connect({
+      host: "127.0.0.1",
+      port: new URL(guarded.url).port as unknown as number,
+      cert: bob.certPem,
+      key: bob.keyPem,
+      ca: ca.certPem,
+      servername: "server",
+    });
     await once(socket, "secureConnect");
     socket.write("GET / HTTP/1.1\r\nHost: server\r\n\r\n");
     const [first] = await once(socket, "data");
@@ -314,12 +357,18 @@ describe("certificates refused for their dates, their purpose, or revocation", (
     const dropped = guarded.dropRevoked?.() ?? 0;
     expect(dropped).toBeGreaterThanOrEqual(1);
     await closed;
-    expect(why.slice(n)).toEqual(Array(dropped).fill(`closed an open connection: its certificate (serial ${serialOf(bob.certPem)}) was revoked on 2030-01-01T00:00:00.000Z`));
+    expect(why.slice(n)).toEqual(
+      Array(dropped).fill(
+        `closed an open connection: its certificate (serial ${serialOf(bob.certPem)}) was revoked on 2030-01-01T00:00:00.000Z`,
+      ),
+    );
     expect(guarded.dropRevoked?.()).toBe(0);
 
     const again = await callGuarded(bob);
     expect(again.status).toBeUndefined();
-    expect(why.slice(n + dropped)).toEqual([`client certificate refused: its certificate (serial ${serialOf(bob.certPem)}) was revoked on 2030-01-01T00:00:00.000Z`]);
+    expect(why.slice(n + dropped)).toEqual([
+      `client certificate refused: its certificate (serial ${serialOf(bob.certPem)}) was revoked on 2030-01-01T00:00:00.000Z`,
+    ]);
     expect((await callGuarded(alice)).status).toBe(200);
   });
 
@@ -361,13 +410,27 @@ describe("certificates refused for their dates, their purpose, or revocation", (
   it("a client refuses a server whose certificate is server-only or has no EKU", async () => {
     for (const eku of [["1.3.6.1.5.5.7.3.1"], []]) {
       const c = await craftCert(ca, { subject: [{ CN: ["server"] }], eku });
-      const l = await listenMtls({ host: "127.0.0.1", port: 0, cert: c.certPem, key: c.keyPem, ca: ca.certPem, maxBodyBytes: 1024, tooLarge: tooLargeResponse, onRequest: async () => ({ status: 200 }) });
+      const l = await listenMtls({
+        host: "127.0.0.1",
+        port: 0,
+        cert: c.certPem,
+        key: c.keyPem,
+        ca: ca.certPem,
+        maxBodyBytes: 1024,
+        tooLarge: tooLargeResponse,
+        onRequest: async () => ({ status: 200 }),
+      });
       try {
-        const err = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name: "server" })(`${l.url}/`, {}).then(
+        const err = await mtlsFetch({ cert: alice.certPem, key: alice.keyPem, ca: ca.certPem }, { name: "server" })(
+          `${l.url}/`,
+          {},
+        ).then(
           () => undefined,
           (e: unknown) => e,
         );
-        expect((err as Error).message).toMatch(/^the server's certificate is not a fleet member's: its certificate is not for TLS client and server both/);
+        expect((err as Error).message).toMatch(
+          /^the server's certificate is not a fleet member's: its certificate is not for TLS client and server both/,
+        );
       } finally {
         await l.close();
       }

@@ -12,7 +12,12 @@ async function identity(madeAt: Date, days: number, caDays = 3650): Promise<Cert
   const leaf = await issueLeaf({ ca, name: "alpha", sans: [], days, now: madeAt });
   const c = new X509Certificate(leaf.certPem);
   const a = new X509Certificate(ca.certPem);
-  return { name: "alpha", notBefore: c.validFromDate, notAfter: c.validToDate, ca: { notBefore: a.validFromDate, notAfter: a.validToDate } };
+  return {
+    name: "alpha",
+    notBefore: c.validFromDate,
+    notAfter: c.validToDate,
+    ca: { notBefore: a.validFromDate, notAfter: a.validToDate },
+  };
 }
 
 describe("the certificate check", () => {
@@ -68,8 +73,17 @@ describe("readiness", () => {
   const ok = { ok: true, detail: "fine" };
   it("adds the revocation check when the node enforces a list, and fails on it alone", async () => {
     const stale = { ok: false, detail: "stale" };
-    const r = await checkReadiness({ database: async () => ok, certificate: () => ok, model: async () => ok, revocation: () => stale });
-    expect(r).toEqual({ ready: false, failed: ["revocation"], checks: { database: ok, certificate: ok, model: ok, revocation: stale } });
+    const r = await checkReadiness({
+      database: async () => ok,
+      certificate: () => ok,
+      model: async () => ok,
+      revocation: () => stale,
+    });
+    expect(r).toEqual({
+      ready: false,
+      failed: ["revocation"],
+      checks: { database: ok, certificate: ok, model: ok, revocation: stale },
+    });
   });
   it("is ready when every check passes", async () => {
     const r = await checkReadiness({ database: async () => ok, certificate: () => ok, model: async () => ok });
@@ -95,7 +109,8 @@ describe("readiness", () => {
           throw new Error("worker gone");
         },
         certificate: () => ok,
-        model: (signal) => new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("model timed out")))),
+        model: (signal) =>
+          new Promise((_, reject) => signal.addEventListener("abort", () => reject(new Error("model timed out")))),
       },
       50,
     );

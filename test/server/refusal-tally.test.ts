@@ -11,7 +11,13 @@ interface R {
 function tally(keysPerWindow = 20) {
   let t = Date.parse("2026-12-02T10:00:00.000Z");
   const written: { r: R; repeats?: Repeats }[] = [];
-  const tal = new RefusalTally<R>({ write: (r, repeats) => written.push(repeats ? { r, repeats } : { r }), key: keyOf, kind: (r) => r.kind, keysPerWindow, now: () => t });
+  const tal = new RefusalTally<R>({
+    write: (r, repeats) => written.push(repeats ? { r, repeats } : { r }),
+    key: keyOf,
+    kind: (r) => r.kind,
+    keysPerWindow,
+    now: () => t,
+  });
   return { tal, written, advance: (ms: number) => void (t += ms) };
 }
 
@@ -24,7 +30,12 @@ describe("RefusalTally: refusals summed per source and kind before the audit log
     expect(written.map((w) => w.r.n)).toEqual([1, 1001, 1002]);
     advance(5000);
     tal.flush();
-    expect(written.slice(3)).toEqual([{ r: expect.objectContaining({ n: 1, remote: "10.0.0.7" }), repeats: { more: 999, since: "2026-12-02T10:00:00.000Z" } }]);
+    expect(written.slice(3)).toEqual([
+      {
+        r: expect.objectContaining({ n: 1, remote: "10.0.0.7" }),
+        repeats: { more: 999, since: "2026-12-02T10:00:00.000Z" },
+      },
+    ]);
     // A new window: the next refusal of that source and kind is written in full again.
     tal.add({ kind: "unknown_token", remote: "10.0.0.7", n: 1003 });
     expect(written.at(-1)).toEqual({ r: expect.objectContaining({ n: 1003 }) });
@@ -48,7 +59,8 @@ describe("RefusalTally: refusals summed per source and kind before the audit log
 
   it("past keysPerWindow distinct keys, sums by kind alone: a flood from many sources stays a few lines", () => {
     const { tal, written } = tally(3);
-    for (let i = 0; i < 10_000; i++) tal.add({ kind: "unknown_token", remote: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, n: i });
+    for (let i = 0; i < 10_000; i++)
+      tal.add({ kind: "unknown_token", remote: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`, n: i });
     expect(written.map((w) => w.r.n)).toEqual([0, 1, 2]);
     tal.flush();
     expect(written).toHaveLength(4);

@@ -12,11 +12,15 @@ const keys = (unit: string) => unit.split("\n").filter((l) => /^[A-Za-z]+=/.test
 
 describe("the systemd unit", () => {
   it("system unit: scripts/systemd/a2a-node.service is exactly what service install writes (golden)", () => {
-    expect(renderUnit(DEFAULT_SYSTEM_UNIT)).toBe(readFileSync(join(ROOT, "scripts", "systemd", "a2a-node.service"), "utf8"));
+    expect(renderUnit(DEFAULT_SYSTEM_UNIT)).toBe(
+      readFileSync(join(ROOT, "scripts", "systemd", "a2a-node.service"), "utf8"),
+    );
   });
 
   it("user unit matches its golden file", () => {
-    expect(renderUnit(USER_UNIT)).toBe(readFileSync(join(import.meta.dirname, "golden", "a2a-node.user.service"), "utf8"));
+    expect(renderUnit(USER_UNIT)).toBe(
+      readFileSync(join(import.meta.dirname, "golden", "a2a-node.user.service"), "utf8"),
+    );
   });
 
   it("system unit: own user, state directory as the home, readiness by notify, reload by the binary itself (no /bin/kill), sandboxed, no MemoryDenyWriteExecute", () => {
@@ -50,7 +54,14 @@ describe("the systemd unit", () => {
     expect(unit).toContain("ExecStart=/home/ann/bin/a2a-node serve");
     expect(unit).toContain("ExecReload=/home/ann/bin/a2a-node reload --pid $MAINPID");
     expect(unit).toContain("WantedBy=default.target");
-    for (const absent of ["User=", "StateDirectory=", "ProtectSystem=", "ProtectHome=", "PrivateTmp=", "MemoryDenyWriteExecute="])
+    for (const absent of [
+      "User=",
+      "StateDirectory=",
+      "ProtectSystem=",
+      "ProtectHome=",
+      "PrivateTmp=",
+      "MemoryDenyWriteExecute=",
+    ])
       expect(unit.some((l) => l.startsWith(absent))).toBe(false);
   });
 
@@ -64,34 +75,47 @@ describe("the systemd unit", () => {
 
 // systemd-analyze is part of systemd: on a machine without it there is nothing to verify against.
 const analyze = Bun.which("systemd-analyze");
-describe.skipIf(!analyze)(`systemd-analyze verify${analyze ? "" : " (skipped: systemd-analyze is not installed on this machine)"}`, () => {
-  /** Verifies a rendered unit; ExecStart must name an executable that exists, so this binary stands in. */
-  function verify(scope: "system" | "user", home: string, name = "a2a-node.service") {
-    const dir = mkdtempSync(join(tmp, "v-"));
-    const path = join(dir, name);
-    writeFileSync(path, renderUnit({ scope, binary: process.execPath, home }));
-    // A user unit is checked by a user manager, which needs a runtime directory even to verify.
-    const env = { ...process.env, XDG_RUNTIME_DIR: dir, SYSTEMD_LOG_COLOR: "0" };
-    const p = Bun.spawnSync([analyze as string, ...(scope === "user" ? ["--user"] : []), "verify", path], { env, stdout: "pipe", stderr: "pipe" });
-    return { code: p.exitCode, out: `${p.stdout.toString()}${p.stderr.toString()}` };
-  }
+describe.skipIf(!analyze)(
+  `systemd-analyze verify${analyze ? "" : " (skipped: systemd-analyze is not installed on this machine)"}`,
+  () => {
+    /** Verifies a rendered unit; ExecStart must name an executable that exists, so this binary stands in. */
+    function verify(scope: "system" | "user", home: string, name = "a2a-node.service") {
+      const dir = mkdtempSync(join(tmp, "v-"));
+      const path = join(dir, name);
+      writeFileSync(path, renderUnit({ scope, binary: process.execPath, home }));
+      // A user unit is checked by a user manager, which needs a runtime directory even to verify.
+      const env = { ...process.env, XDG_RUNTIME_DIR: dir, SYSTEMD_LOG_COLOR: "0" };
+      const p = Bun.spawnSync([analyze as string, ...(scope === "user" ? ["--user"] : []), "verify", path], {
+        env,
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      return { code: p.exitCode, out: `${p.stdout.toString()}${p.stderr.toString()}` };
+    }
 
-  it("passes on the system unit, without a single warning", () => {
-    expect(verify("system", "/var/lib/a2a-node")).toEqual({ code: 0, out: "" });
-  });
+    it("passes on the system unit, without a single warning", () => {
+      expect(verify("system", "/var/lib/a2a-node")).toEqual({ code: 0, out: "" });
+    });
 
-  it("passes on the user unit, without a single warning", () => {
-    expect(verify("user", join(tmp, "home with space", ".a2a-node"))).toEqual({ code: 0, out: "" });
-  });
+    it("passes on the user unit, without a single warning", () => {
+      expect(verify("user", join(tmp, "home with space", ".a2a-node"))).toEqual({ code: 0, out: "" });
+    });
 
-  it("is a real check: a unit with an unknown key or a missing binary is reported", () => {
-    const dir = mkdtempSync(join(tmp, "bad-"));
-    const path = join(dir, "a2a-node.service");
-    writeFileSync(path, renderUnit({ scope: "system", binary: join(dir, "no-such-binary"), home: "/var/lib/a2a-node" }).replace("[Install]", "Bogus=1\n[Install]"));
-    const p = Bun.spawnSync([analyze as string, "verify", path], { stdout: "pipe", stderr: "pipe" });
-    const out = `${p.stdout.toString()}${p.stderr.toString()}`;
-    expect(p.exitCode).not.toBe(0);
-    expect(out).toContain("no-such-binary");
-    expect(out).toContain("Unknown key");
-  });
-});
+    it("is a real check: a unit with an unknown key or a missing binary is reported", () => {
+      const dir = mkdtempSync(join(tmp, "bad-"));
+      const path = join(dir, "a2a-node.service");
+      writeFileSync(
+        path,
+        renderUnit({ scope: "system", binary: join(dir, "no-such-binary"), home: "/var/lib/a2a-node" }).replace(
+          "[Install]",
+          "Bogus=1\n[Install]",
+        ),
+      );
+      const p = Bun.spawnSync([analyze as string, "verify", path], { stdout: "pipe", stderr: "pipe" });
+      const out = `${p.stdout.toString()}${p.stderr.toString()}`;
+      expect(p.exitCode).not.toBe(0);
+      expect(out).toContain("no-such-binary");
+      expect(out).toContain("Unknown key");
+    });
+  },
+);

@@ -29,13 +29,33 @@ const OLD = "2020-01-01T00:00:00.000Z";
 
 /** A task's life with every kind of write: create, progress with events, artifacts streamed, an answer, the end. */
 async function life(store: TaskStore, id: string, owner: string, size: number) {
-  await (await store.create({ id, contextId: `c-${id}`, owner, message: msg(`m-${id}`, "q".repeat(size)), executor: "echo", timestamp: OLD })).committed;
+  await (
+    await store.create({
+      id,
+      contextId: `c-${id}`,
+      owner,
+      message: msg(`m-${id}`, "q".repeat(size)),
+      executor: "echo",
+      timestamp: OLD,
+    })
+  ).committed;
   const working = { state: "TASK_STATE_WORKING" as const, timestamp: OLD };
-  await store.record(id, { status: working, events: { firstSeq: 1, items: [{ statusUpdate: { taskId: id, contextId: `c-${id}`, status: working } }] }, rowSeq: 1 });
+  await store.record(id, {
+    status: working,
+    events: { firstSeq: 1, items: [{ statusUpdate: { taskId: id, contextId: `c-${id}`, status: working } }] },
+    rowSeq: 1,
+  });
   const chunk = { artifactId: "a", parts: [{ text: "é".repeat(size) }] };
-  await store.record(id, { artifacts: [chunk], events: { firstSeq: 2, items: [{ artifactUpdate: { taskId: id, contextId: `c-${id}`, artifact: chunk } }] } });
+  await store.record(id, {
+    artifacts: [chunk],
+    events: { firstSeq: 2, items: [{ artifactUpdate: { taskId: id, contextId: `c-${id}`, artifact: chunk } }] },
+  });
   await store.record(id, { history: [msg(`a-${id}`, "answer")] });
-  await finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: OLD, message: { ...msg(`r-${id}`, "done"), role: "ROLE_AGENT" } });
+  await finishTask(store, id, {
+    state: "TASK_STATE_COMPLETED",
+    timestamp: OLD,
+    message: { ...msg(`r-${id}`, "done"), role: "ROLE_AGENT" },
+  });
 }
 
 describe("caller_usage on SQLite", () => {
@@ -49,7 +69,10 @@ describe("caller_usage on SQLite", () => {
     database.close();
   });
 
-  const kept = () => database.sqlite.query("SELECT owner, tasks, bytes FROM caller_usage WHERE tasks <> 0 OR bytes <> 0 ORDER BY owner").all();
+  const kept = () =>
+    database.sqlite
+      .query("SELECT owner, tasks, bytes FROM caller_usage WHERE tasks <> 0 OR bytes <> 0 ORDER BY owner")
+      .all();
   const real = () =>
     database.sqlite
       .query(
@@ -65,7 +88,11 @@ describe("caller_usage on SQLite", () => {
     store.flush();
     expect(kept()).toEqual(real());
     expect((kept() as { bytes: number }[]).every((u) => u.bytes > 0)).toBe(true);
-    const { owner: _alpha, ...alpha } = kept().find((u) => (u as { owner: string }).owner === "alpha") as { owner: string; tasks: number; bytes: number };
+    const { owner: _alpha, ...alpha } = kept().find((u) => (u as { owner: string }).owner === "alpha") as {
+      owner: string;
+      tasks: number;
+      bytes: number;
+    };
     expect(await store.usage("alpha")).toEqual(alpha);
     expect(await store.deleteFinished("2021-01-01T00:00:00.000Z", 4)).toHaveLength(4);
     expect(kept()).toEqual(real());
@@ -87,9 +114,14 @@ describe("caller_usage on SQLite", () => {
       task("t1", "alpha", "[1,2,3]");
       task("t2", "alpha", "[1]");
       task("t3", "beta", "[]");
-      sqlite.exec("INSERT INTO task_events (task_id, seq, last_seq, events) VALUES ('t1', 1, 2, '[{\"a\":1},{\"b\":2}]')");
+      sqlite.exec(
+        "INSERT INTO task_events (task_id, seq, last_seq, events) VALUES ('t1', 1, 2, '[{\"a\":1},{\"b\":2}]')",
+      );
       applyMigrations(sqlite, sqliteMigrations);
-      const usage = () => sqlite.query("SELECT owner, tasks, bytes FROM caller_usage WHERE tasks <> 0 OR bytes <> 0 ORDER BY owner").all();
+      const usage = () =>
+        sqlite
+          .query("SELECT owner, tasks, bytes FROM caller_usage WHERE tasks <> 0 OR bytes <> 0 ORDER BY owner")
+          .all();
       expect(usage()).toEqual([
         { owner: "alpha", tasks: 2, bytes: 10 + 7 + 2 + 10 + 3 + 2 + 17 },
         { owner: "beta", tasks: 1, bytes: 10 + 2 + 2 },
@@ -99,7 +131,9 @@ describe("caller_usage on SQLite", () => {
       sqlite.exec("DELETE FROM tasks WHERE id = 't3'");
       expect(usage()).toEqual([{ owner: "alpha", tasks: 2, bytes: 10 + 7 + 2 + 10 + 100 + 2 }]);
       // The push configs' owner index came with it.
-      expect(sqlite.query("SELECT name FROM sqlite_master WHERE name = 'push_configs_owner'").get()).toEqual({ name: "push_configs_owner" });
+      expect(sqlite.query("SELECT name FROM sqlite_master WHERE name = 'push_configs_owner'").get()).toEqual({
+        name: "push_configs_owner",
+      });
     } finally {
       sqlite.close();
     }
@@ -116,8 +150,10 @@ describe("caller_usage on Postgres", () => {
   });
   const replica = () => new PostgresTaskStore(database, { log: createLogger(() => {}) });
   async function sums() {
-    const kept = await database.sql`SELECT owner, sum(tasks)::int AS tasks, sum(bytes)::int AS bytes FROM caller_usage GROUP BY owner HAVING sum(tasks) <> 0 OR sum(bytes) <> 0 ORDER BY owner`;
-    const real = await database.sql`SELECT owner, count(*)::int AS tasks, sum(head_bytes + history_bytes + artifacts_bytes
+    const kept =
+      await database.sql`SELECT owner, sum(tasks)::int AS tasks, sum(bytes)::int AS bytes FROM caller_usage GROUP BY owner HAVING sum(tasks) <> 0 OR sum(bytes) <> 0 ORDER BY owner`;
+    const real =
+      await database.sql`SELECT owner, count(*)::int AS tasks, sum(head_bytes + history_bytes + artifacts_bytes
         + coalesce((SELECT sum(octet_length(events)) FROM task_events e WHERE e.task_id = tasks.id), 0))::int AS bytes
       FROM tasks GROUP BY owner ORDER BY owner`;
     return { kept: [...kept], real: [...real] };
@@ -142,7 +178,10 @@ describe("caller_usage on Postgres", () => {
 
   it("stays exact while two replicas write and fold at once", async () => {
     const [a, b] = [replica(), replica()];
-    const writes = (store: PostgresTaskStore, prefix: string) => Promise.all(Array.from({ length: 20 }, (_, i) => life(store, `${prefix}${i}`, i % 3 ? "alpha" : "beta", 200 + i)));
+    const writes = (store: PostgresTaskStore, prefix: string) =>
+      Promise.all(
+        Array.from({ length: 20 }, (_, i) => life(store, `${prefix}${i}`, i % 3 ? "alpha" : "beta", 200 + i)),
+      );
     const folds = async () => {
       for (let i = 0; i < 10; i++) await Promise.all([a.compactCounts(), b.compactCounts()]);
     };
@@ -168,7 +207,9 @@ describe("caller_usage on Postgres", () => {
       await task("t3", "beta");
       await sql`INSERT INTO task_events (task_id, seq, last_seq, events) VALUES ('t3', 1, 1, '[{"x":1}]')`;
       expect(await applyPostgresMigrations(sql, pgMigrations)).toEqual(pgMigrations.slice(upTo).map((m) => m.tag));
-      const usage = async () => [...(await sql`SELECT owner, sum(tasks)::int AS tasks, sum(bytes)::int AS bytes FROM caller_usage GROUP BY owner HAVING sum(tasks) <> 0 OR sum(bytes) <> 0 ORDER BY owner`)];
+      const usage = async () => [
+        ...(await sql`SELECT owner, sum(tasks)::int AS tasks, sum(bytes)::int AS bytes FROM caller_usage GROUP BY owner HAVING sum(tasks) <> 0 OR sum(bytes) <> 0 ORDER BY owner`),
+      ];
       expect(await usage()).toEqual([
         { owner: "alpha", tasks: 2, bytes: 120 },
         { owner: "beta", tasks: 1, bytes: 60 + 9 },

@@ -53,10 +53,27 @@ interface Shape {
 /** A task created in one commit and finished in another (insert, then update), with parts of given sizes. */
 async function task(id: string, i: number, s: Shape = {}): Promise<void> {
   const owner = s.owner ?? OWNER;
-  await (await store.create({ id, contextId: `ctx-${id}`, owner, message: user(`m-${id}`, s.message ? text(s.message) : `hi ${id}`), executor: "echo", timestamp: ts(i) })).committed;
+  await (
+    await store.create({
+      id,
+      contextId: `ctx-${id}`,
+      owner,
+      message: user(`m-${id}`, s.message ? text(s.message) : `hi ${id}`),
+      executor: "echo",
+      timestamp: ts(i),
+    })
+  ).committed;
   const artifacts: Artifact[] = s.artifact ? [{ artifactId: `${id}-a`, parts: [{ text: text(s.artifact) }] }] : [];
-  const message = s.reply ? ({ messageId: `r-${id}`, role: "ROLE_AGENT", parts: [{ text: text(s.reply) }] } as Message) : undefined;
-  await finishTask(store, id, { state: s.state ?? "TASK_STATE_COMPLETED", timestamp: ts(i), ...(message ? { message } : {}) }, artifacts, s.metadata);
+  const message = s.reply
+    ? ({ messageId: `r-${id}`, role: "ROLE_AGENT", parts: [{ text: text(s.reply) }] } as Message)
+    : undefined;
+  await finishTask(
+    store,
+    id,
+    { state: s.state ?? "TASK_STATE_COMPLETED", timestamp: ts(i), ...(message ? { message } : {}) },
+    artifacts,
+    s.metadata,
+  );
 }
 
 async function walk(params: ListTasksParams, on: SqliteTaskStore = store): Promise<ListTasksResult[]> {
@@ -71,10 +88,14 @@ async function walk(params: ListTasksParams, on: SqliteTaskStore = store): Promi
 }
 
 const ids = (pages: ListTasksResult[]) => pages.flatMap((p) => p.tasks.map((t) => t.id));
-const note = (t: Task) => t.metadata?.[OMITTED_KEY] as { parts: string[]; taskBytes: number; maxListBytes: number; reason: string } | undefined;
-const sizes = (id: string) => database.sqlite.query("SELECT head_bytes, history_bytes, artifacts_bytes FROM tasks WHERE id = ?1").get(id);
+const note = (t: Task) =>
+  t.metadata?.[OMITTED_KEY] as { parts: string[]; taskBytes: number; maxListBytes: number; reason: string } | undefined;
+const sizes = (id: string) =>
+  database.sqlite.query("SELECT head_bytes, history_bytes, artifacts_bytes FROM tasks WHERE id = ?1").get(id);
 const stored = (id: string) =>
-  database.sqlite.query("SELECT id, context_id, status_message, metadata, history, artifacts FROM tasks WHERE id = ?1").get(id) as Record<string, string | null>;
+  database.sqlite
+    .query("SELECT id, context_id, status_message, metadata, history, artifacts FROM tasks WHERE id = ?1")
+    .get(id) as Record<string, string | null>;
 /** The sizes a row must have: the UTF-8 bytes of what it stores. */
 function expectedSizes(row: Record<string, string | null>) {
   const b = (s: string | null) => (s === null ? 0 : Buffer.byteLength(s));
@@ -142,7 +163,12 @@ describe("ListTasks bounded in bytes", () => {
     const big = pages[1].tasks[0];
     expect(big.artifacts).toBeUndefined();
     expect(big.history).toEqual((await store.get("big", OWNER))?.history);
-    expect(note(big)).toEqual({ parts: ["artifacts"], taskBytes: expect.any(Number), maxListBytes: BUDGET, reason: expect.stringMatching(/max_list_bytes.*GetTask/) });
+    expect(note(big)).toEqual({
+      parts: ["artifacts"],
+      taskBytes: expect.any(Number),
+      maxListBytes: BUDGET,
+      reason: expect.stringMatching(/max_list_bytes.*GetTask/),
+    });
     expect(note(big)?.taskBytes).toBeGreaterThan(100_000);
     expect(bytes(pages[1])).toBeLessThanOrEqual(BUDGET);
     expect(pages.every((p) => p.totalSize === 3)).toBe(true);
@@ -166,7 +192,10 @@ describe("ListTasks bounded in bytes", () => {
 
   it("leaves the history out too when the task is still too large without its artifacts, unless historyLength 0 asked for none", async () => {
     await task("talk", 1, { message: 80_000, artifact: 1000 });
-    expect(note((await store.list(OWNER, { includeArtifacts: true })).tasks[0])?.parts).toEqual(["artifacts", "history"]);
+    expect(note((await store.list(OWNER, { includeArtifacts: true })).tasks[0])?.parts).toEqual([
+      "artifacts",
+      "history",
+    ]);
     const plain = (await store.list(OWNER, {})).tasks[0];
     expect(note(plain)?.parts).toEqual(["history"]);
     expect(plain.history).toBeUndefined();
@@ -199,11 +228,17 @@ describe("ListTasks bounded in bytes", () => {
     const first = await store.list(OWNER, { includeArtifacts: true });
     expect(first.tasks.map((t) => t.id)).toEqual(["big"]);
     expect(note(first.tasks[0])?.parts).toEqual(["artifacts"]);
-    await expect(store.list(OWNER, { includeArtifacts: true, pageToken: first.nextPageToken })).rejects.toThrow(SyntaxError);
+    await expect(store.list(OWNER, { includeArtifacts: true, pageToken: first.nextPageToken })).rejects.toThrow(
+      SyntaxError,
+    );
   });
 
   it("gives the true totalSize and a gapless walk under filters while pages shrink", async () => {
-    for (let i = 0; i < 20; i++) await task(`f${String(i).padStart(2, "0")}`, i, { artifact: 15_000, state: i % 3 === 0 ? "TASK_STATE_FAILED" : "TASK_STATE_COMPLETED" });
+    for (let i = 0; i < 20; i++)
+      await task(`f${String(i).padStart(2, "0")}`, i, {
+        artifact: 15_000,
+        state: i % 3 === 0 ? "TASK_STATE_FAILED" : "TASK_STATE_COMPLETED",
+      });
     await task("other", 30, { artifact: 15_000, owner: "beta" });
     const failed = await walk({ includeArtifacts: true, status: "TASK_STATE_FAILED" });
     expect(ids(failed)).toEqual(["f18", "f15", "f12", "f09", "f06", "f03", "f00"]);
@@ -212,20 +247,51 @@ describe("ListTasks bounded in bytes", () => {
     const recent = await walk({ includeArtifacts: true, statusTimestampAfter: ts(9) });
     expect(ids(recent)).toEqual(["f19", "f18", "f17", "f16", "f15", "f14", "f13", "f12", "f11", "f10"]);
     expect(recent.every((p) => p.totalSize === 10)).toBe(true);
-    expect(await store.list(OWNER, { contextId: "ctx-f04", includeArtifacts: true })).toMatchObject({ totalSize: 1, nextPageToken: "", tasks: [{ id: "f04" }] });
+    expect(await store.list(OWNER, { contextId: "ctx-f04", includeArtifacts: true })).toMatchObject({
+      totalSize: 1,
+      nextPageToken: "",
+      tasks: [{ id: "f04" }],
+    });
   });
 
   it("writes the size columns with the row: on insert, on update, and for a task created and finished in one commit", async () => {
-    await (await store.create({ id: "a", contextId: "ctx-é", owner: OWNER, message: user("m-a", text(3000)), executor: "echo", timestamp: ts(1) })).committed;
+    await (
+      await store.create({
+        id: "a",
+        contextId: "ctx-é",
+        owner: OWNER,
+        message: user("m-a", text(3000)),
+        executor: "echo",
+        timestamp: ts(1),
+      })
+    ).committed;
     expect(sizes("a")).toEqual(expectedSizes(stored("a")));
-    await finishTask(store, "a", { state: "TASK_STATE_COMPLETED", timestamp: ts(2), message: { messageId: "r", role: "ROLE_AGENT", parts: [{ text: text(500) }] } }, [
-      { artifactId: "x", parts: [{ text: text(7000) }] },
-    ], { note: "ü" });
+    await finishTask(
+      store,
+      "a",
+      {
+        state: "TASK_STATE_COMPLETED",
+        timestamp: ts(2),
+        message: { messageId: "r", role: "ROLE_AGENT", parts: [{ text: text(500) }] },
+      },
+      [{ artifactId: "x", parts: [{ text: text(7000) }] }],
+      { note: "ü" },
+    );
     expect(sizes("a")).toEqual(expectedSizes(stored("a")));
     expect((sizes("a") as { artifacts_bytes: number }).artifacts_bytes).toBeGreaterThan(7000);
 
-    const one = await store.create({ id: "b", contextId: "ctx-b", owner: OWNER, message: user("m-b", "hi"), executor: "echo", timestamp: ts(3), metadata: { k: "v" } });
-    void finishTask(store, "b", { state: "TASK_STATE_COMPLETED", timestamp: ts(3) }, [{ artifactId: "y", parts: [{ text: text(2000) }] }]);
+    const one = await store.create({
+      id: "b",
+      contextId: "ctx-b",
+      owner: OWNER,
+      message: user("m-b", "hi"),
+      executor: "echo",
+      timestamp: ts(3),
+      metadata: { k: "v" },
+    });
+    void finishTask(store, "b", { state: "TASK_STATE_COMPLETED", timestamp: ts(3) }, [
+      { artifactId: "y", parts: [{ text: text(2000) }] },
+    ]);
     await one.committed;
     expect(sizes("b")).toEqual(expectedSizes(stored("b")));
   });
@@ -257,13 +323,18 @@ describe("migration 0005: tasks as a rowid table with size columns", () => {
     const table = (sqlite.query("SELECT sql FROM sqlite_master WHERE name = 'tasks'").get() as { sql: string }).sql;
     expect(table).not.toMatch(/WITHOUT ROWID/i);
     // Small columns first, the JSON last: reading the former never walks a large row's overflow pages.
-    expect((sqlite.query("SELECT name FROM pragma_table_info('tasks')").all() as { name: string }[]).map((c) => c.name).slice(-4)).toEqual([
-      "status_message",
-      "metadata",
-      "history",
-      "artifacts",
-    ]);
-    const indexes = (sqlite.query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks' AND sql IS NOT NULL ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+    expect(
+      (sqlite.query("SELECT name FROM pragma_table_info('tasks')").all() as { name: string }[])
+        .map((c) => c.name)
+        .slice(-4),
+    ).toEqual(["status_message", "metadata", "history", "artifacts"]);
+    const indexes = (
+      sqlite
+        .query(
+          "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'tasks' AND sql IS NOT NULL ORDER BY name",
+        )
+        .all() as { name: string }[]
+    ).map((r) => r.name);
     expect(indexes).toEqual(["tasks_context", "tasks_owner_recent", "tasks_owner_request_message", "tasks_unfinished"]);
     sqlite.close();
 

@@ -9,7 +9,9 @@ import { tempDir } from "../helpers/temp-dir";
 let dir: string;
 let sqlite: Database;
 const tables = () =>
-  (sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+  (sqlite.query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as { name: string }[]).map(
+    (r) => r.name,
+  );
 const recorded = () => sqlite.query('SELECT hash, created_at FROM "__drizzle_migrations" ORDER BY created_at').all();
 
 beforeEach(() => {
@@ -23,7 +25,9 @@ afterEach(() => {
 describe("applyMigrations", () => {
   it("applies every embedded migration to a new database once, recording each as drizzle does", () => {
     expect(applyMigrations(sqlite, migrations)).toEqual(migrations.map((m) => m.tag));
-    expect(tables()).toEqual(expect.arrayContaining(["tasks", "task_events", "peers", "push_configs", "push_deliveries"]));
+    expect(tables()).toEqual(
+      expect.arrayContaining(["tasks", "task_events", "peers", "push_configs", "push_deliveries"]),
+    );
     expect(recorded()).toEqual(migrations.map((m) => ({ hash: m.hash, created_at: m.folderMillis })));
     expect(applyMigrations(sqlite, migrations)).toEqual([]);
     expect(recorded()).toHaveLength(migrations.length);
@@ -54,7 +58,9 @@ describe("applyMigrations", () => {
     task("t1", "local");
     task("t2", "alice");
     task("t3", "locale");
-    sqlite.exec("INSERT INTO push_configs (task_id, id, owner, url, created_at) VALUES ('t1', 'p1', 'local', 'https://hook', 't'), ('t2', 'p2', 'alice', 'https://hook', 't')");
+    sqlite.exec(
+      "INSERT INTO push_configs (task_id, id, owner, url, created_at) VALUES ('t1', 'p1', 'local', 'https://hook', 't'), ('t2', 'p2', 'alice', 'https://hook', 't')",
+    );
     expect(applyMigrations(sqlite, migrations)).toEqual(migrations.slice(upTo).map((m) => m.tag));
     expect(sqlite.query("SELECT id, owner FROM tasks ORDER BY id").all()).toEqual([
       { id: "t1", owner: "@local" },
@@ -82,7 +88,8 @@ describe("applyMigrations", () => {
     task("t4", "beta", "TASK_STATE_COMPLETED");
     expect(applyMigrations(sqlite, migrations)).toEqual(migrations.slice(upTo).map((m) => m.tag));
     const kept = () => sqlite.query("SELECT owner, state, n FROM task_counts WHERE n <> 0 ORDER BY owner, state").all();
-    const real = () => sqlite.query("SELECT owner, state, count(*) AS n FROM tasks GROUP BY owner, state ORDER BY owner, state").all();
+    const real = () =>
+      sqlite.query("SELECT owner, state, count(*) AS n FROM tasks GROUP BY owner, state ORDER BY owner, state").all();
     expect(kept()).toEqual([
       { owner: "alpha", state: "TASK_STATE_COMPLETED", n: 2 },
       { owner: "alpha", state: "TASK_STATE_WORKING", n: 1 },
@@ -100,7 +107,12 @@ describe("applyMigrations", () => {
   it("leaves the database as it was when a migration fails", () => {
     const broken: Migration[] = [
       ...migrations,
-      { tag: "9999_broken", sql: ["CREATE TABLE fine (a text);", "CREATE TABLE tasks (a text);"], folderMillis: 9_999_999_999_999, hash: "x" },
+      {
+        tag: "9999_broken",
+        sql: ["CREATE TABLE fine (a text);", "CREATE TABLE tasks (a text);"],
+        folderMillis: 9_999_999_999_999,
+        hash: "x",
+      },
     ];
     applyMigrations(sqlite, migrations);
     expect(() => applyMigrations(sqlite, broken)).toThrow(/already exists/);

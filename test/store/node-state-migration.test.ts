@@ -47,8 +47,14 @@ describe("the node state migration", () => {
       );
       for (const [id, state, metadata] of BEFORE) insert.run(id, state, metadata);
       expect(applyMigrations(sqlite, migrations)).toEqual(migrations.slice(upTo).map((m) => m.tag));
-      const rows = sqlite.query("SELECT id, metadata, node_state FROM tasks ORDER BY id").all() as { id: keyof typeof AFTER; metadata: string | null; node_state: string | null }[];
-      expect(Object.fromEntries(rows.map((r) => [r.id, r.node_state === null ? null : JSON.parse(r.node_state)]))).toEqual(AFTER);
+      const rows = sqlite.query("SELECT id, metadata, node_state FROM tasks ORDER BY id").all() as {
+        id: keyof typeof AFTER;
+        metadata: string | null;
+        node_state: string | null;
+      }[];
+      expect(
+        Object.fromEntries(rows.map((r) => [r.id, r.node_state === null ? null : JSON.parse(r.node_state)])),
+      ).toEqual(AFTER);
       expect(rows.map((r) => r.metadata)).toEqual(BEFORE.map(([, , m]) => m));
     } finally {
       sqlite.close();
@@ -67,8 +73,14 @@ describe("the node state migration", () => {
         await sql`INSERT INTO tasks (id, context_id, owner, state, status_timestamp, request_message_id, executor, created_at, updated_at, history, artifacts, metadata)
                   VALUES (${id}, 'c', 'alpha', ${state}, 't', ${id}, 'hermes', 't', 't', '[]', '[]', ${metadata})`;
       expect(await applyPostgresMigrations(sql, pgMigrations)).toEqual(pgMigrations.slice(upTo).map((m) => m.tag));
-      const rows = (await sql`SELECT id, metadata, node_state FROM tasks ORDER BY id`) as { id: keyof typeof AFTER; metadata: string | null; node_state: string | null }[];
-      expect(Object.fromEntries(rows.map((r) => [r.id, r.node_state === null ? null : JSON.parse(r.node_state)]))).toEqual(AFTER);
+      const rows = (await sql`SELECT id, metadata, node_state FROM tasks ORDER BY id`) as {
+        id: keyof typeof AFTER;
+        metadata: string | null;
+        node_state: string | null;
+      }[];
+      expect(
+        Object.fromEntries(rows.map((r) => [r.id, r.node_state === null ? null : JSON.parse(r.node_state)])),
+      ).toEqual(AFTER);
       expect(rows.map((r) => r.metadata)).toEqual(BEFORE.map(([, , m]) => m));
     } finally {
       await sql.close();

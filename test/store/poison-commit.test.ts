@@ -23,7 +23,11 @@ let store: SqliteTaskStore;
 let log: string;
 
 const SECRET = "confidential-words-that-must-not-be-logged";
-const msg = (id: string, text = `${SECRET} ${id}`): Message => ({ messageId: `m-${id}`, role: "ROLE_USER", parts: [{ text }] });
+const msg = (id: string, text = `${SECRET} ${id}`): Message => ({
+  messageId: `m-${id}`,
+  role: "ROLE_USER",
+  parts: [{ text }],
+});
 const now = () => new Date().toISOString();
 
 beforeEach(() => {
@@ -40,7 +44,18 @@ afterEach(() => {
 /** Starts creating tasks `ids` in this one turn (so they share a commit); their `committed` promises. */
 function createAll(ids: string[], text?: (id: string) => string): Promise<void>[] {
   // Not awaited one by one: SQLite's create queues each insert at once, so all of them join one commit.
-  return ids.map((id) => store.create({ id, contextId: `c-${id}`, owner: "alpha", message: msg(id, text?.(id)), executor: "echo", timestamp: now() }).then((r) => r.committed));
+  return ids.map((id) =>
+    store
+      .create({
+        id,
+        contextId: `c-${id}`,
+        owner: "alpha",
+        message: msg(id, text?.(id)),
+        executor: "echo",
+        timestamp: now(),
+      })
+      .then((r) => r.committed),
+  );
 }
 
 /** The task ids and states in the file, read by a second connection: what is on disk, not in memory. */
@@ -54,7 +69,8 @@ function onDisk(): Map<string, string> {
   }
 }
 
-const ids = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(2, "0")}`);
+const ids = (prefix: string, n: number) =>
+  Array.from({ length: n }, (_, i) => `${prefix}-${String(i).padStart(2, "0")}`);
 
 /** Settles every promise; returns which ids resolved and which rejected (with the error). */
 async function outcomes(names: string[], writes: Promise<void>[]) {
@@ -77,7 +93,9 @@ describe("a failure inside a commit shared with good tasks", () => {
   it.each(["ABORT", "FAIL", "ROLLBACK"])(
     "a trigger RAISE(%s) on one task's insert: the other 29 are stored, only the poisoned caller gets the error",
     async (kind) => {
-      database.sqlite.exec(`CREATE TRIGGER poison BEFORE INSERT ON tasks WHEN NEW.id = 'good-13' BEGIN SELECT RAISE(${kind}, 'injected failure'); END`);
+      database.sqlite.exec(
+        `CREATE TRIGGER poison BEFORE INSERT ON tasks WHEN NEW.id = 'good-13' BEGIN SELECT RAISE(${kind}, 'injected failure'); END`,
+      );
       const names = ids("good", 30);
       const { ok, failed } = await outcomes(names, createAll(names));
       expect([...failed.keys()]).toEqual(["good-13"]);
@@ -86,7 +104,9 @@ describe("a failure inside a commit shared with good tasks", () => {
       expect(ok).toHaveLength(29);
       for (const id of ok) expect(disk.get(id)).toBe("TASK_STATE_SUBMITTED");
       expect(disk.has("good-13")).toBe(false);
-      expect(log).toMatch(/ warn a group commit failed; committing its tasks one at a time tasks=30 reason="injected failure"/);
+      expect(log).toMatch(
+        / warn a group commit failed; committing its tasks one at a time tasks=30 reason="injected failure"/,
+      );
       expectLogged("good-13", /reason="injected failure"/);
     },
   );
@@ -111,8 +131,14 @@ describe("a failure inside a commit shared with good tasks", () => {
   it("a later write of a stored task that fails leaves that task as it was and every other task's write stored", async () => {
     const names = ids("t", 10);
     await Promise.all(createAll(names));
-    database.sqlite.exec(`CREATE TRIGGER poison BEFORE UPDATE ON tasks WHEN NEW.id = 't-07' AND NEW.state = 'TASK_STATE_COMPLETED' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
-    const finished = names.map((id) => finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: `a-${id}`, parts: [{ text: "done" }] }]));
+    database.sqlite.exec(
+      `CREATE TRIGGER poison BEFORE UPDATE ON tasks WHEN NEW.id = 't-07' AND NEW.state = 'TASK_STATE_COMPLETED' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+    );
+    const finished = names.map((id) =>
+      finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [
+        { artifactId: `a-${id}`, parts: [{ text: "done" }] },
+      ]),
+    );
     const { failed } = await outcomes(names, finished);
     expect([...failed.keys()]).toEqual(["t-07"]);
     const disk = onDisk();
@@ -129,16 +155,25 @@ describe("a failure inside a commit shared with good tasks", () => {
     // task's events), so the update's row was made and must be forgotten with the rollback.
     await Promise.all(createAll(["r-1", "r-2"]));
     await store.record("r-1", { status: { state: "TASK_STATE_WORKING", timestamp: now() } });
-    database.sqlite.exec(`CREATE TRIGGER poison BEFORE INSERT ON task_events WHEN NEW.task_id = 'r-1' AND NEW.events LIKE '%lost%' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
+    database.sqlite.exec(
+      `CREATE TRIGGER poison BEFORE INSERT ON task_events WHEN NEW.task_id = 'r-1' AND NEW.events LIKE '%lost%' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+    );
     const lost: Artifact = { artifactId: "lost", parts: [{ text: "rolled back" }] };
     const [failedWrite, other] = await Promise.allSettled([
-      store.record("r-1", { status: { state: "TASK_STATE_WORKING", timestamp: now() }, artifacts: [lost], history: [msg("r-1-more")], events: { firstSeq: 1, items: [{ artifactUpdate: { taskId: "r-1", contextId: "c-r-1", artifact: lost } }] } }),
+      store.record("r-1", {
+        status: { state: "TASK_STATE_WORKING", timestamp: now() },
+        artifacts: [lost],
+        history: [msg("r-1-more")],
+        events: { firstSeq: 1, items: [{ artifactUpdate: { taskId: "r-1", contextId: "c-r-1", artifact: lost } }] },
+      }),
       store.record("r-2", { status: { state: "TASK_STATE_WORKING", timestamp: now() } }),
     ]);
     expect(failedWrite.status).toBe("rejected");
     expect(other.status).toBe("fulfilled");
     database.sqlite.exec("DROP TRIGGER poison");
-    await finishTask(store, "r-1", { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: "kept", parts: [{ text: "done" }] }]);
+    await finishTask(store, "r-1", { state: "TASK_STATE_COMPLETED", timestamp: now() }, [
+      { artifactId: "kept", parts: [{ text: "done" }] },
+    ]);
     const task = await store.get("r-1", "alpha");
     expect(task?.status.state).toBe("TASK_STATE_COMPLETED");
     expect(task?.artifacts?.map((a) => a.artifactId)).toEqual(["kept"]);
@@ -149,15 +184,36 @@ describe("a failure inside a commit shared with good tasks", () => {
   it("a task's successive writes, each planned on the row the last one committed, add up on disk", async () => {
     await Promise.all(createAll(["s-1"]));
     await store.record("s-1", { status: { state: "TASK_STATE_WORKING", timestamp: now() } });
-    for (let i = 0; i < 5; i++) await store.record("s-1", { artifacts: [{ artifactId: `a-${i}`, parts: [{ text: `part ${i}` }] }], history: [msg(`s-1-${i}`)] });
+    for (let i = 0; i < 5; i++)
+      await store.record("s-1", {
+        artifacts: [{ artifactId: `a-${i}`, parts: [{ text: `part ${i}` }] }],
+        history: [msg(`s-1-${i}`)],
+      });
     await finishTask(store, "s-1", { state: "TASK_STATE_COMPLETED", timestamp: now() }, []);
     // Read by a second connection: what is on disk.
     const other = new Database(path, { readonly: true });
     try {
-      const row = other.query("SELECT state, history, artifacts FROM tasks WHERE id = 's-1'").get() as { state: string; history: string; artifacts: string };
+      const row = other.query("SELECT state, history, artifacts FROM tasks WHERE id = 's-1'").get() as {
+        state: string;
+        history: string;
+        artifacts: string;
+      };
       expect(row.state).toBe("TASK_STATE_COMPLETED");
-      expect((JSON.parse(row.artifacts) as Artifact[]).map((a) => a.artifactId)).toEqual(["a-0", "a-1", "a-2", "a-3", "a-4"]);
-      expect((JSON.parse(row.history) as Message[]).map((m) => m.messageId)).toEqual(["m-s-1", "m-s-1-0", "m-s-1-1", "m-s-1-2", "m-s-1-3", "m-s-1-4"]);
+      expect((JSON.parse(row.artifacts) as Artifact[]).map((a) => a.artifactId)).toEqual([
+        "a-0",
+        "a-1",
+        "a-2",
+        "a-3",
+        "a-4",
+      ]);
+      expect((JSON.parse(row.history) as Message[]).map((m) => m.messageId)).toEqual([
+        "m-s-1",
+        "m-s-1-0",
+        "m-s-1-1",
+        "m-s-1-2",
+        "m-s-1-3",
+        "m-s-1-4",
+      ]);
     } finally {
       other.close();
     }
@@ -167,7 +223,10 @@ describe("a failure inside a commit shared with good tasks", () => {
     const pages = (database.sqlite.query("PRAGMA page_count").get() as { page_count: number }).page_count;
     database.sqlite.exec(`PRAGMA max_page_count = ${pages}`);
     const names = ids("big", 8);
-    const { ok, failed } = await outcomes(names, createAll(names, (id) => `${SECRET} ${id} ${"x".repeat(20_000)}`));
+    const { ok, failed } = await outcomes(
+      names,
+      createAll(names, (id) => `${SECRET} ${id} ${"x".repeat(20_000)}`),
+    );
     expect(ok).toEqual([]);
     for (const err of failed.values()) expect(err.message).toMatch(/full/);
     expect(onDisk().size).toBe(0);
@@ -195,25 +254,43 @@ describe("data that cannot be stored", () => {
   it.each([
     ["nested 100,000 levels", () => deep(100_000), /nested too deeply/],
     ["cyclic", cyclic, /cyclic/i],
-  ])("metadata %s is refused by create() itself, with nothing recorded; the other creates of the turn commit", async (_label, metadata, reason) => {
-    const good = createAll(["before"]);
-    let refusal: unknown;
-    try {
-      await store.create({ id: "bad", contextId: "c", owner: "alpha", message: msg("bad"), executor: "echo", timestamp: now(), metadata: metadata() });
-    } catch (err) {
-      refusal = err;
-    }
-    expect(refusal).toBeInstanceOf(UnstorableData);
-    expect((refusal as UnstorableData).what).toBe("metadata");
-    expect((refusal as Error).message).toMatch(reason);
-    const after = createAll(["after"]);
-    await Promise.all([...good, ...after]);
-    expect([...onDisk().keys()].sort()).toEqual(["after", "before"]);
-    // Refused before it was pending: the same message is a new task once sent again, storable.
-    const retry = await store.create({ id: "bad-again", contextId: "c", owner: "alpha", message: msg("bad"), executor: "echo", timestamp: now() });
-    expect(retry.created).toBe(true);
-    await retry.committed;
-  });
+  ])(
+    "metadata %s is refused by create() itself, with nothing recorded; the other creates of the turn commit",
+    async (_label, metadata, reason) => {
+      const good = createAll(["before"]);
+      let refusal: unknown;
+      try {
+        await store.create({
+          id: "bad",
+          contextId: "c",
+          owner: "alpha",
+          message: msg("bad"),
+          executor: "echo",
+          timestamp: now(),
+          metadata: metadata(),
+        });
+      } catch (err) {
+        refusal = err;
+      }
+      expect(refusal).toBeInstanceOf(UnstorableData);
+      expect((refusal as UnstorableData).what).toBe("metadata");
+      expect((refusal as Error).message).toMatch(reason);
+      const after = createAll(["after"]);
+      await Promise.all([...good, ...after]);
+      expect([...onDisk().keys()].sort()).toEqual(["after", "before"]);
+      // Refused before it was pending: the same message is a new task once sent again, storable.
+      const retry = await store.create({
+        id: "bad-again",
+        contextId: "c",
+        owner: "alpha",
+        message: msg("bad"),
+        executor: "echo",
+        timestamp: now(),
+      });
+      expect(retry.created).toBe(true);
+      await retry.committed;
+    },
+  );
 
   it("a message that cannot be stored fails its own write at once; the task's other writes of the turn commit", async () => {
     await Promise.all(createAll(["t1"]));
@@ -228,10 +305,20 @@ describe("data that cannot be stored", () => {
   it("an artifact that cannot be serialised fails only its task's commit: none of that task's writes are applied, the other tasks' are", async () => {
     const names = ids("t", 6);
     await Promise.all(createAll(names));
-    const artifact = (id: string): Artifact => ({ artifactId: `a-${id}`, parts: [{ text: "ok" }], ...(id === "t-02" ? { metadata: { size: 10n } } : {}) });
+    const artifact = (id: string): Artifact => ({
+      artifactId: `a-${id}`,
+      parts: [{ text: "ok" }],
+      ...(id === "t-02" ? { metadata: { size: 10n } } : {}),
+    });
     const writes = names.flatMap((id) => [
       finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [artifact(id)]),
-      store.record(id, { events: { firstSeq: 1, items: [{ statusUpdate: { taskId: id, contextId: `c-${id}`, status: { state: "TASK_STATE_COMPLETED" } } }] }, rowSeq: 1 }),
+      store.record(id, {
+        events: {
+          firstSeq: 1,
+          items: [{ statusUpdate: { taskId: id, contextId: `c-${id}`, status: { state: "TASK_STATE_COMPLETED" } } }],
+        },
+        rowSeq: 1,
+      }),
     ]);
     const settled = await Promise.allSettled(writes);
     const rejected = settled.flatMap((s, i) => (s.status === "rejected" ? [[names[Math.floor(i / 2)], s.reason]] : []));
@@ -248,7 +335,9 @@ describe("data that cannot be stored", () => {
   });
 
   it("a write to a task whose creation was never committed is refused, not dropped in silence", async () => {
-    database.sqlite.exec(`CREATE TRIGGER poison BEFORE INSERT ON tasks WHEN NEW.id = 'lost' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
+    database.sqlite.exec(
+      `CREATE TRIGGER poison BEFORE INSERT ON tasks WHEN NEW.id = 'lost' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+    );
     await expect(createAll(["lost"])[0]).rejects.toThrow(/injected failure/);
     const later = finishTask(store, "lost", { state: "TASK_STATE_COMPLETED", timestamp: now() }, []);
     await expect(later).rejects.toBeInstanceOf(WriteRefused);

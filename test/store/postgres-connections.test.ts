@@ -38,16 +38,36 @@ describe("the Postgres task store after the server ended its connections", () =>
   it("commits the next writes (a create, a change with events) on live connections instead of failing them", async () => {
     const leases = new PostgresLeases(database.sql, "a", 60_000);
     const store = new PostgresTaskStore(database, { leases, log: createLogger(() => {}) });
-    await (await store.create({ id: "t1", contextId: "c", owner: "alpha", message: msg("m1"), executor: "echo", timestamp: now() })).committed;
+    await (
+      await store.create({
+        id: "t1",
+        contextId: "c",
+        owner: "alpha",
+        message: msg("m1"),
+        executor: "echo",
+        timestamp: now(),
+      })
+    ).committed;
 
     await killPool();
     const status = { state: "TASK_STATE_WORKING" as const, timestamp: now() };
-    await store.record("t1", { status, events: { firstSeq: 1, items: [{ statusUpdate: { taskId: "t1", contextId: "c", status } }] }, rowSeq: 1 });
+    await store.record("t1", {
+      status,
+      events: { firstSeq: 1, items: [{ statusUpdate: { taskId: "t1", contextId: "c", status } }] },
+      rowSeq: 1,
+    });
     expect((await store.get("t1", "alpha"))?.status.state).toBe("TASK_STATE_WORKING");
     expect(await store.lastEventSeq("t1")).toBe(1);
 
     await killPool();
-    const created = await store.create({ id: "t2", contextId: "c", owner: "alpha", message: msg("m2"), executor: "echo", timestamp: now() });
+    const created = await store.create({
+      id: "t2",
+      contextId: "c",
+      owner: "alpha",
+      message: msg("m2"),
+      executor: "echo",
+      timestamp: now(),
+    });
     expect(created.created).toBe(true); // its own row, not taken for another's
     await created.committed;
     expect((await store.get("t2", "alpha"))?.id).toBe("t2");

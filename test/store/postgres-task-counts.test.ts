@@ -19,14 +19,30 @@ const msg = (id: string) => ({ messageId: id, role: "ROLE_USER" as const, parts:
 const replica = () => new PostgresTaskStore(database, { log: createLogger(() => {}) });
 /** Each (owner, state)'s count from task_counts, and what `tasks` holds, for comparing. */
 async function counts() {
-  const kept = await database.sql`SELECT owner, state, sum(n)::int AS n FROM task_counts GROUP BY owner, state HAVING sum(n) <> 0 ORDER BY owner, state`;
-  const real = await database.sql`SELECT owner, state, count(*)::int AS n FROM tasks GROUP BY owner, state ORDER BY owner, state`;
+  const kept =
+    await database.sql`SELECT owner, state, sum(n)::int AS n FROM task_counts GROUP BY owner, state HAVING sum(n) <> 0 ORDER BY owner, state`;
+  const real =
+    await database.sql`SELECT owner, state, count(*)::int AS n FROM tasks GROUP BY owner, state ORDER BY owner, state`;
   return { kept: [...kept], real: [...real] };
 }
 const rows = async () => ((await database.sql`SELECT count(*)::int AS n FROM task_counts`) as { n: number }[])[0].n;
 
-async function run(store: PostgresTaskStore, id: string, owner: string, final: "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED") {
-  await (await store.create({ id, contextId: `c-${id}`, owner, message: msg(`m-${id}`), executor: "echo", timestamp: new Date().toISOString() })).committed;
+async function run(
+  store: PostgresTaskStore,
+  id: string,
+  owner: string,
+  final: "TASK_STATE_COMPLETED" | "TASK_STATE_FAILED",
+) {
+  await (
+    await store.create({
+      id,
+      contextId: `c-${id}`,
+      owner,
+      message: msg(`m-${id}`),
+      executor: "echo",
+      timestamp: new Date().toISOString(),
+    })
+  ).committed;
   await store.record(id, { status: { state: "TASK_STATE_WORKING", timestamp: new Date().toISOString() } });
   await finishTask(store, id, { state: final, timestamp: new Date().toISOString() });
 }
@@ -41,7 +57,8 @@ afterEach(async () => {
 describe("task counts on Postgres", () => {
   it("folds the rows of changes into one per owner and state, keeping every count", async () => {
     const store = replica();
-    for (let i = 0; i < 6; i++) await run(store, `t${i}`, i % 2 ? "alpha" : "beta", i % 3 ? "TASK_STATE_COMPLETED" : "TASK_STATE_FAILED");
+    for (let i = 0; i < 6; i++)
+      await run(store, `t${i}`, i % 2 ? "alpha" : "beta", i % 3 ? "TASK_STATE_COMPLETED" : "TASK_STATE_FAILED");
     await run(store, "t6", "alpha", "TASK_STATE_COMPLETED");
     const before = await counts();
     expect(before.kept).toEqual(before.real);
@@ -57,7 +74,11 @@ describe("task counts on Postgres", () => {
   it("stays exact while two replicas write and fold at once", async () => {
     const [a, b] = [replica(), replica()];
     const writes = (store: PostgresTaskStore, prefix: string) =>
-      Promise.all(Array.from({ length: 40 }, (_, i) => run(store, `${prefix}${i}`, i % 3 ? "alpha" : "beta", i % 4 ? "TASK_STATE_COMPLETED" : "TASK_STATE_FAILED")));
+      Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          run(store, `${prefix}${i}`, i % 3 ? "alpha" : "beta", i % 4 ? "TASK_STATE_COMPLETED" : "TASK_STATE_FAILED"),
+        ),
+      );
     const folds = async () => {
       for (let i = 0; i < 10; i++) await Promise.all([a.compactCounts(), b.compactCounts()]);
     };
@@ -86,7 +107,8 @@ describe("the task_counts migration", () => {
       await task("t3", "alpha", "TASK_STATE_WORKING");
       await task("t4", "beta", "TASK_STATE_COMPLETED");
       expect(await applyPostgresMigrations(sql, migrations)).toEqual(migrations.slice(upTo).map((m) => m.tag));
-      const kept = await sql`SELECT owner, state, sum(n)::int AS n FROM task_counts GROUP BY owner, state ORDER BY owner, state`;
+      const kept =
+        await sql`SELECT owner, state, sum(n)::int AS n FROM task_counts GROUP BY owner, state ORDER BY owner, state`;
       expect([...kept]).toEqual([
         { owner: "alpha", state: "TASK_STATE_COMPLETED", n: 2 },
         { owner: "alpha", state: "TASK_STATE_WORKING", n: 1 },
@@ -95,7 +117,8 @@ describe("the task_counts migration", () => {
       // From here on the triggers keep it.
       await sql`UPDATE tasks SET state = 'TASK_STATE_FAILED' WHERE id = 't3'`;
       await sql`DELETE FROM tasks WHERE owner = 'alpha' AND state = 'TASK_STATE_COMPLETED'`;
-      const later = await sql`SELECT owner, state, sum(n)::int AS n FROM task_counts GROUP BY owner, state HAVING sum(n) <> 0 ORDER BY owner, state`;
+      const later =
+        await sql`SELECT owner, state, sum(n)::int AS n FROM task_counts GROUP BY owner, state HAVING sum(n) <> 0 ORDER BY owner, state`;
       expect([...later]).toEqual([
         { owner: "alpha", state: "TASK_STATE_FAILED", n: 1 },
         { owner: "beta", state: "TASK_STATE_COMPLETED", n: 1 },

@@ -68,7 +68,14 @@ describe("another connection holding the write lock", () => {
 
     const other = await holdWriteLock(500);
     // An idempotency look-up opens the group transaction; the dispatcher then records an attempt and a delivery.
-    const created = await store.create({ id: "t1", contextId: "c1", owner: "alpha", message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "hi" }] }, executor: "echo", timestamp: now });
+    const created = await store.create({
+      id: "t1",
+      contextId: "c1",
+      owner: "alpha",
+      message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "hi" }] },
+      executor: "echo",
+      timestamp: now,
+    });
     await queue.retry("d1", 1, now, "503");
     await queue.add([{ id: "d2", task_id: "t1", config_id: "c", body: "{}", next_attempt_at: now }]);
     await queue.remove("d1");

@@ -11,10 +11,28 @@ let dir: string;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 
-const msg = (id: string, text: string, extra: Partial<Message> = {}): Message => ({ messageId: id, role: "ROLE_USER", parts: [{ text }], ...extra });
+const msg = (id: string, text: string, extra: Partial<Message> = {}): Message => ({
+  messageId: id,
+  role: "ROLE_USER",
+  parts: [{ text }],
+  ...extra,
+});
 
-async function create(id: string, owner = "alpha", contextId = `ctx-${id}`, ts = new Date().toISOString(), messageId = `m-${id}`) {
-  const r = await store.create({ id, contextId, owner, message: msg(messageId, `text ${id}`), executor: "echo", timestamp: ts });
+async function create(
+  id: string,
+  owner = "alpha",
+  contextId = `ctx-${id}`,
+  ts = new Date().toISOString(),
+  messageId = `m-${id}`,
+) {
+  const r = await store.create({
+    id,
+    contextId,
+    owner,
+    message: msg(messageId, `text ${id}`),
+    executor: "echo",
+    timestamp: ts,
+  });
   await r.committed;
   return r;
 }
@@ -37,20 +55,38 @@ describe("SqliteTaskStore", () => {
   describe("events a task's row implies", () => {
     const ts = (ms: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, 0, ms)).toISOString();
     const eventRows = (taskId: string) =>
-      (database.sqlite.query("SELECT count(*) AS n FROM task_events WHERE task_id = ?1").get(taskId) as { n: number }).n;
+      (database.sqlite.query("SELECT count(*) AS n FROM task_events WHERE task_id = ?1").get(taskId) as { n: number })
+        .n;
 
     /** What the runner does for a task that is created, run and finished before the next commit. */
-    function runInOneCommit(id: string, extra: { progress?: boolean; state?: "TASK_STATE_COMPLETED" | "TASK_STATE_INPUT_REQUIRED"; reply?: boolean } = {}) {
+    function runInOneCommit(
+      id: string,
+      extra: { progress?: boolean; state?: "TASK_STATE_COMPLETED" | "TASK_STATE_INPUT_REQUIRED"; reply?: boolean } = {},
+    ) {
       const contextId = `ctx-${id}`;
       // Not awaited: SQLite's create queues the insert at once, and everything below must join its commit.
-      const r = store.create({ id, contextId, owner: "alpha", message: msg(`m-${id}`, "hi"), executor: "echo", timestamp: ts(0) });
+      const r = store.create({
+        id,
+        contextId,
+        owner: "alpha",
+        message: msg(`m-${id}`, "hi"),
+        executor: "echo",
+        timestamp: ts(0),
+      });
       const working = { state: "TASK_STATE_WORKING" as const, timestamp: ts(1) };
       void store.record(id, { status: working });
       const events: never[] = [{ statusUpdate: { taskId: id, contextId, status: working } } as never];
-      if (extra.progress) events.push({ statusUpdate: { taskId: id, contextId, status: { ...working, message: msg("p", "thinking") } } } as never);
+      if (extra.progress)
+        events.push({
+          statusUpdate: { taskId: id, contextId, status: { ...working, message: msg("p", "thinking") } },
+        } as never);
       const artifact = { artifactId: `${id}-a`, name: "answer", parts: [{ text: "hello" }, { data: { n: 1 } }] };
       events.push({ artifactUpdate: { taskId: id, contextId, artifact, lastChunk: true } } as never);
-      const status = { state: extra.state ?? ("TASK_STATE_COMPLETED" as const), timestamp: ts(2), ...(extra.reply ? { message: { ...msg("r", "done"), role: "ROLE_AGENT" as const } } : {}) };
+      const status = {
+        state: extra.state ?? ("TASK_STATE_COMPLETED" as const),
+        timestamp: ts(2),
+        ...(extra.reply ? { message: { ...msg("r", "done"), role: "ROLE_AGENT" as const } } : {}),
+      };
       events.push({ statusUpdate: { taskId: id, contextId, status } } as never);
       void finishTask(store, id, status, [{ ...artifact, parts: [...artifact.parts] }]);
       const done = store.record(id, { events: { firstSeq: 1, items: events }, rowSeq: events.length });
@@ -84,10 +120,16 @@ describe("SqliteTaskStore", () => {
       await create("i4");
       const working = { state: "TASK_STATE_WORKING" as const, timestamp: ts(1) };
       void store.record("i4", { status: working });
-      await store.record("i4", { events: { firstSeq: 1, items: [{ statusUpdate: { taskId: "i4", contextId: "ctx-i4", status: working } }] }, rowSeq: 1 });
+      await store.record("i4", {
+        events: { firstSeq: 1, items: [{ statusUpdate: { taskId: "i4", contextId: "ctx-i4", status: working } }] },
+        rowSeq: 1,
+      });
       const status = { state: "TASK_STATE_COMPLETED" as const, timestamp: ts(2) };
       void finishTask(store, "i4", status, []);
-      await store.record("i4", { events: { firstSeq: 2, items: [{ statusUpdate: { taskId: "i4", contextId: "ctx-i4", status } }] }, rowSeq: 2 });
+      await store.record("i4", {
+        events: { firstSeq: 2, items: [{ statusUpdate: { taskId: "i4", contextId: "ctx-i4", status } }] },
+        rowSeq: 2,
+      });
       expect(eventRows("i4")).toBe(2);
       expect((await store.eventsAfter("i4", 0)).map((e) => e.seq)).toEqual([1, 2]);
       expect(await store.lastEventSeq("i4")).toBe(2);

@@ -35,10 +35,22 @@ export function storeHealthContract(name: string, open: () => Promise<OpenedHeal
     });
 
     it("counts the stored tasks by state, as the task store wrote them", async () => {
-      const states: TaskState[] = ["TASK_STATE_COMPLETED", "TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_WORKING"];
+      const states: TaskState[] = [
+        "TASK_STATE_COMPLETED",
+        "TASK_STATE_COMPLETED",
+        "TASK_STATE_FAILED",
+        "TASK_STATE_WORKING",
+      ];
       for (const [i, state] of states.entries()) {
         const id = `01J00000000000000000000${i}AA`.slice(0, 26);
-        const made = await opened.tasks.create({ id, contextId: id, owner: "alpha", message: { messageId: `m${i}`, role: "ROLE_USER", parts: [{ text: "x" }] }, executor: "echo", timestamp: new Date().toISOString() });
+        const made = await opened.tasks.create({
+          id,
+          contextId: id,
+          owner: "alpha",
+          message: { messageId: `m${i}`, role: "ROLE_USER", parts: [{ text: "x" }] },
+          executor: "echo",
+          timestamp: new Date().toISOString(),
+        });
         await made.committed;
         await opened.tasks.record(id, { status: { state, timestamp: new Date().toISOString() } });
       }

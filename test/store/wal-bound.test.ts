@@ -38,8 +38,23 @@ describe("the WAL under a write flood", () => {
       const writes: Promise<void>[] = [];
       for (let i = 0; i < perTurn; i++) {
         const id = `t-${t}-${i}`;
-        writes.push((await store.create({ id, contextId: `c-${id}`, owner: "alpha", message: { messageId: `m-${id}`, role: "ROLE_USER", parts: [{ text: id }] }, executor: "echo", timestamp: now() })).committed);
-        writes.push(finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [{ artifactId: `a-${id}`, parts: [{ text }] }]));
+        writes.push(
+          (
+            await store.create({
+              id,
+              contextId: `c-${id}`,
+              owner: "alpha",
+              message: { messageId: `m-${id}`, role: "ROLE_USER", parts: [{ text: id }] },
+              executor: "echo",
+              timestamp: now(),
+            })
+          ).committed,
+        );
+        writes.push(
+          finishTask(store, id, { state: "TASK_STATE_COMPLETED", timestamp: now() }, [
+            { artifactId: `a-${id}`, parts: [{ text }] },
+          ]),
+        );
       }
       await Promise.all(writes);
       const size = walSize();

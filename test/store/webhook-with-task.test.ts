@@ -23,7 +23,12 @@ import { emptyPostgres } from "../helpers/postgres-stores";
 
 const quiet = createLogger(() => {});
 const msg = (id: string): Message => ({ messageId: id, role: "ROLE_USER", parts: [{ text: id }] });
-const hook = (taskId: string, url = "https://hooks.example/h"): TaskPushNotificationConfig => ({ id: `w-${taskId}`, taskId, url, token: "tok" });
+const hook = (taskId: string, url = "https://hooks.example/h"): TaskPushNotificationConfig => ({
+  id: `w-${taskId}`,
+  taskId,
+  url,
+  token: "tok",
+});
 const newTask = (id: string, url?: string): NewTask => ({
   id,
   contextId: id,
@@ -53,12 +58,16 @@ describe("on Postgres, a webhook sent with a new task", () => {
 
     const made = await store.create(newTask("t1"));
     await made.committed;
-    expect((await configs.forTask("t1")).map((c) => [c.id, c.owner, c.url, c.token])).toEqual([["w-t1", "alpha", "https://hooks.example/h", "tok"]]);
+    expect((await configs.forTask("t1")).map((c) => [c.id, c.owner, c.url, c.token])).toEqual([
+      ["w-t1", "alpha", "https://hooks.example/h", "tok"],
+    ]);
 
     // The webhook's insert fails: the task is not stored either.
     await database.sql.unsafe(`CREATE FUNCTION poison_hook() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN
       IF NEW.url = 'https://poison.example/' THEN RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$`);
-    await database.sql.unsafe(`CREATE TRIGGER poison BEFORE INSERT ON push_configs FOR EACH ROW EXECUTE FUNCTION poison_hook()`);
+    await database.sql.unsafe(
+      `CREATE TRIGGER poison BEFORE INSERT ON push_configs FOR EACH ROW EXECUTE FUNCTION poison_hook()`,
+    );
     await expect(store.create(newTask("t2", "https://poison.example/"))).rejects.toThrow(/injected failure/);
     expect(await store.get("t2", "alpha")).toBeUndefined();
     expect(await configs.forTask("t2")).toEqual([]);
@@ -80,9 +89,14 @@ describe("on SQLite, a webhook sent with a new task", () => {
 
   it("is stored with its task when a failed group commit is tried again a task at a time; a task that fails takes its webhook with it", async () => {
     const configs = new SqlitePushConfigStore(database);
-    const store = new SqliteTaskStore(database, { log: quiet, webhooks: (owner, config) => configs.storeWithTask(owner, config) });
+    const store = new SqliteTaskStore(database, {
+      log: quiet,
+      webhooks: (owner, config) => configs.storeWithTask(owner, config),
+    });
     expect(store.keepsWebhooks).toBe(true);
-    database.sqlite.exec(`CREATE TRIGGER poison BEFORE INSERT ON tasks WHEN NEW.id = 'bad' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`);
+    database.sqlite.exec(
+      `CREATE TRIGGER poison BEFORE INSERT ON tasks WHEN NEW.id = 'bad' BEGIN SELECT RAISE(ABORT, 'injected failure'); END`,
+    );
     const made = await Promise.all([store.create(newTask("good")), store.create(newTask("bad"))]);
     const [good, bad] = await Promise.allSettled(made.map((m) => m.committed));
     expect(good.status).toBe("fulfilled");
@@ -92,7 +106,9 @@ describe("on SQLite, a webhook sent with a new task", () => {
     // Read back by another connection: what is on disk.
     const other = openDatabase(join(dir, "db.sqlite"));
     try {
-      expect(other.sqlite.query("SELECT task_id, id FROM push_configs ORDER BY task_id").all()).toEqual([{ task_id: "good", id: "w-good" }]);
+      expect(other.sqlite.query("SELECT task_id, id FROM push_configs ORDER BY task_id").all()).toEqual([
+        { task_id: "good", id: "w-good" },
+      ]);
     } finally {
       other.close();
     }
@@ -106,18 +122,30 @@ describe("on SQLite, a webhook sent with a new task", () => {
  */
 describe("retention of a task with a webhook", () => {
   const longAgo = "2001-01-01T00:00:00.000Z";
-  const old = (id: string): NewTask => ({ ...newTask(id), id: `00000000${id}`.slice(-8).padEnd(26, "0").toUpperCase(), timestamp: longAgo });
+  const old = (id: string): NewTask => ({
+    ...newTask(id),
+    id: `00000000${id}`.slice(-8).padEnd(26, "0").toUpperCase(),
+    timestamp: longAgo,
+  });
 
   it("on SQLite, deletes the webhooks and deliveries with the task, in one transaction", async () => {
     const dir = mkdtempSync(join(tmpdir(), "a2a-webhook-retention-"));
     const database = openDatabase(join(dir, "db.sqlite"));
     try {
       const configs = new SqlitePushConfigStore(database);
-      const store = new SqliteTaskStore(database, { log: quiet, webhooks: (owner, config) => configs.storeWithTask(owner, config) });
+      const store = new SqliteTaskStore(database, {
+        log: quiet,
+        webhooks: (owner, config) => configs.storeWithTask(owner, config),
+      });
       const t = old("r1");
-      await (await store.create({ ...t, webhook: hook(t.id) })).committed;
+      await (
+        await store.create({ ...t, webhook: hook(t.id) })
+      ).committed;
       await store.record(t.id, { status: { state: "TASK_STATE_COMPLETED", timestamp: longAgo } });
-      database.sqlite.run("INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at) VALUES ('d1', ?, ?, '{}', 0, ?)", [t.id, `w-${t.id}`, longAgo]);
+      database.sqlite.run(
+        "INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at) VALUES ('d1', ?, ?, '{}', 0, ?)",
+        [t.id, `w-${t.id}`, longAgo],
+      );
       expect(await store.deleteFinished(new Date().toISOString(), 10)).toEqual([t.id]);
       // The process dies here, before the push store's forget.
       expect(database.sqlite.query("SELECT count(*) AS n FROM push_configs").get()).toEqual({ n: 0 });
@@ -135,7 +163,9 @@ describe("retention of a task with a webhook", () => {
       const store = new PostgresTaskStore(database, { keepWebhooks: true, log: quiet });
       const configs = new PostgresPushConfigStore(database);
       const t = old("r2");
-      await (await store.create({ ...t, webhook: hook(t.id) })).committed;
+      await (
+        await store.create({ ...t, webhook: hook(t.id) })
+      ).committed;
       await store.record(t.id, { status: { state: "TASK_STATE_COMPLETED", timestamp: longAgo } });
       await database.sql`INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at) VALUES ('d1', ${t.id}, ${`w-${t.id}`}, '{}', 0, ${longAgo})`;
       expect(await store.deleteFinished(new Date().toISOString(), 10)).toEqual([t.id]);

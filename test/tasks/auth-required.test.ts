@@ -43,7 +43,9 @@ describe("the fake OpenAI server answers a missing or wrong key as OpenAI does",
     expect(res.status).toBe(401);
     const body = (await res.json()) as any;
     expect(body.error).toMatchObject({ type: "invalid_request_error", param: null, code: null });
-    expect(body.error.message).toMatch(/^You didn't provide an API key\. You need to provide your API key in an Authorization header using Bearer auth/);
+    expect(body.error.message).toMatch(
+      /^You didn't provide an API key\. You need to provide your API key in an Authorization header using Bearer auth/,
+    );
   });
 
   it("the openai executor's readiness says the key is refused", async () => {
@@ -73,7 +75,14 @@ describe("the fake OpenAI server answers a missing or wrong key as OpenAI does",
 
 describe("the openai executor on a 403 (a key the endpoint knows, not allowed to do this)", () => {
   it("is AUTH_REQUIRED too, quoting the error's type and code, not its message", async () => {
-    const body = JSON.stringify({ error: { message: "Country, region, or territory not supported", type: "request_forbidden", param: null, code: "unsupported_country_region_territory" } });
+    const body = JSON.stringify({
+      error: {
+        message: "Country, region, or territory not supported",
+        type: "request_forbidden",
+        param: null,
+        code: "unsupported_country_region_territory",
+      },
+    });
     const model = startFakeModel({ fail: { status: 403, body } });
     try {
       const executor = new OpenAiCompatibleExecutor({ baseUrl: model.url, model: "m", apiKey: RIGHT });
@@ -92,9 +101,10 @@ describe("the openai executor on a 403 (a key the endpoint knows, not allowed to
         input: () => Promise.reject(new Error("no questions")),
       });
       expect(outcome.state).toBe("TASK_STATE_AUTH_REQUIRED");
-      expect(outcome.message).toContain("does not allow this node's API key to do this (HTTP 403: request_forbidden, unsupported_country_region_territory)");
+      expect(outcome.message).toContain(
+        "does not allow this node's API key to do this (HTTP 403: request_forbidden, unsupported_country_region_territory)",
+      );
       expect(outcome.message).not.toContain("Country");
-
     } finally {
       model.stop();
     }
@@ -108,7 +118,14 @@ describe("an openai node whose model endpoint refuses its key", () => {
   let node: RunningNode;
   const logged: string[] = [];
   const quiet = createLogger((line) => void logged.push(line), "warn", "json");
-  const config = (key: string | undefined): ServeConfig => ({ ...DEFAULTS, host: "127.0.0.1", port: 0, executor: "openai", modelUrl: model.url, modelApiKey: key });
+  const config = (key: string | undefined): ServeConfig => ({
+    ...DEFAULTS,
+    host: "127.0.0.1",
+    port: 0,
+    executor: "openai",
+    modelUrl: model.url,
+    modelApiKey: key,
+  });
   const restartWith = async (key: string | undefined) => {
     await node.stop();
     node = await startNode(fleet.homes.beta, config(key), quiet);
@@ -142,13 +159,20 @@ describe("an openai node whose model endpoint refuses its key", () => {
       const task = o.result.task;
       expect(task.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
       const text = task.status.message.parts[0].text as string;
-      expect(text).toContain(`model endpoint ${model.url}/chat/completions refused this node's API key (HTTP 401: invalid_request_error, invalid_api_key)`);
+      expect(text).toContain(
+        `model endpoint ${model.url}/chat/completions refused this node's API key (HTTP 401: invalid_request_error, invalid_api_key)`,
+      );
       expect(text).toContain("send any message to this task to run it again, or cancel it");
       expect(text).not.toContain("sk-wrong");
       expect(task.artifacts ?? []).toEqual([]);
       // The operator, who must fix it, hears of it in the log (a warning, with the reason and not the key).
       const warned = logged.map((l) => JSON.parse(l)).find((l) => l.task_id === task.id);
-      expect(warned).toMatchObject({ level: "warn", msg: "task waits for an authorization: the executor's backend refused this node's credentials", peer: "alpha", reason: text });
+      expect(warned).toMatchObject({
+        level: "warn",
+        msg: "task waits for an authorization: the executor's backend refused this node's credentials",
+        peer: "alpha",
+        reason: text,
+      });
       expect(logged.join("\n")).not.toContain("sk-wrong");
       // A message while the key is still wrong: refused again, and still AUTH_REQUIRED.
       const again = await b().call(alpha, "SendMessage", { message: userMessage("retry", { taskId: task.id }) });
@@ -168,19 +192,27 @@ describe("an openai node whose model endpoint refuses its key", () => {
   });
 
   it("the task stays AUTH_REQUIRED across a restart; once the key is fixed, the next message runs the refused message again", async () => {
-    const asked = await jsonRpcDriver(node.url).call(alpha, "SendMessage", { message: userMessage("name three primes") });
+    const asked = await jsonRpcDriver(node.url).call(alpha, "SendMessage", {
+      message: userMessage("name three primes"),
+    });
     const id = asked.result.task.id;
     expect(asked.result.task.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
     await restartWith(WRONG);
-    expect((await jsonRpcDriver(node.url).call(alpha, "GetTask", { id })).result.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
+    expect((await jsonRpcDriver(node.url).call(alpha, "GetTask", { id })).result.status.state).toBe(
+      "TASK_STATE_AUTH_REQUIRED",
+    );
     await restartWith(RIGHT);
     const before = model.requests.length;
-    const retried = await httpJsonDriver(node.url).call(alpha, "SendMessage", { message: userMessage("retry", { taskId: id }) });
+    const retried = await httpJsonDriver(node.url).call(alpha, "SendMessage", {
+      message: userMessage("retry", { taskId: id }),
+    });
     const task = retried.result.task;
     expect(task.status.state).toBe("TASK_STATE_COMPLETED");
     // The model got the refused message, alone: no "retry", no refusal text from the agent in its history.
     expect(answerText(task)).toBe("saw 1 message(s), last: name three primes");
-    expect(model.requests.slice(before).map((r) => r.body.messages)).toEqual([[{ role: "user", content: "name three primes" }]]);
+    expect(model.requests.slice(before).map((r) => r.body.messages)).toEqual([
+      [{ role: "user", content: "name three primes" }],
+    ]);
     expect(task.metadata["a2a-node/auth-required"]).toBeNull();
     // The task's history keeps everything that was said.
     expect(task.history.map((m: any) => [m.role, m.parts[0].text])).toEqual([
@@ -195,8 +227,12 @@ describe("an openai node whose model endpoint refuses its key", () => {
     const r = await cli("send", "--agent", "beta", "--task", "hello", "--wait");
     expect(r.code).toBe(6);
     const id = /task (\S+) accepted/.exec(r.err)![1];
-    expect(r.err).toContain(`task ${id} auth-required (peer 'beta'): model endpoint ${model.url}/chat/completions refused this node's API key`);
-    expect(r.err).toContain(`retry with: a2a-node send --agent beta --task-id ${id} --task "retry" --wait; or give up with: a2a-node cancel --agent beta --task-id ${id}`);
+    expect(r.err).toContain(
+      `task ${id} auth-required (peer 'beta'): model endpoint ${model.url}/chat/completions refused this node's API key`,
+    );
+    expect(r.err).toContain(
+      `retry with: a2a-node send --agent beta --task-id ${id} --task "retry" --wait; or give up with: a2a-node cancel --agent beta --task-id ${id}`,
+    );
     const s = await cli("status", "--agent", "beta", "--task-id", id);
     expect(s.code).toBe(0);
     expect(s.out).toContain(`task ${id} auth-required (peer 'beta'): model endpoint`);
@@ -210,7 +246,9 @@ describe("an openai node whose model endpoint refuses its key", () => {
     const { applied, needsRestart } = await node.reload(config(RIGHT));
     expect(applied).toEqual(["model_api_key_file"]);
     expect(needsRestart).toEqual([]);
-    const retried = await jsonRpcDriver(node.url).call(alpha, "SendMessage", { message: userMessage("retry", { taskId: id }) });
+    const retried = await jsonRpcDriver(node.url).call(alpha, "SendMessage", {
+      message: userMessage("retry", { taskId: id }),
+    });
     expect(retried.result.task.status.state).toBe("TASK_STATE_COMPLETED");
     expect(answerText(retried.result.task)).toBe("saw 1 message(s), last: reload me");
     await node.reload(config(WRONG));
@@ -222,7 +260,9 @@ describe("an openai node whose model endpoint refuses its key", () => {
     await restartWith(undefined);
     const o = await jsonRpcDriver(node.url).call(alpha, "SendMessage", { message: userMessage("hi") });
     expect(o.result.task.status.state).toBe("TASK_STATE_AUTH_REQUIRED");
-    expect(o.result.task.status.message.parts[0].text).toContain("wants an API key, and this node has none (HTTP 401: invalid_request_error)");
+    expect(o.result.task.status.message.parts[0].text).toContain(
+      "wants an API key, and this node has none (HTTP 401: invalid_request_error)",
+    );
     await restartWith(WRONG);
   });
 });
@@ -247,7 +287,9 @@ describe.each(["newer", "older"] as const)("a Hermes node whose %s Hermes refuse
     expect(text).toContain(`Hermes at ${fake.url} refused this node's API key (HTTP 401 invalid_api_key)`);
     expect(text).not.toContain("not-the-key");
     // No run was started: the key was refused at the node's first call (what the server is, before the run).
-    expect(fake.requests.filter((r) => r.path.startsWith("/v1/")).map((r) => [r.method, r.path, r.status])).toEqual([["GET", "/v1/capabilities", 401]]);
+    expect(fake.requests.filter((r) => r.path.startsWith("/v1/")).map((r) => [r.method, r.path, r.status])).toEqual([
+      ["GET", "/v1/capabilities", 401],
+    ]);
     options.apiKey = KEY;
     await n.restart();
     expect((await n.get(task.id)).status.state).toBe("TASK_STATE_AUTH_REQUIRED");
@@ -264,6 +306,9 @@ describe.each(["newer", "older"] as const)("a Hermes node whose %s Hermes refuse
     const executor = new HermesExecutor(options);
     expect((await executor.ready(AbortSignal.timeout(5000))).ready).toBe(false);
     options.apiKey = KEY;
-    expect(await executor.ready(AbortSignal.timeout(5000))).toEqual({ ready: true, detail: `Hermes at ${fake.url} accepted the API key` });
+    expect(await executor.ready(AbortSignal.timeout(5000))).toEqual({
+      ready: true,
+      detail: `Hermes at ${fake.url} accepted the API key`,
+    });
   });
 });

@@ -2,7 +2,10 @@ import { describe, expect, it } from "vitest";
 import type { StreamItem } from "../../src/protocol/types";
 import { EventStream } from "../../src/tasks/event-stream";
 
-const ev = (seq: number): StreamItem => ({ seq, response: { statusUpdate: { taskId: "t", contextId: "c", status: { state: "TASK_STATE_WORKING" } } } });
+const ev = (seq: number): StreamItem => ({
+  seq,
+  response: { statusUpdate: { taskId: "t", contextId: "c", status: { state: "TASK_STATE_WORKING" } } },
+});
 
 async function drain(stream: EventStream): Promise<(number | undefined)[]> {
   const seen: (number | undefined)[] = [];

@@ -102,7 +102,10 @@ describe("a caller's share of the node", () => {
   it("one caller's stuck tasks leave a slot for another caller, whose task completes at once", async () => {
     const { exec, handler } = setup({ maxConcurrent: 2, maxQueued: 10, callerShare: 0.5 });
     const stuck: Task[] = [];
-    for (let i = 1; i <= 3; i++) stuck.push(((await handler.sendMessage({ message: msg(`stuck-${i}`), ...later }, ctx("gamma"))) as { task: Task }).task);
+    for (let i = 1; i <= 3; i++)
+      stuck.push(
+        ((await handler.sendMessage({ message: msg(`stuck-${i}`), ...later }, ctx("gamma"))) as { task: Task }).task,
+      );
     expect(exec.starts).toEqual(["gamma:stuck-1"]); // gamma's share is one of the two slots
     expect((await store.get(stuck[1]!.id, "gamma"))?.status.state).toBe("TASK_STATE_SUBMITTED");
 
@@ -124,7 +127,9 @@ describe("a caller's share of the node", () => {
     );
     expect(refused).toBeInstanceOf(A2AError);
     expect((refused as A2AError).reason).toBe("RESOURCE_EXHAUSTED");
-    expect((refused as A2AError).message).toBe("gamma already has 1 tasks running and 2 waiting on this node, its share of it; retry when some have finished");
+    expect((refused as A2AError).message).toBe(
+      "gamma already has 1 tasks running and 2 waiting on this node, its share of it; retry when some have finished",
+    );
     const alpha = (await handler.sendMessage({ message: msg("quick") }, ctx("alpha"))) as { task: Task };
     expect(alpha.task.status.state).toBe("TASK_STATE_COMPLETED");
     exec.releaseAll();

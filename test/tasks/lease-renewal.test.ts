@@ -42,8 +42,20 @@ describe("lease renewals", () => {
     const executor = new HeldExecutor();
     const runner = new TaskRunner(store, executor, { maxConcurrent: 4, maxQueued: 10, historyMessages: 20, leases });
     const handler = new DefaultRequestHandler(store, runner);
-    const sent = ((await handler.sendMessage({ message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "hold" }] }, configuration: { returnImmediately: true } }, { caller: { name: "alpha", fingerprint: "AA" } })) as { task: Task }).task;
-    const expiry = async () => Number((await database.sql`SELECT expires_at FROM task_leases WHERE task_id = ${sent.id} AND replica = 'a'`)[0]?.expires_at ?? 0);
+    const sent = (
+      (await handler.sendMessage(
+        {
+          message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "hold" }] },
+          configuration: { returnImmediately: true },
+        },
+        { caller: { name: "alpha", fingerprint: "AA" } },
+      )) as { task: Task }
+    ).task;
+    const expiry = async () =>
+      Number(
+        (await database.sql`SELECT expires_at FROM task_leases WHERE task_id = ${sent.id} AND replica = 'a'`)[0]
+          ?.expires_at ?? 0,
+      );
     const locker = await database.sql.reserve();
     const errors: unknown[] = [];
     let stopLeases = () => {};
@@ -54,14 +66,17 @@ describe("lease renewals", () => {
       stopLeases = runner.keepLeases((err) => errors.push(err));
       // No event tells when a statement waits in the server, nor when a renewal committed: both are polled.
       for (;;) {
-        const [row] = await database.sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND ${pid} = ANY(pg_blocking_pids(pid)) AND query LIKE '%orphans%'`;
+        const [row] =
+          await database.sql`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND ${pid} = ANY(pg_blocking_pids(pid)) AND query LIKE '%orphans%'`;
         if (row) break;
         await Bun.sleep(10);
       }
       const before = await expiry();
       const deadline = Date.now() + 20 * LEASE_MS;
       while ((await expiry()) < before + 2 * (LEASE_MS / 3) && Date.now() < deadline) await Bun.sleep(20);
-      expect(await expiry(), "the lease renewed while the claim waited").toBeGreaterThanOrEqual(before + 2 * (LEASE_MS / 3));
+      expect(await expiry(), "the lease renewed while the claim waited").toBeGreaterThanOrEqual(
+        before + 2 * (LEASE_MS / 3),
+      );
       await locker`COMMIT`;
     } finally {
       stopLeases();

@@ -20,7 +20,12 @@ let dir: string;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
-const message = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra });
+const message = (text: string, extra: Partial<Message> = {}): Message => ({
+  messageId: crypto.randomUUID(),
+  role: "ROLE_USER",
+  parts: [{ text }],
+  ...extra,
+});
 const taskOf = (r: SendMessageResult): Task => (r as { task: Task }).task;
 
 beforeEach(() => {
@@ -64,7 +69,12 @@ function setup() {
   };
   let log = "";
   const lifecycle = allOf(recorder, taskLog(createLogger((l) => (log += l), "info", "json")));
-  const runner = new TaskRunner(store, new Executor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 10, lifecycle });
+  const runner = new TaskRunner(store, new Executor(), {
+    maxConcurrent: 2,
+    maxQueued: 10,
+    historyMessages: 10,
+    lifecycle,
+  });
   return { events, at, log: () => log, handler: new DefaultRequestHandler(store, runner), runner };
 }
 
@@ -104,9 +114,19 @@ describe("the task lifecycle", () => {
     const { handler, log } = setup();
     const secret = `secret ${crypto.randomUUID()}`;
     const t = taskOf(await handler.sendMessage({ message: message(secret) }, alpha));
-    const lines = log().trimEnd().split("\n").map((l) => JSON.parse(l));
+    const lines = log()
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines).toEqual([
-      { time: expect.any(String), level: "info", msg: "task accepted", task_id: t.id, context_id: t.contextId, peer: "alpha" },
+      {
+        time: expect.any(String),
+        level: "info",
+        msg: "task accepted",
+        task_id: t.id,
+        context_id: t.contextId,
+        peer: "alpha",
+      },
       {
         time: expect.any(String),
         level: "info",

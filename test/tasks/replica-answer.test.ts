@@ -21,7 +21,12 @@ let database: PostgresDatabase;
 let stores: { store: PostgresTaskStore; replicas: PostgresReplicaMessages }[];
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
 const bravo = { caller: { name: "bravo", fingerprint: "BB" } };
-const message = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra });
+const message = (text: string, extra: Partial<Message> = {}): Message => ({
+  messageId: crypto.randomUUID(),
+  role: "ROLE_USER",
+  parts: [{ text }],
+  ...extra,
+});
 const taskOf = (r: unknown) => (r as { task: Task }).task;
 
 /** Asks "a or b?", refusing anything else; completes with the answer. Counts its executions. */
@@ -30,8 +35,14 @@ class AskingExecutor implements AgentExecutor {
   executions = 0;
   async execute(req: ExecutionRequest): Promise<ExecutionOutcome> {
     this.executions++;
-    const answer = await req.input({ text: "a or b?", check: (m) => (["a", "b"].includes(messageText(m)) ? undefined : `"${messageText(m)}" is neither a nor b`) });
-    return { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "answer", parts: [{ text: messageText(answer) }] }] };
+    const answer = await req.input({
+      text: "a or b?",
+      check: (m) => (["a", "b"].includes(messageText(m)) ? undefined : `"${messageText(m)}" is neither a nor b`),
+    });
+    return {
+      state: "TASK_STATE_COMPLETED",
+      artifacts: [{ artifactId: "answer", parts: [{ text: messageText(answer) }] }],
+    };
   }
 }
 
@@ -41,7 +52,13 @@ async function replica(name: string, executor: AgentExecutor) {
   const replicas = new PostgresReplicaMessages(database.sql, leases);
   await replicas.listen();
   stores.push({ store, replicas });
-  const runner = new TaskRunner(store, executor, { maxConcurrent: 4, maxQueued: 100, historyMessages: 20, leases, replicas });
+  const runner = new TaskRunner(store, executor, {
+    maxConcurrent: 4,
+    maxQueued: 100,
+    historyMessages: 20,
+    leases,
+    replicas,
+  });
   return { runner, handler: new DefaultRequestHandler(store, runner) };
 }
 
@@ -80,7 +97,9 @@ describe("an answer sent to another replica than the one where the execution wai
     expect(refused.code).toBe(-32602);
     expect(refused.message).toBe('"maybe" is neither a nor b');
     // Another caller's answer: not found, as for any task of someone else.
-    expect((await a2aError(b.handler.sendMessage({ message: message("a", { taskId: asked.id }) }, bravo))).code).toBe(-32001);
+    expect((await a2aError(b.handler.sendMessage({ message: message("a", { taskId: asked.id }) }, bravo))).code).toBe(
+      -32001,
+    );
 
     const done = taskOf(await b.handler.sendMessage({ message: message("b", { taskId: asked.id }) }, alpha));
     expect(done.status.state).toBe("TASK_STATE_COMPLETED");
@@ -116,8 +135,18 @@ describe("an answer sent to another replica than the one where the execution wai
     const b = await replica("b", new AskingExecutor());
     const asked = taskOf(await a.handler.sendMessage({ message: message("choose") }, alpha));
     const items: StreamItem[] = [];
-    for await (const item of await b.handler.sendStreamingMessage({ message: message("a", { taskId: asked.id }) }, alpha)) items.push(item);
-    const states = items.map((i) => ("task" in i.response ? `task:${i.response.task.status.state}` : "statusUpdate" in i.response ? i.response.statusUpdate.status.state : "artifact"));
+    for await (const item of await b.handler.sendStreamingMessage(
+      { message: message("a", { taskId: asked.id }) },
+      alpha,
+    ))
+      items.push(item);
+    const states = items.map((i) =>
+      "task" in i.response
+        ? `task:${i.response.task.status.state}`
+        : "statusUpdate" in i.response
+          ? i.response.statusUpdate.status.state
+          : "artifact",
+    );
     expect(states[0]).toBe("task:TASK_STATE_WORKING");
     expect(states.at(-1)).toBe("TASK_STATE_COMPLETED");
     expect(states).toContain("artifact");

@@ -17,7 +17,16 @@ async function seed(store: MemoryTaskStore, finishedOld: number, other: number):
   for (let i = 0; i < finishedOld + other; i++) {
     const at = NOW - (40 + i) * DAY;
     const id = ulidFactory(() => at)();
-    await (await store.create({ id, contextId: id, owner: "alpha", message: { messageId: id, role: "ROLE_USER", parts: [{ text: "x" }] }, executor: "echo", timestamp: new Date(at).toISOString() })).committed;
+    await (
+      await store.create({
+        id,
+        contextId: id,
+        owner: "alpha",
+        message: { messageId: id, role: "ROLE_USER", parts: [{ text: "x" }] },
+        executor: "echo",
+        timestamp: new Date(at).toISOString(),
+      })
+    ).committed;
     const state = i < finishedOld ? "TASK_STATE_COMPLETED" : "TASK_STATE_INPUT_REQUIRED";
     await store.record(id, { status: { state, timestamp: new Date(at + DAY).toISOString() } });
     if (i < finishedOld) old.push(id);
@@ -31,7 +40,13 @@ describe("RetentionSweeper", () => {
     const old = await seed(store, 7, 2);
     const batches: string[][] = [];
     const lines: string[] = [];
-    const sweeper = new RetentionSweeper(store, { maxAgeMs: 30 * DAY, batch: 3, now: () => NOW, forget: (ids) => void batches.push(ids), log: createLogger((l) => lines.push(l)) });
+    const sweeper = new RetentionSweeper(store, {
+      maxAgeMs: 30 * DAY,
+      batch: 3,
+      now: () => NOW,
+      forget: (ids) => void batches.push(ids),
+      log: createLogger((l) => lines.push(l)),
+    });
     expect(await sweeper.sweep()).toBe(7);
     expect(batches.map((b) => b.length)).toEqual([3, 3, 1]);
     expect(batches.flat().sort()).toEqual([...old].sort());
@@ -52,7 +67,10 @@ describe("RetentionSweeper", () => {
 
   it("with retention 0, start() never sweeps", async () => {
     const calls: string[] = [];
-    const sweeper = new RetentionSweeper({ deleteFinished: async (before) => (calls.push(before), []) }, { maxAgeMs: 0 });
+    const sweeper = new RetentionSweeper(
+      { deleteFinished: async (before) => (calls.push(before), []) },
+      { maxAgeMs: 0 },
+    );
     sweeper.start();
     await new Promise<void>((r) => setImmediate(r));
     await sweeper.stop();
@@ -75,6 +93,8 @@ describe("RetentionSweeper", () => {
     sweeper.start();
     await attempted;
     await sweeper.stop();
-    expect(lines.join("")).toContain('retention sweep failed; trying again at the next interval reason="disk I/O error"');
+    expect(lines.join("")).toContain(
+      'retention sweep failed; trying again at the next interval reason="disk I/O error"',
+    );
   });
 });

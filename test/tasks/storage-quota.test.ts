@@ -21,7 +21,12 @@ import { TaskRunner } from "../../src/tasks/task-runner";
 import { tempDir } from "../helpers/temp-dir";
 
 const as = (name: string) => ({ caller: { name, fingerprint: name } });
-const message = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra });
+const message = (text: string, extra: Partial<Message> = {}): Message => ({
+  messageId: crypto.randomUUID(),
+  role: "ROLE_USER",
+  parts: [{ text }],
+  ...extra,
+});
 const taskOf = (r: unknown) => (r as { task: Task }).task;
 
 async function refusal(p: Promise<unknown>): Promise<A2AError> {
@@ -47,7 +52,13 @@ afterEach(() => {
 });
 
 function handlerWith(o: Partial<StorageQuotaOptions>, refused: string[] = []) {
-  const quota = new StorageQuota(store, { maxCallerBytes: 0, maxCallerTasks: 0, ttlMs: 0, onRefused: (l) => refused.push(l), ...o });
+  const quota = new StorageQuota(store, {
+    maxCallerBytes: 0,
+    maxCallerTasks: 0,
+    ttlMs: 0,
+    onRefused: (l) => refused.push(l),
+    ...o,
+  });
   const runner = new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 4, maxQueued: 100, historyMessages: 5 });
   return new DefaultRequestHandler(store, runner, { storage: quota });
 }
@@ -56,7 +67,10 @@ describe("max_caller_tasks", () => {
   it("refuses a caller's next task once it has as many stored as its quota, naming it; another caller goes on; retention frees room", async () => {
     const refused: string[] = [];
     const handler = handlerWith({ maxCallerTasks: 3 }, refused);
-    for (let i = 0; i < 3; i++) expect(taskOf(await handler.sendMessage({ message: message(`t${i}`) }, as("alpha"))).status.state).toBe("TASK_STATE_COMPLETED");
+    for (let i = 0; i < 3; i++)
+      expect(taskOf(await handler.sendMessage({ message: message(`t${i}`) }, as("alpha"))).status.state).toBe(
+        "TASK_STATE_COMPLETED",
+      );
     const before = (await store.list("alpha", {})).totalSize;
     const err = await refusal(handler.sendMessage({ message: message("one more") }, as("alpha")));
     expect(err.code).toBe(-32603);
@@ -67,11 +81,15 @@ describe("max_caller_tasks", () => {
     );
     expect((await store.list("alpha", {})).totalSize).toBe(before); // nothing recorded
     expect(refused).toEqual(["max_caller_tasks"]);
-    expect(taskOf(await handler.sendMessage({ message: message("beta's") }, as("beta"))).status.state).toBe("TASK_STATE_COMPLETED");
+    expect(taskOf(await handler.sendMessage({ message: message("beta's") }, as("beta"))).status.state).toBe(
+      "TASK_STATE_COMPLETED",
+    );
     // Retention deletes alpha's finished tasks: its room comes back.
     store.flush();
     expect(await store.deleteFinished(new Date(Date.now() + 60_000).toISOString(), 2)).toHaveLength(2);
-    expect(taskOf(await handler.sendMessage({ message: message("again") }, as("alpha"))).status.state).toBe("TASK_STATE_COMPLETED");
+    expect(taskOf(await handler.sendMessage({ message: message("again") }, as("alpha"))).status.state).toBe(
+      "TASK_STATE_COMPLETED",
+    );
   });
 });
 
@@ -111,7 +129,9 @@ describe("max_caller_bytes", () => {
     const asked = taskOf(await handler.sendMessage({ message: message("q".repeat(20_000)) }, as("alpha")));
     expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     store.flush();
-    const err = await refusal(handler.sendMessage({ message: message("r".repeat(15_000), { taskId: asked.id }) }, as("alpha")));
+    const err = await refusal(
+      handler.sendMessage({ message: message("r".repeat(15_000), { taskId: asked.id }) }, as("alpha")),
+    );
     expect(err.metadata?.limit).toBe("max_caller_bytes");
     expect((await store.get(asked.id, "alpha"))?.history).toHaveLength(2);
     const done = taskOf(await handler.sendMessage({ message: message("yes", { taskId: asked.id }) }, as("alpha")));
@@ -124,7 +144,12 @@ describe("min_free_disk", () => {
     let free = 10_000_000;
     const lines: string[] = [];
     const log = createLogger((line) => lines.push(line), "info", "json");
-    const floor = new DiskFloor(store, { path: join(dir, "db.sqlite"), floorBytes: 1_000_000, freeBytes: () => free, log });
+    const floor = new DiskFloor(store, {
+      path: join(dir, "db.sqlite"),
+      floorBytes: 1_000_000,
+      freeBytes: () => free,
+      log,
+    });
     await floor.start();
     floor.stop(); // read by hand below, not on a timer
     const refused: string[] = [];
@@ -132,27 +157,41 @@ describe("min_free_disk", () => {
     await handler.sendMessage({ message: message("x".repeat(50_000)) }, as("alpha"));
     await handler.sendMessage({ message: message("y".repeat(1000)) }, as("beta"));
     store.flush();
-    expect(storageCheck(floor.state())).toMatchObject({ ok: true, refusing: "none", freeBytes: 10_000_000, minFreeDisk: 1_000_000 });
+    expect(storageCheck(floor.state())).toMatchObject({
+      ok: true,
+      refusing: "none",
+      freeBytes: 10_000_000,
+      minFreeDisk: 1_000_000,
+    });
 
     free = 900_000;
     await floor.check();
     const err = await refusal(handler.sendMessage({ message: message("more") }, as("alpha")));
     expect(err.metadata?.limit).toBe("min_free_disk");
-    expect(err.message).toContain("this node's disk has 900000 bytes free, less than its floor of 1000000 (min_free_disk)");
+    expect(err.message).toContain(
+      "this node's disk has 900000 bytes free, less than its floor of 1000000 (min_free_disk)",
+    );
     expect(err.message).toContain("from the caller whose stored tasks take the most (alpha,");
-    expect(taskOf(await handler.sendMessage({ message: message("beta goes on") }, as("beta"))).status.state).toBe("TASK_STATE_COMPLETED");
+    expect(taskOf(await handler.sendMessage({ message: message("beta goes on") }, as("beta"))).status.state).toBe(
+      "TASK_STATE_COMPLETED",
+    );
     const check = storageCheck(floor.state());
     expect(check).toMatchObject({ ok: false, refusing: "heaviest", heaviest: "alpha" });
     expect(check.detail).toContain("new tasks and messages of alpha (the caller whose tasks take the most");
 
     free = 400_000;
     await floor.check();
-    for (const who of ["alpha", "beta"]) expect((await refusal(handler.sendMessage({ message: message("no") }, as(who)))).message).toContain("from any caller");
+    for (const who of ["alpha", "beta"])
+      expect((await refusal(handler.sendMessage({ message: message("no") }, as(who)))).message).toContain(
+        "from any caller",
+      );
     expect(storageCheck(floor.state())).toMatchObject({ ok: false, refusing: "all" });
 
     free = 2_000_000;
     await floor.check();
-    expect(taskOf(await handler.sendMessage({ message: message("room again") }, as("alpha"))).status.state).toBe("TASK_STATE_COMPLETED");
+    expect(taskOf(await handler.sendMessage({ message: message("room again") }, as("alpha"))).status.state).toBe(
+      "TASK_STATE_COMPLETED",
+    );
     expect(refused).toEqual(["min_free_disk", "min_free_disk", "min_free_disk"]);
     const said = lines.map((l) => JSON.parse(l) as { level: string; msg: string; peer?: string });
     expect(said.map((l) => [l.level, l.msg.split(":")[0], l.peer])).toEqual([
@@ -163,6 +202,9 @@ describe("min_free_disk", () => {
   });
 
   it("with the floor off (or on Postgres) the check passes and says nothing is watched", () => {
-    expect(storageCheck(undefined, "min_free_disk is 0")).toEqual({ ok: true, detail: "free disk space is not watched (min_free_disk is 0); the per-caller quotas still apply" });
+    expect(storageCheck(undefined, "min_free_disk is 0")).toEqual({
+      ok: true,
+      detail: "free disk space is not watched (min_free_disk is 0); the per-caller quotas still apply",
+    });
   });
 });

@@ -32,7 +32,8 @@ const message = (parts: Part[] | string, extra: Partial<Message> = {}): Message 
 });
 const taskOf = (r: unknown) => (r as { task: Task }).task;
 const statusText = (t: Task) => t.status.message?.parts[0]?.text ?? "";
-const artifactBytes = (t: Task | undefined) => (t?.artifacts ?? []).reduce((n, a) => n + a.parts.reduce((m, p) => m + partBytes(p), 0), 0);
+const artifactBytes = (t: Task | undefined) =>
+  (t?.artifacts ?? []).reduce((n, a) => n + a.parts.reduce((m, p) => m + partBytes(p), 0), 0);
 
 async function a2aError(p: Promise<unknown>): Promise<A2AError> {
   const err = await p.then(
@@ -60,7 +61,12 @@ class PlannedExecutor implements AgentExecutor {
   inputErrors: unknown[] = [];
   async execute(req: ExecutionRequest): Promise<ExecutionOutcome> {
     const plan = this.plan;
-    plan.chunks?.forEach((text, i) => req.events.artifact({ artifactId: "out", parts: [{ text }] }, { append: i > 0, lastChunk: i === plan.chunks!.length - 1 }));
+    plan.chunks?.forEach((text, i) =>
+      req.events.artifact(
+        { artifactId: "out", parts: [{ text }] },
+        { append: i > 0, lastChunk: i === plan.chunks!.length - 1 },
+      ),
+    );
     const answers: string[] = [];
     for (let i = 0; i < (plan.questions ?? 0); i++) {
       try {
@@ -72,12 +78,23 @@ class PlannedExecutor implements AgentExecutor {
       }
     }
     if (plan.interrupt) return { state: "TASK_STATE_INPUT_REQUIRED", message: "more, please" };
-    if (plan.reply) return { state: "TASK_STATE_COMPLETED", reply: { messageId: crypto.randomUUID(), role: "ROLE_AGENT", parts: plan.reply } };
-    return { state: "TASK_STATE_COMPLETED", artifacts: plan.artifacts, message: answers.length ? answers.join(",") : undefined };
+    if (plan.reply)
+      return {
+        state: "TASK_STATE_COMPLETED",
+        reply: { messageId: crypto.randomUUID(), role: "ROLE_AGENT", parts: plan.reply },
+      };
+    return {
+      state: "TASK_STATE_COMPLETED",
+      artifacts: plan.artifacts,
+      message: answers.length ? answers.join(",") : undefined,
+    };
   }
 }
 
-type Limits = Pick<TaskRunnerOptions, "maxArtifactBytes" | "maxTaskMessages" | "maxMessageParts" | "outputCapBytes" | "maxTaskBytes">;
+type Limits = Pick<
+  TaskRunnerOptions,
+  "maxArtifactBytes" | "maxTaskMessages" | "maxMessageParts" | "outputCapBytes" | "maxTaskBytes"
+>;
 
 interface Backend {
   name: string;
@@ -118,11 +135,23 @@ const BACKENDS: Backend[] = [
 ];
 
 describe.each(BACKENDS)("limits on $name", (backend) => {
-  async function node(limits: Limits, run: (n: { handler: DefaultRequestHandler; store: TaskStore; executor: PlannedExecutor }) => Promise<void>) {
+  async function node(
+    limits: Limits,
+    run: (n: { handler: DefaultRequestHandler; store: TaskStore; executor: PlannedExecutor }) => Promise<void>,
+  ) {
     const { store, close } = await backend.open();
     const executor = new PlannedExecutor();
-    const runner = new TaskRunner(store, executor, { maxConcurrent: 4, maxQueued: 100, historyMessages: 20, ...limits });
-    const handler = new DefaultRequestHandler(store, runner, { maxTaskMessages: limits.maxTaskMessages, maxMessageParts: limits.maxMessageParts, maxTaskBytes: limits.maxTaskBytes });
+    const runner = new TaskRunner(store, executor, {
+      maxConcurrent: 4,
+      maxQueued: 100,
+      historyMessages: 20,
+      ...limits,
+    });
+    const handler = new DefaultRequestHandler(store, runner, {
+      maxTaskMessages: limits.maxTaskMessages,
+      maxMessageParts: limits.maxMessageParts,
+      maxTaskBytes: limits.maxTaskBytes,
+    });
     try {
       await run({ handler, store, executor });
     } finally {
@@ -177,7 +206,9 @@ describe.each(BACKENDS)("limits on $name", (backend) => {
         executor.plan = { artifacts: returned(LIMIT - 2015) };
         const over = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
         expect(over.status.state).toBe("TASK_STATE_FAILED");
-        expect(statusText(over)).toContain(`would hold ${LIMIT + 1} bytes, more than this node's limit of ${LIMIT} (max_artifact_bytes)`);
+        expect(statusText(over)).toContain(
+          `would hold ${LIMIT + 1} bytes, more than this node's limit of ${LIMIT} (max_artifact_bytes)`,
+        );
         expect((await store.get(over.id, "alpha"))?.artifacts).toBeUndefined();
       }));
   });
@@ -202,7 +233,9 @@ describe.each(BACKENDS)("limits on $name", (backend) => {
         expect(stored?.artifacts?.[0]?.parts[0]?.text).toBe("y".repeat(CAP));
         // The artifact event subscribers and webhooks get carries the cut text too.
         const events = await store.eventsAfter(cut.id, 0);
-        const artifactEvents = events.flatMap((e) => ("artifactUpdate" in e.response ? [e.response.artifactUpdate.artifact] : []));
+        const artifactEvents = events.flatMap((e) =>
+          "artifactUpdate" in e.response ? [e.response.artifactUpdate.artifact] : [],
+        );
         expect(artifactEvents.map((a) => a.parts[0]?.text?.length)).toEqual([CAP]);
       }));
 
@@ -252,13 +285,17 @@ describe.each(BACKENDS)("limits on $name", (backend) => {
       node({ maxTaskBytes: MAX }, async ({ handler, store, executor }) => {
         executor.plan = { questions: 3 };
         const asked = taskOf(await handler.sendMessage({ message: message("x".repeat(5000)) }, alpha));
-        const err = await a2aError(handler.sendMessage({ message: message("y".repeat(5000), { taskId: asked.id }) }, alpha));
+        const err = await a2aError(
+          handler.sendMessage({ message: message("y".repeat(5000), { taskId: asked.id }) }, alpha),
+        );
         expect(err.code).toBe(-32602);
         expect(err.message).toContain("(max_task_bytes)");
         // The execution still waits, and a smaller answer is taken.
         const next = taskOf(await handler.sendMessage({ message: message("ok", { taskId: asked.id }) }, alpha));
         expect(next.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
-        expect((await store.get(asked.id, "alpha"))?.history?.map((m) => m.parts[0].text?.length)).toEqual([5000, 11, 2, 11]);
+        expect((await store.get(asked.id, "alpha"))?.history?.map((m) => m.parts[0].text?.length)).toEqual([
+          5000, 11, 2, 11,
+        ]);
       }));
 
     it("ends a task FAILED when the agent's streamed output would pass it, keeping what came before", () =>
@@ -266,23 +303,30 @@ describe.each(BACKENDS)("limits on $name", (backend) => {
         executor.plan = { chunks: ["a".repeat(3000), "b".repeat(3000), "c".repeat(3001)] };
         const done = taskOf(await handler.sendMessage({ message: message("m".repeat(1000)) }, alpha));
         expect(done.status.state).toBe("TASK_STATE_FAILED");
-        expect(statusText(done)).toBe(`stopped: the artifact event would make the task hold ${MAX + 1} bytes, more than this node's limit of ${MAX} per task (max_task_bytes); it was not kept`);
+        expect(statusText(done)).toBe(
+          `stopped: the artifact event would make the task hold ${MAX + 1} bytes, more than this node's limit of ${MAX} per task (max_task_bytes); it was not kept`,
+        );
         expect(artifactBytes(await store.get(done.id, "alpha"))).toBe(6000);
       }));
 
     it("ends a task FAILED when the agent's question or its outcome would pass it", async () => {
       await node({ maxTaskBytes: MAX }, async ({ handler, store, executor }) => {
-        executor.plan = { chunks: ["a".repeat(MAX - 1000 - 5)], questions: 1 }; // the question is "question 1?" (11 bytes)
+        // the question is "question 1?" (11 bytes)
+        executor.plan = { chunks: ["a".repeat(MAX - 1000 - 5)], questions: 1 };
         const done = taskOf(await handler.sendMessage({ message: message("m".repeat(1000)) }, alpha));
         expect(done.status.state).toBe("TASK_STATE_FAILED");
-        expect(statusText(done)).toBe(`stopped: the agent's question would make the task hold ${MAX + 6} bytes, more than this node's limit of ${MAX} per task (max_task_bytes)`);
+        expect(statusText(done)).toBe(
+          `stopped: the agent's question would make the task hold ${MAX + 6} bytes, more than this node's limit of ${MAX} per task (max_task_bytes)`,
+        );
         expect((await store.get(done.id, "alpha"))?.status.state).toBe("TASK_STATE_FAILED");
       });
       await node({ maxTaskBytes: MAX }, async ({ handler, executor }) => {
         executor.plan = { reply: [{ text: "r".repeat(MAX - 999) }] };
         const over = taskOf(await handler.sendMessage({ message: message("m".repeat(1000)) }, alpha));
         expect(over.status.state).toBe("TASK_STATE_FAILED");
-        expect(statusText(over)).toBe(`stopped: the agent's outcome would make the task hold ${MAX + 1} bytes, more than this node's limit of ${MAX} per task (max_task_bytes); it was not kept`);
+        expect(statusText(over)).toBe(
+          `stopped: the agent's outcome would make the task hold ${MAX + 1} bytes, more than this node's limit of ${MAX} per task (max_task_bytes); it was not kept`,
+        );
         executor.plan = { reply: [{ text: "r".repeat(MAX - 1000) }] };
         const fits = await handler.sendMessage({ message: message("m".repeat(1000)) }, alpha);
         expect("message" in fits).toBe(true);
@@ -321,7 +365,8 @@ describe.each(BACKENDS)("limits on $name", (backend) => {
         executor.plan = { interrupt: true }; // each turn: the caller's message and the agent's "more, please"
         const first = taskOf(await handler.sendMessage({ message: message("one") }, alpha));
         await handler.sendMessage({ message: message("two", { taskId: first.id }) }, alpha);
-        const third = taskOf(await handler.sendMessage({ message: message("three", { taskId: first.id }) }, alpha)); // place 5 of 6
+        // place 5 of 6
+        const third = taskOf(await handler.sendMessage({ message: message("three", { taskId: first.id }) }, alpha));
         expect(third.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
         expect((await store.get(first.id, "alpha"))?.history).toHaveLength(6);
         const err = await a2aError(handler.sendMessage({ message: message("four", { taskId: first.id }) }, alpha));
@@ -344,7 +389,9 @@ describe.each(BACKENDS)("limits on $name", (backend) => {
         const before = (await store.list("alpha", {})).totalSize;
         const err = await a2aError(handler.sendMessage({ message: message(parts(4)) }, alpha));
         expect(err.code).toBe(-32602);
-        expect(err.message).toBe("params.message has 4 parts, more than this node takes in one message (max_message_parts = 3); send fewer parts, or join them");
+        expect(err.message).toBe(
+          "params.message has 4 parts, more than this node takes in one message (max_message_parts = 3); send fewer parts, or join them",
+        );
         expect((await store.list("alpha", {})).totalSize).toBe(before);
         const followUp = await a2aError(handler.sendMessage({ message: message(parts(4), { taskId: ok.id }) }, alpha));
         expect(followUp.code).toBe(-32602);
@@ -359,7 +406,9 @@ describe.each(BACKENDS)("limits on $name", (backend) => {
         executor.plan = { reply: parts(4) };
         const over = taskOf(await handler.sendMessage({ message: message("go") }, alpha));
         expect(over.status.state).toBe("TASK_STATE_FAILED");
-        expect(statusText(over)).toBe("stopped: the agent's reply has 4 parts, more than this node's limit of 3 per message (max_message_parts); it was not kept");
+        expect(statusText(over)).toBe(
+          "stopped: the agent's reply has 4 parts, more than this node's limit of 3 per message (max_message_parts); it was not kept",
+        );
         expect((await store.get(over.id, "alpha"))?.status.state).toBe("TASK_STATE_FAILED");
       }));
   });

@@ -22,7 +22,12 @@ let database: OpenDatabase;
 let store: SqliteTaskStore;
 
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
-const message = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra });
+const message = (text: string, extra: Partial<Message> = {}): Message => ({
+  messageId: crypto.randomUUID(),
+  role: "ROLE_USER",
+  parts: [{ text }],
+  ...extra,
+});
 
 beforeEach(() => {
   dir = tempDir("a2a-input-");
@@ -45,7 +50,8 @@ function counter() {
       count++;
       for (let i = waiters.length - 1; i >= 0; i--) if (count >= waiters[i]!.n) waiters.splice(i, 1)[0]!.resolve();
     },
-    reached: (n: number) => (count >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve }))),
+    reached: (n: number) =>
+      count >= n ? Promise.resolve() : new Promise<void>((resolve) => waiters.push({ n, resolve })),
   };
 }
 
@@ -79,12 +85,19 @@ class AskingExecutor implements AgentExecutor {
         answers.push("(withdrawn)");
       }
     }
-    return { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "answers", parts: [{ text: answers.join(",") }] }] };
+    return {
+      state: "TASK_STATE_COMPLETED",
+      artifacts: [{ artifactId: "answers", parts: [{ text: answers.join(",") }] }],
+    };
   }
 }
 
 function handlerWith(executor: AgentExecutor, opts: { maxConcurrent?: number } = {}) {
-  const runner = new TaskRunner(store, executor, { maxConcurrent: opts.maxConcurrent ?? 4, maxQueued: 100, historyMessages: 20 });
+  const runner = new TaskRunner(store, executor, {
+    maxConcurrent: opts.maxConcurrent ?? 4,
+    maxQueued: 100,
+    historyMessages: 20,
+  });
   return { runner, handler: new DefaultRequestHandler(store, runner) };
 }
 
@@ -113,8 +126,12 @@ describe("an execution that asks for input and waits for the answer", () => {
     expect(done.status.state).toBe("TASK_STATE_COMPLETED");
     expect(done.artifacts?.[0]?.parts[0]?.text).toBe("b");
     expect(exec.started.count).toBe(1); // the same execution went on; nothing ran twice
-    const stored = await store.get(asked.id, "alpha") as Task;
-    expect(stored.history?.map((m) => `${m.role}:${m.parts[0]?.text}`)).toEqual(["ROLE_USER:once", "ROLE_AGENT:question 1: a or b?", "ROLE_USER:b"]);
+    const stored = (await store.get(asked.id, "alpha")) as Task;
+    expect(stored.history?.map((m) => `${m.role}:${m.parts[0]?.text}`)).toEqual([
+      "ROLE_USER:once",
+      "ROLE_AGENT:question 1: a or b?",
+      "ROLE_USER:b",
+    ]);
   });
 
   it("refuses an answer the question's check turns down with -32602, keeping the task INPUT_REQUIRED and its history unchanged", async () => {
@@ -124,7 +141,7 @@ describe("an execution that asks for input and waits for the answer", () => {
     const err = await a2aError(handler.sendMessage({ message: message("maybe", { taskId: asked.id }) }, alpha));
     expect(err.code).toBe(-32602);
     expect(err.message).toBe('"maybe" is neither a nor b');
-    const stored = await store.get(asked.id, "alpha") as Task;
+    const stored = (await store.get(asked.id, "alpha")) as Task;
     expect(stored.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     expect(stored.history).toHaveLength(2);
     const done = taskOf(await handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha));
@@ -146,7 +163,11 @@ describe("an execution that asks for input and waits for the answer", () => {
     expect(exec.started.count).toBe(1);
     // The task still takes its answer, in the same execution.
     const done = taskOf(await handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha));
-    expect([done.id, done.status.state, done.artifacts?.[0]?.parts[0]?.text]).toEqual([asked.id, "TASK_STATE_COMPLETED", "a"]);
+    expect([done.id, done.status.state, done.artifacts?.[0]?.parts[0]?.text]).toEqual([
+      asked.id,
+      "TASK_STATE_COMPLETED",
+      "a",
+    ]);
   });
 
   it("a retry of the message of a task still working waits for it to settle, as the first call would", async () => {
@@ -158,17 +179,26 @@ describe("an execution that asks for input and waits for the answer", () => {
       async execute(req) {
         started.bump();
         await gate;
-        return { state: "TASK_STATE_COMPLETED", artifacts: [{ artifactId: "a", parts: [{ text: messageText(req.message) }] }] };
+        return {
+          state: "TASK_STATE_COMPLETED",
+          artifacts: [{ artifactId: "a", parts: [{ text: messageText(req.message) }] }],
+        };
       },
     };
     const { handler } = handlerWith(exec);
     const first = message("slow");
-    const receipt = taskOf(await handler.sendMessage({ message: first, configuration: { returnImmediately: true } }, alpha));
+    const receipt = taskOf(
+      await handler.sendMessage({ message: first, configuration: { returnImmediately: true } }, alpha),
+    );
     await started.reached(1);
     const retry = handler.sendMessage({ message: { ...first } }, alpha);
     release();
     const done = taskOf(await retry);
-    expect([done.id, done.status.state, done.artifacts?.[0]?.parts[0]?.text]).toEqual([receipt.id, "TASK_STATE_COMPLETED", "slow"]);
+    expect([done.id, done.status.state, done.artifacts?.[0]?.parts[0]?.text]).toEqual([
+      receipt.id,
+      "TASK_STATE_COMPLETED",
+      "slow",
+    ]);
     expect(started.count).toBe(1);
   });
 
@@ -270,7 +300,9 @@ describe("an execution that asks for input and waits for the answer", () => {
     const seen: string[] = [];
     for await (const item of stream) {
       const r = item.response as any;
-      seen.push(r.task ? `task:${r.task.status.state}` : r.statusUpdate ? `status:${r.statusUpdate.status.state}` : "artifact");
+      seen.push(
+        r.task ? `task:${r.task.status.state}` : r.statusUpdate ? `status:${r.statusUpdate.status.state}` : "artifact",
+      );
     }
     // The stream opens with the task the answer left (going on), not with the question it answered.
     expect(seen).toEqual(["task:TASK_STATE_WORKING", "status:TASK_STATE_WORKING", "status:TASK_STATE_INPUT_REQUIRED"]);
@@ -285,7 +317,13 @@ describe("an execution that asks for input and waits for the answer", () => {
     const reading = (async () => {
       for await (const item of stream) {
         const r = item.response as any;
-        seen.push(r.task ? `task:${r.task.status.state}` : r.statusUpdate ? `status:${r.statusUpdate.status.state}` : "artifact");
+        seen.push(
+          r.task
+            ? `task:${r.task.status.state}`
+            : r.statusUpdate
+              ? `status:${r.statusUpdate.status.state}`
+              : "artifact",
+        );
       }
     })();
     await handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha);
@@ -308,14 +346,15 @@ describe("an execution that asks for input and waits for the answer", () => {
     await runner.shutdown(50);
     expect(exec.inputErrors).toHaveLength(1);
     expect((exec.inputErrors[0] as ExecutionStopped).stopCause).toBe("shutdown");
-    const stored = await store.get(asked.id, "alpha") as Task;
+    const stored = (await store.get(asked.id, "alpha")) as Task;
     expect(stored.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     expect(stored.status.message?.parts[0]?.text).toBe("question 1: a or b?");
 
     // The next start of the node: the answer starts a new execution of the task.
     const restarted = handlerWith(exec);
     const done = taskOf(await restarted.handler.sendMessage({ message: message("a", { taskId: asked.id }) }, alpha));
-    expect(done.status.state).toBe("TASK_STATE_INPUT_REQUIRED"); // a fresh execution asks again: this one knows nothing of the old
+    // a fresh execution asks again: this one knows nothing of the old
+    expect(done.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     expect(exec.started.count).toBe(2);
   });
 
@@ -363,7 +402,12 @@ describe("the reply to a message that answers a task is never the question it an
     const exec = new AskingExecutor();
     const { handler, runner } = handlerWith(exec);
     const asked = taskOf(await handler.sendMessage({ message: message("once") }, alpha));
-    const reply = taskOf(await handler.sendMessage({ message: message("a", { taskId: asked.id }), configuration: { returnImmediately: true } }, alpha));
+    const reply = taskOf(
+      await handler.sendMessage(
+        { message: message("a", { taskId: asked.id }), configuration: { returnImmediately: true } },
+        alpha,
+      ),
+    );
     expect(reply.status.state).toBe("TASK_STATE_WORKING");
     expect(reply.status.message).toBeUndefined();
     expect(reply.history?.map((m) => m.parts[0]?.text)).toEqual(["once", "question 1: a or b?", "a"]);
@@ -381,7 +425,12 @@ describe("the reply to a message that answers a task is never the question it an
     const { handler } = handlerWith(exec);
     const asked = taskOf(await handler.sendMessage({ message: message("ask") }, alpha));
     expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
-    const reply = taskOf(await handler.sendMessage({ message: message("go on", { taskId: asked.id }), configuration: { returnImmediately: true } }, alpha));
+    const reply = taskOf(
+      await handler.sendMessage(
+        { message: message("go on", { taskId: asked.id }), configuration: { returnImmediately: true } },
+        alpha,
+      ),
+    );
     expect(reply.status.state).toBe("TASK_STATE_WORKING");
     expect(reply.status.message).toBeUndefined();
     expect(reply.history?.at(-1)?.parts[0]?.text).toBe("go on");
@@ -395,9 +444,16 @@ describe("the reply to a message that answers a task is never the question it an
     const exec = new SteppedExecutor();
     const { handler, runner } = handlerWith(exec, { maxConcurrent: 1 });
     const asked = taskOf(await handler.sendMessage({ message: message("ask") }, alpha));
-    const busy = taskOf(await handler.sendMessage({ message: message("hold"), configuration: { returnImmediately: true } }, alpha));
+    const busy = taskOf(
+      await handler.sendMessage({ message: message("hold"), configuration: { returnImmediately: true } }, alpha),
+    );
     await exec.holding.reached(1);
-    const reply = taskOf(await handler.sendMessage({ message: message("queued answer", { taskId: asked.id }), configuration: { returnImmediately: true } }, alpha));
+    const reply = taskOf(
+      await handler.sendMessage(
+        { message: message("queued answer", { taskId: asked.id }), configuration: { returnImmediately: true } },
+        alpha,
+      ),
+    );
     expect(reply.status.state).toBe("TASK_STATE_WORKING");
     expect((await store.get(asked.id, "alpha"))?.status.state).toBe("TASK_STATE_WORKING");
     const settled = runner.settledOf(asked.id)!;

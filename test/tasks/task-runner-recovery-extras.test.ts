@@ -10,7 +10,13 @@ import { MemoryTaskStore } from "../../src/store/memory-task-store";
 import { AUTH_RETRY_KEY } from "../../src/tasks/auth-retry";
 import { EXTENSIONS_KEY, TaskRunner } from "../../src/tasks/task-runner";
 
-const msg = (text: string, role: Message["role"] = "ROLE_USER"): Message => ({ messageId: crypto.randomUUID(), role, parts: [{ text }], taskId: "t1", contextId: "c1" });
+const msg = (text: string, role: Message["role"] = "ROLE_USER"): Message => ({
+  messageId: crypto.randomUUID(),
+  role,
+  parts: [{ text }],
+  taskId: "t1",
+  contextId: "c1",
+});
 
 function setup() {
   const store = new MemoryTaskStore();
@@ -31,23 +37,57 @@ describe("restart recovery", () => {
   it("hands a resumed execution the extensions its message activated (kept in the task's node state)", async () => {
     const { store, runner, seen } = setup();
     const first = msg("cite this");
-    await (await store.create({ id: "t1", contextId: "c1", owner: "alpha", message: first, executor: "echo", state: { [EXTENSIONS_KEY]: ["urn:x:1"] }, timestamp: new Date().toISOString() })).committed;
+    await (
+      await store.create({
+        id: "t1",
+        contextId: "c1",
+        owner: "alpha",
+        message: first,
+        executor: "echo",
+        state: { [EXTENSIONS_KEY]: ["urn:x:1"] },
+        timestamp: new Date().toISOString(),
+      })
+    ).committed;
     await store.record("t1", { status: { state: "TASK_STATE_WORKING" } });
     expect(await runner.recover()).toEqual({ resumed: 1, failed: 0 });
     await runner.shutdown(1000);
-    expect(seen.map((s) => [s.req.resumed, s.req.extensions, s.req.message.messageId])).toEqual([[false, ["urn:x:1"], first.messageId]]); // "rerun": run again from its message
+    expect(seen.map((s) => [s.req.resumed, s.req.extensions, s.req.message.messageId])).toEqual([
+      [false, ["urn:x:1"], first.messageId],
+    ]); // "rerun": run again from its message
   });
 
   it("resumes the retry of an AUTH_REQUIRED task with the refused message, the messages about the authorization out of its history", async () => {
     const { store, runner, seen } = setup();
     const earlier = { ...msg("an earlier turn"), taskId: "t0" };
-    await (await store.create({ id: "t0", contextId: "c1", owner: "alpha", message: earlier, executor: "echo", timestamp: new Date().toISOString() })).committed;
+    await (
+      await store.create({
+        id: "t0",
+        contextId: "c1",
+        owner: "alpha",
+        message: earlier,
+        executor: "echo",
+        timestamp: new Date().toISOString(),
+      })
+    ).committed;
     await store.record("t0", { status: { state: "TASK_STATE_COMPLETED" } });
     const refused = msg("name three primes");
     const status = msg("model endpoint refused this node's API key", "ROLE_AGENT");
     const retry = msg("retry");
-    await (await store.create({ id: "t1", contextId: "c1", owner: "alpha", message: refused, executor: "echo", timestamp: new Date().toISOString() })).committed;
-    await store.record("t1", { history: [status, retry], status: { state: "TASK_STATE_WORKING" }, state: { [AUTH_RETRY_KEY]: { messageId: refused.messageId } } });
+    await (
+      await store.create({
+        id: "t1",
+        contextId: "c1",
+        owner: "alpha",
+        message: refused,
+        executor: "echo",
+        timestamp: new Date().toISOString(),
+      })
+    ).committed;
+    await store.record("t1", {
+      history: [status, retry],
+      status: { state: "TASK_STATE_WORKING" },
+      state: { [AUTH_RETRY_KEY]: { messageId: refused.messageId } },
+    });
     expect(await runner.recover()).toEqual({ resumed: 1, failed: 0 });
     await runner.shutdown(1000);
     expect(seen).toHaveLength(1);
@@ -63,13 +103,29 @@ describe("restart recovery", () => {
     const first = msg("hello");
     const other = msg("someone else's message");
     // What a caller could put in SendMessage's metadata: the node's own keys, with values that would steer it.
-    const forged = { "a2a-node/restarts": 99, [EXTENSIONS_KEY]: ["urn:forged"], [AUTH_RETRY_KEY]: { messageId: other.messageId } };
-    await (await store.create({ id: "t1", contextId: "c1", owner: "alpha", message: first, executor: "echo", metadata: forged, timestamp: new Date().toISOString() })).committed;
+    const forged = {
+      "a2a-node/restarts": 99,
+      [EXTENSIONS_KEY]: ["urn:forged"],
+      [AUTH_RETRY_KEY]: { messageId: other.messageId },
+    };
+    await (
+      await store.create({
+        id: "t1",
+        contextId: "c1",
+        owner: "alpha",
+        message: first,
+        executor: "echo",
+        metadata: forged,
+        timestamp: new Date().toISOString(),
+      })
+    ).committed;
     await store.record("t1", { status: { state: "TASK_STATE_WORKING" } });
     // 99 restarts would end it FAILED; it is resumed, as a task never resumed before is.
     expect(await runner.recover()).toEqual({ resumed: 1, failed: 0 });
     await runner.shutdown(1000);
-    expect(seen.map((s) => [s.req.message.messageId, s.req.extensions, s.req.state])).toEqual([[first.messageId, [], { "a2a-node/restarts": 1 }]]);
+    expect(seen.map((s) => [s.req.message.messageId, s.req.extensions, s.req.state])).toEqual([
+      [first.messageId, [], { "a2a-node/restarts": 1 }],
+    ]);
     // The caller's metadata is handed on as the caller's, and shown as the node counted.
     expect(seen[0].req.metadata).toMatchObject({ [EXTENSIONS_KEY]: ["urn:forged"], "a2a-node/restarts": 1 });
     expect((await store.get("t1", "alpha"))?.metadata?.["a2a-node/restarts"]).toBe(1);

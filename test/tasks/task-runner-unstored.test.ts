@@ -100,13 +100,16 @@ function watchEnds(): { lifecycle: Pick<TaskLifecycle, "finished">; finished: (t
         waiting.get(task.id)?.(task);
       },
     },
-    finished: (id) => (done.has(id) ? Promise.resolve(done.get(id)!) : new Promise((resolve) => waiting.set(id, resolve))),
+    finished: (id) =>
+      done.has(id) ? Promise.resolve(done.get(id)!) : new Promise((resolve) => waiting.set(id, resolve)),
   };
 }
 
 /** A trigger that fails writes to `table` whose new row matches `when` (SQL over NEW), as a disk error would. */
 function failWrites(table: "tasks" | "task_events", op: "INSERT" | "UPDATE", when: string): void {
-  database.sqlite.exec(`CREATE TRIGGER fail_${table}_${op} BEFORE ${op} ON ${table} WHEN ${when} BEGIN SELECT RAISE(ABORT, 'injected disk error'); END`);
+  database.sqlite.exec(
+    `CREATE TRIGGER fail_${table}_${op} BEFORE ${op} ON ${table} WHEN ${when} BEGIN SELECT RAISE(ABORT, 'injected disk error'); END`,
+  );
 }
 
 async function a2aError(p: Promise<unknown>): Promise<A2AError> {
@@ -136,30 +139,37 @@ describe("a task whose outcome cannot be stored", () => {
     const results = await Promise.all(texts.map((t) => handler.sendMessage({ message: message(t) }, alpha)));
     for (const [i, r] of results.entries()) {
       const task = taskOf(r);
-      const stored = await store.get(task.id, "alpha") as Task;
+      const stored = (await store.get(task.id, "alpha")) as Task;
       if (texts[i].includes("poison")) {
         expect(task.status.state).toBe("TASK_STATE_FAILED");
-        expect(text(task)).toMatch(/could not store this task's outcome, so its result is not kept: injected disk error/);
+        expect(text(task)).toMatch(
+          /could not store this task's outcome, so its result is not kept: injected disk error/,
+        );
         expect(task.artifacts ?? []).toEqual([]); // what the caller is shown is what is stored
         expect(stored.status).toEqual(task.status);
         expect(stored.artifacts).toBeUndefined();
         const events = await storedEvents(task.id);
         expect(events.at(-1)).toMatchObject({ statusUpdate: { status: { state: "TASK_STATE_FAILED" } } });
-        expect(events.some((e) => "statusUpdate" in e && e.statusUpdate.status.state === "TASK_STATE_COMPLETED")).toBe(false);
+        expect(events.some((e) => "statusUpdate" in e && e.statusUpdate.status.state === "TASK_STATE_COMPLETED")).toBe(
+          false,
+        );
       } else {
         expect(task.status.state).toBe("TASK_STATE_COMPLETED");
         expect(stored.status.state).toBe("TASK_STATE_COMPLETED");
         expect(stored.artifacts?.[0]?.parts[0]).toEqual({ text: `echo: ${texts[i]}` });
       }
     }
-    expect(log).toMatch(/could not store a task's writes; its callers get an error task_id=\S+ reason="injected disk error"/);
+    expect(log).toMatch(
+      /could not store a task's writes; its callers get an error task_id=\S+ reason="injected disk error"/,
+    );
     expect(log).not.toMatch(/noted/); // ids and reasons only, never what the tasks hold
   });
 
   it("a streaming caller sees the FAILED status last, and no COMPLETED", async () => {
     failWrites("tasks", "UPDATE", "NEW.state = 'TASK_STATE_COMPLETED'");
     const items: StreamItem[] = [];
-    for await (const item of await handler.sendStreamingMessage({ message: message("noted stream") }, alpha)) items.push(item);
+    for await (const item of await handler.sendStreamingMessage({ message: message("noted stream") }, alpha))
+      items.push(item);
     const states = items.flatMap((i) => ("statusUpdate" in i.response ? [i.response.statusUpdate.status.state] : []));
     expect(states.at(-1)).toBe("TASK_STATE_FAILED");
     expect(states).not.toContain("TASK_STATE_COMPLETED");
@@ -169,11 +179,17 @@ describe("a task whose outcome cannot be stored", () => {
     failWrites("tasks", "UPDATE", "NEW.state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED')");
     const err = await a2aError(handler.sendMessage({ message: message("noted twice unlucky") }, alpha));
     expect(err.code).toBe(-32603);
-    expect(err.message).toMatch(/^the node could not store task \S+ \(injected disk error\); it is taken up again as after a restart once the database takes writes/);
+    expect(err.message).toMatch(
+      /^the node could not store task \S+ \(injected disk error\); it is taken up again as after a restart once the database takes writes/,
+    );
     const [task] = (await store.list("alpha", {})).tasks;
     expect(task.status.state).toBe("TASK_STATE_WORKING"); // as last stored
     expect(runner.unstoredTasks()).toEqual({ count: 1, reason: "injected disk error" });
-    expect(log).toMatch(new RegExp(`could not store a task's outcome; it is taken up again as after a restart once the database takes writes task_id=${task.id}`));
+    expect(log).toMatch(
+      new RegExp(
+        `could not store a task's outcome; it is taken up again as after a restart once the database takes writes task_id=${task.id}`,
+      ),
+    );
   });
 
   it("a task of which nothing can be stored any more is run again as after a restart once the database takes writes, and ends once, events gapless", async () => {
@@ -199,7 +215,9 @@ describe("a task whose outcome cannot be stored", () => {
     expect(stored.artifacts?.[0]?.parts[0]).toEqual({ text: "echo: noted recovered" });
     const events = await storedEvents(stranded.id);
     const states = events.flatMap((e) => ("statusUpdate" in e ? [e.statusUpdate.status.state] : []));
-    expect(states.filter((s) => s === "TASK_STATE_COMPLETED" || s === "TASK_STATE_FAILED")).toEqual(["TASK_STATE_COMPLETED"]);
+    expect(states.filter((s) => s === "TASK_STATE_COMPLETED" || s === "TASK_STATE_FAILED")).toEqual([
+      "TASK_STATE_COMPLETED",
+    ]);
     expect(states.at(-1)).toBe("TASK_STATE_COMPLETED");
     expect(executor.stops).toEqual([undefined, undefined]); // run once more, and only once
     expect(runner.unstoredTasks().count).toBe(0);
@@ -215,7 +233,9 @@ describe("a task whose creation cannot be stored", () => {
     expect(poisoned.status).toBe("rejected");
     expect((poisoned as PromiseRejectedResult).reason).toBeInstanceOf(A2AError);
     expect((poisoned as PromiseRejectedResult).reason.code).toBe(-32603);
-    expect((poisoned as PromiseRejectedResult).reason.message).toMatch(/could not store task \S+, so it is not kept: injected disk error/);
+    expect((poisoned as PromiseRejectedResult).reason.message).toMatch(
+      /could not store task \S+, so it is not kept: injected disk error/,
+    );
     const stored = (await store.list("alpha", { pageSize: 100, historyLength: 1 })).tasks;
     expect(stored.map(firstText).sort()).toEqual(texts.filter((t) => t !== "poison").sort());
     for (const [i, s] of settled.entries()) {
@@ -229,7 +249,9 @@ describe("a task whose creation cannot be stored", () => {
 
   it("gets a returnImmediately caller -32603 instead of a SUBMITTED task, and a streaming caller -32603 before any event", async () => {
     failWrites("tasks", "INSERT", "1");
-    const immediate = await a2aError(handler.sendMessage({ message: message("noted a"), configuration: { returnImmediately: true } }, alpha));
+    const immediate = await a2aError(
+      handler.sendMessage({ message: message("noted a"), configuration: { returnImmediately: true } }, alpha),
+    );
     expect(immediate.code).toBe(-32603);
     expect(immediate.message).toMatch(/could not store task .*injected disk error/);
     const streaming = await a2aError(handler.sendStreamingMessage({ message: message("noted b") }, alpha));
@@ -286,9 +308,16 @@ describe("on Postgres, a task whose write fails in flight (its statement cancele
         },
       };
       const ends = watchEnds();
-      const pgRunner = new TaskRunner(pgStore, cutting, { maxConcurrent: 4, maxQueued: 10, historyMessages: 20, lifecycle: { ...taskLog(createLogger(() => {})), ...ends.lifecycle } });
+      const pgRunner = new TaskRunner(pgStore, cutting, {
+        maxConcurrent: 4,
+        maxQueued: 10,
+        historyMessages: 20,
+        lifecycle: { ...taskLog(createLogger(() => {})), ...ends.lifecycle },
+      });
       const pgHandler = new DefaultRequestHandler(pgStore, pgRunner);
-      const sent = taskOf(await pgHandler.sendMessage({ message: message("cut"), configuration: { returnImmediately: true } }, alpha));
+      const sent = taskOf(
+        await pgHandler.sendMessage({ message: message("cut"), configuration: { returnImmediately: true } }, alpha),
+      );
       await working.promise;
       // The events table locked: the write of "x" waits in the server.
       await holder`BEGIN`;
@@ -299,7 +328,10 @@ describe("on Postgres, a task whose write fails in flight (its statement cancele
       // No event tells when a statement waits in the server: its state is polled there.
       let waiting: number | undefined;
       while (waiting === undefined) {
-        const [row] = (await pg.sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> ${holderPid}`) as { pid: number }[];
+        const [row] =
+          (await pg.sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> ${holderPid}`) as {
+            pid: number;
+          }[];
         waiting = row?.pid;
         if (waiting === undefined) await Bun.sleep(10);
       }
@@ -313,9 +345,12 @@ describe("on Postgres, a task whose write fails in flight (its statement cancele
       expect(ended.status.state).toBe("TASK_STATE_FAILED");
       const events = await pgStore.eventsAfter(sent.id, 0);
       expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i + 1));
-      const states = events.flatMap((e) => ("statusUpdate" in e.response ? [e.response.statusUpdate.status.state] : []));
+      const states = events.flatMap((e) =>
+        "statusUpdate" in e.response ? [e.response.statusUpdate.status.state] : [],
+      );
       expect(states).toEqual(["TASK_STATE_WORKING", "TASK_STATE_FAILED"]);
-      expect(events.some((e) => "artifactUpdate" in e.response)).toBe(false); // "x" was cut; "y" and "z" not stored after it
+      // "x" was cut; "y" and "z" not stored after it
+      expect(events.some((e) => "artifactUpdate" in e.response)).toBe(false);
       const stored = (await pgStore.get(sent.id, "alpha")) as Task;
       expect(stored.status.state).toBe("TASK_STATE_FAILED");
       expect(text(stored)).toMatch(/could not store part of this task, so its result is not kept/);

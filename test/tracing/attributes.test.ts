@@ -25,7 +25,7 @@ describe("the attribute allow-list", () => {
       [ATTR.a2aTaskId]: "01JD3Q6W1V7Y2T3M4N5P6Q7R8S",
       [ATTR.genAiRequestModel]: "llama3",
       "a2a.message.text": "summarise the secret plan",
-      "gen_ai.input.messages": "[{\"role\":\"user\"}]",
+      "gen_ai.input.messages": '[{"role":"user"}]',
       "gen_ai.prompt": "hello",
       "http.request.header.authorization": `Bearer ${secret}`,
       "url.full": "https://x.example/a2a?token=abc",
@@ -51,12 +51,19 @@ describe("the attribute allow-list", () => {
   it("keeps message text and secrets out of what a recorded span exports", () => {
     const ended: FinishedSpan[] = [];
     const tracer = new RecordingTracer(new ParentBasedRatioSampler(1), { onEnd: (s) => ended.push(s) });
-    const span = tracer.startSpan("SendMessage", { attributes: { [ATTR.rpcMethod]: "SendMessage", "a2a.message.text": "TOP-SECRET-TEXT" } });
-    span.setAttribute("authorization", "Bearer TOP-SECRET-TOKEN").setAttributes({ [ATTR.a2aTaskState]: "completed", "gen_ai.output.messages": "TOP-SECRET-ANSWER" });
+    const span = tracer.startSpan("SendMessage", {
+      attributes: { [ATTR.rpcMethod]: "SendMessage", "a2a.message.text": "TOP-SECRET-TEXT" },
+    });
+    span
+      .setAttribute("authorization", "Bearer TOP-SECRET-TOKEN")
+      .setAttributes({ [ATTR.a2aTaskState]: "completed", "gen_ai.output.messages": "TOP-SECRET-ANSWER" });
     span.end();
     const wire = encodeExportRequest(ended, { "service.name": "a2a-node" });
     expect(wire).not.toMatch(/TOP-SECRET/);
-    expect(JSON.parse(wire).resourceSpans[0].scopeSpans[0].spans[0]).toMatchObject({ name: "SendMessage", droppedAttributesCount: 3 });
+    expect(JSON.parse(wire).resourceSpans[0].scopeSpans[0].spans[0]).toMatchObject({
+      name: "SendMessage",
+      droppedAttributesCount: 3,
+    });
     expect(ended[0].attributes).toEqual({ [ATTR.rpcMethod]: "SendMessage", [ATTR.a2aTaskState]: "completed" });
   });
 });

@@ -5,7 +5,13 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ATTR } from "../../src/tracing/attributes";
 import { createTracing, readOtlpHeaders, TracingOptionsError, validateTracingOptions } from "../../src/tracing/options";
-import { backoffMs, OtlpHttpExporter, retryAfterMs, tracesUrl, type OtlpExporterOptions } from "../../src/tracing/otlp-exporter";
+import {
+  backoffMs,
+  OtlpHttpExporter,
+  retryAfterMs,
+  tracesUrl,
+  type OtlpExporterOptions,
+} from "../../src/tracing/otlp-exporter";
 import { msToNanos } from "../../src/tracing/otlp-json";
 import { ParentBasedRatioSampler } from "../../src/tracing/sampler";
 import { SpanKind } from "../../src/tracing/span";
@@ -43,8 +49,16 @@ describe("the OTLP/HTTP exporter, against the receiver twin over a socket", () =
   it("delivers spans as OTLP JSON with their parent links, resource and headers", async () => {
     const { e, tracer } = exporter({ headers: { "x-api-key": "k1" } });
     const remote = parseTraceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")!;
-    const server = tracer.startSpan("a2a SendMessage", { kind: SpanKind.Server, parent: remote, attributes: { [ATTR.rpcSystem]: "jsonrpc" } });
-    const model = tracer.startSpan("chat llama3", { kind: SpanKind.Client, parent: server, attributes: { [ATTR.genAiRequestModel]: "llama3" } });
+    const server = tracer.startSpan("a2a SendMessage", {
+      kind: SpanKind.Server,
+      parent: remote,
+      attributes: { [ATTR.rpcSystem]: "jsonrpc" },
+    });
+    const model = tracer.startSpan("chat llama3", {
+      kind: SpanKind.Client,
+      parent: server,
+      attributes: { [ATTR.genAiRequestModel]: "llama3" },
+    });
     model.end();
     server.fail("timeout", "the model did not answer").end();
     await e.flush();
@@ -56,9 +70,19 @@ describe("the OTLP/HTTP exporter, against the receiver twin over a socket", () =
     expect(req.resource).toMatchObject({ "service.name": "a2a-node", "service.instance.id": "alpha" });
     expect(req.scope).toEqual({ name: "a2a-node", version: "0.1.0" });
     const [m, s] = req.spans;
-    expect(s).toMatchObject({ traceId: remote.traceId, parentSpanId: remote.spanId, kind: SpanKind.Server, status: { code: 2, message: "the model did not answer" } });
+    expect(s).toMatchObject({
+      traceId: remote.traceId,
+      parentSpanId: remote.spanId,
+      kind: SpanKind.Server,
+      status: { code: 2, message: "the model did not answer" },
+    });
     expect(s.flags).toBe(0x301); // sampled, parent known, parent remote
-    expect(m).toMatchObject({ traceId: remote.traceId, parentSpanId: s.spanId, kind: SpanKind.Client, attributes: { [ATTR.genAiRequestModel]: "llama3" } });
+    expect(m).toMatchObject({
+      traceId: remote.traceId,
+      parentSpanId: s.spanId,
+      kind: SpanKind.Client,
+      attributes: { [ATTR.genAiRequestModel]: "llama3" },
+    });
     expect(BigInt(m.endTimeUnixNano) >= BigInt(m.startTimeUnixNano)).toBe(true);
     expect(e.stats()).toEqual({ exported: 2, dropped: 0, failed: 0, rejected: 0, queued: 0 });
   });
@@ -89,7 +113,9 @@ describe("the OTLP/HTTP exporter, against the receiver twin over a socket", () =
     expect(receiver.answered).toEqual([503, 503, 504]);
     expect(waits[0]).toBe(5000);
     expect(e.stats()).toMatchObject({ exported: 0, failed: 2 });
-    expect(errors).toEqual([`2 spans not exported: the collector at ${receiver.endpoint}/v1/traces answered HTTP 504 (3 tries)`]);
+    expect(errors).toEqual([
+      `2 spans not exported: the collector at ${receiver.endpoint}/v1/traces answered HTTP 504 (3 tries)`,
+    ]);
   });
 
   it("does not retry what the spec calls final (400, 401, 500)", async () => {
@@ -127,7 +153,9 @@ describe("the OTLP/HTTP exporter, against the receiver twin over a socket", () =
     tracer.startSpan("lost").end();
     await e.flush();
     expect(e.stats()).toMatchObject({ failed: 1 });
-    expect(errors[0]).toMatch(new RegExp(`^1 spans not exported: cannot reach http://127.0.0.1:${port}/v1/traces: .* \\(2 tries\\)$`));
+    expect(errors[0]).toMatch(
+      new RegExp(`^1 spans not exported: cannot reach http://127.0.0.1:${port}/v1/traces: .* \\(2 tries\\)$`),
+    );
   });
 
   it("after shutdown takes no more spans", async () => {
@@ -178,7 +206,10 @@ describe("tracing off", () => {
     const dir = mkdtempSync(join(tmpdir(), "otlp-headers-"));
     const file = join(dir, "headers");
     writeFileSync(file, "# the collector's key\nX-Api-Key: k-123\n\nx-tenant: fleet\n", { mode: 0o600 });
-    const on = createTracing({ otlp_endpoint: receiver.endpoint, otlp_headers_file: file, trace_sampling_ratio: 1 }, RESOURCE);
+    const on = createTracing(
+      { otlp_endpoint: receiver.endpoint, otlp_headers_file: file, trace_sampling_ratio: 1 },
+      RESOURCE,
+    );
     on.tracer.startSpan("hello").end();
     await on.shutdown();
     expect(receiver.requests[0].headers).toMatchObject({ "x-api-key": "k-123", "x-tenant": "fleet" });
@@ -190,7 +221,9 @@ describe("tracing options", () => {
   it("refuses bad settings with the setting's name", () => {
     expect(() => validateTracingOptions({ otlp_endpoint: "ftp://x" })).toThrow(/^otlp_endpoint: must be an http/);
     expect(() => validateTracingOptions({ otlp_endpoint: "not a url" })).toThrow(TracingOptionsError);
-    expect(() => validateTracingOptions({ otlp_endpoint: "http://x", trace_sampling_ratio: 2 })).toThrow(/trace_sampling_ratio must be a number from 0 to 1/);
+    expect(() => validateTracingOptions({ otlp_endpoint: "http://x", trace_sampling_ratio: 2 })).toThrow(
+      /trace_sampling_ratio must be a number from 0 to 1/,
+    );
     expect(() => validateTracingOptions({ otlp_headers_file: "/h" })).toThrow(/otlp_endpoint is not/);
   });
 

@@ -11,16 +11,35 @@ afterEach(async () => {
   await receiver.close();
 });
 
-const span = { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", name: "s", kind: 2, startTimeUnixNano: "1", endTimeUnixNano: "2" };
-const body = (spans: unknown[]) => JSON.stringify({ resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ scope: { name: "t" }, spans }] }] });
+const span = {
+  traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+  spanId: "00f067aa0ba902b7",
+  name: "s",
+  kind: 2,
+  startTimeUnixNano: "1",
+  endTimeUnixNano: "2",
+};
+const body = (spans: unknown[]) =>
+  JSON.stringify({ resourceSpans: [{ resource: { attributes: [] }, scopeSpans: [{ scope: { name: "t" }, spans }] }] });
 const post = (init: { body?: string | Uint8Array; headers?: Record<string, string>; path?: string; method?: string }) =>
-  fetch(`${receiver.endpoint}${init.path ?? "/v1/traces"}`, { method: init.method ?? "POST", headers: { "content-type": "application/json", ...init.headers }, body: init.body });
+  fetch(`${receiver.endpoint}${init.path ?? "/v1/traces"}`, {
+    method: init.method ?? "POST",
+    headers: { "content-type": "application/json", ...init.headers },
+    body: init.body,
+  });
 
 describe("the OTLP/HTTP receiver twin", () => {
   it("takes JSON and gzip'd JSON, answering 200 with an empty response in JSON", async () => {
     const plain = await post({ body: body([span]) });
-    expect([plain.status, plain.headers.get("content-type"), await plain.json()]).toEqual([200, "application/json", {}]);
-    const zipped = await post({ body: gzipSync(body([{ ...span, spanId: "00f067aa0ba902b8" }])), headers: { "content-encoding": "gzip" } });
+    expect([plain.status, plain.headers.get("content-type"), await plain.json()]).toEqual([
+      200,
+      "application/json",
+      {},
+    ]);
+    const zipped = await post({
+      body: gzipSync(body([{ ...span, spanId: "00f067aa0ba902b8" }])),
+      headers: { "content-encoding": "gzip" },
+    });
     expect(zipped.status).toBe(200);
     expect(receiver.spans().map((s) => s.spanId)).toEqual(["00f067aa0ba902b7", "00f067aa0ba902b8"]);
   });

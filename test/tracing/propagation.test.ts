@@ -17,12 +17,17 @@ describe("propagation across a hop", () => {
     const { tracer, ended } = recording();
     const incoming = new Headers({ traceparent: TRACEPARENT, tracestate: "rojo=1" });
     const server = serverSpan(tracer, "a2a SendMessage", (n) => incoming.get(n), { [ATTR.rpcMethod]: "SendMessage" });
-    const headers = await inSpan(tracer, "chat m", { kind: SpanKind.Client, parent: server }, async (model) => outgoingHeaders(model));
+    const headers = await inSpan(tracer, "chat m", { kind: SpanKind.Client, parent: server }, async (model) =>
+      outgoingHeaders(model),
+    );
     server.end();
     const [model, srv] = ended;
     expect(srv).toMatchObject({ kind: SpanKind.Server, parentSpanId: "00f067aa0ba902b7", parentRemote: true });
     expect(model).toMatchObject({ kind: SpanKind.Client, parentSpanId: srv.context.spanId });
-    expect(headers).toEqual({ traceparent: `00-4bf92f3577b34da6a3ce929d0e0e4736-${model.context.spanId}-01`, tracestate: "rojo=1" });
+    expect(headers).toEqual({
+      traceparent: `00-4bf92f3577b34da6a3ce929d0e0e4736-${model.context.spanId}-01`,
+      tracestate: "rojo=1",
+    });
   });
 
   it("starts a new trace when the caller's header is malformed", () => {
@@ -37,7 +42,9 @@ describe("propagation across a hop", () => {
     class ModelError extends Error {
       override name = "ModelError";
     }
-    await expect(inSpan(tracer, "chat m", {}, async () => Promise.reject(new ModelError("the model said: SECRET PLAN")))).rejects.toThrow("SECRET PLAN");
+    await expect(
+      inSpan(tracer, "chat m", {}, async () => Promise.reject(new ModelError("the model said: SECRET PLAN"))),
+    ).rejects.toThrow("SECRET PLAN");
     expect(ended[0]).toMatchObject({ status: { code: 2 }, attributes: { [ATTR.errorType]: "ModelError" } });
     expect(JSON.stringify(ended[0])).not.toContain("SECRET");
   });

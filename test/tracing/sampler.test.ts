@@ -3,7 +3,12 @@ import { newTraceId } from "../../src/tracing/ids";
 import { ParentBasedRatioSampler } from "../../src/tracing/sampler";
 import type { SpanContext } from "../../src/tracing/trace-context";
 
-const parent = (sampled: boolean): SpanContext => ({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", sampled, remote: true });
+const parent = (sampled: boolean): SpanContext => ({
+  traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+  spanId: "00f067aa0ba902b7",
+  sampled,
+  remote: true,
+});
 
 describe("head sampling by ratio, following the parent", () => {
   it("follows a parent's decision whatever the ratio", () => {

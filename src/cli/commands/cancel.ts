@@ -46,7 +46,10 @@ EXIT CODES
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     if (!f["task-id"]) throw new UsageError("--task-id is required");
     const agent = f.agent ?? sentTaskAgent(home, f["task-id"]);
-    if (!agent) throw new UsageError(`--agent is required: task ${f["task-id"]} was not sent from this home (no record of its peer)`);
+    if (!agent)
+      throw new UsageError(
+        `--agent is required: task ${f["task-id"]} was not sent from this home (no record of its peer)`,
+      );
     const session = await openClientSession(home, agent, io, [], f);
     const peer = session.target.peer?.name ?? agent;
     let task;
@@ -54,13 +57,20 @@ EXIT CODES
       task = await session.client.cancelTask(f["task-id"]);
     } catch (err) {
       if (err instanceof RemoteError && err.code === -32002)
-        throw new CliError(`${session.target.label}: ${err.message}`, ExitCode.Failure, `see how it ended with 'a2a-node status --agent ${peer} --task-id ${f["task-id"]}'`);
+        throw new CliError(
+          `${session.target.label}: ${err.message}`,
+          ExitCode.Failure,
+          `see how it ended with 'a2a-node status --agent ${peer} --task-id ${f["task-id"]}'`,
+        );
       return session.fail(err);
     }
     io.stdout.write(f.json ? `${JSON.stringify(task)}\n` : `${statusLine(task, session.target.label)}\n`);
     // It may have ended on its own while the cancel was on its way.
     if (task.status.state !== "TASK_STATE_CANCELED")
-      throw new CliError(`task ${task.id} ended ${shortState(task.status.state)} before the cancel reached it`, ExitCode.Failure);
+      throw new CliError(
+        `task ${task.id} ended ${shortState(task.status.state)} before the cancel reached it`,
+        ExitCode.Failure,
+      );
     return ExitCode.Ok;
   },
 };

@@ -47,9 +47,15 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
   const { flags: f, positionals } = parseFlags(argv, flags);
   if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
   const timeout = f.timeout ?? 5;
-  if (!(timeout > 0 && timeout <= 300)) throw new UsageError(`--timeout must be a number of seconds from more than 0 to 300 (got ${f.timeout})`);
+  if (!(timeout > 0 && timeout <= 300))
+    throw new UsageError(`--timeout must be a number of seconds from more than 0 to 300 (got ${f.timeout})`);
   const { runDoctor } = await import("../../doctor/doctor");
-  const findings = await runDoctor({ home: ctx.home, env: ctx.io.env, configFile: f.config, timeoutMs: timeout * 1000 });
+  const findings = await runDoctor({
+    home: ctx.home,
+    env: ctx.io.env,
+    configFile: f.config,
+    timeoutMs: timeout * 1000,
+  });
   const failed = findings.filter((x) => x.status === "fail").length;
   const warned = findings.filter((x) => x.status === "warn").length;
   if (f.json) ctx.io.stdout.write(`${JSON.stringify({ home: ctx.home, ok: failed === 0, checks: findings })}\n`);
@@ -60,7 +66,13 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
       lines.push(`${MARK[x.status]} ${x.check.padEnd(w)}  ${x.detail}`);
       if (x.fix) lines.push(`  ${" ".repeat(w)}  fix: ${x.fix}`);
     }
-    lines.push(failed ? `${failed} problem${failed === 1 ? "" : "s"}${warned ? `, ${warned} warning${warned === 1 ? "" : "s"}` : ""}` : warned ? `no problems, ${warned} warning${warned === 1 ? "" : "s"}` : "no problems");
+    lines.push(
+      failed
+        ? `${failed} problem${failed === 1 ? "" : "s"}${warned ? `, ${warned} warning${warned === 1 ? "" : "s"}` : ""}`
+        : warned
+          ? `no problems, ${warned} warning${warned === 1 ? "" : "s"}`
+          : "no problems",
+    );
     ctx.io.stdout.write(`${lines.join("\n")}\n`);
   }
   return failed ? ExitCode.Failure : ExitCode.Ok;

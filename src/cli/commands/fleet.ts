@@ -88,7 +88,11 @@ EXIT CODES
 };
 
 /** Rounds until Ctrl-C: redrawn in place on a terminal, appended when piped (a log, or `| grep`). */
-async function watch(ctx: CommandContext, round: () => Promise<FleetRow[]>, o: { json: boolean; intervalMs: number }): Promise<number> {
+async function watch(
+  ctx: CommandContext,
+  round: () => Promise<FleetRow[]>,
+  o: { json: boolean; intervalMs: number },
+): Promise<number> {
   const { io } = ctx;
   const stop = io.interruptSignal;
   const redraw = !o.json && io.tty?.stdout === true;
@@ -96,7 +100,10 @@ async function watch(ctx: CommandContext, round: () => Promise<FleetRow[]>, o: {
     const rows = await round();
     if (stop?.aborted) break;
     if (o.json) io.stdout.write(`${JSON.stringify(rows)}\n`);
-    else if (redraw) io.stdout.write(`\x1b[H\x1b[2J${new Date().toISOString()}  (every ${o.intervalMs / 1000} s; Ctrl-C to stop)\n\n${renderTable(rows)}`);
+    else if (redraw)
+      io.stdout.write(
+        `\x1b[H\x1b[2J${new Date().toISOString()}  (every ${o.intervalMs / 1000} s; Ctrl-C to stop)\n\n${renderTable(rows)}`,
+      );
     else io.stdout.write(`# ${new Date().toISOString()}\n${renderTable(rows)}\n`);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, o.intervalMs);
@@ -127,8 +134,13 @@ export function renderTable(rows: FleetRow[]): string {
   ]);
   const head = ["NODE", "STATE", "RTT", "VERSION", "EXECUTOR", "CERT", "PIN", "REVOKED", "LOAD", "CARD"];
   const widths = head.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
-  const line = (c: string[]) => c.map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i]))).join("  ").trimEnd();
-  const revoked = (r: FleetRow) => (r.revokedAt && !/revoked/.test(r.why ?? "") ? ` (our revocation list revokes it since ${r.revokedAt})` : "");
+  const line = (c: string[]) =>
+    c
+      .map((v, i) => (i === c.length - 1 ? v : v.padEnd(widths[i])))
+      .join("  ")
+      .trimEnd();
+  const revoked = (r: FleetRow) =>
+    r.revokedAt && !/revoked/.test(r.why ?? "") ? ` (our revocation list revokes it since ${r.revokedAt})` : "";
   const why = rows.filter((r) => r.why).map((r) => `  ${r.name}: ${r.why}${revoked(r)}`);
   const noLoad = rows.filter((r) => r.loadWhy).map((r) => `  ${r.name}: load not shown: ${r.loadWhy}`);
   return `${[line(head), ...cells.map(line)].join("\n")}\n${why.length || noLoad.length ? `\n${[...why, ...noLoad].join("\n")}\n` : ""}`;

@@ -5,7 +5,15 @@ import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags, intFlag } from "../flags";
 import { ensureHome, homePaths } from "../../home";
 import { handPkiFilesToOwner } from "../home-files";
-import { initPki, installBundle, loadNodeIdentity, MAX_DAYS, requestCertificate, type InitResult, type RequestResult } from "../../../pki";
+import {
+  initPki,
+  installBundle,
+  loadNodeIdentity,
+  MAX_DAYS,
+  requestCertificate,
+  type InitResult,
+  type RequestResult,
+} from "../../../pki";
 import { asCliError, expiresIn } from "./pki";
 import { caUnlock, newPassphrase } from "../ca-unlock";
 
@@ -76,16 +84,27 @@ EXIT CODES
 async function run(argv: string[], ctx: CommandContext): Promise<number> {
   const { flags: f, positionals } = parseFlags(argv, flags);
   if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
-  if (f.name !== undefined && f.bundle !== undefined) throw new UsageError("--name and --bundle cannot be used together");
-  if (f.name === undefined && f.bundle === undefined) throw new UsageError("give --name NAME (new fleet or node) or --bundle FILE");
+  if (f.name !== undefined && f.bundle !== undefined)
+    throw new UsageError("--name and --bundle cannot be used together");
+  if (f.name === undefined && f.bundle === undefined)
+    throw new UsageError("give --name NAME (new fleet or node) or --bundle FILE");
   if (f.csr !== undefined) return runCsr(f, ctx);
   if (f.force) throw new UsageError("--force applies only to --csr FILE");
-  if (f["encrypt-ca-key"] && f.bundle !== undefined) throw new UsageError("--encrypt-ca-key applies only when --name creates the fleet CA");
-  if (f["spiffe-domain"] !== undefined && f.bundle !== undefined) throw new UsageError("--spiffe-domain applies only to the CA machine (--name); the bundle's certificate is already made");
+  if (f["encrypt-ca-key"] && f.bundle !== undefined)
+    throw new UsageError("--encrypt-ca-key applies only when --name creates the fleet CA");
+  if (f["spiffe-domain"] !== undefined && f.bundle !== undefined)
+    throw new UsageError(
+      "--spiffe-domain applies only to the CA machine (--name); the bundle's certificate is already made",
+    );
   if (f.bundle !== undefined) {
     // A bundle's certificate already fixes names and validity; silently ignoring these would mislead.
-    for (const [flag, given] of [["san", f.san.length > 0], ["days", f.days !== undefined], ["ca-days", f["ca-days"] !== undefined]] as const)
-      if (given) throw new UsageError(`--${flag} cannot be used with --bundle: the bundle's certificate is already made`);
+    for (const [flag, given] of [
+      ["san", f.san.length > 0],
+      ["days", f.days !== undefined],
+      ["ca-days", f["ca-days"] !== undefined],
+    ] as const)
+      if (given)
+        throw new UsageError(`--${flag} cannot be used with --bundle: the bundle's certificate is already made`);
   }
   const days = intFlag("days", f.days, 365, 1, MAX_DAYS);
   const caDays = intFlag("ca-days", f["ca-days"], 3650, 1, MAX_DAYS);
@@ -93,14 +112,25 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
   if (existsSync(homePaths(ctx.home).nodeCert)) throw await alreadyANode(ctx.home);
   const paths = { ...ensureHome(homePaths(ctx.home)), unlock: caUnlock(ctx) };
   if (f["encrypt-ca-key"] && existsSync(paths.caKey))
-    throw new CliError(`this home already has a fleet CA key (${paths.caKey})`, ExitCode.Usage, "encrypt it with 'a2a-node pki protect-ca-key'");
+    throw new CliError(
+      `this home already has a fleet CA key (${paths.caKey})`,
+      ExitCode.Usage,
+      "encrypt it with 'a2a-node pki protect-ca-key'",
+    );
   const caPassphrase = f["encrypt-ca-key"] ? await newPassphrase(ctx) : undefined;
   let result: InitResult;
   try {
     result =
       f.bundle !== undefined
         ? await installBundle(paths, resolve(f.bundle))
-        : await initPki(paths, { name: f.name!, sans: f.san, days, caDays, caPassphrase, spiffeDomain: f["spiffe-domain"] });
+        : await initPki(paths, {
+            name: f.name!,
+            sans: f.san,
+            days,
+            caDays,
+            caPassphrase,
+            spiffeDomain: f["spiffe-domain"],
+          });
   } catch (err) {
     throw asCliError(err);
   }
@@ -110,10 +140,24 @@ async function run(argv: string[], ctx: CommandContext): Promise<number> {
 }
 
 /** init-pki --name NAME --csr FILE: the key stays here, the request goes to the CA machine. */
-async function runCsr(f: { name?: string; bundle?: string; csr?: string; san: string[]; days?: number; "ca-days"?: number; "spiffe-domain"?: string; force: boolean; json: boolean }, ctx: CommandContext): Promise<number> {
+async function runCsr(
+  f: {
+    name?: string;
+    bundle?: string;
+    csr?: string;
+    san: string[];
+    days?: number;
+    "ca-days"?: number;
+    "spiffe-domain"?: string;
+    force: boolean;
+    json: boolean;
+  },
+  ctx: CommandContext,
+): Promise<number> {
   if (f.bundle !== undefined) throw new UsageError("--csr and --bundle cannot be used together");
   // The CA machine decides the validity when it signs.
-  for (const flag of ["days", "ca-days", "spiffe-domain"] as const) if (f[flag] !== undefined) throw new UsageError(`--${flag} cannot be used with --csr: the CA machine chooses it`);
+  for (const flag of ["days", "ca-days", "spiffe-domain"] as const)
+    if (f[flag] !== undefined) throw new UsageError(`--${flag} cannot be used with --csr: the CA machine chooses it`);
   const paths = ensureHome(homePaths(ctx.home));
   let r: RequestResult;
   try {
@@ -126,7 +170,9 @@ async function runCsr(f: { name?: string; bundle?: string; csr?: string; san: st
   else
     ctx.io.stdout.write(
       [
-        r.keyCreated ? `made this node's key ${r.keyPath} (it never leaves this machine)` : `reused this node's pending key ${r.keyPath}`,
+        r.keyCreated
+          ? `made this node's key ${r.keyPath} (it never leaves this machine)`
+          : `reused this node's pending key ${r.keyPath}`,
         `wrote a certificate request for "${r.name}" to ${r.csrPath}`,
         `  SANs asked for  ${r.sans.join(", ")}`,
         `next: copy ${r.csrPath} to the CA machine and run 'a2a-node pki sign ${r.csrPath} --out ${r.name}.crt' there;`,
@@ -177,7 +223,8 @@ function summary(r: InitResult, bundlePath: string | undefined): string {
     `  certificate  ${r.node.certPath}`,
     `  key          ${r.node.keyPath}`,
   ];
-  if (r.ca.keyPath) lines.push("next: make identities for other machines with 'a2a-node pki issue NAME --out NAME.bundle'");
+  if (r.ca.keyPath)
+    lines.push("next: make identities for other machines with 'a2a-node pki issue NAME --out NAME.bundle'");
   if (bundlePath) lines.push(`next: delete ${bundlePath} (it holds this node's private key)`);
   return lines.join("\n") + "\n";
 }

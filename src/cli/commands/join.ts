@@ -60,8 +60,10 @@ export const joinCommand: Command = {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length === 0) throw new UsageError("join needs the CA node's enrollment URL (https://HOST:PORT)");
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
-    if (f.token === undefined) throw new UsageError("join needs --token TOKEN (from 'a2a-node pki token' on the CA machine)");
-    if (f["ca-fingerprint"] === undefined) throw new UsageError("join needs --ca-fingerprint sha256:HEX (printed by 'a2a-node pki token')");
+    if (f.token === undefined)
+      throw new UsageError("join needs --token TOKEN (from 'a2a-node pki token' on the CA machine)");
+    if (f["ca-fingerprint"] === undefined)
+      throw new UsageError("join needs --ca-fingerprint sha256:HEX (printed by 'a2a-node pki token')");
     let url: URL;
     try {
       url = new URL(positionals[0]);
@@ -70,7 +72,8 @@ export const joinCommand: Command = {
     }
     // The enrollment port speaks TLS only (its server is checked against the CA fingerprint): plain http is a
     // mistake in the command, not a peer to try.
-    if (url.protocol !== "https:") throw new UsageError(`the enrollment URL must be https://HOST:PORT (got '${positionals[0]}')`);
+    if (url.protocol !== "https:")
+      throw new UsageError(`the enrollment URL must be https://HOST:PORT (got '${positionals[0]}')`);
     try {
       normalizeFingerprint(f["ca-fingerprint"]);
     } catch (err) {
@@ -79,10 +82,19 @@ export const joinCommand: Command = {
     const paths = ensureHome(homePaths(ctx.home));
     let r;
     try {
-      r = await join(paths, { url: url.toString(), token: f.token, caFingerprint: f["ca-fingerprint"], timeouts: clientPolicy(ctx.home, ctx.io, f).timeouts });
+      r = await join(paths, {
+        url: url.toString(),
+        token: f.token,
+        caFingerprint: f["ca-fingerprint"],
+        timeouts: clientPolicy(ctx.home, ctx.io, f).timeouts,
+      });
     } catch (err) {
       if (err instanceof JoinError)
-        throw new CliError(err.message, err.kind === "refused" ? ExitCode.Failure : err.kind === "mismatch" ? ExitCode.Refused : ExitCode.Unreachable, err.hint);
+        throw new CliError(
+          err.message,
+          err.kind === "refused" ? ExitCode.Failure : err.kind === "mismatch" ? ExitCode.Refused : ExitCode.Unreachable,
+          err.hint,
+        );
       throw asCliError(err);
     }
     const peer = registerCaNode(ctx.home, r.caNode);
@@ -99,8 +111,12 @@ export const joinCommand: Command = {
         `  fingerprint     ${r.fingerprint256}`,
         `  expires         ${expiresIn(r.notAfter)}`,
         `  fleet CA        ${r.caFingerprint256}`,
-        peer === "added" ? `registered peer '${r.caNode.name}' at ${r.caNode.url}` : `peer '${r.caNode.name}' was already registered; left as it was`,
-        config === "set" ? `set ca_peer = "${r.caNode.name}" in ${joinPath(ctx.home, "config.toml")}` : `ca_peer is already set in ${joinPath(ctx.home, "config.toml")}; left as it was`,
+        peer === "added"
+          ? `registered peer '${r.caNode.name}' at ${r.caNode.url}`
+          : `peer '${r.caNode.name}' was already registered; left as it was`,
+        config === "set"
+          ? `set ca_peer = "${r.caNode.name}" in ${joinPath(ctx.home, "config.toml")}`
+          : `ca_peer is already set in ${joinPath(ctx.home, "config.toml")}; left as it was`,
         "next: a2a-node serve",
       ].join("\n") + "\n",
     );
@@ -129,6 +145,10 @@ function setCaPeer(home: string, name: string): "set" | "kept" {
   const path = joinPath(home, "config.toml");
   const text = existsSync(path) ? readFileSync(path, "utf8") : "";
   if (/^\s*ca_peer\s*=/m.test(text)) return "kept";
-  writeFileAtomic(path, `ca_peer = ${JSON.stringify(name)}  # set by 'a2a-node join': the node holding the fleet CA\n${text}`, { mode: 0o600, overwrite: true });
+  writeFileAtomic(
+    path,
+    `ca_peer = ${JSON.stringify(name)}  # set by 'a2a-node join': the node holding the fleet CA\n${text}`,
+    { mode: 0o600, overwrite: true },
+  );
   return "set";
 }

@@ -19,7 +19,22 @@ import { handPkiFilesToOwner } from "../home-files";
 export { expiresIn } from "./pki/text";
 
 /** Every `pki` subcommand, in the order the help lists them. */
-const SUBCOMMANDS: readonly Subcommand[] = [token, issue, sign, importSub, list, revokeSub, exportCrlSub, importCrlSub, renew, needsRenewalSub, show, inspect, protectCaKeySub, spiffeDomain];
+const SUBCOMMANDS: readonly Subcommand[] = [
+  token,
+  issue,
+  sign,
+  importSub,
+  list,
+  revokeSub,
+  exportCrlSub,
+  importCrlSub,
+  renew,
+  needsRenewalSub,
+  show,
+  inspect,
+  protectCaKeySub,
+  spiffeDomain,
+];
 
 export const pkiCommand: Command = commandGroup({
   name: "pki",
@@ -45,7 +60,7 @@ export const pkiCommand: Command = commandGroup({
  * certificate the CA never issued (`pki revoke nosuch`) is "not found", as the exit codes say.
  */
 export function asCliError(err: unknown): unknown {
-  if (err instanceof PkiError) return new CliError(err.message, err.code === "NOT_ISSUED" ? ExitCode.NotFound : ExitCode.Failure, err.hint);
+  if (err instanceof PkiError)
+    return new CliError(err.message, err.code === "NOT_ISSUED" ? ExitCode.NotFound : ExitCode.Failure, err.hint);
   return err;
 }
-

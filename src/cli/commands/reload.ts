@@ -47,30 +47,62 @@ EXIT CODES
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     const timeoutS = f.timeout ?? 30;
-    if (!(timeoutS > 0 && timeoutS <= 3600)) throw new UsageError(`--timeout must be a number of seconds from more than 0 to 3600 (got ${f.timeout})`);
-    if (f.pid !== undefined && !(Number.isInteger(f.pid) && f.pid > 0)) throw new UsageError(`--pid must be a process id (got ${f.pid})`);
+    if (!(timeoutS > 0 && timeoutS <= 3600))
+      throw new UsageError(`--timeout must be a number of seconds from more than 0 to 3600 (got ${f.timeout})`);
+    if (f.pid !== undefined && !(Number.isInteger(f.pid) && f.pid > 0))
+      throw new UsageError(`--pid must be a process id (got ${f.pid})`);
     const pid = f.pid ?? homeLockHolder(home);
-    if (pid === undefined) throw new CliError(`no a2a-node serve is running on ${home}`, ExitCode.NotFound, "start it ('a2a-node serve', or 'systemctl start a2a-node'); a node that is not running reads its config when it starts");
-    if (!isServing(pid)) throw new CliError(`process ${pid} is not an a2a-node serve`, ExitCode.NotFound, "pass the PID of 'a2a-node serve' (systemctl show -p MainPID a2a-node), or leave --pid out");
+    if (pid === undefined)
+      throw new CliError(
+        `no a2a-node serve is running on ${home}`,
+        ExitCode.NotFound,
+        "start it ('a2a-node serve', or 'systemctl start a2a-node'); a node that is not running reads its config when it starts",
+      );
+    if (!isServing(pid))
+      throw new CliError(
+        `process ${pid} is not an a2a-node serve`,
+        ExitCode.NotFound,
+        "pass the PID of 'a2a-node serve' (systemctl show -p MainPID a2a-node), or leave --pid out",
+      );
 
     // The node writes HOME/serve.json after each reload; without it (an older node) the signal is all we can do.
     const before = ownState(home, pid);
     process.kill(pid, "SIGHUP");
     if (!before) {
-      io.stdout.write(f.json ? `${JSON.stringify({ pid, outcome: "signalled" })}\n` : `sent SIGHUP to a2a-node serve (PID ${pid}); its log says what it applied\n`);
+      io.stdout.write(
+        f.json
+          ? `${JSON.stringify({ pid, outcome: "signalled" })}\n`
+          : `sent SIGHUP to a2a-node serve (PID ${pid}); its log says what it applied\n`,
+      );
       return ExitCode.Ok;
     }
     const done = await reloadAfter(home, pid, before.reload?.count ?? 0, timeoutS * 1000);
     if (!done)
-      throw new CliError(`a2a-node serve (PID ${pid}) did not say within ${timeoutS} s that it reloaded`, ExitCode.Failure, "see its log (journalctl -u a2a-node -n 20), or wait longer with --timeout");
-    if (f.json) io.stdout.write(`${JSON.stringify({ pid, outcome: done.outcome, applied: done.applied, needsRestart: done.needsRestart, reason: done.reason ?? null })}\n`);
+      throw new CliError(
+        `a2a-node serve (PID ${pid}) did not say within ${timeoutS} s that it reloaded`,
+        ExitCode.Failure,
+        "see its log (journalctl -u a2a-node -n 20), or wait longer with --timeout",
+      );
+    if (f.json)
+      io.stdout.write(
+        `${JSON.stringify({ pid, outcome: done.outcome, applied: done.applied, needsRestart: done.needsRestart, reason: done.reason ?? null })}\n`,
+      );
     if (done.outcome === "refused") {
       if (f.json) return ExitCode.Failure;
-      throw new CliError(`a2a-node serve (PID ${pid}) refused the new configuration and keeps running on the old one: ${done.reason}`, ExitCode.Failure, "fix the config file ('a2a-node serve --check' says what is wrong), then reload again");
+      throw new CliError(
+        `a2a-node serve (PID ${pid}) refused the new configuration and keeps running on the old one: ${done.reason}`,
+        ExitCode.Failure,
+        "fix the config file ('a2a-node serve --check' says what is wrong), then reload again",
+      );
     }
     if (!f.json) {
-      io.stdout.write(`reloaded a2a-node serve (PID ${pid}): ${done.applied.length ? `applied ${done.applied.join(", ")}` : "nothing changed"}\n`);
-      if (done.needsRestart.length) io.stderr.write(`warning: these changes take effect only after a restart: ${done.needsRestart.join(", ")} (systemctl restart a2a-node)\n`);
+      io.stdout.write(
+        `reloaded a2a-node serve (PID ${pid}): ${done.applied.length ? `applied ${done.applied.join(", ")}` : "nothing changed"}\n`,
+      );
+      if (done.needsRestart.length)
+        io.stderr.write(
+          `warning: these changes take effect only after a restart: ${done.needsRestart.join(", ")} (systemctl restart a2a-node)\n`,
+        );
     }
     return ExitCode.Ok;
   },
@@ -82,7 +114,12 @@ function ownState(home: string, pid: number) {
 }
 
 /** The node's record of the reload after the `count`th, once it is written; undefined at the deadline. */
-async function reloadAfter(home: string, pid: number, count: number, timeoutMs: number): Promise<ReloadRecord | undefined> {
+async function reloadAfter(
+  home: string,
+  pid: number,
+  count: number,
+  timeoutMs: number,
+): Promise<ReloadRecord | undefined> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const reload = ownState(home, pid)?.reload;

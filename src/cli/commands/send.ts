@@ -96,9 +96,11 @@ EXIT CODES
   flags,
   async run(argv, { io, home }) {
     const { flags: f, positionals } = parseFlags(argv, flags);
-    if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}' (quote the task text and pass it with --task)`);
+    if (positionals.length)
+      throw new UsageError(`unexpected argument '${positionals[0]}' (quote the task text and pass it with --task)`);
     if (!f.agent) throw new UsageError("--agent is required (a peer name or an https URL)");
-    if (f.task === undefined) throw new UsageError("--task is required (the text to delegate; '-' reads standard input)");
+    if (f.task === undefined)
+      throw new UsageError("--task is required (the text to delegate; '-' reads standard input)");
     if (f.wait && f.stream) throw new UsageError("--wait and --stream do not go together (--stream waits too)");
     const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
     if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
@@ -112,7 +114,8 @@ EXIT CODES
     if (f["context-id"]) message.contextId = f["context-id"];
     // A peer outside the fleet may keep a conversation by context alone (Hermes's own A2A server reads no
     // taskId): the answer goes with the task's context, so it lands in the same conversation there too.
-    else if (message.taskId && session.target.peer && isOutsidePeer(session.target.peer)) message.contextId = await contextOf(session, message.taskId);
+    else if (message.taskId && session.target.peer && isOutsidePeer(session.target.peer))
+      message.contextId = await contextOf(session, message.taskId);
     if (f.skill) message.metadata = { skill: f.skill };
     const agent = session.target.peer?.name ?? f.agent;
     const accepted = (id: string) => rememberSentTask(home, id, agent);
@@ -127,7 +130,9 @@ EXIT CODES
     try {
       const result = await session.client.sendMessage({ message, configuration: { returnImmediately: true } });
       if (!("task" in result)) {
-        io.stdout.write(f.json ? `${JSON.stringify(result)}\n` : `${result.message.parts.map((p) => p.text ?? "").join("\n")}\n`);
+        io.stdout.write(
+          f.json ? `${JSON.stringify(result)}\n` : `${result.message.parts.map((p) => p.text ?? "").join("\n")}\n`,
+        );
         return ExitCode.Ok;
       }
       task = result.task;
@@ -147,7 +152,8 @@ EXIT CODES
     if (!f.wait) {
       io.stdout.write(f.json ? `${JSON.stringify(task)}\n` : `${task.id}\t${shortState(task.status.state)}\n`);
       // stdout stays the id and state alone, for scripts; the person is told how to follow the task.
-      if (!f.json && !isTerminal(task.status.state)) io.stderr.write(`${answerHint(task, agent) ?? `follow it with: ${followUp(agent, task.id)}`}\n`);
+      if (!f.json && !isTerminal(task.status.state))
+        io.stderr.write(`${answerHint(task, agent) ?? `follow it with: ${followUp(agent, task.id)}`}\n`);
       return ExitCode.Ok;
     }
     if (!f.json) io.stderr.write(`task ${task.id} accepted by ${session.target.label}\n`);
@@ -170,34 +176,47 @@ function extensionList(given: string[] | undefined): string[] {
   const out = [...new Set(given ?? [])];
   for (const uri of out)
     if (!/^[A-Za-z][A-Za-z0-9+.-]*:[^\s,]+$/.test(uri))
-      throw new UsageError(`--extension '${uri}' is not an extension URI (an absolute URI without spaces or commas, as the peer's card lists it)`);
+      throw new UsageError(
+        `--extension '${uri}' is not an extension URI (an absolute URI without spaces or commas, as the peer's card lists it)`,
+      );
   return out;
 }
 
 /** Says which requested extensions the peer did not activate (its card does not declare them, or it ignores them). */
-function noteInactive(io: { stderr: { write(s: string): unknown } }, session: ClientSession, requested: string[]): void {
+function noteInactive(
+  io: { stderr: { write(s: string): unknown } },
+  session: ClientSession,
+  requested: string[],
+): void {
   if (!requested.length) return;
   const active = new Set(session.activatedExtensions?.() ?? []);
   const inactive = requested.filter((u) => !active.has(u));
   if (inactive.length)
-    io.stderr.write(`${session.target.label} did not activate extension${inactive.length > 1 ? "s" : ""} ${inactive.join(", ")} (its card lists the ones it supports under capabilities.extensions)\n`);
+    io.stderr.write(
+      `${session.target.label} did not activate extension${inactive.length > 1 ? "s" : ""} ${inactive.join(", ")} (its card lists the ones it supports under capabilities.extensions)\n`,
+    );
 }
 
 /** A peer that requires extensions the message did not request (-32008): which, and the flag that requests them. */
 function explainRequired(err: unknown, session: ClientSession): CliError | undefined {
   if (!(err instanceof RemoteError) || err.code !== -32008) return undefined;
-  const info = Array.isArray(err.data) ? (err.data as { metadata?: { extensions?: unknown } }[]).find((d) => typeof d?.metadata?.extensions === "string") : undefined;
+  const info = Array.isArray(err.data)
+    ? (err.data as { metadata?: { extensions?: unknown } }[]).find((d) => typeof d?.metadata?.extensions === "string")
+    : undefined;
   const uris = typeof info?.metadata?.extensions === "string" ? info.metadata.extensions.split(",") : [];
   return new CliError(
     `${session.target.label} refused the message: ${err.message}`,
     ExitCode.Failure,
-    uris.length ? `if this client follows ${uris.length > 1 ? "those extensions" : "that extension"}, send again with ${uris.map((u) => `--extension ${u}`).join(" ")}` : "request the extensions its card marks required with --extension URI",
+    uris.length
+      ? `if this client follows ${uris.length > 1 ? "those extensions" : "that extension"}, send again with ${uris.map((u) => `--extension ${u}`).join(" ")}`
+      : "request the extensions its card marks required with --extension URI",
   );
 }
 
 /** A message over the peer's body limit (HTTP 413): the sizes, and what to do about them. */
 function explainTooLarge(err: unknown, session: ClientSession): CliError | undefined {
-  if (!(err instanceof RemoteError) || err.code !== -32600 || !/exceeds this node's limit/.test(err.message)) return undefined;
+  if (!(err instanceof RemoteError) || err.code !== -32600 || !/exceeds this node's limit/.test(err.message))
+    return undefined;
   return new CliError(
     `${session.target.label} refused the message with its files: ${err.message}`,
     ExitCode.Failure,

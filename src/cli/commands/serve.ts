@@ -78,11 +78,17 @@ EXIT CODES
         io.stderr.write(
           `warning: the token listener (token_port = ${config.tokenPort}, on ${config.tokenHost}) is on without TLS (token_tls = off): bearer tokens cross the network in clear; set token_tls = "on" unless only this machine can reach it\n`,
         );
-      io.stdout.write(f.json ? checkJson(home, configFile, config, sources) : checkListing(home, configFile, config, sources));
+      io.stdout.write(
+        f.json ? checkJson(home, configFile, config, sources) : checkListing(home, configFile, config, sources),
+      );
       return ExitCode.Ok;
     }
     // The log goes to stdout, the journal's stream; errors that stop serve from starting go to stderr.
-    const log = createLogger((line) => io.stdout.write(line), f.quiet ? "warn" : config.logLevel, resolveLogFormat(config.logFormat, io.stdout.isTTY === true));
+    const log = createLogger(
+      (line) => io.stdout.write(line),
+      f.quiet ? "warn" : config.logLevel,
+      resolveLogFormat(config.logFormat, io.stdout.isTTY === true),
+    );
     // Taken before the node starts: a SIGTERM that arrives while it starts (it has logged that it listens)
     // then stops it cleanly, instead of killing the process before its handlers exist.
     const stop = io.stopSignal;
@@ -95,7 +101,9 @@ EXIT CODES
       try {
         writeRuntimeState(home, state);
       } catch (err) {
-        log.warn(`cannot write ${home}/serve.json (doctor and 'a2a-node reload' read it)`, { reason: (err as Error).message });
+        log.warn(`cannot write ${home}/serve.json (doctor and 'a2a-node reload' read it)`, {
+          reason: (err as Error).message,
+        });
       }
     };
     try {
@@ -109,11 +117,23 @@ EXIT CODES
       lock?.release();
       const e = err as NodeJS.ErrnoException;
       if (e.code === "EADDRINUSE")
-        throw new CliError(`port ${config.port} on ${config.host} is already in use by another process`, ExitCode.Failure, `stop that process, or pass another --port (e.g. --port ${config.port + 1})`);
+        throw new CliError(
+          `port ${config.port} on ${config.host} is already in use by another process`,
+          ExitCode.Failure,
+          `stop that process, or pass another --port (e.g. --port ${config.port + 1})`,
+        );
       if (e.code === "EACCES")
-        throw new CliError(`not allowed to listen on ${config.host}:${config.port}`, ExitCode.Failure, "use a port above 1023");
+        throw new CliError(
+          `not allowed to listen on ${config.host}:${config.port}`,
+          ExitCode.Failure,
+          "use a port above 1023",
+        );
       // Bun reports a host name that does not resolve only as "Failed to listen at HOST", without a code.
-      if (e.code === "EADDRNOTAVAIL" || e.code === "ENOTFOUND" || (!e.code && /^Failed to listen at /.test(e.message ?? "")))
+      if (
+        e.code === "EADDRNOTAVAIL" ||
+        e.code === "ENOTFOUND" ||
+        (!e.code && /^Failed to listen at /.test(e.message ?? ""))
+      )
         throw new CliError(
           `cannot listen on ${config.host}: it is not an address of this machine (nor a name for one)`,
           ExitCode.Failure,
@@ -124,7 +144,12 @@ EXIT CODES
     const running = node;
     void notifyReady(io.env, `serving ${node.name} on ${node.url}`, log);
     io.onReload?.(() => {
-      void reload(running, () => resolveSettings(f, io.env, loadConfigFile(configFile, f.config !== undefined)).config, log, f.quiet).then((outcome) => {
+      void reload(
+        running,
+        () => resolveSettings(f, io.env, loadConfigFile(configFile, f.config !== undefined)).config,
+        log,
+        f.quiet,
+      ).then((outcome) => {
         if (state) state.reload = { count: (state.reload?.count ?? 0) + 1, at: new Date().toISOString(), ...outcome };
         publish();
       });
@@ -148,13 +173,19 @@ EXIT CODES
  * is applied. A config that no longer parses is reported and the running one kept: a typo must not stop a
  * node that was working.
  */
-async function reload(node: RunningNode, read: () => ServeConfig, log: LevelledLogger, quiet: boolean): Promise<Omit<ReloadRecord, "count" | "at">> {
+async function reload(
+  node: RunningNode,
+  read: () => ServeConfig,
+  log: LevelledLogger,
+  quiet: boolean,
+): Promise<Omit<ReloadRecord, "count" | "at">> {
   try {
     const next = read();
     const { applied, needsRestart } = await node.reload(next);
     if (!quiet) log.setLevel(next.logLevel);
     log.info("reloaded", { applied: applied.join(",") || "nothing changed" });
-    if (needsRestart.length) log.warn("these changes take effect only after a restart", { settings: needsRestart.join(",") });
+    if (needsRestart.length)
+      log.warn("these changes take effect only after a restart", { settings: needsRestart.join(",") });
     return { outcome: "applied", applied, needsRestart };
   } catch (err) {
     const reason = (err as Error).message;
@@ -164,7 +195,12 @@ async function reload(node: RunningNode, read: () => ServeConfig, log: LevelledL
 }
 
 /** What this node runs with, for HOME/serve.json: where it listens, its backends, and which settings were given how. */
-function runtimeState(node: RunningNode, config: ServeConfig, sources: Record<SettingName, string>, configFile: string): RuntimeState {
+function runtimeState(
+  node: RunningNode,
+  config: ServeConfig,
+  sources: Record<SettingName, string>,
+  configFile: string,
+): RuntimeState {
   const given = (from: (source: string) => boolean) =>
     (Object.keys(sources) as SettingName[]).filter((n) => from(sources[n])).map((n) => SETTINGS[n].file);
   return {
@@ -173,14 +209,27 @@ function runtimeState(node: RunningNode, config: ServeConfig, sources: Record<Se
     version: VERSION,
     name: node.name,
     configFile,
-    urls: { mtls: node.url, advertised: node.advertisedUrl, enroll: node.enrollUrl, plain: node.plainUrl, admin: node.adminUrl, token: node.tokenUrl },
+    urls: {
+      mtls: node.url,
+      advertised: node.advertisedUrl,
+      enroll: node.enrollUrl,
+      plain: node.plainUrl,
+      admin: node.adminUrl,
+      token: node.tokenUrl,
+    },
     advertisedExplicitly: sources.advertiseUrl !== "default",
     executor: config.executor,
     ...(config.executor === "openai" ? { modelUrl: config.modelUrl, model: config.model } : {}),
     ...(config.executor === "hermes" ? { hermesUrl: config.hermesUrl } : {}),
     database: node.database,
     fromFlags: given((s) => s === "flag"),
-    fromEnv: [...new Set((Object.keys(sources) as SettingName[]).map((n) => sources[n]).filter((s) => s !== "flag" && s !== "file" && s !== "default"))],
+    fromEnv: [
+      ...new Set(
+        (Object.keys(sources) as SettingName[])
+          .map((n) => sources[n])
+          .filter((s) => s !== "flag" && s !== "file" && s !== "default"),
+      ),
+    ],
   };
 }
 
@@ -191,7 +240,11 @@ function holdHome(home: string): HomeLock | undefined {
     return acquireHomeLock(home);
   } catch (err) {
     if (err instanceof HomeLockedError)
-      throw new CliError(err.message, ExitCode.Failure, `stop it first (kill ${err.pid}, or systemctl stop a2a-node), or give this one its own --home`);
+      throw new CliError(
+        err.message,
+        ExitCode.Failure,
+        `stop it first (kill ${err.pid}, or systemctl stop a2a-node), or give this one its own --home`,
+      );
     throw err;
   }
 }

@@ -60,9 +60,13 @@ EXIT CODES
     if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     if (!f["task-id"]) throw new UsageError("--task-id is required");
     const agent = f.agent ?? sentTaskAgent(home, f["task-id"]);
-    if (!agent) throw new UsageError(`--agent is required: task ${f["task-id"]} was not sent from this home (no record of its peer)`);
+    if (!agent)
+      throw new UsageError(
+        `--agent is required: task ${f["task-id"]} was not sent from this home (no record of its peer)`,
+      );
     const hl = f["history-length"];
-    if (hl !== undefined && (!Number.isInteger(hl) || hl < 0)) throw new UsageError("--history-length must be 0 or more");
+    if (hl !== undefined && (!Number.isInteger(hl) || hl < 0))
+      throw new UsageError("--history-length must be 0 or more");
     const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
     if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
     if (f.timeout !== undefined && !f.wait) throw new UsageError("--timeout goes with --wait");
@@ -73,7 +77,11 @@ EXIT CODES
     } catch (err) {
       return session.fail(err);
     }
-    if (f.wait) return waitAndReport({ io, session, agent: session.target.peer?.name ?? agent, json: f.json, timeoutS, printResult: true }, task);
+    if (f.wait)
+      return waitAndReport(
+        { io, session, agent: session.target.peer?.name ?? agent, json: f.json, timeoutS, printResult: true },
+        task,
+      );
     if (f.json) io.stdout.write(`${JSON.stringify(task)}\n`);
     else {
       io.stdout.write(`${statusLine(task, session.target.label)}\n`);

@@ -47,7 +47,10 @@ export function requestIdOf(approval: HermesApproval): string | undefined {
  */
 export function choiceOf(answer: Message, approval: HermesApproval): { choice: string } | { refused: string } {
   const raw = messageText(answer);
-  const word = raw.trim().toLowerCase().replace(/^["'`]+|["'`.!]+$/g, "");
+  const word = raw
+    .trim()
+    .toLowerCase()
+    .replace(/^["'`]+|["'`.!]+$/g, "");
   const choice = WORDS[word];
   const choices = offered(approval);
   if (choice && choices.includes(choice)) return { choice };
@@ -68,6 +71,11 @@ export function question(approval: HermesApproval): string {
 
 /** The approval as a program reads it from the status message's metadata (no envelope fields). */
 export function approvalMetadata(runId: string, approval: HermesApproval): Record<string, unknown> {
-  const { event: _event, run_id: _runId, timestamp: _timestamp, ...fields } = approval as HermesApproval & { event?: unknown; timestamp?: unknown };
+  const {
+    event: _event,
+    run_id: _runId,
+    timestamp: _timestamp,
+    ...fields
+  } = approval as HermesApproval & { event?: unknown; timestamp?: unknown };
   return { "hermes/approval": { run_id: runId, ...fields, choices: offered(approval) } };
 }

@@ -1,4 +1,10 @@
-import { type HermesCapabilities, HermesHttpError, type HistoryTurn, type RunsApi, type SessionMessage } from "./runs-api";
+import {
+  type HermesCapabilities,
+  HermesHttpError,
+  type HistoryTurn,
+  type RunsApi,
+  type SessionMessage,
+} from "./runs-api";
 
 /*
  * Continuing an A2A conversation on Hermes, on both server generations. Every task of one context runs with the
@@ -52,7 +58,11 @@ export class Conversations {
       return false;
     }
     const idempotency = caps.features?.runs_idempotency;
-    const bySession = idempotency === true || (typeof idempotency === "object" && idempotency !== null && (idempotency as { supported?: unknown }).supported !== false);
+    const bySession =
+      idempotency === true ||
+      (typeof idempotency === "object" &&
+        idempotency !== null &&
+        (idempotency as { supported?: unknown }).supported !== false);
     this.known = { bySession, until: Date.now() + CAPABILITIES_TTL_MS };
     return bySession;
   }
@@ -65,7 +75,9 @@ export class Conversations {
       messages = await this.api.sessionMessages(sessionId, bounded(signal));
     } catch (err) {
       if (signal.aborted || refusedKey(err)) throw err;
-      return { lost: `Hermes at ${this.api.base} did not give this conversation's earlier turns (${(err as Error).message})` };
+      return {
+        lost: `Hermes at ${this.api.base} did not give this conversation's earlier turns (${(err as Error).message})`,
+      };
     }
     const history = turnsOf(messages);
     return history.length > 0 ? { history } : {};
@@ -95,7 +107,13 @@ function textOf(content: unknown): string {
   if (typeof content === "string") return content;
   if (Array.isArray(content))
     return content
-      .map((p) => (typeof p === "string" ? p : p && typeof p === "object" && typeof (p as { text?: unknown }).text === "string" ? (p as { text: string }).text : ""))
+      .map((p) =>
+        typeof p === "string"
+          ? p
+          : p && typeof p === "object" && typeof (p as { text?: unknown }).text === "string"
+            ? (p as { text: string }).text
+            : "",
+      )
       .filter(Boolean)
       .join(" ");
   return "";

@@ -102,7 +102,8 @@ export class HermesTask {
     const { req } = this;
     const session = sessionId(req.caller, req.contextId);
     const { history, lost } = await this.conversations.continuation(session, req.signal);
-    if (lost && (await req.history()).length > 0) req.events.progress(`${lost}; this task goes on without them`, { hermes: { history: "unavailable" } });
+    if (lost && (await req.history()).length > 0)
+      req.events.progress(`${lost}; this task goes on without them`, { hermes: { history: "unavailable" } });
     const body: StartRun = {
       input: inputText(req.message),
       session_id: session,
@@ -120,8 +121,13 @@ export class HermesTask {
         if (err instanceof HermesHttpError && (err.status === 429 || err.status === 503)) {
           const wait = Math.min((err.retryAfter ?? 1) * 1000, this.timing.maxRetryDelayMs);
           if (Date.now() + wait > giveUpAt)
-            throw new GaveUp(`Hermes at ${this.api.base} stayed at capacity for ${Math.round(this.timing.capacityWaitMs / 1000)} s (${err.message}); send the task again later`);
-          if (!told) req.events.progress(`waiting for Hermes capacity: ${err.message}; trying again`, { hermes: { waiting: "capacity", status: err.status, code: err.code } });
+            throw new GaveUp(
+              `Hermes at ${this.api.base} stayed at capacity for ${Math.round(this.timing.capacityWaitMs / 1000)} s (${err.message}); send the task again later`,
+            );
+          if (!told)
+            req.events.progress(`waiting for Hermes capacity: ${err.message}; trying again`, {
+              hermes: { waiting: "capacity", status: err.status, code: err.code },
+            });
           told = true;
           await sleep(wait, req.signal);
           continue;
@@ -147,10 +153,11 @@ export class HermesTask {
     }
     try {
       // A broken connection ends the stream like its end does: the status tells how the run goes on.
-      const read = () => events.next().catch((err): IteratorResult<HermesEvent> => {
-        if (this.req.signal.aborted) throw err;
-        return { done: true, value: undefined };
-      });
+      const read = () =>
+        events.next().catch((err): IteratorResult<HermesEvent> => {
+          if (this.req.signal.aborted) throw err;
+          return { done: true, value: undefined };
+        });
       let next = read();
       for (;;) {
         const step = await this.nextStep(next.then((event) => ({ event })));
@@ -181,7 +188,10 @@ export class HermesTask {
       } catch (err) {
         if (this.req.signal.aborted) throw err;
         if (err instanceof HermesHttpError && err.status === 404)
-          return { state: "TASK_STATE_FAILED", message: `Hermes at ${this.api.base} no longer knows run ${runId} (it restarted, or the run ended over an hour ago); send the task again` };
+          return {
+            state: "TASK_STATE_FAILED",
+            message: `Hermes at ${this.api.base} no longer knows run ${runId} (it restarted, or the run ended over an hour ago); send the task again`,
+          };
         // Hermes may be restarting: keep asking (the task's deadline bounds this), unless it refuses us.
         if (err instanceof HermesHttpError && err.status < 500 && err.status !== 429) throw err;
         s = undefined;
@@ -195,16 +205,21 @@ export class HermesTask {
           case "cancelled":
             return this.stoppedThere(runId);
           case "interrupted":
-            return { state: "TASK_STATE_FAILED", message: `Hermes restarted while it ran this task (run ${runId} was interrupted: ${s.error ?? "no reason given"}); send the task again` };
+            return {
+              state: "TASK_STATE_FAILED",
+              message: `Hermes restarted while it ran this task (run ${runId} was interrupted: ${s.error ?? "no reason given"}); send the task again`,
+            };
           case "waiting_for_approval": {
             // Newer servers say which approval; older ones do not, and the one noted before stands for it.
             const approval = s.approval ?? this.pending[0] ?? {};
             // The status stays waiting_for_approval after Hermes denied an approval on its timeout; the agent's
             // next tool event moves last_event on, and a 409 to our answer says so too.
-            const stale = this.over.has(keyOf(approval)) || (s.last_event !== undefined && s.last_event !== "approval.request");
+            const stale =
+              this.over.has(keyOf(approval)) || (s.last_event !== undefined && s.last_event !== "approval.request");
             const current = this.asking?.approval;
             if (stale) {
-              if (current) this.withdraw("Hermes went on without this answer: it denies an approval nobody answers in time");
+              if (current)
+                this.withdraw("Hermes went on without this answer: it denies an approval nobody answers in time");
             } else if (!current || keyOf(approval) !== keyOf(current)) {
               if (current) this.withdraw("Hermes now asks about another approval");
               await this.request(runId, approval);
@@ -212,7 +227,8 @@ export class HermesTask {
             break;
           }
           default:
-            if (this.asking) this.withdraw("Hermes went on without this answer: it denies an approval nobody answers in time");
+            if (this.asking)
+              this.withdraw("Hermes went on without this answer: it denies an approval nobody answers in time");
             this.pending = [];
         }
       }
@@ -230,7 +246,13 @@ export class HermesTask {
   private async nextStep(source: Promise<Step>): Promise<Step> {
     const asking = this.asking;
     const step: Step = asking
-      ? await Promise.race([source, asking.answer.then((answer): Step => ({ answer }), (): Step => ({ withdrawn: true }))])
+      ? await Promise.race([
+          source,
+          asking.answer.then(
+            (answer): Step => ({ answer }),
+            (): Step => ({ withdrawn: true }),
+          ),
+        ])
       : await source;
     if ("withdrawn" in step) {
       if (this.asking === asking) this.asking = undefined;
@@ -257,7 +279,10 @@ export class HermesTask {
         // with blank lines.
         if (this.streamed === "") delta = delta.replace(/^\s+/, "");
         if (delta) {
-          events.artifact({ artifactId: this.artifactId, name: "answer", parts: [{ text: delta }] }, { append: this.streamed.length > 0 });
+          events.artifact(
+            { artifactId: this.artifactId, name: "answer", parts: [{ text: delta }] },
+            { append: this.streamed.length > 0 },
+          );
           this.streamed += delta;
         }
         return undefined;
@@ -268,7 +293,10 @@ export class HermesTask {
         return undefined;
       case "tool.completed":
         this.segment = "";
-        events.progress(`${str(e.tool, "a tool")} ${e.error === true ? "failed" : "finished"}${typeof e.duration === "number" ? ` after ${e.duration} s` : ""}`, { hermes: e });
+        events.progress(
+          `${str(e.tool, "a tool")} ${e.error === true ? "failed" : "finished"}${typeof e.duration === "number" ? ` after ${e.duration} s` : ""}`,
+          { hermes: e },
+        );
         return undefined;
       case "reasoning.available": {
         // Hermes fills this with the visible text of each assistant message (its first 500 characters), not
@@ -277,13 +305,17 @@ export class HermesTask {
         const text = reasoningText(e.text);
         if (!text) return undefined;
         if (visible(this.segment).startsWith(text)) this.said.push(e);
-        else if (this.segment.trim() === "") this.unsure = e; // nothing streamed: run.completed's output tells
+        else if (this.segment.trim() === "")
+          this.unsure = e; // nothing streamed: run.completed's output tells
         else this.showReasoning(e);
         return undefined;
       }
       case "subagent.start":
       case "subagent.complete":
-        events.progress(`${e.event === "subagent.start" ? "subagent started" : "subagent finished"}${e.goal ? `: ${clip(str(e.goal), 200)}` : ""}`, { hermes: e });
+        events.progress(
+          `${e.event === "subagent.start" ? "subagent started" : "subagent finished"}${e.goal ? `: ${clip(str(e.goal), 200)}` : ""}`,
+          { hermes: e },
+        );
         return undefined;
       case "approval.request": {
         const { event: _e, run_id: _r, timestamp: _t, ...approval } = e;
@@ -292,7 +324,8 @@ export class HermesTask {
         return undefined;
       }
       case "approval.responded":
-        if (this.echoes > 0) this.echoes--; // our own answer, come back
+        if (this.echoes > 0)
+          this.echoes--; // our own answer, come back
         else {
           // Someone answered it on Hermes itself (its own UI, another client): that question is settled.
           if (this.asking) this.withdraw(`the approval was answered on Hermes (${str(e.choice)})`);
@@ -390,8 +423,16 @@ export class HermesTask {
     }
     // What Hermes said of the answer (its reasoning.available copies) stays with it, for programs.
     const metadata = this.said.length > 0 ? { metadata: { hermes: { "reasoning.available": this.said } } } : {};
-    if (text && text !== this.streamed) events.artifact({ artifactId: this.artifactId, name: "answer", parts: [{ text }], ...metadata }, { lastChunk: true });
-    else if (this.streamed) events.artifact({ artifactId: this.artifactId, name: "answer", parts: [{ text: "" }], ...metadata }, { append: true, lastChunk: true });
+    if (text && text !== this.streamed)
+      events.artifact(
+        { artifactId: this.artifactId, name: "answer", parts: [{ text }], ...metadata },
+        { lastChunk: true },
+      );
+    else if (this.streamed)
+      events.artifact(
+        { artifactId: this.artifactId, name: "answer", parts: [{ text: "" }], ...metadata },
+        { append: true, lastChunk: true },
+      );
     const outcome: ExecutionOutcome = { state: "TASK_STATE_COMPLETED" };
     if (!text && !this.streamed) outcome.message = "Hermes finished the run without an answer";
     if (usage && typeof usage === "object") outcome.metadata = { "hermes/usage": usage };
@@ -399,7 +440,9 @@ export class HermesTask {
   }
 
   private refusedKey(err: HermesHttpError, runId: string | undefined): ExecutionOutcome {
-    const key = this.api.auth().authorization ? "refused this node's API key" : "wants an API key, and this node has none";
+    const key = this.api.auth().authorization
+      ? "refused this node's API key"
+      : "wants an API key, and this node has none";
     return {
       state: "TASK_STATE_AUTH_REQUIRED",
       message:
@@ -421,7 +464,8 @@ export class HermesTask {
       await this.api.stop(runId, signal);
     } catch (err) {
       // 404: the run is no longer active there (it ended just before, or Hermes restarted).
-      if (!(err instanceof HermesHttpError && err.status === 404)) return `could not ask Hermes at ${this.api.base} to stop run ${runId}: ${(err as Error).message}`;
+      if (!(err instanceof HermesHttpError && err.status === 404))
+        return `could not ask Hermes at ${this.api.base} to stop run ${runId}: ${(err as Error).message}`;
     }
     let status = "stopping";
     for (let delay = this.timing.pollFirstMs; ; delay = Math.min(delay * 2, this.timing.pollMaxMs)) {
@@ -448,10 +492,15 @@ export class HermesTask {
     if (cause === "shutdown") return { state: "TASK_STATE_FAILED", message: "interrupted: the node shut down" };
     // Hermes refused the key (its 401 invalid_api_key): a run already started goes on there, and the retry
     // (the next message to the task, see src/tasks/auth-retry.ts) re-attaches to it by its noted id.
-    if (err instanceof HermesHttpError && (err.status === 401 || err.status === 403) && !signal.aborted) return this.refusedKey(err, runId);
+    if (err instanceof HermesHttpError && (err.status === 401 || err.status === 403) && !signal.aborted)
+      return this.refusedKey(err, runId);
     if (signal.aborted) {
       const stopNote = runId ? await this.stopRun(runId) : undefined;
-      return { state: "TASK_STATE_CANCELED", message: (signal.reason as Error | undefined)?.message ?? "canceled", ...(stopNote ? { stopNote } : {}) };
+      return {
+        state: "TASK_STATE_CANCELED",
+        message: (signal.reason as Error | undefined)?.message ?? "canceled",
+        ...(stopNote ? { stopNote } : {}),
+      };
     }
     if (runId) await this.api.stop(runId, AbortSignal.timeout(2000)).catch(() => {});
     let message: string;

@@ -36,7 +36,16 @@ export interface HermesApproval {
 export interface HermesRunStatus {
   object?: string;
   run_id: string;
-  status: "queued" | "running" | "waiting_for_approval" | "stopping" | "completed" | "failed" | "cancelled" | "interrupted" | string;
+  status:
+    | "queued"
+    | "running"
+    | "waiting_for_approval"
+    | "stopping"
+    | "completed"
+    | "failed"
+    | "cancelled"
+    | "interrupted"
+    | string;
   output?: string;
   usage?: Record<string, number>;
   error?: string;
@@ -105,9 +114,17 @@ export class RunsApi {
   }
 
   /** POST /v1/runs; `idempotencyKey` makes a retried start return the same run on servers that honour it. */
-  async start(body: StartRun, idempotencyKey: string, signal: AbortSignal): Promise<{ runId: string; replayed?: boolean }> {
-    const r = (await this.call("POST", "/v1/runs", signal, body, { "idempotency-key": idempotencyKey })) as { run_id?: unknown; replayed?: boolean };
-    if (typeof r.run_id !== "string" || r.run_id === "") throw new HermesHttpError("POST /v1/runs", 202, undefined, "the answer carried no run_id", undefined);
+  async start(
+    body: StartRun,
+    idempotencyKey: string,
+    signal: AbortSignal,
+  ): Promise<{ runId: string; replayed?: boolean }> {
+    const r = (await this.call("POST", "/v1/runs", signal, body, { "idempotency-key": idempotencyKey })) as {
+      run_id?: unknown;
+      replayed?: boolean;
+    };
+    if (typeof r.run_id !== "string" || r.run_id === "")
+      throw new HermesHttpError("POST /v1/runs", 202, undefined, "the answer carried no run_id", undefined);
     return { runId: r.run_id, replayed: r.replayed };
   }
 
@@ -117,7 +134,10 @@ export class RunsApi {
 
   /** POST .../approval with one of once|session|always|deny; `requestId` names the approval (newer servers). */
   approve(runId: string, choice: string, requestId: string | undefined, signal: AbortSignal): Promise<unknown> {
-    return this.call("POST", `/v1/runs/${encodeURIComponent(runId)}/approval`, signal, { choice, ...(requestId ? { request_id: requestId } : {}) });
+    return this.call("POST", `/v1/runs/${encodeURIComponent(runId)}/approval`, signal, {
+      choice,
+      ...(requestId ? { request_id: requestId } : {}),
+    });
   }
 
   stop(runId: string, signal: AbortSignal): Promise<unknown> {
@@ -135,7 +155,9 @@ export class RunsApi {
    */
   async sessionMessages(sessionId: string, signal: AbortSignal): Promise<SessionMessage[]> {
     try {
-      const r = (await this.call("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages`, signal)) as { data?: unknown };
+      const r = (await this.call("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages`, signal)) as {
+        data?: unknown;
+      };
       return Array.isArray(r.data) ? (r.data as SessionMessage[]) : [];
     } catch (err) {
       if (err instanceof HermesHttpError && err.status === 404 && err.code === "session_not_found") return [];
@@ -150,7 +172,10 @@ export class RunsApi {
    */
   async events(runId: string, signal: AbortSignal): Promise<AsyncIterator<HermesEvent>> {
     const endpoint = `GET /v1/runs/${runId}/events`;
-    const res = await fetch(`${this.base}/v1/runs/${encodeURIComponent(runId)}/events`, { headers: { ...this.auth(), accept: "text/event-stream" }, signal });
+    const res = await fetch(`${this.base}/v1/runs/${encodeURIComponent(runId)}/events`, {
+      headers: { ...this.auth(), accept: "text/event-stream" },
+      signal,
+    });
     if (!res.ok || !res.body) throw await httpError(endpoint, res);
     const frames = readSse(res.body)[Symbol.asyncIterator]();
     return {
@@ -164,7 +189,8 @@ export class RunsApi {
           } catch {
             continue; // not an event of the runs API; the real server sends none, but never let one break a run
           }
-          if (e && typeof e === "object" && typeof (e as HermesEvent).event === "string") return { done: false, value: e as HermesEvent };
+          if (e && typeof e === "object" && typeof (e as HermesEvent).event === "string")
+            return { done: false, value: e as HermesEvent };
         }
       },
       async return(): Promise<IteratorResult<HermesEvent>> {
@@ -178,7 +204,13 @@ export class RunsApi {
     return this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {};
   }
 
-  private async call(method: "GET" | "POST", path: string, signal: AbortSignal, body?: unknown, extra: Record<string, string> = {}): Promise<unknown> {
+  private async call(
+    method: "GET" | "POST",
+    path: string,
+    signal: AbortSignal,
+    body?: unknown,
+    extra: Record<string, string> = {},
+  ): Promise<unknown> {
     const endpoint = `${method} ${path}`;
     const res = await fetch(`${this.base}${path}`, {
       method,
@@ -191,7 +223,13 @@ export class RunsApi {
     try {
       return text ? JSON.parse(text) : {};
     } catch {
-      throw new HermesHttpError(endpoint, res.status, undefined, `the answer is not JSON: ${text.slice(0, 120)}`, undefined);
+      throw new HermesHttpError(
+        endpoint,
+        res.status,
+        undefined,
+        `the answer is not JSON: ${text.slice(0, 120)}`,
+        undefined,
+      );
     }
   }
 }

@@ -17,11 +17,26 @@ function toV03SecurityScheme(s: unknown): Metadata | undefined {
     case "mtlsSecurityScheme":
       return { type: "mutualTLS", ...description };
     case "apiKeySecurityScheme":
-      return { type: "apiKey", name: body.name, in: body.location === "cookie" || body.location === "query" ? body.location : "header", ...description };
+      return {
+        type: "apiKey",
+        name: body.name,
+        in: body.location === "cookie" || body.location === "query" ? body.location : "header",
+        ...description,
+      };
     case "httpAuthSecurityScheme":
-      return compact({ type: "http", scheme: body.scheme, bearerFormat: nonEmpty(body.bearerFormat as string | undefined), ...description });
+      return compact({
+        type: "http",
+        scheme: body.scheme,
+        bearerFormat: nonEmpty(body.bearerFormat as string | undefined),
+        ...description,
+      });
     case "oauth2SecurityScheme":
-      return compact({ type: "oauth2", flows: body.flows ?? {}, oauth2MetadataUrl: nonEmpty(body.oauth2MetadataUrl as string | undefined), ...description });
+      return compact({
+        type: "oauth2",
+        flows: body.flows ?? {},
+        oauth2MetadataUrl: nonEmpty(body.oauth2MetadataUrl as string | undefined),
+        ...description,
+      });
     case "openIdConnectSecurityScheme":
       return { type: "openIdConnect", openIdConnectUrl: body.openIdConnectUrl, ...description };
     default:
@@ -63,7 +78,8 @@ export function toV03AgentCard(card: AgentCard): V03AgentCard {
   };
   if (card.provider) out.provider = { organization: card.provider.organization, url: card.provider.url };
   if (nonEmpty(card.documentationUrl)) out.documentationUrl = card.documentationUrl;
-  if (card.capabilities.extendedAgentCard !== undefined) out.supportsAuthenticatedExtendedCard = card.capabilities.extendedAgentCard;
+  if (card.capabilities.extendedAgentCard !== undefined)
+    out.supportsAuthenticatedExtendedCard = card.capabilities.extendedAgentCard;
   if (card.securitySchemes) {
     const schemes: Record<string, Metadata> = {};
     for (const [name, s] of Object.entries(card.securitySchemes)) {

@@ -2,7 +2,14 @@ import { A2AError } from "../errors";
 import { isObj, bad, nonEmptyString, optBool, optObject } from "../field-checks";
 import type { SendMessageResult, StreamResponse, TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from "../types";
 import { isSettled } from "../types";
-import { toV03Message, toV03Artifact, fromV03Artifact, toV03TaskStatus, fromV03TaskStatus, toV03Task } from "./messages";
+import {
+  toV03Message,
+  toV03Artifact,
+  fromV03Artifact,
+  toV03TaskStatus,
+  fromV03TaskStatus,
+  toV03Task,
+} from "./messages";
 import type { V03Message, V03Task, V03TaskStatusUpdateEvent, V03TaskArtifactUpdateEvent, V03Event } from "./shapes";
 import { checkKind, compact } from "./wire-checks";
 

@@ -27,7 +27,8 @@ export const LEGACY_METADATA_KEY = "hermesLegacy";
 
 export function legacySendParams(p: unknown): LegacySendParams {
   if (!isObj(p)) throw bad("params must be an object");
-  if (typeof p.task !== "string" || p.task.trim() === "") throw bad("params.task is required and must be a non-empty string");
+  if (typeof p.task !== "string" || p.task.trim() === "")
+    throw bad("params.task is required and must be a non-empty string");
   const out: LegacySendParams = {
     task: p.task.trim(),
     metadata: { ...(optObject(p, "metadata", "params") ?? {}) },
@@ -78,7 +79,11 @@ const textOf = (parts: Part[] | undefined): string =>
  * `status.message` is the status message's text, or a stock sentence for the state. `peer_cn` is the caller's
  * certificate name (only a task's owner reads it), never what a metadata written by a caller says.
  */
-export function toLegacyRecord(t: Task, callerName: string, now: () => string = () => new Date().toISOString()): LegacyTaskRecord {
+export function toLegacyRecord(
+  t: Task,
+  callerName: string,
+  now: () => string = () => new Date().toISOString(),
+): LegacyTaskRecord {
   const { [LEGACY_METADATA_KEY]: legacy, ...rest } = t.metadata ?? {};
   const metadata = { ...rest, peer_cn: callerName };
   const saved = isObj(legacy) ? legacy : {};
@@ -90,13 +95,20 @@ export function toLegacyRecord(t: Task, callerName: string, now: () => string = 
     task: typeof saved.task === "string" ? saved.task : textOf(firstUser?.parts),
     requester: typeof saved.requester === "string" ? saved.requester : callerName,
     metadata,
-    artifacts: (t.artifacts ?? []).flatMap((a) => a.parts.filter((p) => typeof p.text === "string").map((p) => ({ text: p.text as string }))),
+    artifacts: (t.artifacts ?? []).flatMap((a) =>
+      a.parts.filter((p) => typeof p.text === "string").map((p) => ({ text: p.text as string })),
+    ),
     status: { state, message: statusText || LEGACY_STATUS_TEXT[state], timestamp: t.status.timestamp || now() },
   };
 }
 
 /** An agent may answer a `tasks/send` with a Message instead of a task: report it as a completed record. */
-export function legacyRecordFromMessage(m: Message, p: LegacySendParams, callerName: string, now: () => string = () => new Date().toISOString()): LegacyTaskRecord {
+export function legacyRecordFromMessage(
+  m: Message,
+  p: LegacySendParams,
+  callerName: string,
+  now: () => string = () => new Date().toISOString(),
+): LegacyTaskRecord {
   return {
     taskId: m.taskId || p.taskId || m.messageId,
     task: p.task,

@@ -114,7 +114,8 @@ export function fromV03Task(t: unknown, where = "task"): Task {
     contextId,
     status: fromV03TaskStatus(t.status, `${where}.status`),
     history: history.length > 0 ? history.map((m, i) => fromV03Message(m, `${where}.history[${i}]`)) : undefined,
-    artifacts: artifacts.length > 0 ? artifacts.map((a, i) => fromV03Artifact(a, `${where}.artifacts[${i}]`)) : undefined,
+    artifacts:
+      artifacts.length > 0 ? artifacts.map((a, i) => fromV03Artifact(a, `${where}.artifacts[${i}]`)) : undefined,
     metadata: metadata && { ...metadata },
   });
 }

@@ -16,8 +16,7 @@ export function toV03Part(p: Part): V03Part {
   const metadata = p.metadata && { ...p.metadata };
   if (p.text !== undefined) return compact<V03TextPart>({ kind: "text", text: p.text, metadata });
   if (p.raw !== undefined || p.url !== undefined) {
-    const file: V03FileWithBytes | V03FileWithUri =
-      p.raw !== undefined ? { bytes: p.raw } : { uri: p.url as string };
+    const file: V03FileWithBytes | V03FileWithUri = p.raw !== undefined ? { bytes: p.raw } : { uri: p.url as string };
     if (nonEmpty(p.filename)) file.name = p.filename;
     if (nonEmpty(p.mediaType)) file.mimeType = p.mediaType;
     return compact<V03FilePart>({ kind: "file", file, metadata });

@@ -25,7 +25,10 @@ export function toV03PushConfig(c: TaskPushNotificationConfig): V03TaskPushNotif
  */
 export function fromV03PushNotificationConfig(c: unknown, where: string): PushConfigBody {
   if (!isObj(c)) throw bad(`${where} is required and must be an object`);
-  const out: PushConfigBody = { id: optString(c, "id", where) ?? "", url: httpUrl(nonEmptyString(c, "url", where), `${where}.url`) };
+  const out: PushConfigBody = {
+    id: optString(c, "id", where) ?? "",
+    url: httpUrl(nonEmptyString(c, "url", where), `${where}.url`),
+  };
   const token = optString(c, "token", where);
   if (token) out.token = token;
   if (!absent(c.authentication)) {
@@ -33,7 +36,8 @@ export function fromV03PushNotificationConfig(c: unknown, where: string): PushCo
     const aw = `${where}.authentication`;
     if (!isObj(a)) throw bad(`${aw} must be an object`);
     const schemes = optStringArray(a, "schemes", aw);
-    if (!schemes || schemes.length === 0 || schemes[0] === "") throw bad(`${aw}.schemes must be a non-empty array of scheme names`);
+    if (!schemes || schemes.length === 0 || schemes[0] === "")
+      throw bad(`${aw}.schemes must be a non-empty array of scheme names`);
     out.authentication = compact({ scheme: schemes[0], credentials: optString(a, "credentials", aw) });
   }
   return out;
@@ -44,5 +48,11 @@ export function fromV03PushConfig(p: unknown, where = "params"): TaskPushNotific
   if (!isObj(p)) throw bad(`${where} must be an object`);
   const taskId = nonEmptyString(p, "taskId", where);
   const body = fromV03PushNotificationConfig(p.pushNotificationConfig, `${where}.pushNotificationConfig`);
-  return { id: body.id, taskId, url: body.url, ...(body.token ? { token: body.token } : {}), ...(body.authentication ? { authentication: body.authentication } : {}) };
+  return {
+    id: body.id,
+    taskId,
+    url: body.url,
+    ...(body.token ? { token: body.token } : {}),
+    ...(body.authentication ? { authentication: body.authentication } : {}),
+  };
 }

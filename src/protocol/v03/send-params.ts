@@ -34,7 +34,10 @@ export function fromV03SendParams(p: unknown): SendMessageParams {
     if (historyLength !== undefined) cfg.historyLength = historyLength;
     if (!absent(c.pushNotificationConfig))
       // The task does not exist yet; the handler fills in its id.
-      cfg.taskPushNotificationConfig = { ...fromV03PushNotificationConfig(c.pushNotificationConfig, `${where}.pushNotificationConfig`), taskId: "pending" };
+      cfg.taskPushNotificationConfig = {
+        ...fromV03PushNotificationConfig(c.pushNotificationConfig, `${where}.pushNotificationConfig`),
+        taskId: "pending",
+      };
     out.configuration = cfg;
   }
   const metadata = optObject(p, "metadata", "params");

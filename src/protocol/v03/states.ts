@@ -14,7 +14,9 @@ const STATE_TO_V03: Record<TaskState, V03TaskState> = {
   TASK_STATE_FAILED: "failed",
   TASK_STATE_REJECTED: "rejected",
 };
-const STATE_FROM_V03 = new Map<string, TaskState>(Object.entries(STATE_TO_V03).map(([v1, v03]) => [v03, v1 as TaskState]));
+const STATE_FROM_V03 = new Map<string, TaskState>(
+  Object.entries(STATE_TO_V03).map(([v1, v03]) => [v03, v1 as TaskState]),
+);
 
 export function toV03State(state: TaskState): V03TaskState {
   return STATE_TO_V03[state] ?? "unknown";

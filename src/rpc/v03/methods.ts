@@ -73,7 +73,8 @@ export function v03Methods(handler: A2ARequestHandler, opts: { newId?: () => str
       return toV03PushConfig(await handler.getTaskPushNotificationConfig({ taskId, id }, ctx));
     }
     const { configs } = await handler.listTaskPushNotificationConfigs({ taskId, pageSize: 1 }, ctx);
-    if (configs.length === 0) throw new A2AError(-32001, `No push notification config is set for task ${taskId}`, "TASK_NOT_FOUND", { taskId });
+    if (configs.length === 0)
+      throw new A2AError(-32001, `No push notification config is set for task ${taskId}`, "TASK_NOT_FOUND", { taskId });
     return toV03PushConfig(configs[0]);
   }
 
@@ -108,7 +109,10 @@ export function v03Methods(handler: A2ARequestHandler, opts: { newId?: () => str
       "tasks/pushNotificationConfig/list": listPushConfigs,
       "tasks/pushNotificationConfig/delete": async (p, ctx) => {
         const o = params(p);
-        await handler.deleteTaskPushNotificationConfig({ taskId: nonEmpty(o, "id"), id: nonEmpty(o, "pushNotificationConfigId") }, ctx);
+        await handler.deleteTaskPushNotificationConfig(
+          { taskId: nonEmpty(o, "id"), id: nonEmpty(o, "pushNotificationConfigId") },
+          ctx,
+        );
         return null;
       },
       "agent/getAuthenticatedExtendedCard": async (_p, ctx) => toV03AgentCard(await handler.getExtendedAgentCard(ctx)),
@@ -119,10 +123,17 @@ export function v03Methods(handler: A2ARequestHandler, opts: { newId?: () => str
       "tasks/resubscribe": async (p, ctx, lastEventId) =>
         events(await handler.subscribeToTask(validate.subscribeParams(p), ctx, validate.lastEventId(lastEventId))),
     },
-    error: (err: A2AError) => ({ code: err.code, message: err.message, ...(err.metadata ? { data: { ...err.metadata } } : {}) }),
+    error: (err: A2AError) => ({
+      code: err.code,
+      message: err.message,
+      ...(err.metadata ? { data: { ...err.metadata } } : {}),
+    }),
   };
 }
 
 function events(items: AsyncIterable<StreamItem>): AsyncIterable<StreamEvent> {
-  return mapStream(items, (item) => ({ id: item.seq === undefined ? undefined : String(item.seq), result: toV03Event(item.response) }));
+  return mapStream(items, (item) => ({
+    id: item.seq === undefined ? undefined : String(item.seq),
+    result: toV03Event(item.response),
+  }));
 }

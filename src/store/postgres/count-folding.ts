@@ -57,7 +57,11 @@ export class CountFolding {
           await tx.unsafe(COMPACT_USAGE);
         }
       })
-      .catch((err) => this.log.warn("could not fold the task counts; will try again", { reason: err instanceof Error ? err.message : String(err) }))
+      .catch((err) =>
+        this.log.warn("could not fold the task counts; will try again", {
+          reason: err instanceof Error ? err.message : String(err),
+        }),
+      )
       .finally(() => (this.compacting = undefined));
     return this.compacting;
   }

@@ -45,12 +45,16 @@ export class PostgresDeliveryQueue implements DeliveryQueue {
   }
 
   async renew(): Promise<void> {
-    await this.sql.unsafe(`UPDATE push_deliveries SET claim_expires = ${DB_NOW_MS} + $2 WHERE claimed_by = $1`, [this.replica, this.claimMs]);
+    await this.sql.unsafe(`UPDATE push_deliveries SET claim_expires = ${DB_NOW_MS} + $2 WHERE claimed_by = $1`, [
+      this.replica,
+      this.claimMs,
+    ]);
   }
 
   async get(id: string): Promise<QueuedDelivery | undefined> {
     // Only while this replica holds it: one that lost its claim (it stalled) leaves the delivery to the other.
-    const [row] = await this.sql`SELECT id, task_id, config_id, body, attempts, next_attempt_at FROM push_deliveries WHERE id = ${id} AND claimed_by = ${this.replica}`;
+    const [row] = await this
+      .sql`SELECT id, task_id, config_id, body, attempts, next_attempt_at FROM push_deliveries WHERE id = ${id} AND claimed_by = ${this.replica}`;
     return row ? ({ ...row } as QueuedDelivery) : undefined;
   }
 
@@ -59,11 +63,13 @@ export class PostgresDeliveryQueue implements DeliveryQueue {
   }
 
   async retry(id: string, attempts: number, nextAttemptAt: string, error: string): Promise<void> {
-    await this.sql`UPDATE push_deliveries SET attempts = ${attempts}, next_attempt_at = ${nextAttemptAt}, last_error = ${error} WHERE id = ${id} AND claimed_by = ${this.replica}`;
+    await this
+      .sql`UPDATE push_deliveries SET attempts = ${attempts}, next_attempt_at = ${nextAttemptAt}, last_error = ${error} WHERE id = ${id} AND claimed_by = ${this.replica}`;
   }
 
   async dropLane(taskId: string, configId: string): Promise<number> {
-    const rows = await this.sql`DELETE FROM push_deliveries WHERE task_id = ${taskId} AND config_id = ${configId} RETURNING id`;
+    const rows = await this
+      .sql`DELETE FROM push_deliveries WHERE task_id = ${taskId} AND config_id = ${configId} RETURNING id`;
     return rows.length;
   }
 }

@@ -68,9 +68,9 @@ export class PostgresLeases implements TaskLeases {
   }
 
   /**
-   * Hears the cancel requests stored with the leases of the tasks this replica holds (see PostgresTaskStore.requestCancel), at
-   * each renewal: once per hold of a task. The NOTIFY of a request is the fast path; this is the one that
-   * cannot be missed (a notice is lost while the listening connection is down).
+   * Hears the cancel requests stored with the leases of the tasks this replica holds (see
+   * PostgresTaskStore.requestCancel), at each renewal: once per hold of a task. The NOTIFY of a request is the fast
+   * path; this is the one that cannot be missed (a notice is lost while the listening connection is down).
    */
   onCancelRequested(listener: (taskId: string, reason: string) => void): void {
     this.cancelListener = listener;
@@ -120,7 +120,8 @@ export class PostgresLeases implements TaskLeases {
     if (claimed.length === 0) return [];
     const ids = claimed.map((r) => r.task_id);
     this.adopt(ids);
-    const rows = (await this.sql`SELECT id, owner, state, executor FROM tasks WHERE id IN ${this.sql(ids)} ORDER BY id`) as UnfinishedTask[];
+    const rows = (await this
+      .sql`SELECT id, owner, state, executor FROM tasks WHERE id IN ${this.sql(ids)} ORDER BY id`) as UnfinishedTask[];
     return rows.map(({ id, owner, state, executor }) => ({ id, owner, state, executor }));
   }
 

@@ -34,7 +34,9 @@ export class PostgresProbe implements StoreHealth {
   }
 
   async countByState(): Promise<{ state: string; n: number }[]> {
-    return (await this.bounded(this.sql`SELECT state, sum(n)::int AS n FROM task_counts GROUP BY state HAVING sum(n) <> 0`)) as { state: string; n: number }[];
+    return (await this.bounded(
+      this.sql`SELECT state, sum(n)::int AS n FROM task_counts GROUP BY state HAVING sum(n) <> 0`,
+    )) as { state: string; n: number }[];
   }
 
   stop(): void {
@@ -45,7 +47,10 @@ export class PostgresProbe implements StoreHealth {
     if (this.stopped) throw new Error("the node is stopping");
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the database did not answer within ${this.timeoutMs / 1000} s`)), this.timeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`the database did not answer within ${this.timeoutMs / 1000} s`)),
+        this.timeoutMs,
+      );
     });
     query.catch(() => {}); // answered after the timeout: nobody listens any more
     try {
@@ -58,9 +63,12 @@ export class PostgresProbe implements StoreHealth {
 
 function advice(reason: string): string {
   const e = reason.toLowerCase();
-  if (e.includes("read-only") || e.includes("recovery")) return " (the server takes no writes: a standby, or default_transaction_read_only; point database_url at the primary)";
-  if (e.includes("connection") || e.includes("connect") || e.includes("terminat")) return " (the server does not answer: is it running, and reachable from here?)";
+  if (e.includes("read-only") || e.includes("recovery"))
+    return " (the server takes no writes: a standby, or default_transaction_read_only; point database_url at the primary)";
+  if (e.includes("connection") || e.includes("connect") || e.includes("terminat"))
+    return " (the server does not answer: is it running, and reachable from here?)";
   if (e.includes("space") || e.includes("disk")) return " (the database server's disk is full: free space)";
-  if (e.includes("too many")) return " (the server has no connection free: raise its max_connections or lower the replicas' pools)";
+  if (e.includes("too many"))
+    return " (the server has no connection free: raise its max_connections or lower the replicas' pools)";
   return "";
 }

@@ -1,11 +1,17 @@
 import type { SQL } from "bun";
 import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../../protocol/types";
-import { ConfigOwnedElsewhere, overPushLimits, PUSH_CONFIG_PAGE, type PushConfigLimits, type PushConfigStore, type StoredPushConfig } from "../../push/push-config-store";
+import {
+  ConfigOwnedElsewhere,
+  overPushLimits,
+  PUSH_CONFIG_PAGE,
+  type PushConfigLimits,
+  type PushConfigStore,
+  type StoredPushConfig,
+} from "../../push/push-config-store";
 import { newId, now } from "../../clock";
 import { decodeConfigPageToken, encodeConfigPageToken } from "../page-token";
 import type { PostgresDatabase } from "./database";
 import { toConfig, toStored, type PushConfigRow } from "../push-config-rows";
-
 
 /**
  * PushConfigStore on the shared Postgres database (table push_configs, primary key (task_id, id)): a webhook
@@ -15,13 +21,22 @@ import { toConfig, toStored, type PushConfigRow } from "../push-config-rows";
 export class PostgresPushConfigStore implements PushConfigStore {
   private readonly sql: SQL;
   /** forTask look-ups waiting for this turn's query. */
-  private asked: Map<string, { promise: Promise<StoredPushConfig[]>; resolve(v: StoredPushConfig[]): void; reject(e: unknown): void }> | undefined;
+  private asked:
+    | Map<
+        string,
+        { promise: Promise<StoredPushConfig[]>; resolve(v: StoredPushConfig[]): void; reject(e: unknown): void }
+      >
+    | undefined;
 
   constructor(database: PostgresDatabase) {
     this.sql = database.sql;
   }
 
-  async create(owner: string, config: TaskPushNotificationConfig, limits?: PushConfigLimits): Promise<TaskPushNotificationConfig> {
+  async create(
+    owner: string,
+    config: TaskPushNotificationConfig,
+    limits?: PushConfigLimits,
+  ): Promise<TaskPushNotificationConfig> {
     const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
     if (config.token) saved.token = config.token;
     if (config.authentication) saved.authentication = { ...config.authentication };
@@ -39,7 +54,8 @@ export class PostgresPushConfigStore implements PushConfigStore {
           await tx`SELECT pg_advisory_xact_lock(hashtextextended(${`push_configs ${owner}`}, 0))`;
           const [exists] = await tx`SELECT 1 FROM push_configs WHERE task_id = ${saved.taskId} AND id = ${saved.id}`;
           if (!exists) {
-            const [{ task, caller }] = await tx`SELECT (SELECT count(*)::int FROM push_configs WHERE task_id = ${saved.taskId}) AS task,
+            const [{ task, caller }] =
+              await tx`SELECT (SELECT count(*)::int FROM push_configs WHERE task_id = ${saved.taskId}) AS task,
                                                       (SELECT count(*)::int FROM push_configs WHERE owner = ${owner}) AS caller`;
             const over = overPushLimits(limits, task, caller);
             if (over) throw over;
@@ -57,28 +73,40 @@ export class PostgresPushConfigStore implements PushConfigStore {
   }
 
   async get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined> {
-    const [row] = await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND id = ${id} AND owner = ${owner}`;
+    const [row] = await this
+      .sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND id = ${id} AND owner = ${owner}`;
     return row ? toConfig(row as PushConfigRow) : undefined;
   }
 
-  async list(owner: string, taskId: string, pageSize?: number, pageToken?: string): Promise<ListTaskPushNotificationConfigsResult> {
+  async list(
+    owner: string,
+    taskId: string,
+    pageSize?: number,
+    pageToken?: string,
+  ): Promise<ListTaskPushNotificationConfigsResult> {
     const size = Math.min(Math.max(Math.trunc(pageSize ?? PUSH_CONFIG_PAGE.default), 1), PUSH_CONFIG_PAGE.max);
     const after = pageToken ? decodeConfigPageToken(pageToken) : undefined;
     // One row more than the page tells whether another page follows.
     const rows = (
       after === undefined
-        ? await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND owner = ${owner} ORDER BY id LIMIT ${size + 1}`
-        : await this.sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND owner = ${owner} AND id > ${after} ORDER BY id LIMIT ${size + 1}`
+        ? await this
+            .sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND owner = ${owner} ORDER BY id LIMIT ${size + 1}`
+        : await this
+            .sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND owner = ${owner} AND id > ${after} ORDER BY id LIMIT ${size + 1}`
     ) as PushConfigRow[];
     const page = rows.slice(0, size);
     const last = page[page.length - 1];
-    return { configs: page.map(toConfig), nextPageToken: rows.length > size && last ? encodeConfigPageToken(last.id) : "" };
+    return {
+      configs: page.map(toConfig),
+      nextPageToken: rows.length > size && last ? encodeConfigPageToken(last.id) : "",
+    };
   }
 
   async delete(owner: string, taskId: string, id: string): Promise<boolean> {
     // One transaction: a deleted webhook must not keep receiving what was queued for it.
     return this.sql.begin(async (tx) => {
-      const gone = await tx`DELETE FROM push_configs WHERE task_id = ${taskId} AND id = ${id} AND owner = ${owner} RETURNING id`;
+      const gone =
+        await tx`DELETE FROM push_configs WHERE task_id = ${taskId} AND id = ${id} AND owner = ${owner} RETURNING id`;
       if (gone.length === 0) return false;
       await tx`DELETE FROM push_deliveries WHERE task_id = ${taskId} AND config_id = ${id}`;
       return true;
@@ -114,7 +142,8 @@ export class PostgresPushConfigStore implements PushConfigStore {
     this.asked = undefined;
     const ids = [...asked.keys()];
     try {
-      const rows = (await this.sql`SELECT * FROM push_configs WHERE task_id = ANY(${this.sql.array(ids, "TEXT")}) ORDER BY task_id, id`) as PushConfigRow[];
+      const rows = (await this
+        .sql`SELECT * FROM push_configs WHERE task_id = ANY(${this.sql.array(ids, "TEXT")}) ORDER BY task_id, id`) as PushConfigRow[];
       const byTask = new Map<string, StoredPushConfig[]>();
       for (const row of rows) {
         const list = byTask.get(row.task_id) ?? [];

@@ -32,7 +32,8 @@ export class PostgresReplicaMessages implements ReplicaMessages {
   private cancels: SQLListen | undefined;
   private cancelListener: ((taskId: string, reason: string) => void) | undefined;
   private answers: SQLListen[] = [];
-  private answerTaker: ((taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined) | undefined;
+  private answerTaker:
+    ((taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined) | undefined;
   private waitsHere: ((taskId: string) => boolean) | undefined;
   /** Answers this replica passed on, waiting for a reply, by request id. */
   private readonly awaitingReply = new Map<string, Deferred<{ lastSeq: number }>>();
@@ -73,7 +74,10 @@ export class PostgresReplicaMessages implements ReplicaMessages {
         // Not one of ours: ignored.
       }
     });
-    this.answers = [await this.sql.listen(ANSWER_CHANNEL, (p) => void this.takeAnswer(p)), await this.sql.listen(ANSWER_REPLY_CHANNEL, (p) => this.takeReply(p))];
+    this.answers = [
+      await this.sql.listen(ANSWER_CHANNEL, (p) => void this.takeAnswer(p)),
+      await this.sql.listen(ANSWER_REPLY_CHANNEL, (p) => this.takeReply(p)),
+    ];
   }
 
   /**
@@ -88,21 +92,31 @@ export class PostgresReplicaMessages implements ReplicaMessages {
     const reply = deferred<{ lastSeq: number }>();
     this.awaitingReply.set(id, reply);
     const timer = setTimeout(
-      () => reply.reject(new TaskStoreError(`no replica took the answer to task ${taskId} within ${ANSWER_TIMEOUT_MS / 1000} s (the one where it waits may have stopped); send it again`)),
+      () =>
+        reply.reject(
+          new TaskStoreError(
+            `no replica took the answer to task ${taskId} within ${ANSWER_TIMEOUT_MS / 1000} s (the one where it waits may have stopped); send it again`,
+          ),
+        ),
       ANSWER_TIMEOUT_MS,
     );
     try {
-      await this.sql`WITH stored AS (INSERT INTO task_answers (id, task_id, owner, message) VALUES (${id}, ${taskId}, ${owner}, ${body}) RETURNING id)
+      await this
+        .sql`WITH stored AS (INSERT INTO task_answers (id, task_id, owner, message) VALUES (${id}, ${taskId}, ${owner}, ${body}) RETURNING id)
         SELECT pg_notify(${ANSWER_CHANNEL}, ${payload}) FROM stored`;
       return await reply.promise;
     } finally {
       clearTimeout(timer);
       this.awaitingReply.delete(id);
-      await this.sql`DELETE FROM task_answers WHERE id = ${id}`.catch(() => {}); // left over, it is harmless (retention removes it)
+      // left over, it is harmless (retention removes it)
+      await this.sql`DELETE FROM task_answers WHERE id = ${id}`.catch(() => {});
     }
   }
 
-  onAnswerRequest(take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined, waitsHere?: (taskId: string) => boolean): void {
+  onAnswerRequest(
+    take: (taskId: string, owner: string, message: Message) => Promise<{ lastSeq: number }> | undefined,
+    waitsHere?: (taskId: string) => boolean,
+  ): void {
     this.answerTaker = take;
     this.waitsHere = waitsHere;
   }
@@ -121,18 +135,30 @@ export class PostgresReplicaMessages implements ReplicaMessages {
     if (this.waitsHere && !this.waitsHere(request.taskId)) return;
     let taken: Promise<{ lastSeq: number }> | undefined;
     try {
-      const [row] = (await this.sql`SELECT message FROM task_answers WHERE id = ${request.id} AND task_id = ${request.taskId} AND owner = ${request.owner}`) as { message: string }[];
+      const [row] = (await this
+        .sql`SELECT message FROM task_answers WHERE id = ${request.id} AND task_id = ${request.taskId} AND owner = ${request.owner}`) as {
+        message: string;
+      }[];
       if (!row) return; // given up on already
       taken = this.answerTaker?.(request.taskId, request.owner, JSON.parse(row.message) as Message);
     } catch (err) {
       taken = Promise.reject(err);
     }
     if (!taken) return; // not waiting here
-    const reply = (body: Record<string, unknown>) => this.sql`SELECT pg_notify(${ANSWER_REPLY_CHANNEL}, ${JSON.stringify({ id: request.id, ...body })})`.catch(() => {});
+    const reply = (body: Record<string, unknown>) =>
+      this.sql`SELECT pg_notify(${ANSWER_REPLY_CHANNEL}, ${JSON.stringify({ id: request.id, ...body })})`.catch(
+        () => {},
+      );
     taken.then(
       ({ lastSeq }) => void reply({ lastSeq }),
       (err: { code?: number; reason?: string; message?: string }) =>
-        void reply({ error: { code: typeof err?.code === "number" ? err.code : -32603, message: err?.message ?? String(err), reason: err?.reason ?? "INTERNAL_ERROR" } }),
+        void reply({
+          error: {
+            code: typeof err?.code === "number" ? err.code : -32603,
+            message: err?.message ?? String(err),
+            reason: err?.reason ?? "INTERNAL_ERROR",
+          },
+        }),
     );
   }
 
@@ -157,7 +183,8 @@ export class PostgresReplicaMessages implements ReplicaMessages {
   async requestCancel(taskId: string, reason: string): Promise<void> {
     const payload = JSON.stringify({ taskId, reason });
     if (this.leases)
-      await this.sql`WITH kept AS (UPDATE task_leases SET cancel_reason = ${reason} WHERE task_id = ${taskId} RETURNING task_id)
+      await this
+        .sql`WITH kept AS (UPDATE task_leases SET cancel_reason = ${reason} WHERE task_id = ${taskId} RETURNING task_id)
         SELECT pg_notify(${CANCEL_CHANNEL}, ${payload}), (SELECT count(*) FROM kept)`;
     else await this.sql`SELECT pg_notify(${CANCEL_CHANNEL}, ${payload})`;
   }

@@ -1,15 +1,45 @@
 import type { SQL } from "bun";
 
 import { encodeTime } from "ulid";
-import type { ListTasksParams, ListTasksResult, Message, StreamResponse, Task, TaskPushNotificationConfig, TaskState } from "../../protocol/types";
+import type {
+  ListTasksParams,
+  ListTasksResult,
+  Message,
+  StreamResponse,
+  Task,
+  TaskPushNotificationConfig,
+  TaskState,
+} from "../../protocol/types";
 import { isInterrupted, isTerminal } from "../../protocol/types";
 import { crashPoint } from "../../crash-point";
 import { createLogger, type Logger } from "../../log";
 import { newId } from "../../clock";
-import { DroppedWrite, FINAL_STATES, HeldElsewhere, UnstorableData, WriteRefused, type CallerUsage, type NewTask, type QueuedWithEvent, type StoredEvent, type TaskChange, type TaskSnapshot, type TaskStore, type UnfinishedTask } from "../../tasks/task-store";
+import {
+  DroppedWrite,
+  FINAL_STATES,
+  HeldElsewhere,
+  UnstorableData,
+  WriteRefused,
+  type CallerUsage,
+  type NewTask,
+  type QueuedWithEvent,
+  type StoredEvent,
+  type TaskChange,
+  type TaskSnapshot,
+  type TaskStore,
+  type UnfinishedTask,
+} from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
 import { decodePageToken, encodePageToken } from "../page-token";
-import { addChange, planWrite, toJson, type Params, type Pending, type StoredRow, type WritePlan } from "../pending-writes";
+import {
+  addChange,
+  planWrite,
+  toJson,
+  type Params,
+  type Pending,
+  type StoredRow,
+  type WritePlan,
+} from "../pending-writes";
 import type { PostgresDatabase } from "./database";
 import { DB_NOW_MS, pgArray, type PostgresLeases } from "./postgres-leases";
 import { SerialGroupCommit } from "./serial-commit";
@@ -122,9 +152,18 @@ export class PostgresTaskStore implements TaskStore {
     const historyJson = `[${toJson(input.message, "message")}]`;
     const metadataJson = input.metadata ? toJson(input.metadata, "metadata") : null;
     const stateJson = input.state ? toJson(input.state, "node state") : null;
-    for (const [what, value] of [["contextId", input.contextId], ["messageId", input.message.messageId]] as const)
-      if (value.includes("\0")) throw new UnstorableData(what, "it contains a NUL character, which Postgres text cannot hold");
-    const task: Task = { id: input.id, contextId: input.contextId, status: { state: "TASK_STATE_SUBMITTED", timestamp: input.timestamp }, history: [input.message] };
+    for (const [what, value] of [
+      ["contextId", input.contextId],
+      ["messageId", input.message.messageId],
+    ] as const)
+      if (value.includes("\0"))
+        throw new UnstorableData(what, "it contains a NUL character, which Postgres text cannot hold");
+    const task: Task = {
+      id: input.id,
+      contextId: input.contextId,
+      status: { state: "TASK_STATE_SUBMITTED", timestamp: input.timestamp },
+      history: [input.message],
+    };
     if (input.metadata) task.metadata = input.metadata;
     const settle = deferred<{ task: Task; created: boolean }>();
     this.creates.push({
@@ -194,7 +233,8 @@ export class PostgresTaskStore implements TaskStore {
     };
     if (params.contextId) add((n) => `context_id = ${n}`, params.contextId);
     if (params.status) add((n) => `state = ${n}`, params.status);
-    if (params.statusTimestampAfter) add((n) => `status_timestamp > ${n}`, new Date(params.statusTimestampAfter).toISOString());
+    if (params.statusTimestampAfter)
+      add((n) => `status_timestamp > ${n}`, new Date(params.statusTimestampAfter).toISOString());
     // totalSize from task_counts when the filters are owner and state alone (counting the caller's tasks
     // instead cost 330 ms a call at a million); the other filters count the tasks they match, which
     // tasks_owner_recent or tasks_context bound.
@@ -221,7 +261,12 @@ export class PostgresTaskStore implements TaskStore {
     ]);
     this.counts.summed(summed);
     const withArtifacts = params.includeArtifacts ?? false;
-    const plan = planPage(candidates, { pageSize, maxBytes: this.maxListBytes, history: params.historyLength !== 0, artifacts: withArtifacts });
+    const plan = planPage(candidates, {
+      pageSize,
+      maxBytes: this.maxListBytes,
+      history: params.historyLength !== 0,
+      artifacts: withArtifacts,
+    });
     const last = plan.tasks[plan.tasks.length - 1];
     return {
       tasks: await Promise.all(plan.tasks.map((p) => this.listed(p, params.historyLength, withArtifacts))),
@@ -245,30 +290,36 @@ export class PostgresTaskStore implements TaskStore {
     );
     const task = assemble(row as RawRow, history ? historyLength : 0, artifacts);
     if (p.omitted.length) {
-      const omitted = (row as { had_message: boolean }).had_message ? p.omitted : p.omitted.filter((part) => part !== "status.message");
+      const omitted = (row as { had_message: boolean }).had_message
+        ? p.omitted
+        : p.omitted.filter((part) => part !== "status.message");
       task.metadata = { ...task.metadata, [OMITTED_KEY]: omissionNote({ ...p, omitted }, this.maxListBytes) };
     }
     return task;
   }
 
   async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
-    const rows = await this.sql`SELECT seq, events FROM task_events WHERE task_id = ${taskId} AND last_seq > ${afterSeq} ORDER BY seq`;
+    const rows = await this
+      .sql`SELECT seq, events FROM task_events WHERE task_id = ${taskId} AND last_seq > ${afterSeq} ORDER BY seq`;
     const out: StoredEvent[] = [];
     for (const row of rows as { seq: number; events: string }[]) {
       const events = JSON.parse(row.events) as StreamResponse[];
-      for (let i = 0; i < events.length; i++) if (row.seq + i > afterSeq) out.push({ seq: row.seq + i, response: events[i] });
+      for (let i = 0; i < events.length; i++)
+        if (row.seq + i > afterSeq) out.push({ seq: row.seq + i, response: events[i] });
     }
     return out;
   }
 
   async lastEventSeq(taskId: string): Promise<number> {
-    const [row] = await this.sql`SELECT coalesce(max(last_seq), 0)::int AS n FROM task_events WHERE task_id = ${taskId}`;
+    const [row] = await this
+      .sql`SELECT coalesce(max(last_seq), 0)::int AS n FROM task_events WHERE task_id = ${taskId}`;
     return (row as { n: number }).n;
   }
 
   async usage(owner: string): Promise<CallerUsage> {
     // caller_usage holds rows of changes (see schema.ts): summed here, folded by compactCounts.
-    const [row] = (await this.sql`SELECT coalesce(sum(tasks), 0)::float8 AS tasks, coalesce(sum(bytes), 0)::float8 AS bytes, count(*)::int AS summed
+    const [row] = (await this
+      .sql`SELECT coalesce(sum(tasks), 0)::float8 AS tasks, coalesce(sum(bytes), 0)::float8 AS bytes, count(*)::int AS summed
       FROM caller_usage WHERE owner = ${owner}`) as (CallerUsage & { summed: number })[];
     this.counts.summed(row.summed);
     return { tasks: row.tasks, bytes: row.bytes };
@@ -276,23 +327,28 @@ export class PostgresTaskStore implements TaskStore {
 
   async heaviest(limit: number): Promise<(CallerUsage & { owner: string })[]> {
     return (await this.sql`SELECT owner, sum(tasks)::float8 AS tasks, sum(bytes)::float8 AS bytes FROM caller_usage
-      GROUP BY owner HAVING sum(tasks) <> 0 OR sum(bytes) <> 0 ORDER BY sum(bytes) DESC, owner LIMIT ${limit}`) as (CallerUsage & { owner: string })[];
+      GROUP BY owner HAVING sum(tasks) <> 0 OR sum(bytes) <> 0 ORDER BY sum(bytes) DESC, owner LIMIT ${limit}`) as (CallerUsage & {
+      owner: string;
+    })[];
   }
 
   async countInContext(contextId: string, owner: string): Promise<number> {
-    const [row] = await this.sql`SELECT count(*)::int AS n FROM tasks WHERE context_id = ${contextId} AND owner = ${owner}`;
+    const [row] = await this
+      .sql`SELECT count(*)::int AS n FROM tasks WHERE context_id = ${contextId} AND owner = ${owner}`;
     return (row as { n: number }).n;
   }
 
   async unfinished(): Promise<UnfinishedTask[]> {
-    const rows = (await this.sql`SELECT id, owner, state, executor FROM tasks WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING') ORDER BY id`) as UnfinishedTask[];
+    const rows = (await this
+      .sql`SELECT id, owner, state, executor FROM tasks WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING') ORDER BY id`) as UnfinishedTask[];
     return rows.map(({ id, owner, state, executor }) => ({ id, owner, state, executor }));
   }
 
   async contextHistory(contextId: string, owner: string, limit: number): Promise<Message[]> {
     if (limit <= 0) return [];
     // Every task holds at least one message: the newest `limit` tasks hold all that can be returned.
-    const rows = await this.sql`SELECT history FROM tasks WHERE context_id = ${contextId} AND owner = ${owner} ORDER BY id DESC LIMIT ${limit}`;
+    const rows = await this
+      .sql`SELECT history FROM tasks WHERE context_id = ${contextId} AND owner = ${owner} ORDER BY id DESC LIMIT ${limit}`;
     const out: Message[][] = [];
     let n = 0;
     for (const row of rows as { history: string }[]) {
@@ -380,7 +436,10 @@ export class PostgresTaskStore implements TaskStore {
       for (const [id] of batch) this.rows.delete(id); // what the database holds now is not known: read it again
       // A connection the server had closed (see connectionLost) ran nothing: the group is sent again.
       if (creates.length + batch.length > 1 || connectionLost(err))
-        this.log.warn("a group commit failed; committing its tasks one at a time", { tasks: creates.length + batch.length, reason: reasonOf(err) });
+        this.log.warn("a group commit failed; committing its tasks one at a time", {
+          tasks: creates.length + batch.length,
+          reason: reasonOf(err),
+        });
       else return this.reportFailed(creates, batch, failed, err);
     }
     failed.clear();
@@ -429,7 +488,10 @@ export class PostgresTaskStore implements TaskStore {
    * number in (task, event, webhook) order, so a webhook's deliveries sort in event order. The bodies are the
    * events' own JSON text (json keeps it as written). `guard`: the condition the rest of the statement runs on.
    */
-  private queueDeliveriesSql(param: (v: unknown, cast: string) => string, guard: string): { ctes: string[]; queued: string } {
+  private queueDeliveriesSql(
+    param: (v: unknown, cast: string) => string,
+    guard: string,
+  ): { ctes: string[]; queued: string } {
     const d = this.pushDeliveries!;
     const ctes = [
       `hooks AS (SELECT task_id, id, owner, url FROM push_configs WHERE task_id IN (SELECT task_id FROM e))`,
@@ -444,15 +506,26 @@ export class PostgresTaskStore implements TaskStore {
     return { ctes, queued };
   }
 
-  private reportFailed(creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, err: unknown): Map<string, unknown> {
+  private reportFailed(
+    creates: CreateRequest[],
+    batch: [string, Pending][],
+    failed: Map<string, unknown>,
+    err: unknown,
+  ): Map<string, unknown> {
     for (const c of creates) {
       c.settle.reject(err);
-      this.log.error("could not store a task's writes; its callers get an error", { task: c.task.id, reason: reasonOf(err) });
+      this.log.error("could not store a task's writes; its callers get an error", {
+        task: c.task.id,
+        reason: reasonOf(err),
+      });
     }
     for (const [id] of batch) {
       // A write refused on the way (fenced off, see apply) keeps that reason.
       if (!failed.has(id)) failed.set(id, err);
-      this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(failed.get(id)) });
+      this.log.error("could not store a task's writes; its callers get an error", {
+        task: id,
+        reason: reasonOf(failed.get(id)),
+      });
     }
     return failed;
   }
@@ -468,7 +541,13 @@ export class PostgresTaskStore implements TaskStore {
 
   /** Keeps a task's row as just committed (see rows), while it runs here under `hold`. */
   private keepRow(id: string, row: StoredRow, hold: number | undefined): void {
-    if (hold === undefined || hold !== this.leases?.holdOf(id) || isTerminal(row.state as TaskState) || isInterrupted(row.state as TaskState)) this.rows.delete(id);
+    if (
+      hold === undefined ||
+      hold !== this.leases?.holdOf(id) ||
+      isTerminal(row.state as TaskState) ||
+      isInterrupted(row.state as TaskState)
+    )
+      this.rows.delete(id);
     else this.rows.set(id, { row, hold });
   }
 
@@ -479,12 +558,21 @@ export class PostgresTaskStore implements TaskStore {
    * held by another live replica (or its row is gone), nothing is written, the reason is recorded for that
    * task, and FencedOff makes the caller try each task alone (as apply does).
    */
-  private async applyAtOnce(creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, ended: string[], queued: QueuedWithEvent[]): Promise<Set<string>> {
+  private async applyAtOnce(
+    creates: CreateRequest[],
+    batch: [string, Pending][],
+    failed: Map<string, unknown>,
+    ended: string[],
+    queued: QueuedWithEvent[],
+  ): Promise<Set<string>> {
     const leases = this.leases;
     const need = batch.filter(([id, p]) => needsRow(p) && !this.cachedRow(id)).map(([id]) => id);
     const read = new Map<string, StoredRow>();
     if (need.length)
-      for (const r of (await this.sql`SELECT id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state FROM tasks WHERE id IN ${this.sql(need)}`) as (StoredRow & { id: string })[])
+      for (const r of (await this
+        .sql`SELECT id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state FROM tasks WHERE id IN ${this.sql(need)}`) as (StoredRow & {
+        id: string;
+      })[])
         read.set(r.id, r);
     const values: unknown[] = [];
     const param = (v: unknown, cast: string) => {
@@ -503,33 +591,51 @@ export class PostgresTaskStore implements TaskStore {
         plan = planWrite(id, p, () => this.cachedRow(id) ?? read.get(id) ?? null);
       } catch (err) {
         failed.set(id, err); // refused before anything of it ran: the others go on
-        this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(err) });
+        this.log.error("could not store a task's writes; its callers get an error", {
+          task: id,
+          reason: reasonOf(err),
+        });
         continue;
       }
       if (!plan) continue;
       if ("insert" in plan) throw new Error("a Postgres task is created by create(), never by a write");
       if ("update" in plan) {
         const u = plan.update;
-        updates.push(`(${u.slice(0, 7).map((v) => param(v, "text")).join(", ")}, ${param(u[7], "int")}, ${param(u[8], "text")})`);
+        updates.push(
+          `(${u
+            .slice(0, 7)
+            .map((v) => param(v, "text"))
+            .join(", ")}, ${param(u[7], "int")}, ${param(u[8], "text")})`,
+        );
         written.push({ id, update: u, hold });
       }
       if (plan.events) {
         const [taskId, first, last, json] = plan.events;
-        events.push(`(${param(taskId, "text")}, ${param(first, "int")}, ${param(last, "int")}, ${param(json, "text")})`);
+        events.push(
+          `(${param(taskId, "text")}, ${param(first, "int")}, ${param(last, "int")}, ${param(json, "text")})`,
+        );
         notes.push(`${id} ${last}`);
       }
       // A task that ends lets its lease go in the same commit (saving the runner's release a round trip).
       if (leases && p.status && isTerminal(p.status.state)) ending.push(id);
     }
-    const tuples = creates.map((c) => `(${[c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson, c.stateJson].map((v) => param(v, "text")).join(", ")})`);
+    const tuples = creates.map(
+      (c) =>
+        `(${[c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson, c.stateJson].map((v) => param(v, "text")).join(", ")})`,
+    );
     if (updates.length + events.length + tuples.length === 0) return new Set();
 
     const me = leases ? param(leases.replica, "text") : "";
     const guard = "NOT EXISTS (SELECT 1 FROM blocked)";
     const ctes: string[] = [];
-    if (updates.length) ctes.push(`v (id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state) AS (VALUES ${updates.join(", ")})`);
+    if (updates.length)
+      ctes.push(
+        `v (id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state) AS (VALUES ${updates.join(", ")})`,
+      );
     if (events.length) ctes.push(`e (task_id, seq, last_seq, events) AS (VALUES ${events.join(", ")})`);
-    const touched = [updates.length ? "SELECT id FROM v" : "", events.length ? "SELECT task_id FROM e" : ""].filter(Boolean).join(" UNION ");
+    const touched = [updates.length ? "SELECT id FROM v" : "", events.length ? "SELECT task_id FROM e" : ""]
+      .filter(Boolean)
+      .join(" UNION ");
     const blocked: string[] = [];
     if (leases && touched) {
       // The leases are read locked (FOR SHARE): a claim of one of these tasks by another replica waits for this
@@ -538,24 +644,38 @@ export class PostgresTaskStore implements TaskStore {
       ctes.push(`lk AS (SELECT task_id, replica, expires_at FROM task_leases WHERE task_id IN (${touched}) FOR SHARE)`);
       blocked.push(`SELECT task_id, 'held' FROM lk WHERE replica <> ${me} AND expires_at > ${DB_NOW_MS}`);
     }
-    if (updates.length) blocked.push(`SELECT id, 'gone' FROM v WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = v.id)`);
-    ctes.push(`blocked (task_id, why) AS (${blocked.length ? blocked.join(" UNION ALL ") : "SELECT NULL::text, NULL::text WHERE false"})`);
+    if (updates.length)
+      blocked.push(`SELECT id, 'gone' FROM v WHERE NOT EXISTS (SELECT 1 FROM tasks t WHERE t.id = v.id)`);
+    ctes.push(
+      `blocked (task_id, why) AS (${blocked.length ? blocked.join(" UNION ALL ") : "SELECT NULL::text, NULL::text WHERE false"})`,
+    );
     if (updates.length)
       ctes.push(`u AS (UPDATE tasks t SET state = v.state, status_message = v.status_message, status_timestamp = v.status_timestamp, updated_at = v.status_timestamp,
         metadata = v.metadata, history = v.history, artifacts = v.artifacts, last_seq = v.last_seq, node_state = v.node_state,
         head_bytes = octet_length(t.id) + octet_length(t.context_id) + coalesce(octet_length(v.status_message), 0) + coalesce(octet_length(v.metadata), 0),
         history_bytes = octet_length(v.history), artifacts_bytes = octet_length(v.artifacts)
         FROM v WHERE t.id = v.id AND ${guard} RETURNING t.id)`);
-    if (events.length) ctes.push(`ev AS (INSERT INTO task_events (task_id, seq, last_seq, events) SELECT task_id, seq, last_seq, events FROM e WHERE ${guard} RETURNING task_id)`);
+    if (events.length)
+      ctes.push(
+        `ev AS (INSERT INTO task_events (task_id, seq, last_seq, events) SELECT task_id, seq, last_seq, events FROM e WHERE ${guard} RETURNING task_id)`,
+      );
     if (tuples.length) {
       ctes.push(`c (${CREATE_COLUMNS}) AS (VALUES ${tuples.join(", ")})`);
       ctes.push(`ins AS (${insertTasksFrom("c", guard)})`);
-      if (leases) ctes.push(`lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, ${me}, ${DB_NOW_MS} + ${param(leases.ttlMs, "bigint")} FROM ins RETURNING task_id)`);
+      if (leases)
+        ctes.push(
+          `lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, ${me}, ${DB_NOW_MS} + ${param(leases.ttlMs, "bigint")} FROM ins RETURNING task_id)`,
+        );
       const hooks = webhooksCte(creates, param, "ins");
       if (hooks) ctes.push(hooks);
     }
-    if (ending.length) ctes.push(`gone AS (DELETE FROM task_leases WHERE task_id = ANY(${param(pgArray(ending), "text[]")}) AND replica = ${me} AND ${guard} RETURNING task_id)`);
-    const notify = notes.length ? `(SELECT count(pg_notify('${EVENTS_CHANNEL}', p)) FROM unnest(${param(pgArray(chunkLines(notes, NOTIFY_BYTES)), "text[]")}) AS p WHERE ${guard})` : "0";
+    if (ending.length)
+      ctes.push(
+        `gone AS (DELETE FROM task_leases WHERE task_id = ANY(${param(pgArray(ending), "text[]")}) AND replica = ${me} AND ${guard} RETURNING task_id)`,
+      );
+    const notify = notes.length
+      ? `(SELECT count(pg_notify('${EVENTS_CHANNEL}', p)) FROM unnest(${param(pgArray(chunkLines(notes, NOTIFY_BYTES)), "text[]")}) AS p WHERE ${guard})`
+      : "0";
     let deliveries = "'[]'";
     if (events.length && this.pushDeliveries) {
       const q = this.queueDeliveriesSql(param, guard);
@@ -573,14 +693,21 @@ export class PostgresTaskStore implements TaskStore {
         const [id, why] = entry.split(" ");
         failed.set(
           id!,
-          why === "held" ? new HeldElsewhere(id) : new WriteRefused(`task ${id} is not stored (its creation was never committed)`),
+          why === "held"
+            ? new HeldElsewhere(id)
+            : new WriteRefused(`task ${id} is not stored (its creation was never committed)`),
         );
       }
       throw new FencedOff(); // nothing of the statement was written: each task is tried again on its own
     }
     for (const w of written) {
-      const [, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state] = w.update as [string, string, string | null, string, string | null, string, string, number, string | null];
-      this.keepRow(w.id, { state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state }, w.hold);
+      const [, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state] =
+        w.update as [string, string, string | null, string, string | null, string, string, number, string | null];
+      this.keepRow(
+        w.id,
+        { state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state },
+        w.hold,
+      );
     }
     ended.push(...ending);
     queued.push(...queuedOf(result!.deliveries));
@@ -588,15 +715,25 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   /** The statements of one group, in one transaction; returns the ids the creates inserted. */
-  private async apply(tx: SQL, creates: CreateRequest[], batch: [string, Pending][], failed: Map<string, unknown>, ended: string[], queued: QueuedWithEvent[]): Promise<Set<string>> {
+  private async apply(
+    tx: SQL,
+    creates: CreateRequest[],
+    batch: [string, Pending][],
+    failed: Map<string, unknown>,
+    ended: string[],
+    queued: QueuedWithEvent[],
+  ): Promise<Set<string>> {
     const inserted = await this.insertAll(tx, creates);
     // The leases locked first (see applyAtOnce): the fenced statements below then read them as they stand.
-    if (this.leases && batch.length) await tx`SELECT task_id FROM task_leases WHERE task_id IN ${tx(batch.map(([id]) => id))} FOR SHARE`;
+    if (this.leases && batch.length)
+      await tx`SELECT task_id FROM task_leases WHERE task_id IN ${tx(batch.map(([id]) => id))} FOR SHARE`;
     // The rows an update rewrites, read (and locked) together.
     const needRows = batch.filter(([, p]) => needsRow(p)).map(([id]) => id);
     const rows = new Map<string, StoredRow>();
     if (needRows.length)
-      for (const r of (await tx`SELECT id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state FROM tasks WHERE id IN ${tx(needRows)} FOR UPDATE`) as (StoredRow & { id: string })[])
+      for (const r of (await tx`SELECT id, state, status_message, status_timestamp, metadata, history, artifacts, last_seq, node_state FROM tasks WHERE id IN ${tx(needRows)} FOR UPDATE`) as (StoredRow & {
+        id: string;
+      })[])
         rows.set(r.id, r);
     const statements: Promise<unknown>[] = [];
     const fenced: [string, Promise<{ count: number }>][] = [];
@@ -609,7 +746,10 @@ export class PostgresTaskStore implements TaskStore {
         plan = planWrite(id, p, () => rows.get(id) ?? null);
       } catch (err) {
         failed.set(id, err); // refused before anything of it ran: the others go on
-        this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(err) });
+        this.log.error("could not store a task's writes; its callers get an error", {
+          task: id,
+          reason: reasonOf(err),
+        });
         continue;
       }
       if (!plan) continue;
@@ -625,7 +765,8 @@ export class PostgresTaskStore implements TaskStore {
         ended.push(id);
       }
     }
-    for (const payload of chunkLines(notes, NOTIFY_BYTES)) statements.push(tx`SELECT pg_notify(${EVENTS_CHANNEL}, ${payload})`);
+    for (const payload of chunkLines(notes, NOTIFY_BYTES))
+      statements.push(tx`SELECT pg_notify(${EVENTS_CHANNEL}, ${payload})`);
     let deliveries: Promise<{ deliveries: string }[]> | undefined;
     if (written.length && this.pushDeliveries) {
       // The events just written, read back by key in this transaction (a fenced-off one makes it roll back).
@@ -653,7 +794,8 @@ export class PostgresTaskStore implements TaskStore {
   /** Inserts the creates (and their leases); returns the ids inserted (not those whose messageId was taken). */
   private async insertAll(q: SQL, creates: CreateRequest[]): Promise<Set<string>> {
     const inserted = new Set<string>();
-    for (let i = 0; i < creates.length; i += CREATE_CHUNK) for (const r of await insertTasks(q, creates.slice(i, i + CREATE_CHUNK), this.leases)) inserted.add(r.id);
+    for (let i = 0; i < creates.length; i += CREATE_CHUNK)
+      for (const r of await insertTasks(q, creates.slice(i, i + CREATE_CHUNK), this.leases)) inserted.add(r.id);
     return inserted;
   }
 
@@ -662,13 +804,23 @@ export class PostgresTaskStore implements TaskStore {
     this.leases?.adopt(inserted);
     for (const c of creates) {
       if (inserted.has(c.task.id)) {
-        const row = { state: "TASK_STATE_SUBMITTED", status_message: null, status_timestamp: c.timestamp, metadata: c.metadataJson, history: c.historyJson, artifacts: "[]", last_seq: 0, node_state: c.stateJson };
+        const row = {
+          state: "TASK_STATE_SUBMITTED",
+          status_message: null,
+          status_timestamp: c.timestamp,
+          metadata: c.metadataJson,
+          history: c.historyJson,
+          artifacts: "[]",
+          last_seq: 0,
+          node_state: c.stateJson,
+        };
         this.keepRow(c.task.id, row, this.leases?.holdOf(c.task.id));
         c.settle.resolve({ task: c.task, created: true });
         continue;
       }
       try {
-        const [row] = (await this.sql`SELECT * FROM tasks WHERE id = ${c.task.id} OR (owner = ${c.owner} AND request_message_id = ${c.requestMessageId})
+        const [row] = (await this
+          .sql`SELECT * FROM tasks WHERE id = ${c.task.id} OR (owner = ${c.owner} AND request_message_id = ${c.requestMessageId})
           ORDER BY id = ${c.task.id} DESC LIMIT 1`) as RawRow[];
         // Its own id: an earlier try of this create committed it (and its lease), and the answer was lost with
         // its connection (see onLiveConnection).
@@ -711,14 +863,27 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
   const values: unknown[] = leases ? [leases.replica, leases.ttlMs] : [];
   const tuples = creates.map((c) => {
     const at = values.length;
-    values.push(c.task.id, c.task.contextId, c.owner, c.timestamp, c.requestMessageId, c.executor, c.metadataJson, c.historyJson, c.stateJson);
+    values.push(
+      c.task.id,
+      c.task.contextId,
+      c.owner,
+      c.timestamp,
+      c.requestMessageId,
+      c.executor,
+      c.metadataJson,
+      c.historyJson,
+      c.stateJson,
+    );
     return `(${Array.from({ length: 9 }, (_, i) => `$${at + i + 1}::text`).join(", ")})`;
   });
   const insert = insertTasksFrom(`(VALUES ${tuples.join(", ")}) AS c (${CREATE_COLUMNS})`);
   const hooks = webhooksCte(creates, (v, cast) => (values.push(v), `$${values.length}::${cast}`), "inserted");
   if (!leases && !hooks) return tx.unsafe(insert, values);
   const ctes = [`inserted AS (${insert})`];
-  if (leases) ctes.push(`lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, $1::text, ${DB_NOW_MS} + $2::bigint FROM inserted RETURNING task_id)`);
+  if (leases)
+    ctes.push(
+      `lease AS (INSERT INTO task_leases (task_id, replica, expires_at) SELECT id, $1::text, ${DB_NOW_MS} + $2::bigint FROM inserted RETURNING task_id)`,
+    );
   if (hooks) ctes.push(hooks);
   return tx.unsafe(`WITH ${ctes.join(", ")} SELECT id FROM inserted`, values);
 }
@@ -727,7 +892,11 @@ function insertTasks(tx: SQL, creates: CreateRequest[], leases: PostgresLeases |
  * The data-modifying CTE that stores the webhooks sent with the creates (see NewTask.webhook) for the tasks
  * the CTE named `inserted` inserted: in the task's own statement, so neither is stored without the other.
  */
-function webhooksCte(creates: CreateRequest[], param: (v: unknown, cast: string) => string, inserted: string): string | undefined {
+function webhooksCte(
+  creates: CreateRequest[],
+  param: (v: unknown, cast: string) => string,
+  inserted: string,
+): string | undefined {
   const tuples = creates
     .filter((c) => c.webhook)
     .map((c) => {
@@ -743,7 +912,6 @@ function webhooksCte(creates: CreateRequest[], param: (v: unknown, cast: string)
 /** Tasks of a group written by one statement (each takes at most 13 of a statement's 65,535 parameters). */
 const ONE_STATEMENT_TASKS = 2_000;
 
-
 /** A group whose writes were partly fenced off (see apply): rolled back, then tried task by task. */
 class FencedOff extends Error {
   constructor() {
@@ -753,12 +921,22 @@ class FencedOff extends Error {
 
 /** The deliveries a statement queued (see queueDeliveriesSql), from its JSON. */
 function queuedOf(json: string): QueuedWithEvent[] {
-  return (JSON.parse(json) as [string, string, string, string, string, string][]).map(([id, taskId, configId, owner, url, nextAttemptAt]) => ({ id, taskId, configId, owner, url, nextAttemptAt }));
+  return (JSON.parse(json) as [string, string, string, string, string, string][]).map(
+    ([id, taskId, configId, owner, url, nextAttemptAt]) => ({ id, taskId, configId, owner, url, nextAttemptAt }),
+  );
 }
 
 /** Whether planWrite will read the task's row (anything beyond events alone). */
 function needsRow(p: Pending): boolean {
-  return !p.insert && (p.status !== undefined || p.metadata !== undefined || p.state !== undefined || p.messages.length > 0 || p.artifacts.length > 0 || p.rowSeq !== undefined);
+  return (
+    !p.insert &&
+    (p.status !== undefined ||
+      p.metadata !== undefined ||
+      p.state !== undefined ||
+      p.messages.length > 0 ||
+      p.artifacts.length > 0 ||
+      p.rowSeq !== undefined)
+  );
 }
 
 /** Lines joined by "\n" into payloads of at most `max` bytes. */
@@ -781,7 +959,6 @@ interface RawRow extends TaskColumns {
   last_seq: number;
   node_state?: string | null;
 }
-
 
 /** Tries of one write whose connection turned out closed by the server (see connectionLost). */
 const LIVE_CONNECTION_TRIES = 3;

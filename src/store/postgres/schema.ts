@@ -43,7 +43,15 @@ export const tasks = pgTable(
   },
   (t) => [
     // ListTasks: the caller's tasks newest first, with what its filters and byte budget need.
-    index("tasks_owner_recent").on(t.owner, t.statusTimestamp, t.id, t.state, t.headBytes, t.historyBytes, t.artifactsBytes),
+    index("tasks_owner_recent").on(
+      t.owner,
+      t.statusTimestamp,
+      t.id,
+      t.state,
+      t.headBytes,
+      t.historyBytes,
+      t.artifactsBytes,
+    ),
     index("tasks_context").on(t.contextId, t.owner),
     index("tasks_unfinished")
       .on(t.id)
@@ -134,7 +142,11 @@ export const pushDeliveries = pgTable(
     /** ...until then (epoch ms, database clock), unless it renews its claims. */
     claimExpires: bigint("claim_expires", { mode: "number" }),
   },
-  (t) => [index("push_deliveries_due").on(t.nextAttemptAt), index("push_deliveries_task").on(t.taskId, t.configId), index("push_deliveries_claim").on(t.claimedBy)],
+  (t) => [
+    index("push_deliveries_due").on(t.nextAttemptAt),
+    index("push_deliveries_task").on(t.taskId, t.configId),
+    index("push_deliveries_claim").on(t.claimedBy),
+  ],
 );
 
 /**

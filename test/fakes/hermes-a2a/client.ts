@@ -27,7 +27,16 @@ import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { pyDumps } from "./py-json";
 import { redactOutbound } from "./security";
-import { extractText, newContextId, newTaskId, PROTOCOL_VERSION, STATE, TERMINAL_STATES, textMessage, unwrapSendMessageResponse } from "./wire";
+import {
+  extractText,
+  newContextId,
+  newTaskId,
+  PROTOCOL_VERSION,
+  STATE,
+  TERMINAL_STATES,
+  textMessage,
+  unwrapSendMessageResponse,
+} from "./wire";
 
 type Json = Record<string, unknown>;
 
@@ -108,13 +117,17 @@ export class HermesA2AClient {
     const contextId = (args.context_id ?? "").trim();
     if (!agent || !message) return { text: "Error: both 'agent' and 'message' are required." };
     const peer = this.resolvePeer(agent);
-    if (!peer?.url) return { text: `Error: unknown agent '${agent}'. Configure it under 'a2a_agents' in config.yaml or pass a full http(s):// URL.` };
+    if (!peer?.url)
+      return {
+        text: `Error: unknown agent '${agent}'. Configure it under 'a2a_agents' in config.yaml or pass a full http(s):// URL.`,
+      };
     let sent: { reply: string; contextId: string; state: string; fellBack: boolean };
     try {
       sent = await this.sendTask(agent, peer, message, contextId);
     } catch (e) {
       if (e instanceof HTTPError) {
-        if (e.code === 401 || e.code === 403) return { text: `Error: peer '${agent}' rejected auth (HTTP ${e.code}). Check the configured token.` };
+        if (e.code === 401 || e.code === 403)
+          return { text: `Error: peer '${agent}' rejected auth (HTTP ${e.code}). Check the configured token.` };
         if (e.code === 429) return { text: `Error: peer '${agent}' rate limited us (HTTP 429). Retry later.` };
         return { text: `Error: call to '${agent}' failed — HTTP ${e.code}.` };
       }
@@ -125,8 +138,15 @@ export class HermesA2AClient {
     if (sent.state) header += ` · ${shortState(sent.state)}`;
     header += "]";
     let body = sent.reply || "(no text reply)";
-    if (sent.state === STATE.INPUT_REQUIRED) body += `\n\n(The peer needs more input — answer by calling a2a_call again with context_id '${sent.contextId}'.)`;
-    return { text: `${header}\n${body}`, reply: sent.reply, contextId: sent.contextId, state: sent.state, fellBack: sent.fellBack };
+    if (sent.state === STATE.INPUT_REQUIRED)
+      body += `\n\n(The peer needs more input — answer by calling a2a_call again with context_id '${sent.contextId}'.)`;
+    return {
+      text: `${header}\n${body}`,
+      reply: sent.reply,
+      contextId: sent.contextId,
+      state: sent.state,
+      fellBack: sent.fellBack,
+    };
   }
 
   /** `a2a_discover(url)`: the card read without credentials, summarized. */
@@ -143,7 +163,9 @@ export class HermesA2AClient {
     const caps = (card.capabilities as Json) ?? {};
     const skills = (card.skills as Json[]) ?? [];
     const ifaces = ((card.supportedInterfaces as Json[]) ?? []).filter((i) => i && typeof i === "object");
-    const proto = ifaces.map((i) => `${i.protocolBinding ?? "?"} v${i.protocolVersion ?? "?"}`).join(", ") || `v${card.protocolVersion ?? "?"} (pre-1.0 card)`;
+    const proto =
+      ifaces.map((i) => `${i.protocolBinding ?? "?"} v${i.protocolVersion ?? "?"}`).join(", ") ||
+      `v${card.protocolVersion ?? "?"} (pre-1.0 card)`;
     const lines = [
       `Agent: ${card.name ?? "?"}`,
       `Description: ${card.description ?? ""}`,
@@ -163,7 +185,10 @@ export class HermesA2AClient {
 
   /** _send_task. */
   private async sendTask(label: string, peer: PeerConfig, message: string, contextId: string) {
-    const headers: Record<string, string> = { ...(peer.auth?.type === "bearer" && peer.auth.token ? { Authorization: `Bearer ${peer.auth.token}` } : {}), ...(peer.headers ?? {}) };
+    const headers: Record<string, string> = {
+      ...(peer.auth?.type === "bearer" && peer.auth.token ? { Authorization: `Bearer ${peer.auth.token}` } : {}),
+      ...(peer.headers ?? {}),
+    };
     const timeout = peer.timeout ?? 120;
     let card: Json | undefined;
     try {
@@ -173,7 +198,12 @@ export class HermesA2AClient {
     }
     const ctx = contextId || newContextId();
     const safe = redactOutbound(message);
-    const rpcBody: Json = { jsonrpc: "2.0", id: newTaskId(), method: "SendMessage", params: { message: textMessage("ROLE_USER", safe, ctx) } };
+    const rpcBody: Json = {
+      jsonrpc: "2.0",
+      id: newTaskId(),
+      method: "SendMessage",
+      params: { message: textMessage("ROLE_USER", safe, ctx) },
+    };
     const tenant = interfaceTenant(card, peer);
     if (tenant) (rpcBody.params as Json).tenant = tenant;
     const url = rpcUrl(peer.url, card);
@@ -191,7 +221,9 @@ export class HermesA2AClient {
     const resp = (await this.postJson(url, rpcBody, headers, timeout)) as Json;
     if ("error" in resp) {
       const err = resp.error as Json;
-      throw new ValueError(`Peer '${label}' returned an error: ${typeof err === "object" && err && "message" in err ? err.message : JSON.stringify(err)}`);
+      throw new ValueError(
+        `Peer '${label}' returned an error: ${typeof err === "object" && err && "message" in err ? err.message : JSON.stringify(err)}`,
+      );
     }
     const payload = unwrapSendMessageResponse(resp.result ?? {});
     const reply = replyTextFromResult(payload);
@@ -206,7 +238,14 @@ export class HermesA2AClient {
   }
 
   /** _send_task_stream. */
-  private async sendTaskStream(label: string, url: string, body: Json, headers: Record<string, string>, timeout: number, ctx: string) {
+  private async sendTaskStream(
+    label: string,
+    url: string,
+    body: Json,
+    headers: Record<string, string>,
+    timeout: number,
+    ctx: string,
+  ) {
     const streamBody = { ...body, method: "SendStreamingMessage" };
     let result: Json | undefined;
     let sawTerminal = false;
@@ -216,7 +255,9 @@ export class HermesA2AClient {
       const f = frame as Json;
       if (truthy(f.error)) {
         const err = f.error as Json;
-        throw new ValueError(`Peer '${label}' returned an error: ${typeof err === "object" && "message" in err ? err.message : JSON.stringify(err)}`);
+        throw new ValueError(
+          `Peer '${label}' returned an error: ${typeof err === "object" && "message" in err ? err.message : JSON.stringify(err)}`,
+        );
       }
       const candidate = f.result;
       if (!candidate || typeof candidate !== "object" || Array.isArray(candidate)) continue;
@@ -231,7 +272,8 @@ export class HermesA2AClient {
         const upd = c.statusUpdate as Json;
         cand = { status: upd.status ?? {}, contextId: upd.contextId ?? "", taskId: upd.taskId ?? "" };
       } else if (isObj(c.task)) cand = c.task as Json;
-      else if (isObj(c.message)) cand = { status: { state: "", message: c.message }, contextId: (c.message as Json).contextId ?? "" };
+      else if (isObj(c.message))
+        cand = { status: { state: "", message: c.message }, contextId: (c.message as Json).contextId ?? "" };
       else cand = c;
       result = cand;
       const state = (((cand.status as Json) ?? {}).state as string) ?? "";
@@ -243,7 +285,11 @@ export class HermesA2AClient {
     if (!result) throw new TransportError(`Peer '${label}' stream closed without a result`);
     if (!sawTerminal) throw new TransportError(`Peer '${label}' stream closed without a terminal state`);
     if (artifactParts.length) result = { ...result, artifacts: [{ parts: artifactParts }] };
-    return { reply: replyTextFromResult(result), contextId: (result.contextId as string) ?? ctx, state: (((result.status as Json) ?? {}).state as string) ?? "" };
+    return {
+      reply: replyTextFromResult(result),
+      contextId: (result.contextId as string) ?? ctx,
+      state: (((result.status as Json) ?? {}).state as string) ?? "",
+    };
   }
 
   // ── urllib ────────────────────────────────────────────────────────────
@@ -266,7 +312,13 @@ export class HermesA2AClient {
     const res = await this.open(
       "POST",
       url,
-      { "User-Agent": "Hermes-A2A/1.0", ...headers, Accept: "application/json", "Content-Type": "application/json", "A2A-Version": PROTOCOL_VERSION },
+      {
+        "User-Agent": "Hermes-A2A/1.0",
+        ...headers,
+        Accept: "application/json",
+        "Content-Type": "application/json",
+        "A2A-Version": PROTOCOL_VERSION,
+      },
       body,
       timeout,
     );
@@ -274,13 +326,24 @@ export class HermesA2AClient {
   }
 
   /** _http_post_sse: yields each `data:` line's JSON; a non-SSE answer is one JSON document. */
-  private async *postSse(url: string, body: Json, headers: Record<string, string>, timeout: number): AsyncGenerator<unknown> {
+  private async *postSse(
+    url: string,
+    body: Json,
+    headers: Record<string, string>,
+    timeout: number,
+  ): AsyncGenerator<unknown> {
     const readTimeout = this.options.streamReadTimeoutS ?? 30;
     const deadline = Date.now() + (timeout + readTimeout) * 1000;
     const res = await this.open(
       "POST",
       url,
-      { "User-Agent": "Hermes-A2A/1.0", ...headers, Accept: "text/event-stream", "Content-Type": "application/json", "A2A-Version": PROTOCOL_VERSION },
+      {
+        "User-Agent": "Hermes-A2A/1.0",
+        ...headers,
+        Accept: "text/event-stream",
+        "Content-Type": "application/json",
+        "A2A-Version": PROTOCOL_VERSION,
+      },
       body,
       Math.min(timeout, readTimeout),
     );
@@ -316,7 +379,13 @@ export class HermesA2AClient {
    * urllib sends them; `timeout` seconds for the connect and for each read; non-2xx raises HTTPError (body
    * unread); a refused connection, a TLS failure or a timeout raises URLError.
    */
-  private open(method: "GET" | "POST", url: string, headers: Record<string, string>, body: Json | undefined, timeout: number) {
+  private open(
+    method: "GET" | "POST",
+    url: string,
+    headers: Record<string, string>,
+    body: Json | undefined,
+    timeout: number,
+  ) {
     const u = new URL(url);
     const data = body === undefined ? undefined : Buffer.from(pyDumps(body), "utf8");
     const sent: Record<string, string> = { "Accept-Encoding": "identity", Host: u.host };
@@ -330,7 +399,12 @@ export class HermesA2AClient {
         exchange.error = err.message;
         reject(err);
       };
-      const options = { method, headers: sent, timeout: timeout * 1000, ...(u.protocol === "https:" && this.options.ca ? { ca: this.options.ca } : {}) };
+      const options = {
+        method,
+        headers: sent,
+        timeout: timeout * 1000,
+        ...(u.protocol === "https:" && this.options.ca ? { ca: this.options.ca } : {}),
+      };
       const req = (u.protocol === "https:" ? httpsRequest : httpRequest)(u, options, (response) => {
         exchange.status = response.statusCode;
         exchange.contentType = response.headers["content-type"];
@@ -386,11 +460,14 @@ function shortState(state: string): string {
 }
 
 function selectJsonrpcInterface(card: Json | undefined): Json | undefined {
-  for (const i of (card?.supportedInterfaces as Json[] | undefined) ?? []) if (isObj(i) && i.protocolBinding === "JSONRPC" && truthy(i.url)) return i;
+  for (const i of (card?.supportedInterfaces as Json[] | undefined) ?? [])
+    if (isObj(i) && i.protocolBinding === "JSONRPC" && truthy(i.url)) return i;
   return undefined;
 }
 
-/** The card's JSONRPC interface URL (host and all), its top-level url, or the configured base without its trailing "/". */
+/**
+ * The card's JSONRPC interface URL (host and all), its top-level url, or the configured base without its trailing "/".
+ */
 function rpcUrl(base: string, card: Json | undefined): string {
   const iface = selectJsonrpcInterface(card);
   if (iface) return String(iface.url);

@@ -64,7 +64,11 @@ export class Http10Response {
   /** `send_error`: an HTML page, and `Connection: close`. */
   error(code: number, message: string): void {
     const body = `<!DOCTYPE HTML>\n<html lang="en">\n    <head>\n        <meta charset="utf-8">\n        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        <p>Error code: ${code}</p>\n        <p>Message: ${message}.</p>\n    </body>\n</html>\n`;
-    this.head(code, { Connection: "close", "Content-Type": "text/html;charset=utf-8", "Content-Length": String(Buffer.byteLength(body)) });
+    this.head(code, {
+      Connection: "close",
+      "Content-Type": "text/html;charset=utf-8",
+      "Content-Length": String(Buffer.byteLength(body)),
+    });
     this.write(body);
   }
 }
@@ -82,17 +86,24 @@ export function http10Server(handlers: Record<string, Http10Handler>): Server {
       const end = buf.indexOf("\r\n\r\n");
       if (end === -1) return;
       started = true;
-      void serveOne(socket, buf.subarray(0, end).toString("latin1"), () => buf.subarray(end + 4), handlers).finally(() => {
-        socket.off("data", onData);
-        socket.end();
-      });
+      void serveOne(socket, buf.subarray(0, end).toString("latin1"), () => buf.subarray(end + 4), handlers).finally(
+        () => {
+          socket.off("data", onData);
+          socket.end();
+        },
+      );
     };
     socket.on("data", onData);
     socket.on("error", () => undefined);
   });
 }
 
-async function serveOne(socket: Socket, head: string, rest: () => Buffer, handlers: Record<string, Http10Handler>): Promise<void> {
+async function serveOne(
+  socket: Socket,
+  head: string,
+  rest: () => Buffer,
+  handlers: Record<string, Http10Handler>,
+): Promise<void> {
   const res = new Http10Response(socket);
   const [line, ...headerLines] = head.split("\r\n");
   const words = line.split(/\s+/).filter(Boolean);
@@ -107,7 +118,13 @@ async function serveOne(socket: Socket, head: string, rest: () => Buffer, handle
   }
   const handler = handlers[method];
   if (!handler) return res.error(501, `Unsupported method ('${method}')`);
-  const req: Http10Request = { method, path, headers, body: Buffer.alloc(0), clientIp: socket.remoteAddress?.replace(/^::ffff:/, "") ?? "" };
+  const req: Http10Request = {
+    method,
+    path,
+    headers,
+    body: Buffer.alloc(0),
+    clientIp: socket.remoteAddress?.replace(/^::ffff:/, "") ?? "",
+  };
   // The handler reads its body itself (rfile.read(Content-Length)), after its own checks.
   const bodyOf = async (length: number): Promise<Buffer> => {
     for (;;) {

@@ -28,8 +28,24 @@
  * (5 min), served-agent routing by path or tenant (one default agent), forwarding to other profiles, the
  * credential patterns of agent/redact.py in outbound redaction (e-mail addresses are scrubbed).
  */
-export { HermesA2AClient, type CallResult, type ClientExchange, type HermesA2AClientOptions, type PeerConfig } from "./client";
-export { defaultAgent, HermesA2AServer, startHermesA2AServer, type Agent, type AgentAnswer, type AgentTurn, type HermesA2AServerOptions, type SeenRequest, type SentPush } from "./server";
+export {
+  HermesA2AClient,
+  type CallResult,
+  type ClientExchange,
+  type HermesA2AClientOptions,
+  type PeerConfig,
+} from "./client";
+export {
+  defaultAgent,
+  HermesA2AServer,
+  startHermesA2AServer,
+  type Agent,
+  type AgentAnswer,
+  type AgentTurn,
+  type HermesA2AServerOptions,
+  type SeenRequest,
+  type SentPush,
+} from "./server";
 export { pyDumps } from "./py-json";
 export { isSafeCallbackUrl, SecurityContext } from "./security";
 export { STATE } from "./wire";

@@ -13,7 +13,15 @@ export interface PyJsonOptions {
   ensureAscii?: boolean;
 }
 
-const SHORT: Record<string, string> = { '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f" };
+const SHORT: Record<string, string> = {
+  '"': '\\"',
+  "\\": "\\\\",
+  "\n": "\\n",
+  "\r": "\\r",
+  "\t": "\\t",
+  "\b": "\\b",
+  "\f": "\\f",
+};
 
 function pyString(s: string, ensureAscii: boolean): string {
   let out = '"';

@@ -72,7 +72,12 @@ export class SecurityContext {
 
   /** Network-exposed with a token, no allow-list and no allow-all: every peer refused. */
   private dispatchFailsClosed(): boolean {
-    return !(this.s.allowAllUsers || this.localhostOnly() || (this.s.trustedPeers ?? []).length || this.isLoopbackBind());
+    return !(
+      this.s.allowAllUsers ||
+      this.localhostOnly() ||
+      (this.s.trustedPeers ?? []).length ||
+      this.isLoopbackBind()
+    );
   }
 
   isTrustedPeer(identity: string): boolean {
@@ -81,10 +86,15 @@ export class SecurityContext {
     return Boolean(this.s.allowAllUsers) || this.localhostOnly() || !trusted.length || trusted.includes(identity);
   }
 
-  /** X-A2A-Signature: hex HMAC-SHA256 over `json.dumps(payload, sort_keys=True, ensure_ascii=False)`; "" without a secret. */
+  /**
+   * X-A2A-Signature: hex HMAC-SHA256 over `json.dumps(payload, sort_keys=True, ensure_ascii=False)`; "" without a
+   * secret.
+   */
   signPushPayload(payload: unknown): string {
     if (!this.pushSecret) return "";
-    return createHmac("sha256", this.pushSecret).update(pyDumps(payload, { sortKeys: true, ensureAscii: false }), "utf8").digest("hex");
+    return createHmac("sha256", this.pushSecret)
+      .update(pyDumps(payload, { sortKeys: true, ensureAscii: false }), "utf8")
+      .digest("hex");
   }
 }
 
@@ -128,7 +138,18 @@ export function redactOutbound(text: string): string {
   return text ? text.replace(EMAIL, "[redacted-email]") : text;
 }
 
-const BLOCKED_PREFIXES = ["169.254.", "127.", "10.", ...Array.from({ length: 16 }, (_, i) => `172.${16 + i}.`), "192.168.", "0.0.0.0", "::1", "fe80:", "fc00:", "fd00:"];
+const BLOCKED_PREFIXES = [
+  "169.254.",
+  "127.",
+  "10.",
+  ...Array.from({ length: 16 }, (_, i) => `172.${16 + i}.`),
+  "192.168.",
+  "0.0.0.0",
+  "::1",
+  "fe80:",
+  "fc00:",
+  "fd00:",
+];
 
 /**
  * `is_safe_callback_url`: http(s), and not loopback, link-local or private, by the text of the host (a host
@@ -145,10 +166,12 @@ export function isSafeCallbackUrl(url: string, localhostMode: boolean): boolean 
   const host = parsed.hostname.replace(/^\[|\]$/g, "").toLowerCase();
   if (!host) return false;
   if (host === "localhost") return localhostMode;
-  for (const prefix of BLOCKED_PREFIXES) if (host.startsWith(prefix)) return localhostMode && (prefix === "127." || prefix === "::1");
+  for (const prefix of BLOCKED_PREFIXES)
+    if (host.startsWith(prefix)) return localhostMode && (prefix === "127." || prefix === "::1");
   if (isIP(host)) {
     const loopback = host.startsWith("127.") || host === "::1";
-    const privateOrReserved = /^(10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|169\.254\.|0\.|2(2[4-9]|[3-5]\d)\.|f[cd]|fe[89ab])/.test(host);
+    const privateOrReserved =
+      /^(10\.|192\.168\.|172\.(1[6-9]|2\d|3[01])\.|169\.254\.|0\.|2(2[4-9]|[3-5]\d)\.|f[cd]|fe[89ab])/.test(host);
     if (loopback || privateOrReserved) return localhostMode && loopback;
   }
   return true;

@@ -173,7 +173,8 @@ export interface SeenRequest {
 export function defaultAgent(server: () => HermesA2AServer): Agent {
   return async (turn) => {
     if (turn.text.includes("[hold]")) return { reply: await server().held(turn.taskId) };
-    if (turn.text.includes("[ask]")) return { reply: `${INPUT_REQUIRED_MARKER} Which environment: staging or production?` };
+    if (turn.text.includes("[ask]"))
+      return { reply: `${INPUT_REQUIRED_MARKER} Which environment: staging or production?` };
     if (turn.text.includes("[fail]")) return { outcome: "failure" };
     return { reply: `Hermes heard: ${turn.text}` };
   };
@@ -312,14 +313,19 @@ export class HermesA2AServer {
   }
 
   private see(req: Http10Request, extra: Partial<SeenRequest> = {}): SeenRequest {
-    const seen: SeenRequest = { method: req.method, path: req.path, headers: Object.fromEntries(req.headers), ...extra };
+    const seen: SeenRequest = {
+      method: req.method,
+      path: req.path,
+      headers: Object.fromEntries(req.headers),
+      ...extra,
+    };
     this.requests.push(seen);
     return seen;
   }
 
   private async doGet(req: Http10Request, res: Http10Response): Promise<void> {
     const seen = this.see(req);
-    const path = (req.path.split("?")[0].replace(/\/+$/, "") || "/");
+    const path = req.path.split("?")[0].replace(/\/+$/, "") || "/";
     const send = (code: number, body: Json) => {
       seen.status = code;
       res.json(code, pyDumps(body));
@@ -327,8 +333,20 @@ export class HermesA2AServer {
     if (path === "/.well-known/agent.json" || path === "/.well-known/agent-card.json") return send(200, this.card(req));
     if (path === "/" || path === "/health") {
       const payload: Json = { status: "ok", agent: this.options.agentName ?? "hermes-twin" };
-      if (this.security.localhostOnly() || this.security.authenticate(req.headers.get("authorization"), req.clientIp) !== undefined)
-        payload.served_agents = [{ slug: "default", name: this.options.agentName ?? "hermes-twin", url: this.publicUrl(req) || `${this.url}/`, tenant: null, profile: "default", local: true }];
+      if (
+        this.security.localhostOnly() ||
+        this.security.authenticate(req.headers.get("authorization"), req.clientIp) !== undefined
+      )
+        payload.served_agents = [
+          {
+            slug: "default",
+            name: this.options.agentName ?? "hermes-twin",
+            url: this.publicUrl(req) || `${this.url}/`,
+            tenant: null,
+            profile: "default",
+            local: true,
+          },
+        ];
       return send(200, payload);
     }
     if (path === "/metrics") return send(200, { uptime_seconds: new PyFloat(0), avg_latency_ms: new PyFloat(0) });
@@ -356,21 +374,25 @@ export class HermesA2AServer {
       return send(400, jsonrpcError(null, ERR.PARSE, "parse error"));
     }
     seen.body = request;
-    if (!request || typeof request !== "object" || Array.isArray(request)) return send(400, jsonrpcError(null, ERR.INVALID_PARAMS, "JSON-RPC request must be an object"));
+    if (!request || typeof request !== "object" || Array.isArray(request))
+      return send(400, jsonrpcError(null, ERR.INVALID_PARAMS, "JSON-RPC request must be an object"));
     const r = request as Json;
     const id = r.id;
     const method = r.method === undefined || r.method === null ? "" : String(r.method);
     seen.rpcMethod = method;
     let params = r.params ?? {};
     if (params === null) params = {};
-    if (typeof params !== "object" || Array.isArray(params)) return send(200, jsonrpcError(id, ERR.INVALID_PARAMS, "params must be an object"));
+    if (typeof params !== "object" || Array.isArray(params))
+      return send(200, jsonrpcError(id, ERR.INVALID_PARAMS, "params must be an object"));
     const p = params as Json;
 
     const version = (req.headers.get("a2a-version") ?? "").trim();
-    if (version && version !== "1.0" && version !== "1.0.0") return send(200, jsonrpcError(id, ERR.INVALID_PARAMS, `unsupported A2A-Version: ${version}`));
+    if (version && version !== "1.0" && version !== "1.0.0")
+      return send(200, jsonrpcError(id, ERR.INVALID_PARAMS, `unsupported A2A-Version: ${version}`));
 
     if (!this.allow(identity)) return send(429, jsonrpcError(id, ERR.RATE_LIMITED, "rate limit exceeded"));
-    if (!this.security.isTrustedPeer(identity)) return send(403, jsonrpcError(id, ERR.UNTRUSTED_PEER, `peer '${identity}' not trusted`));
+    if (!this.security.isTrustedPeer(identity))
+      return send(403, jsonrpcError(id, ERR.UNTRUSTED_PEER, `peer '${identity}' not trusted`));
 
     const [op, v1] = METHODS[method] ?? ["", false];
     if (!op) return send(200, jsonrpcError(id, ERR.METHOD_NOT_FOUND, `method not found: ${method}`));
@@ -416,7 +438,16 @@ export class HermesA2AServer {
   }
 
   private create(taskId: string, contextId: string, peer: string): TaskRecord {
-    const rec: TaskRecord = { taskId, contextId, peer, state: STATE.SUBMITTED, reply: "", createdIso: nowIso(), pushUrl: "", pushConfigId: "" };
+    const rec: TaskRecord = {
+      taskId,
+      contextId,
+      peer,
+      state: STATE.SUBMITTED,
+      reply: "",
+      createdIso: nowIso(),
+      pushUrl: "",
+      pushConfigId: "",
+    };
     this.tasks.set(taskId, rec);
     return rec;
   }
@@ -436,7 +467,10 @@ export class HermesA2AServer {
   }
 
   /** _prepare_task: a terminal task at once (rejected), or the pending one the agent works on. */
-  private prepare(params: Json, peer: string): { terminal?: Json; pending?: { taskId: string; contextId: string; future: Future<Outcome> } } {
+  private prepare(
+    params: Json,
+    peer: string,
+  ): { terminal?: Json; pending?: { taskId: string; contextId: string; future: Future<Outcome> } } {
     const text = extractText(params);
     const contextId = extractContextId(params) || newContextId();
     const taskId = newTaskId();
@@ -487,7 +521,14 @@ export class HermesA2AServer {
     }
     if (answer.reply !== undefined) this.resolveOldestForContext(turn.contextId, [STATE.COMPLETED, answer.reply]);
     const outcome = answer.outcome ?? "success";
-    this.resolveTask(turn.taskId, outcome === "failure" ? [STATE.FAILED, "[agent processing failed]"] : outcome === "cancelled" ? [STATE.CANCELED, ""] : [STATE.COMPLETED, ""]);
+    this.resolveTask(
+      turn.taskId,
+      outcome === "failure"
+        ? [STATE.FAILED, "[agent processing failed]"]
+        : outcome === "cancelled"
+          ? [STATE.CANCELED, ""]
+          : [STATE.COMPLETED, ""],
+    );
   }
 
   private resolveTask(taskId: string, outcome: Outcome): void {
@@ -544,8 +585,17 @@ export class HermesA2AServer {
     res.head(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-cache" });
   }
 
-  /** _emit_terminal: the reply as an artifact then the state (COMPLETED), or the state with the reply as its message. */
-  private emitTerminal(res: Http10Response, taskId: string, contextId: string, state: string, reply: string, id: unknown): void {
+  /**
+   * _emit_terminal: the reply as an artifact then the state (COMPLETED), or the state with the reply as its message.
+   */
+  private emitTerminal(
+    res: Http10Response,
+    taskId: string,
+    contextId: string,
+    state: string,
+    reply: string,
+    id: unknown,
+  ): void {
     if (reply && state === STATE.COMPLETED) {
       res.write(sseData(artifactUpdate(taskId, contextId, reply), id));
       res.write(sseData(statusUpdate(taskId, contextId, state), id));
@@ -569,7 +619,14 @@ export class HermesA2AServer {
     const { terminal, pending } = this.prepare(params, peer);
     if (terminal) {
       const status = terminal.status as Json;
-      return this.emitTerminal(res, terminal.id as string, terminal.contextId as string, status.state as string, extractText((status.message as Json) ?? {}), id);
+      return this.emitTerminal(
+        res,
+        terminal.id as string,
+        terminal.contextId as string,
+        status.state as string,
+        extractText((status.message as Json) ?? {}),
+        id,
+      );
     }
     const { taskId, contextId, future } = pending!;
     this.finalizeWhenReplyArrives(pending!);
@@ -581,7 +638,12 @@ export class HermesA2AServer {
     this.emitTerminal(res, taskId, contextId, state, reply, id);
   }
 
-  private rpcSubscribe(res: Http10Response, id: unknown, params: Json, json: (code: number, body: Json) => void): Promise<void> | void {
+  private rpcSubscribe(
+    res: Http10Response,
+    id: unknown,
+    params: Json,
+    json: (code: number, body: Json) => void,
+  ): Promise<void> | void {
     const taskId = String(params.taskId || params.id || "");
     const rec = this.tasks.get(taskId);
     if (!rec) return json(200, jsonrpcError(id, ERR.TASK_NOT_FOUND, `task not found: ${taskId}`));
@@ -615,14 +677,17 @@ export class HermesA2AServer {
 
   private rpcList(id: unknown, params: Json): Json {
     const int = (v: unknown, d: number) => {
-      const n = typeof v === "number" ? Math.trunc(v) : typeof v === "string" && /^\s*[+-]?\d+\s*$/.test(v) ? Number(v) : NaN;
+      const n =
+        typeof v === "number" ? Math.trunc(v) : typeof v === "string" && /^\s*[+-]?\d+\s*$/.test(v) ? Number(v) : NaN;
       return Number.isNaN(n) || !v ? d : n;
     };
     const offset = Math.max(0, int(params.pageToken, 0));
     const pageSize = Math.max(1, Math.min(int(params.pageSize, 50), 100));
     const contextId = String(params.contextId || "");
     const state = String(params.status || params.state || "");
-    const recs = [...this.tasks.values()].reverse().filter((r) => (!contextId || r.contextId === contextId) && (!state || r.state === state));
+    const recs = [...this.tasks.values()]
+      .reverse()
+      .filter((r) => (!contextId || r.contextId === contextId) && (!state || r.state === state));
     const page = recs.slice(offset, offset + pageSize);
     const next = offset + pageSize < recs.length ? offset + pageSize : 0;
     const tasks = page.map((r) => {
@@ -637,7 +702,8 @@ export class HermesA2AServer {
     const taskId = String(params.taskId || params.id || "");
     const rec = this.tasks.get(taskId);
     if (!rec) return jsonrpcError(id, ERR.TASK_NOT_FOUND, `task not found: ${taskId}`);
-    if (TERMINAL_STATES.has(rec.state)) return jsonrpcError(id, ERR.TASK_NOT_CANCELABLE, `task ${taskId} already ${rec.state}`);
+    if (TERMINAL_STATES.has(rec.state))
+      return jsonrpcError(id, ERR.TASK_NOT_CANCELABLE, `task ${taskId} already ${rec.state}`);
     this.complete(taskId, STATE.CANCELED, "");
     this.turnCounts.delete(rec.contextId);
     this.resolveTask(taskId, [STATE.CANCELED, ""]);
@@ -645,7 +711,12 @@ export class HermesA2AServer {
   }
 
   private pushView(rec: TaskRecord): Json {
-    return { configId: rec.pushConfigId, taskId: rec.taskId, createdAt: rec.createdIso, pushNotificationConfig: { url: rec.pushUrl } };
+    return {
+      configId: rec.pushConfigId,
+      taskId: rec.taskId,
+      createdAt: rec.createdIso,
+      pushNotificationConfig: { url: rec.pushUrl },
+    };
   }
 
   private rpcPushCreate(id: unknown, params: Json): Json {
@@ -665,7 +736,8 @@ export class HermesA2AServer {
     const configId = String(params.id || params.configId || "");
     const rec = this.tasks.get(taskId);
     const found = rec && rec.pushUrl && (!configId || rec.pushConfigId === configId) ? rec : undefined;
-    if (op === "push_list") return jsonrpcResult(id, { configs: found ? [this.pushView(found)] : [], nextPageToken: "" });
+    if (op === "push_list")
+      return jsonrpcResult(id, { configs: found ? [this.pushView(found)] : [], nextPageToken: "" });
     if (!found) return jsonrpcError(id, ERR.TASK_NOT_FOUND, `push config not found for task: ${taskId}`);
     if (op === "push_get") return jsonrpcResult(id, this.pushView(found));
     found.pushUrl = found.pushConfigId = "";
@@ -686,7 +758,12 @@ export class HermesA2AServer {
       const headers: Record<string, string> = { "Content-Type": "application/json" };
       if (signature) headers["X-A2A-Signature"] = signature;
       try {
-        const res = await fetch(url, { method: "POST", headers, body: pyDumps(payload), signal: AbortSignal.timeout(10_000) });
+        const res = await fetch(url, {
+          method: "POST",
+          headers,
+          body: pyDumps(payload),
+          signal: AbortSignal.timeout(10_000),
+        });
         await res.arrayBuffer();
         sent.status = res.status;
       } catch (err) {

@@ -45,7 +45,15 @@ export const newContextId = () => `ctx-${hex(16)}`;
 /** `uuid.uuid4().hex`. */
 export const uuidHex = () => crypto.randomUUID().replaceAll("-", "");
 
-export function buildAgentCard(o: { name: string; url: string; description: string; skills: Json[]; streaming: boolean; pushNotifications: boolean; authRequired: boolean }): Json {
+export function buildAgentCard(o: {
+  name: string;
+  url: string;
+  description: string;
+  skills: Json[];
+  streaming: boolean;
+  pushNotifications: boolean;
+  authRequired: boolean;
+}): Json {
   const card: Json = {
     name: o.name,
     description: o.description,
@@ -53,7 +61,12 @@ export function buildAgentCard(o: { name: string; url: string; description: stri
     version: "1.0.0",
     provider: { organization: "Hermes Agent", url: o.url },
     supportedInterfaces: [{ url: o.url, protocolBinding: "JSONRPC", protocolVersion: PROTOCOL_VERSION }],
-    capabilities: { streaming: o.streaming, pushNotifications: o.pushNotifications, stateTransitionHistory: false, extendedAgentCard: false },
+    capabilities: {
+      streaming: o.streaming,
+      pushNotifications: o.pushNotifications,
+      stateTransitionHistory: false,
+      extendedAgentCard: false,
+    },
     defaultInputModes: ["text/plain"],
     defaultOutputModes: ["text/plain"],
     skills: o.skills,
@@ -69,12 +82,23 @@ export function buildAgentCard(o: { name: string; url: string; description: stri
 /** `skills_from_toolsets([])`: with no tool registry and nothing configured, one general skill. */
 export function skillsFromToolsets(toolsets: string[]): Json[] {
   const names = [...new Set(toolsets)].sort();
-  const skills = names.map((name) => ({ id: `toolset.${name}`, name, description: `Hermes '${name}' capabilities`, tags: [name] }));
-  return skills.length ? skills : [{ id: "general", name: "general", description: "General-purpose conversational agent", tags: ["general"] }];
+  const skills = names.map((name) => ({
+    id: `toolset.${name}`,
+    name,
+    description: `Hermes '${name}' capabilities`,
+    tags: [name],
+  }));
+  return skills.length
+    ? skills
+    : [{ id: "general", name: "general", description: "General-purpose conversational agent", tags: ["general"] }];
 }
 
 export const jsonrpcResult = (id: unknown, result: unknown): Json => ({ jsonrpc: "2.0", id: id ?? null, result });
-export const jsonrpcError = (id: unknown, code: number, message: string): Json => ({ jsonrpc: "2.0", id: id ?? null, error: { code, message } });
+export const jsonrpcError = (id: unknown, code: number, message: string): Json => ({
+  jsonrpc: "2.0",
+  id: id ?? null,
+  error: { code, message },
+});
 
 /** v1.0 SendMessageResponse: `{task}` when it looks like a task (status and id), else `{message}`. */
 export function sendMessageResponse(payload: Json): Json {
@@ -109,18 +133,26 @@ const or = (...vs: unknown[]) => str(vs.find((v) => typeof v === "string" && v !
 /** `extract_text`: the text of a Message (or params holding one, or an artifact): parts joined by "\n", stripped. */
 export function extractText(messageOrParams: Json): string {
   const msg = "message" in messageOrParams ? messageOrParams.message : messageOrParams;
-  const parts = msg && typeof msg === "object" && !Array.isArray(msg) && Array.isArray((msg as Json).parts) ? ((msg as Json).parts as unknown[]) : [];
+  const parts =
+    msg && typeof msg === "object" && !Array.isArray(msg) && Array.isArray((msg as Json).parts)
+      ? ((msg as Json).parts as unknown[])
+      : [];
   const chunks: string[] = [];
   for (const p of parts) {
     if (!p || typeof p !== "object" || Array.isArray(p)) continue;
     const part = p as Json;
     if (typeof part.text === "string") chunks.push(part.text);
-    else if (typeof part.url === "string" && part.url) chunks.push(fileNote(or(part.filename, part.name), part.url, or(part.mediaType, part.mimeType)));
+    else if (typeof part.url === "string" && part.url)
+      chunks.push(fileNote(or(part.filename, part.name), part.url, or(part.mediaType, part.mimeType)));
     else if (part.file && typeof part.file === "object" && typeof (part.file as Json).fileWithUri === "string") {
       const f = part.file as Json;
       chunks.push(fileNote(or(f.name), f.fileWithUri as string, or(f.mimeType)));
-    } else if (typeof part.raw === "string") chunks.push(fileNote(or(part.filename), `${part.raw.length} bytes base64-encoded`, or(part.mediaType)));
-    else if (part.data !== undefined && part.data !== null) chunks.push(`[data (${or(part.mediaType) || "application/json"})]\n${pyDumps(part.data, { ensureAscii: false })}`);
+    } else if (typeof part.raw === "string")
+      chunks.push(fileNote(or(part.filename), `${part.raw.length} bytes base64-encoded`, or(part.mediaType)));
+    else if (part.data !== undefined && part.data !== null)
+      chunks.push(
+        `[data (${or(part.mediaType) || "application/json"})]\n${pyDumps(part.data, { ensureAscii: false })}`,
+      );
   }
   return chunks.join("\n").trim();
 }
@@ -132,7 +164,9 @@ export function extractContextId(params: Json): string {
   return (inside ? String(inside) : "") || (params.contextId ? String(params.contextId) : "");
 }
 
-/** `build_task`: no history, no createdAt; a status message only with text; an artifact only when COMPLETED with text. */
+/**
+ * `build_task`: no history, no createdAt; a status message only with text; an artifact only when COMPLETED with text.
+ */
 export function buildTask(taskId: string, contextId: string, state: string, agentText = ""): Json {
   const status: Json = { state, timestamp: nowIso() };
   const task: Json = { id: taskId, contextId, status };

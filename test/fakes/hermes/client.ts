@@ -11,8 +11,16 @@ export interface RawAnswer {
   json: any;
 }
 
-export async function call(url: string, method: string, path: string, opts: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {}): Promise<RawAnswer> {
-  const headers: Record<string, string> = { ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}), ...opts.headers };
+export async function call(
+  url: string,
+  method: string,
+  path: string,
+  opts: { key?: string; body?: unknown; raw?: string; headers?: Record<string, string> } = {},
+): Promise<RawAnswer> {
+  const headers: Record<string, string> = {
+    ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}),
+    ...opts.headers,
+  };
   let body: string | undefined = opts.raw;
   if (opts.body !== undefined && method !== "GET") {
     body = JSON.stringify(opts.body);
@@ -52,7 +60,10 @@ export interface RawEvents {
 
 export async function openEvents(url: string, runId: string, key?: string): Promise<RawEvents> {
   const abort = new AbortController();
-  const res = await fetch(`${url}/v1/runs/${runId}/events`, { headers: key ? { authorization: `Bearer ${key}` } : {}, signal: abort.signal });
+  const res = await fetch(`${url}/v1/runs/${runId}/events`, {
+    headers: key ? { authorization: `Bearer ${key}` } : {},
+    signal: abort.signal,
+  });
   if (res.status !== 200) {
     const text = await res.text();
     return {
@@ -76,7 +87,8 @@ export async function openEvents(url: string, runId: string, key?: string): Prom
         buffer = buffer.slice(cut + 2);
         const line = raw.slice(0, -2);
         if (line.startsWith(":")) return { raw, comment: line };
-        if (!line.startsWith("data: ") || line.includes("\n")) throw new Error(`not a data-only frame: ${JSON.stringify(raw)}`);
+        if (!line.startsWith("data: ") || line.includes("\n"))
+          throw new Error(`not a data-only frame: ${JSON.stringify(raw)}`);
         return { raw, data: JSON.parse(line.slice(6)) };
       }
       const { value, done } = await reader.read();

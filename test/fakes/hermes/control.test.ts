@@ -19,7 +19,11 @@ function start(options: FakeHermesOptions = {}): FakeHermes {
   fakes.push(f);
   return f;
 }
-async function startRun(f: FakeHermes, body: Record<string, unknown> = { input: "hello" }, headers: Record<string, string> = {}) {
+async function startRun(
+  f: FakeHermes,
+  body: Record<string, unknown> = { input: "hello" },
+  headers: Record<string, string> = {},
+) {
   const r = await call(f.url, "POST", "/v1/runs", { key: KEY, body, headers });
   expect(r.status, r.text).toBe(202);
   return r.json.run_id as string;
@@ -34,13 +38,31 @@ describe.each(BOTH)("approvals on the %s server", (generation) => {
     const id = await startRun(f);
     const s = await openEvents(f.url, id, KEY);
     const ask = await s.nextData();
-    const envelope = { event: "approval.request", run_id: id, timestamp: ask.timestamp, choices: ["once", "session", "always", "deny"] };
-    const base = { command: DEPLOY.command, pattern_key: DEPLOY.description, pattern_keys: [DEPLOY.description], description: DEPLOY.description };
+    const envelope = {
+      event: "approval.request",
+      run_id: id,
+      timestamp: ask.timestamp,
+      choices: ["once", "session", "always", "deny"],
+    };
+    const base = {
+      command: DEPLOY.command,
+      pattern_key: DEPLOY.description,
+      pattern_keys: [DEPLOY.description],
+      description: DEPLOY.description,
+    };
     if (generation === "newer") {
       expect(ask.approval_id).toMatch(/^[0-9a-f]{32}$/);
       expect(ask.request_id).toBe(ask.approval_id);
       expect(typeof ask.expires_at).toBe("number");
-      expect(ask).toEqual({ ...base, allow_permanent: true, allow_session: true, approval_id: ask.approval_id, request_id: ask.approval_id, expires_at: ask.expires_at, ...envelope });
+      expect(ask).toEqual({
+        ...base,
+        allow_permanent: true,
+        allow_session: true,
+        approval_id: ask.approval_id,
+        request_id: ask.approval_id,
+        expires_at: ask.expires_at,
+        ...envelope,
+      });
     } else expect(ask).toEqual({ ...base, allow_permanent: true, ...envelope }); // 0.18.2: no ids, no allow_session
     const st = (await get(f, `/v1/runs/${id}`)).json;
     expect(st).toMatchObject({ status: "waiting_for_approval", last_event: "approval.request" });
@@ -55,7 +77,14 @@ describe.each(BOTH)("approvals on the %s server", (generation) => {
   });
 
   it("accepts the choice trimmed and lower-cased, approve/approved/allow as once; 200 answer and approval.responded on the stream", async () => {
-    for (const [sent, meant] of [[" Approve ", "once"], ["APPROVED", "once"], ["allow", "once"], ["Session", "session"], ["always", "always"], ["deny", "deny"]]) {
+    for (const [sent, meant] of [
+      [" Approve ", "once"],
+      ["APPROVED", "once"],
+      ["allow", "once"],
+      ["Session", "session"],
+      ["always", "always"],
+      ["deny", "deny"],
+    ]) {
       const f = start({ generation, script: [hermes.approval(DEPLOY), hermes.completed("ok")] });
       const id = await startRun(f);
       const s = await openEvents(f.url, id, KEY);
@@ -64,7 +93,13 @@ describe.each(BOTH)("approvals on the %s server", (generation) => {
       expect(r.status, r.text).toBe(200);
       expect(r.json).toEqual({ object: "hermes.run.approval_response", run_id: id, choice: meant, resolved: 1 });
       const responded = await s.nextData();
-      expect(responded).toEqual({ event: "approval.responded", run_id: id, timestamp: responded.timestamp, choice: meant, resolved: 1 });
+      expect(responded).toEqual({
+        event: "approval.responded",
+        run_id: id,
+        timestamp: responded.timestamp,
+        choice: meant,
+        resolved: 1,
+      });
       expect((await f.approvalAnswered(id)).choice).toBe(meant);
       await s.rest();
       if (meant !== "once") continue;
@@ -82,7 +117,14 @@ describe.each(BOTH)("approvals on the %s server", (generation) => {
       const r = await post(f, `/v1/runs/${id}/approval`, { choice, approval_id: ask.approval_id });
       expect(r.status).toBe(400);
       const expected = generation === "newer" ? "always, deny, once, session" : "once, session, always, deny";
-      expect(r.json).toEqual({ error: { message: `Invalid approval choice; expected one of: ${expected}`, type: "invalid_request_error", param: null, code: "invalid_approval_choice" } });
+      expect(r.json).toEqual({
+        error: {
+          message: `Invalid approval choice; expected one of: ${expected}`,
+          type: "invalid_request_error",
+          param: null,
+          code: "invalid_approval_choice",
+        },
+      });
     }
     expect((await post(f, `/v1/runs/${id}/approval`, { approval_id: ask.approval_id })).status).toBe(400); // no choice
     const bad = await call(f.url, "POST", `/v1/runs/${id}/approval`, { key: KEY, raw: "{nope" });
@@ -96,25 +138,40 @@ describe.each(BOTH)("approvals on the %s server", (generation) => {
     await f.gateReached("g");
     const notPending = await post(f, `/v1/runs/${id}/approval`, { choice: "once" });
     expect(notPending.status).toBe(409);
-    expect(notPending.json.error).toEqual({ message: `Run has no pending approval: ${id}`, type: "invalid_request_error", param: null, code: "approval_not_pending" });
+    expect(notPending.json.error).toEqual({
+      message: `Run has no pending approval: ${id}`,
+      type: "invalid_request_error",
+      param: null,
+      code: "approval_not_pending",
+    });
     f.release("g");
     await f.finished(id);
     const notActive = await post(f, `/v1/runs/${id}/approval`, { choice: "once" });
     expect(notActive.status).toBe(409);
-    expect(notActive.json.error).toMatchObject({ message: `Run has no active approval session: ${id}`, code: "approval_not_active" });
+    expect(notActive.json.error).toMatchObject({
+      message: `Run has no active approval session: ${id}`,
+      code: "approval_not_active",
+    });
     const unknown = await post(f, "/v1/runs/run_unknown/approval", { choice: "once" });
     expect(unknown.status).toBe(404);
     expect(unknown.json.error.code).toBe("run_not_found");
   });
 
   it("runs the branch of the answer: deny fails the run, once goes on", async () => {
-    const script = [hermes.approval(DEPLOY, { deny: [hermes.failed("the operator declined")] }), hermes.delta("Deployed."), hermes.completed()];
+    const script = [
+      hermes.approval(DEPLOY, { deny: [hermes.failed("the operator declined")] }),
+      hermes.delta("Deployed."),
+      hermes.completed(),
+    ];
     const f = start({ generation, script });
     const denied = await startRun(f);
     await f.approvalRequested(denied);
     await post(f, `/v1/runs/${denied}/approval`, { choice: "deny" });
     expect((await f.finished(denied)).outcome).toBe("failed");
-    expect((await get(f, `/v1/runs/${denied}`)).json).toMatchObject({ status: "failed", error: "the operator declined" });
+    expect((await get(f, `/v1/runs/${denied}`)).json).toMatchObject({
+      status: "failed",
+      error: "the operator declined",
+    });
     const approved = await startRun(f);
     await f.approvalRequested(approved);
     await post(f, `/v1/runs/${approved}/approval`, { choice: "once" });
@@ -123,7 +180,14 @@ describe.each(BOTH)("approvals on the %s server", (generation) => {
   });
 
   it("auto-denies on the approval timeout without any event or status change; a late answer gets 409", async () => {
-    const f = start({ generation, script: [hermes.approval(DEPLOY, { timeout: [hermes.delta("Timed out, not deploying.")] }), hermes.gate("after"), hermes.completed()] });
+    const f = start({
+      generation,
+      script: [
+        hermes.approval(DEPLOY, { timeout: [hermes.delta("Timed out, not deploying.")] }),
+        hermes.gate("after"),
+        hermes.completed(),
+      ],
+    });
     const id = await startRun(f);
     const s = await openEvents(f.url, id, KEY);
     const ask = await s.nextData();
@@ -145,7 +209,11 @@ describe.each(BOTH)("approvals on the %s server", (generation) => {
   });
 
   it("expires a pending approval after approvalTimeoutMs by itself", async () => {
-    const f = start({ generation, approvalTimeoutMs: 30, script: [hermes.approval(DEPLOY), hermes.completed("went on")] });
+    const f = start({
+      generation,
+      approvalTimeoutMs: 30,
+      script: [hermes.approval(DEPLOY), hermes.completed("went on")],
+    });
     const id = await startRun(f);
     await f.approvalExpired(id);
     expect((await f.finished(id)).outcome).toBe("completed");
@@ -155,11 +223,25 @@ describe.each(BOTH)("approvals on the %s server", (generation) => {
 describe("approval differences between the generations", () => {
   it("both narrow choices for smart-denied and non-permanent prompts; only newer has allow_session", async () => {
     for (const generation of BOTH) {
-      const f = start({ generation, script: [hermes.approvals([{ ...DEPLOY, smartDenied: true }, { ...DEPLOY, command: "rm -rf /srv", allowPermanent: false }]), hermes.completed()] });
+      const f = start({
+        generation,
+        script: [
+          hermes.approvals([
+            { ...DEPLOY, smartDenied: true },
+            { ...DEPLOY, command: "rm -rf /srv", allowPermanent: false },
+          ]),
+          hermes.completed(),
+        ],
+      });
       const id = await startRun(f);
       const [a, b] = [await f.approvalRequested(id, 1), await f.approvalRequested(id, 2)];
       if (generation === "newer") {
-        expect(a).toMatchObject({ choices: ["once", "deny"], smart_denied: true, allow_permanent: false, allow_session: false });
+        expect(a).toMatchObject({
+          choices: ["once", "deny"],
+          smart_denied: true,
+          allow_permanent: false,
+          allow_session: false,
+        });
         expect(b).toMatchObject({ choices: ["once", "session", "deny"], allow_permanent: false, allow_session: true });
       } else {
         // 0.18.2 `_approval_event_choices(smart_denied, allow_permanent)`.
@@ -171,16 +253,32 @@ describe("approval differences between the generations", () => {
   });
 
   it("newer answers one approval by request_id (echoed), rejects a bad one, and coerces all: 'false' to false", async () => {
-    const f = start({ script: [hermes.approvals([DEPLOY, { ...DEPLOY, command: "rm -rf /srv" }, { ...DEPLOY, command: "reboot" }]), hermes.completed()] });
+    const f = start({
+      script: [
+        hermes.approvals([DEPLOY, { ...DEPLOY, command: "rm -rf /srv" }, { ...DEPLOY, command: "reboot" }]),
+        hermes.completed(),
+      ],
+    });
     const id = await startRun(f);
     const second = await f.approvalRequested(id, 2);
     await f.approvalRequested(id, 3);
     const r = await post(f, `/v1/runs/${id}/approval`, { choice: "deny", request_id: ` ${second.request_id} ` });
-    expect(r.json).toEqual({ object: "hermes.run.approval_response", run_id: id, choice: "deny", request_id: second.request_id, resolved: 1 });
-    expect((await post(f, `/v1/runs/${id}/approval`, { choice: "once", request_id: second.request_id })).json.error.code).toBe("approval_not_pending");
+    expect(r.json).toEqual({
+      object: "hermes.run.approval_response",
+      run_id: id,
+      choice: "deny",
+      request_id: second.request_id,
+      resolved: 1,
+    });
+    expect(
+      (await post(f, `/v1/runs/${id}/approval`, { choice: "once", request_id: second.request_id })).json.error.code,
+    ).toBe("approval_not_pending");
     const invalid = await post(f, `/v1/runs/${id}/approval`, { choice: "once", request_id: "  " });
     expect(invalid.status).toBe(400);
-    expect(invalid.json.error).toMatchObject({ message: "Approval request_id is invalid.", code: "invalid_approval_request" });
+    expect(invalid.json.error).toMatchObject({
+      message: "Approval request_id is invalid.",
+      code: "invalid_approval_request",
+    });
     const notAll = await post(f, `/v1/runs/${id}/approval`, { choice: "once", all: "false" });
     expect(notAll.json.resolved).toBe(1);
     const rest = await post(f, `/v1/runs/${id}/approval`, { choice: "once", resolve_all: "true" });
@@ -189,7 +287,13 @@ describe("approval differences between the generations", () => {
   });
 
   it("older ignores request_id and coerces all: 'false' to false, 'true' to true (0.18.2 `_coerce_request_bool`)", async () => {
-    const f = start({ generation: "older", script: [hermes.approvals([DEPLOY, { ...DEPLOY, command: "reboot" }, { ...DEPLOY, command: "halt" }]), hermes.completed()] });
+    const f = start({
+      generation: "older",
+      script: [
+        hermes.approvals([DEPLOY, { ...DEPLOY, command: "reboot" }, { ...DEPLOY, command: "halt" }]),
+        hermes.completed(),
+      ],
+    });
     const id = await startRun(f);
     await f.approvalRequested(id, 3);
     const one = await post(f, `/v1/runs/${id}/approval`, { choice: "once", all: "false", request_id: "whatever" });
@@ -217,7 +321,12 @@ describe.each(BOTH)("stop on the %s server", (generation) => {
     const again = await post(f, `/v1/runs/${id}/stop`);
     if (generation === "newer") {
       expect(again.status).toBe(200);
-      expect(again.json).toMatchObject({ object: "hermes.run", run_id: id, status: "cancelled", last_event: "run.cancelled" });
+      expect(again.json).toMatchObject({
+        object: "hermes.run",
+        run_id: id,
+        status: "cancelled",
+        last_event: "run.cancelled",
+      });
     } else {
       // No agent and no task left.
       expect(again.status).toBe(404);
@@ -275,7 +384,12 @@ describe("the concurrency limit", () => {
       await startRun(f);
       const r = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "third" } });
       expect(r.status).toBe(429);
-      expect(r.json.error).toEqual({ message: "Too many concurrent runs (max 2)", type: "rate_limit_error", param: null, code: "rate_limit_exceeded" });
+      expect(r.json.error).toEqual({
+        message: "Too many concurrent runs (max 2)",
+        type: "rate_limit_error",
+        param: null,
+        code: "rate_limit_exceeded",
+      });
       expect(r.headers.get("retry-after")).toBe("1");
       expect(f.runs).toHaveLength(2);
     }
@@ -296,9 +410,17 @@ describe("idempotency", () => {
   it("newer: the same key and body replay the run (202, replayed, Idempotency-Replayed); another body is 409; a bad key 400", async () => {
     const f = start({ script: [hermes.stall()] });
     const headers = { "idempotency-key": "task-42" };
-    const first = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "deploy", session_id: "c1" }, headers });
+    const first = await call(f.url, "POST", "/v1/runs", {
+      key: KEY,
+      body: { input: "deploy", session_id: "c1" },
+      headers,
+    });
     await f.gateReached("stall");
-    const replay = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { session_id: "c1", input: "deploy" }, headers });
+    const replay = await call(f.url, "POST", "/v1/runs", {
+      key: KEY,
+      body: { session_id: "c1", input: "deploy" },
+      headers,
+    });
     expect(replay.status).toBe(202);
     expect(replay.json).toEqual({ run_id: first.json.run_id, status: "running", replayed: true });
     expect(replay.headers.get("idempotency-replayed")).toBe("true");
@@ -306,11 +428,21 @@ describe("idempotency", () => {
     expect(f.runs[0]!.request.idempotencyKey).toBe("task-42");
     const conflict = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "something else" }, headers });
     expect(conflict.status).toBe(409);
-    expect(conflict.json.error).toMatchObject({ message: "Idempotency-Key was already used with a different request payload", code: "idempotency_key_conflict" });
+    expect(conflict.json.error).toMatchObject({
+      message: "Idempotency-Key was already used with a different request payload",
+      code: "idempotency_key_conflict",
+    });
     for (const bad of ["a b", "x".repeat(256), "clé"]) {
-      const r = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "deploy" }, headers: { "idempotency-key": bad } });
+      const r = await call(f.url, "POST", "/v1/runs", {
+        key: KEY,
+        body: { input: "deploy" },
+        headers: { "idempotency-key": bad },
+      });
       expect(r.status, bad).toBe(400);
-      expect(r.json.error).toMatchObject({ message: "Idempotency-Key must be 1-255 visible ASCII characters", code: "invalid_idempotency_key" });
+      expect(r.json.error).toMatchObject({
+        message: "Idempotency-Key must be 1-255 visible ASCII characters",
+        code: "invalid_idempotency_key",
+      });
     }
   });
 
@@ -342,13 +474,24 @@ describe("restart", () => {
     expect(f.run(kept)!.killedByRestart).toBe(true);
     expect(f.run(kept)!.outcome).toBeUndefined();
     const st = (await get(f, `/v1/runs/${kept}`)).json;
-    expect(st).toMatchObject({ status: "interrupted", error: "The gateway restarted before this run settled.", last_event: "run.interrupted", session_id: kept });
+    expect(st).toMatchObject({
+      status: "interrupted",
+      error: "The gateway restarted before this run settled.",
+      last_event: "run.interrupted",
+      session_id: kept,
+    });
     expect(st.approval.event).toBe("approval.request"); // stale, kept by status.update
     expect((await get(f, `/v1/runs/${lost}`)).status).toBe(404);
-    const replay = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "kept" }, headers: { "idempotency-key": "task-1" } });
+    const replay = await call(f.url, "POST", "/v1/runs", {
+      key: KEY,
+      body: { input: "kept" },
+      headers: { "idempotency-key": "task-1" },
+    });
     expect(replay.json).toEqual({ run_id: kept, status: "interrupted", replayed: true });
     expect((await post(f, `/v1/runs/${kept}/stop`)).json.status).toBe("interrupted");
-    expect((await post(f, `/v1/runs/${kept}/approval`, { choice: "once" })).json.error.code).toBe("approval_not_active");
+    expect((await post(f, `/v1/runs/${kept}/approval`, { choice: "once" })).json.error.code).toBe(
+      "approval_not_active",
+    );
     expect((await openEvents(f.url, kept, KEY)).status).toBe(404);
     expect(f.runs).toHaveLength(2);
   });
@@ -365,7 +508,11 @@ describe("restart", () => {
     const f = start({ generation: "older", script: [hermes.stall()] });
     const id = await startRun(f, { input: "x" }, { "idempotency-key": "ignored" });
     await f.restart();
-    for (const r of [await get(f, `/v1/runs/${id}`), await post(f, `/v1/runs/${id}/stop`), await post(f, `/v1/runs/${id}/approval`, { choice: "once" })])
+    for (const r of [
+      await get(f, `/v1/runs/${id}`),
+      await post(f, `/v1/runs/${id}/stop`),
+      await post(f, `/v1/runs/${id}/approval`, { choice: "once" }),
+    ])
       expect([r.status, r.json.error.code]).toEqual([404, "run_not_found"]);
     expect((await openEvents(f.url, id, KEY)).status).toBe(404);
   });
@@ -387,7 +534,10 @@ describe("drain and sweep", () => {
       f.drain();
       const r = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "more" } });
       expect(r.status).toBe(503);
-      expect(r.json.error).toMatchObject({ message: "Gateway is draining existing work; retry shortly.", code: "gateway_draining" });
+      expect(r.json.error).toMatchObject({
+        message: "Gateway is draining existing work; retry shortly.",
+        code: "gateway_draining",
+      });
       expect(r.headers.get("retry-after")).toBe("1");
       f.release("g");
       expect((await f.finished(id)).outcome).toBe("completed");
@@ -419,18 +569,29 @@ describe("drain and sweep", () => {
 });
 
 describe.each(BOTH)("auth, input errors and routes on the %s server", (generation) => {
-  const UNAUTHORIZED = { error: { message: "Invalid API key", type: "invalid_request_error", code: "invalid_api_key" } };
+  const UNAUTHORIZED = {
+    error: { message: "Invalid API key", type: "invalid_request_error", code: "invalid_api_key" },
+  };
 
   it("answers 401 with the real body for a missing or wrong key on every runs route; /health needs none", async () => {
     const f = start({ generation, script: [hermes.stall()] });
     const id = await startRun(f);
     for (const auth of [undefined, "wrong", `${KEY}x`]) {
-      for (const [method, path] of [["POST", "/v1/runs"], ["GET", `/v1/runs/${id}`], ["GET", `/v1/runs/${id}/events`], ["POST", `/v1/runs/${id}/approval`], ["POST", `/v1/runs/${id}/stop`]]) {
+      for (const [method, path] of [
+        ["POST", "/v1/runs"],
+        ["GET", `/v1/runs/${id}`],
+        ["GET", `/v1/runs/${id}/events`],
+        ["POST", `/v1/runs/${id}/approval`],
+        ["POST", `/v1/runs/${id}/stop`],
+      ]) {
         const r = await call(f.url, method!, path!, { key: auth, body: { input: "x", choice: "once" } });
         expect([r.status, r.json], `${method} ${path} ${auth}`).toEqual([401, UNAUTHORIZED]);
       }
     }
-    expect(await call(f.url, "GET", "/health")).toMatchObject({ status: 200, json: { status: "ok", platform: "hermes-agent" } });
+    expect(await call(f.url, "GET", "/health")).toMatchObject({
+      status: 200,
+      json: { status: "ok", platform: "hermes-agent" },
+    });
     const detailed = await call(f.url, "GET", "/health/detailed");
     expect(detailed.status).toBe(generation === "newer" ? 401 : 200);
     expect((await call(f.url, "GET", "/health/detailed", { key: KEY })).status).toBe(200);
@@ -450,22 +611,36 @@ describe.each(BOTH)("auth, input errors and routes on the %s server", (generatio
       [{ input: 42 }, "No user message found in input"],
       [{ input: [{ role: "user", content: "" }] }, "No user message found in input"],
       [{ input: "x", conversation_history: "nope" }, "'conversation_history' must be an array of message objects"],
-      [{ input: "x", conversation_history: [{ role: "user" }] }, "conversation_history[0] must have 'role' and 'content' fields"],
+      [
+        { input: "x", conversation_history: [{ role: "user" }] },
+        "conversation_history[0] must have 'role' and 'content' fields",
+      ],
     ];
     for (const [body, message] of cases) {
       const r = await call(f.url, "POST", "/v1/runs", { key: KEY, body });
       expect([r.status, r.json.error.message], JSON.stringify(body)).toEqual([400, message]);
     }
-    expect((await call(f.url, "POST", "/v1/runs", { key: KEY, raw: "{not json" })).json.error.message).toBe("Invalid JSON");
+    expect((await call(f.url, "POST", "/v1/runs", { key: KEY, raw: "{not json" })).json.error.message).toBe(
+      "Invalid JSON",
+    );
     const big = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "x".repeat(2000) } });
-    expect([big.status, big.json.error]).toEqual([413, { message: "Request body too large.", type: "invalid_request_error", param: null, code: "body_too_large" }]);
+    expect([big.status, big.json.error]).toEqual([
+      413,
+      { message: "Request body too large.", type: "invalid_request_error", param: null, code: "body_too_large" },
+    ]);
     expect(f.runs).toHaveLength(0);
   });
 
   it("answers unknown routes 404 and wrong methods 405, as aiohttp does", async () => {
     const f = start({ generation });
-    expect(await call(f.url, "GET", "/v1/nothing", { key: KEY })).toMatchObject({ status: 404, text: "404: Not Found" });
-    expect(await call(f.url, "GET", "/v1/runs", { key: KEY })).toMatchObject({ status: 405, text: "405: Method Not Allowed" });
+    expect(await call(f.url, "GET", "/v1/nothing", { key: KEY })).toMatchObject({
+      status: 404,
+      text: "404: Not Found",
+    });
+    expect(await call(f.url, "GET", "/v1/runs", { key: KEY })).toMatchObject({
+      status: 405,
+      text: "405: Method Not Allowed",
+    });
     expect((await call(f.url, "POST", "/v1/runs/run_x", { key: KEY })).status).toBe(405);
   });
 });

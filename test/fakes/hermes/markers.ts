@@ -23,7 +23,8 @@ export interface MarkerOptions {
 
 /** The real tool results, as the model quotes them (their first 120 characters). */
 const RESULTS = {
-  approved: (pattern: string) => `{"output": "", "exit_code": 0, "error": null, "approval": "Command required approval (${pattern}) and was approved by the user."}`,
+  approved: (pattern: string) =>
+    `{"output": "", "exit_code": 0, "error": null, "approval": "Command required approval (${pattern}) and was approved by the user."}`,
   denied: `{"output": "", "exit_code": -1, "error": "BLOCKED: Command denied by user. The user has NOT consented to this action. Do not retry this command or attempt workarounds."}`,
   timedOut: `{"output": "", "exit_code": -1, "error": "BLOCKED: Command timed out without user response. Do not retry this command."}`,
   echo: `{"output": "hello-from-terminal", "exit_code": 0, "error": null}`,
@@ -62,18 +63,29 @@ export function markerScript(request: RunRequest, options: MarkerOptions = {}): 
       hermes.toolStarted("terminal", command),
       hermes.approval(
         { command, description: pattern, patternKey: pattern },
-        { once: after(RESULTS.approved(pattern), false), deny: after(RESULTS.denied, true), timeout: after(RESULTS.timedOut, true) },
+        {
+          once: after(RESULTS.approved(pattern), false),
+          deny: after(RESULTS.denied, true),
+          timeout: after(RESULTS.timedOut, true),
+        },
       ),
     ];
   }
   if (text.includes("SAFE-ECHO"))
-    return [...first, hermes.toolStarted("terminal", "echo hello-from-terminal"), hermes.toolCompleted("terminal", { measured: true }), ...toolDone(RESULTS.echo), hermes.completed(undefined, usage(2))];
+    return [
+      ...first,
+      hermes.toolStarted("terminal", "echo hello-from-terminal"),
+      hermes.toolCompleted("terminal", { measured: true }),
+      ...toolDone(RESULTS.echo),
+      hermes.completed(undefined, usage(2)),
+    ];
 
   const tokens = /chunks:(\d+)/.exec(text);
   if (tokens) {
     const pace = Number(/pace:(\d+)/.exec(text)?.[1] ?? 100);
     const out: HermesStep[] = [...first];
-    for (let i = 0; i < Math.min(Number(tokens[1]), 1000); i++) out.push(hermes.sleep(pace), hermes.delta(`${i === 0 ? "" : " "}t${String(i).padStart(2, "0")}`));
+    for (let i = 0; i < Math.min(Number(tokens[1]), 1000); i++)
+      out.push(hermes.sleep(pace), hermes.delta(`${i === 0 ? "" : " "}t${String(i).padStart(2, "0")}`));
     return [...out, hermes.completed(undefined, usage(1))];
   }
   const turns = request.history.filter((m) => m.role === "user").length + 1;

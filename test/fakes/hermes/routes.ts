@@ -65,7 +65,8 @@ const CHOICE_ALIASES: Record<string, string> = { approve: "once", approved: "onc
 const CHOICES = new Set(["once", "session", "always", "deny"]);
 
 export function createRoutes(env: RoutesEnv) {
-  const { gen, apiKey, limit, keepaliveMs, graceMs, maxBody, modelName, script, ctx, idempotency, allRuns, waitFor } = env;
+  const { gen, apiKey, limit, keepaliveMs, graceMs, maxBody, modelName, script, ctx, idempotency, allRuns, waitFor } =
+    env;
   const changed = ctx.changed;
 
   // ---- the newer server's view of a run: `_request_owns_run` + `_durable_run_status` ----------------------
@@ -101,14 +102,22 @@ export function createRoutes(env: RoutesEnv) {
     if (!apiKey) return undefined; // no key configured: all requests allowed (`_check_auth`)
     const auth = r.headers.authorization ?? "";
     if (auth.startsWith("Bearer ") && auth.slice(7).trim() === apiKey) return undefined;
-    return jsonAnswer(gen, { error: { message: "Invalid API key", type: "invalid_request_error", code: "invalid_api_key" } }, 401);
+    return jsonAnswer(
+      gen,
+      { error: { message: "Invalid API key", type: "invalid_request_error", code: "invalid_api_key" } },
+      401,
+    );
   }
 
   /** `_concurrency_limited_response`: both generations count the agents still at work (0.18.2 included). */
   function concurrencyLimited(p: GatewayProcess): Response | undefined {
     if (limit <= 0) return undefined;
     if (p.live.size < limit) return undefined;
-    return errorAnswer(gen, 429, `Too many concurrent runs (max ${limit})`, { type: "rate_limit_error", code: "rate_limit_exceeded", headers: { "retry-after": "1" } });
+    return errorAnswer(gen, 429, `Too many concurrent runs (max ${limit})`, {
+      type: "rate_limit_error",
+      code: "rate_limit_exceeded",
+      headers: { "retry-after": "1" },
+    });
   }
 
   function postRuns(p: GatewayProcess, r: HermesRequest): Response {
@@ -133,7 +142,9 @@ export function createRoutes(env: RoutesEnv) {
     if (gen === "newer") {
       key = (r.headers["idempotency-key"] ?? "").trim();
       if ([...key].length > 255 || [...key].some((ch) => ch.codePointAt(0)! < 33 || ch.codePointAt(0)! > 126))
-        return errorAnswer(gen, 400, "Idempotency-Key must be 1-255 visible ASCII characters", { code: "invalid_idempotency_key" });
+        return errorAnswer(gen, 400, "Idempotency-Key must be 1-255 visible ASCII characters", {
+          code: "invalid_idempotency_key",
+        });
     }
     const raw = body.input;
     if (!pyTruthy(raw)) return errorAnswer(gen, 400, "Missing 'input' field");
@@ -162,7 +173,10 @@ export function createRoutes(env: RoutesEnv) {
       for (const m of raw.slice(0, -1)) {
         if (!isObject(m) || !pyTruthy(m.role) || !pyTruthy(m.content)) continue;
         const content = Array.isArray(m.content)
-          ? m.content.filter((x: any) => isObject(x) && x.type === "text").map((x: any) => x.text ?? "").join(" ")
+          ? m.content
+              .filter((x: any) => isObject(x) && x.type === "text")
+              .map((x: any) => x.text ?? "")
+              .join(" ")
           : m.content;
         history.push({ role: pyStr(m.role), content: pyStr(content) });
       }
@@ -172,10 +186,14 @@ export function createRoutes(env: RoutesEnv) {
     if (key) {
       const known = idempotency.get(key);
       if (known && known.fingerprint !== fingerprint)
-        return errorAnswer(gen, 409, "Idempotency-Key was already used with a different request payload", { code: "idempotency_key_conflict" });
+        return errorAnswer(gen, 409, "Idempotency-Key was already used with a different request payload", {
+          code: "idempotency_key_conflict",
+        });
       if (known) {
         const st = statusFor(p, known.runId) ?? ctx.durable.get(known.runId)?.status;
-        return jsonAnswer(gen, { run_id: known.runId, status: st?.status ?? "queued", replayed: true }, 202, { "idempotency-replayed": "true" });
+        return jsonAnswer(gen, { run_id: known.runId, status: st?.status ?? "queued", replayed: true }, 202, {
+          "idempotency-replayed": "true",
+        });
       }
     }
     if (gen === "newer") {
@@ -221,7 +239,11 @@ export function createRoutes(env: RoutesEnv) {
     allRuns.push(run);
     changed();
     void run.drive();
-    return jsonAnswer(gen, gen === "newer" ? { run_id: id, status: "started", replayed: false } : { run_id: id, status: "started" }, 202);
+    return jsonAnswer(
+      gen,
+      gen === "newer" ? { run_id: id, status: "started", replayed: false } : { run_id: id, status: "started" },
+      202,
+    );
   }
 
   /** `_load_owned_run` (newer) / the status lookup (older): the run's status, or a 404. */
@@ -275,7 +297,9 @@ export function createRoutes(env: RoutesEnv) {
     if (r.body === undefined) return errorAnswer(gen, 400, "Invalid JSON");
     if (!isObject(r.body)) return aiohttpText(gen, 500);
     const body = r.body;
-    const raw = pyStr(body.choice ?? "").trim().toLowerCase();
+    const raw = pyStr(body.choice ?? "")
+      .trim()
+      .toLowerCase();
     const choice = CHOICE_ALIASES[raw] ?? raw;
     let requestId = "";
     if (gen === "newer") {
@@ -284,20 +308,28 @@ export function createRoutes(env: RoutesEnv) {
       if (rawId !== undefined && rawId !== null && (!requestId || requestId.length > 256))
         return errorAnswer(gen, 400, "Approval request_id is invalid.", { code: "invalid_approval_request" });
       if (!CHOICES.has(choice))
-        return errorAnswer(gen, 400, "Invalid approval choice; expected one of: always, deny, once, session", { code: "invalid_approval_choice" });
+        return errorAnswer(gen, 400, "Invalid approval choice; expected one of: always, deny, once, session", {
+          code: "invalid_approval_choice",
+        });
     } else if (!CHOICES.has(choice))
-      return errorAnswer(gen, 400, "Invalid approval choice; expected one of: once, session, always, deny", { code: "invalid_approval_choice" });
+      return errorAnswer(gen, 400, "Invalid approval choice; expected one of: once, session, always, deny", {
+        code: "invalid_approval_choice",
+      });
     // `_coerce_request_bool` in both (0.18.2 too): "false" is false.
     const all = coerceRequestBool(body.all) || coerceRequestBool(body.resolve_all);
     const run = p.runs.get(id);
     if (!p.approvalSessions.has(id) || !run)
       return errorAnswer(gen, 409, `Run has no active approval session: ${id}`, { code: "approval_not_active" });
     const resolved = run.resolve(choice as ApprovalOutcome, { all, requestId: requestId || undefined });
-    if (resolved <= 0) return errorAnswer(gen, 409, `Run has no pending approval: ${id}`, { code: "approval_not_pending" });
+    if (resolved <= 0)
+      return errorAnswer(gen, 409, `Run has no pending approval: ${id}`, { code: "approval_not_pending" });
     const rid = requestId ? { request_id: requestId } : {};
     run.answers.push({ choice, ...(requestId ? { requestId } : {}), all, resolved, body });
     run.setStatus("running", { last_event: "approval.responded" });
-    run.deliver({ event: "approval.responded", run_id: id, timestamp: nowSeconds(), choice, ...rid, resolved }, "control");
+    run.deliver(
+      { event: "approval.responded", run_id: id, timestamp: nowSeconds(), choice, ...rid, resolved },
+      "control",
+    );
     return jsonAnswer(gen, { object: "hermes.run.approval_response", run_id: id, choice, ...rid, resolved });
   }
 
@@ -314,13 +346,19 @@ export function createRoutes(env: RoutesEnv) {
     const loaded = loadRun(p, id, true);
     if (loaded instanceof Response) return loaded;
     if (TERMINAL.has(String(loaded.status))) return jsonAnswer(gen, loaded);
-    if (!run) return errorAnswer(gen, 409, `Run is not active in this gateway process: ${id}`, { code: "run_not_active" });
+    if (!run)
+      return errorAnswer(gen, 409, `Run is not active in this gateway process: ${id}`, { code: "run_not_active" });
     run.requestStop();
     return jsonAnswer(gen, { run_id: id, status: "stopping" });
   }
 
   function health(p: GatewayProcess, r: HermesRequest, detailed: boolean): Response {
-    if (!detailed) return jsonAnswer(gen, { status: "ok", platform: "hermes-agent", ...(gen === "older" ? { version: "0.18.2" } : {}) });
+    if (!detailed)
+      return jsonAnswer(gen, {
+        status: "ok",
+        platform: "hermes-agent",
+        ...(gen === "older" ? { version: "0.18.2" } : {}),
+      });
     if (gen === "older")
       return jsonAnswer(gen, {
         status: "ok",
@@ -378,7 +416,8 @@ export function createRoutes(env: RoutesEnv) {
   function sessionMessages(r: HermesRequest, sessionId: string): Response {
     const auth = checkAuth(r);
     if (auth) return auth;
-    if (!ctx.sessions.has(sessionId)) return errorAnswer(gen, 404, `Session not found: ${sessionId}`, { code: "session_not_found" });
+    if (!ctx.sessions.has(sessionId))
+      return errorAnswer(gen, 404, `Session not found: ${sessionId}`, { code: "session_not_found" });
     return jsonAnswer(gen, { object: "list", session_id: sessionId, data: ctx.sessions.messages(sessionId) });
   }
 

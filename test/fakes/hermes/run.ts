@@ -154,7 +154,9 @@ export class FakeRun {
 
   /** The session the run writes to (session_id, or the run id). */
   get sessionId(): string {
-    return typeof this.request.sessionId === "string" && this.request.sessionId !== "" ? this.request.sessionId : this.id;
+    return typeof this.request.sessionId === "string" && this.request.sessionId !== ""
+      ? this.request.sessionId
+      : this.id;
   }
 
   /** The agent is still at work in a living process. */
@@ -177,7 +179,10 @@ export class FakeRun {
     this.proc.statuses.set(this.id, cur);
     // Newer: an idempotent run's status is persisted on a status change, a terminal status, or these fields.
     const durable = this.ctx.durable.get(this.id);
-    const persist = status !== previous || TERMINAL.has(status) || ["output", "error", "usage", "session_id"].some((k) => k in fields);
+    const persist =
+      status !== previous ||
+      TERMINAL.has(status) ||
+      ["output", "error", "usage", "session_id"].some((k) => k in fields);
     if (durable && persist) durable.status = structuredClone(cur);
     this.ctx.changed();
   }
@@ -288,7 +293,13 @@ export class FakeRun {
       this.ctx.sessions.append(this.sessionId, {
         role: "assistant",
         content: narration.trim() || null,
-        tool_calls: [{ id: `call_${hex32().slice(0, 12)}`, type: "function", function: { name: String(step.fields.tool ?? ""), arguments: "{}" } }],
+        tool_calls: [
+          {
+            id: `call_${hex32().slice(0, 12)}`,
+            type: "function",
+            function: { name: String(step.fields.tool ?? ""), arguments: "{}" },
+          },
+        ],
         finish_reason: "tool_calls",
       });
     }
@@ -297,7 +308,11 @@ export class FakeRun {
     if (step.event === "tool.completed") {
       if (step.measured) fields = { ...fields, duration: Math.round(performance.now() - this.toolStartedAt) / 1000 };
       this.needsBreak = true;
-      this.ctx.sessions.append(this.sessionId, { role: "tool", content: step.fields.error === true ? "error" : "done", tool_name: String(step.fields.tool ?? "") });
+      this.ctx.sessions.append(this.sessionId, {
+        role: "tool",
+        content: step.fields.error === true ? "error" : "done",
+        tool_name: String(step.fields.tool ?? ""),
+      });
     }
     const ev = this.event(step.event, fields);
     this.textSinceTool = "";
@@ -395,7 +410,11 @@ export class FakeRun {
       base.allow_session = spec.allowSession !== false && !spec.smartDenied;
       if (spec.smartDenied) base.smart_denied = true;
       requestId = hex32();
-      Object.assign(base, { approval_id: requestId, request_id: requestId, expires_at: monotonicSeconds() + this.ctx.approvalTimeoutMs / 1000 });
+      Object.assign(base, {
+        approval_id: requestId,
+        request_id: requestId,
+        expires_at: monotonicSeconds() + this.ctx.approvalTimeoutMs / 1000,
+      });
     }
     const choices = choicesFor(spec, this.ctx.generation);
     const ev: HermesEvent = { ...base, ...this.event("approval.request"), choices };

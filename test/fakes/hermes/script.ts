@@ -53,7 +53,14 @@ export type ApprovalBranches = Partial<Record<ApprovalChoice | "timeout", Hermes
 export type EmitChannel = "text" | "progress";
 
 export type HermesStep =
-  | { kind: "emit"; event: string; fields: Record<string, unknown>; channel: EmitChannel; newerOnly?: boolean; measured?: boolean }
+  | {
+      kind: "emit";
+      event: string;
+      fields: Record<string, unknown>;
+      channel: EmitChannel;
+      newerOnly?: boolean;
+      measured?: boolean;
+    }
   | { kind: "approval"; specs: ApprovalSpec[]; branches?: ApprovalBranches }
   | { kind: "gate"; label: string }
   | { kind: "sleep"; ms: number }
@@ -91,16 +98,22 @@ export const hermes = {
   }),
 
   /** A tool call: tool.started then tool.completed. Spread it into a script. */
-  tool: (tool: string, preview: string | null = null, opts: { duration?: number; error?: boolean } = {}): HermesStep[] => [
-    hermes.toolStarted(tool, preview),
-    hermes.toolCompleted(tool, opts),
-  ],
+  tool: (
+    tool: string,
+    preview: string | null = null,
+    opts: { duration?: number; error?: boolean } = {},
+  ): HermesStep[] => [hermes.toolStarted(tool, preview), hermes.toolCompleted(tool, opts)],
 
   /**
    * `reasoning.available {text}` with text of the test's choosing (a server that sends real reasoning). The
    * real servers send one by themselves after each assistant message, with its visible text (see FakeRun).
    */
-  reasoning: (text: string): HermesStep => ({ kind: "emit", event: "reasoning.available", fields: { text }, channel: "progress" }),
+  reasoning: (text: string): HermesStep => ({
+    kind: "emit",
+    event: "reasoning.available",
+    fields: { text },
+    channel: "progress",
+  }),
 
   /** `subagent.start` (newer only; the older server drops it). Fields as `_SUBAGENT_EVENT_KEYS`. */
   subagentStart: (fields: Record<string, unknown> = {}): HermesStep => ({
@@ -121,20 +134,33 @@ export const hermes = {
   }),
 
   /** Any other event (for "unknown events are tolerated" tests); forwarded like tool progress. */
-  event: (event: string, fields: Record<string, unknown> = {}): HermesStep => ({ kind: "emit", event, fields, channel: "progress" }),
+  event: (event: string, fields: Record<string, unknown> = {}): HermesStep => ({
+    kind: "emit",
+    event,
+    fields,
+    channel: "progress",
+  }),
 
   /**
    * The agent asks a person: `approval.request`, run status `waiting_for_approval`; the run blocks until POST
    * /approval answers it, the approval timeout denies it, or the run is stopped. Then `branches[outcome]` runs
    * (if given) before the rest of the script.
    */
-  approval: (spec: ApprovalSpec, branches?: ApprovalBranches): HermesStep => ({ kind: "approval", specs: [spec], branches }),
+  approval: (spec: ApprovalSpec, branches?: ApprovalBranches): HermesStep => ({
+    kind: "approval",
+    specs: [spec],
+    branches,
+  }),
 
   /**
    * Several approvals pending at once (parallel tool calls): all requested together, the run goes on once every
    * one is settled. Branches follow the first one's outcome.
    */
-  approvals: (specs: ApprovalSpec[], branches?: ApprovalBranches): HermesStep => ({ kind: "approval", specs, branches }),
+  approvals: (specs: ApprovalSpec[], branches?: ApprovalBranches): HermesStep => ({
+    kind: "approval",
+    specs,
+    branches,
+  }),
 
   /** The run waits here until the test calls `fake.release(label)` (or the run is stopped). */
   gate: (label: string): HermesStep => ({ kind: "gate", label }),

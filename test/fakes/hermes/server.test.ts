@@ -30,8 +30,14 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
     const r = await call(f.url, "POST", "/v1/runs", { key: KEY, body: { input: "hi" } });
     expect(r.status).toBe(202);
     expect(r.json.run_id).toMatch(/^run_[0-9a-f]{32}$/);
-    expect(r.json).toEqual(generation === "newer" ? { run_id: r.json.run_id, status: "started", replayed: false } : { run_id: r.json.run_id, status: "started" });
-    expect(r.text).toBe(`{"run_id": "${r.json.run_id}", "status": "started"${generation === "newer" ? ', "replayed": false' : ""}}`);
+    expect(r.json).toEqual(
+      generation === "newer"
+        ? { run_id: r.json.run_id, status: "started", replayed: false }
+        : { run_id: r.json.run_id, status: "started" },
+    );
+    expect(r.text).toBe(
+      `{"run_id": "${r.json.run_id}", "status": "started"${generation === "newer" ? ', "replayed": false' : ""}}`,
+    );
     expect(r.headers.get("content-type")).toBe("application/json; charset=utf-8");
   });
 
@@ -65,9 +71,16 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
       ": stream closed",
     ]);
     // Python json.dumps: ", " and ": " separators, non-ASCII escaped, a float timestamp; no event:/id: lines.
-    expect(blocks[0]!.raw).toMatch(/^data: \{"event": "message\.delta", "run_id": "run_[0-9a-f]{32}", "timestamp": \d+\.\d+, "delta": "H\\u00e9llo "\}\n\n$/);
+    expect(blocks[0]!.raw).toMatch(
+      /^data: \{"event": "message\.delta", "run_id": "run_[0-9a-f]{32}", "timestamp": \d+\.\d+, "delta": "H\\u00e9llo "\}\n\n$/,
+    );
     const [d1, narration, ts, tc, re, d2, said, done] = blocks.map((b) => b.data);
-    expect(narration).toEqual({ event: "reasoning.available", run_id: id, timestamp: narration.timestamp, text: "Héllo" });
+    expect(narration).toEqual({
+      event: "reasoning.available",
+      run_id: id,
+      timestamp: narration.timestamp,
+      text: "Héllo",
+    });
     expect(d2.delta).toBe("\n\n40% used"); // a paragraph break after the tool iteration
     expect(said).toEqual({ event: "reasoning.available", run_id: id, timestamp: said.timestamp, text: "40% used" });
     expect(Object.keys(d1)).toEqual(["event", "run_id", "timestamp", "delta"]);
@@ -78,16 +91,30 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
     expect(Object.keys(tc)).toEqual(["event", "run_id", "timestamp", "tool", "duration", "error"]);
     expect(re).toMatchObject({ event: "reasoning.available", text: "the disk is fine" });
     // The final answer alone: the narration before the tool call is not in output.
-    expect(done).toEqual({ event: "run.completed", run_id: id, timestamp: done.timestamp, output: "40% used", usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 } });
+    expect(done).toEqual({
+      event: "run.completed",
+      run_id: id,
+      timestamp: done.timestamp,
+      output: "40% used",
+      usage: { input_tokens: 5, output_tokens: 2, total_tokens: 7 },
+    });
     expect(blocks[8]!.raw).toBe(": stream closed\n\n");
     expect(await s.next()).toBeUndefined();
   });
 
   it("sends run.failed {error} and ends the stream", async () => {
-    const f = start({ generation, script: [hermes.delta("Trying... "), hermes.failed("tool 'terminal' is not allowed")] });
+    const f = start({
+      generation,
+      script: [hermes.delta("Trying... "), hermes.failed("tool 'terminal' is not allowed")],
+    });
     const id = await startRun(f);
     const blocks = await (await openEvents(f.url, id, KEY)).rest();
-    expect(blocks.at(-2)!.data).toEqual({ event: "run.failed", run_id: id, timestamp: blocks.at(-2)!.data.timestamp, error: "tool 'terminal' is not allowed" });
+    expect(blocks.at(-2)!.data).toEqual({
+      event: "run.failed",
+      run_id: id,
+      timestamp: blocks.at(-2)!.data.timestamp,
+      error: "tool 'terminal' is not allowed",
+    });
     expect(blocks.at(-1)!.comment).toBe(": stream closed");
   });
 
@@ -96,14 +123,32 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
     const id = await startRun(f);
     await f.finished(id); // the run went on with nobody reading
     const first = await (await openEvents(f.url, id, KEY)).rest();
-    expect(first.map((b) => b.data?.delta ?? b.data?.event ?? b.comment)).toEqual(["a", "b", "reasoning.available", "run.completed", ": stream closed"]);
+    expect(first.map((b) => b.data?.delta ?? b.data?.event ?? b.comment)).toEqual([
+      "a",
+      "b",
+      "reasoning.available",
+      "run.completed",
+      ": stream closed",
+    ]);
     const again = await openEvents(f.url, id, KEY);
     expect(again.status).toBe(404);
-    expect(again.body).toEqual({ error: { message: `Run not found: ${id}`, type: "invalid_request_error", param: null, code: "run_not_found" } });
+    expect(again.body).toEqual({
+      error: { message: `Run not found: ${id}`, type: "invalid_request_error", param: null, code: "run_not_found" },
+    });
   });
 
   it("drops the queue once the reader left: the next event dies with the dead reader, later GET /events is 404, the run goes on", async () => {
-    const f = start({ generation, script: [hermes.delta("a"), hermes.gate("g1"), hermes.delta("b"), hermes.gate("g2"), hermes.delta("c"), hermes.completed()] });
+    const f = start({
+      generation,
+      script: [
+        hermes.delta("a"),
+        hermes.gate("g1"),
+        hermes.delta("b"),
+        hermes.gate("g2"),
+        hermes.delta("c"),
+        hermes.completed(),
+      ],
+    });
     const id = await startRun(f);
     const s = await openEvents(f.url, id, KEY);
     expect((await s.nextData()).delta).toBe("a");
@@ -123,7 +168,17 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
   });
 
   it("splits the events between two readers of one run (nothing is copied to both)", async () => {
-    const f = start({ generation, script: [hermes.gate("go"), hermes.delta("1"), hermes.delta("2"), hermes.delta("3"), hermes.delta("4"), hermes.completed()] });
+    const f = start({
+      generation,
+      script: [
+        hermes.gate("go"),
+        hermes.delta("1"),
+        hermes.delta("2"),
+        hermes.delta("3"),
+        hermes.delta("4"),
+        hermes.completed(),
+      ],
+    });
     const id = await startRun(f);
     const a = await openEvents(f.url, id, KEY);
     await f.readersWaiting(id, 1);
@@ -169,12 +224,31 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
   });
 
   it("shows the run as a status object: session_id, model, last_event; output and usage when completed", async () => {
-    const f = start({ generation, script: [...hermes.tool("terminal", "ls"), hermes.gate("g"), hermes.delta("done"), hermes.completed()] });
+    const f = start({
+      generation,
+      script: [...hermes.tool("terminal", "ls"), hermes.gate("g"), hermes.delta("done"), hermes.completed()],
+    });
     const id = await startRun(f, { input: "hi", session_id: "conv-1", model: "hermes-3" });
     await f.gateReached("g");
     const running = (await call(f.url, "GET", `/v1/runs/${id}`, { key: KEY })).json;
-    expect(Object.keys(running)).toEqual(["object", "run_id", "status", "updated_at", "created_at", "session_id", "model", "last_event"]);
-    expect(running).toMatchObject({ object: "hermes.run", run_id: id, status: "running", session_id: "conv-1", model: "hermes-3", last_event: "tool.completed" });
+    expect(Object.keys(running)).toEqual([
+      "object",
+      "run_id",
+      "status",
+      "updated_at",
+      "created_at",
+      "session_id",
+      "model",
+      "last_event",
+    ]);
+    expect(running).toMatchObject({
+      object: "hermes.run",
+      run_id: id,
+      status: "running",
+      session_id: "conv-1",
+      model: "hermes-3",
+      last_event: "tool.completed",
+    });
     f.release("g");
     await f.finished(id);
     const done = (await call(f.url, "GET", `/v1/runs/${id}`, { key: KEY })).json;
@@ -189,22 +263,45 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
     const run = await f.finished(id);
     expect(run.outcome).toBe("failed");
     const st = (await call(f.url, "GET", `/v1/runs/${id}`, { key: KEY })).json;
-    expect(st).toMatchObject({ status: "failed", session_id: id, model: "hermes-agent", error: "model refused", last_event: "run.failed" });
+    expect(st).toMatchObject({
+      status: "failed",
+      session_id: id,
+      model: "hermes-agent",
+      error: "model refused",
+      last_event: "run.failed",
+    });
     const missing = await call(f.url, "GET", "/v1/runs/run_nope", { key: KEY });
     expect(missing.status).toBe(404);
-    expect(missing.json.error).toEqual({ message: "Run not found: run_nope", type: "invalid_request_error", param: null, code: "run_not_found" });
+    expect(missing.json.error).toEqual({
+      message: "Run not found: run_nope",
+      type: "invalid_request_error",
+      param: null,
+      code: "run_not_found",
+    });
   });
 
   it("records what each run was asked: input list, history, instructions, session_id, model, headers", async () => {
     const f = start({ generation });
     const input = [
       { role: "user", content: "first question" },
-      { role: "assistant", content: [{ type: "text", text: "first" }, { type: "text", text: "answer" }] },
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: "first" },
+          { type: "text", text: "answer" },
+        ],
+      },
       { role: "user", content: "second question" },
     ];
     await startRun(f, { input, instructions: "Be brief.", session_id: "conv-2", model: "m1" });
     const run = await f.runCreated();
-    expect(run.request).toMatchObject({ input, userMessage: "second question", instructions: "Be brief.", sessionId: "conv-2", model: "m1" });
+    expect(run.request).toMatchObject({
+      input,
+      userMessage: "second question",
+      instructions: "Be brief.",
+      sessionId: "conv-2",
+      model: "m1",
+    });
     expect(run.request.history).toEqual([
       { role: "user", content: "first question" },
       { role: "assistant", content: "first answer" },
@@ -223,16 +320,27 @@ describe.each(["older", "newer"] as Generation[])("the %s server's event stream"
 describe("differences between the generations' streams", () => {
   it("newer forwards subagent events; older drops them", async () => {
     for (const generation of ["older", "newer"] as Generation[]) {
-      const f = start({ generation, script: [hermes.subagentStart({ goal: "look", subagent_id: "s1" }), hermes.completed("ok")] });
+      const f = start({
+        generation,
+        script: [hermes.subagentStart({ goal: "look", subagent_id: "s1" }), hermes.completed("ok")],
+      });
       const id = await startRun(f);
       const events = (await (await openEvents(f.url, id, KEY)).rest()).filter((b) => b.data).map((b) => b.data.event);
-      expect(events).toEqual(generation === "newer" ? ["subagent.start", "reasoning.available", "run.completed"] : ["reasoning.available", "run.completed"]);
+      expect(events).toEqual(
+        generation === "newer"
+          ? ["subagent.start", "reasoning.available", "run.completed"]
+          : ["reasoning.available", "run.completed"],
+      );
     }
   });
 
   it("a reader that reconnects before the server noticed the first one left loses the rest (both; servers older than 0.18.2 still gave deltas and the end)", async () => {
     for (const generation of ["older", "newer"] as Generation[]) {
-      const f = start({ generation, keepaliveMs: 60_000, script: [hermes.delta("a"), hermes.gate("g"), hermes.delta("b"), hermes.delta("c"), hermes.completed()] });
+      const f = start({
+        generation,
+        keepaliveMs: 60_000,
+        script: [hermes.delta("a"), hermes.gate("g"), hermes.delta("b"), hermes.delta("c"), hermes.completed()],
+      });
       const id = await startRun(f);
       const first = await openEvents(f.url, id, KEY);
       expect((await first.nextData()).delta).toBe("a");
@@ -256,14 +364,34 @@ describe.each(["older", "newer"] as Generation[])("capabilities and sessions on 
     const f = start({ generation });
     expect((await call(f.url, "GET", "/v1/capabilities")).status).toBe(401);
     const caps = (await call(f.url, "GET", "/v1/capabilities", { key: KEY })).json;
-    expect(caps).toMatchObject({ object: "hermes.api_server.capabilities", platform: "hermes-agent", auth: { type: "bearer", required: true } });
-    expect(caps.features).toMatchObject({ run_submission: true, run_status: true, run_events_sse: true, run_stop: true, run_approval_response: true, session_resources: true });
-    if (generation === "newer") expect(caps.features.runs_idempotency).toEqual({ supported: true, durable: true, retention_seconds: 86400 });
+    expect(caps).toMatchObject({
+      object: "hermes.api_server.capabilities",
+      platform: "hermes-agent",
+      auth: { type: "bearer", required: true },
+    });
+    expect(caps.features).toMatchObject({
+      run_submission: true,
+      run_status: true,
+      run_events_sse: true,
+      run_stop: true,
+      run_approval_response: true,
+      session_resources: true,
+    });
+    if (generation === "newer")
+      expect(caps.features.runs_idempotency).toEqual({ supported: true, durable: true, retention_seconds: 86400 });
     else expect(caps.features).not.toHaveProperty("runs_idempotency");
   });
 
   it("keeps each session's messages (user, tool calls, answer), served by GET /api/sessions/{id}/messages; an unknown session is 404", async () => {
-    const f = start({ generation, script: [hermes.delta("Looking. "), ...hermes.tool("terminal", "ls"), hermes.delta("Two files."), hermes.completed()] });
+    const f = start({
+      generation,
+      script: [
+        hermes.delta("Looking. "),
+        ...hermes.tool("terminal", "ls"),
+        hermes.delta("Two files."),
+        hermes.completed(),
+      ],
+    });
     const id = await startRun(f, { input: "what is here?", session_id: "conv-9" });
     await f.finished(id);
     expect((await call(f.url, "GET", "/api/sessions/conv-9/messages")).status).toBe(401);
@@ -276,10 +404,28 @@ describe.each(["older", "newer"] as Generation[])("capabilities and sessions on 
       ["tool", "done", ""],
       ["assistant", "Two files.", ""],
     ]);
-    expect(Object.keys(r.json.data[0])).toEqual(["id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp", "token_count", "finish_reason", "reasoning", "reasoning_content"]);
+    expect(Object.keys(r.json.data[0])).toEqual([
+      "id",
+      "session_id",
+      "role",
+      "content",
+      "tool_call_id",
+      "tool_calls",
+      "tool_name",
+      "timestamp",
+      "token_count",
+      "finish_reason",
+      "reasoning",
+      "reasoning_content",
+    ]);
     const missing = await call(f.url, "GET", "/api/sessions/nope/messages", { key: KEY });
     expect(missing.status).toBe(404);
-    expect(missing.json.error).toEqual({ message: "Session not found: nope", type: "invalid_request_error", param: null, code: "session_not_found" });
+    expect(missing.json.error).toEqual({
+      message: "Session not found: nope",
+      type: "invalid_request_error",
+      param: null,
+      code: "session_not_found",
+    });
   });
 
   it("a run with a session_id and no history of its own: newer loads the session's messages, older takes session_id as a label", async () => {
@@ -301,6 +447,13 @@ describe.each(["older", "newer"] as Generation[])("capabilities and sessions on 
     const given = [{ role: "user", content: "earlier" }];
     await f.finished(await startRun(f, { input: "now", session_id: "conv-3", conversation_history: given }));
     expect((await f.runCreated(3)).request).toMatchObject({ historyFrom: "body", history: given });
-    expect(f.sessions.messages("conv-3").map((m) => m.content)).toEqual(["my name is Ada", "echo: my name is Ada", "what is my name?", "echo: what is my name?", "now", "echo: now"]);
+    expect(f.sessions.messages("conv-3").map((m) => m.content)).toEqual([
+      "my name is Ada",
+      "echo: my name is Ada",
+      "what is my name?",
+      "echo: what is my name?",
+      "now",
+      "echo: now",
+    ]);
   });
 });

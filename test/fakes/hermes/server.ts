@@ -5,15 +5,15 @@
  * - "newer" generation: gateway/platforms/api_server_runs.py @ 005b4b7607e918cd4a301970144878167d1841d7,
  *   gateway/platforms/api_server_run_idempotency.py @ 04ce47dc563b8a519184a18df7fbaff85570cb3d,
  *   gateway/platforms/api_server.py as indexed (`_concurrency_limited_response`, `_draining_response`,
- *   `_approval_event_choices`, `_sse_frame`), tools/approval_gateway_wait.py @ 04eef15a136c7bc4e2a2c5b34d65d227207cef5a,
- *   tools/approval.py @ 00067189dfecf833d4d009c2dd977ae85cf800e0;
+ *   `_approval_event_choices`, `_sse_frame`), tools/approval_gateway_wait.py @
+ *   04eef15a136c7bc4e2a2c5b34d65d227207cef5a, tools/approval.py @ 00067189dfecf833d4d009c2dd977ae85cf800e0;
  * - "older" generation: Hermes Agent 0.18.2, commit 306e2d2318745b48d0c9d249958b0190f65a07c9, the real server
  *   the real-Hermes tests run (A2A_REAL_HERMES; runs code inside gateway/platforms/api_server.py: `_handle_runs`,
  *   `_handle_run_events`, `_handle_run_approval`, `_handle_stop_run`, `_check_auth`, `_admit_api_agent_request`,
  *   `_concurrency_limited_response`, `_handle_capabilities`, `_handle_session_messages`,
  *   `_sweep_orphaned_runs`; agent/conversation_loop.py and run_agent.py for reasoning.available and the "\n\n"
- *   after tool calls), checked against that server by test/real-hermes/hermes-real.test.ts ("the wire"). Earlier it followed
- *   api_server.py @ 002b7c34f8dbecd1b56b877211ca67cf34bf68c9, which counted open queues, sent 429 without
+ *   after tool calls), checked against that server by test/real-hermes/hermes-real.test.ts ("the wire"). Earlier it
+ *   followed api_server.py @ 002b7c34f8dbecd1b56b877211ca67cf34bf68c9, which counted open queues, sent 429 without
  *   Retry-After and cancelled a stopped run at once; 0.18.2 does none of these;
  * - website/docs/user-guide/features/api-server.md @ 0111cb7dd7e235c9b95f5902169a1f59eaae54c0.
  *
@@ -74,7 +74,9 @@ export interface FakeHermesOptions {
   approvalTimeoutMs?: number;
   /** MAX_REQUEST_BYTES (10 MB). */
   maxBodyBytes?: number;
-  /** A stopped run stays `stopping` until `finishStop(runId)` (an agent slow to reach a safe point; 0.18.2 about 2 s). */
+  /**
+   * A stopped run stays `stopping` until `finishStop(runId)` (an agent slow to reach a safe point; 0.18.2 about 2 s).
+   */
   holdStops?: boolean;
   /** The advertised model name (`hermes-agent`). */
   modelName?: string;
@@ -192,7 +194,8 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
     for await (const c of req) chunks.push(c as Buffer);
     const text = Buffer.concat(chunks).toString("utf8");
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(", ") : v;
+    for (const [k, v] of Object.entries(req.headers))
+      if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(", ") : v;
     let body: any;
     try {
       body = text ? JSON.parse(text) : undefined;
@@ -330,7 +333,8 @@ export function startFakeHermes(options: FakeHermesOptions = {}): FakeHermes {
     streamOpened: (runId, n = 1) => until(() => findRun(runId, (r) => r.streamsOpened >= n)),
     clientLeft: (runId, n = 1) => until(() => findRun(runId, (r) => r.clientsLeft >= n)),
     queueDropped: (runId, n = 1) => until(() => findRun(runId, (r) => r.queuesDropped >= n)),
-    approvalRequested: (runId, n = 1) => until(() => findRun(runId, (r) => r.approvalRequests.length >= n)?.approvalRequests[n - 1]),
+    approvalRequested: (runId, n = 1) =>
+      until(() => findRun(runId, (r) => r.approvalRequests.length >= n)?.approvalRequests[n - 1]),
     approvalAnswered: (runId, n = 1) => until(() => findRun(runId, (r) => r.answers.length >= n)?.answers[n - 1]),
     approvalExpired: (runId, n = 1) => until(() => findRun(runId, (r) => r.expired.length >= n)?.expired[n - 1]),
     gateReached: (label, runId) => until(() => findRun(runId, (r) => r.waitingAt === label)),

@@ -26,7 +26,11 @@ export class SessionDb {
   private nextId = 1;
   private readonly rows = new Map<string, SessionRow[]>();
 
-  append(sessionId: string, row: Pick<SessionRow, "role" | "content"> & Partial<Pick<SessionRow, "tool_call_id" | "tool_calls" | "tool_name" | "finish_reason">>): void {
+  append(
+    sessionId: string,
+    row: Pick<SessionRow, "role" | "content"> &
+      Partial<Pick<SessionRow, "tool_call_id" | "tool_calls" | "tool_name" | "finish_reason">>,
+  ): void {
     const list = this.rows.get(sessionId) ?? [];
     list.push({
       id: this.nextId++,

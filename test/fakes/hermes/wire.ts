@@ -43,7 +43,8 @@ function pyValue(v: unknown, key?: string): string {
   if (Array.isArray(v)) return "[" + v.map((x) => pyValue(x)).join(", ") + "]";
   if (typeof v === "object") {
     const parts: string[] = [];
-    for (const [k, x] of Object.entries(v as Record<string, unknown>)) if (x !== undefined) parts.push(`${pyString(k)}: ${pyValue(x, k)}`);
+    for (const [k, x] of Object.entries(v as Record<string, unknown>))
+      if (x !== undefined) parts.push(`${pyString(k)}: ${pyValue(x, k)}`);
     return "{" + parts.join(", ") + "}";
   }
   return pyString(String(v));
@@ -56,8 +57,13 @@ export const pyJson = (value: unknown): string => pyValue(value);
 export const sseFrame = (event: Record<string, unknown>): string => `data: ${pyJson(event)}\n\n`;
 
 /** `_openai_error(message, err_type="invalid_request_error", param=None, code=None)` (api_server.py). */
-export function openaiError(message: string, opts: { type?: string; param?: string | null; code?: string | null } = {}) {
-  return { error: { message, type: opts.type ?? "invalid_request_error", param: opts.param ?? null, code: opts.code ?? null } };
+export function openaiError(
+  message: string,
+  opts: { type?: string; param?: string | null; code?: string | null } = {},
+) {
+  return {
+    error: { message, type: opts.type ?? "invalid_request_error", param: opts.param ?? null, code: opts.code ?? null },
+  };
 }
 
 /** Headers the security middleware adds to every answer (`_SECURITY_HEADERS` in api_server.py; 0.18.2 has them all). */
@@ -74,7 +80,12 @@ function securityHeaders(_generation: Generation): Record<string, string> {
 }
 
 /** `web.json_response(body, status=..., headers=...)`. */
-export function jsonAnswer(generation: Generation, body: unknown, status = 200, headers: Record<string, string> = {}): Response {
+export function jsonAnswer(
+  generation: Generation,
+  body: unknown,
+  status = 200,
+  headers: Record<string, string> = {},
+): Response {
   return new Response(pyJson(body), {
     status,
     headers: { "content-type": "application/json; charset=utf-8", ...securityHeaders(generation), ...headers },
@@ -100,7 +111,11 @@ export function aiohttpText(generation: Generation, status: 404 | 405 | 500, all
   }[status];
   return new Response(text, {
     status,
-    headers: { "content-type": "text/plain; charset=utf-8", ...securityHeaders(generation), ...(allow ? { allow } : {}) },
+    headers: {
+      "content-type": "text/plain; charset=utf-8",
+      ...securityHeaders(generation),
+      ...(allow ? { allow } : {}),
+    },
   });
 }
 
@@ -149,7 +164,14 @@ export function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return "[" + v.map(canonicalJson).join(",") + "]";
   if (v && typeof v === "object") {
     const o = v as Record<string, unknown>;
-    return "{" + Object.keys(o).sort().map((k) => JSON.stringify(k) + ":" + canonicalJson(o[k])).join(",") + "}";
+    return (
+      "{" +
+      Object.keys(o)
+        .sort()
+        .map((k) => JSON.stringify(k) + ":" + canonicalJson(o[k]))
+        .join(",") +
+      "}"
+    );
   }
   return JSON.stringify(v ?? null);
 }

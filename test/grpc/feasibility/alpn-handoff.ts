@@ -23,11 +23,12 @@ h2.on("stream", (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHea
   const socket = stream.session?.socket as (TLSSocket & { [CALLER]?: string }) | undefined;
   const caller = socket?.[CALLER] ?? callers.get(socket ?? {}) ?? "anonymous";
   const direct = typeof socket?.getPeerCertificate === "function" ? socket.getPeerCertificate()?.subject?.CN : "n/a";
-  console.log(`  (session.socket: same object=${callers.has(socket ?? {})} symbol=${socket?.[CALLER]} getPeerCertificate CN=${direct})`);
+  console.log(
+    `  (session.socket: same object=${callers.has(socket ?? {})} symbol=${socket?.[CALLER]} getPeerCertificate CN=${direct})`,
+  );
   stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
-  stream.on(
-    "wantTrailers",
-    () => stream.sendTrailers({ "grpc-status": "0", "x-caller": caller, "x-path": String(headers[":path"]) }),
+  stream.on("wantTrailers", () =>
+    stream.sendTrailers({ "grpc-status": "0", "x-caller": caller, "x-path": String(headers[":path"]) }),
   );
   stream.end(Buffer.from([0, 0, 0, 0, 0]));
 });
@@ -73,14 +74,12 @@ const plainPort = (plainServer.address() as AddressInfo).port;
 
 function call(session: http2.ClientHttp2Session) {
   return new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
-    const req = session.request(
-      {
-        ":method": "POST",
-        ":path": "/lf.a2a.v1.A2AService/GetTask",
-        "content-type": "application/grpc",
-        te: "trailers",
-      },
-    );
+    const req = session.request({
+      ":method": "POST",
+      ":path": "/lf.a2a.v1.A2AService/GetTask",
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
     let trailers: http2.IncomingHttpHeaders = {};
     req.on("trailers", (t) => (trailers = t));
     req.on("data", () => {});
@@ -91,7 +90,12 @@ function call(session: http2.ClientHttp2Session) {
 }
 
 await v.check("node:tls ALPN h2 -> http2 server by emit('connection'), identity from the TLS socket", async () => {
-  const s = http2.connect(`https://127.0.0.1:${tlsPort}`, { ca: certs.ca, cert: certs.client.cert, key: certs.client.key, servername: "localhost" });
+  const s = http2.connect(`https://127.0.0.1:${tlsPort}`, {
+    ca: certs.ca,
+    cert: certs.client.cert,
+    key: certs.client.key,
+    servername: "localhost",
+  });
   try {
     const t = await withTimeout(call(s));
     if (t["x-caller"] !== "caller" || t["grpc-status"] !== "0") throw new Error(JSON.stringify(t));
@@ -104,17 +108,20 @@ await v.check("node:tls ALPN h2 -> http2 server by emit('connection'), identity 
 await v.check("node:tls ALPN http/1.1 on the same port stays with the HTTP/1.1 parser", async () => {
   const answer = await withTimeout(
     new Promise<string>((resolve, reject) => {
-      const s = tls.connect({
-        host: "127.0.0.1",
-        port: tlsPort,
-        ca: certs.ca,
-        cert: certs.client.cert,
-        key: certs.client.key,
-        servername: "localhost",
-        ALPNProtocols: ["http/1.1"],
-      }, () => {
-        s.write("GET / HTTP/1.1\r\nhost: x\r\n\r\n");
-      });
+      const s = tls.connect(
+        {
+          host: "127.0.0.1",
+          port: tlsPort,
+          ca: certs.ca,
+          cert: certs.client.cert,
+          key: certs.client.key,
+          servername: "localhost",
+          ALPNProtocols: ["http/1.1"],
+        },
+        () => {
+          s.write("GET / HTTP/1.1\r\nhost: x\r\n\r\n");
+        },
+      );
       let b = "";
       s.on("data", (c) => (b += c));
       s.on("end", () => resolve(`${s.alpnProtocol} ${b.split("\r\n\r\n")[1]}`));

@@ -33,5 +33,8 @@ export class Verdicts {
 }
 
 export function withTimeout<T>(p: Promise<T>, ms = 5000, what = "probe"): Promise<T> {
-  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms))]);
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms)),
+  ]);
 }

@@ -52,8 +52,8 @@ const creds = grpc.ServerCredentials.createSsl(
   [{ cert_chain: Buffer.from(certs.server.cert), private_key: Buffer.from(certs.server.key) }],
   true,
 );
-const port = await new Promise<number>(
-  (resolve, reject) => server.bindAsync("127.0.0.1:0", creds, (e, p) => (e ? reject(e) : resolve(p))),
+const port = await new Promise<number>((resolve, reject) =>
+  server.bindAsync("127.0.0.1:0", creds, (e, p) => (e ? reject(e) : resolve(p))),
 );
 
 const Client = grpc.makeGenericClientConstructor(service, "Probe");
@@ -62,7 +62,9 @@ const clientCreds = grpc.credentials.createSsl(
   Buffer.from(certs.client.key),
   Buffer.from(certs.client.cert),
 );
-const client = new Client(`127.0.0.1:${port}`, clientCreds, { "grpc.ssl_target_name_override": "localhost" }) as unknown as grpc.Client & {
+const client = new Client(`127.0.0.1:${port}`, clientCreds, {
+  "grpc.ssl_target_name_override": "localhost",
+}) as unknown as grpc.Client & {
   Echo: (
     req: Buffer,
     md: grpc.Metadata,
@@ -103,15 +105,14 @@ await v.check("grpc-js server streaming on Bun", async () => {
 });
 
 await v.check("grpc-js client without a certificate is refused", async () => {
-  const anon = new Client(`127.0.0.1:${port}`, grpc.credentials.createSsl(Buffer.from(certs.ca)), { "grpc.ssl_target_name_override": "localhost" }) as unknown as typeof client;
+  const anon = new Client(`127.0.0.1:${port}`, grpc.credentials.createSsl(Buffer.from(certs.ca)), {
+    "grpc.ssl_target_name_override": "localhost",
+  }) as unknown as typeof client;
   try {
     await withTimeout(
-      new Promise<Buffer>(
-        (resolve, reject) => anon.Echo(
-          Buffer.from("x"),
-          new grpc.Metadata(),
-          { deadline: Date.now() + 3000 },
-          (e, r) => (e ? reject(e) : resolve(r!)),
+      new Promise<Buffer>((resolve, reject) =>
+        anon.Echo(Buffer.from("x"), new grpc.Metadata(), { deadline: Date.now() + 3000 }, (e, r) =>
+          e ? reject(e) : resolve(r!),
         ),
       ),
     );

@@ -51,9 +51,12 @@ const port = (secure.address() as AddressInfo).port;
 function h2Request(session: http2.ClientHttp2Session, path: string) {
   return new Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; chunks: Buffer[] }>(
     (resolve, reject) => {
-      const req = session.request(
-        { ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" },
-      );
+      const req = session.request({
+        ":method": "POST",
+        ":path": path,
+        "content-type": "application/grpc",
+        te: "trailers",
+      });
       let headers: http2.IncomingHttpHeaders = {};
       let trailers: http2.IncomingHttpHeaders = {};
       const chunks: Buffer[] = [];
@@ -68,7 +71,12 @@ function h2Request(session: http2.ClientHttp2Session, path: string) {
 }
 
 const tlsClient = () =>
-  http2.connect(`https://127.0.0.1:${port}`, { ca: certs.ca, cert: certs.client.cert, key: certs.client.key, servername: "localhost" });
+  http2.connect(`https://127.0.0.1:${port}`, {
+    ca: certs.ca,
+    cert: certs.client.cert,
+    key: certs.client.key,
+    servername: "localhost",
+  });
 
 await v.check("h2 over TLS: client certificate reaches the handler", async () => {
   const s = tlsClient();
@@ -164,9 +172,12 @@ await v.check("h2c server (stream API, waitForTrailers)", async () => {
 });
 
 await v.check("peer certificate from the stream API (stream.session.socket)", async () => {
-  const secure2 = http2.createSecureServer(
-    { cert: certs.server.cert, key: certs.server.key, ca: certs.ca, requestCert: true },
-  );
+  const secure2 = http2.createSecureServer({
+    cert: certs.server.cert,
+    key: certs.server.key,
+    ca: certs.ca,
+    requestCert: true,
+  });
   secure2.on("stream", (stream: http2.ServerHttp2Stream) => {
     const cn = (stream.session?.socket as TLSSocket).getPeerCertificate().subject?.CN;
     stream.respond({ ":status": 200 }, { waitForTrailers: true });
@@ -175,7 +186,12 @@ await v.check("peer certificate from the stream API (stream.session.socket)", as
   });
   await new Promise<void>((r) => secure2.listen(0, "127.0.0.1", r));
   const p2 = (secure2.address() as AddressInfo).port;
-  const s = http2.connect(`https://127.0.0.1:${p2}`, { ca: certs.ca, cert: certs.client.cert, key: certs.client.key, servername: "localhost" });
+  const s = http2.connect(`https://127.0.0.1:${p2}`, {
+    ca: certs.ca,
+    cert: certs.client.cert,
+    key: certs.client.key,
+    servername: "localhost",
+  });
   try {
     const r = await withTimeout(h2Request(s, "/who"));
     if (r.trailers["x-cn"] !== "caller") throw new Error(`x-cn=${r.trailers["x-cn"]}`);

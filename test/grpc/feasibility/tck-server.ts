@@ -27,10 +27,20 @@ const tasks = new Map<string, Task>();
 const now = () => new Date().toISOString();
 
 function newTask(request: Record<string, unknown>): Task {
-  const message = request.message as { messageId: string; parts: { text?: string }[]; taskId?: string; contextId?: string };
+  const message = request.message as {
+    messageId: string;
+    parts: { text?: string }[];
+    taskId?: string;
+    contextId?: string;
+  };
   const existing = message.taskId ? tasks.get(message.taskId) : undefined;
   if (message.taskId && !existing) throw A2AError.taskNotFound(message.taskId);
-  if (existing && ["TASK_STATE_COMPLETED", "TASK_STATE_CANCELED", "TASK_STATE_FAILED", "TASK_STATE_REJECTED"].includes(existing.status.state)) {
+  if (
+    existing &&
+    ["TASK_STATE_COMPLETED", "TASK_STATE_CANCELED", "TASK_STATE_FAILED", "TASK_STATE_REJECTED"].includes(
+      existing.status.state,
+    )
+  ) {
     throw A2AError.unsupportedOperation(`task ${existing.id} is ${existing.status.state}`);
   }
   const id = existing?.id ?? crypto.randomUUID();
@@ -42,7 +52,13 @@ function newTask(request: Record<string, unknown>): Task {
     contextId,
     status: {
       state: input ? "TASK_STATE_INPUT_REQUIRED" : "TASK_STATE_COMPLETED",
-      message: { messageId: crypto.randomUUID(), role: "ROLE_AGENT", taskId: id, contextId, parts: [{ text: `echo: ${text}` }] },
+      message: {
+        messageId: crypto.randomUUID(),
+        role: "ROLE_AGENT",
+        taskId: id,
+        contextId,
+        parts: [{ text: `echo: ${text}` }],
+      },
       timestamp: now(),
     },
     history: [{ ...(message as unknown as NonNullable<Task["history"]>[number]), taskId: id, contextId }],
@@ -83,7 +99,8 @@ async function handler(call: GrpcCall<string>): Promise<unknown> {
     case "SubscribeToTask": {
       const t = tasks.get(String(r.id));
       if (!t) throw A2AError.taskNotFound(String(r.id));
-      if (t.status.state !== "TASK_STATE_INPUT_REQUIRED") throw A2AError.unsupportedOperation(`task ${t.id} is ${t.status.state}`);
+      if (t.status.state !== "TASK_STATE_INPUT_REQUIRED")
+        throw A2AError.unsupportedOperation(`task ${t.id} is ${t.status.state}`);
       return (async function* (): AsyncIterable<StreamItem> {
         yield { response: { task: t } };
       })();
@@ -95,7 +112,10 @@ async function handler(call: GrpcCall<string>): Promise<unknown> {
   }
 }
 
-const grpcServer = createGrpcServer<string>({ handler, onInternalError: (e, m) => console.error(`internal error in ${m}:`, e) });
+const grpcServer = createGrpcServer<string>({
+  handler,
+  onInternalError: (e, m) => console.error(`internal error in ${m}:`, e),
+});
 const PREFACE = Buffer.from("PRI * HTTP/2.0");
 
 net
@@ -113,7 +133,9 @@ net
       const head = first.toString("latin1");
       const body = head.startsWith("GET /.well-known/agent-card.json ") ? JSON.stringify(card) : "";
       const status = body ? "200 OK" : "404 Not Found";
-      socket.end(`HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${status}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
     });
   })
   .listen(port, "127.0.0.1", () => console.log(`grpc feasibility agent on 127.0.0.1:${port}`));

@@ -73,7 +73,10 @@ const fullTask: Task = {
   id: "task-1",
   contextId: "ctx-1",
   status: { state: "TASK_STATE_COMPLETED", message: agentMessage, timestamp: "2026-03-01T10:00:00.000Z" },
-  history: [{ messageId: "m-user", contextId: "ctx-1", taskId: "task-1", role: "ROLE_USER", parts: [{ text: "hi" }] }, agentMessage],
+  history: [
+    { messageId: "m-user", contextId: "ctx-1", taskId: "task-1", role: "ROLE_USER", parts: [{ text: "hi" }] },
+    agentMessage,
+  ],
   artifacts: [
     {
       artifactId: "a-1",
@@ -98,7 +101,10 @@ describe("task states", () => {
 
   it("refuses 'unknown', v1.0 names and non-strings from clients with -32602 naming the field", () => {
     for (const bad of ["unknown", "TASK_STATE_COMPLETED", "Completed", 3, undefined]) {
-      expectInvalid(() => fromV03State(bad, "params.status.state"), "params.status.state must be one of submitted, working");
+      expectInvalid(
+        () => fromV03State(bad, "params.status.state"),
+        "params.status.state must be one of submitted, working",
+      );
     }
   });
 });
@@ -106,8 +112,16 @@ describe("task states", () => {
 describe("parts", () => {
   const cases: [string, Part, unknown][] = [
     ["text", { text: "hello", metadata: { lang: "en" } }, { kind: "text", text: "hello", metadata: { lang: "en" } }],
-    ["raw bytes", { raw: "aGVsbG8=", filename: "h.txt", mediaType: "text/plain" }, { kind: "file", file: { bytes: "aGVsbG8=", name: "h.txt", mimeType: "text/plain" } }],
-    ["url", { url: "https://example.org/f.pdf", mediaType: "application/pdf", metadata: { k: 1 } }, { kind: "file", file: { uri: "https://example.org/f.pdf", mimeType: "application/pdf" }, metadata: { k: 1 } }],
+    [
+      "raw bytes",
+      { raw: "aGVsbG8=", filename: "h.txt", mediaType: "text/plain" },
+      { kind: "file", file: { bytes: "aGVsbG8=", name: "h.txt", mimeType: "text/plain" } },
+    ],
+    [
+      "url",
+      { url: "https://example.org/f.pdf", mediaType: "application/pdf", metadata: { k: 1 } },
+      { kind: "file", file: { uri: "https://example.org/f.pdf", mimeType: "application/pdf" }, metadata: { k: 1 } },
+    ],
     ["raw without name or type", { raw: "AA==" }, { kind: "file", file: { bytes: "AA==" } }],
     ["data object", { data: { a: [1, 2], b: { c: true } } }, { kind: "data", data: { a: [1, 2], b: { c: true } } }],
   ];
@@ -143,12 +157,24 @@ describe("parts", () => {
     expectInvalid(() => fromV03Part({ kind: "text" }, "p"), "p.text must be a string");
     expectInvalid(() => fromV03Part({ kind: "file" }, "p"), "p.file must be an object with bytes or uri");
     expectInvalid(() => fromV03Part({ kind: "file", file: {} }, "p"), "p.file must have exactly one of bytes or uri");
-    expectInvalid(() => fromV03Part({ kind: "file", file: { bytes: "AA==", uri: "https://x" } }, "p"), "p.file must have exactly one of bytes or uri");
-    expectInvalid(() => fromV03Part({ kind: "file", file: { bytes: "not base64!" } }, "p"), "p.file.bytes must be base64 text");
+    expectInvalid(
+      () => fromV03Part({ kind: "file", file: { bytes: "AA==", uri: "https://x" } }, "p"),
+      "p.file must have exactly one of bytes or uri",
+    );
+    expectInvalid(
+      () => fromV03Part({ kind: "file", file: { bytes: "not base64!" } }, "p"),
+      "p.file.bytes must be base64 text",
+    );
     expectInvalid(() => fromV03Part({ kind: "file", file: { bytes: 12 } }, "p"), "p.file.bytes must be base64 text");
     expectInvalid(() => fromV03Part({ kind: "file", file: { uri: "" } }, "p"), "p.file.uri must be a non-empty string");
-    expectInvalid(() => fromV03Part({ kind: "file", file: { uri: "https://x", name: 3 } }, "p"), "p.file.name must be a string");
-    expectInvalid(() => fromV03Part({ kind: "file", file: { uri: "https://x", mimeType: [] } }, "p"), "p.file.mimeType must be a string");
+    expectInvalid(
+      () => fromV03Part({ kind: "file", file: { uri: "https://x", name: 3 } }, "p"),
+      "p.file.name must be a string",
+    );
+    expectInvalid(
+      () => fromV03Part({ kind: "file", file: { uri: "https://x", mimeType: [] } }, "p"),
+      "p.file.mimeType must be a string",
+    );
     expectInvalid(() => fromV03Part({ kind: "data", data: [1, 2] }, "p"), "p.data must be an object");
     expectInvalid(() => fromV03Part({ kind: "data", data: "s" }, "p"), "p.data must be an object");
     expectInvalid(() => fromV03Part({ kind: "data" }, "p"), "p.data must be an object");
@@ -175,30 +201,62 @@ describe("messages", () => {
       referenceTaskIds: ["task-0"],
     });
     expect(fromV03Message(v03)).toEqual(agentMessage);
-    const user = fromV03Message({ kind: "message", messageId: "u1", role: "user", parts: [{ kind: "text", text: "hi" }] });
+    const user = fromV03Message({
+      kind: "message",
+      messageId: "u1",
+      role: "user",
+      parts: [{ kind: "text", text: "hi" }],
+    });
     expect(user).toEqual({ messageId: "u1", role: "ROLE_USER", parts: [{ text: "hi" }] });
     expect(toV03Message(user).role).toBe("user");
   });
 
   it("drops empty ids and lists, and accepts a message without kind", () => {
-    const m = fromV03Message({ messageId: "u1", role: "user", contextId: "", taskId: "", extensions: [], parts: [{ kind: "data", data: { x: 1 } }] });
+    const m = fromV03Message({
+      messageId: "u1",
+      role: "user",
+      contextId: "",
+      taskId: "",
+      extensions: [],
+      parts: [{ kind: "data", data: { x: 1 } }],
+    });
     expect(m).toEqual({ messageId: "u1", role: "ROLE_USER", parts: [{ data: { x: 1 } }] });
-    expect(toV03Message({ ...m, contextId: "", referenceTaskIds: [] })).toEqual({ kind: "message", messageId: "u1", role: "user", parts: [{ kind: "data", data: { x: 1 } }] });
+    expect(toV03Message({ ...m, contextId: "", referenceTaskIds: [] })).toEqual({
+      kind: "message",
+      messageId: "u1",
+      role: "user",
+      parts: [{ kind: "data", data: { x: 1 } }],
+    });
   });
 
   it("refuses malformed messages with -32602 naming the field", () => {
     const ok = { kind: "message", messageId: "m", role: "user", parts: [{ kind: "text", text: "x" }] };
     expectInvalid(() => fromV03Message(undefined), "params.message is required and must be an object");
     expectInvalid(() => fromV03Message({ ...ok, kind: "task" }), 'params.message.kind must be "message"');
-    expectInvalid(() => fromV03Message({ ...ok, messageId: "" }), "params.message.messageId must be a non-empty string");
-    expectInvalid(() => fromV03Message({ ...ok, messageId: "x".repeat(201) }), "params.message.messageId is longer than 200 characters");
+    expectInvalid(
+      () => fromV03Message({ ...ok, messageId: "" }),
+      "params.message.messageId must be a non-empty string",
+    );
+    expectInvalid(
+      () => fromV03Message({ ...ok, messageId: "x".repeat(201) }),
+      "params.message.messageId is longer than 200 characters",
+    );
     expectInvalid(() => fromV03Message({ ...ok, role: "ROLE_USER" }), 'params.message.role must be "user" or "agent"');
     expectInvalid(() => fromV03Message({ ...ok, parts: [] }), "params.message.parts must be a non-empty array");
-    expectInvalid(() => fromV03Message({ ...ok, parts: { kind: "text" } }), "params.message.parts must be a non-empty array");
-    expectInvalid(() => fromV03Message({ ...ok, parts: [ok.parts[0], { kind: "text", text: 1 }] }), "params.message.parts[1].text must be a string");
+    expectInvalid(
+      () => fromV03Message({ ...ok, parts: { kind: "text" } }),
+      "params.message.parts must be a non-empty array",
+    );
+    expectInvalid(
+      () => fromV03Message({ ...ok, parts: [ok.parts[0], { kind: "text", text: 1 }] }),
+      "params.message.parts[1].text must be a string",
+    );
     expectInvalid(() => fromV03Message({ ...ok, contextId: 9 }), "params.message.contextId must be a string");
     expectInvalid(() => fromV03Message({ ...ok, metadata: [] }), "params.message.metadata must be an object");
-    expectInvalid(() => fromV03Message({ ...ok, referenceTaskIds: "t" }), "params.message.referenceTaskIds must be an array of strings");
+    expectInvalid(
+      () => fromV03Message({ ...ok, referenceTaskIds: "t" }),
+      "params.message.referenceTaskIds must be an array of strings",
+    );
   });
 });
 
@@ -214,7 +272,11 @@ describe("artifacts and tasks", () => {
   it("round-trips a full task: kind, lowercase state, status message, history, artifacts, metadata", () => {
     const v03 = toV03Task(fullTask);
     expect(v03.kind).toBe("task");
-    expect(v03.status).toEqual({ state: "completed", message: toV03Message(agentMessage), timestamp: "2026-03-01T10:00:00.000Z" });
+    expect(v03.status).toEqual({
+      state: "completed",
+      message: toV03Message(agentMessage),
+      timestamp: "2026-03-01T10:00:00.000Z",
+    });
     expect(v03.history?.map((m) => m.role)).toEqual(["user", "agent"]);
     expect(v03.history?.every((m) => m.kind === "message")).toBe(true);
     expect(v03.metadata).toEqual({ owner: "alpha" });
@@ -233,16 +295,34 @@ describe("artifacts and tasks", () => {
   });
 
   it("leaves out empty history and artifacts", () => {
-    const v03 = toV03Task({ id: "t", contextId: "c", status: { state: "TASK_STATE_WORKING" }, history: [], artifacts: [] });
+    const v03 = toV03Task({
+      id: "t",
+      contextId: "c",
+      status: { state: "TASK_STATE_WORKING" },
+      history: [],
+      artifacts: [],
+    });
     expect(Object.keys(v03).sort()).toEqual(["contextId", "id", "kind", "status"]);
   });
 
   it("refuses malformed v0.3 tasks and artifacts", () => {
-    expectInvalid(() => fromV03Task({ kind: "message", id: "t", contextId: "c", status: { state: "working" } }), 'task.kind must be "task"');
-    expectInvalid(() => fromV03Task({ id: "t", contextId: "c", status: { state: "unknown" } }), "task.status.state must be one of");
+    expectInvalid(
+      () => fromV03Task({ kind: "message", id: "t", contextId: "c", status: { state: "working" } }),
+      'task.kind must be "task"',
+    );
+    expectInvalid(
+      () => fromV03Task({ id: "t", contextId: "c", status: { state: "unknown" } }),
+      "task.status.state must be one of",
+    );
     expectInvalid(() => fromV03Task({ id: "t", contextId: "c" }), "task.status must be an object");
-    expectInvalid(() => fromV03Task({ id: "", contextId: "c", status: { state: "working" } }), "task.id must be a non-empty string");
-    expectInvalid(() => fromV03Task({ id: "t", contextId: "c", status: { state: "working" }, history: {} }), "task.history must be an array");
+    expectInvalid(
+      () => fromV03Task({ id: "", contextId: "c", status: { state: "working" } }),
+      "task.id must be a non-empty string",
+    );
+    expectInvalid(
+      () => fromV03Task({ id: "t", contextId: "c", status: { state: "working" }, history: {} }),
+      "task.history must be an array",
+    );
     expectInvalid(() => fromV03Artifact({ artifactId: "a" }), "artifact.parts must be an array");
     expectInvalid(() => fromV03Artifact({ parts: [] }), "artifact.artifactId must be a non-empty string");
   });
@@ -261,29 +341,79 @@ describe("stream events", () => {
       TASK_STATE_REJECTED: true,
     };
     for (const state of TASK_STATES) {
-      const e = toV03StatusUpdate({ taskId: "t", contextId: "c", status: { state, timestamp: "2026-01-01T00:00:00.000Z" } });
-      expect(e).toEqual({ kind: "status-update", taskId: "t", contextId: "c", status: { state: V03_STATES[state], timestamp: "2026-01-01T00:00:00.000Z" }, final: finals[state] });
-      expect(fromV03StatusUpdate(e)).toEqual({ taskId: "t", contextId: "c", status: { state, timestamp: "2026-01-01T00:00:00.000Z" } });
+      const e = toV03StatusUpdate({
+        taskId: "t",
+        contextId: "c",
+        status: { state, timestamp: "2026-01-01T00:00:00.000Z" },
+      });
+      expect(e).toEqual({
+        kind: "status-update",
+        taskId: "t",
+        contextId: "c",
+        status: { state: V03_STATES[state], timestamp: "2026-01-01T00:00:00.000Z" },
+        final: finals[state],
+      });
+      expect(fromV03StatusUpdate(e)).toEqual({
+        taskId: "t",
+        contextId: "c",
+        status: { state, timestamp: "2026-01-01T00:00:00.000Z" },
+      });
     }
   });
 
   it("converts artifact updates with append and lastChunk, and omits them when unset", () => {
     const artifact: Artifact = { artifactId: "a", parts: [{ text: "chunk" }] };
-    const e = toV03ArtifactUpdate({ taskId: "t", contextId: "c", artifact, append: true, lastChunk: false, metadata: { i: 2 } });
-    expect(e).toEqual({ kind: "artifact-update", taskId: "t", contextId: "c", artifact: { artifactId: "a", parts: [{ kind: "text", text: "chunk" }] }, append: true, lastChunk: false, metadata: { i: 2 } });
-    expect(fromV03ArtifactUpdate(e)).toEqual({ taskId: "t", contextId: "c", artifact, append: true, lastChunk: false, metadata: { i: 2 } });
+    const e = toV03ArtifactUpdate({
+      taskId: "t",
+      contextId: "c",
+      artifact,
+      append: true,
+      lastChunk: false,
+      metadata: { i: 2 },
+    });
+    expect(e).toEqual({
+      kind: "artifact-update",
+      taskId: "t",
+      contextId: "c",
+      artifact: { artifactId: "a", parts: [{ kind: "text", text: "chunk" }] },
+      append: true,
+      lastChunk: false,
+      metadata: { i: 2 },
+    });
+    expect(fromV03ArtifactUpdate(e)).toEqual({
+      taskId: "t",
+      contextId: "c",
+      artifact,
+      append: true,
+      lastChunk: false,
+      metadata: { i: 2 },
+    });
     const plain = toV03ArtifactUpdate({ taskId: "t", contextId: "c", artifact });
     expect("append" in plain || "lastChunk" in plain).toBe(false);
     expectInvalid(() => fromV03ArtifactUpdate({ ...e, append: "yes" }), "event.append must be true or false");
-    expectInvalid(() => fromV03StatusUpdate({ kind: "artifact-update", taskId: "t", contextId: "c", status: { state: "working" } }), 'event.kind must be "status-update"');
+    expectInvalid(
+      () => fromV03StatusUpdate({ kind: "artifact-update", taskId: "t", contextId: "c", status: { state: "working" } }),
+      'event.kind must be "status-update"',
+    );
   });
 
   it("maps each v1.0 StreamResponse to the matching v0.3 event object", () => {
     const task: Task = { id: "t", contextId: "c", status: { state: "TASK_STATE_WORKING" } };
     expect(toV03Event({ task })).toEqual(toV03Task(task));
     expect(toV03Event({ message: agentMessage })).toEqual(toV03Message(agentMessage));
-    expect(toV03Event({ statusUpdate: { taskId: "t", contextId: "c", status: { state: "TASK_STATE_FAILED" } } })).toMatchObject({ kind: "status-update", final: true, status: { state: "failed" } });
-    expect(toV03Event({ artifactUpdate: { taskId: "t", contextId: "c", artifact: { artifactId: "a", parts: [{ url: "https://x/y" }] }, lastChunk: true } })).toMatchObject({
+    expect(
+      toV03Event({ statusUpdate: { taskId: "t", contextId: "c", status: { state: "TASK_STATE_FAILED" } } }),
+    ).toMatchObject({ kind: "status-update", final: true, status: { state: "failed" } });
+    expect(
+      toV03Event({
+        artifactUpdate: {
+          taskId: "t",
+          contextId: "c",
+          artifact: { artifactId: "a", parts: [{ url: "https://x/y" }] },
+          lastChunk: true,
+        },
+      }),
+    ).toMatchObject({
       kind: "artifact-update",
       lastChunk: true,
       artifact: { parts: [{ kind: "file", file: { uri: "https://x/y" } }] },
@@ -293,7 +423,12 @@ describe("stream events", () => {
 
   it("answers message/send with the bare Task or Message", () => {
     const task: Task = { id: "t", contextId: "c", status: { state: "TASK_STATE_COMPLETED" } };
-    expect(toV03SendResult({ task })).toEqual({ kind: "task", id: "t", contextId: "c", status: { state: "completed" } });
+    expect(toV03SendResult({ task })).toEqual({
+      kind: "task",
+      id: "t",
+      contextId: "c",
+      status: { state: "completed" },
+    });
     expect(toV03SendResult({ message: agentMessage }).kind).toBe("message");
   });
 });
@@ -301,9 +436,20 @@ describe("stream events", () => {
 describe("push notification configs", () => {
   const v03 = {
     taskId: "task-1",
-    pushNotificationConfig: { id: "cfg-1", url: "https://hooks.example.org/a2a", token: "tok", authentication: { schemes: ["Bearer"], credentials: "secret" } },
+    pushNotificationConfig: {
+      id: "cfg-1",
+      url: "https://hooks.example.org/a2a",
+      token: "tok",
+      authentication: { schemes: ["Bearer"], credentials: "secret" },
+    },
   };
-  const v1 = { id: "cfg-1", taskId: "task-1", url: "https://hooks.example.org/a2a", token: "tok", authentication: { scheme: "Bearer", credentials: "secret" } };
+  const v1 = {
+    id: "cfg-1",
+    taskId: "task-1",
+    url: "https://hooks.example.org/a2a",
+    token: "tok",
+    authentication: { scheme: "Bearer", credentials: "secret" },
+  };
 
   it("round-trips {taskId, pushNotificationConfig} <-> TaskPushNotificationConfig", () => {
     expect(fromV03PushConfig(v03)).toEqual(v1);
@@ -311,27 +457,59 @@ describe("push notification configs", () => {
   });
 
   it("leaves a missing id empty for the handler to assign, and keeps only the first of several schemes", () => {
-    const c = fromV03PushConfig({ taskId: "t", pushNotificationConfig: { url: "http://h/x", authentication: { schemes: ["Basic", "Bearer"] } } });
+    const c = fromV03PushConfig({
+      taskId: "t",
+      pushNotificationConfig: { url: "http://h/x", authentication: { schemes: ["Basic", "Bearer"] } },
+    });
     expect(c).toEqual({ id: "", taskId: "t", url: "http://h/x", authentication: { scheme: "Basic" } });
-    expect(toV03PushConfig({ id: "", taskId: "t", url: "http://h/x" })).toEqual({ taskId: "t", pushNotificationConfig: { url: "http://h/x" } });
+    expect(toV03PushConfig({ id: "", taskId: "t", url: "http://h/x" })).toEqual({
+      taskId: "t",
+      pushNotificationConfig: { url: "http://h/x" },
+    });
   });
 
   it("refuses bad push configs with -32602 naming the field", () => {
     expectInvalid(() => fromV03PushConfig(null), "params must be an object");
-    expectInvalid(() => fromV03PushConfig({ pushNotificationConfig: v03.pushNotificationConfig }), "params.taskId must be a non-empty string");
-    expectInvalid(() => fromV03PushConfig({ taskId: "t" }), "params.pushNotificationConfig is required and must be an object");
-    expectInvalid(() => fromV03PushConfig({ taskId: "t", pushNotificationConfig: { url: "" } }), "params.pushNotificationConfig.url must be a non-empty string");
-    expectInvalid(() => fromV03PushConfig({ taskId: "t", pushNotificationConfig: { url: "ftp://h/x" } }), "params.pushNotificationConfig.url must be an http(s) URL");
-    expectInvalid(() => fromV03PushConfig({ taskId: "t", pushNotificationConfig: { url: "not a url" } }), "params.pushNotificationConfig.url must be an http(s) URL");
     expectInvalid(
-      () => fromV03PushConfig({ taskId: "t", pushNotificationConfig: { url: "https://h", authentication: { schemes: [] } } }),
+      () => fromV03PushConfig({ pushNotificationConfig: v03.pushNotificationConfig }),
+      "params.taskId must be a non-empty string",
+    );
+    expectInvalid(
+      () => fromV03PushConfig({ taskId: "t" }),
+      "params.pushNotificationConfig is required and must be an object",
+    );
+    expectInvalid(
+      () => fromV03PushConfig({ taskId: "t", pushNotificationConfig: { url: "" } }),
+      "params.pushNotificationConfig.url must be a non-empty string",
+    );
+    expectInvalid(
+      () => fromV03PushConfig({ taskId: "t", pushNotificationConfig: { url: "ftp://h/x" } }),
+      "params.pushNotificationConfig.url must be an http(s) URL",
+    );
+    expectInvalid(
+      () => fromV03PushConfig({ taskId: "t", pushNotificationConfig: { url: "not a url" } }),
+      "params.pushNotificationConfig.url must be an http(s) URL",
+    );
+    expectInvalid(
+      () =>
+        fromV03PushConfig({
+          taskId: "t",
+          pushNotificationConfig: { url: "https://h", authentication: { schemes: [] } },
+        }),
       "params.pushNotificationConfig.authentication.schemes must be a non-empty array",
     );
     expectInvalid(
-      () => fromV03PushConfig({ taskId: "t", pushNotificationConfig: { url: "https://h", authentication: { scheme: "Bearer" } } }),
+      () =>
+        fromV03PushConfig({
+          taskId: "t",
+          pushNotificationConfig: { url: "https://h", authentication: { scheme: "Bearer" } },
+        }),
       "params.pushNotificationConfig.authentication.schemes must be a non-empty array",
     );
-    expectInvalid(() => fromV03PushConfig({ taskId: "t", pushNotificationConfig: { url: "https://h", token: 5 } }), "params.pushNotificationConfig.token must be a string");
+    expectInvalid(
+      () => fromV03PushConfig({ taskId: "t", pushNotificationConfig: { url: "https://h", token: 5 } }),
+      "params.pushNotificationConfig.token must be a string",
+    );
   });
 });
 
@@ -348,20 +526,34 @@ describe("message/send params", () => {
     expect(v03ReturnImmediately(true)).toBe(false);
     expect(v03ReturnImmediately(false)).toBe(true);
     expect(v03ReturnImmediately(undefined)).toBe(true);
-    expect(fromV03SendParams({ message, configuration: { blocking: true } }).configuration).toEqual({ returnImmediately: false });
-    expect(fromV03SendParams({ message, configuration: { blocking: false } }).configuration).toEqual({ returnImmediately: true });
+    expect(fromV03SendParams({ message, configuration: { blocking: true } }).configuration).toEqual({
+      returnImmediately: false,
+    });
+    expect(fromV03SendParams({ message, configuration: { blocking: false } }).configuration).toEqual({
+      returnImmediately: true,
+    });
     expect(fromV03SendParams({ message, configuration: {} }).configuration).toEqual({ returnImmediately: true });
   });
 
   it("carries historyLength, acceptedOutputModes, pushNotificationConfig and metadata", () => {
     const p = fromV03SendParams({
       message,
-      configuration: { blocking: true, historyLength: 0, acceptedOutputModes: ["text/plain"], pushNotificationConfig: { url: "https://h/cb", token: "t" } },
+      configuration: {
+        blocking: true,
+        historyLength: 0,
+        acceptedOutputModes: ["text/plain"],
+        pushNotificationConfig: { url: "https://h/cb", token: "t" },
+      },
       metadata: { run: 1 },
     });
     expect(p).toEqual({
       message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "go" }] },
-      configuration: { returnImmediately: false, historyLength: 0, acceptedOutputModes: ["text/plain"], taskPushNotificationConfig: { id: "", url: "https://h/cb", token: "t", taskId: "pending" } },
+      configuration: {
+        returnImmediately: false,
+        historyLength: 0,
+        acceptedOutputModes: ["text/plain"],
+        taskPushNotificationConfig: { id: "", url: "https://h/cb", token: "t", taskId: "pending" },
+      },
       metadata: { run: 1 },
     });
   });
@@ -370,11 +562,26 @@ describe("message/send params", () => {
     expectInvalid(() => fromV03SendParams("x"), "params must be an object");
     expectInvalid(() => fromV03SendParams({}), "params.message is required and must be an object");
     expectInvalid(() => fromV03SendParams({ message, configuration: [] }), "params.configuration must be an object");
-    expectInvalid(() => fromV03SendParams({ message, configuration: { blocking: "yes" } }), "params.configuration.blocking must be true or false");
-    expectInvalid(() => fromV03SendParams({ message, configuration: { historyLength: -1 } }), "params.configuration.historyLength must be a whole number");
-    expectInvalid(() => fromV03SendParams({ message, configuration: { historyLength: 1.5 } }), "params.configuration.historyLength must be a whole number");
-    expectInvalid(() => fromV03SendParams({ message, configuration: { acceptedOutputModes: [1] } }), "params.configuration.acceptedOutputModes must be an array of strings");
-    expectInvalid(() => fromV03SendParams({ message, configuration: { pushNotificationConfig: { url: "x" } } }), "params.configuration.pushNotificationConfig.url must be an http(s) URL");
+    expectInvalid(
+      () => fromV03SendParams({ message, configuration: { blocking: "yes" } }),
+      "params.configuration.blocking must be true or false",
+    );
+    expectInvalid(
+      () => fromV03SendParams({ message, configuration: { historyLength: -1 } }),
+      "params.configuration.historyLength must be a whole number",
+    );
+    expectInvalid(
+      () => fromV03SendParams({ message, configuration: { historyLength: 1.5 } }),
+      "params.configuration.historyLength must be a whole number",
+    );
+    expectInvalid(
+      () => fromV03SendParams({ message, configuration: { acceptedOutputModes: [1] } }),
+      "params.configuration.acceptedOutputModes must be an array of strings",
+    );
+    expectInvalid(
+      () => fromV03SendParams({ message, configuration: { pushNotificationConfig: { url: "x" } } }),
+      "params.configuration.pushNotificationConfig.url must be an http(s) URL",
+    );
     expectInvalid(() => fromV03SendParams({ message, metadata: "m" }), "params.metadata must be an object");
   });
 });
@@ -384,7 +591,9 @@ describe("agent card", () => {
     name: "alpha",
     description: "an agent",
     version: "1.2.3",
-    supportedInterfaces: [{ url: "https://alpha:9443/a2a/jsonrpc", protocolBinding: "JSONRPC", protocolVersion: "1.0" }],
+    supportedInterfaces: [
+      { url: "https://alpha:9443/a2a/jsonrpc", protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+    ],
     provider: { organization: "fleet", url: "https://fleet.example" },
     capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: true },
     securitySchemes: { mtls: { mtlsSecurityScheme: { description: "present a fleet cert" } } },
@@ -431,7 +640,9 @@ describe("agent card", () => {
 
 describe("the Hermes legacy record", () => {
   it("validates tasks/send params", () => {
-    expect(legacySendParams({ task: "  Analyze README.md  ", requester: "timmy", metadata: { p: 1 }, taskId: "abc" })).toEqual({ task: "Analyze README.md", requester: "timmy", metadata: { p: 1 }, taskId: "abc" });
+    expect(
+      legacySendParams({ task: "  Analyze README.md  ", requester: "timmy", metadata: { p: 1 }, taskId: "abc" }),
+    ).toEqual({ task: "Analyze README.md", requester: "timmy", metadata: { p: 1 }, taskId: "abc" });
     expect(legacySendParams({ task: "x", requester: null, metadata: null })).toEqual({ task: "x", metadata: {} });
     expectInvalid(() => legacySendParams(undefined), "params must be an object");
     expectInvalid(() => legacySendParams({}), "params.task is required and must be a non-empty string");
@@ -451,7 +662,11 @@ describe("the Hermes legacy record", () => {
     });
     // A caller-given taskId is the message id (so retries are idempotent); requester is the caller's word, but
     // peer_cn is always the name its certificate proves: a caller cannot name another peer there.
-    const q = legacyToSendParams({ task: "x", requester: "timmy", metadata: { peer_cn: "beta" }, taskId: "t-42" }, "alpha", () => "unused");
+    const q = legacyToSendParams(
+      { task: "x", requester: "timmy", metadata: { peer_cn: "beta" }, taskId: "t-42" },
+      "alpha",
+      () => "unused",
+    );
     expect(q.message.messageId).toBe("t-42");
     expect(q.metadata).toEqual({ peer_cn: "alpha", [LEGACY_METADATA_KEY]: { task: "x", requester: "timmy" } });
   });
@@ -486,7 +701,14 @@ describe("the Hermes legacy record", () => {
       expect(r.artifacts).toEqual([]);
     }
     const failed = toLegacyRecord(
-      { id: "t", contextId: "c", status: { state: "TASK_STATE_FAILED", message: { messageId: "e", role: "ROLE_AGENT", parts: [{ text: "boom" }] } } },
+      {
+        id: "t",
+        contextId: "c",
+        status: {
+          state: "TASK_STATE_FAILED",
+          message: { messageId: "e", role: "ROLE_AGENT", parts: [{ text: "boom" }] },
+        },
+      },
       "alpha",
     );
     expect(failed.status.message).toContain("boom");
@@ -494,17 +716,42 @@ describe("the Hermes legacy record", () => {
 
   it("falls back to the first user message and the caller for tasks not made by tasks/send", () => {
     const r = toLegacyRecord(
-      { id: "t", contextId: "c", status: { state: "TASK_STATE_WORKING" }, history: [{ messageId: "u", role: "ROLE_USER", parts: [{ text: "from v1" }] }] },
+      {
+        id: "t",
+        contextId: "c",
+        status: { state: "TASK_STATE_WORKING" },
+        history: [{ messageId: "u", role: "ROLE_USER", parts: [{ text: "from v1" }] }],
+      },
       "alpha",
     );
-    expect(r).toMatchObject({ task: "from v1", requester: "alpha", metadata: { peer_cn: "alpha" }, status: { state: "working", message: "Task is running" } });
+    expect(r).toMatchObject({
+      task: "from v1",
+      requester: "alpha",
+      metadata: { peer_cn: "alpha" },
+      status: { state: "working", message: "Task is running" },
+    });
     // A peer_cn a caller wrote into a v1.0 task's metadata is not shown as the node's.
-    const forged = toLegacyRecord({ id: "t", contextId: "c", status: { state: "TASK_STATE_WORKING" }, metadata: { peer_cn: "beta", x: 1 } }, "alpha");
+    const forged = toLegacyRecord(
+      { id: "t", contextId: "c", status: { state: "TASK_STATE_WORKING" }, metadata: { peer_cn: "beta", x: 1 } },
+      "alpha",
+    );
     expect(forged.metadata).toEqual({ peer_cn: "alpha", x: 1 });
   });
 
   it("reports a direct Message answer as a completed record", () => {
-    const r = legacyRecordFromMessage({ messageId: "m", role: "ROLE_AGENT", parts: [{ text: "instant" }] }, { task: "q", metadata: { peer_cn: "beta" }, taskId: "t-1" }, "alpha", () => "NOW");
-    expect(r).toEqual({ taskId: "t-1", task: "q", requester: "alpha", metadata: { peer_cn: "alpha" }, artifacts: [{ text: "instant" }], status: { state: "completed", message: "Task completed", timestamp: "NOW" } });
+    const r = legacyRecordFromMessage(
+      { messageId: "m", role: "ROLE_AGENT", parts: [{ text: "instant" }] },
+      { task: "q", metadata: { peer_cn: "beta" }, taskId: "t-1" },
+      "alpha",
+      () => "NOW",
+    );
+    expect(r).toEqual({
+      taskId: "t-1",
+      task: "q",
+      requester: "alpha",
+      metadata: { peer_cn: "alpha" },
+      artifacts: [{ text: "instant" }],
+      status: { state: "completed", message: "Task completed", timestamp: "NOW" },
+    });
   });
 });

@@ -66,7 +66,9 @@ function fake(over: Partial<A2ARequestHandler> = {}) {
       const task: Task = {
         id,
         contextId: params.message.contextId ?? "ctx-1",
-        status: returnNow ? { state: "TASK_STATE_SUBMITTED", timestamp: NOW } : { state: "TASK_STATE_COMPLETED", timestamp: NOW },
+        status: returnNow
+          ? { state: "TASK_STATE_SUBMITTED", timestamp: NOW }
+          : { state: "TASK_STATE_COMPLETED", timestamp: NOW },
         history: [{ ...params.message, taskId: id, contextId: "ctx-1" }],
         ...(returnNow ? {} : { artifacts: [{ artifactId: "a1", parts: [{ text: "echo: done" }] }] }),
         ...(params.metadata ? { metadata: params.metadata } : {}),
@@ -79,9 +81,27 @@ function fake(over: Partial<A2ARequestHandler> = {}) {
       const t: Task = { id: "task-s", contextId: "ctx-s", status: { state: "TASK_STATE_SUBMITTED" } };
       return stream([
         { response: { task: t } },
-        { seq: 1, response: { statusUpdate: { taskId: "task-s", contextId: "ctx-s", status: { state: "TASK_STATE_WORKING" } } } },
-        { seq: 2, response: { artifactUpdate: { taskId: "task-s", contextId: "ctx-s", artifact: { artifactId: "a", parts: [{ text: "chunk" }] }, lastChunk: true } } },
-        { seq: 3, response: { statusUpdate: { taskId: "task-s", contextId: "ctx-s", status: { state: "TASK_STATE_COMPLETED" } } } },
+        {
+          seq: 1,
+          response: { statusUpdate: { taskId: "task-s", contextId: "ctx-s", status: { state: "TASK_STATE_WORKING" } } },
+        },
+        {
+          seq: 2,
+          response: {
+            artifactUpdate: {
+              taskId: "task-s",
+              contextId: "ctx-s",
+              artifact: { artifactId: "a", parts: [{ text: "chunk" }] },
+              lastChunk: true,
+            },
+          },
+        },
+        {
+          seq: 3,
+          response: {
+            statusUpdate: { taskId: "task-s", contextId: "ctx-s", status: { state: "TASK_STATE_COMPLETED" } },
+          },
+        },
       ]);
     },
     async getTask(params: GetTaskParams, c) {
@@ -100,7 +120,14 @@ function fake(over: Partial<A2ARequestHandler> = {}) {
     },
     async subscribeToTask(params, c, afterSeq) {
       record("subscribeToTask", params, c, afterSeq);
-      return stream([{ seq: 8, response: { statusUpdate: { taskId: params.id, contextId: "ctx-1", status: { state: "TASK_STATE_INPUT_REQUIRED" } } } }]);
+      return stream([
+        {
+          seq: 8,
+          response: {
+            statusUpdate: { taskId: params.id, contextId: "ctx-1", status: { state: "TASK_STATE_INPUT_REQUIRED" } },
+          },
+        },
+      ]);
     },
     async createTaskPushNotificationConfig(params, c) {
       record("createTaskPushNotificationConfig", params, c);
@@ -170,8 +197,15 @@ describe("v03Methods: the method table", () => {
 
   it("writes errors as plain {code, message, data?} without an ErrorInfo array", () => {
     const t = v03Methods(fake().handler);
-    expect(t.error(A2AError.taskNotFound("t-1"))).toEqual({ code: -32001, message: "Task not found: t-1", data: { taskId: "t-1" } });
-    expect(t.error(A2AError.invalidParams("params.id must be a non-empty task id"))).toEqual({ code: -32602, message: "params.id must be a non-empty task id" });
+    expect(t.error(A2AError.taskNotFound("t-1"))).toEqual({
+      code: -32001,
+      message: "Task not found: t-1",
+      data: { taskId: "t-1" },
+    });
+    expect(t.error(A2AError.invalidParams("params.id must be a non-empty task id"))).toEqual({
+      code: -32602,
+      message: "params.id must be a non-empty task id",
+    });
     expect(JSON.stringify(t.error(A2AError.taskNotCancelable("t", "TASK_STATE_COMPLETED")))).not.toContain("ErrorInfo");
   });
 });
@@ -191,7 +225,16 @@ describe("message/send", () => {
       id: "task-1",
       contextId: "ctx-1",
       status: { state: "completed", timestamp: NOW },
-      history: [{ kind: "message", messageId: "m-1", role: "user", parts: [{ kind: "text", text: "hello" }], contextId: "ctx-1", taskId: "task-1" }],
+      history: [
+        {
+          kind: "message",
+          messageId: "m-1",
+          role: "user",
+          parts: [{ kind: "text", text: "hello" }],
+          contextId: "ctx-1",
+          taskId: "task-1",
+        },
+      ],
       artifacts: [{ artifactId: "a1", parts: [{ kind: "text", text: "echo: done" }] }],
       metadata: { run: 1 },
     });
@@ -203,7 +246,9 @@ describe("message/send", () => {
     await send({ message: userMessage }, ctx);
     await send({ message: userMessage, configuration: { blocking: true, historyLength: 2 } }, ctx);
     await send({ message: userMessage, configuration: { blocking: false } }, ctx);
-    const r = (await send({ message: userMessage, configuration: { acceptedOutputModes: ["text/plain"] } }, ctx)) as { status: { state: string } };
+    const r = (await send({ message: userMessage, configuration: { acceptedOutputModes: ["text/plain"] } }, ctx)) as {
+      status: { state: string };
+    };
     const configs = f.calls.map((c) => (c.params as SendMessageParams).configuration);
     expect(configs).toEqual([
       undefined,
@@ -216,19 +261,38 @@ describe("message/send", () => {
 
   it("answers a Message result as the bare v0.3 Message", async () => {
     const f = fake({
-      sendMessage: async (): Promise<SendMessageResult> => ({ message: { messageId: "r-1", role: "ROLE_AGENT", parts: [{ data: { answer: 42 } }] } }),
+      sendMessage: async (): Promise<SendMessageResult> => ({
+        message: { messageId: "r-1", role: "ROLE_AGENT", parts: [{ data: { answer: 42 } }] },
+      }),
     });
     const res = await v03Methods(f.handler).unary["message/send"]({ message: userMessage }, ctx);
-    expect(res).toEqual({ kind: "message", messageId: "r-1", role: "agent", parts: [{ kind: "data", data: { answer: 42 } }] });
+    expect(res).toEqual({
+      kind: "message",
+      messageId: "r-1",
+      role: "agent",
+      parts: [{ kind: "data", data: { answer: 42 } }],
+    });
   });
 
   it("refuses bad params with -32602 before reaching the handler", async () => {
     const f = fake();
     const send = v03Methods(f.handler).unary["message/send"];
     await rejection(send(undefined, ctx), -32602, "params must be an object");
-    await rejection(send({ message: { ...userMessage, role: "ROLE_USER" } }, ctx), -32602, 'params.message.role must be "user" or "agent"');
-    await rejection(send({ message: { ...userMessage, parts: [{ text: "v1 style" }] } }, ctx), -32602, 'params.message.parts[0].kind must be "text", "file" or "data"');
-    await rejection(send({ message: userMessage, configuration: { blocking: 1 } }, ctx), -32602, "params.configuration.blocking must be true or false");
+    await rejection(
+      send({ message: { ...userMessage, role: "ROLE_USER" } }, ctx),
+      -32602,
+      'params.message.role must be "user" or "agent"',
+    );
+    await rejection(
+      send({ message: { ...userMessage, parts: [{ text: "v1 style" }] } }, ctx),
+      -32602,
+      'params.message.parts[0].kind must be "text", "file" or "data"',
+    );
+    await rejection(
+      send({ message: userMessage, configuration: { blocking: 1 } }, ctx),
+      -32602,
+      "params.configuration.blocking must be true or false",
+    );
     expect(f.calls).toEqual([]);
   });
 
@@ -238,7 +302,10 @@ describe("message/send", () => {
         throw A2AError.unsupportedOperation("task t is TASK_STATE_COMPLETED and cannot take more messages");
       },
     });
-    const err = await rejection(v03Methods(f.handler).unary["message/send"]({ message: { ...userMessage, taskId: "t" } }, ctx), -32004);
+    const err = await rejection(
+      v03Methods(f.handler).unary["message/send"]({ message: { ...userMessage, taskId: "t" } }, ctx),
+      -32004,
+    );
     expect(err.message).toContain("cannot take more messages");
   });
 });
@@ -248,7 +315,10 @@ describe("tasks/get and tasks/cancel", () => {
     const f = fake();
     const m = v03Methods(f.handler);
     await m.unary["message/send"]({ message: userMessage }, ctx);
-    const res = (await m.unary["tasks/get"]({ id: "task-1", historyLength: 0 }, ctx)) as { kind: string; status: { state: string } };
+    const res = (await m.unary["tasks/get"]({ id: "task-1", historyLength: 0 }, ctx)) as {
+      kind: string;
+      status: { state: string };
+    };
     expect(f.calls[1]).toEqual({ method: "getTask", params: { id: "task-1", historyLength: 0 }, ctx });
     expect(res.kind).toBe("task");
     expect(res.status.state).toBe("completed");
@@ -257,7 +327,11 @@ describe("tasks/get and tasks/cancel", () => {
   it("refuses a tasks/get without id or taskId, and passes not-found through", async () => {
     const m = v03Methods(fake().handler);
     await rejection(m.unary["tasks/get"]({}, ctx), -32602, "params.id must be a non-empty task id");
-    await rejection(m.unary["tasks/get"]({ id: "t", historyLength: -2 }, ctx), -32602, "params.historyLength must be a whole number");
+    await rejection(
+      m.unary["tasks/get"]({ id: "t", historyLength: -2 }, ctx),
+      -32602,
+      "params.historyLength must be a whole number",
+    );
     await rejection(m.unary["tasks/get"]("t", ctx), -32602, "params must be an object");
     await rejection(m.unary["tasks/get"]({ id: "nope" }, ctx), -32001);
   });
@@ -266,7 +340,10 @@ describe("tasks/get and tasks/cancel", () => {
     const f = fake();
     const m = v03Methods(f.handler);
     await m.unary["message/send"]({ message: userMessage, configuration: { blocking: false } }, ctx);
-    const res = (await m.unary["tasks/cancel"]({ id: "task-1", metadata: { why: "test" } }, ctx)) as { kind: string; status: { state: string } };
+    const res = (await m.unary["tasks/cancel"]({ id: "task-1", metadata: { why: "test" } }, ctx)) as {
+      kind: string;
+      status: { state: string };
+    };
     expect(f.calls.at(-1)).toEqual({ method: "cancelTask", params: { id: "task-1" }, ctx });
     expect(res).toMatchObject({ kind: "task", id: "task-1", status: { state: "canceled" } });
     await rejection(m.unary["tasks/cancel"]({ taskId: "task-1" }, ctx), -32602, "params.id");
@@ -274,12 +351,26 @@ describe("tasks/get and tasks/cancel", () => {
 });
 
 describe("push notification configs", () => {
-  const set = { taskId: "task-1", pushNotificationConfig: { id: "cfg-a", url: "https://hooks.example/a2a", token: "tok", authentication: { schemes: ["Bearer"], credentials: "s3cret" } } };
+  const set = {
+    taskId: "task-1",
+    pushNotificationConfig: {
+      id: "cfg-a",
+      url: "https://hooks.example/a2a",
+      token: "tok",
+      authentication: { schemes: ["Bearer"], credentials: "s3cret" },
+    },
+  };
 
   it("set converts to the v1.0 config and answers the v0.3 {taskId, pushNotificationConfig}", async () => {
     const f = fake();
     const res = await v03Methods(f.handler).unary["tasks/pushNotificationConfig/set"](set, ctx);
-    expect(f.calls[0].params).toEqual({ id: "cfg-a", taskId: "task-1", url: "https://hooks.example/a2a", token: "tok", authentication: { scheme: "Bearer", credentials: "s3cret" } });
+    expect(f.calls[0].params).toEqual({
+      id: "cfg-a",
+      taskId: "task-1",
+      url: "https://hooks.example/a2a",
+      token: "tok",
+      authentication: { scheme: "Bearer", credentials: "s3cret" },
+    });
     expect(res).toEqual(set);
   });
 
@@ -287,17 +378,37 @@ describe("push notification configs", () => {
     const f = fake();
     const m = v03Methods(f.handler);
     await m.unary["tasks/pushNotificationConfig/set"](set, ctx);
-    await m.unary["tasks/pushNotificationConfig/set"]({ taskId: "task-1", pushNotificationConfig: { url: "https://hooks.example/b" } }, ctx);
-    expect(await m.unary["tasks/pushNotificationConfig/get"]({ id: "task-1", pushNotificationConfigId: "cfg-2" }, ctx)).toEqual({
+    await m.unary["tasks/pushNotificationConfig/set"](
+      { taskId: "task-1", pushNotificationConfig: { url: "https://hooks.example/b" } },
+      ctx,
+    );
+    expect(
+      await m.unary["tasks/pushNotificationConfig/get"]({ id: "task-1", pushNotificationConfigId: "cfg-2" }, ctx),
+    ).toEqual({
       taskId: "task-1",
       pushNotificationConfig: { id: "cfg-2", url: "https://hooks.example/b" },
     });
-    expect(f.calls.at(-1)).toMatchObject({ method: "getTaskPushNotificationConfig", params: { taskId: "task-1", id: "cfg-2" } });
+    expect(f.calls.at(-1)).toMatchObject({
+      method: "getTaskPushNotificationConfig",
+      params: { taskId: "task-1", id: "cfg-2" },
+    });
     expect(await m.unary["tasks/pushNotificationConfig/get"]({ id: "task-1" }, ctx)).toEqual(set);
     expect(f.calls.at(-1)?.method).toBe("listTaskPushNotificationConfigs");
-    await rejection(m.unary["tasks/pushNotificationConfig/get"]({ id: "task-2" }, ctx), -32001, "No push notification config");
-    await rejection(m.unary["tasks/pushNotificationConfig/get"]({ taskId: "task-1" }, ctx), -32602, "params.id must be a non-empty string");
-    await rejection(m.unary["tasks/pushNotificationConfig/get"]({ id: "task-1", pushNotificationConfigId: 3 }, ctx), -32602, "params.pushNotificationConfigId");
+    await rejection(
+      m.unary["tasks/pushNotificationConfig/get"]({ id: "task-2" }, ctx),
+      -32001,
+      "No push notification config",
+    );
+    await rejection(
+      m.unary["tasks/pushNotificationConfig/get"]({ taskId: "task-1" }, ctx),
+      -32602,
+      "params.id must be a non-empty string",
+    );
+    await rejection(
+      m.unary["tasks/pushNotificationConfig/get"]({ id: "task-1", pushNotificationConfigId: 3 }, ctx),
+      -32602,
+      "params.pushNotificationConfigId",
+    );
   });
 
   it("list answers a plain array and walks every page of the handler", async () => {
@@ -324,15 +435,24 @@ describe("push notification configs", () => {
     const f = fake();
     const m = v03Methods(f.handler);
     await m.unary["tasks/pushNotificationConfig/set"](set, ctx);
-    expect(await m.unary["tasks/pushNotificationConfig/delete"]({ id: "task-1", pushNotificationConfigId: "cfg-a" }, ctx)).toBeNull();
+    expect(
+      await m.unary["tasks/pushNotificationConfig/delete"]({ id: "task-1", pushNotificationConfigId: "cfg-a" }, ctx),
+    ).toBeNull();
     expect(f.configs).toEqual([]);
-    await rejection(m.unary["tasks/pushNotificationConfig/delete"]({ id: "task-1" }, ctx), -32602, "params.pushNotificationConfigId must be a non-empty string");
+    await rejection(
+      m.unary["tasks/pushNotificationConfig/delete"]({ id: "task-1" }, ctx),
+      -32602,
+      "params.pushNotificationConfigId must be a non-empty string",
+    );
   });
 
   it("refuses a set with a bad url before reaching the handler", async () => {
     const f = fake();
     await rejection(
-      v03Methods(f.handler).unary["tasks/pushNotificationConfig/set"]({ taskId: "t", pushNotificationConfig: { url: "file:///etc/passwd" } }, ctx),
+      v03Methods(f.handler).unary["tasks/pushNotificationConfig/set"](
+        { taskId: "t", pushNotificationConfig: { url: "file:///etc/passwd" } },
+        ctx,
+      ),
       -32602,
       "params.pushNotificationConfig.url must be an http(s) URL",
     );
@@ -368,19 +488,40 @@ describe("agent/getAuthenticatedExtendedCard", () => {
 describe("streams", () => {
   it("message/stream maps every item to the v0.3 event and keeps the sequence number as the event id", async () => {
     const f = fake();
-    const events = await collect(await v03Methods(f.handler).stream["message/stream"]({ message: userMessage, configuration: { blocking: false, historyLength: 1 } }, ctx, undefined));
+    const events = await collect(
+      await v03Methods(f.handler).stream["message/stream"](
+        { message: userMessage, configuration: { blocking: false, historyLength: 1 } },
+        ctx,
+        undefined,
+      ),
+    );
     // blocking means nothing to a stream: no returnImmediately reaches the handler.
     expect((f.calls[0].params as SendMessageParams).configuration).toEqual({ historyLength: 1 });
     expect(events.map((e) => e.id)).toEqual([undefined, "1", "2", "3"]);
-    expect(events.map((e) => (e.result as { kind: string }).kind)).toEqual(["task", "status-update", "artifact-update", "status-update"]);
-    expect(events[1].result).toEqual({ kind: "status-update", taskId: "task-s", contextId: "ctx-s", status: { state: "working" }, final: false });
+    expect(events.map((e) => (e.result as { kind: string }).kind)).toEqual([
+      "task",
+      "status-update",
+      "artifact-update",
+      "status-update",
+    ]);
+    expect(events[1].result).toEqual({
+      kind: "status-update",
+      taskId: "task-s",
+      contextId: "ctx-s",
+      status: { state: "working" },
+      final: false,
+    });
     expect(events[2].result).toMatchObject({ lastChunk: true, artifact: { parts: [{ kind: "text", text: "chunk" }] } });
     expect(events[3].result).toMatchObject({ status: { state: "completed" }, final: true });
   });
 
   it("message/stream refuses bad params before the handler", async () => {
     const f = fake();
-    await rejection(v03Methods(f.handler).stream["message/stream"]({ message: { messageId: "x" } }, ctx, undefined), -32602, 'params.message.role must be "user" or "agent"');
+    await rejection(
+      v03Methods(f.handler).stream["message/stream"]({ message: { messageId: "x" } }, ctx, undefined),
+      -32602,
+      'params.message.role must be "user" or "agent"',
+    );
     expect(f.calls).toEqual([]);
   });
 
@@ -389,7 +530,18 @@ describe("streams", () => {
     const m = v03Methods(f.handler);
     const events = await collect(await m.stream["tasks/resubscribe"]({ id: "task-7" }, ctx, "7"));
     expect(f.calls).toEqual([{ method: "subscribeToTask", params: { id: "task-7" }, ctx, afterSeq: 7 }]);
-    expect(events).toEqual([{ id: "8", result: { kind: "status-update", taskId: "task-7", contextId: "ctx-1", status: { state: "input-required" }, final: true } }]);
+    expect(events).toEqual([
+      {
+        id: "8",
+        result: {
+          kind: "status-update",
+          taskId: "task-7",
+          contextId: "ctx-1",
+          status: { state: "input-required" },
+          final: true,
+        },
+      },
+    ]);
     await collect(await m.stream["tasks/resubscribe"]({ id: "task-7" }, ctx, undefined));
     expect(f.calls[1].afterSeq).toBeUndefined();
     await rejection(m.stream["tasks/resubscribe"]({ id: "task-7" }, ctx, "abc"), -32602, "Last-Event-ID");
@@ -401,14 +553,21 @@ describe("the Hermes legacy calls", () => {
   it("tasks/send creates the task through sendMessage (non-blocking, user text) and answers the Hermes record", async () => {
     const f = fake();
     const m = v03Methods(f.handler, { newId: () => "fresh-1" });
-    const rec = await m.unary["tasks/send"]({ task: "Analyze README.md", requester: "timmy", metadata: { prio: "high" } }, ctx);
+    const rec = await m.unary["tasks/send"](
+      { task: "Analyze README.md", requester: "timmy", metadata: { prio: "high" } },
+      ctx,
+    );
     expect(f.calls).toEqual([
       {
         method: "sendMessage",
         params: {
           message: { messageId: "fresh-1", role: "ROLE_USER", parts: [{ text: "Analyze README.md" }] },
           configuration: { returnImmediately: true },
-          metadata: { prio: "high", peer_cn: "alpha", [LEGACY_METADATA_KEY]: { task: "Analyze README.md", requester: "timmy" } },
+          metadata: {
+            prio: "high",
+            peer_cn: "alpha",
+            [LEGACY_METADATA_KEY]: { task: "Analyze README.md", requester: "timmy" },
+          },
         },
         ctx,
       },
@@ -464,8 +623,13 @@ describe("the Hermes legacy calls", () => {
     const f = fake();
     const m = v03Methods(f.handler);
     const sent = (await m.unary["tasks/send"]({ task: "explode" }, ctx)) as { taskId: string };
-    f.tasks.get(sent.taskId)!.status = { state: "TASK_STATE_FAILED", message: { messageId: "e", role: "ROLE_AGENT", parts: [{ text: "boom" }] } };
-    const rec = (await m.unary["tasks/get"]({ taskId: sent.taskId }, ctx)) as { status: { state: string; message: string } };
+    f.tasks.get(sent.taskId)!.status = {
+      state: "TASK_STATE_FAILED",
+      message: { messageId: "e", role: "ROLE_AGENT", parts: [{ text: "boom" }] },
+    };
+    const rec = (await m.unary["tasks/get"]({ taskId: sent.taskId }, ctx)) as {
+      status: { state: string; message: string };
+    };
     expect(rec.status.state).toBe("failed");
     expect(rec.status.message).toContain("boom");
   });
@@ -481,9 +645,16 @@ describe("the Hermes legacy calls", () => {
   });
 
   it("a tasks/send answered with a Message becomes a completed record", async () => {
-    const f = fake({ sendMessage: async () => ({ message: { messageId: "r", role: "ROLE_AGENT", parts: [{ text: "right away" }] } }) });
+    const f = fake({
+      sendMessage: async () => ({ message: { messageId: "r", role: "ROLE_AGENT", parts: [{ text: "right away" }] } }),
+    });
     const rec = await v03Methods(f.handler).unary["tasks/send"]({ task: "quick", taskId: "h-1" }, ctx);
-    expect(rec).toMatchObject({ taskId: "h-1", task: "quick", artifacts: [{ text: "right away" }], status: { state: "completed", message: "Task completed" } });
+    expect(rec).toMatchObject({
+      taskId: "h-1",
+      task: "quick",
+      artifacts: [{ text: "right away" }],
+      status: { state: "completed", message: "Task completed" },
+    });
   });
 });
 
@@ -500,7 +671,8 @@ describe("interop with @a2a-js/sdk's v0.3 JSON-RPC client", () => {
         if (Object.hasOwn(table.stream, req.method)) {
           const events = await table.stream[req.method](req.params, ctx, undefined);
           let sse = "";
-          for await (const e of events) sse += `${e.id ? `id: ${e.id}\n` : ""}data: ${JSON.stringify(envelope({ result: e.result }))}\n\n`;
+          for await (const e of events)
+            sse += `${e.id ? `id: ${e.id}\n` : ""}data: ${JSON.stringify(envelope({ result: e.result }))}\n\n`;
           return new Response(sse, { headers: { "Content-Type": "text/event-stream" } });
         }
         const result = await table.unary[req.method](req.params, ctx);
@@ -518,7 +690,12 @@ describe("interop with @a2a-js/sdk's v0.3 JSON-RPC client", () => {
     role: 1,
     parts: [
       { content: { $case: "text", value: "hi" }, metadata: undefined, filename: "", mediaType: "" },
-      { content: { $case: "url", value: "https://x/f.pdf" }, metadata: undefined, filename: "f.pdf", mediaType: "application/pdf" },
+      {
+        content: { $case: "url", value: "https://x/f.pdf" },
+        metadata: undefined,
+        filename: "f.pdf",
+        mediaType: "application/pdf",
+      },
       { content: { $case: "data", value: [1, 2] }, metadata: undefined, filename: "", mediaType: "" },
     ],
     metadata: undefined,
@@ -529,10 +706,23 @@ describe("interop with @a2a-js/sdk's v0.3 JSON-RPC client", () => {
   it("sendMessage and getTask round-trip through the SDK client", async () => {
     const f = fake();
     const client = sdkClient(v03Methods(f.handler));
-    const sent = (await client.sendMessage({ tenant: "", message: sdkMessage, configuration: { acceptedOutputModes: [], historyLength: 5, returnImmediately: false }, metadata: undefined } as never)) as any;
+    const sent = (await client.sendMessage({
+      tenant: "",
+      message: sdkMessage,
+      configuration: { acceptedOutputModes: [], historyLength: 5, returnImmediately: false },
+      metadata: undefined,
+    } as never)) as any;
     // What reached our handler: every SDK part kind, the array data part unwrapped, blocking honoured.
     expect(f.calls[0].params).toEqual({
-      message: { messageId: "sdk-1", role: "ROLE_USER", parts: [{ text: "hi" }, { url: "https://x/f.pdf", filename: "f.pdf", mediaType: "application/pdf" }, { data: [1, 2] }] },
+      message: {
+        messageId: "sdk-1",
+        role: "ROLE_USER",
+        parts: [
+          { text: "hi" },
+          { url: "https://x/f.pdf", filename: "f.pdf", mediaType: "application/pdf" },
+          { data: [1, 2] },
+        ],
+      },
       configuration: { returnImmediately: false, historyLength: 5, acceptedOutputModes: [] },
     });
     // What the SDK made of our answer (its core enums: TASK_STATE_COMPLETED = 3, ROLE_USER = 1).
@@ -548,22 +738,50 @@ describe("interop with @a2a-js/sdk's v0.3 JSON-RPC client", () => {
   it("streams parse in the SDK client, in order", async () => {
     const client = sdkClient(v03Methods(fake().handler));
     const seen: string[] = [];
-    for await (const r of client.sendMessageStream({ tenant: "", message: sdkMessage } as never) as AsyncIterable<any>) seen.push(r.payload.$case);
+    for await (const r of client.sendMessageStream({ tenant: "", message: sdkMessage } as never) as AsyncIterable<any>)
+      seen.push(r.payload.$case);
     expect(seen).toEqual(["task", "statusUpdate", "artifactUpdate", "statusUpdate"]);
   });
 
   it("push config set/get/list/delete and the extended card parse in the SDK client", async () => {
     const f = fake();
     const client = sdkClient(v03Methods(f.handler));
-    const cfg = { tenant: "", taskId: "task-1", id: "cfg-a", url: "https://hooks.example/a2a", token: "tok", authentication: { scheme: "Bearer", credentials: "s" } };
+    const cfg = {
+      tenant: "",
+      taskId: "task-1",
+      id: "cfg-a",
+      url: "https://hooks.example/a2a",
+      token: "tok",
+      authentication: { scheme: "Bearer", credentials: "s" },
+    };
     const created = (await client.createTaskPushNotificationConfig(cfg as never)) as any;
-    expect(created).toMatchObject({ taskId: "task-1", id: "cfg-a", url: "https://hooks.example/a2a", token: "tok", authentication: { scheme: "Bearer", credentials: "s" } });
-    expect(((await client.getTaskPushNotificationConfig({ tenant: "", taskId: "task-1", id: "cfg-a" } as never)) as any).url).toBe("https://hooks.example/a2a");
-    expect(((await client.listTaskPushNotificationConfig({ tenant: "", taskId: "task-1", pageSize: 0, pageToken: "" } as never)) as any).configs).toHaveLength(1);
+    expect(created).toMatchObject({
+      taskId: "task-1",
+      id: "cfg-a",
+      url: "https://hooks.example/a2a",
+      token: "tok",
+      authentication: { scheme: "Bearer", credentials: "s" },
+    });
+    expect(
+      ((await client.getTaskPushNotificationConfig({ tenant: "", taskId: "task-1", id: "cfg-a" } as never)) as any).url,
+    ).toBe("https://hooks.example/a2a");
+    expect(
+      (
+        (await client.listTaskPushNotificationConfig({
+          tenant: "",
+          taskId: "task-1",
+          pageSize: 0,
+          pageToken: "",
+        } as never)) as any
+      ).configs,
+    ).toHaveLength(1);
     await client.deleteTaskPushNotificationConfig({ tenant: "", taskId: "task-1", id: "cfg-a" } as never);
     expect(f.configs).toEqual([]);
     const sdkCard = (await client.getExtendedAgentCard({ tenant: "" } as never)) as any;
-    expect(sdkCard.supportedInterfaces[0]).toMatchObject({ url: "https://alpha:9443/a2a/jsonrpc", protocolBinding: "JSONRPC" });
+    expect(sdkCard.supportedInterfaces[0]).toMatchObject({
+      url: "https://alpha:9443/a2a/jsonrpc",
+      protocolBinding: "JSONRPC",
+    });
     expect(sdkCard.securitySchemes.mtls.scheme.$case).toBe("mtlsSecurityScheme");
     expect(sdkCard.capabilities.extendedAgentCard).toBe(true);
   });

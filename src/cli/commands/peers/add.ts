@@ -34,11 +34,16 @@ async function addPeer(args: string[], ctx: CommandContext): Promise<number> {
   if ([flags.pin, flags["key-pin"], flags.fingerprint].filter((f) => f !== undefined && f !== false).length > 1)
     throw new UsageError("--pin, --key-pin and --fingerprint do not go together (--pin reads the key from the peer)");
   if (flags["key-pin"] !== undefined && !isKeyPin(flags["key-pin"]))
-    throw new UsageError("--key-pin must be a key pin like spki:sha256:... (43 base64url characters), as 'a2a-node pki show' prints it on the peer");
-  if (flags.fingerprint && !FINGERPRINT.test(flags.fingerprint)) throw new UsageError("--fingerprint must be a SHA-256 fingerprint like AB:CD:... (32 bytes)");
+    throw new UsageError(
+      "--key-pin must be a key pin like spki:sha256:... (43 base64url characters), as 'a2a-node pki show' prints it on the peer",
+    );
+  if (flags.fingerprint && !FINGERPRINT.test(flags.fingerprint))
+    throw new UsageError("--fingerprint must be a SHA-256 fingerprint like AB:CD:... (32 bytes)");
   const outside = wantsOutside(flags);
   if (outside && (flags.pin || flags["key-pin"] || flags.fingerprint))
-    throw new UsageError("--pin, --key-pin and --fingerprint are for fleet peers; a peer outside the fleet is verified by its CA (the system's, or --ca FILE)");
+    throw new UsageError(
+      "--pin, --key-pin and --fingerprint are for fleet peers; a peer outside the fleet is verified by its CA (the system's, or --ca FILE)",
+    );
   const name = peerName(typedName, ctx);
   let toAdd: Omit<Peer, "addedAt">;
   if (outside) toAdd = outsidePeer(name, typedUrl, flags, ctx);
@@ -46,8 +51,17 @@ async function addPeer(args: string[], ctx: CommandContext): Promise<number> {
     const url = peerUrl(typedUrl, ctx);
     const fingerprint = flags.fingerprint?.toUpperCase();
     let keyPin = flags["key-pin"];
-    if (flags.pin) keyPin = (await fetchPeerFacts(await loadClientIdentity(ctx.home), url, name, { ...clientPolicy(ctx.home, ctx.io, flags), home: ctx.home })).certificate.keyPin;
-    if (fingerprint) ctx.io.stderr.write("note: --fingerprint pins one certificate, which the peer's next renewal replaces; --pin or --key-pin pins its key, which renewals keep\n");
+    if (flags.pin)
+      keyPin = (
+        await fetchPeerFacts(await loadClientIdentity(ctx.home), url, name, {
+          ...clientPolicy(ctx.home, ctx.io, flags),
+          home: ctx.home,
+        })
+      ).certificate.keyPin;
+    if (fingerprint)
+      ctx.io.stderr.write(
+        "note: --fingerprint pins one certificate, which the peer's next renewal replaces; --pin or --key-pin pins its key, which renewals keep\n",
+      );
     toAdd = { name, url, keyPin, fingerprint };
   }
   const url = toAdd.url;
@@ -62,7 +76,8 @@ async function addPeer(args: string[], ctx: CommandContext): Promise<number> {
           : `added peer ${peer.name} at ${peer.url}${peer.keyPin || peer.fingerprint ? ` (${pinText(peer)})` : ""}\n`,
     );
   } catch (err) {
-    if (err instanceof PeerExistsError) throw new CliError(err.message, ExitCode.Failure, `pass --replace to point '${name}' at ${url}`);
+    if (err instanceof PeerExistsError)
+      throw new CliError(err.message, ExitCode.Failure, `pass --replace to point '${name}' at ${url}`);
     throw err;
   } finally {
     close();

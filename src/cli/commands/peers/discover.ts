@@ -15,7 +15,10 @@ async function discoverPeer(args: string[], ctx: CommandContext): Promise<number
   const { flags, positionals } = parseFlags(args, FLAGS);
   if (positionals.length !== 1) throw new UsageError("peers discover needs exactly one URL (https://HOST:PORT)");
   const url = peerUrl(positionals[0], ctx);
-  const facts = await fetchPeerFacts(await loadClientIdentity(home), url, undefined, { ...clientPolicy(home, io, flags), home });
+  const facts = await fetchPeerFacts(await loadClientIdentity(home), url, undefined, {
+    ...clientPolicy(home, io, flags),
+    home,
+  });
   const keyPin = facts.certificate.keyPin;
   const { peers, close } = openPeers(home);
   try {
@@ -35,7 +38,9 @@ async function discoverPeer(args: string[], ctx: CommandContext): Promise<number
     if (!flags.yes) {
       if (!io.tty?.stdin || !io.readLine) {
         if (flags.json) io.stdout.write(json(false));
-        throw new UsageError("nothing pinned: standard input is not a terminal to confirm on; check the key pin against 'a2a-node pki show' on that machine, then pass --yes");
+        throw new UsageError(
+          "nothing pinned: standard input is not a terminal to confirm on; check the key pin against 'a2a-node pki show' on that machine, then pass --yes",
+        );
       }
       io.stderr.write(`pin '${facts.name}' at ${url} with key ${keyPin}? [y/N] `);
       const answer = ((await io.readLine()) ?? "").trim().toLowerCase();

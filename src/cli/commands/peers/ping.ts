@@ -18,7 +18,12 @@ async function pingPeer(args: string[], { io, home }: CommandContext): Promise<n
   let card: AgentCard;
   try {
     const res = await session.fetch(cardUrl, { headers: { accept: "application/json", "a2a-version": "1.0" } });
-    if (!res.ok) throw new CliError(`${session.target.label} answered HTTP ${res.status} for its agent card`, ExitCode.Failure, "is that URL an a2a-node?");
+    if (!res.ok)
+      throw new CliError(
+        `${session.target.label} answered HTTP ${res.status} for its agent card`,
+        ExitCode.Failure,
+        "is that URL an a2a-node?",
+      );
     card = (await res.json()) as AgentCard;
   } catch (err) {
     if (err instanceof CliError) throw err;
@@ -28,7 +33,9 @@ async function pingPeer(args: string[], { io, home }: CommandContext): Promise<n
   const protocols = [...new Set((card.supportedInterfaces ?? []).map((i) => i.protocolVersion))];
   const round = (n: number) => Math.round(n * 10) / 10;
   if (flags.json)
-    io.stdout.write(`${JSON.stringify({ peer: session.target.peer?.name ?? null, url: session.target.baseUrl, ms: round(ms), firstMs: round(firstMs), name: card.name, version: card.version, protocolVersions: protocols })}\n`);
+    io.stdout.write(
+      `${JSON.stringify({ peer: session.target.peer?.name ?? null, url: session.target.baseUrl, ms: round(ms), firstMs: round(firstMs), name: card.name, version: card.version, protocolVersions: protocols })}\n`,
+    );
   else
     io.stdout.write(
       `${session.target.label} (${session.target.baseUrl}) answered in ${round(ms)} ms (${round(firstMs)} ms for the first request, TLS handshake included); ` +

@@ -12,7 +12,8 @@ async function removePeer(args: string[], { io, home }: CommandContext): Promise
   try {
     const typed = positionals[0];
     const name = peers.get(typed) ? typed : typed.toLowerCase();
-    if (!peers.remove(name)) throw new CliError(`no peer named '${typed}'`, ExitCode.NotFound, "see 'a2a-node peers list'");
+    if (!peers.remove(name))
+      throw new CliError(`no peer named '${typed}'`, ExitCode.NotFound, "see 'a2a-node peers list'");
     io.stdout.write(flags.json ? `${JSON.stringify({ removed: name })}\n` : `removed peer ${name}\n`);
   } finally {
     close();

@@ -20,12 +20,25 @@ async function showPeer(args: string[], { io, home }: CommandContext): Promise<n
       const rows: [string, string][] = [
         ["name", peer.name],
         ["url", peer.url],
-        ["server", !isOutsidePeer(peer) ? "fleet member: mutual TLS with our CA, its certificate must carry the name" : peer.trust?.kind === "ca" ? `verified against the CA in ${peer.trust.caFile}` : "verified against this system's CA store"],
+        [
+          "server",
+          !isOutsidePeer(peer)
+            ? "fleet member: mutual TLS with our CA, its certificate must carry the name"
+            : peer.trust?.kind === "ca"
+              ? `verified against the CA in ${peer.trust.caFile}`
+              : "verified against this system's CA store",
+        ],
       ];
       if (peer.keyPin || peer.fingerprint) rows.push(["pinned", pinText(peer)]);
       if (isOutsidePeer(peer))
-        rows.push(["credentials", peer.auth ? `${peer.auth.kind === "bearer" ? "Authorization: Bearer, token" : "one header,"} read from ${peer.auth.file} at every call` : "none"]);
-      if (peer.url.startsWith("http:")) rows.push(["plain http", peer.insecureHttp ? "allowed to another machine (--insecure-http)" : "loopback only"]);
+        rows.push([
+          "credentials",
+          peer.auth
+            ? `${peer.auth.kind === "bearer" ? "Authorization: Bearer, token" : "one header,"} read from ${peer.auth.file} at every call`
+            : "none",
+        ]);
+      if (peer.url.startsWith("http:"))
+        rows.push(["plain http", peer.insecureHttp ? "allowed to another machine (--insecure-http)" : "loopback only"]);
       rows.push(["added", peer.addedAt]);
       for (const [k, v] of rows) io.stdout.write(`${k.padEnd(12)} ${v}\n`);
     }

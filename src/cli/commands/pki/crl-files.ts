@@ -30,7 +30,10 @@ export const exportCrlSub: Subcommand = {
     if (f.out === undefined) throw new UsageError("pki export-crl needs --out FILE");
     const out = resolve(f.out);
     const list = await exportCrl(caPaths(ctx), { out, overwrite: f.force });
-    if (f.json) ctx.io.stdout.write(JSON.stringify({ out, number: list.number, revoked: [...list.revoked.keys()], signed: list.thisUpdate }) + "\n");
+    if (f.json)
+      ctx.io.stdout.write(
+        JSON.stringify({ out, number: list.number, revoked: [...list.revoked.keys()], signed: list.thisUpdate }) + "\n",
+      );
     else
       ctx.io.stdout.write(
         `wrote revocation list number ${list.number} (${list.revoked.size} revoked, signed ${utc(list.thisUpdate)}) to ${out}\nnext: on each machine, a2a-node pki import-crl ${out}\n`,
@@ -60,7 +63,15 @@ export const importCrlSub: Subcommand = {
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
     const { list, changed } = importCrl(homePaths(ctx.home), resolve(positionals[0]));
     const told = changed ? tellRunningServe(ctx.home) : { told: false };
-    if (f.json) ctx.io.stdout.write(JSON.stringify({ changed, number: list.number, revoked: [...list.revoked.keys()], reloadedPid: told.told ? told.pid : null }) + "\n");
+    if (f.json)
+      ctx.io.stdout.write(
+        JSON.stringify({
+          changed,
+          number: list.number,
+          revoked: [...list.revoked.keys()],
+          reloadedPid: told.told ? told.pid : null,
+        }) + "\n",
+      );
     else
       ctx.io.stdout.write(
         changed

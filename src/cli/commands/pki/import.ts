@@ -25,8 +25,12 @@ export const importSub: Subcommand = {
     if (positionals.length === 0) throw new UsageError("pki import needs the certificate file (CERT)");
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
     if (f.ca === undefined) throw new UsageError("pki import needs --ca CA_CERT (the fleet CA certificate)");
-    const r = await importCertificate(ensureHome(homePaths(ctx.home)), { certPath: resolve(positionals[0]), caPath: resolve(f.ca) });
-    if (f.json) ctx.io.stdout.write(JSON.stringify({ ca: { ...r.ca, keyPath: r.ca.keyPath ?? null }, node: r.node }) + "\n");
+    const r = await importCertificate(ensureHome(homePaths(ctx.home)), {
+      certPath: resolve(positionals[0]),
+      caPath: resolve(f.ca),
+    });
+    if (f.json)
+      ctx.io.stdout.write(JSON.stringify({ ca: { ...r.ca, keyPath: r.ca.keyPath ?? null }, node: r.node }) + "\n");
     else
       ctx.io.stdout.write(
         [

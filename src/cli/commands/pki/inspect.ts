@@ -3,7 +3,17 @@ import { resolve } from "node:path";
 import { CliError, ExitCode, UsageError } from "../../errors";
 import { parseFlags } from "../../flags";
 import { homePaths } from "../../../home";
-import { certDetails, fingerprint256, PkiError, pkiErrors, readCsr, readPublic, readRevocationList, verifyIssuedBy, type CertDetails } from "../../../../pki";
+import {
+  certDetails,
+  fingerprint256,
+  PkiError,
+  pkiErrors,
+  readCsr,
+  readPublic,
+  readRevocationList,
+  verifyIssuedBy,
+  type CertDetails,
+} from "../../../../pki";
 import type { TextSink } from "../../io";
 import { expiresIn, utc } from "./text";
 import type { Subcommand } from "../../command";
@@ -28,7 +38,11 @@ export const inspect: Subcommand = {
     const paths = homePaths(ctx.home);
     const file = positionals[0] !== undefined ? resolve(positionals[0]) : paths.nodeCert;
     if (!existsSync(file))
-      throw new CliError(`no certificate at ${file}`, ExitCode.NotFound, positionals[0] === undefined ? "run 'a2a-node init-pki' first, or name a FILE" : "check the path");
+      throw new CliError(
+        `no certificate at ${file}`,
+        ExitCode.NotFound,
+        positionals[0] === undefined ? "run 'a2a-node init-pki' first, or name a FILE" : "check the path",
+      );
     const pem = readPublic(file);
     if (/-----BEGIN (NEW )?CERTIFICATE REQUEST-----/.test(pem)) return inspectRequest(pem, file, f.json, ctx.io.stdout);
     if (/-----BEGIN X509 CRL-----/.test(pem)) return inspectList(pem, file, paths, f.json, ctx.io.stdout);
@@ -40,7 +54,9 @@ export const inspect: Subcommand = {
       ctx.io.stdout.write(JSON.stringify({ file, ...cert, status, fleetCa: fleet ?? null }) + "\n");
       return 0;
     }
-    const kind = cert.isCa ? "CA certificate" : `node certificate${cert.extendedKeyUsages.length ? ` (${cert.extendedKeyUsages.join(", ")})` : " (no extended key usage)"}`;
+    const kind = cert.isCa
+      ? "CA certificate"
+      : `node certificate${cert.extendedKeyUsages.length ? ` (${cert.extendedKeyUsages.join(", ")})` : " (no extended key usage)"}`;
     const lines = [
       `file          ${file}`,
       `subject       ${cert.subject.replace(/\n/g, ", ")}`,
@@ -67,13 +83,19 @@ interface FleetVerdict {
 
 async function fleetVerdict(pem: string, cert: CertDetails, caPem: string): Promise<FleetVerdict> {
   const ca = certDetails(caPem, "the fleet CA certificate");
-  if (cert.fingerprint256 === ca.fingerprint256) return { chains: true, reason: "it is the fleet CA certificate itself", caFingerprint256: ca.fingerprint256 };
+  if (cert.fingerprint256 === ca.fingerprint256)
+    return { chains: true, reason: "it is the fleet CA certificate itself", caFingerprint256: ca.fingerprint256 };
   try {
     // Issuer and signature only: whether it is still valid is said on its own line.
     await verifyIssuedBy(pem, caPem, { ignoreValidity: true });
     return { chains: true, caFingerprint256: ca.fingerprint256 };
   } catch (err) {
-    if (err instanceof PkiError) return { chains: false, reason: err.message.replace(/^.*? was not issued by the fleet CA: /, ""), caFingerprint256: ca.fingerprint256 };
+    if (err instanceof PkiError)
+      return {
+        chains: false,
+        reason: err.message.replace(/^.*? was not issued by the fleet CA: /, ""),
+        caFingerprint256: ca.fingerprint256,
+      };
     throw err;
   }
 }
@@ -82,7 +104,16 @@ async function fleetVerdict(pem: string, cert: CertDetails, caPem: string): Prom
 async function inspectRequest(pem: string, file: string, json: boolean, out: TextSink): Promise<number> {
   const csr = await readCsr(pem, file);
   const keyFingerprint = fingerprint256(Buffer.from(csr.publicKeyPem.replace(/-----[^-]+-----|\s/g, ""), "base64"));
-  if (json) out.write(JSON.stringify({ file, kind: "certificate request", name: csr.name, sans: csr.sans, publicKeyFingerprint256: keyFingerprint }) + "\n");
+  if (json)
+    out.write(
+      JSON.stringify({
+        file,
+        kind: "certificate request",
+        name: csr.name,
+        sans: csr.sans,
+        publicKeyFingerprint256: keyFingerprint,
+      }) + "\n",
+    );
   else
     out.write(
       [
@@ -98,17 +129,39 @@ async function inspectRequest(pem: string, file: string, json: boolean, out: Tex
 }
 
 /** A revocation list, checked against this home's fleet CA. */
-async function inspectList(pem: string, file: string, paths: ReturnType<typeof homePaths>, json: boolean, out: TextSink): Promise<number> {
-  if (!existsSync(paths.caCert)) throw pkiErrors.noCa(paths.caCert, "a revocation list is checked against the fleet CA: run this in a home of the fleet");
+async function inspectList(
+  pem: string,
+  file: string,
+  paths: ReturnType<typeof homePaths>,
+  json: boolean,
+  out: TextSink,
+): Promise<number> {
+  if (!existsSync(paths.caCert))
+    throw pkiErrors.noCa(
+      paths.caCert,
+      "a revocation list is checked against the fleet CA: run this in a home of the fleet",
+    );
   const list = readRevocationList(pem, readPublic(paths.caCert), file);
   const revoked = [...list.revoked].map(([serial, at]) => ({ serial, revokedAt: at }));
-  if (json) out.write(JSON.stringify({ file, kind: "revocation list", number: list.number, signed: list.thisUpdate, nextUpdate: list.nextUpdate ?? null, revoked }) + "\n");
+  if (json)
+    out.write(
+      JSON.stringify({
+        file,
+        kind: "revocation list",
+        number: list.number,
+        signed: list.thisUpdate,
+        nextUpdate: list.nextUpdate ?? null,
+        revoked,
+      }) + "\n",
+    );
   else
     out.write(
       [
         `file          ${file}`,
         `kind          revocation list number ${list.number}, signed by this home's fleet CA on ${utc(list.thisUpdate)}`,
-        ...(revoked.length ? revoked.map((r, i) => `${i === 0 ? "revoked      " : "             "} ${r.serial} (on ${utc(r.revokedAt)})`) : ["revoked       none"]),
+        ...(revoked.length
+          ? revoked.map((r, i) => `${i === 0 ? "revoked      " : "             "} ${r.serial} (on ${utc(r.revokedAt)})`)
+          : ["revoked       none"]),
       ].join("\n") + "\n",
     );
   return 0;

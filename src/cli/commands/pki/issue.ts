@@ -42,7 +42,14 @@ export const issue: Subcommand = {
     if (f.out === undefined) throw new UsageError("pki issue needs --out FILE (where to write the bundle)");
     const days = intFlag("days", f.days, 365, 1, MAX_DAYS);
     const out = resolve(f.out);
-    const r = await issueBundle(caPaths(ctx), { name: positionals[0], sans: f.san, days, out, overwrite: f.force, replace: f.replace });
+    const r = await issueBundle(caPaths(ctx), {
+      name: positionals[0],
+      sans: f.san,
+      days,
+      out,
+      overwrite: f.force,
+      replace: f.replace,
+    });
     // --replace revoked the old certificate: the running serve closes its open connections now.
     if (r.revoked.length > 0) tellRunningServe(ctx.home);
     if (f.json) ctx.io.stdout.write(JSON.stringify(r) + "\n");

@@ -30,7 +30,12 @@ export const list: Subcommand = {
     }
     const now = new Date();
     if (f.json) {
-      const rows = issued.map((c) => ({ ...c, status: statusOf(c, now), revokedAt: c.revokedAt ?? null, revokeReason: c.revokeReason ?? null }));
+      const rows = issued.map((c) => ({
+        ...c,
+        status: statusOf(c, now),
+        revokedAt: c.revokedAt ?? null,
+        revokeReason: c.revokeReason ?? null,
+      }));
       ctx.io.stdout.write(JSON.stringify(rows) + "\n");
       return 0;
     }

@@ -32,7 +32,12 @@ export const needsRenewalSub: Subcommand = {
     if (f.within !== undefined && !(Number.isFinite(f.within) && f.within >= 0))
       throw new UsageError(`--within must be a number of days, 0 or more (got ${f.within})`);
     const file = positionals[0] !== undefined ? resolve(positionals[0]) : homePaths(ctx.home).nodeCert;
-    if (!existsSync(file)) throw new CliError(`no certificate at ${file}`, NEEDS_RENEWAL_EXIT.noFile, "run 'a2a-node init-pki' first, or name a FILE");
+    if (!existsSync(file))
+      throw new CliError(
+        `no certificate at ${file}`,
+        NEEDS_RENEWAL_EXIT.noFile,
+        "run 'a2a-node init-pki' first, or name a FILE",
+      );
     let cert;
     try {
       cert = inspectCert(readPublic(file), file);
@@ -44,9 +49,15 @@ export const needsRenewalSub: Subcommand = {
     const needed = needsRenewal(cert, now, f.within);
     const due = f.within !== undefined ? new Date(cert.notAfter.getTime() - f.within * 86_400_000) : renewalDue(cert);
     const left = daysLeft(cert.notAfter, now);
-    if (f.json) ctx.io.stdout.write(JSON.stringify({ file, needsRenewal: needed, notAfter: cert.notAfter, renewalDue: due, daysLeft: left }) + "\n");
+    if (f.json)
+      ctx.io.stdout.write(
+        JSON.stringify({ file, needsRenewal: needed, notAfter: cert.notAfter, renewalDue: due, daysLeft: left }) + "\n",
+      );
     else {
-      const expiry = now > cert.notAfter ? `expired ${utc(cert.notAfter)}` : `expires ${utc(cert.notAfter)} (in ${left} day${left === 1 ? "" : "s"})`;
+      const expiry =
+        now > cert.notAfter
+          ? `expired ${utc(cert.notAfter)}`
+          : `expires ${utc(cert.notAfter)} (in ${left} day${left === 1 ? "" : "s"})`;
       ctx.io.stdout.write(
         needed
           ? `renewal needed: ${file} ${expiry}\nnext: a2a-node pki renew\n`

@@ -24,9 +24,14 @@ export const protectCaKeySub: Subcommand = {
     const { flags: f, positionals } = parseFlags(argv, flags);
     if (positionals.length > 0) throw new UsageError(`unexpected argument '${positionals[0]}'`);
     const paths = homePaths(ctx.home);
-    if (!existsSync(paths.caKey)) throw pkiErrors.noCaKey(paths.caKey, "run this on the machine that holds the fleet CA");
+    if (!existsSync(paths.caKey))
+      throw pkiErrors.noCaKey(paths.caKey, "run this on the machine that holds the fleet CA");
     protectCaKey(paths.caKey, await newPassphrase(ctx));
-    ctx.io.stdout.write(f.json ? JSON.stringify({ encrypted: paths.caKey }) + "\n" : `encrypted ${paths.caKey}\nnext: keep the passphrase safe; without it this CA cannot sign again\n`);
+    ctx.io.stdout.write(
+      f.json
+        ? JSON.stringify({ encrypted: paths.caKey }) + "\n"
+        : `encrypted ${paths.caKey}\nnext: keep the passphrase safe; without it this CA cannot sign again\n`,
+    );
     return 0;
   },
 };

@@ -54,25 +54,54 @@ export const renew: Subcommand = {
     const current = await loadNodeIdentity(paths, { allowExpired: existsSync(paths.caKey) });
     let peer: Peer | undefined;
     if (!current.hasCaKey) {
-      const caPeer = f["ca-peer"] ?? resolveSettings({}, ctx.io.env, loadConfigFile(join(ctx.home, "config.toml"), false)).config.caPeer;
-      if (!caPeer) throw new UsageError("this home does not hold the fleet CA: pass --ca-peer PEER (or set ca_peer in the config file)");
+      const caPeer =
+        f["ca-peer"] ??
+        resolveSettings({}, ctx.io.env, loadConfigFile(join(ctx.home, "config.toml"), false)).config.caPeer;
+      if (!caPeer)
+        throw new UsageError(
+          "this home does not hold the fleet CA: pass --ca-peer PEER (or set ca_peer in the config file)",
+        );
       const { peers, close } = openPeers(ctx.home);
       try {
         peer = peers.get(caPeer);
       } finally {
         close();
       }
-      if (!peer) throw new CliError(`no peer named '${caPeer}'`, ExitCode.NotFound, `add the CA node: a2a-node peers add ${caPeer} https://HOST:9443`);
+      if (!peer)
+        throw new CliError(
+          `no peer named '${caPeer}'`,
+          ExitCode.NotFound,
+          `add the CA node: a2a-node peers add ${caPeer} https://HOST:9443`,
+        );
     }
-    const list = existsSync(paths.crl) ? readRevocationList(readPublic(paths.crl), current.caPem, paths.crl) : undefined;
+    const list = existsSync(paths.crl)
+      ? readRevocationList(readPublic(paths.crl), current.caPem, paths.crl)
+      : undefined;
     let fresh;
     try {
-      fresh = await renewIdentity({ ...paths, unlock: caUnlock(ctx) }, current, {
-        peer,
-        fetchFor: (p) => mtlsFetch({ cert: current.certPem, key: current.keyPem, ca: current.caPem }, expectationOf(p), list && ((s) => list.revoked.get(s)), {}, clientPolicy(ctx.home, ctx.io, f).timeouts),
-      }, { rekey: f.rekey });
+      fresh = await renewIdentity(
+        { ...paths, unlock: caUnlock(ctx) },
+        current,
+        {
+          peer,
+          fetchFor: (p) =>
+            mtlsFetch(
+              { cert: current.certPem, key: current.keyPem, ca: current.caPem },
+              expectationOf(p),
+              list && ((s) => list.revoked.get(s)),
+              {},
+              clientPolicy(ctx.home, ctx.io, f).timeouts,
+            ),
+        },
+        { rekey: f.rekey },
+      );
     } catch (err) {
-      if (err instanceof RenewalError) throw new CliError(err.message, /cannot reach/.test(err.message) ? ExitCode.Unreachable : ExitCode.Failure, err.hint);
+      if (err instanceof RenewalError)
+        throw new CliError(
+          err.message,
+          /cannot reach/.test(err.message) ? ExitCode.Unreachable : ExitCode.Failure,
+          err.hint,
+        );
       throw err;
     }
     const keyPin = keyPinOf(fresh.certPem);
@@ -88,7 +117,18 @@ export const renew: Subcommand = {
         : await supersedeNow(caPaths(ctx), fresh, peer);
     if (f.json) {
       ctx.io.stdout.write(
-        JSON.stringify({ name: fresh.name, serial: fresh.serialNumber, fingerprint256: fresh.fingerprint256, keyPin, rekeyed, repin: rekeyed ? repin : null, sans: fresh.sans, notAfter: fresh.notAfter, previous: { serial: current.serialNumber, notAfter: current.notAfter, superseded }, reloadedPid: pid ?? null }) + "\n",
+        JSON.stringify({
+          name: fresh.name,
+          serial: fresh.serialNumber,
+          fingerprint256: fresh.fingerprint256,
+          keyPin,
+          rekeyed,
+          repin: rekeyed ? repin : null,
+          sans: fresh.sans,
+          notAfter: fresh.notAfter,
+          previous: { serial: current.serialNumber, notAfter: current.notAfter, superseded },
+          reloadedPid: pid ?? null,
+        }) + "\n",
       );
       return 0;
     }
@@ -101,7 +141,9 @@ export const renew: Subcommand = {
         rekeyed ? `  key          NEW ${keyPin}` : `  key          kept ${keyPin} (key pins of this node stay valid)`,
         `  expires      ${expiresIn(fresh.notAfter)}`,
         `  previous     serial ${current.serialNumber}, valid until ${utc(current.notAfter)}: ${superseded}`,
-        pid !== undefined ? `told the running serve (PID ${pid}) to use it (SIGHUP)` : "no serve is running on this home; the next one uses it",
+        pid !== undefined
+          ? `told the running serve (PID ${pid}) to use it (SIGHUP)`
+          : "no serve is running on this home; the next one uses it",
         ...(rekeyed
           ? [
               `the key changed: machines that pinned "${fresh.name}" now refuse it until they pin it again. On each of them run`,
@@ -130,16 +172,25 @@ function advertised(home: string, env: Record<string, string | undefined>): stri
  * happened, for the command's output; a failure leaves the old one valid until the serve or the next renewal
  * presents the new one, and is said so.
  */
-async function supersedeNow(paths: ReturnType<typeof caPaths>, fresh: Awaited<ReturnType<typeof loadNodeIdentity>>, peer: Peer | undefined): Promise<string> {
+async function supersedeNow(
+  paths: ReturnType<typeof caPaths>,
+  fresh: Awaited<ReturnType<typeof loadNodeIdentity>>,
+  peer: Peer | undefined,
+): Promise<string> {
   try {
     if (fresh.hasCaKey) {
       const gone = await supersedeInUse(paths, fresh.fingerprint256);
       return gone.length ? "revoked now (superseded by the new one, in use from now on)" : "already revoked or expired";
     }
     if (!peer) return "still valid (no CA node to tell)";
-    const res = await mtlsFetch({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem }, expectationOf(peer))(new URL(CRL_PATH, peer.url).toString(), { signal: AbortSignal.timeout(15_000) });
+    const res = await mtlsFetch({ cert: fresh.certPem, key: fresh.keyPem, ca: fresh.caPem }, expectationOf(peer))(
+      new URL(CRL_PATH, peer.url).toString(),
+      { signal: AbortSignal.timeout(15_000) },
+    );
     await res.arrayBuffer();
-    return res.ok || res.status === 404 ? `revoked now by peer '${peer.name}' (superseded: it saw the new one in use)` : `still valid: peer '${peer.name}' answered HTTP ${res.status}; the next renewal revokes it`;
+    return res.ok || res.status === 404
+      ? `revoked now by peer '${peer.name}' (superseded: it saw the new one in use)`
+      : `still valid: peer '${peer.name}' answered HTTP ${res.status}; the next renewal revokes it`;
   } catch (err) {
     return `still valid: could not tell the CA that the new one is in use (${(err as Error).message}); the next renewal revokes it`;
   }

@@ -32,7 +32,12 @@ export const revokeSub: Subcommand = {
     const told = tellRunningServe(ctx.home);
     if (f.json) {
       ctx.io.stdout.write(
-        JSON.stringify({ revoked: r.revoked, alreadyRevoked: r.already, crl: { number: r.crl.number, revoked: r.crl.revoked.size, nextUpdate: r.crl.nextUpdate ?? null }, reloadedPid: told.told ? told.pid : null }) + "\n",
+        JSON.stringify({
+          revoked: r.revoked,
+          alreadyRevoked: r.already,
+          crl: { number: r.crl.number, revoked: r.crl.revoked.size, nextUpdate: r.crl.nextUpdate ?? null },
+          reloadedPid: told.told ? told.pid : null,
+        }) + "\n",
       );
       return 0;
     }

@@ -32,7 +32,9 @@ export const show: Subcommand = {
     const paths = homePaths(ctx.home);
     const id = await loadNodeIdentity(paths, { allowExpired: true });
     const crl = crlState(paths, id.caPem);
-    ctx.io.stdout.write(f.json ? JSON.stringify({ ...showJson(id, paths), crl }) + "\n" : showText(id, paths) + crlText(crl));
+    ctx.io.stdout.write(
+      f.json ? JSON.stringify({ ...showJson(id, paths), crl }) + "\n" : showText(id, paths) + crlText(crl),
+    );
     return 0;
   },
 };
@@ -114,7 +116,12 @@ function crlState(paths: ReturnType<typeof homePaths>, caPem: string): CrlState 
 
 function crlText(crl: CrlState | null): string {
   const pad = "                ";
-  if (!crl) return "revocation list none here: nothing is refused as revoked (the CA home writes one at 'pki revoke';\n" + pad + "a node with ca_peer fetches it from there once the CA has one; or 'pki import-crl FILE')\n";
+  if (!crl)
+    return (
+      "revocation list none here: nothing is refused as revoked (the CA home writes one at 'pki revoke';\n" +
+      pad +
+      "a node with ca_peer fetches it from there once the CA has one; or 'pki import-crl FILE')\n"
+    );
   if (crl.error) return `revocation list ${crl.path} cannot be used: ${crl.error}\n`;
   const source = crl.source as CrlSource | { kind: "unknown" };
   const from =
@@ -125,10 +132,12 @@ function crlText(crl: CrlState | null): string {
         : source.kind === "imported"
           ? `imported from ${source.file} on ${utc(new Date(source.at))}`
           : "not recorded (installed before this was kept, or copied in by hand)";
-  return [
-    `revocation list number ${crl.number}, ${crl.revoked} revoked certificate${crl.revoked === 1 ? "" : "s"}`,
-    `${pad}issued ${utc(crl.thisUpdate as Date)}, next update ${crl.nextUpdate ? utc(crl.nextUpdate) : "not set"}`,
-    `${pad}from: ${from}`,
-    `${pad}${crl.path}`,
-  ].join("\n") + "\n";
+  return (
+    [
+      `revocation list number ${crl.number}, ${crl.revoked} revoked certificate${crl.revoked === 1 ? "" : "s"}`,
+      `${pad}issued ${utc(crl.thisUpdate as Date)}, next update ${crl.nextUpdate ? utc(crl.nextUpdate) : "not set"}`,
+      `${pad}from: ${from}`,
+      `${pad}${crl.path}`,
+    ].join("\n") + "\n"
+  );
 }

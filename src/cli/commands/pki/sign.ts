@@ -37,7 +37,14 @@ export const sign: Subcommand = {
     if (positionals.length > 1) throw new UsageError(`unexpected argument '${positionals[1]}'`);
     if (f.out === undefined) throw new UsageError("pki sign needs --out CERT (where to write the certificate)");
     const days = intFlag("days", f.days, 365, 1, MAX_DAYS);
-    const r = await signCsr(caPaths(ctx), { csrPath: resolve(positionals[0]), out: resolve(f.out), sans: f.san, days, replace: f.replace, overwrite: f.force });
+    const r = await signCsr(caPaths(ctx), {
+      csrPath: resolve(positionals[0]),
+      out: resolve(f.out),
+      sans: f.san,
+      days,
+      replace: f.replace,
+      overwrite: f.force,
+    });
     // --replace revoked the old certificate: the running serve closes its open connections now.
     if (r.revoked.length > 0) tellRunningServe(ctx.home);
     if (f.json) ctx.io.stdout.write(JSON.stringify(r) + "\n");

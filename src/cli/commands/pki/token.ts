@@ -58,7 +58,8 @@ export const token: Subcommand = {
     // Only the CA's home makes tokens; said before anything else about it.
     if (!existsSync(paths.caKey)) throw pkiErrors.noCaKey(paths.caKey, NO_CA_KEY_FOR_ISSUE);
     // Where the joining machine goes is settled before a token exists: no token for a command that cannot work.
-    const where = f.url !== undefined ? givenUrl(f.url) : enrollmentUrl(enrollFacts(ctx.home, ctx.io.env, paths.nodeCert));
+    const where =
+      f.url !== undefined ? givenUrl(f.url) : enrollmentUrl(enrollFacts(ctx.home, ctx.io.env, paths.nodeCert));
     if (!where)
       throw new CliError(
         "this node serves no enrollment port, so a joining machine has nowhere to go",
@@ -69,7 +70,16 @@ export const token: Subcommand = {
     const fingerprint = `sha256:${inspectCert(readPublic(paths.caCert)).fingerprint256.replace(/:/g, "").toLowerCase()}`;
     const command = `a2a-node join ${where.url} --token ${t.token} --ca-fingerprint ${fingerprint}`;
     if (f.json) {
-      ctx.io.stdout.write(JSON.stringify({ name: t.name, token: t.token, expiresAt: t.expiresAt, caFingerprint: fingerprint, enrollUrl: where.url, command }) + "\n");
+      ctx.io.stdout.write(
+        JSON.stringify({
+          name: t.name,
+          token: t.token,
+          expiresAt: t.expiresAt,
+          caFingerprint: fingerprint,
+          enrollUrl: where.url,
+          command,
+        }) + "\n",
+      );
       return 0;
     }
     ctx.io.stdout.write(
@@ -94,7 +104,9 @@ function givenUrl(text: string): EnrollUrl {
     throw new UsageError(`--url must be an https URL such as https://alpha.lan:9444 (got '${text}')`);
   }
   if (u.protocol !== "https:" || !u.port || u.pathname !== "/" || u.search || u.hash)
-    throw new UsageError(`--url must be https://HOST:PORT, the enrollment port as the joining machine reaches it (got '${text}')`);
+    throw new UsageError(
+      `--url must be https://HOST:PORT, the enrollment port as the joining machine reaches it (got '${text}')`,
+    );
   return { url: u.origin, hostFrom: "--url", loopbackOnly: false };
 }
 
@@ -102,14 +114,24 @@ function givenUrl(text: string): EnrollUrl {
 function enrollFacts(home: string, env: Record<string, string | undefined>, certPath: string) {
   const config = resolveSettings({}, env, loadConfigFile(join(home, "config.toml"), false)).config;
   const cert = inspectCert(readPublic(certPath));
-  return { running: runningNodeState(home), config: { host: config.host, enrollPort: config.enrollPort, advertiseUrl: config.advertiseUrl }, sans: cert.sans, name: cert.subjectCn };
+  return {
+    running: runningNodeState(home),
+    config: { host: config.host, enrollPort: config.enrollPort, advertiseUrl: config.advertiseUrl },
+    sans: cert.sans,
+    name: cert.subjectCn,
+  };
 }
 
 /** What the person should know about the URL: where its host came from, and when no other machine can reach it. */
 function urlNotes(where: EnrollUrl, name: string): string[] {
   if (where.hostFrom === "--url") return [];
   const others = otherAddresses();
-  const notes = [`(the host is ${where.hostFrom}; if ${name} reaches this machine by another name or address${others.length ? ` (this machine has ${others.join(", ")})` : ""}, use that in the URL: the CA fingerprint check holds whichever)`];
-  if (where.loopbackOnly) notes.push(`warning: the enrollment port listens on loopback only, which no other machine reaches: serve with --host 0.0.0.0 (or one of this machine's addresses) for ${name} to join from elsewhere`);
+  const notes = [
+    `(the host is ${where.hostFrom}; if ${name} reaches this machine by another name or address${others.length ? ` (this machine has ${others.join(", ")})` : ""}, use that in the URL: the CA fingerprint check holds whichever)`,
+  ];
+  if (where.loopbackOnly)
+    notes.push(
+      `warning: the enrollment port listens on loopback only, which no other machine reaches: serve with --host 0.0.0.0 (or one of this machine's addresses) for ${name} to join from elsewhere`,
+    );
   return notes;
 }

@@ -19,18 +19,30 @@ const installFlags = {
 async function runInstall(argv: string[], ctx: CommandContext): Promise<number> {
   const { flags: f, positionals } = parseFlags(argv, installFlags);
   if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
-  if (f.name !== undefined && f.bundle !== undefined) throw new UsageError("--name and --bundle cannot be used together");
-  if (f.bundle !== undefined && (f.san.length || f.days !== undefined)) throw new UsageError("--san and --days go with --name: a bundle's certificate is already made");
+  if (f.name !== undefined && f.bundle !== undefined)
+    throw new UsageError("--name and --bundle cannot be used together");
+  if (f.bundle !== undefined && (f.san.length || f.days !== undefined))
+    throw new UsageError("--san and --days go with --name: a bundle's certificate is already made");
   const days = f.days === undefined ? undefined : intFlag("days", f.days, 365, 1, 36500);
   const { host, location } = await serviceLocation(f.user, f.root, ctx);
   if (f.print) {
     const { renderUnit, SYSTEM_BINARY } = await import("../../../service/unit");
-    ctx.io.stdout.write(renderUnit({ scope: location.scope, home: location.home, binary: location.scope === "system" ? SYSTEM_BINARY : process.execPath }));
+    ctx.io.stdout.write(
+      renderUnit({
+        scope: location.scope,
+        home: location.home,
+        binary: location.scope === "system" ? SYSTEM_BINARY : process.execPath,
+      }),
+    );
     return ExitCode.Ok;
   }
   // The unit runs a binary; under `bun src/main.ts` there is none to point it at.
   if (/^bun(\.exe)?$/.test(basename(process.execPath)))
-    throw new CliError("service install must be run from the compiled binary", ExitCode.Failure, "npm run build, then: sudo dist/a2a-node service install ...");
+    throw new CliError(
+      "service install must be run from the compiled binary",
+      ExitCode.Failure,
+      "npm run build, then: sudo dist/a2a-node service install ...",
+    );
   const { install } = await import("../../../service/install");
   const progress = f.json ? ctx.io.stderr : ctx.io.stdout;
   const r = await install({
@@ -48,13 +60,17 @@ async function runInstall(argv: string[], ctx: CommandContext): Promise<number> 
   const u = location.scope === "user" ? " --user" : "";
   const sudo = location.scope === "system" ? "sudo " : "";
   const lines = [
-    r.started ? `a2a-node is running as node "${r.node.name}"` : `a2a-node is installed as node "${r.node.name}"${host.root === "/" ? `; start it with: ${sudo}systemctl${u} start a2a-node` : ""}`,
+    r.started
+      ? `a2a-node is running as node "${r.node.name}"`
+      : `a2a-node is installed as node "${r.node.name}"${host.root === "/" ? `; start it with: ${sudo}systemctl${u} start a2a-node` : ""}`,
     `  status    a2a-node service status${u}`,
     `  logs      journalctl${u} -u a2a-node -f`,
     `  settings  ${r.home}/config.toml${location.scope === "system" ? " or /etc/default/a2a-node" : ""}, then ${sudo}systemctl${u} reload a2a-node`,
   ];
   if (r.node.how === "created")
-    lines.push(`next: identities for other machines: ${sudo}a2a-node pki issue NAME --out NAME.bundle${location.scope === "system" ? " (as root, it uses the service's home)" : ""}`);
+    lines.push(
+      `next: identities for other machines: ${sudo}a2a-node pki issue NAME --out NAME.bundle${location.scope === "system" ? " (as root, it uses the service's home)" : ""}`,
+    );
   ctx.io.stdout.write(`${lines.join("\n")}\n`);
   return ExitCode.Ok;
 }

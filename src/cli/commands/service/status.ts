@@ -27,7 +27,10 @@ async function runStatus(argv: string[], ctx: CommandContext): Promise<number> {
     `  unit      ${u.ActiveState ?? "?"} (${u.SubState ?? "?"})${since}${pid}${restarts}; ${u.UnitFileState ?? "?"} at boot${u.Result && u.Result !== "success" ? `; last result: ${u.Result}` : ""}`,
     `  home      ${s.home}`,
   ];
-  if (s.health) lines.push(`  health    ${s.health.ready ? "ready" : s.health.answered ? "NOT READY" : "NO ANSWER"}: ${s.health.detail}${s.health.url ? ` (${s.health.url})` : ""}`);
+  if (s.health)
+    lines.push(
+      `  health    ${s.health.ready ? "ready" : s.health.answered ? "NOT READY" : "NO ANSWER"}: ${s.health.detail}${s.health.url ? ` (${s.health.url})` : ""}`,
+    );
   ctx.io.stdout.write(`${lines.join("\n")}\n`);
   if (s.ok) return ExitCode.Ok;
   const sudo = s.scope === "system" ? "sudo " : "";
@@ -36,7 +39,11 @@ async function runStatus(argv: string[], ctx: CommandContext): Promise<number> {
     u.ActiveState !== "active"
       ? `see why: journalctl${us} -u a2a-node -n 50 --no-pager; start it: ${sudo}systemctl${us} start a2a-node`
       : `check the model endpoint and the rest with: ${sudo}a2a-node doctor`;
-  throw new CliError(u.ActiveState !== "active" ? `the service is ${u.ActiveState ?? "unknown"}` : "the node is running but not ready", ExitCode.Failure, hint);
+  throw new CliError(
+    u.ActiveState !== "active" ? `the service is ${u.ActiveState ?? "unknown"}` : "the node is running but not ready",
+    ExitCode.Failure,
+    hint,
+  );
 }
 
 export const status: Subcommand = {

@@ -2,7 +2,15 @@ import { resolveTarget, type Target } from "../../../client/connect";
 import type { Task, TaskState } from "../../../protocol/types";
 import { TASK_STATES } from "../../../protocol/types";
 import type { Subcommand } from "../../command";
-import { clientPolicy, loadClientIdentity, openClientSession, openPeers, sessionForTarget, type ClientIdentity, type ClientSession } from "../../client-session";
+import {
+  clientPolicy,
+  loadClientIdentity,
+  openClientSession,
+  openPeers,
+  sessionForTarget,
+  type ClientIdentity,
+  type ClientSession,
+} from "../../client-session";
 import type { Io } from "../../io";
 import { CliError, ExitCode, UsageError } from "../../errors";
 import { intFlag, parseFlags } from "../../flags";
@@ -37,14 +45,21 @@ ${PEER_TIMEOUT_HELP}`,
   a2a-node tasks list --json | jq -r '.tasks[] | select(.task.status.state == "TASK_STATE_WORKING") | .task.id'`,
   async run(argv, { io, home }) {
     const { flags: f, positionals } = parseFlags(argv, flags);
-    if (positionals.length) throw new UsageError(`tasks list takes no arguments (got '${positionals[0]}'; a peer goes in --agent)`);
+    if (positionals.length)
+      throw new UsageError(`tasks list takes no arguments (got '${positionals[0]}'; a peer goes in --agent)`);
     const limit = intFlag("limit", f.limit, 20, 1, 1000);
     const state = f.state === undefined ? undefined : parseState(f.state);
 
     const agent = f.agent;
-    const sources = agent ? [{ peer: agent, open: () => openClientSession(home, agent, io, [], f) }] : await everyPeer(home, io, f);
+    const sources = agent
+      ? [{ peer: agent, open: () => openClientSession(home, agent, io, [], f) }]
+      : await everyPeer(home, io, f);
     if (sources.length === 0) {
-      io.stdout.write(f.json ? `${JSON.stringify({ tasks: [], errors: [] })}\n` : "no peers yet: add one with 'a2a-node peers add NAME URL'\n");
+      io.stdout.write(
+        f.json
+          ? `${JSON.stringify({ tasks: [], errors: [] })}\n`
+          : "no peers yet: add one with 'a2a-node peers add NAME URL'\n",
+      );
       return ExitCode.Ok;
     }
     // Peers are asked at once; without --agent, one that fails is reported and the others still listed.
@@ -52,7 +67,10 @@ ${PEER_TIMEOUT_HELP}`,
       sources.map(async ({ peer, open }) => {
         try {
           const session = await open();
-          return { peer: session.target.peer?.name ?? session.target.baseUrl, tasks: await listAll(session, state, limit) };
+          return {
+            peer: session.target.peer?.name ?? session.target.baseUrl,
+            tasks: await listAll(session, state, limit),
+          };
         } catch (err) {
           if (agent || !(err instanceof CliError)) throw err;
           return { peer, tasks: [] as Task[], error: err };
@@ -64,7 +82,11 @@ ${PEER_TIMEOUT_HELP}`,
       .sort((a, b) => (b.task.status.timestamp ?? "").localeCompare(a.task.status.timestamp ?? ""))
       .slice(0, limit);
     const failures = results.flatMap((r) => ("error" in r && r.error ? [{ peer: r.peer, error: r.error }] : []));
-    const errors = failures.map(({ peer, error }) => ({ peer, error: error.message, ...(error.hint ? { hint: error.hint } : {}) }));
+    const errors = failures.map(({ peer, error }) => ({
+      peer,
+      error: error.message,
+      ...(error.hint ? { hint: error.hint } : {}),
+    }));
 
     if (f.json) io.stdout.write(`${JSON.stringify({ tasks: rows, errors })}\n`);
     else {
@@ -76,7 +98,11 @@ ${PEER_TIMEOUT_HELP}`,
 };
 
 /** A session opener for every registered peer, each held to its name and pin. */
-async function everyPeer(home: string, io: Io, flags: Record<string, unknown>): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
+async function everyPeer(
+  home: string,
+  io: Io,
+  flags: Record<string, unknown>,
+): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
   let identity: Promise<ClientIdentity> | undefined;
   // Loaded once, and only if a fleet peer needs it: outside peers are reached without this node's certificate.
   const ours = () => (identity ??= loadClientIdentity(home));
@@ -94,7 +120,11 @@ async function everyPeer(home: string, io: Io, flags: Record<string, unknown>): 
 
 /** "working", "TASK_STATE_WORKING" or "input_required" → the state; anything else is a usage error. */
 function parseState(text: string): TaskState {
-  const wanted = text.trim().toUpperCase().replace(/-/g, "_").replace(/^TASK_STATE_/, "");
+  const wanted = text
+    .trim()
+    .toUpperCase()
+    .replace(/-/g, "_")
+    .replace(/^TASK_STATE_/, "");
   const state = TASK_STATES.find((s) => s === `TASK_STATE_${wanted}`);
   if (!state) throw new UsageError(`--state '${text}' is not a task state (${TASK_STATES.map(shortState).join(", ")})`);
   return state;
@@ -103,12 +133,22 @@ function parseState(text: string): TaskState {
 /** ListTasks, page after page, until `limit` tasks or the last page. */
 async function listAll(session: ClientSession, status: TaskState | undefined, limit: number): Promise<Task[]> {
   if (session.client.protocol !== "1.0")
-    throw new CliError(`${session.target.label} speaks A2A v0.3, which has no way to list tasks`, ExitCode.Failure, "ask for one task with 'a2a-node status --task-id ID'");
+    throw new CliError(
+      `${session.target.label} speaks A2A v0.3, which has no way to list tasks`,
+      ExitCode.Failure,
+      "ask for one task with 'a2a-node status --task-id ID'",
+    );
   const tasks: Task[] = [];
   let pageToken: string | undefined;
   try {
     do {
-      const page = await session.client.listTasks({ status, pageSize: Math.min(PAGE, limit - tasks.length), pageToken, includeArtifacts: false, historyLength: 0 });
+      const page = await session.client.listTasks({
+        status,
+        pageSize: Math.min(PAGE, limit - tasks.length),
+        pageToken,
+        includeArtifacts: false,
+        historyLength: 0,
+      });
       tasks.push(...page.tasks);
       pageToken = page.nextPageToken || undefined;
     } while (pageToken && tasks.length < limit);
@@ -120,7 +160,13 @@ async function listAll(session: ClientSession, status: TaskState | undefined, li
 
 function table(rows: { peer: string; task: Task }[]): string {
   const now = Date.now();
-  const lines = rows.map(({ peer, task }) => [peer, task.id, shortState(task.status.state), ago(task.status.timestamp, now), statusNote(task) ?? ""]);
+  const lines = rows.map(({ peer, task }) => [
+    peer,
+    task.id,
+    shortState(task.status.state),
+    ago(task.status.timestamp, now),
+    statusNote(task) ?? "",
+  ]);
   const head = ["PEER", "ID", "STATE", "UPDATED", "MESSAGE"];
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
   const fmt = (cols: string[]) =>

@@ -25,7 +25,11 @@ async function addToken(args: string[], ctx: CommandContext): Promise<number> {
     }
   } catch (err) {
     if (err instanceof CallerTokenExistsError)
-      throw new CliError(err.message, ExitCode.Failure, `pass --replace to make a new one (the old one stops working), or 'a2a-node tokens revoke ${name}'`);
+      throw new CliError(
+        err.message,
+        ExitCode.Failure,
+        `pass --replace to make a new one (the old one stops working), or 'a2a-node tokens revoke ${name}'`,
+      );
     throw err;
   } finally {
     close();

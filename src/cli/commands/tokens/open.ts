@@ -9,7 +9,11 @@ import { CliError, ExitCode, UsageError } from "../../errors";
 export function openTokens(home: string): { tokens: SqliteCallerTokens; close(): void } {
   const paths = homePaths(home);
   if (!existsSync(paths.root))
-    throw new CliError(`no a2a-node home at ${home}`, ExitCode.NotFound, "run 'a2a-node init-pki --name NAME' first, or pass --home");
+    throw new CliError(
+      `no a2a-node home at ${home}`,
+      ExitCode.NotFound,
+      "run 'a2a-node init-pki --name NAME' first, or pass --home",
+    );
   const database = openDatabase(paths.database);
   giveToHomeOwner(paths.root, [paths.database, `${paths.database}-wal`, `${paths.database}-shm`]);
   return { tokens: new SqliteCallerTokens(database.db), close: () => database.close() };
@@ -21,6 +25,8 @@ export function callerName(typed: string | undefined): string {
   try {
     return normalizeNodeName(typed);
   } catch (err) {
-    throw new UsageError(`'${typed}' is not a valid caller name: ${(err as Error).message.replace(/^invalid name "[^"]*": /, "")}`);
+    throw new UsageError(
+      `'${typed}' is not a valid caller name: ${(err as Error).message.replace(/^invalid name "[^"]*": /, "")}`,
+    );
   }
 }

@@ -16,7 +16,8 @@ async function revokeToken(args: string[], { io, home }: CommandContext): Promis
   const name = callerName(positionals[0]);
   const { tokens, close } = openTokens(home);
   try {
-    if (!tokens.revoke(name)) throw new CliError(`no token for '${name}'`, ExitCode.NotFound, "see 'a2a-node tokens list'");
+    if (!tokens.revoke(name))
+      throw new CliError(`no token for '${name}'`, ExitCode.NotFound, "see 'a2a-node tokens list'");
     const told = tellRunningServe(home);
     io.stdout.write(
       flags.json
