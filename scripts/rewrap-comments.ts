@@ -10,7 +10,11 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 
-const GENERATED = new Set(["src/store/migrations.gen.ts", "src/grpc/a2a-schema.generated.ts"]);
+const GENERATED = new Set([
+  "src/store/migrations.gen.ts",
+  "src/store/postgres/migrations.gen.ts",
+  "src/grpc/a2a-schema.generated.ts",
+]);
 
 /** A comment line: its prefix (indentation and `//`, ` *` or `/**`, one space) and its text. */
 const COMMENT = /^(\s*(?:\/\/|\*|\/\*\*)\s?)(.*)$/;

@@ -3,95 +3,97 @@ import type { Migration } from "../migrate";
 
 export const migrations: Migration[] = [
   {
-    tag: "0000_init",
-    sql: [
-      'CREATE TABLE "push_configs" (\n\t"task_id" text COLLATE "C" NOT NULL,\n\t"id" text COLLATE "C" NOT NULL,\n\t"owner" text COLLATE "C" NOT NULL,\n\t"url" text NOT NULL,\n\t"token" text,\n\t"authentication" text,\n\t"created_at" text NOT NULL,\n\tCONSTRAINT "push_configs_task_id_id_pk" PRIMARY KEY("task_id","id")\n);\n',
-      '\nCREATE TABLE "push_deliveries" (\n\t"id" text COLLATE "C" PRIMARY KEY NOT NULL,\n\t"task_id" text COLLATE "C" NOT NULL,\n\t"config_id" text COLLATE "C" NOT NULL,\n\t"body" text NOT NULL,\n\t"attempts" integer DEFAULT 0 NOT NULL,\n\t"next_attempt_at" text NOT NULL,\n\t"last_error" text\n);\n',
-      '\nCREATE TABLE "task_events" (\n\t"task_id" text COLLATE "C" NOT NULL,\n\t"seq" integer NOT NULL,\n\t"last_seq" integer NOT NULL,\n\t"events" text NOT NULL,\n\tCONSTRAINT "task_events_task_id_seq_pk" PRIMARY KEY("task_id","seq")\n);\n',
-      '\nCREATE TABLE "task_leases" (\n\t"task_id" text COLLATE "C" PRIMARY KEY NOT NULL,\n\t"replica" text NOT NULL,\n\t"expires_at" bigint NOT NULL\n);\n',
-      '\nCREATE TABLE "tasks" (\n\t"id" text COLLATE "C" PRIMARY KEY NOT NULL,\n\t"context_id" text COLLATE "C" NOT NULL,\n\t"owner" text COLLATE "C" NOT NULL,\n\t"state" text NOT NULL,\n\t"status_timestamp" text COLLATE "C" NOT NULL,\n\t"last_seq" integer DEFAULT 0 NOT NULL,\n\t"request_message_id" text COLLATE "C",\n\t"executor" text NOT NULL,\n\t"created_at" text NOT NULL,\n\t"updated_at" text NOT NULL,\n\t"head_bytes" integer DEFAULT 0 NOT NULL,\n\t"history_bytes" integer DEFAULT 0 NOT NULL,\n\t"artifacts_bytes" integer DEFAULT 0 NOT NULL,\n\t"status_message" text,\n\t"metadata" text,\n\t"history" text NOT NULL,\n\t"artifacts" text NOT NULL\n);\n',
-      '\nCREATE INDEX "push_deliveries_due" ON "push_deliveries" USING btree ("next_attempt_at");',
-      '\nCREATE INDEX "push_deliveries_task" ON "push_deliveries" USING btree ("task_id","config_id");',
-      '\nCREATE INDEX "tasks_owner_recent" ON "tasks" USING btree ("owner","status_timestamp","id","state","head_bytes","history_bytes","artifacts_bytes");',
-      '\nCREATE INDEX "tasks_context" ON "tasks" USING btree ("context_id","owner");',
-      '\nCREATE INDEX "tasks_unfinished" ON "tasks" USING btree ("id") WHERE "tasks"."state" IN (\'TASK_STATE_SUBMITTED\', \'TASK_STATE_WORKING\');',
-      '\nCREATE UNIQUE INDEX "tasks_owner_request_message" ON "tasks" USING btree ("owner","request_message_id");',
+    "tag": "0000_init",
+    "sql": [
+      "CREATE TABLE \"push_configs\" (\n\t\"task_id\" text COLLATE \"C\" NOT NULL,\n\t\"id\" text COLLATE \"C\" NOT NULL,\n\t\"owner\" text COLLATE \"C\" NOT NULL,\n\t\"url\" text NOT NULL,\n\t\"token\" text,\n\t\"authentication\" text,\n\t\"created_at\" text NOT NULL,\n\tCONSTRAINT \"push_configs_task_id_id_pk\" PRIMARY KEY(\"task_id\",\"id\")\n);\n",
+      "\nCREATE TABLE \"push_deliveries\" (\n\t\"id\" text COLLATE \"C\" PRIMARY KEY NOT NULL,\n\t\"task_id\" text COLLATE \"C\" NOT NULL,\n\t\"config_id\" text COLLATE \"C\" NOT NULL,\n\t\"body\" text NOT NULL,\n\t\"attempts\" integer DEFAULT 0 NOT NULL,\n\t\"next_attempt_at\" text NOT NULL,\n\t\"last_error\" text\n);\n",
+      "\nCREATE TABLE \"task_events\" (\n\t\"task_id\" text COLLATE \"C\" NOT NULL,\n\t\"seq\" integer NOT NULL,\n\t\"last_seq\" integer NOT NULL,\n\t\"events\" text NOT NULL,\n\tCONSTRAINT \"task_events_task_id_seq_pk\" PRIMARY KEY(\"task_id\",\"seq\")\n);\n",
+      "\nCREATE TABLE \"task_leases\" (\n\t\"task_id\" text COLLATE \"C\" PRIMARY KEY NOT NULL,\n\t\"replica\" text NOT NULL,\n\t\"expires_at\" bigint NOT NULL\n);\n",
+      "\nCREATE TABLE \"tasks\" (\n\t\"id\" text COLLATE \"C\" PRIMARY KEY NOT NULL,\n\t\"context_id\" text COLLATE \"C\" NOT NULL,\n\t\"owner\" text COLLATE \"C\" NOT NULL,\n\t\"state\" text NOT NULL,\n\t\"status_timestamp\" text COLLATE \"C\" NOT NULL,\n\t\"last_seq\" integer DEFAULT 0 NOT NULL,\n\t\"request_message_id\" text COLLATE \"C\",\n\t\"executor\" text NOT NULL,\n\t\"created_at\" text NOT NULL,\n\t\"updated_at\" text NOT NULL,\n\t\"head_bytes\" integer DEFAULT 0 NOT NULL,\n\t\"history_bytes\" integer DEFAULT 0 NOT NULL,\n\t\"artifacts_bytes\" integer DEFAULT 0 NOT NULL,\n\t\"status_message\" text,\n\t\"metadata\" text,\n\t\"history\" text NOT NULL,\n\t\"artifacts\" text NOT NULL\n);\n",
+      "\nCREATE INDEX \"push_deliveries_due\" ON \"push_deliveries\" USING btree (\"next_attempt_at\");",
+      "\nCREATE INDEX \"push_deliveries_task\" ON \"push_deliveries\" USING btree (\"task_id\",\"config_id\");",
+      "\nCREATE INDEX \"tasks_owner_recent\" ON \"tasks\" USING btree (\"owner\",\"status_timestamp\",\"id\",\"state\",\"head_bytes\",\"history_bytes\",\"artifacts_bytes\");",
+      "\nCREATE INDEX \"tasks_context\" ON \"tasks\" USING btree (\"context_id\",\"owner\");",
+      "\nCREATE INDEX \"tasks_unfinished\" ON \"tasks\" USING btree (\"id\") WHERE \"tasks\".\"state\" IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING');",
+      "\nCREATE UNIQUE INDEX \"tasks_owner_request_message\" ON \"tasks\" USING btree (\"owner\",\"request_message_id\");"
     ],
-    folderMillis: 1796168277989,
-    hash: "54c6842d43b3946c48dfd542dc5cbd8ffccf1ad8d41b448ea58037c78e96dff8",
+    "folderMillis": 1796168277989,
+    "hash": "54c6842d43b3946c48dfd542dc5cbd8ffccf1ad8d41b448ea58037c78e96dff8"
   },
   {
-    tag: "0001_delivery_claims",
-    sql: [
-      'ALTER TABLE "push_deliveries" ADD COLUMN "claimed_by" text;',
-      '\nALTER TABLE "push_deliveries" ADD COLUMN "claim_expires" bigint;',
-      '\nCREATE INDEX "push_deliveries_claim" ON "push_deliveries" USING btree ("claimed_by");',
+    "tag": "0001_delivery_claims",
+    "sql": [
+      "ALTER TABLE \"push_deliveries\" ADD COLUMN \"claimed_by\" text;",
+      "\nALTER TABLE \"push_deliveries\" ADD COLUMN \"claim_expires\" bigint;",
+      "\nCREATE INDEX \"push_deliveries_claim\" ON \"push_deliveries\" USING btree (\"claimed_by\");"
     ],
-    folderMillis: 1796169693412,
-    hash: "b5e01856e50ee87498247651cb4e55cb47f6b4183571026d29639fc50b47db79",
+    "folderMillis": 1796169693412,
+    "hash": "b5e01856e50ee87498247651cb4e55cb47f6b4183571026d29639fc50b47db79"
   },
   {
-    tag: "0002_answers_and_health",
-    sql: [
-      'CREATE TABLE "health_probe" (\n\t"id" integer PRIMARY KEY NOT NULL,\n\t"checked_at" text NOT NULL,\n\t"replica" text NOT NULL\n);\n',
-      '\nCREATE TABLE "task_answers" (\n\t"id" text PRIMARY KEY NOT NULL,\n\t"task_id" text NOT NULL,\n\t"owner" text NOT NULL,\n\t"message" text NOT NULL\n);\n',
+    "tag": "0002_answers_and_health",
+    "sql": [
+      "CREATE TABLE \"health_probe\" (\n\t\"id\" integer PRIMARY KEY NOT NULL,\n\t\"checked_at\" text NOT NULL,\n\t\"replica\" text NOT NULL\n);\n",
+      "\nCREATE TABLE \"task_answers\" (\n\t\"id\" text PRIMARY KEY NOT NULL,\n\t\"task_id\" text NOT NULL,\n\t\"owner\" text NOT NULL,\n\t\"message\" text NOT NULL\n);\n"
     ],
-    folderMillis: 1796172842093,
-    hash: "1eefa80a72244172147e18f695599916189ea5563de894926488f92196e5c7b0",
+    "folderMillis": 1796172842093,
+    "hash": "1eefa80a72244172147e18f695599916189ea5563de894926488f92196e5c7b0"
   },
   {
-    tag: "0003_task_counts",
-    sql: [
+    "tag": "0003_task_counts",
+    "sql": [
       "-- Hand-written after drizzle-kit's table and index: triggers that add rows of changes to task_counts in the\n-- transaction of each write to `tasks`, then the count of the rows already stored. Inserts and deletes (creates\n-- and retention come in batches) add one row per (owner, state) a statement changed; an update adds two rows\n-- when it changes a task's state, and nothing otherwise (the WHEN is checked per row before the trigger is\n-- queued, so the updates that stream artifacts or append messages cost nothing here). A row trigger rather\n-- than a statement one for updates: a statement trigger's transition tables would copy every updated row,\n-- large artifacts included. Rows are only added (see schema.ts for why); the store folds them\n-- together now and then (compactCounts). The table is locked first so that no replica still running an older\n-- binary commits a task between the count below and the triggers taking effect.\nLOCK TABLE \"tasks\" IN SHARE ROW EXCLUSIVE MODE;\n",
-      '\nCREATE TABLE "task_counts" (\n\t"owner" text NOT NULL,\n\t"state" text NOT NULL,\n\t"n" integer NOT NULL\n);\n',
-      '\nCREATE INDEX "task_counts_owner_state" ON "task_counts" USING btree ("owner","state");\n',
-      '\nCREATE FUNCTION "task_counts_insert"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO task_counts (owner, state, n) SELECT owner, state, count(*) FROM new_rows GROUP BY owner, state;\n\tRETURN NULL;\nEND $$;\n',
-      '\nCREATE FUNCTION "task_counts_delete"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO task_counts (owner, state, n) SELECT owner, state, -count(*) FROM old_rows GROUP BY owner, state;\n\tRETURN NULL;\nEND $$;\n',
-      '\nCREATE FUNCTION "task_counts_update"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO task_counts (owner, state, n) VALUES (OLD.owner, OLD.state, -1), (NEW.owner, NEW.state, 1);\n\tRETURN NULL;\nEND $$;\n',
-      '\nCREATE TRIGGER "task_counts_insert" AFTER INSERT ON "tasks" REFERENCING NEW TABLE AS new_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION "task_counts_insert"();\n',
-      '\nCREATE TRIGGER "task_counts_delete" AFTER DELETE ON "tasks" REFERENCING OLD TABLE AS old_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION "task_counts_delete"();\n',
-      '\nCREATE TRIGGER "task_counts_update" AFTER UPDATE OF "owner", "state" ON "tasks"\n\tFOR EACH ROW WHEN (OLD."owner" IS DISTINCT FROM NEW."owner" OR OLD."state" IS DISTINCT FROM NEW."state")\n\tEXECUTE FUNCTION "task_counts_update"();\n',
-      '\nINSERT INTO "task_counts" ("owner", "state", "n") SELECT "owner", "state", count(*) FROM "tasks" GROUP BY "owner", "state";\n',
+      "\nCREATE TABLE \"task_counts\" (\n\t\"owner\" text NOT NULL,\n\t\"state\" text NOT NULL,\n\t\"n\" integer NOT NULL\n);\n",
+      "\nCREATE INDEX \"task_counts_owner_state\" ON \"task_counts\" USING btree (\"owner\",\"state\");\n",
+      "\nCREATE FUNCTION \"task_counts_insert\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO task_counts (owner, state, n) SELECT owner, state, count(*) FROM new_rows GROUP BY owner, state;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"task_counts_delete\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO task_counts (owner, state, n) SELECT owner, state, -count(*) FROM old_rows GROUP BY owner, state;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"task_counts_update\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO task_counts (owner, state, n) VALUES (OLD.owner, OLD.state, -1), (NEW.owner, NEW.state, 1);\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE TRIGGER \"task_counts_insert\" AFTER INSERT ON \"tasks\" REFERENCING NEW TABLE AS new_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"task_counts_insert\"();\n",
+      "\nCREATE TRIGGER \"task_counts_delete\" AFTER DELETE ON \"tasks\" REFERENCING OLD TABLE AS old_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"task_counts_delete\"();\n",
+      "\nCREATE TRIGGER \"task_counts_update\" AFTER UPDATE OF \"owner\", \"state\" ON \"tasks\"\n\tFOR EACH ROW WHEN (OLD.\"owner\" IS DISTINCT FROM NEW.\"owner\" OR OLD.\"state\" IS DISTINCT FROM NEW.\"state\")\n\tEXECUTE FUNCTION \"task_counts_update\"();\n",
+      "\nINSERT INTO \"task_counts\" (\"owner\", \"state\", \"n\") SELECT \"owner\", \"state\", count(*) FROM \"tasks\" GROUP BY \"owner\", \"state\";\n"
     ],
-    folderMillis: 1796176723634,
-    hash: "cb387c58c4ad6250327686136f57187aa962e9b8bb8a19f790c9ce49c34585fb",
+    "folderMillis": 1796176723634,
+    "hash": "cb387c58c4ad6250327686136f57187aa962e9b8bb8a19f790c9ce49c34585fb"
   },
   {
-    tag: "0004_task_node_state",
-    sql: [
-      '-- What the node and its executor keep about a task (a remote run\'s id, a pending approval, how often it was\n-- resumed, the extensions its execution has), in a column of its own: the caller writes `metadata`, and nothing\n-- it sends is read back as the node\'s own (see schema.ts).\nALTER TABLE "tasks" ADD COLUMN "node_state" text;\n',
-      "\n-- Hand-written: the tasks not yet ended keep what the node noted for them, until now in their metadata (see the\n-- SQLite migration 0009).\nUPDATE \"tasks\" SET \"node_state\" = (\n\tSELECT jsonb_object_agg(e.key, e.value)::text\n\tFROM jsonb_each(\"tasks\".\"metadata\"::jsonb) AS e\n\tWHERE e.key IN ('hermes/runId', 'hermes/pendingApproval', 'a2a-node/restarts', 'a2a-node/extensions', 'a2a-node/auth-required')\n) WHERE \"metadata\" IS NOT NULL AND \"state\" IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED');\n",
+    "tag": "0004_task_node_state",
+    "sql": [
+      "-- What the node and its executor keep about a task (a remote run's id, a pending approval, how often it was\n-- resumed, the extensions its execution has), in a column of its own: the caller writes `metadata`, and nothing\n-- it sends is read back as the node's own (see schema.ts).\nALTER TABLE \"tasks\" ADD COLUMN \"node_state\" text;\n",
+      "\n-- Hand-written: the tasks not yet ended keep what the node noted for them, until now in their metadata (see the\n-- SQLite migration 0009).\nUPDATE \"tasks\" SET \"node_state\" = (\n\tSELECT jsonb_object_agg(e.key, e.value)::text\n\tFROM jsonb_each(\"tasks\".\"metadata\"::jsonb) AS e\n\tWHERE e.key IN ('hermes/runId', 'hermes/pendingApproval', 'a2a-node/restarts', 'a2a-node/extensions', 'a2a-node/auth-required')\n) WHERE \"metadata\" IS NOT NULL AND \"state\" IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED');\n"
     ],
-    folderMillis: 1796211778394,
-    hash: "3c162c6cbb7b9a46d222fc69dd7e63636f3522f82bbfc8d66f5a3daf7e741ff3",
+    "folderMillis": 1796211778394,
+    "hash": "3c162c6cbb7b9a46d222fc69dd7e63636f3522f82bbfc8d66f5a3daf7e741ff3"
   },
   {
-    tag: "0005_caller_usage",
-    sql: [
+    "tag": "0005_caller_usage",
+    "sql": [
       "-- Hand-written after drizzle-kit's table and indexes: triggers that add rows of changes to caller_usage in the\n-- transaction of each write to `tasks` and `task_events` (as task_counts gets them, see 0003), then the usage\n-- of the rows already stored. A task's bytes are its row's JSON as the size columns count it (head_bytes +\n-- history_bytes + artifacts_bytes) and its events' JSON. Inserts and deletes add one row per owner a statement\n-- changed; an update adds one row when it changes a task's size, and nothing otherwise (the WHEN is checked per\n-- row before the trigger is queued). Events find their owner through their task (retention deletes a task's\n-- events before its row). Rows are only added; compactCounts folds them with task_counts'. The tables are\n-- locked first so that no replica still running an older binary writes between the sums and the triggers.\nLOCK TABLE \"tasks\", \"task_events\" IN SHARE ROW EXCLUSIVE MODE;\n",
-      '\nCREATE TABLE "caller_usage" (\n\t"owner" text NOT NULL,\n\t"tasks" integer NOT NULL,\n\t"bytes" bigint NOT NULL\n);\n',
-      '\nCREATE INDEX "caller_usage_owner" ON "caller_usage" USING btree ("owner");\n',
-      '\nCREATE INDEX "push_configs_owner" ON "push_configs" USING btree ("owner");\n',
-      '\nCREATE FUNCTION "caller_usage_insert"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT owner, count(*), sum(head_bytes + history_bytes + artifacts_bytes) FROM new_rows GROUP BY owner;\n\tRETURN NULL;\nEND $$;\n',
-      '\nCREATE FUNCTION "caller_usage_delete"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT owner, -count(*), -sum(head_bytes + history_bytes + artifacts_bytes) FROM old_rows GROUP BY owner;\n\tRETURN NULL;\nEND $$;\n',
-      '\nCREATE FUNCTION "caller_usage_update"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes)\n\t\tVALUES (NEW.owner, 0, (NEW.head_bytes + NEW.history_bytes + NEW.artifacts_bytes)::bigint - (OLD.head_bytes + OLD.history_bytes + OLD.artifacts_bytes));\n\tRETURN NULL;\nEND $$;\n',
-      '\nCREATE FUNCTION "caller_usage_events_insert"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT t.owner, 0, sum(octet_length(n.events)) FROM new_rows n JOIN tasks t ON t.id = n.task_id GROUP BY t.owner;\n\tRETURN NULL;\nEND $$;\n',
-      '\nCREATE FUNCTION "caller_usage_events_delete"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT t.owner, 0, -sum(octet_length(o.events)) FROM old_rows o JOIN tasks t ON t.id = o.task_id GROUP BY t.owner;\n\tRETURN NULL;\nEND $$;\n',
-      '\nCREATE TRIGGER "caller_usage_insert" AFTER INSERT ON "tasks" REFERENCING NEW TABLE AS new_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION "caller_usage_insert"();\n',
-      '\nCREATE TRIGGER "caller_usage_delete" AFTER DELETE ON "tasks" REFERENCING OLD TABLE AS old_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION "caller_usage_delete"();\n',
-      '\nCREATE TRIGGER "caller_usage_update" AFTER UPDATE OF "head_bytes", "history_bytes", "artifacts_bytes" ON "tasks"\n\tFOR EACH ROW WHEN (OLD."head_bytes" + OLD."history_bytes" + OLD."artifacts_bytes" IS DISTINCT FROM NEW."head_bytes" + NEW."history_bytes" + NEW."artifacts_bytes")\n\tEXECUTE FUNCTION "caller_usage_update"();\n',
-      '\nCREATE TRIGGER "caller_usage_events_insert" AFTER INSERT ON "task_events" REFERENCING NEW TABLE AS new_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION "caller_usage_events_insert"();\n',
-      '\nCREATE TRIGGER "caller_usage_events_delete" AFTER DELETE ON "task_events" REFERENCING OLD TABLE AS old_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION "caller_usage_events_delete"();\n',
-      '\nINSERT INTO "caller_usage" ("owner", "tasks", "bytes") SELECT "owner", count(*), sum("head_bytes" + "history_bytes" + "artifacts_bytes") FROM "tasks" GROUP BY "owner";\n',
-      '\nINSERT INTO "caller_usage" ("owner", "tasks", "bytes") SELECT t."owner", 0, sum(octet_length(e."events")) FROM "task_events" e JOIN "tasks" t ON t."id" = e."task_id" GROUP BY t."owner";\n',
+      "\nCREATE TABLE \"caller_usage\" (\n\t\"owner\" text NOT NULL,\n\t\"tasks\" integer NOT NULL,\n\t\"bytes\" bigint NOT NULL\n);\n",
+      "\nCREATE INDEX \"caller_usage_owner\" ON \"caller_usage\" USING btree (\"owner\");\n",
+      "\nCREATE INDEX \"push_configs_owner\" ON \"push_configs\" USING btree (\"owner\");\n",
+      "\nCREATE FUNCTION \"caller_usage_insert\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT owner, count(*), sum(head_bytes + history_bytes + artifacts_bytes) FROM new_rows GROUP BY owner;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"caller_usage_delete\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT owner, -count(*), -sum(head_bytes + history_bytes + artifacts_bytes) FROM old_rows GROUP BY owner;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"caller_usage_update\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes)\n\t\tVALUES (NEW.owner, 0, (NEW.head_bytes + NEW.history_bytes + NEW.artifacts_bytes)::bigint - (OLD.head_bytes + OLD.history_bytes + OLD.artifacts_bytes));\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"caller_usage_events_insert\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT t.owner, 0, sum(octet_length(n.events)) FROM new_rows n JOIN tasks t ON t.id = n.task_id GROUP BY t.owner;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE FUNCTION \"caller_usage_events_delete\"() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n\tINSERT INTO caller_usage (owner, tasks, bytes) SELECT t.owner, 0, -sum(octet_length(o.events)) FROM old_rows o JOIN tasks t ON t.id = o.task_id GROUP BY t.owner;\n\tRETURN NULL;\nEND $$;\n",
+      "\nCREATE TRIGGER \"caller_usage_insert\" AFTER INSERT ON \"tasks\" REFERENCING NEW TABLE AS new_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"caller_usage_insert\"();\n",
+      "\nCREATE TRIGGER \"caller_usage_delete\" AFTER DELETE ON \"tasks\" REFERENCING OLD TABLE AS old_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"caller_usage_delete\"();\n",
+      "\nCREATE TRIGGER \"caller_usage_update\" AFTER UPDATE OF \"head_bytes\", \"history_bytes\", \"artifacts_bytes\" ON \"tasks\"\n\tFOR EACH ROW WHEN (OLD.\"head_bytes\" + OLD.\"history_bytes\" + OLD.\"artifacts_bytes\" IS DISTINCT FROM NEW.\"head_bytes\" + NEW.\"history_bytes\" + NEW.\"artifacts_bytes\")\n\tEXECUTE FUNCTION \"caller_usage_update\"();\n",
+      "\nCREATE TRIGGER \"caller_usage_events_insert\" AFTER INSERT ON \"task_events\" REFERENCING NEW TABLE AS new_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"caller_usage_events_insert\"();\n",
+      "\nCREATE TRIGGER \"caller_usage_events_delete\" AFTER DELETE ON \"task_events\" REFERENCING OLD TABLE AS old_rows\n\tFOR EACH STATEMENT EXECUTE FUNCTION \"caller_usage_events_delete\"();\n",
+      "\nINSERT INTO \"caller_usage\" (\"owner\", \"tasks\", \"bytes\") SELECT \"owner\", count(*), sum(\"head_bytes\" + \"history_bytes\" + \"artifacts_bytes\") FROM \"tasks\" GROUP BY \"owner\";\n",
+      "\nINSERT INTO \"caller_usage\" (\"owner\", \"tasks\", \"bytes\") SELECT t.\"owner\", 0, sum(octet_length(e.\"events\")) FROM \"task_events\" e JOIN \"tasks\" t ON t.\"id\" = e.\"task_id\" GROUP BY t.\"owner\";\n"
     ],
-    folderMillis: 1796212769001,
-    hash: "dfe44b3c1f93fbaa17b085a42c5608c09fcc1a30c9c69bc8b6b8dd0e4b4b009a",
+    "folderMillis": 1796212769001,
+    "hash": "dfe44b3c1f93fbaa17b085a42c5608c09fcc1a30c9c69bc8b6b8dd0e4b4b009a"
   },
   {
-    tag: "0006_cancel_requests",
-    sql: ['ALTER TABLE "task_leases" ADD COLUMN "cancel_reason" text;'],
-    folderMillis: 1796224800208,
-    hash: "f7f49fd5ff01adcc6da7ffa7f1b8530e9be73b7cca61fec72452c3a7c9cc6e8e",
-  },
+    "tag": "0006_cancel_requests",
+    "sql": [
+      "ALTER TABLE \"task_leases\" ADD COLUMN \"cancel_reason\" text;"
+    ],
+    "folderMillis": 1796224800208,
+    "hash": "f7f49fd5ff01adcc6da7ffa7f1b8530e9be73b7cca61fec72452c3a7c9cc6e8e"
+  }
 ];
