@@ -34,6 +34,10 @@ async function rpc(base: string, method: string, params: unknown, token?: string
     },
     body: JSON.stringify({ jsonrpc: "2.0", id: 1, method, params }),
     tls: { ca },
+    // A connection of its own per call: revoking a token closes the connections it was used on, and a pooled
+    // one the server is closing at that moment would fail the next call with ECONNRESET (a client's race, not
+    // the node's answer, which is what these tests read).
+    keepalive: false,
   } as RequestInit);
   const text = await res.text();
   return { status: res.status, headers: res.headers, text, body: text ? JSON.parse(text) : undefined };
