@@ -5,7 +5,6 @@ import type {
   ListTasksParams,
   ListTasksResult,
   Message,
-  StreamResponse,
   Task,
   TaskPushNotificationConfig,
   TaskState,
@@ -29,8 +28,7 @@ import {
   type TaskStore,
   type UnfinishedTask,
 } from "../../tasks/task-store";
-import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
-import { decodePageToken, encodePageToken } from "../page-token";
+import { DEFAULT_MAX_LIST_BYTES } from "../list-budget";
 import {
   addChange,
   planWrite,
@@ -44,7 +42,8 @@ import type { PostgresDatabase } from "./database";
 import { DB_NOW_MS, pgArray, type PostgresLeases } from "./postgres-leases";
 import { SerialGroupCommit } from "./serial-commit";
 import { CountFolding } from "./count-folding";
-import { assemble, pendingOf, stateOf, type TaskColumns } from "../task-rows";
+import { assemble, pendingOf } from "../task-rows";
+import { PostgresTaskReads, type RawRow } from "./postgres-task-reads";
 import { deferred, type Deferred } from "./deferred";
 import { EVENTS_CHANNEL } from "./postgres-replica-messages";
 
@@ -70,7 +69,6 @@ export interface PostgresTaskStoreOptions {
   keepWebhooks?: boolean;
 }
 
-const DEFAULT_PAGE_SIZE = 50;
 /** Rows of one multi-row INSERT (Postgres takes at most 65,535 parameters in a statement). */
 const CREATE_CHUNK = 500;
 /** A NOTIFY payload (lines of "taskId seq") stays under Postgres's 8,000 bytes. */
@@ -101,6 +99,10 @@ interface CreateRequest {
  * group at a time (SerialGroupCommit): the runner's status, artifacts and events of many tasks share one
  * transaction, which also NOTIFYs EVENTS_CHANNEL for the tasks that got events. A group that fails is tried
  * again a task at a time, so that only the tasks that fail again are lost, as in SQLite.
+ *
+ * This file is the write side (creates, the group commit, change application, discard, deleteFinished): the
+ * state those share (pending writes, kept rows, creates in flight) stays in this class. The reads, which need
+ * none of it, are PostgresTaskReads (postgres-task-reads.ts), to which the TaskStore reads delegate.
  */
 export class PostgresTaskStore implements TaskStore {
   private readonly sql: SQL;
@@ -109,7 +111,8 @@ export class PostgresTaskStore implements TaskStore {
   /** owner + "\0" + messageId → the create in flight (idempotency must see it). */
   private readonly inFlight = new Map<string, Promise<{ task: Task; created: boolean }>>();
   private readonly group = new SerialGroupCommit<string>(() => this.commitGroup());
-  private readonly maxListBytes: number;
+  /** The reads (see postgres-task-reads.ts). */
+  private readonly reads: PostgresTaskReads;
   private readonly log: Logger;
   private readonly leases: PostgresLeases | undefined;
   private readonly updateTask: string;
@@ -130,9 +133,9 @@ export class PostgresTaskStore implements TaskStore {
   constructor(database: PostgresDatabase, options: PostgresTaskStoreOptions = {}) {
     this.sql = database.sql;
     this.keepsWebhooks = options.keepWebhooks ?? false;
-    this.maxListBytes = options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES;
     this.log = options.log ?? createLogger((line) => process.stderr.write(line));
     this.counts = new CountFolding(this.sql, this.log);
+    this.reads = new PostgresTaskReads(this.sql, options.maxListBytes ?? DEFAULT_MAX_LIST_BYTES, this.counts);
     this.leases = options.leases;
     this.pushDeliveries = options.pushDeliveries;
     const fence = this.leases ? ` AND ${this.leases.fence("$1")}` : "";
@@ -210,155 +213,45 @@ export class PostgresTaskStore implements TaskStore {
     this.group.drop(taskId, new DroppedWrite(taskId));
   }
 
-  async get(id: string, owner: string, historyLength?: number): Promise<Task | undefined> {
-    const [row] = await this.sql`SELECT * FROM tasks WHERE id = ${id} AND owner = ${owner}`;
-    return row ? assemble(row as RawRow, historyLength, true) : undefined;
+  // The reads are PostgresTaskReads's (see postgres-task-reads.ts): none of them touches the write state above.
+  get(id: string, owner: string, historyLength?: number): Promise<Task | undefined> {
+    return this.reads.get(id, owner, historyLength);
   }
 
-  async snapshot(id: string, owner: string, historyLength?: number): Promise<TaskSnapshot | undefined> {
-    const [row] = await this.sql`SELECT * FROM tasks WHERE id = ${id} AND owner = ${owner}`;
-    if (!row) return undefined;
-    const r = row as RawRow;
-    return { task: assemble(r, historyLength, true), lastSeq: r.last_seq, state: stateOf(r.node_state) };
+  snapshot(id: string, owner: string, historyLength?: number): Promise<TaskSnapshot | undefined> {
+    return this.reads.snapshot(id, owner, historyLength);
   }
 
-  async list(owner: string, params: ListTasksParams): Promise<ListTasksResult> {
-    const pageSize = params.pageSize ?? DEFAULT_PAGE_SIZE;
-    const cursor = params.pageToken ? decodePageToken(params.pageToken) : undefined;
-    const where = ["owner = $1"];
-    const values: unknown[] = [owner];
-    const add = (clause: (n: string) => string, value: unknown) => {
-      values.push(value);
-      where.push(clause(`$${values.length}`));
-    };
-    if (params.contextId) add((n) => `context_id = ${n}`, params.contextId);
-    if (params.status) add((n) => `state = ${n}`, params.status);
-    if (params.statusTimestampAfter)
-      add((n) => `status_timestamp > ${n}`, new Date(params.statusTimestampAfter).toISOString());
-    // totalSize from task_counts when the filters are owner and state alone (counting the caller's tasks
-    // instead cost 330 ms a call at a million); the other filters count the tasks they match, which
-    // tasks_owner_recent or tasks_context bound.
-    const counted = params.contextId || params.statusTimestampAfter;
-    const countQuery = counted
-      ? `SELECT count(*)::int AS n, 0 AS summed FROM tasks WHERE ${where.join(" AND ")}`
-      : `SELECT coalesce(sum(n), 0)::int AS n, count(*)::int AS summed FROM task_counts WHERE ${where.join(" AND ")}`;
-    const countValues = [...values];
-    if (cursor) {
-      values.push(cursor.timestamp, cursor.id);
-      const t = `$${values.length - 1}`;
-      where.push(`(status_timestamp, id) < (${t}, $${values.length})`); // a range of tasks_owner_recent
-    }
-    values.push(pageSize + 1);
-    // The page is planned from tasks_owner_recent alone, which holds each task's sizes: a task the page
-    // leaves out (or the parts of one it cuts) is never read.
-    const [[{ n: totalSize, summed }], candidates] = await Promise.all([
-      this.sql.unsafe(countQuery, countValues) as Promise<{ n: number; summed: number }[]>,
-      this.sql.unsafe(
-        `SELECT id, status_timestamp AS "statusTimestamp", head_bytes AS "headBytes", history_bytes AS "historyBytes", artifacts_bytes AS "artifactsBytes"
-         FROM tasks WHERE ${where.join(" AND ")} ORDER BY status_timestamp DESC, id DESC LIMIT $${values.length}`,
-        values,
-      ),
-    ]);
-    this.counts.summed(summed);
-    const withArtifacts = params.includeArtifacts ?? false;
-    const plan = planPage(candidates, {
-      pageSize,
-      maxBytes: this.maxListBytes,
-      history: params.historyLength !== 0,
-      artifacts: withArtifacts,
-    });
-    const last = plan.tasks[plan.tasks.length - 1];
-    return {
-      tasks: await Promise.all(plan.tasks.map((p) => this.listed(p, params.historyLength, withArtifacts))),
-      nextPageToken: plan.more && last ? encodePageToken(last.statusTimestamp, last.id) : "",
-      pageSize,
-      totalSize,
-    };
+  list(owner: string, params: ListTasksParams): Promise<ListTasksResult> {
+    return this.reads.list(owner, params);
   }
 
-  /** One task of a planned page, reading only the columns of the parts it carries. */
-  private async listed(p: PlannedTask, historyLength: number | undefined, withArtifacts: boolean): Promise<Task> {
-    const artifacts = withArtifacts && !p.omitted.includes("artifacts");
-    const history = historyLength !== 0 && !p.omitted.includes("history");
-    const message = !p.omitted.includes("status.message");
-    const [row] = await this.sql.unsafe(
-      `SELECT id, context_id, state, status_timestamp, metadata,
-         ${message ? "status_message" : "NULL"} AS status_message, ${message ? "false" : "status_message IS NOT NULL"} AS had_message,
-         ${history ? "history" : "'[]'"} AS history, ${artifacts ? "artifacts" : "'[]'"} AS artifacts
-       FROM tasks WHERE id = $1`,
-      [p.id],
-    );
-    const task = assemble(row as RawRow, history ? historyLength : 0, artifacts);
-    if (p.omitted.length) {
-      const omitted = (row as { had_message: boolean }).had_message
-        ? p.omitted
-        : p.omitted.filter((part) => part !== "status.message");
-      task.metadata = { ...task.metadata, [OMITTED_KEY]: omissionNote({ ...p, omitted }, this.maxListBytes) };
-    }
-    return task;
+  eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
+    return this.reads.eventsAfter(taskId, afterSeq);
   }
 
-  async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
-    const rows = await this
-      .sql`SELECT seq, events FROM task_events WHERE task_id = ${taskId} AND last_seq > ${afterSeq} ORDER BY seq`;
-    const out: StoredEvent[] = [];
-    for (const row of rows as { seq: number; events: string }[]) {
-      const events = JSON.parse(row.events) as StreamResponse[];
-      for (let i = 0; i < events.length; i++)
-        if (row.seq + i > afterSeq) out.push({ seq: row.seq + i, response: events[i] });
-    }
-    return out;
+  lastEventSeq(taskId: string): Promise<number> {
+    return this.reads.lastEventSeq(taskId);
   }
 
-  async lastEventSeq(taskId: string): Promise<number> {
-    const [row] = await this
-      .sql`SELECT coalesce(max(last_seq), 0)::int AS n FROM task_events WHERE task_id = ${taskId}`;
-    return (row as { n: number }).n;
+  usage(owner: string): Promise<CallerUsage> {
+    return this.reads.usage(owner);
   }
 
-  async usage(owner: string): Promise<CallerUsage> {
-    // caller_usage holds rows of changes (see schema.ts): summed here, folded by compactCounts.
-    const [row] = (await this
-      .sql`SELECT coalesce(sum(tasks), 0)::float8 AS tasks, coalesce(sum(bytes), 0)::float8 AS bytes, count(*)::int AS summed
-      FROM caller_usage WHERE owner = ${owner}`) as (CallerUsage & { summed: number })[];
-    this.counts.summed(row.summed);
-    return { tasks: row.tasks, bytes: row.bytes };
+  heaviest(limit: number): Promise<(CallerUsage & { owner: string })[]> {
+    return this.reads.heaviest(limit);
   }
 
-  async heaviest(limit: number): Promise<(CallerUsage & { owner: string })[]> {
-    return (await this.sql`SELECT owner, sum(tasks)::float8 AS tasks, sum(bytes)::float8 AS bytes FROM caller_usage
-      GROUP BY owner HAVING sum(tasks) <> 0 OR sum(bytes) <> 0 ORDER BY sum(bytes) DESC, owner LIMIT ${limit}`) as (CallerUsage & {
-      owner: string;
-    })[];
+  countInContext(contextId: string, owner: string): Promise<number> {
+    return this.reads.countInContext(contextId, owner);
   }
 
-  async countInContext(contextId: string, owner: string): Promise<number> {
-    const [row] = await this
-      .sql`SELECT count(*)::int AS n FROM tasks WHERE context_id = ${contextId} AND owner = ${owner}`;
-    return (row as { n: number }).n;
+  unfinished(): Promise<UnfinishedTask[]> {
+    return this.reads.unfinished();
   }
 
-  async unfinished(): Promise<UnfinishedTask[]> {
-    const rows = (await this
-      .sql`SELECT id, owner, state, executor FROM tasks WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING') ORDER BY id`) as UnfinishedTask[];
-    return rows.map(({ id, owner, state, executor }) => ({ id, owner, state, executor }));
-  }
-
-  async contextHistory(contextId: string, owner: string, limit: number): Promise<Message[]> {
-    if (limit <= 0) return [];
-    // Every task holds at least one message: the newest `limit` tasks hold all that can be returned.
-    const rows = await this
-      .sql`SELECT history FROM tasks WHERE context_id = ${contextId} AND owner = ${owner} ORDER BY id DESC LIMIT ${limit}`;
-    const out: Message[][] = [];
-    let n = 0;
-    for (const row of rows as { history: string }[]) {
-      const h = JSON.parse(row.history) as Message[];
-      out.push(h);
-      n += h.length;
-      if (n >= limit) break;
-    }
-    const all = out.reverse().flat();
-    return all.length > limit ? all.slice(all.length - limit) : all;
+  contextHistory(contextId: string, owner: string, limit: number): Promise<Message[]> {
+    return this.reads.contextHistory(contextId, owner, limit);
   }
 
   async deleteFinished(before: string, limit: number): Promise<string[]> {
@@ -952,12 +845,6 @@ function chunkLines(lines: string[], max: number): string[] {
   }
   if (current) out.push(current);
   return out;
-}
-
-/** A task's row as `SELECT *` reads it. */
-interface RawRow extends TaskColumns {
-  last_seq: number;
-  node_state?: string | null;
 }
 
 /** Tries of one write whose connection turned out closed by the server (see connectionLost). */
