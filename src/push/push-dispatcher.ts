@@ -350,11 +350,18 @@ export class PushDispatcher {
       return;
     }
     if (lane.queue.includes(deliveryId)) return; // scheduled already (loaded by start() and told by the store)
-    // Behind the current head: it waits its turn, whatever its own due time. In id order (queued order): a
-    // delivery taken up from a process that died may be older than what this one queued since.
+    // In id order (queued order): a delivery taken up from a process that died may be older than what this one
+    // queued since, or than a delivery of that process taken up a tick earlier (their claims may run out a
+    // millisecond apart). Only a head in flight stays first; an older delivery goes before a head that merely
+    // waits (for its retry time or its turn), and becomes the head with its own due time.
+    const first = lane.busy ? 1 : 0;
     let at = lane.queue.length;
-    while (at > 1 && lane.queue[at - 1]! > deliveryId) at--;
+    while (at > first && lane.queue[at - 1]! > deliveryId) at--;
     lane.queue.splice(at, 0, deliveryId);
+    if (at === 0) {
+      lane.dueAt = dueAt;
+      if (!lane.ready) this.schedule(lane);
+    }
   }
 
   /** Makes the lane's head ready now or arms its timer. */

@@ -62,6 +62,25 @@ describe("push deliveries on Postgres", () => {
     expect(n).toBe(0);
   });
 
+  it("queued or renewed together share one claim expiry, so a lane's rows are taken up together", async () => {
+    const { queue } = replica("a", 60_000);
+    const rows = Array.from({ length: 500 }, (_, i) => ({
+      id: `01AAAAAAAAAAAAAAAAAAAA${String(i).padStart(4, "0")}`,
+      task_id: "t1",
+      config_id: "hook",
+      body: "{}",
+      next_attempt_at: new Date().toISOString(),
+    }));
+    const expiries = async () =>
+      (await database.sql`SELECT count(DISTINCT claim_expires)::int AS n FROM push_deliveries`)[0].n as number;
+    await queue.add(rows);
+    expect(await expiries()).toBe(1);
+    await queue.renew();
+    expect(await expiries()).toBe(1);
+    await queue.load();
+    expect(await expiries()).toBe(1);
+  });
+
   it("of a replica that died are taken up by another once its claims ran out, and sent in their order", async () => {
     const dead = replica("dead", 1000);
     await dead.configs.create("alpha", { id: "hook", taskId: "t1", url: receiver.url() });

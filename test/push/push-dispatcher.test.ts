@@ -135,6 +135,44 @@ describe("PushDispatcher", () => {
     expect(b.requests.map(seqOf)).toEqual([1, 2, 3, 4, 5]); // not held up by a's retries
   });
 
+  it("puts a delivery taken up from a dead process before the queued head it precedes, if that is not in flight", async () => {
+    // A shared queue (renewEveryMs): the dead process's deliveries 1 and 2 are taken up one tick apart (their
+    // claims ran out a millisecond apart). 2 comes first, with a retry time still ahead; 1, due now, comes on the
+    // next tick while 2 only waits for its time: 1 must go out first.
+    const r = receiver();
+    await config(r);
+    const [{ id: configId }] = await store.forTask("t1");
+    const base = new SqliteDeliveryQueue(database);
+    const ids = ["01AAAAAAAAAAAAAAAAAAAAAAA1", "01AAAAAAAAAAAAAAAAAAAAAAA2"];
+    await base.add(
+      ids.map((id, i) => ({
+        id,
+        task_id: "t1",
+        config_id: configId!,
+        body: JSON.stringify(event(i + 1)),
+        next_attempt_at: new Date(Date.now() + (i === 0 ? 0 : 300)).toISOString(),
+      })),
+    );
+    let loads = 0;
+    const shared = Object.assign(Object.create(base) as SqliteDeliveryQueue, {
+      renewEveryMs: 20,
+      renew: async () => {},
+      load: async () => {
+        const rows = await base.load();
+        loads++;
+        if (loads === 1) return []; // start(): the dead process's claims are still fresh
+        if (loads === 2) return rows.filter((row) => row.id !== ids[0]); // 2's claim ran out first
+        return rows;
+      },
+    });
+    const d = new PushDispatcher(shared, store, { backoffBaseMs: 1, log });
+    dispatchers.push(d);
+    await d.start();
+    const ok = await r.delivered(2);
+    expect(loads).toBeGreaterThanOrEqual(3);
+    expect(ok.map(seqOf)).toEqual([1, 2]);
+  });
+
   it("bounds the requests in flight across webhooks", async () => {
     const r = receiver();
     r.respondAfter(20); // so concurrent sends overlap at the receiver

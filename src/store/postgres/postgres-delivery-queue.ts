@@ -3,6 +3,13 @@ import type { DeliveryQueue, QueuedDelivery } from "../../push/delivery-queue";
 import { DB_NOW_MS } from "./postgres-leases";
 
 /**
+ * The database's time, read once per statement (clock_timestamp() is read per row): the rows one statement
+ * writes get one claim expiry, and `load` compares them all with one time. Read per row, a lane's newer row
+ * could be taken up a tick before its older one (their claims ran out a millisecond apart) and sent first.
+ */
+const ONCE = `WITH t AS MATERIALIZED (SELECT ${DB_NOW_MS} AS now_ms)`;
+
+/**
  * The push delivery queue in the shared database: each delivery is claimed by one replica at a time (the one
  * that queued it), which renews its claims; when a replica dies its claims run out and `load` on another
  * replica takes its deliveries up. So each queued event is sent by one replica (at least once overall: a
@@ -25,10 +32,10 @@ export class PostgresDeliveryQueue implements DeliveryQueue {
     const tuples = rows.map((r) => {
       const at = values.length;
       values.push(r.id, r.task_id, r.config_id, r.body, r.next_attempt_at);
-      return `($${at + 1}::text, $${at + 2}::text, $${at + 3}::text, $${at + 4}::text, 0, $${at + 5}::text, $1::text, ${DB_NOW_MS} + $2::bigint)`;
+      return `($${at + 1}::text, $${at + 2}::text, $${at + 3}::text, $${at + 4}::text, 0, $${at + 5}::text, $1::text, (SELECT now_ms FROM t) + $2::bigint)`;
     });
     await this.sql.unsafe(
-      `INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at, claimed_by, claim_expires) VALUES ${tuples.join(", ")}`,
+      `${ONCE} INSERT INTO push_deliveries (id, task_id, config_id, body, attempts, next_attempt_at, claimed_by, claim_expires) VALUES ${tuples.join(", ")}`,
       values,
     );
   }
@@ -36,8 +43,8 @@ export class PostgresDeliveryQueue implements DeliveryQueue {
   async load(): Promise<Omit<QueuedDelivery, "body">[]> {
     // Claims what nobody holds any more, and returns it with what this replica holds already.
     const rows = (await this.sql.unsafe(
-      `UPDATE push_deliveries SET claimed_by = $1, claim_expires = ${DB_NOW_MS} + $2
-       WHERE claimed_by = $1 OR claimed_by IS NULL OR claim_expires < ${DB_NOW_MS}
+      `${ONCE} UPDATE push_deliveries SET claimed_by = $1, claim_expires = t.now_ms + $2 FROM t
+       WHERE claimed_by = $1 OR claimed_by IS NULL OR claim_expires < t.now_ms
        RETURNING id, task_id, config_id, attempts, next_attempt_at`,
       [this.replica, this.claimMs],
     )) as Omit<QueuedDelivery, "body">[];
@@ -45,10 +52,10 @@ export class PostgresDeliveryQueue implements DeliveryQueue {
   }
 
   async renew(): Promise<void> {
-    await this.sql.unsafe(`UPDATE push_deliveries SET claim_expires = ${DB_NOW_MS} + $2 WHERE claimed_by = $1`, [
-      this.replica,
-      this.claimMs,
-    ]);
+    await this.sql.unsafe(
+      `${ONCE} UPDATE push_deliveries SET claim_expires = t.now_ms + $2 FROM t WHERE claimed_by = $1`,
+      [this.replica, this.claimMs],
+    );
   }
 
   async get(id: string): Promise<QueuedDelivery | undefined> {
