@@ -45,6 +45,30 @@ export interface TaskFixture<S extends TaskStore = TaskStore> {
   close(): void;
 }
 
+export interface SqliteTaskStoreFixture {
+  /** The temp folder holding the database (removed when the test file ends). */
+  dir: string;
+  database: OpenDatabase;
+  store: SqliteTaskStore;
+  /** Closes the database. */
+  close(): void;
+}
+
+/**
+ * Just the store half: a fresh SQLite database in a temp folder named `<prefix>XXXXXX` and a SqliteTaskStore over
+ * it, for files that make the store once per test and a runner and handler over it per test (taskFixture with
+ * `store`).
+ */
+export function sqliteTaskStore(
+  prefix = "a2a-fixture-",
+  storeOptions?: SqliteTaskStoreOptions,
+): SqliteTaskStoreFixture {
+  const dir = tempDir(prefix);
+  const database = openDatabase(join(dir, "db.sqlite"));
+  const store = new SqliteTaskStore(database, storeOptions);
+  return { dir, database, store, close: () => database.close() };
+}
+
 /** A fixture whose store is the SQLite one it made: its folder and database are there. */
 export type SqliteTaskFixture = TaskFixture<SqliteTaskStore> & { dir: string; database: OpenDatabase };
 
@@ -56,11 +80,7 @@ export function taskFixture(options: TaskFixtureOptions): TaskFixture {
   let dir: string | undefined;
   let database: OpenDatabase | undefined;
   let store = options.store;
-  if (!store) {
-    dir = tempDir(options.prefix ?? "a2a-fixture-");
-    database = openDatabase(join(dir, "db.sqlite"));
-    store = new SqliteTaskStore(database, options.storeOptions);
-  }
+  if (!store) ({ dir, database, store } = sqliteTaskStore(options.prefix, options.storeOptions));
   const runner = new TaskRunner(store, options.executor, options.runnerOptions ?? FIXTURE_RUNNER_OPTIONS);
   const handlerOptions =
     typeof options.handlerOptions === "function" ? options.handlerOptions(database) : options.handlerOptions;
