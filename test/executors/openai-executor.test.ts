@@ -4,17 +4,15 @@
  * request handler on a real SQLite store.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { join } from "node:path";
 import { OpenAiCompatibleExecutor, type OpenAiExecutorOptions } from "../../src/executors/openai-executor";
 import type { ExecutionEvents, ExecutionRequest } from "../../src/executors/executor";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler, type StreamItem } from "../../src/rpc/request-handler";
+import type { StreamItem } from "../../src/rpc/request-handler";
 import type { Artifact, Message, Part, Task } from "../../src/protocol/types";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
-import { TaskRunner } from "../../src/tasks/task-runner";
+import type { OpenDatabase } from "../../src/store/database";
+import type { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { startFakeModel, type FakeModel, type FakeModelOptions } from "../fakes/openai";
-import { tempDir } from "../helpers/temp-dir";
+import { sqliteTaskStore, taskFixture } from "../helpers/task-fixture";
 
 const models: FakeModel[] = [];
 function fake(options: FakeModelOptions = {}): FakeModel {
@@ -314,27 +312,21 @@ describe("OpenAiCompatibleExecutor, alone", () => {
 });
 
 describe("OpenAiCompatibleExecutor, through TaskRunner on SQLite", () => {
-  let dir: string;
   let database: OpenDatabase;
   let store: SqliteTaskStore;
   const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
 
   beforeEach(() => {
-    dir = tempDir("a2a-openai-exec-");
-    database = openDatabase(join(dir, "db.sqlite"));
-    store = new SqliteTaskStore(database);
+    ({ database, store } = sqliteTaskStore("a2a-openai-exec-"));
   });
   afterEach(() => {
     database.close();
   });
 
   function handlerWith(model: FakeModel, options: Partial<OpenAiExecutorOptions> = {}) {
-    const runner = new TaskRunner(store, executor(model, options), {
-      maxConcurrent: 4,
-      maxQueued: 10,
-      historyMessages: 20,
-    });
-    return { runner, handler: new DefaultRequestHandler(store, runner) };
+    const runnerOptions = { maxConcurrent: 4, maxQueued: 10, historyMessages: 20 };
+    const { runner, handler } = taskFixture({ store, executor: executor(model, options), runnerOptions });
+    return { runner, handler };
   }
 
   it("stores the whole answer as one artifact text, and the usage in the task's metadata", async () => {
@@ -388,8 +380,8 @@ describe("OpenAiCompatibleExecutor, through TaskRunner on SQLite", () => {
 
   it("ends the task FAILED naming the endpoint when the model is down", async () => {
     const url = `http://127.0.0.1:${deadPort()}/v1`;
-    const runner = new TaskRunner(store, executor(url), { maxConcurrent: 4, maxQueued: 10, historyMessages: 20 });
-    const handler = new DefaultRequestHandler(store, runner);
+    const runnerOptions = { maxConcurrent: 4, maxQueued: 10, historyMessages: 20 };
+    const { handler } = taskFixture({ store, executor: executor(url), runnerOptions });
     const r = (await handler.sendMessage({ message: message("x") }, alpha)) as { task: Task };
     expect(r.task.status.state).toBe("TASK_STATE_FAILED");
     expect((await store.get(r.task.id, "alpha"))!.status.message?.parts[0]!.text).toContain(`${url}/chat/completions`);

@@ -1,9 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { join } from "node:path";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
-import { TaskRunner } from "../../src/tasks/task-runner";
-import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import { EchoExecutor } from "../../src/executors/echo-executor";
 import { A2AError } from "../../src/protocol/errors";
 import { httpStatusOf, statusBody } from "../../src/rpc/http-json-errors";
@@ -11,25 +6,22 @@ import { matchRoute, queryFields } from "../../src/rpc/http-json-routes";
 import { HttpJsonTransport, type HttpJsonRequest } from "../../src/rpc/http-json-transport";
 import type { MethodTable } from "../../src/rpc/jsonrpc-transport";
 import { v1Methods } from "../../src/rpc/v1-methods";
-import { tempDir } from "../helpers/temp-dir";
+import { taskFixture, type TaskFixture } from "../helpers/task-fixture";
 
-let dir: string;
-let database: OpenDatabase;
+let fixture: TaskFixture;
 let transport: HttpJsonTransport;
 const ctx = { caller: { name: "alpha", fingerprint: "AA" } };
 
 beforeAll(() => {
-  dir = tempDir("a2a-rest-");
-  database = openDatabase(join(dir, "db.sqlite"));
-  const store = new SqliteTaskStore(database);
-  const handler = new DefaultRequestHandler(
-    store,
-    new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }),
-  );
-  transport = new HttpJsonTransport(v1Methods(handler));
+  fixture = taskFixture({
+    executor: new EchoExecutor(),
+    runnerOptions: { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 },
+    prefix: "a2a-rest-",
+  });
+  transport = new HttpJsonTransport(v1Methods(fixture.handler));
 });
 afterAll(() => {
-  database.close();
+  fixture.close();
 });
 
 /** One request through matchRoute and the transport, as the router does it. */

@@ -1,34 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { join } from "node:path";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
-import { TaskRunner } from "../../src/tasks/task-runner";
-import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import { EchoExecutor } from "../../src/executors/echo-executor";
 import { JsonRpcTransport } from "../../src/rpc/jsonrpc-transport";
 import { v1Methods } from "../../src/rpc/v1-methods";
-import { tempDir } from "../helpers/temp-dir";
+import { taskFixture, type TaskFixture } from "../helpers/task-fixture";
 
-let dir: string;
-let database: OpenDatabase;
+let fixture: TaskFixture;
 let transport: JsonRpcTransport;
 const ctx = { caller: { name: "alpha", fingerprint: "AA" } };
 
 beforeAll(() => {
-  dir = tempDir("a2a-rpc-");
-  database = openDatabase(join(dir, "db.sqlite"));
-  const store = new SqliteTaskStore(database);
-  transport = new JsonRpcTransport({
-    v1: v1Methods(
-      new DefaultRequestHandler(
-        store,
-        new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }),
-      ),
-    ),
+  fixture = taskFixture({
+    executor: new EchoExecutor(),
+    runnerOptions: { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 },
+    prefix: "a2a-rpc-",
   });
+  transport = new JsonRpcTransport({ v1: v1Methods(fixture.handler) });
 });
 afterAll(() => {
-  database.close();
+  fixture.close();
 });
 
 const call = async (body: unknown, version: string | null = "1.0") => {

@@ -4,17 +4,15 @@
  * (max_push_configs_per_caller); and if the config cannot be saved once the task is recorded, the task ends
  * FAILED saying so, never left SUBMITTED with nothing to run it (the fuzzer found one so). Real SQLite stores.
  */
-import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EchoExecutor } from "../../src/executors/echo-executor";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler, type PushConfigs } from "../../src/rpc/request-handler";
+import type { PushConfigs } from "../../src/rpc/request-handler";
 import type { TaskPushNotificationConfig } from "../../src/protocol/types";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
+import type { OpenDatabase } from "../../src/store/database";
 import { SqlitePushConfigStore } from "../../src/store/sqlite-push-config-store";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
-import { TaskRunner } from "../../src/tasks/task-runner";
-import { tempDir } from "../helpers/temp-dir";
+import type { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import { sqliteTaskStore, taskFixture } from "../helpers/task-fixture";
 
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
 const send = (text: string) => ({
@@ -28,13 +26,10 @@ const send = (text: string) => ({
   },
 });
 
-let dir: string;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 beforeEach(() => {
-  dir = tempDir("a2a-push-refusals-");
-  database = openDatabase(join(dir, "db.sqlite"));
-  store = new SqliteTaskStore(database);
+  ({ database, store } = sqliteTaskStore("a2a-push-refusals-"));
 });
 afterEach(() => {
   store.flush();
@@ -42,10 +37,13 @@ afterEach(() => {
 });
 
 function handler(configs: PushConfigs, perCaller = 2) {
-  const runner = new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 4, maxQueued: 100, historyMessages: 5 });
-  return new DefaultRequestHandler(store, runner, {
-    push: { configs, guard: { check: async () => {} }, limits: { perTask: 10, perCaller } },
-  });
+  const runnerOptions = { maxConcurrent: 4, maxQueued: 100, historyMessages: 5 };
+  return taskFixture({
+    store,
+    executor: new EchoExecutor(),
+    runnerOptions,
+    handlerOptions: { push: { configs, guard: { check: async () => {} }, limits: { perTask: 10, perCaller } } },
+  }).handler;
 }
 
 describe("a SendMessage with its own push config", () => {

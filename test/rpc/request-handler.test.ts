@@ -1,9 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { join } from "node:path";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
-import { TaskRunner } from "../../src/tasks/task-runner";
-import { DefaultRequestHandler } from "../../src/rpc/request-handler";
+import type { OpenDatabase } from "../../src/store/database";
+import type { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { EchoExecutor } from "../../src/executors/echo-executor";
 import { OpenAiCompatibleExecutor } from "../../src/executors/openai-executor";
 import type { AgentExecutor } from "../../src/executors/executor";
@@ -11,9 +8,8 @@ import { A2AError } from "../../src/protocol/errors";
 import type { Message, Task } from "../../src/protocol/types";
 import { ConformanceExecutor } from "../../src/executors/conformance-executor";
 import { startFakeModel, type FakeModel } from "../fakes/openai";
-import { tempDir } from "../helpers/temp-dir";
+import { sqliteTaskStore, taskFixture } from "../helpers/task-fixture";
 
-let dir: string;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 let model: FakeModel | undefined;
@@ -28,12 +24,12 @@ const message = (text: string, extra: Partial<Message> = {}): Message => ({
 });
 
 function handlerWith(executor: AgentExecutor, opts: { maxConcurrent?: number; maxQueued?: number } = {}) {
-  const runner = new TaskRunner(store, executor, {
-    maxConcurrent: opts.maxConcurrent ?? 4,
-    maxQueued: opts.maxQueued ?? 100,
-    historyMessages: 20,
+  const { runner, handler } = taskFixture({
+    store,
+    executor,
+    runnerOptions: { maxConcurrent: opts.maxConcurrent ?? 4, maxQueued: opts.maxQueued ?? 100, historyMessages: 20 },
   });
-  return { runner, handler: new DefaultRequestHandler(store, runner) };
+  return { runner, handler };
 }
 
 async function expectA2AError(p: Promise<unknown>, code: number): Promise<A2AError> {
@@ -47,9 +43,7 @@ async function expectA2AError(p: Promise<unknown>, code: number): Promise<A2AErr
 }
 
 beforeEach(() => {
-  dir = tempDir("a2a-handler-");
-  database = openDatabase(join(dir, "db.sqlite"));
-  store = new SqliteTaskStore(database);
+  ({ database, store } = sqliteTaskStore("a2a-handler-"));
 });
 afterEach(() => {
   model?.stop();

@@ -5,11 +5,6 @@
  * base64 bytes, `url` points to the file's content).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { join } from "node:path";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
-import { TaskRunner } from "../../src/tasks/task-runner";
-import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import { EchoExecutor } from "../../src/executors/echo-executor";
 import { JsonRpcTransport } from "../../src/rpc/jsonrpc-transport";
 import { HttpJsonTransport } from "../../src/rpc/http-json-transport";
@@ -17,27 +12,25 @@ import { matchRoute } from "../../src/rpc/http-json-routes";
 import { v1Methods } from "../../src/rpc/v1-methods";
 import { v03Methods } from "../../src/rpc/v03/methods";
 import { keepsExactly, scanJson } from "../../src/protocol/json-depth";
-import { tempDir } from "../helpers/temp-dir";
+import { taskFixture, type TaskFixture } from "../helpers/task-fixture";
 
-let dir: string;
-let database: OpenDatabase;
+let fixture: TaskFixture;
 let rpc: JsonRpcTransport;
 let rest: HttpJsonTransport;
 const ctx = { caller: { name: "alpha", fingerprint: "AA" } };
 
 beforeAll(() => {
-  dir = tempDir("a2a-stored-");
-  database = openDatabase(join(dir, "db.sqlite"));
-  const store = new SqliteTaskStore(database);
-  const handler = new DefaultRequestHandler(
-    store,
-    new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 }),
-  );
+  fixture = taskFixture({
+    executor: new EchoExecutor(),
+    runnerOptions: { maxConcurrent: 2, maxQueued: 10, historyMessages: 5 },
+    prefix: "a2a-stored-",
+  });
+  const { handler } = fixture;
   rpc = new JsonRpcTransport({ v1: v1Methods(handler), v03: v03Methods(handler) });
   rest = new HttpJsonTransport(v1Methods(handler));
 });
 afterAll(() => {
-  database.close();
+  fixture.close();
 });
 
 /** A SendMessage body, as text, with `inner` spliced in as written (so numbers keep their spelling). */

@@ -6,12 +6,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { messageText } from "../../src/executors/executor";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, Task } from "../../src/protocol/types";
 // Fairness is the runner's alone: the in-memory store (held to the same contract as SQLite) keeps this fast.
 import { MemoryTaskStore } from "../../src/store/memory-task-store";
 import { FairQueue } from "../../src/tasks/fair-queue";
-import { TaskRunner } from "../../src/tasks/task-runner";
+import { taskFixture } from "../helpers/task-fixture";
 import { untilSettled } from "../helpers/until";
 
 describe("FairQueue", () => {
@@ -94,8 +93,8 @@ const later = { configuration: { returnImmediately: true } };
 
 function setup(opts: { maxConcurrent: number; maxQueued: number; callerShare?: number }) {
   const exec = new GatedExecutor();
-  const runner = new TaskRunner(store, exec, { ...opts, historyMessages: 5 });
-  return { exec, runner, handler: new DefaultRequestHandler(store, runner) };
+  const { runner, handler } = taskFixture({ store, executor: exec, runnerOptions: { ...opts, historyMessages: 5 } });
+  return { exec, runner, handler };
 }
 
 describe("a caller's share of the node", () => {

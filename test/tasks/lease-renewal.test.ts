@@ -7,13 +7,12 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { createLogger } from "../../src/log";
-import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Task } from "../../src/protocol/types";
 import type { PostgresDatabase } from "../../src/store/postgres/database";
 import { PostgresLeases } from "../../src/store/postgres/postgres-leases";
 import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
-import { TaskRunner } from "../../src/tasks/task-runner";
 import { emptyPostgres } from "../helpers/postgres-stores";
+import { taskFixture } from "../helpers/task-fixture";
 
 const LEASE_MS = 600;
 let database: PostgresDatabase;
@@ -40,8 +39,8 @@ describe("lease renewals", () => {
     const leases = new PostgresLeases(database.sql, "a", LEASE_MS);
     const store = new PostgresTaskStore(database, { leases, log: createLogger(() => {}) });
     const executor = new HeldExecutor();
-    const runner = new TaskRunner(store, executor, { maxConcurrent: 4, maxQueued: 10, historyMessages: 20, leases });
-    const handler = new DefaultRequestHandler(store, runner);
+    const runnerOptions = { maxConcurrent: 4, maxQueued: 10, historyMessages: 20, leases };
+    const { runner, handler } = taskFixture({ store, executor, runnerOptions });
     const sent = (
       (await handler.sendMessage(
         {

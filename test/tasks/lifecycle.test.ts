@@ -3,20 +3,16 @@
  * answered, finished with its state, its duration and the executor's share of it, on a real SQLite store.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { join } from "node:path";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { messageText } from "../../src/executors/executor";
 import { createLogger } from "../../src/log";
-import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, SendMessageResult, Task } from "../../src/protocol/types";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import type { OpenDatabase } from "../../src/store/database";
+import type { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { allOf, type TaskLifecycle } from "../../src/tasks/lifecycle";
 import { taskLog } from "../../src/tasks/task-log";
-import { TaskRunner } from "../../src/tasks/task-runner";
-import { tempDir } from "../helpers/temp-dir";
+import { sqliteTaskStore, taskFixture } from "../helpers/task-fixture";
 
-let dir: string;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
@@ -29,9 +25,7 @@ const message = (text: string, extra: Partial<Message> = {}): Message => ({
 const taskOf = (r: SendMessageResult): Task => (r as { task: Task }).task;
 
 beforeEach(() => {
-  dir = tempDir("a2a-lifecycle-");
-  database = openDatabase(join(dir, "db.sqlite"));
-  store = new SqliteTaskStore(database);
+  ({ database, store } = sqliteTaskStore("a2a-lifecycle-"));
 });
 afterEach(() => {
   database.close();
@@ -69,13 +63,12 @@ function setup() {
   };
   let log = "";
   const lifecycle = allOf(recorder, taskLog(createLogger((l) => (log += l), "info", "json")));
-  const runner = new TaskRunner(store, new Executor(), {
-    maxConcurrent: 2,
-    maxQueued: 10,
-    historyMessages: 10,
-    lifecycle,
+  const { runner, handler } = taskFixture({
+    store,
+    executor: new Executor(),
+    runnerOptions: { maxConcurrent: 2, maxQueued: 10, historyMessages: 10, lifecycle },
   });
-  return { events, at, log: () => log, handler: new DefaultRequestHandler(store, runner), runner };
+  return { events, at, log: () => log, handler, runner };
 }
 
 describe("the task lifecycle", () => {

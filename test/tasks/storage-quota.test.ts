@@ -10,15 +10,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { EchoExecutor } from "../../src/executors/echo-executor";
 import { createLogger } from "../../src/log";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, Task } from "../../src/protocol/types";
 import { storageCheck } from "../../src/server/readiness";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
+import type { OpenDatabase } from "../../src/store/database";
 import { DiskFloor } from "../../src/store/disk-floor";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import type { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { StorageQuota, type StorageQuotaOptions } from "../../src/tasks/storage-quota";
-import { TaskRunner } from "../../src/tasks/task-runner";
-import { tempDir } from "../helpers/temp-dir";
+import { sqliteTaskStore, taskFixture } from "../helpers/task-fixture";
 
 const as = (name: string) => ({ caller: { name, fingerprint: name } });
 const message = (text: string, extra: Partial<Message> = {}): Message => ({
@@ -42,9 +40,7 @@ let dir: string;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 beforeEach(() => {
-  dir = tempDir("a2a-quota-");
-  database = openDatabase(join(dir, "db.sqlite"));
-  store = new SqliteTaskStore(database);
+  ({ dir, database, store } = sqliteTaskStore("a2a-quota-"));
 });
 afterEach(() => {
   store.flush();
@@ -59,8 +55,9 @@ function handlerWith(o: Partial<StorageQuotaOptions>, refused: string[] = []) {
     onRefused: (l) => refused.push(l),
     ...o,
   });
-  const runner = new TaskRunner(store, new EchoExecutor(), { maxConcurrent: 4, maxQueued: 100, historyMessages: 5 });
-  return new DefaultRequestHandler(store, runner, { storage: quota });
+  const runnerOptions = { maxConcurrent: 4, maxQueued: 100, historyMessages: 5 };
+  return taskFixture({ store, executor: new EchoExecutor(), runnerOptions, handlerOptions: { storage: quota } })
+    .handler;
 }
 
 describe("max_caller_tasks", () => {
@@ -124,8 +121,13 @@ describe("max_caller_bytes", () => {
         return { state: "TASK_STATE_COMPLETED" as const, message: "ok" };
       },
     };
-    const runner = new TaskRunner(store, asking as never, { maxConcurrent: 4, maxQueued: 100, historyMessages: 5 });
-    const handler = new DefaultRequestHandler(store, runner, { storage: quota });
+    const runnerOptions = { maxConcurrent: 4, maxQueued: 100, historyMessages: 5 };
+    const { handler } = taskFixture({
+      store,
+      executor: asking as never,
+      runnerOptions,
+      handlerOptions: { storage: quota },
+    });
     const asked = taskOf(await handler.sendMessage({ message: message("q".repeat(20_000)) }, as("alpha")));
     expect(asked.status.state).toBe("TASK_STATE_INPUT_REQUIRED");
     store.flush();

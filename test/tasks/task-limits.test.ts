@@ -12,15 +12,16 @@ import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../sr
 import { messageText } from "../../src/executors/executor";
 import { createLogger } from "../../src/log";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler } from "../../src/rpc/request-handler";
+import type { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Artifact, Message, Part, Task } from "../../src/protocol/types";
 import { openDatabase } from "../../src/store/database";
 import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
 import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { partBytes } from "../../src/tasks/artifacts";
-import { TaskRunner, type TaskRunnerOptions } from "../../src/tasks/task-runner";
+import type { TaskRunnerOptions } from "../../src/tasks/task-runner";
 import type { TaskStore } from "../../src/tasks/task-store";
 import { emptyPostgres } from "../helpers/postgres-stores";
+import { taskFixture } from "../helpers/task-fixture";
 import { tempDir } from "../helpers/temp-dir";
 
 const alpha = { caller: { name: "alpha", fingerprint: "AA" } };
@@ -141,16 +142,15 @@ describe.each(BACKENDS)("limits on $name", (backend) => {
   ) {
     const { store, close } = await backend.open();
     const executor = new PlannedExecutor();
-    const runner = new TaskRunner(store, executor, {
-      maxConcurrent: 4,
-      maxQueued: 100,
-      historyMessages: 20,
-      ...limits,
-    });
-    const handler = new DefaultRequestHandler(store, runner, {
-      maxTaskMessages: limits.maxTaskMessages,
-      maxMessageParts: limits.maxMessageParts,
-      maxTaskBytes: limits.maxTaskBytes,
+    const { handler } = taskFixture({
+      store,
+      executor,
+      runnerOptions: { maxConcurrent: 4, maxQueued: 100, historyMessages: 20, ...limits },
+      handlerOptions: {
+        maxTaskMessages: limits.maxTaskMessages,
+        maxMessageParts: limits.maxMessageParts,
+        maxTaskBytes: limits.maxTaskBytes,
+      },
     });
     try {
       await run({ handler, store, executor });

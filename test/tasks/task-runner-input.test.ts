@@ -5,19 +5,15 @@
  * withdrawn, cancel and shutdown reach a waiting execution, and a waiting task holds no execution slot.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { join } from "node:path";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { ExecutionStopped, messageText, stopCause } from "../../src/executors/executor";
 import { A2AError } from "../../src/protocol/errors";
-import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, StreamItem, Task } from "../../src/protocol/types";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
-import { TaskRunner } from "../../src/tasks/task-runner";
+import type { OpenDatabase } from "../../src/store/database";
+import type { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { untilSettled } from "../helpers/until";
-import { tempDir } from "../helpers/temp-dir";
+import { sqliteTaskStore, taskFixture } from "../helpers/task-fixture";
 
-let dir: string;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 
@@ -30,9 +26,7 @@ const message = (text: string, extra: Partial<Message> = {}): Message => ({
 });
 
 beforeEach(() => {
-  dir = tempDir("a2a-input-");
-  database = openDatabase(join(dir, "db.sqlite"));
-  store = new SqliteTaskStore(database);
+  ({ database, store } = sqliteTaskStore("a2a-input-"));
 });
 afterEach(() => {
   database.close();
@@ -93,12 +87,12 @@ class AskingExecutor implements AgentExecutor {
 }
 
 function handlerWith(executor: AgentExecutor, opts: { maxConcurrent?: number } = {}) {
-  const runner = new TaskRunner(store, executor, {
-    maxConcurrent: opts.maxConcurrent ?? 4,
-    maxQueued: 100,
-    historyMessages: 20,
+  const { runner, handler } = taskFixture({
+    store,
+    executor,
+    runnerOptions: { maxConcurrent: opts.maxConcurrent ?? 4, maxQueued: 100, historyMessages: 20 },
   });
-  return { runner, handler: new DefaultRequestHandler(store, runner) };
+  return { runner, handler };
 }
 
 async function a2aError(p: Promise<unknown>): Promise<A2AError> {

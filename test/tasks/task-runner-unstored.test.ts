@@ -9,23 +9,22 @@
  * last stored event.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { join } from "node:path";
 import type { AgentExecutor, ExecutionOutcome, ExecutionRequest } from "../../src/executors/executor";
 import { messageText, stopCause } from "../../src/executors/executor";
 import { createLogger } from "../../src/log";
 import { A2AError } from "../../src/protocol/errors";
 import { DefaultRequestHandler } from "../../src/rpc/request-handler";
 import type { Message, StreamItem, Task } from "../../src/protocol/types";
-import { openDatabase, type OpenDatabase } from "../../src/store/database";
-import { SqliteTaskStore } from "../../src/store/sqlite-task-store";
+import type { OpenDatabase } from "../../src/store/database";
+import type { SqliteTaskStore } from "../../src/store/sqlite-task-store";
 import { PostgresTaskStore } from "../../src/store/postgres/postgres-task-store";
 import type { TaskLifecycle } from "../../src/tasks/lifecycle";
 import { taskLog } from "../../src/tasks/task-log";
 import { TaskRunner } from "../../src/tasks/task-runner";
 import { emptyPostgres } from "../helpers/postgres-stores";
-import { tempDir } from "../helpers/temp-dir";
+import { taskFixture, type SqliteTaskFixture } from "../helpers/task-fixture";
 
-let dir: string;
+let fixture: SqliteTaskFixture;
 let database: OpenDatabase;
 let store: SqliteTaskStore;
 let handler: DefaultRequestHandler;
@@ -64,8 +63,6 @@ class NotingExecutor implements AgentExecutor {
 }
 
 beforeEach(() => {
-  dir = tempDir("a2a-unstored-");
-  database = openDatabase(join(dir, "db.sqlite"));
   log = "";
   const waiters: { ready: () => boolean; resolve: () => void }[] = [];
   const write = (line: string) => {
@@ -77,16 +74,20 @@ beforeEach(() => {
     const ready = () => (log.match(g)?.length ?? 0) >= n;
     return ready() ? Promise.resolve() : new Promise((resolve) => waiters.push({ ready, resolve }));
   };
-  store = new SqliteTaskStore(database, { log: createLogger(write) });
   executor = new NotingExecutor();
   const ends = watchEnds();
   finished = ends.finished;
   const lifecycle = { ...taskLog(createLogger(write)), ...ends.lifecycle };
-  runner = new TaskRunner(store, executor, { maxConcurrent: 64, maxQueued: 100, historyMessages: 20, lifecycle });
-  handler = new DefaultRequestHandler(store, runner);
+  fixture = taskFixture({
+    executor,
+    storeOptions: { log: createLogger(write) },
+    runnerOptions: { maxConcurrent: 64, maxQueued: 100, historyMessages: 20, lifecycle },
+    prefix: "a2a-unstored-",
+  });
+  ({ database, store, runner, handler } = fixture);
 });
 afterEach(() => {
-  database.close();
+  fixture.close();
 });
 
 /** A lifecycle watcher whose `finished(id)` resolves when the runner reports that task finished. */
