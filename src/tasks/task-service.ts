@@ -1,7 +1,7 @@
 import { newId, now } from "../clock";
 import { EXTENSIONS_KEY, type TaskRunner } from "./task-runner";
 import { notStored } from "./outcome-writer";
-import { TooManyPushConfigs, type PushConfigLimits } from "../push/push-config-store";
+import { TooManyPushConfigs, type PushConfigLimits, type PushConfigStore } from "../push/push-config-store";
 import { RelayedRefusal, TaskStoreError, UnstorableData, type StoredEvent, type TaskStore } from "./task-store";
 import { ArtifactSizes, historyBytes, messageBytes } from "./artifacts";
 import { EventStream } from "./event-stream";
@@ -9,7 +9,6 @@ import { TaskRefusal } from "./refusal";
 import type { StorageGuard } from "./storage-quota";
 import { ends, followStored, untilEnded, untilSettled, type StoredFollow } from "./stored-follow";
 import type {
-  ListTaskPushNotificationConfigsResult,
   ListTasksParams,
   ListTasksResult,
   Message,
@@ -19,24 +18,11 @@ import type {
 } from "../protocol/types";
 import { isInterrupted, isTerminal } from "../protocol/types";
 
-/** Webhook registrations (see src/push); absent when push notifications are off. */
-export interface PushConfigs {
-  create(
-    owner: string,
-    config: TaskPushNotificationConfig,
-    limits?: PushConfigLimits,
-  ): Promise<TaskPushNotificationConfig>;
-  /** How many configs `owner` has, on all its tasks (max_push_configs_per_caller). */
-  countForOwner(owner: string): Promise<number>;
-  get(owner: string, taskId: string, id: string): Promise<TaskPushNotificationConfig | undefined>;
-  list(
-    owner: string,
-    taskId: string,
-    pageSize?: number,
-    pageToken?: string,
-  ): Promise<ListTaskPushNotificationConfigsResult>;
-  delete(owner: string, taskId: string, id: string): Promise<boolean>;
-}
+/**
+ * Webhook registrations (see src/push): the part of a PushConfigStore the service calls; absent when push
+ * notifications are off.
+ */
+export type PushConfigs = Pick<PushConfigStore, "create" | "countForOwner" | "get" | "list" | "delete">;
 
 /** Webhooks; `limits`: how many one task and one caller may have (max_push_configs_per_task, _per_caller). */
 export interface PushOptions {
