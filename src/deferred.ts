@@ -1,4 +1,9 @@
-/** A promise with its resolve and reject at hand (a rejection nobody awaits is not reported as unhandled). */
+/**
+ * A promise with its resolve and reject at hand, for states that many callers wait on (a task's turn, a group
+ * commit, an answer passed to another replica). A rejection nobody awaits is not reported as unhandled: a waiter
+ * may never come, and failures are reported where they happen. At the bottom (imports nothing of src/), so the
+ * runner and the stores share one.
+ */
 export interface Deferred<T> {
   promise: Promise<T>;
   resolve(value: T): void;

@@ -3,24 +3,7 @@ import { ExecutionStopped, type StopCause } from "../executors/executor";
 import type { Message, StreamResponse, Task } from "../protocol/types";
 import type { ArtifactSizes } from "./artifacts";
 import type { EventStream } from "./event-stream";
-
-/** A promise with its settle functions, for states that many callers wait on. */
-export interface Deferred<T> {
-  promise: Promise<T>;
-  resolve(value: T): void;
-  reject(err: unknown): void;
-}
-
-export function deferred<T>(): Deferred<T> {
-  let resolve!: (v: T) => void;
-  let reject!: (err: unknown) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  promise.catch(() => {}); // a waiter may never come; failures are reported where they happen
-  return { promise, resolve, reject };
-}
+import { deferred, type Deferred } from "../deferred";
 
 /** A question an execution waits on (see InputRequest). */
 export interface Waiting {

@@ -4,7 +4,7 @@ import { newId } from "../../clock";
 import type { ReplicaMessages } from "../../tasks/replica-messages";
 import { RelayedRefusal, TaskStoreError } from "../../tasks/task-store";
 import { toJson } from "../pending-writes";
-import { deferred, type Deferred } from "./deferred";
+import { deferred, type Deferred } from "../../deferred";
 import type { PostgresLeases } from "./postgres-leases";
 
 type SQLListen = Awaited<ReturnType<SQL["listen"]>>;

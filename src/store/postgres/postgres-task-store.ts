@@ -44,7 +44,7 @@ import { SerialGroupCommit } from "./serial-commit";
 import { CountFolding } from "./count-folding";
 import { assemble, pendingOf } from "../task-rows";
 import { PostgresTaskReads, type RawRow } from "./postgres-task-reads";
-import { deferred, type Deferred } from "./deferred";
+import { deferred, type Deferred } from "../../deferred";
 import { EVENTS_CHANNEL } from "./postgres-replica-messages";
 
 export interface PostgresTaskStoreOptions {
