@@ -1,9 +1,8 @@
 import type { AgentExecutor } from "../executors/executor";
 import type { Message, Task } from "../protocol/types";
-import { stop, type Job } from "./job";
+import { stop, type Job, type StartOptions } from "./job";
 import type { TaskLeases } from "./leases";
 import { recoverUnfinished } from "./recovery";
-import type { StartOptions } from "./task-runner";
 import { WriteRefused, type TaskStore, type UnfinishedTask } from "./task-store";
 
 /** Orphaned tasks claimed at a time (the rest are claimed at the next renewal). */
