@@ -27,11 +27,12 @@ import {
 import { crashPoint } from "../crash-point";
 import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
-import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
-import { decodePageToken, encodePageToken } from "./page-token";
+import { DEFAULT_MAX_LIST_BYTES } from "./list-budget";
+import { DEFAULT_PAGE_SIZE, listedColumns, type ListedRow, pageOf } from "./list-page";
+import { decodePageToken } from "./page-token";
 import { addChange, planWrite, toJson, type Params, type Pending, type StoredRow } from "./pending-writes";
 import { tasks } from "./schema";
-import { assemble, pendingOf, stateOf, statusOf, type TaskColumns } from "./task-rows";
+import { assemble, pendingOf, stateOf, statusOf } from "./task-rows";
 import { commitEach, GroupCommit } from "./group-commit";
 
 export interface SqliteTaskStoreOptions {
@@ -51,8 +52,6 @@ export interface SqliteTaskStoreOptions {
    */
   webhooks?: (owner: string, config: TaskPushNotificationConfig) => void;
 }
-
-const DEFAULT_PAGE_SIZE = 50;
 
 /**
  * The size columns (see schema.ts), computed by SQLite from the JSON text each statement writes, so they cannot
@@ -271,41 +270,14 @@ export class SqliteTaskStore implements TaskStore {
       .orderBy(desc(tasks.statusTimestamp), desc(tasks.id))
       .limit(pageSize + 1)
       .all();
-    const withArtifacts = params.includeArtifacts ?? false;
-    const plan = planPage(candidates, {
-      pageSize,
-      maxBytes: this.maxListBytes,
-      history: params.historyLength !== 0,
-      artifacts: withArtifacts,
-    });
-    const last = plan.tasks[plan.tasks.length - 1];
-    return {
-      tasks: plan.tasks.map((p) => this.listed(p, params.historyLength, withArtifacts)),
-      nextPageToken: plan.more && last ? encodePageToken(last.statusTimestamp, last.id) : "",
-      pageSize,
-      totalSize,
-    };
-  }
-
-  /** One task of a planned page, reading only the columns of the parts it carries. */
-  private listed(p: PlannedTask, historyLength: number | undefined, withArtifacts: boolean): Task {
-    const artifacts = withArtifacts && !p.omitted.includes("artifacts");
-    const history = historyLength !== 0 && !p.omitted.includes("history");
-    const message = !p.omitted.includes("status.message");
-    const row = this.sqlite
-      .query(
-        `SELECT id, context_id, state, status_timestamp, metadata,
-           ${message ? "status_message" : "NULL"} AS status_message, ${message ? "0" : "status_message IS NOT NULL"} AS had_message,
-           ${history ? "history" : "'[]'"} AS history, ${artifacts ? "artifacts" : "'[]'"} AS artifacts
-         FROM tasks WHERE id = ?1`,
-      )
-      .get(p.id) as TaskColumns & { had_message: number };
-    const task = assemble(row, history ? historyLength : 0, artifacts);
-    if (p.omitted.length) {
-      const omitted = row.had_message ? p.omitted : p.omitted.filter((part) => part !== "status.message");
-      task.metadata = { ...task.metadata, [OMITTED_KEY]: omissionNote({ ...p, omitted }, this.maxListBytes) };
-    }
-    return task;
+    const page = await pageOf(
+      candidates,
+      params,
+      this.maxListBytes,
+      (taskId, parts) =>
+        this.sqlite.query(`SELECT ${listedColumns(parts, "0")} FROM tasks WHERE id = ?1`).get(taskId) as ListedRow,
+    );
+    return { ...page, totalSize };
   }
 
   record(taskId: string, change: TaskChange): Promise<void> {
