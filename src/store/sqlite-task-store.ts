@@ -30,9 +30,9 @@ import type { Db, OpenDatabase } from "./database";
 import { DEFAULT_MAX_LIST_BYTES } from "./list-budget";
 import { DEFAULT_PAGE_SIZE, listedColumns, type ListedRow, pageOf } from "./list-page";
 import { decodePageToken } from "./page-token";
-import { addChange, planWrite, toJson, type Params, type Pending, type StoredRow } from "./pending-writes";
+import { planWrite, recordChange, toJson, type Params, type Pending, type StoredRow } from "./pending-writes";
 import { tasks } from "./schema";
-import { assemble, pendingOf, stateOf, statusOf } from "./task-rows";
+import { assemble, lastMessages, pendingOf, stateOf, statusOf } from "./task-rows";
 import { commitEach, GroupCommit } from "./group-commit";
 
 export interface SqliteTaskStoreOptions {
@@ -281,12 +281,11 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   record(taskId: string, change: TaskChange): Promise<void> {
-    try {
-      addChange(() => this.pendingFor(taskId), change);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return this.group.commit(taskId);
+    return recordChange(
+      () => this.pendingFor(taskId),
+      change,
+      () => this.group.commit(taskId),
+    );
   }
 
   onDeliveriesQueued(listener: (deliveries: QueuedWithEvent[]) => void): void {
@@ -351,17 +350,8 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   async contextHistory(contextId: string, owner: string, limit: number): Promise<Message[]> {
-    // Newest tasks first, until enough messages are gathered; then oldest first.
-    const out: Message[][] = [];
-    let n = 0;
-    for (const row of this.w.selectContext.iterate(contextId, owner) as IterableIterator<{ history: string }>) {
-      const h = JSON.parse(row.history) as Message[];
-      out.push(h);
-      n += h.length;
-      if (n >= limit) break;
-    }
-    const all = out.reverse().flat();
-    return all.length > limit ? all.slice(all.length - limit) : all;
+    if (limit <= 0) return [];
+    return lastMessages(this.w.selectContext.iterate(contextId, owner) as IterableIterator<{ history: string }>, limit);
   }
 
   deleteFinished(before: string, limit: number): Promise<string[]> {

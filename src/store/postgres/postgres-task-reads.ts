@@ -4,7 +4,7 @@ import type { ListTasksParams, ListTasksResult, Message, StreamResponse, Task } 
 import type { CallerUsage, StoredEvent, TaskSnapshot, UnfinishedTask } from "../../tasks/task-store";
 import { DEFAULT_PAGE_SIZE, listedColumns, type ListedRow, pageOf } from "../list-page";
 import { decodePageToken } from "../page-token";
-import { assemble, stateOf, type TaskColumns } from "../task-rows";
+import { assemble, lastMessages, stateOf, type TaskColumns } from "../task-rows";
 import type { CountFolding } from "./count-folding";
 
 /**
@@ -130,16 +130,7 @@ export class PostgresTaskReads {
     // Every task holds at least one message: the newest `limit` tasks hold all that can be returned.
     const rows = await this
       .sql`SELECT history FROM tasks WHERE context_id = ${contextId} AND owner = ${owner} ORDER BY id DESC LIMIT ${limit}`;
-    const out: Message[][] = [];
-    let n = 0;
-    for (const row of rows as { history: string }[]) {
-      const h = JSON.parse(row.history) as Message[];
-      out.push(h);
-      n += h.length;
-      if (n >= limit) break;
-    }
-    const all = out.reverse().flat();
-    return all.length > limit ? all.slice(all.length - limit) : all;
+    return lastMessages(rows as { history: string }[], limit);
   }
 }
 
