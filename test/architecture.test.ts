@@ -91,6 +91,7 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
   ["executors/ never import tasks/", (f) => f.startsWith("src/executors/"), (t) => t.startsWith("src/tasks/")],
   ["src/clock.ts imports nothing of src/", (f) => f === "src/clock.ts", (t) => t.startsWith("src/")],
   ["src/deferred.ts imports nothing of src/", (f) => f === "src/deferred.ts", (t) => t.startsWith("src/")],
+  ["src/reason.ts imports nothing of src/", (f) => f === "src/reason.ts", (t) => t.startsWith("src/")],
   // What client/ and executors/ share (the SSE reader) sits below both, in src/sse.ts.
   ["client/ never imports executors/", (f) => f.startsWith("src/client/"), (t) => t.startsWith("src/executors/")],
   ["src/sse.ts imports nothing of src/", (f) => f === "src/sse.ts", (t) => t.startsWith("src/")],

@@ -34,6 +34,7 @@ import { planWrite, recordChange, toJson, type Params, type Pending, type Stored
 import { tasks } from "./schema";
 import { assemble, lastMessages, pendingOf, stateOf, statusOf } from "./task-rows";
 import { commitEach, GroupCommit } from "./group-commit";
+import { reasonOf } from "../reason";
 
 export interface SqliteTaskStoreOptions {
   /** Bytes of task JSON one ListTasks page may carry (see list-budget.ts); default DEFAULT_MAX_LIST_BYTES. */
@@ -516,10 +517,6 @@ function rowOfUpdate(p: Params): StoredRow {
     last_seq: p[7] as number,
     node_state: p[8] as string | null,
   };
-}
-
-function reasonOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 interface ImpliedRow {

@@ -9,6 +9,7 @@ import type { TaskLifecycle } from "./lifecycle";
 import type { EventPublisher } from "./publisher";
 import { TaskRefusal } from "./refusal";
 import { DroppedWrite, HeldElsewhere, WriteRefused, type TaskStore } from "./task-store";
+import { reasonOf } from "../reason";
 
 /** What the outcome writer asks of the runner whose executions it ends. */
 export interface OutcomeWriterHost {
@@ -246,8 +247,4 @@ export function stoppedOutcome(
 export function notStored(taskId: string, err: unknown): TaskRefusal {
   if (err instanceof TaskRefusal) return err;
   return TaskRefusal.notStored(`the node could not store task ${taskId}, so it is not kept: ${reasonOf(err)}`);
-}
-
-function reasonOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

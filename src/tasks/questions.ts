@@ -11,6 +11,7 @@ import { stopOverLimit, type OutputLimits } from "./output-limits";
 import { TaskRefusal } from "./refusal";
 import type { RunningJobs } from "./running-jobs";
 import type { TaskStore } from "./task-store";
+import { reasonOf } from "../reason";
 
 /** The execution slots questions give back while they wait, and take again when answered (see Admission). */
 export interface QuestionSlots {
@@ -74,7 +75,7 @@ export class Questions {
       job.waiting = undefined;
       waiting.detach();
       const reason = request.signal?.reason;
-      job.withdrawn = reason instanceof Error ? reason.message : String(reason ?? "the question was withdrawn");
+      job.withdrawn = reasonOf(reason ?? "the question was withdrawn");
       this.slots.acquire(job);
       this.sink.setWorking(job, `no longer waiting for an answer: ${job.withdrawn}`);
       answered.reject(reason ?? new Error(job.withdrawn));

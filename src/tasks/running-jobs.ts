@@ -3,6 +3,7 @@ import type { EventStream } from "./event-stream";
 import { stop, type Job } from "./job";
 import type { EventPublisher } from "./publisher";
 import type { TaskStore } from "./task-store";
+import { reasonOf } from "../reason";
 
 /**
  * The executions of this process, by task id, from their start (or queueing) to their recorded outcome, and the
@@ -80,7 +81,7 @@ export class RunningJobs {
   track(job: Job, write: Promise<void>): Promise<void> {
     write.catch((err) => {
       if (job.lost !== undefined) return;
-      job.lost = err instanceof Error ? err.message : String(err);
+      job.lost = reasonOf(err);
       this.store.discard(job.task.id);
       if (job.final) return; // the outcome being written was dropped too: the outcome writer writes FAILED instead
       if (!this.endQueued(job)) stop(job, "unstored", `the node could not store this task: ${job.lost}`);

@@ -46,6 +46,7 @@ import { assemble, pendingOf } from "../task-rows";
 import { PostgresTaskReads, type RawRow } from "./postgres-task-reads";
 import { deferred, type Deferred } from "../../deferred";
 import { EVENTS_CHANNEL } from "./postgres-replica-messages";
+import { reasonOf } from "../../reason";
 
 export interface PostgresTaskStoreOptions {
   /** Bytes of task JSON one ListTasks page may carry (see list-budget.ts). */
@@ -869,8 +870,4 @@ async function onLiveConnection<T>(write: () => Promise<T>): Promise<T> {
       if (attempt >= LIVE_CONNECTION_TRIES || !connectionLost(err)) throw err;
     }
   }
-}
-
-function reasonOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
