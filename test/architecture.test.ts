@@ -91,9 +91,17 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
   ["executors/ never import tasks/", (f) => f.startsWith("src/executors/"), (t) => t.startsWith("src/tasks/")],
   ["src/clock.ts imports nothing of src/", (f) => f === "src/clock.ts", (t) => t.startsWith("src/")],
   ["src/deferred.ts imports nothing of src/", (f) => f === "src/deferred.ts", (t) => t.startsWith("src/")],
+  ["src/reason.ts imports nothing of src/", (f) => f === "src/reason.ts", (t) => t.startsWith("src/")],
   // What client/ and executors/ share (the SSE reader) sits below both, in src/sse.ts.
   ["client/ never imports executors/", (f) => f.startsWith("src/client/"), (t) => t.startsWith("src/executors/")],
   ["src/sse.ts imports nothing of src/", (f) => f === "src/sse.ts", (t) => t.startsWith("src/")],
+  // The runner is a coordinator above its parts (admission, running jobs, events sink, executions, questions,
+  // outcome writer, lease keeper, shutdown): they are handed what they need and never reach back up to it.
+  [
+    "tasks/: the runner's parts never import task-runner.ts (only the tasks service, above it, does)",
+    (f) => f.startsWith("src/tasks/") && f !== "src/tasks/task-service.ts",
+    (t) => t === "src/tasks/task-runner",
+  ],
   // Metrics watch every floor, server/ among them (NodeMetrics implements its RouterMetrics): no way back.
   ["server/ never imports metrics/", (f) => f.startsWith("src/server/"), (t) => t.startsWith("src/metrics/")],
   // fleet/ builds on server/ (its listeners, its routes): the listeners are handed the fleet's pieces by node.ts.

@@ -6,6 +6,7 @@ import { AuditLog, type AuditCall, type AuditRefusal } from "./audit-log";
 import type { RefusedPeer } from "./mtls-listener";
 import { classify, RefusalLog } from "./refusal-log";
 import { keyOf, RefusalTally, summed } from "./refusal-tally";
+import { reasonOf } from "../reason";
 
 /**
  * Where the node's calls and refusals are written down: refusals go to the journal at a rate (RefusalLog), and
@@ -94,7 +95,7 @@ function openAuditLog(paths: HomePaths, config: ServeConfig, log: Logger): Audit
       onError: (err) =>
         log.error("could not write the audit log; lines are dropped until it works again", {
           path,
-          reason: err instanceof Error ? err.message : String(err),
+          reason: reasonOf(err),
         }),
       onRecovered: (dropped) => log.warn("the audit log is written again", { path, dropped }),
     });

@@ -2,6 +2,7 @@ import { statfsSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Logger } from "../log";
 import type { CallerUsage, TaskStore } from "../tasks/task-store";
+import { reasonOf } from "../reason";
 
 /** Whom the node refuses new tasks and messages from, for want of disk space. */
 export type FloorRefusing = "none" | "heaviest" | "all";
@@ -98,7 +99,7 @@ export class DiskFloor {
           freeBytes: Number.NaN,
           floorBytes: this.o.floorBytes,
           refusing: "none",
-          error: err instanceof Error ? err.message : String(err),
+          error: reasonOf(err),
         };
       }
       this.current = next;

@@ -12,7 +12,7 @@ import { WriteRefused } from "../tasks/task-store";
  */
 export class GroupCommit<K> {
   /** The outcomes of the group being collected, by key; undefined when no group is open. */
-  private open: Map<K, Outcome> | undefined;
+  private open: Outcomes<K> | undefined;
 
   constructor(
     /**
@@ -24,10 +24,7 @@ export class GroupCommit<K> {
 
   /** Resolves once `key`'s writes requested so far are committed; rejects if they could not be. */
   commit(key: K): Promise<void> {
-    const open = this.schedule();
-    let outcome = open.get(key);
-    if (!outcome) open.set(key, (outcome = newOutcome()));
-    return outcome.promise;
+    return this.schedule().of(key);
   }
 
   /**
@@ -35,16 +32,13 @@ export class GroupCommit<K> {
    * key's pending writes itself), and a later commit(key) starts a new outcome.
    */
   drop(key: K, reason: unknown): void {
-    const outcome = this.open?.get(key);
-    if (!outcome) return;
-    this.open!.delete(key);
-    outcome.reject(reason);
+    this.open?.drop(key, reason);
   }
 
   /** Makes sure a group is open: it closes, committing, at the end of this turn of the event loop. */
-  schedule(): Map<K, Outcome> {
+  schedule(): Outcomes<K> {
     if (this.open) return this.open;
-    this.open = new Map();
+    this.open = new Outcomes();
     // Everything the requests read in this turn asked for shares one commit. (Holding it open longer,
     // measured, cost more in latency than it saved in commits.)
     setImmediate(() => this.flush());
@@ -59,14 +53,44 @@ export class GroupCommit<K> {
     try {
       failed = this.flushPending();
     } catch (err) {
-      for (const o of outcomes?.values() ?? []) o.reject(err);
+      outcomes?.fail(err);
       return;
     }
-    if (!outcomes) return;
-    for (const [key, o] of outcomes) {
+    outcomes?.settle(failed);
+  }
+}
+
+/**
+ * The outcomes of one group, by key: the writers of a key share its outcome, settled when the group is
+ * committed, each key on its own (see GroupCommit and SerialGroupCommit).
+ */
+export class Outcomes<K> extends Map<K, Outcome> {
+  /** The promise of `key`'s outcome in this group (made on first use). */
+  of(key: K): Promise<void> {
+    let outcome = this.get(key);
+    if (!outcome) this.set(key, (outcome = newOutcome()));
+    return outcome.promise;
+  }
+
+  /** Withdraws `key`: its writers' promise rejects with `reason`, and a later of(key) makes a new outcome. */
+  drop(key: K, reason: unknown): void {
+    const outcome = this.get(key);
+    if (!outcome) return;
+    this.delete(key);
+    outcome.reject(reason);
+  }
+
+  /** The group was committed: the keys in `failed` reject with their reasons, every other key resolves. */
+  settle(failed: Map<K, unknown>): void {
+    for (const [key, o] of this) {
       if (failed.has(key)) o.reject(failed.get(key));
       else o.resolve();
     }
+  }
+
+  /** Nothing of the group was committed: every key rejects with `err`. */
+  fail(err: unknown): void {
+    for (const o of this.values()) o.reject(err);
   }
 }
 
@@ -77,7 +101,7 @@ export interface Outcome {
   reject(err: unknown): void;
 }
 
-export function newOutcome(): Outcome {
+function newOutcome(): Outcome {
   let resolve!: () => void;
   let reject!: (err: unknown) => void;
   const promise = new Promise<void>((res, rej) => {

@@ -2,14 +2,13 @@ import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig 
 import {
   ConfigOwnedElsewhere,
   overPushLimits,
-  PUSH_CONFIG_PAGE,
   redactConfig,
   type PushConfigLimits,
   type PushConfigStore,
   type StoredPushConfig,
 } from "../push/push-config-store";
-import { newId } from "../clock";
-import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
+import { savedConfig } from "./push-config-rows";
+import { configPage, configPageSize, decodeConfigPageToken } from "./page-token";
 
 /**
  * PushConfigStore in memory, for unit tests and as the plainest reading of its contract
@@ -24,9 +23,7 @@ export class MemoryPushConfigStore implements PushConfigStore {
     config: TaskPushNotificationConfig,
     limits?: PushConfigLimits,
   ): Promise<TaskPushNotificationConfig> {
-    const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
-    if (config.token) saved.token = config.token;
-    if (config.authentication) saved.authentication = { ...config.authentication };
+    const saved = savedConfig(config);
     let configs = this.byTask.get(saved.taskId);
     const existing = configs?.get(saved.id);
     if (existing && existing.owner !== owner) throw new ConfigOwnedElsewhere(saved.taskId);
@@ -58,17 +55,12 @@ export class MemoryPushConfigStore implements PushConfigStore {
     pageSize?: number,
     pageToken?: string,
   ): Promise<ListTaskPushNotificationConfigsResult> {
-    const size = Math.min(Math.max(Math.trunc(pageSize ?? PUSH_CONFIG_PAGE.default), 1), PUSH_CONFIG_PAGE.max);
+    const size = configPageSize(pageSize);
     const after = pageToken ? decodeConfigPageToken(pageToken) : undefined;
     const mine = [...(this.byTask.get(taskId)?.values() ?? [])]
       .filter((c) => c.owner === owner && (after === undefined || c.id > after))
       .sort((a, b) => (a.id < b.id ? -1 : 1));
-    const page = mine.slice(0, size);
-    const last = page[page.length - 1];
-    return {
-      configs: page.map(withoutOwner),
-      nextPageToken: mine.length > size && last ? encodeConfigPageToken(last.id) : "",
-    };
+    return configPage(mine, size, withoutOwner);
   }
 
   async delete(owner: string, taskId: string, id: string): Promise<boolean> {

@@ -11,6 +11,7 @@ import {
   type TaskStore,
   type UnfinishedTask,
 } from "../tasks/task-store";
+import { DEFAULT_PAGE_SIZE } from "./list-page";
 import { decodePageToken, encodePageToken } from "./page-token";
 import { mergeArtifacts, toJson } from "./pending-writes";
 
@@ -23,8 +24,6 @@ interface Entry {
   /** The node state (see TaskChange.state), never part of `task`. */
   state: Record<string, unknown>;
 }
-
-const DEFAULT_PAGE_SIZE = 50;
 
 /**
  * TaskStore in memory, for unit tests of what sits above the store, and the plainest reading of the contract

@@ -1,3 +1,5 @@
+import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig } from "../protocol/types";
+import { PUSH_CONFIG_PAGE } from "../push/push-config-store";
 import { TaskStoreRequestError } from "../tasks/task-store";
 
 /**
@@ -29,4 +31,27 @@ export function decodeConfigPageToken(token: string): string {
     throw new TaskStoreRequestError("pageToken is not one this node issued for push notification configs");
   }
   return text.slice(CONFIG_TOKEN_PREFIX.length);
+}
+
+/** The configs on a page asked for with `pageSize`: PUSH_CONFIG_PAGE's default, held between 1 and its most. */
+export function configPageSize(pageSize: number | undefined): number {
+  return Math.min(Math.max(Math.trunc(pageSize ?? PUSH_CONFIG_PAGE.default), 1), PUSH_CONFIG_PAGE.max);
+}
+
+/**
+ * A page of push configs from `rows` (ordered by id, after the token's config): the first `size`, as `shown`
+ * makes them, and the next page's token when there are more rows (a store reads one row past the page, so
+ * that one tells whether another page follows without a count).
+ */
+export function configPage<Row extends { id: string }>(
+  rows: Row[],
+  size: number,
+  shown: (row: Row) => TaskPushNotificationConfig,
+): ListTaskPushNotificationConfigsResult {
+  const page = rows.slice(0, size);
+  const last = page[page.length - 1];
+  return {
+    configs: page.map(shown),
+    nextPageToken: rows.length > size && last ? encodeConfigPageToken(last.id) : "",
+  };
 }

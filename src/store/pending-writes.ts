@@ -1,6 +1,7 @@
 import type { Artifact, StreamResponse, TaskPushNotificationConfig, TaskStatus } from "../protocol/types";
 import { isTerminal } from "../protocol/types";
 import { UnstorableData, WriteRefused, type TaskChange } from "../tasks/task-store";
+import type { TaskColumns } from "./task-rows";
 
 /**
  * Everything not yet committed about one task; several requests' worth merge into one row write. What a
@@ -43,6 +44,23 @@ export function newPending(): Pending {
 }
 
 /**
+ * TaskStore.record for the stores that gather writes: the change joins the task's pending writes (see addChange)
+ * and the returned promise is their group's commit (`commit`); a change that cannot be stored rejects at once.
+ */
+export function recordChange(
+  pendingFor: () => Pending,
+  change: TaskChange,
+  commit: () => Promise<void>,
+): Promise<void> {
+  try {
+    addChange(pendingFor, change);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  return commit();
+}
+
+/**
  * Adds one TaskChange to a task's pending writes (`pendingFor` gives them, made if new). What the change
  * carries is serialised first: a change that cannot be stored throws UnstorableData and adds nothing.
  */
@@ -74,13 +92,7 @@ export function addChange(pendingFor: () => Pending, change: TaskChange): void {
 }
 
 /** The columns of a task's row that an update rewrites (as stored). */
-export interface StoredRow {
-  state: string;
-  status_message: string | null;
-  status_timestamp: string;
-  metadata: string | null;
-  history: string;
-  artifacts: string;
+export interface StoredRow extends Omit<TaskColumns, "id" | "context_id"> {
   last_seq: number;
   /** The node state (see TaskChange.state) as JSON; null when it has none. */
   node_state: string | null;

@@ -1,5 +1,17 @@
 import type { AuthenticationInfo, TaskPushNotificationConfig } from "../protocol/types";
+import { newId } from "../clock";
 import { redactConfig, type StoredPushConfig } from "../push/push-config-store";
+
+/**
+ * The config as a store keeps it: its id (a new one when the caller gave none), task and URL, token and authentication
+ * when set.
+ */
+export function savedConfig(config: TaskPushNotificationConfig): TaskPushNotificationConfig {
+  const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
+  if (config.token) saved.token = config.token;
+  if (config.authentication) saved.authentication = { ...config.authentication };
+  return saved;
+}
 
 /** A push_configs row, as both the SQLite and the Postgres stores keep it. */
 export interface PushConfigRow {

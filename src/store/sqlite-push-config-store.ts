@@ -3,15 +3,14 @@ import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig 
 import {
   ConfigOwnedElsewhere,
   overPushLimits,
-  PUSH_CONFIG_PAGE,
   type PushConfigLimits,
   type PushConfigStore,
   type StoredPushConfig,
 } from "../push/push-config-store";
-import { newId, now } from "../clock";
+import { now } from "../clock";
 import type { OpenDatabase } from "./database";
-import { decodeConfigPageToken, encodeConfigPageToken } from "./page-token";
-import { toConfig, toStored, type PushConfigRow } from "./push-config-rows";
+import { configPage, configPageSize, decodeConfigPageToken } from "./page-token";
+import { savedConfig, toConfig, toStored, type PushConfigRow } from "./push-config-rows";
 import { writeAlone } from "./write-alone";
 
 /**
@@ -76,9 +75,7 @@ export class SqlitePushConfigStore implements PushConfigStore {
     config: TaskPushNotificationConfig,
     limits?: PushConfigLimits,
   ): Promise<TaskPushNotificationConfig> {
-    const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
-    if (config.token) saved.token = config.token;
-    if (config.authentication) saved.authentication = { ...config.authentication };
+    const saved = savedConfig(config);
     // The counts and the insert in one transaction of their own (see writeAlone), committed when it resolves.
     const r = await writeAlone(this.sqlite, () => {
       if (limits && !this.q.exists.get(saved.taskId, saved.id)) {
@@ -134,19 +131,14 @@ export class SqlitePushConfigStore implements PushConfigStore {
     pageSize?: number,
     pageToken?: string,
   ): Promise<ListTaskPushNotificationConfigsResult> {
-    const size = Math.min(Math.max(Math.trunc(pageSize ?? PUSH_CONFIG_PAGE.default), 1), PUSH_CONFIG_PAGE.max);
+    const size = configPageSize(pageSize);
     // One row more than the page tells whether another page follows without a count query.
     const rows = (
       pageToken
         ? this.q.pageAfter.all(taskId, owner, decodeConfigPageToken(pageToken), size + 1)
         : this.q.page.all(taskId, owner, size + 1)
     ) as PushConfigRow[];
-    const page = rows.slice(0, size);
-    const last = page[page.length - 1];
-    return {
-      configs: page.map(toConfig),
-      nextPageToken: rows.length > size && last ? encodeConfigPageToken(last.id) : "",
-    };
+    return configPage(rows, size, toConfig);
   }
 
   async delete(owner: string, taskId: string, id: string): Promise<boolean> {

@@ -27,12 +27,14 @@ import {
 import { crashPoint } from "../crash-point";
 import { createLogger, type Logger } from "../log";
 import type { Db, OpenDatabase } from "./database";
-import { DEFAULT_MAX_LIST_BYTES, OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "./list-budget";
-import { decodePageToken, encodePageToken } from "./page-token";
-import { addChange, planWrite, toJson, type Params, type Pending, type StoredRow } from "./pending-writes";
+import { DEFAULT_MAX_LIST_BYTES } from "./list-budget";
+import { DEFAULT_PAGE_SIZE, listedColumns, type ListedRow, pageOf } from "./list-page";
+import { decodePageToken } from "./page-token";
+import { planWrite, recordChange, toJson, type Params, type Pending, type StoredRow } from "./pending-writes";
 import { tasks } from "./schema";
-import { assemble, pendingOf, stateOf, statusOf, type TaskColumns } from "./task-rows";
+import { assemble, lastMessages, pendingOf, stateOf, statusOf } from "./task-rows";
 import { commitEach, GroupCommit } from "./group-commit";
+import { reasonOf } from "../reason";
 
 export interface SqliteTaskStoreOptions {
   /** Bytes of task JSON one ListTasks page may carry (see list-budget.ts); default DEFAULT_MAX_LIST_BYTES. */
@@ -51,8 +53,6 @@ export interface SqliteTaskStoreOptions {
    */
   webhooks?: (owner: string, config: TaskPushNotificationConfig) => void;
 }
-
-const DEFAULT_PAGE_SIZE = 50;
 
 /**
  * The size columns (see schema.ts), computed by SQLite from the JSON text each statement writes, so they cannot
@@ -271,50 +271,22 @@ export class SqliteTaskStore implements TaskStore {
       .orderBy(desc(tasks.statusTimestamp), desc(tasks.id))
       .limit(pageSize + 1)
       .all();
-    const withArtifacts = params.includeArtifacts ?? false;
-    const plan = planPage(candidates, {
-      pageSize,
-      maxBytes: this.maxListBytes,
-      history: params.historyLength !== 0,
-      artifacts: withArtifacts,
-    });
-    const last = plan.tasks[plan.tasks.length - 1];
-    return {
-      tasks: plan.tasks.map((p) => this.listed(p, params.historyLength, withArtifacts)),
-      nextPageToken: plan.more && last ? encodePageToken(last.statusTimestamp, last.id) : "",
-      pageSize,
-      totalSize,
-    };
-  }
-
-  /** One task of a planned page, reading only the columns of the parts it carries. */
-  private listed(p: PlannedTask, historyLength: number | undefined, withArtifacts: boolean): Task {
-    const artifacts = withArtifacts && !p.omitted.includes("artifacts");
-    const history = historyLength !== 0 && !p.omitted.includes("history");
-    const message = !p.omitted.includes("status.message");
-    const row = this.sqlite
-      .query(
-        `SELECT id, context_id, state, status_timestamp, metadata,
-           ${message ? "status_message" : "NULL"} AS status_message, ${message ? "0" : "status_message IS NOT NULL"} AS had_message,
-           ${history ? "history" : "'[]'"} AS history, ${artifacts ? "artifacts" : "'[]'"} AS artifacts
-         FROM tasks WHERE id = ?1`,
-      )
-      .get(p.id) as TaskColumns & { had_message: number };
-    const task = assemble(row, history ? historyLength : 0, artifacts);
-    if (p.omitted.length) {
-      const omitted = row.had_message ? p.omitted : p.omitted.filter((part) => part !== "status.message");
-      task.metadata = { ...task.metadata, [OMITTED_KEY]: omissionNote({ ...p, omitted }, this.maxListBytes) };
-    }
-    return task;
+    const page = await pageOf(
+      candidates,
+      params,
+      this.maxListBytes,
+      (taskId, parts) =>
+        this.sqlite.query(`SELECT ${listedColumns(parts, "0")} FROM tasks WHERE id = ?1`).get(taskId) as ListedRow,
+    );
+    return { ...page, totalSize };
   }
 
   record(taskId: string, change: TaskChange): Promise<void> {
-    try {
-      addChange(() => this.pendingFor(taskId), change);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return this.group.commit(taskId);
+    return recordChange(
+      () => this.pendingFor(taskId),
+      change,
+      () => this.group.commit(taskId),
+    );
   }
 
   onDeliveriesQueued(listener: (deliveries: QueuedWithEvent[]) => void): void {
@@ -379,17 +351,8 @@ export class SqliteTaskStore implements TaskStore {
   }
 
   async contextHistory(contextId: string, owner: string, limit: number): Promise<Message[]> {
-    // Newest tasks first, until enough messages are gathered; then oldest first.
-    const out: Message[][] = [];
-    let n = 0;
-    for (const row of this.w.selectContext.iterate(contextId, owner) as IterableIterator<{ history: string }>) {
-      const h = JSON.parse(row.history) as Message[];
-      out.push(h);
-      n += h.length;
-      if (n >= limit) break;
-    }
-    const all = out.reverse().flat();
-    return all.length > limit ? all.slice(all.length - limit) : all;
+    if (limit <= 0) return [];
+    return lastMessages(this.w.selectContext.iterate(contextId, owner) as IterableIterator<{ history: string }>, limit);
   }
 
   deleteFinished(before: string, limit: number): Promise<string[]> {
@@ -554,10 +517,6 @@ function rowOfUpdate(p: Params): StoredRow {
     last_seq: p[7] as number,
     node_state: p[8] as string | null,
   };
-}
-
-function reasonOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 interface ImpliedRow {

@@ -51,3 +51,20 @@ export function pendingOf(pending: Map<string, Pending>, taskId: string): Pendin
   if (!p) pending.set(taskId, (p = newPending()));
   return p;
 }
+
+/**
+ * The last `limit` messages of a context, oldest first, from its tasks' histories read newest task first: rows
+ * are read only until enough messages are gathered.
+ */
+export function lastMessages(newestFirst: Iterable<{ history: string }>, limit: number): Message[] {
+  const out: Message[][] = [];
+  let n = 0;
+  for (const row of newestFirst) {
+    const h = JSON.parse(row.history) as Message[];
+    out.push(h);
+    n += h.length;
+    if (n >= limit) break;
+  }
+  const all = out.reverse().flat();
+  return all.length > limit ? all.slice(all.length - limit) : all;
+}

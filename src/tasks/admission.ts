@@ -7,7 +7,10 @@ export interface AdmissionOptions {
   maxConcurrent: number;
   /** Tasks allowed to wait (SUBMITTED) for a slot; beyond this new tasks are refused. */
   maxQueued: number;
-  /** The part of both one caller may hold (0-1, default 1: no limit). */
+  /**
+   * The part of both one caller may hold (0-1, default 1: no limit), so one peer's stuck tasks cannot lock every
+   * other peer out of the node.
+   */
   callerShare?: number;
 }
 

@@ -5,6 +5,23 @@ import type { ArtifactSizes } from "./artifacts";
 import type { EventStream } from "./event-stream";
 import { deferred, type Deferred } from "../deferred";
 
+/** How a task is started (see TaskRunner.start). */
+export interface StartOptions {
+  /** The number of its last stored event (0 for a new task). */
+  lastSeq?: number;
+  /** It continues a task a previous process started (restart recovery). */
+  resumed?: boolean;
+  /**
+   * The commit of the write that recorded it (the task's creation, the follow-up message), if not settled yet;
+   * if it fails, the execution stops and the task does not end COMPLETED.
+   */
+  committed?: Promise<void>;
+  /** The A2A extensions activated for the message it runs (undefined: those its state names). */
+  extensions?: string[];
+  /** Its node state as stored (see TaskChange.state): what earlier executions noted. */
+  state?: Record<string, unknown>;
+}
+
 /** A question an execution waits on (see InputRequest). */
 export interface Waiting {
   request: InputRequest;
@@ -68,30 +85,24 @@ export interface Job {
   state: Record<string, unknown>;
 }
 
-export function newJob(
-  task: Task,
-  message: Message,
-  caller: string,
-  lastSeq: number,
-  resumed: boolean,
-  state: Record<string, unknown>,
-): Job {
+export function newJob(task: Task, message: Message, caller: string, options: StartOptions): Job {
   return {
-    state,
+    state: options.state ?? {},
     task,
     message,
     caller,
-    seq: lastSeq,
+    seq: options.lastSeq ?? 0,
     subscribers: new Set(),
     unpublished: [],
     untilTerminal: new Set(),
     done: deferred(),
     turn: deferred(),
     outputBytes: 0,
-    resumed,
+    resumed: options.resumed ?? false,
     counted: false,
     acceptedAt: performance.now(),
     executorMs: 0,
+    extensions: options.extensions,
   };
 }
 

@@ -1,10 +1,10 @@
 import type { AgentExecutor } from "../executors/executor";
 import type { Message, Task } from "../protocol/types";
-import { stop, type Job } from "./job";
+import { stop, type Job, type StartOptions } from "./job";
 import type { TaskLeases } from "./leases";
 import { recoverUnfinished } from "./recovery";
-import type { StartOptions } from "./task-runner";
 import { WriteRefused, type TaskStore, type UnfinishedTask } from "./task-store";
+import { reasonOf } from "../reason";
 
 /** Orphaned tasks claimed at a time (the rest are claimed at the next renewal). */
 const ORPHANS_PER_CLAIM = 100;
@@ -215,8 +215,4 @@ export class LeaseKeeper {
       this.unstored.size < before ? RECOVERY_FIRST_MS : Math.min(RECOVERY_MOST_MS, this.recoveryDelay * 2);
     this.scheduleRecovery();
   }
-}
-
-function reasonOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

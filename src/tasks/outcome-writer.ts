@@ -9,10 +9,11 @@ import type { TaskLifecycle } from "./lifecycle";
 import type { EventPublisher } from "./publisher";
 import { TaskRefusal } from "./refusal";
 import { DroppedWrite, HeldElsewhere, WriteRefused, type TaskStore } from "./task-store";
+import { reasonOf } from "../reason";
 
 /** What the outcome writer asks of the runner whose executions it ends. */
 export interface OutcomeWriterHost {
-  /** Emits an event of the job's, its write watched (see TaskRunner.track). */
+  /** Emits an event of the job's, its write watched (see RunningJobs.track). */
   emit(job: Job, response: StreamResponse, rowUpdated?: boolean): Promise<void>;
   /** The execution is over here: the runner forgets it. */
   forget(job: Job): void;
@@ -21,7 +22,8 @@ export interface OutcomeWriterHost {
 /**
  * The one place a task's final state is written: the executor's outcome (its status, artifacts, reply and
  * metadata), or FAILED when part of the task could not be stored, once, after which the task's waiters hear
- * its end. When not even FAILED can be stored, the task is left as stored for recovery (see LeaseKeeper).
+ * its end; and the end of a task nothing executes here (endIdle). When not even FAILED can be stored, the task is left
+ * as stored for recovery (see LeaseKeeper).
  */
 export class OutcomeWriter {
   private readonly replies = new WeakMap<Task, Message>();
@@ -60,7 +62,7 @@ export class OutcomeWriter {
         try {
           await this.writeOutcome(job, outcome);
         } catch (err) {
-          // Dropped: a write before the outcome failed (see track); else the outcome's own write failed.
+          // Dropped: a write before the outcome failed (see RunningJobs.track); else the outcome's own write failed.
           const what = err instanceof DroppedWrite ? "part of this task" : "this task's outcome";
           await this.writeFailed(
             job,
@@ -86,6 +88,29 @@ export class OutcomeWriter {
     this.keeper.release(task.id);
     job.turn.resolve(job.task);
     job.done.resolve(job.task);
+  }
+
+  /**
+   * Ends a task nothing executes here in `state` (CANCELED, or FAILED for one that could not be started after
+   * it was recorded): records the state, its message and its event. Resolves once committed. `peer`: the task's
+   * owner, for the lifecycle's watchers.
+   */
+  async endIdle(task: Task, state: TaskState, reason: string, peer: string): Promise<void> {
+    const status: TaskStatus = { state, timestamp: now(), message: agentMessage(task.id, task.contextId, reason) };
+    const seq = (await this.store.lastEventSeq(task.id)) + 1;
+    const ended = { statusUpdate: { taskId: task.id, contextId: task.contextId, status } };
+    const stored = this.store.record(task.id, {
+      status,
+      history: [status.message!],
+      events: { firstSeq: seq, items: [ended] },
+      rowSeq: seq,
+    });
+    // Nothing ran it in this process: no time of its own to report, only that it ended.
+    void stored.then(
+      () => this.lifecycle?.finished(task, peer, state, 0, 0),
+      () => {},
+    );
+    return stored;
   }
 
   /**
@@ -161,7 +186,7 @@ export class OutcomeWriter {
   /**
    * The task's writes or its outcome could not be stored: records FAILED with `message`, with nothing of the
    * outcome's own data (which may be what could not be stored), its event numbered after the last stored one
-   * (what was not stored is dropped first, see track). The live task becomes the stored one. Throws if this
+   * (what was not stored is dropped first, see RunningJobs.track). The live task becomes the stored one. Throws if this
    * cannot be stored either.
    */
   private async writeFailed(job: Job, message: string): Promise<void> {
@@ -222,8 +247,4 @@ export function stoppedOutcome(
 export function notStored(taskId: string, err: unknown): TaskRefusal {
   if (err instanceof TaskRefusal) return err;
   return TaskRefusal.notStored(`the node could not store task ${taskId}, so it is not kept: ${reasonOf(err)}`);
-}
-
-function reasonOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

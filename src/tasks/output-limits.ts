@@ -3,12 +3,27 @@ import type { Artifact, Message } from "../protocol/types";
 import { agentMessage, ArtifactSizes, capParts, historyBytes, messageBytes } from "./artifacts";
 import { stop, type Job } from "./job";
 
-/** The node's limits on what an execution makes (see TaskRunnerOptions, where each is described). */
+/** The node's limits on what an execution makes. */
 export interface OutputLimitOptions {
+  /** Artifact text beyond this many bytes is cut, the executor stopped, and the task marked truncated. */
   outputCapBytes?: number;
+  /**
+   * Bytes a task's artifacts may hold, every part and chunk counted (see partBytes): output past it is not
+   * kept, the executor is stopped and the task ends FAILED saying so.
+   */
   maxArtifactBytes?: number;
+  /**
+   * Messages a task's history may hold. A question that would leave no room for its answer and the task's
+   * final message ends the task FAILED instead (callers' messages are checked by the tasks service).
+   */
   maxTaskMessages?: number;
+  /** Parts an agent's reply may have; a reply with more ends the task FAILED. */
   maxMessageParts?: number;
+  /**
+   * Bytes a task may hold, its messages and artifacts counted as partBytes counts them (max_task_bytes): an
+   * agent's question, artifact or outcome past it ends the task FAILED (callers' messages are checked by the
+   * tasks service).
+   */
   maxTaskBytes?: number;
 }
 

@@ -1,28 +1,23 @@
 import type { InputRequest } from "../executors/executor";
-import type { Message, StreamResponse, Task, TaskStatus } from "../protocol/types";
+import type { Message, Task, TaskStatus } from "../protocol/types";
 import { agentMessage } from "./artifacts";
 import { now } from "../clock";
 import { deferred } from "../deferred";
+import type { EventsSink } from "./events-sink";
 import { abortOf, type Job, type Waiting } from "./job";
 import type { TaskLifecycle } from "./lifecycle";
 import { notStored } from "./outcome-writer";
 import { stopOverLimit, type OutputLimits } from "./output-limits";
 import { TaskRefusal } from "./refusal";
+import type { RunningJobs } from "./running-jobs";
 import type { TaskStore } from "./task-store";
+import { reasonOf } from "../reason";
 
-/** What questions ask of the runner whose executions ask them. */
-export interface QuestionsHost {
-  /** The execution of a task running here, if any. */
-  job(taskId: string): Job | undefined;
-  /** Watches a write of the job's (see TaskRunner.track); returns it. */
-  track(job: Job, write: Promise<void>): Promise<void>;
-  /** Emits an event of the job's, its write watched. */
-  emit(job: Job, response: StreamResponse, rowUpdated?: boolean): Promise<void>;
-  /** Takes an execution slot for the job (its answer came), or gives it back (it waits for one). */
+/** The execution slots questions give back while they wait, and take again when answered (see Admission). */
+export interface QuestionSlots {
   acquire(job: Job): void;
+  /** Gives the slot back, starting whoever may take it. */
   release(job: Job): void;
-  /** Records the task WORKING again (with `text` as its status message). */
-  setWorking(job: Job, text?: string): void;
 }
 
 /**
@@ -35,7 +30,9 @@ export class Questions {
     private readonly store: TaskStore,
     private readonly limits: OutputLimits,
     private readonly lifecycle: TaskLifecycle | undefined,
-    private readonly host: QuestionsHost,
+    private readonly jobs: RunningJobs,
+    private readonly sink: EventsSink,
+    private readonly slots: QuestionSlots,
   ) {}
 
   /**
@@ -45,7 +42,7 @@ export class Questions {
   ask(job: Job, request: InputRequest): Promise<Message> {
     const signal = abortOf(job).signal;
     if (signal.aborted) return Promise.reject(signal.reason);
-    if (!this.host.job(job.task.id)) return Promise.reject(new Error("the task has ended"));
+    if (!this.jobs.get(job.task.id)) return Promise.reject(new Error("the task has ended"));
     if (job.waiting) return Promise.reject(new Error("this execution already waits for input"));
     if (request.signal?.aborted) return Promise.reject(request.signal.reason);
     const { task } = job;
@@ -78,9 +75,9 @@ export class Questions {
       job.waiting = undefined;
       waiting.detach();
       const reason = request.signal?.reason;
-      job.withdrawn = reason instanceof Error ? reason.message : String(reason ?? "the question was withdrawn");
-      this.host.acquire(job);
-      this.host.setWorking(job, `no longer waiting for an answer: ${job.withdrawn}`);
+      job.withdrawn = reasonOf(reason ?? "the question was withdrawn");
+      this.slots.acquire(job);
+      this.sink.setWorking(job, `no longer waiting for an answer: ${job.withdrawn}`);
       answered.reject(reason ?? new Error(job.withdrawn));
     };
     const waiting: Waiting = {
@@ -94,11 +91,11 @@ export class Questions {
     job.waiting = waiting;
     signal.addEventListener("abort", onStop, { once: true });
     request.signal?.addEventListener("abort", onWithdraw, { once: true });
-    void this.host.track(
+    void this.jobs.track(
       job,
       this.store.record(task.id, { status, history: status.message ? [status.message] : undefined }),
     );
-    const committed = this.host.emit(
+    const committed = this.jobs.emit(
       job,
       { statusUpdate: { taskId: task.id, contextId: task.contextId, status } },
       true,
@@ -110,7 +107,7 @@ export class Questions {
       () => turn.resolve(job.task),
       (err) => turn.reject(notStored(task.id, err)),
     );
-    this.host.release(job);
+    this.slots.release(job);
     return answered.promise;
   }
 
@@ -125,7 +122,7 @@ export class Questions {
     taskId: string,
     message: Message,
   ): { task: Task; committed: Promise<void>; settled: Promise<Task>; lastSeq: number } {
-    const job = this.host.job(taskId);
+    const job = this.jobs.get(taskId);
     const waiting = job?.waiting;
     if (!job || !waiting) throw TaskRefusal.unsupported(`task ${taskId} is not waiting for input`);
     const why = waiting.request.check?.(message);
@@ -134,11 +131,11 @@ export class Questions {
     const lastSeq = job.seq;
     task.history = [...(task.history ?? []), message];
     this.limits.counted(job, message);
-    const committed = this.host.track(job, this.store.record(taskId, { history: [message] }));
+    const committed = this.jobs.track(job, this.store.record(taskId, { history: [message] }));
     job.waiting = undefined;
     waiting.detach();
-    this.host.acquire(job);
-    this.host.setWorking(job);
+    this.slots.acquire(job);
+    this.sink.setWorking(job);
     const after = {
       ...task,
       status: { ...task.status },

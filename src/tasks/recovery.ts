@@ -2,8 +2,8 @@ import type { AgentExecutor } from "../executors/executor";
 import type { Message, Task, TaskStatus } from "../protocol/types";
 import { agentMessage } from "./artifacts";
 import { now } from "../clock";
+import type { StartOptions } from "./job";
 import type { TaskStore, UnfinishedTask } from "./task-store";
-import type { StartOptions } from "./task-runner";
 
 /** The task's node state (shown in its metadata too): how many times it was resumed after a restart. */
 export const RESTARTS_KEY = "a2a-node/restarts";

@@ -1,5 +1,6 @@
 import type { Logger } from "../log";
 import type { TaskStore } from "./task-store";
+import { reasonOf } from "../reason";
 
 export interface RetentionOptions {
   /** Finished tasks older than this are deleted; 0 keeps them forever. */
@@ -59,7 +60,7 @@ export class RetentionSweeper {
         () => !this.stopped && this.schedule(this.options.intervalMs ?? RETENTION_DEFAULTS.intervalMs),
         (err) => {
           this.options.log?.error("retention sweep failed; trying again at the next interval", {
-            reason: err instanceof Error ? err.message : String(err),
+            reason: reasonOf(err),
           });
           if (!this.stopped) this.schedule(this.options.intervalMs ?? RETENTION_DEFAULTS.intervalMs);
         },

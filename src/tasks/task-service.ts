@@ -163,11 +163,11 @@ export class TaskService {
     if (settled) await settled.catch(() => {});
     else if (!this.runner.replicas) {
       // Interrupted (waiting for input): nothing runs it; the runner records the cancel.
-      await whenStored(task.id, this.runner.cancelIdle(task, reason, owner));
+      await whenStored(task.id, this.runner.endIdle(task, "TASK_STATE_CANCELED", reason, owner));
     } else if (await this.runner.hold(task.id)) {
       // A shared store, and no live process holds the task: this one records the cancel.
       try {
-        await whenStored(task.id, this.runner.cancelIdle(task, reason, owner));
+        await whenStored(task.id, this.runner.endIdle(task, "TASK_STATE_CANCELED", reason, owner));
       } finally {
         this.runner.letGo(task.id);
       }

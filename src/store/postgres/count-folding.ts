@@ -1,5 +1,6 @@
 import type { SQL } from "bun";
 import type { Logger } from "../../log";
+import { reasonOf } from "../../reason";
 
 /**
  * task_counts (see schema.ts) gains rows with every write; it is folded to one row per (owner, state) after
@@ -59,7 +60,7 @@ export class CountFolding {
       })
       .catch((err) =>
         this.log.warn("could not fold the task counts; will try again", {
-          reason: err instanceof Error ? err.message : String(err),
+          reason: reasonOf(err),
         }),
       )
       .finally(() => (this.compacting = undefined));

@@ -3,15 +3,14 @@ import type { ListTaskPushNotificationConfigsResult, TaskPushNotificationConfig 
 import {
   ConfigOwnedElsewhere,
   overPushLimits,
-  PUSH_CONFIG_PAGE,
   type PushConfigLimits,
   type PushConfigStore,
   type StoredPushConfig,
 } from "../../push/push-config-store";
-import { newId, now } from "../../clock";
-import { decodeConfigPageToken, encodeConfigPageToken } from "../page-token";
+import { now } from "../../clock";
+import { configPage, configPageSize, decodeConfigPageToken } from "../page-token";
 import type { PostgresDatabase } from "./database";
-import { toConfig, toStored, type PushConfigRow } from "../push-config-rows";
+import { savedConfig, toConfig, toStored, type PushConfigRow } from "../push-config-rows";
 
 /**
  * PushConfigStore on the shared Postgres database (table push_configs, primary key (task_id, id)): a webhook
@@ -37,9 +36,7 @@ export class PostgresPushConfigStore implements PushConfigStore {
     config: TaskPushNotificationConfig,
     limits?: PushConfigLimits,
   ): Promise<TaskPushNotificationConfig> {
-    const saved: TaskPushNotificationConfig = { id: config.id || newId(), taskId: config.taskId, url: config.url };
-    if (config.token) saved.token = config.token;
-    if (config.authentication) saved.authentication = { ...config.authentication };
+    const saved = savedConfig(config);
     const upsert = (tx: SQL) => tx`
       INSERT INTO push_configs (task_id, id, owner, url, token, authentication, created_at)
       VALUES (${saved.taskId}, ${saved.id}, ${owner}, ${saved.url}, ${saved.token ?? null}, ${saved.authentication ? JSON.stringify(saved.authentication) : null}, ${now()})
@@ -84,7 +81,7 @@ export class PostgresPushConfigStore implements PushConfigStore {
     pageSize?: number,
     pageToken?: string,
   ): Promise<ListTaskPushNotificationConfigsResult> {
-    const size = Math.min(Math.max(Math.trunc(pageSize ?? PUSH_CONFIG_PAGE.default), 1), PUSH_CONFIG_PAGE.max);
+    const size = configPageSize(pageSize);
     const after = pageToken ? decodeConfigPageToken(pageToken) : undefined;
     // One row more than the page tells whether another page follows.
     const rows = (
@@ -94,12 +91,7 @@ export class PostgresPushConfigStore implements PushConfigStore {
         : await this
             .sql`SELECT * FROM push_configs WHERE task_id = ${taskId} AND owner = ${owner} AND id > ${after} ORDER BY id LIMIT ${size + 1}`
     ) as PushConfigRow[];
-    const page = rows.slice(0, size);
-    const last = page[page.length - 1];
-    return {
-      configs: page.map(toConfig),
-      nextPageToken: rows.length > size && last ? encodeConfigPageToken(last.id) : "",
-    };
+    return configPage(rows, size, toConfig);
   }
 
   async delete(owner: string, taskId: string, id: string): Promise<boolean> {

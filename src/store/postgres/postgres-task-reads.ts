@@ -2,12 +2,10 @@ import type { SQL } from "bun";
 
 import type { ListTasksParams, ListTasksResult, Message, StreamResponse, Task } from "../../protocol/types";
 import type { CallerUsage, StoredEvent, TaskSnapshot, UnfinishedTask } from "../../tasks/task-store";
-import { OMITTED_KEY, omissionNote, planPage, type PlannedTask } from "../list-budget";
-import { decodePageToken, encodePageToken } from "../page-token";
-import { assemble, stateOf, type TaskColumns } from "../task-rows";
+import { DEFAULT_PAGE_SIZE, listedColumns, type ListedRow, pageOf } from "../list-page";
+import { decodePageToken } from "../page-token";
+import { assemble, lastMessages, stateOf, type TaskColumns } from "../task-rows";
 import type { CountFolding } from "./count-folding";
-
-const DEFAULT_PAGE_SIZE = 50;
 
 /**
  * The read side of PostgresTaskStore: each read is one query (or a few) on the shared database, and none of
@@ -74,42 +72,11 @@ export class PostgresTaskReads {
       ),
     ]);
     this.counts.summed(summed);
-    const withArtifacts = params.includeArtifacts ?? false;
-    const plan = planPage(candidates, {
-      pageSize,
-      maxBytes: this.maxListBytes,
-      history: params.historyLength !== 0,
-      artifacts: withArtifacts,
+    const page = await pageOf(candidates, params, this.maxListBytes, async (taskId, parts) => {
+      const [row] = await this.sql.unsafe(`SELECT ${listedColumns(parts, "false")} FROM tasks WHERE id = $1`, [taskId]);
+      return row as ListedRow;
     });
-    const last = plan.tasks[plan.tasks.length - 1];
-    return {
-      tasks: await Promise.all(plan.tasks.map((p) => this.listed(p, params.historyLength, withArtifacts))),
-      nextPageToken: plan.more && last ? encodePageToken(last.statusTimestamp, last.id) : "",
-      pageSize,
-      totalSize,
-    };
-  }
-
-  /** One task of a planned page, reading only the columns of the parts it carries. */
-  private async listed(p: PlannedTask, historyLength: number | undefined, withArtifacts: boolean): Promise<Task> {
-    const artifacts = withArtifacts && !p.omitted.includes("artifacts");
-    const history = historyLength !== 0 && !p.omitted.includes("history");
-    const message = !p.omitted.includes("status.message");
-    const [row] = await this.sql.unsafe(
-      `SELECT id, context_id, state, status_timestamp, metadata,
-         ${message ? "status_message" : "NULL"} AS status_message, ${message ? "false" : "status_message IS NOT NULL"} AS had_message,
-         ${history ? "history" : "'[]'"} AS history, ${artifacts ? "artifacts" : "'[]'"} AS artifacts
-       FROM tasks WHERE id = $1`,
-      [p.id],
-    );
-    const task = assemble(row as RawRow, history ? historyLength : 0, artifacts);
-    if (p.omitted.length) {
-      const omitted = (row as { had_message: boolean }).had_message
-        ? p.omitted
-        : p.omitted.filter((part) => part !== "status.message");
-      task.metadata = { ...task.metadata, [OMITTED_KEY]: omissionNote({ ...p, omitted }, this.maxListBytes) };
-    }
-    return task;
+    return { ...page, totalSize };
   }
 
   async eventsAfter(taskId: string, afterSeq: number): Promise<StoredEvent[]> {
@@ -163,16 +130,7 @@ export class PostgresTaskReads {
     // Every task holds at least one message: the newest `limit` tasks hold all that can be returned.
     const rows = await this
       .sql`SELECT history FROM tasks WHERE context_id = ${contextId} AND owner = ${owner} ORDER BY id DESC LIMIT ${limit}`;
-    const out: Message[][] = [];
-    let n = 0;
-    for (const row of rows as { history: string }[]) {
-      const h = JSON.parse(row.history) as Message[];
-      out.push(h);
-      n += h.length;
-      if (n >= limit) break;
-    }
-    const all = out.reverse().flat();
-    return all.length > limit ? all.slice(all.length - limit) : all;
+    return lastMessages(rows as { history: string }[], limit);
   }
 }
 

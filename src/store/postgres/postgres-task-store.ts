@@ -30,7 +30,7 @@ import {
 } from "../../tasks/task-store";
 import { DEFAULT_MAX_LIST_BYTES } from "../list-budget";
 import {
-  addChange,
+  recordChange,
   planWrite,
   toJson,
   type Params,
@@ -46,6 +46,7 @@ import { assemble, pendingOf } from "../task-rows";
 import { PostgresTaskReads, type RawRow } from "./postgres-task-reads";
 import { deferred, type Deferred } from "../../deferred";
 import { EVENTS_CHANNEL } from "./postgres-replica-messages";
+import { reasonOf } from "../../reason";
 
 export interface PostgresTaskStoreOptions {
   /** Bytes of task JSON one ListTasks page may carry (see list-budget.ts). */
@@ -195,12 +196,11 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   record(taskId: string, change: TaskChange): Promise<void> {
-    try {
-      addChange(() => this.pendingFor(taskId), change);
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return this.group.commit(taskId);
+    return recordChange(
+      () => this.pendingFor(taskId),
+      change,
+      () => this.group.commit(taskId),
+    );
   }
 
   onDeliveriesQueued(listener: (deliveries: QueuedWithEvent[]) => void): void {
@@ -479,17 +479,7 @@ export class PostgresTaskStore implements TaskStore {
     const written: { id: string; update: Params; hold: number | undefined }[] = [];
     for (const [id, p] of batch) {
       const hold = leases?.holdOf(id);
-      let plan: WritePlan | undefined;
-      try {
-        plan = planWrite(id, p, () => this.cachedRow(id) ?? read.get(id) ?? null);
-      } catch (err) {
-        failed.set(id, err); // refused before anything of it ran: the others go on
-        this.log.error("could not store a task's writes; its callers get an error", {
-          task: id,
-          reason: reasonOf(err),
-        });
-        continue;
-      }
+      const plan = this.planOrRefuse(id, p, () => this.cachedRow(id) ?? read.get(id) ?? null, failed);
       if (!plan) continue;
       if ("insert" in plan) throw new Error("a Postgres task is created by create(), never by a write");
       if ("update" in plan) {
@@ -607,6 +597,25 @@ export class PostgresTaskStore implements TaskStore {
     return new Set(result!.inserted ? result!.inserted.split(",") : []);
   }
 
+  /**
+   * The statements of a task's pending writes (see planWrite), or undefined: nothing to write, or refused before
+   * anything of it ran (the task goes to `failed`, logged; the group's other tasks go on).
+   */
+  private planOrRefuse(
+    id: string,
+    p: Pending,
+    stored: () => StoredRow | null,
+    failed: Map<string, unknown>,
+  ): WritePlan | undefined {
+    try {
+      return planWrite(id, p, stored);
+    } catch (err) {
+      failed.set(id, err);
+      this.log.error("could not store a task's writes; its callers get an error", { task: id, reason: reasonOf(err) });
+      return undefined;
+    }
+  }
+
   /** The statements of one group, in one transaction; returns the ids the creates inserted. */
   private async apply(
     tx: SQL,
@@ -634,17 +643,7 @@ export class PostgresTaskStore implements TaskStore {
     /** The (task, first seq) of each batch of events written. */
     const written: [string, number][] = [];
     for (const [id, p] of batch) {
-      let plan: WritePlan | undefined;
-      try {
-        plan = planWrite(id, p, () => rows.get(id) ?? null);
-      } catch (err) {
-        failed.set(id, err); // refused before anything of it ran: the others go on
-        this.log.error("could not store a task's writes; its callers get an error", {
-          task: id,
-          reason: reasonOf(err),
-        });
-        continue;
-      }
+      const plan = this.planOrRefuse(id, p, () => rows.get(id) ?? null, failed);
       if (!plan) continue;
       if ("update" in plan) fenced.push([id, tx.unsafe(this.updateTask, plan.update)]);
       if (plan.events) {
@@ -871,8 +870,4 @@ async function onLiveConnection<T>(write: () => Promise<T>): Promise<T> {
       if (attempt >= LIVE_CONNECTION_TRIES || !connectionLost(err)) throw err;
     }
   }
-}
-
-function reasonOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

@@ -1,4 +1,4 @@
-import { newOutcome, type Outcome } from "../group-commit";
+import { Outcomes } from "../group-commit";
 
 /**
  * Group commit for a store on a server: writes requested during one turn of the event loop are committed
@@ -10,7 +10,7 @@ import { newOutcome, type Outcome } from "../group-commit";
  * returns the keys it could not commit with their reasons, and everyone else's promise resolves.
  */
 export class SerialGroupCommit<K> {
-  private open: Map<K, Outcome> | undefined;
+  private open: Outcomes<K> | undefined;
   private scheduled = false;
   private running: Promise<void> | undefined;
 
@@ -18,11 +18,9 @@ export class SerialGroupCommit<K> {
 
   /** Resolves once `key`'s writes requested so far are committed; rejects if they could not be. */
   commit(key: K): Promise<void> {
-    const open = (this.open ??= new Map());
-    let outcome = open.get(key);
-    if (!outcome) open.set(key, (outcome = newOutcome()));
+    const promise = (this.open ??= new Outcomes()).of(key);
     this.schedule();
-    return outcome.promise;
+    return promise;
   }
 
   /**
@@ -30,10 +28,7 @@ export class SerialGroupCommit<K> {
    * caller drops the key's pending writes itself). A group already being committed is not touched.
    */
   drop(key: K, reason: unknown): void {
-    const outcome = this.open?.get(key);
-    if (!outcome) return;
-    this.open!.delete(key);
-    outcome.reject(reason);
+    this.open?.drop(key, reason);
   }
 
   /** Resolves once everything requested so far is committed (or failed). */
@@ -58,15 +53,8 @@ export class SerialGroupCommit<K> {
     this.open = undefined;
     if (!outcomes) return Promise.resolve();
     this.running = this.commitGroup().then(
-      (failed) => {
-        for (const [key, o] of outcomes) {
-          if (failed.has(key)) o.reject(failed.get(key));
-          else o.resolve();
-        }
-      },
-      (err) => {
-        for (const o of outcomes.values()) o.reject(err);
-      },
+      (failed) => outcomes.settle(failed),
+      (err) => outcomes.fail(err),
     );
     return this.running.finally(() => {
       this.running = undefined;
