@@ -6,6 +6,7 @@ import { homePaths } from "./home";
 import type { Logger } from "./log";
 import { AuthorizedHandler } from "./rpc/authorized-handler";
 import { HttpJsonTransport } from "./rpc/http-json-transport";
+import { GrpcTransport } from "./rpc/grpc-transport";
 import { JsonRpcTransport } from "./rpc/jsonrpc-transport";
 import { DefaultRequestHandler } from "./rpc/request-handler";
 import { v1Methods } from "./rpc/v1-methods";
@@ -41,6 +42,9 @@ import { certificateCheck, checkReadiness, storageCheck } from "./server/readine
 import { DiskFloor } from "./store/disk-floor";
 import { StorageQuota } from "./tasks/storage-quota";
 import { createRequestRouter, type RouterMetrics } from "./server/request-router";
+import { CallGate } from "./server/call-gate";
+import { createGrpcCalls } from "./server/grpc-calls";
+import { Http2Handoff } from "./server/http2-handoff";
 import { SqlitePeerRegistry } from "./store/sqlite-peer-registry";
 import { isOutsidePeer } from "./peers/peer-registry";
 import { openStorage } from "./store/storage";
@@ -248,10 +252,11 @@ export async function startNode(
     () => config.authorize,
   );
   const audit = new AuditTrail(paths, config, log, (kind) => metrics.connectionRefused(kind));
-  // Both bindings over one method table, so they validate, scope and answer alike.
+  // The three bindings over one method table, so they validate, scope and answer alike.
   const v1 = v1Methods(handler);
   const transport = new JsonRpcTransport({ v1, v03: v03Methods(handler) });
   const httpJson = new HttpJsonTransport(v1);
+  const grpc = new GrpcTransport(v1);
   const limiter = new PeerRateLimiter({ perSecond: config.rateLimitPerSecond, burst: config.rateLimitBurst });
   // Answers waiting for clients that have not read them, per caller and in all (see AnswerBudget).
   const answers = new AnswerBudget({ perCaller: config.answerBytesPerCaller, total: config.answerBytesInFlight });
@@ -293,18 +298,31 @@ export async function startNode(
       rateLog.limited(peer, wait);
     },
   };
+  // The one gate every A2A call passes, whichever binding carries it: rate limit, answer budget, audit, metrics.
+  const gate = new CallGate({ limiter, metrics: routerMetrics, audit: audit.call, answers });
   const route: ListenerKit["route"] = (card, serves) =>
     createRequestRouter({
       transport,
       httpJson,
       web: lazyWebApp(card, startedAt),
       ops: serves.ops ? ops : undefined,
-      limiter,
+      gate,
       metrics: routerMetrics,
       pki: serves.pki ? fleetPki.routes : undefined,
       audit: audit.call,
-      answers,
     });
+  // The gRPC binding: an HTTP/2 server per listener that serves it, over the same method table and gate.
+  const http2: ListenerKit["http2"] = () =>
+    new Http2Handoff(
+      createGrpcCalls({
+        transport: grpc,
+        gate,
+        log,
+        maxMessageBytes: config.maxBodyBytes,
+        requestTimeoutMs: config.requestTimeoutMs,
+      }),
+      { idleTimeoutMs: config.idleTimeoutMs, maxHeadBytes: config.maxHeadBytes },
+    );
   const cards = new SignedCards(() => identity, config, VERSION);
   const kit: ListenerKit = {
     config,
@@ -321,6 +339,7 @@ export async function startNode(
       })),
     route,
     card: (url, audience) => cards.card(url, audience),
+    http2,
   };
   const mtls = await openMtlsListener(kit, {
     identity,

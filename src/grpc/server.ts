@@ -35,9 +35,21 @@ export interface GrpcCall<C> {
   /** The decoded request: the same object a JSON-RPC client sends as `params` for this method. */
   request: Record<string, unknown>;
   params: ServiceParameters;
+  /**
+   * Every request header of the call, as received (lowercase keys; pseudo-headers included): the metadata a
+   * handler reads beyond the service parameters (e.g. `traceparent`). Never a source of identity.
+   */
+  metadata: Readonly<IncomingHttpHeaders>;
   caller: C;
   /** Aborted when the client cancels (RST_STREAM), the connection closes, or the deadline passes. */
   signal: AbortSignal;
+  /** Set by the handler: response metadata sent with the answer's headers (e.g. the activated a2a-extensions). */
+  responseMetadata?: Record<string, string>;
+  /**
+   * Set by the handler: counts each answer message's bytes while they wait for the client to read them, or
+   * throws the refusal (an A2A error) when they do not fit; the server gives them back once they are written.
+   */
+  countAnswer?(bytes: number): { release(): void } | undefined;
 }
 
 /**
@@ -50,6 +62,11 @@ export interface GrpcServerOptions<C> {
   handler: GrpcHandler<C>;
   /** Largest request message read (RESOURCE_EXHAUSTED above it). */
   maxMessageBytes?: number;
+  /**
+   * The whole request (headers to the end of its one message) must arrive within this long once its stream
+   * opened (a slow-request guard, like the HTTP/1.1 loop's request timeout); absent: no limit.
+   */
+  requestTimeoutMs?: number;
   /** A thrown error that is not an A2A error: logged by the caller of this module, answered INTERNAL. */
   onInternalError?(err: unknown, method: string): void;
 }
@@ -89,8 +106,18 @@ export function serveCall<C>(
           abort.abort();
           reply.fail(plainTrailers("DEADLINE_EXCEEDED", `deadline of ${ms} ms exceeded`));
         }, ms);
+  // A request trickled in (or never finished) holds a stream and its buffer: it must all arrive in time.
+  let arriving =
+    options.requestTimeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          abort.abort();
+          reply.fail(plainTrailers("DEADLINE_EXCEEDED", "the request message took too long to arrive"));
+          stream.close(http2.constants.NGHTTP2_NO_ERROR);
+        }, options.requestTimeoutMs);
   stream.on("close", () => {
     clearTimeout(timer);
+    clearTimeout(arriving);
     abort.abort();
   });
 
@@ -108,6 +135,8 @@ export function serveCall<C>(
     }
   });
   stream.on("end", () => {
+    clearTimeout(arriving);
+    arriving = undefined;
     if (reply.done) return;
     // Every A2A method takes exactly one request message.
     if (received.length !== 1 || reader.pending() > 0) {
@@ -121,7 +150,14 @@ export function serveCall<C>(
       const why = e instanceof DecodeError ? e.message : String(e);
       return reply.fail(plainTrailers("INVALID_ARGUMENT", `the ${method.input} does not decode: ${why}`));
     }
-    const call: GrpcCall<C> = { method, request, params: serviceParameters(headers), caller, signal: abort.signal };
+    const call: GrpcCall<C> = {
+      method,
+      request,
+      params: serviceParameters(headers),
+      metadata: headers,
+      caller,
+      signal: abort.signal,
+    };
     void run(call, reply, options).finally(() => clearTimeout(timer));
   });
 }
@@ -130,20 +166,29 @@ async function run<C>(call: GrpcCall<C>, reply: Reply, options: GrpcServerOption
   const { method } = call;
   try {
     const answer = await options.handler(call);
-    if (reply.done) return;
+    if (call.responseMetadata) reply.metadata = call.responseMetadata;
+    if (reply.done) {
+      if (method.serverStreaming) void (answer as AsyncIterable<StreamItem>)[Symbol.asyncIterator]().return?.();
+      return;
+    }
     if (!method.serverStreaming) {
-      await reply.message(messages.encodeResponse(method, answer));
+      await reply.message(messages.encodeResponse(method, answer), call);
       return reply.finish(OK_TRAILERS);
     }
     const items = answer as AsyncIterable<StreamItem>;
     const iterator = items[Symbol.asyncIterator]();
     // A cancelled call stops the handler's stream rather than leaving it to run to its end.
     call.signal.addEventListener("abort", () => void iterator.return?.(), { once: true });
-    reply.open();
-    for (;;) {
-      const next = await iterator.next();
-      if (next.done || reply.done) break;
-      await reply.message(messages.encodeStreamItem(method, next.value));
+    try {
+      reply.open();
+      for (;;) {
+        const next = await iterator.next();
+        if (next.done || reply.done) break;
+        await reply.message(messages.encodeStreamItem(method, next.value), call);
+      }
+    } finally {
+      // However the stream ended (the client gone, an item that did not fit), its source is stopped.
+      if (reply.done || call.signal.aborted) void iterator.return?.();
     }
     reply.finish(OK_TRAILERS);
   } catch (e) {
@@ -162,9 +207,18 @@ function isA2AError(e: unknown): e is A2AErrorLike {
 /** The one answer of one stream: headers once, messages, then trailers (or trailers-only for an early error). */
 class Reply {
   done = false;
+  /** Response metadata the handler set, sent with the headers. */
+  metadata: Record<string, string> = {};
   private opened = false;
+  /** Answer bytes counted and not yet taken by the stream: given back when it closes, however it closes. */
+  private readonly held = new Set<{ release(): void }>();
 
-  constructor(private readonly stream: ServerHttp2Stream) {}
+  constructor(private readonly stream: ServerHttp2Stream) {
+    stream.once("close", () => {
+      for (const h of this.held) h.release();
+      this.held.clear();
+    });
+  }
 
   http(status: number): void {
     if (this.settle()) this.stream.respond({ ":status": status }, { endStream: true });
@@ -173,14 +227,30 @@ class Reply {
   open(): void {
     if (this.opened || this.done || this.stream.destroyed) return;
     this.opened = true;
-    this.stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
+    this.stream.respond(
+      { ...this.metadata, ":status": 200, "content-type": "application/grpc" },
+      { waitForTrailers: true },
+    );
   }
 
-  /** Writes one message, waiting for the peer to drain what it has not read yet. */
-  async message(bytes: Uint8Array): Promise<void> {
-    this.open();
+  /**
+   * Writes one message, waiting for the peer to drain what it has not read yet; its bytes are counted
+   * (call.countAnswer) until the stream has taken them. A message that does not fit throws the refusal.
+   */
+  async message(
+    bytes: Uint8Array,
+    call?: { countAnswer?(bytes: number): { release(): void } | undefined },
+  ): Promise<void> {
     if (this.done || this.stream.destroyed) return;
-    if (!this.stream.write(frame(bytes))) {
+    const held = call?.countAnswer?.(bytes.length);
+    this.open();
+    if (this.done || this.stream.destroyed) return held?.release();
+    if (held) this.held.add(held);
+    const written = this.stream.write(frame(bytes), () => {
+      held?.release();
+      if (held) this.held.delete(held);
+    });
+    if (!written) {
       await new Promise<void>((resolve) => {
         const settle = () => {
           this.stream.off("drain", settle);
@@ -204,7 +274,10 @@ class Reply {
   fail(trailers: Record<string, string>): void {
     if (this.opened) return this.finish(trailers);
     if (!this.settle()) return;
-    this.stream.respond({ ":status": 200, "content-type": "application/grpc", ...trailers }, { endStream: true });
+    this.stream.respond(
+      { ...this.metadata, ":status": 200, "content-type": "application/grpc", ...trailers },
+      { endStream: true },
+    );
   }
 
   private settle(): boolean {

@@ -24,3 +24,14 @@ export function holdAnswer(ctx: CallContext, text: string): HeldText {
   if (!hold) throw ctx.answers.refusal();
   return { text, hold };
 }
+
+/**
+ * The same count for an answer already encoded (a gRPC message): `bytes` of it held against the caller's
+ * budget until written; nothing for a small one. Throws the holder's refusal.
+ */
+export function holdBytes(ctx: CallContext, bytes: number): AnswerHold | undefined {
+  if (!ctx.answers || bytes < COUNTED_ANSWER_CHARS) return undefined;
+  const hold = ctx.answers.hold(bytes);
+  if (!hold) throw ctx.answers.refusal();
+  return hold;
+}

@@ -12,6 +12,11 @@ export interface CardOptions {
   pushNotifications?: boolean;
   /** The binding listed first in supportedInterfaces, which clients take when they speak both. */
   preferredBinding?: Binding;
+  /**
+   * Whether this listener serves the gRPC binding (the mutual-TLS one by ALPN h2, the plain loopback one by
+   * h2c); the token listener does not.
+   */
+  grpc?: boolean;
   /** How callers prove who they are on the listener serving this card: mutual TLS (default), or a bearer token. */
   security?: "mtls" | "bearer";
   /** Whether GetExtendedAgentCard gives callers of this listener more (capabilities.extendedAgentCard). */
@@ -20,7 +25,10 @@ export interface CardOptions {
   extensions?: AgentExtension[];
 }
 
-export type Binding = "JSONRPC" | "HTTP+JSON";
+export type Binding = "JSONRPC" | "HTTP+JSON" | "GRPC";
+
+/** The bindings in the order a card lists them when none is preferred. */
+const BINDING_ORDER: Binding[] = ["JSONRPC", "HTTP+JSON", "GRPC"];
 
 export const DEFAULT_SKILLS: AgentSkill[] = [
   {
@@ -59,17 +67,26 @@ const BEARER_SECURITY: Pick<AgentCard, "securitySchemes" | "securityRequirements
 
 /**
  * The A2A v1.0 agent card. It declares mutual TLS as the only way in: every route of the node, this card
- * included, needs a certificate from the fleet CA. Both bindings are served on the same listener, with the
- * same security (one scheme for the whole card); the preferred one comes first.
+ * included, needs a certificate from the fleet CA. The bindings are served on the same listener (gRPC by
+ * HTTP/2 on the same port), with the same security (one scheme for the whole card); the preferred one comes
+ * first, the others after it in their usual order.
  */
 export function buildAgentCard(o: CardOptions): AgentCard {
   const root = new URL(JSONRPC_PATH, o.advertisedUrl).toString();
-  const interfaces: AgentInterface[] = [
-    { url: root, protocolBinding: "JSONRPC", protocolVersion: CURRENT_PROTOCOL_VERSION },
+  const url: Record<Binding, string> = {
+    JSONRPC: root,
     // The HTTP+JSON routes (/message:send, /tasks/{id}, ...) are joined to this base: no trailing slash.
-    { url: root.replace(/\/+$/, ""), protocolBinding: "HTTP+JSON", protocolVersion: CURRENT_PROTOCOL_VERSION },
-  ];
-  if (o.preferredBinding === "HTTP+JSON") interfaces.reverse();
+    "HTTP+JSON": root.replace(/\/+$/, ""),
+    // host:port, no scheme: gRPC clients (@a2a-js/sdk, the conformance kit) dial the URL as given, TLS or h2c.
+    GRPC: new URL(o.advertisedUrl).host,
+  };
+  const served = BINDING_ORDER.filter((b) => b !== "GRPC" || o.grpc);
+  const preferred = o.preferredBinding && served.includes(o.preferredBinding) ? o.preferredBinding : served[0];
+  const interfaces: AgentInterface[] = [preferred, ...served.filter((b) => b !== preferred)].map((b) => ({
+    url: url[b],
+    protocolBinding: b,
+    protocolVersion: CURRENT_PROTOCOL_VERSION,
+  }));
   return {
     name: o.name,
     description: o.description,

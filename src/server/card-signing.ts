@@ -84,6 +84,8 @@ export class SignedCards {
       pushNotifications: true,
       preferredBinding: s.preferredBinding as Binding,
       security: audience === "bearer" ? "bearer" : "mtls",
+      // The token listener speaks HTTP/1.1 only (see listeners.ts); the other two serve gRPC too.
+      grpc: audience !== "bearer",
       // Only fleet members (mutual TLS) are shown the extended card.
       extendedAgentCard: s.extendedCard !== undefined && audience === "mtls",
       extensions: s.extensions,

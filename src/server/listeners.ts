@@ -13,6 +13,7 @@ import type { ConnectionLimits } from "./connection-limits";
 import type { EnrollListenerOptions } from "./enroll-listener";
 import type { HttpLimits, HttpRequest, HttpResponse } from "./http1";
 import type { ListenerCaps } from "./listener-caps";
+import type { Http2Handoff } from "./http2-handoff";
 import { listenMtls, type Listener, type MtlsListenerOptions } from "./mtls-listener";
 import { LOOPBACK_CALLER, listenPlainLoopback } from "./plain-listener";
 import { tooLargeResponse } from "./request-router";
@@ -42,6 +43,11 @@ export interface ListenerKit {
    */
   route(card: () => Promise<AgentCard>, serves: { pki: boolean; ops: boolean }): OnRequest;
   card(url: string, audience: CardAudience): Promise<AgentCard>;
+  /**
+   * A fresh hand-off to the gRPC binding's HTTP/2 server, one per listener that serves gRPC (the mutual-TLS one
+   * by ALPN, the plain loopback one by the h2c preface); absent: no listener serves gRPC.
+   */
+  http2?(): Http2Handoff;
 }
 
 /** A listener bound, and the URL it is reached at. */
@@ -95,6 +101,7 @@ export async function openMtlsListener(
     onRefusedConnection: (reason, remote) => kit.audit.refused(reason, remote),
     handshakeTimeoutMs: config.handshakeTimeoutMs,
     limits: kit.caps.mtls,
+    http2: kit.http2?.(),
   });
   kit.track("mtls", mtls, kit.caps.mtls);
   advertisedUrl = config.advertiseUrl ?? defaultAdvertisedUrl(o.identity.sans, o.identity.name, config.host, mtls.port);
@@ -162,6 +169,7 @@ export async function openPlainListener(kit: ListenerKit): Promise<Opened | unde
     onRequest: kit.route(() => kit.card(url, "anonymous"), { pki: false, ops: true }),
     maxConnections: cap(kit, "plain").maxConnections,
     onRefusedConnection: (reason, remote) => kit.audit.refused(`plain loopback listener: ${reason}`, remote),
+    http2: kit.http2?.(),
   });
   url = plain.url;
   kit.track("plain", plain, cap(kit, "plain"));
@@ -174,7 +182,9 @@ export async function openPlainListener(kit: ListenerKit): Promise<Opened | unde
 
 /**
  * The token listener (token_port): callers outside the fleet with a bearer token. Health and metrics (which
- * name fleet callers) are not for them: it leaves those out.
+ * name fleet callers) are not for them: it leaves those out. It speaks HTTP/1.1 only (JSON-RPC, HTTP+JSON), not
+ * gRPC: its caller is proven per request by the Authorization header, and the gRPC binding takes its caller
+ * from the connection (see src/help/topics/grpc.md); its card lists no GRPC interface.
  */
 export async function openTokenListener(
   kit: ListenerKit,

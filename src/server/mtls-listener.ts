@@ -10,6 +10,7 @@ import {
 import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { RevocationLookup } from "../../pki/fleet-member";
 import { peerIdentifier } from "./peer-identity";
+import type { Http2Handoff } from "./http2-handoff";
 
 export interface MtlsListenerOptions {
   /** Head size, idle and request timeouts per connection (HTTP_DEFAULTS when absent). */
@@ -45,6 +46,11 @@ export interface MtlsListenerOptions {
   answerRevoked?(req: HttpRequest, reason: string, name: string): Promise<HttpResponse>;
   /** Called for each request the HTTP loop refuses itself (malformed, too slow, too large), by status. */
   onRefusedRequest?(status: number): void;
+  /**
+   * Where HTTP/2 connections go (the gRPC binding): with it, the listener offers ALPN `h2` beside `http/1.1`
+   * on the same port and hands a connection that chose `h2` over once its certificate is verified.
+   */
+  http2?: Http2Handoff;
 }
 
 /** Whose certificate a refused connection presented (its CN as written, which need not be a fleet name). */
@@ -58,7 +64,10 @@ export interface Listener {
   port: number;
   /** Uses a new certificate and key (and CA) for connections from now on; open ones keep theirs. */
   setIdentity?(pem: { cert: string; key: string; ca: string }): void;
-  /** Closes open connections whose client certificate (or bearer token) is now revoked; returns how many. */
+  /**
+   * Closes open connections whose client certificate (or bearer token) is now revoked, HTTP/2 ones (and every
+   * call on them) included; returns how many.
+   */
   dropRevoked?(): number;
   /** Stops taking new connections; open ones keep working (so blocking calls can still be answered). */
   stopAccepting(): void;
@@ -87,6 +96,8 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     minVersion: "TLSv1.2",
     // Node's default gives a silent client 120 s; a legitimate peer finishes in milliseconds.
     handshakeTimeout: options.handshakeTimeoutMs ?? CONNECTION_DEFAULTS.handshakeTimeoutMs,
+    // One port for both: the client's ALPN says which; a client that offers none speaks HTTP/1.1.
+    ...(options.http2 ? { ALPNProtocols: ["h2", "http/1.1"] } : {}),
   });
   const gate = boundTlsServer(tls, options);
   let identify = peerIdentifier(options.ca, options.revoked);
@@ -97,7 +108,8 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     if ("refused" in peer) {
       const who = presented(socket);
       options.onHandshakeError?.(new Error(`client certificate refused: ${peer.refused}`), socket.remoteAddress, who);
-      if (peer.revoked && options.answerRevoked)
+      // The answer that says why is an HTTP/1.1 one; an HTTP/2 client learns it from the handshake log only.
+      if (peer.revoked && options.answerRevoked && socket.alpnProtocol !== "h2")
         answerOnce(socket, peer.refused, who?.name ?? "", options.answerRevoked);
       else socket.destroy();
       return;
@@ -107,6 +119,8 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     gate.authenticated(socket);
     serials.set(socket, { serial: peer.serial, peer: { name: caller.name, fingerprint: caller.fingerprint } });
     socket.on("close", () => serials.delete(socket));
+    // HTTP/2 (gRPC): the same verified caller, tagged on the socket before any stream on it is read.
+    if (options.http2 && socket.alpnProtocol === "h2") return options.http2.accept(socket, caller);
     connections.serve(socket, {
       maxBodyBytes: options.maxBodyBytes,
       tooLarge: options.tooLarge,
@@ -133,7 +147,12 @@ export function listenMtls(options: MtlsListenerOptions): Promise<Listener> {
     });
   };
 
-  return bindServer(tls, options.port, options.host, "https", connections).then((bound) => ({
+  const open = {
+    close: async () => {
+      await Promise.all([connections.close(), options.http2?.close()]);
+    },
+  };
+  return bindServer(tls, options.port, options.host, "https", open).then((bound) => ({
     ...bound,
     setIdentity: (pem) => {
       tls.setSecureContext({ cert: pem.cert, key: pem.key, ca: pem.ca, minVersion: "TLSv1.2" });

@@ -1,10 +1,11 @@
 import { bindServer } from "./bind";
-import { createServer } from "node:net";
+import { createServer, type Socket } from "node:net";
 import { boundServer, CONNECTION_DEFAULTS, type RefusedConnection } from "./connection-limits";
 import type { CallerIdentity } from "../rpc/caller";
 import { refuseBrowserRequest } from "./browser-guard";
-import { ConnectionSet, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
+import { ConnectionSet, HTTP_DEFAULTS, type HttpLimits, type HttpRequest, type HttpResponse } from "./http1";
 import type { Listener } from "./mtls-listener";
+import { sniffPreface, type Http2Handoff } from "./http2-handoff";
 
 /**
  * Everyone on a plain loopback listener is one caller: the machine itself. Its name owns that listener's
@@ -28,6 +29,11 @@ export interface PlainListenerOptions {
    */
   maxConnections?: number;
   onRefusedConnection?(reason: RefusedConnection, remote: string | undefined): void;
+  /**
+   * Where h2c connections go (the gRPC binding, for local tools and the conformance kit): a connection whose
+   * first bytes are the HTTP/2 preface is handed over, as LOOPBACK_CALLER; any other stays HTTP/1.1.
+   */
+  http2?: Http2Handoff;
 }
 
 /**
@@ -38,14 +44,22 @@ export interface PlainListenerOptions {
 export function listenPlainLoopback(options: PlainListenerOptions): Promise<Listener> {
   const connections = new ConnectionSet(options.http);
   const handle = async (req: HttpRequest) => refuseBrowserRequest(req) ?? options.onRequest(req, LOOPBACK_CALLER);
+  const serve1 = (socket: Socket) =>
+    connections.serve(socket, {
+      maxBodyBytes: options.maxBodyBytes,
+      tooLarge: options.tooLarge,
+      handle,
+      onRefused: options.onRefusedRequest,
+    });
+  const { http2 } = options;
   const server = createServer((socket) => {
-    if (!socket.destroyed)
-      connections.serve(socket, {
-        maxBodyBytes: options.maxBodyBytes,
-        tooLarge: options.tooLarge,
-        handle,
-        onRefused: options.onRefusedRequest,
-      });
+    if (socket.destroyed) return;
+    if (!http2) return void serve1(socket);
+    sniffPreface(socket, (options.http ?? HTTP_DEFAULTS).headTimeoutMs, (h2) => {
+      if (h2) http2.accept(socket, LOOPBACK_CALLER);
+      else serve1(socket);
+      socket.resume();
+    });
   });
   // Capped like every listener: one local process's thousands of idle connections must not take the
   // descriptors the mutual-TLS port needs.
@@ -54,7 +68,12 @@ export function listenPlainLoopback(options: PlainListenerOptions): Promise<List
     limits: { maxConnections: max, maxConnectionsPerAddress: Number.MAX_SAFE_INTEGER },
     onRefusedConnection: options.onRefusedConnection,
   });
-  return bindServer(server, options.port, "127.0.0.1", "http", connections).then((bound) => {
+  const open = {
+    close: async () => {
+      await Promise.all([connections.close(), http2?.close()]);
+    },
+  };
+  return bindServer(server, options.port, "127.0.0.1", "http", open).then((bound) => {
     return { ...bound, openConnections: () => gate.count() };
   });
 }

@@ -1,5 +1,5 @@
 import { parseExtensionsHeader, type CallContext, type CallerIdentity } from "../rpc/caller";
-import { A2AError, PERMISSION_DENIED_CODE } from "../protocol/errors";
+import { A2AError } from "../protocol/errors";
 import { statusBody } from "../rpc/http-json-errors";
 import { matchRoute, type HttpMethod } from "../rpc/http-json-routes";
 import type { HttpJsonOutcome, HttpJsonTransport } from "../rpc/http-json-transport";
@@ -10,6 +10,9 @@ import type { AnswerBudget } from "./answer-budget";
 import type { AuditCall } from "./audit-log";
 import type { HttpRequest, HttpResponse } from "./http1";
 import type { PeerRateLimiter } from "./rate-limit";
+import { CallGate, type RouterMetrics } from "./call-gate";
+
+export type { RouterMetrics } from "./call-gate";
 
 /** Paths that take JSON-RPC POSTs: the interface URL named in the agent card, and the legacy Hermes path. */
 export const JSONRPC_PATH = "/";
@@ -67,15 +70,6 @@ function sse(
   };
 }
 
-/** What the router reports, for the node's metrics. Called on every request: implementations only count. */
-export interface RouterMetrics {
-  /** An A2A request (either binding) was answered (a stream: its head sent); `method` undefined for one not served. */
-  rpc(method: string | undefined, seconds: number, errorCode: number | undefined): void;
-  streamOpened(): void;
-  streamClosed(): void;
-  rateLimited(peer: string, retryAfterSeconds: number): void;
-}
-
 export interface RouterOptions {
   transport: JsonRpcTransport;
   /** The HTTP+JSON binding's routes (/message:send, /tasks/...), over the same method table as JSON-RPC. */
@@ -99,6 +93,8 @@ export interface RouterOptions {
    * answer_bytes_in_flight): an A2A request waits for room before it is handled, and its answers are counted.
    */
   answers?: AnswerBudget;
+  /** The gate every A2A call passes (limiter, answers, audit, metrics); made from the options above when absent. */
+  gate?: CallGate;
 }
 
 /**
@@ -108,67 +104,38 @@ export interface RouterOptions {
  * Everything else (card, health, OpenAPI) goes through the web app (Elysia).
  */
 export function createRequestRouter(options: RouterOptions) {
-  const { transport, httpJson, web, ops, limiter, metrics, audit, answers } = options;
-  const timed = metrics !== undefined || audit !== undefined;
-  /** The audit line of a call: what it concerned (ctx.note, filled in by the handler) and how it ended. */
-  const record = (
-    ctx: CallContext,
-    binding: string,
-    method: string | undefined,
-    started: number,
-    code: number | undefined,
-  ) =>
-    audit?.({
-      peer: ctx.caller.name,
-      fingerprint: ctx.caller.fingerprint,
-      binding,
-      method,
-      taskId: ctx.note?.taskId,
-      outcome: code === undefined ? "ok" : ctx.note?.denied && code === PERMISSION_DENIED_CODE ? "denied" : "error",
-      code,
-      ms: performance.now() - started,
-    });
-  const limited = (caller: CallerIdentity, binding: string) =>
-    audit?.({ peer: caller.name, fingerprint: caller.fingerprint, binding, outcome: "rate_limited", code: 429, ms: 0 });
-  const streamClosed = metrics && (() => metrics.streamClosed());
+  const { transport, httpJson, web, ops, metrics, audit } = options;
+  const gate = options.gate ?? new CallGate(options);
+  const limiter = gate.limiter;
+  const streamClosed = gate.streamClosed;
   /** A request refused because its caller's (or the node's) answers wait unread: 429, like a rate limit. */
-  const answersHeld = (err: A2AError, caller: CallerIdentity, binding: "jsonrpc" | "http-json"): HttpResponse => {
-    metrics?.rpc(undefined, 0, err.code);
-    audit?.({ peer: caller.name, fingerprint: caller.fingerprint, binding, outcome: "error", code: err.code, ms: 0 });
-    return {
-      status: 429,
-      headers: { ...JSON_HEADERS, "retry-after": "1" },
-      body: binding === "http-json" ? statusBody(err, 429) : errorBody(null, err),
-    };
-  };
+  const answersHeld = (err: A2AError, binding: "jsonrpc" | "http-json"): HttpResponse => ({
+    status: 429,
+    headers: { ...JSON_HEADERS, "retry-after": "1" },
+    body: binding === "http-json" ? statusBody(err, 429) : errorBody(null, err),
+  });
 
   return async function route(req: HttpRequest, caller: CallerIdentity): Promise<HttpResponse> {
     const q = req.target.indexOf("?");
     const path = q === -1 ? req.target : req.target.slice(0, q);
     if (req.method === "POST" && JSONRPC_PATHS.has(path)) {
-      if (limiter) {
-        const wait = limiter.take(caller.name);
-        if (wait > 0) {
-          metrics?.rateLimited(caller.name, wait);
-          limited(caller, "jsonrpc");
-          return rateLimitedResponse(wait, limiter);
-        }
-      }
+      const wait = gate.rateLimit(caller, "jsonrpc");
+      if (wait > 0) return rateLimitedResponse(wait, limiter!);
       const type = req.headers.get("content-type")?.split(";")[0].trim().toLowerCase();
       if (type && type !== "application/json" && !type.endsWith("+json")) {
         const err = A2AError.contentTypeNotSupported(`Content-Type ${type} is not JSON; send application/json`);
-        record({ caller }, "jsonrpc", undefined, performance.now(), err.code);
+        gate.record({ caller }, "jsonrpc", undefined, performance.now(), err.code);
         return { status: 200, headers: JSON_HEADERS, body: errorBody(null, err) };
       }
-      const admission = answers && (await answers.admit(caller.name));
-      if (admission?.refused) return answersHeld(admission.refused, caller, "jsonrpc");
+      const admission = await gate.admit(caller, "jsonrpc");
+      if (admission?.refused) return answersHeld(admission.refused, "jsonrpc");
       // A client that left while its request waited for room gets nothing built.
       if (admission && req.gone?.()) {
         admission.done();
         return { status: 204 };
       }
-      const started = timed ? performance.now() : 0;
-      const ctx = callContext(req, caller, audit !== undefined, answers);
+      const started = gate.started();
+      const ctx = callContext(gate, req, caller);
       let out: Awaited<ReturnType<typeof transport.handle>>;
       try {
         out = await transport.handle(
@@ -180,8 +147,7 @@ export function createRequestRouter(options: RouterOptions) {
       } finally {
         admission?.done();
       }
-      metrics?.rpc(out.method, (performance.now() - started) / 1000, out.error);
-      record(ctx, "jsonrpc", out.method, started, out.error);
+      gate.answered(ctx, "jsonrpc", out.method, started, out.error);
       if (out.kind === "json")
         return {
           status: 200,
@@ -190,7 +156,7 @@ export function createRequestRouter(options: RouterOptions) {
           hold: out.hold,
         };
       if (out.kind === "none") return { status: 204 };
-      metrics?.streamOpened();
+      gate.streamOpened();
       return { status: 200, headers: withExtensions(SSE_HEADERS, ctx), stream: sse(out.events, streamClosed) };
     }
     const answered = ops?.(req.method, path, caller);
@@ -213,27 +179,21 @@ export function createRequestRouter(options: RouterOptions) {
           code: 429,
           ms: 0,
         });
-      } else record({ caller }, "pki", method, started, res.status < 400 ? undefined : res.status);
+      } else gate.record({ caller }, "pki", method, started, res.status < 400 ? undefined : res.status);
       return res;
     }
     const match = matchRoute(path);
     if (match !== undefined) {
-      if (limiter) {
-        const wait = limiter.take(caller.name);
-        if (wait > 0) {
-          metrics?.rateLimited(caller.name, wait);
-          limited(caller, "http-json");
-          return rateLimitedResponse(wait, limiter, "http-json");
-        }
-      }
-      const admission = answers && (await answers.admit(caller.name));
-      if (admission?.refused) return answersHeld(admission.refused, caller, "http-json");
+      const wait = gate.rateLimit(caller, "http-json");
+      if (wait > 0) return rateLimitedResponse(wait, limiter!, "http-json");
+      const admission = await gate.admit(caller, "http-json");
+      if (admission?.refused) return answersHeld(admission.refused, "http-json");
       if (admission && req.gone?.()) {
         admission.done();
         return { status: 204 };
       }
-      const started = timed ? performance.now() : 0;
-      const ctx = callContext(req, caller, audit !== undefined, answers);
+      const started = gate.started();
+      const ctx = callContext(gate, req, caller);
       const handling = httpJson.handle(
         match,
         {
@@ -255,11 +215,8 @@ export function createRequestRouter(options: RouterOptions) {
       }
       const method = typeof match === "object" ? match.operations[req.method as HttpMethod] : undefined;
       const code = out.kind === "json" ? out.error : undefined;
-      if (metrics) {
-        metrics.rpc(method, (performance.now() - started) / 1000, code);
-        if (out.kind === "stream") metrics.streamOpened();
-      }
-      record(ctx, "http-json", method, started, code);
+      gate.answered(ctx, "http-json", method, started, code);
+      if (out.kind === "stream") gate.streamOpened();
       const res = httpJsonResponse(out, req.headers.get("accept"), streamClosed);
       // A refused request activated nothing (the refusal may come after the extensions were read).
       return out.kind === "json" && out.error !== undefined
@@ -285,19 +242,13 @@ export function createRequestRouter(options: RouterOptions) {
 }
 
 /**
- * The request's context: the verified caller, and the extensions its A2A-Extensions header requests (v0.3
- * clients name the header X-A2A-Extensions).
+ * The request's context (see CallGate.context): the verified caller, and the extensions its A2A-Extensions
+ * header requests (v0.3 clients name the header X-A2A-Extensions).
  */
-/** The call's context: its caller, the extensions it requests, and (when audited) a note of what it concerned. */
-function callContext(req: HttpRequest, caller: CallerIdentity, audited: boolean, answers?: AnswerBudget): CallContext {
-  const ctx: CallContext = { caller };
-  if (answers) ctx.answers = answers.holderFor(caller.name);
-  if (audited) ctx.note = {};
+function callContext(gate: CallGate, req: HttpRequest, caller: CallerIdentity): CallContext {
   const requested = parseExtensionsHeader(req.headers.get("a2a-extensions") ?? req.headers.get("x-a2a-extensions"));
-  if (requested.length) ctx.extensions = { requested };
   // Presentation only (how its streams are cut), never identity: the caller is the one the listener proved.
-  if (req.headers.get("user-agent")?.startsWith(HERMES_A2A_AGENT)) ctx.wholeArtifacts = true;
-  return ctx;
+  return gate.context(caller, requested, req.headers.get("user-agent")?.startsWith(HERMES_A2A_AGENT) ?? false);
 }
 
 /** The answer's headers, with A2A-Extensions listing the extensions the handler activated, if any. */

@@ -581,8 +581,8 @@ export const SETTINGS = {
     value: "BINDING",
     group: "card",
     default: "JSONRPC" as string,
-    choices: ["JSONRPC", "HTTP+JSON"],
-    doc: "the A2A binding the agent card lists first, which clients that speak both use: JSONRPC or HTTP+JSON (both are always served)",
+    choices: ["JSONRPC", "HTTP+JSON", "GRPC"],
+    doc: "the A2A binding the agent card lists first, which clients that speak several use: JSONRPC, HTTP+JSON or GRPC (all three are served; GRPC not on the token listener, whose card then lists the first of the other two)",
   }),
   skills: table<SkillSetting[] | undefined>({
     file: "skills",

@@ -394,11 +394,15 @@ describe("both bindings on one node", () => {
     for (const { name } of BINDINGS) {
       const url = nodes[name]!.url;
       const card = (await get(`${url}/.well-known/agent-card.json`, alpha)).body;
-      const interfaces = [
+      const [jsonRpc, httpJson, grpc] = [
         { url: `${url}/`, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
         { url, protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
+        // gRPC on the same port (HTTP/2 by ALPN), as host:port.
+        { url: new URL(url).host, protocolBinding: "GRPC", protocolVersion: "1.0" },
       ];
-      expect(card.supportedInterfaces).toEqual(name === "JSONRPC" ? interfaces : interfaces.reverse());
+      expect(card.supportedInterfaces).toEqual(
+        name === "JSONRPC" ? [jsonRpc, httpJson, grpc] : [httpJson, jsonRpc, grpc],
+      );
       expect(Object.keys(card.securitySchemes)).toEqual(["mtls"]);
       expect(card.securityRequirements).toEqual([{ schemes: { mtls: { list: [] } } }]);
     }

@@ -101,6 +101,11 @@ describe("the token listener over TLS with the node's certificate", () => {
     });
     expect(card.securityRequirements).toEqual([{ schemes: { bearer: { list: [] } } }]);
     expect(card.supportedInterfaces.map((i: { url: string }) => i.url)).toContain(`${tokenUrl}/`);
+    // The token listener speaks HTTP/1.1 only: its card lists no GRPC interface.
+    expect(card.supportedInterfaces.map((i: { protocolBinding: string }) => i.protocolBinding)).toEqual([
+      "JSONRPC",
+      "HTTP+JSON",
+    ]);
   });
 
   it("shows token callers no extended card; a fleet member over mutual TLS gets it, signed by the node", async () => {

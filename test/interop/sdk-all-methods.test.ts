@@ -2,8 +2,9 @@
  * Interop, every method: the official A2A TypeScript SDK (@a2a-js/sdk 1.3.0) as a client of our compiled
  * node over mutual TLS, for each A2A v1.0 operation (send, stream, get, list, cancel, subscribe, push configs
  * with a real webhook receiver, extended card) through each of its v1.0 transports (JSON-RPC, and HTTP+JSON
- * with its RestTransportFactory), and the SDK's v0.3 compat transport against the same node (no
- * A2A-Version header: v0.3 method names).
+ * with its RestTransportFactory, and gRPC with its GrpcTransportFactory over TLS with the same client
+ * certificate, on the same port), and the SDK's v0.3 compat transport against the same node (no A2A-Version
+ * header: v0.3 method names).
  *
  * The node runs `--executor openai` against a fake model that holds only the requests whose text contains
  * "[hold]", so some tasks finish at once while others stay running until the test releases them.
@@ -21,6 +22,8 @@ import {
   type TransportFactory,
 } from "@a2a-js/sdk/client";
 import { LegacyJsonRpcTransport } from "@a2a-js/sdk/compat/v0_3/client";
+import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc";
+import * as grpc from "@grpc/grpc-js";
 import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError } from "@a2a-js/sdk/errors";
 import { serveBinary, type ServedBinary } from "../helpers/binary";
 import { makeFleet, type Fleet } from "../helpers/fleet";
@@ -34,6 +37,7 @@ let node: ServedBinary;
 let model: GatedModel;
 let receiver: Receiver;
 let fetchImpl: typeof fetch;
+let grpcCredentials: grpc.ChannelCredentials;
 let client: Client;
 /** Every request the SDK made: URL, A2A-Version header, and the operation (JSON-RPC method, or HTTP+JSON route's). */
 const calls: { url: string; version: string | null; method?: string }[] = [];
@@ -64,6 +68,7 @@ beforeAll(async () => {
     "test-model",
   ]);
   const { cert, key, ca } = fleet.identity("alpha");
+  grpcCredentials = grpc.credentials.createSsl(Buffer.from(ca), Buffer.from(key), Buffer.from(cert));
   fetchImpl = ((url: string | URL | Request, init?: RequestInit) => {
     let method = restOperation(String(url), init?.method);
     try {
@@ -82,6 +87,17 @@ afterAll(async () => {
   receiver?.stop();
   fleet?.cleanup();
 });
+
+/**
+ * The card as fetched, its GRPC interface dialled by name: grpc-js sets the TLS server name to the host it
+ * dials, and Bun's node:tls refuses an IP address there (ERR_INVALID_ARG_VALUE; on Node the same channel
+ * works). The certificate names localhost too, so the channel verifies it as it would any name.
+ */
+const byName = (async (url: string | URL | Request, init?: RequestInit) => {
+  const res = await fetchImpl(url, init);
+  const text = (await res.text()).replaceAll('"url":"127.0.0.1:', '"url":"localhost:');
+  return new Response(text, { status: res.status, headers: res.headers });
+}) as typeof fetch;
 
 type SendParams = Parameters<Client["sendMessage"]>[0];
 
@@ -174,6 +190,8 @@ function expectWellFormedStream(events: StreamResponse[], final: TaskState): Tas
 const TRANSPORTS: { name: string; factory: () => TransportFactory }[] = [
   { name: "JSONRPC", factory: () => new JsonRpcTransportFactory({ fetchImpl }) },
   { name: "HTTP+JSON", factory: () => new RestTransportFactory({ fetchImpl }) },
+  // The card's GRPC interface is host:port on the mutual-TLS port: the channel presents the fleet certificate.
+  { name: "GRPC", factory: () => new GrpcTransportFactory({ grpcChannelCredentials: grpcCredentials }) },
 ];
 
 describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method against a2a-node", ({ name, factory }) => {
@@ -183,7 +201,7 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
     // Given one transport, the SDK takes the card's first interface of that binding (the card lists both).
     client = await new ClientFactory({
       transports: [factory()],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl: name === "GRPC" ? byName : fetchImpl }),
     }).createFromUrl(node.url);
   });
 
@@ -485,7 +503,7 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
     expect(card.capabilities?.extendedAgentCard).toBe(true);
     expect(card.description).toBe("beta for the fleet");
     expect(card.skills.map((s) => s.id)).toEqual(["delegate", "fleet-ops"]);
-    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(["JSONRPC", "HTTP+JSON"]);
+    expect(card.supportedInterfaces.map((i) => i.protocolBinding)).toEqual(["JSONRPC", "HTTP+JSON", "GRPC"]);
     const direct = await client.transport.getExtendedAgentCard(
       { tenant: "" },
       { serviceParameters: { "A2A-Version": client.protocolVersion } },
@@ -495,6 +513,8 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
 
   it(`every call it made went over ${name} and named A2A-Version 1.0`, () => {
     const rpcCalls = calls.slice(start).filter((c) => c.method !== undefined);
+    // Over gRPC, fetch only read the card: every operation above went over the gRPC channel.
+    if (name === "GRPC") return expect(rpcCalls).toEqual([]);
     for (const c of rpcCalls) expect(new URL(c.url).pathname === "/", c.url).toBe(name === "JSONRPC");
     expect(new Set(rpcCalls.map((c) => c.method))).toEqual(
       new Set([
@@ -512,6 +532,55 @@ describe.each(TRANSPORTS)("@a2a-js/sdk v1.0 client over $name: every method agai
       ]),
     );
     for (const c of rpcCalls) expect(c.version).toBe("1.0");
+  });
+});
+
+describe("@a2a-js/sdk's gRPC client: errors, and re-subscribing after a cut stream", () => {
+  let grpcClient: Client;
+  beforeAll(async () => {
+    grpcClient = await new ClientFactory({
+      transports: [new GrpcTransportFactory({ grpcChannelCredentials: grpcCredentials })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl: byName }),
+    }).createFromUrl(node.url);
+  });
+
+  it("getTask of an unknown id raises TaskNotFoundError (NOT_FOUND with ErrorInfo, read by the SDK)", async () => {
+    const err = await rejection(
+      grpcClient.getTask({ tenant: "", id: "01NOSUCHTASK0000000000000" } as Parameters<Client["getTask"]>[0]),
+    );
+    expect(err).toBeInstanceOf(TaskNotFoundError);
+  });
+
+  it("a cut SubscribeToTask stream, subscribed again, gets the task as it is now, then every later event", async () => {
+    const marker = `cut ${crypto.randomUUID()}`;
+    const started = (await grpcClient.sendMessage({
+      tenant: "",
+      message: sdkMessage(`${marker} [hold]`),
+      configuration: { acceptedOutputModes: [], returnImmediately: true, taskPushNotificationConfig: undefined },
+      metadata: undefined,
+    } as SendParams)) as Task;
+    await model.arrival(marker);
+    const subscribe = () =>
+      grpcClient
+        .resubscribeTask({ tenant: "", id: started.id } as Parameters<Client["resubscribeTask"]>[0])
+        [Symbol.asyncIterator]();
+    const first = subscribe();
+    const head = await first.next();
+    expect(caseOf(head.value as StreamResponse)).toBe("task");
+    // The client goes away (its call is cancelled): gRPC has no Last-Event-ID to resume with.
+    await first.return?.();
+    const again = subscribe();
+    const now = await again.next();
+    expect(caseOf(now.value as StreamResponse)).toBe("task");
+    expect(((now.value as StreamResponse).payload!.value as Task).id).toBe(started.id);
+    model.release(marker);
+    const events = [now.value as StreamResponse];
+    for (let r = await again.next(); !r.done; r = await again.next()) events.push(r.value);
+    expectWellFormedStream(events, TaskState.TASK_STATE_COMPLETED);
+    // Nothing of the answer is lost: the stream carried it whole, and the task holds it.
+    expect(streamedText(events)).toBe(`echo: ${marker} [hold]`);
+    const stored = await grpcClient.getTask({ tenant: "", id: started.id } as Parameters<Client["getTask"]>[0]);
+    expect(textOf(stored)).toBe(`echo: ${marker} [hold]`);
   });
 });
 
