@@ -103,7 +103,7 @@ const card: AgentCard = {
   signatures: [],
 };
 
-const handler = new DefaultRequestHandler(card, await openSdkStore(store, synchronous), new EchoExecutor());
+const handler = new DefaultRequestHandler(card, (await openSdkStore(store, synchronous)).store, new EchoExecutor());
 const app = express();
 app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
 app.use("/", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));

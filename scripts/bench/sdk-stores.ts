@@ -11,36 +11,48 @@
  * cannot connect to, such as Cloudflare D1), run on the file.
  */
 import { Database } from "bun:sqlite";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from "kysely";
 import pg from "pg";
 import { InMemoryTaskStore, type TaskStore } from "@a2a-js/sdk/server";
 import { DatabaseTaskStore } from "@a2a-js/sdk/server/database";
 
-const A2A_DB = join(import.meta.dir, "..", "..", "node_modules", "@a2a-js", "sdk", "dist", "cli", "a2a_db.js");
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const A2A_DB = join(ROOT, "node_modules", "@a2a-js", "sdk", "dist", "cli", "a2a_db.js");
 
 /** a2a-node's own Postgres pool size (src/store/postgres/database.ts), so both get the same connections. */
 const POOL_SIZE = 10;
+
+export interface SdkStore {
+  store: TaskStore;
+  /** Closes its connections (none for memory). */
+  close(): Promise<void>;
+}
 
 /**
  * `memory`, `postgres://…`, or `sqlite:FILE` (with `synchronous`: NORMAL, a2a-node's default level, or FULL,
  * its `durability = "fsync"`; both in WAL mode, as a2a-node runs SQLite).
  */
-export async function openSdkStore(spec: string, synchronous: "NORMAL" | "FULL"): Promise<TaskStore> {
-  if (spec === "memory") return new InMemoryTaskStore();
+export async function openSdkStore(spec: string, synchronous: "NORMAL" | "FULL"): Promise<SdkStore> {
+  if (spec === "memory") return { store: new InMemoryTaskStore(), close: async () => {} };
   if (spec.startsWith("postgres://") || spec.startsWith("postgresql://")) {
     a2aDb(["upgrade", "--url", spec]);
     const pool = new pg.Pool({ connectionString: spec, max: POOL_SIZE, connectionTimeoutMillis: 10_000 });
-    return new DatabaseTaskStore(new Kysely({ dialect: new PostgresDialect({ pool }) }));
+    return durable(new Kysely({ dialect: new PostgresDialect({ pool }) }));
   }
   if (spec.startsWith("sqlite:")) {
     const sqlite = new Database(spec.slice("sqlite:".length), { create: true });
     sqlite.exec(`PRAGMA synchronous = ${synchronous}`);
     sqlite.exec("PRAGMA journal_mode = WAL");
     sqlite.exec(a2aDb(["upgrade", "--sql", "--dialect", "sqlite"]));
-    return new DatabaseTaskStore(new Kysely({ dialect: new SqliteDialect({ database: kyselySqlite(sqlite) }) }));
+    return durable(new Kysely({ dialect: new SqliteDialect({ database: kyselySqlite(sqlite) }) }));
   }
   throw new Error(`unknown store '${spec}' (use memory, postgres://… or sqlite:FILE)`);
+}
+
+function durable(db: Kysely<unknown>): SdkStore {
+  return { store: new DatabaseTaskStore(db), close: () => db.destroy() };
 }
 
 /** Runs the SDK's schema CLI; returns what it printed. */
