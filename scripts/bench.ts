@@ -56,6 +56,7 @@ import {
   formatTable,
   formatTargets,
   isBroken,
+  NEW_CONNECTION_TARGET_CLIENTS,
   percentile,
   TARGET_CONCURRENCY,
   type Row,
@@ -64,6 +65,8 @@ import {
 import type { LoadResult } from "./bench/load";
 
 const CONCURRENCY = [1, TARGET_CONCURRENCY];
+/** Clients for the load where every request opens a new connection (a fleet of short-lived CLI calls). */
+const NEW_CONNECTION_CLIENTS = NEW_CONNECTION_TARGET_CLIENTS;
 const STARTUP_RUNS = 3;
 const LOAD_SCRIPT = join(import.meta.dir, "bench", "load.ts");
 
@@ -119,17 +122,24 @@ async function measureLoad(
   concurrency: number,
   processes: number,
   bundlePath: string,
+  newConnectionEach = false,
 ): Promise<Measured> {
   const n = Math.min(processes, concurrency);
   const clients = Array.from({ length: n }, (_, i) => {
     // Spread in-flight requests over the processes: 32 over 2 is 16 + 16.
     const share = Math.floor(concurrency / n) + (i < concurrency % n ? 1 : 0);
-    const config = { url: server.url, bundle: bundlePath, concurrency: share, binding: server.binding };
+    const config = {
+      url: server.url,
+      bundle: bundlePath,
+      concurrency: share,
+      binding: server.binding,
+      newConnectionEach,
+    };
     return track(
       Bun.spawn([process.execPath, LOAD_SCRIPT, JSON.stringify(config)], {
         stdin: "pipe",
         stdout: "pipe",
-        stderr: Bun.file(join(dir, `load-${server.name}-${concurrency}-${i}.log`)),
+        stderr: Bun.file(join(dir, `load-${server.name}-${concurrency}${newConnectionEach ? "-new" : ""}-${i}.log`)),
       }),
     );
   });
@@ -172,6 +182,7 @@ async function measureLoad(
   return {
     server: server.name,
     concurrency,
+    newConnections: newConnectionEach,
     clientProcesses: n,
     requests: results.reduce((s, r) => s + r.requests, 0),
     windowS: (t1 - t0) / 1000,
@@ -191,6 +202,7 @@ async function measureLoad(
 interface Measured {
   server: ServerName;
   concurrency: number;
+  newConnections: boolean;
   clientProcesses: number;
   requests: number;
   windowS: number;
@@ -216,6 +228,7 @@ function toRow(parts: Measured[]): Row {
   return {
     server: parts[0].server,
     concurrency: parts[0].concurrency,
+    newConnections: parts[0].newConnections,
     clientProcesses: parts[0].clientProcesses,
     rounds: parts.length,
     requests,
@@ -278,6 +291,15 @@ async function benchAll(
       row.peakRssMB = peakRssBytes(server.proc.pid) / (1024 * 1024);
       rows.push(row);
     }
+    // Last, so its handshakes' garbage does not weigh on the keep-alive rows: one window per server, in order.
+    for (const server of servers) {
+      process.stderr.write(
+        `  ${SERVER_LABELS[server.name]}: ${NEW_CONNECTION_CLIENTS} clients, new connection each...`,
+      );
+      const row = toRow([await measureLoad(server, NEW_CONNECTION_CLIENTS, 1, pki.bundles.client, true)]);
+      process.stderr.write(` ${row.rps.toFixed(0)} req/s\n`);
+      rows.push(row);
+    }
     return rows;
   } finally {
     for (const server of servers) await stop(server.proc);
@@ -333,7 +355,8 @@ async function main(): Promise<number> {
   console.log(formatTable(rows));
   console.log(
     "\nclients = requests in flight; CPU µs/req = server user+sys per completed request; server/client/other CPU =" +
-      " share of one core (other: loopback softirq and any other process); peak RSS = server VmHWM after the" +
+      ' share of one core (other: loopback softirq and any other process); "8 new" = 8 clients opening a new' +
+      " mTLS connection for every request (Connection: close); peak RSS = server VmHWM after the" +
       ` ${TARGET_CONCURRENCY}-client load; peak WAL = largest size of a2a-node's SQLite WAL file during the load` +
       " (sampled every 10 ms); every answer is verified (COMPLETED, artifact echoes the text)",
   );
@@ -368,6 +391,7 @@ async function main(): Promise<number> {
         durationS: durationMs / 1000,
         warmupS: warmupMs / 1000,
         concurrency: CONCURRENCY,
+        newConnectionClients: NEW_CONNECTION_CLIENTS,
         rounds,
         clientProcesses,
       },

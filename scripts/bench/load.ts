@@ -4,6 +4,7 @@
  *
  *   bun scripts/bench/load.ts
  *   '{"url":"https://127.0.0.1:P/","bundle":"client.json","concurrency":16,"binding":"jsonrpc"}'
+ *   (add "newConnectionEach":true to open a new mTLS connection for every request)
  *
  * It loads from the start (warm-up). The orchestrator drives the measured window through stdin:
  *   "mark\n"  start counting now (requests completing from here on)
@@ -18,6 +19,8 @@ interface Config {
   bundle: string;
   concurrency: number;
   binding: Binding;
+  /** Open a new connection (full mTLS handshake) for every request instead of keeping one alive. */
+  newConnectionEach?: boolean;
 }
 
 export interface LoadResult {
@@ -31,6 +34,10 @@ export interface LoadResult {
 
 const config = JSON.parse(process.argv[2] ?? "") as Config;
 const tls = clientTls(readBundle(config.bundle));
+// `Connection: close` makes every server end the connection after its answer, and `keepalive: false` keeps Bun's
+// fetch from pooling it, so each request pays for a TCP connect and a full mTLS handshake.
+const connection = config.newConnectionEach ? { keepalive: false } : {};
+const extraHeaders = config.newConnectionEach ? { connection: "close" } : {};
 const prefix = `bench-${process.pid}-${Date.now().toString(36)}`;
 
 let counter = 0;
@@ -51,7 +58,13 @@ async function worker(): Promise<void> {
     const started = performance.now();
     let error: string | undefined;
     try {
-      const res = await fetch(url, { method: "POST", headers, body, tls } as RequestInit);
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { ...headers, ...extraHeaders },
+        body,
+        tls,
+        ...connection,
+      } as unknown as RequestInit);
       error = checkAnswer(res.status, await res.text(), text, config.binding);
     } catch (err) {
       error = `request failed: ${(err as Error).message}`;

@@ -4,13 +4,15 @@
  * node:https and the SDK).
  */
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { existsSync, readFileSync } from "node:fs";
 import type { Subprocess } from "bun";
 import { checkAnswer, sendMessageRequest, type Binding, type ClientTls } from "./rpc";
 import { freePort, track } from "./proc";
 import { homePaths } from "../../src/home";
 
-export const ROOT = join(import.meta.dir, "..", "..");
+// From the URL, not `import.meta.dir`: vitest (which tests the report that reads the labels below) has only the URL.
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const BINARY = join(ROOT, "dist", "a2a-node");
 const BUN = process.execPath; // the bench itself runs under Bun
 
