@@ -1,5 +1,6 @@
 import { existsSync, linkSync, renameSync, rmSync } from "node:fs";
-import { PUBLIC_MODE, SECRET_MODE, writeFileAtomic } from "./secure-file";
+import { dirname } from "node:path";
+import { fsyncDir, PUBLIC_MODE, SECRET_MODE, writeFileAtomic } from "./secure-file";
 
 /** This node's key and certificate files (HomePaths fits). */
 export interface NodeFiles {
@@ -15,7 +16,8 @@ const old = (path: string) => `${path}.old`;
  * step, so: both new files are written whole first (node.key.new 0600, node.crt.new), the current pair is kept
  * as node.key.old / node.crt.old, then each new file is renamed over its old one, the key first. A crash at any
  * point leaves either the old pair or the new pair, or a state recoverInterruptedRenewal completes at the next
- * start. The .old copies are removed once the new pair is in place.
+ * start. The .old copies are removed once the new pair is in place, and the folder is synced, so the renamed
+ * pair (not the old one, whose certificate the CA may have superseded) is what an OS crash or power loss leaves.
  *
  * @example installRenewedIdentity(homePaths(home), { certPem, keyPem })
  */
@@ -29,6 +31,7 @@ export function installRenewedIdentity(files: NodeFiles, pair: { certPem: string
   renameSync(next(files.nodeKey), files.nodeKey);
   renameSync(next(files.nodeCert), files.nodeCert);
   for (const path of [files.nodeKey, files.nodeCert]) rmSync(old(path), { force: true });
+  fsyncDir(dirname(files.nodeKey));
 }
 
 /**

@@ -66,7 +66,8 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, opts: W
   fsyncDir(dir);
 }
 
-function fsyncDir(dir: string): void {
+/** Syncs a folder, so the names made, renamed or removed in it survive an OS crash or a power loss. */
+export function fsyncDir(dir: string): void {
   let fd: number | undefined;
   try {
     fd = openSync(dir, constants.O_RDONLY);

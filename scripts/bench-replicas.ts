@@ -1,15 +1,19 @@
 /**
  * Throughput of one agent on Postgres through 1, 2 and 3 replicas behind a TCP balancer (TLS passed through,
  * as in production; see scripts/replica-setup.ts), against the same Postgres server, with the SQLite node
- * alone as the reference. SendMessage with the echo executor, 32 clients over mTLS keep-alive, loopback.
+ * alone and the @a2a-js/sdk server on its own durable store (DatabaseTaskStore) in a database of the same
+ * Postgres server as the references. SendMessage with the echo executor, 32 clients over mTLS keep-alive,
+ * loopback.
  *
  *   npm run bench:replicas [-- --duration S] [--warmup S] [--replicas 1,2,3] [--clients 32] [--fast-postgres]
+ *   [--no-sdk]
  *
  * On a 2-core machine the point is the shape, not the height: every replica, Postgres, the balancer and the
  * load client share the same two cores, so more replicas cannot add CPU; the table shows what a task costs
  * (CPU of the replicas per task) and how latency moves as replicas are added.
  */
 import { mkdtempSync, rmSync } from "node:fs";
+import type { Subprocess } from "bun";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -26,6 +30,7 @@ const { values } = parseArgs({
     replicas: { type: "string", default: "1,2,3" },
     clients: { type: "string", default: "32" },
     "fast-postgres": { type: "boolean", default: false },
+    "no-sdk": { type: "boolean", default: false },
   },
 });
 const durationMs = Number(values.duration) * 1000;
@@ -86,6 +91,7 @@ try {
     }
   }
   rows.push(await sqliteReference());
+  if (!values["no-sdk"]) rows.push(await sdkReference());
 } finally {
   await postgres.stop();
   rmSync(dir, { recursive: true, force: true });
@@ -161,6 +167,67 @@ async function measure(label: string, url: string, bundle: string, pids: number[
   };
   console.log(`${row.rps.toFixed(0)} tasks/s${result.firstError ? ` (first error: ${result.firstError})` : ""}`);
   return row;
+}
+
+/** Resolves once something accepts TCP connections on `port`; throws if `proc` exits first or it takes 30 s. */
+async function untilListening(port: number, proc: Subprocess): Promise<void> {
+  for (let i = 0; i < 1500; i++) {
+    if (proc.exitCode !== null) throw new Error(`the server on ${port} exited (${proc.exitCode}) before listening`);
+    try {
+      (await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } })).end();
+      return;
+    } catch {
+      await Bun.sleep(20);
+    }
+  }
+  throw new Error(`nothing listening on ${port} after 30 s`);
+}
+
+/**
+ * The same load on the @a2a-js/sdk server with its own durable store on the same Postgres server (a database
+ * of its own, made by the SDK's migrations), direct: durable against durable.
+ */
+async function sdkReference(): Promise<Row> {
+  const setupDir = join(dir, "sdk");
+  const cli = (args: string[]) => {
+    const r = Bun.spawnSync([BINARY, ...args], { stdout: "pipe", stderr: "pipe" });
+    if (r.exitCode !== 0) throw new Error(`a2a-node ${args.join(" ")} failed: ${r.stderr.toString()}`);
+  };
+  cli(["--home", join(setupDir, "ca"), "init-pki", "--name", "sdk-ca"]);
+  for (const name of ["sdk", "client"])
+    cli(["--home", join(setupDir, "ca"), "pki", "issue", name, "--out", join(setupDir, `${name}.bundle`)]);
+  const admin = new Bun.SQL(postgres.adminUrl, { max: 1 });
+  try {
+    await admin.unsafe(`DROP DATABASE IF EXISTS "bench_sdk" WITH (FORCE)`);
+    await admin.unsafe(`CREATE DATABASE "bench_sdk"`);
+  } finally {
+    await admin.close();
+  }
+  const database = new URL(postgres.adminUrl);
+  database.pathname = "/bench_sdk";
+  const port = 20_000 + Math.floor(Math.random() * 20_000);
+  const proc = Bun.spawn(
+    [
+      process.execPath,
+      join(import.meta.dir, "bench", "sdk-server.ts"),
+      String(port),
+      join(setupDir, "sdk.bundle"),
+      database.href,
+    ],
+    { stdin: "ignore", stdout: "ignore", stderr: Bun.file(join(dir, "sdk-server.log")) },
+  );
+  try {
+    await untilListening(port, proc);
+    return await measure(
+      "@a2a-js/sdk on postgres (reference)",
+      `https://127.0.0.1:${port}/`,
+      join(setupDir, "client.bundle"),
+      [proc.pid],
+    );
+  } finally {
+    proc.kill("SIGTERM");
+    await proc.exited;
+  }
 }
 
 /** The same load on one SQLite node, direct (no balancer): the reference. */

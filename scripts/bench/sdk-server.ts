@@ -1,10 +1,12 @@
 /**
  * The reference point: the official @a2a-js/sdk server doing the same echo, the way its README wires it
- * (DefaultRequestHandler + InMemoryTaskStore + the express JSON-RPC and agent-card handlers), behind the same
- * mutual TLS (node:https demanding a client certificate from the fleet CA).
+ * (DefaultRequestHandler + a task store + the express JSON-RPC and agent-card handlers), behind the same
+ * mutual TLS (node:https demanding a client certificate from the fleet CA). The store is its InMemoryTaskStore,
+ * or its durable DatabaseTaskStore on Postgres or SQLite (see sdk-stores.ts).
  *
- *   bun scripts/bench/sdk-server.ts PORT BUNDLE_JSON
- * Prints "listening" on stdout once it accepts connections.
+ *   bun scripts/bench/sdk-server.ts PORT BUNDLE_JSON [memory | postgres://… | sqlite:FILE] [NORMAL | FULL]
+ * The last argument is SQLite's `synchronous` (default NORMAL). Prints "listening" on stdout once it accepts
+ * connections.
  */
 import { createServer } from "node:https";
 import express from "express";
@@ -12,15 +14,16 @@ import { AGENT_CARD_PATH, TaskState, type AgentCard, type Message } from "@a2a-j
 import {
   AgentEvent,
   DefaultRequestHandler,
-  InMemoryTaskStore,
   type AgentExecutor,
   type ExecutionEventBus,
   type RequestContext,
 } from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import { readBundle } from "./rpc";
+import { openSdkStore } from "./sdk-stores";
 
-const [port, bundlePath] = process.argv.slice(2);
+const [port, bundlePath, store = "memory", synchronous = "NORMAL"] = process.argv.slice(2);
+if (synchronous !== "NORMAL" && synchronous !== "FULL") throw new Error(`synchronous must be NORMAL or FULL`);
 const bundle = readBundle(bundlePath);
 
 /** Echo, as the SDK expects an executor to report work: the Task, its artifact, then the terminal status. */
@@ -100,7 +103,7 @@ const card: AgentCard = {
   signatures: [],
 };
 
-const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new EchoExecutor());
+const handler = new DefaultRequestHandler(card, (await openSdkStore(store, synchronous)).store, new EchoExecutor());
 const app = express();
 app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
 app.use("/", jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));

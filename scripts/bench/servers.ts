@@ -1,11 +1,11 @@
 /**
- * The three servers under test, each started in its own process on a loopback port, and the fleet PKI they
+ * The servers under test, each started in its own process on a loopback port, and the fleet PKI they
  * and the load client share (made by our own binary, so the bench also proves its certificates work with
  * node:https and the SDK).
  */
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import type { Subprocess } from "bun";
 import { checkAnswer, sendMessageRequest, type Binding, type ClientTls } from "./rpc";
 import { freePort, track } from "./proc";
@@ -16,15 +16,55 @@ export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const BINARY = join(ROOT, "dist", "a2a-node");
 const BUN = process.execPath; // the bench itself runs under Bun
 
-/** a2a-node-rest: the same binary, in a process and home of its own, loaded over HTTP+JSON. */
-export type ServerName = "a2a-node" | "a2a-node-rest" | "sdk" | "bare";
-export const SERVER_NAMES: ServerName[] = ["a2a-node", "a2a-node-rest", "sdk", "bare"];
+/**
+ * a2a-node-rest: the same binary, in a process and home of its own, loaded over HTTP+JSON.
+ * a2a-node-postgres / sdk-postgres: tasks in a database each on one durable Postgres server the bench starts.
+ * a2a-node-fsync / sdk-sqlite-fsync: SQLite synced at every commit (`durability = "fsync"`, synchronous=FULL),
+ * the level that survives a power loss; a2a-node and sdk-sqlite run the default level (synchronous=NORMAL).
+ */
+export type ServerName =
+  | "a2a-node"
+  | "a2a-node-rest"
+  | "a2a-node-fsync"
+  | "a2a-node-postgres"
+  | "sdk"
+  | "sdk-sqlite"
+  | "sdk-sqlite-fsync"
+  | "sdk-postgres"
+  | "bare";
+export const SERVER_NAMES: ServerName[] = [
+  "a2a-node",
+  "a2a-node-rest",
+  "a2a-node-fsync",
+  "a2a-node-postgres",
+  "sdk",
+  "sdk-sqlite",
+  "sdk-sqlite-fsync",
+  "sdk-postgres",
+  "bare",
+];
 export const SERVER_LABELS: Record<ServerName, string> = {
-  "a2a-node": "a2a-node",
+  "a2a-node": "a2a-node (SQLite)",
   "a2a-node-rest": "a2a-node HTTP+JSON",
-  sdk: "@a2a-js/sdk",
+  "a2a-node-fsync": "a2a-node (SQLite, fsync)",
+  "a2a-node-postgres": "a2a-node (Postgres)",
+  sdk: "@a2a-js/sdk (memory)",
+  "sdk-sqlite": "@a2a-js/sdk (SQLite)",
+  "sdk-sqlite-fsync": "@a2a-js/sdk (SQLite, fsync)",
+  "sdk-postgres": "@a2a-js/sdk (Postgres)",
   bare: "bare echo",
 };
+
+/** The servers that keep their tasks in Postgres: the bench starts one server for them when any is selected. */
+export const POSTGRES_SERVERS: ServerName[] = ["a2a-node-postgres", "sdk-postgres"];
+
+/** Makes an empty database on the bench's Postgres server; returns its URL. */
+export type CreateDatabase = (name: string) => Promise<string>;
+
+/** The a2a-node servers (the compiled binary); the others run under Bun from scripts/bench. */
+function isNode(name: ServerName): boolean {
+  return name.startsWith("a2a-node");
+}
 
 export interface Pki {
   /** Home made by `init-pki`: the fleet CA and a2a-node's own identity. */
@@ -85,10 +125,12 @@ export async function startServer(
   name: ServerName,
   pki: Pki,
   dir: string,
-  home = name === "a2a-node-rest" ? pki.restHome : pki.a2aHome,
+  home = nodeHome(name, pki, dir),
+  createDatabase?: CreateDatabase,
 ): Promise<RunningServer> {
   const port = await freePort();
-  const node = name === "a2a-node" || name === "a2a-node-rest";
+  const node = isNode(name);
+  const database = POSTGRES_SERVERS.includes(name) ? await postgresUrl(name, createDatabase) : undefined;
   const cmd = node
     ? // The load comes from one peer far faster than the rate limit allows: the limit is set out of reach, so
       // its check is still paid on every request but never refuses one.
@@ -114,13 +156,19 @@ export async function startServer(
         // cost measured), but set past what a run stores.
         "--max-caller-tasks",
         "1000000000",
+        ...(database ? ["--database", database] : []),
+        ...(name === "a2a-node-fsync" ? ["--durability", "fsync"] : []),
       ]
-    : [
-        BUN,
-        join(import.meta.dir, name === "sdk" ? "sdk-server.ts" : "bare-echo-server.ts"),
-        String(port),
-        pki.bundles[name],
-      ];
+    : name === "bare"
+      ? [BUN, join(import.meta.dir, "bare-echo-server.ts"), String(port), pki.bundles.bare]
+      : [
+          BUN,
+          join(import.meta.dir, "sdk-server.ts"),
+          String(port),
+          pki.bundles.sdk,
+          database ?? (name === "sdk" ? "memory" : `sqlite:${join(dir, `${name}-${port}.db`)}`),
+          name === "sdk-sqlite-fsync" ? "FULL" : "NORMAL",
+        ];
   const logFile = join(dir, `${name}-${port}.log`);
   const spawnedAt = performance.now();
   // a2a-node logs on stdout, the other servers on stderr: both go to the log file (the node's log is quiet).
@@ -132,9 +180,27 @@ export async function startServer(
       stderr: node ? "inherit" : Bun.file(logFile),
     }),
   );
-  const walFile = node ? `${homePaths(home).database}-wal` : undefined;
+  // The WAL of the SQLite file that holds the tasks (with Postgres, the home's file holds only the peers).
+  const walFile = node && !database ? `${homePaths(home).database}-wal` : undefined;
   const binding: Binding = name === "a2a-node-rest" ? "http-json" : "jsonrpc";
   return { name, url: `https://127.0.0.1:${port}/`, binding, proc, spawnedAt, logFile, walFile };
+}
+
+/**
+ * Each a2a-node server runs in a home of its own (one `serve` per home); those past the first two are made on
+ * first use, with the identity the HTTP+JSON one has (one identity may be installed in several homes).
+ */
+function nodeHome(name: ServerName, pki: Pki, dir: string): string {
+  if (name === "a2a-node") return pki.a2aHome;
+  if (name === "a2a-node-rest") return pki.restHome;
+  const home = join(dir, `${name}-home`);
+  if (isNode(name) && !existsSync(home)) run(["--home", home, "init-pki", "--bundle", pki.bundles.rest]);
+  return home;
+}
+
+async function postgresUrl(name: ServerName, createDatabase: CreateDatabase | undefined): Promise<string> {
+  if (!createDatabase) throw new Error(`${name} needs a Postgres server, and none was started`);
+  return createDatabase(`bench_${name.replaceAll("-", "_")}`);
 }
 
 /**

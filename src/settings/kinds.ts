@@ -109,6 +109,11 @@ export function text<D extends string | undefined>(
   };
 }
 
+/** One of a fixed few words, typed as their union (text() checks the choices). */
+export function choice<T extends string>(c: Common & { default: T; choices: readonly T[] }): Setting<T> {
+  return text(c) as Setting<T>;
+}
+
 /** An http(s) URL. */
 export function url<D extends string | undefined>(c: Common & { default: D }): Setting<string | D> {
   const check = (v: string) => {

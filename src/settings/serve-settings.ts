@@ -11,7 +11,9 @@ import { DEFAULT_PEER_TIMEOUTS } from "../client/deadlines";
 import { HTTP_DEFAULTS } from "../server/http1";
 import { RATE_LIMIT_DEFAULTS } from "../server/rate-limit";
 import { DEFAULT_MAX_LIST_BYTES } from "../store/list-budget";
+import { DURABILITY_LEVELS, type Durability } from "../store/durability";
 import {
+  choice,
   databaseUrl,
   list,
   number,
@@ -746,6 +748,14 @@ export const SETTINGS = {
     group: "daemon",
     redact: redactUrl,
     doc: "keep tasks in this Postgres database (postgres://user:password@host/db) instead of the home's SQLite file, so several replicas of one agent share them; the password is never printed",
+  }),
+  durability: choice<Durability>({
+    file: "durability",
+    value: "LEVEL",
+    group: "daemon",
+    default: "process-crash",
+    choices: DURABILITY_LEVELS,
+    doc: "what an acknowledged task survives in the home's SQLite file: process-crash (a crash or kill -9 of the node loses nothing; an OS crash or a power loss may lose the last commits) or fsync (those too lose nothing: every commit is synced to disk, one sync per group of tasks committed together). Postgres (database_url) syncs every commit by its own default (synchronous_commit = on)",
   }),
   leaseMs: seconds({
     file: "lease_seconds",

@@ -5,6 +5,7 @@ import { migrations } from "./migrations.gen";
 import { applyMigrations } from "./migrate";
 import * as schema from "./schema";
 import { startCheckpointer, type Checkpointer } from "./checkpointer";
+import { SYNCHRONOUS, type Durability } from "./durability";
 
 export type Db = BunSQLiteDatabase<typeof schema>;
 
@@ -38,20 +39,22 @@ function checkpointBusy(sqlite: Database): boolean {
 export interface OpenOptions {
   /** Run WAL checkpoints in a worker thread instead of inline (the daemon); see checkpointer.ts. */
   backgroundCheckpoints?: boolean;
+  /** Default "process-crash" (see durability.ts). */
+  durability?: Durability;
 }
 
 /**
  * Opens (creating if absent) the node's SQLite database and brings its schema up to date.
- * WAL lets readers run beside the single writer; synchronous=NORMAL keeps every commit durable against a
- * process crash (the case we promise) while skipping an fsync per commit. busy_timeout covers a second
- * process (the CLI) touching the file while the daemon writes.
+ * WAL lets readers run beside the single writer; synchronous follows the durability level (NORMAL keeps every
+ * commit durable against a process crash while skipping an fsync per commit; FULL syncs each commit). busy_timeout
+ * covers a second process (the CLI) touching the file while the daemon writes.
  */
 export function openDatabase(path: string, options: OpenOptions = {}): OpenDatabase {
   const fresh = path !== ":memory:" && !existsSync(path);
   const sqlite = new Database(path, { create: true, strict: true });
   if (fresh) chmodSync(path, 0o600);
   // synchronous first: a new file's switch to WAL then syncs less (measured: a millisecond off a fresh start).
-  sqlite.exec("PRAGMA synchronous = NORMAL");
+  sqlite.exec(`PRAGMA synchronous = ${SYNCHRONOUS[options.durability ?? "process-crash"]}`);
   sqlite.exec("PRAGMA journal_mode = WAL");
   sqlite.exec("PRAGMA foreign_keys = ON");
   sqlite.exec("PRAGMA busy_timeout = 5000");

@@ -11,6 +11,7 @@ import { PostgresDeliveryQueue } from "./postgres/postgres-delivery-queue";
 import { SqliteDeliveryQueue } from "./sqlite-delivery-queue";
 import type { DeliveryQueue } from "../push/delivery-queue";
 import { openDatabase, type OpenDatabase } from "./database";
+import type { Durability } from "./durability";
 import { openPostgres, type PostgresDatabase } from "./postgres/database";
 import { PostgresPushConfigStore } from "./postgres/postgres-push-config-store";
 import { PostgresReplicaMessages } from "./postgres/postgres-replica-messages";
@@ -53,11 +54,13 @@ export interface StorageOptions {
   log: Logger;
   /** With databaseUrl: how long a lease lasts unrenewed (see TaskLeases). */
   leaseMs: number;
+  /** What the SQLite file's commits survive (see DURABILITY_LEVELS); Postgres syncs each commit itself. */
+  durability?: Durability;
 }
 
 /** Opens the node's storage: SQLite alone (the default), or Postgres for tasks and webhooks. */
 export async function openStorage(options: StorageOptions): Promise<Storage> {
-  const local = openDatabase(options.path, { backgroundCheckpoints: true });
+  const local = openDatabase(options.path, { backgroundCheckpoints: true, durability: options.durability });
   if (!options.databaseUrl) {
     const pushConfigs = new SqlitePushConfigStore(local);
     const deliveries = new SqliteDeliveryQueue(local);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { evaluateTargets, formatTable, type Row } from "../../scripts/bench/report";
+import { durableRatios, evaluateTargets, formatTable, type Row } from "../../scripts/bench/report";
 
 // `npm run bench` judges a2a-node against issue 22's targets, each against a reference measured in the same run.
 // These are the judgements on made-up rows: a target passes at its bound and fails just past it.
@@ -67,6 +67,53 @@ describe("bench targets", () => {
   it("mark the new-connection rows in the table", () => {
     const table = formatTable(passing);
     expect(table.split("\n").filter((l) => / 8 new /.test(l))).toHaveLength(2);
-    expect(table).toMatch(/^a2a-node\s+32\s+3000 /m);
+    expect(table).toMatch(/^a2a-node \(SQLite\)\s+32\s+3000 /m);
+  });
+});
+
+describe("durable against durable", () => {
+  const lines = (rows: Row[]) => durableRatios(rows)?.split("\n") ?? [];
+
+  it("passes at 3× the durable SDK's req/s with its p99, and fails just past either bound", () => {
+    expect(lines([row({ server: "a2a-node-postgres", rps: 300 }), row({ server: "sdk-postgres", rps: 100 })])).toEqual([
+      expect.stringMatching(
+        /^PASS {2}3\.00× req\/s {2}a2a-node \(Postgres\) 300 vs @a2a-js\/sdk \(Postgres\) 100; p99 10\.0 vs 10\.0 ms/,
+      ),
+    ]);
+    expect(
+      lines([row({ server: "a2a-node-postgres", rps: 299 }), row({ server: "sdk-postgres", rps: 100 })])[0],
+    ).toMatch(/^FAIL {2}2\.99×/);
+    expect(
+      lines([
+        row({ server: "a2a-node-fsync", rps: 900, p99Ms: 10.1 }),
+        row({ server: "sdk-sqlite-fsync", rps: 100 }),
+      ])[0],
+    ).toMatch(/^FAIL {2}9\.00×.*p99 10\.1 vs 10\.0 ms .*survives a power loss/);
+  });
+
+  it("pairs each store with the same store and level, and says what syncing every commit costs, unjudged", () => {
+    const all = lines([
+      row({ server: "a2a-node", rps: 1200 }),
+      row({ server: "a2a-node-fsync", rps: 1000 }),
+      row({ server: "sdk-sqlite", rps: 300 }),
+      row({ server: "sdk-sqlite-fsync", rps: 50 }),
+      row({ server: "sdk", rps: 5000 }), // the in-memory SDK is not durable: in no pair
+    ]);
+    expect(all.map((l) => l.slice(0, 12))).toEqual(["PASS  4.00× ", "PASS  20.00×", "      1.20× ", "      6.00× "]);
+    expect(all[0]).toContain("@a2a-js/sdk (SQLite) 300");
+    expect(all[1]).toContain("@a2a-js/sdk (SQLite, fsync) 50");
+  });
+
+  it("leaves out pairs with a side missing, broken, or measured with a new connection per request", () => {
+    expect(durableRatios([row({ server: "a2a-node-postgres", rps: 300 })])).toBeUndefined();
+    expect(
+      durableRatios([row({ server: "a2a-node-postgres" }), row({ server: "sdk-postgres", errors: 1 })]),
+    ).toBeUndefined();
+    expect(
+      durableRatios([
+        row({ server: "a2a-node-postgres", concurrency: 32, newConnections: true }),
+        row({ server: "sdk-postgres" }),
+      ]),
+    ).toBeUndefined();
   });
 });
