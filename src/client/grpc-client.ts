@@ -91,8 +91,8 @@ export class GrpcPeerClient implements PeerClient {
       { taskId },
       signal,
     );
-    // proto3 leaves an empty list off the wire; the JSON type always has it.
-    return { ...r, configs: r.configs ?? [] };
+    // proto3 leaves an empty list (and an empty token) off the wire; the JSON type always has them.
+    return { configs: r.configs ?? [], nextPageToken: r.nextPageToken ?? "" };
   }
 
   async deletePushConfig(taskId: string, id: string, signal?: AbortSignal): Promise<void> {
