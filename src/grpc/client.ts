@@ -163,6 +163,9 @@ async function* readCall(
     notify();
   });
   req.on("error", (e) => fail(e));
+  // A connection that fails (its TLS handshake refused, say) fails the call with its own error.
+  const onSessionError = (e: Error) => fail(e);
+  session.on("error", onSessionError);
   try {
     for (;;) {
       if (failure) throw failure;
@@ -176,6 +179,9 @@ async function* readCall(
     }
     if (failure) throw failure;
     const status = headers[":status"];
+    if (status === undefined && !trailers) {
+      throw new GrpcCallError({ code: GrpcCode.UNAVAILABLE, message: "the connection closed before any answer" });
+    }
     if (status !== undefined && Number(status) !== 200) {
       throw new GrpcCallError({ code: GrpcCode.UNKNOWN, message: `HTTP ${status} from a gRPC endpoint` });
     }
@@ -188,6 +194,7 @@ async function* readCall(
   } finally {
     clearTimeout(timer);
     idle?.stop();
+    session.off("error", onSessionError);
     options.signal?.removeEventListener("abort", onAbort);
     if (!req.closed) req.close(http2.constants.NGHTTP2_CANCEL);
   }

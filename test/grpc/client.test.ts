@@ -235,4 +235,16 @@ describe("bounds", () => {
     expect((err as GrpcCallError).message).toBe("nothing heard for 200 ms");
     r.close();
   });
+
+  it("a connection closed before any answer is UNAVAILABLE, not a status the server gave", async () => {
+    const slammed = net.createServer((s) => s.destroy());
+    await new Promise<void>((r) => slammed.listen(0, "127.0.0.1", r));
+    const s = http2.connect(`http://127.0.0.1:${(slammed.address() as AddressInfo).port}`);
+    s.on("error", () => {}); // the call reports it
+    const err = await new GrpcClient(s).call("GetTask", { id: "x" }, { timeoutMs: 5000 }).catch((e: unknown) => e);
+    s.destroy();
+    slammed.close();
+    expect(err).toBeInstanceOf(GrpcCallError);
+    expect((err as GrpcCallError).status).toEqual({ code: 14, message: "the connection closed before any answer" });
+  });
 });
