@@ -39,6 +39,8 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
     (f) => f.startsWith("src/client/"),
     (t) => t.startsWith("src/server/") || t === "src/node",
   ],
+  // The gRPC client speaks the wire format (grpc/); what serves it is the node's, as server/ is.
+  ["client/ never imports grpc/server.ts", (f) => f.startsWith("src/client/"), (t) => t === "src/grpc/server"],
   ["pki/ imports nothing of src/", (f) => f.startsWith("pki/"), (t) => t.startsWith("src/")],
   [
     "protocol/ (the A2A vocabulary) never imports rpc/, server/ or tasks/",

@@ -24,7 +24,9 @@ import {
   type ClientTls,
   type Expectation,
 } from "../client/mtls-fetch";
-import { clientForCard } from "../client/peer-interface";
+import { clientForCard, type GrpcTransport } from "../client/peer-interface";
+import { GrpcPeerClient } from "../client/grpc-client";
+import { mtlsSession, type SessionOpener } from "../client/mtls-session";
 import { extensionsFetch } from "../client/extensions-fetch";
 import { PeerUrlError } from "../client/peer-url";
 import { WrongPortError } from "../client/wrong-port";
@@ -211,39 +213,46 @@ export async function sessionFor(
 ): Promise<ClientSession> {
   const peer = target.peer;
   const timeouts = policy.timeouts ?? DEFAULT_PEER_TIMEOUTS;
-  const raw = mtlsFetch(
-    identity.tls,
-    expect,
-    identity.revoked,
-    {
-      certPinMatched: (accepted) => {
-        if (!peer || !policy.home || peer.keyPin) return; // nothing to convert, or converted by an earlier connection
-        const { peers, close } = openPeers(policy.home);
-        try {
-          peers.pinKey(peer.name, accepted.keyPin);
-        } finally {
-          close();
-        }
-        peer.keyPin = accepted.keyPin;
-        delete peer.fingerprint;
-        policy.note?.(
-          `note: peer '${peer.name}' was pinned by one certificate (renewal replaces it); now its key is pinned instead: ${accepted.keyPin}`,
-        );
-      },
+  const hooks = {
+    certPinMatched: (accepted: AcceptedPeer) => {
+      if (!peer || !policy.home || peer.keyPin) return; // nothing to convert, or converted by an earlier connection
+      const { peers, close } = openPeers(policy.home);
+      try {
+        peers.pinKey(peer.name, accepted.keyPin);
+      } finally {
+        close();
+      }
+      peer.keyPin = accepted.keyPin;
+      delete peer.fingerprint;
+      policy.note?.(
+        `note: peer '${peer.name}' was pinned by one certificate (renewal replaces it); now its key is pinned instead: ${accepted.keyPin}`,
+      );
     },
-    timeouts,
-  );
+  };
+  const raw = mtlsFetch(identity.tls, expect, identity.revoked, hooks, timeouts);
+  const h2 = mtlsSession(identity.tls, expect, identity.revoked, hooks, timeouts);
+  /** A failure with no answer at all is followed by a probe of `url`'s port, which says which step failed. */
+  const probed = async (err: unknown, url: string, signal?: AbortSignal | null): Promise<unknown> => {
+    if (!isConnectionError(err) || signal?.aborted) return err;
+    const explained = explainProbe(
+      await probePeer(new URL(new URL(url).origin), identity.tls, timeouts),
+      target,
+      identity.own,
+    );
+    return explained ?? err;
+  };
   const fetchFn: FetchFn = async (url, init) => {
     try {
       return await raw(url, init);
     } catch (err) {
-      if (!isConnectionError(err) || init.signal?.aborted) throw err;
-      const explained = explainProbe(
-        await probePeer(new URL(target.baseUrl), identity.tls, timeouts),
-        target,
-        identity.own,
-      );
-      throw explained ?? err;
+      throw await probed(err, target.baseUrl, init.signal);
+    }
+  };
+  const open: SessionOpener = async (origin) => {
+    try {
+      return await h2(origin);
+    } catch (err) {
+      throw await probed(err, origin);
     }
   };
   return withCard(
@@ -251,7 +260,8 @@ export async function sessionFor(
     fetchFn,
     {
       trust: (card) => trustedCard(card, target, identity, raw.accepted()?.name ?? expect.name, policy),
-      accepted: () => raw.accepted(),
+      accepted: () => raw.accepted() ?? h2.accepted(),
+      grpc: { open, timeouts },
     },
     policy.extensions,
   );
@@ -278,13 +288,18 @@ function outsideSession(
 
 /**
  * Reads the card with `fetchFn`, has `fleet.trust` check it (a fleet peer's signature; an outside peer's card
- * is trusted as far as its TLS server check goes), then picks the client for the interface it prefers. Every
- * request names `extensions` in its A2A-Extensions header, if any.
+ * is trusted as far as its TLS server check goes), then picks the client for the interface it prefers (gRPC
+ * only for a fleet peer: an agent outside the fleet is reached with its own credentials, over fetch). Every
+ * request names `extensions` in its A2A-Extensions header (gRPC: metadata), if any.
  */
 async function withCard(
   target: Target,
   baseFetch: FetchFn,
-  fleet?: { trust(card: AgentCard): Promise<AgentCard>; accepted(): AcceptedPeer | undefined },
+  fleet?: {
+    trust(card: AgentCard): Promise<AgentCard>;
+    accepted(): AcceptedPeer | undefined;
+    grpc: Omit<GrpcTransport, "extensions">;
+  },
   extensions: string[] = [],
 ): Promise<ClientSession> {
   const requesting = extensions.length ? extensionsFetch(baseFetch, extensions) : undefined;
@@ -294,7 +309,7 @@ async function withCard(
     const why = explainFailure(err, target);
     throw new CliError(why.message, exitCodeOfFailure(err, target), why.hint);
   };
-  // Speak what the peer's card lists first of what we speak: JSON-RPC or HTTP+JSON at v1.0, or JSON-RPC
+  // Speak what the peer's card lists first of what we speak: JSON-RPC, HTTP+JSON or gRPC at v1.0, or JSON-RPC
   // v0.3 to a peer that only knows it. A card we cannot read is no reason to stop: JSON-RPC v1.0 it is, and
   // the call itself will say what is wrong.
   let card: AgentCard | undefined;
@@ -317,15 +332,16 @@ async function withCard(
   }
   const cardMs = card ? performance.now() - started : undefined;
   if (card && fleet) card = await fleet.trust(card);
+  const client = clientForCard(card, target, fetchFn, fleet && { ...fleet.grpc, extensions });
   return {
-    client: clientForCard(card, target, fetchFn),
+    client,
     target,
     card,
     cardMs,
     fetch: fetchFn,
     fail,
     accepted: fleet?.accepted(),
-    activatedExtensions: requesting?.activated,
+    activatedExtensions: client instanceof GrpcPeerClient ? () => client.activatedExtensions() : requesting?.activated,
   };
 }
 

@@ -13,10 +13,16 @@ import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
 /** The protocol generation a peer speaks, as its agent card says. */
 export type PeerProtocol = "1.0" | "0.3";
 
-/** What `send` and `status` do with a peer, whichever binding it speaks (JsonRpcClient, HttpJsonClient). */
+/** The A2A bindings this client speaks (spec §5: JSON-RPC, gRPC, HTTP+JSON), as a card's protocolBinding names them. */
+export type PeerBinding = "JSONRPC" | "HTTP+JSON" | "GRPC";
+
+/**
+ * What `send` and `status` do with a peer, whichever binding it speaks (JsonRpcClient, HttpJsonClient,
+ * GrpcPeerClient).
+ */
 export interface PeerClient {
-  readonly binding: "JSONRPC" | "HTTP+JSON";
-  /** The protocol generation spoken: HTTP+JSON is always 1.0; JSON-RPC may be 0.3 for an older peer. */
+  readonly binding: PeerBinding;
+  /** The protocol generation spoken: HTTP+JSON and gRPC are always 1.0; JSON-RPC may be 0.3 for an older peer. */
   readonly protocol: PeerProtocol;
   sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult>;
   sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse>;

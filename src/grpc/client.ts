@@ -15,7 +15,14 @@ import { GrpcCode, readStatus, type GrpcStatus } from "./status";
 /** A call that ended with a status other than OK: the status, with its ErrorInfo when the server sent one. */
 export class GrpcCallError extends Error {
   override name = "GrpcCallError";
-  constructor(readonly status: GrpcStatus) {
+  constructor(
+    readonly status: GrpcStatus,
+    /**
+     * Set when this client ended the call itself, and why: its deadline passed, or a stream went silent
+     * longer than `idleMs`. The status is then DEADLINE_EXCEEDED; no server said so.
+     */
+    readonly bound?: "deadline" | "idle",
+  ) {
     super(status.message || `gRPC status ${status.code}`);
   }
   /** The A2A reason (TASK_NOT_FOUND...), when the status carried an ErrorInfo of the a2a-protocol.org domain. */
@@ -25,8 +32,21 @@ export class GrpcCallError extends Error {
 }
 
 export interface CallOptions {
-  /** Milliseconds the whole call may take (sent as grpc-timeout; DEADLINE_EXCEEDED after it). */
-  timeoutMs: number;
+  /**
+   * Milliseconds the whole call may take (sent as grpc-timeout; DEADLINE_EXCEEDED after it). A stream that
+   * lasts as long as its task goes without, and is bounded by `idleMs` instead.
+   */
+  timeoutMs?: number;
+  /**
+   * Milliseconds the call may go without hearing anything: no message, and no answer to the HTTP/2 PING sent
+   * when it has been quiet a third of that. A server holds a stream open between a task's events with no
+   * keep-alive message of gRPC's own, so a live connection answers the PING and a dead one does not.
+   */
+  idleMs?: number;
+  /** Called once, when the server took the call: its answer headers came without a status (not a refusal). */
+  onOpen?: () => void;
+  /** The answer headers, as they came (a server names the extensions it activated in them). */
+  onHeaders?: (headers: IncomingHttpHeaders) => void;
   version?: string;
   extensions?: string[];
   signal?: AbortSignal;
@@ -73,16 +93,17 @@ export class GrpcClient {
       ":path": path,
       "content-type": "application/grpc",
       te: "trailers",
-      "grpc-timeout": timeoutHeader(options.timeoutMs),
+      ...(options.timeoutMs === undefined ? {} : { "grpc-timeout": timeoutHeader(options.timeoutMs) }),
       ...serviceMetadata(options),
     });
     req.end(frame(bytes));
-    yield* readCall(req, method, options);
+    yield* readCall(this.session, req, method, options);
   }
 }
 
 /** The answer messages of one call, then its status: OK ends the iteration, anything else throws. */
 async function* readCall(
+  session: ClientHttp2Session,
   req: ClientHttp2Stream,
   method: MethodDescriptor,
   options: CallOptions,
@@ -103,14 +124,29 @@ async function* readCall(
     req.close(http2.constants.NGHTTP2_CANCEL);
     notify();
   };
-  const late = () =>
-    new GrpcCallError({ code: GrpcCode.DEADLINE_EXCEEDED, message: `no answer within ${options.timeoutMs} ms` });
-  const timer = setTimeout(() => fail(late()), options.timeoutMs);
+  const late = (bound: "deadline" | "idle", ms: number) =>
+    new GrpcCallError(
+      {
+        code: GrpcCode.DEADLINE_EXCEEDED,
+        message: bound === "deadline" ? `no answer within ${ms} ms` : `nothing heard for ${ms} ms`,
+      },
+      bound,
+    );
+  const timeoutMs = options.timeoutMs;
+  const timer = timeoutMs === undefined ? undefined : setTimeout(() => fail(late("deadline", timeoutMs)), timeoutMs);
+  const idle =
+    options.idleMs === undefined ? undefined : silenceWatch(session, options.idleMs, (ms) => fail(late("idle", ms)));
   const onAbort = () => fail(new GrpcCallError({ code: GrpcCode.CANCELLED, message: "cancelled" }));
   options.signal?.addEventListener("abort", onAbort, { once: true });
-  req.on("response", (h) => (headers = h));
+  req.on("response", (h) => {
+    headers = h;
+    idle?.heard();
+    options.onHeaders?.(h);
+    if (h["grpc-status"] === undefined) options.onOpen?.();
+  });
   req.on("trailers", (t) => (trailers = t));
   req.on("data", (chunk: Buffer) => {
+    idle?.heard();
     try {
       queue.push(...reader.push(chunk));
     } catch (e) {
@@ -127,6 +163,9 @@ async function* readCall(
     notify();
   });
   req.on("error", (e) => fail(e));
+  // A connection that fails (its TLS handshake refused, say) fails the call with its own error.
+  const onSessionError = (e: Error) => fail(e);
+  session.on("error", onSessionError);
   try {
     for (;;) {
       if (failure) throw failure;
@@ -140,6 +179,9 @@ async function* readCall(
     }
     if (failure) throw failure;
     const status = headers[":status"];
+    if (status === undefined && !trailers) {
+      throw new GrpcCallError({ code: GrpcCode.UNAVAILABLE, message: "the connection closed before any answer" });
+    }
     if (status !== undefined && Number(status) !== 200) {
       throw new GrpcCallError({ code: GrpcCode.UNKNOWN, message: `HTTP ${status} from a gRPC endpoint` });
     }
@@ -151,7 +193,35 @@ async function* readCall(
     if (outcome.code !== GrpcCode.OK) throw new GrpcCallError(outcome);
   } finally {
     clearTimeout(timer);
+    idle?.stop();
+    session.off("error", onSessionError);
     options.signal?.removeEventListener("abort", onAbort);
     if (!req.closed) req.close(http2.constants.NGHTTP2_CANCEL);
   }
+}
+
+/**
+ * Watches a call for silence: `heard` when anything comes; after a third of `idleMs` of quiet, a PING asks
+ * whether the connection is alive (its answer counts as heard); `cut` once nothing was heard for `idleMs`.
+ */
+function silenceWatch(session: ClientHttp2Session, idleMs: number, cut: (ms: number) => void) {
+  let last = performance.now();
+  const tick = Math.max(10, Math.floor(idleMs / 3));
+  const timer = setInterval(() => {
+    const quiet = performance.now() - last;
+    if (quiet >= idleMs) return cut(idleMs);
+    if (quiet >= tick && !session.destroyed) {
+      try {
+        session.ping((err) => {
+          if (!err) last = performance.now();
+        });
+      } catch {
+        // A session that cannot send a PING (closing) is left to the bound.
+      }
+    }
+  }, tick);
+  return {
+    heard: () => (last = performance.now()),
+    stop: () => clearInterval(timer),
+  };
 }

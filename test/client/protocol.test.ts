@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import { ProtocolError } from "../../src/client/peer-client";
 import { JsonRpcClient } from "../../src/client/jsonrpc-client";
 import { HttpJsonClient } from "../../src/client/http-json-client";
-import { chooseInterface, clientForCard } from "../../src/client/peer-interface";
+import { chooseInterface, clientForCard, grpcPortOf } from "../../src/client/peer-interface";
+import { GrpcPeerClient } from "../../src/client/grpc-client";
+import { DEFAULT_PEER_TIMEOUTS } from "../../src/client/deadlines";
 
 describe("chooseInterface (what a peer's card says to speak, spec §8.3.2)", () => {
   const jsonrpc = { url: "https://b/", protocolBinding: "JSONRPC", protocolVersion: "1.0" };
@@ -18,10 +20,17 @@ describe("chooseInterface (what a peer's card says to speak, spec §8.3.2)", () 
       protocol: "1.0",
       url: "https://b",
     });
-    // gRPC and v0.3 interfaces are passed over; a tenant is kept.
+    // gRPC is spoken when the session can (a fleet peer's); v0.3 interfaces are passed over; a tenant is kept.
     const grpc = { url: "b:443", protocolBinding: "GRPC", protocolVersion: "1.0" };
     const old = { ...rest, protocolVersion: "0.3" };
-    expect(chooseInterface({ supportedInterfaces: [grpc, old, { ...rest, tenant: "t1" }] })).toEqual({
+    expect(chooseInterface({ supportedInterfaces: [old, grpc, rest] })).toEqual({
+      binding: "GRPC",
+      protocol: "1.0",
+      url: "b:443",
+    });
+    expect(
+      chooseInterface({ supportedInterfaces: [grpc, old, { ...rest, tenant: "t1" }] }, ["JSONRPC", "HTTP+JSON"]),
+    ).toEqual({
       binding: "HTTP+JSON",
       protocol: "1.0",
       url: "https://b",
@@ -39,7 +48,7 @@ describe("chooseInterface (what a peer's card says to speak, spec §8.3.2)", () 
     expect(chooseInterface({ name: "x" })).toEqual({ binding: "JSONRPC", protocol: "1.0" });
     expect(
       chooseInterface({
-        supportedInterfaces: [{ protocolBinding: "GRPC", protocolVersion: "1.0" }],
+        supportedInterfaces: [{ protocolBinding: "SOAP", protocolVersion: "1.0" }],
         protocolVersion: "0.3.0",
       }),
     ).toEqual({ binding: "JSONRPC", protocol: "1.0" });
@@ -76,6 +85,31 @@ describe("clientForCard", () => {
     await client.getTask({ id: "t/1" });
     expect(seen).toEqual(["https://10.0.0.7:9443/a2a/x%20y/tasks/t%2F1"]);
   });
+  it("speaks gRPC to a fleet peer that prefers it: the host the peer was reached at, the card's port", async () => {
+    const card = {
+      supportedInterfaces: [
+        { url: "beta.internal:50051", protocolBinding: "GRPC", protocolVersion: "1.0", tenant: "t1" },
+        { url: "https://beta.internal:9443/", protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+      ],
+    };
+    const opened: string[] = [];
+    const open = async (origin: string) => {
+      opened.push(origin);
+      throw Object.assign(new Error("no connection in this test"), { code: "ECONNREFUSED" });
+    };
+    const client = clientForCard(card, target, fetchFn, { open, timeouts: DEFAULT_PEER_TIMEOUTS });
+    expect(client).toBeInstanceOf(GrpcPeerClient);
+    expect(client.binding).toBe("GRPC");
+    expect((client as GrpcPeerClient).origin).toBe("https://10.0.0.7:50051");
+    await expect(client.getTask({ id: "t" })).rejects.toMatchObject({ code: "ECONNREFUSED" });
+    expect(opened).toEqual(["https://10.0.0.7:50051"]);
+    // A card's gRPC URL without a port (or a scheme's default) is the port the peer was reached at.
+    const samePort = { supportedInterfaces: [{ url: "beta", protocolBinding: "GRPC", protocolVersion: "1.0" }] };
+    const same = clientForCard(samePort, target, fetchFn, { open, timeouts: DEFAULT_PEER_TIMEOUTS });
+    expect((same as GrpcPeerClient).origin).toBe("https://10.0.0.7:9443");
+    // Without a gRPC transport (a peer outside the fleet) the next interface the card lists is taken.
+    expect(clientForCard(card, target, fetchFn)).toBeInstanceOf(JsonRpcClient);
+  });
   it("speaks JSON-RPC otherwise, at the peer's URL", () => {
     expect(
       clientForCard(
@@ -85,6 +119,17 @@ describe("clientForCard", () => {
       ).binding,
     ).toBe("JSONRPC");
     expect(clientForCard(undefined, target, fetchFn)).toBeInstanceOf(JsonRpcClient);
+  });
+});
+
+describe("grpcPortOf (a card's gRPC URL: host:port, as spec v1.0.1 writes it)", () => {
+  it("reads the port of host:port, [v6]:port and a URL with a scheme; none is empty", () => {
+    expect(grpcPortOf("beta:50051")).toBe("50051");
+    expect(grpcPortOf("[::1]:9443")).toBe("9443");
+    expect(grpcPortOf("grpc://beta:7000")).toBe("7000");
+    expect(grpcPortOf("https://beta:443")).toBe("");
+    expect(grpcPortOf("beta")).toBe("");
+    expect(grpcPortOf("not a url:x")).toBe("");
   });
 });
 

@@ -18,7 +18,7 @@ import {
 import { A2AService, grpcService, UserBuilder } from "@a2a-js/sdk/server/grpc";
 import { GrpcCallError, GrpcClient } from "../../src/grpc/client";
 import { createGrpcServer, tagCaller } from "../../src/grpc/server";
-import type { Message, SendMessageResult, StreamResponse, Task } from "../../src/protocol/types";
+import type { Message, SendMessageResult, StreamItem, StreamResponse, Task } from "../../src/protocol/types";
 import { makeFleet, type Fleet } from "../helpers/fleet";
 
 class Echo implements AgentExecutor {
@@ -158,5 +158,93 @@ describe("bounds", () => {
     s.close();
     plain.close();
     expect((err as GrpcCallError).status.code).toBe(4);
+  });
+
+  /** A plain gRPC server behind a TCP relay that can be frozen (a connection gone dead without a close). */
+  async function relayed(handler: Parameters<typeof createGrpcServer<string>>[0]["handler"]) {
+    const h2 = createGrpcServer<string>({ handler });
+    const plain = net.createServer((s) => {
+      tagCaller(s, "@local");
+      h2.emit("connection", s);
+    });
+    await new Promise<void>((r) => plain.listen(0, "127.0.0.1", r));
+    const pairs: net.Socket[] = [];
+    const relay = net.createServer((inbound) => {
+      const outbound = net.connect((plain.address() as AddressInfo).port, "127.0.0.1");
+      inbound.pipe(outbound).pipe(inbound);
+      pairs.push(inbound, outbound);
+    });
+    await new Promise<void>((r) => relay.listen(0, "127.0.0.1", r));
+    const session = http2.connect(`http://127.0.0.1:${(relay.address() as AddressInfo).port}`);
+    return {
+      session,
+      freeze: () => pairs.forEach((p) => (p.unpipe(), p.pause())),
+      close: () => {
+        session.destroy();
+        pairs.forEach((p) => p.destroy());
+        relay.close();
+        plain.close();
+      },
+    };
+  }
+
+  const waiting = (id: string): StreamItem => ({
+    response: { task: { id, contextId: "c", status: { state: "TASK_STATE_WORKING" } } },
+  });
+
+  it("a stream quiet longer than idleMs on a live connection is not cut: the connection answers PINGs", async () => {
+    // The server is quiet four times the bound between the task and its end, as a task at work is.
+    const r = await relayed(async () =>
+      (async function* () {
+        yield waiting("t1");
+        await new Promise((resolve) => setTimeout(resolve, 600));
+        yield {
+          response: { statusUpdate: { taskId: "t1", contextId: "c", status: { state: "TASK_STATE_COMPLETED" } } },
+        };
+      })(),
+    );
+    const items: StreamResponse[] = [];
+    for await (const item of new GrpcClient(r.session).stream("SubscribeToTask", { id: "t1" }, { idleMs: 150 }))
+      items.push(item);
+    expect(items.map((i) => Object.keys(i)[0])).toEqual(["task", "statusUpdate"]);
+    r.close();
+  });
+
+  it("a stream whose connection went dead (no message, no PING answer) is cut after idleMs, as such", async () => {
+    const r = await relayed(async () =>
+      (async function* () {
+        yield waiting("t2");
+        await new Promise(() => {});
+      })(),
+    );
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    const reading = (async () => {
+      for await (const _ of new GrpcClient(r.session).stream(
+        "SubscribeToTask",
+        { id: "t2" },
+        { idleMs: 200, onOpen: opened },
+      ));
+    })().catch((e: unknown) => e);
+    await open;
+    r.freeze();
+    const err = await reading;
+    expect(err).toBeInstanceOf(GrpcCallError);
+    expect((err as GrpcCallError).status.code).toBe(4);
+    expect((err as GrpcCallError).bound).toBe("idle");
+    expect((err as GrpcCallError).message).toBe("nothing heard for 200 ms");
+    r.close();
+  });
+
+  it("a connection closed before any answer is UNAVAILABLE, not a status the server gave", async () => {
+    const slammed = net.createServer((s) => s.destroy());
+    await new Promise<void>((r) => slammed.listen(0, "127.0.0.1", r));
+    const s = http2.connect(`http://127.0.0.1:${(slammed.address() as AddressInfo).port}`);
+    s.on("error", () => {}); // the call reports it
+    const err = await new GrpcClient(s).call("GetTask", { id: "x" }, { timeoutMs: 5000 }).catch((e: unknown) => e);
+    s.destroy();
+    slammed.close();
+    expect(err).toBeInstanceOf(GrpcCallError);
+    expect((err as GrpcCallError).status).toEqual({ code: 14, message: "the connection closed before any answer" });
   });
 });

@@ -20,7 +20,11 @@ own A2A server) is added with --auth, --token-file, --header-file, --ca or --ins
 verified by host name against this system's CA store (or the CA in --ca FILE), no client certificate is
 presented, and its credentials are read from their file at every call (rotate the token by rewriting the
 file). Only the file's path is stored: the token never appears in the database, 'peers list/show', --json
-output, logs or error messages. send, status, tasks, cancel and ping work with it as with a fleet peer.`,
+output, logs or error messages. send, status, tasks, cancel and ping work with it as with a fleet peer.
+
+send, status, tasks and cancel speak the binding a peer's card lists first of those they speak: JSON-RPC,
+HTTP+JSON, or gRPC (a fleet peer's only; an outside peer's card is read for JSON-RPC and HTTP+JSON). The
+peer's own setting decides (preferred_binding on an a2a-node); there is no flag to force one here.`,
   subcommands: [add, discover, ping, list, show, remove],
   commonFlagHelp: "  --json                 one JSON value on one line on stdout",
   exitCodes: `  0 success   1 failure (peer exists; not confirmed)   2 usage error (bad name or URL; discover without a

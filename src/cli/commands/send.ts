@@ -38,6 +38,12 @@ happens to this connection: with --wait or --stream it is printed on stderr as s
 task, and 'a2a-node status --task-id ID --wait' picks the wait up again (this home remembers which peer each
 task it sent went to, in HOME/sent-tasks.jsonl, so status and cancel need no --agent for them).
 
+The binding is the first of the peer's card's interfaces (its preference order) that this client speaks:
+JSON-RPC, HTTP+JSON or gRPC, at A2A v1.0 (JSON-RPC v0.3 to a peer that knows only that). gRPC goes to the
+card's host:port port, on the host the peer was reached at, over HTTP/2 with the same certificate, pin and
+timeouts; a peer outside the fleet is spoken to over JSON-RPC or HTTP+JSON only. status, tasks and cancel
+choose the same way.
+
 USAGE
   a2a-node send --agent NAME|URL --task TEXT [--file PATH]... [--wait|--stream [--timeout S]] [--json]
   a2a-node send --agent NAME|URL --task-id ID --task TEXT [--wait]      # answer a task that asked for input
