@@ -1,6 +1,7 @@
 import { type FetchFn, type PeerClient, type PeerProtocol } from "./peer-client";
 import { JsonRpcClient } from "./jsonrpc-client";
 import { HttpJsonClient } from "./http-json-client";
+import { UNTRACED, type CallTracing } from "./call-tracing";
 
 /** The interface of a peer's card this client speaks. */
 export interface ChosenInterface {
@@ -47,19 +48,20 @@ export function chooseInterface(card: unknown): ChosenInterface {
  * A client for the interface the peer's card prefers. The host comes from where the peer was reached (the
  * peer registry or --agent URL), as for JSON-RPC: a card names the host the peer calls itself, which this
  * machine may not resolve, and the certificate check already ties the connection to the expected peer.
- * Only the path of the card's URL is used.
+ * Only the path of the card's URL is used. `tracing`: each call's span and trace headers (call-tracing.ts).
  */
 export function clientForCard(
   card: unknown,
   target: { baseUrl: string; rpcUrl: string },
   fetchFn: FetchFn,
+  tracing: CallTracing = UNTRACED,
 ): PeerClient {
   const chosen = chooseInterface(card);
   if (chosen.binding === "HTTP+JSON") {
     const path = chosen.url ? pathOf(chosen.url) : "";
-    return new HttpJsonClient(new URL(path || "/", target.baseUrl).toString(), fetchFn, chosen.tenant);
+    return new HttpJsonClient(new URL(path || "/", target.baseUrl).toString(), fetchFn, chosen.tenant, tracing);
   }
-  return new JsonRpcClient(target.rpcUrl, fetchFn, chosen.protocol, chosen.tenant);
+  return new JsonRpcClient(target.rpcUrl, fetchFn, chosen.protocol, chosen.tenant, tracing);
 }
 
 function pathOf(url: string): string {
