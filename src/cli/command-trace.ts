@@ -26,7 +26,8 @@ export interface CommandTrace {
   calls(peer?: { name?: string; url?: string }): CallTracing;
   /**
    * Ends the command's span (failed, with the error's name, when `error` is given) and sends what was
-   * recorded: at most `FLUSH_MS`, so a collector that is slow or away never holds the command's exit.
+   * recorded: at most `FLUSH_MS`, so a collector that is slow or away never holds the command's exit. A
+   * command that made no call to a peer exports nothing.
    */
   end(error?: unknown): Promise<void>;
 }
@@ -70,11 +71,17 @@ export function startCommandTrace(
     const sampled = new ParentBasedRatioSampler(settings.samplingRatio).shouldSample(traceId, undefined);
     root = new NonRecordingSpan({ traceId, spanId: newSpanId(), sampled, remote: false });
   }
+  // A command that never reached a peer (a usage error, an unknown peer) has nothing to show in a trace.
+  let called = false;
   return {
     traceId: root.context.traceId,
     exporting: exporter !== undefined,
-    calls: (peer) => spanCallTracing(tracer, root, peer),
+    calls: (peer) => {
+      called = true;
+      return spanCallTracing(tracer, root, peer);
+    },
     async end(error) {
+      if (!called) return;
       if (error !== undefined) root.fail(errorName(error));
       root.end();
       if (!exporter) return;
