@@ -83,9 +83,6 @@ async function time(label: string, tracer: Tracer, after?: () => Promise<void>, 
   return ns;
 }
 
-if (flags.load) await underLoad();
-else await spanSites();
-
 async function spanSites(): Promise<void> {
   const stub: typeof fetch = Object.assign(
     async () => new Response("{}", { headers: { "content-type": "application/json" } }),
@@ -257,3 +254,6 @@ function report(windows: Window[], exports: number, concurrency: number): void {
     );
   console.log(`the receiver took ${exports} export requests ("on")`);
 }
+
+if (flags.load) await underLoad();
+else await spanSites();
