@@ -106,6 +106,12 @@ const RULES: [string, (file: string) => boolean, (target: string) => boolean][] 
   ],
   // Metrics watch every floor, server/ among them (NodeMetrics implements its RouterMetrics): no way back.
   ["server/ never imports metrics/", (f) => f.startsWith("src/server/"), (t) => t.startsWith("src/metrics/")],
+  // A peer client's tracing is one module (call-tracing.ts): every binding's client sends and records the same.
+  [
+    "client/ reaches tracing/ only through client/call-tracing.ts",
+    (f) => f.startsWith("src/client/") && f !== "src/client/call-tracing.ts",
+    (t) => t.startsWith("src/tracing/"),
+  ],
   // fleet/ builds on server/ (its listeners, its routes): the listeners are handed the fleet's pieces by node.ts.
   ["server/ never imports fleet/", (f) => f.startsWith("src/server/"), (t) => t.startsWith("src/fleet/")],
 ];

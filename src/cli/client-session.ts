@@ -27,6 +27,7 @@ import {
 import { clientForCard, type GrpcTransport } from "../client/peer-interface";
 import { GrpcPeerClient } from "../client/grpc-client";
 import { mtlsSession, type SessionOpener } from "../client/mtls-session";
+import { traced, UNTRACED, type CallTracing } from "../client/call-tracing";
 import { extensionsFetch } from "../client/extensions-fetch";
 import { PeerUrlError } from "../client/peer-url";
 import { WrongPortError } from "../client/wrong-port";
@@ -41,6 +42,7 @@ import { openDatabase, type OpenDatabase } from "../store/database";
 import { SqlitePeerRegistry } from "../store/sqlite-peer-registry";
 import { CliError, ExitCode, UsageError } from "./errors";
 import type { Io } from "./io";
+import type { CommandTrace } from "./command-trace";
 
 /** Opens the home's database (creating it if new) and its peer registry, for commands that manage peers. */
 export function openPeers(home: string): { peers: SqlitePeerRegistry; close(): void } {
@@ -105,6 +107,8 @@ export interface ClientPolicy {
   extensions?: string[];
   /** How long each step of a call to the peer may take (peer_*_seconds, --peer-*-timeout). */
   timeouts?: PeerTimeouts;
+  /** The command's trace: every call to the peer (its card included) is a span of it and carries it on. */
+  trace?: CommandTrace;
 }
 
 /**
@@ -136,7 +140,7 @@ export function clientPolicy(
 /**
  * Everything `send`, `status`, `tasks` and `cancel` need: the target and a client for it; over mutual TLS with
  * this node's identity for a fleet peer, with the peer's own trust and credentials for one outside the fleet.
- * `extensions`: A2A extensions to request of the peer.
+ * `extensions`: A2A extensions to request of the peer. `trace`: the command's trace, which every call joins.
  */
 export async function openClientSession(
   home: string,
@@ -144,6 +148,7 @@ export async function openClientSession(
   io?: Pick<Io, "env" | "stderr">,
   extensions: string[] = [],
   flags: Record<string, unknown> = {},
+  trace?: CommandTrace,
 ): Promise<ClientSession> {
   // Without a home there is neither a peer list nor an identity: the identity's error says what makes both.
   if (!existsSync(homePaths(home).root)) await loadClientIdentity(home);
@@ -163,7 +168,7 @@ export async function openClientSession(
       ExitCode.NotFound,
       `add it with 'a2a-node peers add ${agent.toLowerCase()} https://HOST:9443', or pass a URL`,
     );
-  const policy = { ...clientPolicy(home, io, flags), home, extensions };
+  const policy = { ...clientPolicy(home, io, flags), home, extensions, trace };
   const session = await sessionForTarget(target, () => loadClientIdentity(home), policy);
   // A URL no peer is registered at has no expected name: say which fleet member answered, and how to pin it.
   const accepted = session.accepted;
@@ -181,7 +186,8 @@ export async function sessionForTarget(
   policy: ClientPolicy = { acceptUnsignedCards: false },
 ): Promise<ClientSession> {
   const peer = target.peer;
-  if (peer && isOutsidePeer(peer)) return outsideSession(target, peer, policy.extensions, policy.timeouts);
+  if (peer && isOutsidePeer(peer))
+    return outsideSession(target, peer, policy.extensions, policy.timeouts, callTracing(target, policy));
   return sessionFor(await identity(), target, peer ? expectationOf(peer) : {}, policy);
 }
 
@@ -264,7 +270,13 @@ export async function sessionFor(
       grpc: { open, timeouts },
     },
     policy.extensions,
+    callTracing(target, policy),
   );
+}
+
+/** The calls to `target` as spans of the command's trace, naming the peer; untraced without a trace. */
+function callTracing(target: Target, policy: ClientPolicy): CallTracing {
+  return policy.trace?.calls({ name: target.peer?.name, url: target.baseUrl }) ?? UNTRACED;
 }
 
 /**
@@ -277,12 +289,14 @@ function outsideSession(
   peer: Peer,
   extensions?: string[],
   timeouts?: PeerTimeouts,
+  tracing?: CallTracing,
 ): Promise<ClientSession> {
   return withCard(
     target,
     outsideFetch({ trust: peer.trust as Exclude<PeerTrust, { kind: "fleet" }>, auth: peer.auth }, timeouts),
     undefined,
     extensions,
+    tracing,
   );
 }
 
@@ -290,7 +304,7 @@ function outsideSession(
  * Reads the card with `fetchFn`, has `fleet.trust` check it (a fleet peer's signature; an outside peer's card
  * is trusted as far as its TLS server check goes), then picks the client for the interface it prefers (gRPC
  * only for a fleet peer: an agent outside the fleet is reached with its own credentials, over fetch). Every
- * request names `extensions` in its A2A-Extensions header (gRPC: metadata), if any.
+ * request names `extensions` in its A2A-Extensions header (gRPC: metadata), if any, and is a span of `tracing`.
  */
 async function withCard(
   target: Target,
@@ -301,6 +315,7 @@ async function withCard(
     grpc: Omit<GrpcTransport, "extensions">;
   },
   extensions: string[] = [],
+  tracing: CallTracing = UNTRACED,
 ): Promise<ClientSession> {
   const requesting = extensions.length ? extensionsFetch(baseFetch, extensions) : undefined;
   const fetchFn = requesting?.fetch ?? baseFetch;
@@ -315,10 +330,12 @@ async function withCard(
   let card: AgentCard | undefined;
   const started = performance.now();
   try {
-    const res = await fetchFn(new URL("/.well-known/agent-card.json", target.baseUrl).toString(), {
-      headers: { accept: "application/json", "a2a-version": "1.0" },
+    card = await traced(tracing, { method: "GetAgentCard", rpcSystem: "http" }, async (trace) => {
+      const res = await fetchFn(new URL("/.well-known/agent-card.json", target.baseUrl).toString(), {
+        headers: { ...trace, accept: "application/json", "a2a-version": "1.0" },
+      });
+      return res.ok ? ((await res.json()) as AgentCard) : undefined;
     });
-    if (res.ok) card = (await res.json()) as AgentCard;
   } catch (err) {
     if (
       err instanceof PeerIdentityError ||
@@ -332,7 +349,7 @@ async function withCard(
   }
   const cardMs = card ? performance.now() - started : undefined;
   if (card && fleet) card = await fleet.trust(card);
-  const client = clientForCard(card, target, fetchFn, fleet && { ...fleet.grpc, extensions });
+  const client = clientForCard(card, target, fetchFn, fleet && { ...fleet.grpc, extensions }, tracing);
   return {
     client,
     target,

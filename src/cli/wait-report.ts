@@ -22,6 +22,16 @@ export interface WaitReport {
   printResult: boolean;
   /** Called once the peer has accepted the task (send: to remember which peer it went to). */
   accepted?(taskId: string): void;
+  /**
+   * send: the command's trace id, which the Task (or Message) it prints with --json carries as "traceId". A
+   * stream's items do not: each is one of its four kinds, and a reader may tell them apart by their one key.
+   */
+  traceId?: string;
+}
+
+/** One line of --json output: `value` as it is, with the command's trace id beside its fields when given. */
+export function jsonLine(value: object, traceId?: string): string {
+  return `${JSON.stringify(traceId ? { ...value, traceId } : value)}\n`;
 }
 
 /** The command that picks a wait up again. */
@@ -33,7 +43,7 @@ export const followUp = (agent: string, id: string) => `a2a-node status --agent 
  */
 export function finishWait(r: WaitReport, task: Task, reason: FollowReason): number {
   const { io } = r;
-  if (r.json && r.printResult) io.stdout.write(`${JSON.stringify(task)}\n`);
+  if (r.json && r.printResult) io.stdout.write(jsonLine(task, r.traceId));
   if (reason === "timeout")
     throw new CliError(
       `gave up waiting after ${r.timeoutS}s; task ${task.id} is still ${shortState(task.status.state)}`,
@@ -60,7 +70,7 @@ export function finishWait(r: WaitReport, task: Task, reason: FollowReason): num
 
 /** The peer went away mid-wait: say why, with the task id and how to follow it once the peer is back. */
 export function lostPeer(r: WaitReport, broken: FollowBroken): never {
-  if (r.json && r.printResult) r.io.stdout.write(`${JSON.stringify(broken.task)}\n`);
+  if (r.json && r.printResult) r.io.stdout.write(jsonLine(broken.task, r.traceId));
   const why = explainFailure(broken.cause, r.session.target);
   throw new CliError(
     `${why.message}; task ${broken.task.id} was accepted (last seen ${shortState(broken.task.status.state)}) and may go on there`,

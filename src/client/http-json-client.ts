@@ -11,6 +11,7 @@ import type {
 } from "../protocol/types";
 import { CURRENT_PROTOCOL_VERSION } from "../protocol/types";
 import { ProtocolError, RemoteError, type FetchFn, type PeerClient } from "./peer-client";
+import { traced, tracedStream, UNTRACED, type CallTracing } from "./call-tracing";
 
 const A2A_JSON = "application/a2a+json";
 
@@ -30,34 +31,50 @@ export class HttpJsonClient implements PeerClient {
     private readonly fetchFn: FetchFn,
     /** The `tenant` of the card's interface: sent as the first path segment when the card names one. */
     tenant?: string,
+    /** Each call's span and the trace headers its request carries (call-tracing.ts). */
+    private readonly tracing: CallTracing = UNTRACED,
   ) {
     this.base = baseUrl.replace(/\/+$/, "") + (tenant ? `/${encodeURIComponent(tenant)}` : "");
   }
 
   sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult> {
-    return this.call("SendMessage", "POST", "/message:send", params, signal);
+    return this.call("SendMessage", "POST", "/message:send", params, signal, params.message.taskId);
   }
 
   /** The Task first, then its status and artifact updates as they happen, until it settles. */
   sendStreamingMessage(params: SendMessageParams, signal?: AbortSignal): AsyncIterable<StreamResponse> {
-    return this.stream("SendStreamingMessage", "/message:stream", params, signal);
+    return this.stream("SendStreamingMessage", "/message:stream", params, signal, undefined, params.message.taskId);
   }
 
   /** The task as it is, then its updates while it runs (an ended task is refused: read it with GetTask). */
   subscribeToTask(id: string, signal?: AbortSignal, opened?: () => void): AsyncIterable<StreamResponse> {
-    return this.stream("SubscribeToTask", `/tasks/${encodeURIComponent(id)}:subscribe`, {}, signal, opened);
+    return this.stream("SubscribeToTask", `/tasks/${encodeURIComponent(id)}:subscribe`, {}, signal, opened, id);
   }
 
-  private async *stream(
+  private stream(
     operation: string,
     path: string,
     body: unknown,
     signal?: AbortSignal,
     opened?: () => void,
+    taskId?: string,
+  ): AsyncIterable<StreamResponse> {
+    return tracedStream(this.tracing, { method: operation, rpcSystem: "http", taskId }, (trace) =>
+      this.openStream(operation, path, body, trace, signal, opened),
+    );
+  }
+
+  private async *openStream(
+    operation: string,
+    path: string,
+    body: unknown,
+    trace: Readonly<Record<string, string>>,
+    signal?: AbortSignal,
+    opened?: () => void,
   ): AsyncIterable<StreamResponse> {
     const res = await this.fetchFn(`${this.base}${path}`, {
       method: "POST",
-      headers: { ...this.headers(), "content-type": A2A_JSON, accept: "text/event-stream" },
+      headers: { ...trace, ...this.headers(), "content-type": A2A_JSON, accept: "text/event-stream" },
       body: JSON.stringify(body),
       signal,
     });
@@ -73,7 +90,7 @@ export class HttpJsonClient implements PeerClient {
 
   getTask(params: GetTaskParams, signal?: AbortSignal): Promise<Task> {
     const q = params.historyLength === undefined ? "" : `?historyLength=${params.historyLength}`;
-    return this.call("GetTask", "GET", `/tasks/${encodeURIComponent(params.id)}${q}`, undefined, signal);
+    return this.call("GetTask", "GET", `/tasks/${encodeURIComponent(params.id)}${q}`, undefined, signal, params.id);
   }
 
   listTasks(params: ListTasksParams, signal?: AbortSignal): Promise<ListTasksResult> {
@@ -84,21 +101,35 @@ export class HttpJsonClient implements PeerClient {
   }
 
   cancelTask(id: string, signal?: AbortSignal): Promise<Task> {
-    return this.call("CancelTask", "POST", `/tasks/${encodeURIComponent(id)}:cancel`, {}, signal);
+    return this.call("CancelTask", "POST", `/tasks/${encodeURIComponent(id)}:cancel`, {}, signal, id);
   }
 
   private headers(): Record<string, string> {
     return { "a2a-version": CURRENT_PROTOCOL_VERSION, accept: `${A2A_JSON}, application/json` };
   }
 
-  private async call<T>(
+  private call<T>(
     operation: string,
     method: string,
     path: string,
     body: unknown,
     signal?: AbortSignal,
+    taskId?: string,
   ): Promise<T> {
-    const headers = this.headers();
+    return traced(this.tracing, { method: operation, rpcSystem: "http", taskId }, (trace) =>
+      this.exchange<T>(operation, method, path, body, trace, signal),
+    );
+  }
+
+  private async exchange<T>(
+    operation: string,
+    method: string,
+    path: string,
+    body: unknown,
+    trace: Readonly<Record<string, string>>,
+    signal?: AbortSignal,
+  ): Promise<T> {
+    const headers = { ...trace, ...this.headers() };
     if (body !== undefined) headers["content-type"] = A2A_JSON;
     const res = await this.fetchFn(`${this.base}${path}`, {
       method,

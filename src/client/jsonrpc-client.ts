@@ -25,6 +25,7 @@ import {
   type PeerProtocol,
 } from "./peer-client";
 import type { StreamResponse } from "../protocol/types";
+import { traced, tracedStream, UNTRACED, type CallTracing } from "./call-tracing";
 
 /**
  * A minimal A2A v1.0 JSON-RPC client. It never imports server code; every request names the protocol
@@ -42,6 +43,8 @@ export class JsonRpcClient implements PeerClient {
     readonly protocol: PeerProtocol = "1.0",
     /** The `tenant` of the card's interface, sent in every v1.0 request's params when the card names one. */
     private readonly tenant?: string,
+    /** Each call's span and the trace headers its request carries (call-tracing.ts). */
+    private readonly tracing: CallTracing = UNTRACED,
   ) {}
 
   async sendMessage(params: SendMessageParams, signal?: AbortSignal): Promise<SendMessageResult> {
@@ -84,14 +87,30 @@ export class JsonRpcClient implements PeerClient {
     return this.stream(this.protocol === "1.0" ? "SubscribeToTask" : "tasks/resubscribe", { id }, signal, opened);
   }
 
-  private async *stream(
+  private stream(
     method: string,
     params: unknown,
     signal?: AbortSignal,
     opened?: () => void,
   ): AsyncIterable<StreamResponse> {
+    return tracedStream(this.tracing, { method, rpcSystem: "jsonrpc", taskId: taskIdOf(params) }, (trace) =>
+      this.openStream(method, params, trace, signal, opened),
+    );
+  }
+
+  private async *openStream(
+    method: string,
+    params: unknown,
+    trace: Readonly<Record<string, string>>,
+    signal?: AbortSignal,
+    opened?: () => void,
+  ): AsyncIterable<StreamResponse> {
     const v1 = this.protocol === "1.0";
-    const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
+    const headers: Record<string, string> = {
+      ...trace,
+      "content-type": "application/json",
+      accept: "text/event-stream",
+    };
     if (v1) headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
     const res = await this.fetchFn(this.rpcUrl, {
       method: "POST",
@@ -149,9 +168,24 @@ export class JsonRpcClient implements PeerClient {
     return this.tenant ? { ...(params as object), tenant: this.tenant } : params;
   }
 
-  private async call<T>(method: string, params: unknown, signal?: AbortSignal): Promise<T> {
+  private call<T>(method: string, params: unknown, signal?: AbortSignal): Promise<T> {
+    return traced(this.tracing, { method, rpcSystem: "jsonrpc", taskId: taskIdOf(params) }, (trace) =>
+      this.exchange<T>(method, params, trace, signal),
+    );
+  }
+
+  private async exchange<T>(
+    method: string,
+    params: unknown,
+    trace: Readonly<Record<string, string>>,
+    signal?: AbortSignal,
+  ): Promise<T> {
     const id = this.nextId++;
-    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" };
+    const headers: Record<string, string> = {
+      ...trace,
+      "content-type": "application/json",
+      accept: "application/json",
+    };
     if (this.protocol === "1.0") {
       headers["a2a-version"] = CURRENT_PROTOCOL_VERSION;
       params = this.withTenant(params);
@@ -178,6 +212,13 @@ export class JsonRpcClient implements PeerClient {
     if (!("result" in body)) throw new ProtocolError(`${method}: the answer has neither result nor error`);
     return body.result as T;
   }
+}
+
+/** The task a call's params name: GetTask's and CancelTask's id, or the task a message answers. */
+function taskIdOf(params: unknown): string | undefined {
+  const p = params as { id?: unknown; message?: { taskId?: unknown } } | undefined;
+  const id = p?.id ?? p?.message?.taskId;
+  return typeof id === "string" ? id : undefined;
 }
 
 /**

@@ -4,6 +4,7 @@ import { HttpJsonClient } from "./http-json-client";
 import { GrpcPeerClient } from "./grpc-client";
 import type { SessionOpener } from "./mtls-session";
 import type { PeerTimeouts } from "./deadlines";
+import { UNTRACED, type CallTracing } from "./call-tracing";
 
 /** The interface of a peer's card this client speaks. */
 export interface ChosenInterface {
@@ -61,18 +62,20 @@ export interface GrpcTransport {
  * The host comes from where the peer was reached (the peer registry or --agent URL), as for JSON-RPC: a card
  * names the host the peer calls itself, which this machine may not resolve, and the certificate check already
  * ties the connection to the expected peer. Only the path of the card's URL is used, and for gRPC (whose URL
- * is `host:port`) its port, since a gRPC server may listen on a port of its own.
+ * is `host:port`) its port, since a gRPC server may listen on a port of its own. `tracing`: each
+ * call's span and trace headers (call-tracing.ts).
  */
 export function clientForCard(
   card: unknown,
   target: { baseUrl: string; rpcUrl: string },
   fetchFn: FetchFn,
   grpc?: GrpcTransport,
+  tracing: CallTracing = UNTRACED,
 ): PeerClient {
   const chosen = chooseInterface(card, grpc ? ALL_BINDINGS : OVER_FETCH);
   if (chosen.binding === "HTTP+JSON") {
     const path = chosen.url ? pathOf(chosen.url) : "";
-    return new HttpJsonClient(new URL(path || "/", target.baseUrl).toString(), fetchFn, chosen.tenant);
+    return new HttpJsonClient(new URL(path || "/", target.baseUrl).toString(), fetchFn, chosen.tenant, tracing);
   }
   if (chosen.binding === "GRPC" && grpc) {
     const origin = new URL(target.baseUrl);
@@ -80,7 +83,7 @@ export function clientForCard(
     if (port) origin.port = port;
     return new GrpcPeerClient(origin.origin, grpc.open, grpc.timeouts, chosen.tenant, grpc.extensions);
   }
-  return new JsonRpcClient(target.rpcUrl, fetchFn, chosen.protocol, chosen.tenant);
+  return new JsonRpcClient(target.rpcUrl, fetchFn, chosen.protocol, chosen.tenant, tracing);
 }
 
 function pathOf(url: string): string {

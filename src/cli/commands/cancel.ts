@@ -1,5 +1,6 @@
 import { RemoteError } from "../../client/peer-client";
-import type { Command } from "../command";
+import type { Command, CommandContext } from "../command";
+import { tracedCommand, type CommandTrace } from "../command-trace";
 import { openClientSession } from "../client-session";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
@@ -41,36 +42,38 @@ EXIT CODES
   8 refused (TLS, certificate, name, pin, or its card unsigned or not signed by it; an outside peer's 401/403 to its token)
 `,
   flags,
-  async run(argv, { io, home }) {
-    const { flags: f, positionals } = parseFlags(argv, flags);
-    if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
-    if (!f["task-id"]) throw new UsageError("--task-id is required");
-    const agent = f.agent ?? sentTaskAgent(home, f["task-id"]);
-    if (!agent)
-      throw new UsageError(
-        `--agent is required: task ${f["task-id"]} was not sent from this home (no record of its peer)`,
-      );
-    const session = await openClientSession(home, agent, io, [], f);
-    const peer = session.target.peer?.name ?? agent;
-    let task;
-    try {
-      task = await session.client.cancelTask(f["task-id"]);
-    } catch (err) {
-      if (err instanceof RemoteError && err.code === -32002)
-        throw new CliError(
-          `${session.target.label}: ${err.message}`,
-          ExitCode.Failure,
-          `see how it ended with 'a2a-node status --agent ${peer} --task-id ${f["task-id"]}'`,
-        );
-      return session.fail(err);
-    }
-    io.stdout.write(f.json ? `${JSON.stringify(task)}\n` : `${statusLine(task, session.target.label)}\n`);
-    // It may have ended on its own while the cancel was on its way.
-    if (task.status.state !== "TASK_STATE_CANCELED")
-      throw new CliError(
-        `task ${task.id} ended ${shortState(task.status.state)} before the cancel reached it`,
-        ExitCode.Failure,
-      );
-    return ExitCode.Ok;
-  },
+  run: (argv, ctx) => tracedCommand("cancel", ctx, (trace) => cancel(argv, ctx, trace)),
 };
+
+async function cancel(argv: string[], { io, home }: CommandContext, trace: CommandTrace): Promise<number> {
+  const { flags: f, positionals } = parseFlags(argv, flags);
+  if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
+  if (!f["task-id"]) throw new UsageError("--task-id is required");
+  const agent = f.agent ?? sentTaskAgent(home, f["task-id"]);
+  if (!agent)
+    throw new UsageError(
+      `--agent is required: task ${f["task-id"]} was not sent from this home (no record of its peer)`,
+    );
+  const session = await openClientSession(home, agent, io, [], f, trace);
+  const peer = session.target.peer?.name ?? agent;
+  let task;
+  try {
+    task = await session.client.cancelTask(f["task-id"]);
+  } catch (err) {
+    if (err instanceof RemoteError && err.code === -32002)
+      throw new CliError(
+        `${session.target.label}: ${err.message}`,
+        ExitCode.Failure,
+        `see how it ended with 'a2a-node status --agent ${peer} --task-id ${f["task-id"]}'`,
+      );
+    return session.fail(err);
+  }
+  io.stdout.write(f.json ? `${JSON.stringify(task)}\n` : `${statusLine(task, session.target.label)}\n`);
+  // It may have ended on its own while the cancel was on its way.
+  if (task.status.state !== "TASK_STATE_CANCELED")
+    throw new CliError(
+      `task ${task.id} ended ${shortState(task.status.state)} before the cancel reached it`,
+      ExitCode.Failure,
+    );
+  return ExitCode.Ok;
+}

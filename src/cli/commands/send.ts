@@ -4,7 +4,9 @@ import { isOutsidePeer } from "../../peers/peer-registry";
 import { newId } from "../../clock";
 import { readAttachments, readTaskText } from "../attachments";
 import type { Command } from "../command";
+import type { Io } from "../io";
 import { openClientSession, type ClientSession } from "../client-session";
+import { tracedCommand, type CommandTrace } from "../command-trace";
 import { CliError, ExitCode, UsageError } from "../errors";
 import { parseFlags } from "../flags";
 import { PEER_TIMEOUT_FLAGS, PEER_TIMEOUT_HELP } from "../peer-timeouts";
@@ -12,7 +14,7 @@ import { answerHint, otherTaskNote, shortState } from "../render-task";
 import { answeredStatus } from "../follow-task";
 import { streamTask } from "../stream-task";
 import { rememberSentTask } from "../sent-tasks";
-import { DEFAULT_WAIT_SECONDS, followUp, waitAndReport, type WaitReport } from "../wait-report";
+import { DEFAULT_WAIT_SECONDS, followUp, jsonLine, waitAndReport, type WaitReport } from "../wait-report";
 
 const flags = {
   agent: { type: "string", value: "NAME|URL" },
@@ -26,6 +28,7 @@ const flags = {
   stream: { type: "boolean" },
   timeout: { type: "number", value: "SECONDS" },
   json: { type: "boolean" },
+  verbose: { type: "boolean" },
   ...PEER_TIMEOUT_FLAGS,
 } as const;
 
@@ -71,7 +74,10 @@ FLAGS
   --stream           like --wait, but print the answer as it is produced (tokens as they come) and the
                      agent's progress on stderr; with --json, one JSON stream item per line
   --timeout S        with --wait/--stream: stop waiting after S seconds (default ${DEFAULT_WAIT_SECONDS}); the task keeps running
-  --json             print the Task (A2A v1.0 JSON) on one line on stdout, nothing else
+  --json             print the Task (A2A v1.0 JSON) on one line on stdout, nothing else; beside the Task's
+                     fields, "traceId" holds the command's trace id (not on --stream's items: see --verbose)
+  --verbose          print the command's trace id on stderr ("trace ID"), to find the task's spans in a
+                     tracing backend (see 'a2a-node help tracing')
 ${PEER_TIMEOUT_HELP}
 
 OUTPUT
@@ -100,73 +106,87 @@ EXIT CODES
   130 Ctrl-C while waiting (the task goes on)
 `,
   flags,
-  async run(argv, { io, home }) {
-    const { flags: f, positionals } = parseFlags(argv, flags);
-    if (positionals.length)
-      throw new UsageError(`unexpected argument '${positionals[0]}' (quote the task text and pass it with --task)`);
-    if (!f.agent) throw new UsageError("--agent is required (a peer name or an https URL)");
-    if (f.task === undefined)
-      throw new UsageError("--task is required (the text to delegate; '-' reads standard input)");
-    if (f.wait && f.stream) throw new UsageError("--wait and --stream do not go together (--stream waits too)");
-    const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
-    if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
-    const files = await readAttachments(f.file);
-    const text = await readTaskText(f.task, io);
+  run: (argv, ctx) => tracedCommand("send", ctx, (trace) => send(argv, ctx.io, ctx.home, trace)),
+};
 
-    const extensions = extensionList(f.extension);
-    const session = await openClientSession(home, f.agent, io, extensions, f);
-    const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }, ...files] };
-    if (f["task-id"]) message.taskId = f["task-id"];
-    if (f["context-id"]) message.contextId = f["context-id"];
-    // A peer outside the fleet may keep a conversation by context alone (Hermes's own A2A server reads no
-    // taskId): the answer goes with the task's context, so it lands in the same conversation there too.
-    else if (message.taskId && session.target.peer && isOutsidePeer(session.target.peer))
-      message.contextId = await contextOf(session, message.taskId);
-    if (f.skill) message.metadata = { skill: f.skill };
-    const agent = session.target.peer?.name ?? f.agent;
-    const accepted = (id: string) => rememberSentTask(home, id, agent);
-    const report: WaitReport = { io, session, agent, json: f.json, timeoutS, printResult: !f.stream, accepted };
-    const tooLarge = (err: unknown) => (files.length ? explainTooLarge(err, session) : undefined);
-    // A refusal the stream's start can get too, worded with the flag to change.
-    if (f.stream) return streamTask(report, message, (err) => tooLarge(err) ?? explainRequired(err, session));
+async function send(argv: string[], io: Io, home: string, trace: CommandTrace): Promise<number> {
+  const { flags: f, positionals } = parseFlags(argv, flags);
+  if (positionals.length)
+    throw new UsageError(`unexpected argument '${positionals[0]}' (quote the task text and pass it with --task)`);
+  if (!f.agent) throw new UsageError("--agent is required (a peer name or an https URL)");
+  if (f.task === undefined) throw new UsageError("--task is required (the text to delegate; '-' reads standard input)");
+  if (f.wait && f.stream) throw new UsageError("--wait and --stream do not go together (--stream waits too)");
+  const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
+  if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
+  const files = await readAttachments(f.file);
+  const text = await readTaskText(f.task, io);
 
-    // Receipt first: the peer commits the task and answers at once; then we wait, so a slow model or a cut
-    // connection never costs the task.
-    let task: Task;
-    try {
-      const result = await session.client.sendMessage({ message, configuration: { returnImmediately: true } });
-      if (!("task" in result)) {
-        io.stdout.write(
-          f.json ? `${JSON.stringify(result)}\n` : `${result.message.parts.map((p) => p.text ?? "").join("\n")}\n`,
-        );
-        return ExitCode.Ok;
-      }
-      task = result.task;
-      accepted(task.id);
-      if (!f.json) {
-        noteInactive(io, session, extensions);
-        const other = otherTaskNote(message.taskId, task, session.target.label);
-        if (other) io.stderr.write(`${other}\n`);
-      }
-    } catch (err) {
-      const large = tooLarge(err);
-      if (large) throw large;
-      const required = explainRequired(err, session);
-      if (required) throw required;
-      return session.fail(err);
-    }
-    if (!f.wait) {
-      io.stdout.write(f.json ? `${JSON.stringify(task)}\n` : `${task.id}\t${shortState(task.status.state)}\n`);
-      // stdout stays the id and state alone, for scripts; the person is told how to follow the task.
-      if (!f.json && !isTerminal(task.status.state))
-        io.stderr.write(`${answerHint(task, agent) ?? `follow it with: ${followUp(agent, task.id)}`}\n`);
+  const extensions = extensionList(f.extension);
+  if (f.verbose)
+    io.stderr.write(
+      `trace ${trace.traceId}${trace.exporting ? "" : " (this home exports no spans: no otlp_endpoint set)"}\n`,
+    );
+  const session = await openClientSession(home, f.agent, io, extensions, f, trace);
+  const message: Message = { messageId: newId(), role: "ROLE_USER", parts: [{ text }, ...files] };
+  if (f["task-id"]) message.taskId = f["task-id"];
+  if (f["context-id"]) message.contextId = f["context-id"];
+  // A peer outside the fleet may keep a conversation by context alone (Hermes's own A2A server reads no
+  // taskId): the answer goes with the task's context, so it lands in the same conversation there too.
+  else if (message.taskId && session.target.peer && isOutsidePeer(session.target.peer))
+    message.contextId = await contextOf(session, message.taskId);
+  if (f.skill) message.metadata = { skill: f.skill };
+  const agent = session.target.peer?.name ?? f.agent;
+  const accepted = (id: string) => rememberSentTask(home, id, agent);
+  const report: WaitReport = {
+    io,
+    session,
+    agent,
+    json: f.json,
+    timeoutS,
+    printResult: !f.stream,
+    accepted,
+    traceId: trace.traceId,
+  };
+  const tooLarge = (err: unknown) => (files.length ? explainTooLarge(err, session) : undefined);
+  // A refusal the stream's start can get too, worded with the flag to change.
+  if (f.stream) return streamTask(report, message, (err) => tooLarge(err) ?? explainRequired(err, session));
+
+  // Receipt first: the peer commits the task and answers at once; then we wait, so a slow model or a cut
+  // connection never costs the task.
+  let task: Task;
+  try {
+    const result = await session.client.sendMessage({ message, configuration: { returnImmediately: true } });
+    if (!("task" in result)) {
+      io.stdout.write(
+        f.json ? jsonLine(result, trace.traceId) : `${result.message.parts.map((p) => p.text ?? "").join("\n")}\n`,
+      );
       return ExitCode.Ok;
     }
-    if (!f.json) io.stderr.write(`task ${task.id} accepted by ${session.target.label}\n`);
-    // An answer: the question it answered is not where the wait ends, even if the peer's reply still shows it.
-    return waitAndReport(report, task, message.taskId === task.id ? answeredStatus(task) : undefined);
-  },
-};
+    task = result.task;
+    accepted(task.id);
+    if (!f.json) {
+      noteInactive(io, session, extensions);
+      const other = otherTaskNote(message.taskId, task, session.target.label);
+      if (other) io.stderr.write(`${other}\n`);
+    }
+  } catch (err) {
+    const large = tooLarge(err);
+    if (large) throw large;
+    const required = explainRequired(err, session);
+    if (required) throw required;
+    return session.fail(err);
+  }
+  if (!f.wait) {
+    io.stdout.write(f.json ? jsonLine(task, trace.traceId) : `${task.id}\t${shortState(task.status.state)}\n`);
+    // stdout stays the id and state alone, for scripts; the person is told how to follow the task.
+    if (!f.json && !isTerminal(task.status.state))
+      io.stderr.write(`${answerHint(task, agent) ?? `follow it with: ${followUp(agent, task.id)}`}\n`);
+    return ExitCode.Ok;
+  }
+  if (!f.json) io.stderr.write(`task ${task.id} accepted by ${session.target.label}\n`);
+  // An answer: the question it answered is not where the wait ends, even if the peer's reply still shows it.
+  return waitAndReport(report, task, message.taskId === task.id ? answeredStatus(task) : undefined);
+}
 
 /** The context of the task an answer is for, as the peer has it (a task it does not know ends the command: exit 3). */
 async function contextOf(session: ClientSession, taskId: string): Promise<string> {

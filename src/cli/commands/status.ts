@@ -1,4 +1,5 @@
-import type { Command } from "../command";
+import type { Command, CommandContext } from "../command";
+import { tracedCommand, type CommandTrace } from "../command-trace";
 import { openClientSession } from "../client-session";
 import { UsageError } from "../errors";
 import { parseFlags } from "../flags";
@@ -55,41 +56,42 @@ EXIT CODES
   card; an outside peer's 401/403 to its token)
 `,
   flags,
-  async run(argv, { io, home }) {
-    const { flags: f, positionals } = parseFlags(argv, flags);
-    if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
-    if (!f["task-id"]) throw new UsageError("--task-id is required");
-    const agent = f.agent ?? sentTaskAgent(home, f["task-id"]);
-    if (!agent)
-      throw new UsageError(
-        `--agent is required: task ${f["task-id"]} was not sent from this home (no record of its peer)`,
-      );
-    const hl = f["history-length"];
-    if (hl !== undefined && (!Number.isInteger(hl) || hl < 0))
-      throw new UsageError("--history-length must be 0 or more");
-    const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
-    if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
-    if (f.timeout !== undefined && !f.wait) throw new UsageError("--timeout goes with --wait");
-    const session = await openClientSession(home, agent, io, [], f);
-    let task;
-    try {
-      task = await session.client.getTask({ id: f["task-id"], historyLength: hl });
-    } catch (err) {
-      return session.fail(err);
-    }
-    if (f.wait)
-      return waitAndReport(
-        { io, session, agent: session.target.peer?.name ?? agent, json: f.json, timeoutS, printResult: true },
-        task,
-      );
-    if (f.json) io.stdout.write(`${JSON.stringify(task)}\n`);
-    else {
-      io.stdout.write(`${statusLine(task, session.target.label)}\n`);
-      const hint = answerHint(task, session.target.peer?.name ?? agent);
-      if (hint) io.stderr.write(`${hint}\n`);
-      const out = artifactsText(task);
-      if (out) io.stdout.write(out.endsWith("\n") ? out : `${out}\n`);
-    }
-    return 0;
-  },
+  run: (argv, ctx) => tracedCommand("status", ctx, (trace) => status(argv, ctx, trace)),
 };
+
+async function status(argv: string[], { io, home }: CommandContext, trace: CommandTrace): Promise<number> {
+  const { flags: f, positionals } = parseFlags(argv, flags);
+  if (positionals.length) throw new UsageError(`unexpected argument '${positionals[0]}'`);
+  if (!f["task-id"]) throw new UsageError("--task-id is required");
+  const agent = f.agent ?? sentTaskAgent(home, f["task-id"]);
+  if (!agent)
+    throw new UsageError(
+      `--agent is required: task ${f["task-id"]} was not sent from this home (no record of its peer)`,
+    );
+  const hl = f["history-length"];
+  if (hl !== undefined && (!Number.isInteger(hl) || hl < 0)) throw new UsageError("--history-length must be 0 or more");
+  const timeoutS = f.timeout ?? DEFAULT_WAIT_SECONDS;
+  if (!(timeoutS > 0)) throw new UsageError(`--timeout must be a positive number of seconds (got ${f.timeout})`);
+  if (f.timeout !== undefined && !f.wait) throw new UsageError("--timeout goes with --wait");
+  const session = await openClientSession(home, agent, io, [], f, trace);
+  let task;
+  try {
+    task = await session.client.getTask({ id: f["task-id"], historyLength: hl });
+  } catch (err) {
+    return session.fail(err);
+  }
+  if (f.wait)
+    return waitAndReport(
+      { io, session, agent: session.target.peer?.name ?? agent, json: f.json, timeoutS, printResult: true },
+      task,
+    );
+  if (f.json) io.stdout.write(`${JSON.stringify(task)}\n`);
+  else {
+    io.stdout.write(`${statusLine(task, session.target.label)}\n`);
+    const hint = answerHint(task, session.target.peer?.name ?? agent);
+    if (hint) io.stderr.write(`${hint}\n`);
+    const out = artifactsText(task);
+    if (out) io.stdout.write(out.endsWith("\n") ? out : `${out}\n`);
+  }
+  return 0;
+}

@@ -1,7 +1,8 @@
 import { resolveTarget, type Target } from "../../../client/connect";
 import type { Task, TaskState } from "../../../protocol/types";
 import { TASK_STATES } from "../../../protocol/types";
-import type { Subcommand } from "../../command";
+import type { CommandContext, Subcommand } from "../../command";
+import { tracedCommand, type CommandTrace } from "../../command-trace";
 import {
   clientPolicy,
   loadClientIdentity,
@@ -43,70 +44,73 @@ ${PEER_TIMEOUT_HELP}`,
   examples: `  a2a-node tasks list
   a2a-node tasks list --agent beta --state input-required
   a2a-node tasks list --json | jq -r '.tasks[] | select(.task.status.state == "TASK_STATE_WORKING") | .task.id'`,
-  async run(argv, { io, home }) {
-    const { flags: f, positionals } = parseFlags(argv, flags);
-    if (positionals.length)
-      throw new UsageError(`tasks list takes no arguments (got '${positionals[0]}'; a peer goes in --agent)`);
-    const limit = intFlag("limit", f.limit, 20, 1, 1000);
-    const state = f.state === undefined ? undefined : parseState(f.state);
-
-    const agent = f.agent;
-    const sources = agent
-      ? [{ peer: agent, open: () => openClientSession(home, agent, io, [], f) }]
-      : await everyPeer(home, io, f);
-    if (sources.length === 0) {
-      io.stdout.write(
-        f.json
-          ? `${JSON.stringify({ tasks: [], errors: [] })}\n`
-          : "no peers yet: add one with 'a2a-node peers add NAME URL'\n",
-      );
-      return ExitCode.Ok;
-    }
-    // Peers are asked at once; without --agent, one that fails is reported and the others still listed.
-    const results = await Promise.all(
-      sources.map(async ({ peer, open }) => {
-        try {
-          const session = await open();
-          return {
-            peer: session.target.peer?.name ?? session.target.baseUrl,
-            tasks: await listAll(session, state, limit),
-          };
-        } catch (err) {
-          if (agent || !(err instanceof CliError)) throw err;
-          return { peer, tasks: [] as Task[], error: err };
-        }
-      }),
-    );
-    const rows = results
-      .flatMap((r) => r.tasks.map((task) => ({ peer: r.peer, task })))
-      .sort((a, b) => (b.task.status.timestamp ?? "").localeCompare(a.task.status.timestamp ?? ""))
-      .slice(0, limit);
-    const failures = results.flatMap((r) => ("error" in r && r.error ? [{ peer: r.peer, error: r.error }] : []));
-    const errors = failures.map(({ peer, error }) => ({
-      peer,
-      error: error.message,
-      ...(error.hint ? { hint: error.hint } : {}),
-    }));
-
-    if (f.json) io.stdout.write(`${JSON.stringify({ tasks: rows, errors })}\n`);
-    else {
-      for (const e of errors) io.stderr.write(`a2a-node: ${e.error}\n${e.hint ? `  next: ${e.hint}\n` : ""}`);
-      io.stdout.write(rows.length ? table(rows) : `no tasks${state ? ` in state ${shortState(state)}` : ""}\n`);
-    }
-    return failures.length ? failures[0].error.exitCode : ExitCode.Ok;
-  },
+  run: (argv, ctx) => tracedCommand("tasks list", ctx, (trace) => listTasks(argv, ctx, trace)),
 };
+
+async function listTasks(argv: string[], { io, home }: CommandContext, trace: CommandTrace): Promise<number> {
+  const { flags: f, positionals } = parseFlags(argv, flags);
+  if (positionals.length)
+    throw new UsageError(`tasks list takes no arguments (got '${positionals[0]}'; a peer goes in --agent)`);
+  const limit = intFlag("limit", f.limit, 20, 1, 1000);
+  const state = f.state === undefined ? undefined : parseState(f.state);
+
+  const agent = f.agent;
+  const sources = agent
+    ? [{ peer: agent, open: () => openClientSession(home, agent, io, [], f, trace) }]
+    : await everyPeer(home, io, f, trace);
+  if (sources.length === 0) {
+    io.stdout.write(
+      f.json
+        ? `${JSON.stringify({ tasks: [], errors: [] })}\n`
+        : "no peers yet: add one with 'a2a-node peers add NAME URL'\n",
+    );
+    return ExitCode.Ok;
+  }
+  // Peers are asked at once; without --agent, one that fails is reported and the others still listed.
+  const results = await Promise.all(
+    sources.map(async ({ peer, open }) => {
+      try {
+        const session = await open();
+        return {
+          peer: session.target.peer?.name ?? session.target.baseUrl,
+          tasks: await listAll(session, state, limit),
+        };
+      } catch (err) {
+        if (agent || !(err instanceof CliError)) throw err;
+        return { peer, tasks: [] as Task[], error: err };
+      }
+    }),
+  );
+  const rows = results
+    .flatMap((r) => r.tasks.map((task) => ({ peer: r.peer, task })))
+    .sort((a, b) => (b.task.status.timestamp ?? "").localeCompare(a.task.status.timestamp ?? ""))
+    .slice(0, limit);
+  const failures = results.flatMap((r) => ("error" in r && r.error ? [{ peer: r.peer, error: r.error }] : []));
+  const errors = failures.map(({ peer, error }) => ({
+    peer,
+    error: error.message,
+    ...(error.hint ? { hint: error.hint } : {}),
+  }));
+
+  if (f.json) io.stdout.write(`${JSON.stringify({ tasks: rows, errors })}\n`);
+  else {
+    for (const e of errors) io.stderr.write(`a2a-node: ${e.error}\n${e.hint ? `  next: ${e.hint}\n` : ""}`);
+    io.stdout.write(rows.length ? table(rows) : `no tasks${state ? ` in state ${shortState(state)}` : ""}\n`);
+  }
+  return failures.length ? failures[0].error.exitCode : ExitCode.Ok;
+}
 
 /** A session opener for every registered peer, each held to its name and pin. */
 async function everyPeer(
   home: string,
   io: Io,
   flags: Record<string, unknown>,
+  trace: CommandTrace,
 ): Promise<{ peer: string; open(): Promise<ClientSession> }[]> {
   let identity: Promise<ClientIdentity> | undefined;
   // Loaded once, and only if a fleet peer needs it: outside peers are reached without this node's certificate.
   const ours = () => (identity ??= loadClientIdentity(home));
-  const policy = { ...clientPolicy(home, io, flags), home };
+  const policy = { ...clientPolicy(home, io, flags), home, trace };
   const { peers, close } = openPeers(home);
   try {
     return peers.list().map((p) => {
